@@ -1,0 +1,71 @@
+"""anodize: safe GPU kernels in plain Python.
+
+Write a SIMT kernel as a decorated Python function; anodize proves its
+ownership rules, compiles it through llvmlite's NVPTX backend and launches it
+through cuda-python (or on the CPU backend when there is no GPU).
+"""
+
+from __future__ import annotations
+
+from anodize import math, shared, thread, warp
+from anodize.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError
+from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe
+from anodize.runtime.config import LaunchConfig
+from anodize.runtime.device import Buffer, Device, device
+from anodize.types import (
+    AtomicSlice,
+    DisjointSlice,
+    DisjointSlice2D,
+    Index1D,
+    Index2D,
+    Slice,
+    Slice2D,
+    bool_,
+    f32,
+    f64,
+    i32,
+    i64,
+    u32,
+    u64,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AliasingError",
+    "ArgumentError",
+    "AtomicSlice",
+    "Buffer",
+    "CheckError",
+    "ContractViolation",
+    "Device",
+    "DisjointSlice",
+    "DisjointSlice2D",
+    "Func",
+    "Index1D",
+    "Index2D",
+    "Kernel",
+    "KernelFault",
+    "LaunchConfig",
+    "LaunchError",
+    "Slice",
+    "Slice2D",
+    "__version__",
+    "bool_",
+    "device",
+    "f32",
+    "f64",
+    "func",
+    "i32",
+    "i64",
+    "kernel",
+    "launch_contract",
+    "math",
+    "shared",
+    "syncthreads",
+    "thread",
+    "u32",
+    "u64",
+    "unsafe",
+    "warp",
+]

@@ -1,0 +1,170 @@
+"""`@kernel`, `@func` and `@launch_contract`: the decorators of the kernel language.
+
+A `Kernel` wraps the Python function; its body never runs on the host.  The
+compiler reads its source, the checker proves its ownership rules, and the
+runtime launches it:
+
+    vecadd[az.LaunchConfig.for_num_elems(n)](a, b, c)      # safe launch
+    vecadd.unsafe_launch(config, a, b, c)                  # contract-less kernels
+    vecadd.compile(arch="sm_90").ptx                       # the artifact
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from anodize.checker.contract import Contract
+    from anodize.codegen.artifact import CompiledKernel
+    from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.launch import Launcher
+
+P = ParamSpec("P")
+R = TypeVar("R")
+_K = TypeVar("_K")
+
+__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "unsafe", "syncthreads", "ContractSpec"]
+
+
+@dataclass(frozen=True)
+class ContractSpec:
+    """The raw arguments of `@launch_contract`, before the source-level parse."""
+
+    domain: object
+    block: object
+    requires: Callable[..., bool] | None
+    min_compute_capability: object
+
+
+class Func(Generic[P, R]):
+    """A device helper (`@az.func`), callable from kernels and other helpers."""
+
+    def __init__(self, fn: Callable[P, R]):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R:
+        raise TypeError(f"device helper `{self.__name__}` can only be called from an anodize kernel")
+
+    def __repr__(self) -> str:
+        return f"<anodize func {self.fn.__module__}.{self.fn.__qualname__}>"
+
+
+class Kernel(Generic[P]):
+    """A kernel: launch with `k[config](*args)` (needs a contract) or `k.unsafe_launch`."""
+
+    def __init__(self, fn: Callable[P, None], contract: ContractSpec | None = None):
+        self.fn = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self.contract_spec = contract or getattr(fn, "__az_contract__", None)
+        self._contract: Contract | None = None
+        self._contract_parsed = False
+        self._cache: dict[object, Any] = {}  # runtime-owned: compiled artifacts and launch plans
+
+    # -- the contract, parsed from source once --------------------------------------------
+    @property
+    def contract(self) -> Contract | None:
+        """The parsed contract (raises CheckError if it is malformed); None when there is none."""
+        if not self._contract_parsed:
+            from anodize.codegen.frontend import parse_contract
+
+            self._contract = parse_contract(self)
+            self._contract_parsed = True
+        return self._contract
+
+    # -- launching ------------------------------------------------------------------------
+    def __getitem__(self, config: LaunchConfig) -> Launcher:
+        from anodize.runtime.launch import prepare
+
+        return prepare(self, config, safe=True)
+
+    def unsafe_launch(self, config: LaunchConfig, *args: Any) -> None:
+        """Launch without a contract; witnesses fail closed on a launch of the wrong rank."""
+        from anodize.runtime.launch import prepare
+
+        prepare(self, config, safe=False)(*args)
+
+    def compile(
+        self,
+        arch: str | None = None,
+        *,
+        bounds_checks: bool = True,
+        line_info: bool = False,
+        opt: int = 3,
+    ) -> CompiledKernel:
+        """Check and compile for a GPU architecture (default: the current device's, else sm_90)."""
+        from anodize.runtime.compile import compile_for_gpu
+
+        return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise TypeError(
+            f"kernel `{self.__name__}` cannot be called directly; launch it with "
+            f"`{self.__name__}[az.LaunchConfig.for_num_elems(n)](...)`"
+        )
+
+    def __repr__(self) -> str:
+        return f"<anodize kernel {self.fn.__module__}.{self.fn.__qualname__}>"
+
+    @functools.cached_property
+    def signature(self) -> inspect.Signature:
+        return inspect.signature(self.fn)
+
+
+def kernel(fn: Callable[P, None]) -> Kernel[P]:
+    """Mark `fn` as a kernel: annotated parameters, returns None."""
+    if isinstance(fn, Kernel):
+        return fn
+    return Kernel(fn)
+
+
+def func(fn: Callable[P, R]) -> Func[P, R]:
+    """Mark `fn` as a device helper callable from kernels."""
+    return Func(fn)
+
+
+def launch_contract(
+    *,
+    domain: int,
+    block: int | tuple[int, int] | tuple[int, int, int] | None = None,
+    requires: Callable[..., bool] | None = None,
+    min_compute_capability: tuple[int, int] | None = None,
+) -> Callable[[_K], _K]:
+    """Declare how a kernel may be launched; stacks above or below `@kernel`."""
+    spec = ContractSpec(domain, block, requires, min_compute_capability)
+
+    def apply(target: Any) -> Any:
+        if isinstance(target, Kernel):
+            target.contract_spec = spec
+            target._contract_parsed = False
+            return target
+        if callable(target):
+            target.__az_contract__ = spec
+            return target
+        raise TypeError("@launch_contract applies to a @kernel function")
+
+    return apply
+
+
+@contextlib.contextmanager
+def unsafe() -> Iterator[None]:
+    """`with az.unsafe():` marks the unsafe tier: shared memory, barriers, raw ids, warp ops."""
+    yield
+
+
+def syncthreads() -> NoReturn:
+    """Block-wide barrier (`bar.sync 0`); unsafe tier only."""
+    raise TypeError("`syncthreads()` can only be called inside an anodize kernel")

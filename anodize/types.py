@@ -1,0 +1,291 @@
+"""The kernel language's types: scalars, slices and index witnesses.
+
+These classes exist for three readers: the kernel author (documentation and
+autocompletion), plain mypy (which already rejects a write to a `Slice` or a
+`DisjointSlice` written at an int), and the compiler, which never executes a
+kernel body but reads its annotations.  The semantic tables (dtype, bit width,
+signedness) live in `anodize.checker.model`, the one shared kernel model.
+"""
+
+from __future__ import annotations
+
+from typing import Generic, NoReturn, Self, TypeVar, final
+
+
+
+__all__ = [
+    "f32",
+    "f64",
+    "i32",
+    "i64",
+    "u32",
+    "u64",
+    "bool_",
+    "Scalar",
+    "Slice",
+    "DisjointSlice",
+    "Slice2D",
+    "DisjointSlice2D",
+    "AtomicSlice",
+    "Index1D",
+    "Index2D",
+]
+
+
+def _device_only(name: str) -> NoReturn:
+    raise TypeError(
+        f"`{name}` only has meaning inside a kernel compiled by anodize; "
+        "launch the kernel with `kernel[config](...)` instead of calling it from Python"
+    )
+
+
+class _Float(float):
+    """Arithmetic between a float scalar type and a Python float keeps the scalar type
+    (weak literals): `x * 2.0` with `x: f32` is an f32."""
+
+    def __add__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __radd__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __sub__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __rsub__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __mul__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __rmul__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __truediv__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __rtruediv__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __floordiv__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __mod__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __pow__(self, other: float) -> Self: ...  # type: ignore[override]
+    def __neg__(self) -> Self: ...
+    def __pos__(self) -> Self: ...
+    def __abs__(self) -> Self: ...
+
+
+class _Int(int):
+    """Arithmetic between an integer scalar type and a Python int keeps the scalar type."""
+
+    def __add__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __radd__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __sub__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __rsub__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __mul__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __rmul__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __floordiv__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __mod__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __lshift__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __rshift__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __and__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __or__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __xor__(self, other: int) -> Self: ...  # type: ignore[override]
+    def __neg__(self) -> Self: ...
+    def __pos__(self) -> Self: ...
+    def __abs__(self) -> Self: ...
+    def __invert__(self) -> Self: ...
+
+
+# The arithmetic stubs above are declarations for type checkers; at run time the
+# scalar types behave as the Python numbers they subclass, so `f32(1.5)` works on the host.
+for _base, _num in ((_Float, float), (_Int, int)):
+    for _name in list(vars(_base)):
+        if _name.startswith("__") and _name not in ("__doc__", "__module__", "__qualname__", "__dict__", "__weakref__"):
+            if hasattr(_num, _name):
+                delattr(_base, _name)
+
+
+@final
+class f32(_Float):
+    """32-bit IEEE float (`float` in CUDA C)."""
+
+
+@final
+class f64(_Float):
+    """64-bit IEEE float (`double`)."""
+
+
+@final
+class i32(_Int):
+    """32-bit signed integer, two's complement, wraps on overflow."""
+
+
+@final
+class i64(_Int):
+    """64-bit signed integer, two's complement, wraps on overflow."""
+
+
+@final
+class u32(_Int):
+    """32-bit unsigned integer; arithmetic wraps modulo 2**32."""
+
+
+@final
+class u64(_Int):
+    """64-bit unsigned integer; arithmetic wraps modulo 2**64."""
+
+
+@final
+class bool_(_Int):
+    """A kernel boolean (`i1` in LLVM, a byte in memory)."""
+
+
+Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_
+
+T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_)
+
+
+@final
+class Index1D:
+    """This thread's global x index; only `thread.index_1d()` and
+    `thread.grid_stride()` make one.  Arithmetic on it gives a plain int."""
+
+    __slots__ = ("_Index1D__value",)
+
+    def __init__(self) -> None:
+        _device_only("Index1D")
+
+    def get(self) -> int:
+        _device_only("Index1D.get")
+
+    def __index__(self) -> int:
+        _device_only("Index1D")
+
+    def __int__(self) -> int:
+        _device_only("Index1D")
+
+    def __add__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __radd__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __sub__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __rsub__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __mul__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __rmul__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __floordiv__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __mod__(self, other: int) -> int:
+        _device_only("Index1D")
+
+    def __lt__(self, other: int) -> bool:
+        _device_only("Index1D")
+
+    def __le__(self, other: int) -> bool:
+        _device_only("Index1D")
+
+    def __gt__(self, other: int) -> bool:
+        _device_only("Index1D")
+
+    def __ge__(self, other: int) -> bool:
+        _device_only("Index1D")
+
+
+@final
+class Index2D:
+    """This thread's global (row, col) = (y, x) index; only `thread.index_2d()` makes one."""
+
+    __slots__ = ("_Index2D__row", "_Index2D__col")
+
+    def __init__(self) -> None:
+        _device_only("Index2D")
+
+    @property
+    def row(self) -> int:
+        _device_only("Index2D.row")
+
+    @property
+    def col(self) -> int:
+        _device_only("Index2D.col")
+
+
+class _SliceBase(Generic[T]):
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        _device_only(type(self).__name__)
+
+    def __len__(self) -> int:
+        _device_only("len")
+
+
+@final
+class Slice(_SliceBase[T]):
+    """A shared, read-only 1-D input: `a[j]` reads, `len(a)`; no write of any kind."""
+
+    def __getitem__(self, j: int | Index1D) -> T:
+        _device_only("Slice.__getitem__")
+
+
+@final
+class DisjointSlice(_SliceBase[T]):
+    """A 1-D output in which each element has exactly one writer: this thread's witness."""
+
+    def __getitem__(self, i: Index1D) -> T:
+        _device_only("DisjointSlice.__getitem__")
+
+    def __setitem__(self, i: Index1D, v: T | float) -> None:
+        _device_only("DisjointSlice.__setitem__")
+
+    def __contains__(self, i: Index1D) -> bool:
+        _device_only("DisjointSlice.__contains__")
+
+    def write_unchecked(self, j: int, v: T | float) -> None:
+        """Unsafe tier only: write element `j` with no ownership proof."""
+        _device_only("DisjointSlice.write_unchecked")
+
+
+@final
+class Slice2D(_SliceBase[T]):
+    """A shared, read-only row-major 2-D input: `m[r, c]` reads, `.shape`."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        _device_only("Slice2D.shape")
+
+    def __getitem__(self, rc: tuple[int, int] | Index2D) -> T:
+        _device_only("Slice2D.__getitem__")
+
+
+@final
+class DisjointSlice2D(_SliceBase[T]):
+    """A row-major 2-D output written only at this thread's `Index2D`."""
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        _device_only("DisjointSlice2D.shape")
+
+    def __getitem__(self, i: Index2D) -> T:
+        _device_only("DisjointSlice2D.__getitem__")
+
+    def __setitem__(self, i: Index2D, v: T | float) -> None:
+        _device_only("DisjointSlice2D.__setitem__")
+
+    def __contains__(self, i: Index2D) -> bool:
+        _device_only("DisjointSlice2D.__contains__")
+
+    def write_unchecked(self, rc: tuple[int, int], v: T | float) -> None:
+        """Unsafe tier only: write element `(row, col)` with no ownership proof."""
+        _device_only("DisjointSlice2D.write_unchecked")
+
+
+@final
+class AtomicSlice(_SliceBase[T]):
+    """A shared output updated only through atomics; each returns the old value."""
+
+    def add(self, j: int | Index1D, v: T | float) -> T:
+        _device_only("AtomicSlice.add")
+
+    def min(self, j: int | Index1D, v: T | float) -> T:
+        _device_only("AtomicSlice.min")
+
+    def max(self, j: int | Index1D, v: T | float) -> T:
+        _device_only("AtomicSlice.max")
+
+    def exchange(self, j: int | Index1D, v: T | float) -> T:
+        _device_only("AtomicSlice.exchange")

@@ -1,0 +1,1 @@
+"""The static safety checker: libcst ownership passes, diagnostics and the mypy plugin."""

@@ -1,0 +1,321 @@
+"""Launch contracts: the `requires` grammar, its parser and its restricted evaluator.
+
+`requires` may use only `len(p)`, `p.shape[k]`, integer scalar parameters,
+integer literals, `+ - * //`, comparisons (chained too) and `and`.  The parser
+turns the lambda's `ast` into the small tree below; the runtime evaluates that
+tree (never `eval`) in 64-bit signed arithmetic that rejects overflow, and
+codegen reads equalities from it to remove bounds checks.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+I64_MIN = -(1 << 63)
+I64_MAX = (1 << 63) - 1
+
+
+class RequiresSyntaxError(Exception):
+    """A `requires` outside its grammar; `node` locates it in the lambda's source."""
+
+    def __init__(self, message: str, node: ast.AST):
+        super().__init__(message)
+        self.message = message
+        self.node = node
+
+
+class RequiresOverflow(ArithmeticError):
+    pass
+
+
+# ---- expression tree -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Len:
+    param: str
+
+    def text(self) -> str:
+        return f"len({self.param})"
+
+
+@dataclass(frozen=True)
+class Shape:
+    param: str
+    axis: int
+
+    def text(self) -> str:
+        return f"{self.param}.shape[{self.axis}]"
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+
+    def text(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int
+
+    def text(self) -> str:
+        return str(self.value)
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # "+", "-", "*", "//"
+    left: Expr
+    right: Expr
+
+    def text(self) -> str:
+        return f"{_paren(self.left)} {self.op} {_paren(self.right)}"
+
+
+@dataclass(frozen=True)
+class Neg:
+    operand: Expr
+
+    def text(self) -> str:
+        return f"-{_paren(self.operand)}"
+
+
+Expr = Len | Shape | Param | Const | BinOp | Neg
+
+
+def _paren(e: Expr) -> str:
+    return f"({e.text()})" if isinstance(e, BinOp) else e.text()
+
+
+@dataclass(frozen=True)
+class Relation:
+    """One comparison `left op right`; a chained comparison becomes several."""
+
+    op: str  # "==", "!=", "<", "<=", ">", ">="
+    left: Expr
+    right: Expr
+    source: str  # the relation as written, for messages
+
+    def text(self) -> str:
+        return f"{self.left.text()} {self.op} {self.right.text()}"
+
+
+@dataclass(frozen=True)
+class Requires:
+    params: tuple[str, ...]
+    relations: tuple[Relation, ...]
+    source: str = ""
+
+    def names(self) -> set[str]:
+        out: set[str] = set()
+
+        def walk(e: Expr) -> None:
+            if isinstance(e, (Len, Shape, Param)):
+                out.add(e.param if not isinstance(e, Param) else e.name)
+            elif isinstance(e, BinOp):
+                walk(e.left)
+                walk(e.right)
+            elif isinstance(e, Neg):
+                walk(e.operand)
+
+        for r in self.relations:
+            walk(r.left)
+            walk(r.right)
+        return out
+
+
+@dataclass(frozen=True)
+class Contract:
+    domain: int
+    block: tuple[int, ...] | None  # CUDA order (x, y); None when not fixed
+    requires: Requires | None = None
+    min_compute_capability: tuple[int, int] | None = None
+
+    @property
+    def block_threads(self) -> int | None:
+        if self.block is None:
+            return None
+        n = 1
+        for b in self.block:
+            n *= b
+        return n
+
+
+# ---- parser ------------------------------------------------------------------------------
+
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//"}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def parse_requires(lam: ast.Lambda, source: str | None = None) -> Requires:
+    """Parse a `requires=lambda ...: ...`; raise RequiresSyntaxError at the offending node."""
+    args = lam.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        raise RequiresSyntaxError("`requires` must be a lambda of plain parameter names", lam)
+    params = tuple(a.arg for a in args.args)
+    rels: list[Relation] = []
+    body = lam.body
+    parts = body.values if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And) else [body]
+    for part in parts:
+        rels.extend(_parse_relation(part, params, source))
+    text = ast.get_source_segment(source, body) if source else None
+    return Requires(params, tuple(rels), text or ast.unparse(body))
+
+
+def _parse_relation(node: ast.expr, params: tuple[str, ...], source: str | None) -> list[Relation]:
+    if isinstance(node, ast.BoolOp):
+        raise RequiresSyntaxError("`or` is not allowed in `requires`; only `and` joins relations", node)
+    if not isinstance(node, ast.Compare):
+        raise RequiresSyntaxError(
+            f"`requires` must be comparisons joined by `and`, found `{ast.unparse(node)}`", node
+        )
+    operands = [node.left, *node.comparators]
+    exprs = [_parse_expr(o, params) for o in operands]
+    out = []
+    for op, (l_node, r_node), (le, re_) in zip(
+        node.ops, zip(operands, operands[1:]), zip(exprs, exprs[1:]), strict=True
+    ):
+        sym = _CMPOPS.get(type(op))
+        if sym is None:
+            raise RequiresSyntaxError(f"comparison `{type(op).__name__}` is not allowed in `requires`", node)
+        if len(node.ops) == 1:
+            src = (ast.get_source_segment(source, node) if source else None) or ast.unparse(node)
+        else:
+            src = f"{ast.unparse(l_node)} {sym} {ast.unparse(r_node)}"
+        out.append(Relation(sym, le, re_, src))
+    return out
+
+
+def _parse_expr(node: ast.expr, params: tuple[str, ...]) -> Expr:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return Const(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in params:
+            raise RequiresSyntaxError(f"`{node.id}` is not a parameter of the kernel", node)
+        return Param(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        return Neg(_parse_expr(node.operand, params))
+    if isinstance(node, ast.BinOp):
+        sym = _BINOPS.get(type(node.op))
+        if sym is None:
+            raise RequiresSyntaxError(
+                f"operator `{ast.unparse(node)}` is not allowed in `requires`; use + - * //", node
+            )
+        return BinOp(sym, _parse_expr(node.left, params), _parse_expr(node.right, params))
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "len"
+        and len(node.args) == 1
+        and not node.keywords
+        and isinstance(node.args[0], ast.Name)
+    ):
+        name = node.args[0].id
+        if name not in params:
+            raise RequiresSyntaxError(f"`{name}` is not a parameter of the kernel", node.args[0])
+        return Len(name)
+    if (
+        isinstance(node, ast.Subscript)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "shape"
+        and isinstance(node.value.value, ast.Name)
+        and isinstance(node.slice, ast.Constant)
+        and type(node.slice.value) is int
+        and node.slice.value in (0, 1)
+    ):
+        name = node.value.value.id
+        if name not in params:
+            raise RequiresSyntaxError(f"`{name}` is not a parameter of the kernel", node.value.value)
+        return Shape(name, node.slice.value)
+    raise RequiresSyntaxError(
+        f"`{ast.unparse(node)}` is not allowed in `requires`; use `len(p)`, `p.shape[k]`, "
+        "integer parameters and literals",
+        node,
+    )
+
+
+# ---- evaluator ---------------------------------------------------------------------------
+
+
+def _checked(v: int) -> int:
+    if v < I64_MIN or v > I64_MAX:
+        raise RequiresOverflow(v)
+    return v
+
+
+def _floordiv(a: int, b: int) -> int:
+    if b == 0:
+        raise ZeroDivisionError("division by zero in `requires`")
+    return a // b
+
+
+_ARITH: dict[str, Callable[[int, int], int]] = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "//": _floordiv,
+}
+_CMP: dict[str, Callable[[int, int], bool]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
+
+
+@dataclass
+class Env:
+    """What the evaluator may read: lengths, 2-D shapes and integer scalars by parameter."""
+
+    lengths: Mapping[str, int] = field(default_factory=dict)
+    shapes: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    scalars: Mapping[str, int] = field(default_factory=dict)
+
+
+def eval_expr(e: Expr, env: Env) -> int:
+    if isinstance(e, Const):
+        return _checked(e.value)
+    if isinstance(e, Len):
+        return env.lengths[e.param]
+    if isinstance(e, Shape):
+        return env.shapes[e.param][e.axis]
+    if isinstance(e, Param):
+        return _checked(int(env.scalars[e.name]))
+    if isinstance(e, Neg):
+        return _checked(-eval_expr(e.operand, env))
+    return _checked(_ARITH[e.op](eval_expr(e.left, env), eval_expr(e.right, env)))
+
+
+def first_violation(req: Requires, env: Env) -> tuple[Relation, int, int] | None:
+    """The first relation that does not hold, with both sides' values; None when all hold.
+
+    Raises RequiresOverflow or ZeroDivisionError when a side cannot be computed in i64."""
+    for rel in req.relations:
+        left = eval_expr(rel.left, env)
+        right = eval_expr(rel.right, env)
+        if not _CMP[rel.op](left, right):
+            return rel, left, right
+    return None
+
+
+def equal_lengths(req: Requires | None) -> list[set[str]]:
+    """Classes of parameters whose lengths `requires` proves equal (`len(a) == len(c)`).
+
+    Codegen uses them to turn a guard on one slice into a proof for the others."""
+    if req is None:
+        return []
+    classes: list[set[str]] = []
+    for rel in req.relations:
+        if rel.op == "==" and isinstance(rel.left, Len) and isinstance(rel.right, Len):
+            a, b = rel.left.param, rel.right.param
+            hit = [c for c in classes if a in c or b in c]
+            merged = {a, b}.union(*hit)
+            classes = [c for c in classes if c not in hit] + [merged]
+    return classes

@@ -1,0 +1,159 @@
+"""Diagnostics: one data model, three renderers (full, concise, json).
+
+Every front end (the `anodize check` CLI, the mypy plugin, codegen's
+`az-unsupported` errors and the runtime's `CheckError`) builds `Diagnostic`
+objects through `anodize.checker.messages` and renders them here.
+"""
+
+from __future__ import annotations
+
+import json
+import linecache
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, order=True)
+class Span:
+    """A source range; lines are 1-based, columns 0-based (as ast and libcst report)."""
+
+    path: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+
+    @classmethod
+    def point(cls, path: str, line: int, col: int, width: int = 1) -> Span:
+        return cls(path, line, col, line, col + max(width, 1))
+
+
+@dataclass(frozen=True)
+class Label:
+    span: Span
+    text: str
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str  # "az-shared-write"
+    message: str  # lowercase, no final period, code in backticks
+    span: Span
+    label: str = ""  # text under the primary caret
+    secondary: tuple[Label, ...] = ()
+    notes: tuple[str, ...] = ()
+    help: str | None = None
+    severity: str = "error"  # "error" | "warning" | "note"
+
+    @property
+    def sort_key(self) -> tuple[str, int, int, str]:
+        return (self.span.path, self.span.line, self.span.col, self.code)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "message": self.message,
+            "path": self.span.path,
+            "line": self.span.line,
+            "column": self.span.col + 1,
+            "end_line": self.span.end_line,
+            "end_column": self.span.end_col + 1,
+            "label": self.label,
+            "secondary": [
+                {
+                    "path": lab.span.path,
+                    "line": lab.span.line,
+                    "column": lab.span.col + 1,
+                    "end_line": lab.span.end_line,
+                    "end_column": lab.span.end_col + 1,
+                    "label": lab.text,
+                }
+                for lab in self.secondary
+            ],
+            "notes": list(self.notes),
+            "help": self.help,
+        }
+
+
+class CheckError(Exception):
+    """Raised when a kernel fails the static checks; its text is the full rendering."""
+
+    def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, str] | None = None):
+        self.diagnostics = list(diagnostics)
+        super().__init__(render_full(self.diagnostics, sources))
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.diagnostics,))
+
+
+def _source_lines(path: str, sources: dict[str, str] | None) -> list[str]:
+    if sources and path in sources:
+        return sources[path].splitlines()
+    return [ln.rstrip("\n") for ln in linecache.getlines(path)]
+
+
+def _frame(spans: list[tuple[Span, str, str]], lines: list[str], gutter: int) -> list[str]:
+    """Code frame lines for spans (all in one file): (span, marker char, label)."""
+    out: list[str] = []
+    pad = " " * gutter
+    shown: list[int] = sorted({s.line for s, _, _ in spans})
+    prev = None
+    for ln in shown:
+        if prev is not None and ln > prev + 1:
+            out.append(f"{pad}...")
+        text = lines[ln - 1] if 0 < ln <= len(lines) else ""
+        out.append(f"{str(ln).rjust(gutter - 1)} | {text}")
+        for span, mark, label in sorted((x for x in spans if x[0].line == ln), key=lambda x: x[0].col):
+            end = span.end_col if span.end_line == span.line else max(len(text), span.col + 1)
+            width = max(end - span.col, 1)
+            caret = " " * span.col + mark * width
+            out.append(f"{pad}| {caret}{(' ' + label) if label else ''}")
+        prev = ln
+    return out
+
+
+def render_one(d: Diagnostic, sources: dict[str, str] | None = None) -> str:
+    """rustc-style: header, location arrow, code frame with carets, notes and help."""
+    spans = [(d.span, "^", d.label)] + [(lab.span, "-", lab.text) for lab in d.secondary]
+    max_line = max(s.line for s, _, _ in spans)
+    gutter = len(str(max_line)) + 1
+    pad = " " * gutter
+    out = [f"{d.severity}[{d.code}]: {d.message}"]
+    out.append(f"{' ' * (gutter - 1)}--> {d.span.path}:{d.span.line}:{d.span.col + 1}")
+    out.append(f"{pad}|")
+    by_path: dict[str, list[tuple[Span, str, str]]] = {}
+    for item in spans:
+        by_path.setdefault(item[0].path, []).append(item)
+    for i, (path, group) in enumerate(by_path.items()):
+        if i > 0:
+            first = min(s for s, _, _ in group)
+            out.append(f"{' ' * (gutter - 1)}::: {path}:{first.line}:{first.col + 1}")
+            out.append(f"{pad}|")
+        out.extend(_frame(group, _source_lines(path, sources), gutter))
+    out.append(f"{pad}|")
+    for note in d.notes:
+        out.append(f"{pad}= note: {note}")
+    if d.help:
+        out.append(f"{pad}= help: {d.help}")
+    return "\n".join(out)
+
+
+def render_full(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None) -> str:
+    items = sorted(diags, key=lambda d: d.sort_key)
+    body = "\n\n".join(render_one(d, sources) for d in items)
+    errors = sum(1 for d in items if d.severity == "error")
+    if errors:
+        body += f"\n\nerror: could not compile: {errors} error{'s' if errors != 1 else ''} found"
+    return body
+
+
+def render_concise(diags: Iterable[Diagnostic]) -> str:
+    return "\n".join(
+        f"{d.span.path}:{d.span.line}:{d.span.col + 1}: {d.code} {d.message}"
+        for d in sorted(diags, key=lambda d: d.sort_key)
+    )
+
+
+def render_json(diags: Iterable[Diagnostic]) -> str:
+    return json.dumps([d.to_json() for d in sorted(diags, key=lambda d: d.sort_key)], indent=2)

@@ -1,0 +1,129 @@
+"""The one shared kernel model: the vocabulary every front end agrees on.
+
+The libcst checker, the mypy plugin, codegen and the runtime all read these
+tables instead of spelling names, dtypes or widths themselves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+PUBLIC_MODULES = ("anodize", "anodize.types", "anodize.kernel", "anodize.thread")
+
+
+@dataclass(frozen=True)
+class ScalarInfo:
+    name: str  # the public name, e.g. "f32"
+    kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool
+    bits: int  # width in registers (bool is 1 bit in registers, 8 in memory)
+    mem_bits: int  # width in memory
+    dtype: np.dtype  # NumPy dtype of a buffer element
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in ("i", "u")
+
+    @property
+    def signed(self) -> bool:
+        return self.kind == "i"
+
+
+SCALARS: dict[str, ScalarInfo] = {
+    "f32": ScalarInfo("f32", "f", 32, 32, np.dtype(np.float32)),
+    "f64": ScalarInfo("f64", "f", 64, 64, np.dtype(np.float64)),
+    "i32": ScalarInfo("i32", "i", 32, 32, np.dtype(np.int32)),
+    "i64": ScalarInfo("i64", "i", 64, 64, np.dtype(np.int64)),
+    "u32": ScalarInfo("u32", "u", 32, 32, np.dtype(np.uint32)),
+    "u64": ScalarInfo("u64", "u", 64, 64, np.dtype(np.uint64)),
+    "bool_": ScalarInfo("bool_", "b", 1, 8, np.dtype(np.bool_)),
+}
+
+SCALAR_BY_DTYPE: dict[np.dtype, ScalarInfo] = {s.dtype: s for s in SCALARS.values()}
+
+
+@dataclass(frozen=True)
+class SliceKindInfo:
+    name: str  # "Slice", "DisjointSlice", ...
+    rank: int  # 1 or 2
+    output: bool  # written by the kernel (so unaliased with every other argument)
+    disjoint: bool  # writes only through this thread's witness
+    atomic: bool
+
+
+SLICE_KINDS: dict[str, SliceKindInfo] = {
+    "Slice": SliceKindInfo("Slice", 1, output=False, disjoint=False, atomic=False),
+    "DisjointSlice": SliceKindInfo("DisjointSlice", 1, output=True, disjoint=True, atomic=False),
+    "Slice2D": SliceKindInfo("Slice2D", 2, output=False, disjoint=False, atomic=False),
+    "DisjointSlice2D": SliceKindInfo("DisjointSlice2D", 2, output=True, disjoint=True, atomic=False),
+    "AtomicSlice": SliceKindInfo("AtomicSlice", 1, output=True, disjoint=False, atomic=True),
+}
+
+WITNESS_TYPES = {"Index1D": 1, "Index2D": 2}
+
+# Functions in `anodize.thread` that make a witness, with the index space (domain) it belongs to.
+WITNESS_MAKERS = {"index_1d": 1, "index_2d": 2, "grid_stride": 1}
+
+# Raw ids: unsafe tier only.
+RAW_IDS = {
+    "tid_x": ("tid", "x"),
+    "tid_y": ("tid", "y"),
+    "tid_z": ("tid", "z"),
+    "block_idx_x": ("ctaid", "x"),
+    "block_idx_y": ("ctaid", "y"),
+    "block_idx_z": ("ctaid", "z"),
+    "block_dim_x": ("ntid", "x"),
+    "block_dim_y": ("ntid", "y"),
+    "block_dim_z": ("ntid", "z"),
+    "grid_dim_x": ("nctaid", "x"),
+    "grid_dim_y": ("nctaid", "y"),
+    "grid_dim_z": ("nctaid", "z"),
+    "lane_id": ("laneid", ""),
+}
+
+WARP_OPS = {"shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"}
+
+# Qualified names (as libcst's QualifiedNameProvider and mypy spell them) of the
+# operations that only `with az.unsafe():` may contain.
+UNSAFE_QUALNAMES = (
+    {"anodize.syncthreads", "anodize.shared.array"}
+    | {f"anodize.thread.{n}" for n in RAW_IDS}
+    | {f"anodize.warp.{n}" for n in WARP_OPS}
+)
+BARRIER_QUALNAMES = {"anodize.syncthreads"}
+UNSAFE_METHODS = {"write_unchecked"}
+
+# Math functions callable as `math.f` or `az.math.f`: name -> arity.
+MATH_FUNCS = {
+    "sqrt": 1,
+    "rsqrt": 1,
+    "exp": 1,
+    "log": 1,
+    "sin": 1,
+    "cos": 1,
+    "tanh": 1,
+    "pow": 2,
+    "fabs": 1,
+    "floor": 1,
+    "ceil": 1,
+    "fma": 3,
+    "fmin": 2,
+    "fmax": 2,
+}
+
+BUILTIN_FUNCS = {"abs", "min", "max", "len", "range"}
+
+MAX_THREADS_PER_BLOCK = 1024
+
+
+def scalar_for_dtype(dtype: object) -> ScalarInfo | None:
+    """The scalar type of a NumPy-compatible dtype, or None if anodize has none."""
+    try:
+        return SCALAR_BY_DTYPE.get(np.dtype(dtype))  # type: ignore[call-overload]
+    except TypeError:
+        return None

@@ -1,0 +1,1 @@
+"""One rule per file; each carries its VALID and INVALID examples."""

@@ -1,0 +1,96 @@
+"""What codegen hands the runtime: the compiled artifact and the kernel ABI.
+
+Kernel ABI (the same for the GPU entry and the CPU backend):
+
+* each parameter, in order, flattens to
+  - 1-D slice (`Slice`, `DisjointSlice`, `AtomicSlice`): `ptr data, i64 len`
+  - 2-D slice (`Slice2D`, `DisjointSlice2D`): `ptr data, i64 rows, i64 cols`
+  - scalar: its value (`bool_` travels as an i8)
+* then two hidden parameters: `ptr fault` (a `FAULT_RECORD_BYTES` device buffer,
+  zeroed before first use) and `i32 launch_rank` (1 or 2, the config's rank).
+
+Fault record (little-endian, 32 bytes): `u32 count` (atomically incremented by
+every failed check), `u32 site` (id of the first fault's site; written by the
+thread whose increment saw 0), `i64 index`, `i64 length`, `i64 reserved`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from anodize.checker.contract import Contract
+from anodize.checker.model import ScalarInfo, SliceKindInfo
+
+FAULT_RECORD_BYTES = 32
+
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    slice_kind: SliceKindInfo | None  # None for a scalar
+    scalar: ScalarInfo  # element type of a slice, or the scalar's type
+
+    @property
+    def is_slice(self) -> bool:
+        return self.slice_kind is not None
+
+    @property
+    def rank(self) -> int:
+        return self.slice_kind.rank if self.slice_kind else 0
+
+    @property
+    def is_output(self) -> bool:
+        return bool(self.slice_kind and self.slice_kind.output)
+
+    @property
+    def readonly(self) -> bool:
+        return bool(self.slice_kind and not self.slice_kind.output)
+
+
+@dataclass(frozen=True)
+class FaultSite:
+    path: str
+    line: int
+    col: int
+    kind: str  # "read" | "write" | "atomic" | "rank" (a witness from a launch of the wrong rank)
+    param: str  # the slice (or "" for rank faults)
+
+
+@dataclass
+class Resources:
+    registers: int | None = None
+    spill_stores: int = 0
+    spill_loads: int = 0
+    stack_frame: int = 0
+    shared_bytes: int = 0
+    ptxas_log: str = ""
+
+
+@dataclass
+class CompiledKernel:
+    """One kernel compiled for one target.
+
+    `llvm_ir` and `ptx` are always present for a GPU target; `cubin` is filled
+    when ptxas or nvJitLink is available (or the runtime loads the PTX itself).
+    For the CPU target `cpu_entry` runs the whole grid."""
+
+    name: str  # the Python name
+    entry: str  # the symbol in the module
+    params: tuple[ParamSpec, ...]
+    contract: Contract | None
+    domain: int  # the index space the body uses (1 or 2), or the contract's
+    arch: str  # "sm_90", or "cpu"
+    llvm_ir: str
+    ptx: str = ""
+    cubin: bytes | None = None
+    fault_sites: tuple[FaultSite, ...] = ()
+    bounds_checks: int = 0  # checks left in the IR after what guards and `requires` proved
+    uses_barrier: bool = False
+    static_shared_bytes: int = 0
+    resources: Resources = field(default_factory=Resources)
+    compile_seconds: float = 0.0
+    # CPU backend: run(grid_xyz, block_xyz, flat_args, fault_address, launch_rank, dynamic_shared)
+    cpu_entry: Callable[..., None] | None = None
+    source_path: str = ""
+    source_line: int = 0

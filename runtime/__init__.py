@@ -1,0 +1,1 @@
+"""The runtime: devices, buffers, launch configs, validated launches and fault reporting."""

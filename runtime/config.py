@@ -1,0 +1,84 @@
+"""Launch configurations, typed by rank.
+
+Block and grid tuples are in CUDA order `(x, y)`; shapes are `(rows, cols)`.
+`for_shape((rows, cols), block=(bx, by))` launches
+`grid = (ceil(cols / bx), ceil(rows / by))`, so `index_2d` maps x to the column
+and y to the row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Generic, Literal, TypeVar
+
+from anodize.errors import LaunchError
+
+R = TypeVar("R", Literal[1], Literal[2])
+
+Dim3 = tuple[int, int, int]
+
+
+def _dim3(v: int | tuple[int, ...], what: str) -> Dim3:
+    t = (v,) if isinstance(v, int) else tuple(v)
+    if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
+        raise LaunchError(f"`{what}` must be an int or a tuple of 1 to 3 ints, got {v!r}")
+    if any(x < 1 for x in t):
+        raise LaunchError(f"every dimension of `{what}` must be at least 1, got {v!r}")
+    return (t + (1, 1))[:3]  # type: ignore[return-value]
+
+
+@dataclass(frozen=True, init=False)
+class LaunchConfig(Generic[R]):
+    """`grid` and `block` in CUDA order; `rank` is the launch's index-space rank (1 or 2)."""
+
+    grid: Dim3
+    block: Dim3
+    shared_mem: int = 0
+    rank: int = 1
+
+    def __init__(self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0):
+        g = _dim3(grid, "grid")
+        b = _dim3(block, "block")
+        if not isinstance(shared_mem, int) or shared_mem < 0:
+            raise LaunchError(f"`shared_mem` must be a non-negative int, got {shared_mem!r}")
+        given = max(
+            1 if isinstance(grid, int) else len(grid),
+            1 if isinstance(block, int) else len(block),
+        )
+        object.__setattr__(self, "grid", g)
+        object.__setattr__(self, "block", b)
+        object.__setattr__(self, "shared_mem", shared_mem)
+        object.__setattr__(self, "rank", 2 if given >= 2 else 1)
+
+    @staticmethod
+    def for_num_elems(n: int, block: int = 256, shared_mem: int = 0) -> LaunchConfig[Literal[1]]:
+        """A 1-D launch with at least one thread per element."""
+        if not isinstance(n, int) or n < 0:
+            raise LaunchError(f"`n` must be a non-negative int, got {n!r}")
+        if not isinstance(block, int) or block < 1:
+            raise LaunchError(f"`block` must be a positive int, got {block!r}")
+        return LaunchConfig(max(1, -(-n // block)), block, shared_mem)
+
+    @staticmethod
+    def for_shape(
+        shape: tuple[int, int], block: tuple[int, int] = (16, 16), shared_mem: int = 0
+    ) -> LaunchConfig[Literal[2]]:
+        """A 2-D launch over `(rows, cols)`, with `block` in CUDA order `(bx, by)`."""
+        if (
+            not isinstance(shape, tuple)
+            or len(shape) != 2
+            or not all(isinstance(s, int) and s >= 0 for s in shape)
+        ):
+            raise LaunchError(f"`shape` must be a (rows, cols) tuple of non-negative ints, got {shape!r}")
+        if not isinstance(block, tuple) or len(block) != 2:
+            raise LaunchError(f"`block` must be a (bx, by) tuple, got {block!r}")
+        rows, cols = shape
+        bx, by = block
+        return LaunchConfig((max(1, -(-cols // bx)), max(1, -(-rows // by))), (bx, by), shared_mem)
+
+    @property
+    def threads_per_block(self) -> int:
+        return self.block[0] * self.block[1] * self.block[2]
+
+    def __repr__(self) -> str:
+        return f"LaunchConfig(grid={self.grid}, block={self.block}, shared_mem={self.shared_mem}, rank={self.rank})"
