@@ -7,6 +7,18 @@ through cuda-python (or on the CPU backend when there is no GPU).
 
 from __future__ import annotations
 
+import os as _os
+
+# Installed, `checker/`, `codegen/` and `runtime/` live inside this package (setuptools
+# package-dir).  Imported straight from a source checkout (the repository root on
+# sys.path, e.g. `python -m pytest` there), map them from the sibling folders instead.
+_here = _os.path.dirname(__file__)
+_root = _os.path.dirname(_here)
+if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
+    _os.path.join(_root, "checker", "model.py")
+):
+    __path__.append(_root)
+
 from anodize import math, shared, thread, warp
 from anodize.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe

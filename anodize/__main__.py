@@ -1,0 +1,5 @@
+import sys
+
+from anodize.cli import main
+
+sys.exit(main())
