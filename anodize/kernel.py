@@ -16,19 +16,18 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
     from anodize.checker.contract import Contract
     from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
-    from anodize.runtime.launch import Launcher
 
 P = ParamSpec("P")
 R = TypeVar("R")
 _K = TypeVar("_K")
 
-__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "unsafe", "syncthreads", "ContractSpec"]
+__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "ContractSpec"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,18 @@ class Func(Generic[P, R]):
         return f"<anodize func {self.fn.__module__}.{self.fn.__qualname__}>"
 
 
+class Launch(Protocol[P]):
+    """What `kernel[config]` returns: call it with the kernel's arguments.
+
+    Typing only.  `P` records the kernel's parameters so that the mypy plugin
+    (`anodize.checker.mypy_plugin`) can check a call against their host-side types
+    (a `Buffer` or CUDA array for a slice, a Python number for a scalar); without
+    the plugin any arguments are accepted here and the runtime checks them.
+    """
+
+    def __call__(self, *args: Any) -> None: ...
+
+
 class Kernel(Generic[P]):
     """A kernel: launch with `k[config](*args)` (needs a contract) or `k.unsafe_launch`."""
 
@@ -86,12 +97,15 @@ class Kernel(Generic[P]):
         return self._contract
 
     # -- launching ------------------------------------------------------------------------
-    def __getitem__(self, config: LaunchConfig) -> Launcher:
+    def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
+        hit = self._cache.get(("launcher", config, True))
+        if hit is not None:  # the hot path: a launcher prepared for this config before
+            return hit  # type: ignore[no-any-return]
         from anodize.runtime.launch import prepare
 
         return prepare(self, config, safe=True)
 
-    def unsafe_launch(self, config: LaunchConfig, *args: Any) -> None:
+    def unsafe_launch(self, config: LaunchConfig[Any], *args: Any) -> None:
         """Launch without a contract; witnesses fail closed on a launch of the wrong rank."""
         from anodize.runtime.launch import prepare
 

@@ -9,7 +9,7 @@ signedness) live in `anodize.checker.model`, the one shared kernel model.
 
 from __future__ import annotations
 
-from typing import Generic, NoReturn, Self, TypeVar, final
+from typing import Any, Generic, NoReturn, Protocol, Self, TypeVar, final
 
 
 
@@ -29,6 +29,8 @@ __all__ = [
     "AtomicSlice",
     "Index1D",
     "Index2D",
+    "CudaArray",
+    "DLPackArray",
 ]
 
 
@@ -289,3 +291,20 @@ class AtomicSlice(_SliceBase[T]):
 
     def exchange(self, j: int | Index1D, v: T | float) -> T:
         _device_only("AtomicSlice.exchange")
+
+
+# ---- host-side array protocols (typing only) -------------------------------------------
+
+
+class CudaArray(Protocol):
+    """Any device array that exposes the CUDA array interface (an anodize `Buffer`, CuPy,
+    PyTorch, numba): what a launch accepts for a slice parameter."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+
+
+class DLPackArray(Protocol):
+    """Any array exchanged through DLPack (`__dlpack__`): also accepted for a slice parameter."""
+
+    def __dlpack__(self, *args: Any, **kwargs: Any) -> Any: ...

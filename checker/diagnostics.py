@@ -139,11 +139,11 @@ def render_one(d: Diagnostic, sources: dict[str, str] | None = None) -> str:
     return "\n".join(out)
 
 
-def render_full(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None) -> str:
+def render_full(diags: Iterable[Diagnostic], sources: dict[str, str] | None = None, *, summary: bool = True) -> str:
     items = sorted(diags, key=lambda d: d.sort_key)
     body = "\n\n".join(render_one(d, sources) for d in items)
     errors = sum(1 for d in items if d.severity == "error")
-    if errors:
+    if errors and summary:
         body += f"\n\nerror: could not compile: {errors} error{'s' if errors != 1 else ''} found"
     return body
 

@@ -71,3 +71,238 @@ def type_error(span: Span, msg: str, *, label: str = "", help: str | None = None
 
 def signature(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
     return make("az-signature", msg, span, label="in this signature", help=help)
+
+
+# ---- codegen ----
+# codegen's frontend reports the language rules through the checker's builders below
+# (one code, one wording); only the backend-specific message lives here.
+
+
+def cpu_backend_unsupported(span: Span, what: str) -> Diagnostic:
+    return unsupported(
+        span,
+        f"{what} on the CPU backend",
+        help="run this kernel on a GPU; the CPU backend does not emulate barriers, warps or shared memory yet",
+    )
+
+
+# ---- mypy plugin ----
+# The launch-site note only the mypy plugin can give: sizes known from literals at a call.
+
+
+def requires_violated(span: Span, kernel: str, relation: str, left: int, right: int) -> Diagnostic:
+    return make(
+        "az-requires",
+        f"this launch of `{kernel}` violates its contract: `{relation}` is `{left}` vs `{right}`",
+        span,
+        label="sizes known from literals",
+        help="the runtime raises `az.ContractViolation` at this launch",
+        severity="note",
+    )
+
+
+# ---- checker: ownership and launch rules (checker/rules/*.py) -----------------------------
+
+_WAY_OUT = "with az.unsafe():"
+
+
+def param_label(name: str, kind: str) -> str:
+    return f"`{name}` is declared `{kind}` here"
+
+
+def shared_write(span: Span, name: str, kind: str, how: str, decl: Span | None = None) -> Diagnostic:
+    return make(
+        "az-shared-write",
+        f"cannot {how} `{name}`: it is a read-only `{kind}`",
+        span,
+        label=f"{how} of a shared input",
+        secondary=(Label(decl, param_label(name, kind)),) if decl else (),
+        notes=("every thread of the launch sees the same input; a write would race with other threads",),
+        help=f"declare `{name}` as `DisjointSlice[...]` if each thread writes its own element, "
+        "or write the result to a separate output parameter",
+    )
+
+
+def shared_write_via_helper(span: Span, name: str, kind: str, helper: str, param: str, decl: Span | None) -> Diagnostic:
+    return make(
+        "az-shared-write",
+        f"read-only `{name}` is passed to `{helper}`, whose parameter `{param}` is written",
+        span,
+        label=f"the read-only `{kind}` goes to a written parameter",
+        secondary=(Label(decl, f"`{param}` is written or declared as an output here"),) if decl else (),
+        help=f"pass an output parameter (`DisjointSlice[...]`) to `{param}` instead of `{name}`",
+    )
+
+
+def shared_rebind(span: Span, target: str, target_kind: str, source: str) -> Diagnostic:
+    return make(
+        "az-shared-write",
+        f"cannot rebind output `{target}` (`{target_kind}`) to read-only `{source}`",
+        span,
+        label="a read-only input would become writable here",
+        help=f"write through `{target}` itself, or declare `{source}` as an output",
+    )
+
+
+def disjoint_index(
+    span: Span, name: str, kind: str, index: str, access: str, why: str, decl: Span | None = None, *, domain: int = 1
+) -> Diagnostic:
+    maker = "thread.index_1d()" if domain == 1 else "thread.index_2d()"
+    wit = "i" if domain == 1 else "ij"
+    return make(
+        "az-disjoint-index",
+        f"`{name}` is a `{kind}`; it can only be {access} at this thread's own witness, not at `{index}`",
+        span,
+        label=why,
+        secondary=(Label(decl, param_label(name, kind)),) if decl else (),
+        notes=("another thread may own that element; arithmetic on a witness gives a plain int",),
+        help=f"index with the witness itself (`{wit} = {maker}`, then `{name}[{wit}]`); to reach another "
+        f"element use an `AtomicSlice`, or `{name}.write_unchecked(j, v)` inside `{_WAY_OUT}`",
+    )
+
+
+def disjoint_passed(span: Span, name: str, kind: str, helper: str, param: str, pkind: str) -> Diagnostic:
+    return make(
+        "az-disjoint-index",
+        f"output `{name}` (`{kind}`) is passed to `{helper}` as `{param}: {pkind}`",
+        span,
+        label="the helper could index it at other threads' elements",
+        help=f"declare `{param}` as `{kind}[...]` in `{helper}`",
+    )
+
+
+def index_forge(span: Span, what: str, *, help: str | None = None) -> Diagnostic:
+    return make(
+        "az-index-forge",
+        what,
+        span,
+        label="a witness can only come from `thread.index_1d()`, `thread.index_2d()` or `thread.grid_stride()`",
+        help=help or "get this thread's witness from `thread.index_1d()` (or `index_2d()`) and pass it on unchanged",
+    )
+
+
+def index_domain(span: Span, maker: str, used: int, domain: int, contract: Span | None, *, via: str | None = None) -> Diagnostic:
+    good = "thread.index_1d()" if domain == 1 else "thread.index_2d()"
+    what = f"`{maker}`" if via is None else f"`{via}` (which uses `{maker}`)"
+    return make(
+        "az-index-domain",
+        f"{what} gives a {used}-D witness, but the kernel's launch domain is {domain}",
+        span,
+        label=f"a witness of index space {used}",
+        secondary=(Label(contract, f"the contract declares `domain={domain}` here"),) if contract else (),
+        help=f"use `{good}`, or change the contract to `domain={used}`",
+    )
+
+
+def index_domain_mixed(span: Span, first: Span) -> Diagnostic:
+    return make(
+        "az-index-domain",
+        "this kernel uses both 1-D and 2-D witnesses; one of them can never own an element",
+        span,
+        label="a witness of the other index space",
+        secondary=(Label(first, "first witness here"),),
+        help="use one index space per kernel, and declare it with `@launch_contract(domain=...)`",
+    )
+
+
+def atomic_plain(span: Span, name: str, access: str, decl: Span | None = None) -> Diagnostic:
+    return make(
+        "az-atomic",
+        f"`{name}` is an `AtomicSlice`; plain {access} is not allowed",
+        span,
+        label=f"plain {access} of an atomic slice",
+        secondary=(Label(decl, param_label(name, "AtomicSlice")),) if decl else (),
+        notes=("other threads update it concurrently; only atomic operations are race-free",),
+        help=f"use `{name}.add(j, v)`, `{name}.min(j, v)`, `{name}.max(j, v)` or `{name}.exchange(j, v)`",
+    )
+
+
+def atomic_passed(span: Span, name: str, helper: str, param: str, pkind: str) -> Diagnostic:
+    return make(
+        "az-atomic",
+        f"atomic `{name}` is passed to `{helper}` as `{param}: {pkind}`",
+        span,
+        label="the helper could access it without atomics",
+        help=f"declare `{param}` as `AtomicSlice[...]` in `{helper}`",
+    )
+
+
+def global_write(span: Span, what: str) -> Diagnostic:
+    return make(
+        "az-global-write",
+        what,
+        span,
+        label="state outside the kernel's arguments",
+        notes=("a kernel may write only its output parameters",),
+        help="pass the buffer as a `DisjointSlice[...]` or `AtomicSlice[...]` parameter and write that",
+    )
+
+
+def unsafe_op(span: Span, op: str) -> Diagnostic:
+    return make(
+        "az-unsafe",
+        f"`{op}` is an unsafe-tier operation outside `{_WAY_OUT}`",
+        span,
+        label="needs the unsafe tier",
+        help=f"wrap it in `{_WAY_OUT}` and document why it is race-free",
+    )
+
+
+def barrier_divergence(span: Span, what: str, reason: Span, reason_text: str) -> Diagnostic:
+    return make(
+        "az-barrier-divergence",
+        f"{what} is reachable under thread-dependent control flow",
+        span,
+        label="not every thread of the block may reach this barrier",
+        secondary=(Label(reason, reason_text),),
+        notes=("a barrier that some threads of a block skip deadlocks or corrupts the block",),
+        help="move the barrier out of the branch or loop so every thread reaches it, "
+        "and put only the work under the condition",
+    )
+
+
+def contract(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
+    return make("az-contract", msg, span, label="in this launch contract", help=help)
+
+
+def no_contract(span: Span, kernel: str, decl: Span | None) -> Diagnostic:
+    return make(
+        "az-no-contract",
+        f"safe launch of `{kernel}`, which has no launch contract",
+        span,
+        label="`kernel[config](...)` needs a `@launch_contract`",
+        secondary=(Label(decl, f"`{kernel}` is defined here without one"),) if decl else (),
+        help=f"add `@launch_contract(domain=1, block=256)` above `{kernel}`, or launch it with "
+        f"`{kernel}.unsafe_launch(config, ...)`",
+    )
+
+
+def alias(span: Span, out: str, other_span: Span, other: str, buf: str, bindings: tuple[Label, ...] = ()) -> Diagnostic:
+    return make(
+        "az-alias",
+        f"buffer `{buf}` is passed both as output `{out}` and as `{other}`",
+        span,
+        label=f"passed as output `{out}` here",
+        secondary=(Label(other_span, f"the same buffer is passed as `{other}` here"), *bindings),
+        notes=("an output must not overlap any other argument of the launch",),
+        help="pass a separate buffer as the output (for example `dev.empty(...)`) and copy it back afterwards",
+    )
+
+
+def launch_rank(span: Span, msg: str, decl: Span | None, decl_text: str, *, help: str) -> Diagnostic:
+    return make(
+        "az-launch-rank",
+        msg,
+        span,
+        label="launched with this configuration",
+        secondary=(Label(decl, decl_text),) if decl else (),
+        help=help,
+    )
+
+
+def kernel_source_unavailable(span: Span, kernel: str) -> Diagnostic:
+    return unsupported(
+        span,
+        f"kernel `{kernel}` without readable source",
+        help="define kernels in a `.py` file; anodize reads the source to check and compile them",
+    )

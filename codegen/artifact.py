@@ -94,3 +94,20 @@ class CompiledKernel:
     cpu_entry: Callable[..., None] | None = None
     source_path: str = ""
     source_line: int = 0
+    llvm_ir_optimized: str = ""  # the module after linking libdevice and O3 (GPU) / O3 (CPU)
+
+
+def flat_abi(params: tuple[ParamSpec, ...]) -> tuple[str, ...]:
+    """The flattened kernel arguments (hidden ones excluded), one kind per ABI slot:
+    "ptr" (a data pointer), "i64" (a length, rows or cols), or a scalar name ("f32", "bool_"...).
+
+    `CompiledKernel.cpu_entry`'s `flat_args` and the GPU launch take one value per slot:
+    an int address for "ptr", an int for "i64", a Python or NumPy number for a scalar."""
+    out: list[str] = []
+    for p in params:
+        if p.slice_kind is not None:
+            out.append("ptr")
+            out.extend(["i64"] * p.slice_kind.rank)
+        else:
+            out.append(p.scalar.name)
+    return tuple(out)

@@ -1,4 +1,249 @@
-"""PLACEHOLDER: the runtime helper replaces this module (Device, Buffer, device())."""
-class Device: ...
-class Buffer: ...
-def device(which=None): raise NotImplementedError
+"""Devices: `az.device()` picks the first GPU, else the CPU backend.
+
+    dev = az.device()          # first GPU, else CPU (with a one-line notice)
+    dev = az.device(0)         # GPU 0;  az.device("cuda:1") GPU 1
+    dev = az.device("cpu")     # the CPU backend (llvmlite host JIT)
+
+CUDA is imported only when a GPU device is requested, so `import anodize` works
+(and stays fast) on a machine without a driver.  Devices are created once per
+process and reused.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import platform
+import sys
+from typing import Any
+
+import numpy as np
+
+from anodize.checker.model import ScalarInfo
+from anodize.errors import ArgumentError, LaunchError
+from anodize.runtime.buffer import Buffer, normalize_shape, resolve_dtype
+from anodize.runtime.faults import FaultArena
+
+__all__ = ["Device", "CpuDevice", "Buffer", "DeviceLimits", "device", "devices_used"]
+
+_ALIGN = 64
+
+
+class DeviceLimits:
+    """What a launch may ask of a device (the CUDA limits; the CPU backend mirrors them)."""
+
+    __slots__ = ("max_threads_per_block", "max_block", "max_grid", "max_shared_per_block")
+
+    def __init__(
+        self,
+        max_threads_per_block: int = 1024,
+        max_block: tuple[int, int, int] = (1024, 1024, 64),
+        max_grid: tuple[int, int, int] = (2**31 - 1, 65535, 65535),
+        max_shared_per_block: int = 48 * 1024,
+    ):
+        self.max_threads_per_block = max_threads_per_block
+        self.max_block = max_block
+        self.max_grid = max_grid
+        self.max_shared_per_block = max_shared_per_block
+
+
+class Device:
+    """One place kernels run: a CUDA GPU (`kind == "cuda"`) or the CPU backend (`kind == "cpu"`)."""
+
+    kind: str = ""
+    name: str = ""
+    index: int = 0
+    compute_capability: tuple[int, int] | None = None
+    limits: DeviceLimits
+    faults: FaultArena
+
+    # -- buffers --------------------------------------------------------------------------
+    def to_device(self, host: Any) -> Buffer:
+        """Copy a 1-D or 2-D host array (any anodize dtype) into a new Buffer on this device."""
+        if isinstance(host, Buffer):
+            raise ArgumentError(
+                "`to_device` takes a host array, got an anodize Buffer",
+                help="a Buffer is already on a device; use `buf.to_host()` to copy it back",
+            )
+        arr = np.asarray(host)
+        if arr.ndim not in (1, 2):
+            raise ArgumentError(
+                f"`to_device` takes a 1-D or 2-D array, got {arr.ndim}-D with shape {arr.shape}",
+                help="reshape to (n,) or (rows, cols) first",
+            )
+        scalar = resolve_dtype(arr.dtype)
+        buf = self._new(tuple(int(s) for s in arr.shape), scalar)
+        if buf.nbytes:
+            self._upload(buf.ptr, np.ascontiguousarray(arr), buf.nbytes)
+        return buf
+
+    def empty(self, shape: int | tuple[int, ...], dtype: object) -> Buffer:
+        """An uninitialised Buffer; `dtype` is `az.f32` (etc.) or a NumPy dtype."""
+        return self._new(normalize_shape(shape), resolve_dtype(dtype))
+
+    def zeros(self, shape: int | tuple[int, ...], dtype: object) -> Buffer:
+        buf = self.empty(shape, dtype)
+        if buf.nbytes:
+            self._fill_zero(buf.ptr, buf.nbytes)
+        return buf
+
+    def _new(self, shape: tuple[int, ...], scalar: ScalarInfo) -> Buffer:
+        n = 1
+        for s in shape:
+            n *= s
+        ptr, owner = self._alloc(n * scalar.dtype.itemsize)
+        _mark_used(self)
+        return Buffer(self, ptr, shape, scalar, owner)
+
+    # -- synchronisation and faults -------------------------------------------------------
+    def synchronize(self) -> None:
+        """Wait for all work on this device; raise the first pending `KernelFault`."""
+        self.check()
+
+    def check(self) -> None:
+        """Raise the first `KernelFault` recorded since the last check (waits for the device)."""
+        raise NotImplementedError
+
+    @property
+    def stream(self) -> Any:
+        """The stream anodize launches on (a cuda.core Stream; None on the CPU backend)."""
+        return None
+
+    def describe(self) -> str:
+        return f"{self.kind}:{self.index} ({self.name})" if self.kind == "cuda" else f"cpu ({self.name})"
+
+    def __repr__(self) -> str:
+        return f"<anodize Device {self.describe()}>"
+
+    # -- backend hooks (used by Buffer, compile and launch) -------------------------------
+    def _alloc(self, nbytes: int) -> tuple[int, object]:
+        raise NotImplementedError
+
+    def _upload(self, ptr: int, host: np.ndarray, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def _fill_zero(self, ptr: int, nbytes: int) -> None:
+        raise NotImplementedError
+
+    def _dl_device(self) -> tuple[int, int]:
+        raise NotImplementedError
+
+    def _stream_handle(self) -> int | None:
+        return None
+
+    def _export_sync(self, consumer_stream: int | None) -> None:
+        """Order a consumer's stream after our pending work (DLPack `stream=`)."""
+
+
+class CpuDevice(Device):
+    """The CPU backend: buffers are aligned NumPy arrays; kernels run synchronously."""
+
+    kind = "cpu"
+
+    def __init__(self) -> None:
+        self.name = f"llvmlite host JIT, {platform.machine() or 'cpu'}"
+        self.index = 0
+        self.compute_capability = None
+        self.limits = DeviceLimits()
+        self.faults = FaultArena(self)
+
+    def check(self) -> None:
+        self.faults.check()
+
+    def _alloc(self, nbytes: int) -> tuple[int, object]:
+        raw = np.zeros(nbytes + _ALIGN, dtype=np.uint8)
+        base = raw.ctypes.data
+        off = (-base) % _ALIGN
+        mem = raw[off : off + nbytes]
+        return base + off, mem
+
+    def _upload(self, ptr: int, host: np.ndarray, nbytes: int) -> None:
+        ctypes.memmove(ptr, host.ctypes.data, nbytes)
+
+    def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
+        if nbytes:
+            ctypes.memmove(out.ctypes.data, ptr, nbytes)
+
+    def _fill_zero(self, ptr: int, nbytes: int) -> None:
+        ctypes.memset(ptr, 0, nbytes)
+
+    def _dl_device(self) -> tuple[int, int]:
+        return (1, 0)  # kDLCPU
+
+
+_CPU: CpuDevice | None = None
+_GPUS: dict[int, Device] = {}
+_DEFAULT: Device | None = None
+_USED: dict[int, Device] = {}
+
+
+def _mark_used(dev: Device) -> None:
+    _USED.setdefault(id(dev), dev)
+
+
+def devices_used() -> list[Device]:
+    """The devices that allocated a buffer or ran a kernel in this process (for `anodize run`)."""
+    return list(_USED.values())
+
+
+def cpu_device() -> CpuDevice:
+    global _CPU
+    if _CPU is None:
+        _CPU = CpuDevice()
+    return _CPU
+
+
+def cuda_device(index: int) -> Device:
+    from anodize.runtime.probe import gpu_count
+
+    dev = _GPUS.get(index)
+    if dev is not None:
+        return dev
+    count = gpu_count()
+    if count == 0:
+        raise LaunchError(
+            f"no CUDA GPU found, so device cuda:{index} does not exist",
+            help='use `az.device("cpu")` for the CPU backend, or run `anodize doctor`',
+        )
+    if not 0 <= index < count:
+        raise LaunchError(f"there is no CUDA device {index}; this machine has {count} (cuda:0 to cuda:{count - 1})")
+    from anodize.runtime.cuda_device import CudaDevice
+
+    dev = CudaDevice(index)
+    _GPUS[index] = dev
+    return dev
+
+
+def device(which: int | str | Device | None = None) -> Device:
+    """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cpu")`."""
+    global _DEFAULT
+    if isinstance(which, Device):
+        return which
+    if which is None:
+        if _DEFAULT is None:
+            from anodize.runtime.probe import gpu_available
+
+            if gpu_available():
+                _DEFAULT = cuda_device(0)
+            else:
+                print("anodize: no CUDA GPU found; using the CPU backend", file=sys.stderr)
+                _DEFAULT = cpu_device()
+        return _DEFAULT
+    if isinstance(which, (bool, np.bool_)):
+        raise ArgumentError(f"device index must be an int or a string, got {which!r}")
+    if isinstance(which, (int, np.integer)):
+        return cuda_device(int(which))
+    if isinstance(which, str):
+        text = which.strip().lower()
+        if text == "cpu":
+            return cpu_device()
+        if text in ("cuda", "gpu"):
+            return cuda_device(0)
+        for prefix in ("cuda:", "gpu:"):
+            if text.startswith(prefix) and text[len(prefix) :].isdigit():
+                return cuda_device(int(text[len(prefix) :]))
+    raise ArgumentError(
+        f"unknown device {which!r}", help='use an index (`0`), "cuda:0", "cpu", or nothing for the default'
+    )

@@ -1,1 +1,40 @@
-"""One rule per file; each carries its VALID and INVALID examples."""
+"""One rule per file; each carries its VALID and INVALID examples.
+
+`ALL_RULES` is the order the engine runs them in (one batched libcst visit)."""
+
+from __future__ import annotations
+
+from .alias import Alias
+from .atomic import Atomic
+from .barrier_divergence import BarrierDivergence
+from .base import EXAMPLE_HEADER, Rule, RuleContext
+from .contract import Contract
+from .disjoint_index import DisjointIndex
+from .global_write import GlobalWrite
+from .index_domain import IndexDomain
+from .index_forge import IndexForge
+from .launch_rank import LaunchRank
+from .no_contract import NoContract
+from .shared_write import SharedWrite
+from .signature import Signature
+from .unsafe import Unsafe
+from .unsupported import Unsupported
+
+ALL_RULES: tuple[type[Rule], ...] = (
+    Unsupported,
+    Signature,
+    SharedWrite,
+    DisjointIndex,
+    IndexForge,
+    IndexDomain,
+    Atomic,
+    GlobalWrite,
+    Unsafe,
+    BarrierDivergence,
+    Contract,
+    NoContract,
+    Alias,
+    LaunchRank,
+)
+
+__all__ = ["ALL_RULES", "EXAMPLE_HEADER", "Rule", "RuleContext"]

@@ -1,0 +1,168 @@
+"""Check throughput: `anodize check` logic over a generated 10,000-line tree, on one core.
+
+    python bench/check_throughput.py [--lines 10000] [--repeat 3]
+
+Prints lines per second (target: at least 20,000) and where the time goes
+(libcst parse, metadata, kernel model, rules), from the best of `--repeat` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+KERNELS = [
+    '''
+@launch_contract(domain=1, block=256, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
+@kernel
+def vecadd_{n}(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i] + b[i] * 2.0
+''',
+    '''
+@func
+def put_{n}(out: DisjointSlice[f32], i: Index1D, v: f32) -> None:
+    if i in out:
+        out[i] = v
+
+
+@launch_contract(domain=1, block=128)
+@kernel
+def helper_user_{n}(a: Slice[f32], out: DisjointSlice[f32], s: f32, n: i32) -> None:
+    i = thread.index_1d()
+    acc = f32(0.0)
+    for k in range(n):
+        acc += a[k] * s
+    put_{n}(out, i, acc)
+''',
+    '''
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def blur_{n}(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
+    ij = thread.index_2d()
+    if ij in out:
+        r = ij.row
+        c = ij.col
+        left = m[r, c - 1] if c > 0 else m[r, c]
+        out[ij] = (left + m[ij]) * 0.5
+''',
+    '''
+@launch_contract(domain=1, block=256)
+@kernel
+def reduce_{n}(x: Slice[f32], total: AtomicSlice[f32]) -> None:
+    i = thread.index_1d()
+    v = x[i] if i in x else 0.0
+    with az.unsafe():
+        buf = az.shared.array(256, f32)
+        t = thread.tid_x()
+        buf[t] = v
+        az.syncthreads()
+        s = 128
+        while s > 0:
+            if t < s:
+                buf[t] = buf[t] + buf[t + s]
+            az.syncthreads()
+            s = s // 2
+        if t == 0:
+            total.add(0, buf[0])
+''',
+    '''
+@kernel
+def racy_{n}(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    c[i + 1] = a[i]
+    for j in thread.grid_stride(c):
+        c[j] = 1.0
+
+
+def launch_{n}(dev: az.Device, a: az.Buffer) -> None:
+    racy_{n}[az.LaunchConfig.for_num_elems(len(a))](a, a)
+''',
+]
+HEADER = """import numpy as np
+
+import anodize as az
+from anodize import (AtomicSlice, DisjointSlice, DisjointSlice2D, Index1D, Slice, Slice2D, f32, func, i32,
+                     kernel, launch_contract, thread)
+"""
+
+
+def generate(root: Path, total_lines: int, lines_per_file: int = 250) -> int:
+    n = written = 0
+    file_no = 0
+    while written < total_lines:
+        parts = [HEADER]
+        count = HEADER.count("\n")
+        while count < lines_per_file and written + count < total_lines:
+            k = KERNELS[n % len(KERNELS)].format(n=n)
+            parts.append(k)
+            count += k.count("\n")
+            n += 1
+        sub = root / f"pkg{file_no % 5}"
+        sub.mkdir(exist_ok=True)
+        (sub / f"kernels_{file_no}.py").write_text("".join(parts))
+        written += count
+        file_no += 1
+    return written
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--lines", type=int, default=10_000)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider, QualifiedNameProvider, ScopeProvider
+
+    from anodize.checker import api
+    from anodize.checker.engine import Project
+    from anodize.checker.kernel_model import ModuleModel
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        lines = generate(root, args.lines)
+        files = api.collect_files([root])
+        best = float("inf")
+        ndiag = 0
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            project = Project()
+            diags = [d for f in files for d in api.check_file(f, project).diagnostics]
+            best = min(best, time.perf_counter() - t0)
+            ndiag = len(diags)
+        # where the time goes (one pass, same files)
+        phases = dict.fromkeys(("parse", "metadata", "model", "rules"), 0.0)
+        for f in files:
+            src = f.read_text()
+            t = time.perf_counter()
+            mod = cst.parse_module(src)
+            phases["parse"] += time.perf_counter() - t
+            t = time.perf_counter()
+            w = MetadataWrapper(mod, unsafe_skip_copy=True)
+            w.resolve_many([PositionProvider, ScopeProvider, QualifiedNameProvider])
+            phases["metadata"] += time.perf_counter() - t
+            t = time.perf_counter()
+            ModuleModel(w, str(f), src)
+            phases["model"] += time.perf_counter() - t
+        t = time.perf_counter()
+        for f in files:
+            api.check_file(f, Project())
+        total_once = time.perf_counter() - t
+        phases["rules"] = max(total_once - phases["parse"] - phases["metadata"] - phases["model"], 0.0)
+
+    rate = lines / best
+    print(f"checked {lines} lines in {len(files)} files: {best:.2f} s, {rate:,.0f} lines/s on one core "
+          f"({ndiag} diagnostics); target 20,000 lines/s: {'met' if rate >= 20_000 else 'NOT met'}")
+    tot = sum(phases.values()) or 1.0
+    print("time split: " + ", ".join(f"{k} {v:.2f} s ({100 * v / tot:.0f}%)" for k, v in phases.items()))
+
+
+if __name__ == "__main__":
+    main()

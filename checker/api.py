@@ -1,0 +1,148 @@
+"""The checker's entry points: `check_source`, `check_paths` and `enforce_kernel`.
+
+    check_source(source, path)        -> list[Diagnostic]   (one module)
+    check_paths(paths, config)        -> list[Diagnostic]   (files and directories)
+    enforce_kernel(kernel)            -> None, or raises CheckError (the compile path)
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import messages
+from .diagnostics import CheckError, Diagnostic, Span
+from .engine import Analysis, Project, analyze_source
+
+__all__ = ["CheckConfig", "check_source", "check_paths", "collect_files", "enforce_kernel", "CheckError"]
+
+
+@dataclass
+class CheckConfig:
+    """`[tool.anodize]` settings: `include` (checked when no path is given), `exclude` globs."""
+
+    include: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    root: Path = field(default_factory=Path.cwd)  # the directory of the pyproject.toml
+
+    def excluded(self, path: Path) -> bool:
+        try:
+            rel = path.resolve().relative_to(self.root.resolve()).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        for pat in self.exclude:
+            p = pat.rstrip("/")
+            if fnmatch.fnmatch(rel, p) or rel == p or rel.startswith(p + "/") or fnmatch.fnmatch(path.name, p):
+                return True
+        return False
+
+
+def check_source(source: str, path: str, project: Project | None = None) -> list[Diagnostic]:
+    """Check one module's source; a file that does not parse gives one `az-syntax` diagnostic."""
+    return analyze_source(source, path, project if project is not None else Project()).diagnostics
+
+
+_SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache", ".pytest_cache", "build", "dist"}
+
+
+def collect_files(paths: Iterable[str | Path], config: CheckConfig | None = None) -> list[Path]:
+    """The .py/.pyi files under `paths`, minus the config's excludes, sorted."""
+    config = config or CheckConfig()
+    out: set[Path] = set()
+    for p in map(Path, paths):
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = sorted(
+                    d for d in dirnames if d not in _SKIP_DIRS and not d.endswith(".egg-info")
+                    and not config.excluded(Path(dirpath) / d)
+                )
+                for f in filenames:
+                    if f.endswith((".py", ".pyi")):
+                        out.add(Path(dirpath) / f)
+        elif p.exists():
+            out.add(p)
+        else:
+            raise FileNotFoundError(str(p))
+    return sorted(f for f in out if not config.excluded(f))
+
+
+def check_paths(paths: Sequence[str | Path], config: CheckConfig | None = None) -> list[Diagnostic]:
+    """Check every Python file under `paths` (raises FileNotFoundError for a missing path)."""
+    project = Project()
+    diags: list[Diagnostic] = []
+    for f in collect_files(paths, config):
+        diags.extend(check_file(f, project).diagnostics)
+    return diags
+
+
+def check_file(path: Path, project: Project | None = None) -> Analysis:
+    try:
+        source = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        return Analysis("", str(path), None, [messages.syntax_error(Span.point(str(path), 1, 0), f"not UTF-8 ({e.reason})")])
+    return analyze_source(source, str(path), project if project is not None else Project())
+
+
+# ---- the compile path --------------------------------------------------------------------------
+
+_CACHE: dict[str, tuple[tuple[float, int], Analysis]] = {}
+
+
+def _analysis_for(path: str) -> Analysis | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    key = (st.st_mtime, st.st_size)
+    hit = _CACHE.get(path)
+    if hit is not None and hit[0] == key:
+        return hit[1]
+    try:
+        source = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    result = analyze_source(source, path, Project())
+    _CACHE[path] = (key, result)
+    return result
+
+
+def enforce_kernel(kernel: Any) -> None:
+    """Raise `CheckError` (its text the full rendering) if the kernel, its contract or an
+    `@az.func` helper it calls breaks a rule.  Call-site rules elsewhere in the module
+    (`az-alias`, `az-no-contract`, ...) do not block compiling."""
+    fn = getattr(kernel, "fn", kernel)
+    name = getattr(fn, "__name__", "?")
+    try:
+        path = inspect.getsourcefile(fn)
+    except TypeError:
+        path = None
+    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1)
+    analysis = _analysis_for(path) if path else None
+    if analysis is None:
+        raise CheckError([messages.kernel_source_unavailable(Span.point(path or "<unknown>", line, 0), name)]) from None
+    model = analysis.model
+    if model is None:  # the file does not parse
+        raise CheckError(analysis.diagnostics, {analysis.path: analysis.source}) from None
+    info = model.functions.get(name)
+    if info is None or info.kind != "kernel":
+        candidates = [f for f in model.kernels() if f.name == name]
+        info = candidates[0] if candidates else None
+    if info is None:
+        raise CheckError(
+            [messages.unsupported(Span.point(path, line, 0), f"kernel `{name}` not defined at module level",
+                                  help="define kernels at the top level of a module")],
+            {path: analysis.source},
+        ) from None
+    regions = []
+    for f in model.callees_of(info):
+        start = model.span(f.node.decorators[0] if f.node.decorators else f.node)
+        end = model.span(f.node)
+        regions.append((start.line, end.end_line))
+    mine = [d for d in analysis.diagnostics if d.severity == "error" and any(a <= d.span.line <= b for a, b in regions)]
+    if mine:
+        raise CheckError(mine, {path: analysis.source}) from None

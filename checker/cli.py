@@ -1,0 +1,91 @@
+"""`anodize check PATH... [--format full|concise|json]`.
+
+Exit status: 0 when clean, 1 when any error is reported, 2 on a usage error.
+`[tool.anodize]` in the nearest pyproject.toml (searched upwards from the first
+path, else the working directory) gives `include` (what to check when no path is
+given) and `exclude` (glob patterns, relative to that file, never checked).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tomllib
+from collections.abc import Sequence
+from pathlib import Path
+
+from .api import CheckConfig, check_file, collect_files
+from .diagnostics import render_concise, render_full, render_json
+from .engine import Project
+
+
+def find_config(start: Path) -> CheckConfig:
+    start = start.resolve()
+    for d in [start if start.is_dir() else start.parent, *(start if start.is_dir() else start.parent).parents]:
+        pp = d / "pyproject.toml"
+        if pp.is_file():
+            try:
+                data = tomllib.loads(pp.read_text(encoding="utf-8"))
+            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
+                raise ValueError(f"cannot read {pp}: {e}") from None
+            section = data.get("tool", {}).get("anodize", {})
+            inc, exc = section.get("include", []), section.get("exclude", [])
+            if not all(isinstance(x, str) for x in [*inc, *exc]):
+                raise ValueError(f"{pp}: `[tool.anodize]` include/exclude must be lists of strings")
+            return CheckConfig(list(inc), list(exc), d)
+    return CheckConfig(root=Path.cwd())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="anodize check", description="Check anodize kernels for races, ownership and launch errors.")
+    p.add_argument("paths", nargs="*", metavar="PATH", help="files or directories (default: [tool.anodize] include, else .)")
+    p.add_argument("--format", choices=("full", "concise", "json"), default="full", help="output format (default: full)")
+    return p
+
+
+def run_check(argv: Sequence[str]) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(list(argv))
+    except SystemExit as e:  # argparse already printed the usage error
+        return int(e.code) if isinstance(e.code, int) else 2
+    try:
+        config = find_config(Path(args.paths[0]) if args.paths else Path.cwd())
+        paths = args.paths or [str(config.root / p) for p in config.include] or ["."]
+        files = collect_files(paths, config)
+    except FileNotFoundError as e:
+        print(f"anodize check: error: no such file or directory: {e}", file=sys.stderr)
+        return 2
+    except ValueError as e:
+        print(f"anodize check: error: {e}", file=sys.stderr)
+        return 2
+    project = Project()
+    diags = []
+    sources: dict[str, str] = {}
+    for f in files:
+        a = check_file(f, project)
+        if a.diagnostics:
+            sources[a.path] = a.source
+            diags.extend(a.diagnostics)
+    errors = sum(1 for d in diags if d.severity == "error")
+    if args.format == "json":
+        print(render_json(diags))
+    elif args.format == "concise":
+        if diags:
+            print(render_concise(diags))
+    elif diags:
+        print(render_full(diags, sources, summary=False) + "\n")
+    if args.format != "json":
+        n = len(files)
+        summary = f"checked {n} file{'s' if n != 1 else ''}: "
+        summary += f"{errors} error{'s' if errors != 1 else ''}" if errors else "no errors"
+        print(summary, file=sys.stderr)
+    return 1 if errors else 0
+
+
+def main() -> None:  # `python -m anodize.checker.cli`
+    raise SystemExit(run_check(sys.argv[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,52 @@
+"""The catalogue's `az-*` codes as mypy `ErrorCode`s, and the bridge from a Diagnostic to mypy.
+
+Registering a code with mypy (constructing the `ErrorCode`) is what makes
+`# type: ignore[az-alias]` and `--disable-error-code az-requires` work.
+"""
+
+from __future__ import annotations
+
+from mypy.errorcodes import ErrorCode
+from mypy.nodes import Context
+from mypy.plugin import CheckerPluginInterface
+
+from anodize.checker.diagnostics import Diagnostic
+from anodize.checker.messages import CODES
+
+CATEGORY = "anodize"
+
+ERROR_CODES: dict[str, ErrorCode] = {code: ErrorCode(code, summary, CATEGORY) for code, summary in CODES.items()}
+
+
+def error_code(code: str) -> ErrorCode:
+    """The mypy code for an `az-*` code (registered on first use if the catalogue grew)."""
+    found = ERROR_CODES.get(code)
+    if found is None:
+        found = ERROR_CODES[code] = ErrorCode(code, CODES.get(code, code), CATEGORY)
+    return found
+
+
+def located(line: int, col: int, end_line: int | None = None, end_col: int | None = None) -> Context:
+    """A mypy Context at a 1-based line and 0-based column (mypy's own conventions)."""
+    ctx = Context(line, col)
+    ctx.end_line = end_line if end_line is not None else line
+    ctx.end_column = end_col if end_col is not None else col + 1
+    return ctx
+
+
+def report(api: CheckerPluginInterface, diag: Diagnostic, ctx: Context | None = None) -> None:
+    """Report `diag` through mypy at its own span (or at `ctx`), with its code and message.
+
+    Errors become mypy errors; notes and warnings become mypy notes (a warning must not
+    fail a mypy run).  A help line follows as a note on the same line.
+    """
+    if ctx is None:
+        s = diag.span
+        ctx = located(s.line, s.col, s.end_line, s.end_col)
+    code = error_code(diag.code)
+    if diag.severity == "error":
+        api.fail(diag.message, ctx, code=code)
+    else:
+        api.msg.note(diag.message, ctx, code=code)
+    if diag.help:
+        api.msg.note(f"help: {diag.help}", ctx, code=code)

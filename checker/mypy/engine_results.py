@@ -1,0 +1,226 @@
+"""The rule engine's results for each module, reported through mypy.
+
+`anodize check` and the plugin share one engine (`anodize.checker.api.check_source`):
+kernel bodies, contracts, and the launch sites it can resolve.  The plugin reports
+that module's diagnostics at their own lines, columns, codes and messages whenever
+one of its hooks fires in the module (mypy drops the repeats), so an editor shows
+exactly what `anodize check` prints.
+
+The engine is slower than mypy's own checking, so it starts early: when mypy has
+parsed a module that imports anodize (`get_additional_deps`), the module goes to a
+worker process, which runs while mypy type-checks the standard library and NumPy.
+Set `ANODIZE_MYPY_WORKERS=0` to run the engine in mypy's process instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass
+
+from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
+from mypy.plugin import CheckerPluginInterface
+from mypy.util import decode_python_encoding
+
+from anodize.checker.diagnostics import Diagnostic
+
+from .codes import report
+
+
+@dataclass(frozen=True)
+class ModuleResult:
+    digest: str
+    diagnostics: tuple[Diagnostic, ...]
+    failure: str | None  # the engine could not run: why, in one line
+    started_ns: int  # when the engine read the module (and the modules it imports)
+
+
+_results: dict[str, ModuleResult] = {}  # by path; the process lives on under dmypy
+_pending: dict[str, tuple[str, int, Future[tuple[tuple[Diagnostic, ...], str | None]]]] = {}
+_pool: ProcessPoolExecutor | None = None
+_pool_broken = False
+
+
+# ---- the engine itself (runs in a worker or in-process) -------------------------------------
+
+
+def run_engine(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | None]:
+    try:
+        from anodize.checker.api import check_source
+    except ImportError as exc:  # the engine is not installed: typing still works
+        return (), f"the anodize rule engine is unavailable ({exc})"
+    try:
+        return tuple(check_source(source, path)), None
+    except Exception as exc:  # an engine bug must not crash the user's mypy run
+        return (), f"the anodize checker failed on this module: {type(exc).__name__}: {exc}"
+
+
+def _digest(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()
+
+
+def read_source(path: str) -> str | None:
+    try:
+        with open(path, "rb") as fh:
+            return decode_python_encoding(fh.read())
+    except OSError:
+        return None
+
+
+# ---- starting early ---------------------------------------------------------------------------
+
+
+def _workers() -> int:
+    env = os.environ.get("ANODIZE_MYPY_WORKERS")
+    if env is not None:
+        return max(0, int(env)) if env.isdigit() else 0
+    if sys.platform != "linux":  # fork is the cheap start; elsewhere run in-process
+        return 0
+    return max(1, min(4, (os.cpu_count() or 2) - 1))
+
+
+def _get_pool() -> ProcessPoolExecutor | None:
+    global _pool, _pool_broken
+    if _pool is None and not _pool_broken:
+        n = _workers()
+        if n == 0:
+            _pool_broken = True
+            return None
+        try:
+            _pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork"))
+        except (OSError, ValueError):
+            _pool_broken = True
+    return _pool
+
+
+def imports_anodize(tree: MypyFile) -> bool:
+    for imp in tree.imports:
+        ids = [i for i, _ in imp.ids] if isinstance(imp, Import) else [imp.id] if isinstance(imp, (ImportFrom, ImportAll)) else []
+        if any(i == "anodize" or i.startswith("anodize.") for i in ids):
+            return True
+    return False
+
+
+def is_user_module(tree: MypyFile) -> bool:
+    path = tree.path or ""
+    return (
+        not tree.is_stub
+        and path.endswith(".py")
+        and not tree.fullname.startswith("anodize.")
+        and tree.fullname != "anodize"
+        and "site-packages" not in path
+        and "dist-packages" not in path
+    )
+
+
+def prefetch(tree: MypyFile) -> None:
+    """Start the engine on a module mypy has just parsed, if it uses anodize."""
+    if not is_user_module(tree) or not imports_anodize(tree):
+        return
+    pool = _get_pool()
+    if pool is None:
+        return
+    source = read_source(tree.path)
+    if source is None:
+        return
+    digest = _digest(source)
+    cached = _results.get(tree.path)
+    if cached is not None and cached.digest == digest:
+        return
+    try:
+        fut = pool.submit(run_engine, source, tree.path)
+    except Exception:  # a broken pool: fall back to in-process checks
+        _disable_pool()
+        return
+    _pending[tree.path] = (digest, time.time_ns(), fut)
+
+
+def _disable_pool() -> None:
+    global _pool, _pool_broken
+    _pool_broken = True
+    if _pool is not None:
+        _pool.shutdown(wait=False, cancel_futures=True)
+        _pool = None
+
+
+# ---- results --------------------------------------------------------------------------------
+
+
+def _deps_unchanged(api: CheckerPluginInterface, tree: MypyFile, since_ns: int) -> bool:
+    """Whether no module that `tree` imports was written after `since_ns` (dmypy reuses results)."""
+    modules = getattr(api, "modules", {})
+    for imp in tree.imports:
+        names: list[str] = []
+        if isinstance(imp, Import):
+            names = [i for i, _ in imp.ids]
+        elif isinstance(imp, ImportFrom):
+            names = [imp.id] + [f"{imp.id}.{n}" for n, _ in imp.names]
+        elif isinstance(imp, ImportAll):
+            names = [imp.id]
+        for name in names:
+            dep = modules.get(name)
+            if dep is None or not dep.path or not is_user_module(dep):
+                continue
+            try:
+                if os.stat(dep.path).st_mtime_ns > since_ns:
+                    return False
+            except OSError:
+                return False
+    return True
+
+
+def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
+    """The engine's result for the module mypy is checking now (computed once per content)."""
+    tree: MypyFile | None = getattr(api, "tree", None)
+    path: str = getattr(api, "path", "") or ""
+    if tree is None or not path:
+        return None
+    source = read_source(path)
+    if source is None:
+        return None
+    digest = _digest(source)
+    cached = _results.get(path)
+    if cached is not None and cached.digest == digest and _deps_unchanged(api, tree, cached.started_ns):
+        return cached
+    pending = _pending.pop(path, None)
+    result: ModuleResult | None = None
+    if pending is not None and pending[0] == digest and _deps_unchanged(api, tree, pending[1]):
+        try:
+            diags, failure = pending[2].result()
+            result = ModuleResult(digest, diags, failure, pending[1])
+        except Exception:  # the worker died: run it here instead
+            _disable_pool()
+    if result is None:
+        started = time.time_ns()
+        diags, failure = run_engine(source, path)
+        result = ModuleResult(digest, diags, failure, started)
+    _results[path] = result
+    return result
+
+
+def report_module(api: CheckerPluginInterface) -> ModuleResult | None:
+    """Report every diagnostic the engine gives the current module (mypy drops repeats)."""
+    result = module_result(api)
+    if result is None:
+        return None
+    if result.failure is not None:
+        api.msg.note(f"anodize: {result.failure}", Context(1, 0))
+        return result
+    for diag in result.diagnostics:
+        report(api, diag)
+    return result
+
+
+def engine_reported(api: CheckerPluginInterface, code: str, first_line: int, last_line: int) -> bool:
+    """Whether the engine already reports `code` on one of these lines of the current module."""
+    result = module_result(api)
+    if result is None or result.failure is not None:
+        return False
+    return any(d.code == code and first_line <= d.span.line <= last_line for d in result.diagnostics)
+
+
+__all__ = ["ModuleResult", "engine_reported", "module_result", "prefetch", "report_module", "run_engine"]

@@ -1,0 +1,117 @@
+"""`@kernel` / `@az.func`: report the module's rule results, and type the kernel precisely.
+
+The kernel keeps its `Kernel[P]` type (P: the kernel-side parameters) and gains the
+facts a launch site in any module needs: its name and its launch contract, read
+from the decorator list (`@launch_contract` stacks in either order).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from mypy.nodes import CallExpr, Decorator, Expression, IntExpr, LambdaExpr, RefExpr, TupleExpr, UnaryExpr
+from mypy.plugin import FunctionContext
+from mypy.types import Type
+
+from anodize.checker.contract import RequiresSyntaxError, parse_requires
+
+from . import meta
+from .engine_results import read_source, report_module
+
+KERNEL_FULLNAME = "anodize.kernel.kernel"
+FUNC_FULLNAME = "anodize.kernel.func"
+CONTRACT_FULLNAME = "anodize.kernel.launch_contract"
+
+_trees: dict[str, tuple[str, ast.Module | None]] = {}
+
+
+def on_kernel(ctx: FunctionContext) -> Type:
+    report_module(ctx.api)
+    dec = ctx.context
+    if not isinstance(dec, Decorator):  # `kernel(fn)` called by hand: no syntactic facts
+        return ctx.default_return_type
+    path: str = getattr(ctx.api, "path", "") or ""
+    tree = getattr(ctx.api, "tree", None)
+    info: dict[str, Any] = {
+        "name": dec.func.name,
+        "module": tree.fullname if tree is not None else "",
+        "defined": [path, dec.func.line, dec.func.column],
+        "contract": contract_of(dec, path),
+    }
+    return meta.attach(ctx.api, ctx.default_return_type, meta.KERNEL, info)
+
+
+def on_anodize_call(ctx: FunctionContext) -> Type:
+    """`@az.func`, `@launch_contract(...)`, `az.device()`: report the module's engine results."""
+    report_module(ctx.api)
+    return ctx.default_return_type
+
+
+def decorator_fullname(d: Expression) -> str | None:
+    """`@kernel`, `@az.kernel`, `@launch_contract(...)`: the callee's full name."""
+    target = d.callee if isinstance(d, CallExpr) else d
+    return target.fullname if isinstance(target, RefExpr) and target.fullname else None
+
+
+def contract_of(dec: Decorator, path: str) -> dict[str, Any] | None:
+    """The `@launch_contract(...)` facts written literally; None when there is no contract."""
+    for d in dec.original_decorators or dec.decorators:
+        if isinstance(d, CallExpr) and decorator_fullname(d) == CONTRACT_FULLNAME:
+            kw = {name: arg for name, arg in zip(d.arg_names, d.args, strict=True) if name}
+            requires = kw.get("requires")
+            return {
+                "domain": int_value(kw.get("domain")),
+                "block": block_value(kw.get("block")),
+                "requires": requires_text(requires, path) if isinstance(requires, LambdaExpr) else None,
+            }
+    return None
+
+
+def int_value(e: Expression | None) -> int | None:
+    if isinstance(e, IntExpr):
+        return e.value
+    if isinstance(e, UnaryExpr) and e.op == "-" and isinstance(e.expr, IntExpr):
+        return -e.expr.value
+    return None
+
+
+def block_value(e: Expression | None) -> list[int] | None:
+    """A literal block (`256`, `(16, 16)`) as a list in CUDA order; None if not literal."""
+    if isinstance(e, IntExpr):
+        return [e.value]
+    if isinstance(e, TupleExpr):
+        vals = [int_value(x) for x in e.items]
+        if all(v is not None for v in vals):
+            return [v for v in vals if v is not None]
+    return None
+
+
+def requires_text(lam: LambdaExpr, path: str) -> str | None:
+    """The lambda's source text, when it parses under the `requires` grammar."""
+    tree = _module_ast(path)
+    if tree is None:
+        return None
+    source = _trees[path][0]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Lambda) and node.lineno == lam.line and node.col_offset == lam.column:
+            try:
+                parse_requires(node, source)
+            except RequiresSyntaxError:  # the rule engine reports it as az-contract
+                return None
+            return ast.get_source_segment(source, node)
+    return None
+
+
+def _module_ast(path: str) -> ast.Module | None:
+    source = read_source(path)
+    if source is None:
+        return None
+    cached = _trees.get(path)
+    if cached is None or cached[0] != source:
+        try:
+            tree: ast.Module | None = ast.parse(source)
+        except SyntaxError:
+            tree = None
+        _trees[path] = (source, tree)
+    return _trees[path][1]

@@ -1,0 +1,115 @@
+"""Forbids passing one buffer as a launch's output and as any other of its arguments."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import messages
+from ..diagnostics import Label
+from ..kernel_model import VIEW_METHODS, KernelSummary, dotted
+from .base import HostRule
+
+
+class Alias(HostRule):
+    """Forbids passing one buffer as a launch's output and as any other of its arguments."""
+
+    CODE = "az-alias"
+    VALID = [
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    pass
+
+def main(dev: az.Device, x: object) -> None:
+    a = dev.to_device(x)
+    c = dev.to_device(x)
+    k[az.LaunchConfig.for_num_elems(10)](a, c)
+""",
+    ]
+    INVALID = [
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    pass
+
+def main(dev: az.Device, x: object) -> None:
+    a = dev.to_device(x)
+    k[az.LaunchConfig.for_num_elems(10)](a, a)  # E: az-alias
+    b = a
+    k.unsafe_launch(az.LaunchConfig.for_num_elems(10), b[1:], a)  # E: az-alias
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        kernel: KernelSummary | None = None
+        skip = 0
+        if isinstance(f, cst.Subscript):
+            kernel = self.kernel_at(f.value)
+        elif isinstance(f, cst.Attribute) and f.attr.value == "unsafe_launch":
+            kernel = self.kernel_at(f.value)
+            skip = 1
+        if kernel is None:
+            return
+        names = [p for p, _ in kernel.params]
+        bound: list[tuple[int, cst.BaseExpression]] = []
+        pos = 0
+        for a in node.args:
+            if a.star:
+                return
+            if a.keyword is not None:
+                if a.keyword.value in names:
+                    bound.append((names.index(a.keyword.value), a.value))
+                continue
+            if pos >= skip and pos - skip < len(names):
+                bound.append((pos - skip, a.value))
+            pos += 1
+        roots = [(i, e, *self.root(e)) for i, e in bound]
+        reported: set[frozenset[int]] = set()
+        for i, e, root, via in roots:
+            if root is None or not kernel.is_output(i):
+                continue
+            for j, e2, root2, via2 in roots:
+                if j == i or root2 != root or frozenset((i, j)) in reported:
+                    continue
+                labels = tuple(
+                    Label(self.span(n), f"`{name}` is bound to `{root}` here") for name, n in (*via, *via2)
+                )
+                self.report(messages.alias(self.span(e), names[i], self.span(e2), names[j], root, labels))
+                reported.add(frozenset((i, j)))
+                break
+
+    def root(self, e: cst.BaseExpression) -> tuple[str | None, list[tuple[str, cst.CSTNode]]]:
+        """The buffer an argument expression denotes (following local bindings and views)."""
+        via: list[tuple[str, cst.CSTNode]] = []
+        seen: set[str] = set()
+        for _ in range(32):
+            if isinstance(e, cst.Name):
+                b = self.binding(e.value)
+                if b is None or e.value in seen:
+                    return e.value, via
+                seen.add(e.value)
+                value, target = b
+                if isinstance(value, (cst.Name, cst.Subscript, cst.Attribute)) or _is_view_call(value):
+                    via.append((e.value, target))
+                    e = value
+                    continue
+                return e.value, via
+            if isinstance(e, cst.Subscript):
+                e = e.value
+            elif isinstance(e, cst.Attribute):
+                if e.attr.value in VIEW_METHODS:
+                    e = e.value
+                else:
+                    return dotted(e), via
+            elif _is_view_call(e):
+                e = e.func.value  # type: ignore[attr-defined]
+            else:
+                return None, via
+        return None, via
+
+
+def _is_view_call(e: cst.BaseExpression) -> bool:
+    return isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in VIEW_METHODS

@@ -1,0 +1,86 @@
+"""Forbids a barrier reachable under thread-dependent control flow."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import messages
+from .base import Rule
+
+
+def _reason(node: cst.CSTNode) -> str:
+    if isinstance(node, cst.Return):
+        return "some threads may return here first"
+    if isinstance(node, (cst.Break, cst.Continue)):
+        return "some threads may leave the loop iteration here"
+    if isinstance(node, cst.Call):
+        return "each thread runs its own number of iterations"
+    return "this condition depends on the thread"
+
+
+class BarrierDivergence(Rule):
+    """Forbids a barrier reachable under thread-dependent control flow."""
+
+    CODE = "az-barrier-divergence"
+    VALID = [
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        s = az.shared.array(256, f32)
+        t = thread.tid_x()
+        s[t] = a[i] if i in a else 0.0
+        for k in range(n):
+            az.syncthreads()
+        if thread.block_idx_x() == 0:
+            az.syncthreads()
+        stride = 128
+        while stride > 0:
+            if t < stride:
+                s[t] += s[t + stride]
+            az.syncthreads()
+            stride = stride // 2
+    if i in c:
+        c[i] = 1.0
+""",
+    ]
+    INVALID = [
+        """
+@kernel
+def k(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        if thread.tid_x() == 0:
+            az.syncthreads()  # E: az-barrier-divergence
+    if i not in c:
+        return
+    with az.unsafe():
+        az.syncthreads()  # E: az-barrier-divergence
+""",
+        """
+@kernel
+def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    n = a[i]
+    flag = 0
+    if n > 3:
+        flag = 1
+    with az.unsafe():
+        for j in range(n):
+            az.syncthreads()  # E: az-barrier-divergence
+        if flag == 1:
+            az.syncthreads()  # E: az-barrier-divergence
+""",
+    ]
+
+    def visit_Call(self, node: cst.Call) -> None:
+        ctx = self.model.barriers.get(node)
+        what = "`az.syncthreads()`"
+        if ctx is None:
+            ctx = self.model.helper_barrier_calls.get(node)
+            what = f"a barrier inside `{self.model.code(node.func)}`"
+        if ctx is None or ctx.divergent is None:
+            return
+        self.report(messages.barrier_divergence(self.span(node), what, self.span(ctx.divergent), _reason(ctx.divergent)))

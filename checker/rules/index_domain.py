@@ -1,0 +1,74 @@
+"""Forbids a witness of the wrong index space for the kernel's launch domain."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import messages
+from .base import Rule
+
+
+class IndexDomain(Rule):
+    """Forbids a witness of the wrong index space for the kernel's launch domain."""
+
+    CODE = "az-index-domain"
+    VALID = [
+        """
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k(out: DisjointSlice2D[f32]) -> None:
+    ij = thread.index_2d()
+    out[ij] = 1.0
+""",
+    ]
+    INVALID = [
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(out: DisjointSlice2D[f32]) -> None:
+    ij = thread.index_2d()  # E: az-index-domain
+    out[ij] = 1.0
+
+@func
+def idx() -> Index1D:
+    return thread.index_1d()
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k2(c: DisjointSlice[f32]) -> None:
+    i = idx()  # E: az-index-domain
+    c[i] = 1.0
+""",
+    ]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        fn = self.model.by_node.get(node)
+        if fn is None or not fn.is_device:
+            return
+        seen: set[cst.CSTNode] = set()
+        first: dict[int, cst.CSTNode] = {}
+        direct = [(c, d, None) for c, d in fn.witness_uses]
+        via = []
+        for call, h in fn.helper_calls:
+            for d, _ in h.domains_used().items():
+                via.append((call, d, h.name))
+        domain = fn.domain if fn.kind == "kernel" else None
+        contract_span = None
+        if fn.contract is not None and "domain" in fn.contract.args:
+            contract_span = self.span(fn.contract.args["domain"])
+        for call, d, helper in sorted(direct + via, key=lambda t: (self.span(t[0]).line, self.span(t[0]).col)):
+            if (call, d) in seen:
+                continue
+            seen.add((call, d))  # type: ignore[arg-type]
+            maker = "thread.index_1d()" if d == 1 else "thread.index_2d()"
+            callee = self.model.callees.get(call)  # type: ignore[arg-type]
+            if callee is not None and callee.kind == "grid_stride":
+                maker = "thread.grid_stride()"
+            if domain is not None:
+                if d != domain:
+                    self.report(messages.index_domain(self.span(call), maker, d, domain, contract_span, via=helper))
+            else:
+                first.setdefault(d, call)
+                other = 3 - d
+                if other in first and first[other] is not call and fn.contract is None:
+                    self.report(messages.index_domain_mixed(self.span(call), self.span(first[other])))

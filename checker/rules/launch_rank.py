@@ -1,0 +1,126 @@
+"""Forbids a launch configuration visibly of the wrong rank or block for the kernel's contract."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import messages
+from ..kernel_model import literal_dims
+from .base import HostRule
+
+
+class LaunchRank(HostRule):
+    """Forbids a launch configuration visibly of the wrong rank or block for the kernel's contract."""
+
+    CODE = "az-launch-rank"
+    VALID = [
+        """
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k(c: DisjointSlice2D[f32]) -> None:
+    pass
+
+def main(c: object) -> None:
+    cfg = az.LaunchConfig.for_shape((100, 100))
+    k[cfg](c)
+    k[az.LaunchConfig((7, 7), (16, 16))](c)
+""",
+    ]
+    INVALID = [
+        """
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k(c: DisjointSlice2D[f32]) -> None:
+    pass
+
+@launch_contract(domain=1, block=128)
+@kernel
+def k1(c: DisjointSlice[f32]) -> None:
+    pass
+
+def main(c: object) -> None:
+    cfg = az.LaunchConfig.for_num_elems(100)
+    k[cfg](c)  # E: az-launch-rank
+    k1[az.LaunchConfig.for_num_elems(100)](c)  # E: az-launch-rank
+    k[az.LaunchConfig.for_shape((10, 10), block=(32, 8))](c)  # E: az-launch-rank
+""",
+    ]
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        k = self.kernel_at(node.value)
+        if k is None or not k.has_contract or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return
+        self._check(node, node.slice[0].slice.value, k)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "unsafe_launch" and node.args:
+            k = self.kernel_at(f.value)
+            if k is not None and k.has_contract:
+                self._check(node, node.args[0].value, k)
+
+    def _config(self, e: cst.BaseExpression) -> tuple[int | None, tuple[int, ...] | None, cst.CSTNode]:
+        seen = 0
+        while isinstance(e, cst.Name) and seen < 8:
+            b = self.binding(e.value)
+            if b is None:
+                return None, None, e
+            e, seen = b[0], seen + 1
+        if not isinstance(e, cst.Call):
+            return None, None, e
+        q = self.model.qualname(e.func) or ""
+        args = {a.keyword.value: a.value for a in e.args if a.keyword is not None}
+        pos = [a.value for a in e.args if a.keyword is None]
+        if q == "az.LaunchConfig.for_num_elems":
+            b = args.get("block", pos[1] if len(pos) > 1 else None)
+            block = (256,) if b is None else literal_dims(b)
+            return 1, block, e
+        if q == "az.LaunchConfig.for_shape":
+            b = args.get("block", pos[1] if len(pos) > 1 else None)
+            block = (16, 16) if b is None else literal_dims(b)
+            return 2, block, e
+        if q == "az.LaunchConfig":
+            g = args.get("grid", pos[0] if pos else None)
+            b = args.get("block", pos[1] if len(pos) > 1 else None)
+            ranks = [_rank(x) for x in (g, b) if x is not None]
+            known = [r for r in ranks if r is not None]
+            rank = max(known) if known and (max(known) >= 2 or len(known) == len(ranks) == 2) else None
+            block = literal_dims(b) if b is not None else None
+            return rank, block, e
+        return None, None, e
+
+    def _check(self, site: cst.CSTNode, cfg: cst.BaseExpression, k) -> None:  # type: ignore[no-untyped-def]
+        rank, block, _ = self._config(cfg)
+        if rank is not None and k.domain is not None and rank != k.domain:
+            self.report(
+                messages.launch_rank(
+                    self.span(site), f"a {rank}-D launch configuration for `{k.name}`, whose contract has `domain={k.domain}`",
+                    k.span, f"`{k.name}` declares domain {k.domain}",
+                    help="use `az.LaunchConfig.for_num_elems(n)` for domain 1 and `az.LaunchConfig.for_shape((rows, cols))` for domain 2",
+                )
+            )
+            return
+        if block is not None and k.block is not None and _pad(block) != _pad(k.block):
+            self.report(
+                messages.launch_rank(
+                    self.span(site), f"launch block {_show(block)} differs from the contract's block {_show(k.block)} for `{k.name}`",
+                    k.span, f"`{k.name}` declares block {_show(k.block)}",
+                    help=f"launch with `block={_show(k.block)}`",
+                )
+            )
+
+
+def _rank(e: cst.BaseExpression) -> int | None:
+    if isinstance(e, cst.Tuple):
+        return len(e.elements)
+    if isinstance(e, (cst.Integer, cst.BinaryOperation, cst.UnaryOperation)):
+        return 1
+    return None
+
+
+def _pad(t: tuple[int, ...]) -> tuple[int, ...]:
+    return (t + (1, 1, 1))[:3]
+
+
+def _show(t: tuple[int, ...]) -> str:
+    return str(t[0]) if len(t) == 1 else str(tuple(t))

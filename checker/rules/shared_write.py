@@ -1,0 +1,108 @@
+"""Forbids any write to a shared, read-only `Slice` or `Slice2D`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import messages
+from ..kernel_model import bind_args
+from .base import Rule, slice_kinds
+
+_RO = ("Slice", "Slice2D")
+
+
+class SharedWrite(Rule):
+    """Forbids any write to a shared, read-only `Slice` or `Slice2D`."""
+
+    CODE = "az-shared-write"
+    VALID = [
+        """
+@func
+def put(c: DisjointSlice[f32], i: Index1D, v: f32) -> None:
+    c[i] = v
+
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    b = a
+    put(c, i, b[i] * 2.0)
+""",
+    ]
+    INVALID = [
+        """
+@func
+def put(c: DisjointSlice[f32], i: Index1D, v: f32) -> None:
+    c[i] = v
+
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    a[i] = 1.0  # E: az-shared-write
+    a[i] += 1.0  # E: az-shared-write
+    b = a
+    b[i] = 2.0  # E: az-shared-write
+    put(a, i, 1.0)  # E: az-shared-write
+    c = a  # E: az-shared-write
+""",
+    ]
+
+    def _check_store(self, target: cst.BaseExpression, how: str) -> None:
+        if not isinstance(target, (cst.Subscript, cst.Attribute)):
+            return
+        fn = self.fn_of(target)
+        if fn is None:
+            return
+        for name, kind in slice_kinds(fn, self.val(target.value)):
+            if kind in _RO:
+                self.report(messages.shared_write(self.span(target), name, kind, how, self.decl(fn, name)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            self._check_store(t.target, "write")
+            if isinstance(t.target, cst.Name):
+                self._rebind(t.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._check_store(node.target, "write")
+
+    def visit_Del(self, node: cst.Del) -> None:
+        targets = [e.value for e in node.target.elements] if isinstance(node.target, cst.Tuple) else [node.target]
+        for t in targets:
+            self._check_store(t, "delete")
+
+    def _rebind(self, target: cst.Name, value: cst.BaseExpression) -> None:
+        fn = self.fn_of(target)
+        if fn is None:
+            return
+        p = fn.params.get(target.value)
+        if p is None or p.slice_kind is None or not p.slice_kind.output:
+            return
+        for name, kind in slice_kinds(fn, self.val(value)):
+            if kind in _RO:
+                self.report(messages.shared_rebind(self.span(target), p.name, p.slice_kind.name, name))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = self.model.callees.get(node)
+        if callee is None:
+            return
+        fn = self.fn_of(node)
+        if fn is None:
+            return
+        if callee.kind in ("atomic_op", "write_unchecked"):
+            for name, kind in slice_kinds(fn, self.val(node.func.value)):  # type: ignore[attr-defined]
+                if kind in _RO:
+                    self.report(messages.shared_write(self.span(node), name, kind, f"call `.{callee.name}` on", self.decl(fn, name)))
+        elif callee.kind == "helper" and callee.fn is not None:
+            h = callee.fn
+            for pname, arg in bind_args(h, node):
+                hp = h.params.get(pname)
+                if hp is None:
+                    continue
+                writes = pname in h.writes or (hp.slice_kind is not None and hp.slice_kind.output)
+                if not writes:
+                    continue
+                for name, kind in slice_kinds(fn, self.val(arg)):
+                    if kind in _RO:
+                        self.report(
+                            messages.shared_write_via_helper(self.span(arg), name, kind, h.name, pname, self.span(hp.node))
+                        )

@@ -1,0 +1,327 @@
+"""The CPU backend: the same lowering, aimed at the host, JIT-compiled with MCJIT.
+
+The kernel function keeps the GPU ABI plus one hidden `ptr ctx` (thirteen i32:
+tid xyz, ctaid xyz, ntid xyz, nctaid xyz, lane id).  A generated
+`__az_launch(grid*, block*, argv*, fault*, rank)` loops over blocks and threads
+in order (z, y, x), fills `ctx` and calls the kernel; `cpu_entry` marshals the
+flattened arguments into `argv` (one 64-bit slot each) and calls it through ctypes.
+
+Phase 1: barriers, warp operations and shared memory are refused with a located
+error, since threads run one after another.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+import struct
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import llvmlite.binding as llvm
+import llvmlite.ir as llir
+
+from anodize.checker import messages
+from anodize.checker.diagnostics import CheckError, Span
+from anodize.codegen.artifact import ParamSpec, flat_abi
+
+from . import ir
+from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, Lowerer, Target, reg_type
+from .types import ScalarTy, SharedTy
+
+_CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
+_AXIS = {"x": 0, "y": 1, "z": 2}
+_LIBM = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh", "pow": "pow"}
+_INTRINSIC_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil", "fma": "fma", "fmin": "minnum", "fmax": "maxnum"}
+
+_lock = threading.Lock()
+LAUNCH = "__az_launch"
+THREAD = "__az_thread"
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    libm = ctypes.util.find_library("m")
+    if libm:
+        try:
+            llvm.load_library_permanently(libm)
+        except RuntimeError:
+            pass
+
+
+def _new_host_tm() -> llvm.TargetMachine:
+    _init()
+    target = llvm.Target.from_triple(llvm.get_process_triple())
+    return target.create_target_machine(
+        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True
+    )
+
+
+@functools.cache
+def host_target_machine() -> llvm.TargetMachine:
+    """The shared host machine for optimisation; an MCJIT engine owns (and frees) its own."""
+    return _new_host_tm()
+
+
+class CPUTarget(Target):
+    name = "cpu"
+    global_as = 0
+    shared_as = 0
+
+    def __init__(self, k: ir.KernelIR | None = None, *, threaded: bool = False):
+        """`threaded`: one host thread per GPU thread (phase 2: barriers, warps, shared memory)."""
+        self.threaded = threaded
+        self.shared_offsets: dict[str, int] = {}
+        off = 0
+        for name, ty in k.shared if k is not None else ():
+            if not ty.dynamic:
+                off = -(-off // 16) * 16
+                self.shared_offsets[name] = off
+                off += ty.size * ty.elem.info.mem_bits // 8
+        self.static_shared = -(-off // 16) * 16
+        self._shared_ptrs: dict[str, llir.Value] = {}
+
+    def triple(self) -> str:
+        _init()
+        return llvm.get_process_triple()
+
+    def extra_params(self) -> list[llir.Type]:
+        return [llir.PointerType()]
+
+    def decorate_entry(self, lw: Lowerer, fn: llir.Function) -> None:
+        lw.module.data_layout = str(host_target_machine().target_data)
+
+    def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        ctx = lw.extra_args[0]
+        slot = 12 if reg == "laneid" else _CTX[reg] + _AXIS[axis]
+        p = lw.b.gep(ctx, [llir.Constant(I64T, slot)], inbounds=True, source_etype=I32T)
+        return lw.b.load(p, typ=I32T, align=4)
+
+    def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
+        t = args[0].type
+        fs = "f32" if ty.bits == 32 else "f64"
+        if name in _INTRINSIC_MATH:
+            return lw.intrinsic(f"llvm.{_INTRINSIC_MATH[name]}.{fs}", t, args)
+        if name == "rsqrt":
+            s = lw.intrinsic(f"llvm.sqrt.{fs}", t, args)
+            return lw.b.fdiv(llir.Constant(t, 1.0), s)
+        return lw.intrinsic(_LIBM[name] + ("f" if ty.bits == 32 else ""), t, args)
+
+    def _refuse(self, span: Span | None, what: str) -> None:
+        raise CheckError([messages.cpu_backend_unsupported(span or Span.point("<kernel>", 1, 0), what)])
+
+    def barrier(self, lw: Lowerer, span: Span | None) -> None:
+        if not self.threaded:
+            self._refuse(span, "`az.syncthreads()`")
+        lw.intrinsic("__az_cpu_barrier", llir.VoidType(), [lw.extra_args[0]])
+
+    def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
+        if not self.threaded:
+            self._refuse(span, f"`warp.{op}`")
+        from .cpu_threads import SHFL_MODES, VOTE_MODES
+
+        b = lw.b
+        ctx = lw.extra_args[0]
+        if op in VOTE_MODES:
+            pred = b.zext(args[0], I32T)
+            r = lw.intrinsic("__az_cpu_vote", I32T, [ctx, llir.Constant(I32T, VOTE_MODES[op]), pred])
+            return r if op == "ballot" else b.icmp_unsigned("!=", r, llir.Constant(I32T, 0))
+        v, k = args
+        it = llir.IntType(ty.bits)
+        x = b.bitcast(v, it) if ty.is_float else v
+        x64 = b.zext(x, I64T) if ty.bits == 32 else x
+        r = lw.intrinsic("__az_cpu_shfl", I64T, [ctx, llir.Constant(I32T, SHFL_MODES[op]), x64, k])
+        r = b.trunc(r, it) if ty.bits == 32 else r
+        return b.bitcast(r, v.type) if ty.is_float else r
+
+    def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
+        if not self.threaded:
+            self._refuse(span, "`az.shared.array`")
+        # computed in the entry block, so every use is dominated
+        eb = lw.alloca_b
+        p = eb.gep(lw.extra_args[0], [llir.Constant(I64T, 56)], inbounds=True, source_etype=I8)
+        base = eb.load(p, typ=I64T, align=8)
+        off = self.static_shared if ty.dynamic else self.shared_offsets[name]
+        return eb.inttoptr(eb.add(base, llir.Constant(I64T, off)), llir.PointerType())
+
+
+def add_thread_entry(lw: Lowerer) -> None:
+    """Append `__az_thread(argv, fault, rank, ctx)`: one GPU thread, for the threaded backend."""
+    ptr = llir.PointerType()
+    f = llir.Function(lw.module, llir.FunctionType(llir.VoidType(), [ptr, ptr, I32T, ptr]), THREAD)
+    argv, fault, rank, ctx = f.args
+    b = llir.IRBuilder(f.append_basic_block("entry"))
+    args = [
+        _decode(b, b.load(b.gep(argv, [llir.Constant(I64T, i)], source_etype=I64T), typ=I64T), kind)
+        for i, kind in enumerate(flat_abi(lw.k.params))
+    ]
+    b.call(lw.fn, args + [fault, rank, ctx])
+    b.ret_void()
+
+
+def add_launcher(lw: Lowerer) -> None:
+    """Append `__az_launch`, the loop over the grid that calls the kernel once per thread."""
+    m = lw.module
+    ptr = llir.PointerType()
+    fty = llir.FunctionType(llir.VoidType(), [ptr, ptr, ptr, ptr, I32T])
+    f = llir.Function(m, fty, LAUNCH)
+    grid, block, argv, fault, rank = f.args
+    entry = f.append_basic_block("entry")
+    b = llir.IRBuilder(entry)
+    ctx = b.alloca(I32T, size=llir.Constant(I32T, 20), name="ctx")
+
+    def slot(i: int) -> llir.Value:
+        return b.gep(ctx, [llir.Constant(I64T, i)], inbounds=True, source_etype=I32T)
+
+    def dim(p: llir.Value, i: int) -> llir.Value:
+        return b.load(b.gep(p, [llir.Constant(I64T, i)], source_etype=I32T), typ=I32T)
+
+    g = [dim(grid, i) for i in range(3)]
+    bl = [dim(block, i) for i in range(3)]
+    for i in range(3):
+        b.store(bl[i], slot(6 + i))
+        b.store(g[i], slot(9 + i))
+    args: list[llir.Value] = []
+    kinds = flat_abi(lw.k.params)
+    for i, kind in enumerate(kinds):
+        raw = b.load(b.gep(argv, [llir.Constant(I64T, i)], source_etype=I64T), typ=I64T)
+        args.append(_decode(b, raw, kind))
+    args += [fault, rank]
+    nthreads_x = bl[0]
+
+    def loop(n: llir.Value, body: Callable[[llir.Value], None], name: str) -> None:
+        pre = b.block
+        head = f.append_basic_block(f"{name}.head")
+        bodyb = f.append_basic_block(f"{name}.body")
+        end = f.append_basic_block(f"{name}.end")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I32T, name=name)
+        i.add_incoming(llir.Constant(I32T, 0), pre)
+        b.cbranch(b.icmp_unsigned("<", i, n), bodyb, end)
+        b.position_at_end(bodyb)
+        body(i)
+        i.add_incoming(b.add(i, llir.Constant(I32T, 1)), b.block)
+        b.branch(head)
+        b.position_at_end(end)
+
+    def thread_body(tz: llir.Value, ty_: llir.Value, tx: llir.Value) -> None:
+        b.store(tx, slot(0))
+        b.store(ty_, slot(1))
+        b.store(tz, slot(2))
+        linear = b.add(b.mul(b.add(b.mul(tz, bl[1]), ty_), nthreads_x), tx)
+        b.store(b.and_(linear, llir.Constant(I32T, 31)), slot(12))
+        b.call(lw.fn, args + [ctx])
+
+    def threads() -> None:
+        loop(bl[2], lambda tz: loop(bl[1], lambda ty_: loop(bl[0], lambda tx: thread_body(tz, ty_, tx), "tx"), "ty"), "tz")
+
+    def bx_body(bx: llir.Value) -> None:
+        b.store(bx, slot(3))
+        threads()
+
+    def by_body(by: llir.Value) -> None:
+        b.store(by, slot(4))
+        loop(g[0], bx_body, "bx")
+
+    def blocks(bz: llir.Value) -> None:
+        b.store(bz, slot(5))
+        loop(g[1], by_body, "by")
+
+    loop(g[2], blocks, "bz")
+    b.ret_void()
+
+
+def _decode(b: llir.IRBuilder, raw: llir.Value, kind: str) -> llir.Value:
+    if kind == "ptr":
+        return b.inttoptr(raw, llir.PointerType())
+    if kind == "i64":
+        return raw
+    if kind == "bool_":
+        return b.trunc(raw, I8)
+    if kind == "f32":
+        return b.bitcast(b.trunc(raw, I32T), FLOAT)
+    if kind == "f64":
+        return b.bitcast(raw, DOUBLE)
+    from .types import BY_NAME
+
+    t = reg_type(BY_NAME[kind])
+    return raw if t == I64T else b.trunc(raw, t)
+
+
+def _encode(value: Any, kind: str) -> int:
+    if kind == "ptr":
+        if hasattr(value, "ctypes"):
+            return int(value.ctypes.data)
+        if isinstance(value, ctypes.c_void_p):
+            return int(value.value or 0)
+        return int(value) & (2**64 - 1)
+    if kind == "f32":
+        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
+    if kind == "f64":
+        return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+    if kind == "bool_":
+        return 1 if bool(value) else 0
+    return int(value) & (2**64 - 1)
+
+
+class CpuModule:
+    """A JIT-compiled kernel; keep it alive as long as its entry may be called."""
+
+    def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0):
+        tm = host_target_machine()
+        self.threaded = threaded
+        self.static_shared = static_shared
+        if threaded:
+            from .cpu_threads import register_symbols
+
+            register_symbols()
+        with _lock:
+            mod = llvm.parse_assembly(llvm_ir)
+            mod.verify()
+            from .ptx import optimize
+
+            optimize(mod, tm, 3, {THREAD if threaded else LAUNCH})
+            self.optimized_ir = str(mod)
+            self.engine = llvm.create_mcjit_compiler(mod, _new_host_tm())
+            self.engine.finalize_object()
+            addr = self.engine.get_function_address(THREAD if threaded else LAUNCH)
+        if threaded:
+            from .cpu_threads import thread_proto
+
+            self._fn = thread_proto()(addr)
+        else:
+            proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
+            self._fn = proto(addr)
+        self.kinds = flat_abi(params)
+        self.entry = entry
+
+    def __call__(
+        self,
+        grid_xyz: Sequence[int],
+        block_xyz: Sequence[int],
+        flat_args: Sequence[Any],
+        fault_address: int,
+        launch_rank: int,
+        dynamic_shared: int = 0,
+    ) -> None:
+        """Run the whole grid.  `flat_args` has one value per `flat_abi` slot (pointers as ints)."""
+        if len(flat_args) != len(self.kinds):
+            raise TypeError(f"`{self.entry}` takes {len(self.kinds)} flattened arguments {self.kinds}, got {len(flat_args)}")
+        g = (tuple(int(x) for x in grid_xyz) + (1, 1, 1))[:3]
+        bl = (tuple(int(x) for x in block_xyz) + (1, 1, 1))[:3]
+        if any(x < 0 or x >= 2**31 for x in g + bl):
+            raise ValueError(f"grid {g} / block {bl} out of range")
+        argv = (ctypes.c_uint64 * max(1, len(self.kinds)))(*[_encode(v, k) for v, k in zip(flat_args, self.kinds, strict=True)])
+        if self.threaded:
+            from .cpu_threads import run_grid
+
+            run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared + int(dynamic_shared))
+            return
+        grid = (ctypes.c_uint32 * 3)(*g)
+        block = (ctypes.c_uint32 * 3)(*bl)
+        self._fn(ctypes.addressof(grid), ctypes.addressof(block), ctypes.addressof(argv), int(fault_address), int(launch_rank))

@@ -1,0 +1,88 @@
+"""The compiler's public entry points: a kernel to a `CompiledKernel` for a GPU or the CPU."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from anodize.codegen.artifact import CompiledKernel
+
+from . import ir
+from .frontend import build_ir
+from .lower_llvm import lower_kernel
+
+__all__ = ["compile_gpu", "compile_cpu", "static_shared_bytes"]
+
+
+def static_shared_bytes(k: ir.KernelIR) -> int:
+    return sum(t.size * t.elem.info.mem_bits // 8 for _, t in k.shared if not t.dynamic)
+
+
+def _artifact(k: ir.KernelIR, arch: str, llvm_ir: str, checks: int, entry: str) -> CompiledKernel:
+    return CompiledKernel(
+        name=k.name,
+        entry=entry,
+        params=k.params,
+        contract=k.contract,
+        domain=k.domain,
+        arch=arch,
+        llvm_ir=llvm_ir,
+        fault_sites=k.fault_sites,
+        bounds_checks=checks,
+        uses_barrier=k.uses_barrier,
+        static_shared_bytes=static_shared_bytes(k),
+        source_path=k.path,
+        source_line=k.line,
+    )
+
+
+def compile_gpu(
+    kernel: Any,
+    arch: str = "sm_90",
+    *,
+    bounds_checks: bool = True,
+    line_info: bool = False,
+    opt: int = 3,
+    ptxas: bool | None = None,
+) -> CompiledKernel:
+    """Compile a kernel to PTX for `arch`.
+
+    `ptxas=None` assembles a cubin (and fills `resources`) when ptxas is installed;
+    `True` requires it, `False` skips it.  Raises CheckError for a kernel outside the language."""
+    from .ptx import NVPTXTarget, emit_ptx, features_for, find_ptxas, run_ptxas
+
+    features_for(arch)  # validate the arch before any work
+    t0 = time.perf_counter()
+    k = build_ir(kernel)
+    lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
+    llvm_ir = str(lw.module)
+    optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
+    out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
+    out.ptx = ptx
+    out.llvm_ir_optimized = optimized
+    if ptxas is True or (ptxas is None and find_ptxas() is not None):
+        out.cubin, out.resources = run_ptxas(ptx, arch, line_info=line_info)
+    out.compile_seconds = time.perf_counter() - t0
+    return out
+
+
+def compile_cpu(kernel: Any, *, bounds_checks: bool = True) -> CompiledKernel:
+    """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host."""
+    from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
+
+    t0 = time.perf_counter()
+    k = build_ir(kernel)
+    threaded = k.uses_barrier or k.uses_warp or k.uses_shared
+    target = CPUTarget(k, threaded=threaded)
+    lw = lower_kernel(k, target, bounds_checks=bounds_checks)
+    if threaded:
+        add_thread_entry(lw)
+    else:
+        add_launcher(lw)
+    llvm_ir = str(lw.module)
+    jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared)
+    out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
+    out.llvm_ir_optimized = jit.optimized_ir
+    out.cpu_entry = jit
+    out.compile_seconds = time.perf_counter() - t0
+    return out

@@ -1,0 +1,1624 @@
+"""Kernel source to typed IR.
+
+`build_ir(kernel)` reads the kernel's source with `inspect`, parses it with `ast`
+and walks it with one `visit_<Node>` method per supported construct (Triton's
+code_generator style).  Anything without a visitor reaches `generic_visit`,
+which reports a located `az-unsupported` diagnostic naming the construct.
+Every diagnostic points at the user's file:line:col; internal errors are
+wrapped so no compiler frame shows in a user's error.
+
+`parse_contract(kernel)` reads `@launch_contract(...)` from the same source.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import inspect
+import math as pymath
+import textwrap
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, NoReturn
+
+from anodize.checker import messages
+from anodize.checker.contract import Contract, Requires, RequiresSyntaxError, equal_lengths, parse_requires
+from anodize.checker.diagnostics import CheckError, Diagnostic, Span
+from anodize.checker.model import (
+    MATH_FUNCS,
+    MAX_THREADS_PER_BLOCK,
+    RAW_IDS,
+    SCALARS,
+    SLICE_KINDS,
+    WARP_OPS,
+    WITNESS_MAKERS,
+)
+from anodize.codegen.artifact import FaultSite, ParamSpec
+
+from . import ir
+from .types import (
+    BOOL,
+    BY_NAME,
+    F64,
+    I32,
+    I64,
+    U32,
+    VOID,
+    PromotionError,
+    ScalarTy,
+    SharedTy,
+    SliceTy,
+    Ty,
+    VoidTy,
+    WitnessTy,
+    implicitly_converts,
+    promote,
+)
+
+__all__ = ["build_ir", "parse_contract", "SourceInfo", "source_info"]
+
+
+class _Fail(Exception):
+    """A diagnostic raised from deep inside a visitor; collected per statement."""
+
+    def __init__(self, diag: Diagnostic):
+        super().__init__(diag.message)
+        self.diag = diag
+
+
+class _Silent(Exception):
+    """An error already reported (a use of a name whose assignment failed)."""
+
+
+# ---- source --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    path: str
+    first_line: int  # file line of the first source line (the first decorator)
+    indent: int  # columns removed by dedent
+    text: str  # dedented source
+    fdef: ast.FunctionDef
+
+    def span(self, node: ast.AST) -> Span:
+        line = getattr(node, "lineno", 1) + self.first_line - 1
+        col = getattr(node, "col_offset", 0) + self.indent
+        end_lineno: int = getattr(node, "end_lineno", None) or getattr(node, "lineno", 1) or 1
+        end_col_offset: int = getattr(node, "end_col_offset", None) or getattr(node, "col_offset", 0) + 1
+        end_line = end_lineno + self.first_line - 1
+        end_col = end_col_offset + self.indent
+        return Span(self.path, line, col, end_line, end_col)
+
+
+_SOURCE_CACHE: dict[object, SourceInfo] = {}
+
+
+def source_info(fn: Callable[..., Any]) -> SourceInfo:
+    """The parsed source of a Python function, with its real file and line offset."""
+    code = getattr(fn, "__code__", None)
+    key = (code, getattr(code, "co_firstlineno", 0))
+    hit = _SOURCE_CACHE.get(key)
+    if hit is not None:
+        return hit
+    path = str(inspect.getsourcefile(fn) or getattr(code, "co_filename", "<unknown>"))
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as exc:
+        raise CheckError(
+            [
+                messages.unsupported(
+                    Span.point(path, getattr(code, "co_firstlineno", 1), 0),
+                    f"a kernel whose source is unavailable (`{getattr(fn, '__name__', fn)}`)",
+                    help=f"define kernels in a .py file so anodize can read their source ({exc})",
+                )
+            ]
+        ) from None
+    raw = "".join(lines)
+    text = textwrap.dedent(raw)
+    first = next((ln for ln in lines if ln.strip()), lines[0])
+    first_ded = next((ln for ln in text.splitlines() if ln.strip()), "")
+    indent = (len(first) - len(first.lstrip())) - (len(first_ded) - len(first_ded.lstrip()))
+    try:
+        tree = ast.parse(text)
+    except SyntaxError as exc:
+        raise CheckError(
+            [messages.syntax_error(Span.point(path, (exc.lineno or 1) + start - 1, (exc.offset or 1) - 1), str(exc.msg))]
+        ) from None
+    fdef = tree.body[0]
+    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        raise CheckError([messages.unsupported(Span.point(path, start, 0), "this kernel definition")]) from None
+    info = SourceInfo(path, start, indent, text, fdef)  # type: ignore[arg-type]
+    if isinstance(fdef, ast.AsyncFunctionDef):
+        raise CheckError([messages.unsupported(info.span(fdef), "`async def`")]) from None
+    _SOURCE_CACHE[key] = info
+    return info
+
+
+# ---- static name resolution ----------------------------------------------------------------
+
+_MISSING = object()
+_TABLE: dict[int, tuple[object, tuple[str, ...]]] | None = None
+
+
+def _intrinsics() -> dict[int, tuple[object, tuple[str, ...]]]:
+    """id(object) -> (object, tag) for every Python object the language gives meaning to."""
+    global _TABLE
+    if _TABLE is not None:
+        return _TABLE
+    import anodize
+    import anodize.math as azmath
+    import anodize.shared as azshared
+    import anodize.thread as azthread
+    import anodize.types as aztypes
+    import anodize.warp as azwarp
+
+    t: dict[int, tuple[object, tuple[str, ...]]] = {}
+
+    def put(obj: object, *tag: str) -> None:
+        t[id(obj)] = (obj, tag)
+
+    for n in WITNESS_MAKERS:
+        put(getattr(azthread, n), "witness", n)
+    for n in RAW_IDS:
+        put(getattr(azthread, n), "raw", n)
+    for n in WARP_OPS:
+        put(getattr(azwarp, n), "warp", n)
+    for n in MATH_FUNCS:
+        put(getattr(azmath, n), "math", n)
+        if hasattr(pymath, n):
+            put(getattr(pymath, n), "math", n)
+    put(anodize.syncthreads, "barrier")
+    put(anodize.unsafe, "unsafe")
+    put(azshared.array, "shared_array")
+    for n in SCALARS:
+        put(getattr(aztypes, n), "scalar", n)
+    for n in SLICE_KINDS:
+        put(getattr(aztypes, n), "slice", n)
+    put(aztypes.Index1D, "witness_type", "1")
+    put(aztypes.Index2D, "witness_type", "2")
+    put(builtins.int, "scalar", "i64")
+    put(builtins.float, "scalar", "f64")
+    put(builtins.bool, "scalar", "bool_")
+    for n in ("abs", "min", "max", "len", "range"):
+        put(getattr(builtins, n), "builtin", n)
+    _TABLE = t
+    return t
+
+
+def _tag(obj: object) -> tuple[str, ...] | None:
+    hit = _intrinsics().get(id(obj))
+    return hit[1] if hit is not None and hit[0] is obj else None
+
+
+def _names_of(fn: Callable[..., Any]) -> dict[str, Any]:
+    env: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
+    code = getattr(fn, "__code__", None)
+    closure = getattr(fn, "__closure__", None) or ()
+    if code is not None:
+        for name, cell in zip(code.co_freevars, closure, strict=False):
+            try:
+                env[name] = cell.cell_contents
+            except ValueError:
+                pass
+    return env
+
+
+# ---- the per-kernel context ----------------------------------------------------------------
+
+
+@dataclass
+class _KernelCtx:
+    path: str
+    contract: Contract | None
+    sites: list[FaultSite] = field(default_factory=list)
+    diags: list[Diagnostic] = field(default_factory=list)
+    helpers: dict[tuple[object, tuple[Ty, ...], frozenset[tuple[str, str]]], ir.FuncIR] = field(default_factory=dict)
+    stack: list[object] = field(default_factory=list)
+    ranks: set[int] = field(default_factory=set)
+    uses_barrier: bool = False
+    uses_warp: bool = False
+    uses_shared: bool = False
+    shared: dict[str, SharedTy] = field(default_factory=dict)
+    equal: list[set[str]] = field(default_factory=list)
+    equal2d: list[set[str]] = field(default_factory=list)
+
+    def site(self, span: Span, kind: str, param: str) -> int:
+        self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param))
+        return len(self.sites) - 1
+
+
+_CONSTRUCTS: dict[str, str] = {
+    "Lambda": "`lambda`",
+    "List": "a list",
+    "Dict": "a dict",
+    "Set": "a set",
+    "ListComp": "a list comprehension",
+    "DictComp": "a dict comprehension",
+    "SetComp": "a set comprehension",
+    "GeneratorExp": "a generator expression",
+    "Try": "`try`",
+    "TryStar": "`try`",
+    "Raise": "`raise`",
+    "Import": "`import`",
+    "ImportFrom": "`from ... import`",
+    "Global": "`global`",
+    "Nonlocal": "`nonlocal`",
+    "FunctionDef": "a nested function definition",
+    "AsyncFunctionDef": "a nested function definition",
+    "ClassDef": "a class definition",
+    "Yield": "`yield`",
+    "YieldFrom": "`yield from`",
+    "Await": "`await`",
+    "Assert": "`assert`",
+    "Delete": "`del`",
+    "Starred": "star-unpacking",
+    "JoinedStr": "an f-string",
+    "FormattedValue": "an f-string",
+    "Match": "`match`",
+    "NamedExpr": "the walrus operator `:=`",
+    "Slice": "slicing with `:`",
+    "AsyncFor": "`async for`",
+    "AsyncWith": "`async with`",
+    "Tuple": "a tuple value",
+    "MatMult": "the `@` operator",
+    "Is": "`is`",
+    "IsNot": "`is not`",
+    "In": "`in` (other than `witness in slice`)",
+    "NotIn": "`not in` (other than `witness not in slice`)",
+}
+
+_BINOPS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+def _wrap_int(v: int, ty: ScalarTy) -> int:
+    bits = ty.bits
+    v &= (1 << bits) - 1
+    if ty.signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _default(c: ir.Const) -> ScalarTy:
+    return c.ty
+
+
+# ---- the function compiler -------------------------------------------------------------------
+
+
+class _FnCompiler(ast.NodeVisitor):
+    """Compiles one function body (the kernel, or one specialisation of a helper)."""
+
+    def __init__(
+        self,
+        kctx: _KernelCtx,
+        fn: Callable[..., Any],
+        src: SourceInfo,
+        params: dict[str, Ty],
+        *,
+        is_kernel: bool,
+        ret: Ty | None = None,
+    ):
+        self.k = kctx
+        self.fn = fn
+        self.src = src
+        self.names = _names_of(fn)
+        self.is_kernel = is_kernel
+        self.vars: dict[str, Ty] = {n: t for n, t in params.items() if isinstance(t, (ScalarTy, WitnessTy))}
+        self.slices: dict[str, SliceTy] = {n: t for n, t in params.items() if isinstance(t, SliceTy)}
+        self.shared: dict[str, SharedTy] = {}
+        self.locals: dict[str, Ty] = {}
+        self.facts: set[tuple[str, str]] = set()
+        self.unsafe = 0
+        self.loops = 0
+        self.ret: Ty | None = ret  # None: inferred from the first `return`
+        self.failed_names: set[str] = set()
+
+    # -- plumbing -------------------------------------------------------------------------
+    def span(self, node: ast.AST) -> Span:
+        return self.src.span(node)
+
+    def fail(self, diag: Diagnostic) -> NoReturn:
+        raise _Fail(diag)
+
+    def unsupported(self, node: ast.AST, construct: str, help: str | None = None) -> NoReturn:
+        self.fail(messages.unsupported(self.span(node), construct, help=help))
+
+    def type_error(self, node: ast.AST, msg: str, help: str | None = None) -> NoReturn:
+        self.fail(messages.type_error(self.span(node), msg, help=help))
+
+    def visit(self, node: ast.AST) -> Any:
+        method = getattr(self, "visit_" + type(node).__name__, None)
+        if method is None:
+            return self.generic_visit(node)
+        try:
+            return method(node)
+        except (_Fail, _Silent, CheckError):
+            raise
+        except Exception as exc:  # an internal error: locate it, hide the compiler's frames
+            self.unsupported(
+                node,
+                f"`{ast.unparse(node)[:40]}`",
+                help=f"internal compiler error ({type(exc).__name__}: {exc}); please report it",
+            )
+
+    def generic_visit(self, node: ast.AST) -> NoReturn:
+        name = type(node).__name__
+        what = _CONSTRUCTS.get(name, f"`{name}`")
+        self.unsupported(node, what)
+
+    def body(self, stmts: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
+        out: list[ir.Stmt] = []
+        for s in stmts:
+            try:
+                res = self.visit(s)
+            except _Fail as f:
+                self.k.diags.append(f.diag)
+                for t in ast.walk(s):
+                    if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
+                        self.failed_names.add(t.id)
+                continue
+            except _Silent:
+                continue
+            out.extend(res)
+            if isinstance(s, ast.If) and not s.orelse and self._terminates(s.body):
+                self.facts |= self._guard_facts(s.test, negated=True)
+        return tuple(out)
+
+    @staticmethod
+    def _terminates(stmts: list[ast.stmt]) -> bool:
+        return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Break, ast.Continue))
+
+    # -- name resolution --------------------------------------------------------------------
+    def static(self, node: ast.expr) -> Any:
+        """The Python object a Name/Attribute chain names (not a local), or _MISSING."""
+        if isinstance(node, ast.Name):
+            if node.id in self.vars or node.id in self.slices or node.id in self.shared:
+                return _MISSING
+            if node.id in self.names:
+                return self.names[node.id]
+            return getattr(builtins, node.id, _MISSING)
+        if isinstance(node, ast.Attribute):
+            base = self.static(node.value)
+            if base is _MISSING:
+                return _MISSING
+            return getattr(base, node.attr, _MISSING)
+        return _MISSING
+
+    def resolve_type(self, node: ast.expr | None, what: str) -> Ty:
+        """A type annotation (object or string form) to a compiler type."""
+        if node is None:
+            self.fail(messages.signature(self.span(self.src.fdef), f"{what} needs a type annotation"))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            try:
+                inner = ast.parse(node.value, mode="eval").body
+            except SyntaxError:
+                self.type_error(node, f"cannot parse the annotation `{node.value}`")
+            ast.copy_location(inner, node)
+            for sub in ast.walk(inner):
+                ast.copy_location(sub, node)
+            return self.resolve_type(inner, what)
+        if isinstance(node, ast.Constant) and node.value is None:
+            return VOID
+        if isinstance(node, ast.Subscript):
+            base = _tag(self.static(node.value))
+            elem = self.resolve_type(node.slice, what)
+            if base and base[0] == "slice" and isinstance(elem, ScalarTy):
+                return SliceTy(SLICE_KINDS[base[1]], elem)
+            self.type_error(node, f"`{ast.unparse(node)}` is not a kernel type")
+        tag = _tag(self.static(node))
+        if tag and tag[0] == "scalar":
+            return BY_NAME[tag[1]]
+        if tag and tag[0] == "witness_type":
+            return WitnessTy(int(tag[1]))
+        if tag and tag[0] == "slice":
+            self.type_error(node, f"`{tag[1]}` needs an element type, e.g. `{tag[1]}[f32]`")
+        self.type_error(node, f"`{ast.unparse(node)}` is not a kernel type")
+
+    # ---- statements ---------------------------------------------------------------------
+    def visit_Pass(self, node: ast.Pass) -> list[ir.Stmt]:
+        return []
+
+    def visit_Expr(self, node: ast.Expr) -> list[ir.Stmt]:
+        v = node.value
+        if isinstance(v, ast.Constant) and isinstance(v.value, str):
+            return []  # a docstring
+        if isinstance(v, ast.Call):
+            special = self.statement_call(v)
+            if special is not None:
+                return special
+        return [ir.ExprStmt(self.expr(v), self.span(node))]
+
+    def declare(self, name: str, ty: Ty, node: ast.AST) -> None:
+        if name in self.slices or name in self.shared:
+            self.unsupported(node, f"rebinding the slice `{name}`")
+        old = self.vars.get(name)
+        if old is None:
+            self.vars[name] = ty
+            self.locals[name] = ty
+        elif old != ty:
+            self.type_error(node, f"`{name}` is `{old}` here but was assigned a `{ty}` before")
+
+    def assign_value(self, name: str, value: ir.Expr, node: ast.AST) -> ir.Assign:
+        self.facts = {f for f in self.facts if f[0] != name}
+        old = self.vars.get(name)
+        if old is None:
+            ty = value.ty
+            if isinstance(ty, (VoidTy, SliceTy, SharedTy)):
+                self.type_error(node, f"cannot assign a `{ty}` to a local")
+            self.declare(name, ty, node)
+            return ir.Assign(name, value, self.span(node))
+        return ir.Assign(name, self.coerce(value, old, node, f"`{name}`"), self.span(node))
+
+    def visit_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
+        if len(node.targets) != 1:
+            self.unsupported(node, "chained assignment `a = b = ...`")
+        target = node.targets[0]
+        if isinstance(target, ast.Name):
+            if isinstance(node.value, ast.Call) and _tag(self.static(node.value.func)) == ("shared_array",):
+                return self.shared_decl(target.id, node.value)
+            return [self.assign_value(target.id, self.expr(node.value), node)]
+        if isinstance(target, ast.Subscript):
+            return [self.store(target, self.expr(node.value), node)]
+        if isinstance(target, ast.Tuple):
+            self.unsupported(target, "tuple unpacking")
+        self.unsupported(target, f"assignment to `{ast.unparse(target)}`")
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> list[ir.Stmt]:
+        if not isinstance(node.target, ast.Name):
+            self.unsupported(node.target, "an annotated assignment to anything but a name")
+        ty = self.resolve_type(node.annotation, f"`{node.target.id}`")
+        if not isinstance(ty, ScalarTy):
+            self.type_error(node.annotation, "a local's annotation must be a scalar type")
+        self.declare(node.target.id, ty, node)
+        if node.value is None:
+            return []
+        return [self.assign_value(node.target.id, self.expr(node.value), node)]
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> list[ir.Stmt]:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            self.generic_visit(node.op)
+        if isinstance(node.target, ast.Name):
+            cur = self.load_name(node.target)
+            return [self.assign_value(node.target.id, self.binop(op, cur, self.expr(node.value), node), node)]
+        if isinstance(node.target, ast.Subscript):
+            cur = self.subscript(node.target, for_update=True)
+            return [self.store(node.target, self.binop(op, cur, self.expr(node.value), node), node)]
+        self.unsupported(node.target, f"augmented assignment to `{ast.unparse(node.target)}`")
+
+    def visit_If(self, node: ast.If) -> list[ir.Stmt]:
+        cond = self.truth(self.expr(node.test), node.test)
+        saved = set(self.facts)
+        assigned = _assigned(node.body) | _assigned(node.orelse)
+        self.facts = saved | self._guard_facts(node.test, negated=False)
+        body = self.body(node.body)
+        self.facts = saved | self._guard_facts(node.test, negated=True)
+        orelse = self.body(node.orelse)
+        self.facts = {f for f in saved if f[0] not in assigned}
+        return [ir.If(cond, body, orelse, self.span(node))]
+
+    def _guard_facts(self, test: ast.expr, *, negated: bool) -> set[tuple[str, str]]:
+        """(witness, slice) pairs that `test` (or its negation) proves in range."""
+        out: set[tuple[str, str]] = set()
+        if negated:
+            if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+                return self._guard_facts(test.operand, negated=False)
+            if (
+                isinstance(test, ast.Compare)
+                and len(test.ops) == 1
+                and isinstance(test.ops[0], ast.NotIn)
+            ):
+                return self._contains_fact(test.left, test.comparators[0])
+            return out
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            for v in test.values:
+                out |= self._guard_facts(v, negated=False)
+            return out
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In):
+            return self._contains_fact(test.left, test.comparators[0])
+        return out
+
+    def _contains_fact(self, w: ast.expr, s: ast.expr) -> set[tuple[str, str]]:
+        if not (isinstance(w, ast.Name) and isinstance(s, ast.Name)):
+            return set()
+        if not isinstance(self.vars.get(w.id), WitnessTy) or s.id not in self.slices:
+            return set()
+        return {(w.id, other) for other in self.equal_class(s.id)}
+
+    def equal_class(self, name: str) -> set[str]:
+        """`name` and every slice `requires` proves to have the same length (shape for 2-D)."""
+        if not self.is_kernel:
+            return {name}
+        classes = self.k.equal if self.slices[name].rank == 1 else self.k.equal2d
+        for c in classes:
+            if name in c:
+                return {n for n in c if n in self.slices and self.slices[n].rank == self.slices[name].rank}
+        return {name}
+
+    def loop_body(self, stmts: list[ast.stmt], extra: set[tuple[str, str]] = frozenset()) -> tuple[ir.Stmt, ...]:  # type: ignore[assignment]
+        assigned = _assigned(stmts)
+        self.facts = {f for f in self.facts if f[0] not in assigned}
+        saved = set(self.facts)
+        self.facts |= extra
+        self.loops += 1
+        try:
+            return self.body(stmts)
+        finally:
+            self.loops -= 1
+            self.facts = saved
+
+    def visit_While(self, node: ast.While) -> list[ir.Stmt]:
+        if node.orelse:
+            self.unsupported(node.orelse[0], "`while ... else`")
+        assigned = _assigned(node.body)
+        self.facts = {f for f in self.facts if f[0] not in assigned}
+        cond = self.truth(self.expr(node.test), node.test)
+        return [ir.While(cond, self.loop_body(node.body), self.span(node))]
+
+    def visit_For(self, node: ast.For) -> list[ir.Stmt]:
+        if node.orelse:
+            self.unsupported(node.orelse[0], "`for ... else`")
+        if not isinstance(node.target, ast.Name):
+            self.unsupported(node.target, "a `for` target other than a single name")
+        it = node.iter
+        tag = _tag(self.static(it.func)) if isinstance(it, ast.Call) else None
+        if tag == ("builtin", "range"):
+            return [self.for_range(node, it)]  # type: ignore[arg-type]
+        if tag == ("witness", "grid_stride"):
+            return [self.for_grid_stride(node, it)]  # type: ignore[arg-type]
+        self.unsupported(it, "iteration over anything but `range(...)` or `thread.grid_stride(...)`")
+
+    def for_range(self, node: ast.For, call: ast.Call) -> ir.Stmt:
+        if call.keywords or not 1 <= len(call.args) <= 3:
+            self.type_error(call, "`range` takes 1 to 3 positional arguments")
+        args = [self.expr(a) for a in call.args]
+        for a, n in zip(args, call.args, strict=True):
+            if not isinstance(a.ty, ScalarTy) or not (a.ty.is_int or a.ty.is_bool):
+                if isinstance(a.ty, WitnessTy) and a.ty.rank == 1:
+                    continue
+                self.type_error(n, f"`range` arguments must be integers, found `{a.ty}`")
+        args = [self.as_int(a) for a in args]
+        if len(args) == 1:
+            args = [ir.Const(0, I64, weak=True), args[0]]
+        if len(args) == 2:
+            args.append(ir.Const(1, I64, weak=True))
+        if isinstance(args[2], ir.Const) and args[2].value == 0:
+            self.fail(messages.type_error(self.span(call.args[2]), "`range` step must not be zero"))
+        strong = [a.ty for a in args if not (isinstance(a, ir.Const) and a.weak)]
+        ty: ScalarTy = I64
+        try:
+            if strong:
+                ty = strong[0]  # type: ignore[assignment]
+                for t in strong[1:]:
+                    ty = promote(ty, t)  # type: ignore[arg-type]
+        except PromotionError as exc:
+            self.type_error(call, str(exc))
+        if ty.is_bool:
+            ty = I64
+        var = node.target.id  # type: ignore[attr-defined]
+        existing = self.vars.get(var)
+        if existing is not None and existing != ty:
+            ty = existing  # type: ignore[assignment]
+            if not isinstance(ty, ScalarTy) or not ty.is_int:
+                self.type_error(node.target, f"loop variable `{var}` was a `{existing}` before")
+        start, stop, step = (self.coerce(a, ty, n, "`range` argument") for a, n in zip(args, [call] * 3, strict=True))
+        self.declare(var, ty, node.target)
+        self.facts = {f for f in self.facts if f[0] != var}
+        body = self.loop_body(node.body)
+        return ir.ForRange(var, start, stop, step, body, self.span(node))
+
+    def for_grid_stride(self, node: ast.For, call: ast.Call) -> ir.Stmt:
+        if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
+            self.type_error(call, "`thread.grid_stride` takes one slice parameter")
+        name = call.args[0].id
+        if name not in self.slices or self.slices[name].rank != 1:
+            self.type_error(call.args[0], "`thread.grid_stride` takes a 1-D slice parameter")
+        self.note_rank(1, call)
+        var = node.target.id  # type: ignore[attr-defined]
+        self.declare(var, WitnessTy(1), node.target)
+        site = self.rank_site(call)
+        extra = {(var, other) for other in self.equal_class(name)}
+        self.facts = {f for f in self.facts if f[0] != var}
+        body = self.loop_body(node.body, extra)
+        return ir.GridStride(var, ir.SliceRef(name, self.slices[name], self.span(call.args[0])), site, body, self.span(node))
+
+    def visit_Break(self, node: ast.Break) -> list[ir.Stmt]:
+        if not self.loops:
+            self.type_error(node, "`break` outside a loop")
+        return [ir.Break(self.span(node))]
+
+    def visit_Continue(self, node: ast.Continue) -> list[ir.Stmt]:
+        if not self.loops:
+            self.type_error(node, "`continue` outside a loop")
+        return [ir.Continue(self.span(node))]
+
+    def visit_Return(self, node: ast.Return) -> list[ir.Stmt]:
+        if node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None):
+            if self.ret not in (None, VOID):
+                self.type_error(node, f"this helper returns `{self.ret}`; `return` needs a value")
+            self.ret = VOID
+            return [ir.Return(None, self.span(node))]
+        if self.is_kernel:
+            self.type_error(node.value, "a kernel returns nothing; write results to a `DisjointSlice`")
+        value = self.expr(node.value)
+        if self.ret is None:
+            if not isinstance(value.ty, (ScalarTy, WitnessTy)):
+                self.type_error(node.value, f"a helper cannot return a `{value.ty}`")
+            self.ret = value.ty
+        elif self.ret == VOID:
+            self.type_error(node.value, "this helper returns nothing elsewhere")
+        else:
+            value = self.coerce(value, self.ret, node.value, "the return value")
+        return [ir.Return(value, self.span(node))]
+
+    def visit_With(self, node: ast.With) -> list[ir.Stmt]:
+        if len(node.items) != 1 or node.items[0].optional_vars is not None:
+            self.unsupported(node, "`with` (other than `with az.unsafe():`)")
+        ctx = node.items[0].context_expr
+        if not (isinstance(ctx, ast.Call) and not ctx.args and _tag(self.static(ctx.func)) == ("unsafe",)):
+            self.unsupported(node, "`with` (other than `with az.unsafe():`)")
+        self.unsafe += 1
+        try:
+            return list(self.body(node.body))
+        finally:
+            self.unsafe -= 1
+
+    def need_unsafe(self, node: ast.AST, what: str) -> None:
+        if not self.unsafe:
+            self.fail(messages.unsafe_op(self.span(node), what.strip("`")))
+
+    def shared_decl(self, name: str, call: ast.Call) -> list[ir.Stmt]:
+        self.need_unsafe(call, "`az.shared.array`")
+        if len(call.args) != 2 or call.keywords:
+            self.type_error(call, "`shared.array` takes `(shape, dtype)`")
+        shape_node, dtype_node = call.args
+        shape = self.const_value(shape_node)
+        dims = (shape,) if isinstance(shape, int) else shape
+        if (
+            not isinstance(dims, tuple)
+            or not 1 <= len(dims) <= 2
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims)
+        ):
+            self.type_error(shape_node, "a shared array's shape must be a constant int or a tuple of 1-2 ints")
+        if 0 in dims and dims != (0,):
+            self.type_error(shape_node, "only a 1-D shared array can be dynamic (shape 0)")
+        elem = self.resolve_type(dtype_node, "the shared array")
+        if not isinstance(elem, ScalarTy):
+            self.type_error(dtype_node, "a shared array's dtype must be a scalar type")
+        if name in self.vars or name in self.slices or name in self.shared:
+            self.unsupported(call, f"rebinding `{name}` to a shared array")
+        ty = SharedTy(elem, tuple(dims))
+        uname = name if name not in self.k.shared else f"{name}.{len(self.k.shared)}"
+        self.k.shared[uname] = ty
+        self.shared[name] = ty
+        self.k.uses_shared = True
+        self._shared_unique = getattr(self, "_shared_unique", {})
+        self._shared_unique[name] = uname
+        return [ir.SharedDecl(uname, ty, self.span(call))]
+
+    def shared_ref(self, name: str, node: ast.AST) -> ir.SharedRef:
+        uname = getattr(self, "_shared_unique", {}).get(name, name)
+        return ir.SharedRef(uname, self.shared[name], self.span(node))
+
+    def const_value(self, node: ast.expr) -> Any:
+        try:
+            return ast.literal_eval(node)
+        except ValueError:
+            pass
+        if isinstance(node, ast.Tuple):
+            return tuple(self.const_value(e) for e in node.elts)
+        v = self.static(node)
+        if v is _MISSING:
+            self.type_error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
+        return v
+
+    # ---- calls used as statements --------------------------------------------------------
+    def statement_call(self, call: ast.Call) -> list[ir.Stmt] | None:
+        f = call.func
+        if isinstance(f, ast.Attribute) and f.attr == "write_unchecked" and isinstance(f.value, ast.Name):
+            name = f.value.id
+            if name in self.slices:
+                return [self.write_unchecked(name, call)]
+        tag = _tag(self.static(f))
+        if tag == ("barrier",):
+            self.need_unsafe(call, "`az.syncthreads()`")
+            if call.args or call.keywords:
+                self.type_error(call, "`syncthreads()` takes no arguments")
+            self.k.uses_barrier = True
+            return [ir.Barrier(self.span(call))]
+        return None
+
+    def write_unchecked(self, name: str, call: ast.Call) -> ir.Stmt:
+        self.need_unsafe(call, "`write_unchecked`")
+        sty = self.slices[name]
+        if not sty.kind.disjoint:
+            self.type_error(call, f"`write_unchecked` is a method of disjoint slices, not of `{sty}`")
+        if len(call.args) != 2 or call.keywords:
+            self.type_error(call, "`write_unchecked` takes `(index, value)`")
+        idx_node, val_node = call.args
+        if sty.rank == 2:
+            if not isinstance(idx_node, ast.Tuple) or len(idx_node.elts) != 2:
+                self.type_error(idx_node, "a 2-D `write_unchecked` takes a `(row, col)` tuple")
+            index = tuple(self.as_index(self.expr(e), e) for e in idx_node.elts)
+        else:
+            index = (self.as_index(self.expr(idx_node), idx_node),)
+        value = self.coerce(self.expr(val_node), sty.elem, val_node, f"an element of `{name}`")
+        span = self.span(call)
+        ref = ir.SliceRef(name, sty, self.span(call.func))
+        return ir.Write(ref, index, value, True, self.k.site(span, "write", name), span)
+
+    # ---- subscripts ------------------------------------------------------------------------
+    def disjoint_error(self, node: ast.expr, name: str, sty: SliceTy, access: str) -> Diagnostic:
+        return messages.disjoint_index(
+            self.span(node), name, sty.kind.name, ast.unparse(node), access, "not this thread's witness", domain=sty.rank
+        )
+
+    def index_of(
+        self, sty: SliceTy, name: str, node: ast.expr, *, disjoint: bool, access: str = "read"
+    ) -> tuple[tuple[ir.Expr, ...], bool]:
+        """The index expressions of `name[node]`, and whether a check is still needed."""
+        if sty.rank == 2 and isinstance(node, ast.Tuple):
+            if disjoint:
+                self.fail(self.disjoint_error(node, name, sty, access))
+            if len(node.elts) != 2:
+                self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]`")
+            return tuple(self.as_index(self.expr(e), e) for e in node.elts), True
+        e = self.expr(node)
+        if isinstance(e.ty, WitnessTy):
+            if e.ty.rank != sty.rank:
+                self.type_error(node, f"an `{e.ty}` cannot index the {sty.rank}-D slice `{name}`")
+            proven = isinstance(node, ast.Name) and (node.id, name) in self.facts
+            return (e,), not proven
+        if disjoint:
+            self.fail(self.disjoint_error(node, name, sty, access))
+        if sty.rank == 2:
+            self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]` or an `Index2D`")
+        return (self.as_index(e, node),), True
+
+    def as_index(self, e: ir.Expr, node: ast.expr) -> ir.Expr:
+        if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
+            return ir.WitnessPart(e, "get", I64, e.span)
+        if not isinstance(e.ty, ScalarTy) or e.ty.is_float:
+            self.type_error(node, f"an index must be an integer, found `{e.ty}`")
+        return self.cast(e, I64)
+
+    def subscript(self, node: ast.Subscript, *, for_update: bool = False) -> ir.Expr:
+        v = node.value
+        if (
+            isinstance(v, ast.Attribute)
+            and v.attr == "shape"
+            and isinstance(v.value, ast.Name)
+            and (v.value.id in self.slices or v.value.id in self.shared)
+        ):
+            axis = self.const_value(node.slice)
+            name = v.value.id
+            if name in self.shared:
+                shape = self.shared[name].shape
+                if not isinstance(axis, int) or not 0 <= axis < len(shape) or self.shared[name].dynamic:
+                    self.type_error(node.slice, f"`{name}.shape` has no constant axis {axis!r}")
+                return ir.Const(shape[axis], I64, self.span(node), weak=True)
+            sty = self.slices[name]
+            if not isinstance(axis, int) or not 0 <= axis < sty.rank:
+                self.type_error(node.slice, f"`{name}.shape` has {sty.rank} axis(es); index it with a constant")
+            return ir.Len(ir.SliceRef(name, sty, self.span(v.value)), axis, I64, self.span(node))
+        if isinstance(v, ast.Name) and v.id in self.shared:
+            arr = self.shared_ref(v.id, v)
+            index = self.shared_index(arr, node.slice)
+            span = self.span(node)
+            return ir.SharedRead(arr, index, True, self.k.site(span, "read", f"shared {v.id}"), arr.ty.elem, span)
+        if not (isinstance(v, ast.Name) and v.id in self.slices):
+            self.unsupported(node, f"indexing `{ast.unparse(v)}`", help="only slice parameters and shared arrays are indexable")
+        name = v.id
+        sty = self.slices[name]
+        if sty.kind.atomic:
+            self.fail(messages.atomic_plain(self.span(node), name, "read"))
+        index, checked = self.index_of(sty, name, node.slice, disjoint=sty.kind.disjoint)
+        span = self.span(node)
+        site = self.k.site(span, "read", name) if checked else -1
+        return ir.Read(ir.SliceRef(name, sty, self.span(v)), index, checked, site, sty.elem, span)
+
+    def shared_index(self, arr: ir.SharedRef, node: ast.expr) -> tuple[ir.Expr, ...]:
+        rank = len(arr.ty.shape)
+        if rank == 2:
+            if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
+                self.type_error(node, "this shared array is 2-D: index it with `[row, col]`")
+            return tuple(self.as_index(self.expr(e), e) for e in node.elts)
+        return (self.as_index(self.expr(node), node),)
+
+    def store(self, target: ast.Subscript, value: ir.Expr, node: ast.AST) -> ir.Stmt:
+        v = target.value
+        span = self.span(target)
+        if isinstance(v, ast.Name) and v.id in self.shared:
+            arr = self.shared_ref(v.id, v)
+            index = self.shared_index(arr, target.slice)
+            value = self.coerce(value, arr.ty.elem, node, f"an element of `{v.id}`")
+            return ir.SharedWrite(arr, index, value, True, self.k.site(span, "write", f"shared {v.id}"), self.span(node))
+        if not (isinstance(v, ast.Name) and v.id in self.slices):
+            self.unsupported(target, f"assignment to `{ast.unparse(target)}`")
+        name = v.id
+        sty = self.slices[name]
+        if sty.kind.atomic:
+            self.fail(messages.atomic_plain(span, name, "write"))
+        if not sty.kind.output:
+            self.fail(messages.shared_write(span, name, sty.kind.name, "write to"))
+        index, checked = self.index_of(sty, name, target.slice, disjoint=True, access="written")
+        value = self.coerce(value, sty.elem, node, f"an element of `{name}`")
+        site = self.k.site(span, "write", name) if checked else -1
+        return ir.Write(ir.SliceRef(name, sty, self.span(v)), index, value, checked, site, self.span(node))
+
+    # ---- expressions -----------------------------------------------------------------------
+    def expr(self, node: ast.expr) -> ir.Expr:
+        return self.visit(node)  # type: ignore[no-any-return]
+
+    def visit_Constant(self, node: ast.Constant) -> ir.Expr:
+        v = node.value
+        span = self.span(node)
+        if isinstance(v, bool):
+            return ir.Const(v, BOOL, span, weak=True)
+        if isinstance(v, int):
+            return ir.Const(v, I64, span, weak=True)
+        if isinstance(v, float):
+            return ir.Const(v, F64, span, weak=True)
+        what = {str: "a string", bytes: "a bytes literal", type(None): "`None` as a value"}.get(type(v), f"the literal `{v!r}`")
+        self.unsupported(node, what)
+
+    def load_name(self, node: ast.Name) -> ir.Expr:
+        name = node.id
+        span = self.span(node)
+        if name in self.vars:
+            return ir.Local(name, self.vars[name], span)
+        if name in self.slices:
+            return ir.SliceRef(name, self.slices[name], span)
+        if name in self.shared:
+            return self.shared_ref(name, node)
+        if name in self.failed_names:
+            raise _Silent
+        obj = self.static(node)
+        if obj is _MISSING:
+            self.type_error(node, f"`{name}` is not defined here", help="assign it before this use")
+        return self.py_constant(obj, node)
+
+    def py_constant(self, obj: Any, node: ast.AST) -> ir.Expr:
+        span = self.span(node)
+        if isinstance(obj, bool):
+            return ir.Const(obj, BOOL, span, weak=True)
+        if isinstance(obj, int):
+            return ir.Const(int(obj), I64, span, weak=True)
+        if isinstance(obj, float):
+            return ir.Const(float(obj), F64, span, weak=True)
+        self.unsupported(node, f"using `{ast.unparse(node)}` as a value", help="kernels can read module constants of type int, float and bool")
+
+    def visit_Name(self, node: ast.Name) -> ir.Expr:
+        return self.load_name(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        if isinstance(node.value, ast.Name) and node.value.id in self.vars:
+            base = self.load_name(node.value)
+            if isinstance(base.ty, WitnessTy) and base.ty.rank == 2 and node.attr in ("row", "col"):
+                return ir.WitnessPart(base, node.attr, I64, self.span(node))
+            self.type_error(node, f"`{base.ty}` has no attribute `{node.attr}`")
+        if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
+            self.unsupported(node, "`.shape` as a value", help="index it: `m.shape[0]`")
+        obj = self.static(node)
+        if obj is _MISSING:
+            self.type_error(node, f"`{ast.unparse(node)}` is not defined here")
+        return self.py_constant(obj, node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
+        return self.subscript(node)
+
+    def visit_Tuple(self, node: ast.Tuple) -> ir.Expr:
+        self.unsupported(node, "a tuple value", help="tuples are only allowed as 2-D indices `m[r, c]`")
+
+    # -- arithmetic --------------------------------------------------------------------------
+    def cast(self, e: ir.Expr, ty: ScalarTy) -> ir.Expr:
+        if e.ty == ty:
+            return e
+        if isinstance(e, ir.Const) and isinstance(e.ty, ScalarTy):
+            v = e.value
+            if ty.is_float:
+                return ir.Const(float(v), ty, e.span, weak=e.weak)
+            if ty.is_bool:
+                return ir.Const(bool(v), ty, e.span, weak=e.weak)
+            if isinstance(v, float):
+                if v != v or v in (float("inf"), float("-inf")):
+                    return ir.Cast(e, ty, e.span)
+                v = int(v)
+            return ir.Const(_wrap_int(int(v), ty), ty, e.span, weak=e.weak)
+        if isinstance(e.ty, WitnessTy):
+            if e.ty.rank != 1:
+                raise PromotionError("an `Index2D` is not a number; use `.row` or `.col`")
+            e = ir.WitnessPart(e, "get", I64, e.span)
+            if ty == I64:
+                return e
+        return ir.Cast(e, ty, e.span)
+
+    def numeric(self, e: ir.Expr, node: ast.AST) -> ir.Expr:
+        """A scalar operand (a 1-D witness in arithmetic reads as its int)."""
+        if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
+            return ir.WitnessPart(e, "get", I64, e.span)
+        if not isinstance(e.ty, ScalarTy):
+            self.type_error(node, f"a `{e.ty}` is not a number")
+        return e
+
+    def as_int(self, e: ir.Expr) -> ir.Expr:
+        if isinstance(e.ty, WitnessTy):
+            return ir.WitnessPart(e, "get", I64, e.span)
+        return e
+
+    def unify(self, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ScalarTy:
+        """The common type of two scalar operands, with weak literals adopting the other's type."""
+        ta, tb = a.ty, b.ty
+        assert isinstance(ta, ScalarTy) and isinstance(tb, ScalarTy)
+        wa = isinstance(a, ir.Const) and a.weak
+        wb = isinstance(b, ir.Const) and b.weak
+        try:
+            if wa and not wb:
+                if ta.is_float and not tb.is_float:
+                    return F64
+                return tb if not (tb.is_bool and not ta.is_bool) else ta
+            if wb and not wa:
+                if tb.is_float and not ta.is_float:
+                    return F64
+                return ta if not (ta.is_bool and not tb.is_bool) else tb
+            return promote(ta, tb)
+        except PromotionError as exc:
+            self.type_error(node, str(exc))
+
+    def binop(self, op: str, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ir.Expr:
+        a = self.numeric(a, node)
+        b = self.numeric(b, node)
+        span = self.span(node)
+        if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
+            folded = _fold(op, a.value, b.value)
+            if folded is not None:
+                return self.py_constant(folded, node) if not isinstance(folded, bool) else ir.Const(folded, BOOL, span, weak=True)
+        ty = self.unify(a, b, node)
+        if op in ("&", "|", "^") and a.ty == b.ty == BOOL:
+            return ir.BinOp(op, a, b, BOOL, span)
+        if ty.is_bool:
+            ty = I64
+        if op == "/":
+            if not ty.is_float:
+                ty = F64
+            return ir.BinOp(op, self.cast(a, ty), self.cast(b, ty), ty, span)
+        if op in ("<<", ">>", "&", "|", "^") and ty.is_float:
+            self.type_error(node, f"`{op}` needs integer operands, found `{a.ty}` and `{b.ty}`")
+        if op in ("<<", ">>"):
+            lty = a.ty if not (isinstance(a, ir.Const) and a.weak) else ty
+            assert isinstance(lty, ScalarTy)
+            if lty.is_bool:
+                lty = I64
+            return ir.BinOp(op, self.cast(a, lty), self.cast(b, lty), lty, span)
+        if op == "**":
+            if ty.is_float:
+                return ir.MathCall("pow", (self.cast(a, ty), self.cast(b, ty)), ty, span)
+            if isinstance(b, ir.Const) and isinstance(b.value, int) and 0 <= b.value <= 64:
+                result: ir.Expr = ir.Const(1, ty, span)
+                base = self.cast(a, ty)
+                for _ in range(int(b.value)):
+                    result = base if isinstance(result, ir.Const) else ir.BinOp("*", result, base, ty, span)
+                return result
+            self.unsupported(node, "an integer `**` with a non-constant or negative exponent", help="use `math.pow` on floats")
+        site = -1
+        if op in ("//", "%") and ty.is_int:
+            site = self.k.site(span, "divide", "")
+        return ir.BinOp(op, self.cast(a, ty), self.cast(b, ty), ty, span, site)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ir.Expr:
+        op = _BINOPS.get(type(node.op))
+        if op is None:
+            self.generic_visit(node.op)
+        return self.binop(op, self.expr(node.left), self.expr(node.right), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
+        span = self.span(node)
+        if isinstance(node.op, ast.Not):
+            inner = self.truth(self.expr(node.operand), node.operand)
+            if isinstance(inner, ir.Const):
+                return ir.Const(not inner.value, BOOL, span, weak=inner.weak)
+            return ir.UnaryOp("not", inner, BOOL, span)
+        e = self.numeric(self.expr(node.operand), node.operand)
+        assert isinstance(e.ty, ScalarTy)
+        if isinstance(node.op, ast.UAdd):
+            return e
+        if isinstance(e, ir.Const) and e.weak:
+            v = e.value
+            if isinstance(node.op, ast.USub):
+                return self.py_constant(-v, node)
+            if isinstance(node.op, ast.Invert) and not isinstance(v, float):
+                return self.py_constant(~int(v), node)
+        ty = I64 if e.ty.is_bool else e.ty
+        if isinstance(node.op, ast.USub):
+            return ir.UnaryOp("-", self.cast(e, ty), ty, span)
+        if isinstance(node.op, ast.Invert):
+            if ty.is_float:
+                self.type_error(node, f"`~` needs an integer operand, found `{ty}`")
+            return ir.UnaryOp("~", self.cast(e, ty), ty, span)
+        self.generic_visit(node.op)
+
+    def truth(self, e: ir.Expr, node: ast.AST) -> ir.Expr:
+        e = self.numeric(e, node)
+        if e.ty == BOOL:
+            return e
+        if isinstance(e, ir.Const):
+            return ir.Const(bool(e.value), BOOL, e.span, weak=e.weak)
+        assert isinstance(e.ty, ScalarTy)
+        return ir.Compare(("!=",), (e, ir.Const(0, e.ty, e.span)), BOOL, e.span, (e.ty,))
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
+        op = "and" if isinstance(node.op, ast.And) else "or"
+        values = tuple(self.truth(self.expr(v), v) for v in node.values)
+        return ir.BoolOp(op, values, BOOL, self.span(node))
+
+    def visit_Compare(self, node: ast.Compare) -> ir.Expr:
+        span = self.span(node)
+        if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
+            c = self.contains(node.left, node.comparators[0], node)
+            return c if isinstance(node.ops[0], ast.In) else ir.UnaryOp("not", c, BOOL, span)
+        operands = [self.numeric(self.expr(o), o) for o in [node.left, *node.comparators]]
+        ops: list[str] = []
+        types: list[ScalarTy] = []
+        for i, op in enumerate(node.ops):
+            sym = _CMPOPS.get(type(op))
+            if sym is None:
+                self.generic_visit(op)
+            ops.append(sym)
+            types.append(self.unify(operands[i], operands[i + 1], node))
+        if all(isinstance(o, ir.Const) for o in operands):
+            vals = [o.value for o in operands]  # type: ignore[union-attr]
+            res = all(_fold(op, x, y) for op, x, y in zip(ops, vals, vals[1:], strict=False))
+            return ir.Const(bool(res), BOOL, span, weak=True)
+        return ir.Compare(tuple(ops), tuple(operands), BOOL, span, tuple(types))
+
+    def contains(self, wnode: ast.expr, snode: ast.expr, node: ast.AST) -> ir.Expr:
+        w = self.expr(wnode)
+        if not (isinstance(snode, ast.Name) and snode.id in self.slices):
+            self.unsupported(node, "`in` (other than `witness in slice`)")
+        sty = self.slices[snode.id]
+        if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
+            want = "Index1D" if sty.rank == 1 else "Index2D"
+            self.type_error(wnode, f"`in {snode.id}` needs an `{want}` witness, found `{w.ty}`")
+        return ir.Contains(w, ir.SliceRef(snode.id, sty, self.span(snode)), BOOL, self.span(node))
+
+    def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
+        cond = self.truth(self.expr(node.test), node.test)
+        a = self.numeric(self.expr(node.body), node.body)
+        b = self.numeric(self.expr(node.orelse), node.orelse)
+        ty = self.unify(a, b, node)
+        return ir.IfExp(cond, self.cast(a, ty), self.cast(b, ty), ty, self.span(node))
+
+    def coerce(self, e: ir.Expr, ty: Ty, node: ast.AST, what: str) -> ir.Expr:
+        """`e` stored into a location of type `ty` (a local, an element, an argument)."""
+        if e.ty == ty:
+            return e
+        if isinstance(ty, ScalarTy) and isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
+            e = ir.WitnessPart(e, "get", I64, e.span)
+        if isinstance(ty, ScalarTy) and isinstance(e.ty, ScalarTy):
+            if isinstance(e, ir.Const) and e.weak:
+                if ty.is_int and isinstance(e.value, float):
+                    self.type_error(node, f"a float literal cannot be stored into {what} of type `{ty}`", help=f"cast it: `{ty}(...)`")
+                return self.cast(e, ty)
+            if implicitly_converts(e.ty, ty):
+                return self.cast(e, ty)
+            self.type_error(
+                node,
+                f"cannot store a `{e.ty}` into {what} of type `{ty}` without a cast",
+                help=f"convert explicitly: `{ty}(...)`",
+            )
+        self.type_error(node, f"expected `{ty}` for {what}, found `{e.ty}`")
+
+    # -- calls -------------------------------------------------------------------------------
+    def visit_Call(self, node: ast.Call) -> ir.Expr:
+        span = self.span(node)
+        f = node.func
+        if node.keywords:
+            self.unsupported(node.keywords[0], "keyword arguments in a kernel call")
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
+            owner = f.value.id
+            if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
+                if f.attr == "get" and not node.args and self.vars[owner] == WitnessTy(1):
+                    return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
+                self.type_error(node, f"`{self.vars[owner]}` has no method `{f.attr}`")
+            if owner in self.slices:
+                return self.slice_method(owner, f.attr, node)
+        if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
+            self.unsupported(node, "`write_unchecked` as a value")
+        obj = self.static(f)
+        if obj is _MISSING:
+            self.type_error(f, f"`{ast.unparse(f)}` is not defined here")
+        from anodize.kernel import Func, Kernel
+
+        if isinstance(obj, Func):
+            return self.helper_call(obj, node)
+        if isinstance(obj, Kernel):
+            self.unsupported(node, "calling a kernel from a kernel", help="make the callee an `@az.func` helper")
+        tag = _tag(obj)
+        if tag is None:
+            self.unsupported(node, f"calling `{ast.unparse(f)}`", help="kernels call `@az.func` helpers, casts, `abs`/`min`/`max`/`len` and `math.*`")
+        kind = tag[0]
+        if kind == "scalar":
+            return self.cast_call(BY_NAME[tag[1]], node)
+        if kind == "builtin":
+            return self.builtin(tag[1], node)
+        if kind == "math":
+            return self.math_call(tag[1], node)
+        if kind == "witness":
+            return self.witness(tag[1], node)
+        if kind == "raw":
+            self.need_unsafe(node, f"`thread.{tag[1]}()`")
+            self.arity(node, 0)
+            reg, axis = RAW_IDS[tag[1]]
+            return ir.RawId(reg, axis, I32, span)
+        if kind == "warp":
+            return self.warp(tag[1], node)
+        if kind == "barrier":
+            self.unsupported(node, "`syncthreads()` as a value")
+        if kind == "shared_array":
+            self.unsupported(node, "`shared.array` outside a plain assignment `buf = az.shared.array(...)`")
+        self.unsupported(node, f"calling `{ast.unparse(f)}`")
+
+    def arity(self, node: ast.Call, n: int, name: str = "") -> None:
+        if len(node.args) != n:
+            self.type_error(node, f"`{name or ast.unparse(node.func)}` takes {n} argument{'s' if n != 1 else ''}, got {len(node.args)}")
+
+    def cast_call(self, ty: ScalarTy, node: ast.Call) -> ir.Expr:
+        self.arity(node, 1, ty.name)
+        e = self.numeric(self.expr(node.args[0]), node.args[0])
+        if ty.is_bool:
+            return self.truth(e, node)
+        if isinstance(e, ir.Const) and isinstance(e.value, float) and ty.is_int and (e.value != e.value or abs(e.value) == float("inf")):
+            return ir.Cast(e, ty, self.span(node))
+        out = self.cast(e, ty)
+        if isinstance(out, ir.Const):
+            return ir.Const(out.value, ty, self.span(node), weak=False)
+        return out
+
+    def builtin(self, name: str, node: ast.Call) -> ir.Expr:
+        span = self.span(node)
+        if name == "len":
+            self.arity(node, 1, "len")
+            a = node.args[0]
+            if isinstance(a, ast.Name) and a.id in self.slices:
+                return ir.Len(ir.SliceRef(a.id, self.slices[a.id], self.span(a)), 0, I64, span)
+            if isinstance(a, ast.Name) and a.id in self.shared and not self.shared[a.id].dynamic:
+                return ir.Const(self.shared[a.id].shape[0], I64, span, weak=True)
+            self.type_error(a, "`len` takes a slice parameter or a static shared array")
+        if name == "abs":
+            self.arity(node, 1, "abs")
+            e = self.numeric(self.expr(node.args[0]), node.args[0])
+            assert isinstance(e.ty, ScalarTy)
+            if isinstance(e, ir.Const) and e.weak:
+                return self.py_constant(abs(e.value), node)
+            ty = I64 if e.ty.is_bool else e.ty
+            if ty.is_int and not ty.signed:
+                return self.cast(e, ty)
+            return ir.UnaryOp("abs", self.cast(e, ty), ty, span)
+        if name in ("min", "max"):
+            if len(node.args) < 2:
+                self.type_error(node, f"`{name}` takes two or more arguments")
+            acc = self.numeric(self.expr(node.args[0]), node.args[0])
+            for a in node.args[1:]:
+                b = self.numeric(self.expr(a), a)
+                if isinstance(acc, ir.Const) and isinstance(b, ir.Const) and acc.weak and b.weak:
+                    acc = self.py_constant((min if name == "min" else max)(acc.value, b.value), node)
+                    continue
+                ty = self.unify(acc, b, node)
+                if ty.is_bool:
+                    ty = I64
+                acc = ir.BinOp(name, self.cast(acc, ty), self.cast(b, ty), ty, span)
+            return acc
+        self.unsupported(node, f"`{name}(...)` here", help="`range` is only allowed as a `for` loop's iterable")
+
+    def math_call(self, name: str, node: ast.Call) -> ir.Expr:
+        n = MATH_FUNCS[name]
+        self.arity(node, n, f"math.{name}")
+        args = [self.numeric(self.expr(a), a) for a in node.args]
+        strong = [a.ty for a in args if not (isinstance(a, ir.Const) and a.weak) and a.ty.is_float]  # type: ignore[union-attr]
+        ty = F64
+        if strong:
+            ty = strong[0]  # type: ignore[assignment]
+            for t in strong[1:]:
+                ty = promote(ty, t)  # type: ignore[arg-type]
+        return ir.MathCall(name, tuple(self.cast(a, ty) for a in args), ty, self.span(node))
+
+    def witness(self, name: str, node: ast.Call) -> ir.Expr:
+        if name == "grid_stride":
+            self.unsupported(node, "`thread.grid_stride(...)` outside a `for` loop")
+        self.arity(node, 0, f"thread.{name}")
+        rank = WITNESS_MAKERS[name]
+        self.note_rank(rank, node)
+        return ir.MakeWitness(rank, self.rank_site(node), WitnessTy(rank), self.span(node))
+
+    def note_rank(self, rank: int, node: ast.AST) -> None:
+        c = self.k.contract
+        if c is not None and c.domain != rank:
+            maker = "thread.grid_stride()" if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("grid_stride") else f"thread.index_{rank}d()"
+            self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
+        self.k.ranks.add(rank)
+
+    def rank_site(self, node: ast.AST) -> int:
+        if self.k.contract is not None:
+            return -1
+        return self.k.site(self.span(node), "rank", "")
+
+    def warp(self, name: str, node: ast.Call) -> ir.Expr:
+        self.need_unsafe(node, f"`warp.{name}`")
+        self.k.uses_warp = True
+        span = self.span(node)
+        if name in ("ballot", "any", "all"):
+            self.arity(node, 1, f"warp.{name}")
+            pred = self.truth(self.expr(node.args[0]), node.args[0])
+            return ir.WarpOp(name, (pred,), U32 if name == "ballot" else BOOL, span)
+        self.arity(node, 2, f"warp.{name}")
+        v = self.numeric(self.expr(node.args[0]), node.args[0])
+        k = self.numeric(self.expr(node.args[1]), node.args[1])
+        assert isinstance(v.ty, ScalarTy) and isinstance(k.ty, ScalarTy)
+        if k.ty.is_float:
+            self.type_error(node.args[1], f"the lane argument of `warp.{name}` must be an integer")
+        ty = I64 if v.ty.is_bool else v.ty
+        return ir.WarpOp(name, (self.cast(v, ty), self.cast(k, I32)), ty, span)
+
+    def slice_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
+        sty = self.slices[name]
+        span = self.span(node)
+        if method == "write_unchecked":
+            self.unsupported(node, "`write_unchecked` as a value")
+        if not sty.kind.atomic or method not in ("add", "min", "max", "exchange"):
+            self.type_error(node, f"`{sty.kind.name}` has no method `{method}`")
+        self.arity(node, 2, f"{name}.{method}")
+        if sty.elem.is_bool:
+            self.type_error(node, "atomics on `bool_` slices are not supported")
+        e = self.expr(node.args[0])
+        proven = isinstance(e.ty, WitnessTy) and isinstance(node.args[0], ast.Name) and (node.args[0].id, name) in self.facts
+        index = self.as_index(e, node.args[0])
+        value = self.coerce(self.expr(node.args[1]), sty.elem, node.args[1], f"an element of `{name}`")
+        site = -1 if proven else self.k.site(span, "atomic", name)
+        return ir.Atomic(method, ir.SliceRef(name, sty, self.span(node.func)), index, value, not proven, site, sty.elem, span)
+
+    def helper_call(self, helper: Any, node: ast.Call) -> ir.Expr:
+        args = [self.expr(a) for a in node.args]
+        src = source_info(helper.fn)
+        fdef = src.fdef
+        a = fdef.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+            self.fail(messages.signature(src.span(fdef), "a helper takes plain positional parameters only"))
+        if len(a.args) != len(args):
+            self.type_error(node, f"`{helper.__name__}` takes {len(a.args)} argument(s), got {len(args)}")
+        sub = _FnCompiler(self.k, helper.fn, src, {}, is_kernel=False)
+        ptypes: dict[str, Ty] = {}
+        final: list[ir.Expr] = []
+        for p, e, n in zip(a.args, args, node.args, strict=True):
+            want = sub.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
+            if isinstance(e.ty, SliceTy):
+                if want is not None and want != e.ty:
+                    self.type_error(n, f"`{helper.__name__}` expects `{want}` for `{p.arg}`, found `{e.ty}`")
+                ptypes[p.arg] = e.ty
+                final.append(e)
+                continue
+            if isinstance(e.ty, SharedTy):
+                self.unsupported(n, "passing a shared array to a helper")
+            if want is None:
+                want = e.ty if not (isinstance(e, ir.Const) and e.weak) else e.ty
+            final.append(self.coerce(e, want, n, f"parameter `{p.arg}`"))
+            ptypes[p.arg] = want
+        # proofs flow into the helper: a proven (witness, slice) pair passed as two parameters
+        facts: set[tuple[str, str]] = set()
+        for pw, nw in zip(a.args, node.args, strict=True):
+            if isinstance(ptypes[pw.arg], WitnessTy) and isinstance(nw, ast.Name):
+                for ps, ns in zip(a.args, node.args, strict=True):
+                    if isinstance(ptypes[ps.arg], SliceTy) and isinstance(ns, ast.Name) and (nw.id, ns.id) in self.facts:
+                        facts.add((pw.arg, ps.arg))
+        key = (helper, tuple(ptypes.values()), frozenset(facts))
+        fir = self.k.helpers.get(key)
+        if fir is None:
+            if helper in self.k.stack:
+                self.unsupported(node, f"recursion (`{helper.__name__}` calls itself)")
+            ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
+            fir = _compile_helper(self.k, helper, src, ptypes, ret, facts)
+            self.k.helpers[key] = fir
+        return ir.Call(fir, tuple(final), fir.ret, self.span(node))
+
+
+def _compile_helper(
+    k: _KernelCtx, helper: Any, src: SourceInfo, ptypes: dict[str, Ty], ret: Ty | None, facts: set[tuple[str, str]]
+) -> ir.FuncIR:
+    k.stack.append(helper)
+    try:
+        c = _FnCompiler(k, helper.fn, src, ptypes, is_kernel=False, ret=ret)
+        c.facts = set(facts)
+        body = c.body(src.fdef.body)
+        return ir.FuncIR(
+            helper.__name__,
+            tuple(ptypes.items()),
+            tuple(c.locals.items()),
+            body,
+            c.ret if c.ret is not None else VOID,
+            src.span(src.fdef),
+        )
+    finally:
+        k.stack.pop()
+
+
+def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+    return out
+
+
+def _fold(op: str, a: Any, b: Any) -> Any:
+    """Constant-fold two weak literals with Python's semantics; None if it cannot."""
+    try:
+        return {
+            "+": lambda: a + b,
+            "-": lambda: a - b,
+            "*": lambda: a * b,
+            "/": lambda: a / b,
+            "//": lambda: a // b,
+            "%": lambda: a % b,
+            "**": lambda: a**b if not (isinstance(b, int) and b < 0) else None,
+            "<<": lambda: a << b if 0 <= b < 64 else None,
+            ">>": lambda: a >> b if b >= 0 else None,
+            "&": lambda: a & b,
+            "|": lambda: a | b,
+            "^": lambda: a ^ b,
+            "<": lambda: a < b,
+            "<=": lambda: a <= b,
+            ">": lambda: a > b,
+            ">=": lambda: a >= b,
+            "==": lambda: a == b,
+            "!=": lambda: a != b,
+        }[op]()
+    except (ArithmeticError, TypeError, ValueError, KeyError):
+        return None
+
+
+# ---- the kernel ------------------------------------------------------------------------------
+
+
+def _kernel_parts(kernel_or_func: Any) -> tuple[Callable[..., Any], Contract | None, str]:
+    from anodize.kernel import Func, Kernel
+
+    if isinstance(kernel_or_func, Kernel):
+        return kernel_or_func.fn, kernel_or_func.contract, kernel_or_func.__name__
+    if isinstance(kernel_or_func, Func):
+        return kernel_or_func.fn, None, kernel_or_func.__name__
+    if callable(kernel_or_func) and hasattr(kernel_or_func, "__code__"):
+        return kernel_or_func, parse_contract(kernel_or_func), kernel_or_func.__name__
+    raise TypeError(f"build_ir expects an anodize kernel, got {kernel_or_func!r}")
+
+
+def build_ir(kernel_or_func: Any) -> ir.KernelIR:
+    """Parse and type a kernel's body; raises CheckError with located diagnostics."""
+    fn, contract, name = _kernel_parts(kernel_or_func)
+    src = source_info(fn)
+    fdef = src.fdef
+    k = _KernelCtx(src.path, contract)
+    if contract is not None and contract.requires is not None:
+        k.equal = equal_lengths(contract.requires)
+        k.equal2d = _equal_shapes(contract.requires)
+    a = fdef.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+        raise CheckError([messages.signature(src.span(fdef), "a kernel takes plain positional parameters only")])
+    comp = _FnCompiler(k, fn, src, {}, is_kernel=True)
+    params: list[ParamSpec] = []
+    ptypes: dict[str, Ty] = {}
+    for p in a.args:
+        try:
+            ty = comp.resolve_type(p.annotation, f"kernel parameter `{p.arg}`")
+            if p.annotation is None:
+                raise _Fail(messages.signature(src.span(p), f"kernel parameter `{p.arg}` needs a type annotation"))
+            if isinstance(ty, SliceTy):
+                params.append(ParamSpec(p.arg, ty.kind, ty.elem.info))
+            elif isinstance(ty, ScalarTy):
+                params.append(ParamSpec(p.arg, None, ty.info))
+            else:
+                raise _Fail(messages.signature(src.span(p), f"kernel parameter `{p.arg}` cannot be a `{ty}`"))
+            ptypes[p.arg] = ty
+        except _Fail as f:
+            k.diags.append(f.diag)
+    if fdef.returns is not None:
+        try:
+            if comp.resolve_type(fdef.returns, "the return") != VOID:
+                k.diags.append(messages.signature(src.span(fdef.returns), "a kernel must return `None`"))
+        except _Fail as f:
+            k.diags.append(f.diag)
+    if k.diags:
+        raise CheckError(k.diags) from None
+    comp = _FnCompiler(k, fn, src, ptypes, is_kernel=True, ret=VOID)
+    body = comp.body(fdef.body)
+    if k.diags:
+        raise CheckError(k.diags) from None
+    domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)
+    return ir.KernelIR(
+        name=name,
+        params=tuple(params),
+        locals=tuple(comp.locals.items()),
+        body=body,
+        contract=contract,
+        domain=domain,
+        fault_sites=tuple(k.sites),
+        path=src.path,
+        line=src.span(fdef).line,
+        uses_barrier=k.uses_barrier,
+        uses_warp=k.uses_warp,
+        uses_shared=k.uses_shared,
+        shared=tuple(k.shared.items()),
+    )
+
+
+def _equal_shapes(req: Requires) -> list[set[str]]:
+    """Classes of 2-D parameters whose shapes `requires` proves equal on both axes."""
+    from anodize.checker.contract import Shape
+
+    axes: list[list[set[str]]] = [[], []]
+    for rel in req.relations:
+        if rel.op == "==" and isinstance(rel.left, Shape) and isinstance(rel.right, Shape) and rel.left.axis == rel.right.axis:
+            classes = axes[rel.left.axis]
+            a, b = rel.left.param, rel.right.param
+            hit = [c for c in classes if a in c or b in c]
+            merged = {a, b}.union(*hit)
+            axes[rel.left.axis] = [c for c in classes if c not in hit] + [merged]
+    out: list[set[str]] = []
+    for c0 in axes[0]:
+        for c1 in axes[1]:
+            both = c0 & c1
+            if len(both) > 1:
+                out.append(both)
+    return out
+
+
+# ---- the contract ------------------------------------------------------------------------------
+
+
+def parse_contract(kernel: Any) -> Contract | None:
+    """The kernel's `@launch_contract`, read from its source; None when it has none.
+
+    Raises CheckError with located `az-contract` diagnostics when it is malformed."""
+    from anodize.kernel import Kernel
+
+    fn = kernel.fn if isinstance(kernel, Kernel) else kernel
+    spec = kernel.contract_spec if isinstance(kernel, Kernel) else getattr(fn, "__az_contract__", None)
+    src = source_info(fn)
+    names = _names_of(fn)
+    deco = None
+    for d in src.fdef.decorator_list:
+        if isinstance(d, ast.Call):
+            target = d.func
+            obj = _static_in(target, names)
+            from anodize.kernel import launch_contract
+
+            if obj is launch_contract or (obj is _MISSING and isinstance(target, (ast.Name, ast.Attribute)) and ast.unparse(target).endswith("launch_contract")):
+                deco = d
+                break
+    if deco is None:
+        if spec is None:
+            return None
+        return _contract_from_spec(spec, src, fn)
+    diags: list[Diagnostic] = []
+    span = src.span
+    params = [p.arg for p in src.fdef.args.args]
+    kw = {k.arg: k.value for k in deco.keywords if k.arg}
+    if deco.args:
+        diags.append(messages.contract(span(deco.args[0]), "`launch_contract` takes keyword arguments only"))
+    for k_ in deco.keywords:
+        if k_.arg not in ("domain", "block", "requires", "min_compute_capability"):
+            diags.append(messages.contract(span(k_.value), f"unknown `launch_contract` argument `{k_.arg}`"))
+    domain = 0
+    if "domain" not in kw:
+        diags.append(messages.contract(span(deco), "`launch_contract` needs `domain=1` or `domain=2`"))
+    else:
+        d = _literal(kw["domain"], names)
+        if d not in (1, 2) or isinstance(d, bool):
+            diags.append(messages.contract(span(kw["domain"]), f"`domain` must be 1 or 2, found `{ast.unparse(kw['domain'])}`"))
+        else:
+            domain = d
+    block: tuple[int, ...] | None = None
+    if "block" in kw and not (isinstance(kw["block"], ast.Constant) and kw["block"].value is None):
+        b = _literal(kw["block"], names)
+        bt = (b,) if isinstance(b, int) and not isinstance(b, bool) else b
+        if not isinstance(bt, tuple) or not 1 <= len(bt) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in bt):
+            diags.append(messages.contract(span(kw["block"]), "`block` must be a positive int or a tuple of positive ints"))
+        else:
+            block = bt
+            n = 1
+            for x in bt:
+                n *= x
+            rank = len(bt) if not (len(bt) == 3 and bt[2] == 1) else 2
+            if domain and rank != domain:
+                diags.append(
+                    messages.contract(
+                        span(kw["block"]),
+                        f"`block` has rank {rank} but `domain={domain}`",
+                        help="give `block` one entry per launch dimension, in CUDA order `(x, y)`",
+                    )
+                )
+            if n > MAX_THREADS_PER_BLOCK:
+                diags.append(messages.contract(span(kw["block"]), f"`block` has {n} threads; the limit is {MAX_THREADS_PER_BLOCK}"))
+    requires = None
+    if "requires" in kw:
+        lam = kw["requires"]
+        if not isinstance(lam, ast.Lambda):
+            diags.append(messages.contract(span(lam), "`requires` must be a lambda, e.g. `requires=lambda a, c: len(a) == len(c)`"))
+        else:
+            try:
+                requires = parse_requires(lam, src.text)
+                for p, node in zip(requires.params, lam.args.args, strict=True):
+                    if p not in params:
+                        diags.append(messages.contract(span(node), f"`requires` names `{p}`, which is not a parameter of the kernel"))
+            except RequiresSyntaxError as exc:
+                diags.append(messages.contract(span(exc.node), exc.message))
+    cc = None
+    if "min_compute_capability" in kw:
+        v = _literal(kw["min_compute_capability"], names)
+        if not (isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int) and x >= 0 for x in v)):
+            diags.append(messages.contract(span(kw["min_compute_capability"]), "`min_compute_capability` must be a `(major, minor)` tuple"))
+        else:
+            cc = v
+    if diags:
+        raise CheckError(diags) from None
+    return Contract(domain, block, requires, cc)
+
+
+def _static_in(node: ast.expr, names: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Name):
+        return names.get(node.id, getattr(builtins, node.id, _MISSING))
+    if isinstance(node, ast.Attribute):
+        base = _static_in(node.value, names)
+        return _MISSING if base is _MISSING else getattr(base, node.attr, _MISSING)
+    return _MISSING
+
+
+def _literal(node: ast.expr, names: dict[str, Any]) -> Any:
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        pass
+    if isinstance(node, ast.Tuple):
+        return tuple(_literal(e, names) for e in node.elts)
+    v = _static_in(node, names)
+    return None if v is _MISSING else v
+
+
+def _contract_from_spec(spec: Any, src: SourceInfo, fn: Callable[..., Any]) -> Contract:
+    """A contract applied without decorator syntax (`launch_contract(...)(k)`)."""
+    span = src.span(src.fdef)
+    diags: list[Diagnostic] = []
+    if spec.domain not in (1, 2):
+        diags.append(messages.contract(span, f"`domain` must be 1 or 2, found `{spec.domain!r}`"))
+    block = spec.block
+    if isinstance(block, int):
+        block = (block,)
+    requires = None
+    if spec.requires is not None:
+        try:
+            lsrc = textwrap.dedent(inspect.getsource(spec.requires))
+            lam = next(n for n in ast.walk(ast.parse(lsrc.strip().rstrip(",").strip(), mode="exec")) if isinstance(n, ast.Lambda))
+            requires = parse_requires(lam, None)
+        except (OSError, TypeError, StopIteration, SyntaxError, RequiresSyntaxError) as exc:
+            diags.append(messages.contract(span, f"cannot read the `requires` lambda's source ({exc})"))
+    if diags:
+        raise CheckError(diags) from None
+    return Contract(spec.domain, block, requires, spec.min_compute_capability)
+
+
+def iter_sites(k: ir.KernelIR) -> Iterator[FaultSite]:
+    yield from k.fault_sites

@@ -1,0 +1,372 @@
+"""The typed kernel IR: frozen dataclasses built by `frontend.py`, lowered by `lower_llvm.py`.
+
+Every expression carries its type (`ty`); every node carries the user's source
+span (`span`) so that lowering can emit debug locations and fault sites.  Helper
+calls (`Call`) hold the helper's own typed body, specialised for the argument
+types of the call, and are inlined by the lowering.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from anodize.checker.contract import Contract
+from anodize.checker.diagnostics import Span
+from anodize.codegen.artifact import FaultSite, ParamSpec
+
+from .types import ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+
+# ---- expressions ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Const:
+    value: int | float | bool
+    ty: ScalarTy
+    span: Span | None = None
+    weak: bool = False  # an untyped literal: adopts the other operand's type
+
+
+@dataclass(frozen=True)
+class Local:
+    """A local variable or a scalar / witness parameter."""
+
+    name: str
+    ty: Ty
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class SliceRef:
+    """A slice parameter (of the kernel, or of a helper bound to the caller's slice)."""
+
+    name: str
+    ty: SliceTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class BinOp:
+    op: str  # "+", "-", "*", "/", "//", "%", "<<", ">>", "&", "|", "^", "min", "max", "pow"
+    left: Expr
+    right: Expr
+    ty: ScalarTy
+    span: Span | None = None
+    site: int = -1  # fault site of an integer `//` / `%` (division by zero)
+
+
+@dataclass(frozen=True)
+class UnaryOp:
+    op: str  # "-", "~", "not", "abs"
+    operand: Expr
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Compare:
+    """A (possibly chained) comparison; operands of one link share a type."""
+
+    ops: tuple[str, ...]  # "<", "<=", ">", ">=", "==", "!="
+    operands: tuple[Expr, ...]
+    ty: ScalarTy
+    span: Span | None = None
+    link_types: tuple[ScalarTy, ...] = ()  # the common type of each link's two operands
+
+
+@dataclass(frozen=True)
+class BoolOp:
+    op: str  # "and" | "or" (short-circuit; operands are bool)
+    values: tuple[Expr, ...]
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class IfExp:
+    cond: Expr
+    then: Expr
+    orelse: Expr
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Cast:
+    value: Expr
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Len:
+    slice: SliceRef
+    axis: int  # 0 for len() / shape[0], 1 for shape[1]
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Read:
+    """`a[j]`, `m[r, c]` or `m[w]`; `checked` is False when the index is proven in range."""
+
+    slice: SliceRef
+    index: tuple[Expr, ...]  # 1 or 2 i64 expressions, or one witness
+    checked: bool
+    site: int
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class SharedRef:
+    name: str
+    ty: SharedTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class SharedRead:
+    array: SharedRef
+    index: tuple[Expr, ...]
+    checked: bool
+    site: int
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class MakeWitness:
+    """`thread.index_1d()` / `thread.index_2d()`; `site` >= 0 when the launch rank is checked."""
+
+    rank: int
+    site: int
+    ty: WitnessTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class WitnessPart:
+    witness: Expr
+    part: str  # "get" | "row" | "col"
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Contains:
+    """`w in c`: the witness indexes an element of `c` (both axes for 2-D)."""
+
+    witness: Expr
+    slice: SliceRef
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Atomic:
+    op: str  # "add" | "min" | "max" | "exchange"
+    slice: SliceRef
+    index: Expr
+    value: Expr
+    checked: bool
+    site: int
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class RawId:
+    reg: str  # "tid", "ctaid", "ntid", "nctaid", "laneid"
+    axis: str  # "x", "y", "z" or ""
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class MathCall:
+    name: str  # a key of checker.model.MATH_FUNCS
+    args: tuple[Expr, ...]
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class WarpOp:
+    op: str  # a member of checker.model.WARP_OPS
+    args: tuple[Expr, ...]
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Call:
+    """A call of an `@az.func` helper, inlined at lowering."""
+
+    func: FuncIR
+    args: tuple[Expr, ...]  # SliceRef for slice parameters
+    ty: Ty
+    span: Span | None = None
+
+
+Expr = (
+    Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
+    | SharedRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Call
+)
+
+# ---- statements ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Assign:
+    name: str
+    value: Expr
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Write:
+    slice: SliceRef
+    index: tuple[Expr, ...]
+    value: Expr
+    checked: bool
+    site: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class SharedWrite:
+    array: SharedRef
+    index: tuple[Expr, ...]
+    value: Expr
+    checked: bool
+    site: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class ExprStmt:
+    value: Expr
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class If:
+    cond: Expr
+    body: tuple[Stmt, ...]
+    orelse: tuple[Stmt, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class While:
+    cond: Expr
+    body: tuple[Stmt, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class ForRange:
+    var: str
+    start: Expr
+    stop: Expr
+    step: Expr  # all three share the loop variable's int type
+    body: tuple[Stmt, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class GridStride:
+    var: str  # bound to an Index1D
+    slice: SliceRef
+    site: int  # rank-check site (-1 with a contract)
+    body: tuple[Stmt, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Break:
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Continue:
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Return:
+    value: Expr | None = None
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Barrier:
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class SharedDecl:
+    name: str
+    ty: SharedTy
+    span: Span | None = None
+
+
+Stmt = (
+    Assign | Write | SharedWrite | ExprStmt | If | While | ForRange | GridStride | Break | Continue | Return
+    | Barrier | SharedDecl
+)
+
+# ---- functions -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class FuncIR:
+    """A helper specialised for one tuple of argument types."""
+
+    name: str
+    params: tuple[tuple[str, Ty], ...]
+    locals: tuple[tuple[str, Ty], ...]
+    body: tuple[Stmt, ...]
+    ret: Ty
+    span: Span | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class KernelIR:
+    name: str
+    params: tuple[ParamSpec, ...]
+    locals: tuple[tuple[str, Ty], ...]
+    body: tuple[Stmt, ...]
+    contract: Contract | None
+    domain: int
+    fault_sites: tuple[FaultSite, ...]
+    path: str
+    line: int
+    uses_barrier: bool = False
+    uses_warp: bool = False
+    uses_shared: bool = False
+    shared: tuple[tuple[str, SharedTy], ...] = field(default=())
+
+    @property
+    def param_types(self) -> dict[str, Ty]:
+        from .types import BY_NAME  # noqa: PLC0415
+
+        out: dict[str, Ty] = {}
+        for p in self.params:
+            elem = BY_NAME[p.scalar.name]
+            out[p.name] = SliceTy(p.slice_kind, elem) if p.slice_kind else elem
+        return out
+
+
+def walk_stmts(body: tuple[Stmt, ...]) -> list[Stmt]:
+    """Every statement of a body, nested ones included (helper bodies excluded)."""
+    out: list[Stmt] = []
+    for s in body:
+        out.append(s)
+        if isinstance(s, If):
+            out.extend(walk_stmts(s.body))
+            out.extend(walk_stmts(s.orelse))
+        elif isinstance(s, (While, ForRange, GridStride)):
+            out.extend(walk_stmts(s.body))
+    return out

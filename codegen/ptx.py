@@ -1,0 +1,277 @@
+"""The NVPTX backend: the GPU `Target`, O3 over the module (with libdevice when it is
+used), PTX emission, and an optional `ptxas` run for a cubin and resource usage.
+
+Target machines and the parsed libdevice are built once per process and reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+
+import llvmlite.binding as llvm
+import llvmlite.ir as llir
+
+from anodize.checker.contract import Contract
+from anodize.checker.diagnostics import Span
+from anodize.codegen.artifact import Resources
+
+from .lower_llvm import FLOAT, I1, I32T, I64T, Lowerer, Target, add_attr, mem_type
+from .types import ScalarTy, SharedTy
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DEFAULT_ARCH = "sm_90"
+
+# the lowest PTX ISA each architecture needs (LLVM's NVPTX feature names)
+_PTX_FOR_ARCH = {
+    "sm_70": "+ptx60",
+    "sm_72": "+ptx61",
+    "sm_75": "+ptx63",
+    "sm_80": "+ptx70",
+    "sm_86": "+ptx71",
+    "sm_87": "+ptx74",
+    "sm_89": "+ptx78",
+    "sm_90": "+ptx80",
+    "sm_90a": "+ptx80",
+    "sm_100": "+ptx86",
+    "sm_120": "+ptx87",
+}
+
+_LIBDEVICE_MATH = {"rsqrt", "exp", "log", "sin", "cos", "tanh", "pow"}
+_INTRINSIC_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil", "fma": "fma", "fmin": "minnum", "fmax": "maxnum"}
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def features_for(arch: str) -> str:
+    if arch not in _PTX_FOR_ARCH:
+        raise ValueError(f"unknown GPU architecture {arch!r}; known: {', '.join(sorted(_PTX_FOR_ARCH))}")
+    return _PTX_FOR_ARCH[arch]
+
+
+@functools.cache
+def target_machine(arch: str = DEFAULT_ARCH, opt: int = 3) -> llvm.TargetMachine:
+    """One NVPTX target machine per (arch, opt), reused by every compile."""
+    _init()
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
+
+
+@functools.cache
+def data_layout() -> str:
+    return str(target_machine().target_data)
+
+
+def libdevice_path() -> Path | None:
+    cands = []
+    for env in ("ANODIZE_LIBDEVICE",):
+        if os.environ.get(env):
+            cands.append(Path(os.environ[env]))
+    for env in ("CUDA_HOME", "CUDA_PATH"):
+        if os.environ.get(env):
+            cands.append(Path(os.environ[env]) / "nvvm" / "libdevice" / "libdevice.10.bc")
+    cands.append(Path("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"))
+    try:
+        import nvidia.cuda_nvcc as nv  # type: ignore[import-not-found]
+
+        for root in nv.__path__:
+            cands.append(Path(root) / "nvvm" / "libdevice" / "libdevice.10.bc")
+    except ImportError:
+        pass
+    return next((c for c in cands if c.is_file()), None)
+
+
+@functools.cache
+def _libdevice_bitcode() -> bytes:
+    p = libdevice_path()
+    if p is None:
+        raise RuntimeError(
+            "libdevice (libdevice.10.bc) was not found; install the CUDA toolkit or `pip install nvidia-cuda-nvcc`, "
+            "or set ANODIZE_LIBDEVICE"
+        )
+    return p.read_bytes()
+
+
+_LIBDEVICE_MODULE: llvm.ModuleRef | None = None
+
+
+def _libdevice() -> llvm.ModuleRef:
+    """The parsed libdevice, parsed once; link it with `preserve=True`."""
+    global _LIBDEVICE_MODULE
+    if _LIBDEVICE_MODULE is None:
+        mod = llvm.parse_bitcode(_libdevice_bitcode())
+        mod.triple = TRIPLE
+        mod.data_layout = data_layout()
+        _LIBDEVICE_MODULE = mod
+    return _LIBDEVICE_MODULE
+
+
+class NVPTXTarget(Target):
+    name = "nvptx"
+    global_as = 1
+    shared_as = 3
+
+    def __init__(self, contract: Contract | None):
+        self.contract = contract
+
+    def triple(self) -> str:
+        return TRIPLE
+
+    def decorate_entry(self, lw: Lowerer, fn: llir.Function) -> None:
+        fn.calling_convention = "ptx_kernel"
+        lw.module.data_layout = data_layout()
+        block = self.contract.block if self.contract is not None else None
+        if block:
+            x, y, z = (tuple(block) + (1, 1))[:3]
+            add_attr(fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
+
+    def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        name = f"llvm.nvvm.read.ptx.sreg.{reg}" + (f".{axis}" if axis else "")
+        return lw.intrinsic(name, I32T, [])
+
+    def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
+        t = args[0].type
+        fs = "f32" if ty.bits == 32 else "f64"
+        if name in _INTRINSIC_MATH:
+            return lw.intrinsic(f"llvm.{_INTRINSIC_MATH[name]}.{fs}", t, args)
+        suffix = "f" if ty.bits == 32 else ""
+        return lw.intrinsic(f"__nv_{name}{suffix}", t, args)
+
+    def barrier(self, lw: Lowerer, span: Span | None) -> None:
+        lw.intrinsic("llvm.nvvm.barrier0", llir.VoidType(), [], "convergent", "nounwind")
+
+    def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
+        b = lw.b
+        full = llir.Constant(I32T, -1)
+        if op == "ballot":
+            return lw.intrinsic("llvm.nvvm.vote.ballot.sync", I32T, [full, args[0]], "convergent", "nounwind")
+        if op in ("any", "all"):
+            return lw.intrinsic(f"llvm.nvvm.vote.{op}.sync", I1, [full, args[0]], "convergent", "nounwind")
+        v, k = args
+        mode = {"shfl_down": "down", "shfl_up": "up", "shfl_xor": "bfly", "shfl_idx": "idx"}[op]
+        clamp = llir.Constant(I32T, 0 if mode == "up" else 0x1F)
+
+        def shfl32(x: llir.Value) -> llir.Value:
+            suffix = "f32" if x.type == FLOAT else "i32"
+            return lw.intrinsic(f"llvm.nvvm.shfl.sync.{mode}.{suffix}", x.type, [full, x, k, clamp], "convergent", "nounwind")
+
+        if ty.bits == 32:
+            return shfl32(v)
+        x = v if ty.is_int else b.bitcast(v, I64T)
+        lo = shfl32(b.trunc(x, I32T))
+        hi = shfl32(b.trunc(b.lshr(x, llir.Constant(I64T, 32)), I32T))
+        r = b.or_(b.zext(lo, I64T), b.shl(b.zext(hi, I64T), llir.Constant(I64T, 32)))
+        return r if ty.is_int else b.bitcast(r, v.type)
+
+    def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
+        sym = "__az_shared_" + re.sub(r"\W", "_", name)
+        if ty.dynamic:
+            gv = llir.GlobalVariable(lw.module, llir.ArrayType(mem_type(ty.elem), 0), sym, addrspace=3)
+            gv.linkage = "external"
+        else:
+            gv = llir.GlobalVariable(lw.module, llir.ArrayType(mem_type(ty.elem), ty.size), sym, addrspace=3)
+            gv.linkage = "internal"
+            gv.initializer = llir.Constant(gv.value_type, llir.Undefined)
+        gv.align = 16
+        gv.type = llir.PointerType(addrspace=3)  # opaque, so element GEPs type-check
+        return gv
+
+
+def uses_libdevice(module_text: str) -> bool:
+    return "__nv_" in module_text
+
+
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[str]) -> None:
+    """Internalise every definition but `keep`, then run the O`opt` pipeline."""
+    for f in mod.functions:
+        if f.name not in keep and not f.is_declaration:
+            f.linkage = "internal"
+    for g in mod.global_variables:
+        if not g.is_declaration and g.name not in keep:
+            g.linkage = "internal"
+    if opt <= 0:
+        return
+    pto = llvm.create_pipeline_tuning_options(speed_level=min(opt, 3))
+    pb = llvm.create_pass_builder(tm, pto)
+    pb.getModulePassManager().run(mod, pb)
+
+
+def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -> tuple[str, str]:
+    """Optimise a module (linking libdevice if it calls `__nv_*`) and emit PTX.
+
+    Returns (optimised LLVM IR, PTX)."""
+    tm = target_machine(arch, opt)
+    with _lock:
+        mod = llvm.parse_assembly(llvm_ir)
+        if uses_libdevice(llvm_ir):
+            mod.link_in(_libdevice(), preserve=True)
+        mod.verify()
+        optimize(mod, tm, opt, {entry})
+        return str(mod), tm.emit_assembly(mod)
+
+
+# ---- ptxas ---------------------------------------------------------------------------------
+
+
+def find_ptxas() -> str | None:
+    """`ptxas` on PATH, else under CUDA_HOME / CUDA_PATH / /usr/local/cuda; None if absent."""
+    hit = shutil.which("ptxas")
+    if hit:
+        return hit
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and Path(root, "bin", "ptxas").is_file():
+            return str(Path(root, "bin", "ptxas"))
+    return None
+
+
+class PtxasError(RuntimeError):
+    """ptxas rejected a PTX module (a compiler bug: report it with the PTX)."""
+
+
+_RE_REGS = re.compile(r"Used (\d+) registers")
+_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_log(log: str) -> Resources:
+    res = Resources(ptxas_log=log)
+    m = _RE_REGS.search(log)
+    if m:
+        res.registers = int(m.group(1))
+    m = _RE_STACK.search(log)
+    if m:
+        res.stack_frame, res.spill_stores, res.spill_loads = (int(g) for g in m.groups())
+    m = _RE_SMEM.search(log)
+    if m:
+        res.shared_bytes = int(m.group(1))
+    return res
+
+
+def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None) -> tuple[bytes, Resources]:
+    """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected."""
+    exe = ptxas or find_ptxas()
+    if exe is None:
+        raise FileNotFoundError("ptxas was not found on PATH or under CUDA_HOME")
+    with tempfile.TemporaryDirectory(prefix="anodize-") as d:
+        src = Path(d, "k.ptx")
+        out = Path(d, "k.cubin")
+        src.write_text(ptx)
+        cmd = [exe, f"-arch={arch}", "-v", "-o", str(out), str(src)]
+        if line_info:
+            cmd.insert(1, "-lineinfo")
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        log = proc.stdout + proc.stderr
+        if proc.returncode != 0:
+            raise PtxasError(f"ptxas rejected the PTX for {arch}:\n{log}")
+        return out.read_bytes(), parse_ptxas_log(log)

@@ -1,0 +1,163 @@
+"""Check, compile and load a kernel, caching each step in memory.
+
+    compile_for_gpu(kernel, arch)      -> CompiledKernel   (checker, then codegen)
+    compile_for_device(kernel, device) -> LoadedKernel     (the above, loaded on the device)
+
+The checker runs first: a kernel (or a helper it calls) with an error never
+reaches codegen.  The artifact cache lives on the Kernel object (`_cache`) and is
+keyed by the kernel's source hash, the target and the options, so an edited and
+re-decorated kernel compiles again while a repeated launch does not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import linecache
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from anodize.codegen.artifact import CompiledKernel
+
+if TYPE_CHECKING:
+    from anodize.kernel import Kernel
+    from anodize.runtime.device import Device
+
+__all__ = ["compile_for_gpu", "compile_for_cpu", "compile_for_device", "LoadedKernel", "default_arch"]
+
+DEFAULT_ARCH = "sm_90"
+
+
+@dataclass(frozen=True)
+class LoadedKernel:
+    """A compiled kernel ready to launch on one device."""
+
+    compiled: CompiledKernel
+    device: Device
+    handle: Any  # cuda.core Kernel on a GPU; None on the CPU backend
+    fault_address: int  # this kernel's slot in the device's fault arena
+
+
+def source_hash(kernel: Kernel) -> str:
+    """SHA-256 of the kernel's module source (helpers included), else of the function's source."""
+    cached = kernel._cache.get("source_hash")
+    if isinstance(cached, str):
+        return cached
+    text = ""
+    path = inspect.getsourcefile(kernel.fn) or ""
+    if path:
+        text = "".join(linecache.getlines(path))
+    if not text:
+        try:
+            text = inspect.getsource(kernel.fn)
+        except (OSError, TypeError):
+            text = repr(kernel.fn.__code__.co_code)
+    digest = hashlib.sha256(f"{kernel.__qualname__}\0{text}".encode()).hexdigest()
+    kernel._cache["source_hash"] = digest
+    return digest
+
+
+def _enforce(kernel: Kernel) -> None:
+    if kernel._cache.get("checked") == source_hash(kernel):
+        return
+    from anodize.checker.api import enforce_kernel
+
+    enforce_kernel(kernel)
+    kernel._cache["checked"] = source_hash(kernel)
+
+
+def _codegen_gpu(kernel: Kernel, arch: str, *, bounds_checks: bool, line_info: bool, opt: int) -> CompiledKernel:
+    from anodize.codegen.driver import compile_gpu
+
+    return compile_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+
+
+def _codegen_cpu(kernel: Kernel, *, bounds_checks: bool) -> CompiledKernel:
+    from anodize.codegen.driver import compile_cpu
+
+    return compile_cpu(kernel, bounds_checks=bounds_checks)
+
+
+def default_arch() -> str:
+    """The first GPU's architecture, else sm_90."""
+    from anodize.runtime.probe import gpu_available
+
+    if gpu_available():
+        from anodize.runtime.device import cuda_device
+
+        return str(getattr(cuda_device(0), "arch", DEFAULT_ARCH))
+    return DEFAULT_ARCH
+
+
+def compile_for_gpu(
+    kernel: Kernel,
+    arch: str | None = None,
+    *,
+    bounds_checks: bool = True,
+    line_info: bool = False,
+    opt: int = 3,
+) -> CompiledKernel:
+    """Check `kernel`, then compile it for `arch` (default: the current GPU's, else sm_90)."""
+    arch = arch or default_arch()
+    key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt))
+    hit = kernel._cache.get(key)
+    if isinstance(hit, CompiledKernel):
+        return hit
+    # The persistent cache: a hit is an artifact that passed the checker and codegen
+    # for exactly these sources, target, options and toolchain.
+    from anodize.runtime import artifact_store, diskcache
+
+    disk_key = None
+    if diskcache.enabled():
+        options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt)}
+        disk_key = artifact_store.cache_key(kernel, arch, options)
+        loaded = artifact_store.load(disk_key, kernel)
+        if loaded is not None:
+            kernel._cache[key] = loaded
+            return loaded
+    _enforce(kernel)
+    compiled = _codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+    kernel._cache[key] = compiled
+    if disk_key is not None:
+        artifact_store.save(disk_key, compiled)
+    return compiled
+
+
+def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKernel:
+    """Check `kernel`, then compile it for the CPU backend (llvmlite host JIT)."""
+    key = ("cpu", source_hash(kernel), bool(bounds_checks))
+    hit = kernel._cache.get(key)
+    if isinstance(hit, CompiledKernel):
+        return hit
+    _enforce(kernel)
+    compiled = _codegen_cpu(kernel, bounds_checks=bounds_checks)
+    kernel._cache[key] = compiled
+    return compiled
+
+
+def compile_for_device(
+    kernel: Kernel,
+    device: Device,
+    *,
+    bounds_checks: bool = True,
+    line_info: bool = False,
+    opt: int = 3,
+) -> LoadedKernel:
+    """Compile for `device` and load the result there (once per kernel, device and options)."""
+    key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt))
+    hit = kernel._cache.get(key)
+    if isinstance(hit, LoadedKernel):
+        return hit
+    if device.kind == "cpu":
+        compiled = compile_for_cpu(kernel, bounds_checks=bounds_checks)
+        if compiled.cpu_entry is None:
+            raise RuntimeError(f"codegen returned no CPU entry for kernel `{kernel.__name__}`")
+        handle = None
+    else:
+        compiled = compile_for_gpu(
+            kernel, getattr(device, "arch", None), bounds_checks=bounds_checks, line_info=line_info, opt=opt
+        )
+        handle = device.load(compiled)  # type: ignore[attr-defined]
+    loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled))
+    kernel._cache[key] = loaded
+    return loaded

@@ -1,0 +1,143 @@
+"""The CUDA device, through cuda.core (cuda-python).  Imported only when a GPU is requested.
+
+Buffers come from the device's stream-ordered memory resource; copies, memsets,
+launches and fault reads are all ordered on one stream per device, so a
+`Buffer.to_host()` sees every earlier launch.  That stream is blocking (it
+synchronises with the legacy default stream), and a foreign array's
+`__cuda_array_interface__` stream is honoured with an event.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from cuda.bindings import driver
+from cuda.core import Device as _CuDevice
+from cuda.core import LaunchConfig as _CuLaunchConfig
+from cuda.core import ObjectCode, StreamOptions
+from cuda.core import launch as _cu_launch
+
+from anodize.codegen.artifact import CompiledKernel
+from anodize.runtime.device import Device, DeviceLimits
+from anodize.runtime.faults import FaultArena
+
+_OK = driver.CUresult.CUDA_SUCCESS
+
+
+def check_cu(result: Any, what: str) -> Any:
+    """Unwrap a cuda.bindings `(CUresult, values...)` tuple; raise RuntimeError on an error."""
+    err = result[0]
+    if err != _OK:
+        _, name = driver.cuGetErrorName(err)
+        _, text = driver.cuGetErrorString(err)
+        raise RuntimeError(
+            f"CUDA error in {what}: {name.decode() if isinstance(name, bytes) else name}: "
+            f"{text.decode() if isinstance(text, bytes) else text}"
+        )
+    return result[1] if len(result) == 2 else result[1:]
+
+
+class CudaDevice(Device):
+    kind = "cuda"
+
+    def __init__(self, index: int):
+        cu = _CuDevice(index)
+        cu.set_current()
+        self._cu = cu
+        self.index = index
+        self.name = cu.name
+        cc = cu.compute_capability
+        self.compute_capability = (int(cc[0]), int(cc[1]))
+        self.arch = f"sm_{cu.arch}"
+        p = cu.properties
+        self.limits = DeviceLimits(
+            p.max_threads_per_block,
+            (p.max_block_dim_x, p.max_block_dim_y, p.max_block_dim_z),
+            (p.max_grid_dim_x, p.max_grid_dim_y, p.max_grid_dim_z),
+            p.max_shared_memory_per_block,
+        )
+        # A blocking stream: ordered with the legacy default stream, where CuPy and PyTorch
+        # queue work by default, even for arrays whose interface carries no stream.
+        self._stream = cu.create_stream(options=StreamOptions(nonblocking=False))
+        self._stream_h = int(self._stream.handle)
+        self._cu_stream = driver.CUstream(self._stream_h)
+        self._event = check_cu(
+            driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate"
+        )
+        self.faults = FaultArena(self)
+        self._modules: list[Any] = []  # loaded ObjectCode, kept alive with the device
+
+    @property
+    def stream(self) -> Any:
+        return self._stream
+
+    def check(self) -> None:
+        check_cu(driver.cuStreamSynchronize(self._cu_stream), "a kernel launched by anodize")
+        self.faults.check()
+
+    # -- memory ---------------------------------------------------------------------------
+    def _alloc(self, nbytes: int) -> tuple[int, object]:
+        buf = self._cu.allocate(max(nbytes, 1), stream=self._stream)
+        return int(buf.handle), buf
+
+    def _upload(self, ptr: int, host: np.ndarray, nbytes: int) -> None:
+        if nbytes:
+            check_cu(driver.cuMemcpyHtoDAsync(ptr, host.ctypes.data, nbytes, self._cu_stream), "cuMemcpyHtoD")
+            check_cu(driver.cuStreamSynchronize(self._cu_stream), "cuMemcpyHtoD")
+
+    def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
+        if nbytes:
+            check_cu(driver.cuMemcpyDtoHAsync(out.ctypes.data, ptr, nbytes, self._cu_stream), "cuMemcpyDtoH")
+        check_cu(driver.cuStreamSynchronize(self._cu_stream), "a kernel launched by anodize")
+
+    def _fill_zero(self, ptr: int, nbytes: int) -> None:
+        check_cu(driver.cuMemsetD8Async(ptr, 0, nbytes, self._cu_stream), "cuMemsetD8")
+
+    def _dl_device(self) -> tuple[int, int]:
+        return (2, self.index)  # kDLCUDA
+
+    def _stream_handle(self) -> int | None:
+        return self._stream_h
+
+    # -- streams shared with other libraries ----------------------------------------------
+    def _export_sync(self, consumer_stream: int | None) -> None:
+        if consumer_stream == -1:
+            return
+        handle = 1 if consumer_stream is None else int(consumer_stream)  # None: the legacy default stream
+        if handle == self._stream_h:
+            return
+        check_cu(driver.cuEventRecord(self._event, self._cu_stream), "cuEventRecord")
+        check_cu(driver.cuStreamWaitEvent(driver.CUstream(handle), self._event, 0), "cuStreamWaitEvent")
+
+    def wait_for_stream(self, producer_stream: int) -> None:
+        """Make our stream wait for the work queued so far on another library's stream."""
+        if producer_stream == self._stream_h or producer_stream == 1:
+            return  # ours, or the legacy default stream (our blocking stream already waits for it)
+        check_cu(driver.cuEventRecord(self._event, driver.CUstream(producer_stream)), "cuEventRecord")
+        check_cu(driver.cuStreamWaitEvent(self._cu_stream, self._event, 0), "cuStreamWaitEvent")
+
+    # -- kernels --------------------------------------------------------------------------
+    def load(self, compiled: CompiledKernel) -> Any:
+        """Load the module (the cubin when present, else the PTX) and return the kernel handle."""
+        self._cu.set_current()
+        if compiled.cubin:
+            obj = ObjectCode.from_cubin(compiled.cubin, name=compiled.name)
+        else:
+            obj = ObjectCode.from_ptx(compiled.ptx.encode(), name=compiled.name)
+        self._modules.append(obj)
+        return obj.get_kernel(compiled.entry)
+
+    def launch_config(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int) -> Any:
+        return _CuLaunchConfig(grid=grid, block=block, shmem_size=shared)
+
+    def launch(self, handle: Any, config: Any, args: tuple[Any, ...]) -> None:
+        _cu_launch(self._stream, config, handle, *args)
+
+
+def pointer_device(ptr: int) -> int | None:
+    """The ordinal of the GPU that owns device pointer `ptr`; None for host or unknown memory."""
+    err, ordinal = driver.cuPointerGetAttribute(
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr
+    )
+    return int(ordinal) if err == _OK else None

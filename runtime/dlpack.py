@@ -1,0 +1,208 @@
+"""DLPack in both directions, with ctypes: export a Buffer as a `dltensor` capsule, read a foreign one.
+
+The capsule holds a `DLManagedTensor` whose `manager_ctx` keeps the exporting
+Buffer (and so its memory) alive until the consumer calls `deleter`.  A capsule
+nobody consumed is released by its own destructor, which calls `deleter` too.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from anodize.checker.model import ScalarInfo
+
+KDL_CPU = 1
+KDL_CUDA = 2
+
+_KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BOOL = 0, 1, 2, 6
+_KIND_CODE = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT, "b": _KDL_BOOL}
+_CODE_KIND = {v: k for k, v in _KIND_CODE.items()}
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+_DELETER = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER),
+]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    _fields_ = [
+        ("version", DLPackVersion),
+        ("manager_ctx", ctypes.c_void_p),
+        ("deleter", _DELETER),
+        ("flags", ctypes.c_uint64),
+        ("dl_tensor", DLTensor),
+    ]
+
+
+# Must outlive every capsule: PyCapsule keeps the pointer, not a copy.
+_NAME = b"dltensor"
+_NAME_V = b"dltensor_versioned"
+
+# Exported tensors still owned by a consumer or an unconsumed capsule: address -> keep-alive.
+_LIVE: dict[int, tuple[Any, ...]] = {}
+
+
+def _release(addr: int | None) -> None:
+    if addr:
+        _LIVE.pop(addr, None)
+
+
+_deleter_c = _DELETER(_release)
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+# Inside a capsule destructor the capsule has no references left: take it as a raw pointer.
+_capsule_is_valid_raw = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi)
+)
+_capsule_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi)
+)
+
+
+def _destroy_capsule(capsule: int | None) -> None:
+    if capsule and _capsule_is_valid_raw(capsule, _NAME):  # renamed ("used_dltensor") once consumed
+        _release(_capsule_get_pointer_raw(capsule, _NAME))
+
+
+def _destroy_capsule_v(capsule: int | None) -> None:
+    if capsule and _capsule_is_valid_raw(capsule, _NAME_V):
+        _release(_capsule_get_pointer_raw(capsule, _NAME_V))
+
+
+_destructor_c = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule)
+_destructor_v_c = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_destroy_capsule_v)
+
+
+def export(
+    ptr: int,
+    shape: tuple[int, ...],
+    scalar: ScalarInfo,
+    device: tuple[int, int],
+    owner: object,
+    *,
+    versioned: bool = False,
+) -> object:
+    """A DLPack capsule for C-contiguous memory at `ptr`; `owner` stays alive until released.
+
+    `versioned` gives a DLPack 1.0 `dltensor_versioned` capsule (writable, flags 0),
+    else a legacy `dltensor` one."""
+    ndim = len(shape)
+    mt: DLManagedTensor | DLManagedTensorVersioned
+    if versioned:
+        mt = DLManagedTensorVersioned()
+        mt.version = DLPackVersion(1, 0)
+        mt.flags = 0
+    else:
+        mt = DLManagedTensor()
+    c_shape = (ctypes.c_int64 * max(ndim, 1))(*shape)
+    strides = [1] * ndim
+    for k in range(ndim - 2, -1, -1):
+        strides[k] = strides[k + 1] * shape[k + 1]
+    c_strides = (ctypes.c_int64 * max(ndim, 1))(*strides)
+    t = mt.dl_tensor
+    t.data = ptr or None
+    t.device = DLDevice(device[0], device[1])
+    t.ndim = ndim
+    t.dtype = DLDataType(_KIND_CODE[scalar.kind], scalar.mem_bits, 1)
+    t.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
+    t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
+    t.byte_offset = 0
+    addr = ctypes.addressof(mt)
+    mt.manager_ctx = addr
+    mt.deleter = _deleter_c
+    _LIVE[addr] = (mt, c_shape, c_strides, owner)
+    if versioned:
+        return _capsule_new(addr, _NAME_V, ctypes.cast(_destructor_v_c, ctypes.c_void_p).value)
+    return _capsule_new(addr, _NAME, ctypes.cast(_destructor_c, ctypes.c_void_p).value)
+
+
+def live_exports() -> int:
+    """How many exported tensors are still held by a consumer (for tests)."""
+    return len(_LIVE)
+
+
+@dataclass(frozen=True)
+class ForeignTensor:
+    """What a foreign `dltensor` capsule describes (the capsule is left unconsumed)."""
+
+    ptr: int
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None  # in elements; None means C-contiguous
+    dtype: np.dtype | None  # None when DLPack's type has no NumPy equivalent
+    device_type: int
+    device_id: int
+    dtype_text: str
+
+
+def read_capsule(capsule: object) -> ForeignTensor:
+    """Describe a legacy `dltensor` capsule without consuming it (its destructor frees it)."""
+    if not _capsule_is_valid(capsule, _NAME):
+        raise TypeError("not an unconsumed `dltensor` capsule (a versioned DLPack capsule is not supported)")
+    addr = _capsule_get_pointer(capsule, _NAME)
+    mt = DLManagedTensor.from_address(addr)
+    t = mt.dl_tensor
+    ndim = int(t.ndim)
+    shape = tuple(int(t.shape[k]) for k in range(ndim))
+    strides = tuple(int(t.strides[k]) for k in range(ndim)) if t.strides else None
+    code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
+    kind = _CODE_KIND.get(code)
+    dtype: np.dtype | None = None
+    if kind is not None and lanes == 1:
+        try:
+            dtype = np.dtype(f"{kind}{bits // 8}") if kind != "b" else np.dtype(np.bool_)
+        except TypeError:
+            dtype = None
+    text = f"{kind or f'code{code}'}{bits}" + (f"x{lanes}" if lanes != 1 else "")
+    return ForeignTensor(
+        ptr=int(t.data or 0) + int(t.byte_offset),
+        shape=shape,
+        strides=strides,
+        dtype=dtype,
+        device_type=int(t.device.device_type),
+        device_id=int(t.device.device_id),
+        dtype_text=text,
+    )

@@ -1,0 +1,99 @@
+"""The fault arena: where kernels record failed bounds checks instead of trapping.
+
+Each device owns one arena (grown in chunks of `SLOTS_PER_CHUNK` records).  Every
+kernel loaded on the device gets its own zeroed `FAULT_RECORD_BYTES` slot, whose
+address travels as the hidden `fault` argument (codegen/artifact.py has the
+record layout).  A trap would poison the CUDA context; a record does not, so
+after a `KernelFault` the device stays usable.
+
+At each synchronisation point (`Buffer.to_host`, `Device.synchronize`,
+`Device.check`), if anything was launched since the last check, the arena is
+read once; the first faulting slot becomes a `KernelFault` and every slot is
+reset to zero.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from anodize.codegen.artifact import FAULT_RECORD_BYTES, CompiledKernel
+from anodize.errors import KernelFault
+
+if TYPE_CHECKING:
+    from anodize.runtime.device import Device
+
+SLOTS_PER_CHUNK = 1024
+
+# One record: u32 count, u32 site, i64 index, i64 length, i64 reserved (little-endian).
+RECORD = np.dtype([("count", "<u4"), ("site", "<u4"), ("index", "<i8"), ("length", "<i8"), ("reserved", "<i8")])
+assert RECORD.itemsize == FAULT_RECORD_BYTES
+
+
+class _Chunk:
+    __slots__ = ("ptr", "owner", "kernels")
+
+    def __init__(self, ptr: int, owner: object):
+        self.ptr = ptr
+        self.owner = owner
+        self.kernels: list[CompiledKernel] = []
+
+
+class FaultArena:
+    """The per-device fault records of every loaded kernel."""
+
+    def __init__(self, device: Device):
+        self._device = device
+        self._chunks: list[_Chunk] = []
+        self.dirty = False  # set by every launch, cleared by `check`
+
+    def register(self, compiled: CompiledKernel) -> int:
+        """Give `compiled` a zeroed slot; return the slot's address (the hidden `fault` argument)."""
+        if not self._chunks or len(self._chunks[-1].kernels) == SLOTS_PER_CHUNK:
+            nbytes = SLOTS_PER_CHUNK * FAULT_RECORD_BYTES
+            ptr, owner = self._device._alloc(nbytes)
+            self._device._fill_zero(ptr, nbytes)
+            self._chunks.append(_Chunk(ptr, owner))
+        chunk = self._chunks[-1]
+        chunk.kernels.append(compiled)
+        return chunk.ptr + (len(chunk.kernels) - 1) * FAULT_RECORD_BYTES
+
+    @property
+    def slots(self) -> int:
+        return sum(len(c.kernels) for c in self._chunks)
+
+    def check(self) -> None:
+        """Raise the first recorded fault (and reset every slot); a no-op when nothing ran."""
+        if not self.dirty:
+            return
+        self.dirty = False
+        first: KernelFault | None = None
+        for chunk in self._chunks:
+            used = len(chunk.kernels)
+            if not used:
+                continue
+            records = np.empty(used, dtype=RECORD)
+            self._device._download(records, chunk.ptr, used * FAULT_RECORD_BYTES)
+            hit = np.flatnonzero(records["count"])
+            if hit.size == 0:
+                continue
+            self._device._fill_zero(chunk.ptr, used * FAULT_RECORD_BYTES)
+            if first is None:
+                k = int(hit[0])
+                first = _fault(chunk.kernels[k], records[k])
+        if first is not None:
+            raise first
+
+
+def _fault(compiled: CompiledKernel, rec: np.void) -> KernelFault:
+    site_id = int(rec["site"])
+    sites = compiled.fault_sites
+    if 0 <= site_id < len(sites):
+        site = sites[site_id]
+        path, line, kind = site.path, site.line, site.kind
+    else:
+        path, line, kind = compiled.source_path or "<unknown>", compiled.source_line, "unknown fault site"
+    return KernelFault(
+        compiled.name, path, line, kind, int(rec["index"]), int(rec["length"]), int(rec["count"])
+    )

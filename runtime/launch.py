@@ -1,0 +1,440 @@
+"""Validated launches: `kernel[config](*args)` and `kernel.unsafe_launch(config, *args)`.
+
+`prepare(kernel, config, safe)` checks what depends only on the kernel and the
+config (the contract exists, its rank and block) once and caches a `Launcher` on
+the kernel.  The first call on a device compiles and loads the kernel and
+checks the device's limits.  Each argument-type signature then gets a `_Plan`:
+the adapters chosen for those types, precomputed alias pairs and `requires`
+slots.  A repeated launch runs only the plan: pointers, sizes, dtypes, device,
+aliasing and `requires`, then the launch itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from anodize.checker.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
+from anodize.errors import AliasingError, ArgumentError, ContractViolation, LaunchError
+from anodize.runtime import args as A
+from anodize.runtime.buffer import Buffer
+from anodize.runtime.compile import LoadedKernel, compile_for_device
+from anodize.runtime.config import LaunchConfig
+from anodize.runtime.device import DeviceLimits
+
+if TYPE_CHECKING:
+    from anodize.codegen.artifact import ParamSpec
+    from anodize.kernel import Kernel
+    from anodize.runtime.device import Device
+
+__all__ = ["prepare", "Launcher"]
+
+_BUF, _NUMPY, _OTHER, _SCALAR = 0, 1, 2, 3
+
+# Limits every CUDA device shares (checked when `kernel[config]` is built); a device's own
+# limits are checked again at its first launch.
+_UNIVERSAL = DeviceLimits(max_shared_per_block=227 * 1024)
+
+
+def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
+    """The cached launcher for `kernel` under `config`; checks the contract once for a safe launch."""
+    key = ("launcher", config, safe)
+    hit = kernel._cache.get(key)
+    if hit is not None:
+        return hit
+    if not isinstance(config, LaunchConfig):
+        raise LaunchError(
+            f"kernel `{kernel.__name__}` must be launched with an az.LaunchConfig, got {config!r}",
+            help="use `kernel[az.LaunchConfig.for_num_elems(n)](...)` or `az.LaunchConfig(grid, block)`",
+        )
+    _check_limits(kernel.__name__, _UNIVERSAL, "any CUDA device", config)
+    contract: Contract | None = None
+    if safe:
+        if kernel.contract_spec is None:
+            name = kernel.__name__
+            raise LaunchError(
+                f"kernel `{name}` has no launch contract, so `{name}[config](...)` cannot check the launch",
+                help=f"add `@az.launch_contract(domain=..., block=...)` to `{name}`, or launch it with "
+                f"`{name}.unsafe_launch(config, ...)` (its index witnesses then fail closed)",
+            )
+        contract = kernel.contract
+        if contract is not None:
+            _check_contract(kernel.__name__, contract, config)
+    launcher = Launcher(kernel, config, safe, contract)
+    kernel._cache[key] = launcher
+    return launcher
+
+
+def _dim3(block: tuple[int, ...]) -> tuple[int, int, int]:
+    return (tuple(block) + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def _check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
+    if config.rank != contract.domain:
+        fix = (
+            "az.LaunchConfig.for_num_elems(n, block=...)"
+            if contract.domain == 1
+            else "az.LaunchConfig.for_shape((rows, cols), block=(bx, by))"
+        )
+        raise ContractViolation(
+            f"kernel `{name}` has a {contract.domain}-D launch contract (domain={contract.domain}), "
+            f"but the launch config is {config.rank}-D: {config}",
+            help=f"launch it with a {contract.domain}-D config, e.g. `{fix}`",
+        )
+    if contract.block is not None and _dim3(contract.block) != config.block:
+        want = contract.block[0] if len(contract.block) == 1 else tuple(contract.block)
+        raise ContractViolation(
+            f"kernel `{name}` must be launched with block {want} (its launch contract), "
+            f"but the config has block {_short(config.block, config.rank)}",
+            help=f"pass `block={want}` to the LaunchConfig",
+        )
+
+
+def _short(dim: tuple[int, int, int], rank: int) -> object:
+    if dim[2] != 1:
+        return dim
+    return dim[0] if rank == 1 and dim[1] == 1 else dim[:2]
+
+
+def _check_device(name: str, dev: Device, config: LaunchConfig, contract: Contract | None) -> None:
+    """The device's limits and the contract's capability, checked before anything compiles."""
+    _check_limits(name, dev.limits, dev.describe(), config)
+    need = contract.min_compute_capability if contract is not None else None
+    have = dev.compute_capability
+    if need is not None and have is not None and tuple(have) < tuple(need):
+        raise ContractViolation(
+            f"kernel `{name}` needs compute capability {need[0]}.{need[1]} (its launch contract), "
+            f"but {dev.describe()} has {have[0]}.{have[1]}"
+        )
+
+
+def _check_limits(name: str, lim: DeviceLimits, where: str, config: LaunchConfig) -> None:
+    if config.threads_per_block > lim.max_threads_per_block:
+        raise LaunchError(
+            f"kernel `{name}`: a block of {config.threads_per_block} threads {config.block} exceeds "
+            f"the limit of {lim.max_threads_per_block} on {where}",
+            help="use a smaller block (256 is a good default)",
+        )
+    for axis, (b, m) in enumerate(zip(config.block, lim.max_block, strict=True)):
+        if b > m:
+            raise LaunchError(f"kernel `{name}`: block dimension {'xyz'[axis]} = {b} exceeds the limit {m} on {where}")
+    for axis, (g, m) in enumerate(zip(config.grid, lim.max_grid, strict=True)):
+        if g > m:
+            raise LaunchError(
+                f"kernel `{name}`: grid dimension {'xyz'[axis]} = {g} exceeds the limit {m} on {where}",
+                help="use a grid-stride loop (`thread.grid_stride`) with a smaller grid",
+            )
+    if config.shared_mem > lim.max_shared_per_block:
+        raise LaunchError(
+            f"kernel `{name}` asks for {config.shared_mem} bytes of dynamic shared memory per block, "
+            f"more than the {lim.max_shared_per_block} available on {where}"
+        )
+
+
+def _check_compiled(name: str, loaded: LoadedKernel, config: LaunchConfig) -> None:
+    """What only the compiled kernel knows: static shared memory, a block pinned by `.reqntid`."""
+    dev = loaded.device
+    compiled = loaded.compiled
+    shared = config.shared_mem + compiled.static_shared_bytes
+    if shared > dev.limits.max_shared_per_block:
+        raise LaunchError(
+            f"kernel `{name}` needs {shared} bytes of shared memory per block "
+            f"({compiled.static_shared_bytes} static + {config.shared_mem} dynamic), "
+            f"more than the {dev.limits.max_shared_per_block} available on {dev.describe()}"
+        )
+    pinned = compiled.contract.block if compiled.contract is not None else None
+    if pinned is not None and _dim3(pinned) != config.block:
+        raise LaunchError(
+            f"kernel `{name}` was compiled for block {tuple(pinned)} (`.reqntid` from its contract), "
+            f"but the config has block {config.block}",
+            help=f"launch with `block={tuple(pinned) if len(pinned) > 1 else pinned[0]}`",
+        )
+
+
+class Launcher:
+    """A kernel bound to a launch config; call it with the kernel's arguments."""
+
+    __slots__ = ("kernel", "config", "safe", "contract", "_plans", "_plans_by_device", "_loaded")
+
+    def __init__(self, kernel: Kernel, config: LaunchConfig, safe: bool, contract: Contract | None):
+        self.kernel = kernel
+        self.config = config
+        self.safe = safe
+        self.contract = contract
+        self._plans: dict[tuple[type, ...], _Plan] = {}
+        self._plans_by_device: dict[tuple[int, tuple[type, ...]], _Plan] = {}
+        self._loaded: dict[int, LoadedKernel] = {}
+
+    def __call__(self, *args: Any) -> None:
+        types = tuple(map(type, args))
+        plan = self._plans.get(types)
+        if plan is None or not plan.run(args):
+            plan = self._plan_for(types, args)
+            self._plans[types] = plan
+            if not plan.run(args):  # pragma: no cover - the plan was made for this device
+                raise LaunchError("internal error: a launch plan rejected its own device")
+
+    def __repr__(self) -> str:
+        kind = "launch" if self.safe else "unsafe launch"
+        return f"<anodize {kind} of {self.kernel.__name__} with {self.config}>"
+
+    # -- planning -------------------------------------------------------------------------
+    def _plan_for(self, types: tuple[type, ...], args: tuple[Any, ...]) -> _Plan:
+        dev = _launch_device(args)
+        key = (id(dev), types)
+        plan = self._plans_by_device.get(key)
+        if plan is not None:
+            return plan
+        loaded = self._loaded.get(id(dev))
+        if loaded is None:
+            _check_device(self.kernel.__name__, dev, self.config, self.contract)
+            loaded = compile_for_device(self.kernel, dev)
+            _check_compiled(self.kernel.__name__, loaded, self.config)
+            self._loaded[id(dev)] = loaded
+        plan = _Plan(self, loaded, args)
+        self._plans_by_device[key] = plan
+        return plan
+
+
+def _launch_device(args: tuple[Any, ...]) -> Device:
+    """The device of the first array argument (NumPy arrays mean the CPU backend), else the default."""
+    from anodize.runtime import device as devmod
+
+    for a in args:
+        if isinstance(a, Buffer):
+            return a.device
+        if isinstance(a, np.ndarray):
+            return devmod.cpu_device()
+        if hasattr(a, "__cuda_array_interface__"):
+            from anodize.runtime.cuda_device import pointer_device
+
+            try:
+                ptr = int(a.__cuda_array_interface__["data"][0] or 0)
+            except Exception:
+                continue
+            ordinal = pointer_device(ptr) if ptr else None
+            return devmod.cuda_device(ordinal or 0)
+        if hasattr(a, "__dlpack_device__"):
+            try:
+                dev_type, dev_id = a.__dlpack_device__()
+            except Exception:
+                continue
+            if int(dev_type) == 2:
+                return devmod.cuda_device(int(dev_id))
+            if int(dev_type) == 1:
+                return devmod.cpu_device()
+    return devmod.device()
+
+
+class _Plan:
+    """Everything about a launch that depends only on the argument types and the device."""
+
+    __slots__ = (
+        "name", "device", "nargs", "steps", "alias_pairs", "params", "requires", "env", "req_slots",
+        "flat_len", "entry", "handle", "cu_config", "fault", "rank", "rank_arg", "config", "arena", "is_cpu",
+    )
+
+    def __init__(self, launcher: Launcher, loaded: LoadedKernel, args: tuple[Any, ...]):
+        kernel = launcher.kernel
+        name = self.name = kernel.__name__
+        compiled = loaded.compiled
+        dev = self.device = loaded.device
+        params = self.params = compiled.params
+        if len(args) != len(params):
+            names = ", ".join(p.name for p in params)
+            raise ArgumentError(
+                f"kernel `{name}` takes {len(params)} argument{'s' if len(params) != 1 else ''} "
+                f"({names}), got {len(args)}"
+            )
+        self.nargs = len(params)
+        steps: list[tuple[int, Any, Any, int]] = []
+        for p, a in zip(params, args, strict=True):
+            if not p.is_slice:
+                steps.append((_SCALAR, p, A.scalar_converter(name, p, a), 0))
+                continue
+            steps.append(_slice_step(name, p, a, dev))
+        self.steps = tuple(steps)
+        slices = [i for i, p in enumerate(params) if p.is_slice]
+        # Every output against every other slice, each unordered pair once.
+        self.alias_pairs = tuple(
+            (o, j)
+            for o in slices
+            if params[o].is_output
+            for j in slices
+            if j != o and (j > o or not params[j].is_output)
+        )
+        # `requires`: which parameter fills which slot of the evaluator's environment.
+        contract = launcher.contract if launcher.safe else None
+        req = contract.requires if contract is not None else None
+        self.requires = req
+        self.env = Env({}, {}, {})
+        slots: list[tuple[int, str, int]] = []  # (param index, name in `requires`, 0 len/shape | 1 scalar)
+        if req is not None:
+            index = {p.name: i for i, p in enumerate(params)}
+            for pos, rname in enumerate(req.params):
+                i = index.get(rname, pos if pos < len(params) else -1)
+                if i < 0 or rname not in req.names():
+                    continue
+                slots.append((i, rname, 0 if params[i].is_slice else 1))
+        self.req_slots = tuple(slots)
+        self.config = cfg = launcher.config
+        self.rank = cfg.rank
+        self.rank_arg = np.int32(cfg.rank)
+        self.fault = loaded.fault_address
+        self.arena = dev.faults
+        self.is_cpu = dev.kind == "cpu"
+        self.entry = compiled.cpu_entry
+        self.handle = loaded.handle
+        self.cu_config = (
+            None if self.is_cpu else dev.launch_config(cfg.grid, cfg.block, cfg.shared_mem)  # type: ignore[attr-defined]
+        )
+        from anodize.runtime.device import _mark_used
+
+        _mark_used(dev)
+
+    def run(self, args: tuple[Any, ...]) -> bool:
+        """Validate and launch; False when the arguments live on another device (re-plan)."""
+        dev = self.device
+        n = self.nargs
+        if len(args) != n:
+            return False
+        flat: list[Any] = []
+        lo = [0] * n
+        hi = [0] * n
+        shapes: list[Any] = [None] * n
+        values: list[Any] = [None] * n
+        i = 0
+        for (mode, p, how, rank), a in zip(self.steps, args):
+            if mode == _SCALAR:
+                v = how(a)
+                values[i] = v
+                flat.append(v)
+                i += 1
+                continue
+            if mode == _BUF:
+                if a._device is not dev:
+                    if not _first_array(self.steps, i):
+                        return False  # the anchor moved to another device: plan again
+                    raise _device_error(self.name, p, a, dev)
+                shape = a._shape
+                if (a._dtype is not how and a._dtype != how) or len(shape) != rank:
+                    A._expect(self.name, p, a._dtype, shape, a._scalar.name)
+                ptr = a._ptr
+                nbytes = a._nbytes
+            else:
+                ptr, shape, nbytes = how(a)
+            # ABI: ptr, then i64 len (or rows, cols); a Python int travels as a 64-bit value
+            flat.append(ptr)
+            flat.append(shape[0])
+            if rank == 2:
+                flat.append(shape[1])
+            shapes[i] = shape
+            if nbytes:
+                lo[i] = ptr
+                hi[i] = ptr + nbytes
+            i += 1
+        for o, j in self.alias_pairs:
+            if lo[o] < hi[j] and lo[j] < hi[o]:
+                raise _alias_error(self.name, self.params, o, j, args)
+        if self.requires is not None:
+            self._check_requires(shapes, values)
+        self.arena.dirty = True
+        if self.is_cpu:
+            cfg = self.config
+            self.entry(cfg.grid, cfg.block, flat, self.fault, self.rank, cfg.shared_mem)  # type: ignore[misc]
+        else:
+            flat.append(self.fault)
+            flat.append(self.rank_arg)
+            dev.launch(self.handle, self.cu_config, flat)  # type: ignore[attr-defined]
+        return True
+
+    def _check_requires(self, shapes: list[Any], values: list[Any]) -> None:
+        env = self.env
+        lengths, shp, scalars = env.lengths, env.shapes, env.scalars
+        for i, rname, kind in self.req_slots:
+            if kind == 0:
+                s = shapes[i]
+                lengths[rname] = s[0]  # type: ignore[index]
+                shp[rname] = s  # type: ignore[index]
+            else:
+                scalars[rname] = int(values[i])  # type: ignore[index]
+        req = self.requires
+        assert req is not None
+        try:
+            bad = first_violation(req, env)
+        except (RequiresOverflow, ZeroDivisionError) as e:
+            raise _requires_error(self.name, req, env, e) from None
+        if bad is not None:
+            rel, left, right = bad
+            raise ContractViolation(
+                f"`{rel.source}` violated: left side {left}, right side {right}",
+                help=f"kernel `{self.name}`'s launch contract requires `{req.source}`",
+            )
+
+
+def _first_array(steps: tuple[tuple[int, Any, Any, int], ...], i: int) -> bool:
+    """True when an earlier argument is an array (so a device mismatch at `i` is the caller's error)."""
+    return any(s[0] != _SCALAR for s in steps[:i])
+
+
+def _slice_step(name: str, p: ParamSpec, a: object, dev: Device) -> tuple[int, Any, Any, int]:
+    if isinstance(a, Buffer):
+        return (_BUF, p, p.scalar.dtype, p.rank)
+    if isinstance(a, np.ndarray):
+        if dev.kind != "cpu":
+            raise A.arg_error(
+                name, p, f"is a NumPy array in host memory, but the launch runs on {dev.describe()}",
+                help="copy it to the device first: `dev.to_device(x)`",
+            )
+        return (_NUMPY, p, A.numpy_adapter(name, p), p.rank)
+    if dev.kind == "cuda" and hasattr(a, "__cuda_array_interface__"):
+        return (_OTHER, p, A.cai_adapter(name, p, dev), p.rank)
+    if dev.kind == "cuda" and hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
+        return (_OTHER, p, A.dlpack_adapter(name, p, dev), p.rank)
+    if dev.kind == "cpu" and hasattr(a, "__dlpack__"):
+        raise A.arg_error(
+            name, p, f"expects {A.describe_param(p)} on the CPU backend, got {A.describe_value(a)}",
+            help="on the CPU backend pass an anodize Buffer or a NumPy array (`np.from_dlpack(x)`)",
+        )
+    raise A.arg_error(
+        name, p, f"expects {A.describe_param(p)}, got {A.describe_value(a)}",
+        help="pass an anodize Buffer (`dev.to_device(x)`), or a CUDA array (CuPy, PyTorch) on a GPU",
+    )
+
+
+def _device_error(name: str, p: ParamSpec, a: Buffer, dev: Device) -> ArgumentError:
+    return A.arg_error(
+        name, p, f"lives on {a.device.describe()}, but the launch runs on {dev.describe()} "
+        "(the device of the first array argument)",
+        help="put every array argument on one device",
+    )
+
+
+def _alias_error(name: str, params: tuple[ParamSpec, ...], o: int, j: int, args: tuple[Any, ...]) -> AliasingError:
+    out, other = params[o], params[j]
+    same = args[o] is args[j]
+    what = "is the same buffer as" if same else "overlaps the memory of"
+    role = "another output" if other.is_output else "an input"
+    return AliasingError(
+        f"kernel `{name}`: output `{out.name}` ({A.describe_param(out)}) {what} `{other.name}` "
+        f"({A.describe_param(other)}, {role})",
+        help="an output may not share memory with any other argument; pass a separate buffer "
+        f"(for example `dev.empty(...)`) for `{out.name}`",
+    )
+
+
+def _requires_error(name: str, req: Any, env: Env, e: Exception) -> ContractViolation:
+    culprit = req.source
+    for rel in req.relations:
+        try:
+            eval_expr(rel.left, env)
+            eval_expr(rel.right, env)
+        except (RequiresOverflow, ZeroDivisionError):
+            culprit = rel.source
+            break
+    what = "overflows 64-bit integers" if isinstance(e, RequiresOverflow) else "divides by zero"
+    return ContractViolation(
+        f"`{culprit}` cannot be checked: it {what} for these arguments",
+        help=f"kernel `{name}`'s launch contract requires `{req.source}`; pass smaller sizes or scalars",
+    )

@@ -1,0 +1,63 @@
+"""Two small modules for the incremental and dmypy tests: a kernel, and a host that launches it."""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from pathlib import Path
+
+CONTRACT = "@launch_contract(domain=1, block=256)\n"
+
+KERNEL_MODULE = textwrap.dedent(
+    """\
+    from anodize import DisjointSlice, Slice, f32, kernel, launch_contract, thread
+
+
+    {contract}@kernel
+    def copy(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i]
+    """
+)
+
+HOST_MODULE = textwrap.dedent(
+    """\
+    import anodize as az
+    from kmod import copy
+
+
+    def go() -> None:
+        dev = az.device()
+        x = dev.empty(10, az.f32)
+        out = dev.empty(10, az.f32)
+        cfg = az.LaunchConfig.for_num_elems(10)
+        copy[cfg](x, out)
+        copy[cfg]({second}, out)
+    """
+)
+
+LAUNCH_LINES = (10, 11)  # the two launches in HOST_MODULE
+
+_LINE = re.compile(r"^(?P<file>[^:\s]+\.py):(?P<line>\d+):(?:\d+:)? (?P<sev>error|note): .*\[(?P<code>[a-z0-9-]+)\]$")
+
+
+def write(root: Path, *, contract: bool, second: str) -> None:
+    (root / "kmod.py").write_text(KERNEL_MODULE.format(contract=CONTRACT if contract else ""))
+    (root / "host.py").write_text(HOST_MODULE.format(second=second))
+
+
+def errors_in_text(out: str) -> set[tuple[str, int, str]]:
+    """(file, line, code) of every error in mypy's plain-text output."""
+    found = set()
+    for line in out.splitlines():
+        m = _LINE.match(line.strip())
+        if m and m["sev"] == "error":
+            found.add((Path(m["file"]).name, int(m["line"]), m["code"]))
+    return found
+
+
+def config(root: Path) -> Path:
+    cfg = root / "mypy.ini"
+    cfg.write_text("[mypy]\nplugins = anodize.checker.mypy_plugin\nstrict = True\n")
+    return cfg

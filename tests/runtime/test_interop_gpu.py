@@ -1,0 +1,112 @@
+"""CuPy and PyTorch arrays as kernel arguments (zero-copy), and the aliasing check across libraries."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from rt_kernels import scale2d, vecadd
+
+import anodize as az
+from anodize import AliasingError, ArgumentError
+from anodize.runtime.device import Device
+
+pytestmark = pytest.mark.gpu
+
+N = 4096
+
+
+class DLPackOnly:
+    """Hides `__cuda_array_interface__`, so the launch takes the DLPack path."""
+
+    def __init__(self, inner: Any):
+        self._inner = inner
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        return self._inner.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> Any:
+        return self._inner.__dlpack_device__()
+
+
+def test_cupy_arguments(gpu: Device) -> None:
+    cp = pytest.importorskip("cupy")
+    a = cp.arange(N, dtype=cp.float32)
+    b = cp.ones(N, dtype=cp.float32)
+    c = cp.zeros(N, dtype=cp.float32)
+    vecadd[az.LaunchConfig.for_num_elems(N)](a, b, c)
+    gpu.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(c), np.arange(N, dtype=np.float32) + 1)
+
+
+def test_cupy_on_its_own_stream(gpu: Device) -> None:
+    cp = pytest.importorskip("cupy")
+    with cp.cuda.Stream(non_blocking=True):
+        a = cp.arange(N, dtype=cp.float32) * 3  # queued on CuPy's stream
+        b = cp.ones(N, dtype=cp.float32)
+        c = cp.empty(N, dtype=cp.float32)
+        vecadd[az.LaunchConfig.for_num_elems(N)](a, b, c)  # our stream waits for CuPy's
+    gpu.synchronize()
+    np.testing.assert_array_equal(cp.asnumpy(c), np.arange(N, dtype=np.float32) * 3 + 1)
+
+
+def test_cupy_mixed_with_anodize_buffers(gpu: Device) -> None:
+    cp = pytest.importorskip("cupy")
+    a = gpu.to_device(np.arange(N, dtype=np.float32))
+    b = cp.full(N, 2, dtype=cp.float32)
+    c = gpu.empty(N, az.f32)
+    vecadd[az.LaunchConfig.for_num_elems(N)](a, b, c)
+    np.testing.assert_array_equal(c.to_host(), np.arange(N, dtype=np.float32) + 2)
+
+
+def test_cupy_aliasing_and_dtype(gpu: Device) -> None:
+    cp = pytest.importorskip("cupy")
+    big = cp.zeros(2 * N, dtype=cp.float32)
+    b = cp.zeros(N, dtype=cp.float32)
+    with pytest.raises(AliasingError, match="overlaps the memory of `a`"):
+        vecadd[az.LaunchConfig.for_num_elems(N)](big[:N], b, big[N // 2 : N // 2 + N])
+    with pytest.raises(ArgumentError, match="parameter `b`: expects elements of f32"):
+        vecadd[az.LaunchConfig.for_num_elems(N)](big[:N], cp.zeros(N, cp.float64), big[N:])
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        vecadd[az.LaunchConfig.for_num_elems(N)](big[::2], b, cp.zeros(N, cp.float32))
+
+
+def test_torch_arguments(gpu: Device) -> None:
+    torch = pytest.importorskip("torch")
+    a = torch.arange(N, dtype=torch.float32, device="cuda")
+    b = torch.ones(N, dtype=torch.float32, device="cuda")
+    c = torch.empty(N, dtype=torch.float32, device="cuda")
+    vecadd[az.LaunchConfig.for_num_elems(N)](a, b, c)
+    gpu.synchronize()
+    np.testing.assert_array_equal(c.cpu().numpy(), np.arange(N, dtype=np.float32) + 1)
+
+
+def test_torch_through_dlpack_only(gpu: Device) -> None:
+    torch = pytest.importorskip("torch")
+    m = torch.rand(33, 65, device="cuda")
+    out = torch.empty(33, 65, device="cuda")
+    scale2d[az.LaunchConfig.for_shape((33, 65))](DLPackOnly(m), DLPackOnly(out), 2.0)
+    gpu.synchronize()
+    torch.testing.assert_close(out, m * 2)
+
+
+def test_torch_views_sharing_storage_alias(gpu: Device) -> None:
+    torch = pytest.importorskip("torch")
+    base = torch.zeros(2 * N, device="cuda")
+    b = torch.zeros(N, device="cuda")
+    with pytest.raises(AliasingError, match="output `c`"):
+        vecadd[az.LaunchConfig.for_num_elems(N)](base[:N], b, base[N - 1 : 2 * N - 1])
+    with pytest.raises(AliasingError):
+        vecadd[az.LaunchConfig.for_num_elems(N)](DLPackOnly(base[:N]), b, DLPackOnly(base[:N]))
+
+
+def test_torch_errors(gpu: Device) -> None:
+    torch = pytest.importorskip("torch")
+    m = torch.rand(16, 32, device="cuda")
+    with pytest.raises(ArgumentError, match="C-contiguous"):
+        scale2d[az.LaunchConfig.for_shape((32, 16))](m.t(), torch.empty(32, 16, device="cuda"), 1.0)
+    with pytest.raises(ArgumentError, match="expects elements of f32"):
+        scale2d[az.LaunchConfig.for_shape((16, 32))](m.double(), torch.empty(16, 32, device="cuda"), 1.0)
+    with pytest.raises(ArgumentError, match="host memory|lives"):
+        scale2d[az.LaunchConfig.for_shape((16, 32))](m, torch.empty(16, 32), 1.0)
