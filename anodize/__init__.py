@@ -24,6 +24,11 @@ from anodize.errors import AliasingError, ArgumentError, CheckError, ContractVio
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import Buffer, Device, device
+# issue 7: lazy ops, stream pools, graph capture, ownership across time
+from anodize.runtime.graphs import Graph, capture
+from anodize.runtime.inflight import InFlightError
+from anodize.runtime.ops import Handle, Op, gather
+from anodize.runtime.streams import StreamPool, pinned_empty
 from anodize.types import (
     AtomicSlice,
     DisjointSlice,
@@ -54,25 +59,33 @@ __all__ = [
     "DisjointSlice",
     "DisjointSlice2D",
     "Func",
+    "Graph",
+    "Handle",
+    "InFlightError",
     "Index1D",
     "Index2D",
     "Kernel",
     "KernelFault",
     "LaunchConfig",
     "LaunchError",
+    "Op",
     "Slice",
     "Slice2D",
+    "StreamPool",
     "__version__",
     "bool_",
+    "capture",
     "device",
     "f32",
     "f64",
     "func",
+    "gather",
     "i32",
     "i64",
     "kernel",
     "launch_contract",
     "math",
+    "pinned_empty",
     "shared",
     "syncthreads",
     "thread",

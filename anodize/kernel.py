@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from anodize.checker.contract import Contract
     from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.ops import Op
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -68,6 +69,10 @@ class Launch(Protocol[P]):
     """
 
     def __call__(self, *args: Any) -> None: ...
+
+    def op(self, *args: Any) -> Op:
+        """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
+        ...
 
 
 class Kernel(Generic[P]):

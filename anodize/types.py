@@ -223,6 +223,10 @@ class Slice(_SliceBase[T]):
     def __getitem__(self, j: int | Index1D) -> T:
         _device_only("Slice.__getitem__")
 
+    def __contains__(self, j: int | Index1D) -> bool:
+        """`i in a`: a bounds guard on a read."""
+        _device_only("Slice.__contains__")
+
 
 @final
 class DisjointSlice(_SliceBase[T]):
@@ -252,6 +256,10 @@ class Slice2D(_SliceBase[T]):
 
     def __getitem__(self, rc: tuple[int, int] | Index2D) -> T:
         _device_only("Slice2D.__getitem__")
+
+    def __contains__(self, rc: tuple[int, int] | Index2D) -> bool:
+        """`ij in m`: a bounds guard on a read."""
+        _device_only("Slice2D.__contains__")
 
 
 @final

@@ -123,19 +123,23 @@ def enforce_kernel(kernel: Any) -> None:
         path = None
     line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1)
     analysis = _analysis_for(path) if path else None
-    if analysis is None:
+    if path is None or analysis is None:
         raise CheckError([messages.kernel_source_unavailable(Span.point(path or "<unknown>", line, 0), name)]) from None
     model = analysis.model
     if model is None:  # the file does not parse
         raise CheckError(analysis.diagnostics, {analysis.path: analysis.source}) from None
-    info = model.functions.get(name)
+    info = model.functions.get(getattr(fn, "__qualname__", name)) or model.functions.get(name)
     if info is None or info.kind != "kernel":
         candidates = [f for f in model.kernels() if f.name == name]
         info = candidates[0] if candidates else None
     if info is None:
+        # the checker cannot see this kernel (nested, built dynamically, or hidden by `import *`)
         raise CheckError(
-            [messages.unsupported(Span.point(path, line, 0), f"kernel `{name}` not defined at module level",
-                                  help="define kernels at the top level of a module")],
+            [messages.unsupported_here(
+                Span.point(path, line, 0), f"the checker cannot find kernel `{name}` in its module's source",
+                help="define kernels at the top level of a module, decorated with `@az.kernel` imported by name "
+                "or through `import anodize as az`")]
+            + [d for d in analysis.diagnostics if d.code == "az-unsupported" and d.span.line < line],
             {path: analysis.source},
         ) from None
     regions = []

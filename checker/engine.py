@@ -2,10 +2,12 @@
 
     diags = check_module(source, path)
 
-parses the module once, resolves `PositionProvider`, `ScopeProvider` and
-`QualifiedNameProvider` through one `MetadataWrapper`, builds the
-`ModuleModel` (checker/kernel_model.py) and runs every rule of
-`checker/rules/` in a single `visit_batched` pass.  `# anodize: ignore[az-code]`
+parses the module once, resolves `ScopeProvider` and `QualifiedNameProvider`
+through one `MetadataWrapper` (`PositionProvider` too, lazily, only when the
+module has something to report), builds the `ModuleModel`
+(checker/kernel_model.py) and runs every rule of `checker/rules/` in a single
+`visit_batched` pass.  A module that never mentions `anodize` is only
+syntax-checked (by Python's parser).  `# anodize: ignore[az-code]`
 on a line silences that code there.  A `Project` resolves kernels imported from
 other modules, for the launch-site rules.
 """
@@ -167,5 +169,6 @@ def _module_file(base: Path, module: str) -> str | None:
     rel = Path(*module.split(".")) if module else Path()
     for cand in (base / rel.with_suffix(".py") if module else None, base / rel / "__init__.py"):
         if cand is not None and cand.is_file():
-            return str(cand)
+            shown = os.path.relpath(cand)
+            return str(cand) if shown.startswith("..") else shown
     return None

@@ -282,7 +282,7 @@ class ModuleModel:
         except KeyError:
             return None
         if not isinstance(names, (set, frozenset)):
-            names = names()  # libcst resolves qualified names lazily
+            names = names()  # type: ignore[operator]  # libcst resolves qualified names lazily
         if not names:
             return None
         best = sorted(n.name for n in names)
@@ -340,6 +340,15 @@ class ModuleModel:
                 info = self._function(stmt)
                 self.functions[info.name] = info
                 self.by_node[stmt] = info
+            elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+                # kernels kept as static methods of a top-level class: `Holder.k`
+                for inner in stmt.body.body:
+                    if isinstance(inner, cst.FunctionDef):
+                        info = self._function(inner)
+                        if info.kind != "plain":
+                            info.name = f"{stmt.name.value}.{info.name}"
+                            self.functions[info.name] = info
+                            self.by_node[inner] = info
         # `k = az.kernel(f)` / `h = az.func(f)` at module level mark `f` too
         for stmt in self.module.body:
             if isinstance(stmt, cst.SimpleStatementLine):
@@ -620,12 +629,12 @@ class _Analyzer:
                 (lp.break_envs if isinstance(s, cst.Break) else lp.continue_envs).append(dict(env))
             return None
         if isinstance(s, cst.Del):
-            for t in _targets(s.target):
-                self.ev(t, env)
-                m.stores.add(t)
-                self._mark_write(getattr(t, "value", t), env)
-                if isinstance(t, cst.Name):
-                    env.pop(t.value, None)
+            for tgt in _targets(s.target):
+                self.ev(tgt, env)
+                m.stores.add(tgt)
+                self._mark_write(getattr(tgt, "value", tgt), env)
+                if isinstance(tgt, cst.Name):
+                    env.pop(tgt.value, None)
             return env
         if isinstance(s, cst.Raise):
             return None
@@ -778,11 +787,26 @@ class _Analyzer:
             if (new_state, lp.divergent, self.div_return) == before:
                 break
             state = new_state
+        else:
+            # no fixed point in MAX_FIXPOINT passes: widen (every changed value to a
+            # thread-dependent int, the loop divergent) and record one last pass
+            for k, v in list(state.items()):
+                if entry.get(k) != v:
+                    state[k] = VARYING if v.kind in ("witness", "scalar") else UNKNOWN
+            lp.divergent = lp.divergent or s
+            lp.break_envs, lp.continue_envs = [], []
+            iter_env = dict(state)
+            head(iter_env)
+            self.cond.append(s)
+            self.block(body, dict(iter_env))
+            self.cond.pop()
+            exit_env = dict(iter_env)
+            for be in lp.break_envs:
+                exit_env = join_env(exit_env, be)
         self.loops.pop()
         if orelse is not None:
             exit_env = self.block(orelse.body, exit_env) if exit_env is not None else None
         # after the loop every thread is back together: only the values carry the divergence
-        del entry
         return exit_env
 
     # expressions ----------------------------------------------------------------------------
@@ -829,15 +853,15 @@ class _Analyzer:
             m.ctx[node] = self.here()
             return Val("scalar", tdep=t)
         if isinstance(node, cst.IfExp):
-            c = self.ev(node.test, env)
-            if c.tdep:
+            cv = self.ev(node.test, env)
+            if cv.tdep:
                 self.cond.append(node.test)
             a = self.ev(node.body, env)
             b = self.ev(node.orelse, env)
-            if c.tdep:
+            if cv.tdep:
                 self.cond.pop()
             j = join(a, b) or UNKNOWN
-            return j.tainted() if c.tdep and j.kind == "scalar" else j
+            return j.tainted() if cv.tdep and j.kind == "scalar" else j
         if isinstance(node, cst.Subscript):
             return self.subscript(node, env)
         if isinstance(node, cst.Attribute):
@@ -872,7 +896,7 @@ class _Analyzer:
                 if isinstance(el.slice.value, cst.Tuple):
                     for e in el.slice.value.elements:
                         tdep = self.ev(e.value, env).tdep or tdep
-            else:
+            elif isinstance(el.slice, cst.Slice):
                 for part in (el.slice.lower, el.slice.upper, el.slice.step):
                     if part is not None:
                         self.ev(part, env)
@@ -1026,6 +1050,8 @@ class _Analyzer:
             return Callee("cast", short)
         if q.startswith("math.") and short in MATH_FUNCS:
             return Callee("math", q)
+        if q in ("builtins.int", "builtins.float", "builtins.bool"):
+            return Callee("cast", {"int": "i64", "float": "f64", "bool": "bool_"}[short])
         if q in ("builtins.abs", "builtins.min", "builtins.max", "builtins.len"):
             return Callee("builtin", short)
         if q == "builtins.range":

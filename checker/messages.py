@@ -51,7 +51,8 @@ def make(
 
 
 def syntax_error(span: Span, msg: str) -> Diagnostic:
-    return make("az-syntax", f"invalid syntax: {msg}", span, label="here")
+    text = "invalid syntax" if msg.strip().rstrip(".") in ("", "invalid syntax") else f"invalid syntax: {msg}"
+    return make("az-syntax", text, span, label="here")
 
 
 def unsupported(span: Span, construct: str, *, help: str | None = None) -> Diagnostic:
@@ -87,7 +88,35 @@ def cpu_backend_unsupported(span: Span, what: str) -> Diagnostic:
 
 
 # ---- mypy plugin ----
-# The launch-site note only the mypy plugin can give: sizes known from literals at a call.
+# Launch-site messages for launches the mypy plugin resolves through types.  The rank and
+# block wordings are the ones checker/rules/launch_rank.py writes, so both front ends agree.
+
+
+def launch_rank_mismatch(span: Span, kernel: str, rank: int, domain: int, decl: Span | None) -> Diagnostic:
+    return launch_rank(
+        span,
+        f"a {rank}-D launch configuration for `{kernel}`, whose contract has `domain={domain}`",
+        decl,
+        f"`{kernel}` declares domain {domain}",
+        help="use `az.LaunchConfig.for_num_elems(n)` for domain 1 and `az.LaunchConfig.for_shape((rows, cols))` for domain 2",
+    )
+
+
+def _show_block(t: tuple[int, ...]) -> str:
+    return str(t[0]) if len(t) == 1 else str(tuple(t))
+
+
+def launch_block_mismatch(
+    span: Span, kernel: str, block: tuple[int, ...], contract_block: tuple[int, ...], decl: Span | None
+) -> Diagnostic:
+    want = _show_block(contract_block)
+    return launch_rank(
+        span,
+        f"launch block {_show_block(block)} differs from the contract's block {want} for `{kernel}`",
+        decl,
+        f"`{kernel}` declares block {want}",
+        help=f"launch with `block={want}`",
+    )
 
 
 def requires_violated(span: Span, kernel: str, relation: str, left: int, right: int) -> Diagnostic:
@@ -238,10 +267,10 @@ def global_write(span: Span, what: str) -> Diagnostic:
     )
 
 
-def unsafe_op(span: Span, op: str) -> Diagnostic:
+def unsafe_op(span: Span, op: str, *, kind: str = "") -> Diagnostic:
     return make(
         "az-unsafe",
-        f"`{op}` is an unsafe-tier operation outside `{_WAY_OUT}`",
+        f"{kind + ' ' if kind else ''}`{op}` is an unsafe-tier operation outside `{_WAY_OUT}`",
         span,
         label="needs the unsafe tier",
         help=f"wrap it in `{_WAY_OUT}` and document why it is race-free",
@@ -306,3 +335,8 @@ def kernel_source_unavailable(span: Span, kernel: str) -> Diagnostic:
         f"kernel `{kernel}` without readable source",
         help="define kernels in a `.py` file; anodize reads the source to check and compile them",
     )
+
+
+def unsupported_here(span: Span, msg: str, *, help: str) -> Diagnostic:
+    """`az-unsupported` outside a kernel body (where the checker cannot follow the code)."""
+    return make("az-unsupported", msg, span, label="the checker cannot follow this", help=help)

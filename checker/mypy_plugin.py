@@ -40,6 +40,7 @@ __all__ = ["AnodizePlugin", "plugin", "ERROR_CODES"]
 
 KERNEL_CLASS = "anodize.kernel.Kernel"
 LAUNCH_CLASS = "anodize.kernel.Launch"
+FUNC_CALL = "anodize.kernel.Func.__call__"
 RUNTIME_PREFIX = "anodize.runtime."
 # Calls after which the module's engine results are reported (kernel modules, host modules).
 REPORTING_CALLS = {kernels.FUNC_FULLNAME, kernels.CONTRACT_FULLNAME, "anodize.runtime.device.device"}
@@ -87,16 +88,18 @@ class AnodizePlugin(Plugin):
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
-        if fullname == f"{LAUNCH_CLASS}.__call__":
+        if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
             return launches.launcher_signature
         if fullname == f"{KERNEL_CLASS}.unsafe_launch":
             return launches.unsafe_launch_signature
+        if fullname == FUNC_CALL:
+            return kernels.helper_signature
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         if fullname == f"{KERNEL_CLASS}.__getitem__":
             return launches.on_getitem
-        if fullname == f"{LAUNCH_CLASS}.__call__":
+        if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
             return launches.on_launch
         if fullname == f"{KERNEL_CLASS}.unsafe_launch":
             return launches.on_unsafe_launch

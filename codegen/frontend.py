@@ -7,35 +7,36 @@ which reports a located `az-unsupported` diagnostic naming the construct.
 Every diagnostic points at the user's file:line:col; internal errors are
 wrapped so no compiler frame shows in a user's error.
 
-`parse_contract(kernel)` reads `@launch_contract(...)` from the same source.
+`parse_contract(kernel)` (re-exported from `contract_parse.py`) reads `@launch_contract(...)`
+from the same source.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
-import inspect
-import math as pymath
-import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from anodize.checker import messages
-from anodize.checker.contract import Contract, Requires, RequiresSyntaxError, equal_lengths, parse_requires
+from anodize.checker.contract import Contract, Requires, equal_lengths
 from anodize.checker.diagnostics import CheckError, Diagnostic, Span
 from anodize.checker.model import (
     MATH_FUNCS,
-    MAX_THREADS_PER_BLOCK,
     RAW_IDS,
-    SCALARS,
     SLICE_KINDS,
-    WARP_OPS,
     WITNESS_MAKERS,
+    scalar_for_dtype,
 )
 from anodize.codegen.artifact import FaultSite, ParamSpec
 
 from . import ir
+from .contract_parse import parse_contract
+from .source import MISSING as _MISSING
+from .source import SourceInfo, source_info
+from .source import intrinsic_tag as _tag
+from .source import names_of as _names_of
 from .types import (
     BOOL,
     BY_NAME,
@@ -68,140 +69,6 @@ class _Fail(Exception):
 
 class _Silent(Exception):
     """An error already reported (a use of a name whose assignment failed)."""
-
-
-# ---- source --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class SourceInfo:
-    path: str
-    first_line: int  # file line of the first source line (the first decorator)
-    indent: int  # columns removed by dedent
-    text: str  # dedented source
-    fdef: ast.FunctionDef
-
-    def span(self, node: ast.AST) -> Span:
-        line = getattr(node, "lineno", 1) + self.first_line - 1
-        col = getattr(node, "col_offset", 0) + self.indent
-        end_lineno: int = getattr(node, "end_lineno", None) or getattr(node, "lineno", 1) or 1
-        end_col_offset: int = getattr(node, "end_col_offset", None) or getattr(node, "col_offset", 0) + 1
-        end_line = end_lineno + self.first_line - 1
-        end_col = end_col_offset + self.indent
-        return Span(self.path, line, col, end_line, end_col)
-
-
-_SOURCE_CACHE: dict[object, SourceInfo] = {}
-
-
-def source_info(fn: Callable[..., Any]) -> SourceInfo:
-    """The parsed source of a Python function, with its real file and line offset."""
-    code = getattr(fn, "__code__", None)
-    key = (code, getattr(code, "co_firstlineno", 0))
-    hit = _SOURCE_CACHE.get(key)
-    if hit is not None:
-        return hit
-    path = str(inspect.getsourcefile(fn) or getattr(code, "co_filename", "<unknown>"))
-    try:
-        lines, start = inspect.getsourcelines(fn)
-    except (OSError, TypeError) as exc:
-        raise CheckError(
-            [
-                messages.unsupported(
-                    Span.point(path, getattr(code, "co_firstlineno", 1), 0),
-                    f"a kernel whose source is unavailable (`{getattr(fn, '__name__', fn)}`)",
-                    help=f"define kernels in a .py file so anodize can read their source ({exc})",
-                )
-            ]
-        ) from None
-    raw = "".join(lines)
-    text = textwrap.dedent(raw)
-    first = next((ln for ln in lines if ln.strip()), lines[0])
-    first_ded = next((ln for ln in text.splitlines() if ln.strip()), "")
-    indent = (len(first) - len(first.lstrip())) - (len(first_ded) - len(first_ded.lstrip()))
-    try:
-        tree = ast.parse(text)
-    except SyntaxError as exc:
-        raise CheckError(
-            [messages.syntax_error(Span.point(path, (exc.lineno or 1) + start - 1, (exc.offset or 1) - 1), str(exc.msg))]
-        ) from None
-    fdef = tree.body[0]
-    if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        raise CheckError([messages.unsupported(Span.point(path, start, 0), "this kernel definition")]) from None
-    info = SourceInfo(path, start, indent, text, fdef)  # type: ignore[arg-type]
-    if isinstance(fdef, ast.AsyncFunctionDef):
-        raise CheckError([messages.unsupported(info.span(fdef), "`async def`")]) from None
-    _SOURCE_CACHE[key] = info
-    return info
-
-
-# ---- static name resolution ----------------------------------------------------------------
-
-_MISSING = object()
-_TABLE: dict[int, tuple[object, tuple[str, ...]]] | None = None
-
-
-def _intrinsics() -> dict[int, tuple[object, tuple[str, ...]]]:
-    """id(object) -> (object, tag) for every Python object the language gives meaning to."""
-    global _TABLE
-    if _TABLE is not None:
-        return _TABLE
-    import anodize
-    import anodize.math as azmath
-    import anodize.shared as azshared
-    import anodize.thread as azthread
-    import anodize.types as aztypes
-    import anodize.warp as azwarp
-
-    t: dict[int, tuple[object, tuple[str, ...]]] = {}
-
-    def put(obj: object, *tag: str) -> None:
-        t[id(obj)] = (obj, tag)
-
-    for n in WITNESS_MAKERS:
-        put(getattr(azthread, n), "witness", n)
-    for n in RAW_IDS:
-        put(getattr(azthread, n), "raw", n)
-    for n in WARP_OPS:
-        put(getattr(azwarp, n), "warp", n)
-    for n in MATH_FUNCS:
-        put(getattr(azmath, n), "math", n)
-        if hasattr(pymath, n):
-            put(getattr(pymath, n), "math", n)
-    put(anodize.syncthreads, "barrier")
-    put(anodize.unsafe, "unsafe")
-    put(azshared.array, "shared_array")
-    for n in SCALARS:
-        put(getattr(aztypes, n), "scalar", n)
-    for n in SLICE_KINDS:
-        put(getattr(aztypes, n), "slice", n)
-    put(aztypes.Index1D, "witness_type", "1")
-    put(aztypes.Index2D, "witness_type", "2")
-    put(builtins.int, "scalar", "i64")
-    put(builtins.float, "scalar", "f64")
-    put(builtins.bool, "scalar", "bool_")
-    for n in ("abs", "min", "max", "len", "range"):
-        put(getattr(builtins, n), "builtin", n)
-    _TABLE = t
-    return t
-
-
-def _tag(obj: object) -> tuple[str, ...] | None:
-    hit = _intrinsics().get(id(obj))
-    return hit[1] if hit is not None and hit[0] is obj else None
-
-
-def _names_of(fn: Callable[..., Any]) -> dict[str, Any]:
-    env: dict[str, Any] = dict(getattr(fn, "__globals__", {}))
-    code = getattr(fn, "__code__", None)
-    closure = getattr(fn, "__closure__", None) or ()
-    if code is not None:
-        for name, cell in zip(code.co_freevars, closure, strict=False):
-            try:
-                env[name] = cell.cell_contents
-            except ValueError:
-                pass
-    return env
 
 
 # ---- the per-kernel context ----------------------------------------------------------------
@@ -291,10 +158,6 @@ def _wrap_int(v: int, ty: ScalarTy) -> int:
     if ty.signed and v >= 1 << (bits - 1):
         v -= 1 << bits
     return v
-
-
-def _default(c: ir.Const) -> ScalarTy:
-    return c.ty
 
 
 # ---- the function compiler -------------------------------------------------------------------
@@ -897,6 +760,9 @@ class _FnCompiler(ast.NodeVisitor):
         span = self.span(node)
         if isinstance(obj, bool):
             return ir.Const(obj, BOOL, span, weak=True)
+        info = scalar_for_dtype(getattr(obj, "dtype", None)) if hasattr(obj, "item") and hasattr(obj, "dtype") and getattr(obj, "shape", None) == () else None
+        if info is not None:  # a NumPy scalar keeps its type: `SCALE = np.float32(0.5)`
+            return ir.Const(obj.item(), BY_NAME[info.name], span)
         if isinstance(obj, int):
             return ir.Const(int(obj), I64, span, weak=True)
         if isinstance(obj, float):
@@ -1484,141 +1350,3 @@ def _equal_shapes(req: Requires) -> list[set[str]]:
             if len(both) > 1:
                 out.append(both)
     return out
-
-
-# ---- the contract ------------------------------------------------------------------------------
-
-
-def parse_contract(kernel: Any) -> Contract | None:
-    """The kernel's `@launch_contract`, read from its source; None when it has none.
-
-    Raises CheckError with located `az-contract` diagnostics when it is malformed."""
-    from anodize.kernel import Kernel
-
-    fn = kernel.fn if isinstance(kernel, Kernel) else kernel
-    spec = kernel.contract_spec if isinstance(kernel, Kernel) else getattr(fn, "__az_contract__", None)
-    src = source_info(fn)
-    names = _names_of(fn)
-    deco = None
-    for d in src.fdef.decorator_list:
-        if isinstance(d, ast.Call):
-            target = d.func
-            obj = _static_in(target, names)
-            from anodize.kernel import launch_contract
-
-            if obj is launch_contract or (obj is _MISSING and isinstance(target, (ast.Name, ast.Attribute)) and ast.unparse(target).endswith("launch_contract")):
-                deco = d
-                break
-    if deco is None:
-        if spec is None:
-            return None
-        return _contract_from_spec(spec, src, fn)
-    diags: list[Diagnostic] = []
-    span = src.span
-    params = [p.arg for p in src.fdef.args.args]
-    kw = {k.arg: k.value for k in deco.keywords if k.arg}
-    if deco.args:
-        diags.append(messages.contract(span(deco.args[0]), "`launch_contract` takes keyword arguments only"))
-    for k_ in deco.keywords:
-        if k_.arg not in ("domain", "block", "requires", "min_compute_capability"):
-            diags.append(messages.contract(span(k_.value), f"unknown `launch_contract` argument `{k_.arg}`"))
-    domain = 0
-    if "domain" not in kw:
-        diags.append(messages.contract(span(deco), "`launch_contract` needs `domain=1` or `domain=2`"))
-    else:
-        d = _literal(kw["domain"], names)
-        if d not in (1, 2) or isinstance(d, bool):
-            diags.append(messages.contract(span(kw["domain"]), f"`domain` must be 1 or 2, found `{ast.unparse(kw['domain'])}`"))
-        else:
-            domain = d
-    block: tuple[int, ...] | None = None
-    if "block" in kw and not (isinstance(kw["block"], ast.Constant) and kw["block"].value is None):
-        b = _literal(kw["block"], names)
-        bt = (b,) if isinstance(b, int) and not isinstance(b, bool) else b
-        if not isinstance(bt, tuple) or not 1 <= len(bt) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in bt):
-            diags.append(messages.contract(span(kw["block"]), "`block` must be a positive int or a tuple of positive ints"))
-        else:
-            block = bt
-            n = 1
-            for x in bt:
-                n *= x
-            rank = len(bt) if not (len(bt) == 3 and bt[2] == 1) else 2
-            if domain and rank != domain:
-                diags.append(
-                    messages.contract(
-                        span(kw["block"]),
-                        f"`block` has rank {rank} but `domain={domain}`",
-                        help="give `block` one entry per launch dimension, in CUDA order `(x, y)`",
-                    )
-                )
-            if n > MAX_THREADS_PER_BLOCK:
-                diags.append(messages.contract(span(kw["block"]), f"`block` has {n} threads; the limit is {MAX_THREADS_PER_BLOCK}"))
-    requires = None
-    if "requires" in kw:
-        lam = kw["requires"]
-        if not isinstance(lam, ast.Lambda):
-            diags.append(messages.contract(span(lam), "`requires` must be a lambda, e.g. `requires=lambda a, c: len(a) == len(c)`"))
-        else:
-            try:
-                requires = parse_requires(lam, src.text)
-                for p, node in zip(requires.params, lam.args.args, strict=True):
-                    if p not in params:
-                        diags.append(messages.contract(span(node), f"`requires` names `{p}`, which is not a parameter of the kernel"))
-            except RequiresSyntaxError as exc:
-                diags.append(messages.contract(span(exc.node), exc.message))
-    cc = None
-    if "min_compute_capability" in kw:
-        v = _literal(kw["min_compute_capability"], names)
-        if not (isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int) and x >= 0 for x in v)):
-            diags.append(messages.contract(span(kw["min_compute_capability"]), "`min_compute_capability` must be a `(major, minor)` tuple"))
-        else:
-            cc = v
-    if diags:
-        raise CheckError(diags) from None
-    return Contract(domain, block, requires, cc)
-
-
-def _static_in(node: ast.expr, names: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Name):
-        return names.get(node.id, getattr(builtins, node.id, _MISSING))
-    if isinstance(node, ast.Attribute):
-        base = _static_in(node.value, names)
-        return _MISSING if base is _MISSING else getattr(base, node.attr, _MISSING)
-    return _MISSING
-
-
-def _literal(node: ast.expr, names: dict[str, Any]) -> Any:
-    try:
-        return ast.literal_eval(node)
-    except ValueError:
-        pass
-    if isinstance(node, ast.Tuple):
-        return tuple(_literal(e, names) for e in node.elts)
-    v = _static_in(node, names)
-    return None if v is _MISSING else v
-
-
-def _contract_from_spec(spec: Any, src: SourceInfo, fn: Callable[..., Any]) -> Contract:
-    """A contract applied without decorator syntax (`launch_contract(...)(k)`)."""
-    span = src.span(src.fdef)
-    diags: list[Diagnostic] = []
-    if spec.domain not in (1, 2):
-        diags.append(messages.contract(span, f"`domain` must be 1 or 2, found `{spec.domain!r}`"))
-    block = spec.block
-    if isinstance(block, int):
-        block = (block,)
-    requires = None
-    if spec.requires is not None:
-        try:
-            lsrc = textwrap.dedent(inspect.getsource(spec.requires))
-            lam = next(n for n in ast.walk(ast.parse(lsrc.strip().rstrip(",").strip(), mode="exec")) if isinstance(n, ast.Lambda))
-            requires = parse_requires(lam, None)
-        except (OSError, TypeError, StopIteration, SyntaxError, RequiresSyntaxError) as exc:
-            diags.append(messages.contract(span, f"cannot read the `requires` lambda's source ({exc})"))
-    if diags:
-        raise CheckError(diags) from None
-    return Contract(spec.domain, block, requires, spec.min_compute_capability)
-
-
-def iter_sites(k: ir.KernelIR) -> Iterator[FaultSite]:
-    yield from k.fault_sites

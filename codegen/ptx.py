@@ -200,10 +200,13 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[st
     for g in mod.global_variables:
         if not g.is_declaration and g.name not in keep:
             g.linkage = "internal"
-    if opt <= 0:
-        return
-    pto = llvm.create_pipeline_tuning_options(speed_level=min(opt, 3))
+    pto = llvm.create_pipeline_tuning_options(speed_level=max(0, min(opt, 3)))
     pb = llvm.create_pass_builder(tm, pto)
+    if opt <= 0:  # no optimisation, but drop the unused (internalised) libdevice functions
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_global_dead_code_eliminate_pass()
+        mpm.run(mod, pb)
+        return
     pb.getModulePassManager().run(mod, pb)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from anodize.checker.model import SCALARS, ScalarInfo, scalar_for_dtype
 from anodize.errors import ArgumentError
+from anodize.runtime import inflight as _inflight  # issue 7: writes to in-flight buffers are refused
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -112,6 +113,8 @@ class Buffer:
     # -- data movement --------------------------------------------------------------------
     def to_host(self) -> np.ndarray:
         """A NumPy copy; waits for pending work and raises any pending `KernelFault` first."""
+        if _inflight._ACTIVE:  # issue 7: refuse to read what an in-flight op writes
+            _inflight.check_host_read(self, "copy this buffer to the host")
         out = np.empty(self._shape, dtype=self._dtype)
         self._device._download(out, self._ptr, self._nbytes)
         self._device.check()
@@ -127,7 +130,16 @@ class Buffer:
             )
         if arr.shape != self._shape:
             raise ArgumentError(f"`copy_from` needs shape {self._shape}, got {arr.shape}")
+        if _inflight._ACTIVE:  # issue 7: refuse to overwrite what an in-flight op uses
+            _inflight.check_host_write(self, "`copy_from` into this buffer")
         self._device._upload(self._ptr, np.ascontiguousarray(arr), self._nbytes)
+
+    # ADDED for issue 7 (runtime/ops.py): a lazy copy to a new host array.
+    def to_host_op(self) -> Any:
+        """A lazy copy to a new host array (pinned on a GPU); the array is the op's result."""
+        from anodize.runtime.ops import ToHostOp
+
+        return ToHostOp(self)
 
     # -- views ----------------------------------------------------------------------------
     def __getitem__(self, key: object) -> Buffer:

@@ -86,6 +86,13 @@ class Device:
             self._fill_zero(buf.ptr, buf.nbytes)
         return buf
 
+    # ADDED for issue 7 (runtime/ops.py): a lazy copy, device<->device or host<->device.
+    def copy_op(self, dst: Any, src: Any) -> Any:
+        """A lazy copy: Buffer <- Buffer, Buffer <- NumPy array, or NumPy array <- Buffer."""
+        from anodize.runtime.ops import copy_op
+
+        return copy_op(self, dst, src)
+
     def _new(self, shape: tuple[int, ...], scalar: ScalarInfo) -> Buffer:
         n = 1
         for s in shape:

@@ -175,6 +175,22 @@ class Launcher:
             if not plan.run(args):  # pragma: no cover - the plan was made for this device
                 raise LaunchError("internal error: a launch plan rejected its own device")
 
+    # ADDED for issue 7 (lazy ops, runtime/ops.py): validate exactly as a launch does, but
+    # record the flat ABI arguments in a KernelOp instead of launching.
+    def op(self, *args: Any) -> Any:
+        """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
+        from anodize.runtime.ops import KernelOp
+
+        types = tuple(map(type, args))
+        record: list[Any] = []
+        plan = self._plans.get(types)
+        if plan is None or not plan.run(args, record):
+            plan = self._plan_for(types, args)
+            self._plans[types] = plan
+            if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
+                raise LaunchError("internal error: a launch plan rejected its own device")
+        return KernelOp(self, plan, args, record[0])
+
     def __repr__(self) -> str:
         kind = "launch" if self.safe else "unsafe launch"
         return f"<anodize {kind} of {self.kernel.__name__} with {self.config}>"
@@ -293,8 +309,10 @@ class _Plan:
 
         _mark_used(dev)
 
-    def run(self, args: tuple[Any, ...]) -> bool:
-        """Validate and launch; False when the arguments live on another device (re-plan)."""
+    def run(self, args: tuple[Any, ...], record: list[Any] | None = None) -> bool:
+        """Validate and launch; False when the arguments live on another device (re-plan).
+
+        With `record` (issue 7, `Launcher.op`): validate, append the flat arguments, launch nothing."""
         dev = self.device
         n = self.nargs
         if len(args) != n:
@@ -339,6 +357,9 @@ class _Plan:
                 raise _alias_error(self.name, self.params, o, j, args)
         if self.requires is not None:
             self._check_requires(shapes, values)
+        if record is not None:  # issue 7: a lazy op records instead of launching
+            record.append(flat)
+            return True
         self.arena.dirty = True
         if self.is_cpu:
             cfg = self.config

@@ -7,7 +7,9 @@ codes: `# E: az-alias, az-no-contract`).  `expectations(path)` returns the
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -18,9 +20,18 @@ _CODE = re.compile(r"az-[a-z][a-z0-9-]*")
 
 
 def expectations_from_source(source: str) -> set[tuple[int, str]]:
+    """`(line, code)` for each `# E: az-code` in a comment (text inside strings is ignored)."""
     out: set[tuple[int, str]] = set()
-    for lineno, line in enumerate(source.splitlines(), start=1):
-        m = _MARK.search(line)
+    try:
+        comments = [
+            (tok.start[0], tok.string)
+            for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+            if tok.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):  # not valid Python: fall back to plain lines
+        comments = list(enumerate(source.splitlines(), start=1))
+    for lineno, text in comments:
+        m = _MARK.search(text)
         if m:
             for code in _CODE.findall(m.group(1)):
                 out.add((lineno, code))

@@ -30,6 +30,7 @@ SMALL: dict[str, dict[str, int]] = {
     "sgemm": {"m": 40, "k": 33, "n": 29},
     "softmax": {"rows": 5, "cols": 300},
     "scan": {"n": 3_000},
+    "async_pipeline": {"n": 6_000, "chunks": 4},
 }
 
 

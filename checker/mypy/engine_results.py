@@ -39,7 +39,7 @@ class ModuleResult:
     started_ns: int  # when the engine read the module (and the modules it imports)
 
 
-_results: dict[str, ModuleResult] = {}  # by path; the process lives on under dmypy
+_results: dict[str, ModuleResult] = {}  # by absolute path; the process lives on under dmypy
 _pending: dict[str, tuple[str, int, Future[tuple[tuple[Diagnostic, ...], str | None]]]] = {}
 _pool: ProcessPoolExecutor | None = None
 _pool_broken = False
@@ -48,13 +48,20 @@ _pool_broken = False
 # ---- the engine itself (runs in a worker or in-process) -------------------------------------
 
 
+_project: object | None = None  # the engine's import resolver, shared by a process's modules
+
+
 def run_engine(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | None]:
+    global _project
     try:
         from anodize.checker.api import check_source
+        from anodize.checker.engine import Project
     except ImportError as exc:  # the engine is not installed: typing still works
         return (), f"the anodize rule engine is unavailable ({exc})"
     try:
-        return tuple(check_source(source, path)), None
+        if _project is None:
+            _project = Project()
+        return tuple(check_source(source, path, _project)), None  # type: ignore[arg-type]
     except Exception as exc:  # an engine bug must not crash the user's mypy run
         return (), f"the anodize checker failed on this module: {type(exc).__name__}: {exc}"
 
@@ -83,6 +90,22 @@ def _workers() -> int:
     return max(1, min(4, (os.cpu_count() or 2) - 1))
 
 
+def _worker_init(parent: int) -> None:
+    """Workers end with mypy: mypy leaves with `os._exit`, which skips the pool's shutdown."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+    if os.getppid() != parent:
+        os._exit(0)
+    devnull = os.open(os.devnull, os.O_RDWR)  # never hold mypy's output pipes open
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)
+
+
 def _get_pool() -> ProcessPoolExecutor | None:
     global _pool, _pool_broken
     if _pool is None and not _pool_broken:
@@ -91,7 +114,12 @@ def _get_pool() -> ProcessPoolExecutor | None:
             _pool_broken = True
             return None
         try:
-            _pool = ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("fork"))
+            _pool = ProcessPoolExecutor(
+                max_workers=n,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_worker_init,
+                initargs=(os.getpid(),),
+            )
         except (OSError, ValueError):
             _pool_broken = True
     return _pool
@@ -128,7 +156,8 @@ def prefetch(tree: MypyFile) -> None:
     if source is None:
         return
     digest = _digest(source)
-    cached = _results.get(tree.path)
+    key = os.path.abspath(tree.path)
+    cached = _results.get(key)
     if cached is not None and cached.digest == digest:
         return
     try:
@@ -136,7 +165,7 @@ def prefetch(tree: MypyFile) -> None:
     except Exception:  # a broken pool: fall back to in-process checks
         _disable_pool()
         return
-    _pending[tree.path] = (digest, time.time_ns(), fut)
+    _pending[key] = (digest, time.time_ns(), fut)
 
 
 def _disable_pool() -> None:
@@ -183,10 +212,11 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
     if source is None:
         return None
     digest = _digest(source)
-    cached = _results.get(path)
+    cached = _results.get(os.path.abspath(path))
     if cached is not None and cached.digest == digest and _deps_unchanged(api, tree, cached.started_ns):
         return cached
-    pending = _pending.pop(path, None)
+    key = os.path.abspath(path)
+    pending = _pending.pop(key, None)
     result: ModuleResult | None = None
     if pending is not None and pending[0] == digest and _deps_unchanged(api, tree, pending[1]):
         try:
@@ -198,7 +228,7 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         started = time.time_ns()
         diags, failure = run_engine(source, path)
         result = ModuleResult(digest, diags, failure, started)
-    _results[path] = result
+    _results[key] = result
     return result
 
 

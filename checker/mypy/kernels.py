@@ -11,10 +11,11 @@ import ast
 from typing import Any
 
 from mypy.nodes import CallExpr, Decorator, Expression, IntExpr, LambdaExpr, RefExpr, TupleExpr, UnaryExpr
-from mypy.plugin import FunctionContext
-from mypy.types import Type
+from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodSigContext
+from mypy.types import FunctionLike, Instance, Type, UnionType, get_proper_type
 
 from anodize.checker.contract import RequiresSyntaxError, parse_requires
+from anodize.checker.model import SCALARS
 
 from . import meta
 from .engine_results import read_source, report_module
@@ -22,6 +23,7 @@ from .engine_results import read_source, report_module
 KERNEL_FULLNAME = "anodize.kernel.kernel"
 FUNC_FULLNAME = "anodize.kernel.func"
 CONTRACT_FULLNAME = "anodize.kernel.launch_contract"
+_SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
 
 _trees: dict[str, tuple[str, ast.Module | None]] = {}
 
@@ -115,3 +117,19 @@ def _module_ast(path: str) -> ast.Module | None:
             tree = None
         _trees[path] = (source, tree)
     return _trees[path][1]
+
+
+def helper_signature(ctx: MethodSigContext) -> FunctionLike:
+    """A call of an `@az.func` helper inside a kernel: literals are weakly typed there, so an
+    `i32` parameter takes a Python int and an `f32` one a float (the engine checks the rest)."""
+    sig = ctx.default_signature
+    return sig.copy_modified(arg_types=[weak_scalar(ctx.api, t) for t in sig.arg_types])
+
+
+def weak_scalar(api: CheckerPluginInterface, typ: Type) -> Type:
+    p = get_proper_type(typ)
+    if isinstance(p, Instance) and p.type.fullname in _SCALARS:
+        info = _SCALARS[p.type.fullname]
+        host = "builtins.float" if info.is_float else "builtins.int"  # bool is an int too
+        return UnionType.make_union([typ, api.named_generic_type(host, [])])
+    return typ

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 from typing import Any
+
 from mypy import errorcodes
 from mypy.literals import literal_hash
 from mypy.nodes import (
@@ -56,7 +57,7 @@ from anodize.checker.model import SCALARS, SLICE_KINDS
 from . import meta
 from .codes import report
 from .engine_results import engine_reported, report_module
-from .hostvalues import buffer_facts, config_facts, literal_int
+from .hostvalues import buffer_facts, config_facts, literal_int, pad3
 
 SLICE_CLASSES = {f"anodize.types.{name}": info for name, info in SLICE_KINDS.items()}
 SCALAR_CLASSES = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
@@ -106,41 +107,25 @@ def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
         return
     if not (ctx.arg_types and ctx.arg_types[0] and ctx.args and ctx.args[0]):
         return
-    cfg_span = span_of(ctx.api, ctx.args[0][0])
+    site = span_of(ctx.api, ctx.context)  # `k[config]`, where the engine reports it too
     rank, block = config_facts(ctx.arg_types[0][0])
     domain = contract.get("domain")
     want_block = contract.get("block")
     if isinstance(domain, int) and rank is not None and rank != domain:
-        maker = "LaunchConfig.for_shape((rows, cols))" if domain == 2 else "LaunchConfig.for_num_elems(n)"
-        report_new(
-            ctx.api,
-            messages.launch_rank(
-                cfg_span,
-                f"`{name}` is launched with a {rank}-D configuration, but its contract declares `domain={domain}`",
-                _defined(kinfo),
-                f"`{name}` declares `domain={domain}` here",
-                help=f"build the configuration with `{maker}`",
-            ),
-            ctx.context,
-        )
-    elif isinstance(want_block, list) and block is not None and _pad3(want_block) != block:
-        want = want_block[0] if len(want_block) == 1 else tuple(want_block)
-        report_new(
-            ctx.api,
-            messages.launch_rank(
-                cfg_span,
-                f"`{name}` is launched with block {block}, but its contract declares `block={want}`",
-                _defined(kinfo),
-                f"`{name}` declares `block={want}` here",
-                help=f"pass `block={want}` when building the configuration",
-            ),
-            ctx.context,
-        )
+        diag = messages.launch_rank_mismatch(site, name, rank, domain, _defined(kinfo))
+        report_new(ctx.api, diag, ctx.context)
+    elif isinstance(want_block, list) and block is not None and pad3(want_block) != block:
+        shown = _trim(block)
+        diag = messages.launch_block_mismatch(site, name, shown, tuple(want_block), _defined(kinfo))
+        report_new(ctx.api, diag, ctx.context)
 
 
-def _pad3(dims: list[int]) -> tuple[int, int, int]:
-    t = (list(dims) + [1, 1, 1])[:3]
-    return (t[0], t[1], t[2])
+def _trim(block: tuple[int, int, int]) -> tuple[int, ...]:
+    """(128, 1, 1) -> (128,), as the block was written."""
+    dims = list(block)
+    while len(dims) > 1 and dims[-1] == 1:
+        dims.pop()
+    return tuple(dims)
 
 
 # ---- the launcher's signature ------------------------------------------------------------

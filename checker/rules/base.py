@@ -49,11 +49,13 @@ class Rule(BatchableCSTVisitor):
 
     def get_visitors(self) -> dict[str, Callable[[cst.CSTNode], None]]:
         # keyed by attribute name, so `visit_List = visit_Set = _container` aliases work too
-        return {
-            name: getattr(self, name)
-            for name in dir(self)
-            if name.startswith(("visit_", "leave_")) and callable(getattr(self, name))
-        }
+        out = {}
+        for name in dir(self):
+            if name.startswith(("visit_", "leave_")):
+                m = getattr(self, name)
+                if callable(m) and not getattr(m, "_is_no_op", False):  # skip libcst's empty stubs
+                    out[name] = m
+        return out
 
     def report(self, diag: Diagnostic) -> None:
         self.rc.report(diag)

@@ -165,15 +165,15 @@ def h(x: f32) -> f32:
                           f"use the parameter names of `{fn.name}`")
                 return
         for rel in req.relations:
-            for e in _walk(rel.left) + _walk(rel.right):
-                p = fn.params.get(getattr(e, "param", getattr(e, "name", "")))
+            for term in _walk(rel.left) + _walk(rel.right):
+                p = fn.params.get(getattr(term, "param", getattr(term, "name", "")))
                 if p is None:
                     continue
-                if isinstance(e, Len) and p.kind != "slice":
+                if isinstance(term, Len) and p.kind != "slice":
                     self._say(node, f"`len({p.name})` in `requires`, but `{p.name}` is not a slice")
-                elif isinstance(e, Shape) and not (p.slice_kind and p.slice_kind.rank == 2):
-                    self._say(node, f"`{p.name}.shape[{e.axis}]` in `requires`, but `{p.name}` is not a 2-D slice", f"use `len({p.name})`")
-                elif isinstance(e, Param) and not (p.kind == "scalar" and p.scalar in _INT_SCALARS):
+                elif isinstance(term, Shape) and not (p.slice_kind and p.slice_kind.rank == 2):
+                    self._say(node, f"`{p.name}.shape[{term.axis}]` in `requires`, but `{p.name}` is not a 2-D slice", f"use `len({p.name})`")
+                elif isinstance(term, Param) and not (p.kind == "scalar" and p.scalar in _INT_SCALARS):
                     self._say(node, f"`{p.name}` in `requires` must be an integer scalar parameter",
                               f"use `len({p.name})`" if p.kind == "slice" else None)
 

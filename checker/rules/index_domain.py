@@ -45,30 +45,30 @@ def k2(c: DisjointSlice[f32]) -> None:
         fn = self.model.by_node.get(node)
         if fn is None or not fn.is_device:
             return
-        seen: set[cst.CSTNode] = set()
+        seen: set[tuple[cst.CSTNode, int]] = set()
         first: dict[int, cst.CSTNode] = {}
-        direct = [(c, d, None) for c, d in fn.witness_uses]
-        via = []
-        for call, h in fn.helper_calls:
-            for d, _ in h.domains_used().items():
-                via.append((call, d, h.name))
+        direct: list[tuple[cst.CSTNode, int, str | None]] = [(c, d, None) for c, d in fn.witness_uses]
+        via: list[tuple[cst.CSTNode, int, str | None]] = []
+        for hcall, h in fn.helper_calls:
+            for d in h.domains_used():
+                via.append((hcall, d, h.name))
         domain = fn.domain if fn.kind == "kernel" else None
         contract_span = None
         if fn.contract is not None and "domain" in fn.contract.args:
             contract_span = self.span(fn.contract.args["domain"])
-        for call, d, helper in sorted(direct + via, key=lambda t: (self.span(t[0]).line, self.span(t[0]).col)):
-            if (call, d) in seen:
+        for site, d, helper in sorted(direct + via, key=lambda t: (self.span(t[0]).line, self.span(t[0]).col)):
+            if (site, d) in seen:
                 continue
-            seen.add((call, d))  # type: ignore[arg-type]
+            seen.add((site, d))
             maker = "thread.index_1d()" if d == 1 else "thread.index_2d()"
-            callee = self.model.callees.get(call)  # type: ignore[arg-type]
+            callee = self.model.callees.get(site) if isinstance(site, cst.Call) else None
             if callee is not None and callee.kind == "grid_stride":
                 maker = "thread.grid_stride()"
             if domain is not None:
                 if d != domain:
-                    self.report(messages.index_domain(self.span(call), maker, d, domain, contract_span, via=helper))
+                    self.report(messages.index_domain(self.span(site), maker, d, domain, contract_span, via=helper))
             else:
-                first.setdefault(d, call)
+                first.setdefault(d, site)
                 other = 3 - d
-                if other in first and first[other] is not call and fn.contract is None:
-                    self.report(messages.index_domain_mixed(self.span(call), self.span(first[other])))
+                if other in first and first[other] is not site and fn.contract is None:
+                    self.report(messages.index_domain_mixed(self.span(site), self.span(first[other])))

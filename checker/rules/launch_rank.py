@@ -62,10 +62,10 @@ def main(c: object) -> None:
     def _config(self, e: cst.BaseExpression) -> tuple[int | None, tuple[int, ...] | None, cst.CSTNode]:
         seen = 0
         while isinstance(e, cst.Name) and seen < 8:
-            b = self.binding(e.value)
-            if b is None:
+            bound = self.binding(e.value)
+            if bound is None:
                 return None, None, e
-            e, seen = b[0], seen + 1
+            e, seen = bound[0], seen + 1
         if not isinstance(e, cst.Call):
             return None, None, e
         q = self.model.qualname(e.func) or ""

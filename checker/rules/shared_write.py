@@ -62,6 +62,11 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             if isinstance(t.target, cst.Name):
                 self._rebind(t.target, node.value)
 
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._check_store(node.target, "write")
+        if isinstance(node.target, cst.Name) and node.value is not None:
+            self._rebind(node.target, node.value)
+
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self._check_store(node.target, "write")
 

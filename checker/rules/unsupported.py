@@ -101,8 +101,9 @@ def k(c: DisjointSlice[f32]) -> None:
             in ("az.kernel", "az.func")
             for d in node.decorators
         ):
-            self._say(node.name, "a kernel or helper not defined at module level",
-                      "define kernels and `@az.func` helpers at the top level of a module")
+            self.report(messages.unsupported_here(
+                self.span(node.name), f"`{node.name.value}` is a kernel or helper not defined at module level",
+                help="define kernels and `@az.func` helpers at the top level of a module"))
         super().visit_FunctionDef(node)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
@@ -116,9 +117,19 @@ def k(c: DisjointSlice[f32]) -> None:
         if self.active:
             self._say(node, _SIMPLE[type(node)], _HELP.get(type(node)))
 
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if self.active:
+            self._simple(node)
+        elif isinstance(node.names, cst.ImportStar) and node.module is not None:
+            mod = self.model.code(node.module)
+            if mod == "anodize" or mod.startswith("anodize."):
+                self.report(messages.unsupported_here(
+                    self.span(node), f"`from {mod} import *` hides which names are kernels and slices",
+                    help="import the names you use (or `import anodize as az`) so the checker can resolve them"))
+
     visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _simple
     visit_Dict = visit_Await = visit_Yield = visit_NamedExpr = visit_ClassDef = visit_Try = _simple
-    visit_Raise = visit_Assert = visit_Import = visit_ImportFrom = visit_Match = _simple
+    visit_Raise = visit_Assert = visit_Import = visit_Match = _simple
     visit_FormattedString = visit_Ellipsis = visit_StarredElement = _simple
 
     def _strings(self, node: cst.CSTNode) -> None:
@@ -150,7 +161,7 @@ def k(c: DisjointSlice[f32]) -> None:
         for el in node.slice:
             if isinstance(el.slice, cst.Slice):
                 self._say(el.slice, "slicing", "index one element at a time")
-            elif isinstance(el.slice.value, cst.Tuple):
+            elif isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Tuple):
                 self.allowed_tuples.add(el.slice.value)
 
     def visit_Del(self, node: cst.Del) -> None:
@@ -186,6 +197,8 @@ def k(c: DisjointSlice[f32]) -> None:
             self.iter_calls.add(node.iter)
         if not isinstance(node.target, cst.Name):
             self._say(node.target, "a loop target that is not a plain name")
+        elif self.fn is not None and (p := self.fn.params.get(node.target.value)) is not None and p.kind == "slice":
+            self._say(node.target, f"rebinding slice parameter `{p.name}`", "use a new name for the loop variable")
         if node.orelse is not None:
             self._say(node.orelse, "`else` on a loop")
 
@@ -211,17 +224,26 @@ def k(c: DisjointSlice[f32]) -> None:
                 self.allowed_tuples.add(t.target)
                 self._say(t.target, "tuple unpacking", "assign each name on its own line")
             elif isinstance(t.target, cst.Name):
-                p = self.fn.params.get(t.target.value)
-                if p is not None and p.kind == "slice":
-                    v = self.val(node.value)
-                    ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
-                    if not (ro and p.slice_kind and p.slice_kind.output):  # az-shared-write covers that
-                        self._say(t.target, f"rebinding slice parameter `{p.name}`", "bind a new local name instead")
+                self._rebind(t.target, node.value)
             elif isinstance(t.target, cst.Attribute):
                 v = self.val(t.target.value)
                 ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
                 if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
                     self._say(t.target, "attribute assignment")
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if self.active and self.fn is not None and isinstance(node.target, cst.Name):
+            self._rebind(node.target, node.value)
+
+    def _rebind(self, target: cst.Name, value: cst.BaseExpression | None) -> None:
+        assert self.fn is not None
+        p = self.fn.params.get(target.value)
+        if p is None or p.kind != "slice":
+            return
+        v = self.val(value) if value is not None else None
+        ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
+        if not (ro and p.slice_kind and p.slice_kind.output):  # az-shared-write covers that
+            self._say(target, f"rebinding slice parameter `{p.name}`", "bind a new local name instead")
 
     # calls and attributes --------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -236,11 +258,11 @@ def k(c: DisjointSlice[f32]) -> None:
                 if isinstance(a.value, cst.Tuple):
                     self.allowed_tuples.add(a.value)
         if k == "unknown":
-            self._say(node.func, f"a call to `{callee.name}`", "call `@az.func` helpers, builtins `abs`/`min`/`max`/`len`, casts such as `f32(x)` or `math.*`")
+            self._say(node.func, f"a call to `{callee.name}`", "call `@az.func` helpers, `abs`/`min`/`max`/`len`, casts such as `f32(x)`, or `math.*` functions")
         elif k == "function":
-            self._say(node.func, f"a call to `{callee.name}`, which is not an `@az.func` helper", f"decorate `{callee.name}` with `@az.func`")
+            self._say(node.func, f"a call to `{callee.name}` (not an `@az.func` helper)", f"decorate `{callee.name}` with `@az.func`")
         elif k == "kernel":
-            self._say(node.func, f"a call to kernel `{callee.name}` from device code", "move the shared code into an `@az.func` helper")
+            self._say(node.func, f"a call to kernel `{callee.name}`", "move the shared code into an `@az.func` helper")
         elif k in ("range", "grid_stride") and node not in self.iter_calls:
             self._say(node.func, f"`{callee.name}` outside the iterable of a `for` loop")
         elif k == "unsafe" and node not in self.with_calls:
@@ -252,9 +274,9 @@ def k(c: DisjointSlice[f32]) -> None:
                 self._say(node.func, f"method `{callee.name}` of a slice")
         elif k in ("atomic_op",):
             v = self.val(node.func.value)  # type: ignore[attr-defined]
-            kinds = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
-            if kinds and not kinds & {"AtomicSlice", "Slice", "Slice2D"}:
-                self._say(node.func, f"method `{callee.name}` of a `{sorted(kinds)[0]}`", "use an `AtomicSlice` parameter for atomic updates")
+            names = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
+            if names and not names & {"AtomicSlice", "Slice", "Slice2D"}:
+                self._say(node.func, f"method `{callee.name}` of a `{sorted(names)[0]}`", "use an `AtomicSlice` parameter for atomic updates")
         for a in node.args:
             if a.star:
                 self._say(a, "argument unpacking")

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from anodize.checker.api import check_source
+from anodize.checker.messages import CODES
 from harness import FIXTURES, expectations, fixture_files
 
 FILES = fixture_files()
@@ -23,4 +24,5 @@ def test_there_are_enough_fixtures() -> None:
 def test_fixture(path: Path) -> None:
     got = {(d.span.line, d.code) for d in check_source(path.read_text(encoding="utf-8"), str(path))}
     want = expectations(path)
+    assert {code for _, code in want} <= set(CODES), "an expectation names a code outside the catalogue"
     assert got == want, f"missing {sorted(want - got)}, unexpected {sorted(got - want)}"

@@ -107,3 +107,22 @@ def calls_bad_helper(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     if i in c:
         c[i] = helper_with_lambda(a[i])
+
+
+@kernel
+def uses_print(c: DisjointSlice[f32]) -> None:
+    print("hi")  # LINE:print
+
+
+@kernel
+def uses_slicing(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[1:3]  # LINE:slicing
+
+
+@kernel
+def uses_kwargs(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = max(a[i], 1.0, key=None)  # LINE:kwargs

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 import anodize as az
 from anodize import (
     AtomicSlice,
@@ -318,3 +320,58 @@ def warp_ops(
         idx[i] = ix
         bal[i] = b
         anyv[i] = an and lane >= 0
+
+
+@kernel
+def deadlock(out: DisjointSlice[i32]) -> None:
+    with az.unsafe():
+        t = thread.tid_x()
+        if t == 0:
+            az.syncthreads()
+        v = az.warp.shfl_down(t, 1)
+        out.write_unchecked(t, v)
+
+
+@kernel
+@launch_contract(domain=1, block=32, requires=lambda a, c: len(a) == len(c))
+def contract_below_kernel(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i]
+
+
+HALF = np.float32(0.5)
+OFFSET = 3
+
+
+@launch_contract(domain=1, block=32)
+@kernel
+def module_constants(x: Slice[f32], y: DisjointSlice[f64]) -> None:
+    i = thread.index_1d()
+    if i in y:
+        y[i] = x[i] * HALF + OFFSET
+
+
+@launch_contract(domain=2, block=(8, 8))
+@kernel
+def transpose(a: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
+    with az.unsafe():
+        tile = az.shared.array((8, 9), f32)
+        tx = thread.tid_x()
+        ty = thread.tid_y()
+        r = thread.block_idx_y() * 8 + ty
+        c = thread.block_idx_x() * 8 + tx
+        if r < a.shape[0] and c < a.shape[1]:
+            tile[ty, tx] = a[r, c]
+        az.syncthreads()
+        orow = thread.block_idx_x() * 8 + ty
+        ocol = thread.block_idx_y() * 8 + tx
+        if orow < out.shape[0] and ocol < out.shape[1]:
+            out.write_unchecked((orow, ocol), tile[tx, ty])
+
+
+@launch_contract(domain=1, block=64, requires=lambda x, y: len(x) == len(y))
+@kernel
+def grid_stride_proven(x: Slice[f32], y: DisjointSlice[f32]) -> None:
+    for i in thread.grid_stride(y):
+        y[i] = x[i] * 2.0

@@ -8,7 +8,7 @@ import math
 import cg_kernels as K
 import numpy as np
 import pytest
-from conftest import rng, run_cpu
+from cg_helpers import rng, run_cpu
 
 from anodize.checker.diagnostics import CheckError
 from anodize.codegen.driver import compile_cpu

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import cg_kernels as K
 import numpy as np
-from conftest import rng, run_cpu
+from cg_helpers import rng, run_cpu
 
 from anodize.codegen.driver import compile_cpu
 
@@ -46,3 +46,25 @@ def test_warp_shuffles_and_votes_follow_ptx_rules() -> None:
         np.testing.assert_array_equal(bal[sl], np.full(32, e_bal, np.uint32))
         np.testing.assert_array_equal(anyv[sl], np.full(32, e_any))
     assert anyv[0] and not anyv[40]
+
+
+def test_a_deadlocked_block_raises_instead_of_hanging(monkeypatch: object) -> None:
+    import pytest
+
+    from anodize.codegen import cpu_threads
+
+    monkeypatch.setattr(cpu_threads, "TIMEOUT_S", 0.3)  # type: ignore[attr-defined]
+    ck = compile_cpu(K.deadlock)
+    out = np.zeros(32, np.int32)
+    with pytest.raises(RuntimeError, match="deadlocked"):
+        run_cpu(ck, (1,), (32,), out, rank=1)
+
+
+def test_tiled_transpose_with_2d_shared_memory() -> None:
+    ck = compile_cpu(K.transpose)
+    assert ck.static_shared_bytes == 8 * 9 * 4
+    a = rng().random((13, 21), dtype=np.float32)
+    out = np.zeros((21, 13), np.float32)
+    f = run_cpu(ck, (3, 2), (8, 8), a, out, rank=2)
+    assert f.count == 0
+    np.testing.assert_array_equal(out, a.T)

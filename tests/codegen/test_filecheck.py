@@ -9,7 +9,7 @@ from pathlib import Path
 
 import cg_kernels as K
 import pytest
-from conftest import ARCHS, filecheck
+from cg_helpers import ARCHS, filecheck
 
 from anodize.codegen.driver import compile_gpu
 from anodize.kernel import Kernel
@@ -216,3 +216,10 @@ def test_cold_compile_of_vecadd_is_fast() -> None:
     best = min(times)
     print(f"cold vecadd compile: {best * 1000:.1f} ms")
     assert best < 0.25, times  # target 60 ms; a loose bound keeps CI from flaking
+
+
+def test_grid_stride_index_needs_no_check() -> None:
+    ck = compile_gpu(K.grid_stride_proven, ptxas=False)
+    assert ck.bounds_checks == 0
+    filecheck(ck.ptx, "CHECK: ld.global.nc.{{[bf]}}32\nCHECK-NOT: __az_fault\n", what="grid_stride.ptx")
+    assert compile_gpu(K.grid_stride_copy, ptxas=False).bounds_checks == 1  # x is not known to match y

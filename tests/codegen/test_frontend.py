@@ -10,7 +10,7 @@ import cg_future as F
 import cg_kernels as K
 import numpy as np
 import pytest
-from conftest import run_cpu
+from cg_helpers import run_cpu
 
 from anodize.checker.diagnostics import CheckError, Diagnostic
 from anodize.codegen import ir
@@ -105,6 +105,9 @@ def test_int_literal_defaults_to_i64() -> None:
     [
         (B.uses_lambda, "lambda", "lambda", "`lambda`"),
         (B.uses_listcomp, "listcomp", "[v for", "a list comprehension"),
+        (B.uses_print, "print", "print", "calling `print`"),
+        (B.uses_slicing, "slicing", "1:3", "slicing with `:`"),
+        (B.uses_kwargs, "kwargs", "key=None", "keyword arguments in a kernel call"),
     ],
 )
 def test_unsupported_construct_is_named_and_located(kern: object, tag: str, needle: str, construct: str) -> None:
@@ -192,3 +195,9 @@ def test_every_fault_site_is_in_the_users_file() -> None:
         assert ("index_1d" in text) if s.kind == "rank" else ("a[i] + b[i]" in text)
     tree = ast.parse(Path(K.__file__).read_text())
     assert tree  # the file the sites point into parses
+
+
+def test_contract_stacked_below_kernel() -> None:
+    c = parse_contract(K.contract_below_kernel)
+    assert c is not None and c.block == (32,)
+    assert compile_gpu(K.contract_below_kernel, ptxas=False).bounds_checks == 0

@@ -6,7 +6,7 @@ import math
 
 import cg_kernels as K
 import numpy as np
-from conftest import rng, run_cpu
+from cg_helpers import rng, run_cpu
 
 from anodize.codegen.driver import compile_cpu, compile_gpu
 
@@ -75,3 +75,26 @@ def test_bool_slices_and_scalars() -> None:
     np.testing.assert_array_equal(n, p.astype(int) + 1 + (p & True))
     filecheck_bool = compile_gpu(K.bools, ptxas=False).llvm_ir
     assert "i8 %\"flag\"" in filecheck_bool  # a bool_ scalar travels as an i8
+
+
+def test_module_constants_numpy_scalars_keep_their_type() -> None:
+    from anodize.codegen.frontend import build_ir
+    from anodize.codegen.types import F32
+
+    k = build_ir(K.module_constants)
+    write = k.body[1].body[0]  # type: ignore[attr-defined]
+    assert write.value.value.ty == F32  # f32 * np.float32 + int literal stays f32, then widens on store
+    ck = compile_cpu(K.module_constants)
+    x = rng().random(40, dtype=np.float32)
+    y = np.zeros(40)
+    run_cpu(ck, (2,), (32,), x, y)
+    np.testing.assert_array_equal(y, (x * np.float32(0.5) + np.float32(3)).astype(np.float64))
+
+
+def test_every_opt_level_compiles_and_assembles() -> None:
+    from anodize.codegen.ptx import find_ptxas
+
+    for opt in (0, 1, 2, 3):
+        ck = compile_gpu(K.math32, "sm_80", opt=opt, ptxas=find_ptxas() is not None)
+        assert len(ck.ptx) < 100_000  # unused libdevice functions are dropped even at -O0
+        assert opt == 0 or "__nv_" not in ck.ptx

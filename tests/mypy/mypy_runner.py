@@ -1,9 +1,9 @@
 """Run mypy with the anodize plugin over the repository's fixtures (shared by tests/mypy/ and bench/).
 
-mypy runs in a scratch root that links `fixtures/` and `examples/`, so that modules
-are named `fixtures.mypy_host.host_kernels` and so on (host modules import kernels
-by that name) while `import anodize` still resolves to the installed package, not
-to the source folder at the repository root.
+mypy runs in a scratch root that links `fixtures/` and `examples/`, so that
+`import anodize` resolves to the installed package, not to the source folder at the
+repository root.  Fixture folders are not packages: a module is named by its file
+(`host_kernels`), and host modules import the kernels beside them by that name.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ _M_MARK = re.compile(r"#\s*M:\s*([a-z0-9-]+(?:\s*,\s*[a-z0-9-]+)*)\s*$")
 
 @dataclass(frozen=True)
 class Report:
-    path: str  # relative to the repository root, e.g. "fixtures/mypy_host/launch_errors.py"
+    path: str  # relative to the repository root, e.g. "fixtures/mypy_host/mh_launch_errors.py"
     line: int
     column: int  # 0-based, as mypy's JSON gives it
     code: str | None
@@ -38,7 +38,7 @@ class Report:
 
 
 def write_config(root: Path, *, plugin: bool = True, strict: bool = False) -> Path:
-    lines = ["[mypy]", "explicit_package_bases = True", "show_error_codes = True"]
+    lines = ["[mypy]", "show_error_codes = True"]
     if plugin:
         lines.append(f"plugins = {PLUGIN}")
     if strict:
@@ -107,7 +107,8 @@ def parse_json(out: str) -> list[Report]:
 
 
 def mypy_marks(path: Path) -> set[tuple[int, str]]:
-    """`# M: code` expectations of a host-side module, as (line, code)."""
+    """`# M: code` expectations of a host-side module, as (line, code): every report mypy
+    gives there with the plugin (the az codes `anodize check` gives too, and mypy's own)."""
     marks = set()
     for no, text in enumerate(path.read_text().splitlines(), start=1):
         m = _M_MARK.search(text)

@@ -41,10 +41,10 @@ def test_host_module_reports_exactly_its_marks(path: Path, fixtures_run: MypyRun
 
 
 def test_type_ignore_with_an_az_code_silences_it(fixtures_run: MypyRun) -> None:
-    path = HOST_DIR / "launch_errors.py"
+    path = HOST_DIR / "mh_launch_errors.py"
     lines = path.read_text().splitlines()
     ignored = [no for no, text in enumerate(lines, start=1) if "type: ignore[az-alias]" in text]
-    assert ignored, "launch_errors.py lost its `# type: ignore[az-alias]` line"
+    assert ignored, "mh_launch_errors.py lost its `# type: ignore[az-alias]` line"
     reported = {r.line for r in fixtures_run.by_path.get(_rel(path), [])}
     assert not reported & set(ignored)
     # the same call without the comment is reported, so the ignore did the work

@@ -228,7 +228,7 @@ def test_numpy_array_on_gpu_launch_is_rejected(dev: Device) -> None:
     if dev.kind != "cuda":
         pytest.skip("GPU only")
     a, c = f32(dev, N), dev.empty(N, az.f32)
-    with pytest.raises(ArgumentError, match=r"parameter `b` is a NumPy array in host memory"):
+    with pytest.raises(ArgumentError, match=r"parameter `b`: is a NumPy array in host memory"):
         vecadd[az.LaunchConfig.for_num_elems(N)](a, np.ones(N, np.float32), c)
 
 

@@ -1,0 +1,407 @@
+"""The GPU benchmark suite: one command, every table measured side by side in one run.
+
+    python3 bench/suite.py [--quick] [--write bench/RESULTS.md] [--numba-path /tmp/site_numpy]
+
+Tables (median of event-timed runs, with min-max spread):
+  1. bandwidth: copy, vecadd, saxpy, stencil2d as % of the device-to-device copy ceiling,
+     anodize beside CuPy, PyTorch, Triton and numba-cuda;
+  2. launch overhead: empty and 4-argument kernels, per launch on the host;
+  3. compile: cold compile (check + codegen + PTX + cubin) and cached load, fresh interpreters;
+  4. bounds checks: checked vs unchecked builds, time and registers.
+The tooling rows (checker throughput, mypy plugin overhead) need mypy/libcst on the host and
+come from bench/check_throughput.py and bench/mypy_overhead.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+
+Runner = Callable[[], None]
+
+
+def fmt(ms: list[float]) -> str:
+    return f"{statistics.median(ms):.4f} ({min(ms):.4f}-{max(ms):.4f})"
+
+
+def time_events(fn: Runner, reps: int, backend: str, stream: object = None) -> list[float]:
+    """Event-timed milliseconds per call, after a warm-up; each backend times on its own stream."""
+    if backend == "anodize":
+        from cuda.core import EventOptions
+
+        opts = EventOptions(timing_enabled=True)
+        fn()
+        stream.sync()  # type: ignore[attr-defined]
+        out = []
+        for _ in range(reps):
+            e0 = stream.record(options=opts)  # type: ignore[attr-defined]
+            fn()
+            e1 = stream.record(options=opts)  # type: ignore[attr-defined]
+            e1.sync()
+            out.append(e1 - e0)
+        return out
+    if backend == "torch":
+        import torch
+
+        fn()
+        torch.cuda.synchronize()
+        out = []
+        for _ in range(reps):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            out.append(e0.elapsed_time(e1))
+        return out
+    import cupy as cp
+
+    fn()
+    cp.cuda.get_current_stream().synchronize()
+    out = []
+    for _ in range(reps):
+        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        out.append(cp.cuda.get_elapsed_time(e0, e1))
+    return out
+
+
+def host_launch_us(fn: Runner, launches: int, sync: Runner) -> list[float]:
+    """Per-launch host microseconds, 5 batches of launches/5, the queue drained between batches."""
+    fn()
+    sync()
+    out = []
+    per = max(launches // 5, 1)
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(per):
+            fn()
+        out.append((time.perf_counter() - t) / per * 1e6)
+        sync()
+    return out
+
+
+def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+    import anodize as az
+    from kernels import copy as az_copy
+    from saxpy import saxpy
+    from stencil2d import stencil2d
+    from vecadd import vecadd
+
+    n = 1 << args.log2n
+    rows = cols = args.side
+    dev = az.device(0)
+    rng = np.random.default_rng(0)
+    a_h = rng.random(n, dtype=np.float32)
+    b_h = rng.random(n, dtype=np.float32)
+    u_h = rng.random((rows, cols), dtype=np.float32)
+    a, b, c = dev.to_device(a_h), dev.to_device(b_h), dev.empty(n, az.f32)
+    u, o = dev.to_device(u_h), dev.empty((rows, cols), az.f32)
+    alpha = 2.5
+    cfg1 = az.LaunchConfig.for_num_elems(n, block=256)
+    cfg2 = az.LaunchConfig.for_shape((rows, cols), block=(32, 8))
+    bytes_moved = {"copy": 2 * 4 * n, "vecadd": 3 * 4 * n, "saxpy": 3 * 4 * n, "stencil2d": 2 * 4 * rows * cols}
+    results: dict[str, dict[str, list[float]]] = {k: {} for k in bytes_moved}
+    ours = {
+        "copy": lambda: az_copy[cfg1](a, c),
+        "vecadd": lambda: vecadd[cfg1](a, b, c),
+        "saxpy": lambda: saxpy[cfg1](alpha, a, b, c),
+        "stencil2d": lambda: stencil2d[cfg2](u, o),
+    }
+    for k, fn in ours.items():
+        results[k]["anodize"] = time_events(fn, args.reps, "anodize", dev.stream)
+    np.testing.assert_allclose(c.to_host(), np.float32(alpha) * a_h + b_h, rtol=1e-6)  # saxpy ran last
+    import peers
+
+    ceiling_ms: list[float] | None = None
+    try:
+        import cupy as cp
+
+        ca, cb, cu = cp.asarray(a_h), cp.asarray(b_h), cp.asarray(u_h)
+        for k, d in peers.cupy_peers(ca, cb, alpha, cu).items():
+            for name, fn in d.items():
+                results[k][name] = time_events(fn, args.reps, "cupy")
+        ceiling_ms = results["copy"]["CuPy copyto"]
+        del ca, cb, cu
+        cp.get_default_memory_pool().free_all_blocks()
+    except ImportError:
+        pass
+    for maker, backend in ((peers.torch_peers, "torch"), (peers.triton_peers, "torch")):
+        try:
+            import torch
+
+            ta = torch.from_numpy(a_h).cuda()
+            tb = torch.from_numpy(b_h).cuda()
+            tu = torch.from_numpy(u_h).cuda()
+            for k, d in maker(ta, tb, alpha, tu).items():
+                for name, fn in d.items():
+                    results[k][name] = time_events(fn, args.reps, backend)
+            del ta, tb, tu
+            torch.cuda.empty_cache()
+        except ImportError:
+            pass
+    numba = numba_results(args)
+    for k in bytes_moved:
+        if k in numba:
+            results[k]["numba-cuda"] = numba[k]
+    if ceiling_ms is None:
+        ceiling_ms = results["copy"]["anodize"]
+    ceil_gbs = bytes_moved["copy"] / (statistics.median(ceiling_ms) * 1e-3) / 1e9
+    lines += [
+        f"### Bandwidth (n = 2^{args.log2n} f32; stencil {rows}x{cols} f32; {args.reps} event-timed runs)",
+        "",
+        f"Copy ceiling (CuPy `copyto`, device to device, bytes read + written): {ceil_gbs:,.0f} GB/s.",
+        "",
+        "| kernel | implementation | median ms (min-max) | GB/s | % of copy ceiling | anodize speed-up |",
+        "|---|---|---|---|---|---|",
+    ]
+    pct: dict[str, float] = {}
+    for k, d in results.items():
+        ours_med = statistics.median(d["anodize"])
+        for name, ms in d.items():
+            gbs = bytes_moved[k] / (statistics.median(ms) * 1e-3) / 1e9
+            p = 100 * gbs / ceil_gbs
+            if name == "anodize":
+                pct[k] = p
+            ratio = statistics.median(ms) / ours_med
+            lines.append(f"| {k} | {name} | {fmt(ms)} | {gbs:,.0f} | {p:.1f}% | {ratio:.2f}x |")
+    lines.append("")
+    return pct
+
+
+def numba_results(args: argparse.Namespace) -> dict[str, list[float]]:
+    if not args.numba_path:
+        return {}
+    env = dict(os.environ, PYTHONPATH=args.numba_path + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, str(ROOT / "bench" / "numba_peer.py"), "--log2n", str(args.log2n),
+           "--rows", str(args.side), "--cols", str(args.side), "--reps", str(args.reps),
+           "--launches", str(args.launches)]
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    if r.returncode != 0:
+        print("numba-cuda peer failed:\n" + r.stderr[-2000:], file=sys.stderr)
+        return {}
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def launch_overhead(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+    import anodize as az
+    from cuda.core import LaunchConfig as CC, launch
+    from kernels import empty, four
+
+    from anodize.runtime.compile import compile_for_device
+
+    dev = az.device(0)
+    s = dev.stream
+    small = dev.empty(32, az.f32)
+    small_b = dev.empty(32, az.f32)
+    out = dev.empty(32, az.f32)
+    cfg = az.LaunchConfig(1, 32)
+    rows: dict[str, dict[str, list[float]]] = {"empty": {}, "4 arguments": {}}
+    le = empty[cfg]
+    l4 = four[cfg]
+    rows["empty"]["anodize safe launch"] = host_launch_us(lambda: le(), args.launches, s.sync)
+    rows["4 arguments"]["anodize safe launch"] = host_launch_us(lambda: l4(small, small_b, out, 32), args.launches, s.sync)
+    ke = compile_for_device(empty, dev)
+    k4 = compile_for_device(four, dev)
+    ccfg = CC(grid=1, block=32)
+    flat4 = (small.ptr, 32, small_b.ptr, 32, out.ptr, 32, np.int64(32), k4.fault_address, np.int32(1))
+    flat0 = (ke.fault_address, np.int32(1))
+    rows["empty"]["raw cuda.core launch"] = host_launch_us(lambda: launch(s, ccfg, ke.handle, *flat0), args.launches, s.sync)
+    rows["4 arguments"]["raw cuda.core launch"] = host_launch_us(lambda: launch(s, ccfg, k4.handle, *flat4), args.launches, s.sync)
+    try:
+        import cupy as cp
+
+        mod = cp.RawModule(code=__import__("peers").STENCIL_CU)
+        fe, f4 = mod.get_function("empty"), mod.get_function("four")
+        x = cp.empty(32, cp.float32)
+        sync = cp.cuda.get_current_stream().synchronize
+        rows["empty"]["CuPy RawKernel"] = host_launch_us(lambda: fe((1,), (32,), ()), args.launches, sync)
+        rows["4 arguments"]["CuPy RawKernel"] = host_launch_us(lambda: f4((1,), (32,), (x, x, x, cp.int64(32))), args.launches, sync)
+    except ImportError:
+        pass
+    try:
+        import torch
+
+        t = torch.empty(32, device="cuda")
+        t2 = torch.empty(32, device="cuda")
+        rows["4 arguments"]["PyTorch add(out=) (tiny)"] = host_launch_us(
+            lambda: torch.add(t, t2, out=t), args.launches, torch.cuda.synchronize
+        )
+        rows["empty"]["PyTorch fill_ (tiny, closest to empty)"] = host_launch_us(
+            lambda: t.fill_(1.0), args.launches, torch.cuda.synchronize
+        )
+    except ImportError:
+        pass
+    numba = numba_results(argparse.Namespace(**{**vars(args), "log2n": 10, "side": 64, "reps": 2})) if args.numba_path else {}
+    if numba:
+        rows["empty"]["numba-cuda"] = numba["launch_empty_us"]
+        rows["4 arguments"]["numba-cuda"] = numba["launch_four_us"]
+    lines += [
+        f"### Launch overhead (host microseconds per launch, {args.launches} launches in 5 batches; median (min-max) of batches)",
+        "",
+        "| kernel | implementation | us per launch | vs raw cuda.core |",
+        "|---|---|---|---|",
+    ]
+    ratios = {}
+    for k, d in rows.items():
+        raw = statistics.median(d["raw cuda.core launch"])
+        for name, us in d.items():
+            r = statistics.median(us) / raw
+            if name == "anodize safe launch":
+                ratios[k] = r
+            lines.append(f"| {k} | {name} | {statistics.median(us):.2f} ({min(us):.2f}-{max(us):.2f}) | {r:.2f}x |")
+    lines.append("")
+    return ratios
+
+
+def compile_times(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="az-bench-cache-")
+    code = (
+        "import sys, time; sys.path.insert(0, %r)\n"
+        "import anodize, vecadd, saxpy\n"
+        "t = time.perf_counter(); k = vecadd.vecadd.compile(arch='sm_90')\n"
+        "t1 = time.perf_counter(); k = saxpy.saxpy.compile(arch='sm_90')\n"
+        "t2 = time.perf_counter()\n"
+        "print((t1 - t) * 1e3, (t2 - t1) * 1e3)\n"
+    ) % str(ROOT / "examples")
+
+    def run(cache_on: bool) -> tuple[float, float]:
+        env = dict(os.environ, ANODIZE_CACHE="on" if cache_on else "off", ANODIZE_CACHE_DIR=cache)
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+        first, second = r.stdout.strip().splitlines()[-1].split()
+        return float(first), float(second)
+
+    cold_runs = [run(False) for _ in range(5)]
+    run(True)  # fill
+    warm_runs = [run(True) for _ in range(5)]
+    cold = [x for x, _ in cold_runs]
+    cold2 = [y for _, y in cold_runs]
+    warm = [x for x, _ in warm_runs]
+    lines += [
+        "### Compile time (vecadd, sm_90, fresh interpreter after `import anodize`, 5 runs)",
+        "",
+        "| what | median ms (min-max) |",
+        "|---|---|",
+        f"| cold compile, first kernel in the process (imports of libcst/llvmlite included), cache off | {statistics.median(cold):.1f} ({min(cold):.1f}-{max(cold):.1f}) |",
+        f"| cold compile, second kernel (saxpy): check + codegen + PTX + cubin, cache off | {statistics.median(cold2):.1f} ({min(cold2):.1f}-{max(cold2):.1f}) |",
+        f"| cached load from the disk cache | {statistics.median(warm):.2f} ({min(warm):.2f}-{max(warm):.2f}) |",
+    ]
+    if args.numba_path:
+        nb = numba_results(argparse.Namespace(**{**vars(args), "log2n": 10, "side": 64, "reps": 2, "launches": 100}))
+        if nb:
+            lines.append(f"| numba-cuda eager compile of vecadd (first in its process, PTX + cubin) | {nb['compile_vecadd_ms']:.1f} |")
+    lines.append("")
+    return {"cold_first": statistics.median(cold), "cold_second": statistics.median(cold2), "cached": statistics.median(warm)}
+
+
+def bounds_checks(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+    import anodize as az
+    from kernels import gather
+    from stencil2d import stencil2d
+
+    from anodize.runtime.compile import compile_for_device
+
+    dev = az.device(0)
+    rows = cols = args.side
+    n = 1 << args.log2n
+    rng = np.random.default_rng(1)
+    u, o = dev.to_device(rng.random((rows, cols), dtype=np.float32)), dev.empty((rows, cols), az.f32)
+    a = dev.to_device(rng.random(n, dtype=np.float32))
+    idx = dev.to_device(rng.integers(0, n, n, dtype=np.int64))
+    c = dev.empty(n, az.f32)
+    out: dict[str, float] = {}
+    lines += [
+        "### Bounds checks (checked build vs `bounds_checks=False`, same launch path)",
+        "",
+        "| kernel | build | checks left | registers | median ms (min-max) | cost |",
+        "|---|---|---|---|---|---|",
+    ]
+    from cuda.core import LaunchConfig as CC, launch
+
+    for name, k, cfg, argv in (
+        ("stencil2d", stencil2d, az.LaunchConfig.for_shape((rows, cols), block=(32, 8)), (u, o)),
+        ("gather", gather, az.LaunchConfig.for_num_elems(n, block=256), (a, idx, c)),
+    ):
+        meds: dict[bool, float] = {}
+        rows_out: list[str] = []
+        for checked in (True, False):
+            lk = compile_for_device(k, dev, bounds_checks=checked)
+            flat: list[object] = []
+            for p, v in zip(lk.compiled.params, argv):
+                flat.append(v.ptr)
+                flat.extend(int(x) for x in (v.shape if p.rank == 2 else (len(v),)))
+            flat += [lk.fault_address, np.int32(cfg.rank)]
+            ccfg = CC(grid=cfg.grid, block=cfg.block)
+            ms = time_events(lambda: launch(dev.stream, ccfg, lk.handle, *flat), args.reps, "anodize", dev.stream)
+            meds[checked] = statistics.median(ms)
+            rows_out.append(
+                f"| {name} | {'checked' if checked else 'unchecked'} | {lk.compiled.bounds_checks} | "
+                f"{lk.compiled.resources.registers} | {fmt(ms)} |"
+            )
+        cost = 100 * (meds[True] - meds[False]) / meds[False]
+        out[name] = cost
+        lines.append(rows_out[0] + f" {cost:+.1f}% |")
+        lines.append(rows_out[1] + " baseline |")
+    lines.append("")
+    dev.check()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--side", type=int, default=16384)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--launches", type=int, default=20000)
+    ap.add_argument("--numba-path", default="")
+    ap.add_argument("--write", default="")
+    ap.add_argument("--only", default="bandwidth,launch,compile,bounds")
+    args = ap.parse_args()
+    import anodize as az
+
+    dev = az.device(0)
+    lines = [
+        f"## {datetime.date.today().isoformat()}: {dev.name}, anodize {az.__version__}",
+        "",
+        f"Command: `python3 bench/suite.py {' '.join(sys.argv[1:])}`",
+        "",
+    ]
+    summary: dict[str, object] = {}
+    only = set(args.only.split(","))
+    if "bandwidth" in only:
+        summary["bandwidth_pct"] = bandwidth(args, lines)
+    if "launch" in only:
+        summary["launch_ratio"] = launch_overhead(args, lines)
+    if "compile" in only:
+        summary["compile_ms"] = compile_times(args, lines)
+    if "bounds" in only:
+        summary["bounds_cost_pct"] = bounds_checks(args, lines)
+    text = "\n".join(lines)
+    print(text)
+    print("SUMMARY " + json.dumps(summary))
+    if args.write:
+        with open(args.write, "a") as f:
+            f.write("\n" + text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""Capture an operation once, replay it many times: `graph = az.capture(op)`, `graph.replay(...)`.
+
+    graph = az.capture(step1.then(step2))        # the op is handed to the graph
+    graph.replay()                               # same arrays as captured
+    graph.replay(a2, b2, c2)                     # new arrays: same shapes, dtypes and device
+
+`graph.args` lists the op's arrays (Buffers and NumPy arrays) in first-use order;
+`replay` takes replacements in that order.  The result is the op's result (for a
+`to_host_op`, a fresh copy each replay).
+
+On a GPU the op's work is captured from its streams (driver stream capture) into a
+CUDA graph and instantiated.  Replaying with new arrays re-validates the op with them
+(every launch check runs again) and captures a graph for that set of addresses; the
+executable graphs are cached per address set (the last `CACHE_SIZE`), so alternating
+between buffer sets replays without re-capturing.  A replay is ordered on the
+device's stream.  Copies inside a graph need pinned host arrays (`az.pinned_empty`).
+
+On the CPU backend the same API re-runs the recorded ops with the new arrays,
+synchronously.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from anodize.errors import ArgumentError, LaunchError
+from anodize.runtime import inflight
+from anodize.runtime import ops as O
+from anodize.runtime import streams as S
+from anodize.runtime.buffer import Buffer
+
+if TYPE_CHECKING:
+    from anodize.runtime.device import Device
+
+__all__ = ["Graph", "capture"]
+
+CACHE_SIZE = 8
+
+
+def capture(op: O.Op) -> Graph:
+    """Capture `op` (not yet started) as a replayable graph."""
+    if not isinstance(op, O.Op):
+        raise ArgumentError(
+            f"`az.capture` takes an anodize op, got {type(op).__qualname__}",
+            help="build one with `kernel[cfg].op(...)`, `dev.copy_op(...)`, `.then(...)` or `az.gather(...)`",
+        )
+    return Graph(op)
+
+
+def _arguments(op: O.Op) -> list[tuple[Any, str]]:
+    """The op's arrays (Buffers, NumPy arrays), first use first, each with a label for messages."""
+    seen: dict[int, tuple[Any, str]] = {}
+    for leaf in op.leaves():
+        if isinstance(leaf, O.KernelOp):
+            for p, a in zip(leaf.plan.params, leaf.args, strict=True):
+                if p.is_slice and isinstance(a, (Buffer, np.ndarray)):
+                    seen.setdefault(id(a), (a, f"`{p.name}` of kernel `{leaf.plan.name}`"))
+        elif isinstance(leaf, O.CopyOp):
+            seen.setdefault(id(leaf.src), (leaf.src, f"the source of {leaf.describe()}"))
+            if not isinstance(leaf, O.ToHostOp):  # its array is the graph's own
+                seen.setdefault(id(leaf.dst), (leaf.dst, f"the destination of {leaf.describe()}"))
+    return list(seen.values())
+
+
+def _signature(x: Any) -> tuple[Any, ...]:
+    if isinstance(x, Buffer):
+        return ("buffer", id(x.device), x.shape, x.dtype)
+    return ("host", tuple(x.shape), x.dtype)
+
+
+def _describe(x: Any) -> str:
+    from anodize.runtime.args import describe_value
+
+    return describe_value(x)
+
+
+def _addr(x: Any) -> int:
+    return x.ptr if isinstance(x, Buffer) else int(x.ctypes.data)
+
+
+class _Entry:
+    """One instantiated CUDA graph: for one set of argument addresses."""
+
+    def __init__(self, tree: O.Op, exe: Any):
+        self.tree = tree
+        self.exe = exe
+        self.used = tree.uses()
+        self.kernels = O._kernels_of(tree)
+        self.last: O.Handle | None = None
+
+    def destroy(self) -> None:
+        from cuda.bindings import driver
+
+        if self.last is not None and not self.last.poll():
+            assert self.last.marker is not None
+            self.last.marker.sync()
+        if self.exe is not None:
+            driver.cuGraphExecDestroy(self.exe)
+            self.exe = None
+
+
+class Graph:
+    """A captured op; `replay(*args)` runs it again, optionally with new arrays."""
+
+    def __init__(self, op: O.Op):
+        op._claim(self)
+        self.device: Device = op.device
+        self._template = op
+        found = _arguments(op)
+        self.args: tuple[Any, ...] = tuple(a for a, _ in found)
+        self._labels = tuple(label for _, label in found)
+        self._sigs = tuple(_signature(a) for a in self.args)
+        self.kernel_count = sum(1 for leaf in op.leaves() if isinstance(leaf, O.KernelOp))
+        self._cache: OrderedDict[tuple[int, ...], _Entry] = OrderedDict()
+        self._template_used = False
+        if self.device.kind == "cuda":
+            self._entry(self.args)  # capture now: errors surface at `az.capture`
+
+    def __repr__(self) -> str:
+        return f"<anodize Graph of {self._template.describe()}, {len(self.args)} arrays, on {self.device.describe()}>"
+
+    # -- replay ---------------------------------------------------------------------------
+    def replay(self, *args: Any, stream: Any = None, wait: bool = True) -> Any:
+        """Run the captured work again (with `args` replacing `graph.args`, if given).
+
+        `wait=True` returns the result (raising any `KernelFault`); `wait=False` returns a
+        handle to `wait()` on or `await` (on the CPU backend the work has already run)."""
+        bound = self._bind(args)
+        dev = self.device
+        if dev.kind != "cuda":
+            mapping = {id(t): a for t, a in zip(self.args, bound, strict=True)}
+            tree = self._template._rebind(mapping)
+            handle = O._start(tree, S.SingleLane(dev, S.device_lane(dev)))
+            return handle.wait() if wait else handle
+        return self._replay_gpu(bound, stream, wait)
+
+    def _bind(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        if not args:
+            return self.args
+        if len(args) != len(self.args):
+            listing = "; ".join(f"{k}: {label}" for k, label in enumerate(self._labels))
+            raise ArgumentError(
+                f"`replay` takes the graph's {len(self.args)} arrays in order, got {len(args)}",
+                help=f"the arrays are ({listing}); pass all of them, or none to reuse the captured ones",
+            )
+        for k, (a, sig, label) in enumerate(zip(args, self._sigs, self._labels, strict=True)):
+            if not isinstance(a, (Buffer, np.ndarray)) or _signature(a) != sig:
+                raise ArgumentError(
+                    f"`replay` argument {k} ({label}) must match the captured array, "
+                    f"{_describe(self.args[k])}; got {_describe(a)}",
+                    help="a replay takes arrays of the same kind, shape, dtype and device",
+                )
+        return tuple(args)
+
+    def _entry(self, args: tuple[Any, ...]) -> _Entry:
+        key = tuple(_addr(a) for a in args)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        if not self._template_used and args is self.args:
+            tree = self._template
+            self._template_used = True
+        else:
+            mapping = {id(t): a for t, a in zip(self.args, args, strict=True)}
+            tree = self._template._rebind(mapping)  # every launch check runs again
+        for leaf in tree.leaves():
+            if isinstance(leaf, O.ToHostOp):
+                leaf.copy_result = True
+        entry = _Entry(tree, _capture_gpu(tree))
+        self._cache[key] = entry
+        while len(self._cache) > CACHE_SIZE:
+            _, old = self._cache.popitem(last=False)
+            old.destroy()
+        return entry
+
+    def _replay_gpu(self, args: tuple[Any, ...], stream: Any, wait: bool) -> Any:
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        dev = self.device
+        S.ensure_current(dev)
+        entry = self._entry(args)
+        # (launches of one executable graph are ordered behind each other by the driver)
+        handle = O.Handle(entry.tree, used=entry.used, kernels=entry.kernels)
+        handle.keep.extend(args)
+        dev_lane = S.device_lane(dev)
+        lane = O._lane_for(dev, stream)
+        earlier = inflight.begin(handle, handle.used)
+        try:
+            assert isinstance(lane, S.GpuLane)
+            for e in earlier:
+                lane.wait(e.marker)
+            if lane is not dev_lane:
+                lane.wait(dev_lane.record())
+            dev.faults.dirty = True  # a later dev.check() reads the fault records too
+            check_cu(driver.cuGraphLaunch(entry.exe, lane.cu), "cuGraphLaunch")
+            done = lane.record()
+        except BaseException:
+            inflight.end(handle)
+            raise
+        handle.marker = done
+        entry.last = handle
+        return handle.wait() if wait else handle
+
+    def close(self) -> None:
+        """Destroy the executable graphs (waits for replays in flight)."""
+        for entry in self._cache.values():
+            entry.destroy()
+        self._cache.clear()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+_CAPTURE_POOLS: dict[int, S.StreamPool] = {}
+
+
+def _capture_gpu(tree: O.Op) -> Any:
+    """Stream-capture `tree`'s work on a private pool and instantiate it; returns the CUgraphExec."""
+    from cuda.bindings import driver
+
+    from anodize.runtime.cuda_device import check_cu
+
+    dev = tree.device
+    S.ensure_current(dev)
+    pool = _CAPTURE_POOLS.get(id(dev))
+    if pool is None:
+        pool = _CAPTURE_POOLS[id(dev)] = S.StreamPool(dev, S.DEFAULT_POOL_SIZE)
+    with pool._lock:
+        origin = pool.first_lane()
+        assert isinstance(origin, S.GpuLane)
+        scratch = O.Handle(tree, used=(), kernels=[])
+        mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+        check_cu(driver.cuStreamBeginCapture(origin.cu, mode), "cuStreamBeginCapture")
+        failure: BaseException | None = None
+        try:
+            ctx = O._Ctx(pool, scratch, [], capturing=True)
+            lane, pend = tree._emit(ctx, origin)
+            for m in pend:
+                lane.wait(m)
+        except BaseException as e:  # noqa: BLE001 - end the capture first, then re-raise
+            failure = e
+        err, graph = driver.cuStreamEndCapture(origin.cu)
+        if failure is not None:
+            if err == driver.CUresult.CUDA_SUCCESS and graph is not None:
+                driver.cuGraphDestroy(graph)
+            raise failure
+        check_cu((err, graph), "cuStreamEndCapture")
+        try:
+            exe = check_cu(driver.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        finally:
+            driver.cuGraphDestroy(graph)
+    if scratch.finalizers or scratch.keep:  # pragma: no cover - capture refuses staging
+        raise LaunchError("internal error: a captured copy needed a staging buffer")
+    return exe

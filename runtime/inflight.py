@@ -1,0 +1,208 @@
+"""Ownership across time: the memory that in-flight operations use, and the host writes refused meanwhile.
+
+A submitted operation registers every array it reads or writes (a pointer range
+in device or host memory) until the host observes its completion.  While it is
+registered:
+
+* a host write into that memory (`Buffer.copy_from`) is refused, and so is a
+  host read of memory it writes (`Buffer.to_host`);
+* another submission that writes memory it uses, or uses memory it writes, is
+  ordered after it on the device (it waits for its completion marker);
+* NumPy arrays it uses are made read-only (restored afterwards).
+
+Operations hold strong references to their arrays, so nothing is freed while they
+run.  An operation nobody waits for is retired when a later check finds its
+completion marker done.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+import numpy as np
+
+from anodize.errors import LaunchError
+
+if TYPE_CHECKING:
+    from anodize.runtime.buffer import Buffer
+
+__all__ = ["InFlightError", "Use", "begin", "end", "check_host_write", "check_host_read", "in_flight"]
+
+
+class InFlightError(LaunchError):
+    """A host write (or read) of memory that an in-flight operation uses."""
+
+
+class Use(NamedTuple):
+    """One array an operation uses: its memory range, whether it writes it, and a label for messages."""
+
+    space: int  # id(device) for device memory, 0 for host memory
+    lo: int
+    hi: int
+    writes: bool
+    label: str
+    obj: Any  # the array itself (kept alive while in flight)
+
+
+class Execution(Protocol):
+    def describe(self) -> str: ...
+
+    def poll(self) -> bool: ...
+
+
+_lock = threading.RLock()
+_ACTIVE: dict[int, tuple[Execution, tuple[Use, ...]]] = {}
+_LOCKED: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, count): arrays we made read-only
+
+
+def in_flight() -> int:
+    """How many submissions are registered (after retiring the finished ones)."""
+    _reap()
+    return len(_ACTIVE)
+
+
+def use_of_buffer(buf: Buffer, writes: bool, label: str) -> Use:
+    return Use(id(buf.device), buf.ptr, buf.ptr + buf.nbytes, writes, label, buf)
+
+
+def use_of_host(arr: np.ndarray, writes: bool, label: str) -> Use:
+    ptr = arr.ctypes.data
+    return Use(0, ptr, ptr + arr.nbytes, writes, label, arr)
+
+
+def _overlap(a: Use, b: Use) -> bool:
+    return a.space == b.space and a.lo < b.hi and b.lo < a.hi and a.hi > a.lo and b.hi > b.lo
+
+
+def _reap() -> None:
+    """Retire submissions whose completion the device already reached."""
+    for key, (exe, _) in list(_ACTIVE.items()):
+        if exe.poll():
+            end(exe)
+
+
+def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
+    """Register a submission's uses; return the in-flight submissions it must be ordered after.
+
+    Two submissions conflict when one writes memory the other uses.  The caller makes
+    the new one wait for the conflicting ones (device-side ordering), so work that
+    reuses a buffer is never refused, only ordered."""
+    after: list[Any] = []
+    with _lock:
+        if _ACTIVE:
+            _reap()
+        for other, theirs in _ACTIVE.values():
+            hit = next(
+                (
+                    (mine, t)
+                    for mine in uses
+                    for t in theirs
+                    if (mine.writes or t.writes) and _overlap(mine, t)
+                ),
+                None,
+            )
+            if hit is None:
+                continue
+            if getattr(other, "marker", None) is None:
+                mine, t = hit
+                raise InFlightError(
+                    f"cannot submit {exe.describe()}: it {'writes' if mine.writes else 'reads'} {mine.label}, "
+                    f"which {other.describe()} is using ({t.label}) while another thread is still submitting it",
+                    help="submit work that shares buffers from one thread, or order it with `first.then(second)`",
+                )
+            after.append(other)
+        for other in after:
+            if _covers(uses, _ACTIVE[id(other)][1]):
+                # The new submission is ordered after `other` and uses all of its memory at least
+                # as strongly, so it stands in for `other` in every later check: retire `other`
+                # (a replay loop then keeps one entry, not one per replay).
+                end(other)
+        _ACTIVE[id(exe)] = (exe, uses)
+        for u in uses:
+            if u.space == 0 and isinstance(u.obj, np.ndarray):
+                _lock_array(u.obj)
+    return after
+
+
+def _covers(new: tuple[Use, ...], old: tuple[Use, ...]) -> bool:
+    return all(
+        any(n.space == o.space and n.lo <= o.lo and o.hi <= n.hi and (n.writes or not o.writes) for n in new)
+        for o in old
+    )
+
+
+def end(exe: Execution) -> None:
+    """Release a submission's uses (idempotent)."""
+    with _lock:
+        entry = _ACTIVE.pop(id(exe), None)
+        if entry is None:
+            return
+        for u in entry[1]:
+            if u.space == 0 and isinstance(u.obj, np.ndarray):
+                _unlock_array(u.obj)
+
+
+def _lock_array(arr: np.ndarray) -> None:
+    hit = _LOCKED.get(id(arr))
+    if hit is not None:
+        _LOCKED[id(arr)] = (arr, hit[1] + 1)
+    elif arr.flags.writeable:
+        arr.flags.writeable = False
+        _LOCKED[id(arr)] = (arr, 1)
+
+
+def _unlock_array(arr: np.ndarray) -> None:
+    hit = _LOCKED.get(id(arr))
+    if hit is None:
+        return
+    if hit[1] > 1:
+        _LOCKED[id(arr)] = (arr, hit[1] - 1)
+        return
+    del _LOCKED[id(arr)]
+    try:
+        arr.flags.writeable = True
+    except ValueError:  # pragma: no cover - the base became read-only meanwhile
+        pass
+
+
+def _find(buf: Buffer, writers_only: bool) -> tuple[Execution, Use] | None:
+    probe = use_of_buffer(buf, True, "")
+    with _lock:
+        if not _ACTIVE:
+            return None
+        _reap()
+        for exe, uses in _ACTIVE.values():
+            for u in uses:
+                if (u.writes or not writers_only) and _overlap(probe, u):
+                    return exe, u
+    return None
+
+
+def check_host_write(buf: Buffer, action: str) -> None:
+    """Refuse a host write into `buf` while in-flight work uses its memory."""
+    if not _ACTIVE:
+        return
+    hit = _find(buf, writers_only=False)
+    if hit is not None:
+        exe, u = hit
+        verb = "writes" if u.writes else "reads"
+        raise InFlightError(
+            f"cannot {action}: {exe.describe()} {verb} this buffer ({u.label}) and is still in flight",
+            help="wait for it first (`await op`, `op.wait()` or `handle.wait()`); until then the device "
+            "may still read or write this memory",
+        )
+
+
+def check_host_read(buf: Buffer, action: str) -> None:
+    """Refuse a host read of `buf` while in-flight work writes its memory."""
+    if not _ACTIVE:
+        return
+    hit = _find(buf, writers_only=True)
+    if hit is not None:
+        exe, u = hit
+        raise InFlightError(
+            f"cannot {action}: {exe.describe()} writes this buffer ({u.label}) and is still in flight",
+            help="wait for it first (`await op`, `op.wait()` or `handle.wait()`), or queue the read "
+            "after it: `op.then(buf.to_host_op())`",
+        )

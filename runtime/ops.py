@@ -1,0 +1,737 @@
+"""Lazy operations: device work that is recorded now and run later.
+
+    op = vecadd[cfg].op(a, b, c)            # validated now (like a launch), runs nothing
+    op = op.then(c.to_host_op())            # sequence
+    both = az.gather(op1, op2)              # independent branches
+    both.run()                              # blocking, on the device's stream
+    result = await both                     # asyncio: never blocks the event loop
+    handle = both.submit(pool)              # on an az.StreamPool; handle.wait() / await handle
+
+An operation is a tree: leaves (`KernelOp`, `CopyOp`, `ToHostOp`) and composites
+(`Seq` from `then`, `Gather` from `az.gather`).  Each op runs once; composing an
+op hands it to the composite.  Submission registers every array the op uses with
+`runtime.inflight` until the host observes completion (host writes into that
+memory are refused meanwhile), and the op holds the arrays alive.  A
+`KernelFault` of the op's kernels surfaces when its completion is observed
+(`run`, `wait`, `await`).
+
+Scheduling (`_emit`): a leaf goes on the current lane; `then` stays on its lane;
+the branches of a gather fork from the current lane with an event and go to other
+lanes of the pool, and the gather's successors wait for every branch.  On a GPU a
+submission first waits for the device's own stream (allocations, zero fills and
+plain launches queued there) and for in-flight submissions that write memory
+it uses (or use memory it writes).  The device's stream does not wait for
+submissions: await them before a plain launch touches their buffers.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Generator, Iterator
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from anodize.errors import AliasingError, ArgumentError, KernelFault, LaunchError
+from anodize.runtime import inflight
+from anodize.runtime import streams as S
+from anodize.runtime.buffer import Buffer
+from anodize.runtime.inflight import Use
+
+if TYPE_CHECKING:
+    from anodize.runtime.compile import LoadedKernel
+    from anodize.runtime.device import Device
+    from anodize.runtime.launch import Launcher
+
+__all__ = ["Op", "KernelOp", "CopyOp", "ToHostOp", "Seq", "Gather", "Handle", "gather", "copy_op"]
+
+_UNSET: Any = object()
+
+
+class Op:
+    """A lazy unit of device work.  See the module docstring."""
+
+    device: Device
+
+    def __init__(self, device: Device):
+        self.device = device
+        self._owner: object | None = None  # the composite (or graph) this op was handed to
+        self._handle: Handle | None = None
+        self._result: Any = _UNSET
+
+    # -- composition ----------------------------------------------------------------------
+    def then(self, other: Op) -> Op:
+        """`self`, then `other` (in stream order); the result is `other`'s."""
+        return Seq(self, other)
+
+    # -- running --------------------------------------------------------------------------
+    def run(self, stream: Any = None) -> Any:
+        """Run and wait; return the result.  `stream`: None (the device's stream), a cuda.core
+        Stream, or an `az.StreamPool`."""
+        if isinstance(stream, S.StreamPool):
+            return self.submit(stream).wait()
+        return _start(self, S.SingleLane(self.device, _lane_for(self.device, stream))).wait()
+
+    def submit(self, pool: S.StreamPool | None = None) -> Handle:
+        """Start on `pool` (default: the device's default pool) and return a handle at once."""
+        if pool is None:
+            pool = S.default_pool(self.device)
+        if not isinstance(pool, S.StreamPool):
+            raise ArgumentError(f"`submit` takes an az.StreamPool, got {type(pool).__qualname__}")
+        if pool.device is not self.device:
+            raise ArgumentError(
+                f"{self.describe()} runs on {self.device.describe()}, but the pool is on {pool.device.describe()}"
+            )
+        return _start(self, pool)
+
+    def wait(self) -> Any:
+        """Wait for a submitted op (submitting it to the default pool first if needed); return its result."""
+        return (self._handle or self.submit()).wait()
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        handle = self._handle or self.submit()
+        return handle.__await__()
+
+    @property
+    def result(self) -> Any:
+        """The op's value once complete (`ToHostOp`: the array; `gather`: a tuple; `then`: the last one's)."""
+        if self._result is _UNSET:
+            if self._handle is not None and self._handle.error is not None:
+                raise LaunchError(
+                    f"{self.describe()} failed, so it has no result: {self._handle.error}"
+                ) from self._handle.error
+            raise LaunchError(
+                f"{self.describe()} has not completed, so it has no result yet",
+                help="run it with `op.run()`, `await op`, or `op.submit(pool).wait()`",
+            )
+        return self._result
+
+    @property
+    def started(self) -> bool:
+        return self._handle is not None
+
+    def done(self) -> bool:
+        """True once the op was started and the device finished it."""
+        return self._handle is not None and self._handle.done()
+
+    def __repr__(self) -> str:
+        state = "pending" if self._handle is None else ("done" if self._handle.done() else "in flight")
+        return f"<anodize {self.describe()} ({state})>"
+
+    # -- the tree -------------------------------------------------------------------------
+    def describe(self) -> str:
+        raise NotImplementedError
+
+    def leaves(self) -> Iterator[Leaf]:
+        raise NotImplementedError
+
+    def uses(self) -> tuple[Use, ...]:
+        return tuple(u for leaf in self.leaves() for u in leaf._uses)
+
+    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        """Queue this op's work starting on `lane`; return the lane it ends on (always `lane`)
+        and markers on other lanes that its successors must wait for."""
+        raise NotImplementedError
+
+    def _collect(self) -> Any:
+        """After completion: compute and store the result."""
+        raise NotImplementedError
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        """A fresh, validated copy of this op with arrays replaced (`mapping`: id(old) -> new)."""
+        raise NotImplementedError
+
+    def _claim(self, owner: object) -> None:
+        if self._handle is not None:
+            raise LaunchError(
+                f"{self.describe()} was already started, so it cannot be composed or captured",
+                help="build a new op (ops run once); `az.capture(op)` makes a replayable graph",
+            )
+        if self._owner is not None:
+            raise LaunchError(
+                f"{self.describe()} is already part of another op (or a captured graph)",
+                help="an op runs once and belongs to one composite; build it again to use it twice",
+            )
+        self._owner = owner
+
+    def _claim_for_run(self) -> None:
+        if self._handle is not None:
+            raise LaunchError(
+                f"{self.describe()} was already started",
+                help="wait for it with `op.wait()` / `await op`; build a new op to run the work again",
+            )
+        if self._owner is not None:
+            raise LaunchError(
+                f"{self.describe()} is part of another op (or a captured graph), so it runs with that one",
+                help="run the composite op instead",
+            )
+
+
+class Leaf(Op):
+    """A single piece of work: one kernel launch or one copy."""
+
+    _uses: tuple[Use, ...] = ()
+    loaded: LoadedKernel | None = None
+
+    def leaves(self) -> Iterator[Leaf]:
+        yield self
+
+    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        ctx.enter(lane)
+        if lane.is_gpu:
+            self._enqueue_gpu(ctx, lane)  # type: ignore[arg-type]
+        else:
+            lane.submit(ctx.handle, self._execute_cpu)
+        return lane, []
+
+    def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
+        raise NotImplementedError
+
+    def _execute_cpu(self) -> None:
+        raise NotImplementedError
+
+    def _collect(self) -> Any:
+        self._result = None
+        return None
+
+
+# ---- kernels -----------------------------------------------------------------------------------
+
+
+class KernelOp(Leaf):
+    """`kernel[config].op(*args)`: a validated launch, recorded."""
+
+    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any]):
+        super().__init__(plan.device)
+        self.launcher = launcher
+        self.plan = plan
+        self.args = args
+        self.flat = flat
+        self.loaded = launcher._loaded[id(plan.device)]
+        name = plan.name
+        uses: list[Use] = []
+        for p, a in zip(plan.params, args, strict=True):
+            if not p.is_slice:
+                continue
+            label = f"`{p.name}` of kernel `{name}`"
+            if isinstance(a, Buffer):
+                uses.append(inflight.use_of_buffer(a, p.is_output, label))
+            elif isinstance(a, np.ndarray):
+                uses.append(inflight.use_of_host(a, p.is_output, label))
+            # foreign CUDA arrays (CuPy, PyTorch) are held alive, but not tracked
+        self._uses = tuple(uses)
+
+    def describe(self) -> str:
+        return f"kernel op `{self.plan.name}`"
+
+    def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
+        plan = self.plan
+        plan.arena.dirty = True  # a later dev.check() reads the fault records too
+        lane.launch(plan.cu_config, plan.handle, [*self.flat, plan.fault, plan.rank_arg])
+
+    def _execute_cpu(self) -> None:
+        plan = self.plan
+        cfg = plan.config
+        plan.arena.dirty = True
+        plan.entry(cfg.grid, cfg.block, self.flat, plan.fault, plan.rank, cfg.shared_mem)
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return self.launcher.op(*[mapping.get(id(a), a) for a in self.args])
+
+
+# ---- copies ------------------------------------------------------------------------------------
+
+
+def _describe_array(x: object) -> str:
+    from anodize.runtime.args import describe_value
+
+    return describe_value(x)
+
+
+def copy_op(dev: Device, dst: Any, src: Any) -> CopyOp:
+    """`dev.copy_op(dst, src)`: device to device, host (NumPy) to device, or device to host."""
+    if isinstance(dst, Buffer) and isinstance(src, Buffer):
+        kind = "d2d"
+    elif isinstance(dst, Buffer) and isinstance(src, np.ndarray):
+        kind = "h2d"
+    elif isinstance(dst, np.ndarray) and isinstance(src, Buffer):
+        kind = "d2h"
+    else:
+        raise ArgumentError(
+            f"`copy_op(dst, src)` copies between anodize Buffers and NumPy arrays, got dst = "
+            f"{_describe_array(dst)} and src = {_describe_array(src)}",
+            help="at least one side must be a Buffer; copy host arrays with `np.copyto`",
+        )
+    for side, b in (("dst", dst), ("src", src)):
+        if isinstance(b, Buffer) and b.device is not dev:
+            raise ArgumentError(
+                f"`copy_op`: {side} lives on {b.device.describe()}, but the copy runs on {dev.describe()}",
+                help="copy between devices through the host, or call `copy_op` on the buffer's device",
+            )
+    if dst.dtype != src.dtype:
+        raise ArgumentError(
+            f"`copy_op` needs matching dtypes, got dst {dst.dtype} and src {src.dtype}",
+            help="convert the host array with `.astype(...)` first",
+        )
+    if tuple(dst.shape) != tuple(src.shape):
+        raise ArgumentError(f"`copy_op` needs matching shapes, got dst {tuple(dst.shape)} and src {tuple(src.shape)}")
+    if kind == "d2h":
+        if not dst.flags.c_contiguous:
+            raise ArgumentError("`copy_op`: the host destination must be C-contiguous", help="use `np.empty(shape, dtype)`")
+        if not dst.flags.writeable:
+            raise ArgumentError("`copy_op`: the host destination is read-only")
+    if kind == "h2d" and not src.flags.c_contiguous:
+        src = np.ascontiguousarray(src)  # a snapshot taken now
+    if kind == "d2d" and dst.ptr < src.ptr + src.nbytes and src.ptr < dst.ptr + dst.nbytes and dst.nbytes:
+        raise AliasingError(
+            "`copy_op`: dst and src share memory",
+            help="copy into a separate buffer (`dev.empty(...)`)",
+        )
+    return CopyOp(dev, dst, src, kind)
+
+
+class CopyOp(Leaf):
+    """`dev.copy_op(dst, src)`: one copy, recorded."""
+
+    _ARROWS = {"h2d": "host -> device", "d2h": "device -> host", "d2d": "device -> device"}
+
+    def __init__(self, dev: Device, dst: Any, src: Any, kind: str):
+        super().__init__(dev)
+        self.dst = dst
+        self.src = src
+        self.kind = kind
+        self.nbytes = int(src.nbytes)
+        what = f"copy op ({self._ARROWS[kind]})"
+        self._uses = (self._use(src, False, f"the source of {what}"), self._use(dst, True, f"the destination of {what}"))
+
+    @staticmethod
+    def _use(x: Any, writes: bool, label: str) -> Use:
+        return inflight.use_of_buffer(x, writes, label) if isinstance(x, Buffer) else inflight.use_of_host(x, writes, label)
+
+    def describe(self) -> str:
+        return f"copy op ({self._ARROWS[self.kind]}, {self.nbytes} bytes)"
+
+    @staticmethod
+    def _addr(x: Any) -> int:
+        return x.ptr if isinstance(x, Buffer) else int(x.ctypes.data)
+
+    def _execute_cpu(self) -> None:
+        import ctypes
+
+        if self.nbytes:
+            ctypes.memmove(self._addr(self.dst), self._addr(self.src), self.nbytes)
+
+    def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
+        dst, src = self.dst, self.src
+        if self.kind == "h2d" and not S.is_pinned(self.device, src):
+            if ctx.capturing:
+                raise _pinned_error("source")
+            stage = S.pinned_empty(self.device, src.shape, src.dtype)  # a snapshot, so the copy can overlap
+            np.copyto(stage, src)
+            ctx.handle.keep.append(stage)
+            src = stage
+        elif self.kind == "d2h" and not S.is_pinned(self.device, dst):
+            if ctx.capturing:
+                raise _pinned_error("destination")
+            stage = S.pinned_empty(self.device, dst.shape, dst.dtype)
+            user = dst
+            ctx.handle.finalizers.append(lambda: np.copyto(user, stage) if user.flags.writeable else _copy_locked(user, stage))
+            dst = stage
+        lane.copy(self.kind, self._addr(dst), self._addr(src), self.nbytes)
+
+    def _collect(self) -> Any:
+        self._result = self.dst
+        return self.dst
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return copy_op(self.device, mapping.get(id(self.dst), self.dst), mapping.get(id(self.src), self.src))
+
+
+def _copy_locked(user: np.ndarray, stage: np.ndarray) -> None:
+    user.flags.writeable = True
+    try:
+        np.copyto(user, stage)
+    finally:
+        user.flags.writeable = False
+
+
+def _pinned_error(side: str) -> ArgumentError:
+    return ArgumentError(
+        f"a copy captured into a CUDA graph needs its host {side} in pinned memory",
+        help="allocate it with `az.pinned_empty(dev, shape, dtype)`",
+    )
+
+
+class ToHostOp(CopyOp):
+    """`buf.to_host_op()`: a copy into a new host array (pinned on a GPU), which is the result."""
+
+    def __init__(self, buf: Buffer):
+        if not isinstance(buf, Buffer):
+            raise ArgumentError(f"`to_host_op` needs an anodize Buffer, got {_describe_array(buf)}")
+        out = S.pinned_empty(buf.device, buf.shape, buf.dtype)
+        super().__init__(buf.device, out, buf, "d2h")
+        self.copy_result = False  # set for graph replays, whose array the next replay overwrites
+
+    def describe(self) -> str:
+        return f"to_host op ({self.nbytes} bytes)"
+
+    def _collect(self) -> Any:
+        self._result = self.dst.copy() if self.copy_result else self.dst
+        return self._result
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return ToHostOp(mapping.get(id(self.src), self.src))
+
+
+# ---- composites --------------------------------------------------------------------------------
+
+
+def _common_device(ops: tuple[Op, ...], what: str) -> Device:
+    if not ops:
+        raise ArgumentError(f"{what} needs at least one op")
+    for o in ops:
+        if not isinstance(o, Op):
+            raise ArgumentError(
+                f"{what} takes anodize ops, got {_describe_array(o)}",
+                help="make one with `kernel[cfg].op(...)`, `dev.copy_op(dst, src)` or `buf.to_host_op()`",
+            )
+    dev = ops[0].device
+    for o in ops[1:]:
+        if o.device is not dev:
+            raise ArgumentError(f"{what}: {ops[0].describe()} runs on {dev.describe()}, {o.describe()} on {o.device.describe()}")
+    return dev
+
+
+class Seq(Op):
+    """`a.then(b)`: `b` starts after `a` finishes."""
+
+    children: tuple[Op, ...]
+
+    def __init__(self, *ops: Op):
+        dev = _common_device(ops, "`then`")
+        super().__init__(dev)
+        flat: list[Op] = []
+        for o in ops:
+            o._claim(self)
+            if isinstance(o, Seq):
+                flat.extend(o.children)  # a.then(b).then(c): one flat sequence
+            else:
+                flat.append(o)
+        self.children = tuple(flat)
+
+    def describe(self) -> str:
+        return f"sequence of {len(self.children)} ops"
+
+    def leaves(self) -> Iterator[Leaf]:
+        for c in self.children:
+            yield from c.leaves()
+
+    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        pend: list[S.Marker] = []
+        for c in self.children:
+            for m in pend:
+                ctx.enter(lane)
+                lane.wait(m)
+            lane, pend = c._emit(ctx, lane)
+        return lane, pend
+
+    def _collect(self) -> Any:
+        r = None
+        for c in self.children:
+            r = c._collect()
+        self._result = r
+        return r
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return Seq(*(c._rebind(mapping) for c in self.children))
+
+
+class Gather(Op):
+    """`az.gather(a, b, ...)`: independent branches, which may run at the same time."""
+
+    children: tuple[Op, ...]
+
+    def __init__(self, *ops: Op):
+        dev = _common_device(ops, "`az.gather`")
+        super().__init__(dev)
+        _check_independent(ops)
+        for o in ops:
+            o._claim(self)
+        self.children = tuple(ops)
+
+    def describe(self) -> str:
+        return f"gather of {len(self.children)} ops"
+
+    def leaves(self) -> Iterator[Leaf]:
+        for c in self.children:
+            yield from c.leaves()
+
+    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        ctx.enter(lane)
+        fork = lane.record() if len(self.children) > 1 else None
+        out: list[S.Marker] = []
+        for k, c in enumerate(self.children):
+            if k == 0:
+                _, pend = c._emit(ctx, lane)
+                out.extend(pend)
+                continue
+            other = ctx.lanes.other_lane(lane)
+            ctx.enter(other)
+            assert fork is not None
+            other.wait(fork)
+            end, pend = c._emit(ctx, other)
+            out.extend(pend)
+            if end is not lane:
+                out.append(end.record())
+        return lane, out
+
+    def _collect(self) -> Any:
+        self._result = tuple(c._collect() for c in self.children)
+        return self._result
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return Gather(*(c._rebind(mapping) for c in self.children))
+
+
+def _check_independent(ops: tuple[Op, ...]) -> None:
+    """Branches of a gather may run concurrently: none may write memory another branch uses."""
+    uses = [op.uses() for op in ops]
+    for i in range(len(ops)):
+        for j in range(i + 1, len(ops)):
+            for a in uses[i]:
+                for b in uses[j]:
+                    if (a.writes or b.writes) and a.space == b.space and a.lo < b.hi and b.lo < a.hi and a.hi > a.lo:
+                        w, r = (a, b) if a.writes else (b, a)
+                        wi, ri = (i, j) if a.writes else (j, i)
+                        raise AliasingError(
+                            f"`az.gather`: branch {wi} writes {w.label}, and branch {ri} "
+                            f"{'writes' if r.writes else 'reads'} the same memory ({r.label}); "
+                            "branches may run at the same time",
+                            help="order them with `first.then(second)`, or give each branch its own buffers",
+                        )
+
+
+def gather(*ops: Op) -> Op:
+    """Independent branches: `az.gather(op1, op2, ...)`; the result is a tuple of theirs."""
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = tuple(ops[0])
+    return Gather(*ops)
+
+
+# ---- submission and completion -----------------------------------------------------------------
+
+
+class _Ctx:
+    """One submission being queued: its lanes, handle and device-stream ordering."""
+
+    def __init__(self, lanes: Any, handle: Handle, start: list[S.Marker], capturing: bool = False):
+        self.lanes = lanes
+        self.handle = handle
+        self.start = start  # what every lane waits for before its first step
+        self.capturing = capturing
+        self._entered: set[int] = set()
+
+    def enter(self, lane: S.Lane) -> None:
+        """First use of `lane` in this submission: order it after the device stream's work."""
+        if id(lane) in self._entered:
+            return
+        self._entered.add(id(lane))
+        for m in self.start:
+            lane.wait(m)
+
+
+def _lane_for(dev: Device, stream: Any) -> S.Lane:
+    if stream is None:
+        return S.device_lane(dev)
+    if dev.kind != "cuda":
+        raise ArgumentError(
+            "`run(stream=...)` takes a CUDA stream, but this op runs on the CPU backend",
+            help="pass nothing, or an `az.StreamPool` (CPU pools run on worker threads)",
+        )
+    if not hasattr(stream, "record") or not hasattr(stream, "handle"):
+        raise ArgumentError(f"`run(stream=...)` takes a cuda.core Stream or an az.StreamPool, got {stream!r}")
+    return S.GpuLane(dev, stream)
+
+
+def _start(op: Op, lanes: Any) -> Handle:
+    op._claim_for_run()
+    dev = op.device
+    handle = Handle(op)
+    S.ensure_current(dev)
+    with lanes._lock:
+        earlier = inflight.begin(handle, handle.used)
+        try:
+            first = lanes.first_lane()
+            start = [e.marker for e in earlier]  # in-flight work on the same memory comes first
+            if dev.kind == "cuda":
+                dev_lane = S.device_lane(dev)
+                if first is not dev_lane:
+                    # allocations, zero fills and plain launches queued on the device's stream
+                    start.append(dev_lane.record())
+            ctx = _Ctx(lanes, handle, start)
+            lane, pend = op._emit(ctx, first)
+            for m in pend:
+                lane.wait(m)
+            done = lane.record()
+        except BaseException:
+            inflight.end(handle)
+            raise
+    handle.marker = done
+    op._handle = handle
+    return handle
+
+
+
+
+class Handle:
+    """A submitted op: poll with `done()`, wait with `wait()` / `result()`, or `await` it."""
+
+    def __init__(self, op: Op, *, used: tuple[Use, ...] | None = None, kernels: list[LoadedKernel] | None = None):
+        self.op = op
+        self.device = op.device
+        self.used = op.uses() if used is None else used
+        self.kernels = kernels if kernels is not None else _kernels_of(op)
+        self.marker: S.Marker | None = None
+        self.error: BaseException | None = None  # a CPU worker's exception
+        self.keep: list[Any] = []  # staging buffers, alive until completion
+        self.finalizers: list[Callable[[], None]] = []
+        self._settled = False
+        self._completed = False
+        self._fault: BaseException | None = None
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def describe(self) -> str:
+        return self.op.describe()
+
+    def __repr__(self) -> str:
+        return f"<anodize Handle for {self.op.describe()} ({'done' if self.done() else 'in flight'})>"
+
+    # -- CPU lanes run work through this -------------------------------------------------------
+    def run_item(self, fn: Callable[[], None]) -> None:
+        if self.error is not None:
+            return  # an earlier step failed: skip the rest, but keep the lane's markers flowing
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - reported at completion
+            self.error = e
+
+    # -- completion ----------------------------------------------------------------------------
+    def done(self) -> bool:
+        """True once the device finished the work (does not raise; use `wait()` for the result)."""
+        return self.poll()
+
+    def poll(self) -> bool:
+        if self._settled:
+            return True
+        m = self.marker
+        if m is None or not m.is_done:
+            return False
+        self._settle()
+        return True
+
+    def _settle(self) -> None:
+        """Release the memory the op used (its completion is known); run staging copies."""
+        with self._lock:
+            if self._settled:
+                return
+            fins, self.finalizers = self.finalizers, []
+            for f in fins:
+                try:
+                    f()
+                except BaseException as e:  # noqa: BLE001
+                    self.error = self.error or e
+            self._settled = True
+        inflight.end(self)
+        self.keep.clear()
+
+    def wait(self) -> Any:
+        """Block until the op completes; return its result; raise its `KernelFault` (or error)."""
+        if not self._settled:
+            assert self.marker is not None
+            self.marker.sync()
+        return self._complete()
+
+    result = wait
+
+    def _complete(self) -> Any:
+        if not self._completed:
+            self._settle()
+            with self._lock:
+                if not self._completed:
+                    self._completed = True
+                    try:
+                        if self.error is not None:
+                            raise self.error
+                        fault = _take_fault(self.device, self.kernels)
+                        if fault is not None:
+                            raise fault
+                        self._value = self.op._collect()
+                    except BaseException as e:  # noqa: BLE001
+                        self._fault = e
+        if self._fault is not None:
+            raise self._fault
+        return self._value
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        return self._wait_async().__await__()
+
+    async def _wait_async(self) -> Any:
+        import asyncio
+
+        delay = 0.0
+        spins = 0
+        while not self.poll():
+            await asyncio.sleep(delay)  # never blocks the event loop
+            spins += 1
+            if spins > 8:
+                delay = min(2e-3, max(5e-5, delay * 2))
+        return self._complete()
+
+
+def _kernels_of(op: Op) -> list[LoadedKernel]:
+    seen: dict[int, LoadedKernel] = {}
+    for leaf in op.leaves():
+        if leaf.loaded is not None:
+            seen.setdefault(id(leaf.loaded), leaf.loaded)
+    return list(seen.values())
+
+
+def _take_fault(dev: Device, kernels: list[LoadedKernel]) -> KernelFault | None:
+    """The first fault recorded by these kernels (their slots are reset); None when there is none."""
+    from anodize.codegen.artifact import FAULT_RECORD_BYTES
+    from anodize.runtime.faults import RECORD, _fault
+
+    first: KernelFault | None = None
+    for lk in kernels:
+        rec = np.zeros(1, dtype=RECORD)
+        S.read_device_bytes(dev, rec, lk.fault_address, FAULT_RECORD_BYTES)
+        if int(rec["count"][0]):
+            S.zero_device_bytes(dev, lk.fault_address, FAULT_RECORD_BYTES)
+            if first is None:
+                first = _fault(lk.compiled, rec[0])
+    return first
+
+
+# ---- a test hook: hold a CPU lane until released ----------------------------------------------
+
+
+class HoldOp(Leaf):
+    """CPU backend only: a step that waits until `gate` is set (tests use it to keep ops in flight)."""
+
+    def __init__(self, dev: Device, gate: threading.Event, timeout: float = 30.0):
+        if dev.kind != "cpu":
+            raise ArgumentError("HoldOp is a CPU-backend test hook")
+        super().__init__(dev)
+        self.gate = gate
+        self.timeout = timeout
+
+    def describe(self) -> str:
+        return "hold op"
+
+    def _execute_cpu(self) -> None:
+        if not self.gate.wait(self.timeout):
+            raise TimeoutError("HoldOp: the gate was never opened")
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return HoldOp(self.device, self.gate, self.timeout)

@@ -1,0 +1,472 @@
+"""Where asynchronous work runs: lanes, completion markers, `StreamPool` and pinned host memory.
+
+A *lane* is an in-order queue of device work; a *marker* is a point in a lane that
+other lanes can wait for and the host can poll (`is_done`) or wait on (`sync()`).
+
+* GPU: a lane is a CUDA stream and a marker a CUDA event
+  (`stream.record()`, `stream.wait(event)`, `event.is_done`).
+* CPU backend, pool: a lane is a worker thread with a FIFO queue, and a marker a
+  `threading.Event` set when the worker reaches it.
+* CPU backend, inline (`op.run()`): the calling thread; work runs at once.
+
+`StreamPool(dev, n)` owns `n` lanes.  Host memory for overlapped copies must be
+page-locked on a GPU (`pinned_empty`): a copy from pageable memory makes the
+driver synchronise.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import queue
+import threading
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
+
+from anodize.errors import ArgumentError, LaunchError
+from anodize.runtime.buffer import normalize_shape, resolve_dtype
+
+if TYPE_CHECKING:
+    from anodize.runtime.device import Device
+
+__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "is_pinned", "device_lane", "default_pool"]
+
+
+class Marker(Protocol):
+    @property
+    def is_done(self) -> bool: ...
+
+    def sync(self) -> None: ...
+
+
+class Runner(Protocol):
+    """What a lane runs CPU work for: skips the work once the run has failed, records errors."""
+
+    def run_item(self, fn: Callable[[], None]) -> None: ...
+
+
+class CpuMarker:
+    """A marker on a CPU lane: set when the lane's worker reaches it."""
+
+    __slots__ = ("_ev",)
+
+    def __init__(self, done: bool = False):
+        self._ev = threading.Event()
+        if done:
+            self._ev.set()
+
+    @property
+    def is_done(self) -> bool:
+        return self._ev.is_set()
+
+    def set(self) -> None:
+        self._ev.set()
+
+    def sync(self) -> None:
+        self._ev.wait()
+
+
+class Lane:
+    """An in-order queue of device work (one CUDA stream, or one CPU worker)."""
+
+    is_gpu = False
+
+    def record(self) -> Marker:
+        raise NotImplementedError
+
+    def wait(self, marker: Marker) -> None:
+        raise NotImplementedError
+
+    def submit(self, runner: Runner, fn: Callable[[], None]) -> None:
+        """Queue host-side work (the CPU backend's kernels and copies)."""
+        raise NotImplementedError
+
+
+class InlineLane(Lane):
+    """The calling thread: CPU work runs at once (`op.run()` on the CPU backend)."""
+
+    def record(self) -> Marker:
+        return CpuMarker(done=True)
+
+    def wait(self, marker: Marker) -> None:
+        marker.sync()
+
+    def submit(self, runner: Runner, fn: Callable[[], None]) -> None:
+        runner.run_item(fn)
+
+
+class WorkerLane(Lane):
+    """A CPU worker thread with a FIFO queue: work submitted to it is truly deferred."""
+
+    def __init__(self, name: str):
+        self._q: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=_worker, args=(self._q,), name=name, daemon=True)
+        self._thread.start()
+        weakref.finalize(self, self._q.put, None)
+
+    def record(self) -> Marker:
+        m = CpuMarker()
+        self._q.put(m.set)
+        return m
+
+    def wait(self, marker: Marker) -> None:
+        self._q.put(marker.sync)
+
+    def submit(self, runner: Runner, fn: Callable[[], None]) -> None:
+        self._q.put(lambda: runner.run_item(fn))
+
+    def close(self) -> None:
+        self._q.put(None)
+        if self._thread is not threading.current_thread():
+            self._thread.join()
+
+
+def _worker(q: queue.SimpleQueue[Callable[[], None] | None]) -> None:
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        item()  # run_item catches the work's errors; markers never raise
+
+
+class CudaMarker:
+    """A CUDA event recorded on a stream (driver API, so it also works inside stream capture)."""
+
+    __slots__ = ("event",)
+
+    def __init__(self, stream_cu: Any):
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        self.event = check_cu(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+        check_cu(driver.cuEventRecord(self.event, stream_cu), "cuEventRecord")
+
+    @property
+    def is_done(self) -> bool:
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        err = driver.cuEventQuery(self.event)[0]
+        if err == driver.CUresult.CUDA_ERROR_NOT_READY:
+            return False
+        check_cu((err, None), "cuEventQuery")
+        return True
+
+    def sync(self) -> None:
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        check_cu(driver.cuEventSynchronize(self.event), "cuEventSynchronize")
+
+    def __del__(self) -> None:
+        try:
+            from cuda.bindings import driver
+
+            driver.cuEventDestroy(self.event)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+class GpuLane(Lane):
+    """A CUDA stream (cuda.core `Stream`)."""
+
+    is_gpu = True
+
+    def __init__(self, device: Device, stream: Any):
+        from cuda.bindings import driver
+
+        self.device = device
+        self.stream = stream
+        self.handle = int(stream.handle)
+        self.cu = driver.CUstream(self.handle)
+
+    def record(self) -> Marker:
+        ensure_current(self.device)
+        return CudaMarker(self.cu)
+
+    def wait(self, marker: Marker) -> None:
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        assert isinstance(marker, CudaMarker)
+        check_cu(driver.cuStreamWaitEvent(self.cu, marker.event, 0), "cuStreamWaitEvent")
+
+    def submit(self, runner: Runner, fn: Callable[[], None]) -> None:  # pragma: no cover - GPU lanes queue CUDA work
+        raise LaunchError("internal error: host work queued on a CUDA stream")
+
+    # -- CUDA work, queued on this stream ---------------------------------------------------
+    def launch(self, cu_config: Any, handle: Any, args: list[Any]) -> None:
+        from cuda.core import launch
+
+        launch(self.stream, cu_config, handle, *args)
+
+    def copy(self, kind: str, dst: int, src: int, nbytes: int) -> None:
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        if not nbytes:
+            return
+        if kind == "h2d":
+            check_cu(driver.cuMemcpyHtoDAsync(dst, src, nbytes, self.cu), "cuMemcpyHtoDAsync")
+        elif kind == "d2h":
+            check_cu(driver.cuMemcpyDtoHAsync(dst, src, nbytes, self.cu), "cuMemcpyDtoHAsync")
+        else:
+            check_cu(driver.cuMemcpyDtoDAsync(dst, src, nbytes, self.cu), "cuMemcpyDtoDAsync")
+
+
+_CURRENT = threading.local()
+
+
+def ensure_current(dev: Device) -> None:
+    """Make `dev`'s CUDA context current on this thread (once per thread and device)."""
+    if dev.kind != "cuda":
+        return
+    done: set[int] | None = getattr(_CURRENT, "devices", None)
+    if done is None:
+        done = _CURRENT.devices = set()
+    if dev.index not in done:
+        dev._cu.set_current()  # type: ignore[attr-defined]
+        done.add(dev.index)
+
+
+_DEVICE_LANES: dict[int, Lane] = {}
+
+
+def device_lane(dev: Device) -> Lane:
+    """The device's own stream as a lane (GPU), or the calling thread (CPU backend)."""
+    lane = _DEVICE_LANES.get(id(dev))
+    if lane is None:
+        lane = GpuLane(dev, dev.stream) if dev.kind == "cuda" else InlineLane()
+        _DEVICE_LANES[id(dev)] = lane
+    return lane
+
+
+class StreamPool:
+    """`n` lanes (CUDA streams, or CPU worker threads) for independent branches of work.
+
+        pool = az.StreamPool(dev, 4)
+        handle = az.gather(op1, op2).submit(pool)   # branches on different streams
+        result = handle.wait()                       # or `await handle`
+
+    Each submission starts on the next lane (round robin); `az.gather` branches go
+    to the lanes after it.  Cross-lane dependencies are events.
+    """
+
+    def __init__(self, device: Device | int | str | None = None, n: int = 2):
+        from anodize.runtime.device import Device as _Device
+        from anodize.runtime.device import device as _device
+
+        dev = device if isinstance(device, _Device) else _device(device)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ArgumentError(f"a StreamPool needs a positive number of streams, got {n!r}")
+        self.device = dev
+        self.n = n
+        self._lock = threading.RLock()
+        self._next = 0
+        self._closed = False
+        self.lanes: list[Lane]
+        if dev.kind == "cuda":
+            from cuda.core import StreamOptions
+
+            ensure_current(dev)
+            # Blocking streams, like the device's own: ordered after the legacy default
+            # stream, where CuPy and PyTorch queue work by default.
+            self.lanes = [
+                GpuLane(dev, dev._cu.create_stream(options=StreamOptions(nonblocking=False)))  # type: ignore[attr-defined]
+                for _ in range(n)
+            ]
+        else:
+            self.lanes = [WorkerLane(f"anodize-cpu-lane-{k}") for k in range(n)]
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __repr__(self) -> str:
+        return f"<anodize StreamPool of {self.n} on {self.device.describe()}>"
+
+    @property
+    def streams(self) -> list[Any]:
+        """The cuda.core Streams (GPU); an empty list on the CPU backend."""
+        return [lane.stream for lane in self.lanes if isinstance(lane, GpuLane)]
+
+    def first_lane(self) -> Lane:
+        """The lane a new submission starts on (round robin)."""
+        self._check_open()
+        lane = self.lanes[self._next % self.n]
+        self._next += 1
+        return lane
+
+    def other_lane(self, busy: Lane) -> Lane:
+        """A lane for another branch: the next one in turn, avoiding `busy` when there is a choice."""
+        lane = self.lanes[self._next % self.n]
+        self._next += 1
+        if lane is busy and self.n > 1:
+            lane = self.lanes[self._next % self.n]
+            self._next += 1
+        return lane
+
+    def synchronize(self) -> None:
+        """Wait until every lane has finished what was queued on it so far."""
+        for lane in self.lanes:
+            lane.record().sync()
+
+    def close(self) -> None:
+        """Finish queued work and release the lanes (CPU workers stop)."""
+        if self._closed:
+            return
+        self.synchronize()
+        self._closed = True
+        for lane in self.lanes:
+            if isinstance(lane, WorkerLane):
+                lane.close()
+
+    def __enter__(self) -> StreamPool:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise LaunchError("this StreamPool is closed", help="create a new `az.StreamPool(dev, n)`")
+
+
+class SingleLane:
+    """One lane used for everything (what `op.run()` schedules on)."""
+
+    def __init__(self, device: Device, lane: Lane):
+        self.device = device
+        self.lane = lane
+        self._lock = threading.RLock()
+
+    def first_lane(self) -> Lane:
+        return self.lane
+
+    def other_lane(self, busy: Lane) -> Lane:
+        return self.lane
+
+
+_DEFAULT_POOLS: dict[int, StreamPool] = {}
+DEFAULT_POOL_SIZE = 4
+
+
+def default_pool(dev: Device) -> StreamPool:
+    """The pool `await op` submits to when the op was not submitted yet (4 lanes, made once)."""
+    pool = _DEFAULT_POOLS.get(id(dev))
+    if pool is None:
+        pool = _DEFAULT_POOLS[id(dev)] = StreamPool(dev, DEFAULT_POOL_SIZE)
+    return pool
+
+
+# ---- pinned host memory ---------------------------------------------------------------------
+
+
+class _PinnedBlock:
+    """Page-locked host memory from `cuMemHostAlloc`, freed when the last array over it goes."""
+
+    def __init__(self, nbytes: int, shape: tuple[int, ...], dtype: np.dtype):
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        self.nbytes = nbytes
+        self.ptr = int(check_cu(driver.cuMemHostAlloc(max(nbytes, 1), 0), "cuMemHostAlloc"))
+        self.__array_interface__ = {
+            "shape": shape,
+            "typestr": dtype.str,
+            "data": (self.ptr, False),
+            "version": 3,
+            "strides": None,
+        }
+
+    def __del__(self) -> None:
+        try:
+            from cuda.bindings import driver
+
+            driver.cuMemFreeHost(self.ptr)
+        except Exception:  # pragma: no cover - interpreter shutdown
+            pass
+
+
+def pinned_empty(dev: Device, shape: int | tuple[int, ...], dtype: object) -> np.ndarray:
+    """An uninitialised NumPy array in page-locked host memory (plain memory on the CPU backend).
+
+    Copies between it and a GPU overlap with kernels; a copy from pageable memory
+    makes the driver stage it and synchronise.
+    """
+    shp = normalize_shape(shape)
+    scalar = resolve_dtype(dtype)
+    if dev.kind != "cuda":
+        return np.empty(shp, dtype=scalar.dtype)
+    ensure_current(dev)
+    n = scalar.dtype.itemsize
+    for s in shp:
+        n *= s
+    return np.asarray(_PinnedBlock(n, shp, scalar.dtype))
+
+
+def is_pinned(dev: Device, arr: np.ndarray) -> bool:
+    """True when `arr`'s memory is page-locked and known to the driver (always True on the CPU backend)."""
+    if dev.kind != "cuda":
+        return True
+    if arr.nbytes == 0:
+        return True
+    from cuda.bindings import driver
+
+    ensure_current(dev)
+    err, mtype = driver.cuPointerGetAttribute(
+        driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, arr.ctypes.data
+    )
+    return bool(err == driver.CUresult.CUDA_SUCCESS and int(mtype) == int(driver.CUmemorytype.CU_MEMORYTYPE_HOST))
+
+
+# ---- fault records, read without waiting for anything else --------------------------------
+
+_FAULT_STREAMS: dict[int, Any] = {}
+
+
+def read_device_bytes(dev: Device, out: np.ndarray, ptr: int, nbytes: int) -> None:
+    """Copy device bytes to `out` on a private stream, so nothing queued elsewhere is waited for."""
+    if dev.kind != "cuda":
+        ctypes.memmove(out.ctypes.data, ptr, nbytes)
+        return
+    from cuda.bindings import driver
+
+    from anodize.runtime.cuda_device import check_cu
+
+    ensure_current(dev)
+    s = _fault_stream(dev)
+    check_cu(driver.cuMemcpyDtoHAsync(out.ctypes.data, ptr, nbytes, s), "cuMemcpyDtoHAsync")
+    check_cu(driver.cuStreamSynchronize(s), "reading fault records")
+
+
+def zero_device_bytes(dev: Device, ptr: int, nbytes: int) -> None:
+    if dev.kind != "cuda":
+        ctypes.memset(ptr, 0, nbytes)
+        return
+    from cuda.bindings import driver
+
+    from anodize.runtime.cuda_device import check_cu
+
+    s = _fault_stream(dev)
+    check_cu(driver.cuMemsetD8Async(ptr, 0, nbytes, s), "cuMemsetD8Async")
+    check_cu(driver.cuStreamSynchronize(s), "resetting fault records")
+
+
+def _fault_stream(dev: Device) -> Any:
+    s = _FAULT_STREAMS.get(id(dev))
+    if s is None:
+        from cuda.bindings import driver
+
+        from anodize.runtime.cuda_device import check_cu
+
+        flags = driver.CUstream_flags.CU_STREAM_NON_BLOCKING
+        s = _FAULT_STREAMS[id(dev)] = check_cu(driver.cuStreamCreate(flags), "cuStreamCreate")
+    return s

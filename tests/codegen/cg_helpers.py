@@ -1,0 +1,74 @@
+"""Codegen test helpers: FileCheck, ptxas, and a CPU launcher over numpy arrays (imported by the tests)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from anodize.codegen.artifact import CompiledKernel
+
+ARCHS = ("sm_80", "sm_90")
+
+
+def filecheck(text: str, checks: str, *, what: str = "module") -> None:
+    """Run FileCheck (the `filecheck` package's CLI) on `text`; on failure, keep the input."""
+    with tempfile.TemporaryDirectory(prefix="az-filecheck-") as d:
+        check_file = Path(d, "checks.txt")
+        check_file.write_text(checks)
+        proc = subprocess.run(
+            [sys.executable, "-m", "filecheck", str(check_file)],
+            input=text,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+    if proc.returncode != 0:
+        keep = Path(tempfile.mkdtemp(prefix="az-filecheck-fail-")) / f"{what}.txt"
+        keep.write_text(text)
+        pytest.fail(f"FileCheck failed on the {what} (input kept at {keep}):\n{proc.stdout}{proc.stderr}")
+
+
+@dataclass
+class Fault:
+    count: int
+    site: int
+    index: int
+    length: int
+
+
+def run_cpu(
+    ck: CompiledKernel,
+    grid: Sequence[int],
+    block: Sequence[int],
+    *args: Any,
+    rank: int | None = None,
+    dynamic_shared: int = 0,
+) -> Fault:
+    """Launch a CPU-compiled kernel over numpy arrays / Python scalars; returns the fault record."""
+    assert ck.cpu_entry is not None
+    flat: list[Any] = []
+    for p, a in zip(ck.params, args, strict=True):
+        if p.is_slice:
+            arr = np.asarray(a)
+            assert arr.flags.c_contiguous and arr.dtype == p.scalar.dtype, (p, arr.dtype)
+            flat.append(arr.ctypes.data)
+            flat.extend(arr.shape if p.rank == 2 else [arr.shape[0]])
+        else:
+            flat.append(a)
+    rec = np.zeros(4, np.uint64)
+    rank = rank if rank is not None else (2 if len(block) >= 2 and (block[1] > 1 or len(grid) >= 2) else 1)
+    ck.cpu_entry(tuple(grid), tuple(block), flat, rec.ctypes.data, rank, dynamic_shared)
+    w = rec.view(np.uint32)
+    return Fault(int(w[0]), int(w[1]), int(rec.view(np.int64)[1]), int(rec.view(np.int64)[2]))
+
+
+def rng() -> np.random.Generator:
+    return np.random.default_rng(12345)
