@@ -27,24 +27,22 @@ def transform(x: Slice[f32], out: DisjointSlice[f32], iters: i32) -> None:
         v = x[i]
         k = 0
         while k < iters:
-            v = v * 0.75 + 0.5
+            v = v * 0.999 + 0.001
             k += 1
         out[i] = v
 
 
 def reference(x: np.ndarray, iters: int) -> np.ndarray:
-    v = x.copy()
-    for _ in range(iters):
-        v = v * np.float32(0.75) + np.float32(0.5)
-    return v
+    """`iters` steps of v -> 0.999 v + 0.001, in closed form: 1 + (v - 1) * 0.999**iters."""
+    return 1.0 + (x.astype(np.float64) - 1.0) * 0.999**iters
 
 
-def main(n: int = 1 << 24, chunks: int = 8, lanes: int = 3, iters: int = 24) -> np.ndarray:
+def main(n: int = 1 << 24, chunks: int = 8, lanes: int = 3, iters: int = 1024) -> np.ndarray:
     dev = az.device()
     size = -(-n // chunks)
     spans = [(s, min(n, s + size)) for s in range(0, n, size)]
     host_in = az.pinned_empty(dev, n, az.f32)  # page-locked on a GPU, so copies overlap
-    host_in[:] = np.random.default_rng(7).random(n, dtype=np.float32)
+    host_in[:] = np.random.default_rng(7).random(n, dtype=np.float32) * 4
     host_out = az.pinned_empty(dev, n, az.f32)
     d_in = [dev.empty(hi - lo, az.f32) for lo, hi in spans]
     d_out = [dev.empty(hi - lo, az.f32) for lo, hi in spans]
@@ -70,7 +68,7 @@ def main(n: int = 1 << 24, chunks: int = 8, lanes: int = 3, iters: int = 24) -> 
     serial()
     t_serial = time.perf_counter() - t0
     ref = reference(host_in, iters)
-    np.testing.assert_allclose(host_out, ref, rtol=1e-5)
+    np.testing.assert_allclose(host_out, ref, rtol=1e-4)
 
     host_out[:] = 0
     with az.StreamPool(dev, lanes) as pool:
@@ -79,7 +77,7 @@ def main(n: int = 1 << 24, chunks: int = 8, lanes: int = 3, iters: int = 24) -> 
         t0 = time.perf_counter()
         asyncio.run(pipelined(pool))
         t_pipe = time.perf_counter() - t0
-    np.testing.assert_allclose(host_out, ref, rtol=1e-5)
+    np.testing.assert_allclose(host_out, ref, rtol=1e-4)
     print(
         f"async_pipeline on {dev.describe()}: n={n} in {len(spans)} chunks on {lanes} lanes; "
         f"serial {t_serial * 1e3:.2f} ms, pipelined {t_pipe * 1e3:.2f} ms "

@@ -113,7 +113,10 @@ def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
                 )
             after.append(other)
         for other in after:
-            if _covers(uses, _ACTIVE[id(other)][1]):
+            # (never for work with staging memory of its own: that must stay registered and alive)
+            if not getattr(other, "keep", None) and not getattr(other, "finalizers", None) and _covers(
+                uses, _ACTIVE[id(other)][1]
+            ):
                 # The new submission is ordered after `other` and uses all of its memory at least
                 # as strongly, so it stands in for `other` in every later check: retire `other`
                 # (a replay loop then keeps one entry, not one per replay).

@@ -35,10 +35,11 @@ def on_kernel(ctx: FunctionContext) -> Type:
         return ctx.default_return_type
     path: str = getattr(ctx.api, "path", "") or ""
     tree = getattr(ctx.api, "tree", None)
+    # No line numbers here: the facts are part of the kernel's type, and an edit that only
+    # moves the kernel must not re-check every module that launches it.
     info: dict[str, Any] = {
         "name": dec.func.name,
         "module": tree.fullname if tree is not None else "",
-        "defined": [path, dec.func.line, dec.func.column],
         "contract": contract_of(dec, path),
     }
     return meta.attach(ctx.api, ctx.default_return_type, meta.KERNEL, info)

@@ -90,20 +90,12 @@ def report_new(api: CheckerPluginInterface, diag: Diagnostic, at: Context) -> No
         report(api, diag)
 
 
-def _defined(kinfo: dict[str, Any]) -> Span | None:
-    where = kinfo.get("defined")
-    if isinstance(where, list) and len(where) == 3 and where[0]:
-        path, line, col = where
-        return Span.point(str(path), int(line), int(col))
-    return None
-
-
 def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
     """az-no-contract, and az-launch-rank for a config of the wrong rank or block."""
     name = str(kinfo.get("name", "kernel"))
     contract = kinfo.get("contract")
     if contract is None:
-        report_new(ctx.api, messages.no_contract(span_of(ctx.api, ctx.context), name, _defined(kinfo)), ctx.context)
+        report_new(ctx.api, messages.no_contract(span_of(ctx.api, ctx.context), name, None), ctx.context)
         return
     if not (ctx.arg_types and ctx.arg_types[0] and ctx.args and ctx.args[0]):
         return
@@ -112,11 +104,11 @@ def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
     domain = contract.get("domain")
     want_block = contract.get("block")
     if isinstance(domain, int) and rank is not None and rank != domain:
-        diag = messages.launch_rank_mismatch(site, name, rank, domain, _defined(kinfo))
+        diag = messages.launch_rank_mismatch(site, name, rank, domain, None)
         report_new(ctx.api, diag, ctx.context)
     elif isinstance(want_block, list) and block is not None and pad3(want_block) != block:
         shown = _trim(block)
-        diag = messages.launch_block_mismatch(site, name, shown, tuple(want_block), _defined(kinfo))
+        diag = messages.launch_block_mismatch(site, name, shown, tuple(want_block), None)
         report_new(ctx.api, diag, ctx.context)
 
 

@@ -78,6 +78,20 @@ def test_conflicting_submissions_are_ordered_not_raced(cpu: Device, pool: az.Str
     np.testing.assert_array_equal(a.to_host(), np.full(N, 10, np.float32))
 
 
+def test_a_covering_submission_stands_in_for_the_earlier_one(cpu: Device, pool: az.StreamPool) -> None:
+    a = cpu.to_device(np.ones(N, np.float32))
+    c = cpu.empty(N, az.f32)
+    gate, first = _held(cpu, affine[CFG].op(a, c, 2.0, 0.0), pool)
+    second = affine[CFG].op(a, c, 3.0, 0.0).submit(pool)  # same memory, same modes: ordered after
+    assert inflight.in_flight() == 1  # one registry entry, not one per submission
+    with pytest.raises(az.InFlightError, match="kernel op `affine`"):
+        c.copy_from(np.zeros(N, np.float32))  # still refused, through the covering submission
+    gate.set()
+    second.wait()
+    first.wait()
+    np.testing.assert_array_equal(c.to_host(), np.full(N, 3, np.float32))  # the later write wins
+
+
 def test_refusal_clears_without_wait_once_done(cpu: Device, pool: az.StreamPool) -> None:
     """Nobody waits: the next check notices the completion and retires the work."""
     c = cpu.empty(N, az.f32)
@@ -198,7 +212,7 @@ def test_gpu_refusal_while_kernel_runs(gpu: Device) -> None:
     out = gpu.empty(n, az.f32)
     cfg = az.LaunchConfig(64, 256)
     with az.StreamPool(gpu, 2) as pool:
-        handle = spin[cfg].op(x, out, 200_000).submit(pool)
+        handle = spin[cfg].op(x, out, 5_000_000).submit(pool)  # ~10 ms
         assert not handle.done()
         with pytest.raises(az.InFlightError, match="`out` of kernel `spin`"):
             out.copy_from(np.zeros(n, np.float32))
