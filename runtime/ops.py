@@ -581,8 +581,6 @@ def _start(op: Op, lanes: Any) -> Handle:
     return handle
 
 
-
-
 class Handle:
     """A submitted op: poll with `done()`, wait with `wait()` / `result()`, or `await` it."""
 

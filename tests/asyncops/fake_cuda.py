@@ -95,6 +95,7 @@ class FakeDriver:
         self.graphs: dict[int, list[Callable[[], None]]] = {}
         self.set_current_calls = 0
         self.counts: dict[str, int] = {}
+        self.ready = True  # False: event queries say "not ready" (work looks in flight)
 
     def new_handle(self) -> int:
         return next(self._ids)
@@ -119,7 +120,7 @@ class FakeDriver:
         return (OK,)
 
     def cuEventQuery(self, ev: FakeEvent) -> tuple[Any]:
-        return (OK,)
+        return (OK,) if self.ready else (driver.CUresult.CUDA_ERROR_NOT_READY,)
 
     def cuEventSynchronize(self, ev: FakeEvent) -> tuple[Any]:
         return (OK,)

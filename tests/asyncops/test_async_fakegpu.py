@@ -141,3 +141,20 @@ def test_async_pipeline_example_on_cuda_lanes(
     assert out.shape == (5000,)  # main() itself compares with NumPy
     # 4 chunks x (warm-up, serial, 2 pipelined runs): every chunk uploads and launches each time
     assert drv.counts["h2d"] == 16 and drv.counts["launch"] == 16
+
+
+def test_replay_loop_keeps_one_registry_entry(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+    dev, drv = fake
+    a = dev.to_device(np.ones(N, np.float32))
+    c = dev.empty(N, az.f32)
+    graph = az.capture(affine[CFG].op(a, c, 2.0, 0.0))
+    drv.ready = False  # every replay looks in flight
+    handles = [graph.replay(wait=False) for _ in range(50)]
+    assert len(inflight._ACTIVE) == 1  # each replay stands in for the one before it
+    assert not handles[0].done()
+    with pytest.raises(az.InFlightError):
+        c.copy_from(np.zeros(N, np.float32))
+    drv.ready = True
+    handles[-1].wait()
+    np.testing.assert_array_equal(c.to_host(), np.full(N, 2, np.float32))
+    assert drv.counts["graph_launch"] == 50
