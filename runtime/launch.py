@@ -58,9 +58,11 @@ def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
                 help=f"add `@az.launch_contract(domain=..., block=...)` to `{name}`, or launch it with "
                 f"`{name}.unsafe_launch(config, ...)` (its index witnesses then fail closed)",
             )
-        contract = kernel.contract
-        if contract is not None:
-            _check_contract(kernel.__name__, contract, config)
+    # A kernel compiled with a contract has no device-side rank check (its witnesses trust
+    # the contract), so even `unsafe_launch` must honour the contract's rank and block.
+    contract = kernel.contract
+    if contract is not None:
+        _check_contract(kernel.__name__, contract, config)
     launcher = Launcher(kernel, config, safe, contract)
     kernel._cache[key] = launcher
     return launcher

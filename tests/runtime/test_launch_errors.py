@@ -369,3 +369,18 @@ def test_same_launcher_on_two_devices(dev: Device) -> None:
         launcher(a, a, c)
         np.testing.assert_array_equal(c.to_host(), 2 * np.arange(N, dtype=np.float32))
     assert len(launcher._loaded) == 2 and len(launcher._plans_by_device) == 2
+
+
+def test_unsafe_launch_of_contracted_kernel_still_checks_rank_and_block() -> None:
+    """Contracted kernels carry no device-side rank check, so unsafe_launch must not bypass it."""
+    import anodize as az
+    from anodize.errors import ContractViolation
+
+    from rt_kernels import vecadd  # a domain-1, block-256 contract
+
+    dev = az.device("cpu")
+    a, c = dev.to_device(np.ones(64, np.float32)), dev.empty(64, az.f32)
+    with pytest.raises(ContractViolation, match="2-D"):
+        vecadd.unsafe_launch(az.LaunchConfig((1, 1), (16, 16)), a, a, c)
+    with pytest.raises(ContractViolation, match="block"):
+        vecadd.unsafe_launch(az.LaunchConfig(1, 128), a, a, c)
