@@ -103,12 +103,14 @@ class Kernel(Generic[P]):
 
     # -- launching ------------------------------------------------------------------------
     def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
-        hit = self._cache.get(("launcher", config, True))
-        if hit is not None:  # the hot path: a launcher prepared for this config before
-            return hit  # type: ignore[no-any-return]
+        last = self._cache.get("last_launcher")
+        if last is not None and last[0] is config:  # the hot path: the same config object as last time
+            return last[1]  # type: ignore[no-any-return]
         from anodize.runtime.launch import prepare
 
-        return prepare(self, config, safe=True)
+        launcher = prepare(self, config, safe=True)
+        self._cache["last_launcher"] = (config, launcher)
+        return launcher
 
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any) -> None:
         """Launch without a contract; witnesses fail closed on a launch of the wrong rank."""

@@ -134,6 +134,13 @@ class CudaDevice(Device):
     def launch(self, handle: Any, config: Any, args: tuple[Any, ...]) -> None:
         _cu_launch(self._stream, config, handle, *args)
 
+    def launch_call(self, handle: Any, config: Any) -> tuple[Any, tuple[Any, ...]]:
+        """`(call, prefix)` for the launch fast path: `call(*prefix, *args)` is `launch(handle, config, args)`
+        with the stream, config and kernel bound once (runtime/launch.py)."""
+        if type(self).launch is not CudaDevice.launch:  # a subclass that launches its own way
+            return (lambda *args: self.launch(handle, config, args)), ()
+        return _cu_launch, (self._stream, config, handle)
+
 
 def pointer_device(ptr: int) -> int | None:
     """The ordinal of the GPU that owns device pointer `ptr`; None for host or unknown memory."""

@@ -12,12 +12,14 @@ aliasing and `requires`, then the launch itself.
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+from weakref import ref as _ref
 
 import numpy as np
 
 from anodize.checker.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
 from anodize.errors import AliasingError, ArgumentError, ContractViolation, LaunchError
 from anodize.runtime import args as A
+from anodize.runtime import inflight as _inflight
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
 from anodize.runtime.config import LaunchConfig
@@ -39,15 +41,15 @@ _UNIVERSAL = DeviceLimits(max_shared_per_block=227 * 1024)
 
 def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
     """The cached launcher for `kernel` under `config`; checks the contract once for a safe launch."""
-    key = ("launcher", config, safe)
-    hit = kernel._cache.get(key)
-    if hit is not None:
-        return hit
-    if not isinstance(config, LaunchConfig):
+    if not isinstance(config, LaunchConfig):  # (before the lookup: a list config is unhashable)
         raise LaunchError(
             f"kernel `{kernel.__name__}` must be launched with an az.LaunchConfig, got {config!r}",
             help="use `kernel[az.LaunchConfig.for_num_elems(n)](...)` or `az.LaunchConfig(grid, block)`",
         )
+    key = ("launcher", config, safe)
+    hit = kernel._cache.get(key)
+    if hit is not None:
+        return hit
     _check_limits(kernel.__name__, _UNIVERSAL, "any CUDA device", config)
     contract: Contract | None = None
     if safe:
@@ -155,9 +157,23 @@ def _check_compiled(name: str, loaded: LoadedKernel, config: LaunchConfig) -> No
 
 
 class Launcher:
-    """A kernel bound to a launch config; call it with the kernel's arguments."""
+    """A kernel bound to a launch config; call it with the kernel's arguments.
 
-    __slots__ = ("kernel", "config", "safe", "contract", "_plans", "_plans_by_device", "_loaded")
+    A call takes the first of three paths that applies:
+
+    1. the memo: the very arguments of the last launch (the same `Buffer` objects, alive, and
+       the same scalar objects).  Buffers never change pointer, shape, dtype or device, so
+       every check made for them still holds: relaunch the packed arguments as they are.
+    2. the quick path of the last plan: every check, specialised to the plan's argument types
+       (anodize Buffers and scalars), in one pass that builds the packed launch arguments.
+       It only accepts; anything it does not accept goes to
+    3. the full path: plan lookup by argument types, planning (compile, load, device checks),
+       and validation that raises the located `ArgumentError` / `AliasingError` /
+       `ContractViolation`.
+    Paths 1 and 2 run only while no lazy op is in flight (`runtime.inflight`).
+    """
+
+    __slots__ = ("kernel", "config", "safe", "contract", "_plans", "_plans_by_device", "_loaded", "_hot", "_memo")
 
     def __init__(self, kernel: Kernel, config: LaunchConfig, safe: bool, contract: Contract | None):
         self.kernel = kernel
@@ -167,8 +183,34 @@ class Launcher:
         self._plans: dict[tuple[type, ...], _Plan] = {}
         self._plans_by_device: dict[tuple[int, tuple[type, ...]], _Plan] = {}
         self._loaded: dict[int, LoadedKernel] = {}
+        self._hot: _Plan | None = None  # the plan of the last launch
+        # (keys, call, packed, arena) of the last launch; keys: a weakref per Buffer, a
+        # constant per scalar (compared by identity); None when the last launch can't be memoised
+        self._memo: tuple[tuple[Any, ...], Any, tuple[Any, ...], Any] | None = None
 
     def __call__(self, *args: Any) -> None:
+        memo = self._memo
+        if memo is not None and not _inflight._ACTIVE:
+            keys = memo[0]
+            if len(args) == len(keys):
+                for key, a in zip(keys, args):
+                    if key() is not a:
+                        break
+                else:
+                    memo[3].dirty = True
+                    memo[1](*memo[2])
+                    return
+        plan = self._hot
+        if plan is not None and plan.quick is not None and not _inflight._ACTIVE:
+            packed = plan.quick(args)
+            if packed is not None:
+                plan.arena.dirty = True
+                plan.call(*packed)
+                self._memo = plan.memo(args, packed)
+                return
+        self._full(args)
+
+    def _full(self, args: tuple[Any, ...]) -> None:
         types = tuple(map(type, args))
         plan = self._plans.get(types)
         if plan is None or not plan.run(args):
@@ -176,6 +218,8 @@ class Launcher:
             self._plans[types] = plan
             if not plan.run(args):  # pragma: no cover - the plan was made for this device
                 raise LaunchError("internal error: a launch plan rejected its own device")
+        self._hot = plan
+        self._memo = None
 
     # ADDED for issue 7 (lazy ops, runtime/ops.py): validate exactly as a launch does, but
     # record the flat ABI arguments in a KernelOp instead of launching.
@@ -251,6 +295,7 @@ class _Plan:
     __slots__ = (
         "name", "device", "nargs", "steps", "alias_pairs", "params", "requires", "env", "req_slots",
         "flat_len", "entry", "handle", "cu_config", "fault", "rank", "rank_arg", "config", "arena", "is_cpu",
+        "call", "prefix", "suffix", "quick", "memo",
     )
 
     def __init__(self, launcher: Launcher, loaded: LoadedKernel, args: tuple[Any, ...]):
@@ -307,6 +352,9 @@ class _Plan:
         self.cu_config = (
             None if self.is_cpu else dev.launch_config(cfg.grid, cfg.block, cfg.shared_mem)  # type: ignore[attr-defined]
         )
+        # The launch itself: `call(*prefix, *flat, *suffix)`, one call with everything bound.
+        self.call, self.prefix, self.suffix = _launch_call(self)
+        self.quick, self.memo = _quick_path(self, args)
         from anodize.runtime.device import _mark_used
 
         _mark_used(dev)
@@ -363,13 +411,7 @@ class _Plan:
             record.append(flat)
             return True
         self.arena.dirty = True
-        if self.is_cpu:
-            cfg = self.config
-            self.entry(cfg.grid, cfg.block, flat, self.fault, self.rank, cfg.shared_mem)  # type: ignore[misc]
-        else:
-            flat.append(self.fault)
-            flat.append(self.rank_arg)
-            dev.launch(self.handle, self.cu_config, flat)  # type: ignore[attr-defined]
+        self.call(*self.prefix, *flat, *self.suffix)
         return True
 
     def _check_requires(self, shapes: list[Any], values: list[Any]) -> None:
@@ -394,6 +436,120 @@ class _Plan:
                 f"`{rel.source}` violated: left side {left}, right side {right}",
                 help=f"kernel `{self.name}`'s launch contract requires `{req.source}`",
             )
+
+
+def _launch_call(plan: _Plan) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
+    """(call, prefix, suffix): the launch is `call(*prefix, *flat, *suffix)`."""
+    dev = plan.device
+    if plan.is_cpu:
+        entry = plan.entry
+        cfg = plan.config
+        grid, block, shared, fault, rank = cfg.grid, cfg.block, cfg.shared_mem, plan.fault, plan.rank
+
+        def run_on_cpu(*flat: Any) -> None:
+            entry(grid, block, flat, fault, rank, shared)  # type: ignore[misc]
+
+        return run_on_cpu, (), ()
+    suffix = (plan.fault, plan.rank_arg)
+    bound = getattr(dev, "launch_call", None)
+    if bound is not None:  # CudaDevice: cuda.core's `launch` with stream, config and kernel bound
+        call, prefix = bound(plan.handle, plan.cu_config)
+        return call, tuple(prefix), suffix
+    launch, handle, cu_config = dev.launch, plan.handle, plan.cu_config  # type: ignore[attr-defined]
+
+    def run_on_device(*flat: Any) -> None:
+        launch(handle, cu_config, flat)
+
+    return run_on_device, (), suffix
+
+
+def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
+    """(quick, memo) for a plan whose arrays are all anodize Buffers, else (None, None).
+
+    `quick(args)` runs every check of `_Plan.run` for this plan's argument types (kind,
+    dtype, rank, device, scalar range, aliasing, `requires`) and returns the packed
+    launch arguments, or None for anything it does not accept (a wrong type, a failed
+    check, another device): the full path then raises the error or plans again.
+    `memo(args, packed)` makes the Launcher's memo of an accepted launch."""
+    if any(mode not in (_BUF, _SCALAR) for mode, _, _, _ in plan.steps):
+        return None, None
+    dev = plan.device
+    off = len(plan.prefix)
+    # one entry per parameter: (is_buffer, expected type or dtype, rank, converter)
+    specs: list[tuple[bool, Any, int, Any]] = []
+    slices: dict[str, tuple[int, int]] = {}
+    scalars: dict[str, int] = {}
+    where: list[int] = []  # packed index of each parameter's first value
+    at = off
+    for (mode, p, how, rank), a in zip(plan.steps, sample):
+        where.append(at)
+        if mode == _BUF:
+            specs.append((True, how, rank, None))
+            at += 1 + rank
+        else:
+            specs.append((False, type(a), 0, how))
+            at += 1
+    spec = tuple(specs)
+    # `requires` names its parameters by name (or by position), as `_check_requires` maps them
+    check = None
+    if plan.requires is not None:
+        from anodize.runtime.requires_fast import compile_requires
+
+        for i, rname, kind in plan.req_slots:
+            if kind == 0:
+                slices[rname] = (where[i] + 1, plan.params[i].rank)
+            else:
+                scalars[rname] = where[i]
+        check = compile_requires(plan.requires, slices, scalars)
+        if check is None:  # a leaf the fast compiler does not take: full path every launch
+            return None, None
+    pairs = plan.alias_pairs
+    prefix, suffix = plan.prefix, plan.suffix
+    nargs = plan.nargs
+    buffer_type = Buffer
+
+    def quick(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        if len(args) != nargs:
+            return None
+        flat = list(prefix)
+        for (is_buf, want, rank, conv), a in zip(spec, args):
+            if is_buf:
+                if type(a) is not buffer_type or a._device is not dev or a._dtype is not want:
+                    return None
+                shape = a._shape
+                if len(shape) != rank:
+                    return None
+                flat.append(a._ptr)
+                flat.append(shape[0])
+                if rank == 2:
+                    flat.append(shape[1])
+            else:
+                if type(a) is not want:
+                    return None
+                flat.append(conv(a))  # raises the range error the full path raises
+        for o, j in pairs:
+            x = args[o]
+            y = args[j]
+            if x._nbytes and y._nbytes and x._ptr < y._ptr + y._nbytes and y._ptr < x._ptr + x._nbytes:
+                return None
+        if check is not None and not check(flat):
+            return None
+        flat.extend(suffix)
+        return tuple(flat)
+
+    call = plan.call
+    arena = plan.arena
+    kinds = tuple(is_buf for is_buf, _, _, _ in spec)
+
+    def memo(args: tuple[Any, ...], packed: tuple[Any, ...]) -> tuple[Any, ...]:
+        keys = tuple(_ref(a) if is_buf else _const(a) for is_buf, a in zip(kinds, args))
+        return (keys, call, packed, arena)
+
+    return quick, memo
+
+
+def _const(v: Any) -> Any:
+    return lambda: v
 
 
 def _first_array(steps: tuple[tuple[int, Any, Any, int], ...], i: int) -> bool:
