@@ -20,7 +20,7 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
     __path__.append(_root)
 
 from anodize import math, shared, thread, warp
-from anodize.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError
+from anodize.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import Buffer, Device, device
@@ -69,6 +69,7 @@ __all__ = [
     "LaunchConfig",
     "LaunchError",
     "Op",
+    "OutOfMemoryError",
     "Slice",
     "Slice2D",
     "StreamPool",

@@ -11,6 +11,7 @@ __all__ = [
     "AliasingError",
     "ArgumentError",
     "KernelFault",
+    "OutOfMemoryError",
 ]
 
 
@@ -54,3 +55,26 @@ class KernelFault(RuntimeError):
             if kind in ("read", "write", "atomic")
             else f"kernel `{kernel}` faulted at {path}:{line}: {kind}{more}"
         )
+
+
+# ADDED for issue 9 (reliability): a clear error instead of a raw MemoryError / CUDA error.
+class OutOfMemoryError(MemoryError):
+    """A buffer allocation the device cannot satisfy; nothing was allocated."""
+
+    def __init__(self, nbytes: int, device: str, cause: str = ""):
+        self.nbytes = nbytes
+        self.device = device
+        size = _human(nbytes)
+        why = f" ({cause})" if cause else ""
+        super().__init__(
+            f"out of memory: cannot allocate {size} on {device}{why}\n"
+            "  help: free buffers you no longer need (`del buf`), or split the work into smaller arrays"
+        )
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} bytes"

@@ -95,7 +95,7 @@ class Kernel(Generic[P]):
     def contract(self) -> Contract | None:
         """The parsed contract (raises CheckError if it is malformed); None when there is none."""
         if not self._contract_parsed:
-            from anodize.codegen.frontend import parse_contract
+            from anodize.codegen.contract_parse import parse_contract  # `ast` only: light
 
             self._contract = parse_contract(self)
             self._contract_parsed = True

@@ -26,6 +26,7 @@ from . import messages
 from .diagnostics import Diagnostic, Span
 from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
+from .walk import Wrapper
 
 # `# anodize: ignore[az-x]`, and mypy's `# type: ignore[az-x]` (the codes are shared)
 _IGNORE = re.compile(r"#\s*(?:anodize|type):\s*ignore\[([^\]]*)\]")
@@ -48,7 +49,7 @@ def parse(source: str, path: str) -> tuple[MetadataWrapper | None, Diagnostic | 
             Span.point(path, max(getattr(e, "raw_line", 1), 1), max(getattr(e, "raw_column", 0), 0)),
             str(getattr(e, "message", e)).strip().splitlines()[0].rstrip(".") or "syntax error",
         )
-    return MetadataWrapper(module, unsafe_skip_copy=True), None
+    return Wrapper(module, unsafe_skip_copy=True), None  # a MetadataWrapper (checker/walk.py)
 
 
 def _python_syntax_error(source: str, path: str) -> Diagnostic | None:

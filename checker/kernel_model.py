@@ -28,16 +28,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.metadata import (
-    CodeRange,
-    MetadataWrapper,
-    PositionProvider,
-    QualifiedNameProvider,
-    ScopeProvider,
-)
+from libcst.metadata import CodeRange, MetadataWrapper, ScopeProvider
 
 from .diagnostics import Span
 from .model import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
+from .positions import Positions
+from .walk import QualifiedNames
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
@@ -245,9 +241,9 @@ class ModuleModel:
         self.module = wrapper.module
         self.path = path
         self.source = source
-        self._positions: Mapping[cst.CSTNode, CodeRange] | None = None  # resolved on first use
+        self._positions: Positions | None = None  # created on first use
         self.scopes = wrapper.resolve(ScopeProvider)
-        self._qualnames = wrapper.resolve(QualifiedNameProvider)
+        self._qualnames = wrapper.resolve(QualifiedNames)  # libcst's QualifiedNameProvider
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[cst.FunctionDef, FunctionInfo] = {}
         self.values: dict[cst.CSTNode, Val] = {}
@@ -263,9 +259,10 @@ class ModuleModel:
     # -- helpers for rules -------------------------------------------------------------------
     @property
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
-        """PositionProvider's table; computed only when a module has something to report."""
+        """PositionProvider's ranges, computed only for the top-level statements that hold a
+        node asked about (checker/positions.py)."""
         if self._positions is None:
-            self._positions = self.wrapper.resolve(PositionProvider)
+            self._positions = Positions(self.module)
         return self._positions
 
     def span(self, node: cst.CSTNode) -> Span:

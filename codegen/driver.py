@@ -66,14 +66,19 @@ def compile_gpu(
     return out
 
 
-def compile_cpu(kernel: Any, *, bounds_checks: bool = True) -> CompiledKernel:
-    """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host."""
+def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: bool = False) -> CompiledKernel:
+    """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host.
+
+    `vector_grid_stride=True` maps elementwise grid-stride loops as the GPU does
+    (16-byte chunks, `gridstride.py`); the default scalar mapping is as valid (any
+    disjoint assignment of indices to threads is) and is what the runtime uses."""
     from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
 
     t0 = time.perf_counter()
     k = build_ir(kernel)
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared
     target = CPUTarget(k, threaded=threaded)
+    target.vector_grid_stride = vector_grid_stride
     lw = lower_kernel(k, target, bounds_checks=bounds_checks)
     if threaded:
         add_thread_entry(lw)

@@ -33,6 +33,7 @@ from anodize.codegen.artifact import FaultSite, ParamSpec
 
 from . import ir
 from .contract_parse import parse_contract
+from .ranges import RangeFacts
 from .source import MISSING as _MISSING
 from .source import SourceInfo, source_info
 from .source import intrinsic_tag as _tag
@@ -163,8 +164,12 @@ def _wrap_int(v: int, ty: ScalarTy) -> int:
 # ---- the function compiler -------------------------------------------------------------------
 
 
-class _FnCompiler(ast.NodeVisitor):
-    """Compiles one function body (the kernel, or one specialisation of a helper)."""
+class _FnCompiler(ast.NodeVisitor, RangeFacts):
+    """Compiles one function body (the kernel, or one specialisation of a helper).
+
+    Two kinds of proofs remove bounds checks: `facts`, the (witness, slice) pairs a
+    guard such as `i in c` proves, and `rfacts` (see `ranges.py`), integer range facts
+    from comparisons.  Both are scoped the same way."""
 
     def __init__(
         self,
@@ -190,6 +195,8 @@ class _FnCompiler(ast.NodeVisitor):
         self.loops = 0
         self.ret: Ty | None = ret  # None: inferred from the first `return`
         self.failed_names: set[str] = set()
+        self.rfacts = frozenset()
+        self._if_false_facts: frozenset[Any] = frozenset()
 
     # -- plumbing -------------------------------------------------------------------------
     def span(self, node: ast.AST) -> Span:
@@ -240,6 +247,7 @@ class _FnCompiler(ast.NodeVisitor):
             out.extend(res)
             if isinstance(s, ast.If) and not s.orelse and self._terminates(s.body):
                 self.facts |= self._guard_facts(s.test, negated=True)
+                self.rfacts |= self._if_false_facts  # nothing was assigned on the fall-through path
         return tuple(out)
 
     @staticmethod
@@ -324,8 +332,10 @@ class _FnCompiler(ast.NodeVisitor):
             if isinstance(ty, (VoidTy, SliceTy, SharedTy)):
                 self.type_error(node, f"cannot assign a `{ty}` to a local")
             self.declare(name, ty, node)
-            return ir.Assign(name, value, self.span(node))
-        return ir.Assign(name, self.coerce(value, old, node, f"`{name}`"), self.span(node))
+        else:
+            value = self.coerce(value, old, node, f"`{name}`")
+        self.note_assign(name, value)
+        return ir.Assign(name, value, self.span(node))
 
     def visit_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
         if len(node.targets) != 1:
@@ -367,12 +377,19 @@ class _FnCompiler(ast.NodeVisitor):
     def visit_If(self, node: ast.If) -> list[ir.Stmt]:
         cond = self.truth(self.expr(node.test), node.test)
         saved = set(self.facts)
+        saved_r = self.rfacts
         assigned = _assigned(node.body) | _assigned(node.orelse)
+        true_r, false_r = self.guard_facts(cond, False), self.guard_facts(cond, True)
         self.facts = saved | self._guard_facts(node.test, negated=False)
+        self.rfacts = saved_r | true_r
         body = self.body(node.body)
         self.facts = saved | self._guard_facts(node.test, negated=True)
+        self.rfacts = saved_r | false_r
         orelse = self.body(node.orelse)
         self.facts = {f for f in saved if f[0] not in assigned}
+        self.rfacts = saved_r
+        self.kill_facts(assigned)
+        self._if_false_facts = false_r
         return [ir.If(cond, body, orelse, self.span(node))]
 
     def _guard_facts(self, test: ast.expr, *, negated: bool) -> set[tuple[str, str]]:
@@ -413,25 +430,32 @@ class _FnCompiler(ast.NodeVisitor):
                 return {n for n in c if n in self.slices and self.slices[n].rank == self.slices[name].rank}
         return {name}
 
-    def loop_body(self, stmts: list[ast.stmt], extra: set[tuple[str, str]] = frozenset()) -> tuple[ir.Stmt, ...]:  # type: ignore[assignment]
+    def loop_body(
+        self, stmts: list[ast.stmt], extra: set[tuple[str, str]] = frozenset(), rextra: frozenset[Any] = frozenset()  # type: ignore[assignment]
+    ) -> tuple[ir.Stmt, ...]:
         assigned = _assigned(stmts)
         self.facts = {f for f in self.facts if f[0] not in assigned}
+        self.kill_facts(assigned)
         saved = set(self.facts)
+        saved_r = self.rfacts
         self.facts |= extra
+        self.rfacts |= rextra
         self.loops += 1
         try:
             return self.body(stmts)
         finally:
             self.loops -= 1
             self.facts = saved
+            self.rfacts = saved_r
 
     def visit_While(self, node: ast.While) -> list[ir.Stmt]:
         if node.orelse:
             self.unsupported(node.orelse[0], "`while ... else`")
         assigned = _assigned(node.body)
         self.facts = {f for f in self.facts if f[0] not in assigned}
+        self.kill_facts(assigned)
         cond = self.truth(self.expr(node.test), node.test)
-        return [ir.While(cond, self.loop_body(node.body), self.span(node))]
+        return [ir.While(cond, self.loop_body(node.body, rextra=self.guard_facts(cond, False)), self.span(node))]
 
     def visit_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
@@ -482,7 +506,8 @@ class _FnCompiler(ast.NodeVisitor):
         start, stop, step = (self.coerce(a, ty, n, "`range` argument") for a, n in zip(args, [call] * 3, strict=True))
         self.declare(var, ty, node.target)
         self.facts = {f for f in self.facts if f[0] != var}
-        body = self.loop_body(node.body)
+        self.kill_facts({var})
+        body = self.loop_body(node.body, rextra=self.note_range_loop(var, start, stop, step))
         return ir.ForRange(var, start, stop, step, body, self.span(node))
 
     def for_grid_stride(self, node: ast.For, call: ast.Call) -> ir.Stmt:
@@ -497,6 +522,7 @@ class _FnCompiler(ast.NodeVisitor):
         site = self.rank_site(call)
         extra = {(var, other) for other in self.equal_class(name)}
         self.facts = {f for f in self.facts if f[0] != var}
+        self.kill_facts({var})
         body = self.loop_body(node.body, extra)
         return ir.GridStride(var, ir.SliceRef(name, self.slices[name], self.span(call.args[0])), site, body, self.span(node))
 
@@ -623,6 +649,8 @@ class _FnCompiler(ast.NodeVisitor):
         value = self.coerce(self.expr(val_node), sty.elem, val_node, f"an element of `{name}`")
         span = self.span(call)
         ref = ir.SliceRef(name, sty, self.span(call.func))
+        if self.slice_in_range(name, index):
+            return ir.Write(ref, index, value, False, -1, span)
         return ir.Write(ref, index, value, True, self.k.site(span, "write", name), span)
 
     # ---- subscripts ------------------------------------------------------------------------
@@ -640,18 +668,20 @@ class _FnCompiler(ast.NodeVisitor):
                 self.fail(self.disjoint_error(node, name, sty, access))
             if len(node.elts) != 2:
                 self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]`")
-            return tuple(self.as_index(self.expr(e), e) for e in node.elts), True
+            index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
+            return index, not self.slice_in_range(name, index)
         e = self.expr(node)
         if isinstance(e.ty, WitnessTy):
             if e.ty.rank != sty.rank:
                 self.type_error(node, f"an `{e.ty}` cannot index the {sty.rank}-D slice `{name}`")
             proven = isinstance(node, ast.Name) and (node.id, name) in self.facts
-            return (e,), not proven
+            return (e,), not (proven or self.slice_in_range(name, (e,)))
         if disjoint:
             self.fail(self.disjoint_error(node, name, sty, access))
         if sty.rank == 2:
             self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]` or an `Index2D`")
-        return (self.as_index(e, node),), True
+        index = (self.as_index(e, node),)
+        return index, not self.slice_in_range(name, index)
 
     def as_index(self, e: ir.Expr, node: ast.expr) -> ir.Expr:
         if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
@@ -683,6 +713,8 @@ class _FnCompiler(ast.NodeVisitor):
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, node.slice)
             span = self.span(node)
+            if self.shared_in_range(arr, index):
+                return ir.SharedRead(arr, index, False, -1, arr.ty.elem, span)
             return ir.SharedRead(arr, index, True, self.k.site(span, "read", f"shared {v.id}"), arr.ty.elem, span)
         if not (isinstance(v, ast.Name) and v.id in self.slices):
             self.unsupported(node, f"indexing `{ast.unparse(v)}`", help="only slice parameters and shared arrays are indexable")
@@ -694,6 +726,14 @@ class _FnCompiler(ast.NodeVisitor):
         span = self.span(node)
         site = self.k.site(span, "read", name) if checked else -1
         return ir.Read(ir.SliceRef(name, sty, self.span(v)), index, checked, site, sty.elem, span)
+
+    def shared_in_range(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
+        """A static shared array's index proven in range (dynamic ones are never checked)."""
+        if arr.ty.dynamic:
+            return False
+        from .ranges import ZERO, Lin
+
+        return self.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])
 
     def shared_index(self, arr: ir.SharedRef, node: ast.expr) -> tuple[ir.Expr, ...]:
         rank = len(arr.ty.shape)
@@ -710,6 +750,8 @@ class _FnCompiler(ast.NodeVisitor):
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, target.slice)
             value = self.coerce(value, arr.ty.elem, node, f"an element of `{v.id}`")
+            if self.shared_in_range(arr, index):
+                return ir.SharedWrite(arr, index, value, False, -1, self.span(node))
             return ir.SharedWrite(arr, index, value, True, self.k.site(span, "write", f"shared {v.id}"), self.span(node))
         if not (isinstance(v, ast.Name) and v.id in self.slices):
             self.unsupported(target, f"assignment to `{ast.unparse(target)}`")
@@ -1153,6 +1195,7 @@ class _FnCompiler(ast.NodeVisitor):
         e = self.expr(node.args[0])
         proven = isinstance(e.ty, WitnessTy) and isinstance(node.args[0], ast.Name) and (node.args[0].id, name) in self.facts
         index = self.as_index(e, node.args[0])
+        proven = proven or self.slice_in_range(name, (index,))
         value = self.coerce(self.expr(node.args[1]), sty.elem, node.args[1], f"an element of `{name}`")
         site = -1 if proven else self.k.site(span, "atomic", name)
         return ir.Atomic(method, ir.SliceRef(name, sty, self.span(node.func)), index, value, not proven, site, sty.elem, span)

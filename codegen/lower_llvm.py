@@ -79,6 +79,7 @@ class Target:
     name = "abstract"
     global_as = 0
     shared_as = 0
+    vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
 
     def triple(self) -> str:
         raise NotImplementedError
@@ -120,6 +121,7 @@ class Lowerer:
         self.entry_name = k.name
         self.di_scope: Any = None
         self._di_cache: dict[tuple[int, int], Any] = {}
+        self.lanes: Any = None  # gridstride.Lanes while a vector chunk's body is lowered
 
     # ---- module plumbing ----------------------------------------------------------------
     def declare(self, name: str, ret: llir.Type, args: list[llir.Type], *attrs: str) -> llir.Function:
@@ -411,32 +413,9 @@ class Lowerer:
         b.position_at_end(end)
 
     def s_GridStride(self, s: ir.GridStride) -> None:
-        b = self.b
-        slot, _ = self.frame.vars[s.var]
-        sv = self.frame.slices[s.slice.name]
-        first = self.witness(1, s.site)
-        stride = b.mul(self.sreg64("nctaid", "x"), self.sreg64("ntid", "x"))
-        head = self.fn.append_basic_block("gs.cond")
-        body = self.fn.append_basic_block("gs.body")
-        latch = self.fn.append_basic_block("gs.latch")
-        end = self.fn.append_basic_block("gs.end")
-        b.store(first, slot)
-        b.branch(head)
-        b.position_at_end(head)
-        cur = b.load(slot, typ=I64T)
-        b.cbranch(b.icmp_unsigned("<", cur, sv.dims[0]), body, end)
-        b.position_at_end(body)
-        counter = self.alloca(I64T, f"{s.var}.gs")
-        b.store(cur, counter)
-        self.frame.loops.append((latch, end))
-        self.stmts(s.body)
-        self.frame.loops.pop()
-        if not self.b.block.is_terminated:
-            self.b.branch(latch)
-        b.position_at_end(latch)
-        b.store(b.add(b.load(counter, typ=I64T), stride), slot)
-        b.branch(head)
-        b.position_at_end(end)
+        from .gridstride import lower
+
+        lower(self, s)
 
     def s_Break(self, s: ir.Break) -> None:
         self.b.branch(self.frame.loops[-1][1])
@@ -460,6 +439,9 @@ class Lowerer:
     def s_Write(self, s: ir.Write) -> None:
         sv = self.frame.slices[s.slice.name]
         value = self.expr(s.value)
+        if self.lanes is not None and self.lanes.at(s.index):  # a vector chunk's lane: stored later
+            self.lanes.values[s.slice.name][self.lanes.lane] = value
+            return
         ok, ptr, fidx, flen = self.address(sv, s.index)
         elem = sv.ty.elem
         stored = self.b.zext(value, I8) if elem.is_bool else value
@@ -551,6 +533,10 @@ class Lowerer:
         return self.frame.slices[e.slice.name].dims[e.axis]
 
     def e_Read(self, e: ir.Read) -> llir.Value:
+        if self.lanes is not None and self.lanes.at(e.index):  # a vector chunk's lane: loaded already
+            v = self.lanes.values[e.slice.name][self.lanes.lane]
+            assert v is not None
+            return v  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
         ok, ptr, fidx, flen = self.address(sv, e.index)
         mt = mem_type(e.ty)

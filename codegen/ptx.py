@@ -23,6 +23,7 @@ from anodize.checker.diagnostics import Span
 from anodize.codegen.artifact import Resources
 
 from .lower_llvm import FLOAT, I1, I32T, I64T, Lowerer, Target, add_attr, mem_type
+from .toolchain import find_ptxas
 from .types import ScalarTy, SharedTy
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -121,6 +122,7 @@ class NVPTXTarget(Target):
     name = "nvptx"
     global_as = 1
     shared_as = 3
+    vector_grid_stride = True  # 16-byte chunks for elementwise grid-stride loops (gridstride.py)
 
     def __init__(self, contract: Contract | None):
         self.contract = contract
@@ -227,15 +229,7 @@ def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -
 # ---- ptxas ---------------------------------------------------------------------------------
 
 
-def find_ptxas() -> str | None:
-    """`ptxas` on PATH, else under CUDA_HOME / CUDA_PATH / /usr/local/cuda; None if absent."""
-    hit = shutil.which("ptxas")
-    if hit:
-        return hit
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and Path(root, "bin", "ptxas").is_file():
-            return str(Path(root, "bin", "ptxas"))
-    return None
+# `find_ptxas` lives in toolchain.py (standard library only, for the light cached-load path).
 
 
 class PtxasError(RuntimeError):

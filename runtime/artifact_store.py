@@ -17,6 +17,7 @@ import types
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from anodize.checker.contract import BinOp, Const, Contract, Expr, Len, Neg, Param, Relation, Requires, Shape
 from anodize.checker.model import SCALARS, SLICE_KINDS
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
 from anodize.runtime import diskcache
@@ -56,25 +57,21 @@ def dependency_files(kernel: Kernel) -> list[str]:
 
 @lru_cache(maxsize=1)
 def _toolchain() -> dict[str, str]:
+    # Light on purpose (a cached load must not import llvmlite's binding, the codegen or
+    # cuda.bindings): `import llvmlite` is the package's version module only.
     import llvmlite
 
     import anodize
-    from anodize.codegen import ptx as _ptx
+    from anodize.codegen.toolchain import driver_version, find_ptxas
 
     out = {"anodize": anodize.__version__, "llvmlite": llvmlite.__version__}
-    exe = _ptx.find_ptxas()
+    exe = find_ptxas()
     if exe:
         st = os.stat(exe)
         out["ptxas"] = f"{exe}:{st.st_size}:{int(st.st_mtime)}"
     else:
         out["ptxas"] = "none"
-    try:
-        from cuda.bindings import driver
-
-        err, ver = driver.cuDriverGetVersion()
-        out["driver"] = str(ver)
-    except Exception:  # no driver: the key says so
-        out["driver"] = "none"
+    out["driver"] = driver_version()  # "none" without a driver: the key says so
     return out
 
 
@@ -111,6 +108,7 @@ def save(key: str, ck: CompiledKernel) -> None:
         "compile_seconds": ck.compile_seconds,
         "source_path": ck.source_path,
         "source_line": ck.source_line,
+        "contract": _contract_json(ck.contract),
     }
     files = {"kernel.ptx": ck.ptx.encode(), "kernel.ll": ck.llvm_ir.encode()}
     if ck.cubin:
@@ -128,11 +126,17 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             ParamSpec(name, SLICE_KINDS[kind] if kind else None, SCALARS[scalar])
             for name, kind, scalar in meta["params"]
         )
+        # The contract comes from the entry (the key covers the kernel's source, so it is the
+        # contract `kernel.contract` would parse) and seeds the kernel's parsed contract: a
+        # cached load never imports the contract parser.
+        contract = _contract_from_json(meta["contract"]) if "contract" in meta else kernel.contract
+        if "contract" in meta and not kernel._contract_parsed:
+            kernel._contract, kernel._contract_parsed = contract, True
         return CompiledKernel(
             name=meta["name"],
             entry=meta["entry"],
             params=params,
-            contract=kernel.contract,
+            contract=contract,
             domain=int(meta["domain"]),
             arch=meta["arch"],
             llvm_ir=files["kernel.ll"].decode(),
@@ -147,6 +151,71 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             source_path=meta["source_path"],
             source_line=int(meta["source_line"]),
         )
-    except (KeyError, TypeError, ValueError, UnicodeDecodeError):
+    except (KeyError, TypeError, ValueError, IndexError, UnicodeDecodeError):
         diskcache.evict(key)
         return None
+
+
+# ---- the contract as JSON (no pickle): the `requires` tree node by node --------------------------
+
+
+def _contract_json(c: Contract | None) -> Any:
+    if c is None:
+        return None
+    req = c.requires
+    return {
+        "domain": c.domain,
+        "block": list(c.block) if c.block is not None else None,
+        "min_compute_capability": list(c.min_compute_capability) if c.min_compute_capability else None,
+        "requires": None
+        if req is None
+        else {
+            "params": list(req.params),
+            "source": req.source,
+            "relations": [[r.op, _expr_json(r.left), _expr_json(r.right), r.source] for r in req.relations],
+        },
+    }
+
+
+def _expr_json(e: Expr) -> Any:
+    if isinstance(e, Len):
+        return ["len", e.param]
+    if isinstance(e, Shape):
+        return ["shape", e.param, e.axis]
+    if isinstance(e, Param):
+        return ["param", e.name]
+    if isinstance(e, Const):
+        return ["const", e.value]
+    if isinstance(e, Neg):
+        return ["neg", _expr_json(e.operand)]
+    return ["binop", e.op, _expr_json(e.left), _expr_json(e.right)]
+
+
+def _contract_from_json(d: Any) -> Contract | None:
+    if d is None:
+        return None
+    r = d["requires"]
+    req = None
+    if r is not None:
+        rels = tuple(Relation(op, _expr_from_json(left), _expr_from_json(right), src) for op, left, right, src in r["relations"])
+        req = Requires(tuple(r["params"]), rels, r["source"])
+    block = tuple(int(b) for b in d["block"]) if d["block"] is not None else None
+    cc = d["min_compute_capability"]
+    return Contract(int(d["domain"]), block, req, (int(cc[0]), int(cc[1])) if cc else None)
+
+
+def _expr_from_json(e: Any) -> Expr:
+    tag = e[0]
+    if tag == "len":
+        return Len(str(e[1]))
+    if tag == "shape":
+        return Shape(str(e[1]), int(e[2]))
+    if tag == "param":
+        return Param(str(e[1]))
+    if tag == "const":
+        return Const(int(e[1]))
+    if tag == "neg":
+        return Neg(_expr_from_json(e[1]))
+    if tag == "binop" and e[1] in ("+", "-", "*", "//"):
+        return BinOp(e[1], _expr_from_json(e[2]), _expr_from_json(e[3]))
+    raise ValueError(f"unknown `requires` node {tag!r} in a cache entry")

@@ -115,12 +115,42 @@ def compile_for_gpu(
         if loaded is not None:
             kernel._cache[key] = loaded
             return loaded
-    _enforce(kernel)
-    compiled = _codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+    compiled = _checked_codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
     kernel._cache[key] = compiled
     if disk_key is not None:
         artifact_store.save(disk_key, compiled)
     return compiled
+
+
+def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledKernel:
+    """The checker's verdict, then codegen's artifact: nothing leaves here unless the checker passed.
+
+    When the checker has to run, codegen runs beside it on a thread: LLVM (ctypes calls
+    release the GIL) and the ptxas subprocess overlap the checker's libcst passes.  The
+    checker's error wins over anything codegen raised; codegen's result is used only after
+    the checker passed, exactly as if the two had run one after the other."""
+    if kernel._cache.get("checked") == source_hash(kernel):
+        _enforce(kernel)  # (a no-op here; kept so that a replaced `_enforce` still sees every compile)
+        return _codegen_gpu(kernel, arch, **options)
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            box["out"] = _codegen_gpu(kernel, arch, **options)
+        except BaseException as e:  # re-raised below, once the checker passed
+            box["err"] = e
+
+    worker = threading.Thread(target=work, name=f"anodize-codegen-{kernel.__name__}", daemon=True)
+    worker.start()
+    try:
+        _enforce(kernel)
+    finally:
+        worker.join()
+    if "err" in box:
+        raise box["err"]
+    return box["out"]  # type: ignore[no-any-return]
 
 
 def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKernel:

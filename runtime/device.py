@@ -97,9 +97,26 @@ class Device:
         n = 1
         for s in shape:
             n *= s
-        ptr, owner = self._alloc(n * scalar.dtype.itemsize)
+        ptr, owner = self._alloc_or_raise(n * scalar.dtype.itemsize)
         _mark_used(self)
         return Buffer(self, ptr, shape, scalar, owner)
+
+    def _alloc_or_raise(self, nbytes: int) -> tuple[int, object]:
+        """`_alloc`, with an out-of-memory failure turned into `az.OutOfMemoryError` (issue 9)."""
+        try:
+            return self._alloc(nbytes)
+        except MemoryError as e:
+            from anodize.errors import OutOfMemoryError
+
+            if isinstance(e, OutOfMemoryError):
+                raise
+            raise OutOfMemoryError(nbytes, self.describe(), type(e).__name__) from None
+        except Exception as e:  # cuda.core reports CUDA_ERROR_OUT_OF_MEMORY as its own error type
+            if "OUT_OF_MEMORY" not in str(e).upper().replace(" ", "_"):
+                raise
+            from anodize.errors import OutOfMemoryError
+
+            raise OutOfMemoryError(nbytes, self.describe(), "CUDA_ERROR_OUT_OF_MEMORY") from None
 
     # -- synchronisation and faults -------------------------------------------------------
     def synchronize(self) -> None:

@@ -23,28 +23,38 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import sys
-import tempfile
-from dataclasses import asdict
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+# pathlib, shutil and tempfile are imported where entries are written, listed or removed:
+# a cached load (`load`) only reads, with `os.path`, and stays light.
 
 FORMAT = 1
 
 
-def cache_dir() -> Path:
-    """The platform's user cache directory for anodize."""
+def _root() -> str:
+    """The platform's user cache directory for anodize, as a string."""
     env = os.environ.get("ANODIZE_CACHE_DIR")
     if env:
-        return Path(env)
+        return env
+    home = os.path.expanduser("~")
     if sys.platform == "darwin":
-        return Path.home() / "Library" / "Caches" / "anodize"
+        return os.path.join(home, "Library", "Caches", "anodize")
     if os.name == "nt":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-        return Path(base) / "anodize" / "Cache"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "anodize"
+        base = os.environ.get("LOCALAPPDATA") or os.path.join(home, "AppData", "Local")
+        return os.path.join(base, "anodize", "Cache")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(home, ".cache")
+    return os.path.join(base, "anodize")
+
+
+def cache_dir() -> Path:
+    """The platform's user cache directory for anodize."""
+    from pathlib import Path
+
+    return Path(_root())
 
 
 def enabled() -> bool:
@@ -68,6 +78,10 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
     final = root / key[:2] / key
     if final.is_dir():
         return final
+    import shutil
+    import tempfile
+    from pathlib import Path
+
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{key[:16]}-", dir=final.parent))
@@ -90,17 +104,18 @@ def load(key: str) -> tuple[dict[str, Any], dict[str, bytes]] | None:
     """The entry's meta and payload files, or None on a miss (a corrupt entry is removed)."""
     if not enabled():
         return None
-    folder = cache_dir() / key[:2] / key
-    meta_path = folder / "meta.json"
-    if not folder.is_dir():
+    folder = os.path.join(_root(), key[:2], key)
+    if not os.path.isdir(folder):
         return None
     try:
-        meta = json.loads(meta_path.read_text())
+        with open(os.path.join(folder, "meta.json"), encoding="utf-8") as f:
+            meta = json.loads(f.read())
         if meta.get("format") != FORMAT or meta.get("key") != key:
             raise ValueError("foreign entry")
         files: dict[str, bytes] = {}
         for name, digest in meta["files"].items():
-            data = (folder / name).read_bytes()
+            with open(os.path.join(folder, name), "rb") as f:
+                data = f.read()
             if _sha(data) != digest:
                 raise ValueError(f"{name} does not match its hash")
             files[name] = data
@@ -113,6 +128,8 @@ def load(key: str) -> tuple[dict[str, Any], dict[str, bytes]] | None:
 def evict(key: str) -> None:
     folder = cache_dir() / key[:2] / key
     if folder.exists():
+        import shutil
+
         # Rename first so a concurrent reader sees a miss, not a half-deleted folder.
         trash = folder.with_name(f".trash-{key}-{os.getpid()}")
         try:
@@ -135,6 +152,8 @@ def info() -> dict[str, Any]:
 
 def clear() -> int:
     """Remove every entry; return how many were removed."""
+    import shutil
+
     root = cache_dir()
     n = 0
     if root.is_dir():
@@ -149,4 +168,6 @@ def clear() -> int:
 
 def dataclass_json(obj: Any) -> Any:
     """A JSON-ready dict of a dataclass tree (for meta.json)."""
+    from dataclasses import asdict
+
     return json.loads(json.dumps(asdict(obj), default=str))

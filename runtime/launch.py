@@ -11,6 +11,7 @@ aliasing and `requires`, then the launch itself.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
@@ -161,8 +162,8 @@ class Launcher:
 
     A call takes the first of three paths that applies:
 
-    1. the memo: the very arguments of the last launch (the same `Buffer` objects, alive, and
-       the same scalar objects).  Buffers never change pointer, shape, dtype or device, so
+    1. the memo: the very arguments of the last launch, or of the one before (the same `Buffer`
+       objects, alive, and the same scalar objects).  Buffers never change pointer, shape, dtype or device, so
        every check made for them still holds: relaunch the packed arguments as they are.
     2. the quick path of the last plan: every check, specialised to the plan's argument types
        (anodize Buffers and scalars), in one pass that builds the packed launch arguments.
@@ -173,7 +174,7 @@ class Launcher:
     Paths 1 and 2 run only while no lazy op is in flight (`runtime.inflight`).
     """
 
-    __slots__ = ("kernel", "config", "safe", "contract", "_plans", "_plans_by_device", "_loaded", "_hot", "_memo")
+    __slots__ = ("kernel", "config", "safe", "contract", "_plans", "_plans_by_device", "_loaded", "_hot", "_memo", "_memo2", "_misses")
 
     def __init__(self, kernel: Kernel, config: LaunchConfig, safe: bool, contract: Contract | None):
         self.kernel = kernel
@@ -184,29 +185,34 @@ class Launcher:
         self._plans_by_device: dict[tuple[int, tuple[type, ...]], _Plan] = {}
         self._loaded: dict[int, LoadedKernel] = {}
         self._hot: _Plan | None = None  # the plan of the last launch
-        # (keys, call, packed, arena) of the last launch; keys: a weakref per Buffer, a
-        # constant per scalar (compared by identity); None when the last launch can't be memoised
-        self._memo: tuple[tuple[Any, ...], Any, tuple[Any, ...], Any] | None = None
+        # `fire(args) -> bool`: relaunches the last launch's packed arguments when `args` are its
+        # very objects (a weakref per Buffer, identity per scalar); None when there is no memo
+        self._memo: Callable[[tuple[Any, ...]], bool] | None = None
+        self._memo2: Callable[[tuple[Any, ...]], bool] | None = None
+        self._misses = 0  # quick-path launches since a memo last hit
 
     def __call__(self, *args: Any) -> None:
         memo = self._memo
         if memo is not None and not _inflight._ACTIVE:
-            keys = memo[0]
-            if len(args) == len(keys):
-                for key, a in zip(keys, args):
-                    if key() is not a:
-                        break
-                else:
-                    memo[3].dirty = True
-                    memo[1](*memo[2])
-                    return
+            if memo(args):
+                self._misses = 0
+                return
+            memo = self._memo2  # the launch before: ping-pong buffers hit here
+            if memo is not None and memo(args):
+                self._misses = 0
+                return
         plan = self._hot
         if plan is not None and plan.quick is not None and not _inflight._ACTIVE:
             packed = plan.quick(args)
             if packed is not None:
                 plan.arena.dirty = True
                 plan.call(*packed)
-                self._memo = plan.memo(args, packed)
+                # Memoise, unless the memos keep missing (new buffers every launch): then only
+                # every 16th launch, so that a loop that settles on fixed buffers is caught again.
+                misses = self._misses = self._misses + 1
+                if misses < 4 or not misses & 15:
+                    self._memo2 = self._memo
+                    self._memo = plan.memo(args, packed)
                 return
         self._full(args)
 
@@ -219,7 +225,7 @@ class Launcher:
             if not plan.run(args):  # pragma: no cover - the plan was made for this device
                 raise LaunchError("internal error: a launch plan rejected its own device")
         self._hot = plan
-        self._memo = None
+        self._memo = self._memo2 = None
 
     # ADDED for issue 7 (lazy ops, runtime/ops.py): validate exactly as a launch does, but
     # record the flat ABI arguments in a KernelOp instead of launching.
@@ -508,6 +514,9 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
     nargs = plan.nargs
     buffer_type = Buffer
 
+    if all(is_buf and rank == 1 for is_buf, _, rank, _ in spec):
+        return _quick_1d_buffers(plan, tuple(want for _, want, _, _ in spec), check), _memo_maker(plan, spec)
+
     def quick(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
         if len(args) != nargs:
             return None
@@ -537,15 +546,131 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
         flat.extend(suffix)
         return tuple(flat)
 
+    return quick, _memo_maker(plan, spec)
+
+
+def _quick_1d_buffers(plan: _Plan, dtypes: tuple[Any, ...], check: Any) -> Any:
+    """`quick` for the commonest plan: every parameter a 1-D slice passed as a Buffer."""
+    dev = plan.device
+    pairs = plan.alias_pairs
+    prefix, suffix = plan.prefix, plan.suffix
+    nargs = plan.nargs
+    buffer_type = Buffer
+
+    def quick(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+        if len(args) != nargs:
+            return None
+        flat = [*prefix]
+        for want, a in zip(dtypes, args):
+            if type(a) is not buffer_type or a._device is not dev or a._dtype is not want or len(a._shape) != 1:
+                return None
+            flat.append(a._ptr)
+            flat.append(a._shape[0])
+        for o, j in pairs:
+            x = args[o]
+            y = args[j]
+            if x._nbytes and y._nbytes and x._ptr < y._ptr + y._nbytes and y._ptr < x._ptr + x._nbytes:
+                return None
+        if check is not None and not check(flat):
+            return None
+        flat.extend(suffix)
+        return tuple(flat)
+
+    return quick
+
+
+def _memo_maker(plan: _Plan, spec: tuple[tuple[bool, Any, int, Any], ...]) -> Any:
     call = plan.call
     arena = plan.arena
     kinds = tuple(is_buf for is_buf, _, _, _ in spec)
 
-    def memo(args: tuple[Any, ...], packed: tuple[Any, ...]) -> tuple[Any, ...]:
-        keys = tuple(_ref(a) if is_buf else _const(a) for is_buf, a in zip(kinds, args))
-        return (keys, call, packed, arena)
+    if all(kinds):
 
-    return quick, memo
+        def memo(args: tuple[Any, ...], packed: tuple[Any, ...]) -> Any:
+            return _memo_for(tuple(map(_ref, args)), call, packed, arena)
+
+    else:
+
+        def memo(args: tuple[Any, ...], packed: tuple[Any, ...]) -> Any:
+            return _memo_for(tuple([_ref(a) if b else _const(a) for b, a in zip(kinds, args)]), call, packed, arena)
+
+    return memo
+
+
+def _memo_for(keys: tuple[Any, ...], call: Any, packed: tuple[Any, ...], arena: Any) -> Any:
+    """`fire(args)`: when `args` are the very objects the keys remember (a Buffer alive, a
+    scalar by identity), mark the fault arena and relaunch `packed`; else return False.
+
+    Written out for up to four arguments: an unrolled check costs a third of a loop."""
+    n = len(keys)
+    if n == 0:
+
+        def fire(args: tuple[Any, ...]) -> bool:
+            if args:
+                return False
+            arena.dirty = True
+            call(*packed)
+            return True
+
+    elif n == 1:
+        (k0,) = keys
+
+        def fire(args: tuple[Any, ...]) -> bool:
+            if len(args) != 1 or k0() is not args[0]:
+                return False
+            arena.dirty = True
+            call(*packed)
+            return True
+
+    elif n == 2:
+        k0, k1 = keys
+
+        def fire(args: tuple[Any, ...]) -> bool:
+            if len(args) != 2 or k0() is not args[0] or k1() is not args[1]:
+                return False
+            arena.dirty = True
+            call(*packed)
+            return True
+
+    elif n == 3:
+        k0, k1, k2 = keys
+
+        def fire(args: tuple[Any, ...]) -> bool:
+            if len(args) != 3 or k0() is not args[0] or k1() is not args[1] or k2() is not args[2]:
+                return False
+            arena.dirty = True
+            call(*packed)
+            return True
+
+    elif n == 4:
+        k0, k1, k2, k3 = keys
+
+        def fire(args: tuple[Any, ...]) -> bool:
+            if (
+                len(args) != 4
+                or k0() is not args[0]
+                or k1() is not args[1]
+                or k2() is not args[2]
+                or k3() is not args[3]
+            ):
+                return False
+            arena.dirty = True
+            call(*packed)
+            return True
+
+    else:
+
+        def fire(args: tuple[Any, ...]) -> bool:
+            if len(args) != n:
+                return False
+            for key, a in zip(keys, args):
+                if key() is not a:
+                    return False
+            arena.dirty = True
+            call(*packed)
+            return True
+
+    return fire
 
 
 def _const(v: Any) -> Any:

@@ -8,10 +8,11 @@ from typing import TYPE_CHECKING, ClassVar
 
 import libcst as cst
 from libcst import BatchableCSTVisitor
-from libcst.metadata import QualifiedNameProvider, ScopeProvider
+from libcst.metadata import ScopeProvider
 
 from ..diagnostics import Diagnostic, Span
 from ..kernel_model import FunctionInfo, KernelSummary, ModuleModel, Val
+from ..walk import QualifiedNames
 
 if TYPE_CHECKING:
     from ..engine import Project
@@ -31,6 +32,9 @@ class RuleContext:
     report: Callable[[Diagnostic], None]
 
 
+_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
+
+
 class Rule(BatchableCSTVisitor):
     """Base of every rule: `CODE`, a one-line docstring, `VALID` and `INVALID` examples.
 
@@ -39,8 +43,9 @@ class Rule(BatchableCSTVisitor):
     CODE: ClassVar[str]
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str]] = []
-    # Positions are resolved lazily through the model (most modules report nothing).
-    METADATA_DEPENDENCIES = (QualifiedNameProvider, ScopeProvider)
+    # Names resolve through the model (libcst's QualifiedNameProvider, as `QualifiedNames`,
+    # and ScopeProvider, both already resolved by then); positions only for reported nodes.
+    METADATA_DEPENDENCIES = (QualifiedNames, ScopeProvider)
 
     def __init__(self, ctx: RuleContext):
         super().__init__()
@@ -49,13 +54,17 @@ class Rule(BatchableCSTVisitor):
 
     def get_visitors(self) -> dict[str, Callable[[cst.CSTNode], None]]:
         # keyed by attribute name, so `visit_List = visit_Set = _container` aliases work too
-        out = {}
-        for name in dir(self):
-            if name.startswith(("visit_", "leave_")):
-                m = getattr(self, name)
-                if callable(m) and not getattr(m, "_is_no_op", False):  # skip libcst's empty stubs
-                    out[name] = m
-        return out
+        cls = type(self)
+        names = _VISITOR_NAMES.get(cls)
+        if names is None:  # once per rule class: `dir()` over libcst's ~600 stubs is slow
+            names = _VISITOR_NAMES[cls] = tuple(
+                name
+                for name in dir(cls)
+                if name.startswith(("visit_", "leave_"))
+                and callable(m := getattr(cls, name))
+                and not getattr(m, "_is_no_op", False)  # skip libcst's empty stubs
+            )
+        return {name: getattr(self, name) for name in names}
 
     def report(self, diag: Diagnostic) -> None:
         self.rc.report(diag)

@@ -280,6 +280,8 @@ def k(c: DisjointSlice[f32]) -> None:
         for a in node.args:
             if a.star:
                 self._say(a, "argument unpacking")
+            elif a.keyword is not None:  # codegen rejects these too (found by tools/fuzz.py)
+                self._say(a, "a keyword argument", "pass the arguments by position")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if not self.active or self.fn is None or node in self.model.stores:

@@ -1,0 +1,124 @@
+"""Compile time in fresh interpreters: cold compile (cache off) and cached load (warm disk cache).
+
+    python3 bench/compile_time.py [--runs 5] [--arch sm_90]
+
+Each run is a new `python` process with its own empty (or warm) `ANODIZE_CACHE_DIR`:
+
+* import:          `import anodize` (numpy included)
+* cold, first:     `vecadd.compile(arch)` with the cache off, first kernel in the process
+                   (the imports of libcst, llvmlite and the codegen included)
+* cold, second:    `saxpy.compile(arch)` right after: checker + codegen + PTX + ptxas
+* stages:          that second compile split into the checker, IR + LLVM lowering,
+                   O3 + PTX emission, and ptxas (the cubin)
+* cached load:     `vecadd.compile(arch)` from a warm disk cache in a fresh process, after
+                   `import anodize` (first use of the runtime's compile modules included)
+* cached, warm:    the same with those modules already imported (the load itself)
+
+No GPU needed.  Prints medians with min-max over `--runs` processes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_COLD = """
+import sys, time
+sys.path.insert(0, {examples!r})
+t0 = time.perf_counter()
+import anodize
+t1 = time.perf_counter()
+import vecadd, saxpy
+from anodize.runtime import compile as rc
+stages = {{"check": 0.0, "codegen": 0.0, "ptx": 0.0, "ptxas": 0.0}}
+
+def timed(name, fn):
+    def run(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            stages[name] += time.perf_counter() - t
+    return run
+
+t2 = time.perf_counter()
+vecadd.vecadd.compile(arch={arch!r})
+t3 = time.perf_counter()
+from anodize.codegen import driver, ptx
+rc._enforce = timed("check", rc._enforce)
+driver.build_ir = timed("codegen", driver.build_ir)
+driver.lower_kernel = timed("codegen", driver.lower_kernel)
+ptx.emit_ptx = timed("ptx", ptx.emit_ptx)
+ptx.run_ptxas = timed("ptxas", ptx.run_ptxas)
+t4 = time.perf_counter()
+saxpy.saxpy.compile(arch={arch!r})
+t5 = time.perf_counter()
+print(repr({{"import": t1 - t0, "cold_first": t3 - t2, "cold_second": t5 - t4, **stages}}))
+"""
+
+_WARM = """
+import sys, time
+sys.path.insert(0, {examples!r})
+import anodize, vecadd
+if {preload!r}:
+    import hashlib, llvmlite
+    import anodize.runtime.compile, anodize.runtime.artifact_store, anodize.codegen.toolchain
+t = time.perf_counter()
+k = vecadd.vecadd.compile(arch={arch!r})
+t1 = time.perf_counter()
+assert k.ptx
+print(repr({{"cached": t1 - t}}))
+"""
+
+
+def _run(code: str, env: dict[str, str]) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    return {k: v * 1e3 for k, v in ast.literal_eval(out.stdout.strip().splitlines()[-1]).items()}
+
+
+def _fmt(xs: list[float]) -> str:
+    return f"{statistics.median(xs):8.2f}  ({min(xs):.2f}-{max(xs):.2f})"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--arch", default="sm_90")
+    args = ap.parse_args(argv)
+    examples = str(ROOT / "examples")
+    rows: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="az-compile-bench-") as tmp:
+        base = dict(os.environ, ANODIZE_CACHE_DIR=str(Path(tmp) / "cache"))
+        cold = _COLD.format(examples=examples, arch=args.arch)
+        for _ in range(args.runs):
+            for k, v in _run(cold, dict(base, ANODIZE_CACHE="off")).items():
+                rows.setdefault(k, []).append(v)
+        _run(cold, dict(base, ANODIZE_CACHE="on"))  # fill the cache
+        for preload, label in ((False, "cached load (fresh process)"), (True, "cached load (modules imported)")):
+            warm = _WARM.format(examples=examples, arch=args.arch, preload=preload)
+            rows[label] = [_run(warm, dict(base, ANODIZE_CACHE="on"))["cached"] for _ in range(args.runs)]
+    names = {
+        "import": "import anodize",
+        "cold_first": "cold compile, first kernel (vecadd, imports included)",
+        "cold_second": "cold compile, second kernel (saxpy)",
+        "check": "  of which: checker (libcst passes)",
+        "codegen": "  of which: IR + LLVM lowering",
+        "ptx": "  of which: O3 + PTX emission",
+        "ptxas": "  of which: ptxas (cubin)",
+    }
+    print(f"compile time, {args.arch}, {args.runs} fresh interpreters each, ms: median (min-max)")
+    for key, xs in rows.items():
+        print(f"{names.get(key, key):<56} {_fmt(xs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,517 @@
+"""Integer range facts: the prover that removes bounds checks guards already imply.
+
+Guards (`if r > 0 and r < rows - 1:`, `if not (...): return`), witness guards
+(`ij in out`), a grid-stride loop's index and `requires` relations become
+*difference constraints* `u - v <= k` between *atoms*, integers that cannot
+change while a fact about them is alive:
+
+* `("len", slice, axis)`: a slice's extent along an axis, `0 <= len <= 2**63 - 1`;
+* `("var", name)`: a local with one binding in its function (assigned once,
+  never reassigned, never a loop-carried value);
+* `("wpart", name, part)`: `i.get()`, `ij.row` or `ij.col` of such a witness;
+* `("raw", reg, axis)`: a raw thread id (unsafe tier), `tid.x < block.x` when the
+  contract fixes the block;
+* `ZERO`, the constant 0, so `x >= 1` is `ZERO - x <= -1`.
+
+Facts are about mathematical integers.  An expression is *linear* (`atom + c`)
+only when its machine value provably equals that integer: every `+`/`-` and
+every integer cast on the way is checked not to wrap, using the facts known at
+that point (so `x + 1` with an unbounded `x: i64` is not linear, while
+`r + 1` inside `r < rows - 1` is).  A comparison gives facts only when both of
+its sides are linear in the comparison's type; its signedness is the type's.
+An index `e` is in range for an extent `n` when the facts prove `0 <= e` and
+`e <= n - 1` (shortest paths over the constraint graph, Bellman-Ford; a
+contradictory set of facts proves nothing).
+
+The frontend owns scoping: facts live in the region their guard dominates and
+are dropped when a name they mention is assigned (see `frontend.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from . import ir
+from .types import ScalarTy
+
+Atom = tuple[str, ...]
+ZERO: Atom = ("0",)
+Edge = tuple[Atom, Atom, int]  # (u, v, k): u - v <= k
+
+I64_MIN = -(1 << 63)
+I64_MAX = (1 << 63) - 1
+LEN_DOMAIN = (0, I64_MAX)
+
+__all__ = ["Atom", "ZERO", "Edge", "Lin", "Prover", "RangeEnv", "type_range", "le_edge", "I64_MAX", "I64_MIN"]
+
+
+def type_range(ty: ScalarTy) -> tuple[int, int]:
+    """The values an integer type holds, read with its signedness."""
+    if ty.signed:
+        return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
+    return 0, (1 << ty.bits) - 1
+
+
+def machine_value(v: int, ty: ScalarTy) -> int:
+    """The value a constant has once lowered to `ty` (wrapped), read with its signedness."""
+    v &= (1 << ty.bits) - 1
+    if ty.signed and v >= 1 << (ty.bits - 1):
+        v -= 1 << ty.bits
+    return v
+
+
+@dataclass(frozen=True)
+class Lin:
+    """`atom + c` over the integers (`atom` ZERO for a constant)."""
+
+    atom: Atom
+    c: int
+
+
+def le_edge(a: Lin, b: Lin, k: int = 0) -> Edge:
+    """The edge for `a <= b + k`."""
+    return (a.atom, b.atom, b.c - a.c + k)
+
+
+class Prover:
+    """The facts at one program point, with every atom's a priori domain."""
+
+    def __init__(self, edges: Iterable[Edge], domain: Callable[[Atom], tuple[int, int]]):
+        self.edges: dict[tuple[Atom, Atom], int] = {}
+        for u, v, k in edges:
+            if u != v:
+                old = self.edges.get((u, v))
+                if old is None or k < old:
+                    self.edges[(u, v)] = k
+            elif k < 0:
+                self.edges[(u, v)] = k  # x - x <= negative: contradictory facts
+        self.domain = domain
+        self._dist: dict[Atom, dict[Atom, int] | None] = {}
+
+    def _nodes(self, extra: Iterable[Atom]) -> list[Atom]:
+        seen: dict[Atom, None] = {ZERO: None}
+        for u, v in self.edges:
+            seen[u] = None
+            seen[v] = None
+        for a in extra:
+            seen[a] = None
+        return list(seen)
+
+    def _from(self, src: Atom, dst: Atom) -> dict[Atom, int] | None:
+        """Shortest distances from `src` (None when the facts contradict each other)."""
+        hit = self._dist.get(src, ...)
+        if hit is not ... and (hit is None or dst in hit):
+            return hit
+        nodes = self._nodes((src, dst))
+        edges = [(v, u, k) for (u, v), k in self.edges.items()]  # v -> u with weight k
+        for a in nodes:
+            if a != ZERO:
+                lo, hi = self.domain(a)
+                edges.append((ZERO, a, hi))  # a - 0 <= hi
+                edges.append((a, ZERO, -lo))  # 0 - a <= -lo
+        dist: dict[Atom, int] = {src: 0}
+        for _ in range(len(nodes)):
+            changed = False
+            for f, t, w in edges:
+                df = dist.get(f)
+                if df is not None and (t not in dist or df + w < dist[t]):
+                    dist[t] = df + w
+                    changed = True
+            if not changed:
+                break
+        else:
+            self._dist[src] = None  # still relaxing after |V| rounds: a negative cycle
+            return None
+        if src in dist and dist[src] < 0:
+            self._dist[src] = None
+            return None
+        self._dist[src] = dist
+        return dist
+
+    def diff_le(self, u: Atom, v: Atom, k: int) -> bool:
+        """Whether the facts prove `u - v <= k`."""
+        if u == v:
+            return k >= 0
+        dist = self._from(v, u)
+        if dist is None:
+            return False
+        d = dist.get(u)
+        return d is not None and d <= k
+
+    def le(self, a: Lin, b: Lin, k: int = 0) -> bool:
+        """Whether the facts prove `a <= b + k`."""
+        u, v, kk = le_edge(a, b, k)
+        return self.diff_le(u, v, kk)
+
+    def bounds(self, a: Lin) -> tuple[int, int]:
+        """The tightest proven `(lo, hi)` of `a` (its atom's domain when the facts say nothing)."""
+        if a.atom == ZERO:
+            return a.c, a.c
+        lo, hi = self.domain(a.atom)
+        up = self._from(ZERO, a.atom)
+        if up is not None and a.atom in up:
+            hi = min(hi, up[a.atom])
+        down = self._from(a.atom, ZERO)
+        if down is not None and ZERO in down:
+            lo = max(lo, -down[ZERO])
+        return lo + a.c, hi + a.c
+
+    def fits(self, a: Lin, ty: ScalarTy) -> bool:
+        """Whether `a`'s value always fits `ty` (so computing it in `ty` cannot wrap)."""
+        lo, hi = self.bounds(a)
+        tlo, thi = type_range(ty)
+        return tlo <= lo and hi <= thi
+
+
+class RangeEnv:
+    """How one function's IR names map to atoms; subclassed by the frontend's compiler."""
+
+    def local_atom(self, name: str) -> Atom | None:
+        """The atom of an immutable integer local, or None."""
+        return None
+
+    def witness_atom(self, name: str, part: str) -> Atom | None:
+        """The atom of a part of an immutable witness, or None."""
+        return None
+
+    def raw_atom(self, reg: str, axis: str) -> Atom | None:
+        return None
+
+    # ---- linear forms ---------------------------------------------------------------------
+    def linear(self, e: ir.Expr, p: Prover) -> Lin | None:
+        """`e` as `atom + c` when its machine value (read with its type's signedness)
+        provably equals that integer, else None."""
+        ty = e.ty
+        if not isinstance(ty, ScalarTy) or not ty.is_int:
+            return None
+        if isinstance(e, ir.Const):
+            if isinstance(e.value, bool) or not isinstance(e.value, int):
+                return None
+            return Lin(ZERO, machine_value(e.value, ty))
+        if isinstance(e, ir.Local):
+            a = self.local_atom(e.name)
+            return Lin(a, 0) if a is not None else None
+        if isinstance(e, ir.WitnessPart):
+            if isinstance(e.witness, ir.Local):
+                a = self.witness_atom(e.witness.name, e.part)
+                return Lin(a, 0) if a is not None else None
+            return None
+        if isinstance(e, ir.Len):
+            return Lin(("len", e.slice.name, str(e.axis)), 0)
+        if isinstance(e, ir.RawId):
+            a = self.raw_atom(e.reg, e.axis)
+            return Lin(a, 0) if a is not None else None
+        if isinstance(e, ir.Cast):
+            src = e.value.ty
+            if not isinstance(src, ScalarTy) or not src.is_int:
+                return None
+            inner = self.linear(e.value, p)
+            return inner if inner is not None and p.fits(inner, ty) else None
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-"):
+            left = self.linear(e.left, p)
+            right = self.linear(e.right, p)
+            if left is None or right is None:
+                return None
+            if right.atom == ZERO:
+                out = Lin(left.atom, left.c + right.c if e.op == "+" else left.c - right.c)
+            elif left.atom == ZERO and e.op == "+":
+                out = Lin(right.atom, left.c + right.c)
+            elif e.op == "-" and left.atom == right.atom:
+                out = Lin(ZERO, left.c - right.c)
+            else:
+                return None
+            return out if p.fits(out, ty) else None
+        return None
+
+    def link(self, e: ir.Expr, ty: ScalarTy, p: Prover) -> Lin | None:
+        """`e` converted to a comparison's type `ty`, linear only if the conversion is exact."""
+        if not ty.is_int:
+            return None
+        a = self.linear(e, p)
+        return a if a is not None and p.fits(a, ty) else None
+
+    # ---- facts from conditions --------------------------------------------------------------
+    def guard_edges(self, cond: ir.Expr, negated: bool, base: list[Edge], make: Callable[[list[Edge]], Prover]) -> list[Edge]:
+        """The facts that hold where `cond` is true (false when `negated`), given `base`.
+
+        Conjuncts are read left to right: each one is evaluated only where the ones
+        before it held, so their facts help prove the next one's sides exact."""
+        out: list[Edge] = []
+
+        def walk(c: ir.Expr, neg: bool) -> None:
+            if isinstance(c, ir.UnaryOp) and c.op == "not":
+                walk(c.operand, not neg)
+                return
+            if isinstance(c, ir.BoolOp) and ((c.op == "and") != neg):
+                for v in c.values:
+                    walk(v, neg)
+                return
+            if isinstance(c, ir.Compare):
+                if neg and len(c.ops) != 1:
+                    return
+                for i, op in enumerate(c.ops):
+                    ty = c.link_types[i] if i < len(c.link_types) else None
+                    if ty is None or not ty.is_int:
+                        continue
+                    p = make(base + out)
+                    a = self.link(c.operands[i], ty, p)
+                    b = self.link(c.operands[i + 1], ty, p)
+                    if a is None or b is None:
+                        continue
+                    out.extend(relation(_NEGATE[op] if neg else op, a, b))
+
+        walk(cond, negated)
+        return out
+
+
+_NEGATE = {"<": ">=", "<=": ">", ">": "<=", ">=": "<", "==": "!=", "!=": "=="}
+
+
+def relation(op: str, a: Lin, b: Lin) -> list[Edge]:
+    """The edges for `a op b` over the integers."""
+    if op == "<":
+        return [le_edge(a, b, -1)]
+    if op == "<=":
+        return [le_edge(a, b)]
+    if op == ">":
+        return [le_edge(b, a, -1)]
+    if op == ">=":
+        return [le_edge(b, a)]
+    if op == "==":
+        return [le_edge(a, b), le_edge(b, a)]
+    return []
+
+
+def mentions(edge: Edge, names: set[str]) -> bool:
+    """Whether an edge mentions a local or witness named in `names`."""
+    for a in edge[:2]:
+        if len(a) >= 2 and a[0] in ("var", "wpart") and a[1] in names:  # type: ignore[misc]
+            return True
+    return False
+
+
+# ---- the frontend's side: scoped facts per compiled function -------------------------------------
+
+
+def _bindings(fdef: object) -> dict[str, int]:
+    """How many times each name is bound in a function: parameters, assignments (plain,
+    annotated with or without a value, augmented) and `for` targets."""
+    import ast
+
+    assert isinstance(fdef, ast.FunctionDef)
+    out: dict[str, int] = {}
+    for a in fdef.args.args:
+        out[a.arg] = out.get(a.arg, 0) + 1
+    for stmt in fdef.body:
+        for n in ast.walk(stmt):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+                out[n.id] = out.get(n.id, 0) + 1
+    return out
+
+
+_RAW_DOMAIN = {
+    "ctaid": (0, (1 << 31) - 1),
+    "nctaid": (1, (1 << 31) - 1),
+    "laneid": (0, 31),
+}
+
+
+class RangeFacts(RangeEnv):
+    """Mixed into the frontend's function compiler, which provides `vars`, `slices`,
+    `facts` (proven (witness, slice) pairs), `is_kernel`, `k.contract` and `src.fdef`.
+
+    `rfacts` are the difference constraints true at the current point; the compiler
+    scopes them exactly like `facts` (saved and restored around branches and loops,
+    dropped for every name a region assigns)."""
+
+    rfacts: frozenset[Edge] = frozenset()
+    vars: dict[str, object]
+    slices: dict[str, object]
+    facts: set[tuple[str, str]]
+    is_kernel: bool
+
+    # -- atoms ------------------------------------------------------------------------------
+    def _immutable(self, name: str) -> bool:
+        b = self.__dict__.get("_range_bindings")
+        if b is None:
+            b = _bindings(self.src.fdef)  # type: ignore[attr-defined]
+            self.__dict__["_range_bindings"] = b
+        return b.get(name, 0) == 1
+
+    def local_atom(self, name: str) -> Atom | None:
+        ty = self.vars.get(name)
+        if isinstance(ty, ScalarTy) and ty.is_int and self._immutable(name):
+            return ("var", name)
+        return None
+
+    def witness_atom(self, name: str, part: str) -> Atom | None:
+        from .types import WitnessTy
+
+        ty = self.vars.get(name)
+        if isinstance(ty, WitnessTy) and self._immutable(name):
+            if (ty.rank == 1) == (part == "get"):
+                return ("wpart", name, part)
+        return None
+
+    def raw_atom(self, reg: str, axis: str) -> Atom | None:
+        return ("raw", reg, axis)
+
+    def _block(self) -> tuple[int, int, int] | None:
+        c = self.k.contract if self.is_kernel else None  # type: ignore[attr-defined]
+        if c is None or not c.block:
+            return None
+        return (tuple(c.block) + (1, 1))[:3]  # type: ignore[return-value]
+
+    def atom_domain(self, a: Atom) -> tuple[int, int]:
+        kind = a[0]
+        if kind == "len":
+            return LEN_DOMAIN
+        if kind == "var":
+            ty = self.vars.get(a[1])
+            return type_range(ty) if isinstance(ty, ScalarTy) else (I64_MIN, I64_MAX)
+        if kind == "wpart":
+            return (0, I64_MAX) if a[1] in self.__dict__.get("_nonneg", ()) else (I64_MIN, I64_MAX)
+        if kind == "raw":
+            reg, axis = a[1], a[2]
+            if reg in _RAW_DOMAIN:
+                return _RAW_DOMAIN[reg]
+            block = self._block()
+            k = "xyz".index(axis) if axis in ("x", "y", "z") else 0
+            if reg == "tid":
+                return (0, block[k] - 1) if block else (0, 1023 if k < 2 else 63)
+            if reg == "ntid":
+                return (block[k], block[k]) if block else (1, 1024 if k < 2 else 64)
+        return (I64_MIN, I64_MAX)
+
+    # -- the facts at this point ---------------------------------------------------------------
+    def _requires_edges(self) -> list[Edge]:
+        """Relations of `requires` between extents and literals (kernels only): they hold
+        over the integers at every launch (the evaluator rejects overflow)."""
+        hit = self.__dict__.get("_req_edges")
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        from anodize.checker import contract as C
+
+        out: list[Edge] = []
+        c = self.k.contract if self.is_kernel else None  # type: ignore[attr-defined]
+        req = c.requires if c is not None else None
+
+        def lin(e: C.Expr) -> Lin | None:
+            if isinstance(e, C.Const):
+                return Lin(ZERO, e.value)
+            if isinstance(e, (C.Len, C.Shape)):
+                axis = e.axis if isinstance(e, C.Shape) else 0
+                s = self.slices.get(e.param)
+                if s is None or axis >= s.rank:  # type: ignore[attr-defined]
+                    return None
+                return Lin(("len", e.param, str(axis)), 0)
+            if isinstance(e, C.Neg):
+                v = lin(e.operand)
+                return Lin(ZERO, -v.c) if v is not None and v.atom == ZERO else None
+            if isinstance(e, C.BinOp) and e.op in ("+", "-"):
+                a, b = lin(e.left), lin(e.right)
+                if a is None or b is None:
+                    return None
+                if b.atom == ZERO:
+                    return Lin(a.atom, a.c + b.c if e.op == "+" else a.c - b.c)
+                if a.atom == ZERO and e.op == "+":
+                    return Lin(b.atom, a.c + b.c)
+            return None
+
+        for rel in req.relations if req is not None else ():
+            a, b = lin(rel.left), lin(rel.right)
+            if a is not None and b is not None:
+                out.extend(relation(rel.op, a, b))
+        self.__dict__["_req_edges"] = out
+        return out
+
+    def _witness_edges(self) -> list[Edge]:
+        """`(w, s)` proofs (`w in s`, grid-stride indices) as ranges of the witness's parts."""
+        out: list[Edge] = []
+        for w, s in self.facts:
+            sty = self.slices.get(s)
+            if sty is None:
+                continue
+            parts = ("get",) if sty.rank == 1 else ("row", "col")  # type: ignore[attr-defined]
+            for axis, part in enumerate(parts):
+                a = self.witness_atom(w, part)
+                if a is not None:
+                    x = Lin(a, 0)
+                    out.append(le_edge(Lin(ZERO, 0), x))
+                    out.append(le_edge(x, Lin(("len", s, str(axis)), 0), -1))
+        return out
+
+    def prover(self, extra: Iterable[Edge] = ()) -> Prover:
+        return Prover([*self.rfacts, *self._witness_edges(), *self._requires_edges(), *extra], self.atom_domain)
+
+    def guard_facts(self, cond: ir.Expr, negated: bool) -> frozenset[Edge]:
+        """The facts that hold where `cond` is true (false when `negated`)."""
+        base = [*self._witness_edges(), *self._requires_edges()]
+        return frozenset(self.guard_edges(cond, negated, list(self.rfacts), lambda es: Prover(base + es, self.atom_domain)))
+
+    def kill_facts(self, names: set[str]) -> None:
+        """Drop every fact about a name that is (re)assigned."""
+        if names and self.rfacts:
+            self.rfacts = frozenset(e for e in self.rfacts if not mentions(e, names))
+
+    def note_assign(self, name: str, value: ir.Expr) -> None:
+        """After `name = value`: forget old facts; an immutable int local equals its value."""
+        self.kill_facts({name})
+        if isinstance(value, ir.MakeWitness) and value.site < 0 and self._immutable(name):
+            self.__dict__.setdefault("_nonneg", set()).add(name)  # a contract's witness is >= 0
+            return
+        atom = self.local_atom(name)
+        if atom is None:
+            return
+        p = self.prover()
+        v = self.linear(value, p)
+        if v is not None and p.fits(v, self.vars[name]):  # type: ignore[arg-type]
+            self.rfacts = self.rfacts | frozenset(relation("==", Lin(atom, 0), v))
+
+    def note_range_loop(self, var: str, start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> frozenset[Edge]:
+        """Facts inside `for var in range(start, stop, step)` with a constant step:
+        `start <= var < stop` (step > 0) or `stop < var <= start` (step < 0)."""
+        atom = self.local_atom(var)
+        ty = self.vars.get(var)
+        if atom is None or not isinstance(step, ir.Const) or not isinstance(ty, ScalarTy):
+            return frozenset()
+        p = self.prover()
+        a, b = self.link(start, ty, p), self.link(stop, ty, p)
+        if a is None or b is None:
+            return frozenset()
+        s = machine_value(int(step.value), ty)
+        x = Lin(atom, 0)
+        if s > 0:
+            return frozenset(relation("<=", a, x) + relation("<", x, b))
+        if s < 0:
+            return frozenset(relation("<", b, x) + relation("<=", x, a))
+        return frozenset()
+
+    # -- queries ---------------------------------------------------------------------------
+    def index_in_range(self, index: tuple[ir.Expr, ...], extents: list[Lin]) -> bool:
+        """Whether every index expression lies in `[0, extent)` on its axis."""
+        if len(index) == 1 and isinstance(index[0].ty, _witness_ty()) and isinstance(index[0], ir.Local):
+            from .types import I64
+
+            w = index[0]
+            parts = ("get",) if w.ty.rank == 1 else ("row", "col")  # type: ignore[union-attr]
+            index = tuple(ir.WitnessPart(w, part, I64) for part in parts)
+        if len(index) != len(extents):
+            return False
+        p = self.prover()
+        for e, n in zip(index, extents, strict=True):
+            x = self.linear(e, p)
+            if x is None or not p.le(Lin(ZERO, 0), x) or not p.le(x, n, -1):
+                return False
+        return True
+
+    def slice_in_range(self, name: str, index: tuple[ir.Expr, ...]) -> bool:
+        rank = self.slices[name].rank  # type: ignore[attr-defined]
+        return self.index_in_range(index, [Lin(("len", name, str(d)), 0) for d in range(rank)])
+
+
+def _witness_ty() -> type:
+    from .types import WitnessTy
+
+    return WitnessTy

@@ -1,0 +1,171 @@
+"""Run every accepted fixture and example kernel under compute-sanitizer; write a markdown report.
+
+    python tools/sanitize.py [--out DIR] [--tools memcheck,racecheck,synccheck] [--mutants DIR] [--timeout S]
+
+One compute-sanitizer process per tool drives tools/sanitize_runner.py over all
+modules (fixtures/accept/*.py and examples/*.py):
+  memcheck   `--tool memcheck --padding 64` (catches an off-by-one into the next allocation)
+  racecheck  `--tool racecheck`, kernels built with line_info=True, opt=0 (-G equivalent)
+  synccheck  `--tool synccheck`
+`--mutants DIR` also runs racecheck over the barrier mutants that tools/mutate.py
+wrote (those the checker cannot reject); each should show hazards.
+
+The runner prints `@@AZ-BEGIN module::kernel` before each launch and syncs after
+it, so every sanitizer line is attributed to the kernel launched last.  The
+report (`sanitize.md`, `sanitize.json` under `--out`) lists errors and hazards per
+kernel and tool.  `--dry-run` runs the runner on the CPU backend without the
+sanitizer (what CI can test).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNER = Path(__file__).resolve().parent / "sanitize_runner.py"
+TOOLS: dict[str, list[str]] = {
+    "memcheck": ["--tool", "memcheck", "--padding", "64", "--leak-check", "no"],
+    "racecheck": ["--tool", "racecheck"],
+    "synccheck": ["--tool", "synccheck"],
+}
+_BEGIN = re.compile(r"^@@AZ-BEGIN (\S+)")
+_END = re.compile(r"^@@AZ-END (\S+) (.*)$")
+_SAN = re.compile(r"^========= (.*)$")
+_ERR_SUMMARY = re.compile(r"ERROR SUMMARY: (\d+) error")
+_RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
+
+
+def find_sanitizer() -> str | None:
+    for cand in (shutil.which("compute-sanitizer"), "/usr/local/cuda/bin/compute-sanitizer", "/usr/local/cuda/compute-sanitizer/compute-sanitizer"):
+        if cand and Path(cand).exists():
+            return cand
+    return None
+
+
+def default_modules() -> list[Path]:
+    return sorted((ROOT / "fixtures" / "accept").glob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
+
+
+def parse(output: str) -> dict[str, Any]:
+    """Per-kernel sanitizer findings and launch statuses from one run's combined output."""
+    current = "<startup>"
+    per: dict[str, dict[str, Any]] = defaultdict(lambda: {"errors": 0, "hazards": 0, "messages": [], "status": "not run"})
+    totals: dict[str, int] = {"errors": 0, "hazards": 0, "race_errors": 0, "race_warnings": 0}
+    for line in output.splitlines():
+        m = _BEGIN.match(line)
+        if m:
+            current = m.group(1)
+            per[current]["status"] = "started (no end marker: crashed or timed out)"
+            continue
+        m = _END.match(line)
+        if m:
+            per[m.group(1)]["status"] = m.group(2)
+            continue
+        m = _SAN.match(line)
+        if not m:
+            continue
+        text = m.group(1)
+        if text[:1].isspace():  # a continuation line (stack frame, address) of the last report
+            continue
+        s = _ERR_SUMMARY.search(text)
+        if s:
+            totals["errors"] = int(s.group(1))
+            continue
+        s = _RACE_SUMMARY.search(text)
+        if s:
+            totals["hazards"] = int(s.group(1))
+            totals["race_errors"], totals["race_warnings"] = int(s.group(2)), int(s.group(3))
+            continue
+        low = text.lower()
+        if low.startswith(("invalid", "program hit", "error", "warning", "barrier error", "divergent", "race", "uninitialized", "leaked")):
+            key = "hazards" if ("race" in low or "hazard" in low) else "errors"
+            per[current][key] += 1
+            if len(per[current]["messages"]) < 5:
+                per[current]["messages"].append(text.strip())
+    return {"kernels": dict(per), "totals": totals}
+
+
+def run_tool(san: str | None, tool: str, modules: list[Path], out: Path, timeout: float, device: str, label: str = "") -> dict[str, Any]:
+    cmd = [sys.executable, str(RUNNER), "--device", device]
+    if tool == "racecheck":
+        cmd.append("--debug-build")
+    cmd += [str(m) for m in modules]
+    if san is not None:
+        cmd = [san, *TOOLS[tool], "--print-limit", "200", *cmd]
+    t0 = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+        text, rc = proc.stdout + "\n" + proc.stderr, proc.returncode
+    except subprocess.TimeoutExpired as e:
+        text = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        text += "\n@@AZ-TIMEOUT\n"
+        rc = -1
+    (out / f"{label or tool}.log").write_text(text)
+    res = parse(text)
+    res["returncode"], res["seconds"] = rc, round(time.time() - t0, 1)
+    return res
+
+
+def render(results: dict[str, dict[str, Any]], sanitizer: str | None) -> str:
+    md = ["# compute-sanitizer report", "", f"sanitizer: `{sanitizer or 'none (dry run on the CPU backend)'}`", ""]
+    md += ["| run | kernels | launched ok | errors | hazards | seconds | exit |", "|---|---|---|---|---|---|---|"]
+    for name, r in results.items():
+        ks = r["kernels"]
+        ok = sum(1 for k, v in ks.items() if str(v["status"]).startswith("ok"))
+        errs = sum(v["errors"] for v in ks.values())
+        haz = sum(v["hazards"] for v in ks.values())
+        md.append(f"| {name} | {len([k for k in ks if k != '<startup>'])} | {ok} | {max(errs, r['totals']['errors'])} | {max(haz, r['totals']['hazards'])} | {r['seconds']} | {r['returncode']} |")
+    for name, r in results.items():
+        md += ["", f"## {name}", "", "| kernel | status | errors | hazards | first message |", "|---|---|---|---|---|"]
+        for k, v in sorted(r["kernels"].items()):
+            msg = (v["messages"][0] if v["messages"] else "").replace("|", "\\|")[:160]
+            md.append(f"| {k} | {v['status']} | {v['errors']} | {v['hazards']} | {msg} |")
+    return "\n".join(md) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--out", default="/tmp/anodize-sanitize")
+    ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
+    ap.add_argument("--mutants", default=None, help="folder of barrier mutants for an extra racecheck run")
+    ap.add_argument("--timeout", type=float, default=300)
+    ap.add_argument("--dry-run", action="store_true", help="no sanitizer; run the runner on the CPU backend")
+    ap.add_argument("modules", nargs="*")
+    ns = ap.parse_args(argv)
+    out = Path(ns.out)
+    out.mkdir(parents=True, exist_ok=True)
+    san = None if ns.dry_run else find_sanitizer()
+    if san is None and not ns.dry_run:
+        print("sanitize: compute-sanitizer not found (use --dry-run to test the runner on the CPU)", file=sys.stderr)
+        return 2
+    device = "cpu" if ns.dry_run else "gpu"
+    modules = [Path(m).resolve() for m in ns.modules] or default_modules()
+    results: dict[str, dict[str, Any]] = {}
+    for tool in [t for t in ns.tools.split(",") if t]:
+        results[tool] = run_tool(san, tool, modules, out, ns.timeout, device)
+    if ns.mutants:
+        muts = sorted(Path(ns.mutants).glob("*.py"))
+        if muts:
+            results["racecheck-barrier-mutants"] = run_tool(san, "racecheck", muts, out, ns.timeout, device, "racecheck-barrier-mutants")
+    (out / "sanitize.json").write_text(json.dumps(results, indent=1, default=str))
+    (out / "sanitize.md").write_text(render(results, san))
+    print((out / "sanitize.md").read_text())
+    bad = 0
+    for name, r in results.items():
+        if name.startswith("racecheck-barrier"):
+            continue
+        bad += sum(v["errors"] + v["hazards"] for v in r["kernels"].values()) + r["totals"]["errors"] + r["totals"]["hazards"]
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
