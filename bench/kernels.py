@@ -12,6 +12,23 @@ def copy(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         c[i] = a[i]
 
 
+@launch_contract(domain=1, block=256, requires=lambda a, c: len(a) == len(c))
+@kernel
+def copy_gs(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """`copy` as a grid-stride loop: an elementwise body, so 16-byte loads and stores
+    of 4 elements per thread and step (codegen/gridstride.py)."""
+    for i in thread.grid_stride(c):
+        c[i] = a[i]
+
+
+@launch_contract(domain=1, block=256, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
+@kernel
+def vecadd_gs(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """vecadd as a grid-stride loop (16-byte vector accesses)."""
+    for i in thread.grid_stride(c):
+        c[i] = a[i] + b[i]
+
+
 @launch_contract(domain=1, block=32)
 @kernel
 def empty() -> None:

@@ -128,6 +128,13 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
     for k, fn in ours.items():
         results[k]["anodize"] = time_events(fn, args.reps, "anodize", dev.stream)
     np.testing.assert_allclose(c.to_host(), np.float32(alpha) * a_h + b_h, rtol=1e-6)  # saxpy ran last
+    # grid-stride versions: 16-byte chunks of 4 elements, one chunk per thread
+    from kernels import copy_gs, vecadd_gs
+
+    cfg_gs = az.LaunchConfig.for_num_elems(-(-n // 4), block=256)
+    results["copy"]["anodize (grid-stride)"] = time_events(lambda: copy_gs[cfg_gs](a, c), args.reps, "anodize", dev.stream)
+    results["vecadd"]["anodize (grid-stride)"] = time_events(lambda: vecadd_gs[cfg_gs](a, b, c), args.reps, "anodize", dev.stream)
+    np.testing.assert_array_equal(c.to_host(), a_h + b_h)  # vecadd_gs ran last
     import peers
 
     ceiling_ms: list[float] | None = None

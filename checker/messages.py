@@ -28,6 +28,7 @@ CODES: dict[str, str] = {
     "az-alias": "one buffer passed as an output and as another argument",
     "az-launch-rank": "a launch configuration of the wrong rank or block for the contract",
     "az-requires": "a launch that visibly violates a contract's `requires`",
+    "az-shared-race": "shared-memory accesses that may race (no barrier between them)",
 }
 
 
@@ -340,3 +341,44 @@ def kernel_source_unavailable(span: Span, kernel: str) -> Diagnostic:
 def unsupported_here(span: Span, msg: str, *, help: str) -> Diagnostic:
     """`az-unsupported` outside a kernel body (where the checker cannot follow the code)."""
     return make("az-unsupported", msg, span, label="the checker cannot follow this", help=help)
+
+
+# ---- checker: shared-memory races (checker/rules/shared_race.py) ---------------------------
+
+_RACE_NOTE = (
+    "the checker proves two accesses apart only for the same index injective in the thread id "
+    "(`tid`, `tid + k`, `k * tid`, `(tid_y, tid_x)`), for index ranges that guards such as "
+    "`if tid < s:` keep apart, and for `tid // 32` written under `lane == 0`"
+)
+
+
+def shared_race(span: Span, array: str, access: str, other: Span | None, other_access: str) -> Diagnostic:
+    if other is None:
+        return make(
+            "az-shared-race",
+            f"this {access} of shared `{array}` may race with the same {access} in another thread",
+            span,
+            label="two threads of the block may write this element between two barriers",
+            notes=(_RACE_NOTE,),
+            help="index it by the thread id, or guard it so one thread writes (`if tid == 0:`) "
+            "and add `az.syncthreads()` before the element is used",
+        )
+    return make(
+        "az-shared-race",
+        f"this {access} of shared `{array}` may race with a {other_access} by another thread",
+        span,
+        label=f"no `az.syncthreads()` separates this {access} from the {other_access} on every path",
+        secondary=(Label(other, f"the {other_access} it may race with"),),
+        notes=(_RACE_NOTE,),
+        help="add `az.syncthreads()` between them",
+    )
+
+
+def shared_escape(span: Span, array: str) -> Diagnostic:
+    return make(
+        "az-shared-race",
+        f"shared array `{array}` is used here in a way the race check cannot follow",
+        span,
+        label="only `name[index]` reads and writes of a shared array are checked",
+        help=f"index `{array}` directly where it is used instead of passing or storing the array",
+    )

@@ -19,9 +19,9 @@ from collections.abc import Iterator, Mapping
 
 import libcst as cst
 from libcst import CSTNode, MaybeSentinel
-from libcst.metadata import CodePosition, CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodePosition, CodeRange, PositionProvider
 
-from .walk import child_fields
+from .walk import Wrapper, child_fields
 
 __all__ = ["Positions"]
 
@@ -64,7 +64,7 @@ class Positions(Mapping[CSTNode, CodeRange]):
     # -- internals ---------------------------------------------------------------------------
     def _whole(self) -> Mapping[CSTNode, CodeRange]:
         if self._full is None:
-            self._full = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._full = Wrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         return self._full
 
     def _owners(self) -> dict[CSTNode, int]:
@@ -105,5 +105,5 @@ class Positions(Mapping[CSTNode, CodeRange]):
             default_newline=m.default_newline,
             has_trailing_newline=True,
         )
-        ranges = MetadataWrapper(one, unsafe_skip_copy=True).resolve(PositionProvider)
+        ranges = Wrapper(one, unsafe_skip_copy=True).resolve(PositionProvider)
         return ranges, self._start(i) - 1

@@ -14,22 +14,24 @@ running that method with a recorder that does not descend).  `Wrapper` is a
 `MetadataWrapper` whose `visit_batched` uses it; providers whose whole work is in
 `visit_Module` (ExpressionContextProvider, ScopeProvider) run without the empty
 whole-tree pass that would follow.  `QualifiedNames` is libcst's
-`QualifiedNameProvider` with its per-node pass run by this walker: the same mapping.
+`QualifiedNameProvider`, recording the same mapping without a rebuilding visit.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable
+import typing
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
+from functools import partial
 from typing import Any
 
 import libcst as cst
 from libcst import BatchableCSTVisitor, CSTNode, MaybeSentinel
-from libcst.metadata import MetadataWrapper, QualifiedNameProvider
-from libcst.metadata.name_provider import QualifiedNameVisitor
+from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
+from libcst.metadata.base_provider import LazyValue
 
-__all__ = ["QualifiedNames", "Wrapper", "child_fields", "walk", "walk_batched"]
+__all__ = ["QualifiedNames", "Wrapper", "child_fields", "nodes", "walk", "walk_batched"]
 
 # node class -> the fields libcst visits, in its order; None: the order depends on the node
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
@@ -61,6 +63,16 @@ def _record(node: CSTNode) -> tuple[str, ...]:
     return tuple(dict.fromkeys(rec.fields))
 
 
+def _may_hold_node(tp: object) -> bool:
+    """Whether a field annotated `tp` can hold a node (`Optional[str]` cannot)."""
+    if isinstance(tp, type):
+        return issubclass(tp, CSTNode)
+    if typing.get_origin(tp) is typing.Literal:
+        return False
+    args = typing.get_args(tp)
+    return any(_may_hold_node(a) for a in args) if args else True  # unknown: assume it can
+
+
 def child_fields(node: CSTNode) -> tuple[str, ...]:
     """The fields of `node` that hold children, in libcst's visiting order."""
     cls = node.__class__
@@ -71,11 +83,30 @@ def child_fields(node: CSTNode) -> tuple[str, ...]:
         # A field libcst skipped while it held None may be visited when it holds a node
         # (`FormattedStringExpression.format_spec`): such classes are recorded per node.
         unstable = any(
-            f.name not in fields and getattr(node, f.name, None) is None for f in dataclasses.fields(node)
+            f.name not in fields and getattr(node, f.name, None) is None and _may_hold_node(f.type)
+            for f in dataclasses.fields(node)
         )
         _FIELDS[cls] = None if unstable else fields
         return fields
     return fields if fields is not None else _record(node)
+
+
+_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _visitors_of(v: BatchableCSTVisitor) -> Mapping[str, Callable[[CSTNode], Any]]:
+    """`v.get_visitors()`.  libcst's default runs `inspect.getmembers` over the ~1,600
+    visitor stubs on every call; for a visitor that keeps that default (and binds no
+    `visit_*`/`leave_*` on the instance) the names are found once per class."""
+    cls = type(v)
+    if cls.get_visitors is not BatchableCSTVisitor.get_visitors or any(
+        k.startswith(("visit_", "leave_")) for k in getattr(v, "__dict__", ())
+    ):
+        return v.get_visitors()
+    names = _VISITOR_NAMES.get(cls)
+    if names is None:
+        names = _VISITOR_NAMES[cls] = tuple(v.get_visitors())
+    return {name: getattr(v, name) for name in names}
 
 
 _Plan = tuple[tuple[str, ...] | None, tuple[Callable[[CSTNode], Any], ...], tuple[Callable[[CSTNode], Any], ...]]
@@ -87,7 +118,7 @@ def walk_batched(root: CSTNode, visitors: Iterable[BatchableCSTVisitor]) -> bool
     has attribute callbacks (`visit_<Node>_<field>`), which this walker does not call."""
     methods: dict[str, list[Callable[[CSTNode], Any]]] = {}
     for v in visitors:
-        for name, fn in v.get_visitors().items():
+        for name, fn in _visitors_of(v).items():
             methods.setdefault(name, []).append(fn)
     for name in methods:
         kind, _, rest = name.partition("_")
@@ -173,10 +204,39 @@ class Wrapper(MetadataWrapper):
         return self.module
 
 
+def nodes(root: CSTNode) -> list[CSTNode]:
+    """`root` and every node below it (in no particular order)."""
+    out: list[CSTNode] = []
+    stack = [root]
+    pop, push, extend, add = stack.pop, stack.append, stack.extend, out.append
+    while stack:
+        n = pop()
+        add(n)
+        for name in child_fields(n):
+            v = getattr(n, name)
+            if v is None or v is MaybeSentinel.DEFAULT:
+                continue
+            if v.__class__ in _SEQUENCES:
+                extend(v)
+            else:
+                push(v)
+    return out
+
+
 class QualifiedNames(QualifiedNameProvider):
-    """libcst's `QualifiedNameProvider`, its per-node pass run by `walk` (same metadata)."""
+    """libcst's `QualifiedNameProvider`: the same metadata for every node (a lazy
+    `scope.get_qualified_names_for(node)` where ScopeProvider gives the node a scope, else
+    an empty set, as `libcst.metadata.name_provider.QualifiedNameVisitor` records it),
+    recorded in one loop over the nodes instead of a rebuilding visit."""
 
     def visit_Module(self, node: cst.Module) -> bool | None:
-        walk(node, QualifiedNameVisitor(self))
+        scopes = self.metadata[ScopeProvider]
+        computed = self._computed
+        for n in nodes(node):
+            scope = scopes.get(n)
+            if scope:
+                computed[n] = LazyValue(partial(scope.get_qualified_names_for, n))
+            else:
+                computed[n] = set()
         return None
 

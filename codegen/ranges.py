@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from . import ir
-from .types import ScalarTy
+from .types import I64, ScalarTy, SliceTy, Ty, WitnessTy
 
 Atom = tuple[str, ...]
 ZERO: Atom = ("0",)
@@ -326,8 +326,8 @@ class RangeFacts(RangeEnv):
     dropped for every name a region assigns)."""
 
     rfacts: frozenset[Edge] = frozenset()
-    vars: dict[str, object]
-    slices: dict[str, object]
+    vars: dict[str, Ty]
+    slices: dict[str, SliceTy]
     facts: set[tuple[str, str]]
     is_kernel: bool
 
@@ -346,8 +346,6 @@ class RangeFacts(RangeEnv):
         return None
 
     def witness_atom(self, name: str, part: str) -> Atom | None:
-        from .types import WitnessTy
-
         ty = self.vars.get(name)
         if isinstance(ty, WitnessTy) and self._immutable(name):
             if (ty.rank == 1) == (part == "get"):
@@ -403,7 +401,7 @@ class RangeFacts(RangeEnv):
             if isinstance(e, (C.Len, C.Shape)):
                 axis = e.axis if isinstance(e, C.Shape) else 0
                 s = self.slices.get(e.param)
-                if s is None or axis >= s.rank:  # type: ignore[attr-defined]
+                if s is None or axis >= s.rank:
                     return None
                 return Lin(("len", e.param, str(axis)), 0)
             if isinstance(e, C.Neg):
@@ -433,7 +431,7 @@ class RangeFacts(RangeEnv):
             sty = self.slices.get(s)
             if sty is None:
                 continue
-            parts = ("get",) if sty.rank == 1 else ("row", "col")  # type: ignore[attr-defined]
+            parts = ("get",) if sty.rank == 1 else ("row", "col")
             for axis, part in enumerate(parts):
                 a = self.witness_atom(w, part)
                 if a is not None:
@@ -466,7 +464,8 @@ class RangeFacts(RangeEnv):
             return
         p = self.prover()
         v = self.linear(value, p)
-        if v is not None and p.fits(v, self.vars[name]):  # type: ignore[arg-type]
+        ty = self.vars[name]
+        if v is not None and isinstance(ty, ScalarTy) and p.fits(v, ty):
             self.rfacts = self.rfacts | frozenset(relation("==", Lin(atom, 0), v))
 
     def note_range_loop(self, var: str, start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> frozenset[Edge]:
@@ -491,11 +490,9 @@ class RangeFacts(RangeEnv):
     # -- queries ---------------------------------------------------------------------------
     def index_in_range(self, index: tuple[ir.Expr, ...], extents: list[Lin]) -> bool:
         """Whether every index expression lies in `[0, extent)` on its axis."""
-        if len(index) == 1 and isinstance(index[0].ty, _witness_ty()) and isinstance(index[0], ir.Local):
-            from .types import I64
-
-            w = index[0]
-            parts = ("get",) if w.ty.rank == 1 else ("row", "col")  # type: ignore[union-attr]
+        w = index[0] if len(index) == 1 else None
+        if isinstance(w, ir.Local) and isinstance(w.ty, WitnessTy):
+            parts = ("get",) if w.ty.rank == 1 else ("row", "col")
             index = tuple(ir.WitnessPart(w, part, I64) for part in parts)
         if len(index) != len(extents):
             return False
@@ -507,11 +504,5 @@ class RangeFacts(RangeEnv):
         return True
 
     def slice_in_range(self, name: str, index: tuple[ir.Expr, ...]) -> bool:
-        rank = self.slices[name].rank  # type: ignore[attr-defined]
+        rank = self.slices[name].rank
         return self.index_in_range(index, [Lin(("len", name, str(d)), 0) for d in range(rank)])
-
-
-def _witness_ty() -> type:
-    from .types import WitnessTy
-
-    return WitnessTy

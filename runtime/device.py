@@ -110,7 +110,7 @@ class Device:
 
             if isinstance(e, OutOfMemoryError):
                 raise
-            raise OutOfMemoryError(nbytes, self.describe(), type(e).__name__) from None
+            raise OutOfMemoryError(nbytes, self.describe(), "the host allocation failed") from None
         except Exception as e:  # cuda.core reports CUDA_ERROR_OUT_OF_MEMORY as its own error type
             if "OUT_OF_MEMORY" not in str(e).upper().replace(" ", "_"):
                 raise

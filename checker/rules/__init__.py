@@ -15,6 +15,7 @@ from .index_domain import IndexDomain
 from .index_forge import IndexForge
 from .launch_rank import LaunchRank
 from .no_contract import NoContract
+from .shared_race import SharedRace
 from .shared_write import SharedWrite
 from .signature import Signature
 from .unsafe import Unsafe
@@ -31,6 +32,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     GlobalWrite,
     Unsafe,
     BarrierDivergence,
+    SharedRace,
     Contract,
     NoContract,
     Alias,

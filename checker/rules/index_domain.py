@@ -53,6 +53,11 @@ def k2(c: DisjointSlice[f32]) -> None:
             for d in h.domains_used():
                 via.append((hcall, d, h.name))
         domain = fn.domain if fn.kind == "kernel" else None
+        if domain is not None:
+            if all(d == domain for _, d, _ in direct + via):
+                return
+        elif fn.contract is not None or len({d for _, d, _ in direct + via}) < 2:
+            return  # nothing to report: skip the positions that ordering the sites needs
         contract_span = None
         if fn.contract is not None and "domain" in fn.contract.args:
             contract_span = self.span(fn.contract.args["domain"])

@@ -144,3 +144,12 @@ def no_contract_gs(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     for i in thread.grid_stride(c):
         if i in a:
             c[i] = a[i]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def owner_gs(a: Slice[i32], c: DisjointSlice[i32]) -> None:
+    """Records which thread took each index: the mapping itself, made visible."""
+    for i in thread.grid_stride(c):
+        with az.unsafe():
+            c[i] = a[i] + thread.block_idx_x() * 64 + thread.tid_x()

@@ -1,0 +1,268 @@
+"""Index forms for the shared-memory race check (checker/rules/shared_race.py).
+
+An index is a tuple of per-axis forms.  A form is affine in the thread id of the
+block (`$x`, `$y`, `$z` for `tid_x/y/z`) over block-uniform symbols (names and
+uniform expressions, keyed by their text): `Lin`, or `Div`/`Mod` of one by a
+positive constant.  Guards give facts about the thread id: symbolic bounds
+(`tid < s` gives `$x <= s - 1`) and congruences (`lane == 0` gives `$x % 32 == 0`).
+
+`disjoint(a, b)` proves that two accesses, made by two *different* threads of
+one block, can never touch the same element:
+
+- one axis's value ranges are separated by a positive constant (`[0, s - 1]`
+  against `[s, 2s - 1]`), or
+- both accesses have the same form, and that form is injective in the thread id
+  over the block: `tid`, `k * tid + c`, `(tid_y, tid_x)` for 2-D blocks,
+  `ty * 16 + tx` for a 16-wide block, `tid // 32` among threads with equal
+  `tid % 32`, `tid % m` over fewer than `m` threads.
+
+The arithmetic is over mathematical integers; shared arrays are bounds-checked
+per axis, so an index outside its axis touches nothing.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+TX, TY, TZ = "$x", "$y", "$z"
+COMPS = (TX, TY, TZ)
+
+
+@dataclass(frozen=True)
+class Lin:
+    """sum(coef * key) + const; keys are thread components or symbol texts."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    const: int = 0
+
+    @staticmethod
+    def make(d: dict[str, int], c: int = 0) -> Lin:
+        return Lin(tuple(sorted((k, v) for k, v in d.items() if v)), c)
+
+    @staticmethod
+    def sym(key: str) -> Lin:
+        return Lin(((key, 1),))
+
+    def as_dict(self) -> dict[str, int]:
+        return dict(self.terms)
+
+    def __add__(self, o: Lin) -> Lin:
+        d = self.as_dict()
+        for k, v in o.terms:
+            d[k] = d.get(k, 0) + v
+        return Lin.make(d, self.const + o.const)
+
+    def scale(self, k: int) -> Lin:
+        return Lin.make({n: v * k for n, v in self.terms}, self.const * k)
+
+    def __sub__(self, o: Lin) -> Lin:
+        return self + o.scale(-1)
+
+    @property
+    def is_const(self) -> bool:
+        return not self.terms
+
+    def thread(self) -> dict[str, int]:
+        return {k: v for k, v in self.terms if k in COMPS}
+
+    def without(self, comps: set[str]) -> Lin:
+        """Thread components that are always 0 (extent 1) dropped."""
+        return Lin.make({k: v for k, v in self.terms if k not in comps}, self.const)
+
+
+@dataclass(frozen=True)
+class Div:
+    """floor(lin / d), d > 0 (Python semantics, as the language)."""
+
+    lin: Lin
+    d: int
+
+
+@dataclass(frozen=True)
+class Mod:
+    """lin % m, m > 0: always in [0, m - 1] (Python semantics, as the language)."""
+
+    lin: Lin
+    m: int
+
+
+Form = Lin | Div | Mod
+
+# A fact about the thread id: ("lo", comp, Lin) comp >= Lin, ("hi", comp, Lin) comp <= Lin,
+# ("mod", comp, m, r) comp % m == r.
+Fact = tuple
+
+
+@dataclass(frozen=True)
+class Block:
+    """Extents of the block per component; None where unknown."""
+
+    ext: tuple[int | None, int | None, int | None]
+
+    @staticmethod
+    def of(block: tuple[int, ...] | None) -> Block:
+        if block is None or not 1 <= len(block) <= 3 or any(b <= 0 for b in block):
+            return Block((None, None, None))
+        b = (*block, 1, 1)[:3]
+        return Block((b[0], b[1], b[2]))
+
+    def extent(self, comp: str) -> int | None:
+        return self.ext[COMPS.index(comp)]
+
+    @property
+    def constant(self) -> set[str]:
+        return {c for c in COMPS if self.extent(c) == 1}
+
+    @property
+    def varying(self) -> set[str]:
+        return {c for c in COMPS if self.extent(c) != 1}
+
+
+def normalize(form: Form | None, block: Block) -> Form | None:
+    if form is None:
+        return None
+    zero = block.constant
+    if isinstance(form, Lin):
+        return form.without(zero)
+    return type(form)(form.lin.without(zero), form.d if isinstance(form, Div) else form.m)  # type: ignore[call-arg]
+
+
+# ---- ranges --------------------------------------------------------------------------------
+
+
+def comp_bounds(comp: str, facts: tuple[Fact, ...], block: Block) -> tuple[list[Lin], list[Lin]]:
+    lows = [Lin()]  # thread ids are never negative
+    highs: list[Lin] = []
+    e = block.extent(comp)
+    if e is not None:
+        highs.append(Lin((), e - 1))
+    for f in facts:
+        if f[0] == "lo" and f[1] == comp:
+            lows.append(f[2])
+        elif f[0] == "hi" and f[1] == comp:
+            highs.append(f[2])
+    return lows, highs
+
+
+def _const_range(lows: list[Lin], highs: list[Lin]) -> tuple[int | None, int | None]:
+    lo = max((b.const for b in lows if b.is_const), default=None)
+    hi = min((b.const for b in highs if b.is_const), default=None)
+    return lo, hi
+
+
+def lin_range(lin: Lin, facts: tuple[Fact, ...], block: Block) -> tuple[list[Lin], list[Lin]]:
+    """Candidate lower and upper bounds (each valid) of `lin` over the threads that satisfy `facts`."""
+    base = Lin.make({k: v for k, v in lin.terms if k not in COMPS}, lin.const)
+    lo_parts: list[list[Lin]] = []
+    hi_parts: list[list[Lin]] = []
+    for comp, a in lin.thread().items():
+        lows, highs = comp_bounds(comp, facts, block)
+        if a > 0:
+            lo_parts.append([b.scale(a) for b in lows][:4])
+            hi_parts.append([b.scale(a) for b in highs][:4])
+        else:
+            lo_parts.append([b.scale(a) for b in highs][:4])
+            hi_parts.append([b.scale(a) for b in lows][:4])
+    out_lo = [sum(combo, base) for combo in itertools.product(*lo_parts)] if all(lo_parts) else []
+    out_hi = [sum(combo, base) for combo in itertools.product(*hi_parts)] if all(hi_parts) else []
+    return out_lo, out_hi
+
+
+def form_range(form: Form, facts: tuple[Fact, ...], block: Block) -> tuple[list[Lin], list[Lin]]:
+    if isinstance(form, Lin):
+        return lin_range(form, facts, block)
+    if isinstance(form, Mod):
+        return [Lin()], [Lin((), form.m - 1)]
+    lo, hi = _const_range(*lin_range(form.lin, facts, block))
+    return ([Lin((), lo // form.d)] if lo is not None else []), ([Lin((), hi // form.d)] if hi is not None else [])
+
+
+def separated(a: Form, fa: tuple[Fact, ...], b: Form, fb: tuple[Fact, ...], block: Block) -> bool:
+    """The value ranges of `a` and `b` are provably apart."""
+    alo, ahi = form_range(a, fa, block)
+    blo, bhi = form_range(b, fb, block)
+    for hi, lo in itertools.chain(itertools.product(ahi, blo), itertools.product(bhi, alo)):
+        d = lo - hi
+        if d.is_const and d.const > 0:
+            return True
+    return False
+
+
+# ---- injectivity ---------------------------------------------------------------------------
+
+
+def _width(comp: str, facts: tuple[tuple[Fact, ...], ...], block: Block) -> int | None:
+    """How many values `comp` takes over the union of the fact sets, if bounded by constants."""
+    los, his = [], []
+    for fs in facts:
+        lo, hi = _const_range(*comp_bounds(comp, fs, block))
+        if lo is None or hi is None:
+            return None
+        los.append(lo)
+        his.append(hi)
+    return max(max(his) - min(los) + 1, 0)
+
+
+def _congruence(comp: str, fa: tuple[Fact, ...], fb: tuple[Fact, ...]) -> int:
+    """The largest m with `comp % m == r` in both fact sets (the same r), else 0."""
+    best = 0
+    for f in fa:
+        if f[0] == "mod" and f[1] == comp and f in fb:
+            best = max(best, f[2])
+    return best
+
+
+def _determines(form: Form, fa: tuple[Fact, ...], fb: tuple[Fact, ...], block: Block) -> set[str]:
+    """Thread components whose values one axis's value pins down (given the symbols)."""
+    if isinstance(form, Lin):
+        th = form.thread()
+        if len(th) == 1:
+            return set(th)
+        # mixed radix: ty * 16 + tx with tx in [0, 16)
+        order = sorted(th.items(), key=lambda kv: abs(kv[1]))
+        span = 0
+        for n, (comp, a) in enumerate(order):
+            if abs(a) <= span:
+                return set()
+            w = _width(comp, (fa, fb), block)
+            if w is None:
+                if n != len(order) - 1:
+                    return set()
+                w = 1
+            span += abs(a) * (w - 1)
+        return set(th)
+    th = form.lin.thread()
+    if len(th) != 1:
+        return set()
+    ((comp, a),) = th.items()
+    if isinstance(form, Div):
+        if abs(a) == 1 and (form.d == 1 or _congruence(comp, fa, fb) >= form.d):
+            return {comp}
+        return set()
+    w = _width(comp, (fa, fb), block)
+    if abs(a) == 1 and w is not None and w <= form.m:
+        return {comp}
+    return set()
+
+
+def injective(index: tuple[Form, ...], fa: tuple[Fact, ...], fb: tuple[Fact, ...], block: Block) -> bool:
+    """Two different threads (one satisfying `fa`, one `fb`) always get different elements."""
+    got: set[str] = set()
+    for f in index:
+        got |= _determines(f, fa, fb, block)
+    need = {c for c in block.varying if _width(c, (fa, fb), block) != 1}  # pinned by both guards
+    return need <= got
+
+
+def pin(form: Form, facts: tuple[Fact, ...]) -> Form:
+    """A constant axis `v` of an access that only one thread id `c` makes is `tid + (v - c)`."""
+    if not (isinstance(form, Lin) and form.is_const):
+        return form
+    for comp in COMPS:
+        los = [f[2] for f in facts if f[0] == "lo" and f[1] == comp]
+        his = [f[2] for f in facts if f[0] == "hi" and f[1] == comp]
+        for lo in los:
+            if lo in his:
+                return Lin.make({comp: 1}) + form - lo
+    return form

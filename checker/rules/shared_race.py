@@ -1,0 +1,178 @@
+"""Forbids shared-memory accesses that may race between two barriers."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from .. import messages
+from ..barrier_intervals import Intervals
+from ..index_forms import Block
+from ..kernel_model import FunctionInfo
+from .base import Rule, RuleContext
+
+
+class SharedRace(Rule):
+    """Forbids shared-memory accesses that may race between two barriers."""
+
+    CODE = "az-shared-race"
+    VALID = [
+        # a tree reduction: `tid < s` keeps the written [0, s) apart from the read [s, 2s)
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(x: Slice[f32], total: AtomicSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        buf = az.shared.array(256, f32)
+        t = thread.tid_x()
+        buf[t] = x[i] if i in x else 0.0
+        az.syncthreads()
+        s = 128
+        while s > 0:
+            if t < s:
+                buf[t] += buf[t + s]
+            az.syncthreads()
+            s = s // 2
+        if t == 0:
+            total.add(0, buf[0])
+""",
+        # one writer per warp, 2-D tiles, a uniform value written by all, a helper's barrier
+        """
+@func
+def sync() -> None:
+    with az.unsafe():
+        az.syncthreads()
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
+    ij = thread.index_2d()
+    with az.unsafe():
+        tile = az.shared.array((16, 17), f32)
+        flat = az.shared.array(256, f32)
+        flag = az.shared.array(1, i32)
+        tx = thread.tid_x()
+        ty = thread.tid_y()
+        flag[0] = 1
+        tile[ty, tx] = a[ij] if ij in a else 0.0
+        flat[ty * 16 + tx] = 1.0
+        sync()
+        v = tile[tx, ty] + flat[255 - tx] + f32(flag[0])
+        az.syncthreads()
+        if tx % 32 == 0:
+            flat[tx // 32] = v
+    if ij in c:
+        c[ij] = v
+""",
+    ]
+    INVALID = [
+        # the barrier after the first write is missing: thread 0 reads element 1 as thread 1 writes it
+        """
+@launch_contract(domain=1, block=64)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        tile = az.shared.array(64, f32)
+        t = thread.tid_x()
+        tile[t] = a[i] if i in a else 0.0
+        v = tile[(t + 1) % 64]  # E: az-shared-race
+        tile[0] = v  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
+        # the loop's trailing barrier is missing: the next round's reads race with this round's writes
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[i32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        buf = az.shared.array(256, i32)
+        tid = thread.tid_x()
+        buf[tid] = tid
+        az.syncthreads()
+        off = 1
+        while off < 256:
+            t = i32(0)
+            if tid >= off:
+                t = buf[tid - off]  # E: az-shared-race
+            az.syncthreads()
+            buf[tid] = buf[tid] + t
+            off = off * 2
+    if i in c:
+        c[i] = 0
+""",
+        # a helper's shared array: a second call may overwrite `s` while another thread still reads it
+        """
+@func
+def broadcast(v: f32) -> f32:
+    with az.unsafe():
+        s = az.shared.array(1, f32)
+        if thread.tid_x() == 0:
+            s[0] = v  # E: az-shared-race
+        az.syncthreads()
+        r = s[0]
+    return r
+""",
+    ]
+
+    def __init__(self, ctx: RuleContext):
+        super().__init__(ctx)
+        self._with_shared: set[FunctionInfo] | None = None
+        self._must_barrier: dict[str, bool] = {}
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        fn = self.model.by_node.get(node)
+        if fn is None or not fn.is_device:
+            return
+        if self._with_shared is None:
+            self._with_shared = {
+                c.fn for call, kind in self.model.callees.items() if kind.kind == "shared" and (c := self.model.ctx.get(call))
+            }
+        if fn not in self._with_shared:
+            return
+        walk = Intervals(self.model, fn, self._block(fn), self._barriers(fn))
+        walk.run()
+        for name, array in walk.escapes.items():
+            self.report(messages.shared_escape(self.span(name), array))
+        for race in walk.races.values():
+            a = race.access
+            kind = "write" if a.write else "read"
+            array = self.model.code(a.node.value)
+            if race.other is None:
+                self.report(messages.shared_race(self.span(a.node), array, kind, None, kind))
+            else:
+                other = "write" if race.other.write else "read"
+                self.report(messages.shared_race(self.span(a.node), array, kind, self.span(race.other.node), other))
+
+    def _block(self, fn: FunctionInfo) -> Block:
+        """The block shape: the contract's for a kernel; for a helper, its callers' if they all agree."""
+        if fn.kind == "kernel":
+            return Block.of(fn.contract.block if fn.contract else None)
+        shapes: set[Block] = set()
+        seen: set[int] = set()
+        todo = [fn]
+        while todo:
+            h = todo.pop()
+            if id(h) in seen:
+                continue
+            seen.add(id(h))
+            callers = [f for f in dict.fromkeys(self.model.functions.values()) if any(g is h for _, g in f.helper_calls)]
+            if not callers:
+                return Block.of(None)  # a helper nobody here calls may be called with any block
+            for f in callers:
+                if f.kind == "kernel":
+                    shapes.add(Block.of(f.contract.block if f.contract else None))
+                else:
+                    todo.append(f)
+        return shapes.pop() if len(shapes) == 1 else Block.of(None)
+
+    def _barriers(self, fn: FunctionInfo) -> dict[str, bool]:
+        """Helper name -> it reaches a barrier on every path (so a call to it separates intervals)."""
+        for _, h in fn.helper_calls:
+            if h.name not in self._must_barrier:
+                self._must_barrier[h.name] = False  # recursion: assume not
+                if h.has_barrier:
+                    self._must_barrier[h.name] = Intervals(self.model, h, Block.of(None), self._barriers(h)).run()
+        return self._must_barrier
