@@ -8,6 +8,7 @@ through cuda-python (or on the CPU backend when there is no GPU).
 from __future__ import annotations
 
 import os as _os
+from typing import TYPE_CHECKING, Any
 
 # Installed, `checker/`, `codegen/` and `runtime/` live inside this package (setuptools
 # package-dir).  Imported straight from a source checkout (the repository root on
@@ -22,13 +23,50 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 from anodize import math, shared, thread, warp
 from anodize.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe
-from anodize.runtime.config import LaunchConfig
-from anodize.runtime.device import Buffer, Device, device
-# issue 7: lazy ops, stream pools, graph capture, ownership across time
-from anodize.runtime.graphs import Graph, capture
-from anodize.runtime.inflight import InFlightError
-from anodize.runtime.ops import Handle, Op, gather
-from anodize.runtime.streams import StreamPool, pinned_empty
+
+# The runtime (and NumPy with it) loads on first use of one of its names, so that the
+# checker, the mypy plugin and `anodize check` start without it.  Type checkers read
+# the imports below.
+if TYPE_CHECKING:
+    from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.device import Buffer, Device, device
+    # issue 7: lazy ops, stream pools, graph capture, ownership across time
+    from anodize.runtime.graphs import Graph, capture
+    from anodize.runtime.inflight import InFlightError
+    from anodize.runtime.ops import Handle, Op, gather
+    from anodize.runtime.streams import StreamPool, pinned_empty
+
+_LAZY = {
+    "LaunchConfig": "anodize.runtime.config",
+    "Buffer": "anodize.runtime.device",
+    "Device": "anodize.runtime.device",
+    "device": "anodize.runtime.device",
+    "Graph": "anodize.runtime.graphs",
+    "capture": "anodize.runtime.graphs",
+    "InFlightError": "anodize.runtime.inflight",
+    "Handle": "anodize.runtime.ops",
+    "Op": "anodize.runtime.ops",
+    "gather": "anodize.runtime.ops",
+    "StreamPool": "anodize.runtime.streams",
+    "pinned_empty": "anodize.runtime.streams",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'anodize' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 from anodize.types import (
     AtomicSlice,
     DisjointSlice,

@@ -99,6 +99,8 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
     diags: list[Diagnostic] = []
     if model.imports_anodize or model.functions:
         ctx = RuleContext(model, project, diags.append)
+        if isinstance(wrapper, Wrapper):
+            wrapper.on_statement = model.positions.enter  # a reported node is looked up there first
         wrapper.visit_batched([rule(ctx) for rule in ALL_RULES])
     return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source))
 

@@ -258,11 +258,11 @@ class ModuleModel:
 
     # -- helpers for rules -------------------------------------------------------------------
     @property
-    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+    def positions(self) -> Positions:
         """PositionProvider's ranges, computed only for the top-level statements that hold a
         node asked about (checker/positions.py)."""
         if self._positions is None:
-            self._positions = Positions(self.module)
+            self._positions = Positions(self.module, self.source)
         return self._positions
 
     def span(self, node: cst.CSTNode) -> Span:

@@ -352,7 +352,9 @@ _RACE_NOTE = (
 )
 
 
-def shared_race(span: Span, array: str, access: str, other: Span | None, other_access: str) -> Diagnostic:
+def shared_race(
+    span: Span, array: str, access: str, other: Span | None, other_access: str, *, earlier_iteration: bool = False
+) -> Diagnostic:
     if other is None:
         return make(
             "az-shared-race",
@@ -368,7 +370,9 @@ def shared_race(span: Span, array: str, access: str, other: Span | None, other_a
         f"this {access} of shared `{array}` may race with a {other_access} by another thread",
         span,
         label=f"no `az.syncthreads()` separates this {access} from the {other_access} on every path",
-        secondary=(Label(other, f"the {other_access} it may race with"),),
+        secondary=(
+            Label(other, f"the {other_access} it may race with" + (" (in an earlier loop iteration)" if earlier_iteration else "")),
+        ),
         notes=(_RACE_NOTE,),
         help="add `az.syncthreads()` between them",
     )

@@ -7,8 +7,11 @@ tables instead of spelling names, dtypes or widths themselves.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # NumPy loads on the first `.dtype` (the checker and mypy plugin never ask)
+    import numpy as np
 
 PUBLIC_MODULES = ("anodize", "anodize.types", "anodize.kernel", "anodize.thread")
 
@@ -19,7 +22,14 @@ class ScalarInfo:
     kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool
     bits: int  # width in registers (bool is 1 bit in registers, 8 in memory)
     mem_bits: int  # width in memory
-    dtype: np.dtype  # NumPy dtype of a buffer element
+    numpy_name: str  # NumPy's name for the dtype of a buffer element ("float32", ...)
+
+    @cached_property
+    def dtype(self) -> np.dtype:
+        """NumPy dtype of a buffer element (computed once, then a plain attribute)."""
+        import numpy
+
+        return numpy.dtype(self.numpy_name)
 
     @property
     def is_float(self) -> bool:
@@ -35,16 +45,26 @@ class ScalarInfo:
 
 
 SCALARS: dict[str, ScalarInfo] = {
-    "f32": ScalarInfo("f32", "f", 32, 32, np.dtype(np.float32)),
-    "f64": ScalarInfo("f64", "f", 64, 64, np.dtype(np.float64)),
-    "i32": ScalarInfo("i32", "i", 32, 32, np.dtype(np.int32)),
-    "i64": ScalarInfo("i64", "i", 64, 64, np.dtype(np.int64)),
-    "u32": ScalarInfo("u32", "u", 32, 32, np.dtype(np.uint32)),
-    "u64": ScalarInfo("u64", "u", 64, 64, np.dtype(np.uint64)),
-    "bool_": ScalarInfo("bool_", "b", 1, 8, np.dtype(np.bool_)),
+    "f32": ScalarInfo("f32", "f", 32, 32, "float32"),
+    "f64": ScalarInfo("f64", "f", 64, 64, "float64"),
+    "i32": ScalarInfo("i32", "i", 32, 32, "int32"),
+    "i64": ScalarInfo("i64", "i", 64, 64, "int64"),
+    "u32": ScalarInfo("u32", "u", 32, 32, "uint32"),
+    "u64": ScalarInfo("u64", "u", 64, 64, "uint64"),
+    "bool_": ScalarInfo("bool_", "b", 1, 8, "bool"),
 }
 
-SCALAR_BY_DTYPE: dict[np.dtype, ScalarInfo] = {s.dtype: s for s in SCALARS.values()}
+if TYPE_CHECKING:
+    SCALAR_BY_DTYPE: dict[np.dtype, ScalarInfo]
+
+
+def __getattr__(name: str) -> Any:
+    """`SCALAR_BY_DTYPE` (dtype -> ScalarInfo) is built on first use, with NumPy."""
+    if name == "SCALAR_BY_DTYPE":
+        table = {s.dtype: s for s in SCALARS.values()}
+        globals()[name] = table
+        return table
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

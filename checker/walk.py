@@ -112,10 +112,13 @@ def _visitors_of(v: BatchableCSTVisitor) -> Mapping[str, Callable[[CSTNode], Any
 _Plan = tuple[tuple[str, ...] | None, tuple[Callable[[CSTNode], Any], ...], tuple[Callable[[CSTNode], Any], ...]]
 
 
-def walk_batched(root: CSTNode, visitors: Iterable[BatchableCSTVisitor]) -> bool:
+def walk_batched(
+    root: CSTNode, visitors: Iterable[BatchableCSTVisitor], on_statement: Callable[[int], None] | None = None
+) -> bool:
     """Visit `root` with every visitor's `visit_<Node>`/`leave_<Node>` methods, as
     `libcst.visit_batched` does.  Returns False (having called nothing) when a visitor
-    has attribute callbacks (`visit_<Node>_<field>`), which this walker does not call."""
+    has attribute callbacks (`visit_<Node>_<field>`), which this walker does not call.
+    `on_statement(i)`, if given, is called before the walk enters a module's `body[i]`."""
     methods: dict[str, list[Callable[[CSTNode], Any]]] = {}
     for v in visitors:
         for name, fn in _visitors_of(v).items():
@@ -158,7 +161,25 @@ def walk_batched(root: CSTNode, visitors: Iterable[BatchableCSTVisitor]) -> bool
         for fn in leaves:
             fn(node)
 
-    go(root)
+    if on_statement is None or not isinstance(root, cst.Module):
+        go(root)
+        return True
+    fields, visits, leaves = plans.get(cst.Module) or plan(cst.Module, root)
+    for fn in visits:
+        fn(root)
+    for name in fields if fields is not None else _record(root):
+        v = getattr(root, name)
+        if name == "body":
+            for i, stmt in enumerate(v):
+                on_statement(i)
+                go(stmt)
+        elif v.__class__ in _SEQUENCES:
+            for c in v:
+                go(c)
+        elif v is not None and v is not MaybeSentinel.DEFAULT:
+            go(v)
+    for fn in leaves:
+        fn(root)
     return True
 
 
@@ -185,7 +206,10 @@ def walk(root: CSTNode, visitor: cst.CSTVisitor) -> None:
 
 class Wrapper(MetadataWrapper):
     """A `MetadataWrapper` whose batched visits (the rules', and batchable providers')
-    use `walk_batched` instead of libcst's rebuilding traversal."""
+    use `walk_batched` instead of libcst's rebuilding traversal.  `on_statement`, when
+    set, is told which top-level statement the walk enters."""
+
+    on_statement: Callable[[int], None] | None = None
 
     def visit_batched(
         self,
@@ -199,7 +223,7 @@ class Wrapper(MetadataWrapper):
         with ExitStack() as stack:
             for v in visitors:
                 stack.enter_context(v.resolve(self))
-            if not walk_batched(self.module, visitors):
+            if not walk_batched(self.module, visitors, self.on_statement):
                 cst.visit_batched(self.module, visitors)
         return self.module
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading

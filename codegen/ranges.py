@@ -75,69 +75,87 @@ def le_edge(a: Lin, b: Lin, k: int = 0) -> Edge:
 
 
 class Prover:
-    """The facts at one program point, with every atom's a priori domain."""
+    """The facts at one program point, with every atom's a priori domain.
+
+    The closure (shortest paths between every pair of atoms the facts mention,
+    Floyd-Warshall) is computed once, on the first query; an atom the facts do not
+    mention is related to the others only through its domain."""
 
     def __init__(self, edges: Iterable[Edge], domain: Callable[[Atom], tuple[int, int]]):
         self.edges: dict[tuple[Atom, Atom], int] = {}
+        self.contradiction = False
         for u, v, k in edges:
             if u != v:
                 old = self.edges.get((u, v))
                 if old is None or k < old:
                     self.edges[(u, v)] = k
             elif k < 0:
-                self.edges[(u, v)] = k  # x - x <= negative: contradictory facts
+                self.contradiction = True  # x - x <= negative
         self.domain = domain
-        self._dist: dict[Atom, dict[Atom, int] | None] = {}
+        self._index: dict[Atom, int] | None = None
+        self._d: list[list[float]] = []
 
-    def _nodes(self, extra: Iterable[Atom]) -> list[Atom]:
-        seen: dict[Atom, None] = {ZERO: None}
+    def _closure(self) -> dict[Atom, int]:
+        if self._index is not None:
+            return self._index
+        nodes: dict[Atom, int] = {ZERO: 0}
         for u, v in self.edges:
-            seen[u] = None
-            seen[v] = None
-        for a in extra:
-            seen[a] = None
-        return list(seen)
-
-    def _from(self, src: Atom, dst: Atom) -> dict[Atom, int] | None:
-        """Shortest distances from `src` (None when the facts contradict each other)."""
-        hit = self._dist.get(src, ...)
-        if hit is not ... and (hit is None or dst in hit):
-            return hit
-        nodes = self._nodes((src, dst))
-        edges = [(v, u, k) for (u, v), k in self.edges.items()]  # v -> u with weight k
-        for a in nodes:
-            if a != ZERO:
+            for a in (u, v):
+                if a not in nodes:
+                    nodes[a] = len(nodes)
+        n = len(nodes)
+        inf = float("inf")
+        d: list[list[float]] = [[inf] * n for _ in range(n)]
+        for i in range(n):
+            d[i][i] = 0
+        for (u, v), k in self.edges.items():  # u - v <= k: an edge v -> u of weight k
+            vi, ui = nodes[v], nodes[u]
+            if k < d[vi][ui]:
+                d[vi][ui] = k
+        for a, i in nodes.items():
+            if i:
                 lo, hi = self.domain(a)
-                edges.append((ZERO, a, hi))  # a - 0 <= hi
-                edges.append((a, ZERO, -lo))  # 0 - a <= -lo
-        dist: dict[Atom, int] = {src: 0}
-        for _ in range(len(nodes)):
-            changed = False
-            for f, t, w in edges:
-                df = dist.get(f)
-                if df is not None and (t not in dist or df + w < dist[t]):
-                    dist[t] = df + w
-                    changed = True
-            if not changed:
-                break
-        else:
-            self._dist[src] = None  # still relaxing after |V| rounds: a negative cycle
-            return None
-        if src in dist and dist[src] < 0:
-            self._dist[src] = None
-            return None
-        self._dist[src] = dist
-        return dist
+                d[0][i] = min(d[0][i], hi)  # a - 0 <= hi
+                d[i][0] = min(d[i][0], -lo)  # 0 - a <= -lo
+        for k in range(n):
+            dk = d[k]
+            for i in range(n):
+                dik = d[i][k]
+                if dik == inf:
+                    continue
+                di = d[i]
+                for j in range(n):
+                    nd = dik + dk[j]
+                    if nd < di[j]:
+                        di[j] = nd
+        if any(d[i][i] < 0 for i in range(n)):
+            self.contradiction = True  # a negative cycle: the facts contradict each other
+        self._d = d
+        self._index = nodes
+        return nodes
+
+    def dist(self, src: Atom, dst: Atom) -> float:
+        """The least `k` the facts give for `dst - src <= k` (inf when none)."""
+        if src == dst:
+            return 0
+        nodes = self._closure()
+        d = self._d
+        si, di = nodes.get(src), nodes.get(dst)
+        if si is not None and di is not None:
+            return d[si][di]
+        # an atom the facts do not mention is linked to the rest only through ZERO (its domain)
+        to_zero = d[si][0] if si is not None else -self.domain(src)[0]
+        from_zero = d[0][di] if di is not None else self.domain(dst)[1]
+        return to_zero + from_zero
 
     def diff_le(self, u: Atom, v: Atom, k: int) -> bool:
         """Whether the facts prove `u - v <= k`."""
         if u == v:
             return k >= 0
-        dist = self._from(v, u)
-        if dist is None:
+        self._closure()
+        if self.contradiction:
             return False
-        d = dist.get(u)
-        return d is not None and d <= k
+        return self.dist(v, u) <= k
 
     def le(self, a: Lin, b: Lin, k: int = 0) -> bool:
         """Whether the facts prove `a <= b + k`."""
@@ -149,18 +167,24 @@ class Prover:
         if a.atom == ZERO:
             return a.c, a.c
         lo, hi = self.domain(a.atom)
-        up = self._from(ZERO, a.atom)
-        if up is not None and a.atom in up:
-            hi = min(hi, up[a.atom])
-        down = self._from(a.atom, ZERO)
-        if down is not None and ZERO in down:
-            lo = max(lo, -down[ZERO])
+        self._closure()
+        if not self.contradiction:
+            up = self.dist(ZERO, a.atom)
+            down = self.dist(a.atom, ZERO)
+            if up < hi:
+                hi = int(up)
+            if -down > lo:
+                lo = int(-down)
         return lo + a.c, hi + a.c
 
     def fits(self, a: Lin, ty: ScalarTy) -> bool:
         """Whether `a`'s value always fits `ty` (so computing it in `ty` cannot wrap)."""
-        lo, hi = self.bounds(a)
         tlo, thi = type_range(ty)
+        if a.atom != ZERO:
+            lo, hi = self.domain(a.atom)
+            if tlo <= lo + a.c and hi + a.c <= thi:  # the domain alone suffices: no search
+                return True
+        lo, hi = self.bounds(a)
         return tlo <= lo and hi <= thi
 
 
@@ -238,6 +262,12 @@ class RangeEnv:
         Conjuncts are read left to right: each one is evaluated only where the ones
         before it held, so their facts help prove the next one's sides exact."""
         out: list[Edge] = []
+        made: list[tuple[int, Prover]] = []
+
+        def prover() -> Prover:
+            if not made or made[-1][0] != len(out):
+                made.append((len(out), make(base + out)))
+            return made[-1][1]
 
         def walk(c: ir.Expr, neg: bool) -> None:
             if isinstance(c, ir.UnaryOp) and c.op == "not":
@@ -254,7 +284,7 @@ class RangeEnv:
                     ty = c.link_types[i] if i < len(c.link_types) else None
                     if ty is None or not ty.is_int:
                         continue
-                    p = make(base + out)
+                    p = prover()
                     a = self.link(c.operands[i], ty, p)
                     b = self.link(c.operands[i + 1], ty, p)
                     if a is None or b is None:
@@ -440,8 +470,15 @@ class RangeFacts(RangeEnv):
                     out.append(le_edge(x, Lin(("len", s, str(axis)), 0), -1))
         return out
 
-    def prover(self, extra: Iterable[Edge] = ()) -> Prover:
-        return Prover([*self.rfacts, *self._witness_edges(), *self._requires_edges(), *extra], self.atom_domain)
+    def prover(self) -> Prover:
+        """The facts at this point (one Prover per distinct state, so searches are reused)."""
+        cache: dict[object, Prover] = self.__dict__.setdefault("_provers", {})
+        key = (self.rfacts, frozenset(self.facts), frozenset(self.__dict__.get("_nonneg", ())))
+        p = cache.get(key)
+        if p is None:
+            p = Prover([*self.rfacts, *self._witness_edges(), *self._requires_edges()], self.atom_domain)
+            cache[key] = p
+        return p
 
     def guard_facts(self, cond: ir.Expr, negated: bool) -> frozenset[Edge]:
         """The facts that hold where `cond` is true (false when `negated`)."""

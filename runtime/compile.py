@@ -3,10 +3,14 @@
     compile_for_gpu(kernel, arch)      -> CompiledKernel   (checker, then codegen)
     compile_for_device(kernel, device) -> LoadedKernel     (the above, loaded on the device)
 
-The checker runs first: a kernel (or a helper it calls) with an error never
-reaches codegen.  The artifact cache lives on the Kernel object (`_cache`) and is
-keyed by the kernel's source hash, the target and the options, so an edited and
-re-decorated kernel compiles again while a repeated launch does not.
+The checker gates codegen: a kernel (or a helper it calls) with an error never
+gets an artifact, and the checker's error is what the caller sees.  (On the GPU
+path codegen runs beside the checker on a thread, so that LLVM and ptxas overlap
+the libcst passes; its result is used only once the checker passed.)
+
+The artifact cache lives on the Kernel object (`_cache`) and is keyed by the
+kernel's source hash, the target and the options, so an edited and re-decorated
+kernel compiles again while a repeated launch does not.
 """
 
 from __future__ import annotations

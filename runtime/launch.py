@@ -7,6 +7,15 @@ checks the device's limits.  Each argument-type signature then gets a `_Plan`:
 the adapters chosen for those types, precomputed alias pairs and `requires`
 slots.  A repeated launch runs only the plan: pointers, sizes, dtypes, device,
 aliasing and `requires`, then the launch itself.
+
+The repeated launch is the hot path, so a `Launcher` call tries, in order (see
+`Launcher`): the memo of the last two launches (the same live Buffer objects and
+scalar objects: nothing that was checked can have changed, relaunch the packed
+arguments), the plan's quick path (every check, specialised to the plan's types,
+building the packed arguments in one pass; `requires` compiled to closures by
+runtime/requires_fast.py), then the full path, which alone raises errors.  The
+launch itself is one call with the stream, cuda.core config and kernel bound
+(`CudaDevice.launch_call`).  bench/launch_microbench.py measures all three.
 """
 
 from __future__ import annotations
@@ -517,7 +526,7 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
     if all(is_buf and rank == 1 for is_buf, _, rank, _ in spec):
         return _quick_1d_buffers(plan, tuple(want for _, want, _, _ in spec), check), _memo_maker(plan, spec)
 
-    def quick(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    def quick(args: tuple[Any, ...]) -> list[Any] | None:
         if len(args) != nargs:
             return None
         flat = list(prefix)
@@ -543,8 +552,8 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
                 return None
         if check is not None and not check(flat):
             return None
-        flat.extend(suffix)
-        return tuple(flat)
+        flat += suffix
+        return flat  # never mutated after this: the memo may keep it
 
     return quick, _memo_maker(plan, spec)
 
@@ -557,7 +566,10 @@ def _quick_1d_buffers(plan: _Plan, dtypes: tuple[Any, ...], check: Any) -> Any:
     nargs = plan.nargs
     buffer_type = Buffer
 
-    def quick(args: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    eq = check.pairs if check is not None else ()  # `len(a) == len(c)`: inlined below
+    rest = None if check is None or check.only_pairs else check
+
+    def quick(args: tuple[Any, ...]) -> list[Any] | None:
         if len(args) != nargs:
             return None
         flat = [*prefix]
@@ -571,10 +583,13 @@ def _quick_1d_buffers(plan: _Plan, dtypes: tuple[Any, ...], check: Any) -> Any:
             y = args[j]
             if x._nbytes and y._nbytes and x._ptr < y._ptr + y._nbytes and y._ptr < x._ptr + x._nbytes:
                 return None
-        if check is not None and not check(flat):
+        for i, j in eq:
+            if flat[i] != flat[j]:
+                return None
+        if rest is not None and not rest(flat):
             return None
-        flat.extend(suffix)
-        return tuple(flat)
+        flat += suffix
+        return flat  # never mutated after this: the memo may keep it
 
     return quick
 
@@ -586,18 +601,18 @@ def _memo_maker(plan: _Plan, spec: tuple[tuple[bool, Any, int, Any], ...]) -> An
 
     if all(kinds):
 
-        def memo(args: tuple[Any, ...], packed: tuple[Any, ...]) -> Any:
+        def memo(args: tuple[Any, ...], packed: list[Any]) -> Any:
             return _memo_for(tuple(map(_ref, args)), call, packed, arena)
 
     else:
 
-        def memo(args: tuple[Any, ...], packed: tuple[Any, ...]) -> Any:
+        def memo(args: tuple[Any, ...], packed: list[Any]) -> Any:
             return _memo_for(tuple([_ref(a) if b else _const(a) for b, a in zip(kinds, args)]), call, packed, arena)
 
     return memo
 
 
-def _memo_for(keys: tuple[Any, ...], call: Any, packed: tuple[Any, ...], arena: Any) -> Any:
+def _memo_for(keys: tuple[Any, ...], call: Any, packed: list[Any], arena: Any) -> Any:
     """`fire(args)`: when `args` are the very objects the keys remember (a Buffer alive, a
     scalar by identity), mark the fault arena and relaunch `packed`; else return False.
 

@@ -97,6 +97,9 @@ def compile_requires(
                 return False
         return True
 
+    # for callers that inline the equalities: `pairs` alone decide when `only_pairs` is True
+    check.pairs = eq  # type: ignore[attr-defined]
+    check.only_pairs = not general  # type: ignore[attr-defined]
     return check
 
 

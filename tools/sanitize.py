@@ -7,6 +7,8 @@ modules (fixtures/accept/*.py and examples/*.py):
   memcheck   `--tool memcheck --padding 64` (catches an off-by-one into the next allocation)
   racecheck  `--tool racecheck`, kernels built with line_info=True, opt=0 (-G equivalent)
   synccheck  `--tool synccheck`
+memcheck also runs each module's `main()`; racecheck and synccheck only the
+derived launches (small inputs: the instrumented -G builds are slow).
 `--mutants DIR` also runs racecheck over the barrier mutants that tools/mutate.py
 wrote (those the checker cannot reject); each should show hazards.
 
@@ -98,6 +100,8 @@ def run_tool(san: str | None, tool: str, modules: list[Path], out: Path, timeout
     cmd = [sys.executable, str(RUNNER), "--device", device]
     if tool == "racecheck":
         cmd.append("--debug-build")
+    if tool != "memcheck":  # racecheck/synccheck: the derived launches only (examples' mains are large)
+        cmd.append("--no-main")
     cmd += [str(m) for m in modules]
     if san is not None:
         cmd = [san, *TOOLS[tool], "--print-limit", "200", *cmd]

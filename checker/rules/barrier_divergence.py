@@ -32,6 +32,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
         s = az.shared.array(256, f32)
         t = thread.tid_x()
         s[t] = a[i] if i in a else 0.0
+        az.syncthreads()
         for k in range(n):
             az.syncthreads()
         if thread.block_idx_x() == 0:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from .. import messages
-from ..kernel_model import literal_dims
+from ..kernel_model import KernelSummary, literal_dims
 from .base import HostRule
 
 
@@ -89,25 +89,13 @@ def main(c: object) -> None:
             return rank, block, e
         return None, None, e
 
-    def _check(self, site: cst.CSTNode, cfg: cst.BaseExpression, k) -> None:  # type: ignore[no-untyped-def]
+    def _check(self, site: cst.CSTNode, cfg: cst.BaseExpression, k: KernelSummary) -> None:
         rank, block, _ = self._config(cfg)
         if rank is not None and k.domain is not None and rank != k.domain:
-            self.report(
-                messages.launch_rank(
-                    self.span(site), f"a {rank}-D launch configuration for `{k.name}`, whose contract has `domain={k.domain}`",
-                    k.span, f"`{k.name}` declares domain {k.domain}",
-                    help="use `az.LaunchConfig.for_num_elems(n)` for domain 1 and `az.LaunchConfig.for_shape((rows, cols))` for domain 2",
-                )
-            )
+            self.report(messages.launch_rank_mismatch(self.span(site), k.name, rank, k.domain, k.span))
             return
         if block is not None and k.block is not None and _pad(block) != _pad(k.block):
-            self.report(
-                messages.launch_rank(
-                    self.span(site), f"launch block {_show(block)} differs from the contract's block {_show(k.block)} for `{k.name}`",
-                    k.span, f"`{k.name}` declares block {_show(k.block)}",
-                    help=f"launch with `block={_show(k.block)}`",
-                )
-            )
+            self.report(messages.launch_block_mismatch(self.span(site), k.name, block, k.block, k.span))
 
 
 def _rank(e: cst.BaseExpression) -> int | None:
@@ -120,7 +108,3 @@ def _rank(e: cst.BaseExpression) -> int | None:
 
 def _pad(t: tuple[int, ...]) -> tuple[int, ...]:
     return (t + (1, 1, 1))[:3]
-
-
-def _show(t: tuple[int, ...]) -> str:
-    return str(t[0]) if len(t) == 1 else str(tuple(t))

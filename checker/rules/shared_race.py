@@ -59,8 +59,8 @@ def k(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
         sync()
         v = tile[tx, ty] + flat[255 - tx] + f32(flag[0])
         az.syncthreads()
-        if tx % 32 == 0:
-            flat[tx // 32] = v
+        if tx % 8 == 0 and ty == 0:
+            flat[tx // 8] = v
     if ij in c:
         c[ij] = v
 """,
@@ -144,7 +144,9 @@ def broadcast(v: f32) -> f32:
                 self.report(messages.shared_race(self.span(a.node), array, kind, None, kind))
             else:
                 other = "write" if race.other.write else "read"
-                self.report(messages.shared_race(self.span(a.node), array, kind, self.span(race.other.node), other))
+                here, there = self.span(a.node), self.span(race.other.node)
+                later = (there.line, there.col) >= (here.line, here.col)  # reached around a loop's back edge
+                self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later))
 
     def _block(self, fn: FunctionInfo) -> Block:
         """The block shape: the contract's for a kernel; for a helper, its callers' if they all agree."""

@@ -54,7 +54,8 @@ def test_messages_follow_the_style() -> None:
     # every ownership diagnostic offers a way out
     for d in diags:
         if d.code in {"az-shared-write", "az-disjoint-index", "az-atomic", "az-unsafe", "az-barrier-divergence",
-                      "az-no-contract", "az-alias", "az-launch-rank", "az-global-write", "az-index-forge"}:
+                      "az-no-contract", "az-alias", "az-launch-rank", "az-global-write", "az-index-forge",
+                      "az-shared-race"}:
             assert d.help, d
 
 

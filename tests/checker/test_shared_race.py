@@ -1,0 +1,146 @@
+"""`az-shared-race`: the unsafe-tier examples pass, and deleting any of their barriers is rejected."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from anodize.checker.api import check_source
+from anodize.checker.index_forms import TX, TY, Block, Div, Lin, Mod, injective, separated
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ("transpose", "reduce_sum", "sgemm", "softmax", "scan")
+SYNC = "az.syncthreads()"
+
+
+def _races(src: str, path: str = "m.py") -> list[int]:
+    return sorted(d.span.line for d in check_source(src, path) if d.code == "az-shared-race")
+
+
+def _deletions() -> list[tuple[str, int, str]]:
+    out = []
+    for name in EXAMPLES:
+        lines = (ROOT / "examples" / f"{name}.py").read_text().splitlines(keepends=True)
+        for n, line in enumerate(lines):
+            if line.strip() == SYNC:
+                out.append((name, n + 1, "".join(lines[:n] + lines[n + 1 :])))
+    return out
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_examples_have_no_race(name: str) -> None:
+    path = ROOT / "examples" / f"{name}.py"
+    assert _races(path.read_text(), str(path)) == []
+
+
+@pytest.mark.parametrize(("name", "line", "src"), _deletions(), ids=[f"{n}-L{ln}" for n, ln, _ in _deletions()])
+def test_every_barrier_deletion_is_rejected(name: str, line: int, src: str) -> None:
+    assert _races(src, f"{name}.py"), f"deleting the barrier on line {line} of {name}.py went unnoticed"
+
+
+def test_there_are_thirteen_barriers() -> None:
+    assert len(_deletions()) == 13
+
+
+HEAD = """
+import anodize as az
+from anodize import AtomicSlice, DisjointSlice, Slice, f32, func, i32, kernel, launch_contract, thread
+"""
+
+
+def _kernel(body: str, block: str = "256") -> str:
+    lines = "\n".join("        " + ln for ln in body.strip().splitlines())
+    return HEAD + f"""
+@launch_contract(domain=1, block={block})
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        s = az.shared.array(512, f32)
+        t = thread.tid_x()
+{lines}
+"""
+
+
+def test_same_injective_index_is_no_race() -> None:
+    assert _races(_kernel("s[t] = 1.0\ns[t] = s[t] + 2.0\naz.syncthreads()\ns[2 * t + 1] = s[2 * t + 1] * 2.0")) == []
+    assert _races(_kernel("s[t] = 1.0\nv = s[2 * t + 1]")) == [13]
+
+
+def test_neighbour_read_races() -> None:
+    assert _races(_kernel("s[t] = 1.0\nv = s[t + 1]")) == [13]
+
+
+def test_tid_x_is_not_injective_in_a_2d_block() -> None:
+    assert _races(_kernel("s[t] = f32(thread.tid_y())", block="(32, 8)")) == [12]
+    assert _races(_kernel("s[thread.tid_y() * 32 + t] = f32(thread.tid_y())", block="(32, 8)")) == []
+
+
+def test_constant_index_written_by_every_thread_with_different_values_races() -> None:
+    assert _races(_kernel("s[0] = f32(t)")) == [12]
+    assert _races(_kernel("s[0] = 1.0")) == []  # the same uniform value: benign
+    assert _races(_kernel("if t == 0:\n    s[0] = f32(t)\nv = s[0]")) == [14]
+    assert _races(_kernel("if t == 0:\n    s[0] = f32(t)\nif t == 0:\n    v = s[0]")) == []
+
+
+def test_uniform_barrier_on_one_path_does_not_separate() -> None:
+    assert _races(_kernel("s[t] = 1.0\nif n > 0:\n    az.syncthreads()\nv = s[t + 1]")) == [15]
+    assert _races(_kernel("s[t] = 1.0\nfor r in range(n):\n    az.syncthreads()\nv = s[t + 1]")) == [15]
+
+
+def test_guard_invalidated_by_reassignment() -> None:
+    ok = "m = 64\nif t < m:\n    s[t] = s[t + m]"
+    assert _races(_kernel(ok)) == []
+    bad = "m = n\nif t < m:\n    m = m + 1\n    s[t] = s[t + m]"
+    assert _races(_kernel(bad)) == [15]
+
+
+def test_helper_barrier_counts_only_on_every_path() -> None:
+    src = HEAD + """
+@func
+def always() -> None:
+    with az.unsafe():
+        az.syncthreads()
+
+@func
+def sometimes(n: i32) -> None:
+    with az.unsafe():
+        if n > 0:
+            az.syncthreads()
+
+@launch_contract(domain=1, block=256)
+@kernel
+def k(n: i32) -> None:
+    with az.unsafe():
+        s = az.shared.array(256, f32)
+        t = thread.tid_x()
+        s[t] = 1.0
+        always()
+        v = s[(t + 1) % 256]
+        sometimes(n)
+        s[t] = v
+"""
+    assert _races(src) == [26]  # `s[t] = v` after the helper that may skip its barrier
+
+
+def test_escape_is_reported() -> None:
+    src = _kernel("x = (s, t)\ns[t] = 1.0")
+    assert [d.code for d in check_source(src, "m.py") if d.code == "az-shared-race"]
+
+
+def test_index_forms() -> None:
+    b = Block.of((256,))
+    x = Lin.make({TX: 1})
+    s = Lin.sym("s")
+    guard = (("hi", TX, s - Lin((), 1)),)
+    assert separated(x, guard, x + s, guard, b)
+    assert not separated(x, (), x + s, guard, b)
+    assert injective((x,), (), (), b)
+    assert not injective((x,), (), (), Block.of((32, 8)))
+    assert injective((Lin.make({TY: 1}), x), (), (), Block.of((32, 8)))
+    lane0 = (("mod", TX, 32, 0),)
+    assert injective((Div(x, 32),), lane0, lane0, b)
+    assert not injective((Div(x, 32),), (), (), b)
+    assert injective((Mod(x, 256),), (), (), b)
+    assert not injective((Mod(x, 32),), (), (), b)
