@@ -19,7 +19,7 @@ end back to its start, since its caller may call it again without a barrier.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import libcst as cst
 
@@ -62,11 +62,11 @@ def join(a: State | None, b: State | None) -> State | None:
     if b is None:
         return a.copy()
     pending = dict(a.pending)
-    for k, v in b.pending.items():
-        pending[k] = pending.get(k, frozenset()) | v
+    for acc, dirty in b.pending.items():
+        pending[acc] = pending.get(acc, frozenset()) | dirty
     shared = dict(a.shared)
-    for k, v in b.shared.items():
-        shared[k] = shared.get(k, frozenset()) | v
+    for name, ids in b.shared.items():
+        shared[name] = shared.get(name, frozenset()) | ids
     return State(
         pending,
         {k: v for k, v in a.forms.items() if b.forms.get(k) == v},
@@ -184,8 +184,8 @@ class Intervals:
             return None
         if isinstance(s, cst.Del):
             targets = [e.value for e in s.target.elements] if isinstance(s.target, cst.Tuple) else [s.target]
-            for t in targets:
-                self.store(t, None, st)
+            for tgt in targets:
+                self.store(tgt, None, st)
             return st
         for child in s.children:
             self.ev_any(child, st)
@@ -223,11 +223,13 @@ class Intervals:
         for i, f in enumerate(self.facts):
             if f is not None and name in f[1]:
                 self.facts[i] = None
-        f = form[0] if form is not None else None
-        if isinstance(f, Lin) and f.is_const:
-            st.consts[name] = f.const
-        elif f is not None and name not in form[1] and (isinstance(f, (Div, Mod)) or f.thread()):  # type: ignore[index]
-            st.forms[name] = form  # type: ignore[assignment]  # a thread-affine local
+        if form is None or form[0] is None:
+            return
+        val = form[0]
+        if isinstance(val, Lin) and val.is_const:
+            st.consts[name] = val.const
+        elif name not in form[1] and (isinstance(val, (Div, Mod)) or val.thread()):
+            st.forms[name] = form  # a thread-affine local
 
     def compound(self, s: cst.CSTNode, st: State) -> State | None:
         if isinstance(s, cst.If):
@@ -468,8 +470,8 @@ class Intervals:
             elif isinstance(op, (cst.FloorDivide, cst.Modulo)) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
                 d = right[0].const if right[0].is_const else 0
                 if d > 0 and left[0].is_const:
-                    c = left[0].const
-                    return Lin((), c // d if isinstance(op, cst.FloorDivide) else c % d), frozenset()
+                    num = left[0].const
+                    return Lin((), num // d if isinstance(op, cst.FloorDivide) else num % d), frozenset()
                 if d > 0 and left[0].thread():
                     return (Div(left[0], d) if isinstance(op, cst.FloorDivide) else Mod(left[0], d)), left[1]
             return self.uniform(node)
@@ -624,4 +626,4 @@ def _const_test(test: cst.BaseExpression, st: State) -> bool | None:
     return table.get(op)
 
 
-__all__ = ["ALL", "Access", "Intervals", "Race", "replace"]
+__all__ = ["ALL", "Access", "Intervals", "Race"]

@@ -144,6 +144,9 @@ MAX_THREADS_PER_BLOCK = 1024
 def scalar_for_dtype(dtype: object) -> ScalarInfo | None:
     """The scalar type of a NumPy-compatible dtype, or None if anodize has none."""
     try:
-        return SCALAR_BY_DTYPE.get(np.dtype(dtype))  # type: ignore[call-overload]
+        import numpy
+
+        table = globals().get("SCALAR_BY_DTYPE") or __getattr__("SCALAR_BY_DTYPE")
+        return table.get(numpy.dtype(dtype))  # type: ignore[call-overload]
     except TypeError:
         return None

@@ -27,7 +27,7 @@ from anodize.errors import LaunchError
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
 
-__all__ = ["InFlightError", "Use", "begin", "end", "check_host_write", "check_host_read", "in_flight"]
+__all__ = ["InFlightError", "Use", "begin", "end", "order_launch", "check_host_write", "check_host_read", "in_flight"]
 
 
 class InFlightError(LaunchError):
@@ -209,3 +209,34 @@ def check_host_read(buf: Buffer, action: str) -> None:
             help="wait for it first (`await op`, `op.wait()` or `handle.wait()`), or queue the read "
             "after it: `op.then(buf.to_host_op())`",
         )
+
+
+def order_launch(dev: Any, uses: tuple[Use, ...]) -> None:
+    """Order a plain `kernel[cfg](...)` launch after the in-flight work it conflicts with.
+
+    A launch that writes memory an in-flight operation uses, or uses memory one writes,
+    waits for that operation on the device's own lane: a stream-side wait on a GPU (the
+    host does not block), the operation's completion on the CPU backend.  Without this, a
+    plain launch could race with submitted work across streams."""
+    with _lock:
+        if not _ACTIVE:
+            return
+        _reap()
+        conflicts = [
+            exe
+            for exe, theirs in _ACTIVE.values()
+            if any((m.writes or t.writes) and _overlap(m, t) for m in uses for t in theirs)
+        ]
+    if not conflicts:
+        return
+    from anodize.runtime.streams import device_lane
+
+    lane = device_lane(dev)
+    for exe in conflicts:
+        marker = getattr(exe, "marker", None)
+        if marker is None:
+            raise InFlightError(
+                f"cannot launch: {exe.describe()} uses the same memory and is still being submitted by another thread",
+                help="launch work that shares buffers from one thread, or order it with `first.then(second)`",
+            )
+        lane.wait(marker)

@@ -425,9 +425,27 @@ class _Plan:
         if record is not None:  # issue 7: a lazy op records instead of launching
             record.append(flat)
             return True
+        if _inflight._ACTIVE:  # ownership across time: wait for in-flight work on shared memory
+            self._order_after_inflight(args, lo, hi)
         self.arena.dirty = True
         self.call(*self.prefix, *flat, *self.suffix)
         return True
+
+    def _order_after_inflight(self, args: tuple[Any, ...], lo: list[int], hi: list[int]) -> None:
+        dev_space = id(self.device)
+        uses = tuple(
+            _inflight.Use(
+                0 if isinstance(a, np.ndarray) else dev_space,
+                lo[k],
+                hi[k],
+                self.params[k].is_output,
+                f"`{self.params[k].name}` of kernel `{self.name}`",
+                a,
+            )
+            for k, a in enumerate(args)
+            if hi[k] > lo[k]
+        )
+        _inflight.order_launch(self.device, uses)
 
     def _check_requires(self, shapes: list[Any], values: list[Any]) -> None:
         env = self.env

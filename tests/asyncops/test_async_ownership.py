@@ -239,3 +239,40 @@ def test_gpu_submissions_sharing_a_buffer_are_ordered(gpu: Device) -> None:
     for _ in range(iters):
         v = v * np.float32(0.999) + np.float32(0.001)
     np.testing.assert_allclose(out.to_host(), np.full(n, 2 * v, np.float32), rtol=1e-4)
+
+
+def test_plain_launch_is_ordered_after_in_flight_work_on_shared_memory(cpu: Device, pool: az.StreamPool) -> None:
+    """A plain `kernel[cfg](...)` reading an in-flight op's output waits for that op (no race)."""
+    a = cpu.to_device(np.ones(N, np.float32))
+    b = cpu.to_device(np.full(N, 2, np.float32))
+    c = cpu.empty(N, az.f32)
+    d = cpu.empty(N, az.f32)
+    gate, handle = _held(cpu, vecadd[CFG].op(a, b, c), pool)
+    assert not handle.done()
+    opened = threading.Timer(0.3, gate.set)
+    opened.start()
+    t0 = time.perf_counter()
+    vecadd[CFG](c, a, d)  # reads `c`, which the held op writes: must wait for it
+    waited = time.perf_counter() - t0
+    handle.wait()
+    opened.join()
+    assert waited >= 0.25, waited
+    np.testing.assert_array_equal(d.to_host(), np.full(N, 4, np.float32))
+
+
+def test_plain_launch_on_unrelated_memory_does_not_wait(cpu: Device, pool: az.StreamPool) -> None:
+    a = cpu.to_device(np.ones(N, np.float32))
+    b = cpu.to_device(np.full(N, 2, np.float32))
+    c = cpu.empty(N, az.f32)
+    x = cpu.to_device(np.full(N, 5, np.float32))
+    d = cpu.empty(N, az.f32)
+    gate, handle = _held(cpu, vecadd[CFG].op(a, b, c), pool)
+    try:
+        t0 = time.perf_counter()
+        vecadd[CFG](x, x, d)  # shares nothing the held op writes, and writes nothing it reads
+        assert time.perf_counter() - t0 < 5.0
+        assert not handle.done()
+        np.testing.assert_array_equal(d.to_host(), np.full(N, 10, np.float32))
+    finally:
+        gate.set()
+        handle.wait()

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from cg_helpers import ARCHS, filecheck, rng, run_cpu
 
+from anodize.checker.diagnostics import CheckError
 from anodize.codegen.driver import compile_cpu, compile_gpu
 from anodize.codegen.ranges import ZERO, Lin, Prover
 from anodize.kernel import Kernel
@@ -271,3 +272,55 @@ def test_prover_difference_constraints() -> None:
     assert p.bounds(Lin(x, 0)) == (1, 2**63 - 3)
     contradiction = Prover([(ZERO, x, -5), (x, ZERO, 3)], dom)  # x >= 5 and x <= 3
     assert not contradiction.le(Lin(x, 0), Lin(ZERO, 100))  # proves nothing
+
+
+# ---- random kernels: a build with the proofs behaves like one that keeps every check -----------
+
+
+def _load(src: str, path: Path, name: str) -> Kernel:
+    import importlib.util
+
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.k  # type: ignore[no-any-return]
+
+
+def test_random_guards_are_sound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    import range_fuzz
+
+    from anodize.codegen import ranges
+
+    removed = 0
+    np_types = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64}
+    for seed in range(60):
+        src, T = range_fuzz.gen(seed)
+        k = _load(src, tmp_path / f"rf_{seed}.py", f"rf_{seed}")
+        try:
+            fast = compile_cpu(k)
+        except CheckError:  # e.g. mixing i64 and u64: outside the language
+            continue
+        with monkeypatch.context() as m:
+            m.setattr(ranges.RangeFacts, "index_in_range", lambda self, index, extents: False)
+            full = compile_cpu(k)
+        if full.bounds_checks == fast.bounds_checks:
+            continue
+        removed += full.bounds_checks - fast.bounds_checks
+        lo, hi = range_fuzz.TYPES[T]
+        r = random.Random(seed)
+        n = r.choice([5, 8, 13])
+        a = np.arange(n, dtype=np.float32) + 1
+        values = [v for v in (0, 1, 2, 3, n - 2, n - 1, n, n + 1, lo, lo + 1, hi, hi - 1, hi // 2, -1, -2) if lo <= v <= hi]
+        for _ in range(30):
+            x, y = np_types[T](r.choice(values)), np_types[T](r.choice(values))
+            got = []
+            for ck in (fast, full):
+                c = np.zeros(n, np.float32)
+                f = run_cpu(ck, (1,), (32,), a, x, y, c)
+                got.append((c.tolist(), f.count))
+            assert got[0] == got[1], f"seed {seed}, x={x}, y={y}:\n{src}"
+    assert removed >= 5  # the generator does exercise the prover

@@ -161,7 +161,16 @@ def test_in_flight_work_sends_launches_to_the_full_path(dev: Device, monkeypatch
     monkeypatch.setattr(rt_launch._Plan, "run", spy)
     vecadd[cfg](*bufs)
     assert seen == []  # the memo
-    monkeypatch.setitem(inflight._ACTIVE, -1, (None, ()))
+    class _Pending:  # an in-flight submission that uses no memory of this launch
+        marker = None
+
+        def poll(self) -> bool:
+            return False
+
+        def describe(self) -> str:
+            return "a pending op"
+
+    monkeypatch.setitem(inflight._ACTIVE, -1, (_Pending(), ()))
     vecadd[cfg](*bufs)
     assert seen == [3]
 
