@@ -178,16 +178,16 @@ def main() -> None:
         # (CPU time; kernel modules only -- the others are only compiled by Python's parser)
         phases = dict.fromkeys(("parse", "scope", "qualnames", "model", "rules", "positions"), 0.0)
         in_positions = [0.0]
-        original = Positions.__getitem__
+        original = Positions.get_range
 
-        def timed(self: Positions, node: cst.CSTNode):  # type: ignore[no-untyped-def]
+        def timed(self: Positions, node: cst.CSTNode, top: int | None = None):  # type: ignore[no-untyped-def]
             t = time.process_time()
             try:
-                return original(self, node)
+                return original(self, node, top)
             finally:
                 in_positions[0] += time.process_time() - t
 
-        Positions.__getitem__ = timed  # type: ignore[method-assign]
+        Positions.get_range = timed  # type: ignore[method-assign]
         parse_lines = 0
         gc.disable()
         try:
@@ -220,7 +220,7 @@ def main() -> None:
                 gc.disable()
         finally:
             gc.enable()
-            Positions.__getitem__ = original  # type: ignore[method-assign]
+            Positions.get_range = original  # type: ignore[method-assign]
 
     rate = lines / min(walls)
     kind = "all kernel modules" if not args.plain_share else f"{args.plain_share:.0%} plain modules"

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, injective, normalize, pin, separated
+from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, Stride, injective, join_forms, normalize, pin, separated
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
 
 ALL = "*"  # an access to any shared array / every name dirty
@@ -69,7 +69,7 @@ def join(a: State | None, b: State | None) -> State | None:
         shared[name] = shared.get(name, frozenset()) | ids
     return State(
         pending,
-        {k: v for k, v in a.forms.items() if b.forms.get(k) == v},
+        _join_forms(a.forms, b.forms),
         shared,
         {k: v for k, v in a.consts.items() if b.consts.get(k) == v},
         a.fresh or b.fresh,
@@ -228,7 +228,7 @@ class Intervals:
         val = form[0]
         if isinstance(val, Lin) and val.is_const:
             st.consts[name] = val.const
-        elif name not in form[1] and (isinstance(val, (Div, Mod)) or val.thread()):
+        elif name not in form[1] and (isinstance(val, (Div, Mod, Stride)) or val.thread()):
             st.forms[name] = form  # a thread-affine local
 
     def compound(self, s: cst.CSTNode, st: State) -> State | None:
@@ -239,9 +239,12 @@ class Intervals:
             return self.loop(st, lambda e: self.ev(s.test, e), s.body, s.orelse, enters)
         if isinstance(s, cst.For):
             self.ev(s.iter, st)
+            var = self._range_stride(s.iter, st)
 
             def head(e: State) -> None:
                 self.store(s.target, None, e)
+                if var is not None and isinstance(s.target, cst.Name):
+                    e.forms[s.target.value] = var  # `for j in range(tid, n, 256)`
 
             return self.loop(st, head, s.body, s.orelse, False)
         if isinstance(s, cst.With):
@@ -312,6 +315,19 @@ class Intervals:
             ex = join(ex, b)
         return ex
 
+    def _range_stride(self, it: cst.BaseExpression, st: State) -> Named | None:
+        """`range(start, stop, step)` with a thread-affine `start` and a positive constant step."""
+        c = self.m.callees.get(it) if isinstance(it, cst.Call) else None
+        if c is None or c.kind != "range" or len(it.args) != 3 or any(a.keyword or a.star for a in it.args):  # type: ignore[attr-defined]
+            return None
+        start = self.form(it.args[0].value, st)  # type: ignore[attr-defined]
+        step = self.form(it.args[2].value, st)  # type: ignore[attr-defined]
+        if not (isinstance(start[0], Lin) and start[0].thread() and not start[1]):
+            return None
+        if not (isinstance(step[0], Lin) and step[0].is_const and step[0].const > 0):
+            return None
+        return Stride(start[0], step[0].const), frozenset()
+
     # ---- expressions -----------------------------------------------------------------------
     def ev_any(self, node: cst.CSTNode, st: State, cond: bool = False) -> None:
         if isinstance(node, cst.BaseExpression):
@@ -380,7 +396,7 @@ class Intervals:
         if isinstance(node, cst.Call):
             c = self.m.callees.get(node)
             if c is not None and c.kind == "shared":
-                return frozenset([node])
+                return frozenset([self._allocation(node)])
         if isinstance(node, cst.IfExp):
             a, b = self.shared_ids(node.body, st), self.shared_ids(node.orelse, st)
             if a is not None or b is not None:
@@ -389,6 +405,22 @@ class Intervals:
         if v is not None and v.kind == "shared":
             return frozenset([ALL])
         return None
+
+    def _allocation(self, call: cst.Call) -> object:
+        """A static array is its own call; every dynamic one (shape 0) is one region from the same
+        base (per element type); a shape the checker cannot read may be either (ALL)."""
+        shape = call.args[0].value if call.args else None
+        dims: list[int] = []
+        for e in shape.elements if isinstance(shape, cst.Tuple) else [shape]:  # type: ignore[union-attr]
+            v = e.value if isinstance(e, cst.BaseElement) else e
+            n = _module_int(self.m, v) if isinstance(v, cst.BaseExpression) else None
+            if n is None:
+                return ALL
+            dims.append(n)
+        if dims == [0]:
+            elem = self.m.code(call.args[1].value) if len(call.args) > 1 else "?"
+            return ("dynamic", elem)
+        return call
 
     # ---- accesses --------------------------------------------------------------------------
     def access(self, node: cst.Subscript, write: bool, st: State, value: cst.BaseExpression | None = None) -> Access:
@@ -419,7 +451,13 @@ class Intervals:
     def conflict(self, a: Access, dirty: frozenset[str], b: Access) -> bool:
         if not (a.write or b.write):
             return False
-        if ALL not in a.arrays and ALL not in b.arrays and not (a.arrays & b.arrays):
+        if ALL in a.arrays or ALL in b.arrays:
+            return True  # an array the check cannot place: its elements may be anywhere
+        dyn_a = {x for x in a.arrays if isinstance(x, tuple)}
+        dyn_b = {x for x in b.arrays if isinstance(x, tuple)}
+        if dyn_a and dyn_b and dyn_a != dyn_b:
+            return True  # dynamic arrays of different element types share one region
+        if not (a.arrays & b.arrays):
             return False
         every = ALL in dirty
         if a.write and b.write and a.value is not None and a.value == b.value and not every and not (a.value_names & dirty):
@@ -437,6 +475,11 @@ class Intervals:
         for x, y in zip(ia, ib):
             if separated(x, fa, y, fb, self.block):  # type: ignore[arg-type]
                 return False
+        for n, (x, y) in enumerate(zip(ia, ib)):
+            # `tid` (a first iteration) and `Stride(tid, 256)` (any iteration) share one residue
+            j = join_forms(x, y) if x != y else None  # type: ignore[arg-type]
+            if isinstance(j, Stride):
+                ia[n] = ib[n] = j
         return not (ia == ib and injective(tuple(ia), fa, fb, self.block))  # type: ignore[arg-type]
 
     # ---- forms and facts -------------------------------------------------------------------
@@ -569,9 +612,26 @@ _NEGATE = {"LessThan": "GreaterThanEqual", "LessThanEqual": "GreaterThan", "Grea
            "GreaterThanEqual": "LessThan", "NotEqual": "Equal"}
 
 
+def _join_forms(a: dict[str, Named], b: dict[str, Named]) -> dict[str, Named]:
+    out: dict[str, Named] = {}
+    for k, (fa, na) in a.items():
+        other = b.get(k)
+        if other is None or fa is None or other[0] is None:
+            continue
+        f = join_forms(fa, other[0])
+        if f is not None:
+            out[k] = (f, na | other[1])
+    return out
+
+
 def _arith(a: Named, b: Named, add: bool) -> Named | None:
-    if isinstance(a[0], Lin) and isinstance(b[0], Lin):
-        return (a[0] + b[0] if add else a[0] - b[0]), a[1] | b[1]
+    x, y = a[0], b[0]
+    if isinstance(x, Lin) and isinstance(y, Lin):
+        return (x + y if add else x - y), a[1] | b[1]
+    if isinstance(x, Stride) and isinstance(y, Lin) and not y.thread():
+        return Stride(x.lin + y if add else x.lin - y, x.step), a[1] | b[1]
+    if isinstance(y, Stride) and isinstance(x, Lin) and add and not x.thread():
+        return Stride(y.lin + x, y.step), a[1] | b[1]
     return None
 
 
@@ -600,6 +660,23 @@ def _free_names(node: cst.CSTNode) -> frozenset[str]:
 
 def _reads_shared(node: cst.CSTNode, st: State) -> bool:
     return any(n in st.shared for n in _free_names(node))
+
+
+def _module_int(m: ModuleModel, node: cst.BaseExpression) -> int | None:
+    """An int literal, or a module-level `NAME = <int>` bound once."""
+    if isinstance(node, cst.Integer):
+        return int(node.evaluated_value)
+    if not isinstance(node, cst.Name):
+        return None
+    found: list[int | None] = []
+    for stmt in m.module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and any(
+                    isinstance(t.target, cst.Name) and t.target.value == node.value for t in small.targets
+                ):
+                    found.append(int(small.value.evaluated_value) if isinstance(small.value, cst.Integer) else None)
+    return found[0] if len(found) == 1 else None
 
 
 def _const(node: cst.BaseExpression, st: State) -> int | None:

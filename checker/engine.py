@@ -102,6 +102,7 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
         if isinstance(wrapper, Wrapper):
             wrapper.on_statement = model.positions.enter  # a reported node is looked up there first
         wrapper.visit_batched([rule(ctx) for rule in ALL_RULES])
+        model.positions.current = None
     return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source))
 
 

@@ -14,7 +14,8 @@ one block, can never touch the same element:
 - both accesses have the same form, and that form is injective in the thread id
   over the block: `tid`, `k * tid + c`, `(tid_y, tid_x)` for 2-D blocks,
   `ty * 16 + tx` for a 16-wide block, `tid // 32` among threads with equal
-  `tid % 32`, `tid % m` over fewer than `m` threads.
+  `tid % 32`, `tid % m` over at most `m` threads, and a strided loop index
+  (`tid + 256 * k` over at most 256 threads).
 
 The arithmetic is over mathematical integers; shared arrays are bounds-checked
 per axis, so an index outside its axis touches nothing.
@@ -87,7 +88,34 @@ class Mod:
     m: int
 
 
-Form = Lin | Div | Mod
+@dataclass(frozen=True)
+class Stride:
+    """lin + step * k for some k >= 0 (a strided loop index: `j = tid` ... `j += 256`)."""
+
+    lin: Lin
+    step: int
+
+
+Form = Lin | Div | Mod | Stride
+
+
+def join_forms(a: Form, b: Form) -> Form | None:
+    """A form covering both, for the loop head: `tid` and `tid + 256` give `Stride(tid, 256)`."""
+    if a == b:
+        return a
+    la, sa = (a.lin, a.step) if isinstance(a, Stride) else (a, 0)
+    lb, sb = (b.lin, b.step) if isinstance(b, Stride) else (b, 0)
+    if not (isinstance(la, Lin) and isinstance(lb, Lin)) or isinstance(a, (Div, Mod)) or isinstance(b, (Div, Mod)):
+        return None
+    d = lb - la
+    th = la.thread()
+    if not d.is_const or len(th) != 1 or list(th.values())[0] != 1:
+        return None
+    gap = abs(d.const)
+    step = sa or sb or gap
+    if (sa and sa != step) or (sb and sb != step) or gap % step:
+        return None
+    return Stride(la if d.const >= 0 else lb, step)
 
 # A fact about the thread id: ("lo", comp, Lin) comp >= Lin, ("hi", comp, Lin) comp <= Lin,
 # ("mod", comp, m, r) comp % m == r.
@@ -125,7 +153,11 @@ def normalize(form: Form | None, block: Block) -> Form | None:
     zero = block.constant
     if isinstance(form, Lin):
         return form.without(zero)
-    return type(form)(form.lin.without(zero), form.d if isinstance(form, Div) else form.m)  # type: ignore[call-arg]
+    if isinstance(form, Div):
+        return Div(form.lin.without(zero), form.d)
+    if isinstance(form, Mod):
+        return Mod(form.lin.without(zero), form.m)
+    return Stride(form.lin.without(zero), form.step)
 
 
 # ---- ranges --------------------------------------------------------------------------------
@@ -174,6 +206,8 @@ def form_range(form: Form, facts: tuple[Fact, ...], block: Block) -> tuple[list[
         return lin_range(form, facts, block)
     if isinstance(form, Mod):
         return [Lin()], [Lin((), form.m - 1)]
+    if isinstance(form, Stride):
+        return lin_range(form.lin, facts, block)[0], []
     lo, hi = _const_range(*lin_range(form.lin, facts, block))
     return ([Lin((), lo // form.d)] if lo is not None else []), ([Lin((), hi // form.d)] if hi is not None else [])
 
@@ -240,8 +274,9 @@ def _determines(form: Form, fa: tuple[Fact, ...], fb: tuple[Fact, ...], block: B
         if abs(a) == 1 and (form.d == 1 or _congruence(comp, fa, fb) >= form.d):
             return {comp}
         return set()
+    # Mod and Stride: distinct threads closer than m (the step) keep distinct residues
     w = _width(comp, (fa, fb), block)
-    if abs(a) == 1 and w is not None and w <= form.m:
+    if abs(a) == 1 and w is not None and w <= (form.m if isinstance(form, Mod) else form.step):
         return {comp}
     return set()
 

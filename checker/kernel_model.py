@@ -180,6 +180,7 @@ class FunctionInfo:
     kernel_decorator: cst.Decorator | None
     locals: frozenset[str] = frozenset()
     globals_declared: frozenset[str] = frozenset()
+    top: int | None = None  # index of the module's top-level statement that holds it
     # analysis summary
     analyzed: bool = False
     in_progress: bool = False
@@ -265,8 +266,9 @@ class ModuleModel:
             self._positions = Positions(self.module, self.source)
         return self._positions
 
-    def span(self, node: cst.CSTNode) -> Span:
-        r = self.positions[node]
+    def span(self, node: cst.CSTNode, top: int | None = None) -> Span:
+        """`node`'s span; `top`, if known, is the top-level statement that holds it."""
+        r = self.positions.get_range(node, top)
         return Span(self.path, r.start.line, r.start.column, r.end.line, r.end.column)
 
     def code(self, node: cst.CSTNode) -> str:
@@ -304,7 +306,7 @@ class ModuleModel:
             c is not None,
             c.domain if c else None,
             c.block if c else None,
-            self.span(fn.node.name),
+            self.span(fn.node.name, fn.top),
         )
 
     def callees_of(self, fn: FunctionInfo) -> list[FunctionInfo]:
@@ -321,9 +323,7 @@ class ModuleModel:
 
     # -- construction ------------------------------------------------------------------------
     def _build(self) -> None:
-        for stmt in self.module.body:
-            if isinstance(stmt, (cst.Import, cst.ImportFrom)):
-                pass
+        for top, stmt in enumerate(self.module.body):
             if isinstance(stmt, cst.SimpleStatementLine):
                 for s in stmt.body:
                     if isinstance(s, cst.Import) and any(
@@ -335,6 +335,7 @@ class ModuleModel:
                             self.imports_anodize = True
             elif isinstance(stmt, cst.FunctionDef):
                 info = self._function(stmt)
+                info.top = top
                 self.functions[info.name] = info
                 self.by_node[stmt] = info
             elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
@@ -342,6 +343,7 @@ class ModuleModel:
                 for inner in stmt.body.body:
                     if isinstance(inner, cst.FunctionDef):
                         info = self._function(inner)
+                        info.top = top
                         if info.kind != "plain":
                             info.name = f"{stmt.name.value}.{info.name}"
                             self.functions[info.name] = info

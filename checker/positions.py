@@ -43,7 +43,6 @@ class Positions(Mapping[CSTNode, CodeRange]):
         self.current: int | None = None  # the top-level statement the rules are visiting
         self._resolved: dict[int, _Resolved] = {}  # statement index -> its ranges
         self._owner: dict[CSTNode, int] | None = None  # node -> statement index (built on a miss)
-        self._members: dict[int, set[CSTNode]] = {}  # the nodes of statements entered
         self._line_ends: list[int] | None = None  # offsets just past each line break of the source
         self._starts: list[int] = []  # first line of body[0], body[1], ... (counted as far as needed)
         self._full: Mapping[CSTNode, CodeRange] | None = None
@@ -53,7 +52,11 @@ class Positions(Mapping[CSTNode, CodeRange]):
         self.current = index
 
     def __getitem__(self, node: CSTNode) -> CodeRange:
-        found = self._find(node)
+        return self.get_range(node)
+
+    def get_range(self, node: CSTNode, top: int | None = None) -> CodeRange:
+        """`self[node]`; `top`, if known, is the index of the statement that holds `node`."""
+        found = self._find(node, top)
         if found is None:  # the module itself, or a comment line outside every statement
             return self._whole()[node]
         r, shift = found
@@ -71,19 +74,18 @@ class Positions(Mapping[CSTNode, CodeRange]):
         return node in self._owners() or node in self._whole()
 
     # -- internals ---------------------------------------------------------------------------
-    def _find(self, node: CSTNode) -> tuple[CodeRange, int] | None:
+    def _find(self, node: CSTNode, top: int | None) -> tuple[CodeRange, int] | None:
+        n = len(self.module.body)
+        for i in (top, self.current):  # the statement it was said to be in, then the walk's
+            if i is not None and 0 <= i < n:
+                ranges, shift = self._statement(i)
+                r = ranges.get(node)
+                if r is not None:
+                    return r, shift
         for ranges, shift in self._resolved.values():  # statements reported on before
             r = ranges.get(node)
             if r is not None:
                 return r, shift
-        cur = self.current
-        if self._owner is None and cur is not None and cur not in self._resolved:
-            inside = self._members.get(cur)
-            if inside is None and 0 <= cur < len(self.module.body):
-                inside = self._members[cur] = set(nodes(self.module.body[cur]))
-            if inside is not None and node in inside:
-                ranges, shift = self._statement(cur)
-                return ranges[node], shift
         i = self._owners().get(node)
         if i is None:
             return None

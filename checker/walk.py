@@ -24,14 +24,15 @@ import typing
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import ExitStack
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import libcst as cst
 from libcst import BatchableCSTVisitor, CSTNode, MaybeSentinel
 from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
-from libcst.metadata.base_provider import LazyValue
+from libcst._metadata_dependent import LazyValue  # what QualifiedNameVisitor records
+from libcst.metadata.scope_provider import Scope
 
-__all__ = ["QualifiedNames", "Wrapper", "child_fields", "nodes", "walk", "walk_batched"]
+__all__ = ["QualifiedNames", "Wrapper", "child_fields", "nodes", "walk_batched"]
 
 # node class -> the fields libcst visits, in its order; None: the order depends on the node
 _FIELDS: dict[type, tuple[str, ...] | None] = {}
@@ -183,27 +184,6 @@ def walk_batched(
     return True
 
 
-def walk(root: CSTNode, visitor: cst.CSTVisitor) -> None:
-    """`root.visit(visitor)` for a read-only `CSTVisitor` whose callbacks do not depend on
-    attribute callbacks: `on_visit` (children only when it returns true), then `on_leave`."""
-    on_visit, on_leave = visitor.on_visit, visitor.on_leave
-
-    def go(node: CSTNode) -> None:
-        if on_visit(node):
-            for name in child_fields(node):
-                v = getattr(node, name)
-                if v is None or v is MaybeSentinel.DEFAULT:
-                    continue
-                if v.__class__ in _SEQUENCES:
-                    for c in v:
-                        go(c)
-                else:
-                    go(v)
-        on_leave(node)
-
-    go(root)
-
-
 class Wrapper(MetadataWrapper):
     """A `MetadataWrapper` whose batched visits (the rules', and batchable providers')
     use `walk_batched` instead of libcst's rebuilding traversal.  `on_statement`, when
@@ -254,7 +234,7 @@ class QualifiedNames(QualifiedNameProvider):
     recorded in one loop over the nodes instead of a rebuilding visit."""
 
     def visit_Module(self, node: cst.Module) -> bool | None:
-        scopes = self.metadata[ScopeProvider]
+        scopes = cast(Mapping[CSTNode, Scope | None], self.metadata[ScopeProvider])
         computed = self._computed
         for n in nodes(node):
             scope = scopes.get(n)

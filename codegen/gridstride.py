@@ -72,14 +72,21 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
     `continue` of this loop), every slice access at exactly `i`, proven in range, of
     4- or 8-byte elements; writes only at the body's top level (so every lane writes);
     no atomics, helper calls, shared memory, barriers or warp operations; `i` never
-    reassigned.  Only kernels with a contract (no rank check on the witness)."""
+    reassigned; and no value carried from one iteration to the next (a local the body
+    assigns is assigned at its top level before any read: `acc += x[i]` is a
+    reduction, whose float result would depend on the mapping).  Only kernels with a
+    contract (no rank check on the witness)."""
     if s.site >= 0:
         return None
     plan = VectorPlan()
+    carried = _assigned_names(s.body)
+    defined: set[str] = set()
 
     def expr(e: ir.Expr) -> None:
         if isinstance(e, (ir.Atomic, ir.Call, ir.WarpOp, ir.SharedRead, ir.SharedRef, ir.MakeWitness)):
             raise _NotElementwise
+        if isinstance(e, ir.Local) and e.name in carried and e.name not in defined:
+            raise _NotElementwise  # read before this iteration assigns it: loop-carried
         if isinstance(e, ir.Read):
             if e.checked or not _at_index(e.index, s.var) or not _elem_ok(e.ty):
                 raise _NotElementwise
@@ -89,12 +96,23 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
         for v in _children(e):
             expr(v)
 
+    def nested(body: tuple[ir.Stmt, ...], nested_loop: bool, extra: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        nonlocal defined
+        saved = defined
+        defined = saved | extra  # assignments inside do not define anything after the block
+        try:
+            stmts(body, False, nested_loop)
+        finally:
+            defined = saved
+
     def stmts(body: tuple[ir.Stmt, ...], top: bool, nested_loop: bool) -> None:
         for st in body:
             if isinstance(st, ir.Assign):
                 if st.name == s.var:
                     raise _NotElementwise
                 expr(st.value)
+                if top:
+                    defined.add(st.name)
             elif isinstance(st, ir.Write):
                 if not top or st.checked or not _at_index(st.index, s.var) or not _elem_ok(st.slice.ty.elem):
                     raise _NotElementwise
@@ -105,17 +123,16 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
                 expr(st.value)
             elif isinstance(st, ir.If):
                 expr(st.cond)
-                stmts(st.body, False, nested_loop)
-                stmts(st.orelse, False, nested_loop)
+                nested(st.body, nested_loop)
+                nested(st.orelse, nested_loop)
             elif isinstance(st, ir.While):
-                expr(st.cond)
-                stmts(st.body, False, True)
+                nested((ir.ExprStmt(st.cond),) + st.body, True)
             elif isinstance(st, ir.ForRange):
                 if st.var == s.var:
                     raise _NotElementwise
                 for v in (st.start, st.stop, st.step):
                     expr(v)
-                stmts(st.body, False, True)
+                nested(st.body, True, {st.var})
             elif isinstance(st, (ir.Break, ir.Continue)):
                 if not nested_loop:
                     raise _NotElementwise
@@ -129,6 +146,17 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
     if not plan.reads and not plan.writes:
         return None
     return plan
+
+
+def _assigned_names(body: tuple[ir.Stmt, ...]) -> set[str]:
+    """Locals a body assigns (plain and augmented assignments, `range` loop variables)."""
+    out: set[str] = set()
+    for st in ir.walk_stmts(body):
+        if isinstance(st, ir.Assign):
+            out.add(st.name)
+        elif isinstance(st, ir.ForRange):
+            out.add(st.var)
+    return out
 
 
 def _children(e: ir.Expr) -> list[ir.Expr]:

@@ -83,7 +83,7 @@ class Rule(BatchableCSTVisitor):
         p = fn.params.get(param)
         if p is None:
             return None
-        return self.span(p.node.annotation.annotation if p.node.annotation else p.node)
+        return self.model.span(p.node.annotation.annotation if p.node.annotation else p.node, fn.top)
 
 
 class DeviceBodyRule(Rule):

@@ -280,8 +280,10 @@ def k(c: DisjointSlice[f32]) -> None:
         for a in node.args:
             if a.star:
                 self._say(a, "argument unpacking")
-            elif a.keyword is not None:  # codegen rejects these too (found by tools/fuzz.py)
-                self._say(a, "a keyword argument", "pass the arguments by position")
+        # codegen rejects keyword arguments too (found by tools/fuzz.py); one report per call
+        kw = next((a for a in node.args if a.keyword is not None and not a.star), None)
+        if kw is not None:
+            self._say(kw, "a keyword argument", "pass the arguments by position")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if not self.active or self.fn is None or node in self.model.stores:

@@ -15,7 +15,7 @@ SYNC = "az.syncthreads()"
 
 
 def _races(src: str, path: str = "m.py") -> list[int]:
-    return sorted(d.span.line for d in check_source(src, path) if d.code == "az-shared-race")
+    return sorted({d.span.line for d in check_source(src, path) if d.code == "az-shared-race"})
 
 
 def _deletions() -> list[tuple[str, int, str]]:
@@ -144,3 +144,24 @@ def test_index_forms() -> None:
     assert not injective((Div(x, 32),), (), (), b)
     assert injective((Mod(x, 256),), (), (), b)
     assert not injective((Mod(x, 32),), (), (), b)
+
+
+def test_strided_loops_write_each_thread_its_own_residue() -> None:
+    ok_while = "j = t\nwhile j < 512:\n    s[j] = f32(j)\n    j += 256\naz.syncthreads()\nv = s[(t + 1) % 512]"
+    assert _races(_kernel(ok_while)) == []
+    ok_for = "for j in range(t, 512, 256):\n    s[j] = s[j] + 1.0"
+    assert _races(_kernel(ok_for)) == []
+    too_small = "for j in range(t, 512, 128):\n    s[j] = f32(j)"  # 256 threads, stride 128: j collide
+    assert _races(_kernel(too_small)) == [13]
+    neighbour = "j = t\nwhile j < 512:\n    s[j] = s[j + 1]\n    j += 256"
+    assert _races(_kernel(neighbour)) == [14]
+
+
+def test_dynamic_arrays_share_one_region() -> None:
+    base = "d = az.shared.array(0, f32)\ne = az.shared.array(0, f32)\n"
+    assert _races(_kernel(base + "d[t] = 1.0\nv = e[t + 1]")) == [15]  # `e` is `d`
+    assert _races(_kernel(base + "d[t] = 1.0\nv = e[t]")) == []
+    mixed = "d = az.shared.array(0, f32)\ne = az.shared.array(0, i32)\nd[t] = 1.0\nw = e[t]"
+    assert _races(_kernel(mixed)) == [15]  # different element sizes over the same bytes
+    assert _races(_kernel("d = az.shared.array(64, f32)\nd[t % 64] = f32(t)\nv = s[t]")) == [13]  # 4 threads per element
+    assert _races(_kernel("d = az.shared.array(256, f32)\nd[t] = f32(t)\nv = s[t + 1]")) == []  # another array

@@ -153,3 +153,25 @@ def owner_gs(a: Slice[i32], c: DisjointSlice[i32]) -> None:
     for i in thread.grid_stride(c):
         with az.unsafe():
             c[i] = a[i] + thread.block_idx_x() * 64 + thread.tid_x()
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def carried_gs(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """`last` keeps the value of an earlier iteration (on this thread) when `a[i] <= 0.5`:
+    the results depend on the mapping, so the body is not elementwise."""
+    last = f32(0.0)
+    for i in thread.grid_stride(c):
+        if a[i] > 0.5:
+            last = a[i]
+        c[i] = last
+
+
+@launch_contract(domain=1, block=64, requires=lambda x, total: len(total) == 1)
+@kernel
+def reduction_gs(x: Slice[f32], total: AtomicSlice[f32]) -> None:
+    """A reduction (`acc` is carried between iterations): not elementwise."""
+    acc = f32(0.0)
+    for i in thread.grid_stride(x):
+        acc += x[i]
+    total.add(0, acc)
