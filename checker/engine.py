@@ -3,8 +3,9 @@
     diags = check_module(source, path)
 
 parses the module once, resolves `ScopeProvider` and `QualifiedNameProvider`
-through one `MetadataWrapper` (`PositionProvider` too, lazily, only when the
-module has something to report), builds the `ModuleModel`
+through one `MetadataWrapper` (`checker/walk.py`'s `Wrapper`, whose traversals do
+not rebuild the tree; `PositionProvider` runs only over the top-level statements
+that hold a reported node, `checker/positions.py`), builds the `ModuleModel`
 (checker/kernel_model.py) and runs every rule of `checker/rules/` in a single
 `visit_batched` pass.  A module that never mentions `anodize` is only
 syntax-checked (by Python's parser).  `# anodize: ignore[az-code]`

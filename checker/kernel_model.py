@@ -24,11 +24,11 @@ rest of the loop) divergent.  The model decides nothing itself: the rules in
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, ScopeProvider
+from libcst.metadata import MetadataWrapper, ScopeProvider
 
 from .diagnostics import Span
 from .model import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
