@@ -146,7 +146,7 @@ def scalar_for_dtype(dtype: object) -> ScalarInfo | None:
     try:
         import numpy
 
-        table = globals().get("SCALAR_BY_DTYPE") or __getattr__("SCALAR_BY_DTYPE")
+        table: dict[Any, ScalarInfo] = globals().get("SCALAR_BY_DTYPE") or __getattr__("SCALAR_BY_DTYPE")
         return table.get(numpy.dtype(dtype))  # type: ignore[call-overload]
     except TypeError:
         return None
