@@ -343,7 +343,9 @@ class _Plan:
             if j != o and (j > o or not params[j].is_output)
         )
         # `requires`: which parameter fills which slot of the evaluator's environment.
-        contract = launcher.contract if launcher.safe else None
+        # `requires` holds for unsafe launches of contracted kernels too: codegen removed
+        # bounds checks on its strength, so skipping it could read out of bounds unreported.
+        contract = launcher.contract
         req = contract.requires if contract is not None else None
         self.requires = req
         self.env = Env({}, {}, {})

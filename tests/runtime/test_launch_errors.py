@@ -384,3 +384,13 @@ def test_unsafe_launch_of_contracted_kernel_still_checks_rank_and_block() -> Non
         vecadd.unsafe_launch(az.LaunchConfig((1, 1), (16, 16)), a, a, c)
     with pytest.raises(ContractViolation, match="block"):
         vecadd.unsafe_launch(az.LaunchConfig(1, 128), a, a, c)
+
+
+def test_unsafe_launch_of_contracted_kernel_still_checks_requires() -> None:
+    """Bounds checks removed on the strength of `requires` stay sound under unsafe_launch."""
+    dev = az.device("cpu")
+    a = dev.to_device(np.ones(1000, np.float32))
+    b = dev.to_device(np.ones(1024, np.float32))
+    c = dev.empty(1024, az.f32)
+    with pytest.raises(ContractViolation, match=r"`len\(a\) == len\(c\)` violated: left side 1000, right side 1024"):
+        vecadd.unsafe_launch(az.LaunchConfig.for_num_elems(1024), a, b, c)
