@@ -82,12 +82,28 @@ def _reap() -> None:
             end(exe)
 
 
+def _compact(uses: tuple[Use, ...]) -> tuple[Use, ...]:
+    """One use per memory range (a writer wins): a chain of 100 launches over two buffers
+    registers two uses, not 200, so conflict checks stay cheap."""
+    if len(uses) < 2:
+        return uses
+    seen: dict[tuple[int, int, int], Use] = {}
+    for u in uses:
+        k = (u.space, u.lo, u.hi)
+        prev = seen.get(k)
+        if prev is None or (u.writes and not prev.writes):
+            seen[k] = u
+    return tuple(seen.values()) if len(seen) < len(uses) else uses
+
+
 def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
     """Register a submission's uses; return the in-flight submissions it must be ordered after.
 
     Two submissions conflict when one writes memory the other uses.  The caller makes
     the new one wait for the conflicting ones (device-side ordering), so work that
-    reuses a buffer is never refused, only ordered."""
+    reuses a buffer is never refused, only ordered.  (The submission itself keeps its
+    arrays alive; the registry keeps one use per memory range.)"""
+    uses = _compact(uses)
     after: list[Any] = []
     with _lock:
         if _ACTIVE:

@@ -276,3 +276,16 @@ def test_plain_launch_on_unrelated_memory_does_not_wait(cpu: Device, pool: az.St
     finally:
         gate.set()
         handle.wait()
+
+
+def test_registry_keeps_one_use_per_memory_range() -> None:
+    """A long chain over two buffers registers two uses (conflict checks stay O(buffers))."""
+    from anodize.runtime.inflight import Use, _compact
+
+    a, b = object(), object()
+    uses = tuple(Use(1, 0, 64, k % 2 == 1, f"`x` #{k}", a) for k in range(100)) + tuple(
+        Use(1, 64, 128, False, f"`y` #{k}", b) for k in range(100)
+    )
+    out = _compact(uses)
+    assert len(out) == 2
+    assert {(u.lo, u.hi, u.writes) for u in out} == {(0, 64, True), (64, 128, False)}
