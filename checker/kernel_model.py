@@ -557,17 +557,29 @@ class _Analyzer:
             stmts = suite.body
         else:
             stmts = [suite]
+        last: Env | None = env
+        dead: Env | None = None
         for stmt in stmts:
             if env is None:
-                break  # unreachable code
-            if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                for small in stmt.body:
-                    env = self.small(small, env)
-                    if env is None:
-                        break
-            else:
-                env = self.compound(stmt, env)
+                # Unreachable code is still checked (codegen compiles it), from the state at
+                # the exit that made it unreachable; nothing flows out of it.
+                if dead is None:
+                    dead = dict(last) if last is not None else {}
+                dead = self.statement(stmt, dead) or dead
+                continue
+            last = env
+            env = self.statement(stmt, env)
         return env
+
+    def statement(self, stmt: cst.CSTNode, env: Env) -> Env | None:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            out: Env | None = env
+            for small in stmt.body:
+                if out is None:
+                    break  # e.g. `continue; x = 1` on one line
+                out = self.small(small, out)
+            return out
+        return self.compound(stmt, env)
 
     def assign_name(self, name: str, val: Val, env: Env) -> None:
         if self.divergent() is not None and val.kind == "scalar":

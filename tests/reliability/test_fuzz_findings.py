@@ -1,14 +1,12 @@
-"""Open findings of tools/fuzz.py, pinned as strict xfails so a fix flips them.
+"""Findings of tools/fuzz.py, kept as regression tests.
 
-Dead code after `continue`/`break`/`return` is not analysed by the checker, but
-codegen still checks it: `anodize check` passes a module that `kernel.compile()`
-rejects (fuzz seed 1037742, reduced).  Unreachable, so never a runtime race, but
-the two paths disagree.
+Dead code after `continue`/`break`/`return` was not analysed by the checker while
+codegen checked it, so `anodize check` passed a module that `kernel.compile()`
+rejected (fuzz seed 1037742, reduced).  The checker now analyses unreachable
+statements from the state at the exit that made them unreachable.
 """
 
 from __future__ import annotations
-
-import pytest
 
 from anodize.checker.api import check_source
 
@@ -28,7 +26,6 @@ def kern(out: DisjointSlice[i32]) -> None:
 '''
 
 
-@pytest.mark.xfail(strict=True, reason="checker skips unreachable statements; codegen rejects them (fuzz seed 1037742)")
 def test_write_after_continue_is_reported_like_codegen_does() -> None:
     codes = {(d.span.line, d.code) for d in check_source(DEAD_WRITE, "dead_write.py")}
     assert (11, "az-disjoint-index") in codes
