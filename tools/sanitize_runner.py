@@ -187,11 +187,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=("cpu", "gpu"), default="gpu")
     ap.add_argument("--debug-build", action="store_true", help="line_info=True, opt=0 (for racecheck)")
     ap.add_argument("--no-main", action="store_true")
+    ap.add_argument(
+        "--unchecked",
+        action="store_true",
+        help="skip the checker on the compile path (positive controls only: run kernels the checker rejects)",
+    )
     ap.add_argument("--json", default=None)
     ns = ap.parse_args(argv)
     import anodize as az
     from anodize.runtime import compile as rc, launch as rl
 
+    if ns.unchecked:
+        rc._enforce = lambda kernel: None  # type: ignore[assignment]
     if ns.debug_build:
         rl.compile_for_device = functools.partial(rc.compile_for_device, line_info=True, opt=0)  # type: ignore[assignment]
     dev = az.device("cpu") if ns.device == "cpu" else az.device(0)
