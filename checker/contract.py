@@ -260,7 +260,7 @@ _ARITH: dict[str, Callable[[int, int], int]] = {
     "*": operator.mul,
     "//": _floordiv,
 }
-_CMP: dict[str, Callable[[int, int], bool]] = {
+COMPARISONS: dict[str, Callable[[int, int], bool]] = {
     "==": operator.eq,
     "!=": operator.ne,
     "<": operator.lt,
@@ -300,7 +300,7 @@ def first_violation(req: Requires, env: Env) -> tuple[Relation, int, int] | None
     for rel in req.relations:
         left = eval_expr(rel.left, env)
         right = eval_expr(rel.right, env)
-        if not _CMP[rel.op](left, right):
+        if not COMPARISONS[rel.op](left, right):
             return rel, left, right
     return None
 

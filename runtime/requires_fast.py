@@ -17,11 +17,11 @@ checked, lengths are read as they are.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from anodize.checker.contract import (
+    COMPARISONS,
     I64_MAX,
     I64_MIN,
     BinOp,
@@ -40,14 +40,6 @@ __all__ = ["compile_requires", "Check"]
 Check = Callable[[Sequence[Any]], bool]
 _Leaf = Callable[[Sequence[Any]], int]
 
-_CMP: dict[str, Callable[[int, int], bool]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-}
 
 
 class _Unsupported(Exception):
@@ -78,7 +70,7 @@ def compile_requires(
             if rel.op == "==" and lr is not None and rr is not None:
                 pairs.append((lr, rr))
             else:
-                rels.append((_CMP[rel.op], _expr(rel.left, slices, scalars), _expr(rel.right, slices, scalars)))
+                rels.append((COMPARISONS[rel.op], _expr(rel.left, slices, scalars), _expr(rel.right, slices, scalars)))
     except _Unsupported:
         return None
     eq = tuple(pairs)
