@@ -22,38 +22,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
 
-
-def _events_ms(stream, fn, reps: int) -> list[float]:
-    from cuda.core import EventOptions
-
-    opts = EventOptions(timing_enabled=True)
-    fn()  # warm-up: module load, first-launch costs
-    stream.sync()
-    out = []
-    for _ in range(reps):
-        e0 = stream.record(options=opts)
-        fn()
-        e1 = stream.record(options=opts)
-        e1.sync()
-        out.append(e1 - e0)
-    return out
-
-
-def _cupy_ms(fn, reps: int) -> list[float]:
-    import cupy as cp
-
-    fn()
-    cp.cuda.get_current_stream().synchronize()
-    out = []
-    for _ in range(reps):
-        e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-        e0.record()
-        fn()
-        e1.record()
-        e1.synchronize()
-        out.append(cp.cuda.get_elapsed_time(e0, e1))
-    return out
+from suite import time_events  # noqa: E402  (one event-timing helper for every benchmark)
 
 
 def cold_compile_ms() -> float:
@@ -92,7 +63,7 @@ def main() -> None:
     c = dev.empty(n, az.f32)
     cfg = az.LaunchConfig.for_num_elems(n, block=256)
     launch = vecadd[cfg]
-    az_ms = _events_ms(dev.stream, lambda: launch(a, b, c), args.reps)
+    az_ms = time_events(lambda: launch(a, b, c), args.reps, "anodize", dev.stream)
     np.testing.assert_array_equal(c.to_host(), a_h + b_h)
 
     lines = [f"n = 2^{args.log2n} f32, {args.reps} event-timed runs each, median/min/max in ms", ""]
@@ -104,8 +75,8 @@ def main() -> None:
 
         ca, cb = cp.asarray(a_h), cp.asarray(b_h)
         cc = cp.empty_like(ca)
-        cp_ms = _cupy_ms(lambda: cp.add(ca, cb, out=cc), args.reps)
-        copy_ms = _cupy_ms(lambda: cp.copyto(cc, ca), args.reps)
+        cp_ms = time_events(lambda: cp.add(ca, cb, out=cc), args.reps, "cupy")
+        copy_ms = time_events(lambda: cp.copyto(cc, ca), args.reps, "cupy")
         lines.append(row("CuPy add", cp_ms, 3 * 4 * n))
         lines.append(row("CuPy copy (device-to-device ceiling)", copy_ms, 2 * 4 * n))
         ratio = statistics.median(cp_ms) / statistics.median(az_ms)
