@@ -1,1 +1,1 @@
-"""The static safety checker: libcst ownership passes, diagnostics and the mypy plugin."""
+"""The static safety checker: ownership passes over Python's `ast`, diagnostics and the mypy plugin."""

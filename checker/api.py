@@ -144,7 +144,7 @@ def enforce_kernel(kernel: Any) -> None:
         ) from None
     regions = []
     for f in model.callees_of(info):
-        start = model.span(f.node.decorators[0] if f.node.decorators else f.node)
+        start = model.span(f.node.decorator_list[0] if f.node.decorator_list else f.node)
         end = model.span(f.node)
         regions.append((start.line, end.end_line))
     mine = [d for d in analysis.diagnostics if d.severity == "error" and any(a <= d.span.line <= b for a, b in regions)]

@@ -19,9 +19,8 @@ end back to its start, since its caller may call it again without a barrier.
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
-
-import libcst as cst
 
 from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, Stride, injective, join_forms, normalize, pin, separated
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
@@ -31,11 +30,15 @@ _TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}
 _DIMS = {"block_dim_x": 0, "block_dim_y": 1, "block_dim_z": 2}
 _MAX_PASSES = 24
 Named = tuple[Form | None, frozenset[str]]  # a form and the names it reads
+# statements the walk does not enter (nested definitions, `match`, `try`/`except*`)
+_OPAQUE = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match, ast.TryStar})
+# children of an expression that hold no expression
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 
 @dataclass(frozen=True)
 class Access:
-    node: cst.Subscript
+    node: ast.Subscript
     write: bool
     arrays: frozenset[object]  # allocation calls, or ALL
     index: tuple[Named, ...] | None
@@ -100,11 +103,12 @@ class Intervals:
         self.fn = fn
         self.block = block
         self.must_barrier = must_barrier  # helper name -> reaches a barrier on every path
-        self.races: dict[cst.CSTNode, Race] = {}
-        self.escapes: dict[cst.Name, str] = {}
+        self.races: dict[ast.Subscript, Race] = {}
+        self.escapes: dict[ast.Name, str] = {}
         self.exits: list[State] = []
         self.facts: list[tuple[Fact, frozenset[str]] | None] = []
         self.loops: list[_Loop] = []
+        self._uniform: dict[ast.expr, Named] = {}
 
     # ---- entry -----------------------------------------------------------------------------
     def run(self) -> bool:
@@ -127,84 +131,102 @@ class Intervals:
         return out is not None and not out.fresh
 
     # ---- statements ------------------------------------------------------------------------
-    def block_(self, suite: cst.BaseSuite, st: State | None) -> State | None:
-        stmts = suite.body if isinstance(suite, cst.IndentedBlock) else [suite]
-        for stmt in stmts:
+    def block_(self, body: list[ast.stmt], st: State | None) -> State | None:
+        for stmt in body:
             if st is None:
                 return None
-            if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-                for small in stmt.body:
-                    st = self.small(small, st)
-                    if st is None:
-                        return None
-            else:
-                st = self.compound(stmt, st)
+            st = self.stmt(stmt, st)
         return st
 
-    def small(self, s: cst.CSTNode, st: State) -> State | None:
-        if isinstance(s, cst.Assign):
+    def stmt(self, s: ast.stmt, st: State) -> State | None:
+        if isinstance(s, ast.Assign):
             self.ev(s.value, st, alias_ok=True)
-            for t in s.targets:
-                self.store(t.target, s.value, st)
+            for tgt in s.targets:
+                self.store(tgt, s.value, st)
             return st
-        if isinstance(s, cst.AnnAssign):
+        if isinstance(s, ast.Expr):
+            self.ev(s.value, st)
+            return st
+        if isinstance(s, ast.If):
+            return self.if_(s, st)
+        if isinstance(s, ast.AugAssign):
+            return self.aug(s, st)
+        if isinstance(s, ast.AnnAssign):
             if s.value is not None:
                 self.ev(s.value, st, alias_ok=True)
             self.store(s.target, s.value, st)
             return st
-        if isinstance(s, cst.AugAssign):
-            self.ev(s.value, st)
-            if isinstance(s.target, cst.Subscript) and self.shared_ids(s.target.value, st) is not None:
-                self.index_ev(s.target, st)
-                self.touch(self.access(s.target, False, st), st)
-                self.touch(self.access(s.target, True, st), st)
-            elif isinstance(s.target, cst.Name):
-                new = None
-                old = self.form(s.target, st)
-                val = self.form(s.value, st)
-                if old[0] is not None and val[0] is not None and isinstance(s.operator, (cst.AddAssign, cst.SubtractAssign)):
-                    new = _arith(old, val, isinstance(s.operator, cst.AddAssign))
-                self.assign(s.target.value, st, new)
-            else:
-                self.ev(s.target, st)
-            return st
-        if isinstance(s, cst.Expr):
-            self.ev(s.value, st)
-            return st
-        if isinstance(s, cst.Return):
+        if isinstance(s, ast.While):
+            enters = _const_test(s.test, st) is True
+            return self.loop(st, lambda e: self.ev(s.test, e), s.body, s.orelse, enters)
+        if isinstance(s, (ast.For, ast.AsyncFor)):
+            return self.for_(s, st)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                self.ev(item.context_expr, st)
+                if item.optional_vars is not None:
+                    self.store(item.optional_vars, None, st)
+            return self.block_(s.body, st)
+        if isinstance(s, ast.Return):
             if s.value is not None:
                 self.ev(s.value, st)
             self.exits.append(st)
             return None
-        if isinstance(s, (cst.Break, cst.Continue)):
+        if isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
-                (self.loops[-1].breaks if isinstance(s, cst.Break) else self.loops[-1].continues).append(st)
+                (self.loops[-1].breaks if isinstance(s, ast.Break) else self.loops[-1].continues).append(st)
             return None
-        if isinstance(s, cst.Raise):
+        if isinstance(s, ast.Raise):
             return None
-        if isinstance(s, cst.Del):
-            targets = [e.value for e in s.target.elements] if isinstance(s.target, cst.Tuple) else [s.target]
-            for tgt in targets:
+        if isinstance(s, ast.Delete):
+            for tgt in s.targets:
                 self.store(tgt, None, st)
             return st
-        for child in s.children:
+        if isinstance(s, ast.Try):
+            out = self.block_(s.body, st.copy())
+            for h in s.handlers:
+                out = join(out, self.block_(h.body, join(st, out) or st.copy()))
+            if s.finalbody and out is not None:
+                out = self.block_(s.finalbody, out)
+            return out
+        if type(s) in _OPAQUE:
+            return st  # nested definitions, `match`, `try`/`except*`: other rules reject them
+        for child in ast.iter_child_nodes(s):  # pass, assert, global, import, ...
             self.ev_any(child, st)
         return st
 
-    def store(self, target: cst.BaseExpression, value: cst.BaseExpression | None, st: State) -> None:
-        if isinstance(target, cst.Name):
+    def aug(self, s: ast.AugAssign, st: State) -> State:
+        self.ev(s.value, st)
+        target = s.target
+        if isinstance(target, ast.Subscript) and self.shared_ids(target.value, st) is not None:
+            self.index_ev(target, st)
+            self.touch(self.access(target, False, st), st)
+            self.touch(self.access(target, True, st), st)
+        elif isinstance(target, ast.Name):
+            new = None
+            old = self.form(target, st)
+            val = self.form(s.value, st)
+            if old[0] is not None and val[0] is not None and isinstance(s.op, (ast.Add, ast.Sub)):
+                new = _arith(old, val, isinstance(s.op, ast.Add))
+            self.assign(target.id, st, new)
+        else:
+            self.ev(target, st)
+        return st
+
+    def store(self, target: ast.expr, value: ast.expr | None, st: State) -> None:
+        if isinstance(target, ast.Name):
             ids = self.shared_ids(value, st) if value is not None else None
             form = self.form(value, st) if value is not None else None
-            self.assign(target.value, st, form)
+            self.assign(target.id, st, form)
             if ids is not None:
-                st.shared[target.value] = ids
-        elif isinstance(target, cst.Subscript) and self.shared_ids(target.value, st) is not None:
+                st.shared[target.id] = ids
+        elif isinstance(target, ast.Subscript) and self.shared_ids(target.value, st) is not None:
             self.index_ev(target, st)
             self.touch(self.access(target, True, st, value), st)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for e in target.elements:
-                self.store(e.value, None, st)
-        elif isinstance(target, cst.StarredElement):
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for e in target.elts:
+                self.store(e, None, st)
+        elif isinstance(target, ast.Starred):
             self.store(target.value, None, st)
         else:
             self.ev(target, st)
@@ -231,48 +253,27 @@ class Intervals:
         elif name not in form[1] and (isinstance(val, (Div, Mod, Stride)) or val.thread()):
             st.forms[name] = form  # a thread-affine local
 
-    def compound(self, s: cst.CSTNode, st: State) -> State | None:
-        if isinstance(s, cst.If):
-            return self.if_(s, st)
-        if isinstance(s, cst.While):
-            enters = _const_test(s.test, st) is True
-            return self.loop(st, lambda e: self.ev(s.test, e), s.body, s.orelse, enters)
-        if isinstance(s, cst.For):
-            self.ev(s.iter, st)
-            var = self._range_stride(s.iter, st)
+    def for_(self, s: ast.For | ast.AsyncFor, st: State) -> State | None:
+        self.ev(s.iter, st)
+        var = self._range_stride(s.iter, st)
+        target = s.target
 
-            def head(e: State) -> None:
-                self.store(s.target, None, e)
-                if var is not None and isinstance(s.target, cst.Name):
-                    e.forms[s.target.value] = var  # `for j in range(tid, n, 256)`
+        def head(e: State) -> None:
+            self.store(target, None, e)
+            if var is not None and isinstance(target, ast.Name):
+                e.forms[target.id] = var  # `for j in range(tid, n, 256)`
 
-            return self.loop(st, head, s.body, s.orelse, False)
-        if isinstance(s, cst.With):
-            for item in s.items:
-                self.ev(item.item, st)
-                if item.asname is not None:
-                    self.store(item.asname.name, None, st)  # type: ignore[arg-type]
-            return self.block_(s.body, st)
-        if isinstance(s, cst.Try):
-            out = self.block_(s.body, st.copy())
-            for h in s.handlers:
-                out = join(out, self.block_(h.body, join(st, out) or st.copy()))
-            if s.finalbody is not None and out is not None:
-                out = self.block_(s.finalbody.body, out)
-            return out
-        return st  # nested definitions: other rules reject them
+        return self.loop(st, head, s.body, s.orelse, False)
 
-    def if_(self, s: cst.If, st: State) -> State | None:
+    def if_(self, s: ast.If, st: State) -> State | None:
         self.ev(s.test, st)
         pos = self.facts_of(s.test, st, True)
         neg = self.facts_of(s.test, st, False)
         body = self.under(pos, lambda: self.block_(s.body, st.copy()))
-        if s.orelse is None:
+        if not s.orelse:
             other: State | None = st.copy()
-        elif isinstance(s.orelse, cst.If):
-            other = self.under(neg, lambda: self.if_(s.orelse, st.copy()))  # type: ignore[arg-type]
-        else:
-            other = self.under(neg, lambda: self.block_(s.orelse.body, st.copy()))  # type: ignore[union-attr]
+        else:  # `else:` or `elif` (a one-statement `else` holding an `if`)
+            other = self.under(neg, lambda: self.block_(s.orelse, st.copy()))
         return join(body, other)
 
     def under(self, facts, run):  # type: ignore[no-untyped-def]
@@ -283,7 +284,9 @@ class Intervals:
         finally:
             del self.facts[n:]
 
-    def loop(self, entry: State, head, body: cst.BaseSuite, orelse: cst.Else | None, enters: bool) -> State | None:  # type: ignore[no-untyped-def]
+    def loop(  # type: ignore[no-untyped-def]
+        self, entry: State, head, body: list[ast.stmt], orelse: list[ast.stmt], enters: bool
+    ) -> State | None:
         state = entry.copy()
         lp = _Loop()
         back: State | None = None
@@ -309,19 +312,28 @@ class Intervals:
         if exit_from is not None:
             ex = exit_from.copy()
             head(ex)
-        if orelse is not None and ex is not None:
-            ex = self.block_(orelse.body, ex)
+        if orelse and ex is not None:
+            ex = self.block_(orelse, ex)
         for b in lp.breaks:
             ex = join(ex, b)
         return ex
 
-    def _range_stride(self, it: cst.BaseExpression, st: State) -> Named | None:
+    def _range_stride(self, it: ast.expr, st: State) -> Named | None:
         """`range(start, stop, step)` with a thread-affine `start` and a positive constant step."""
-        c = self.m.callees.get(it) if isinstance(it, cst.Call) else None
-        if c is None or c.kind != "range" or len(it.args) != 3 or any(a.keyword or a.star for a in it.args):  # type: ignore[attr-defined]
+        if not isinstance(it, ast.Call):
             return None
-        start = self.form(it.args[0].value, st)  # type: ignore[attr-defined]
-        step = self.form(it.args[2].value, st)  # type: ignore[attr-defined]
+        c = self.m.callees.get(it)
+        args = it.args
+        if (
+            c is None
+            or c.kind != "range"
+            or len(args) != 3
+            or it.keywords
+            or any(isinstance(a, ast.Starred) for a in args)
+        ):
+            return None
+        start = self.form(args[0], st)
+        step = self.form(args[2], st)
         if not (isinstance(start[0], Lin) and start[0].thread() and not start[1]):
             return None
         if not (isinstance(step[0], Lin) and step[0].is_const and step[0].const > 0):
@@ -329,37 +341,50 @@ class Intervals:
         return Stride(start[0], step[0].const), frozenset()
 
     # ---- expressions -----------------------------------------------------------------------
-    def ev_any(self, node: cst.CSTNode, st: State, cond: bool = False) -> None:
-        if isinstance(node, cst.BaseExpression):
+    def ev_any(self, node: ast.AST, st: State, cond: bool = False) -> None:
+        if isinstance(node, ast.expr):
             self.ev(node, st, cond)
         else:
-            for child in node.children:
+            for child in ast.iter_child_nodes(node):
                 self.ev_any(child, st, cond)
 
-    def ev(self, node: cst.BaseExpression, st: State, cond: bool = False, alias_ok: bool = False) -> None:
+    def ev(self, node: ast.expr, st: State, cond: bool = False, alias_ok: bool = False) -> None:
         """Evaluate for effect: record shared reads, barriers and escapes, in evaluation order."""
-        if isinstance(node, cst.Name):
-            if node.value in st.shared and not alias_ok:
-                self.escapes.setdefault(node, node.value)
+        if isinstance(node, ast.Name):
+            if node.id in st.shared and not alias_ok:
+                self.escapes.setdefault(node, node.id)
             return
-        if isinstance(node, cst.Subscript) and self.shared_ids(node.value, st) is not None:
-            self.index_ev(node, st, cond)
-            self.touch(self.access(node, False, st), st)
+        if isinstance(node, ast.Constant):
             return
-        if isinstance(node, cst.Attribute):
-            if isinstance(node.value, cst.Name) and node.value.value in st.shared and node.attr.value == "shape":
+        if isinstance(node, ast.Subscript):
+            if self.shared_ids(node.value, st) is not None:
+                self.index_ev(node, st, cond)
+                self.touch(self.access(node, False, st), st)
                 return
             self.ev(node.value, st, cond)
+            self.ev(node.slice, st, cond)
             return
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Attribute):
+            v = node.value
+            if isinstance(v, ast.Name) and v.id in st.shared and node.attr == "shape":
+                return
+            self.ev(v, st, cond)
+            return
+        if isinstance(node, ast.Call):
             callee = self.m.callees.get(node)
             kind = callee.kind if callee else "unknown"
-            if kind == "builtin" and callee is not None and callee.name == "len" and len(node.args) == 1:
-                if isinstance(node.args[0].value, cst.Name) and node.args[0].value.value in st.shared:
+            args, keywords = node.args, node.keywords
+            if kind == "builtin" and callee is not None and callee.name == "len" and len(args) + len(keywords) == 1:
+                a0 = args[0] if args else keywords[0].value
+                if isinstance(a0, ast.Starred):
+                    a0 = a0.value
+                if isinstance(a0, ast.Name) and a0.id in st.shared:
                     return
             self.ev(node.func, st, cond)
-            for a in node.args:
-                self.ev(a.value, st, cond)
+            for a in args:
+                self.ev(a, st, cond)
+            for k in keywords:
+                self.ev(k.value, st, cond)
             if not cond and (
                 kind == "barrier"
                 or (kind == "helper" and callee is not None and callee.fn is not None and self.must_barrier.get(callee.fn.name))
@@ -367,37 +392,60 @@ class Intervals:
                 st.pending.clear()
                 st.fresh = False
             return
-        if isinstance(node, cst.BooleanOperation):
+        if isinstance(node, ast.BinOp):
             self.ev(node.left, st, cond)
-            self.ev(node.right, st, True)
+            self.ev(node.right, st, cond)
             return
-        if isinstance(node, cst.IfExp):
+        if isinstance(node, ast.Compare):
+            self.ev(node.left, st, cond)
+            for c in node.comparators:
+                self.ev(c, st, cond)
+            return
+        if isinstance(node, ast.UnaryOp):
+            self.ev(node.operand, st, cond)
+            return
+        if isinstance(node, ast.BoolOp):
+            values = node.values
+            self.ev(values[0], st, cond)
+            for v in values[1:]:
+                self.ev(v, st, True)
+            return
+        if isinstance(node, ast.IfExp):
             self.ev(node.test, st, cond)
             self.under(self.facts_of(node.test, st, True), lambda: self.ev(node.body, st, True))
             self.under(self.facts_of(node.test, st, False), lambda: self.ev(node.orelse, st, True))
             return
-        if isinstance(node, cst.NamedExpr):
+        if isinstance(node, ast.NamedExpr):
             self.ev(node.value, st, cond)
             self.store(node.target, node.value, st)
             return
-        for child in node.children:
-            self.ev_any(child, st, cond)
+        if isinstance(node, ast.Dict):  # key, value, key, value (`ast` lists the keys first)
+            for key, val in zip(node.keys, node.values):
+                if key is not None:
+                    self.ev(key, st, cond)
+                self.ev(val, st, cond)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.ev(child, st, cond)
+            elif not isinstance(child, _LEAVES):
+                self.ev_any(child, st, cond)
 
-    def index_ev(self, node: cst.Subscript, st: State, cond: bool = False) -> None:
-        for el in node.slice:
-            self.ev_any(el.slice, st, cond)
+    def index_ev(self, node: ast.Subscript, st: State, cond: bool = False) -> None:
+        self.ev(node.slice, st, cond)
 
-    def shared_ids(self, node: cst.BaseExpression | None, st: State) -> frozenset[object] | None:
+    def shared_ids(self, node: ast.expr | None, st: State) -> frozenset[object] | None:
         """The allocations a shared-array expression may be; None when it is no shared array."""
         if node is None:
             return None
-        if isinstance(node, cst.Name) and node.value in st.shared:
-            return st.shared[node.value]
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Name):
+            if node.id in st.shared:
+                return st.shared[node.id]
+        elif isinstance(node, ast.Call):
             c = self.m.callees.get(node)
             if c is not None and c.kind == "shared":
                 return frozenset([self._allocation(node)])
-        if isinstance(node, cst.IfExp):
+        elif isinstance(node, ast.IfExp):
             a, b = self.shared_ids(node.body, st), self.shared_ids(node.orelse, st)
             if a is not None or b is not None:
                 return frozenset([ALL])
@@ -406,24 +454,25 @@ class Intervals:
             return frozenset([ALL])
         return None
 
-    def _allocation(self, call: cst.Call) -> object:
+    def _allocation(self, call: ast.Call) -> object:
         """A static array is its own call; every dynamic one (shape 0) is one region from the same
         base (per element type); a shape the checker cannot read may be either (ALL)."""
-        shape = call.args[0].value if call.args else None
+        args = _arg_values(call)
+        shape = args[0] if args else None
         dims: list[int] = []
-        for e in shape.elements if isinstance(shape, cst.Tuple) else [shape]:  # type: ignore[union-attr]
-            v = e.value if isinstance(e, cst.BaseElement) else e
-            n = _module_int(self.m, v) if isinstance(v, cst.BaseExpression) else None
+        for e in shape.elts if isinstance(shape, ast.Tuple) else [shape]:
+            v = e.value if isinstance(e, ast.Starred) else e
+            n = _module_int(self.m, v) if v is not None else None
             if n is None:
                 return ALL
             dims.append(n)
         if dims == [0]:
-            elem = self.m.code(call.args[1].value) if len(call.args) > 1 else "?"
+            elem = self.m.code(args[1]) if len(args) > 1 else "?"
             return ("dynamic", elem)
         return call
 
     # ---- accesses --------------------------------------------------------------------------
-    def access(self, node: cst.Subscript, write: bool, st: State, value: cst.BaseExpression | None = None) -> Access:
+    def access(self, node: ast.Subscript, write: bool, st: State, value: ast.expr | None = None) -> Access:
         ids = self.shared_ids(node.value, st) or frozenset([ALL])
         elems = index_elements(node)
         facts = tuple(f for f in self.facts if f is not None)
@@ -483,94 +532,112 @@ class Intervals:
         return not (ia == ib and injective(tuple(ia), fa, fb, self.block))  # type: ignore[arg-type]
 
     # ---- forms and facts -------------------------------------------------------------------
-    def form(self, node: cst.BaseExpression, st: State) -> Named:
+    def form(self, node: ast.expr, st: State) -> Named:
         none: Named = (None, frozenset())
-        if isinstance(node, cst.Integer):
-            return Lin((), int(node.evaluated_value)), frozenset()
-        if isinstance(node, cst.Name):
-            if node.value in st.forms:
-                return st.forms[node.value]
-            if node.value in st.consts:
-                return Lin((), st.consts[node.value]), frozenset()
+        if isinstance(node, ast.Name):
+            name = node.id
+            if name in st.forms:
+                return st.forms[name]
+            if name in st.consts:
+                return Lin((), st.consts[name]), frozenset()
             return self.uniform(node)
-        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-            f, names = self.form(node.expression, st)
-            if isinstance(f, Lin):
-                return (f.scale(-1) if isinstance(node.operator, cst.Minus) else f), names
+        if isinstance(node, ast.Constant):
+            if type(node.value) is int:
+                return Lin((), node.value), frozenset()
             return self.uniform(node)
-        if isinstance(node, cst.BinaryOperation):
+        if isinstance(node, ast.BinOp):
             left, right = self.form(node.left, st), self.form(node.right, st)
-            op = node.operator
-            if isinstance(op, (cst.Add, cst.Subtract)):
-                got = _arith(left, right, isinstance(op, cst.Add))
+            op = type(node.op)
+            if op is ast.Add or op is ast.Sub:
+                got = _arith(left, right, op is ast.Add)
                 if got is not None:
                     return got
-            elif isinstance(op, cst.Multiply) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
+            elif op is ast.Mult and isinstance(left[0], Lin) and isinstance(right[0], Lin):
                 if left[0].is_const:
                     return right[0].scale(left[0].const), right[1]
                 if right[0].is_const:
                     return left[0].scale(right[0].const), left[1]
-            elif isinstance(op, (cst.FloorDivide, cst.Modulo)) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
+            elif (op is ast.FloorDiv or op is ast.Mod) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
                 d = right[0].const if right[0].is_const else 0
                 if d > 0 and left[0].is_const:
                     num = left[0].const
-                    return Lin((), num // d if isinstance(op, cst.FloorDivide) else num % d), frozenset()
+                    return Lin((), num // d if op is ast.FloorDiv else num % d), frozenset()
                 if d > 0 and left[0].thread():
-                    return (Div(left[0], d) if isinstance(op, cst.FloorDivide) else Mod(left[0], d)), left[1]
+                    return (Div(left[0], d) if op is ast.FloorDiv else Mod(left[0], d)), left[1]
             return self.uniform(node)
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.UnaryOp) and type(node.op) in (ast.USub, ast.UAdd):
+            f, names = self.form(node.operand, st)
+            if isinstance(f, Lin):
+                return (f.scale(-1) if isinstance(node.op, ast.USub) else f), names
+            return self.uniform(node)
+        if isinstance(node, ast.Call):
             c = self.m.callees.get(node)
-            short = c.name.split(".")[-1] if c is not None else ""
-            if c is not None and c.kind == "rawid" and short in _TIDS:
-                return Lin.make({_TIDS[short]: 1}), frozenset()
-            if c is not None and c.kind == "rawid" and short == "lane_id":
-                bx, by, bz = self.block.ext
-                if bx is not None and (bx % 32 == 0 or by == bz == 1):
-                    return Mod(Lin.make({TX: 1}), 32), frozenset()  # the lane of the linear thread id
-                return none
-            if c is not None and c.kind == "rawid" and short in _DIMS and self.block.ext[_DIMS[short]] is not None:
-                return Lin((), self.block.ext[_DIMS[short]]), frozenset()  # type: ignore[arg-type]
-            if c is not None and c.kind == "cast" and len(node.args) == 1 and short in ("i32", "i64", "u32", "u64"):
-                inner = self.form(node.args[0].value, st)
-                if inner[0] is not None:
-                    return inner
+            if c is None:
+                return self.uniform(node)
+            short = c.name.split(".")[-1]
+            if c.kind == "rawid":
+                if short in _TIDS:
+                    return Lin.make({_TIDS[short]: 1}), frozenset()
+                if short == "lane_id":
+                    bx, by, bz = self.block.ext
+                    if bx is not None and (bx % 32 == 0 or by == bz == 1):
+                        return Mod(Lin.make({TX: 1}), 32), frozenset()  # the lane of the linear thread id
+                    return none
+                ext = self.block.ext[_DIMS[short]] if short in _DIMS else None
+                if ext is not None:
+                    return Lin((), ext), frozenset()
+            elif c.kind == "cast" and short in ("i32", "i64", "u32", "u64"):
+                args = _arg_values(node)
+                if len(args) == 1:
+                    inner = self.form(args[0], st)
+                    if inner[0] is not None:
+                        return inner
             return self.uniform(node)
         return self.uniform(node)
 
-    def uniform(self, node: cst.BaseExpression) -> Named:
-        """A block-uniform value as an opaque symbol (keyed by its text)."""
-        v = self.m.values.get(node)
-        if v is None or v.tdep or v.kind not in ("scalar", "global"):
-            return None, frozenset()
-        return Lin.sym(self.m.code(node)), _free_names(node)
+    def uniform(self, node: ast.expr) -> Named:
+        """A block-uniform value as an opaque symbol (keyed by its text); a node's is computed once."""
+        hit = self._uniform.get(node)
+        if hit is None:
+            v = self.m.values.get(node)
+            if v is None or v.tdep or v.kind not in ("scalar", "global"):
+                hit = None, frozenset()
+            else:
+                hit = Lin.sym(self.m.code(node)), _free_names(node)
+            self._uniform[node] = hit
+        return hit
 
-    def facts_of(self, test: cst.BaseExpression, st: State, positive: bool) -> list[tuple[Fact, frozenset[str]]]:
-        if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-            return self.facts_of(test.expression, st, not positive)
-        if isinstance(test, cst.BooleanOperation):
-            if isinstance(test.operator, cst.And) == positive:
-                return self.facts_of(test.left, st, positive) + self.facts_of(test.right, st, positive)
+    def facts_of(self, test: ast.expr, st: State, positive: bool) -> list[tuple[Fact, frozenset[str]]]:
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            return self.facts_of(test.operand, st, not positive)
+        if isinstance(test, ast.BoolOp):
+            if (isinstance(test.op, ast.And)) == positive:
+                got: list[tuple[Fact, frozenset[str]]] = []
+                for v in test.values:
+                    got += self.facts_of(v, st, positive)
+                return got
             return []
-        if not isinstance(test, cst.Comparison):
+        if not isinstance(test, ast.Compare):
             return []
-        if not positive and len(test.comparisons) != 1:
+        ops = test.ops
+        if not positive and len(ops) != 1:
             return []
         out = []
         left = test.left
-        for c in test.comparisons:
-            op = type(c.operator).__name__
+        for o, right in zip(ops, test.comparators):
+            op = type(o).__name__
             if not positive:
                 op = _NEGATE.get(op, "")
-            out += self._compare(self.form(left, st), op, self.form(c.comparator, st))
-            left = c.comparator
+            out += self._compare(self.form(left, st), op, self.form(right, st))
+            left = right
         return out
 
     def _compare(self, lf: Named, op: str, rf: Named) -> list[tuple[Fact, frozenset[str]]]:
         names = lf[1] | rf[1]
         l, r = lf[0], rf[0]
-        if op == "Equal" and isinstance(r, Mod) and isinstance(l, Lin):
+        if op == "Eq" and isinstance(r, Mod) and isinstance(l, Lin):
             l, r = r, l
-        if op == "Equal" and isinstance(l, Mod) and isinstance(r, Lin) and r.is_const:
+        if op == "Eq" and isinstance(l, Mod) and isinstance(r, Lin) and r.is_const:
             th = l.lin.thread()
             if len(th) == 1 and list(th.values())[0] == 1 and l.lin.const == 0 and len(l.lin.terms) == 1:
                 return [(("mod", next(iter(th)), l.m, r.const % l.m), names)]
@@ -598,18 +665,16 @@ class Intervals:
         return out
 
 
-# op -> (offset of the lower bound, offset of the upper bound) for `t OP bound`
+# op (an `ast.cmpop` class name) -> (offset of the lower bound, offset of the upper bound) for `t OP bound`
 _BOUNDS: dict[str, tuple[int | None, int | None]] = {
-    "LessThan": (None, -1),
-    "LessThanEqual": (None, 0),
-    "GreaterThan": (1, None),
-    "GreaterThanEqual": (0, None),
-    "Equal": (0, 0),
+    "Lt": (None, -1),
+    "LtE": (None, 0),
+    "Gt": (1, None),
+    "GtE": (0, None),
+    "Eq": (0, 0),
 }
-_FLIP = {"LessThan": "GreaterThan", "LessThanEqual": "GreaterThanEqual", "GreaterThan": "LessThan",
-         "GreaterThanEqual": "LessThanEqual", "Equal": "Equal"}
-_NEGATE = {"LessThan": "GreaterThanEqual", "LessThanEqual": "GreaterThan", "GreaterThan": "LessThanEqual",
-           "GreaterThanEqual": "LessThan", "NotEqual": "Equal"}
+_FLIP = {"Lt": "Gt", "LtE": "GtE", "Gt": "Lt", "GtE": "LtE", "Eq": "Eq"}
+_NEGATE = {"Lt": "GtE", "LtE": "Gt", "Gt": "LtE", "GtE": "Lt", "NotEq": "Eq"}
 
 
 def _join_forms(a: dict[str, Named], b: dict[str, Named]) -> dict[str, Named]:
@@ -644,62 +709,69 @@ def _names_of(a: Access) -> frozenset[str]:
     return out
 
 
-def _free_names(node: cst.CSTNode) -> frozenset[str]:
+def _free_names(node: ast.AST) -> frozenset[str]:
+    """The names an expression reads (with keyword and lambda parameter names, as the old
+    engine counted them; an attribute's name is no name of its own)."""
     out: set[str] = set()
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, cst.Name):
-            out.add(n.value)
-        elif isinstance(n, cst.Attribute):
-            stack.append(n.value)  # `x.shape`: the attribute is no name of its own
-        else:
-            stack.extend(n.children)
+    for n in ast.walk(node):
+        if isinstance(n, ast.Name):
+            out.add(n.id)
+        elif isinstance(n, (ast.keyword, ast.arg)) and n.arg:
+            out.add(n.arg)
     return frozenset(out)
 
 
-def _reads_shared(node: cst.CSTNode, st: State) -> bool:
+def _reads_shared(node: ast.AST, st: State) -> bool:
     return any(n in st.shared for n in _free_names(node))
 
 
-def _module_int(m: ModuleModel, node: cst.BaseExpression) -> int | None:
+def _arg_values(call: ast.Call) -> list[ast.expr]:
+    """A call's argument expressions, positional then keyword (`*x` as `x`, `**k` as `k`)."""
+    out = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
+    out += [k.value for k in call.keywords]
+    return out
+
+
+def _int(node: ast.AST | None) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    return None
+
+
+def _module_int(m: ModuleModel, node: ast.expr) -> int | None:
     """An int literal, or a module-level `NAME = <int>` bound once."""
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    if not isinstance(node, cst.Name):
+    if isinstance(node, ast.Constant):
+        return _int(node)
+    if not isinstance(node, ast.Name):
         return None
+    name = node.id
     found: list[int | None] = []
-    for stmt in m.module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and any(
-                    isinstance(t.target, cst.Name) and t.target.value == node.value for t in small.targets
-                ):
-                    found.append(int(small.value.evaluated_value) if isinstance(small.value, cst.Integer) else None)
+    for stmt in m.tree.body:
+        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
+            found.append(_int(stmt.value))
     return found[0] if len(found) == 1 else None
 
 
-def _const(node: cst.BaseExpression, st: State) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    if isinstance(node, cst.Name):
-        return st.consts.get(node.value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        v = _const(node.expression, st)
+def _const(node: ast.expr, st: State) -> int | None:
+    if isinstance(node, ast.Constant):
+        return _int(node)
+    if isinstance(node, ast.Name):
+        return st.consts.get(node.id)
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = _const(node.operand, st)
         return None if v is None else -v
     return None
 
 
-def _const_test(test: cst.BaseExpression, st: State) -> bool | None:
+def _const_test(test: ast.expr, st: State) -> bool | None:
     """A `while` test that the known constants decide."""
-    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
         return None
-    a, b = _const(test.left, st), _const(test.comparisons[0].comparator, st)
+    a, b = _const(test.left, st), _const(test.comparators[0], st)
     if a is None or b is None:
         return None
-    op = type(test.comparisons[0].operator).__name__
-    table = {"LessThan": a < b, "LessThanEqual": a <= b, "GreaterThan": a > b, "GreaterThanEqual": a >= b,
-             "Equal": a == b, "NotEqual": a != b}
+    op = type(test.ops[0]).__name__
+    table = {"Lt": a < b, "LtE": a <= b, "Gt": a > b, "GtE": a >= b, "Eq": a == b, "NotEq": a != b}
     return table.get(op)
 
 

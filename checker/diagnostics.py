@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True, order=True)
 class Span:
-    """A source range; lines are 1-based, columns 0-based (as ast and libcst report)."""
+    """A source range; lines are 1-based, columns 0-based and in characters."""
 
     path: str
     line: int

@@ -1,36 +1,30 @@
-"""The rule engine: one libcst parse, one shared kernel model, one batched visit per module.
+"""The rule engine: one parse, one shared kernel model, one batched visit per module.
 
     diags = check_module(source, path)
 
-parses the module once, resolves `ScopeProvider` and `QualifiedNameProvider`
-through one `MetadataWrapper` (`checker/walk.py`'s `Wrapper`, whose traversals do
-not rebuild the tree; `PositionProvider` runs only over the top-level statements
-that hold a reported node, `checker/positions.py`), builds the `ModuleModel`
-(checker/kernel_model.py) and runs every rule of `checker/rules/` in a single
-`visit_batched` pass.  A module that never mentions `anodize` is only
-syntax-checked (by Python's parser).  `# anodize: ignore[az-code]`
-on a line silences that code there.  A `Project` resolves kernels imported from
-other modules, for the launch-site rules.
+parses the module once with Python's own parser (`checker/syntax.py`), builds the
+`ModuleModel` (checker/kernel_model.py: which functions are kernels, their
+contracts, and an abstract interpretation of each body, with names resolved
+through `checker/names.py`) and runs every rule of `checker/rules/` in a single
+batched walk (`checker/walk.py`).  A module that never mentions `anodize` is only
+syntax-checked.  `# anodize: ignore[az-code]` on a line silences that code there.
+A `Project` resolves kernels imported from other modules, for the launch-site rules.
 """
 
 from __future__ import annotations
 
-import gc
+import ast
 import os
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-
-import libcst as cst
-from libcst.metadata import MetadataWrapper
 
 from . import messages
 from .diagnostics import Diagnostic, Span
 from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
-from .walk import Wrapper
+from .syntax import parse as _parse
+from .walk import walk_batched
 
 # `# anodize: ignore[az-x]`, and mypy's `# type: ignore[az-x]` (the codes are shared)
 _IGNORE = re.compile(r"#\s*(?:anodize|type):\s*ignore\[([^\]]*)\]")
@@ -44,66 +38,28 @@ class Analysis:
     diagnostics: list[Diagnostic]
 
 
-def parse(source: str, path: str) -> tuple[MetadataWrapper | None, Diagnostic | None]:
+def parse(source: str, path: str) -> tuple[ast.Module | None, Diagnostic | None]:
+    """The module's tree, or the located `az-syntax` diagnostic Python's parser gives."""
     try:
-        module = cst.parse_module(source)
-    except (cst.ParserSyntaxError, RecursionError, ValueError) as e:
-        # Python's own parser locates and words syntax errors best; fall back to libcst's
-        return None, _python_syntax_error(source, path) or messages.syntax_error(
-            Span.point(path, max(getattr(e, "raw_line", 1), 1), max(getattr(e, "raw_column", 0), 0)),
-            str(getattr(e, "message", e)).strip().splitlines()[0].rstrip(".") or "syntax error",
-        )
-    return Wrapper(module, unsafe_skip_copy=True), None  # a MetadataWrapper (checker/walk.py)
-
-
-def _python_syntax_error(source: str, path: str) -> Diagnostic | None:
-    try:
-        compile(source, path, "exec", flags=0x400, dont_inherit=True)  # ast.PyCF_ONLY_AST
+        return _parse(source), None
     except SyntaxError as e:
         col = max((e.offset or 1) - 1, 0)
-        return messages.syntax_error(Span.point(path, e.lineno or 1, col), (e.msg or "syntax error").rstrip("."))
-    except ValueError as e:  # null bytes
-        return messages.syntax_error(Span.point(path, 1, 0), str(e).rstrip("."))
-    return None
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """libcst builds tens of objects per source line, nearly all freed by reference
-    counting; the cyclic collector's passes over the live heap while they pile up cost
-    about a quarter of a module's check.  Pause it for one module (restored after)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
+        return None, messages.syntax_error(Span.point(path, e.lineno or 1, col), (e.msg or "syntax error").rstrip("."))
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes; absurd nesting
+        return None, messages.syntax_error(Span.point(path, 1, 0), (str(e) or type(e).__name__).rstrip("."))
 
 
 def analyze_source(source: str, path: str, project: Project | None = None) -> Analysis:
     """Parse, model and check one module."""
+    tree, err = parse(source, path)
+    if tree is None:
+        return Analysis(source, path, None, [err] if err else [])
     if "anodize" not in source:
-        # no kernel can live here; only make sure the file parses (cheaply)
-        err = _python_syntax_error(source, path)
-        return Analysis(source, path, None, [err] if err else [])
-    with _gc_paused():
-        return _analyze(source, path, project)
-
-
-def _analyze(source: str, path: str, project: Project | None) -> Analysis:
-    wrapper, err = parse(source, path)
-    if wrapper is None:
-        return Analysis(source, path, None, [err] if err else [])
-    model = ModuleModel(wrapper, path, source)
+        return Analysis(source, path, None, [])  # no kernel can live here
+    model = ModuleModel(tree, path, source)
     diags: list[Diagnostic] = []
     if model.imports_anodize or model.functions:
-        ctx = RuleContext(model, project, diags.append)
-        if isinstance(wrapper, Wrapper):
-            wrapper.on_statement = model.positions.enter  # a reported node is looked up there first
-        wrapper.visit_batched([rule(ctx) for rule in ALL_RULES])
-        model.positions.current = None
+        walk_batched(tree, [rule(RuleContext(model, project, diags.append)) for rule in ALL_RULES])
     return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source))
 
 
@@ -171,11 +127,10 @@ class Project:
             return {}
         table: dict[str, KernelSummary] = {}
         if "anodize" in source:
-            with _gc_paused():
-                wrapper, _ = parse(source, path)
-                if wrapper is not None:
-                    model = ModuleModel(wrapper, path, source)
-                    table = {f.name: model.summary(f) for f in model.kernels()}
+            tree, _ = parse(source, path)
+            if tree is not None:
+                model = ModuleModel(tree, path, source)
+                table = {f.name: model.summary(f) for f in model.kernels()}
         self._models[path] = (mtime, table)
         return table
 

@@ -27,13 +27,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
-import libcst as cst
-from libcst.metadata import MetadataWrapper, ScopeProvider
+import ast
 
 from .diagnostics import Span
 from .model import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
-from .positions import Positions
-from .walk import QualifiedNames
+from .names import Names
+from .syntax import Source
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
@@ -62,13 +61,13 @@ def canonical(qualname: str) -> str:
     return qualname
 
 
-def dotted(node: cst.CSTNode) -> str | None:
+def dotted(node: ast.AST) -> str | None:
     """`a.b.c` for a chain of names, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
         base = dotted(node.value)
-        return None if base is None else f"{base}.{node.attr.value}"
+        return None if base is None else f"{base}.{node.attr}"
     return None
 
 
@@ -83,7 +82,7 @@ class Val:
     domain: int = 0  # witness: its index space (1 or 2)
     tdep: bool = False  # may differ between the threads of a block
     params: frozenset[str] = frozenset()  # slice: the parameters it may be
-    origin: cst.CSTNode | None = field(default=None, compare=False)
+    origin: ast.AST | None = field(default=None, compare=False)
 
     def tainted(self) -> Val:
         return self if self.tdep else replace(self, tdep=True)
@@ -137,7 +136,7 @@ def join_env(a: Env | None, b: Env | None) -> Env | None:
 @dataclass
 class ParamInfo:
     name: str
-    node: cst.Param
+    node: ast.arg
     kind: str  # "slice" | "scalar" | "witness" | "bad"
     slice_kind: SliceKindInfo | None = None
     scalar: str | None = None
@@ -146,9 +145,9 @@ class ParamInfo:
 
 @dataclass
 class ContractInfo:
-    decorator: cst.Decorator
-    call: cst.Call | None
-    args: dict[str, cst.Arg]
+    decorator: ast.expr  # the decorator expression (its span: `model.src.decorator_span`)
+    call: ast.Call | None
+    args: dict[str, ast.keyword]
     domain: int | None  # the literal domain when it is 1 or 2
     block: tuple[int, ...] | None  # the literal block, CUDA order
 
@@ -157,7 +156,7 @@ class ContractInfo:
 class Ctx:
     fn: FunctionInfo
     unsafe: bool
-    divergent: cst.CSTNode | None  # what makes control thread-dependent here
+    divergent: ast.AST | None  # what makes control thread-dependent here
 
 
 @dataclass(frozen=True)
@@ -173,19 +172,19 @@ class Callee:
 @dataclass(eq=False)
 class FunctionInfo:
     name: str
-    node: cst.FunctionDef
+    node: ast.FunctionDef
     kind: str  # "kernel" | "func" | "plain"
     params: dict[str, ParamInfo]
     contract: ContractInfo | None
-    kernel_decorator: cst.Decorator | None
+    kernel_decorator: ast.expr | None
     locals: frozenset[str] = frozenset()
     globals_declared: frozenset[str] = frozenset()
     top: int | None = None  # index of the module's top-level statement that holds it
     # analysis summary
     analyzed: bool = False
     in_progress: bool = False
-    witness_uses: list[tuple[cst.Call, int]] = field(default_factory=list)  # makers called directly
-    helper_calls: list[tuple[cst.Call, FunctionInfo]] = field(default_factory=list)
+    witness_uses: list[tuple[ast.Call, int]] = field(default_factory=list)  # makers called directly
+    helper_calls: list[tuple[ast.Call, FunctionInfo]] = field(default_factory=list)
     writes: set[str] = field(default_factory=set)  # slice parameters written (also through helpers)
     has_barrier: bool = False  # reaches a barrier (also through helpers)
     thread_dependent: bool = False  # results may differ between threads
@@ -199,12 +198,12 @@ class FunctionInfo:
     def domain(self) -> int | None:
         return self.contract.domain if self.contract else None
 
-    def domains_used(self) -> dict[int, cst.CSTNode]:
+    def domains_used(self) -> dict[int, ast.AST]:
         """Index spaces this function's witnesses come from (also through helpers)."""
-        out: dict[int, cst.CSTNode] = {}
+        out: dict[int, ast.AST] = {}
         seen: set[int] = set()
 
-        def walk(f: FunctionInfo, via: cst.CSTNode | None) -> None:
+        def walk(f: FunctionInfo, via: ast.AST | None) -> None:
             if id(f) in seen:
                 return
             seen.add(id(f))
@@ -237,58 +236,52 @@ class KernelSummary:
 class ModuleModel:
     """Everything the rules read about one module."""
 
-    def __init__(self, wrapper: MetadataWrapper, path: str, source: str):
-        self.wrapper = wrapper
-        self.module = wrapper.module
+    def __init__(self, tree: ast.Module, path: str, source: str):
+        self.tree = tree
+        self.module = tree  # the parsed module (an `ast.Module`)
         self.path = path
         self.source = source
-        self._positions: Positions | None = None  # created on first use
-        self.scopes = wrapper.resolve(ScopeProvider)
-        self._qualnames = wrapper.resolve(QualifiedNames)  # libcst's QualifiedNameProvider
+        self.src = Source(source, path)
+        self.names = Names(tree, source)
+        self._qualname_cache: dict[int, str | None] = {}  # by node id (the tree outlives the model)
         self.functions: dict[str, FunctionInfo] = {}
-        self.by_node: dict[cst.FunctionDef, FunctionInfo] = {}
-        self.values: dict[cst.CSTNode, Val] = {}
-        self.ctx: dict[cst.CSTNode, Ctx] = {}
-        self.callees: dict[cst.Call, Callee] = {}
-        self.stores: set[cst.CSTNode] = set()  # subscript/attribute/name nodes written
-        self.barriers: dict[cst.Call, Ctx] = {}
-        self.helper_barrier_calls: dict[cst.Call, Ctx] = {}
-        self.guards: dict[cst.CSTNode, frozenset[tuple[str, str]]] = {}  # subscript -> (witness, slice)
+        self.by_node: dict[ast.AST, FunctionInfo] = {}
+        self.values: dict[ast.AST, Val] = {}
+        self.ctx: dict[ast.AST, Ctx] = {}
+        self.callees: dict[ast.Call, Callee] = {}
+        self.stores: set[ast.AST] = set()  # subscript/attribute/name nodes written
+        self.barriers: dict[ast.Call, Ctx] = {}
+        self.helper_barrier_calls: dict[ast.Call, Ctx] = {}
+        self.guards: dict[ast.AST, frozenset[tuple[str, str]]] = {}  # subscript -> (witness, slice)
         self.imports_anodize = False
         self._build()
 
     # -- helpers for rules -------------------------------------------------------------------
-    @property
-    def positions(self) -> Positions:
-        """PositionProvider's ranges, computed only for the top-level statements that hold a
-        node asked about (checker/positions.py)."""
-        if self._positions is None:
-            self._positions = Positions(self.module, self.source)
-        return self._positions
+    def span(self, node: ast.AST, top: int | None = None) -> Span:
+        """`node`'s span (`top`, the index of the top-level statement that holds it, is not needed)."""
+        return self.src.span(node)
 
-    def span(self, node: cst.CSTNode, top: int | None = None) -> Span:
-        """`node`'s span; `top`, if known, is the top-level statement that holds it."""
-        r = self.positions.get_range(node, top)
-        return Span(self.path, r.start.line, r.start.column, r.end.line, r.end.column)
+    def code(self, node: ast.AST) -> str:
+        return self.src.code(node).strip()
 
-    def code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node).strip()
-
-    def qualname(self, node: cst.CSTNode) -> str | None:
+    def qualname(self, node: ast.AST) -> str | None:
         """The canonical qualified name of a name or attribute chain (see `canonical`)."""
+        key = id(node)
         try:
-            names = self._qualnames[node]
+            return self._qualname_cache[key]
         except KeyError:
-            return None
-        if not isinstance(names, (set, frozenset)):
-            names = names()  # type: ignore[operator]  # libcst resolves qualified names lazily
-        if not names:
-            return None
-        best = sorted(n.name for n in names)
-        for n in best:
-            if n.startswith(("anodize", "math.", "builtins.")):
-                return canonical(n)
-        return canonical(best[0])
+            pass
+        names = self.names.qualnames(node)
+        out = None
+        if names:
+            best = sorted(names)
+            out = canonical(best[0])
+            for n in best:
+                if n.startswith(("anodize", "math.", "builtins.")):
+                    out = canonical(n)
+                    break
+        self._qualname_cache[key] = out
+        return out
 
     def kernels(self) -> Iterator[FunctionInfo]:
         return (f for f in self.functions.values() if f.kind == "kernel")
@@ -306,7 +299,7 @@ class ModuleModel:
             c is not None,
             c.domain if c else None,
             c.block if c else None,
-            self.span(fn.node.name, fn.top),
+            self.src.name_span(fn.node),
         )
 
     def callees_of(self, fn: FunctionInfo) -> list[FunctionInfo]:
@@ -323,101 +316,94 @@ class ModuleModel:
 
     # -- construction ------------------------------------------------------------------------
     def _build(self) -> None:
-        for top, stmt in enumerate(self.module.body):
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for s in stmt.body:
-                    if isinstance(s, cst.Import) and any(
-                        (dotted(a.name) or "").split(".")[0] == "anodize" for a in s.names
-                    ):
-                        self.imports_anodize = True
-                    if isinstance(s, cst.ImportFrom) and s.module is not None:
-                        if (dotted(s.module) or "").split(".")[0] == "anodize":
-                            self.imports_anodize = True
-            elif isinstance(stmt, cst.FunctionDef):
+        body = self.tree.body
+        for top, stmt in enumerate(body):
+            if isinstance(stmt, ast.Import):
+                if any(a.name.split(".")[0] == "anodize" for a in stmt.names):
+                    self.imports_anodize = True
+            elif isinstance(stmt, ast.ImportFrom):
+                if stmt.module is not None and stmt.module.split(".")[0] == "anodize":
+                    self.imports_anodize = True
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 info = self._function(stmt)
                 info.top = top
                 self.functions[info.name] = info
                 self.by_node[stmt] = info
-            elif isinstance(stmt, cst.ClassDef) and isinstance(stmt.body, cst.IndentedBlock):
+            elif isinstance(stmt, ast.ClassDef):
                 # kernels kept as static methods of a top-level class: `Holder.k`
-                for inner in stmt.body.body:
-                    if isinstance(inner, cst.FunctionDef):
+                for inner in stmt.body:
+                    if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
                         info = self._function(inner)
                         info.top = top
                         if info.kind != "plain":
-                            info.name = f"{stmt.name.value}.{info.name}"
+                            info.name = f"{stmt.name}.{info.name}"
                             self.functions[info.name] = info
                             self.by_node[inner] = info
         # `k = az.kernel(f)` / `h = az.func(f)` at module level mark `f` too
-        for stmt in self.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for s in stmt.body:
-                    if isinstance(s, cst.Assign) and isinstance(s.value, cst.Call) and s.value.args:
-                        q = self.qualname(s.value.func)
-                        arg = s.value.args[0].value
-                        if q in ("az.kernel", "az.func") and isinstance(arg, cst.Name) and arg.value in self.functions:
-                            target = self.functions[arg.value]
-                            if target.kind == "plain":
-                                target.kind = "kernel" if q == "az.kernel" else "func"
-                            for t in s.targets:
-                                if isinstance(t.target, cst.Name) and t.target.value not in self.functions:
-                                    self.functions[t.target.value] = target
+        for stmt in body:
+            if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
+                call = stmt.value
+                first = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+                if first is None:
+                    continue
+                if isinstance(first, ast.Starred):
+                    first = first.value
+                q = self.qualname(call.func)
+                if q in ("az.kernel", "az.func") and isinstance(first, ast.Name) and first.id in self.functions:
+                    target = self.functions[first.id]
+                    if target.kind == "plain":
+                        target.kind = "kernel" if q == "az.kernel" else "func"
+                        self._scope_facts(target)
+                    for t in stmt.targets:
+                        if isinstance(t, ast.Name) and t.id not in self.functions:
+                            self.functions[t.id] = target
         for fn in list(dict.fromkeys(self.functions.values())):
             if fn.is_device:
                 analyze(self, fn)
 
-    def _function(self, node: cst.FunctionDef) -> FunctionInfo:
+    def _function(self, node: ast.FunctionDef) -> FunctionInfo:
         kind = "plain"
         kdeco = None
         contract = None
-        for deco in node.decorators:
-            d = deco.decorator
-            target = d.func if isinstance(d, cst.Call) else d
+        for d in node.decorator_list:
+            target = d.func if isinstance(d, ast.Call) else d
             q = self.qualname(target)
-            if q == "az.kernel" and not isinstance(d, cst.Call):
-                kind, kdeco = "kernel", deco
-            elif q == "az.func" and not isinstance(d, cst.Call):
+            if q == "az.kernel" and not isinstance(d, ast.Call):
+                kind, kdeco = "kernel", d
+            elif q == "az.func" and not isinstance(d, ast.Call):
                 kind = "func" if kind != "kernel" else kind
             elif q == "az.launch_contract":
-                contract = self._contract(deco)
+                contract = self._contract(d)
         params: dict[str, ParamInfo] = {}
-        ps = node.params
-        for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params):
-            params[p.name.value] = self._param(p)
-        locals_: set[str] = set()
-        globals_: set[str] = set()
-        try:
-            body_scope = self.scopes[node.body.body[0]] if node.body.body else None
-        except (KeyError, AttributeError):
-            body_scope = None
-        if body_scope is not None:
-            locals_ = {a.name for a in body_scope.assignments}
-        for stmt in _walk_statements(node.body):
-            if isinstance(stmt, (cst.Global, cst.Nonlocal)):
-                globals_.update(n.name.value for n in stmt.names)
-        return FunctionInfo(
-            node.name.value,
-            node,
-            kind,
-            params,
-            contract,
-            kdeco,
-            frozenset(locals_ | set(params)),
-            frozenset(globals_),
-        )
+        a = node.args
+        for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+            params[p.arg] = self._param(p)
+        info = FunctionInfo(node.name, node, kind, params, contract, kdeco)
+        if kind != "plain":  # a plain function's body is never analysed
+            self._scope_facts(info)
+        return info
 
-    def _param(self, p: cst.Param) -> ParamInfo:
-        name = p.name.value
-        ann = p.annotation.annotation if p.annotation else None
+    def _scope_facts(self, info: FunctionInfo) -> None:
+        """The names a device function binds and declares global."""
+        globals_: set[str] = set()
+        for stmt in _walk_statements(info.node.body):
+            if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                globals_.update(stmt.names)
+        info.locals = self.names.function_locals(info.node) | frozenset(info.params)
+        info.globals_declared = frozenset(globals_)
+
+    def _param(self, p: ast.arg) -> ParamInfo:
+        name = p.arg
+        ann = p.annotation
         if ann is None:
             return ParamInfo(name, p, "bad")
-        base, elem = (ann.value, ann.slice) if isinstance(ann, cst.Subscript) else (ann, None)
+        base, elem = (ann.value, ann.slice) if isinstance(ann, ast.Subscript) else (ann, None)
         q = self.qualname(base) or ""
         short = q[3:] if q.startswith("az.") else ""
         if short in SLICE_KINDS:
             scalar = None
-            if elem is not None and len(elem) == 1 and isinstance(elem[0].slice, cst.Index):
-                eq = self.qualname(elem[0].slice.value) or ""
+            if elem is not None and not isinstance(elem, (ast.Tuple, ast.Slice)):
+                eq = self.qualname(elem) or ""
                 scalar = eq[3:] if eq.startswith("az.") and eq[3:] in SCALARS else None
             return ParamInfo(name, p, "slice", SLICE_KINDS[short], scalar)
         if elem is None and short in SCALARS:
@@ -426,13 +412,13 @@ class ModuleModel:
             return ParamInfo(name, p, "witness", domain=WITNESS_TYPES[short])
         return ParamInfo(name, p, "bad")
 
-    def _contract(self, deco: cst.Decorator) -> ContractInfo:
-        call = deco.decorator if isinstance(deco.decorator, cst.Call) else None
-        args: dict[str, cst.Arg] = {}
+    def _contract(self, deco: ast.expr) -> ContractInfo:
+        call = deco if isinstance(deco, ast.Call) else None
+        args: dict[str, ast.keyword] = {}
         if call is not None:
-            for a in call.args:
-                if a.keyword is not None:
-                    args[a.keyword.value] = a
+            for kw in call.keywords:
+                if kw.arg is not None:
+                    args[kw.arg] = kw
         domain = None
         if "domain" in args:
             v = literal_int(args["domain"].value)
@@ -441,26 +427,24 @@ class ModuleModel:
         return ContractInfo(deco, call, args, domain, block)
 
 
-def literal_int(node: cst.BaseExpression) -> int | None:
-    if isinstance(node, cst.Integer):
-        return int(node.evaluated_value)
-    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        v = literal_int(node.expression)
+def literal_int(node: ast.AST) -> int | None:
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        return node.value
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        v = literal_int(node.operand)
         return None if v is None else -v
     return None
 
 
-def literal_dims(node: cst.BaseExpression) -> tuple[int, ...] | None:
+def literal_dims(node: ast.AST) -> tuple[int, ...] | None:
     """An int or a tuple of int literals, as a tuple; None when not literal."""
     v = literal_int(node)
     if v is not None:
         return (v,)
-    if isinstance(node, cst.Tuple):
+    if isinstance(node, ast.Tuple):
         out = []
-        for e in node.elements:
-            if not isinstance(e, cst.Element):
-                return None
-            x = literal_int(e.value)
+        for e in node.elts:
+            x = literal_int(e)
             if x is None:
                 return None
             out.append(x)
@@ -468,37 +452,32 @@ def literal_dims(node: cst.BaseExpression) -> tuple[int, ...] | None:
     return None
 
 
-def index_elements(node: cst.Subscript) -> list[cst.BaseExpression] | None:
+def index_elements(node: ast.Subscript) -> list[ast.expr] | None:
     """The index expressions of `x[a]` / `x[a, b]` / `x[(a, b)]`; None when one is a slice `a:b`."""
-    out: list[cst.BaseExpression] = []
-    for el in node.slice:
-        if not isinstance(el.slice, cst.Index):
+    sl = node.slice
+    if isinstance(sl, ast.Slice):
+        return None
+    if isinstance(sl, ast.Tuple):
+        if any(isinstance(e, ast.Slice) for e in sl.elts):
             return None
-        out.append(el.slice.value)
-    if len(out) == 1 and isinstance(out[0], cst.Tuple) and out[0].lpar:
-        inner = [e.value for e in out[0].elements if isinstance(e, cst.Element)]
-        if len(inner) == len(out[0].elements):
-            return inner
-    return out
+        if any(isinstance(e, ast.Starred) for e in sl.elts):
+            return [sl]
+        return list(sl.elts)
+    return [sl]
 
 
-def _walk_statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:
-    body = block.body if isinstance(block, cst.IndentedBlock) else [block]
+def _walk_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body and of its nested blocks (not of nested functions or classes)."""
     for stmt in body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            yield from stmt.body
-        elif isinstance(stmt, cst.SimpleStatementSuite):
-            yield from stmt.body
-        else:
-            yield stmt
-            for attr in ("body", "orelse", "finalbody"):
-                sub = getattr(stmt, attr, None)
-                if isinstance(sub, cst.BaseSuite):
-                    yield from _walk_statements(sub)
-                elif isinstance(sub, (cst.If, cst.Else)):
-                    yield from _walk_statements(sub.body)  # type: ignore[arg-type]
-                    if isinstance(sub, cst.If) and sub.orelse is not None:
-                        yield from _walk_statements(sub.orelse.body)  # type: ignore[arg-type]
+        yield stmt
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        for attr in ("body", "orelse", "finalbody"):
+            sub = getattr(stmt, attr, None)
+            if isinstance(sub, list):
+                yield from _walk_statements(sub)
+        for h in getattr(stmt, "handlers", ()) or ():
+            yield from _walk_statements(h.body)
 
 
 # ---- the abstract interpreter --------------------------------------------------------------
@@ -506,9 +485,30 @@ def _walk_statements(block: cst.BaseSuite) -> Iterator[cst.CSTNode]:
 
 class _Loop:
     def __init__(self) -> None:
-        self.divergent: cst.CSTNode | None = None  # a thread-dependent break/continue/return
+        self.divergent: ast.AST | None = None  # a thread-dependent break/continue/return
         self.break_envs: list[Env] = []
         self.continue_envs: list[Env] = []
+
+
+_SYNTHETIC: dict[tuple[int, int], ast.BoolOp] = {}
+
+
+def _bool_prefix(node: ast.BoolOp, k: int) -> ast.AST:
+    """The operands before operand `k` of `a and b and c`, as the one node libcst's binary
+    `BooleanOperation` had for them (`a`, then `a and b`), with their source range."""
+    if k == 1:
+        return node.values[0]
+    key = (id(node), k)
+    hit = _SYNTHETIC.get(key)
+    if hit is None or hit.values[0] is not node.values[0]:
+        first, last = node.values[0], node.values[k - 1]
+        hit = ast.BoolOp(op=node.op, values=node.values[:k])
+        hit.lineno, hit.col_offset = first.lineno, first.col_offset
+        hit.end_lineno, hit.end_col_offset = last.end_lineno, last.end_col_offset
+        if len(_SYNTHETIC) > 4096:
+            _SYNTHETIC.clear()
+        _SYNTHETIC[key] = hit
+    return hit
 
 
 class _Analyzer:
@@ -516,13 +516,13 @@ class _Analyzer:
         self.m = model
         self.fn = fn
         self.unsafe = False
-        self.cond: list[cst.CSTNode] = []  # thread-dependent conditions in force
+        self.cond: list[ast.AST] = []  # thread-dependent conditions in force
         self.loops: list[_Loop] = []
-        self.div_return: cst.CSTNode | None = None
+        self.div_return: ast.AST | None = None
         self.guards: list[tuple[str, str]] = []
 
     # context ------------------------------------------------------------------------------
-    def divergent(self) -> cst.CSTNode | None:
+    def divergent(self) -> ast.AST | None:
         if self.cond:
             return self.cond[-1]
         if self.div_return is not None:
@@ -551,12 +551,7 @@ class _Analyzer:
         self.block(self.fn.node.body, env)
 
     # statements -----------------------------------------------------------------------------
-    def block(self, suite: cst.BaseSuite, env: Env | None) -> Env | None:
-        stmts: Sequence[cst.CSTNode]
-        if isinstance(suite, cst.IndentedBlock):
-            stmts = suite.body
-        else:
-            stmts = [suite]
+    def block(self, stmts: Sequence[ast.stmt], env: Env | None) -> Env | None:
         last: Env | None = env
         dead: Env | None = None
         for stmt in stmts:
@@ -571,55 +566,50 @@ class _Analyzer:
             env = self.statement(stmt, env)
         return env
 
-    def statement(self, stmt: cst.CSTNode, env: Env) -> Env | None:
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            out: Env | None = env
-            for small in stmt.body:
-                if out is None:
-                    break  # e.g. `continue; x = 1` on one line
-                out = self.small(small, out)
-            return out
-        return self.compound(stmt, env)
-
     def assign_name(self, name: str, val: Val, env: Env) -> None:
         if self.divergent() is not None and val.kind == "scalar":
             val = val.tainted()
         env[name] = val
 
-    def small(self, s: cst.CSTNode, env: Env) -> Env | None:
+    def statement(self, s: ast.stmt, env: Env) -> Env | None:
         m = self.m
-        if isinstance(s, cst.Assign):
+        if isinstance(s, ast.Assign):
             val = self.ev(s.value, env)
             for t in s.targets:
-                self.store(t.target, val, env)
+                self.store(t, val, env)
             return env
-        if isinstance(s, cst.AnnAssign):
-            val = self.ev(s.value, env) if s.value is not None else UNKNOWN
-            ann = s.annotation.annotation
-            q = m.qualname(ann) or ""
-            if q.startswith("az.") and q[3:] in WITNESS_TYPES:
-                if not (val.kind == "witness" and val.domain == WITNESS_TYPES[q[3:]]):
-                    val = VARYING  # annotating a non-witness as one does not make it one
-            self.store(s.target, val, env)
+        if isinstance(s, ast.Expr):
+            self.ev(s.value, env)
             return env
-        if isinstance(s, cst.AugAssign):
+        if isinstance(s, ast.AugAssign):
             rhs = self.ev(s.value, env)
-            if isinstance(s.target, cst.Name):
+            if isinstance(s.target, ast.Name):
                 old = self.ev(s.target, env)
                 m.stores.add(s.target)
                 m.ctx[s.target] = self.here()
-                p = self.fn.params.get(s.target.value)
+                p = self.fn.params.get(s.target.id)
                 if p is None or p.kind != "slice":  # rebinding a slice parameter is an error
-                    self.assign_name(s.target.value, Val("scalar", tdep=old.tdep or rhs.tdep), env)
+                    self.assign_name(s.target.id, Val("scalar", tdep=old.tdep or rhs.tdep), env)
             else:
                 self.ev(s.target, env)
                 m.stores.add(s.target)
                 self._mark_write(getattr(s.target, "value", s.target), env)
             return env
-        if isinstance(s, cst.Expr):
-            self.ev(s.value, env)
+        if isinstance(s, ast.If):
+            return self.if_(s, env)
+        if isinstance(s, (ast.For, ast.AsyncFor)):
+            return self.for_(s, env)
+        if isinstance(s, ast.While):
+            return self.loop(s, env, lambda e: self.ev(s.test, e), None, s.body, s.orelse)
+        if isinstance(s, ast.AnnAssign):
+            val = self.ev(s.value, env) if s.value is not None else UNKNOWN
+            q = m.qualname(s.annotation) or ""
+            if q.startswith("az.") and q[3:] in WITNESS_TYPES:
+                if not (val.kind == "witness" and val.domain == WITNESS_TYPES[q[3:]]):
+                    val = VARYING  # annotating a non-witness as one does not make it one
+            self.store(s.target, val, env)
             return env
-        if isinstance(s, cst.Return):
+        if isinstance(s, ast.Return):
             if s.value is not None:
                 v = self.ev(s.value, env)
                 self.fn.returns = join(self.fn.returns, v)
@@ -632,79 +622,73 @@ class _Analyzer:
                 for lp in self.loops:
                     lp.divergent = lp.divergent or s
             return None
-        if isinstance(s, (cst.Break, cst.Continue)):
+        if isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
                 lp = self.loops[-1]
                 if self.divergent() is not None and lp.divergent is None:
                     lp.divergent = s
-                (lp.break_envs if isinstance(s, cst.Break) else lp.continue_envs).append(dict(env))
+                (lp.break_envs if isinstance(s, ast.Break) else lp.continue_envs).append(dict(env))
             return None
-        if isinstance(s, cst.Del):
-            for tgt in _targets(s.target):
-                self.ev(tgt, env)
-                m.stores.add(tgt)
-                self._mark_write(getattr(tgt, "value", tgt), env)
-                if isinstance(tgt, cst.Name):
-                    env.pop(tgt.value, None)
+        if isinstance(s, (ast.With, ast.AsyncWith)):
+            unsafe = False
+            for item in s.items:
+                self.ev(item.context_expr, env)
+                e = item.context_expr
+                callee = self.m.callees.get(e) if isinstance(e, ast.Call) else None
+                if callee is not None and callee.kind == "unsafe":
+                    unsafe = True
+                if item.optional_vars is not None:
+                    self.store(item.optional_vars, UNKNOWN, env)
+            prev = self.unsafe
+            self.unsafe = prev or unsafe
+            out = self.block(s.body, env)
+            self.unsafe = prev
+            return out
+        if isinstance(s, ast.Delete):
+            for t in s.targets:
+                for tgt in _targets(t):
+                    self.ev(tgt, env)
+                    m.stores.add(tgt)
+                    self._mark_write(getattr(tgt, "value", tgt), env)
+                    if isinstance(tgt, ast.Name):
+                        env.pop(tgt.id, None)
             return env
-        if isinstance(s, cst.Raise):
+        if isinstance(s, ast.Raise):
             return None
-        if isinstance(s, cst.Assert):
+        if isinstance(s, ast.Assert):
             self.ev(s.test, env)
             return env
-        return env  # pass, global, nonlocal, import: the rules report what needs reporting
+        if isinstance(s, ast.Try):
+            out = self.block(s.body, dict(env))
+            for h in s.handlers:
+                out = join_env(out, self.block(h.body, dict(env)))
+            return out
+        # pass, global, nonlocal, import; nested def/class/match: analysed no further (the
+        # rules report what needs reporting)
+        return env
 
-    def store(self, target: cst.BaseExpression, val: Val, env: Env) -> None:
+    def store(self, target: ast.expr, val: Val, env: Env) -> None:
         m = self.m
-        if isinstance(target, cst.Name):
+        if isinstance(target, ast.Name):
             m.stores.add(target)
             m.values[target] = val
             m.ctx[target] = self.here()
-            name = target.value
+            name = target.id
             p = self.fn.params.get(name)
             if p is not None and p.kind == "slice":
                 return  # rebinding a slice parameter is an error; keep its declared kind
             self.assign_name(name, val, env)
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for e in target.elements:
-                self.store(e.value, UNKNOWN, env)
-        elif isinstance(target, cst.StarredElement):
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for e in target.elts:
+                self.store(e.value if isinstance(e, ast.Starred) else e, UNKNOWN, env)
+        elif isinstance(target, ast.Starred):
             self.store(target.value, UNKNOWN, env)
         else:  # subscript or attribute
             m.stores.add(target)
             self.ev(target, env)
             self._mark_write(getattr(target, "value", target), env)
 
-    def compound(self, s: cst.CSTNode, env: Env) -> Env | None:
-        if isinstance(s, cst.If):
-            return self.if_(s, env)
-        if isinstance(s, cst.While):
-            return self.loop(s, env, lambda e: self.ev(s.test, e), None, s.body, s.orelse)
-        if isinstance(s, cst.For):
-            return self.for_(s, env)
-        if isinstance(s, cst.With):
-            unsafe = False
-            for item in s.items:
-                v = self.ev(item.item, env)
-                callee = self.m.callees.get(item.item) if isinstance(item.item, cst.Call) else None
-                if callee is not None and callee.kind == "unsafe":
-                    unsafe = True
-                if item.asname is not None:
-                    self.store(item.asname.name, UNKNOWN, env)  # type: ignore[arg-type]
-            prev = self.unsafe
-            self.unsafe = prev or unsafe
-            out = self.block(s.body, env)
-            self.unsafe = prev
-            return out
-        if isinstance(s, cst.Try):
-            out = self.block(s.body, dict(env))
-            for h in s.handlers:
-                out = join_env(out, self.block(h.body, dict(env)))
-            return out
-        # nested def/class/match: analysed no further; the rules reject them
-        return env
-
-    def if_(self, s: cst.If, env: Env) -> Env | None:
+    def if_(self, s: ast.If, env: Env) -> Env | None:
         tv = self.ev(s.test, env)
         tdep = tv.tdep
         guards = self._guards_of(s.test, env)
@@ -713,12 +697,7 @@ class _Analyzer:
         self.guards.extend(guards)
         body = self.block(s.body, dict(env))
         del self.guards[len(self.guards) - len(guards) :]
-        if s.orelse is None:
-            other: Env | None = dict(env)
-        elif isinstance(s.orelse, cst.If):
-            other = self.if_(s.orelse, dict(env))
-        else:
-            other = self.block(s.orelse.body, dict(env))
+        other: Env | None = self.block(s.orelse, dict(env)) if s.orelse else dict(env)
         if tdep:
             self.cond.pop()
             # values bound on only one side of a thread-dependent branch differ between threads
@@ -729,29 +708,30 @@ class _Analyzer:
                             e[k] = v.tainted()
         return join_env(body, other)
 
-    def _guards_of(self, test: cst.BaseExpression, env: Env) -> list[tuple[str, str]]:
+    def _guards_of(self, test: ast.expr, env: Env) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         parts = [test]
         while parts:
             t = parts.pop()
-            if isinstance(t, cst.BooleanOperation) and isinstance(t.operator, cst.And):
-                parts += [t.left, t.right]
+            if isinstance(t, ast.BoolOp) and isinstance(t.op, ast.And):
+                parts += t.values
             elif (
-                isinstance(t, cst.Comparison)
-                and len(t.comparisons) == 1
-                and isinstance(t.comparisons[0].operator, cst.In)
-                and isinstance(t.left, cst.Name)
-                and isinstance(t.comparisons[0].comparator, cst.Name)
+                isinstance(t, ast.Compare)
+                and len(t.ops) == 1
+                and isinstance(t.ops[0], ast.In)
+                and isinstance(t.left, ast.Name)
+                and isinstance(t.comparators[0], ast.Name)
             ):
-                out.append((t.left.value, t.comparisons[0].comparator.value))
+                out.append((t.left.id, t.comparators[0].id))
         return out
 
-    def for_(self, s: cst.For, env: Env) -> Env | None:
+    def for_(self, s: ast.For, env: Env) -> Env | None:
         it = self.ev(s.iter, env)
-        callee = self.m.callees.get(s.iter) if isinstance(s.iter, cst.Call) else None
+        callee = self.m.callees.get(s.iter) if isinstance(s.iter, ast.Call) else None
+        loop_tdep: ast.AST | None
         if callee is not None and callee.kind == "grid_stride":
             var = Val("witness", domain=1, tdep=True, origin=s.iter)
-            loop_tdep: cst.CSTNode | None = s.iter  # each thread runs its own number of iterations
+            loop_tdep = s.iter  # each thread runs its own number of iterations
         elif callee is not None and callee.kind == "range":
             var = Val("scalar", tdep=it.tdep)
             loop_tdep = s.iter if it.tdep else None
@@ -776,7 +756,7 @@ class _Analyzer:
             lp.break_envs, lp.continue_envs = [], []
             iter_env = dict(state)
             hv = head(iter_env)
-            div = head_div if head_div is not None else (s.test if isinstance(s, cst.While) and hv.tdep else None)
+            div = head_div if head_div is not None else (s.test if isinstance(s, ast.While) and hv.tdep else None)
             if div is not None and lp.divergent is None:
                 lp.divergent = div
             if div is not None:
@@ -815,102 +795,108 @@ class _Analyzer:
             for be in lp.break_envs:
                 exit_env = join_env(exit_env, be)
         self.loops.pop()
-        if orelse is not None:
-            exit_env = self.block(orelse.body, exit_env) if exit_env is not None else None
+        if orelse:
+            exit_env = self.block(orelse, exit_env) if exit_env is not None else None
         # after the loop every thread is back together: only the values carry the divergence
         return exit_env
 
     # expressions ----------------------------------------------------------------------------
-    def ev(self, node: cst.BaseExpression, env: Env) -> Val:
+    def ev(self, node: ast.expr, env: Env) -> Val:
         v = self._ev(node, env)
         self.m.values[node] = v
         return v
 
-    def _ev(self, node: cst.BaseExpression, env: Env) -> Val:
+    def _ev(self, node: ast.expr, env: Env) -> Val:
         m = self.m
-        if isinstance(node, cst.Name):
-            if node.value in env:
-                return env[node.value]
-            if node.value in ("True", "False"):
-                return UNIFORM
-            if node.value == "None":
-                return NONE
-            if node.value in self.fn.locals:
+        cls = node.__class__
+        if cls is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+            if name in env:
+                return env[name]
+            if name in self.fn.locals:
                 return UNKNOWN  # a local read before any binding on this path
             return Val("global", origin=node)
-        if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary)):
-            return UNIFORM
-        if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
-            return UNIFORM
-        if isinstance(node, cst.BinaryOperation):
-            a = self.ev(node.left, env)
-            b = self.ev(node.right, env)
+        if cls is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            if value is None:
+                return NONE
+            return UNKNOWN if value is Ellipsis else UNIFORM
+        if cls is ast.BinOp:
+            a = self.ev(node.left, env)  # type: ignore[attr-defined]
+            b = self.ev(node.right, env)  # type: ignore[attr-defined]
             return Val("scalar", tdep=a.tdep or b.tdep)
-        if isinstance(node, cst.UnaryOperation):
-            a = self.ev(node.expression, env)
-            return Val("scalar", tdep=a.tdep)
-        if isinstance(node, cst.BooleanOperation):
-            a = self.ev(node.left, env)
-            if a.tdep:
-                self.cond.append(node.left)
-            b = self.ev(node.right, env)
-            if a.tdep:
-                self.cond.pop()
-            return Val("scalar", tdep=a.tdep or b.tdep)
-        if isinstance(node, cst.Comparison):
-            t = self.ev(node.left, env).tdep
-            for c in node.comparisons:
-                t = self.ev(c.comparator, env).tdep or t
+        if cls is ast.Subscript:
+            return self.subscript(node, env)  # type: ignore[arg-type]
+        if cls is ast.Call:
+            return self.call(node, env)  # type: ignore[arg-type]
+        if cls is ast.Attribute:
+            return self.attribute(node, env)  # type: ignore[arg-type]
+        if cls is ast.Compare:
+            t = self.ev(node.left, env).tdep  # type: ignore[attr-defined]
+            for c in node.comparators:  # type: ignore[attr-defined]
+                t = self.ev(c, env).tdep or t
             m.ctx[node] = self.here()
             return Val("scalar", tdep=t)
-        if isinstance(node, cst.IfExp):
-            cv = self.ev(node.test, env)
+        if cls is ast.UnaryOp:
+            a = self.ev(node.operand, env)  # type: ignore[attr-defined]
+            return Val("scalar", tdep=a.tdep)
+        if cls is ast.BoolOp:
+            values = node.values  # type: ignore[attr-defined]
+            tdep = self.ev(values[0], env).tdep
+            for k in range(1, len(values)):
+                if tdep:
+                    self.cond.append(_bool_prefix(node, k))  # type: ignore[arg-type]
+                b = self.ev(values[k], env)
+                if tdep:
+                    self.cond.pop()
+                tdep = tdep or b.tdep
+            return Val("scalar", tdep=tdep)
+        if cls is ast.IfExp:
+            cv = self.ev(node.test, env)  # type: ignore[attr-defined]
             if cv.tdep:
-                self.cond.append(node.test)
-            a = self.ev(node.body, env)
-            b = self.ev(node.orelse, env)
+                self.cond.append(node.test)  # type: ignore[attr-defined]
+            a = self.ev(node.body, env)  # type: ignore[attr-defined]
+            b = self.ev(node.orelse, env)  # type: ignore[attr-defined]
             if cv.tdep:
                 self.cond.pop()
             j = join(a, b) or UNKNOWN
             return j.tainted() if cv.tdep and j.kind == "scalar" else j
-        if isinstance(node, cst.Subscript):
-            return self.subscript(node, env)
-        if isinstance(node, cst.Attribute):
-            return self.attribute(node, env)
-        if isinstance(node, cst.Call):
-            return self.call(node, env)
-        if isinstance(node, (cst.Tuple, cst.List, cst.Set)):
-            t = False
-            for e in node.elements:
-                t = self.ev(e.value, env).tdep or t
+        if cls in (ast.Tuple, ast.List, ast.Set):
+            for e in node.elts:  # type: ignore[attr-defined]
+                self.ev(e.value if e.__class__ is ast.Starred else e, env)
             return Val("unknown", tdep=True)
-        if isinstance(node, cst.NamedExpr):
-            v = self.ev(node.value, env)
-            self.store(node.target, v, env)
+        if cls is ast.NamedExpr:
+            v = self.ev(node.value, env)  # type: ignore[attr-defined]
+            self.store(node.target, v, env)  # type: ignore[attr-defined]
             return v
-        # anything else (lambda, comprehension, dict, await, ...): evaluate the parts we can see
-        for child in node.children:
-            if isinstance(child, cst.BaseExpression):
-                self.ev(child, env)
+        if cls is ast.JoinedStr:
+            return UNIFORM
+        if cls is ast.Dict:
+            return UNKNOWN
+        # anything else (lambda, comprehension, await, ...): evaluate the parts we can see
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.ev(child.value if child.__class__ is ast.Starred else child, env)  # type: ignore[attr-defined]
         return UNKNOWN
 
-    def subscript(self, node: cst.Subscript, env: Env) -> Val:
+    def subscript(self, node: ast.Subscript, env: Env) -> Val:
         m = self.m
         m.ctx[node] = self.here()
         m.guards[node] = frozenset(self.guards)
         base = self.ev(node.value, env)
         idx = index_elements(node)
         tdep = False
-        for el in node.slice:
-            if isinstance(el.slice, cst.Index):
-                tdep = self.ev(el.slice.value, env).tdep or tdep
-                if isinstance(el.slice.value, cst.Tuple):
-                    for e in el.slice.value.elements:
-                        tdep = self.ev(e.value, env).tdep or tdep
-            elif isinstance(el.slice, cst.Slice):
-                for part in (el.slice.lower, el.slice.upper, el.slice.step):
-                    if part is not None:
-                        self.ev(part, env)
+        sl = node.slice
+        if sl.__class__ is ast.Tuple:
+            for e in sl.elts:  # type: ignore[attr-defined]
+                if e.__class__ is ast.Slice:
+                    self._slice_parts(e, env)  # type: ignore[arg-type]
+                else:
+                    tdep = self.ev(e.value if e.__class__ is ast.Starred else e, env).tdep or tdep  # type: ignore[attr-defined]
+        elif sl.__class__ is ast.Slice:
+            self._slice_parts(sl, env)  # type: ignore[arg-type]
+        else:
+            tdep = self.ev(sl, env).tdep
         if idx is None:
             return UNKNOWN
         if base.kind == "slice":
@@ -923,13 +909,18 @@ class _Analyzer:
             return Val("scalar", tdep=base.tdep or tdep)
         return VARYING  # shared memory and anything unknown: assume it differs between threads
 
-    def attribute(self, node: cst.Attribute, env: Env) -> Val:
+    def _slice_parts(self, sl: ast.Slice, env: Env) -> None:
+        for part in (sl.lower, sl.upper, sl.step):
+            if part is not None:
+                self.ev(part, env)
+
+    def attribute(self, node: ast.Attribute, env: Env) -> Val:
         m = self.m
         m.ctx[node] = self.here()
         if self._module_path(node.value):
             return Val("global", origin=node)
         base = self.ev(node.value, env)
-        attr = node.attr.value
+        attr = node.attr
         if base.kind == "witness":
             return VARYING
         if base.kind == "slice":
@@ -938,13 +929,16 @@ class _Analyzer:
             return Val("global", origin=node)
         return Val(base.kind if base.kind == "scalar" else "unknown", tdep=True)
 
-    def call(self, node: cst.Call, env: Env) -> Val:
+    def call(self, node: ast.Call, env: Env) -> Val:
         m = self.m
         m.ctx[node] = self.here()
         callee = self.resolve(node, env)
         m.callees[node] = callee
-        args = [self.ev(a.value, env) for a in node.args]
-        anytdep = any(a.tdep for a in args)
+        anytdep = False
+        for a in node.args:
+            anytdep = self.ev(a.value if a.__class__ is ast.Starred else a, env).tdep or anytdep  # type: ignore[attr-defined]
+        for kw in node.keywords:
+            anytdep = self.ev(kw.value, env).tdep or anytdep
         k = callee.kind
         if k == "witness":
             d = 1 if callee.name.endswith("index_1d") else 2
@@ -1000,30 +994,29 @@ class _Analyzer:
             if ret.kind == "scalar":
                 return Val("scalar", tdep=anytdep or h.thread_dependent or ret.tdep)
             return ret if ret.kind == "none" else UNKNOWN
-        if k == "method":
-            return UNKNOWN
         return UNKNOWN
 
-    def _module_path(self, node: cst.BaseExpression) -> bool:
+    def _module_path(self, node: ast.expr) -> bool:
         """Is `node` a name chain naming anodize, one of its modules or classes, or `math`?"""
-        if not isinstance(node, (cst.Name, cst.Attribute)):
-            return False
-        if isinstance(node, cst.Name) and node.value in self.fn.locals:
+        if isinstance(node, ast.Name):
+            if node.id in self.fn.locals:
+                return False
+        elif not isinstance(node, ast.Attribute):
             return False
         q = self.m.qualname(node) or ""
         return q in ("anodize", "math") or q.startswith(("az.", "math."))
 
-    def _mark_write(self, target: cst.BaseExpression, env: Env) -> None:
+    def _mark_write(self, target: ast.expr, env: Env) -> None:
         v = self.m.values.get(target) or self.ev(target, env)
         if v.kind == "slice":
             self.fn.writes.update(v.params & set(self.fn.params))
 
-    def resolve(self, node: cst.Call, env: Env) -> Callee:
+    def resolve(self, node: ast.Call, env: Env) -> Callee:
         m = self.m
         f = node.func
-        if isinstance(f, cst.Attribute) and not self._module_path(f.value):
+        if isinstance(f, ast.Attribute) and not self._module_path(f.value):
             base = self.ev(f.value, env)
-            attr = f.attr.value
+            attr = f.attr
             if base.kind == "witness":
                 if attr == "get":
                     return Callee("witness_get", attr)
@@ -1036,8 +1029,8 @@ class _Analyzer:
                 return Callee("method", attr)
         q = m.qualname(f)
         if q is None:
-            if isinstance(f, cst.Name) and f.value in self.m.functions:
-                q = f.value
+            if isinstance(f, ast.Name) and f.id in self.m.functions:
+                q = f.id
             else:
                 return Callee("unknown", m.code(f))
         short = q.split(".")[-1]
@@ -1075,26 +1068,26 @@ class _Analyzer:
         return Callee("unknown", m.code(f))
 
 
-def _targets(node: cst.BaseExpression) -> list[cst.BaseExpression]:
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return [e.value for e in node.elements]
+def _targets(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return list(node.elts)
     return [node]
 
 
-def bind_args(fn: FunctionInfo, call: cst.Call) -> list[tuple[str, cst.BaseExpression]]:
+def bind_args(fn: FunctionInfo, call: ast.Call) -> list[tuple[str, ast.expr]]:
     """(parameter name, argument expression) for each argument of a call to `fn`."""
     names = list(fn.params)
-    out: list[tuple[str, cst.BaseExpression]] = []
+    out: list[tuple[str, ast.expr]] = []
     pos = 0
     for a in call.args:
-        if a.keyword is not None:
-            out.append((a.keyword.value, a.value))
-        elif a.star:
+        if isinstance(a, ast.Starred):
             continue
-        else:
-            if pos < len(names):
-                out.append((names[pos], a.value))
-            pos += 1
+        if pos < len(names):
+            out.append((names[pos], a))
+        pos += 1
+    for kw in call.keywords:
+        if kw.arg is not None:
+            out.append((kw.arg, kw.value))
     return out
 
 

@@ -1,6 +1,6 @@
 """The one shared kernel model: the vocabulary every front end agrees on.
 
-The libcst checker, the mypy plugin, codegen and the runtime all read these
+The checker, the mypy plugin, codegen and the runtime all read these
 tables instead of spelling names, dtypes or widths themselves.
 """
 
@@ -108,7 +108,7 @@ RAW_IDS = {
 
 WARP_OPS = {"shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"}
 
-# Qualified names (as libcst's QualifiedNameProvider and mypy spell them) of the
+# Qualified names (as checker/names.py and mypy spell them) of the
 # operations that only `with az.unsafe():` may contain.
 UNSAFE_QUALNAMES = (
     {"anodize.syncthreads", "anodize.shared.array"}

@@ -1,246 +1,164 @@
-"""A read-only libcst traversal that does not rebuild the tree, and the wrapper that uses it.
+"""The rules' one batched pass over a module's `ast`, in source order.
 
-libcst's own `CSTNode.visit` rebuilds every node it passes (a dataclass constructor and
-its validation per node) even for a read-only `CSTVisitor`, and the visitor's result is
-then thrown away.  For the checker that rebuilding was most of the time of each pass.
+    walk_batched(tree, visitors, on_statement=None)
 
-    walk_batched(module, visitors)    # the rules' one batched pass
-    Wrapper(module, unsafe_skip_copy=True).resolve(ScopeProvider)
-
-`walk_batched` calls the same `visit_<Node>` / `leave_<Node>` methods in the same order
-as `libcst.visit_batched`: each node's children in the order libcst's own
-`_visit_and_replace_children` visits them, which is recorded once per node class (by
-running that method with a recorder that does not descend).  `Wrapper` is a
-`MetadataWrapper` whose `visit_batched` uses it; providers whose whole work is in
-`visit_Module` (ExpressionContextProvider, ScopeProvider) run without the empty
-whole-tree pass that would follow.  `QualifiedNames` is libcst's
-`QualifiedNameProvider`, recording the same mapping without a rebuilding visit.
+Every visitor's `visit_<Node>(node)` runs when the walk enters a node of class
+`ast.<Node>` (`AsyncFunctionDef`, `AsyncFor`, `AsyncWith` count as `FunctionDef`, `For`,
+`With`, as in libcst), and `leave_<Node>(node)` when it leaves it, for all visitors in one
+traversal (as libcst's `visit_batched` and Fixit do).  Children are visited in
+source order: a `def`'s or `class`'s decorators first, then its parameters (or
+bases), its return annotation, then its body.  Around a function's body the walk
+also calls `visit_FunctionBody(fn)` / `leave_FunctionBody(fn)`, so a rule can tell
+a kernel's body from its signature.  `on_statement(i)`, if given, is called before
+the walk enters the module's i-th top-level statement.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import typing
-from collections.abc import Callable, Iterable, Mapping
-from contextlib import ExitStack
-from functools import partial
-from typing import Any, cast
+import ast
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
-import libcst as cst
-from libcst import BatchableCSTVisitor, CSTNode, MaybeSentinel
-from libcst.metadata import MetadataWrapper, QualifiedNameProvider, ScopeProvider
-from libcst._metadata_dependent import LazyValue  # what QualifiedNameVisitor records
-from libcst.metadata.scope_provider import Scope
+__all__ = ["walk_batched", "children", "nodes", "visitor_methods"]
 
-__all__ = ["QualifiedNames", "Wrapper", "child_fields", "nodes", "walk_batched"]
+_Fn = Callable[[ast.AST], Any]
 
-# node class -> the fields libcst visits, in its order; None: the order depends on the node
-_FIELDS: dict[type, tuple[str, ...] | None] = {}
-_SEQUENCES = (tuple, list)
-
-
-class _FieldRecorder(cst.CSTVisitor):
-    """Records which fields of one node `_visit_and_replace_children` visits, in order."""
-
-    def __init__(self, node: CSTNode) -> None:
-        super().__init__()
-        self.node = node
-        self.fields: list[str] = []
-
-    def on_visit(self, node: CSTNode) -> bool:
-        return False  # one level only
-
-    def on_visit_attribute(self, node: CSTNode, attribute: str) -> None:
-        if node is self.node:
-            self.fields.append(attribute)
-
-    def on_leave_attribute(self, original_node: CSTNode, attribute: str) -> None:
-        pass
+# node class -> the fields that hold children, in source order
+_FIELDS: dict[type, tuple[str, ...]] = {}
+_SOURCE_ORDER: dict[str, tuple[str, ...]] = {
+    "FunctionDef": ("decorator_list", "args", "returns", "body"),
+    "AsyncFunctionDef": ("decorator_list", "args", "returns", "body"),
+    "ClassDef": ("decorator_list", "bases", "keywords", "body"),
+    "IfExp": ("body", "test", "orelse"),
+    "DictComp": ("key", "value", "generators"),
+    "arguments": ("posonlyargs", "args", "vararg", "kwonlyargs", "kw_defaults", "kwarg", "defaults"),
+    # fields that are lists of plain strings hold no nodes
+    "Global": (),
+    "Nonlocal": (),
+    "MatchClass": ("cls", "patterns", "kwd_patterns"),
+}
+# fields that never hold a node (identifiers, flags, a constant's value, contexts)
+_SKIP_FIELDS = frozenset((
+    "ctx", "type_comment", "type_ignores", "type_params", "id", "attr", "arg", "name", "asname",
+    "module", "level", "kind", "conversion", "is_async", "rest",
+))
+# operator fields: their nodes are shared singletons, walked only when a visitor asks for one
+_OP_FIELDS = frozenset(("op", "ops"))
+_OP_CLASSES = frozenset(
+    c.__name__ for base in (ast.operator, ast.unaryop, ast.cmpop, ast.boolop) for c in base.__subclasses__()
+)
+# node classes without children: the walk calls nothing for them unless a visitor asks
+_LEAVES = (ast.Name, ast.Constant, ast.alias, ast.Pass, ast.Break, ast.Continue, ast.Global, ast.Nonlocal)
 
 
-def _record(node: CSTNode) -> tuple[str, ...]:
-    rec = _FieldRecorder(node)
-    node._visit_and_replace_children(rec)
-    return tuple(dict.fromkeys(rec.fields))
+def _fields(cls: type, ops: bool = True) -> tuple[str, ...]:
+    key = cls if ops else (cls, False)
+    f = _FIELDS.get(key)  # type: ignore[call-overload]
+    if f is None:
+        order = _SOURCE_ORDER.get(cls.__name__)
+        if order is None:
+            order = tuple(x for x in cls._fields if x not in _SKIP_FIELDS and not (cls is ast.Constant and x == "value"))  # type: ignore[attr-defined]
+        f = order if ops else tuple(x for x in order if x not in _OP_FIELDS)
+        _FIELDS[key] = f  # type: ignore[index]
+    return f
 
 
-def _may_hold_node(tp: object) -> bool:
-    """Whether a field annotated `tp` can hold a node (`Optional[str]` cannot)."""
-    if isinstance(tp, type):
-        return issubclass(tp, CSTNode)
-    if typing.get_origin(tp) is typing.Literal:
-        return False
-    args = typing.get_args(tp)
-    return any(_may_hold_node(a) for a in args) if args else True  # unknown: assume it can
+def children(node: ast.AST) -> Iterator[ast.AST]:
+    """The node's children, in source order."""
+    for name in _fields(node.__class__):
+        v = getattr(node, name, None)
+        if v is None:
+            continue
+        if v.__class__ is list:
+            for c in v:
+                if isinstance(c, ast.AST):
+                    yield c
+        elif isinstance(v, ast.AST):
+            yield v
 
 
-def child_fields(node: CSTNode) -> tuple[str, ...]:
-    """The fields of `node` that hold children, in libcst's visiting order."""
-    cls = node.__class__
-    try:
-        fields = _FIELDS[cls]
-    except KeyError:
-        fields = _record(node)
-        # A field libcst skipped while it held None may be visited when it holds a node
-        # (`FormattedStringExpression.format_spec`): such classes are recorded per node.
-        unstable = any(
-            f.name not in fields and getattr(node, f.name, None) is None and _may_hold_node(f.type)
-            for f in dataclasses.fields(node)
-        )
-        _FIELDS[cls] = None if unstable else fields
-        return fields
-    return fields if fields is not None else _record(node)
+def nodes(root: ast.AST) -> list[ast.AST]:
+    """`root` and every node below it (in no particular order)."""
+    return list(ast.walk(root))
 
 
-_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
+_NAMES: dict[type, tuple[str, ...]] = {}
 
 
-def _visitors_of(v: BatchableCSTVisitor) -> Mapping[str, Callable[[CSTNode], Any]]:
-    """`v.get_visitors()`.  libcst's default runs `inspect.getmembers` over the ~1,600
-    visitor stubs on every call; for a visitor that keeps that default (and binds no
-    `visit_*`/`leave_*` on the instance) the names are found once per class."""
+def visitor_methods(v: object) -> dict[str, _Fn]:
+    """`visit_*`/`leave_*` methods of a visitor, found once per class."""
     cls = type(v)
-    if cls.get_visitors is not BatchableCSTVisitor.get_visitors or any(
-        k.startswith(("visit_", "leave_")) for k in getattr(v, "__dict__", ())
-    ):
-        return v.get_visitors()
-    names = _VISITOR_NAMES.get(cls)
+    names = _NAMES.get(cls)
     if names is None:
-        names = _VISITOR_NAMES[cls] = tuple(v.get_visitors())
-    return {name: getattr(v, name) for name in names}
+        names = _NAMES[cls] = tuple(
+            n for n in dir(cls) if n.startswith(("visit_", "leave_")) and callable(getattr(cls, n))
+        )
+    return {n: getattr(v, n) for n in names}
 
 
-_Plan = tuple[tuple[str, ...] | None, tuple[Callable[[CSTNode], Any], ...], tuple[Callable[[CSTNode], Any], ...]]
 
 
 def walk_batched(
-    root: CSTNode, visitors: Iterable[BatchableCSTVisitor], on_statement: Callable[[int], None] | None = None
-) -> bool:
-    """Visit `root` with every visitor's `visit_<Node>`/`leave_<Node>` methods, as
-    `libcst.visit_batched` does.  Returns False (having called nothing) when a visitor
-    has attribute callbacks (`visit_<Node>_<field>`), which this walker does not call.
-    `on_statement(i)`, if given, is called before the walk enters a module's `body[i]`."""
-    methods: dict[str, list[Callable[[CSTNode], Any]]] = {}
+    root: ast.AST, visitors: Iterable[object], on_statement: Callable[[int], None] | None = None
+) -> None:
+    methods: dict[str, list[_Fn]] = {}
     for v in visitors:
-        for name, fn in _visitors_of(v).items():
+        for name, fn in visitor_methods(v).items():
             methods.setdefault(name, []).append(fn)
-    for name in methods:
-        kind, _, rest = name.partition("_")
-        if "_" in rest or not hasattr(cst, rest):
-            return False
-    if all(name in ("visit_Module", "leave_Module") for name in methods) and isinstance(root, cst.Module):
-        # nothing below the module has a callback: the traversal itself would be empty
-        for fn in methods.get("visit_Module", ()):
-            fn(root)
-        for fn in methods.get("leave_Module", ()):
-            fn(root)
-        return True
-    plans: dict[type, _Plan] = {}
+    body_in = tuple(methods.get("visit_FunctionBody", ()))
+    body_out = tuple(methods.get("leave_FunctionBody", ()))
+    ops = any(name.partition("_")[2] in _OP_CLASSES for name in methods)
+    # leaf classes no visitor asks about are not even entered
+    skip = frozenset(c for c in _LEAVES if f"visit_{c.__name__}" not in methods and f"leave_{c.__name__}" not in methods)
+    plans: dict[type, tuple[tuple[str, ...], tuple[_Fn, ...], tuple[_Fn, ...], bool]] = {}
 
-    def plan(cls: type, node: CSTNode) -> _Plan:
+    def plan(cls: type) -> tuple[tuple[str, ...], tuple[_Fn, ...], tuple[_Fn, ...], bool]:
         name = cls.__name__
-        child_fields(node)
-        p = (_FIELDS[cls], tuple(methods.get("visit_" + name, ())), tuple(methods.get("leave_" + name, ())))
+        if name.startswith("Async"):  # `async def/for/with` reach the plain node's methods, as in libcst
+            name = name[5:]
+        p = (
+            _fields(cls, ops),
+            tuple(methods.get("visit_" + name, ())),
+            tuple(methods.get("leave_" + name, ())),
+            name == "FunctionDef",
+        )
         plans[cls] = p
         return p
 
-    def go(node: CSTNode) -> None:
+    def go(node: ast.AST) -> None:
         cls = node.__class__
-        p = plans.get(cls) or plan(cls, node)
-        fields, visits, leaves = p
+        fields, visits, leaves, is_fn = plans.get(cls) or plan(cls)
         for fn in visits:
             fn(node)
-        for name in fields if fields is not None else _record(node):
+        for name in fields:
             v = getattr(node, name)
-            if v is None or v is MaybeSentinel.DEFAULT:
+            if v is None:
                 continue
-            if v.__class__ in _SEQUENCES:
-                for c in v:
-                    go(c)
-            else:
+            if v.__class__ is list:
+                if is_fn and name == "body":
+                    for f in body_in:
+                        f(node)
+                    for c in v:
+                        go(c)
+                    for f in body_out:
+                        f(node)
+                else:
+                    for c in v:
+                        if c is not None and c.__class__ not in skip:
+                            go(c)
+            elif v.__class__ not in skip and isinstance(v, ast.AST):
                 go(v)
         for fn in leaves:
             fn(node)
 
-    if on_statement is None or not isinstance(root, cst.Module):
+    if on_statement is None or not isinstance(root, ast.Module):
         go(root)
-        return True
-    fields, visits, leaves = plans.get(cst.Module) or plan(cst.Module, root)
+        return
+    _, visits, leaves, _ = plans.get(ast.Module) or plan(ast.Module)
     for fn in visits:
         fn(root)
-    for name in fields if fields is not None else _record(root):
-        v = getattr(root, name)
-        if name == "body":
-            for i, stmt in enumerate(v):
-                on_statement(i)
-                go(stmt)
-        elif v.__class__ in _SEQUENCES:
-            for c in v:
-                go(c)
-        elif v is not None and v is not MaybeSentinel.DEFAULT:
-            go(v)
+    for i, stmt in enumerate(root.body):
+        on_statement(i)
+        go(stmt)
     for fn in leaves:
         fn(root)
-    return True
-
-
-class Wrapper(MetadataWrapper):
-    """A `MetadataWrapper` whose batched visits (the rules', and batchable providers')
-    use `walk_batched` instead of libcst's rebuilding traversal.  `on_statement`, when
-    set, is told which top-level statement the walk enters."""
-
-    on_statement: Callable[[int], None] | None = None
-
-    def visit_batched(
-        self,
-        visitors: Iterable[BatchableCSTVisitor],
-        before_visit: Callable[[CSTNode], None] | None = None,
-        after_leave: Callable[[CSTNode], None] | None = None,
-    ) -> CSTNode:
-        visitors = list(visitors)
-        if before_visit is not None or after_leave is not None:
-            return super().visit_batched(visitors, before_visit, after_leave)
-        with ExitStack() as stack:
-            for v in visitors:
-                stack.enter_context(v.resolve(self))
-            if not walk_batched(self.module, visitors, self.on_statement):
-                cst.visit_batched(self.module, visitors)
-        return self.module
-
-
-def nodes(root: CSTNode) -> list[CSTNode]:
-    """`root` and every node below it (in no particular order)."""
-    out: list[CSTNode] = []
-    stack = [root]
-    pop, push, extend, add = stack.pop, stack.append, stack.extend, out.append
-    while stack:
-        n = pop()
-        add(n)
-        for name in child_fields(n):
-            v = getattr(n, name)
-            if v is None or v is MaybeSentinel.DEFAULT:
-                continue
-            if v.__class__ in _SEQUENCES:
-                extend(v)
-            else:
-                push(v)
-    return out
-
-
-class QualifiedNames(QualifiedNameProvider):
-    """libcst's `QualifiedNameProvider`: the same metadata for every node (a lazy
-    `scope.get_qualified_names_for(node)` where ScopeProvider gives the node a scope, else
-    an empty set, as `libcst.metadata.name_provider.QualifiedNameVisitor` records it),
-    recorded in one loop over the nodes instead of a rebuilding visit."""
-
-    def visit_Module(self, node: cst.Module) -> bool | None:
-        scopes = cast(Mapping[CSTNode, Scope | None], self.metadata[ScopeProvider])
-        computed = self._computed
-        for n in nodes(node):
-            scope = scopes.get(n)
-            if scope:
-                computed[n] = LazyValue(partial(scope.get_qualified_names_for, n))
-            else:
-                computed[n] = set()
-        return None
-

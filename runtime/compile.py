@@ -6,7 +6,7 @@
 The checker gates codegen: a kernel (or a helper it calls) with an error never
 gets an artifact, and the checker's error is what the caller sees.  (On the GPU
 path codegen runs beside the checker on a thread, so that LLVM and ptxas overlap
-the libcst passes; its result is used only once the checker passed.)
+the checker's passes; its result is used only once the checker passed.)
 
 The artifact cache lives on the Kernel object (`_cache`) and is keyed by the
 kernel's source hash, the target and the options, so an edited and re-decorated
@@ -130,7 +130,7 @@ def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledK
     """The checker's verdict, then codegen's artifact: nothing leaves here unless the checker passed.
 
     When the checker has to run, codegen runs beside it on a thread: LLVM (ctypes calls
-    release the GIL) and the ptxas subprocess overlap the checker's libcst passes.  The
+    release the GIL) and the ptxas subprocess overlap the checker's passes.  The
     checker's error wins over anything codegen raised; codegen's result is used only after
     the checker passed, exactly as if the two had run one after the other."""
     if kernel._cache.get("checked") == source_hash(kernel):

@@ -1,5 +1,5 @@
 """The cached load stays light: a warm disk-cache hit in a fresh interpreter imports neither the
-checker's libcst passes, the codegen, llvmlite's binding nor cuda.bindings, and the contract
+checker's engine, the codegen, llvmlite's binding nor cuda.bindings, and the contract
 it restores is the one the source parse gives."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from anodize.runtime import artifact_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HEAVY = ("libcst", "llvmlite.binding", "anodize.codegen.frontend", "anodize.codegen.contract_parse",
+HEAVY = ("anodize.checker.kernel_model", "llvmlite.binding", "anodize.codegen.frontend", "anodize.codegen.contract_parse",
          "anodize.codegen.ptx", "anodize.checker.engine", "cuda.bindings")
 
 _PROBE = """
@@ -42,7 +42,7 @@ def _run(env: dict[str, str]) -> tuple[float, list[str], bool, int]:
 def test_cached_load_imports_nothing_heavy(tmp_path: Path) -> None:
     env = dict(os.environ, ANODIZE_CACHE="on", ANODIZE_CACHE_DIR=str(tmp_path / "cache"))
     ms, heavy, _, n = _run(env)  # fills the cache (checker + codegen + PTX)
-    assert n > 0 and "libcst" in heavy
+    assert n > 0 and "anodize.checker.engine" in heavy
     ms, heavy, same_contract, n = _run(env)
     assert heavy == [] and n > 0, heavy
     # the contract from the entry equals the source parse (which the probe then imports)

@@ -10,7 +10,7 @@
 # Writes at most 8 files under $OUT (default ./reliability-out):
 #   summary.txt difftest.md difftest.json mutate.json sanitize.md sanitize.json
 #   sanitize_logs.tar.gz gpu_tests.log
-# Needs: a CUDA GPU, compute-sanitizer, ptxas, and the checker's libcst (the compile
+# Needs: a CUDA GPU, compute-sanitizer and ptxas (the compile
 # path runs the checker).  PYTHON selects the interpreter (default: python3).
 set -u
 cd "$(dirname "$0")/.."

@@ -1,6 +1,6 @@
 """One rule per file; each carries its VALID and INVALID examples.
 
-`ALL_RULES` is the order the engine runs them in (one batched libcst visit)."""
+`ALL_RULES` is the order the engine runs them in (one batched walk, checker/walk.py)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..diagnostics import Label
@@ -42,30 +42,30 @@ def main(dev: az.Device, x: object) -> None:
 """,
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         f = node.func
         kernel: KernelSummary | None = None
         skip = 0
-        if isinstance(f, cst.Subscript):
+        if isinstance(f, ast.Subscript):
             kernel = self.kernel_at(f.value)
-        elif isinstance(f, cst.Attribute) and f.attr.value == "unsafe_launch":
+        elif isinstance(f, ast.Attribute) and f.attr == "unsafe_launch":
             kernel = self.kernel_at(f.value)
             skip = 1
         if kernel is None:
             return
         names = [p for p, _ in kernel.params]
-        bound: list[tuple[int, cst.BaseExpression]] = []
-        pos = 0
-        for a in node.args:
-            if a.star:
+        bound: list[tuple[int, ast.expr]] = []
+        # without `*x`/`**x` every positional argument comes before every keyword
+        for pos, a in enumerate(node.args):
+            if isinstance(a, ast.Starred):
                 return
-            if a.keyword is not None:
-                if a.keyword.value in names:
-                    bound.append((names.index(a.keyword.value), a.value))
-                continue
             if pos >= skip and pos - skip < len(names):
-                bound.append((pos - skip, a.value))
-            pos += 1
+                bound.append((pos - skip, a))
+        for kw in node.keywords:
+            if kw.arg is None:
+                return
+            if kw.arg in names:
+                bound.append((names.index(kw.arg), kw.value))
         roots = [(i, e, *self.root(e)) for i, e in bound]
         reported: set[frozenset[int]] = set()
         for i, e, root, via in roots:
@@ -81,26 +81,26 @@ def main(dev: az.Device, x: object) -> None:
                 reported.add(frozenset((i, j)))
                 break
 
-    def root(self, e: cst.BaseExpression) -> tuple[str | None, list[tuple[str, cst.CSTNode]]]:
+    def root(self, e: ast.expr) -> tuple[str | None, list[tuple[str, ast.AST]]]:
         """The buffer an argument expression denotes (following local bindings and views)."""
-        via: list[tuple[str, cst.CSTNode]] = []
+        via: list[tuple[str, ast.AST]] = []
         seen: set[str] = set()
         for _ in range(32):
-            if isinstance(e, cst.Name):
-                b = self.binding(e.value)
-                if b is None or e.value in seen:
-                    return e.value, via
-                seen.add(e.value)
+            if isinstance(e, ast.Name):
+                b = self.binding(e.id)
+                if b is None or e.id in seen:
+                    return e.id, via
+                seen.add(e.id)
                 value, target = b
-                if isinstance(value, (cst.Name, cst.Subscript, cst.Attribute)) or _is_view_call(value):
-                    via.append((e.value, target))
+                if isinstance(value, (ast.Name, ast.Subscript, ast.Attribute)) or _is_view_call(value):
+                    via.append((e.id, target))
                     e = value
                     continue
-                return e.value, via
-            if isinstance(e, cst.Subscript):
+                return e.id, via
+            if isinstance(e, ast.Subscript):
                 e = e.value
-            elif isinstance(e, cst.Attribute):
-                if e.attr.value in VIEW_METHODS:
+            elif isinstance(e, ast.Attribute):
+                if e.attr in VIEW_METHODS:
                     e = e.value
                 else:
                     return dotted(e), via
@@ -111,5 +111,5 @@ def main(dev: az.Device, x: object) -> None:
         return None, via
 
 
-def _is_view_call(e: cst.BaseExpression) -> bool:
-    return isinstance(e, cst.Call) and isinstance(e.func, cst.Attribute) and e.func.attr.value in VIEW_METHODS
+def _is_view_call(e: ast.expr) -> bool:
+    return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in VIEW_METHODS

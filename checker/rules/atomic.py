@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..kernel_model import bind_args
@@ -34,7 +34,7 @@ def k(h: AtomicSlice[i32]) -> None:
 """,
     ]
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def visit_Subscript(self, node: ast.Subscript) -> None:
         fn = self.fn_of(node)
         if fn is None:
             return
@@ -43,7 +43,7 @@ def k(h: AtomicSlice[i32]) -> None:
                 access = "write" if node in self.model.stores else "read"
                 self.report(messages.atomic_plain(self.span(node), name, access, self.decl(fn, name)))
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
         fn = self.fn_of(node)
         if callee is None or fn is None or callee.kind != "helper" or callee.fn is None:
@@ -55,5 +55,5 @@ def k(h: AtomicSlice[i32]) -> None:
                 continue
             for name, kind in slice_kinds(fn, self.val(arg)):
                 if kind == "AtomicSlice" and (hp.slice_kind is None or not hp.slice_kind.atomic):
-                    pk = self.model.code(hp.node.annotation.annotation) if hp.node.annotation else "?"
+                    pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
                     self.report(messages.atomic_passed(self.span(arg), name, h.name, pname, pk))

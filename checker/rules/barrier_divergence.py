@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from .base import Rule
 
 
-def _reason(node: cst.CSTNode) -> str:
-    if isinstance(node, cst.Return):
+def _reason(node: ast.AST) -> str:
+    if isinstance(node, ast.Return):
         return "some threads may return here first"
-    if isinstance(node, (cst.Break, cst.Continue)):
+    if isinstance(node, (ast.Break, ast.Continue)):
         return "some threads may leave the loop iteration here"
-    if isinstance(node, cst.Call):
+    if isinstance(node, ast.Call):
         return "each thread runs its own number of iterations"
     return "this condition depends on the thread"
 
@@ -76,12 +76,16 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
 """,
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
-        ctx = self.model.barriers.get(node)
-        what = "`az.syncthreads()`"
-        if ctx is None:
-            ctx = self.model.helper_barrier_calls.get(node)
-            what = f"a barrier inside `{self.model.code(node.func)}`"
-        if ctx is None or ctx.divergent is None:
+    def visit_Call(self, node: ast.Call) -> None:
+        m = self.model
+        ctx = m.barriers.get(node)
+        if ctx is not None:
+            what = "`az.syncthreads()`"
+        else:
+            ctx = m.helper_barrier_calls.get(node)
+            if ctx is None or ctx.divergent is None:
+                return
+            what = f"a barrier inside `{m.code(node.func)}`"
+        if ctx.divergent is None:
             return
         self.report(messages.barrier_divergence(self.span(node), what, self.span(ctx.divergent), _reason(ctx.divergent)))

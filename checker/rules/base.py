@@ -1,4 +1,4 @@
-"""The rule base class: a batchable libcst visitor that reads the shared kernel model."""
+"""The rule base class: a visitor of the engine's one batched `ast` walk that reads the shared kernel model."""
 
 from __future__ import annotations
 
@@ -6,13 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-import libcst as cst
-from libcst import BatchableCSTVisitor
-from libcst.metadata import ScopeProvider
+import ast
 
 from ..diagnostics import Diagnostic, Span
 from ..kernel_model import FunctionInfo, KernelSummary, ModuleModel, Val
-from ..walk import QualifiedNames
 
 if TYPE_CHECKING:
     from ..engine import Project
@@ -32,50 +29,32 @@ class RuleContext:
     report: Callable[[Diagnostic], None]
 
 
-_VISITOR_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-class Rule(BatchableCSTVisitor):
+class Rule:
     """Base of every rule: `CODE`, a one-line docstring, `VALID` and `INVALID` examples.
 
-    INVALID examples mark each expected diagnostic inline with `# E: az-code`."""
+    A rule defines `visit_<AstClass>` / `leave_<AstClass>` methods (and may alias them:
+    `visit_List = visit_Set = _container`); the engine runs every rule's methods in one
+    batched walk (checker/walk.py).  INVALID examples mark each expected diagnostic
+    inline with `# E: az-code`."""
 
     CODE: ClassVar[str]
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str]] = []
-    # Names resolve through the model (libcst's QualifiedNameProvider, as `QualifiedNames`,
-    # and ScopeProvider, both already resolved by then); positions only for reported nodes.
-    METADATA_DEPENDENCIES = (QualifiedNames, ScopeProvider)
 
     def __init__(self, ctx: RuleContext):
-        super().__init__()
         self.rc = ctx
         self.model = ctx.model
-
-    def get_visitors(self) -> dict[str, Callable[[cst.CSTNode], None]]:
-        # keyed by attribute name, so `visit_List = visit_Set = _container` aliases work too
-        cls = type(self)
-        names = _VISITOR_NAMES.get(cls)
-        if names is None:  # once per rule class: `dir()` over libcst's ~600 stubs is slow
-            names = _VISITOR_NAMES[cls] = tuple(
-                name
-                for name in dir(cls)
-                if name.startswith(("visit_", "leave_"))
-                and callable(m := getattr(cls, name))
-                and not getattr(m, "_is_no_op", False)  # skip libcst's empty stubs
-            )
-        return {name: getattr(self, name) for name in names}
 
     def report(self, diag: Diagnostic) -> None:
         self.rc.report(diag)
 
-    def span(self, node: cst.CSTNode) -> Span:
+    def span(self, node: ast.AST) -> Span:
         return self.model.span(node)
 
-    def val(self, node: cst.CSTNode) -> Val | None:
+    def val(self, node: ast.AST) -> Val | None:
         return self.model.values.get(node)
 
-    def fn_of(self, node: cst.CSTNode) -> FunctionInfo | None:
+    def fn_of(self, node: ast.AST) -> FunctionInfo | None:
         c = self.model.ctx.get(node)
         return c.fn if c else None
 
@@ -83,7 +62,7 @@ class Rule(BatchableCSTVisitor):
         p = fn.params.get(param)
         if p is None:
             return None
-        return self.model.span(p.node.annotation.annotation if p.node.annotation else p.node, fn.top)
+        return self.model.span(p.node.annotation) if p.node.annotation else self.model.src.arg_name_span(p.node)
 
 
 class DeviceBodyRule(Rule):
@@ -92,30 +71,30 @@ class DeviceBodyRule(Rule):
     def __init__(self, ctx: RuleContext):
         super().__init__(ctx)
         self.fn: FunctionInfo | None = None
-        self._body: cst.BaseSuite | None = None
         self.depth = 0
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if self.fn is None:
             info = self.model.by_node.get(node)
             if info is not None and info.is_device:
-                self.fn, self._body = info, node.body
+                self.fn = info
         self.depth += 1
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+    def leave_FunctionDef(self, node: ast.FunctionDef) -> None:
         self.depth -= 1
-        if self.fn is not None and self.fn.node is original_node:
-            self.fn, self._body = None, None
+        if self.fn is not None and self.fn.node is node:
+            self.fn = None
             self.active = False
 
+    # True while the walk is inside the device function's body (not its decorators or signature)
     active = False
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        if node is self._body:
+    def visit_FunctionBody(self, node: ast.FunctionDef) -> None:
+        if self.fn is not None and node is self.fn.node:
             self.active = True
 
-    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
-        if original_node is self._body:
+    def leave_FunctionBody(self, node: ast.FunctionDef) -> None:
+        if self.fn is not None and node is self.fn.node:
             self.active = False
 
 
@@ -136,47 +115,47 @@ class HostRule(Rule):
 
     def __init__(self, ctx: RuleContext):
         super().__init__(ctx)
-        self.bindings: list[dict[str, tuple[cst.BaseExpression, cst.CSTNode]]] = [{}]
+        self.bindings: list[dict[str, tuple[ast.expr, ast.AST]]] = [{}]
         self.in_device = 0
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         info = self.model.by_node.get(node)
         if info is not None and info.is_device:
             self.in_device += 1
         self.bindings.append({})
 
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        info = self.model.by_node.get(original_node)
+    def leave_FunctionDef(self, node: ast.FunctionDef) -> None:
+        info = self.model.by_node.get(node)
         if info is not None and info.is_device:
             self.in_device -= 1
         self.bindings.pop()
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: ast.Assign) -> None:
         if self.in_device:
             return
         for t in node.targets:
-            if isinstance(t.target, cst.Name):
-                self.bindings[-1][t.target.value] = (node.value, t.target)
+            if isinstance(t, ast.Name):
+                self.bindings[-1][t.id] = (node.value, t)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if not self.in_device and node.value is not None and isinstance(node.target, cst.Name):
-            self.bindings[-1][node.target.value] = (node.value, node.target)
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if not self.in_device and node.value is not None and isinstance(node.target, ast.Name):
+            self.bindings[-1][node.target.id] = (node.value, node.target)
 
-    def binding(self, name: str) -> tuple[cst.BaseExpression, cst.CSTNode] | None:
+    def binding(self, name: str) -> tuple[ast.expr, ast.AST] | None:
         for scope in reversed(self.bindings):
             if name in scope:
                 return scope[name]
         return None
 
-    def kernel_at(self, node: cst.BaseExpression) -> KernelSummary | None:
+    def kernel_at(self, node: ast.expr) -> KernelSummary | None:
         """The kernel a host expression names (this module or an imported one), if any."""
         if self.in_device:
             return None
         m = self.model
-        if isinstance(node, cst.Name) and node.value in m.functions:
-            fn = m.functions[node.value]
+        if isinstance(node, ast.Name) and node.id in m.functions:
+            fn = m.functions[node.id]
             return m.summary(fn) if fn.kind == "kernel" else None
-        if not isinstance(node, (cst.Name, cst.Attribute)):
+        if not isinstance(node, (ast.Name, ast.Attribute)):
             return None
         q = m.qualname(node)
         if q is None or q.startswith(("az.", "builtins.", "thread.", "math.")):

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import ast
 
-import libcst as cst
-
 from .. import messages
 from ..contract import BinOp, Len, Neg, Param, RequiresSyntaxError, Shape, parse_requires
 from ..diagnostics import Span
 from ..kernel_model import ContractInfo, FunctionInfo, literal_dims, literal_int
 from ..model import MAX_THREADS_PER_BLOCK
 from .base import Rule
+from .unsupported import expr_span, in_source_order, old_code
 
 _KNOWN = {"domain", "block", "requires", "min_compute_capability"}
 _INT_SCALARS = {"i32", "i64", "u32", "u64"}
@@ -68,28 +67,29 @@ def h(x: f32) -> f32:
 """,
     ]
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         fn = self.model.by_node.get(node)
         if fn is None:
             return
-        contracts = [d for d in node.decorators if self._is_contract(d)]
+        src = self.model.src
+        contracts = [d for d in node.decorator_list if self._is_contract(d)]
         for extra in contracts[1:]:
-            self._say(extra, "a kernel has at most one `@launch_contract`", "merge the two contracts")
+            self._say(src.decorator_span(extra), "a kernel has at most one `@launch_contract`", "merge the two contracts")
         if fn.contract is None:
             return
         c = fn.contract
-        deco = c.decorator
+        deco = src.decorator_span(c.decorator)
         if fn.kind != "kernel":
             self._say(deco, f"`@launch_contract` on `{fn.name}`, which is not a `@kernel`", "add `@kernel`, or remove the contract")
             return
         if c.call is None:
             self._say(deco, "`@launch_contract` needs arguments", "write `@launch_contract(domain=1, block=256)`")
             return
-        for a in c.call.args:
-            if a.keyword is None:
-                self._say(a, "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
-            elif a.keyword.value not in _KNOWN:
-                self._say(a.keyword, f"unknown contract argument `{a.keyword.value}`", "use `domain`, `block`, `requires` or `min_compute_capability`")
+        for a in in_source_order(c.call):
+            if not isinstance(a, ast.keyword) or a.arg is None:
+                self._say(self.span(a), "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
+            elif a.arg not in _KNOWN:
+                self._say(src.keyword_name_span(a), f"unknown contract argument `{a.arg}`", "use `domain`, `block`, `requires` or `min_compute_capability`")
         self._domain_block(fn, c)
         if "requires" in c.args:
             self._requires(fn, c.args["requires"].value)
@@ -98,12 +98,13 @@ def h(x: f32) -> f32:
             if v is not None and (len(v) != 2 or min(v) < 0):
                 self._say(c.args["min_compute_capability"].value, "`min_compute_capability` must be a `(major, minor)` pair")
 
-    def _is_contract(self, deco: cst.Decorator) -> bool:
-        d = deco.decorator
-        return self.model.qualname(d.func if isinstance(d, cst.Call) else d) == "az.launch_contract"
+    visit_AsyncFunctionDef = visit_FunctionDef
 
-    def _say(self, node: cst.CSTNode | Span, msg: str, help: str | None = None) -> None:
-        span = node if isinstance(node, Span) else self.span(node)
+    def _is_contract(self, d: ast.expr) -> bool:
+        return self.model.qualname(d.func if isinstance(d, ast.Call) else d) == "az.launch_contract"
+
+    def _say(self, node: ast.AST | Span, msg: str, help: str | None = None) -> None:
+        span = node if isinstance(node, Span) else expr_span(self.model, node)
         self.report(messages.contract(span, msg, help=help))
 
     def _domain_block(self, fn: FunctionInfo, c: ContractInfo) -> None:
@@ -114,22 +115,22 @@ def h(x: f32) -> f32:
             dv = c.args["domain"].value
             lit = literal_int(dv)
             if lit not in (1, 2):
-                self._say(dv, f"`domain` must be the literal 1 or 2, not `{self.model.code(dv)}`")
+                self._say(dv, f"`domain` must be the literal 1 or 2, not `{old_code(self.model, dv)}`")
             domain = c.domain
         if "block" not in c.args:
             return
         bv = c.args["block"].value
-        if isinstance(bv, cst.Name) and bv.value == "None":
+        if isinstance(bv, ast.Constant) and bv.value is None:
             return
         dims = c.block
         if dims is None:
-            if isinstance(bv, (cst.Integer, cst.Tuple, cst.UnaryOperation)):
+            if isinstance(bv, (ast.Tuple, ast.UnaryOp)) or (isinstance(bv, ast.Constant) and type(bv.value) is int):
                 self._say(bv, "`block` must be an int or a tuple of int literals")
             return  # a named constant: the runtime checks it
         if any(x < 1 for x in dims):
             self._say(bv, "every `block` dimension must be at least 1")
             return
-        rank = len(dims) if isinstance(bv, cst.Tuple) else 1
+        rank = len(dims) if isinstance(bv, ast.Tuple) else 1
         while rank > 1 and dims[rank - 1] == 1 and domain == 1:
             break
         if domain is not None and rank != domain:
@@ -141,11 +142,11 @@ def h(x: f32) -> f32:
         if total > MAX_THREADS_PER_BLOCK:
             self._say(bv, f"`block` has {total} threads; a block holds at most {MAX_THREADS_PER_BLOCK}")
 
-    def _requires(self, fn: FunctionInfo, node: cst.BaseExpression) -> None:
-        if not isinstance(node, cst.Lambda):
+    def _requires(self, fn: FunctionInfo, node: ast.expr) -> None:
+        if not isinstance(node, ast.Lambda):
             self._say(node, "`requires` must be a `lambda` over the kernel's parameters")
             return
-        text = self.model.module.code_for_node(node)
+        text = old_code(self.model, node)
         base = self.span(node)
         try:
             tree = ast.parse("(" + text + ")", mode="eval")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..kernel_model import bind_args, index_elements
@@ -56,7 +56,7 @@ def k(out: DisjointSlice2D[f32]) -> None:
 """,
     ]
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def visit_Subscript(self, node: ast.Subscript) -> None:
         fn = self.fn_of(node)
         if fn is None:
             return
@@ -81,14 +81,14 @@ def k(out: DisjointSlice2D[f32]) -> None:
                 )
             )
 
-    def visit_Comparison(self, node: cst.Comparison) -> None:
+    def visit_Compare(self, node: ast.Compare) -> None:
         fn = self.fn_of(node)
         if fn is None:
             return
         left = node.left
-        for c in node.comparisons:
-            if isinstance(c.operator, (cst.In, cst.NotIn)):
-                for name, kind in slice_kinds(fn, self.val(c.comparator)):
+        for op, right in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.In, ast.NotIn)):
+                for name, kind in slice_kinds(fn, self.val(right)):
                     if kind in _DISJOINT:
                         d = _DISJOINT[kind]
                         v = self.val(left)
@@ -99,9 +99,9 @@ def k(out: DisjointSlice2D[f32]) -> None:
                                     self.decl(fn, name), domain=d,
                                 )
                             )
-            left = c.comparator
+            left = right
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
         if callee is None or callee.kind != "helper" or callee.fn is None:
             return
@@ -115,7 +115,7 @@ def k(out: DisjointSlice2D[f32]) -> None:
                 continue
             for name, kind in slice_kinds(fn, self.val(arg)):
                 if kind in _DISJOINT and (hp.slice_kind is None or hp.slice_kind.name != kind):
-                    pk = self.model.code(hp.node.annotation.annotation) if hp.node.annotation else "?"
+                    pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
                     self.report(messages.disjoint_passed(self.span(arg), name, kind, h.name, pname, pk))
 
 

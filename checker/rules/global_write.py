@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from .base import DeviceBodyRule
+from .unsupported import old_code
 
 
 class GlobalWrite(DeviceBodyRule):
@@ -36,37 +37,40 @@ def k(c: DisjointSlice[f32]) -> None:
 """,
     ]
 
-    def _decl(self, node: cst.Global | cst.Nonlocal) -> None:
+    def _decl(self, node: ast.Global | ast.Nonlocal) -> None:
         if self.active:
-            kw = "global" if isinstance(node, cst.Global) else "nonlocal"
-            names = ", ".join(f"`{n.name.value}`" for n in node.names)
+            kw = "global" if isinstance(node, ast.Global) else "nonlocal"
+            names = ", ".join(f"`{n}`" for n in node.names)
             self.report(messages.global_write(self.span(node), f"`{kw}` declares {names} writable from a kernel"))
 
     visit_Global = visit_Nonlocal = _decl
 
-    def _target(self, t: cst.BaseExpression) -> None:
-        if not self.active or self.fn is None:
-            return
-        if isinstance(t, cst.Name) and t.value in self.fn.globals_declared:
-            self.report(messages.global_write(self.span(t), f"write to module global `{t.value}`"))
-        elif isinstance(t, (cst.Subscript, cst.Attribute)):
+    def _target(self, t: ast.expr) -> None:
+        fn = self.fn
+        if isinstance(t, ast.Name):
+            if t.id in fn.globals_declared:  # type: ignore[union-attr]
+                self.report(messages.global_write(self.span(t), f"write to module global `{t.id}`"))
+        elif isinstance(t, (ast.Subscript, ast.Attribute)):
             base = self.model.values.get(t.value)
             if base is not None and base.kind == "global":
-                what = "item" if isinstance(t, cst.Subscript) else "attribute"
-                self.report(messages.global_write(self.span(t), f"{what} write on captured object `{self.model.code(t.value)}`"))
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for e in t.elements:
-                self._target(e.value)
+                what = "item" if isinstance(t, ast.Subscript) else "attribute"
+                self.report(messages.global_write(self.span(t), f"{what} write on captured object `{old_code(self.model, t.value)}`"))
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            for e in t.elts:
+                self._target(e.value if isinstance(e, ast.Starred) else e)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            self._target(t.target)
+    def visit_Assign(self, node: ast.Assign) -> None:
+        if self.active and self.fn is not None:
+            for t in node.targets:
+                self._target(t)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._target(node.target)
+    def visit_AugAssign(self, node: ast.AugAssign | ast.AnnAssign) -> None:
+        if self.active and self.fn is not None:
+            self._target(node.target)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._target(node.target)
+    visit_AnnAssign = visit_AugAssign
 
-    def visit_Del(self, node: cst.Del) -> None:
-        self._target(node.target)
+    def visit_Delete(self, node: ast.Delete) -> None:
+        if self.active and self.fn is not None:
+            for t in node.targets:
+                self._target(t)

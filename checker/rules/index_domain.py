@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from .base import Rule
@@ -41,14 +41,14 @@ def k2(c: DisjointSlice[f32]) -> None:
 """,
     ]
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         fn = self.model.by_node.get(node)
         if fn is None or not fn.is_device:
             return
-        seen: set[tuple[cst.CSTNode, int]] = set()
-        first: dict[int, cst.CSTNode] = {}
-        direct: list[tuple[cst.CSTNode, int, str | None]] = [(c, d, None) for c, d in fn.witness_uses]
-        via: list[tuple[cst.CSTNode, int, str | None]] = []
+        seen: set[tuple[ast.AST, int]] = set()
+        first: dict[int, ast.AST] = {}
+        direct: list[tuple[ast.AST, int, str | None]] = [(c, d, None) for c, d in fn.witness_uses]
+        via: list[tuple[ast.AST, int, str | None]] = []
         for hcall, h in fn.helper_calls:
             for d in h.domains_used():
                 via.append((hcall, d, h.name))
@@ -66,7 +66,7 @@ def k2(c: DisjointSlice[f32]) -> None:
                 continue
             seen.add((site, d))
             maker = "thread.index_1d()" if d == 1 else "thread.index_2d()"
-            callee = self.model.callees.get(site) if isinstance(site, cst.Call) else None
+            callee = self.model.callees.get(site) if isinstance(site, ast.Call) else None
             if callee is not None and callee.kind == "grid_stride":
                 maker = "thread.grid_stride()"
             if domain is not None:

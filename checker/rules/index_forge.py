@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..kernel_model import bind_args
 from ..model import WITNESS_TYPES
 from .base import Rule
+from .unsupported import expr_span, index_tuples, old_code
 
 
 class IndexForge(Rule):
@@ -50,15 +51,17 @@ def k(c: DisjointSlice[f32]) -> None:
 
     def __init__(self, ctx):  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self.index_tuples: set[cst.CSTNode] = set()
+        self.index_tuples: set[ast.AST] = set()
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
+        if callee is None:
+            return
         fn = self.fn_of(node)
-        if callee is None or fn is None:
+        if fn is None:
             return
         if callee.kind == "forge" and callee.name.startswith("az.Index"):
-            self.report(messages.index_forge(self.span(node), f"cannot construct a witness with `{self.model.code(node.func)}`"))
+            self.report(messages.index_forge(self.span(node), f"cannot construct a witness with `{old_code(self.model, node.func)}`"))
         elif callee.kind == "helper" and callee.fn is not None:
             for pname, arg in bind_args(callee.fn, node):
                 hp = callee.fn.params.get(pname)
@@ -68,64 +71,63 @@ def k(c: DisjointSlice[f32]) -> None:
                 if v is None or v.kind != "witness" or v.domain != hp.domain:
                     self.report(
                         messages.index_forge(
-                            self.span(arg),
-                            f"`{self.model.code(arg)}` is passed as witness `{pname}: Index{hp.domain}D` of `{callee.fn.name}`, but it is not one",
+                            expr_span(self.model, arg),
+                            f"`{old_code(self.model, arg)}` is passed as witness `{pname}: Index{hp.domain}D` of `{callee.fn.name}`, but it is not one",
                         )
                     )
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         fn = self.fn_of(node.target)
         if fn is None:
             return
-        q = self.model.qualname(node.annotation.annotation) or ""
+        q = self.model.qualname(node.annotation) or ""
         if q.startswith("az.") and q[3:] in WITNESS_TYPES:
             d = WITNESS_TYPES[q[3:]]
             v = self.val(node.value) if node.value is not None else None
             if v is None or v.kind != "witness" or v.domain != d:
                 self.report(messages.index_forge(self.span(node), f"annotating a non-witness as `{q[3:]}` does not make it one"))
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        for el in node.slice:
-            if isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Tuple):
-                self.index_tuples.add(el.slice.value)
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        if isinstance(node.slice, ast.Tuple):
+            self.index_tuples.update(index_tuples(self.model.src, node))
 
-    def _container(self, node: cst.Tuple | cst.List | cst.Set) -> None:
-        if node in self.index_tuples or node in self.model.stores:
+    def _container(self, node: ast.Tuple | ast.List | ast.Set) -> None:
+        values = self.model.values
+        if not node.elts or node in self.index_tuples or node in self.model.stores:
             return
-        for e in node.elements:
-            v = self.val(e.value)
-            if v is not None and v.kind == "witness" and self.fn_of_any(e.value):
+        for e in node.elts:
+            v = values.get(e.value if isinstance(e, ast.Starred) else e)
+            if v is not None and v.kind == "witness":
                 self.report(
-                    messages.index_forge(self.span(node), "cannot put a witness into a container",
+                    messages.index_forge(expr_span(self.model, node), "cannot put a witness into a container",
                                          help="pass the witness itself; a container would let it outlive or leave its thread")
                 )
                 return
 
-    def fn_of_any(self, node: cst.CSTNode) -> bool:
-        return node in self.model.values
-
     visit_Tuple = visit_List = visit_Set = _container
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
-        fn = self.fn_of(node)
-        if fn is None:
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        v = self.model.values.get(node.value)
+        if v is None or v.kind != "witness" or self.fn_of(node) is None:
             return
-        v = self.val(node.value)
-        if v is not None and v.kind == "witness":
-            if node.attr.value.startswith("_"):
-                self.report(messages.index_forge(self.span(node), f"cannot reach private member `{node.attr.value}` of a witness"))
-            elif node in self.model.stores:
-                self.report(messages.index_forge(self.span(node), f"cannot assign to `{node.attr.value}` of a witness"))
+        if node.attr.startswith("_"):
+            self.report(messages.index_forge(self.span(node), f"cannot reach private member `{node.attr}` of a witness"))
+        elif node in self.model.stores:
+            self.report(messages.index_forge(self.span(node), f"cannot assign to `{node.attr}` of a witness"))
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        fn = self.model.by_node.get(node)
-        if fn is None or fn.kind != "func" or node.returns is None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.returns is None:
             return
-        q = self.model.qualname(node.returns.annotation) or ""
+        fn = self.model.by_node.get(node)
+        if fn is None or fn.kind != "func":
+            return
+        q = self.model.qualname(node.returns) or ""
         if q.startswith("az.") and q[3:] in WITNESS_TYPES:
             r = fn.returns
             if r is None or r.kind != "witness" or r.domain != WITNESS_TYPES[q[3:]]:
                 self.report(
-                    messages.index_forge(self.span(node.returns.annotation),
+                    messages.index_forge(expr_span(self.model, node.returns),
                                          f"helper `{fn.name}` is declared to return `{q[3:]}` but returns something else")
                 )
+
+    visit_AsyncFunctionDef = visit_FunctionDef

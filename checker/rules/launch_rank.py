@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..kernel_model import KernelSummary, literal_dims
@@ -46,31 +46,44 @@ def main(c: object) -> None:
 """,
     ]
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def visit_Subscript(self, node: ast.Subscript) -> None:
         k = self.kernel_at(node.value)
-        if k is None or not k.has_contract or len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+        if k is None or not k.has_contract:
             return
-        self._check(node, node.slice[0].slice.value, k)
+        idx = node.slice
+        if isinstance(idx, ast.Slice):
+            return
+        if isinstance(idx, ast.Tuple):
+            # only `k[cfg,]` (one subscript, a trailing comma) can name a config; `k[a, b]` and
+            # `k[(a, b)]` never do
+            if len(idx.elts) != 1 or not self.model.code(idx).endswith(","):
+                return
+            idx = idx.elts[0]
+            if isinstance(idx, ast.Starred):
+                return
+        self._check(node, idx, k)
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         f = node.func
-        if isinstance(f, cst.Attribute) and f.attr.value == "unsafe_launch" and node.args:
+        if isinstance(f, ast.Attribute) and f.attr == "unsafe_launch" and (node.args or node.keywords):
             k = self.kernel_at(f.value)
             if k is not None and k.has_contract:
-                self._check(node, node.args[0].value, k)
+                self._check(node, _first_arg(node), k)
 
-    def _config(self, e: cst.BaseExpression) -> tuple[int | None, tuple[int, ...] | None, cst.CSTNode]:
+    def _config(self, e: ast.expr) -> tuple[int | None, tuple[int, ...] | None, ast.AST]:
         seen = 0
-        while isinstance(e, cst.Name) and seen < 8:
-            bound = self.binding(e.value)
+        while isinstance(e, ast.Name) and seen < 8:
+            bound = self.binding(e.id)
             if bound is None:
                 return None, None, e
             e, seen = bound[0], seen + 1
-        if not isinstance(e, cst.Call):
+        if not isinstance(e, ast.Call):
             return None, None, e
         q = self.model.qualname(e.func) or ""
-        args = {a.keyword.value: a.value for a in e.args if a.keyword is not None}
-        pos = [a.value for a in e.args if a.keyword is None]
+        args = {kw.arg: kw.value for kw in e.keywords if kw.arg is not None}
+        # positional values in source order (`*x` and `**x` give their operand; `**x` always come last)
+        pos = [a.value if isinstance(a, ast.Starred) else a for a in e.args]
+        pos += [kw.value for kw in e.keywords if kw.arg is None]
         if q == "az.LaunchConfig.for_num_elems":
             b = args.get("block", pos[1] if len(pos) > 1 else None)
             block = (256,) if b is None else literal_dims(b)
@@ -89,7 +102,7 @@ def main(c: object) -> None:
             return rank, block, e
         return None, None, e
 
-    def _check(self, site: cst.CSTNode, cfg: cst.BaseExpression, k: KernelSummary) -> None:
+    def _check(self, site: ast.AST, cfg: ast.expr, k: KernelSummary) -> None:
         rank, block, _ = self._config(cfg)
         if rank is not None and k.domain is not None and rank != k.domain:
             self.report(messages.launch_rank_mismatch(self.span(site), k.name, rank, k.domain, k.span))
@@ -98,10 +111,22 @@ def main(c: object) -> None:
             self.report(messages.launch_block_mismatch(self.span(site), k.name, block, k.block, k.span))
 
 
-def _rank(e: cst.BaseExpression) -> int | None:
-    if isinstance(e, cst.Tuple):
-        return len(e.elements)
-    if isinstance(e, (cst.Integer, cst.BinaryOperation, cst.UnaryOperation)):
+def _first_arg(call: ast.Call) -> ast.expr:
+    """The value of the call's first argument in source order (`*x`/`**x`: `x`)."""
+    if call.keywords:
+        kw = call.keywords[0]
+        if not call.args or (kw.lineno, kw.col_offset) < (call.args[0].lineno, call.args[0].col_offset):
+            return kw.value  # only keywords, or `f(a=1, *b)`
+    first = call.args[0]
+    return first.value if isinstance(first, ast.Starred) else first
+
+
+def _rank(e: ast.expr) -> int | None:
+    if isinstance(e, ast.Tuple):
+        return len(e.elts)
+    if isinstance(e, ast.Constant):
+        return 1 if type(e.value) is int else None
+    if isinstance(e, (ast.BinOp, ast.UnaryOp)):
         return 1
     return None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from .base import HostRule
@@ -39,7 +39,7 @@ def main(c: object) -> None:
 """,
     ]
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def visit_Subscript(self, node: ast.Subscript) -> None:
         k = self.kernel_at(node.value)
         if k is None or k.has_contract:
             return

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..barrier_intervals import Intervals
@@ -122,7 +122,7 @@ def broadcast(v: f32) -> f32:
         self._with_shared: set[FunctionInfo] | None = None
         self._must_barrier: dict[str, bool] = {}
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         fn = self.model.by_node.get(node)
         if fn is None or not fn.is_device:
             return
@@ -139,7 +139,7 @@ def broadcast(v: f32) -> f32:
         for race in walk.races.values():
             a = race.access
             kind = "write" if a.write else "read"
-            array = self.model.code(a.node.value)
+            array = self._array_text(a.node)
             if race.other is None:
                 self.report(messages.shared_race(self.span(a.node), array, kind, None, kind))
             else:
@@ -147,6 +147,26 @@ def broadcast(v: f32) -> f32:
                 here, there = self.span(a.node), self.span(race.other.node)
                 later = (there.line, there.col) >= (here.line, here.col)  # reached around a loop's back edge
                 self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later))
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def _array_text(self, sub: ast.Subscript) -> str:
+        """The subscripted array's text, with the parentheses around it (`(buf)[t]` quotes `(buf)`)."""
+        v = sub.value
+        text = self.model.code(v)
+        if v.lineno != sub.lineno or v.col_offset == sub.col_offset:
+            return text
+        full = self.model.code(sub)
+        k = self.model.span(v).col - self.model.span(sub).col
+        opened = full[:k].count("(")
+        pos = k + len(text)
+        while opened and pos < len(full):
+            if full[pos] == ")":
+                opened -= 1
+            elif not full[pos].isspace():
+                break
+            pos += 1
+        return full[:pos]
 
     def _block(self, fn: FunctionInfo) -> Block:
         """The block shape: the contract's for a kernel; for a helper, its callers' if they all agree."""

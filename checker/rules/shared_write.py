@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from ..kernel_model import bind_args
@@ -46,8 +46,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 """,
     ]
 
-    def _check_store(self, target: cst.BaseExpression, how: str) -> None:
-        if not isinstance(target, (cst.Subscript, cst.Attribute)):
+    def _check_store(self, target: ast.expr, how: str) -> None:
+        if not isinstance(target, (ast.Subscript, ast.Attribute)):
             return
         fn = self.fn_of(target)
         if fn is None:
@@ -56,37 +56,39 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             if kind in _RO:
                 self.report(messages.shared_write(self.span(target), name, kind, how, self.decl(fn, name)))
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
-            self._check_store(t.target, "write")
-            if isinstance(t.target, cst.Name):
-                self._rebind(t.target, node.value)
+            self._check_store(t, "write")
+            if isinstance(t, ast.Name):
+                self._rebind(t, node.value)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         self._check_store(node.target, "write")
-        if isinstance(node.target, cst.Name) and node.value is not None:
+        if isinstance(node.target, ast.Name) and node.value is not None:
             self._rebind(node.target, node.value)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._check_store(node.target, "write")
 
-    def visit_Del(self, node: cst.Del) -> None:
-        targets = [e.value for e in node.target.elements] if isinstance(node.target, cst.Tuple) else [node.target]
+    def visit_Delete(self, node: ast.Delete) -> None:
+        targets = node.targets
+        if len(targets) == 1 and isinstance(targets[0], ast.Tuple):  # `del (a, b)`, as `del a, b`
+            targets = targets[0].elts
         for t in targets:
             self._check_store(t, "delete")
 
-    def _rebind(self, target: cst.Name, value: cst.BaseExpression) -> None:
+    def _rebind(self, target: ast.Name, value: ast.expr) -> None:
         fn = self.fn_of(target)
         if fn is None:
             return
-        p = fn.params.get(target.value)
+        p = fn.params.get(target.id)
         if p is None or p.slice_kind is None or not p.slice_kind.output:
             return
         for name, kind in slice_kinds(fn, self.val(value)):
             if kind in _RO:
                 self.report(messages.shared_rebind(self.span(target), p.name, p.slice_kind.name, name))
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
         if callee is None:
             return
@@ -109,5 +111,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 for name, kind in slice_kinds(fn, self.val(arg)):
                     if kind in _RO:
                         self.report(
-                            messages.shared_write_via_helper(self.span(arg), name, kind, h.name, pname, self.span(hp.node))
+                            messages.shared_write_via_helper(
+                                self.span(arg), name, kind, h.name, pname, self.model.src.arg_name_span(hp.node)
+                            )
                         )

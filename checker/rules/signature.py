@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+from collections.abc import Callable
 
 from .. import messages
+from ..diagnostics import Span
 from .base import DeviceBodyRule
+from .unsupported import expr_span, old_code
 
 _KERNEL_TYPES = "`Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `AtomicSlice[T]` or a scalar type"
 _SCALAR_HELP = "scalar types are `f32 f64 i32 i64 u32 u64 bool_`"
@@ -42,64 +45,94 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
 """,
     ]
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        super().visit_FunctionDef(node)
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        super().visit_FunctionDef(node)  # type: ignore[arg-type]
         fn = self.model.by_node.get(node)
         if fn is None or not fn.is_device:
             return
         what = "kernel" if fn.kind == "kernel" else "helper"
-        ps = node.params
-        if node.asynchronous is not None:
-            self.report(messages.signature(self.span(node.name), f"a {what} cannot be `async`"))
-        for star in (ps.star_arg, ps.star_kwarg):
-            if isinstance(star, cst.Param):
+        src = self.model.src
+        ps = node.args
+        if isinstance(node, ast.AsyncFunctionDef):
+            self.report(messages.signature(src.name_span(node), f"a {what} cannot be `async`"))
+        for star in (ps.vararg, ps.kwarg):
+            if star is not None:
                 self.report(
                     messages.signature(
-                        self.span(star), f"`{self.model.code(star.name)}`: a {what} takes no `*args` or `**kwargs`",
+                        _star_span(src.arg_name_span(star), src.line), f"`{star.arg}`: a {what} takes no `*args` or `**kwargs`",
                         help="list each parameter",
                     )
                 )
-        for p in ps.kwonly_params:
-            self.report(messages.signature(self.span(p.name), f"keyword-only parameter `{p.name.value}` in a {what}", help="make it a plain parameter"))
+        for p in ps.kwonlyargs:
+            self.report(messages.signature(src.arg_name_span(p), f"keyword-only parameter `{p.arg}` in a {what}", help="make it a plain parameter"))
+        defaults = _defaults(ps)
         for info in fn.params.values():
             p = info.node
-            if p.default is not None:
+            default = defaults.get(id(p))
+            if default is not None:
                 self.report(
-                    messages.signature(self.span(p.default), f"parameter `{info.name}` has a default value",
+                    messages.signature(expr_span(self.model, default), f"parameter `{info.name}` has a default value",
                                        help="every argument is passed at launch; remove the default")
                 )
-            if p.annotation is None:
+            ann = p.annotation
+            if ann is None:
                 self.report(
-                    messages.signature(self.span(p.name), f"parameter `{info.name}` has no type annotation",
+                    messages.signature(src.arg_name_span(p), f"parameter `{info.name}` has no type annotation",
                                        help=f"annotate it: {_KERNEL_TYPES}")
                 )
                 continue
-            ann = p.annotation.annotation
             if info.kind == "bad" or (info.kind == "witness" and fn.kind == "kernel"):
                 extra = "; a kernel gets its witness from `thread.index_1d()`" if info.kind == "witness" else ""
                 self.report(
-                    messages.signature(self.span(ann), f"unsupported type `{self.model.code(ann)}` for parameter `{info.name}`{extra}",
+                    messages.signature(expr_span(self.model, ann), f"unsupported type `{old_code(self.model, ann)}` for parameter `{info.name}`{extra}",
                                        help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D` in a helper" if fn.kind == "func" else ""))
                 )
             elif info.kind == "slice" and info.scalar is None:
                 self.report(
-                    messages.signature(self.span(ann), f"slice parameter `{info.name}` needs a scalar element type",
-                                       help=f"write `{self.model.code(ann).split('[')[0]}[f32]`; {_SCALAR_HELP}")
+                    messages.signature(expr_span(self.model, ann), f"slice parameter `{info.name}` needs a scalar element type",
+                                       help=f"write `{old_code(self.model, ann).split('[')[0]}[f32]`; {_SCALAR_HELP}")
                 )
-        if node.returns is not None:
-            r = node.returns.annotation
+        r = node.returns
+        if r is not None:
             q = self.model.qualname(r) or ""
-            is_none = isinstance(r, cst.Name) and r.value == "None"
+            is_none = isinstance(r, ast.Constant) and r.value is None
             ok = is_none or (fn.kind == "func" and q.startswith("az.") and q[3:] in ("f32", "f64", "i32", "i64", "u32", "u64", "bool_", "Index1D", "Index2D"))
             if not ok:
                 self.report(
-                    messages.signature(self.span(r), f"a {what} cannot return `{self.model.code(r)}`",
+                    messages.signature(expr_span(self.model, r), f"a {what} cannot return `{old_code(self.model, r)}`",
                                        help="a kernel returns `None` and writes its results to outputs" if fn.kind == "kernel" else _SCALAR_HELP)
                 )
 
-    def visit_Return(self, node: cst.Return) -> None:
+    visit_AsyncFunctionDef = visit_FunctionDef
+    leave_AsyncFunctionDef = DeviceBodyRule.leave_FunctionDef
+
+    def visit_Return(self, node: ast.Return) -> None:
         if self.active and self.fn is not None and self.fn.kind == "kernel" and node.value is not None:
             self.report(
                 messages.signature(self.span(node), "a kernel cannot return a value",
                                    help="write the result to a `DisjointSlice` output and `return` without a value")
             )
+
+
+def _defaults(a: ast.arguments) -> dict[int, ast.expr]:
+    """id(parameter) -> its default value."""
+    out: dict[int, ast.expr] = {}
+    if a.defaults:
+        pos = [*a.posonlyargs, *a.args]
+        for p, d in zip(pos[len(pos) - len(a.defaults) :], a.defaults):
+            out[id(p)] = d
+    for p, kd in zip(a.kwonlyargs, a.kw_defaults):
+        if kd is not None:
+            out[id(p)] = kd
+    return out
+
+
+def _star_span(name: Span, line: Callable[[int], str]) -> Span:
+    """`*args` / `**kw`: the name with its stars (the old engine's parameter range)."""
+    text = line(name.line)
+    i = name.col
+    while i > 0 and text[i - 1] in " \t":
+        i -= 1
+    while i > 0 and text[i - 1] == "*":
+        i -= 1
+    return Span(name.path, name.line, i, name.end_line, name.end_col)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from .. import messages
 from .base import Rule
+from .unsupported import old_code
 
 _UNSAFE_KINDS = {"rawid", "warp", "shared", "barrier", "write_unchecked"}
 
@@ -41,18 +42,18 @@ def k(c: DisjointSlice[f32]) -> None:
 """,
     ]
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
         ctx = self.model.ctx.get(node)
         if callee is None or ctx is None or ctx.unsafe:
             return
         if callee.kind in _UNSAFE_KINDS:
-            name = self.model.code(node.func)
+            name = old_code(self.model, node.func)
             self.report(messages.unsafe_op(self.span(node), f"{name}()"))
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def visit_Subscript(self, node: ast.Subscript) -> None:
         ctx = self.model.ctx.get(node)
         base = self.model.values.get(node.value)
         if ctx is None or ctx.unsafe or base is None or base.kind != "shared":
             return
-        self.report(messages.unsafe_op(self.span(node), self.model.code(node), kind="shared-memory access"))
+        self.report(messages.unsafe_op(self.span(node), old_code(self.model, node), kind="shared-memory access"))

@@ -2,38 +2,210 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
+import io
+import keyword
+import re
+import tokenize
 
 from .. import messages
+from ..diagnostics import Span
+from ..kernel_model import ModuleModel
+from ..syntax import Source
 from .base import DeviceBodyRule, slice_kinds
 
 _SIMPLE: dict[type, str] = {
-    cst.Lambda: "a `lambda`",
-    cst.ListComp: "a list comprehension",
-    cst.SetComp: "a set comprehension",
-    cst.DictComp: "a dict comprehension",
-    cst.GeneratorExp: "a generator expression",
-    cst.Dict: "a dict",
-    cst.Await: "`await`",
-    cst.Yield: "`yield`",
-    cst.NamedExpr: "an assignment expression `:=`",
-    cst.ClassDef: "a class definition",
-    cst.Try: "`try`",
-    cst.Raise: "`raise`",
-    cst.Assert: "`assert`",
-    cst.Import: "`import`",
-    cst.ImportFrom: "`import`",
-    cst.Match: "`match`",
-    cst.FormattedString: "an f-string",
-    cst.Ellipsis: "`...`",
-    cst.StarredElement: "a starred expression",
+    ast.Lambda: "a `lambda`",
+    ast.ListComp: "a list comprehension",
+    ast.SetComp: "a set comprehension",
+    ast.DictComp: "a dict comprehension",
+    ast.GeneratorExp: "a generator expression",
+    ast.Dict: "a dict",
+    ast.Await: "`await`",
+    ast.Yield: "`yield`",
+    ast.YieldFrom: "`yield`",
+    ast.NamedExpr: "an assignment expression `:=`",
+    ast.ClassDef: "a class definition",
+    ast.Try: "`try`",
+    ast.Raise: "`raise`",
+    ast.Assert: "`assert`",
+    ast.Import: "`import`",
+    ast.ImportFrom: "`import`",
+    ast.Match: "`match`",
+    ast.Starred: "a starred expression",
 }
 _HELP = {
-    cst.Lambda: "write a `@az.func` helper instead",
-    cst.Assert: "guard with `if` instead; a failed bounds check is reported as `az.KernelFault`",
-    cst.Raise: "return early instead; faults are reported through `az.KernelFault`",
+    ast.Lambda: "write a `@az.func` helper instead",
+    ast.Assert: "guard with `if` instead; a failed bounds check is reported as `az.KernelFault`",
+    ast.Raise: "return early instead; faults are reported through `az.KernelFault`",
 }
 _OK_METHODS = {"add", "min", "max", "exchange", "write_unchecked"}
+_IS = re.compile(r"\bis\b(?:\s+not\b)?")
+_ELSE = re.compile(r"\belse\b")
+_CLOSE = re.compile(r"[ \t]*\)")
+_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12+
+_FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
+
+
+# ---- spans and text as the old engine reported them ----------------------------------------------
+
+
+def expr_span(model: ModuleModel, node: ast.AST) -> Span:
+    """`node`'s span, a parenthesized tuple and a generator expression without their own
+    parentheses (`ast` counts them in; the reported range never did)."""
+    s = model.src.span(node)
+    if isinstance(node, ast.GeneratorExp) or (isinstance(node, ast.Tuple) and parenthesized(model.src, node)):
+        return Span(s.path, s.line, s.col + 1, s.end_line, s.end_col - 1)
+    return s
+
+
+def old_code(model: ModuleModel, node: ast.AST) -> str:
+    """`node`'s source text with the parentheses around it that are its own (`(x)` in
+    `return (x)`, not the call's in `f(x)`), as the old engine quoted it."""
+    src = model.src
+    s = src.span(node)
+    text = src.line(s.line)
+    if isinstance(node, ast.GeneratorExp) and _call_paren(text, s.col):
+        return model.code(node)[1:-1].strip()  # `f(x for x in y)`: the parentheses are the call's
+    if s.line != s.end_line:
+        return model.code(node)
+    col, end = s.col, s.end_col
+    while True:
+        i = col - 1
+        while i >= 0 and text[i] in " \t":
+            i -= 1
+        j = end
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        if i < 0 or j >= len(text) or text[i] != "(" or text[j] != ")" or _call_paren(text, i):
+            break
+        col, end = i, j + 1
+    return text[col:end].strip() if col != s.col else model.code(node)
+
+
+_KEYWORDS = frozenset(keyword.kwlist) - {"True", "False", "None"}
+
+
+def _call_paren(text: str, i: int) -> bool:
+    """Does the `(` at `text[i]` open a call's arguments?"""
+    k = i - 1
+    while k >= 0 and text[k] in " \t":
+        k -= 1
+    if k < 0:
+        return False
+    c = text[k]
+    if c in ")]\"'":
+        return True
+    if not (c.isalnum() or c == "_"):
+        return False
+    w = k
+    while w > 0 and (text[w - 1].isalnum() or text[w - 1] == "_"):
+        w -= 1
+    return text[w : k + 1] not in _KEYWORDS
+
+
+def parenthesized(src: Source, node: ast.Tuple) -> bool:
+    """Do the parentheses at the start of `node` close at its end (`(a, b)`, not `(a), b`)?"""
+    code = src.code(node)
+    if not code.startswith("("):
+        return False
+    lines = code.split("\n")
+    end = (len(lines), len(lines[-1]))
+    depth = 0
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.OP and tok.string in "()[]{}":
+                depth += 1 if tok.string in "([{" else -1
+                if depth == 0:
+                    return tok.end == end
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return False
+
+
+def index_tuples(src: Source, node: ast.Subscript) -> list[ast.Tuple]:
+    """The tuples that are (part of) the index of `x[...]`: `x[(i, j)]`, `x[i, j]`, `x[(i, j), k]`."""
+    sl = node.slice
+    if not isinstance(sl, ast.Tuple):
+        return []
+    # `x[(i, j), k]` indexes with two elements, `(i, j)` one of them; `x[((i, j), k)]` with one tuple
+    if any(isinstance(e, ast.Tuple) for e in sl.elts) and not parenthesized(src, sl):
+        return [sl, *(e for e in sl.elts if isinstance(e, ast.Tuple))]
+    return [sl]
+
+
+def _point_span(src: Source, base: Span, row: int, col: int) -> tuple[int, int]:
+    """(line, column) in the file of (row, col) in `"(" + code(node) + ")"`."""
+    return (base.line, base.col + col - 1) if row == 1 else (base.line + row - 1, col)
+
+
+def string_pieces(src: Source, node: ast.expr) -> list[tuple[Span, bool]]:
+    """The literals an implicitly concatenated string is made of: (span, is an f-string)."""
+    base = src.span(node)
+    out: list[tuple[Span, bool]] = []
+    depth = 0
+    start = (0, 0)
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO("(" + src.code(node) + ")").readline):
+            if tok.type == tokenize.STRING and depth == 0:
+                prefix = tok.string[: len(tok.string) - len(tok.string.lstrip("rRbBuUfF"))]
+                a = _point_span(src, base, *tok.start)
+                b = _point_span(src, base, *tok.end)
+                out.append((Span(base.path, *a, *b), "f" in prefix.lower()))
+            elif tok.type == _FSTRING_START:
+                if depth == 0:
+                    start = tok.start
+                depth += 1
+            elif tok.type == _FSTRING_END:
+                depth -= 1
+                if depth == 0:
+                    a = _point_span(src, base, *start)
+                    b = _point_span(src, base, *tok.end)
+                    out.append((Span(base.path, *a, *b), True))
+    except (tokenize.TokenError, SyntaxError):
+        out = []
+    return out or [(base, isinstance(node, ast.JoinedStr))]
+
+
+def op_span(src: Source, left: ast.expr, right: ast.expr) -> Span:
+    """The `is` / `is not` between two operands of a comparison."""
+    a = src.span(left)
+    b = src.span(right)
+    for ln in range(a.end_line, b.line + 1):
+        text = src.line(ln)
+        start = a.end_col if ln == a.end_line else 0
+        seg = text[start : b.col if ln == b.line else len(text)].split("#")[0]
+        m = _IS.search(seg)
+        if m is not None:
+            return Span(a.path, ln, start + m.start(), ln, start + m.end())
+    return Span(a.path, a.end_line, a.end_col, b.line, b.col)
+
+
+def else_span(src: Source, body: list[ast.stmt], orelse: list[ast.stmt]) -> Span:
+    """`else:` of a loop, through its last statement."""
+    a = src.span(body[-1])
+    first = src.span(orelse[0])
+    last = src.span(orelse[-1])
+    for ln in range(a.end_line, first.line + 1):
+        text = src.line(ln)
+        start = a.end_col if ln == a.end_line else 0
+        m = _ELSE.search(text[start:].split("#")[0])
+        if m is not None:
+            return Span(a.path, ln, start + m.start(), last.end_line, last.end_col)
+    return Span(a.path, first.line, first.col, last.end_line, last.end_col)
+
+
+def withitem_span(src: Source, item: ast.withitem) -> Span:
+    a = src.span(item.context_expr)
+    b = src.span(item.optional_vars) if item.optional_vars is not None else a
+    return Span(a.path, a.line, a.col, b.end_line, b.end_col)
+
+
+def in_source_order(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """A call's arguments, positional and keyword, in the order they are written."""
+    if not call.keywords or not call.args:
+        return [*call.args, *call.keywords]
+    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
 
 
 class Unsupported(DeviceBodyRule):
@@ -77,167 +249,241 @@ def k(c: DisjointSlice[f32]) -> None:
 
     def __init__(self, ctx):  # type: ignore[no-untyped-def]
         super().__init__(ctx)
-        self.docstring: cst.CSTNode | None = None
-        self.allowed_tuples: set[cst.CSTNode] = set()
-        self.iter_calls: set[cst.CSTNode] = set()
-        self.with_calls: set[cst.CSTNode] = set()
+        self.docstring: ast.expr | None = None
+        self.allowed_tuples: set[ast.AST] = set()
+        self.iter_calls: set[ast.AST] = set()
+        self.with_calls: set[ast.AST] = set()
+        self.skip: set[int] = set()  # ids of f-string parts and format specs, of `*x` in calls
 
-    def _say(self, node: cst.CSTNode, construct: str, help: str | None = None) -> None:
-        self.report(messages.unsupported(self.span(node), construct, help=help))
+    def _say(self, node: ast.AST, construct: str, help: str | None = None) -> None:
+        self.report(messages.unsupported(expr_span(self.model, node), construct, help=help))
 
-    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
-        super().visit_IndentedBlock(node)
-        if node is self._body and node.body:
+    def _say_at(self, span: Span, construct: str, help: str | None = None) -> None:
+        self.report(messages.unsupported(span, construct, help=help))
+
+    def visit_FunctionBody(self, node: ast.FunctionDef) -> None:
+        super().visit_FunctionBody(node)
+        if self.fn is not None and node is self.fn.node:
             first = node.body[0]
-            if isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr):
-                if isinstance(first.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
-                    self.docstring = first.body[0].value
+            if isinstance(first, ast.Expr) and isinstance(first.value, (ast.Constant, ast.JoinedStr)):
+                v = first.value
+                if isinstance(v, ast.JoinedStr) or isinstance(v.value, (str, bytes)):
+                    self.docstring = v
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if self.active:
-            self._say(node.name, "a nested function definition", "define a module-level `@az.func` helper")
+            self._say_at(self.model.src.name_span(node), "a nested function definition", "define a module-level `@az.func` helper")
         elif node not in self.model.by_node and any(
-            self.model.qualname(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator)
-            in ("az.kernel", "az.func")
-            for d in node.decorators
+            self.model.qualname(d.func if isinstance(d, ast.Call) else d) in ("az.kernel", "az.func")
+            for d in node.decorator_list
         ):
             self.report(messages.unsupported_here(
-                self.span(node.name), f"`{node.name.value}` is a kernel or helper not defined at module level",
+                self.model.src.name_span(node), f"`{node.name}` is a kernel or helper not defined at module level",
                 help="define kernels and `@az.func` helpers at the top level of a module"))
         super().visit_FunctionDef(node)
 
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if self.active and self.fn is not None and isinstance(node.target, cst.Name):
-            p = self.fn.params.get(node.target.value)
+    visit_AsyncFunctionDef = visit_FunctionDef
+    leave_AsyncFunctionDef = DeviceBodyRule.leave_FunctionDef
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        if self.active and self.fn is not None and isinstance(node.target, ast.Name):
+            p = self.fn.params.get(node.target.id)
             if p is not None and p.kind == "slice":
                 self._say(node.target, f"rebinding slice parameter `{p.name}`")
 
     # generic constructs --------------------------------------------------------------------
-    def _simple(self, node: cst.CSTNode) -> None:
+    def _simple(self, node: ast.AST) -> None:
         if self.active:
             self._say(node, _SIMPLE[type(node)], _HELP.get(type(node)))
 
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if self.active:
             self._simple(node)
-        elif isinstance(node.names, cst.ImportStar) and node.module is not None:
-            mod = self.model.code(node.module)
+        elif node.module is not None and len(node.names) == 1 and node.names[0].name == "*":
+            mod = node.module
             if mod == "anodize" or mod.startswith("anodize."):
                 self.report(messages.unsupported_here(
                     self.span(node), f"`from {mod} import *` hides which names are kernels and slices",
                     help="import the names you use (or `import anodize as az`) so the checker can resolve them"))
 
     visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _simple
-    visit_Dict = visit_Await = visit_Yield = visit_NamedExpr = visit_ClassDef = visit_Try = _simple
+    visit_Dict = visit_Await = visit_Yield = visit_YieldFrom = visit_NamedExpr = visit_Try = _simple
     visit_Raise = visit_Assert = visit_Import = visit_Match = _simple
-    visit_FormattedString = visit_Ellipsis = visit_StarredElement = _simple
 
-    def _strings(self, node: cst.CSTNode) -> None:
-        if self.active and node is not self.docstring:
-            self._say(node, "a string")
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        if self.active:
+            self._simple(node)
+            self.skip.update(id(b) for b in node.bases if isinstance(b, ast.Starred))
 
-    visit_SimpleString = visit_ConcatenatedString = _strings
+    def visit_Starred(self, node: ast.Starred) -> None:
+        if self.active and id(node) not in self.skip:
+            self._simple(node)  # `*x` in a call is reported as argument unpacking
 
-    def visit_List(self, node: cst.List) -> None:
+    # strings: the old engine saw each literal of `"a" "b"` and each concatenation of them
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if not self.active:
+            return
+        v = node.value
+        if v is Ellipsis:
+            self._say(node, "`...`")
+        elif isinstance(v, (str, bytes)) and id(node) not in self.skip:
+            self._strings(node)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if not self.active:
+            return
+        for part in node.values:  # the literal text and the format specs are not strings
+            if isinstance(part, ast.Constant):
+                self.skip.add(id(part))
+            elif isinstance(part, ast.FormattedValue) and part.format_spec is not None:
+                self.skip.add(id(part.format_spec))
+        if id(node) not in self.skip:
+            self._strings(node)
+
+    def _strings(self, node: ast.Constant | ast.JoinedStr) -> None:
+        pieces = string_pieces(self.model.src, node)
+        if len(pieces) == 1:
+            if isinstance(node, ast.JoinedStr):
+                self._say_at(pieces[0][0], "an f-string")
+            elif node is not self.docstring:
+                self._say_at(pieces[0][0], "a string")
+            return
+        end = pieces[-1][0]
+        for i, (span, fstring) in enumerate(pieces):
+            if i < len(pieces) - 1 and not (i == 0 and node is self.docstring):
+                self._say_at(Span(span.path, span.line, span.col, end.end_line, end.end_col), "a string")
+            self._say_at(span, "an f-string" if fstring else "a string")
+
+    def visit_List(self, node: ast.List) -> None:
         self._container(node, "a list")
 
-    def visit_Set(self, node: cst.Set) -> None:
+    def visit_Set(self, node: ast.Set) -> None:
         self._container(node, "a set")
 
-    def visit_Tuple(self, node: cst.Tuple) -> None:
+    def visit_Tuple(self, node: ast.Tuple) -> None:
         if node not in self.allowed_tuples:
             self._container(node, "a tuple", "tuples are allowed only as 2-D indices and shared-array shapes")
 
-    def _container(self, node: cst.List | cst.Set | cst.Tuple, what: str, help: str | None = None) -> None:
+    def _container(self, node: ast.List | ast.Set | ast.Tuple, what: str, help: str | None = None) -> None:
         if not self.active or node in self.model.stores:
             return
-        if any((v := self.val(e.value)) is not None and v.kind == "witness" for e in node.elements):
-            return  # az-index-forge reports witnesses in containers
+        values = self.model.values
+        for e in node.elts:
+            v = values.get(e.value if isinstance(e, ast.Starred) else e)
+            if v is not None and v.kind == "witness":
+                return  # az-index-forge reports witnesses in containers
         self._say(node, what, help)
 
-    def visit_Subscript(self, node: cst.Subscript) -> None:
+    def visit_Subscript(self, node: ast.Subscript) -> None:
         if not self.active:
             return
-        for el in node.slice:
-            if isinstance(el.slice, cst.Slice):
-                self._say(el.slice, "slicing", "index one element at a time")
-            elif isinstance(el.slice, cst.Index) and isinstance(el.slice.value, cst.Tuple):
-                self.allowed_tuples.add(el.slice.value)
+        sl = node.slice
+        if isinstance(sl, ast.Slice):
+            self._say(sl, "slicing", "index one element at a time")
+        elif isinstance(sl, ast.Tuple):
+            self.allowed_tuples.update(index_tuples(self.model.src, node))
+            for e in sl.elts:
+                if isinstance(e, ast.Slice):
+                    self._say(e, "slicing", "index one element at a time")
 
-    def visit_Del(self, node: cst.Del) -> None:
-        if self.active and isinstance(node.target, cst.Name):
+    def visit_Delete(self, node: ast.Delete) -> None:
+        if not self.active:
+            return
+        ts = node.targets
+        if len(ts) == 1 and isinstance(ts[0], ast.Name):
             self._say(node, "`del` of a local")
+        elif len(ts) > 1 and not any((v := self.val(t)) is not None and v.kind == "witness" for t in ts):
+            # `del a, b` deletes a tuple (as the old engine saw it)
+            a, b = self.span(node), self.span(ts[-1])
+            text = self.model.src.line(a.line)
+            col = a.col + 3  # after `del`
+            while col < len(text) and text[col] in " \t":
+                col += 1
+            text = self.model.src.line(b.end_line)
+            end = b.end_col  # with the last target's parentheses
+            while (m := _CLOSE.match(text, end)) is not None:
+                end = m.end()
+            self._say_at(Span(a.path, a.line, col, b.end_line, end), "a tuple",
+                         "tuples are allowed only as 2-D indices and shared-array shapes")
 
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        if self.active and isinstance(node.operator, cst.MatrixMultiply):
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if self.active and isinstance(node.op, ast.MatMult):
             self._say(node, "the `@` operator")
 
-    def visit_Comparison(self, node: cst.Comparison) -> None:
+    def visit_Compare(self, node: ast.Compare) -> None:
         if not self.active:
             return
-        for c in node.comparisons:
-            op = c.operator
-            if isinstance(op, (cst.Is, cst.IsNot)):
-                self._say(c.operator, "`is`", "compare values with `==`")
-            elif isinstance(op, (cst.In, cst.NotIn)):
-                v = self.val(c.comparator)
+        prev = node.left
+        for op, comp in zip(node.ops, node.comparators):
+            if isinstance(op, (ast.Is, ast.IsNot)):
+                self._say_at(op_span(self.model.src, prev, comp), "`is`", "compare values with `==`")
+            elif isinstance(op, (ast.In, ast.NotIn)):
+                v = self.val(comp)
                 if v is None or v.kind != "slice":
-                    self._say(c.comparator, "`in` on anything but a slice", "`i in c` tests a witness against a slice")
+                    self._say(comp, "`in` on anything but a slice", "`i in c` tests a witness against a slice")
+            prev = comp
 
     # statements -----------------------------------------------------------------------------
-    def visit_For(self, node: cst.For) -> None:
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         if not self.active:
             return
-        if node.asynchronous is not None:
+        if isinstance(node, ast.AsyncFor):
             self._say(node, "`async for`")
-        callee = self.model.callees.get(node.iter) if isinstance(node.iter, cst.Call) else None
+        it = node.iter
+        callee = self.model.callees.get(it) if isinstance(it, ast.Call) else None
         if callee is None or callee.kind not in ("range", "grid_stride"):
-            self._say(node.iter, "a `for` loop over anything but `range(...)` or `thread.grid_stride(...)`")
+            self._say(it, "a `for` loop over anything but `range(...)` or `thread.grid_stride(...)`")
         else:
-            self.iter_calls.add(node.iter)
-        if not isinstance(node.target, cst.Name):
-            self._say(node.target, "a loop target that is not a plain name")
-        elif self.fn is not None and (p := self.fn.params.get(node.target.value)) is not None and p.kind == "slice":
-            self._say(node.target, f"rebinding slice parameter `{p.name}`", "use a new name for the loop variable")
-        if node.orelse is not None:
-            self._say(node.orelse, "`else` on a loop")
+            self.iter_calls.add(it)
+        t = node.target
+        if not isinstance(t, ast.Name):
+            self._say(t, "a loop target that is not a plain name")
+        elif self.fn is not None and (p := self.fn.params.get(t.id)) is not None and p.kind == "slice":
+            self._say(t, f"rebinding slice parameter `{p.name}`", "use a new name for the loop variable")
+        if node.orelse:
+            self._say_at(else_span(self.model.src, node.body, node.orelse), "`else` on a loop")
 
-    def visit_While(self, node: cst.While) -> None:
-        if self.active and node.orelse is not None:
-            self._say(node.orelse, "`else` on a loop")
+    visit_AsyncFor = visit_For
 
-    def visit_With(self, node: cst.With) -> None:
+    def visit_While(self, node: ast.While) -> None:
+        if self.active and node.orelse:
+            self._say_at(else_span(self.model.src, node.body, node.orelse), "`else` on a loop")
+
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         if not self.active:
             return
         for item in node.items:
-            callee = self.model.callees.get(item.item) if isinstance(item.item, cst.Call) else None
-            if callee is None or callee.kind != "unsafe" or item.asname is not None:
-                self._say(item, "a `with` block other than `with az.unsafe():`")
+            e = item.context_expr
+            callee = self.model.callees.get(e) if isinstance(e, ast.Call) else None
+            if callee is None or callee.kind != "unsafe" or item.optional_vars is not None:
+                self._say_at(withitem_span(self.model.src, item), "a `with` block other than `with az.unsafe():`")
             else:
-                self.with_calls.add(item.item)
+                self.with_calls.add(e)
 
-    def visit_Assign(self, node: cst.Assign) -> None:
+    visit_AsyncWith = visit_With
+
+    def visit_Assign(self, node: ast.Assign) -> None:
         if not self.active or self.fn is None:
             return
         for t in node.targets:
-            if isinstance(t.target, (cst.Tuple, cst.List)):
-                self.allowed_tuples.add(t.target)
-                self._say(t.target, "tuple unpacking", "assign each name on its own line")
-            elif isinstance(t.target, cst.Name):
-                self._rebind(t.target, node.value)
-            elif isinstance(t.target, cst.Attribute):
-                v = self.val(t.target.value)
+            if isinstance(t, (ast.Tuple, ast.List)):
+                self.allowed_tuples.add(t)
+                self._say(t, "tuple unpacking", "assign each name on its own line")
+            elif isinstance(t, ast.Name):
+                self._rebind(t, node.value)
+            elif isinstance(t, ast.Attribute):
+                v = self.val(t.value)
                 ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
                 if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
-                    self._say(t.target, "attribute assignment")
+                    self._say(t, "attribute assignment")
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if self.active and self.fn is not None and isinstance(node.target, cst.Name):
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if self.active and self.fn is not None and isinstance(node.target, ast.Name):
             self._rebind(node.target, node.value)
 
-    def _rebind(self, target: cst.Name, value: cst.BaseExpression | None) -> None:
+    def _rebind(self, target: ast.Name, value: ast.expr | None) -> None:
         assert self.fn is not None
-        p = self.fn.params.get(target.value)
+        p = self.fn.params.get(target.id)
         if p is None or p.kind != "slice":
             return
         v = self.val(value) if value is not None else None
@@ -246,63 +492,73 @@ def k(c: DisjointSlice[f32]) -> None:
             self._say(target, f"rebinding slice parameter `{p.name}`", "bind a new local name instead")
 
     # calls and attributes --------------------------------------------------------------------
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: ast.Call) -> None:
         if not self.active:
             return
+        star = False
+        for a in node.args:
+            if a.__class__ is ast.Starred:
+                self.skip.add(id(a))
+                star = True
         callee = self.model.callees.get(node)
         if callee is None:
             return
         k = callee.kind
         if k in ("shared", "write_unchecked"):
-            for a in node.args:
-                if isinstance(a.value, cst.Tuple):
-                    self.allowed_tuples.add(a.value)
+            for arg in in_source_order(node):
+                e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
+                if isinstance(e, ast.Tuple):
+                    self.allowed_tuples.add(e)
+        f = node.func
         if k == "unknown":
-            self._say(node.func, f"a call to `{callee.name}`", "call `@az.func` helpers, `abs`/`min`/`max`/`len`, casts such as `f32(x)`, or `math.*` functions")
+            self._say(f, f"a call to `{callee.name}`", "call `@az.func` helpers, `abs`/`min`/`max`/`len`, casts such as `f32(x)`, or `math.*` functions")
         elif k == "function":
-            self._say(node.func, f"a call to `{callee.name}` (not an `@az.func` helper)", f"decorate `{callee.name}` with `@az.func`")
+            self._say(f, f"a call to `{callee.name}` (not an `@az.func` helper)", f"decorate `{callee.name}` with `@az.func`")
         elif k == "kernel":
-            self._say(node.func, f"a call to kernel `{callee.name}`", "move the shared code into an `@az.func` helper")
+            self._say(f, f"a call to kernel `{callee.name}`", "move the shared code into an `@az.func` helper")
         elif k in ("range", "grid_stride") and node not in self.iter_calls:
-            self._say(node.func, f"`{callee.name}` outside the iterable of a `for` loop")
+            self._say(f, f"`{callee.name}` outside the iterable of a `for` loop")
         elif k == "unsafe" and node not in self.with_calls:
-            self._say(node.func, "`az.unsafe()` outside a `with` statement")
+            self._say(f, "`az.unsafe()` outside a `with` statement")
         elif k == "method":
-            v = self.val(node.func.value) if isinstance(node.func, cst.Attribute) else None  # type: ignore[union-attr]
+            v = self.val(f.value) if isinstance(f, ast.Attribute) else None
             kinds = slice_kinds(self.fn, v) if self.fn else []
             if not (callee.name in _OK_METHODS and kinds):
-                self._say(node.func, f"method `{callee.name}` of a slice")
-        elif k in ("atomic_op",):
-            v = self.val(node.func.value)  # type: ignore[attr-defined]
+                self._say(f, f"method `{callee.name}` of a slice")
+        elif k == "atomic_op":
+            v = self.val(f.value)  # type: ignore[attr-defined]
             names = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
             if names and not names & {"AtomicSlice", "Slice", "Slice2D"}:
-                self._say(node.func, f"method `{callee.name}` of a `{sorted(names)[0]}`", "use an `AtomicSlice` parameter for atomic updates")
-        for a in node.args:
-            if a.star:
-                self._say(a, "argument unpacking")
+                self._say(f, f"method `{callee.name}` of a `{sorted(names)[0]}`", "use an `AtomicSlice` parameter for atomic updates")
+        if not node.keywords and not star:
+            return
+        args = in_source_order(node)
+        for arg in args:
+            if isinstance(arg, ast.Starred) or (isinstance(arg, ast.keyword) and arg.arg is None):
+                self._say(arg, "argument unpacking")
         # codegen rejects keyword arguments too (found by tools/fuzz.py); one report per call
-        kw = next((a for a in node.args if a.keyword is not None and not a.star), None)
+        kw = next((x for x in args if isinstance(x, ast.keyword) and x.arg is not None), None)
         if kw is not None:
             self._say(kw, "a keyword argument", "pass the arguments by position")
 
-    def visit_Attribute(self, node: cst.Attribute) -> None:
+    def visit_Attribute(self, node: ast.Attribute) -> None:
         if not self.active or self.fn is None or node in self.model.stores:
             return
         base = self.val(node.value)
         if base is None:
             return
-        attr = node.attr.value
+        attr = node.attr
+        at = self.model.src.attr_span
         if base.kind == "witness":
             ok = attr == "get" if base.domain == 1 else attr in ("row", "col")
             if not ok and not attr.startswith("_"):
-                self._say(node.attr, f"attribute `{attr}` of an `Index{base.domain}D` witness")
+                self._say_at(at(node), f"attribute `{attr}` of an `Index{base.domain}D` witness")
         elif base.kind == "slice":
             kinds = {k for _, k in slice_kinds(self.fn, base)}
             if attr == "shape":
                 if not kinds <= {"Slice2D", "DisjointSlice2D"}:
-                    self._say(node.attr, "`.shape` of a 1-D slice", "use `len(a)`")
+                    self._say_at(at(node), "`.shape` of a 1-D slice", "use `len(a)`")
             elif attr not in _OK_METHODS:
-                self._say(node.attr, f"attribute `{attr}` of a slice")
+                self._say_at(at(node), f"attribute `{attr}` of a slice")
         elif base.kind in ("scalar", "unknown", "none", "shared"):
-            self._say(node.attr, f"attribute `{attr}`")
-
+            self._say_at(at(node), f"attribute `{attr}`")
