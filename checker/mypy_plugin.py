@@ -6,12 +6,12 @@ Enable it with
     plugins = ["anodize.checker.mypy_plugin"]
 
 This module only dispatches (as pydantic's and django-stubs' plugins do); each hook
-lives in a transformer module under `anodize.checker.mypy`, and every rule, code
-and message comes from `anodize.checker` itself:
+lives in a transformer module under `anodize.checker.mypy`, imported when mypy first
+asks for one of its hooks, and every rule, code and message comes from
+`anodize.checker` itself:
 
 - every module that uses anodize: its `anodize check` results, at the same
-  lines, columns, codes and messages (`mypy.engine_results`), started in a worker
-  process as soon as mypy has parsed the module;
+  lines, columns, codes and messages (`mypy.engine_results`);
 - `@kernel`: the kernel's type carries its name and contract (`mypy.kernels`);
 - `k[config]`, `k[config](...)`: host-side parameter types and the launch-site
   rules az-no-contract, az-launch-rank, az-alias and az-requires (`mypy.launches`);
@@ -22,9 +22,10 @@ and message comes from `anodize.checker` itself:
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Callable
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from mypy.nodes import MypyFile
@@ -33,17 +34,18 @@ from mypy.types import FunctionLike, Type
 
 import anodize
 
-from .mypy import engine_results, hostvalues, kernels, launches
 from .mypy.codes import ERROR_CODES
+from .mypy.fullnames import (
+    CONFIG_FULLNAME,
+    FUNC_CALL,
+    KERNEL_CLASS,
+    KERNEL_FULLNAME,
+    LAUNCH_CLASS,
+    REPORTING_CALLS,
+    RUNTIME_PREFIX,
+)
 
 __all__ = ["AnodizePlugin", "plugin", "ERROR_CODES"]
-
-KERNEL_CLASS = "anodize.kernel.Kernel"
-LAUNCH_CLASS = "anodize.kernel.Launch"
-FUNC_CALL = "anodize.kernel.Func.__call__"
-RUNTIME_PREFIX = "anodize.runtime."
-# Calls after which the module's engine results are reported (kernel modules, host modules).
-REPORTING_CALLS = {kernels.FUNC_FULLNAME, kernels.CONTRACT_FULLNAME, "anodize.runtime.device.device"}
 
 
 @cache
@@ -51,71 +53,83 @@ def _rules_digest() -> str:
     """A digest of the checker's own sources, so that mypy's cache drops stale results
     whenever a rule or message changes (not only on a version bump)."""
     h = hashlib.sha256()
+    root = Path(__file__).resolve().parent  # the installed anodize.checker package
     try:
-        root = resources.files("anodize.checker")
-        for entry in sorted(_walk(root), key=str):
-            h.update(str(entry).encode())
+        for entry in sorted(root.rglob("*.py")):
+            h.update(str(entry.relative_to(root)).encode())
             h.update(entry.read_bytes())
-    except (OSError, ModuleNotFoundError, TypeError):
+    except OSError:
         return "unknown"
     return h.hexdigest()[:16]
 
 
-def _walk(root: Any) -> list[Any]:
-    out = []
-    for entry in root.iterdir():
-        if entry.is_dir() and entry.name != "__pycache__":
-            out.extend(_walk(entry))
-        elif entry.name.endswith(".py"):
-            out.append(entry)
-    return out
+# The hook modules load on the first hook mypy asks for: a run on a warm cache asks for none.
+def _kernels() -> Any:
+    from .mypy import kernels
+
+    return kernels
+
+
+def _launches() -> Any:
+    from .mypy import launches
+
+    return launches
+
+
+def _hostvalues() -> Any:
+    from .mypy import hostvalues
+
+    return hostvalues
 
 
 class AnodizePlugin(Plugin):
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         """No extra dependencies; mypy calls this right after parsing a module, which is when
-        the engine starts on it in a worker."""
-        engine_results.prefetch(file)
+        the engine starts on it in a worker (only with `ANODIZE_MYPY_WORKERS` set)."""
+        if os.environ.get("ANODIZE_MYPY_WORKERS", "0") not in ("", "0"):
+            from .mypy import engine_results
+
+            engine_results.prefetch(file)
         return []
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
-        if fullname == kernels.KERNEL_FULLNAME:
-            return kernels.on_kernel
+        if fullname == KERNEL_FULLNAME:
+            return _kernels().on_kernel  # type: ignore[no-any-return]
         if fullname in REPORTING_CALLS:
-            return kernels.on_anodize_call
-        if fullname == hostvalues.CONFIG_FULLNAME:
-            return hostvalues.on_config_new
+            return _kernels().on_anodize_call  # type: ignore[no-any-return]
+        if fullname == CONFIG_FULLNAME:
+            return _hostvalues().on_config_new  # type: ignore[no-any-return]
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
-            return launches.launcher_signature
+            return _launches().launcher_signature  # type: ignore[no-any-return]
         if fullname == f"{KERNEL_CLASS}.unsafe_launch":
-            return launches.unsafe_launch_signature
+            return _launches().unsafe_launch_signature  # type: ignore[no-any-return]
         if fullname == FUNC_CALL:
-            return kernels.helper_signature
+            return _kernels().helper_signature  # type: ignore[no-any-return]
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
         if fullname == f"{KERNEL_CLASS}.__getitem__":
-            return launches.on_getitem
+            return _launches().on_getitem  # type: ignore[no-any-return]
         if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
-            return launches.on_launch
+            return _launches().on_launch  # type: ignore[no-any-return]
         if fullname == f"{KERNEL_CLASS}.unsafe_launch":
-            return launches.on_unsafe_launch
-        if fullname == f"{hostvalues.CONFIG_FULLNAME}.for_num_elems":
-            return hostvalues.on_for_num_elems
-        if fullname == f"{hostvalues.CONFIG_FULLNAME}.for_shape":
-            return hostvalues.on_for_shape
+            return _launches().on_unsafe_launch  # type: ignore[no-any-return]
+        if fullname == f"{CONFIG_FULLNAME}.for_num_elems":
+            return _hostvalues().on_for_num_elems  # type: ignore[no-any-return]
+        if fullname == f"{CONFIG_FULLNAME}.for_shape":
+            return _hostvalues().on_for_shape  # type: ignore[no-any-return]
         if fullname.startswith(RUNTIME_PREFIX):
             owner, _, method = fullname.rpartition(".")
             if owner.endswith(".Device"):
                 if method in ("empty", "zeros"):
-                    return hostvalues.on_empty
+                    return _hostvalues().on_empty  # type: ignore[no-any-return]
                 if method == "to_device":
-                    return hostvalues.on_to_device
+                    return _hostvalues().on_to_device  # type: ignore[no-any-return]
             if owner.endswith(".Buffer") and method in ("__getitem__", "view"):
-                return hostvalues.on_view
+                return _hostvalues().on_view  # type: ignore[no-any-return]
         return None
 
     def report_config_data(self, ctx: ReportConfigContext) -> dict[str, Any]:

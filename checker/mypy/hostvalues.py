@@ -29,8 +29,8 @@ from anodize.checker.model import SCALARS
 
 from . import meta
 from .engine_results import report_module
+from .fullnames import CONFIG_FULLNAME
 
-CONFIG_FULLNAME = "anodize.runtime.config.LaunchConfig"
 SCALAR_CLASSES = {f"anodize.types.{name}": name for name in SCALARS}
 _NUMPY_BITS = {"_8Bit": 8, "_16Bit": 16, "_32Bit": 32, "_64Bit": 64}
 _NUMPY_GENERIC = {"numpy.floating": "f", "numpy.signedinteger": "i", "numpy.unsignedinteger": "u"}

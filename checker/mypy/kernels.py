@@ -19,10 +19,8 @@ from anodize.checker.model import SCALARS
 
 from . import meta
 from .engine_results import read_source, report_module
+from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME
 
-KERNEL_FULLNAME = "anodize.kernel.kernel"
-FUNC_FULLNAME = "anodize.kernel.func"
-CONTRACT_FULLNAME = "anodize.kernel.launch_contract"
 _SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
 
 _trees: dict[str, tuple[str, ast.Module | None]] = {}

@@ -98,7 +98,6 @@ def h(x: f32) -> f32:
             if v is not None and (len(v) != 2 or min(v) < 0):
                 self._say(c.args["min_compute_capability"].value, "`min_compute_capability` must be a `(major, minor)` pair")
 
-    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _is_contract(self, d: ast.expr) -> bool:
         return self.model.qualname(d.func if isinstance(d, ast.Call) else d) == "az.launch_contract"

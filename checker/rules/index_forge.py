@@ -130,4 +130,3 @@ def k(c: DisjointSlice[f32]) -> None:
                                          f"helper `{fn.name}` is declared to return `{q[3:]}` but returns something else")
                 )
 
-    visit_AsyncFunctionDef = visit_FunctionDef

@@ -148,7 +148,6 @@ def broadcast(v: f32) -> f32:
                 later = (there.line, there.col) >= (here.line, here.col)  # reached around a loop's back edge
                 self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later))
 
-    visit_AsyncFunctionDef = visit_FunctionDef
 
     def _array_text(self, sub: ast.Subscript) -> str:
         """The subscripted array's text, with the parentheses around it (`(buf)[t]` quotes `(buf)`)."""

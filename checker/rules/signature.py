@@ -103,8 +103,6 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
                                        help="a kernel returns `None` and writes its results to outputs" if fn.kind == "kernel" else _SCALAR_HELP)
                 )
 
-    visit_AsyncFunctionDef = visit_FunctionDef
-    leave_AsyncFunctionDef = DeviceBodyRule.leave_FunctionDef
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.active and self.fn is not None and self.fn.kind == "kernel" and node.value is not None:

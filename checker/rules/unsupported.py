@@ -282,8 +282,6 @@ def k(c: DisjointSlice[f32]) -> None:
                 help="define kernels and `@az.func` helpers at the top level of a module"))
         super().visit_FunctionDef(node)
 
-    visit_AsyncFunctionDef = visit_FunctionDef
-    leave_AsyncFunctionDef = DeviceBodyRule.leave_FunctionDef
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         if self.active and self.fn is not None and isinstance(node.target, ast.Name):
@@ -443,7 +441,6 @@ def k(c: DisjointSlice[f32]) -> None:
         if node.orelse:
             self._say_at(else_span(self.model.src, node.body, node.orelse), "`else` on a loop")
 
-    visit_AsyncFor = visit_For
 
     def visit_While(self, node: ast.While) -> None:
         if self.active and node.orelse:
@@ -460,7 +457,6 @@ def k(c: DisjointSlice[f32]) -> None:
             else:
                 self.with_calls.add(e)
 
-    visit_AsyncWith = visit_With
 
     def visit_Assign(self, node: ast.Assign) -> None:
         if not self.active or self.fn is None:

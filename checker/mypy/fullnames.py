@@ -1,0 +1,18 @@
+"""The fully qualified names the plugin's hooks answer to (mypy's spelling).
+
+Kept apart from the hook modules so that the dispatcher (`anodize.checker.mypy_plugin`)
+can decide whether a name is its business without importing them: on a warm mypy cache
+no hook fires, and the plugin then costs only its own import."""
+
+from __future__ import annotations
+
+KERNEL_FULLNAME = "anodize.kernel.kernel"
+FUNC_FULLNAME = "anodize.kernel.func"
+CONTRACT_FULLNAME = "anodize.kernel.launch_contract"
+CONFIG_FULLNAME = "anodize.runtime.config.LaunchConfig"
+KERNEL_CLASS = "anodize.kernel.Kernel"
+LAUNCH_CLASS = "anodize.kernel.Launch"
+FUNC_CALL = "anodize.kernel.Func.__call__"
+RUNTIME_PREFIX = "anodize.runtime."
+# Calls after which the module's engine results are reported (kernel modules, host modules).
+REPORTING_CALLS = frozenset({FUNC_FULLNAME, CONTRACT_FULLNAME, "anodize.runtime.device.device"})
