@@ -14,6 +14,7 @@ A `Project` resolves kernels imported from other modules, for the launch-site ru
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import re
 from dataclasses import dataclass
@@ -51,6 +52,18 @@ def parse(source: str, path: str) -> tuple[ast.Module | None, Diagnostic | None]
 
 def analyze_source(source: str, path: str, project: Project | None = None) -> Analysis:
     """Parse, model and check one module."""
+    if not gc.isenabled():
+        return _analyze(source, path, project)
+    # The parse and the model build tens of objects per line, nearly all freed by reference
+    # counting; the cyclic collector's passes over the live heap meanwhile cost about 8%.
+    gc.disable()
+    try:
+        return _analyze(source, path, project)
+    finally:
+        gc.enable()
+
+
+def _analyze(source: str, path: str, project: Project | None) -> Analysis:
     tree, err = parse(source, path)
     if tree is None:
         return Analysis(source, path, None, [err] if err else [])

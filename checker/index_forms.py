@@ -49,13 +49,22 @@ class Lin:
         return dict(self.terms)
 
     def __add__(self, o: Lin) -> Lin:
-        d = self.as_dict()
+        if not o.terms:
+            return self if not o.const else Lin(self.terms, self.const + o.const)
+        if not self.terms:
+            return o if not self.const else Lin(o.terms, self.const + o.const)
+        d = dict(self.terms)
         for k, v in o.terms:
             d[k] = d.get(k, 0) + v
         return Lin.make(d, self.const + o.const)
 
     def scale(self, k: int) -> Lin:
-        return Lin.make({n: v * k for n, v in self.terms}, self.const * k)
+        if k == 1:
+            return self
+        if k == 0:
+            return Lin()
+        # scaling by a non-zero factor keeps the terms sorted and non-zero
+        return Lin(tuple([(n, v * k) for n, v in self.terms]), self.const * k)
 
     def __sub__(self, o: Lin) -> Lin:
         return self + o.scale(-1)

@@ -44,8 +44,22 @@ MAX_FIXPOINT = 8
 # ---- names ---------------------------------------------------------------------------------
 
 
+_CANONICAL: dict[str, str] = {}
+
+
 def canonical(qualname: str) -> str:
     """`anodize.thread.index_1d` -> `thread.index_1d`, `anodize.types.Slice` -> `az.Slice`."""
+    hit = _CANONICAL.get(qualname)
+    if hit is None:
+        hit = _canonical(qualname)
+        if len(_CANONICAL) < 65536:
+            _CANONICAL[qualname] = hit
+    return hit
+
+
+def _canonical(qualname: str) -> str:
+    if not qualname.startswith("anodize"):
+        return qualname
     for prefix, short in (
         ("anodize.thread.", "thread."),
         ("anodize.warp.", "warp."),
@@ -273,7 +287,9 @@ class ModuleModel:
             pass
         names = self.names.qualnames(node)
         out = None
-        if names:
+        if len(names) == 1:
+            out = canonical(names[0])
+        elif names:
             best = sorted(names)
             out = canonical(best[0])
             for n in best:
