@@ -6,7 +6,7 @@ Each run is a new `python` process with its own empty (or warm) `ANODIZE_CACHE_D
 
 * import:          `import anodize` (numpy included)
 * cold, first:     `vecadd.compile(arch)` with the cache off, first kernel in the process
-                   (the imports of libcst, llvmlite and the codegen included)
+                   (the imports of the checker, llvmlite and the codegen included)
 * cold, second:    `saxpy.compile(arch)` right after: checker + codegen + PTX + ptxas
 * stages:          that second compile split into the checker, IR + LLVM lowering,
                    O3 + PTX emission, and ptxas (the cubin); codegen runs beside the
@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         "import": "import anodize",
         "cold_first": "cold compile, first kernel (vecadd, imports included)",
         "cold_second": "cold compile, second kernel (saxpy)",
-        "check": "  of which: checker (libcst passes)",
+        "check": "  of which: checker passes",
         "codegen": "  of which: IR + LLVM lowering",
         "ptx": "  of which: O3 + PTX emission",
         "ptxas": "  of which: ptxas (cubin)",

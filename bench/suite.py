@@ -8,7 +8,7 @@ Tables (median of event-timed runs, with min-max spread):
   2. launch overhead: empty and 4-argument kernels, per launch on the host;
   3. compile: cold compile (check + codegen + PTX + cubin) and cached load, fresh interpreters;
   4. bounds checks: checked vs unchecked builds, time and registers.
-The tooling rows (checker throughput, mypy plugin overhead) need mypy/libcst on the host and
+The tooling rows (checker throughput, mypy plugin overhead) need mypy on the host and
 come from bench/check_throughput.py and bench/mypy_overhead.py.
 """
 
@@ -309,7 +309,7 @@ def compile_times(args: argparse.Namespace, lines: list[str]) -> dict[str, float
         "",
         "| what | median ms (min-max) |",
         "|---|---|",
-        f"| cold compile, first kernel in the process (imports of libcst/llvmlite included), cache off | {statistics.median(cold):.1f} ({min(cold):.1f}-{max(cold):.1f}) |",
+        f"| cold compile, first kernel in the process (imports of the checker and llvmlite included), cache off | {statistics.median(cold):.1f} ({min(cold):.1f}-{max(cold):.1f}) |",
         f"| cold compile, second kernel (saxpy): check + codegen + PTX + cubin, cache off | {statistics.median(cold2):.1f} ({min(cold2):.1f}-{max(cold2):.1f}) |",
         f"| cached load from the disk cache, first kernel (runtime imports included) | {statistics.median(warm):.2f} ({min(warm):.2f}-{max(warm):.2f}) |",
         f"| cached load from the disk cache, second kernel (saxpy) | {statistics.median(warm2):.2f} ({min(warm2):.2f}-{max(warm2):.2f}) |",
