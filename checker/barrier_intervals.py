@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, Stride, injective, join_forms, normalize, pin, separated
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
+from .names import child_fields
 
 ALL = "*"  # an access to any shared array / every name dirty
 _TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}
@@ -45,6 +46,14 @@ class Access:
     facts: tuple[tuple[Fact, frozenset[str]], ...]
     value: str | None = None  # a write's block-uniform value (its text), if any
     value_names: frozenset[str] = frozenset()
+
+    def __hash__(self) -> int:
+        # the fields' hash, computed once: an access keys the pending dicts of every state
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash((self.node, self.write, self.arrays, self.index, self.facts, self.value, self.value_names))
+            object.__setattr__(self, "_hash", h)
+        return h  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -267,8 +276,9 @@ class Intervals:
 
     def if_(self, s: ast.If, st: State) -> State | None:
         self.ev(s.test, st)
-        pos = self.facts_of(s.test, st, True)
-        neg = self.facts_of(s.test, st, False)
+        memo: dict[ast.expr, Named] = {}  # the test's forms, for both sides (the state is the same)
+        pos = self.facts_of(s.test, st, True, memo)
+        neg = self.facts_of(s.test, st, False, memo)
         body = self.under(pos, lambda: self.block_(s.body, st.copy()))
         if not s.orelse:
             other: State | None = st.copy()
@@ -366,7 +376,9 @@ class Intervals:
             return
         if isinstance(node, ast.Attribute):
             v = node.value
-            if isinstance(v, ast.Name) and v.id in st.shared and node.attr == "shape":
+            if isinstance(v, ast.Name):  # `buf.shape` is no escape of `buf`; `buf.x` is
+                if v.id in st.shared and node.attr != "shape":
+                    self.escapes.setdefault(v, v.id)
                 return
             self.ev(v, st, cond)
             return
@@ -475,7 +487,7 @@ class Intervals:
     def access(self, node: ast.Subscript, write: bool, st: State, value: ast.expr | None = None) -> Access:
         ids = self.shared_ids(node.value, st) or frozenset([ALL])
         elems = index_elements(node)
-        facts = tuple(f for f in self.facts if f is not None)
+        facts = tuple([f for f in self.facts if f is not None])
         index = None
         if elems is not None:
             index = tuple(self.form(e, st) for e in elems)
@@ -502,10 +514,11 @@ class Intervals:
             return False
         if ALL in a.arrays or ALL in b.arrays:
             return True  # an array the check cannot place: its elements may be anywhere
-        dyn_a = {x for x in a.arrays if isinstance(x, tuple)}
-        dyn_b = {x for x in b.arrays if isinstance(x, tuple)}
-        if dyn_a and dyn_b and dyn_a != dyn_b:
-            return True  # dynamic arrays of different element types share one region
+        dyn_a = {x for x in a.arrays if x.__class__ is tuple}
+        if dyn_a:
+            dyn_b = {x for x in b.arrays if x.__class__ is tuple}
+            if dyn_b and dyn_a != dyn_b:
+                return True  # dynamic arrays of different element types share one region
         if not (a.arrays & b.arrays):
             return False
         every = ALL in dirty
@@ -513,17 +526,24 @@ class Intervals:
             return False  # every thread writes the same block-uniform value (a benign race)
         if a.index is None or b.index is None or len(a.index) != len(b.index):
             return True
-        fa = tuple(f for f, names in a.facts if not every and not (names & dirty))
-        fb = tuple(f for f, _ in b.facts)
+        fa = () if every else tuple([f for f, names in a.facts if not (names & dirty)])
+        fb = tuple([f for f, _ in b.facts])
         ia = [None if every or (names & dirty) else normalize(f, self.block) for f, names in a.index]
         ib = [normalize(f, self.block) for f, _ in b.index]
         if any(f is None for f in ia) or any(f is None for f in ib):
             return True
         ia = [pin(f, fa) for f in ia]  # type: ignore[arg-type]
         ib = [pin(f, fb) for f in ib]  # type: ignore[arg-type]
+        # the same index, injective in the thread id: apart (tested first, as it costs less than
+        # the ranges below; the answer does not depend on the order of the tests)
+        same = ia == ib
+        if same and injective(tuple(ia), fa, fb, self.block):  # type: ignore[arg-type]
+            return False
         for x, y in zip(ia, ib):
             if separated(x, fa, y, fb, self.block):  # type: ignore[arg-type]
                 return False
+        if same:
+            return True  # the same index, not injective, the ranges not apart
         for n, (x, y) in enumerate(zip(ia, ib)):
             # `tid` (a first iteration) and `Stride(tid, 256)` (any iteration) share one residue
             j = join_forms(x, y) if x != y else None  # type: ignore[arg-type]
@@ -607,14 +627,18 @@ class Intervals:
             self._uniform[node] = hit
         return hit
 
-    def facts_of(self, test: ast.expr, st: State, positive: bool) -> list[tuple[Fact, frozenset[str]]]:
+    def facts_of(
+        self, test: ast.expr, st: State, positive: bool, memo: dict[ast.expr, Named] | None = None
+    ) -> list[tuple[Fact, frozenset[str]]]:
+        """What `test` being `positive` says about the thread id (`memo`: forms already computed
+        in this state)."""
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self.facts_of(test.operand, st, not positive)
+            return self.facts_of(test.operand, st, not positive, memo)
         if isinstance(test, ast.BoolOp):
             if (isinstance(test.op, ast.And)) == positive:
                 got: list[tuple[Fact, frozenset[str]]] = []
                 for v in test.values:
-                    got += self.facts_of(v, st, positive)
+                    got += self.facts_of(v, st, positive, memo)
                 return got
             return []
         if not isinstance(test, ast.Compare):
@@ -624,11 +648,19 @@ class Intervals:
             return []
         out = []
         left = test.left
+        if memo is None:
+            memo = {}
         for o, right in zip(ops, test.comparators):
             op = type(o).__name__
             if not positive:
                 op = _NEGATE.get(op, "")
-            out += self._compare(self.form(left, st), op, self.form(right, st))
+            lf = memo.get(left)
+            if lf is None:
+                lf = memo[left] = self.form(left, st)
+            rf = memo.get(right)
+            if rf is None:
+                rf = memo[right] = self.form(right, st)
+            out += self._compare(lf, op, rf)
             left = right
         return out
 
@@ -651,7 +683,7 @@ class Intervals:
         ((comp, a),) = th.items()
         if a not in (1, -1):
             return []
-        rest = diff - Lin.make({comp: a})
+        rest = Lin(tuple([t for t in diff.terms if t[0] != comp]), diff.const)  # diff - a * comp
         if a == 1:  # t + rest OP 0  ->  t OP -rest
             bound, op2 = rest.scale(-1), op
         else:  # -t + rest OP 0  ->  t OP' rest
@@ -713,12 +745,29 @@ def _free_names(node: ast.AST) -> frozenset[str]:
     """The names an expression reads (with keyword and lambda parameter names, as the old
     engine counted them; an attribute's name is no name of its own)."""
     out: set[str] = set()
-    for n in ast.walk(node):
-        if isinstance(n, ast.Name):
-            out.add(n.id)
-        elif isinstance(n, (ast.keyword, ast.arg)) and n.arg:
-            out.add(n.arg)
+    todo: list[object] = [node]
+    pop, push, extend = todo.pop, todo.append, todo.extend
+    while todo:  # every node below `node`, as `ast.walk` (with a stack)
+        n = pop()
+        cls = n.__class__
+        if cls is ast.Name:
+            out.add(n.id)  # type: ignore[attr-defined]
+            continue
+        if (cls is ast.keyword or cls is ast.arg) and n.arg:  # type: ignore[attr-defined]
+            out.add(n.arg)  # type: ignore[attr-defined]
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = child_fields(cls)
+        for f in fields:
+            v = getattr(n, f)
+            if v.__class__ is list:
+                extend(v)
+            elif v is not None:
+                push(v)
     return frozenset(out)
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
 
 
 def _reads_shared(node: ast.AST, st: State) -> bool:

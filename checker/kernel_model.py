@@ -45,6 +45,7 @@ MAX_FIXPOINT = 8
 
 
 _CANONICAL: dict[str, str] = {}
+_MISSING = object()  # a cache's "not there yet" (None is a cached answer)
 
 
 def canonical(qualname: str) -> str:
@@ -99,7 +100,11 @@ class Val:
     origin: ast.AST | None = field(default=None, compare=False)
 
     def tainted(self) -> Val:
-        return self if self.tdep else replace(self, tdep=True)
+        if self.tdep:
+            return self
+        if self == UNIFORM and self.origin is None:
+            return VARYING
+        return replace(self, tdep=True)
 
 
 UNIFORM = Val("scalar")
@@ -108,10 +113,15 @@ UNKNOWN = Val("unknown", tdep=True)
 NONE = Val("none")
 
 
+def _scalar(tdep: bool) -> Val:
+    """`Val("scalar", tdep=tdep)`, without building a new one (the interpreter asks for ~20,000)."""
+    return VARYING if tdep else UNIFORM
+
+
 def join(a: Val | None, b: Val | None) -> Val | None:
     if a is None:
         return b
-    if b is None or a == b:
+    if b is None or a is b or a == b:
         return a
     if a.kind == b.kind == "witness" and a.domain == b.domain:
         return a
@@ -133,14 +143,17 @@ def join_env(a: Env | None, b: Env | None) -> Env | None:
     if b is None:
         return dict(a)
     out: Env = {}
-    for k in a.keys() | b.keys():
-        v = join(a.get(k), b.get(k))
-        if k not in a or k not in b:
+    for k, va in a.items():
+        vb = b.get(k)
+        if vb is not None:
+            out[k] = join(va, vb)  # type: ignore[assignment]
+        else:
             # bound on one path only: using it on the other is an error at run time; keep the
             # known value but never as a witness
-            v = VARYING if v is not None and v.kind == "witness" else v
-        if v is not None:
-            out[k] = v
+            out[k] = VARYING if va.kind == "witness" else va
+    for k, vb in b.items():
+        if k not in a:
+            out[k] = VARYING if vb.kind == "witness" else vb
     return out
 
 
@@ -268,6 +281,8 @@ class ModuleModel:
         self.helper_barrier_calls: dict[ast.Call, Ctx] = {}
         self.guards: dict[ast.AST, frozenset[tuple[str, str]]] = {}  # subscript -> (witness, slice)
         self.imports_anodize = False
+        # without these words in the source no statement declares a name global or nonlocal
+        self._declares = "global" in source or "nonlocal" in source
         self._build()
 
     # -- helpers for rules -------------------------------------------------------------------
@@ -276,15 +291,19 @@ class ModuleModel:
         return self.src.span(node)
 
     def code(self, node: ast.AST) -> str:
+        line, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if line is not None and line == end and node.end_col_offset is not None:  # type: ignore[attr-defined]
+            text = self.src.line(line)
+            if text.isascii():  # one ASCII line: the byte columns are the character columns
+                return text[node.col_offset : node.end_col_offset].strip()  # type: ignore[attr-defined]
         return self.src.code(node).strip()
 
     def qualname(self, node: ast.AST) -> str | None:
         """The canonical qualified name of a name or attribute chain (see `canonical`)."""
         key = id(node)
-        try:
-            return self._qualname_cache[key]
-        except KeyError:
-            pass
+        hit = self._qualname_cache.get(key, _MISSING)
+        if hit is not _MISSING:
+            return hit  # type: ignore[return-value]
         names = self.names.qualnames(node)
         out = None
         if len(names) == 1:
@@ -402,9 +421,10 @@ class ModuleModel:
     def _scope_facts(self, info: FunctionInfo) -> None:
         """The names a device function binds and declares global."""
         globals_: set[str] = set()
-        for stmt in _walk_statements(info.node.body):
-            if isinstance(stmt, (ast.Global, ast.Nonlocal)):
-                globals_.update(stmt.names)
+        if self._declares:
+            for stmt in _walk_statements(info.node.body):
+                if isinstance(stmt, (ast.Global, ast.Nonlocal)):
+                    globals_.update(stmt.names)
         info.locals = self.names.function_locals(info.node) | frozenset(info.params)
         info.globals_declared = frozenset(globals_)
 
@@ -536,6 +556,7 @@ class _Analyzer:
         self.loops: list[_Loop] = []
         self.div_return: ast.AST | None = None
         self.guards: list[tuple[str, str]] = []
+        self._ctxs: dict[tuple[bool, ast.AST | None], Ctx] = {}
 
     # context ------------------------------------------------------------------------------
     def divergent(self) -> ast.AST | None:
@@ -549,7 +570,13 @@ class _Analyzer:
         return None
 
     def here(self) -> Ctx:
-        return Ctx(self.fn, self.unsafe, self.divergent())
+        # one `Ctx` per distinct context of this function (equal contexts are equal values)
+        d = self.cond[-1] if self.cond else self.divergent()
+        key = (self.unsafe, d)
+        ctx = self._ctxs.get(key)
+        if ctx is None:
+            ctx = self._ctxs[key] = Ctx(self.fn, self.unsafe, d)
+        return ctx
 
     # entry ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -583,7 +610,7 @@ class _Analyzer:
         return env
 
     def assign_name(self, name: str, val: Val, env: Env) -> None:
-        if self.divergent() is not None and val.kind == "scalar":
+        if val.kind == "scalar" and self.divergent() is not None:
             val = val.tainted()
         env[name] = val
 
@@ -605,7 +632,7 @@ class _Analyzer:
                 m.ctx[s.target] = self.here()
                 p = self.fn.params.get(s.target.id)
                 if p is None or p.kind != "slice":  # rebinding a slice parameter is an error
-                    self.assign_name(s.target.id, Val("scalar", tdep=old.tdep or rhs.tdep), env)
+                    self.assign_name(s.target.id, _scalar(old.tdep or rhs.tdep), env)
             else:
                 self.ev(s.target, env)
                 m.stores.add(s.target)
@@ -749,7 +776,7 @@ class _Analyzer:
             var = Val("witness", domain=1, tdep=True, origin=s.iter)
             loop_tdep = s.iter  # each thread runs its own number of iterations
         elif callee is not None and callee.kind == "range":
-            var = Val("scalar", tdep=it.tdep)
+            var = _scalar(it.tdep)
             loop_tdep = s.iter if it.tdep else None
         else:
             var = UNKNOWN
@@ -757,7 +784,7 @@ class _Analyzer:
 
         def head(e: Env) -> Val:
             self.store(s.target, var, e)
-            return Val("scalar", tdep=loop_tdep is not None)
+            return _scalar(loop_tdep is not None)
 
         return self.loop(s, env, head, loop_tdep, s.body, s.orelse)
 
@@ -818,29 +845,32 @@ class _Analyzer:
 
     # expressions ----------------------------------------------------------------------------
     def ev(self, node: ast.expr, env: Env) -> Val:
-        v = self._ev(node, env)
+        """`node`'s value in `env`, recorded in `model.values` (names and constants here, the
+        most common nodes; the others in `_ev`)."""
+        cls = node.__class__
+        if cls is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+            if name in env:
+                v = env[name]
+            elif name in self.fn.locals:
+                v = UNKNOWN  # a local read before any binding on this path
+            else:
+                v = Val("global", origin=node)
+        elif cls is ast.Constant:
+            value = node.value  # type: ignore[attr-defined]
+            v = NONE if value is None else UNKNOWN if value is Ellipsis else UNIFORM
+        else:
+            v = self._ev(node, env)
         self.m.values[node] = v
         return v
 
     def _ev(self, node: ast.expr, env: Env) -> Val:
         m = self.m
         cls = node.__class__
-        if cls is ast.Name:
-            name = node.id  # type: ignore[attr-defined]
-            if name in env:
-                return env[name]
-            if name in self.fn.locals:
-                return UNKNOWN  # a local read before any binding on this path
-            return Val("global", origin=node)
-        if cls is ast.Constant:
-            value = node.value  # type: ignore[attr-defined]
-            if value is None:
-                return NONE
-            return UNKNOWN if value is Ellipsis else UNIFORM
         if cls is ast.BinOp:
             a = self.ev(node.left, env)  # type: ignore[attr-defined]
             b = self.ev(node.right, env)  # type: ignore[attr-defined]
-            return Val("scalar", tdep=a.tdep or b.tdep)
+            return _scalar(a.tdep or b.tdep)
         if cls is ast.Subscript:
             return self.subscript(node, env)  # type: ignore[arg-type]
         if cls is ast.Call:
@@ -852,10 +882,10 @@ class _Analyzer:
             for c in node.comparators:  # type: ignore[attr-defined]
                 t = self.ev(c, env).tdep or t
             m.ctx[node] = self.here()
-            return Val("scalar", tdep=t)
+            return _scalar(t)
         if cls is ast.UnaryOp:
             a = self.ev(node.operand, env)  # type: ignore[attr-defined]
-            return Val("scalar", tdep=a.tdep)
+            return _scalar(a.tdep)
         if cls is ast.BoolOp:
             values = node.values  # type: ignore[attr-defined]
             tdep = self.ev(values[0], env).tdep
@@ -866,7 +896,7 @@ class _Analyzer:
                 if tdep:
                     self.cond.pop()
                 tdep = tdep or b.tdep
-            return Val("scalar", tdep=tdep)
+            return _scalar(tdep)
         if cls is ast.IfExp:
             cv = self.ev(node.test, env)  # type: ignore[attr-defined]
             if cv.tdep:
@@ -900,29 +930,33 @@ class _Analyzer:
         m.ctx[node] = self.here()
         m.guards[node] = frozenset(self.guards)
         base = self.ev(node.value, env)
-        idx = index_elements(node)
         tdep = False
+        sliced = False  # a slice `a:b` among the indices (`index_elements` gives None)
         sl = node.slice
         if sl.__class__ is ast.Tuple:
             for e in sl.elts:  # type: ignore[attr-defined]
                 if e.__class__ is ast.Slice:
                     self._slice_parts(e, env)  # type: ignore[arg-type]
+                    sliced = True
                 else:
                     tdep = self.ev(e.value if e.__class__ is ast.Starred else e, env).tdep or tdep  # type: ignore[attr-defined]
         elif sl.__class__ is ast.Slice:
             self._slice_parts(sl, env)  # type: ignore[arg-type]
+            sliced = True
         else:
             tdep = self.ev(sl, env).tdep
-        if idx is None:
+        if sliced:
             return UNKNOWN
         if base.kind == "slice":
-            output = any(
-                (p := self.fn.params.get(name)) is not None and p.slice_kind is not None and p.slice_kind.output
-                for name in base.params
-            )
-            return Val("scalar", tdep=tdep or output)
+            output = False
+            for name in base.params:
+                p = self.fn.params.get(name)
+                if p is not None and p.slice_kind is not None and p.slice_kind.output:
+                    output = True
+                    break
+            return _scalar(tdep or output)
         if base.kind in ("scalar", "global"):
-            return Val("scalar", tdep=base.tdep or tdep)
+            return _scalar(base.tdep or tdep)
         return VARYING  # shared memory and anything unknown: assume it differs between threads
 
     def _slice_parts(self, sl: ast.Slice, env: Env) -> None:
@@ -980,7 +1014,7 @@ class _Analyzer:
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
                 return UNIFORM
-            return Val("scalar", tdep=anytdep)
+            return _scalar(anytdep)
         if k == "atomic_op":
             self.fn.thread_dependent = True
             self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
@@ -1008,7 +1042,7 @@ class _Analyzer:
             if ret.kind == "witness":
                 return Val("witness", domain=ret.domain, tdep=True, origin=node)
             if ret.kind == "scalar":
-                return Val("scalar", tdep=anytdep or h.thread_dependent or ret.tdep)
+                return _scalar(anytdep or h.thread_dependent or ret.tdep)
             return ret if ret.kind == "none" else UNKNOWN
         return UNKNOWN
 

@@ -32,17 +32,26 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-from collections.abc import Iterable, Iterator
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 __all__ = ["Names"]
 
 _BUILTINS = frozenset(dir(builtins))
+_UNSEEN: Any = object()  # "not computed yet" in a cache whose answers may be None
+_NEWLINE = re.compile(r"(\r\n|\r|\n)")  # the line breaks the parser counts (as `syntax.NEWLINE`)
+# the keywords that may start a scope, as whole words: a keyword may follow a number (`1for`,
+# `1jfor`), never another ASCII letter or `_`; any other neighbour is taken for a keyword's
+# (too careful at worst)
+_SCOPE_WORDS = re.compile(r"(?<![A-IK-Za-ik-z_])(?:lambda|for|class|def)(?![A-Za-z0-9_])")
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 _COMPS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 class _Scope:
-    __slots__ = ("node", "kind", "parent", "prefix", "bindings", "globals", "nonlocals")
+    __slots__ = ("node", "kind", "parent", "prefix", "bindings", "globals", "nonlocals", "resolved")
 
     def __init__(self, node: ast.AST, kind: str, parent: _Scope | None, prefix: str) -> None:
         self.node = node
@@ -52,6 +61,7 @@ class _Scope:
         self.bindings: dict[str, list[str]] = {}  # name -> qualified names it may be
         self.globals: set[str] = set()
         self.nonlocals: set[str] = set()
+        self.resolved: dict[str, tuple[str, ...]] = {}  # name -> what `Names._lookup` found for it here
 
     def bind(self, name: str, qual: str) -> None:
         quals = self.bindings.setdefault(name, [])
@@ -72,36 +82,52 @@ class Names:
         # where each top-level statement starts (its first decorator's line), to find the
         # statement that holds a node and index only that one
         self._starts = [_first_line(s) for s in tree.body]
+        self.source = source
+        self._line_starts: list[int] | None = None  # offset of each line in `source` (on demand)
+        # id(top-level statement) -> None, or (`_flat_lambdas`, its body's start, its body's end)
+        self._flat: dict[int, tuple[tuple[ast.Lambda, ...], tuple[int, int], tuple[int, int]] | None] = {}
 
     # -- queries ----------------------------------------------------------------------------
     def qualnames(self, node: ast.AST) -> tuple[str, ...]:
         """Every qualified name a `Name` or a chain of attributes over one may have."""
-        if isinstance(node, ast.Attribute):
-            value = node.value
+        cls = node.__class__
+        if cls is ast.Attribute:
+            value = node.value  # type: ignore[attr-defined]
             while isinstance(value, (ast.Call, ast.Subscript)):  # `f().x`, `f[i].x`: named after `f`, as libcst does
                 value = value.func if isinstance(value, ast.Call) else value.value
             base = self.qualnames(value)
-            return tuple(f"{b}.{node.attr}" for b in base)
-        if not isinstance(node, ast.Name):
+            attr = "." + node.attr  # type: ignore[attr-defined]
+            return tuple([b + attr for b in base])
+        if cls is not ast.Name:
             return ()
         scope = self._owner.get(id(node))
         if scope is None:
             i = bisect.bisect_right(self._starts, getattr(node, "lineno", 0)) - 1
             if i < 0:
                 return ()
-            self.index(self.tree.body[i])
-            scope = self._owner.get(id(node))
-            if scope is None:
-                return ()
-        return self._lookup(node.id, scope)
+            top = self.tree.body[i]
+            scope = self._scope_by_position(node, top)
+            if scope is not None:
+                self._owner[id(node)] = scope  # (a chain's base is asked again for the chain)
+            else:
+                self.index(top)
+                scope = self._owner.get(id(node))
+                if scope is None:
+                    return ()
+        name = node.id  # type: ignore[attr-defined]
+        hit = scope.resolved.get(name)
+        return self._lookup(name, scope) if hit is None else hit
 
     def function_locals(self, fn: ast.FunctionDef | ast.AsyncFunctionDef) -> frozenset[str]:
         scope = self._scope_of.get(id(fn))
         if scope is None:
             i = bisect.bisect_right(self._starts, fn.lineno) - 1
-            if i >= 0:
-                self.index(self.tree.body[i])
-            scope = self._scope(fn)
+            if i >= 0 and self.tree.body[i] is fn and self._is_flat(fn):
+                scope = self._new_scope(fn, self.module)  # its bindings, without an index
+            else:
+                if i >= 0:
+                    self.index(self.tree.body[i])
+                scope = self._scope(fn)
         return frozenset(n for n in scope.bindings if n not in scope.globals and n not in scope.nonlocals)
 
     def index(self, root: ast.AST) -> None:
@@ -111,8 +137,91 @@ class Names:
         self._indexed.add(id(root))
         self._index(root, self.module)
 
+    # -- flat functions ---------------------------------------------------------------------
+    def _scope_by_position(self, node: ast.AST, top: ast.stmt) -> _Scope | None:
+        """The scope of a name in a "flat" top-level function (see `_flat_lambdas`), found from
+        its position without indexing the function, as `_enter` would index it: the function's
+        own scope in its body, a decorator lambda's in that lambda's body, the module's in the
+        rest of its decorators and signature.  None for any other statement, or a position past
+        the function's end."""
+        flat = self._flat.get(id(top), _UNSEEN)
+        if flat is _UNSEEN:
+            self._flat_lambdas(top)
+            flat = self._flat[id(top)]
+        if flat is None:
+            return None
+        lambdas, body_start, body_end = flat
+        pos = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if pos >= body_end:
+            return None
+        if pos >= body_start:
+            return self._scope_of.get(id(top)) or self._new_scope(top, self.module)
+        for lam in lambdas:
+            b = lam.body
+            if (b.lineno, b.col_offset) <= pos < (b.end_lineno, b.end_col_offset):
+                return self._scope_of.get(id(lam)) or self._new_scope(lam, self.module)
+        return self.module
+
+    def _is_flat(self, top: ast.stmt) -> bool:
+        return self._flat_lambdas(top) is not None
+
+    def _flat_lambdas(self, top: ast.stmt) -> tuple[ast.Lambda, ...] | None:
+        """For a top-level `def` whose only nested scopes are lambdas in its decorators (none
+        nested in another), those lambdas; None for any other statement.  Its text (decorators
+        to end, whole lines: a superset of its source, so this is only ever too careful) has no
+        `class` nor a second `def`, even in a string or a comment, no `lambda` but those of the
+        decorators, and no `for` but the keywords of its `for` statements: no comprehension."""
+        known = self._flat.get(id(top), _UNSEEN)
+        if known is not _UNSEEN:
+            return None if known is None else known[0]  # type: ignore[no-any-return]
+        flat: tuple[ast.Lambda, ...] | None = None
+        if (
+            self.source is not None
+            and top.__class__ in (ast.FunctionDef, ast.AsyncFunctionDef)
+            and not getattr(top, "type_params", None)
+            and top.body  # type: ignore[attr-defined]
+        ):
+            starts = self._line_starts
+            if starts is None:
+                parts = _NEWLINE.split(self.source)  # line, break, line, break, ..., line
+                ends = list(itertools.accumulate(map(len, parts)))[1::2]  # just past each break
+                starts = self._line_starts = [0, *ends, len(self.source)]
+            first, end = _first_line(top), top.end_lineno or top.lineno
+            if 0 < first and end < len(starts):  # whole lines, by the parser's own line breaks
+                text = self.source[starts[first - 1] : starts[end]]
+                if text.count("def") == 1 and "lambda" not in text and "for" not in text and "class" not in text:
+                    words = ["def"]  # what the search below would find (a quicker test for the same)
+                else:
+                    words = _SCOPE_WORDS.findall(text)
+                if (
+                    words.count("def") == 1  # its own
+                    and "class" not in words
+                    # every `for` the keyword of a `for` statement
+                    and ("for" not in words or words.count("for") == _for_statements(top.body))  # type: ignore[attr-defined]
+                ):
+                    lambdas = _lambdas(top.decorator_list) if "lambda" in words else ()  # type: ignore[attr-defined]
+                    if words.count("lambda") == len(lambdas) and not _nested(lambdas):
+                        flat = lambdas
+        if flat is None:
+            self._flat[id(top)] = None
+        else:
+            first_stmt, last_stmt = top.body[0], top.body[-1]  # type: ignore[attr-defined]
+            self._flat[id(top)] = (
+                flat,
+                (first_stmt.lineno, first_stmt.col_offset),  # where its body starts
+                (last_stmt.end_lineno, last_stmt.end_col_offset),  # and ends
+            )
+        return flat
+
     # -- scopes -----------------------------------------------------------------------------
     def _lookup(self, name: str, scope: _Scope) -> tuple[str, ...]:
+        # a scope's bindings are complete once it exists, so its answers are kept
+        hit = scope.resolved.get(name)
+        if hit is None:
+            hit = scope.resolved[name] = self._resolve(name, scope)
+        return hit
+
+    def _resolve(self, name: str, scope: _Scope) -> tuple[str, ...]:
         s: _Scope | None = scope
         first = True
         while s is not None:
@@ -165,10 +274,42 @@ class Names:
 
     def _bind_scope(self, scope: _Scope, body: Iterable[ast.stmt]) -> None:
         """Record what the statements of one scope bind (not descending into nested scopes)."""
+        q = scope.prefix
         for stmt in body:
-            self._bind_stmt(scope, stmt)
+            cls = stmt.__class__
+            if cls is ast.Assign:  # the most common statement: its targets here
+                for t in stmt.targets:  # type: ignore[attr-defined]
+                    if t.__class__ is ast.Name:
+                        scope.bind(t.id, q + t.id)
+                    else:
+                        _bind_target(scope, t)
+            elif cls not in _NO_TARGETS:
+                self._bind_stmt(scope, stmt)
+                continue
+            if self.walrus:  # an assignment, or a statement with neither targets nor blocks
+                self._bind_walrus(scope, stmt)
 
     def _bind_stmt(self, scope: _Scope, stmt: ast.stmt) -> None:
+        if stmt.__class__ in _DECLARING:
+            self._bind_declaration(scope, stmt)
+            return
+        for node in _stmt_targets(stmt):
+            _bind_target(scope, node)
+        if self.walrus:
+            self._bind_walrus(scope, stmt)
+        for block in _sub_blocks(stmt):
+            self._bind_scope(scope, block)
+
+    def _bind_walrus(self, scope: _Scope, stmt: ast.stmt) -> None:
+        """`:=` targets anywhere in this statement's expressions (not in nested scopes) bind here."""
+        q = scope.prefix
+        for sub in _own_exprs(stmt):
+            for n in _walk_no_scopes(sub):
+                if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
+                    scope.bind(n.target.id, q + n.target.id)
+
+    def _bind_declaration(self, scope: _Scope, stmt: ast.stmt) -> None:
+        """A `def`, `class`, `import`, `global` or `nonlocal` statement."""
         q = scope.prefix
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             scope.bind(stmt.name, q + stmt.name)
@@ -194,18 +335,6 @@ class Names:
             return
         if isinstance(stmt, ast.Nonlocal):
             scope.nonlocals.update(stmt.names)
-            return
-        for node in _stmt_targets(stmt):
-            for name in _target_names(node):
-                scope.bind(name, q + name)
-        if self.walrus:
-            # `:=` targets anywhere in this statement's expressions (not in nested scopes) bind here
-            for sub in _own_exprs(stmt):
-                for n in _walk_no_scopes(sub):
-                    if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
-                        scope.bind(n.target.id, q + n.target.id)
-        for block in _sub_blocks(stmt):
-            self._bind_scope(scope, block)
 
     def _bind_expr(self, scope: _Scope, expr: ast.expr) -> None:
         if not self.walrus:
@@ -217,77 +346,132 @@ class Names:
     def _index(self, root: ast.AST, scope: _Scope) -> None:
         owner = self._owner
         fields = _CHILD_FIELDS
-        Name, Constant = ast.Name, ast.Constant
+        Name, NoneType = ast.Name, type(None)
+        enter = self._enter
 
-        def go(n: ast.AST, s: _Scope) -> None:
-            cls = n.__class__
-            if cls is Name:
-                owner[id(n)] = s
-                return
-            if cls is Constant:
-                return
-            if cls in _SCOPE_CLASSES:
-                self._enter(n, s, go)
-                return
-            f = fields.get(cls)
-            if f is None:
-                f = fields[cls] = tuple(x for x in cls._fields if x not in ("ctx", "type_comment"))  # type: ignore[attr-defined]
-            for name in f:
-                v = getattr(n, name, None)
-                if v is None:
+        def go(todo: list[ast.AST | None], s: _Scope) -> None:
+            """Record `s` as the scope of every name in the nodes of `todo` (a list it uses up),
+            down to the nested scopes, which `_enter` indexes.  A loop with a stack, not a call
+            per node: this walk visits every node of every statement a rule asks about."""
+            pop, push, extend = todo.pop, todo.append, todo.extend
+            while todo:
+                n = pop()
+                cls = n.__class__
+                if cls is Name:
+                    owner[id(n)] = s
                     continue
-                if v.__class__ is list:
-                    for c in v:
-                        if c is not None and not isinstance(c, str):
-                            go(c, s)
-                elif isinstance(v, ast.AST):
-                    go(v, s)
+                f = fields.get(cls)
+                if f is None:  # a nested scope, or a class seen for the first time
+                    if cls in _SCOPE_CLASSES:
+                        enter(n, s, go)  # type: ignore[arg-type]
+                        continue
+                    f = fields[cls] = child_fields(cls)
+                for name in f:
+                    v = getattr(n, name)
+                    c = v.__class__
+                    if c is Name:
+                        owner[id(v)] = s
+                    elif c is list:
+                        extend(v)  # `None` and `str` items have no fields: popped, then dropped
+                    elif c is not NoneType:
+                        push(v)
 
-        go(root, scope)
+        go([root], scope)
 
-    def _enter(self, n: ast.AST, s: _Scope, go: object) -> None:
+    def _enter(self, n: ast.AST, s: _Scope, go: Callable[[list[ast.AST | None], _Scope], None]) -> None:
         """Index a nested scope: what it reads in the enclosing scope, then its own body."""
-        visit = go  # type: ignore[assignment]
         inner = self._scope_of.get(id(n)) or self._new_scope(n, s)
         if isinstance(n, ast.Lambda):
-            for x in (*n.args.defaults, *(d for d in n.args.kw_defaults if d)):
-                visit(x, s)  # type: ignore[operator]
-            visit(n.body, inner)  # type: ignore[operator]
+            go([*n.args.defaults, *n.args.kw_defaults], s)
+            go([n.body], inner)
             return
         if isinstance(n, ast.ClassDef):
-            for x in (*n.decorator_list, *n.bases, *n.keywords):
-                visit(x, s)  # type: ignore[operator]
-            for x in n.body:
-                visit(x, inner)  # type: ignore[operator]
+            go([*n.decorator_list, *n.bases, *n.keywords], s)
+            go(list(n.body), inner)
             return
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             a = n.args
-            outer: list[ast.AST] = [*n.decorator_list, *a.defaults, *(d for d in a.kw_defaults if d)]
+            outer: list[ast.AST | None] = [*n.decorator_list, *a.defaults, *a.kw_defaults]
             outer += [p.annotation for p in _params(a) if p.annotation is not None]
             if n.returns is not None:
                 outer.append(n.returns)
-            for x in outer:
-                visit(x, s)  # type: ignore[operator]
-            for x in n.body:
-                visit(x, inner)  # type: ignore[operator]
+            go(outer, s)
+            go(list(n.body), inner)
             return
         gens = n.generators  # type: ignore[attr-defined]
-        visit(gens[0].iter, s)  # type: ignore[operator]  # the first iterable is evaluated outside
+        go([gens[0].iter], s)  # the first iterable is evaluated outside
+        own: list[ast.AST | None] = []
         for i, g in enumerate(gens):
-            visit(g.target, inner)  # type: ignore[operator]
+            own.append(g.target)
             if i:
-                visit(g.iter, inner)  # type: ignore[operator]
-            for c in g.ifs:
-                visit(c, inner)  # type: ignore[operator]
+                own.append(g.iter)
+            own += g.ifs
         if isinstance(n, ast.DictComp):
-            visit(n.key, inner)  # type: ignore[operator]
-            visit(n.value, inner)  # type: ignore[operator]
+            own += (n.key, n.value)
         else:
-            visit(n.elt, inner)  # type: ignore[operator]
+            own.append(n.elt)  # type: ignore[attr-defined]
+        go(own, inner)
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _SCOPE_CLASSES = frozenset((ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *_COMPS))
+# fields that never hold a node (contexts, operators, identifiers, flags)
+_NOT_NODES = frozenset((
+    "ctx", "type_comment", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
+    "conversion", "is_async", "kwd_attrs",
+))
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> `child_fields`, never a scope class
+
+
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes (none for a constant or a non-node)."""
+    if cls is ast.Constant:
+        return ()
+    return tuple(x for x in getattr(cls, "_fields", ()) if x not in _NOT_NODES)
+
+
+def _lambdas(exprs: list[ast.expr]) -> tuple[ast.Lambda, ...]:
+    """Every lambda in the expressions (also in other lambdas)."""
+    out = []
+    todo: list[object] = list(exprs)
+    while todo:
+        n = todo.pop()
+        cls = n.__class__
+        if cls is ast.Lambda:
+            out.append(n)
+        fields = _ALL_FIELDS.get(cls)
+        if fields is None:
+            fields = _ALL_FIELDS[cls] = child_fields(cls)
+        for f in fields:
+            v = getattr(n, f)
+            if v.__class__ is list:
+                todo += v
+            elif v is not None:
+                todo.append(v)
+    return tuple(out)  # type: ignore[arg-type]
+
+
+# node class -> its fields that may hold nodes, scopes included (`_CHILD_FIELDS` has no scope
+# class: the index enters those)
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _nested(lambdas: tuple[ast.Lambda, ...]) -> bool:
+    """Whether one of the lambdas lies in another (by their source ranges)."""
+    spans = [((x.lineno, x.col_offset), (x.end_lineno or 0, x.end_col_offset or 0)) for x in lambdas]
+    return any(a[0] <= b[0] and b[1] <= a[1] for i, a in enumerate(spans) for j, b in enumerate(spans) if i != j)
+
+
+def _for_statements(body: list[ast.stmt]) -> int:
+    """How many `for` statements a body holds, in all its blocks."""
+    n = 0
+    todo = list(body)
+    while todo:
+        stmt = todo.pop()
+        if stmt.__class__ is ast.For or stmt.__class__ is ast.AsyncFor:
+            n += 1
+        for block in _sub_blocks(stmt):
+            todo += block
+    return n
 
 
 def _first_line(stmt: ast.stmt) -> int:
@@ -305,6 +489,15 @@ def _params(a: ast.arguments) -> list[ast.arg]:
     return out
 
 
+def _bind_target(scope: _Scope, t: ast.AST) -> None:
+    """Bind the names an assignment target assigns (as `_target_names` lists them)."""
+    if t.__class__ is ast.Name:
+        scope.bind(t.id, scope.prefix + t.id)  # type: ignore[attr-defined]
+    else:
+        for name in _target_names(t):
+            scope.bind(name, scope.prefix + name)
+
+
 def _target_names(t: ast.AST) -> Iterator[str]:
     if isinstance(t, ast.Name):
         yield t.id
@@ -316,20 +509,17 @@ def _target_names(t: ast.AST) -> Iterator[str]:
 
 
 def _stmt_targets(stmt: ast.stmt) -> list[ast.AST]:
-    if isinstance(stmt, ast.Assign):
-        return list(stmt.targets)
-    if isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+    cls = stmt.__class__
+    if cls is ast.Assign or cls is ast.Delete:
+        return stmt.targets  # type: ignore[attr-defined,no-any-return]
+    if cls in _ONE_TARGET:
         # `x: int` with no value still makes `x` local
-        return [stmt.target]
-    if isinstance(stmt, (ast.For, ast.AsyncFor)):
-        return [stmt.target]
-    if isinstance(stmt, (ast.With, ast.AsyncWith)):
-        return [i.optional_vars for i in stmt.items if i.optional_vars is not None]
-    if isinstance(stmt, ast.Delete):
-        return list(stmt.targets)
-    if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+        return [stmt.target]  # type: ignore[attr-defined]
+    if cls is ast.With or cls is ast.AsyncWith:
+        return [i.optional_vars for i in stmt.items if i.optional_vars is not None]  # type: ignore[attr-defined]
+    if cls is ast.Try or cls.__name__ == "TryStar":
         return [ast.Name(id=h.name) for h in stmt.handlers if h.name]  # type: ignore[attr-defined]
-    if type(stmt).__name__ == "Match":
+    if cls.__name__ == "Match":
         out: list[ast.AST] = []
         for case in stmt.cases:  # type: ignore[attr-defined]
             for p in ast.walk(case.pattern):
@@ -340,17 +530,33 @@ def _stmt_targets(stmt: ast.stmt) -> list[ast.AST]:
     return []
 
 
+# statements that bind (or declare) names without targets, and have no sub-blocks to bind in
+_DECLARING = frozenset((
+    ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.Global, ast.Nonlocal,
+))
+# statements that bind no name and hold no block (only a `:=` in them may bind)
+_NO_TARGETS = frozenset((ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue, ast.Raise, ast.Assert))
+_ONE_TARGET = frozenset((ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor))
+
+
 def _sub_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    out = []
-    for attr in ("body", "orelse", "finalbody"):
-        b = getattr(stmt, attr, None)
-        if isinstance(b, list) and b and isinstance(b[0], ast.stmt):
-            out.append(b)
-    for h in getattr(stmt, "handlers", ()) or ():
-        out.append(h.body)
-    for case in getattr(stmt, "cases", ()) or ():
-        out.append(case.body)
+    cls = stmt.__class__
+    fields = _BLOCK_FIELDS.get(cls)
+    if fields is None:
+        own = getattr(cls, "_fields", ())
+        fields = _BLOCK_FIELDS[cls] = (
+            tuple(a for a in ("body", "orelse", "finalbody") if a in own),
+            tuple(a for a in ("handlers", "cases") if a in own),
+        )
+    blocks, nested = fields
+    out = [getattr(stmt, a) for a in blocks]
+    for attr in nested:  # `except` handlers, `match` cases: each has a body
+        out += [h.body for h in getattr(stmt, attr)]
     return out
+
+
+# statement class -> (its fields that are blocks of statements, its fields of handlers or cases)
+_BLOCK_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def _own_exprs(stmt: ast.stmt) -> list[ast.AST]:
