@@ -32,16 +32,17 @@ from __future__ import annotations
 import ast
 import bisect
 import builtins
-import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
+
+from .syntax import line_offsets
+from .walk import child_fields
 
 __all__ = ["Names"]
 
 _BUILTINS = frozenset(dir(builtins))
 _UNSEEN: Any = object()  # "not computed yet" in a cache whose answers may be None
-_NEWLINE = re.compile(r"(\r\n|\r|\n)")  # the line breaks the parser counts (as `syntax.NEWLINE`)
 # the keywords that may start a scope, as whole words: a keyword may follow a number (`1for`,
 # `1jfor`), never another ASCII letter or `_`; any other neighbour is taken for a keyword's
 # (too careful at worst)
@@ -183,9 +184,7 @@ class Names:
         ):
             starts = self._line_starts
             if starts is None:
-                parts = _NEWLINE.split(self.source)  # line, break, line, break, ..., line
-                ends = list(itertools.accumulate(map(len, parts)))[1::2]  # just past each break
-                starts = self._line_starts = [0, *ends, len(self.source)]
+                starts = self._line_starts = line_offsets(self.source)
             first, end = _first_line(top), top.end_lineno or top.lineno
             if 0 < first and end < len(starts):  # whole lines, by the parser's own line breaks
                 text = self.source[starts[first - 1] : starts[end]]
@@ -250,19 +249,17 @@ class Names:
             self._scope_of[id(node)] = scope
             self._bind_scope(scope, node.body)
             return scope
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            scope = _Scope(node, "function", parent, f"{parent.prefix}{node.name}.<locals>.")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            owner = "" if isinstance(node, ast.Lambda) else f"{node.name}."  # `<locals>.x` / `f.<locals>.x`
+            scope = _Scope(node, "function", parent, f"{parent.prefix}{owner}<locals>.")
             self._scope_of[id(node)] = scope
             for a in _params(node.args):
                 scope.bind(a.arg, scope.prefix + a.arg)
-            self._bind_scope(scope, node.body)
-            return scope
-        if isinstance(node, ast.Lambda):
-            scope = _Scope(node, "function", parent, f"{parent.prefix}<locals>.")
-            self._scope_of[id(node)] = scope
-            for a in _params(node.args):
-                scope.bind(a.arg, scope.prefix + a.arg)
-            self._bind_expr(scope, node.body)
+            if isinstance(node, ast.Lambda):
+                if self.walrus:
+                    self._bind_walrus(scope, [node.body])
+            else:
+                self._bind_scope(scope, node.body)
             return scope
         # a comprehension
         scope = _Scope(node, "comprehension", parent, f"{parent.prefix}<comprehension>.")
@@ -287,7 +284,7 @@ class Names:
                 self._bind_stmt(scope, stmt)
                 continue
             if self.walrus:  # an assignment, or a statement with neither targets nor blocks
-                self._bind_walrus(scope, stmt)
+                self._bind_walrus(scope, _own_exprs(stmt))
 
     def _bind_stmt(self, scope: _Scope, stmt: ast.stmt) -> None:
         if stmt.__class__ in _DECLARING:
@@ -296,14 +293,14 @@ class Names:
         for node in _stmt_targets(stmt):
             _bind_target(scope, node)
         if self.walrus:
-            self._bind_walrus(scope, stmt)
+            self._bind_walrus(scope, _own_exprs(stmt))
         for block in _sub_blocks(stmt):
             self._bind_scope(scope, block)
 
-    def _bind_walrus(self, scope: _Scope, stmt: ast.stmt) -> None:
-        """`:=` targets anywhere in this statement's expressions (not in nested scopes) bind here."""
+    def _bind_walrus(self, scope: _Scope, exprs: Iterable[ast.AST]) -> None:
+        """`:=` targets anywhere in these expressions (not in nested scopes) bind here."""
         q = scope.prefix
-        for sub in _own_exprs(stmt):
+        for sub in exprs:
             for n in _walk_no_scopes(sub):
                 if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
                     scope.bind(n.target.id, q + n.target.id)
@@ -335,13 +332,6 @@ class Names:
             return
         if isinstance(stmt, ast.Nonlocal):
             scope.nonlocals.update(stmt.names)
-
-    def _bind_expr(self, scope: _Scope, expr: ast.expr) -> None:
-        if not self.walrus:
-            return
-        for n in _walk_no_scopes(expr):
-            if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
-                scope.bind(n.target.id, scope.prefix + n.target.id)
 
     def _index(self, root: ast.AST, scope: _Scope) -> None:
         owner = self._owner
@@ -414,19 +404,7 @@ class Names:
 
 
 _SCOPE_CLASSES = frozenset((ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, *_COMPS))
-# fields that never hold a node (contexts, operators, identifiers, flags)
-_NOT_NODES = frozenset((
-    "ctx", "type_comment", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind",
-    "conversion", "is_async", "kwd_attrs",
-))
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> `child_fields`, never a scope class
-
-
-def child_fields(cls: type) -> tuple[str, ...]:
-    """The fields of a node class that may hold nodes (none for a constant or a non-node)."""
-    if cls is ast.Constant:
-        return ()
-    return tuple(x for x in getattr(cls, "_fields", ()) if x not in _NOT_NODES)
 
 
 def _lambdas(exprs: list[ast.expr]) -> tuple[ast.Lambda, ...]:

@@ -7,6 +7,7 @@
     src.attr_span(attribute)              # the `attr` of `x.attr`
     src.decorator_span(expr)              # `@expr`, the `@` included
     src.code(node)                        # the node's source text
+    src.expr_span(node), src.quote(node)  # what messages point at and quote (own parentheses kept)
 
 `ast` reports columns as UTF-8 byte offsets; `Source` turns them into character
 offsets (the unit editors, rustc-style frames and the old libcst engine use).  Only
@@ -16,16 +17,30 @@ reported nodes ask for a span, so the conversion costs nothing on a clean module
 from __future__ import annotations
 
 import ast
+import io
+import keyword
 import re
+import tokenize
 
 from .diagnostics import Span
 
-__all__ = ["Source", "parse", "NEWLINE"]
+__all__ = ["Source", "parse", "in_source_order", "line_offsets", "NEWLINE"]
 
 # the line breaks Python's tokenizer counts
 NEWLINE = re.compile(r"\r\n|\r|\n")
 _DEF = re.compile(r"(?:async\s+)?(?:def|class)\s+")
+_IS = re.compile(r"\bis\b(?:\s+not\b)?")
+_ELSE = re.compile(r"\belse\b")
+_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12+
+_FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
+_KEYWORDS = frozenset(keyword.kwlist) - {"True", "False", "None"}
 _NAME_AFTER = re.compile(r"\s*(?:\\\r?\n\s*)*")
+
+
+def line_offsets(text: str) -> list[int]:
+    """Where each line of `text` starts (by the parser's line breaks), then `len(text)`:
+    line n (1-based) is `text[offsets[n - 1] : offsets[n]]`, its line break included."""
+    return [0, *(m.end() for m in NEWLINE.finditer(text)), len(text)]
 
 
 def parse(source: str) -> ast.Module:
@@ -124,3 +139,146 @@ class Source:
         parts += [self.line(n) for n in range(s.line + 1, s.end_line)]
         parts.append(self.line(s.end_line)[: s.end_col])
         return "\n".join(parts)
+
+    # -- what messages point at and quote ------------------------------------------------------
+    def expr_span(self, node: ast.AST) -> Span:
+        """`node`'s span, a parenthesized tuple and a generator expression without their own
+        parentheses (`ast` counts them in; the reported range never did)."""
+        s = self.span(node)
+        if isinstance(node, ast.GeneratorExp) or (isinstance(node, ast.Tuple) and self.parenthesized(node)):
+            return Span(s.path, s.line, s.col + 1, s.end_line, s.end_col - 1)
+        return s
+
+    def quote(self, node: ast.AST) -> str:
+        """`node`'s source text with the parentheses around it that are its own (`(x)` in
+        `return (x)`, not the call's in `f(x)`), as messages quote it."""
+        s = self.span(node)
+        text = self.line(s.line)
+        if isinstance(node, ast.GeneratorExp) and _call_paren(text, s.col):
+            return self.code(node).strip()[1:-1].strip()  # `f(x for x in y)`: the parentheses are the call's
+        if s.line != s.end_line:
+            return self.code(node).strip()
+        col, end = s.col, s.end_col
+        while True:
+            i = col - 1
+            while i >= 0 and text[i] in " \t":
+                i -= 1
+            j = end
+            while j < len(text) and text[j] in " \t":
+                j += 1
+            if i < 0 or j >= len(text) or text[i] != "(" or text[j] != ")" or _call_paren(text, i):
+                break
+            col, end = i, j + 1
+        return text[col:end].strip() if col != s.col else self.code(node).strip()
+
+    def parenthesized(self, node: ast.Tuple) -> bool:
+        """Do the parentheses at the start of `node` close at its end (`(a, b)`, not `(a), b`)?"""
+        code = self.code(node)
+        if not code.startswith("("):
+            return False
+        lines = code.split("\n")
+        end = (len(lines), len(lines[-1]))
+        depth = 0
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+                if tok.type == tokenize.OP and tok.string in "()[]{}":
+                    depth += 1 if tok.string in "([{" else -1
+                    if depth == 0:
+                        return tok.end == end
+        except (tokenize.TokenError, SyntaxError):
+            pass
+        return False
+
+    def index_tuples(self, node: ast.Subscript) -> list[ast.Tuple]:
+        """The tuples that are (part of) the index of `x[...]`: `x[(i, j)]`, `x[i, j]`, `x[(i, j), k]`."""
+        sl = node.slice
+        if not isinstance(sl, ast.Tuple):
+            return []
+        # `x[(i, j), k]` indexes with two elements, `(i, j)` one of them; `x[((i, j), k)]` with one tuple
+        if any(isinstance(e, ast.Tuple) for e in sl.elts) and not self.parenthesized(sl):
+            return [sl, *(e for e in sl.elts if isinstance(e, ast.Tuple))]
+        return [sl]
+
+    def string_pieces(self, node: ast.expr) -> list[tuple[Span, bool]]:
+        """The literals an implicitly concatenated string is made of: (span, is an f-string)."""
+        base = self.span(node)
+
+        def at(row: int, col: int) -> tuple[int, int]:  # (row, col) in `"(" + code + ")"` -> the file's
+            return (base.line, base.col + col - 1) if row == 1 else (base.line + row - 1, col)
+
+        out: list[tuple[Span, bool]] = []
+        depth = 0
+        start = (0, 0)
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO("(" + self.code(node) + ")").readline):
+                if tok.type == tokenize.STRING and depth == 0:
+                    prefix = tok.string[: len(tok.string) - len(tok.string.lstrip("rRbBuUfF"))]
+                    out.append((Span(base.path, *at(*tok.start), *at(*tok.end)), "f" in prefix.lower()))
+                elif tok.type == _FSTRING_START:
+                    if depth == 0:
+                        start = tok.start
+                    depth += 1
+                elif tok.type == _FSTRING_END:
+                    depth -= 1
+                    if depth == 0:
+                        out.append((Span(base.path, *at(*start), *at(*tok.end)), True))
+        except (tokenize.TokenError, SyntaxError):
+            out = []
+        return out or [(base, isinstance(node, ast.JoinedStr))]
+
+    def op_span(self, left: ast.expr, right: ast.expr) -> Span:
+        """The `is` / `is not` between two operands of a comparison."""
+        a = self.span(left)
+        b = self.span(right)
+        for ln in range(a.end_line, b.line + 1):
+            text = self.line(ln)
+            start = a.end_col if ln == a.end_line else 0
+            seg = text[start : b.col if ln == b.line else len(text)].split("#")[0]
+            m = _IS.search(seg)
+            if m is not None:
+                return Span(a.path, ln, start + m.start(), ln, start + m.end())
+        return Span(a.path, a.end_line, a.end_col, b.line, b.col)
+
+    def else_span(self, body: list[ast.stmt], orelse: list[ast.stmt]) -> Span:
+        """`else:` of a loop, through its last statement."""
+        a = self.span(body[-1])
+        first = self.span(orelse[0])
+        last = self.span(orelse[-1])
+        for ln in range(a.end_line, first.line + 1):
+            text = self.line(ln)
+            start = a.end_col if ln == a.end_line else 0
+            m = _ELSE.search(text[start:].split("#")[0])
+            if m is not None:
+                return Span(a.path, ln, start + m.start(), last.end_line, last.end_col)
+        return Span(a.path, first.line, first.col, last.end_line, last.end_col)
+
+    def withitem_span(self, item: ast.withitem) -> Span:
+        """`expr as name` of a `with` item."""
+        a = self.span(item.context_expr)
+        b = self.span(item.optional_vars) if item.optional_vars is not None else a
+        return Span(a.path, a.line, a.col, b.end_line, b.end_col)
+
+
+def _call_paren(text: str, i: int) -> bool:
+    """Does the `(` at `text[i]` open a call's arguments?"""
+    k = i - 1
+    while k >= 0 and text[k] in " \t":
+        k -= 1
+    if k < 0:
+        return False
+    c = text[k]
+    if c in ")]\"'":
+        return True
+    if not (c.isalnum() or c == "_"):
+        return False
+    w = k
+    while w > 0 and (text[w - 1].isalnum() or text[w - 1] == "_"):
+        w -= 1
+    return text[w : k + 1] not in _KEYWORDS
+
+
+def in_source_order(call: ast.Call) -> list[ast.expr | ast.keyword]:
+    """A call's arguments, positional and keyword, in the order they are written."""
+    if not call.keywords or not call.args:
+        return [*call.args, *call.keywords]
+    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))

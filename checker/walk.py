@@ -16,10 +16,10 @@ the walk enters the module's i-th top-level statement.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any
 
-__all__ = ["walk_batched", "children", "nodes", "visitor_methods"]
+__all__ = ["walk_batched", "child_fields", "visitor_methods"]
 
 _Fn = Callable[[ast.AST], Any]
 
@@ -37,10 +37,11 @@ _SOURCE_ORDER: dict[str, tuple[str, ...]] = {
     "Nonlocal": (),
     "MatchClass": ("cls", "patterns", "kwd_patterns"),
 }
-# fields that never hold a node (identifiers, flags, a constant's value, contexts)
+# fields that never hold a node (identifiers, flags, a constant's value, contexts; `name` and
+# `rest` are strings except `TypeAlias.name`, so a walk checks what it finds there)
 _SKIP_FIELDS = frozenset((
-    "ctx", "type_comment", "type_ignores", "type_params", "id", "attr", "arg", "name", "asname",
-    "module", "level", "kind", "conversion", "is_async", "rest",
+    "ctx", "type_comment", "type_ignores", "type_params", "id", "attr", "arg", "asname",
+    "module", "level", "kind", "conversion", "is_async",
 ))
 # operator fields: their nodes are shared singletons, walked only when a visitor asks for one
 _OP_FIELDS = frozenset(("op", "ops"))
@@ -57,29 +58,17 @@ def _fields(cls: type, ops: bool = True) -> tuple[str, ...]:
     if f is None:
         order = _SOURCE_ORDER.get(cls.__name__)
         if order is None:
-            order = tuple(x for x in cls._fields if x not in _SKIP_FIELDS and not (cls is ast.Constant and x == "value"))  # type: ignore[attr-defined]
+            own = getattr(cls, "_fields", ())  # () for a non-node (a string in a field)
+            order = tuple(x for x in own if x not in _SKIP_FIELDS and not (cls is ast.Constant and x == "value"))
         f = order if ops else tuple(x for x in order if x not in _OP_FIELDS)
         _FIELDS[key] = f  # type: ignore[index]
     return f
 
 
-def children(node: ast.AST) -> Iterator[ast.AST]:
-    """The node's children, in source order."""
-    for name in _fields(node.__class__):
-        v = getattr(node, name, None)
-        if v is None:
-            continue
-        if v.__class__ is list:
-            for c in v:
-                if isinstance(c, ast.AST):
-                    yield c
-        elif isinstance(v, ast.AST):
-            yield v
-
-
-def nodes(root: ast.AST) -> list[ast.AST]:
-    """`root` and every node below it (in no particular order)."""
-    return list(ast.walk(root))
+def child_fields(cls: type) -> tuple[str, ...]:
+    """The fields of a node class that may hold nodes, operators left out, in source order
+    (none for a constant or a non-node); for walks of their own (names.py, barrier_intervals.py)."""
+    return _fields(cls, ops=False)
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}

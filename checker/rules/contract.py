@@ -9,8 +9,8 @@ from ..contract import BinOp, Len, Neg, Param, RequiresSyntaxError, Shape, parse
 from ..diagnostics import Span
 from ..kernel_model import ContractInfo, FunctionInfo, literal_dims, literal_int
 from ..model import MAX_THREADS_PER_BLOCK
+from ..syntax import in_source_order
 from .base import Rule
-from .unsupported import expr_span, in_source_order, old_code
 
 _KNOWN = {"domain", "block", "requires", "min_compute_capability"}
 _INT_SCALARS = {"i32", "i64", "u32", "u64"}
@@ -103,7 +103,7 @@ def h(x: f32) -> f32:
         return self.model.qualname(d.func if isinstance(d, ast.Call) else d) == "az.launch_contract"
 
     def _say(self, node: ast.AST | Span, msg: str, help: str | None = None) -> None:
-        span = node if isinstance(node, Span) else expr_span(self.model, node)
+        span = node if isinstance(node, Span) else self.model.src.expr_span(node)
         self.report(messages.contract(span, msg, help=help))
 
     def _domain_block(self, fn: FunctionInfo, c: ContractInfo) -> None:
@@ -114,7 +114,7 @@ def h(x: f32) -> f32:
             dv = c.args["domain"].value
             lit = literal_int(dv)
             if lit not in (1, 2):
-                self._say(dv, f"`domain` must be the literal 1 or 2, not `{old_code(self.model, dv)}`")
+                self._say(dv, f"`domain` must be the literal 1 or 2, not `{self.model.src.quote(dv)}`")
             domain = c.domain
         if "block" not in c.args:
             return
@@ -145,7 +145,7 @@ def h(x: f32) -> f32:
         if not isinstance(node, ast.Lambda):
             self._say(node, "`requires` must be a `lambda` over the kernel's parameters")
             return
-        text = old_code(self.model, node)
+        text = self.model.src.quote(node)
         base = self.span(node)
         try:
             tree = ast.parse("(" + text + ")", mode="eval")

@@ -6,7 +6,6 @@ import ast
 
 from .. import messages
 from .base import DeviceBodyRule
-from .unsupported import old_code
 
 
 class GlobalWrite(DeviceBodyRule):
@@ -54,7 +53,7 @@ def k(c: DisjointSlice[f32]) -> None:
             base = self.model.values.get(t.value)
             if base is not None and base.kind == "global":
                 what = "item" if isinstance(t, ast.Subscript) else "attribute"
-                self.report(messages.global_write(self.span(t), f"{what} write on captured object `{old_code(self.model, t.value)}`"))
+                self.report(messages.global_write(self.span(t), f"{what} write on captured object `{self.model.src.quote(t.value)}`"))
         elif isinstance(t, (ast.Tuple, ast.List)):
             for e in t.elts:
                 self._target(e.value if isinstance(e, ast.Starred) else e)

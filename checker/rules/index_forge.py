@@ -8,7 +8,6 @@ from .. import messages
 from ..kernel_model import bind_args
 from ..model import WITNESS_TYPES
 from .base import Rule
-from .unsupported import expr_span, index_tuples, old_code
 
 
 class IndexForge(Rule):
@@ -61,7 +60,7 @@ def k(c: DisjointSlice[f32]) -> None:
         if fn is None:
             return
         if callee.kind == "forge" and callee.name.startswith("az.Index"):
-            self.report(messages.index_forge(self.span(node), f"cannot construct a witness with `{old_code(self.model, node.func)}`"))
+            self.report(messages.index_forge(self.span(node), f"cannot construct a witness with `{self.model.src.quote(node.func)}`"))
         elif callee.kind == "helper" and callee.fn is not None:
             for pname, arg in bind_args(callee.fn, node):
                 hp = callee.fn.params.get(pname)
@@ -71,8 +70,8 @@ def k(c: DisjointSlice[f32]) -> None:
                 if v is None or v.kind != "witness" or v.domain != hp.domain:
                     self.report(
                         messages.index_forge(
-                            expr_span(self.model, arg),
-                            f"`{old_code(self.model, arg)}` is passed as witness `{pname}: Index{hp.domain}D` of `{callee.fn.name}`, but it is not one",
+                            self.model.src.expr_span(arg),
+                            f"`{self.model.src.quote(arg)}` is passed as witness `{pname}: Index{hp.domain}D` of `{callee.fn.name}`, but it is not one",
                         )
                     )
 
@@ -89,7 +88,7 @@ def k(c: DisjointSlice[f32]) -> None:
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.slice, ast.Tuple):
-            self.index_tuples.update(index_tuples(self.model.src, node))
+            self.index_tuples.update(self.model.src.index_tuples(node))
 
     def _container(self, node: ast.Tuple | ast.List | ast.Set) -> None:
         values = self.model.values
@@ -99,7 +98,7 @@ def k(c: DisjointSlice[f32]) -> None:
             v = values.get(e.value if isinstance(e, ast.Starred) else e)
             if v is not None and v.kind == "witness":
                 self.report(
-                    messages.index_forge(expr_span(self.model, node), "cannot put a witness into a container",
+                    messages.index_forge(self.model.src.expr_span(node), "cannot put a witness into a container",
                                          help="pass the witness itself; a container would let it outlive or leave its thread")
                 )
                 return
@@ -126,7 +125,7 @@ def k(c: DisjointSlice[f32]) -> None:
             r = fn.returns
             if r is None or r.kind != "witness" or r.domain != WITNESS_TYPES[q[3:]]:
                 self.report(
-                    messages.index_forge(expr_span(self.model, node.returns),
+                    messages.index_forge(self.model.src.expr_span(node.returns),
                                          f"helper `{fn.name}` is declared to return `{q[3:]}` but returns something else")
                 )
 

@@ -8,7 +8,6 @@ from collections.abc import Callable
 from .. import messages
 from ..diagnostics import Span
 from .base import DeviceBodyRule
-from .unsupported import expr_span, old_code
 
 _KERNEL_TYPES = "`Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `AtomicSlice[T]` or a scalar type"
 _SCALAR_HELP = "scalar types are `f32 f64 i32 i64 u32 u64 bool_`"
@@ -71,7 +70,7 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             default = defaults.get(id(p))
             if default is not None:
                 self.report(
-                    messages.signature(expr_span(self.model, default), f"parameter `{info.name}` has a default value",
+                    messages.signature(self.model.src.expr_span(default), f"parameter `{info.name}` has a default value",
                                        help="every argument is passed at launch; remove the default")
                 )
             ann = p.annotation
@@ -84,13 +83,13 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             if info.kind == "bad" or (info.kind == "witness" and fn.kind == "kernel"):
                 extra = "; a kernel gets its witness from `thread.index_1d()`" if info.kind == "witness" else ""
                 self.report(
-                    messages.signature(expr_span(self.model, ann), f"unsupported type `{old_code(self.model, ann)}` for parameter `{info.name}`{extra}",
+                    messages.signature(self.model.src.expr_span(ann), f"unsupported type `{self.model.src.quote(ann)}` for parameter `{info.name}`{extra}",
                                        help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D` in a helper" if fn.kind == "func" else ""))
                 )
             elif info.kind == "slice" and info.scalar is None:
                 self.report(
-                    messages.signature(expr_span(self.model, ann), f"slice parameter `{info.name}` needs a scalar element type",
-                                       help=f"write `{old_code(self.model, ann).split('[')[0]}[f32]`; {_SCALAR_HELP}")
+                    messages.signature(self.model.src.expr_span(ann), f"slice parameter `{info.name}` needs a scalar element type",
+                                       help=f"write `{self.model.src.quote(ann).split('[')[0]}[f32]`; {_SCALAR_HELP}")
                 )
         r = node.returns
         if r is not None:
@@ -99,7 +98,7 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             ok = is_none or (fn.kind == "func" and q.startswith("az.") and q[3:] in ("f32", "f64", "i32", "i64", "u32", "u64", "bool_", "Index1D", "Index2D"))
             if not ok:
                 self.report(
-                    messages.signature(expr_span(self.model, r), f"a {what} cannot return `{old_code(self.model, r)}`",
+                    messages.signature(self.model.src.expr_span(r), f"a {what} cannot return `{self.model.src.quote(r)}`",
                                        help="a kernel returns `None` and writes its results to outputs" if fn.kind == "kernel" else _SCALAR_HELP)
                 )
 

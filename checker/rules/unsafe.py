@@ -6,7 +6,6 @@ import ast
 
 from .. import messages
 from .base import Rule
-from .unsupported import old_code
 
 _UNSAFE_KINDS = {"rawid", "warp", "shared", "barrier", "write_unchecked"}
 
@@ -48,7 +47,7 @@ def k(c: DisjointSlice[f32]) -> None:
         if callee is None or ctx is None or ctx.unsafe:
             return
         if callee.kind in _UNSAFE_KINDS:
-            name = old_code(self.model, node.func)
+            name = self.model.src.quote(node.func)
             self.report(messages.unsafe_op(self.span(node), f"{name}()"))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
@@ -56,4 +55,4 @@ def k(c: DisjointSlice[f32]) -> None:
         base = self.model.values.get(node.value)
         if ctx is None or ctx.unsafe or base is None or base.kind != "shared":
             return
-        self.report(messages.unsafe_op(self.span(node), old_code(self.model, node), kind="shared-memory access"))
+        self.report(messages.unsafe_op(self.span(node), self.model.src.quote(node), kind="shared-memory access"))

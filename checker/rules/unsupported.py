@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import ast
-import io
-import keyword
 import re
-import tokenize
 
 from .. import messages
 from ..diagnostics import Span
-from ..kernel_model import ModuleModel
-from ..syntax import Source
+from ..syntax import in_source_order
 from .base import DeviceBodyRule, slice_kinds
 
 _SIMPLE: dict[type, str] = {
@@ -40,172 +36,7 @@ _HELP = {
     ast.Raise: "return early instead; faults are reported through `az.KernelFault`",
 }
 _OK_METHODS = {"add", "min", "max", "exchange", "write_unchecked"}
-_IS = re.compile(r"\bis\b(?:\s+not\b)?")
-_ELSE = re.compile(r"\belse\b")
 _CLOSE = re.compile(r"[ \t]*\)")
-_FSTRING_START = getattr(tokenize, "FSTRING_START", -1)  # Python 3.12+
-_FSTRING_END = getattr(tokenize, "FSTRING_END", -1)
-
-
-# ---- spans and text as the old engine reported them ----------------------------------------------
-
-
-def expr_span(model: ModuleModel, node: ast.AST) -> Span:
-    """`node`'s span, a parenthesized tuple and a generator expression without their own
-    parentheses (`ast` counts them in; the reported range never did)."""
-    s = model.src.span(node)
-    if isinstance(node, ast.GeneratorExp) or (isinstance(node, ast.Tuple) and parenthesized(model.src, node)):
-        return Span(s.path, s.line, s.col + 1, s.end_line, s.end_col - 1)
-    return s
-
-
-def old_code(model: ModuleModel, node: ast.AST) -> str:
-    """`node`'s source text with the parentheses around it that are its own (`(x)` in
-    `return (x)`, not the call's in `f(x)`), as the old engine quoted it."""
-    src = model.src
-    s = src.span(node)
-    text = src.line(s.line)
-    if isinstance(node, ast.GeneratorExp) and _call_paren(text, s.col):
-        return model.code(node)[1:-1].strip()  # `f(x for x in y)`: the parentheses are the call's
-    if s.line != s.end_line:
-        return model.code(node)
-    col, end = s.col, s.end_col
-    while True:
-        i = col - 1
-        while i >= 0 and text[i] in " \t":
-            i -= 1
-        j = end
-        while j < len(text) and text[j] in " \t":
-            j += 1
-        if i < 0 or j >= len(text) or text[i] != "(" or text[j] != ")" or _call_paren(text, i):
-            break
-        col, end = i, j + 1
-    return text[col:end].strip() if col != s.col else model.code(node)
-
-
-_KEYWORDS = frozenset(keyword.kwlist) - {"True", "False", "None"}
-
-
-def _call_paren(text: str, i: int) -> bool:
-    """Does the `(` at `text[i]` open a call's arguments?"""
-    k = i - 1
-    while k >= 0 and text[k] in " \t":
-        k -= 1
-    if k < 0:
-        return False
-    c = text[k]
-    if c in ")]\"'":
-        return True
-    if not (c.isalnum() or c == "_"):
-        return False
-    w = k
-    while w > 0 and (text[w - 1].isalnum() or text[w - 1] == "_"):
-        w -= 1
-    return text[w : k + 1] not in _KEYWORDS
-
-
-def parenthesized(src: Source, node: ast.Tuple) -> bool:
-    """Do the parentheses at the start of `node` close at its end (`(a, b)`, not `(a), b`)?"""
-    code = src.code(node)
-    if not code.startswith("("):
-        return False
-    lines = code.split("\n")
-    end = (len(lines), len(lines[-1]))
-    depth = 0
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-            if tok.type == tokenize.OP and tok.string in "()[]{}":
-                depth += 1 if tok.string in "([{" else -1
-                if depth == 0:
-                    return tok.end == end
-    except (tokenize.TokenError, SyntaxError):
-        pass
-    return False
-
-
-def index_tuples(src: Source, node: ast.Subscript) -> list[ast.Tuple]:
-    """The tuples that are (part of) the index of `x[...]`: `x[(i, j)]`, `x[i, j]`, `x[(i, j), k]`."""
-    sl = node.slice
-    if not isinstance(sl, ast.Tuple):
-        return []
-    # `x[(i, j), k]` indexes with two elements, `(i, j)` one of them; `x[((i, j), k)]` with one tuple
-    if any(isinstance(e, ast.Tuple) for e in sl.elts) and not parenthesized(src, sl):
-        return [sl, *(e for e in sl.elts if isinstance(e, ast.Tuple))]
-    return [sl]
-
-
-def _point_span(src: Source, base: Span, row: int, col: int) -> tuple[int, int]:
-    """(line, column) in the file of (row, col) in `"(" + code(node) + ")"`."""
-    return (base.line, base.col + col - 1) if row == 1 else (base.line + row - 1, col)
-
-
-def string_pieces(src: Source, node: ast.expr) -> list[tuple[Span, bool]]:
-    """The literals an implicitly concatenated string is made of: (span, is an f-string)."""
-    base = src.span(node)
-    out: list[tuple[Span, bool]] = []
-    depth = 0
-    start = (0, 0)
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO("(" + src.code(node) + ")").readline):
-            if tok.type == tokenize.STRING and depth == 0:
-                prefix = tok.string[: len(tok.string) - len(tok.string.lstrip("rRbBuUfF"))]
-                a = _point_span(src, base, *tok.start)
-                b = _point_span(src, base, *tok.end)
-                out.append((Span(base.path, *a, *b), "f" in prefix.lower()))
-            elif tok.type == _FSTRING_START:
-                if depth == 0:
-                    start = tok.start
-                depth += 1
-            elif tok.type == _FSTRING_END:
-                depth -= 1
-                if depth == 0:
-                    a = _point_span(src, base, *start)
-                    b = _point_span(src, base, *tok.end)
-                    out.append((Span(base.path, *a, *b), True))
-    except (tokenize.TokenError, SyntaxError):
-        out = []
-    return out or [(base, isinstance(node, ast.JoinedStr))]
-
-
-def op_span(src: Source, left: ast.expr, right: ast.expr) -> Span:
-    """The `is` / `is not` between two operands of a comparison."""
-    a = src.span(left)
-    b = src.span(right)
-    for ln in range(a.end_line, b.line + 1):
-        text = src.line(ln)
-        start = a.end_col if ln == a.end_line else 0
-        seg = text[start : b.col if ln == b.line else len(text)].split("#")[0]
-        m = _IS.search(seg)
-        if m is not None:
-            return Span(a.path, ln, start + m.start(), ln, start + m.end())
-    return Span(a.path, a.end_line, a.end_col, b.line, b.col)
-
-
-def else_span(src: Source, body: list[ast.stmt], orelse: list[ast.stmt]) -> Span:
-    """`else:` of a loop, through its last statement."""
-    a = src.span(body[-1])
-    first = src.span(orelse[0])
-    last = src.span(orelse[-1])
-    for ln in range(a.end_line, first.line + 1):
-        text = src.line(ln)
-        start = a.end_col if ln == a.end_line else 0
-        m = _ELSE.search(text[start:].split("#")[0])
-        if m is not None:
-            return Span(a.path, ln, start + m.start(), last.end_line, last.end_col)
-    return Span(a.path, first.line, first.col, last.end_line, last.end_col)
-
-
-def withitem_span(src: Source, item: ast.withitem) -> Span:
-    a = src.span(item.context_expr)
-    b = src.span(item.optional_vars) if item.optional_vars is not None else a
-    return Span(a.path, a.line, a.col, b.end_line, b.end_col)
-
-
-def in_source_order(call: ast.Call) -> list[ast.expr | ast.keyword]:
-    """A call's arguments, positional and keyword, in the order they are written."""
-    if not call.keywords or not call.args:
-        return [*call.args, *call.keywords]
-    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
 
 
 class Unsupported(DeviceBodyRule):
@@ -256,7 +87,7 @@ def k(c: DisjointSlice[f32]) -> None:
         self.skip: set[int] = set()  # ids of f-string parts and format specs, of `*x` in calls
 
     def _say(self, node: ast.AST, construct: str, help: str | None = None) -> None:
-        self.report(messages.unsupported(expr_span(self.model, node), construct, help=help))
+        self.report(messages.unsupported(self.model.src.expr_span(node), construct, help=help))
 
     def _say_at(self, span: Span, construct: str, help: str | None = None) -> None:
         self.report(messages.unsupported(span, construct, help=help))
@@ -339,7 +170,7 @@ def k(c: DisjointSlice[f32]) -> None:
             self._strings(node)
 
     def _strings(self, node: ast.Constant | ast.JoinedStr) -> None:
-        pieces = string_pieces(self.model.src, node)
+        pieces = self.model.src.string_pieces(node)
         if len(pieces) == 1:
             if isinstance(node, ast.JoinedStr):
                 self._say_at(pieces[0][0], "an f-string")
@@ -379,7 +210,7 @@ def k(c: DisjointSlice[f32]) -> None:
         if isinstance(sl, ast.Slice):
             self._say(sl, "slicing", "index one element at a time")
         elif isinstance(sl, ast.Tuple):
-            self.allowed_tuples.update(index_tuples(self.model.src, node))
+            self.allowed_tuples.update(self.model.src.index_tuples(node))
             for e in sl.elts:
                 if isinstance(e, ast.Slice):
                     self._say(e, "slicing", "index one element at a time")
@@ -414,7 +245,7 @@ def k(c: DisjointSlice[f32]) -> None:
         prev = node.left
         for op, comp in zip(node.ops, node.comparators):
             if isinstance(op, (ast.Is, ast.IsNot)):
-                self._say_at(op_span(self.model.src, prev, comp), "`is`", "compare values with `==`")
+                self._say_at(self.model.src.op_span(prev, comp), "`is`", "compare values with `==`")
             elif isinstance(op, (ast.In, ast.NotIn)):
                 v = self.val(comp)
                 if v is None or v.kind != "slice":
@@ -439,12 +270,12 @@ def k(c: DisjointSlice[f32]) -> None:
         elif self.fn is not None and (p := self.fn.params.get(t.id)) is not None and p.kind == "slice":
             self._say(t, f"rebinding slice parameter `{p.name}`", "use a new name for the loop variable")
         if node.orelse:
-            self._say_at(else_span(self.model.src, node.body, node.orelse), "`else` on a loop")
+            self._say_at(self.model.src.else_span(node.body, node.orelse), "`else` on a loop")
 
 
     def visit_While(self, node: ast.While) -> None:
         if self.active and node.orelse:
-            self._say_at(else_span(self.model.src, node.body, node.orelse), "`else` on a loop")
+            self._say_at(self.model.src.else_span(node.body, node.orelse), "`else` on a loop")
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         if not self.active:
@@ -453,7 +284,7 @@ def k(c: DisjointSlice[f32]) -> None:
             e = item.context_expr
             callee = self.model.callees.get(e) if isinstance(e, ast.Call) else None
             if callee is None or callee.kind != "unsafe" or item.optional_vars is not None:
-                self._say_at(withitem_span(self.model.src, item), "a `with` block other than `with az.unsafe():`")
+                self._say_at(self.model.src.withitem_span(item), "a `with` block other than `with az.unsafe():`")
             else:
                 self.with_calls.add(e)
 
