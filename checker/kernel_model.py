@@ -291,11 +291,6 @@ class ModuleModel:
         return self.src.span(node)
 
     def code(self, node: ast.AST) -> str:
-        line, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
-        if line is not None and line == end and node.end_col_offset is not None:  # type: ignore[attr-defined]
-            text = self.src.line(line)
-            if text.isascii():  # one ASCII line: the byte columns are the character columns
-                return text[node.col_offset : node.end_col_offset].strip()  # type: ignore[attr-defined]
         return self.src.code(node).strip()
 
     def qualname(self, node: ast.AST) -> str | None:
@@ -571,7 +566,7 @@ class _Analyzer:
 
     def here(self) -> Ctx:
         # one `Ctx` per distinct context of this function (equal contexts are equal values)
-        d = self.cond[-1] if self.cond else self.divergent()
+        d = self.divergent()
         key = (self.unsafe, d)
         ctx = self._ctxs.get(key)
         if ctx is None:

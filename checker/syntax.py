@@ -132,6 +132,11 @@ class Source:
 
     def code(self, node: ast.AST) -> str:
         """The node's source text (lines joined with `\\n`)."""
+        line, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        if line is not None and line == end and getattr(node, "end_col_offset", None) is not None:
+            text = self.line(line)
+            if text.isascii():  # one ASCII line: the byte columns are the character columns
+                return text[node.col_offset : node.end_col_offset]  # type: ignore[attr-defined]
         s = self.span(node)
         if s.line == s.end_line:
             return self.line(s.line)[s.col : s.end_col]
