@@ -86,7 +86,7 @@ class AnodizePlugin(Plugin):
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         """No extra dependencies; mypy calls this right after parsing a module, which is when
         the engine starts on it in a worker (only with `ANODIZE_MYPY_WORKERS` set)."""
-        if os.environ.get("ANODIZE_MYPY_WORKERS", "0") not in ("", "0"):
+        if os.environ.get("ANODIZE_MYPY_WORKERS"):  # engine_results reads how many (0: none)
             from .mypy import engine_results
 
             engine_results.prefetch(file)

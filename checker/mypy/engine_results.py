@@ -14,6 +14,7 @@ to a worker, which runs while mypy type-checks the standard library and NumPy.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import os
 import sys
@@ -126,6 +127,7 @@ def _get_pool() -> ProcessPoolExecutor | None:
                 initializer=_worker_init,
                 initargs=(os.getpid(),),
             )
+            atexit.register(_disable_pool)  # a process that exits normally (not mypy's os._exit) ends it first
         except (OSError, ValueError):
             _pool_broken = True
     return _pool
