@@ -11,11 +11,13 @@ import math as pymath
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from anodize.checker import messages
 from anodize.checker.diagnostics import CheckError, Span
 from anodize.checker.model import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS
+from anodize.checker.syntax import Source
 
 __all__ = ["SourceInfo", "source_info", "MISSING", "intrinsic_tag", "names_of"]
 
@@ -30,14 +32,20 @@ class SourceInfo:
     text: str  # dedented source
     fdef: ast.FunctionDef
 
+    @cached_property
+    def _lines(self) -> Source:
+        return Source(self.text, self.path)
+
     def span(self, node: ast.AST) -> Span:
-        line = getattr(node, "lineno", 1) + self.first_line - 1
-        col = getattr(node, "col_offset", 0) + self.indent
-        end_lineno: int = getattr(node, "end_lineno", None) or getattr(node, "lineno", 1) or 1
-        end_col_offset: int = getattr(node, "end_col_offset", None) or getattr(node, "col_offset", 0) + 1
-        end_line = end_lineno + self.first_line - 1
-        end_col = end_col_offset + self.indent
-        return Span(self.path, line, col, end_line, end_col)
+        """`node`'s span in the file, columns in characters (as the checker reports them)."""
+        s = self._lines.span(node)  # in the dedented text
+        return Span(
+            self.path,
+            s.line + self.first_line - 1,
+            s.col + self.indent,
+            s.end_line + self.first_line - 1,
+            s.end_col + self.indent,
+        )
 
 
 _SOURCE_CACHE: dict[object, SourceInfo] = {}
