@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 _here = _os.path.dirname(__file__)
 _root = _os.path.dirname(_here)
 if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
-    _os.path.join(_root, "checker", "model.py")
+    _os.path.join(_root, "checker", "engine.py")
 ):
     __path__.append(_root)
 
 from anodize import math, shared, thread, warp
-from anodize.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
+from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe
 
 # The runtime (and NumPy with it) loads on first use of one of its names, so that the

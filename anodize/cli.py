@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from anodize.checker.diagnostics import CheckError
+from anodize.language.diagnostics import CheckError
 
 
 def _err(msg: str) -> None:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar
 
 if TYPE_CHECKING:
-    from anodize.checker.contract import Contract
+    from anodize.language.contract import Contract
     from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.ops import Op
@@ -95,7 +95,7 @@ class Kernel(Generic[P]):
     def contract(self) -> Contract | None:
         """The parsed contract (raises CheckError if it is malformed); None when there is none."""
         if not self._contract_parsed:
-            from anodize.codegen.contract_parse import parse_contract  # `ast` only: light
+            from anodize.language.contract_read import parse_contract  # `ast` only: light
 
             self._contract = parse_contract(self)
             self._contract_parsed = True

@@ -4,7 +4,7 @@ These classes exist for three readers: the kernel author (documentation and
 autocompletion), plain mypy (which already rejects a write to a `Slice` or a
 `DisjointSlice` written at an int), and the compiler, which never executes a
 kernel body but reads its annotations.  The semantic tables (dtype, bit width,
-signedness) live in `anodize.checker.model`, the one shared kernel model.
+signedness) live in `anodize.language.vocab`, the one shared kernel model.
 """
 
 from __future__ import annotations

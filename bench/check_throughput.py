@@ -151,8 +151,8 @@ def main() -> None:
     from anodize.checker.engine import Project
     from anodize.checker.kernel_model import ModuleModel
     from anodize.checker.rules import ALL_RULES, RuleContext
-    from anodize.checker.syntax import parse
-    from anodize.checker.walk import walk_batched
+    from anodize.language.syntax import parse
+    from anodize.language.walk import walk_batched
 
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

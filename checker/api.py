@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import messages
-from .diagnostics import CheckError, Diagnostic, Span
+from anodize.language import messages
+from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from .engine import Analysis, Project, analyze_source
 
 __all__ = ["CheckConfig", "check_source", "check_paths", "collect_files", "enforce_kernel", "CheckError"]

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, Stride, injective, join_forms, normalize, pin, separated
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
-from .walk import child_fields
+from anodize.language.walk import child_fields
 
 ALL = "*"  # an access to any shared array / every name dirty
 _TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .api import CheckConfig, check_file, collect_files
-from .diagnostics import render_concise, render_full, render_json
+from anodize.language.diagnostics import render_concise, render_full, render_json
 from .engine import Project
 
 

@@ -2,11 +2,11 @@
 
     diags = check_module(source, path)
 
-parses the module once with Python's own parser (`checker/syntax.py`), builds the
+parses the module once with Python's own parser (`anodize/language/syntax.py`), builds the
 `ModuleModel` (checker/kernel_model.py: which functions are kernels, their
 contracts, and an abstract interpretation of each body, with names resolved
-through `checker/names.py`) and runs every rule of `checker/rules/` in a single
-batched walk (`checker/walk.py`).  A module that never mentions `anodize` is only
+through `anodize/language/names.py`) and runs every rule of `checker/rules/` in a single
+batched walk (`anodize/language/walk.py`).  A module that never mentions `anodize` is only
 syntax-checked.  `# anodize: ignore[az-code]` on a line silences that code there.
 A `Project` resolves kernels imported from other modules, for the launch-site rules.
 """
@@ -20,12 +20,12 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import messages
-from .diagnostics import Diagnostic, Span
+from anodize.language import messages
+from anodize.language.diagnostics import Diagnostic, Span
 from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
-from .syntax import parse as _parse
-from .walk import walk_batched
+from anodize.language.syntax import parse as _parse
+from anodize.language.walk import walk_batched
 
 # `# anodize: ignore[az-x]`, and mypy's `# type: ignore[az-x]` (the codes are shared)
 _IGNORE = re.compile(r"#\s*(?:anodize|type):\s*ignore\[([^\]]*)\]")

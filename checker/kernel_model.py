@@ -2,7 +2,7 @@
 
 For one parsed module it records which top-level functions are kernels and
 `@az.func` helpers, their parameters (slice kinds, scalars, witnesses, from
-`checker/model.py`), their launch contracts, and a flow-sensitive abstract
+`anodize/language/vocab.py`), their launch contracts, and a flow-sensitive abstract
 interpretation of each body:
 
 - every evaluated expression node gets a `Val` (a witness of index space 1 or
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field, replace
 
 import ast
 
-from .diagnostics import Span
-from .model import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
-from .names import Names
-from .syntax import Source
+from anodize.language.diagnostics import Span
+from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
+from anodize.language.names import Names
+from anodize.language.syntax import Source
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}

@@ -19,42 +19,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from anodize.checker.contract import Contract
-from anodize.checker.model import ScalarInfo, SliceKindInfo
+from anodize.language.contract import Contract
+from anodize.language.ir import FaultSite, ParamSpec
+from anodize.language.vocab import ScalarInfo, SliceKindInfo
 
 FAULT_RECORD_BYTES = 32
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    name: str
-    slice_kind: SliceKindInfo | None  # None for a scalar
-    scalar: ScalarInfo  # element type of a slice, or the scalar's type
-
-    @property
-    def is_slice(self) -> bool:
-        return self.slice_kind is not None
-
-    @property
-    def rank(self) -> int:
-        return self.slice_kind.rank if self.slice_kind else 0
-
-    @property
-    def is_output(self) -> bool:
-        return bool(self.slice_kind and self.slice_kind.output)
-
-    @property
-    def readonly(self) -> bool:
-        return bool(self.slice_kind and not self.slice_kind.output)
-
-
-@dataclass(frozen=True)
-class FaultSite:
-    path: str
-    line: int
-    col: int
-    kind: str  # "read" | "write" | "atomic" | "rank" (a witness from a launch of the wrong rank)
-    param: str  # the slice (or "" for rank faults)
 
 
 @dataclass

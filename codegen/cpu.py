@@ -23,13 +23,13 @@ from typing import Any
 import llvmlite.binding as llvm
 import llvmlite.ir as llir
 
-from anodize.checker import messages
-from anodize.checker.diagnostics import CheckError, Span
+from anodize.language import messages
+from anodize.language.diagnostics import CheckError, Span
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
-from . import ir
+from anodize.language import ir
 from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, Lowerer, Target, reg_type
-from .types import ScalarTy, SharedTy
+from anodize.language.types import ScalarTy, SharedTy
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
 _AXIS = {"x": 0, "y": 1, "z": 2}
@@ -247,7 +247,7 @@ def _decode(b: llir.IRBuilder, raw: llir.Value, kind: str) -> llir.Value:
         return b.bitcast(b.trunc(raw, I32T), FLOAT)
     if kind == "f64":
         return b.bitcast(raw, DOUBLE)
-    from .types import BY_NAME
+    from anodize.language.types import BY_NAME
 
     t = reg_type(BY_NAME[kind])
     return raw if t == I64T else b.trunc(raw, t)

@@ -7,8 +7,8 @@ from typing import Any
 
 from anodize.codegen.artifact import CompiledKernel
 
-from . import ir
-from .frontend import build_ir
+from anodize.language import ir
+from anodize.language.typer import build_ir
 from .lower_llvm import lower_kernel
 
 __all__ = ["compile_gpu", "compile_cpu", "static_shared_bytes"]

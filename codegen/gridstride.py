@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 
 import llvmlite.ir as llir
 
-from . import ir
-from .types import ScalarTy, WitnessTy
+from anodize.language import ir
+from anodize.language.types import ScalarTy, WitnessTy
 
 CHUNK = 4  # indices per thread per vector step: 16 bytes of 4-byte elements
 VECTOR_BYTES = 16

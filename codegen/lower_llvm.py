@@ -19,10 +19,10 @@ from typing import Any
 
 import llvmlite.ir as llir
 
-from anodize.checker.diagnostics import Span
+from anodize.language.diagnostics import Span
 
-from . import ir
-from .types import BOOL, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+from anodize.language import ir
+from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)

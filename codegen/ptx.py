@@ -17,13 +17,13 @@ from pathlib import Path
 import llvmlite.binding as llvm
 import llvmlite.ir as llir
 
-from anodize.checker.contract import Contract
-from anodize.checker.diagnostics import Span
+from anodize.language.contract import Contract
+from anodize.language.diagnostics import Span
 from anodize.codegen.artifact import Resources
 
 from .lower_llvm import FLOAT, I1, I32T, I64T, Lowerer, Target, add_attr, mem_type
 from .toolchain import find_ptxas
-from .types import ScalarTy, SharedTy
+from anodize.language.types import ScalarTy, SharedTy
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_90"

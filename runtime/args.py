@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from anodize.codegen.artifact import ParamSpec
-from anodize.errors import ArgumentError
+from anodize.language.errors import ArgumentError
 from anodize.runtime.buffer import Buffer
 
 SliceAdapter = Callable[[Any], tuple[int, tuple[int, ...], int]]

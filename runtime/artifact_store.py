@@ -17,8 +17,8 @@ import types
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from anodize.checker.contract import BinOp, Const, Contract, Expr, Len, Neg, Param, Relation, Requires, Shape
-from anodize.checker.model import SCALARS, SLICE_KINDS
+from anodize.language.contract import BinOp, Const, Contract, Expr, Len, Neg, Param, Relation, Requires, Shape
+from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
 from anodize.runtime import diskcache
 

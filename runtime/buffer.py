@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.checker.model import SCALARS, ScalarInfo, scalar_for_dtype
-from anodize.errors import ArgumentError
+from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
+from anodize.language.errors import ArgumentError
 from anodize.runtime import inflight as _inflight  # issue 7: writes to in-flight buffers are refused
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
-from anodize.errors import LaunchError
+from anodize.language.errors import LaunchError
 
 R = TypeVar("R", Literal[1], Literal[2])
 

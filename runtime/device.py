@@ -18,8 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from anodize.checker.model import ScalarInfo
-from anodize.errors import ArgumentError, LaunchError
+from anodize.language.vocab import ScalarInfo
+from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime.buffer import Buffer, normalize_shape, resolve_dtype
 from anodize.runtime.faults import FaultArena
 
@@ -106,7 +106,7 @@ class Device:
         try:
             return self._alloc(nbytes)
         except MemoryError as e:
-            from anodize.errors import OutOfMemoryError
+            from anodize.language.errors import OutOfMemoryError
 
             if isinstance(e, OutOfMemoryError):
                 raise
@@ -114,7 +114,7 @@ class Device:
         except Exception as e:  # cuda.core reports CUDA_ERROR_OUT_OF_MEMORY as its own error type
             if "OUT_OF_MEMORY" not in str(e).upper().replace(" ", "_"):
                 raise
-            from anodize.errors import OutOfMemoryError
+            from anodize.language.errors import OutOfMemoryError
 
             raise OutOfMemoryError(nbytes, self.describe(), "CUDA_ERROR_OUT_OF_MEMORY") from None
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from anodize.checker.model import ScalarInfo
+from anodize.language.vocab import ScalarInfo
 
 KDL_CPU = 1
 KDL_CUDA = 2

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from anodize.codegen.artifact import FAULT_RECORD_BYTES, CompiledKernel
-from anodize.errors import KernelFault
+from anodize.language.errors import KernelFault
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.errors import ArgumentError, LaunchError
+from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime import inflight
 from anodize.runtime import ops as O
 from anodize.runtime import streams as S

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
-from anodize.errors import LaunchError
+from anodize.language.errors import LaunchError
 
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer

@@ -26,8 +26,8 @@ from weakref import ref as _ref
 
 import numpy as np
 
-from anodize.checker.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
-from anodize.errors import AliasingError, ArgumentError, ContractViolation, LaunchError
+from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
+from anodize.language.errors import AliasingError, ArgumentError, ContractViolation, LaunchError
 from anodize.runtime import args as A
 from anodize.runtime import inflight as _inflight
 from anodize.runtime.buffer import Buffer

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.errors import AliasingError, ArgumentError, KernelFault, LaunchError
+from anodize.language.errors import AliasingError, ArgumentError, KernelFault, LaunchError
 from anodize.runtime import inflight
 from anodize.runtime import streams as S
 from anodize.runtime.buffer import Buffer

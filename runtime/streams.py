@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from anodize.errors import ArgumentError, LaunchError
+from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime.buffer import normalize_shape, resolve_dtype
 
 if TYPE_CHECKING:

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from anodize.checker.contract import parse_requires
+from anodize.language.contract import parse_requires
 from anodize.runtime import artifact_store
 
 ROOT = Path(__file__).resolve().parent.parent
 
-HEAVY = ("anodize.checker.kernel_model", "llvmlite.binding", "anodize.codegen.frontend", "anodize.codegen.contract_parse",
+HEAVY = ("anodize.checker.kernel_model", "llvmlite.binding", "anodize.language.typer", "anodize.language.contract_read",
          "anodize.codegen.ptx", "anodize.checker.engine", "cuda.bindings")
 
 _PROBE = """
@@ -58,7 +58,7 @@ _REQUIRES = [
 
 @pytest.mark.parametrize("source", _REQUIRES)
 def test_contract_round_trips_through_json(source: str) -> None:
-    from anodize.checker.contract import Contract
+    from anodize.language.contract import Contract
 
     lam = ast.parse(source, mode="eval").body
     assert isinstance(lam, ast.Lambda)

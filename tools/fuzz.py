@@ -64,7 +64,7 @@ def compile_case(src: str, *, gpu: bool = True, cpu: bool = True) -> list[str]:
     """Compile every kernel of an accepted module; returns the outcomes ("ok" / "check-error:<code>").
 
     Raises on a crash (anything but CheckError)."""
-    from anodize.checker.diagnostics import CheckError
+    from anodize.language.diagnostics import CheckError
     from anodize.kernel import Kernel
     from anodize.runtime.compile import compile_for_cpu
 

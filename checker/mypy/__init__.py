@@ -2,5 +2,5 @@
 
 Each module answers one kind of hook and holds no rule logic of its own: kernel
 bodies go through `anodize.checker.api.check_source`, messages through
-`anodize.checker.messages`, and the plugin only adapts them to mypy.
+`anodize.language.messages`, and the plugin only adapts them to mypy.
 """

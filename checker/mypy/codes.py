@@ -10,8 +10,8 @@ from mypy.errorcodes import ErrorCode
 from mypy.nodes import Context
 from mypy.plugin import CheckerPluginInterface
 
-from anodize.checker.diagnostics import Diagnostic
-from anodize.checker.messages import CODES
+from anodize.language.diagnostics import Diagnostic
+from anodize.language.messages import CODES
 
 CATEGORY = "anodize"
 

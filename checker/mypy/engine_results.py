@@ -26,7 +26,7 @@ from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface
 from mypy.util import decode_python_encoding
 
-from anodize.checker.diagnostics import Diagnostic
+from anodize.language.diagnostics import Diagnostic
 
 from .codes import report
 

@@ -25,7 +25,7 @@ from mypy.types import (
     get_proper_type,
 )
 
-from anodize.checker.model import SCALARS
+from anodize.language.vocab import SCALARS
 
 from . import meta
 from .engine_results import report_module

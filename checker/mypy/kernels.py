@@ -14,8 +14,8 @@ from mypy.nodes import CallExpr, Decorator, Expression, IntExpr, LambdaExpr, Ref
 from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodSigContext
 from mypy.types import FunctionLike, Instance, Type, UnionType, get_proper_type
 
-from anodize.checker.contract import RequiresSyntaxError, parse_requires
-from anodize.checker.model import SCALARS
+from anodize.language.contract import RequiresSyntaxError, parse_requires
+from anodize.language.vocab import SCALARS
 
 from . import meta
 from .engine_results import read_source, report_module

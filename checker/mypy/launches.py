@@ -49,10 +49,10 @@ from mypy.types import (
     get_proper_type,
 )
 
-from anodize.checker import messages
-from anodize.checker.contract import Env, Requires, RequiresOverflow, RequiresSyntaxError, first_violation, parse_requires
-from anodize.checker.diagnostics import Diagnostic, Span
-from anodize.checker.model import SCALARS, SLICE_KINDS
+from anodize.language import messages
+from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresSyntaxError, first_violation, parse_requires
+from anodize.language.diagnostics import Diagnostic, Span
+from anodize.language.vocab import SCALARS, SLICE_KINDS
 
 from . import meta
 from .codes import report

@@ -1,6 +1,6 @@
 """One rule per file; each carries its VALID and INVALID examples.
 
-`ALL_RULES` is the order the engine runs them in (one batched walk, checker/walk.py)."""
+`ALL_RULES` is the order the engine runs them in (one batched walk, anodize/language/walk.py)."""
 
 from __future__ import annotations
 

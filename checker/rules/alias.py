@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import ast
 
-from .. import messages
-from ..diagnostics import Label
+from anodize.language import messages
+from anodize.language.diagnostics import Label
 from ..kernel_model import VIEW_METHODS, KernelSummary, dotted
 from .base import HostRule
 

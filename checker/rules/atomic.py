@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import messages
+from anodize.language import messages
 from ..kernel_model import bind_args
 from .base import Rule, slice_kinds
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 import ast
 
-from ..diagnostics import Diagnostic, Span
+from anodize.language.diagnostics import Diagnostic, Span
 from ..kernel_model import FunctionInfo, KernelSummary, ModuleModel, Val
 
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ class Rule:
 
     A rule defines `visit_<AstClass>` / `leave_<AstClass>` methods (and may alias them:
     `visit_List = visit_Set = _container`); the engine runs every rule's methods in one
-    batched walk (checker/walk.py).  INVALID examples mark each expected diagnostic
+    batched walk (anodize/language/walk.py).  INVALID examples mark each expected diagnostic
     inline with `# E: az-code`."""
 
     CODE: ClassVar[str]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import ast
 
-from .. import messages
-from ..contract import BinOp, Len, Neg, Param, RequiresSyntaxError, Shape, parse_requires
-from ..diagnostics import Span
+from anodize.language import messages
+from anodize.language.contract import BinOp, Len, Neg, Param, RequiresSyntaxError, Shape, parse_requires
+from anodize.language.diagnostics import Span
 from ..kernel_model import ContractInfo, FunctionInfo, literal_dims, literal_int
-from ..model import MAX_THREADS_PER_BLOCK
-from ..syntax import in_source_order
+from anodize.language.vocab import MAX_THREADS_PER_BLOCK
+from anodize.language.syntax import in_source_order
 from .base import Rule
 
 _KNOWN = {"domain", "block", "requires", "min_compute_capability"}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import messages
+from anodize.language import messages
 from .base import Rule
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ast
 
-from .. import messages
+from anodize.language import messages
 from ..kernel_model import bind_args
-from ..model import WITNESS_TYPES
+from anodize.language.vocab import WITNESS_TYPES
 from .base import Rule
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from .. import messages
+from anodize.language import messages
 from ..barrier_intervals import Intervals
 from ..index_forms import Block
 from ..kernel_model import FunctionInfo

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from .. import messages
-from ..diagnostics import Span
+from anodize.language import messages
+from anodize.language.diagnostics import Span
 from .base import DeviceBodyRule
 
 _KERNEL_TYPES = "`Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `AtomicSlice[T]` or a scalar type"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import re
 
-from .. import messages
-from ..diagnostics import Span
-from ..syntax import in_source_order
+from anodize.language import messages
+from anodize.language.diagnostics import Span
+from anodize.language.syntax import in_source_order
 from .base import DeviceBodyRule, slice_kinds
 
 _SIMPLE: dict[type, str] = {

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from anodize.checker import messages
+from anodize.language import messages
 from anodize.checker.api import check_paths, check_source
 from anodize.checker.cli import run_check
-from anodize.checker.diagnostics import render_concise, render_full, render_json
+from anodize.language.diagnostics import render_concise, render_full, render_json
 from harness import FIXTURES
 
 RACY = """import anodize as az

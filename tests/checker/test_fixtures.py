@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from anodize.checker.api import check_source
-from anodize.checker.messages import CODES
+from anodize.language.messages import CODES
 from harness import FIXTURES, expectations, fixture_files
 
 FILES = fixture_files()

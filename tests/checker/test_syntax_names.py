@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from anodize.checker.names import Names
-from anodize.checker.syntax import Source, parse
-from anodize.checker.walk import walk_batched
+from anodize.language.names import Names
+from anodize.language.syntax import Source, parse
+from anodize.language.walk import walk_batched
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from cg_helpers import rng, run_cpu
 
-from anodize.checker.diagnostics import CheckError
+from anodize.language.diagnostics import CheckError
 from anodize.codegen.driver import compile_cpu
 
 
@@ -302,7 +302,7 @@ def test_unsafe_tier_kernel_runs_on_the_threaded_cpu_backend() -> None:
 
 def test_sequential_cpu_target_refuses_barriers_with_a_located_error() -> None:
     from anodize.codegen.cpu import CPUTarget
-    from anodize.codegen.frontend import build_ir
+    from anodize.language.typer import build_ir
     from anodize.codegen.lower_llvm import lower_kernel
 
     k = build_ir(K.block_reduce)

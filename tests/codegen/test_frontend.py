@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from cg_helpers import run_cpu
 
-from anodize.checker.diagnostics import CheckError, Diagnostic
-from anodize.codegen import ir
+from anodize.language.diagnostics import CheckError, Diagnostic
+from anodize.language import ir
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.frontend import build_ir, parse_contract
-from anodize.codegen.types import F32, F64, I64, WitnessTy
+from anodize.language.typer import build_ir, parse_contract
+from anodize.language.types import F32, F64, I64, WitnessTy
 
 BAD = Path(B.__file__)
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from cg_helpers import ARCHS, filecheck, rng, run_cpu
 
-from anodize.codegen import ir
+from anodize.language import ir
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.frontend import build_ir
+from anodize.language.typer import build_ir
 from anodize.codegen.gridstride import vector_plan
 from anodize.kernel import Kernel
 

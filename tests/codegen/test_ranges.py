@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from cg_helpers import ARCHS, filecheck, rng, run_cpu
 
-from anodize.checker.diagnostics import CheckError
+from anodize.language.diagnostics import CheckError
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.ranges import ZERO, Lin, Prover
+from anodize.language.ranges import ZERO, Lin, Prover
 from anodize.kernel import Kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -293,7 +293,7 @@ def test_random_guards_are_sound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
     import range_fuzz
 
-    from anodize.codegen import ranges
+    from anodize.language import ranges
 
     removed = 0
     np_types = {"i32": np.int32, "i64": np.int64, "u32": np.uint32, "u64": np.uint64}

@@ -78,8 +78,8 @@ def test_bool_slices_and_scalars() -> None:
 
 
 def test_module_constants_numpy_scalars_keep_their_type() -> None:
-    from anodize.codegen.frontend import build_ir
-    from anodize.codegen.types import F32
+    from anodize.language.typer import build_ir
+    from anodize.language.types import F32
 
     k = build_ir(K.module_constants)
     write = k.body[1].body[0]  # type: ignore[attr-defined]

@@ -7,8 +7,8 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from anodize.checker.syntax import Source, parse
-from anodize.codegen.source import source_info
+from anodize.language.syntax import Source, parse
+from anodize.language.source import source_info
 
 KERNEL = '''\
 from anodize import DisjointSlice, Slice, f32, kernel, launch_contract, thread

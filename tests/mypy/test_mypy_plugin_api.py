@@ -7,7 +7,7 @@ from mypy.plugin import ReportConfigContext
 
 import anodize
 from anodize.checker import mypy_plugin
-from anodize.checker.messages import CODES
+from anodize.language.messages import CODES
 
 
 def test_every_catalogue_code_is_a_mypy_error_code() -> None:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kernelgen import OUTSIDE_KINDS, HypothesisChooser, RandomChooser, gen_module
 
-from anodize.checker.diagnostics import CheckError
+from anodize.language.diagnostics import CheckError
 
 SETTINGS = settings(
     max_examples=2000,

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from anodize.checker.model import SCALARS, SLICE_KINDS
+from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec
 from anodize.kernel import Kernel
 from anodize.runtime import compile as rt_compile

@@ -11,7 +11,7 @@ import pytest
 
 import anodize as az
 from anodize import ArgumentError
-from anodize.checker.model import SCALARS
+from anodize.language.vocab import SCALARS
 from anodize.runtime import dlpack
 from anodize.runtime.device import Device
 

@@ -11,8 +11,8 @@ from rt_kernels import fill, vecadd
 
 import anodize as az
 from anodize import CheckError
-from anodize.checker.diagnostics import Span
-from anodize.checker.messages import unsupported
+from anodize.language.diagnostics import Span
+from anodize.language.messages import unsupported
 from anodize.runtime import compile as rt_compile
 from anodize.runtime.device import Device
 

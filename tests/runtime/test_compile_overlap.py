@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from rt_kernels import vecadd
 
-from anodize.checker.diagnostics import CheckError
+from anodize.language.diagnostics import CheckError
 from anodize.runtime import compile as rc
 
 
@@ -22,8 +22,8 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def _check_error() -> CheckError:
     try:
-        from anodize.checker import messages
-        from anodize.checker.diagnostics import Span
+        from anodize.language import messages
+        from anodize.language.diagnostics import Span
 
         raise CheckError([messages.unsupported(Span.point("k.py", 1, 0), "this")])
     except CheckError as e:

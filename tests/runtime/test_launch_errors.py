@@ -374,7 +374,7 @@ def test_same_launcher_on_two_devices(dev: Device) -> None:
 def test_unsafe_launch_of_contracted_kernel_still_checks_rank_and_block() -> None:
     """Contracted kernels carry no device-side rank check, so unsafe_launch must not bypass it."""
     import anodize as az
-    from anodize.errors import ContractViolation
+    from anodize.language.errors import ContractViolation
 
     from rt_kernels import vecadd  # a domain-1, block-256 contract
 

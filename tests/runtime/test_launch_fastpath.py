@@ -20,7 +20,7 @@ from rt_kernels import fill, scale2d, vecadd
 
 import anodize as az
 from anodize import AliasingError, ArgumentError, ContractViolation
-from anodize.checker.contract import Env, RequiresOverflow, first_violation, parse_requires
+from anodize.language.contract import Env, RequiresOverflow, first_violation, parse_requires
 from anodize.runtime import inflight
 from anodize.runtime import launch as rt_launch
 from anodize.runtime.device import CpuDevice, Device

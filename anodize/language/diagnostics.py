@@ -2,7 +2,7 @@
 
 Every front end (the `anodize check` CLI, the mypy plugin, codegen's
 `az-unsupported` errors and the runtime's `CheckError`) builds `Diagnostic`
-objects through `anodize.checker.messages` and renders them here.
+objects through `anodize.language.messages` and renders them here.
 """
 
 from __future__ import annotations

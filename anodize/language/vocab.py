@@ -108,7 +108,7 @@ RAW_IDS = {
 
 WARP_OPS = {"shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"}
 
-# Qualified names (as checker/names.py and mypy spell them) of the
+# Qualified names (as anodize/language/names.py and mypy spell them) of the
 # operations that only `with az.unsafe():` may contain.
 UNSAFE_QUALNAMES = (
     {"anodize.syncthreads", "anodize.shared.array"}

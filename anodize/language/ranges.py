@@ -32,8 +32,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from . import ir
-from .types import I64, ScalarTy, SliceTy, Ty, WitnessTy
+from anodize.language import ir
+from anodize.language.types import I64, ScalarTy, SliceTy, Ty, WitnessTy
 
 Atom = tuple[str, ...]
 ZERO: Atom = ("0",)
@@ -419,7 +419,7 @@ class RangeFacts(RangeEnv):
         hit = self.__dict__.get("_req_edges")
         if hit is not None:
             return hit  # type: ignore[no-any-return]
-        from anodize.checker import contract as C
+        from anodize.language import contract as C
 
         out: list[Edge] = []
         c = self.k.contract if self.is_kernel else None  # type: ignore[attr-defined]

@@ -36,8 +36,8 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from .syntax import line_offsets
-from .walk import child_fields
+from anodize.language.syntax import line_offsets
+from anodize.language.walk import child_fields
 
 __all__ = ["Names"]
 

@@ -7,7 +7,7 @@ as a string literal at the call site.
 
 from __future__ import annotations
 
-from .diagnostics import Diagnostic, Label, Span
+from anodize.language.diagnostics import Diagnostic, Label, Span
 
 # code -> one-line summary (shown by `anodize check --explain` and registered with mypy)
 CODES: dict[str, str] = {

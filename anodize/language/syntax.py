@@ -22,7 +22,7 @@ import keyword
 import re
 import tokenize
 
-from .diagnostics import Span
+from anodize.language.diagnostics import Span
 
 __all__ = ["Source", "parse", "in_source_order", "line_offsets", "NEWLINE"]
 

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from anodize.checker import messages
-from anodize.checker.diagnostics import CheckError, Span
-from anodize.checker.model import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS
-from anodize.checker.syntax import Source
+from anodize.language import messages
+from anodize.language.diagnostics import CheckError, Span
+from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS
+from anodize.language.syntax import Source
 
 __all__ = ["SourceInfo", "source_info", "MISSING", "intrinsic_tag", "names_of"]
 

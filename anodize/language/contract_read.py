@@ -9,14 +9,14 @@ import textwrap
 from collections.abc import Callable
 from typing import Any
 
-from anodize.checker import messages
-from anodize.checker.contract import Contract, RequiresSyntaxError, parse_requires
-from anodize.checker.diagnostics import CheckError, Diagnostic
-from anodize.checker.model import MAX_THREADS_PER_BLOCK
+from anodize.language import messages
+from anodize.language.contract import Contract, RequiresSyntaxError, parse_requires
+from anodize.language.diagnostics import CheckError, Diagnostic
+from anodize.language.vocab import MAX_THREADS_PER_BLOCK
 
-from .source import MISSING as _MISSING
-from .source import SourceInfo, source_info
-from .source import names_of as _names_of
+from anodize.language.source import MISSING as _MISSING
+from anodize.language.source import SourceInfo, source_info
+from anodize.language.source import names_of as _names_of
 
 __all__ = ["parse_contract"]
 

@@ -1,4 +1,4 @@
-"""The typed kernel IR: frozen dataclasses built by `frontend.py`, lowered by `lower_llvm.py`.
+"""The typed kernel IR: frozen dataclasses built by `typer.py`, lowered by `lower_llvm.py`.
 
 Every expression carries its type (`ty`); every node carries the user's source
 span (`span`) so that lowering can emit debug locations and fault sites.  Helper
@@ -10,11 +10,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from anodize.checker.contract import Contract
-from anodize.checker.diagnostics import Span
-from anodize.codegen.artifact import FaultSite, ParamSpec
+from anodize.language.contract import Contract
+from anodize.language.diagnostics import Span
+from anodize.language.types import ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+from anodize.language.vocab import ScalarInfo, SliceKindInfo
 
-from .types import ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+
+@dataclass(frozen=True)
+class ParamSpec:
+    name: str
+    slice_kind: SliceKindInfo | None  # None for a scalar
+    scalar: ScalarInfo  # element type of a slice, or the scalar's type
+
+    @property
+    def is_slice(self) -> bool:
+        return self.slice_kind is not None
+
+    @property
+    def rank(self) -> int:
+        return self.slice_kind.rank if self.slice_kind else 0
+
+    @property
+    def is_output(self) -> bool:
+        return bool(self.slice_kind and self.slice_kind.output)
+
+    @property
+    def readonly(self) -> bool:
+        return bool(self.slice_kind and not self.slice_kind.output)
+
+
+@dataclass(frozen=True)
+class FaultSite:
+    path: str
+    line: int
+    col: int
+    kind: str  # "read" | "write" | "atomic" | "rank" (a witness from a launch of the wrong rank)
+    param: str  # the slice (or "" for rank faults)
+
 
 # ---- expressions ---------------------------------------------------------------------------
 
@@ -350,7 +382,7 @@ class KernelIR:
 
     @property
     def param_types(self) -> dict[str, Ty]:
-        from .types import BY_NAME  # noqa: PLC0415
+        from anodize.language.types import BY_NAME  # noqa: PLC0415
 
         out: dict[str, Ty] = {}
         for p in self.params:

@@ -19,43 +19,20 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from anodize.checker import messages
-from anodize.checker.contract import Contract, Requires, equal_lengths
-from anodize.checker.diagnostics import CheckError, Diagnostic, Span
-from anodize.checker.model import (
-    MATH_FUNCS,
-    RAW_IDS,
-    SLICE_KINDS,
-    WITNESS_MAKERS,
-    scalar_for_dtype,
-)
-from anodize.codegen.artifact import FaultSite, ParamSpec
+from anodize.language import messages
+from anodize.language.contract import Contract, Requires, equal_lengths
+from anodize.language.diagnostics import CheckError, Diagnostic, Span
+from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, scalar_for_dtype
+from anodize.language.ir import FaultSite, ParamSpec
 
-from . import ir
-from .contract_parse import parse_contract
-from .ranges import RangeFacts
-from .source import MISSING as _MISSING
-from .source import SourceInfo, source_info
-from .source import intrinsic_tag as _tag
-from .source import names_of as _names_of
-from .types import (
-    BOOL,
-    BY_NAME,
-    F64,
-    I32,
-    I64,
-    U32,
-    VOID,
-    PromotionError,
-    ScalarTy,
-    SharedTy,
-    SliceTy,
-    Ty,
-    VoidTy,
-    WitnessTy,
-    implicitly_converts,
-    promote,
-)
+from anodize.language import ir
+from anodize.language.contract_read import parse_contract
+from anodize.language.ranges import RangeFacts
+from anodize.language.source import MISSING as _MISSING
+from anodize.language.source import SourceInfo, source_info
+from anodize.language.source import intrinsic_tag as _tag
+from anodize.language.source import names_of as _names_of
+from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 
 __all__ = ["build_ir", "parse_contract", "SourceInfo", "source_info"]
 
@@ -731,7 +708,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         """A static shared array's index proven in range (dynamic ones are never checked)."""
         if arr.ty.dynamic:
             return False
-        from .ranges import ZERO, Lin
+        from anodize.language.ranges import ZERO, Lin
 
         return self.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])
 
@@ -1376,7 +1353,7 @@ def build_ir(kernel_or_func: Any) -> ir.KernelIR:
 
 def _equal_shapes(req: Requires) -> list[set[str]]:
     """Classes of 2-D parameters whose shapes `requires` proves equal on both axes."""
-    from anodize.checker.contract import Shape
+    from anodize.language.contract import Shape
 
     axes: list[list[set[str]]] = [[], []]
     for rel in req.relations:

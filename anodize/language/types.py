@@ -1,6 +1,6 @@
 """The compiler's types, and the arithmetic rules between them.
 
-Scalar types wrap `anodize.checker.model.ScalarInfo` (the one table of widths
+Scalar types wrap `anodize.language.vocab.ScalarInfo` (the one table of widths
 and signedness).  The promotion rules below are the ones docs/language.md
 ("Types and arithmetic") documents; change both together.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from anodize.checker.model import SCALARS, ScalarInfo, SliceKindInfo
+from anodize.language.vocab import SCALARS, ScalarInfo, SliceKindInfo
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,80 @@
+"""The exception hierarchy of LANGUAGE.md, shared by every backend."""
+
+from __future__ import annotations
+
+from anodize.language.diagnostics import CheckError
+
+__all__ = [
+    "CheckError",
+    "LaunchError",
+    "ContractViolation",
+    "AliasingError",
+    "ArgumentError",
+    "KernelFault",
+    "OutOfMemoryError",
+]
+
+
+class LaunchError(Exception):
+    """A launch that anodize refuses before anything runs on the device."""
+
+    def __init__(self, message: str, *, help: str | None = None):
+        self.message = message
+        self.help = help
+        super().__init__(message + (f"\n  help: {help}" if help else ""))
+
+
+class ContractViolation(LaunchError):
+    """A launch that breaks the kernel's `@launch_contract` (rank, block, `requires`, capability)."""
+
+
+class AliasingError(LaunchError):
+    """An output buffer overlaps another argument of the same launch."""
+
+
+class ArgumentError(LaunchError):
+    """An argument of the wrong kind, dtype, rank, shape, layout or device."""
+
+
+class KernelFault(RuntimeError):
+    """A fault the kernel recorded on the device (an out-of-bounds index, a witness of the
+    wrong rank), raised at the next synchronisation point."""
+
+    def __init__(self, kernel: str, path: str, line: int, kind: str, index: int, length: int, count: int = 1):
+        self.kernel = kernel
+        self.path = path
+        self.line = line
+        self.kind = kind
+        self.index = index
+        self.length = length
+        self.count = count
+        more = f" ({count} faults recorded; the first is shown)" if count > 1 else ""
+        super().__init__(
+            f"kernel `{kernel}` faulted at {path}:{line}: {kind}: index {index} out of bounds "
+            f"for length {length}{more}"
+            if kind in ("read", "write", "atomic")
+            else f"kernel `{kernel}` faulted at {path}:{line}: {kind}{more}"
+        )
+
+
+# ADDED for issue 9 (reliability): a clear error instead of a raw MemoryError / CUDA error.
+class OutOfMemoryError(MemoryError):
+    """A buffer allocation the device cannot satisfy; nothing was allocated."""
+
+    def __init__(self, nbytes: int, device: str, cause: str = ""):
+        self.nbytes = nbytes
+        self.device = device
+        size = _human(nbytes)
+        why = f" ({cause})" if cause else ""
+        super().__init__(
+            f"out of memory: cannot allocate {size} on {device}{why}\n"
+            "  help: free buffers you no longer need (`del buf`), or split the work into smaller arrays"
+        )
+
+
+def _human(n: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if n < 1024 or unit == "PiB":
+            return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} bytes"
