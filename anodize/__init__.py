@@ -84,7 +84,7 @@ from anodize.types import (
     u64,
 )
 
-__version__ = "0.1.0"
+from anodize.language import VERSION as __version__
 
 __all__ = [
     "AliasingError",

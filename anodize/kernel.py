@@ -93,11 +93,12 @@ class Kernel(Generic[P]):
     # -- the contract, parsed from source once --------------------------------------------
     @property
     def contract(self) -> Contract | None:
-        """The parsed contract (raises CheckError if it is malformed); None when there is none."""
+        """The contract as the front end reads it from source (raises CheckError if it is
+        malformed); None when there is none."""
         if not self._contract_parsed:
-            from anodize.language.contract_read import parse_contract  # `ast` only: light
+            from anodize.language.front import kernel_contract  # `ast` only: light
 
-            self._contract = parse_contract(self)
+            self._contract = kernel_contract(self)
             self._contract_parsed = True
         return self._contract
 

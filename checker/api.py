@@ -7,8 +7,8 @@
 
 from __future__ import annotations
 
+import ast
 import fnmatch
-import inspect
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -17,9 +17,10 @@ from typing import Any
 
 from anodize.language import messages
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
+from anodize.language.front import ModuleFront, kernel_of
 from .engine import Analysis, Project, analyze_source
 
-__all__ = ["CheckConfig", "check_source", "check_paths", "collect_files", "enforce_kernel", "CheckError"]
+__all__ = ["CheckConfig", "check_source", "check_paths", "collect_files", "enforce_kernel", "kernel_errors", "analysis_of", "CheckError"]
 
 
 @dataclass
@@ -90,63 +91,57 @@ def check_file(path: Path, project: Project | None = None) -> Analysis:
 
 # ---- the compile path --------------------------------------------------------------------------
 
-_CACHE: dict[str, tuple[tuple[float, int], Analysis]] = {}
+_CACHE: dict[str, tuple[str, Analysis]] = {}
 
 
-def _analysis_for(path: str) -> Analysis | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    key = (st.st_mtime, st.st_size)
-    hit = _CACHE.get(path)
-    if hit is not None and hit[0] == key:
+def analysis_of(front: ModuleFront) -> Analysis:
+    """The checker's analysis of one module front (once per path and source)."""
+    hit = _CACHE.get(front.path)
+    if hit is not None and hit[0] == front.digest and (hit[1].model is None or hit[1].model.front is front):
         return hit[1]
-    try:
-        source = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        return None
-    result = analyze_source(source, path, Project())
-    _CACHE[path] = (key, result)
+    result = analyze_source(front.source, front.path, Project())
+    _CACHE[front.path] = (front.digest, result)
     return result
 
 
-def enforce_kernel(kernel: Any) -> None:
-    """Raise `CheckError` (its text the full rendering) if the kernel, its contract or an
-    `@az.func` helper it calls breaks a rule.  Call-site rules elsewhere in the module
+def kernel_errors(analysis: Analysis, fdef: ast.FunctionDef) -> list[Diagnostic]:
+    """The errors `anodize check` reports inside a kernel, its contract and every helper it
+    calls: exactly what blocks compiling it."""
+    model = analysis.model
+    info = model.by_node.get(fdef) if model is not None else None
+    if info is None:
+        return [d for d in analysis.diagnostics if d.severity == "error"]
+    regions = []
+    for f in model.callees_of(info):  # type: ignore[union-attr]
+        start = model.span(f.node.decorator_list[0] if f.node.decorator_list else f.node)  # type: ignore[union-attr]
+        end = model.span(f.node)  # type: ignore[union-attr]
+        regions.append((start.line, end.end_line))
+    return [d for d in analysis.diagnostics if d.severity == "error" and any(a <= d.span.line <= b for a, b in regions)]
+
+
+def enforce_kernel(kernel: Any) -> Any:
+    """The typed model (`ir.KernelIR`) of a kernel whose checks pass; else raise `CheckError`
+    (its text the full rendering) when the kernel, its contract or an `@az.func` helper it
+    calls breaks a rule or does not type.  Call-site rules elsewhere in the module
     (`az-alias`, `az-no-contract`, ...) do not block compiling."""
     fn = getattr(kernel, "fn", kernel)
-    name = getattr(fn, "__name__", "?")
-    try:
-        path = inspect.getsourcefile(fn)
-    except TypeError:
-        path = None
-    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1)
-    analysis = _analysis_for(path) if path else None
-    if path is None or analysis is None:
-        raise CheckError([messages.kernel_source_unavailable(Span.point(path or "<unknown>", line, 0), name)]) from None
+    front, fdef = kernel_of(fn)
+    analysis = analysis_of(front)
     model = analysis.model
-    if model is None:  # the file does not parse
-        raise CheckError(analysis.diagnostics, {analysis.path: analysis.source}) from None
-    info = model.functions.get(getattr(fn, "__qualname__", name)) or model.functions.get(name)
+    sources = {front.path: front.source}
+    if model is None:  # nothing anodize could see (no kernel can live in it)
+        raise CheckError(analysis.diagnostics or [messages.kernel_source_unavailable(
+            Span.point(front.path, fdef.lineno, 0), fdef.name)], sources) from None
+    info = model.by_node.get(fdef)
     if info is None or info.kind != "kernel":
-        candidates = [f for f in model.kernels() if f.name == name]
-        info = candidates[0] if candidates else None
-    if info is None:
-        # the checker cannot see this kernel (nested, built dynamically, or hidden by `import *`)
         raise CheckError(
             [messages.unsupported_here(
-                Span.point(path, line, 0), f"the checker cannot find kernel `{name}` in its module's source",
-                help="define kernels at the top level of a module, decorated with `@az.kernel` imported by name "
-                "or through `import anodize as az`")]
-            + [d for d in analysis.diagnostics if d.code == "az-unsupported" and d.span.line < line],
-            {path: analysis.source},
+                front.src.name_span(fdef), f"`{fdef.name}` is not a kernel the checker can see",
+                help="decorate it with `@az.kernel` imported by name or through `import anodize as az`")],
+            sources,
         ) from None
-    regions = []
-    for f in model.callees_of(info):
-        start = model.span(f.node.decorator_list[0] if f.node.decorator_list else f.node)
-        end = model.span(f.node)
-        regions.append((start.line, end.end_line))
-    mine = [d for d in analysis.diagnostics if d.severity == "error" and any(a <= d.span.line <= b for a, b in regions)]
-    if mine:
-        raise CheckError(mine, {path: analysis.source}) from None
+    mine = kernel_errors(analysis, fdef)
+    typed = front.typed(fdef)
+    if mine or typed.ir is None:
+        raise CheckError(mine or list(typed.diagnostics), sources) from None
+    return typed.ir

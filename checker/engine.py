@@ -22,6 +22,7 @@ from pathlib import Path
 
 from anodize.language import messages
 from anodize.language.diagnostics import Diagnostic, Span
+from anodize.language.front import front_for_source
 from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import parse as _parse
@@ -69,11 +70,19 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
         return Analysis(source, path, None, [err] if err else [])
     if "anodize" not in source:
         return Analysis(source, path, None, [])  # no kernel can live here
-    model = ModuleModel(tree, path, source)
+    front = front_for_source(source, path, tree)
+    model = ModuleModel(front.tree, path, source, front)
     diags: list[Diagnostic] = []
+    typed: list[Diagnostic] = []
     if model.imports_anodize or model.functions:
-        walk_batched(tree, [rule(RuleContext(model, project, diags.append)) for rule in ALL_RULES])
-    return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source))
+        walk_batched(front.tree, [rule(RuleContext(model, project, diags.append, typed.append)) for rule in ALL_RULES])
+    if typed:  # one error per place: the rules' own wording wins where both found one
+        taken = {(d.span.line, d.span.col) for d in diags if d.severity == "error"}
+        taken_codes = {(d.span.line, d.code) for d in diags if d.severity == "error"}
+        diags.extend(
+            d for d in typed if (d.span.line, d.span.col) not in taken and (d.span.line, d.code) not in taken_codes
+        )
+    return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source, model))
 
 
 def check_module(source: str, path: str, project: Project | None = None) -> list[Diagnostic]:
@@ -91,18 +100,41 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
     return sorted(out, key=lambda d: d.sort_key)
 
 
-def _apply_ignores(diags: list[Diagnostic], source: str) -> list[Diagnostic]:
+def _apply_ignores(diags: list[Diagnostic], source: str, model: ModuleModel | None = None) -> list[Diagnostic]:
+    """Ignore comments silence launch-site (host) diagnostics only: inside a kernel or helper
+    `with az.unsafe():` is the escape hatch, so an ignore comment there silences nothing and
+    is itself reported (`anodize check` and compile then never disagree)."""
     if "ignore[" not in source:
         return diags
     lines = source.splitlines()
+    device = _device_lines(model) if model is not None else []
     out = []
     for d in diags:
         ln = d.span.line
         text = lines[ln - 1] if 0 < ln <= len(lines) else ""
         codes = {c.strip() for m in _IGNORE.finditer(text) for c in m.group(1).split(",")}
-        if d.code in codes:
+        if d.code in codes and not any(a <= ln <= b for a, b in device):
             continue
         out.append(d)
+    for a, b in device:
+        for ln in range(a, b + 1):
+            m = _ANODIZE_IGNORE.search(lines[ln - 1]) if ln <= len(lines) else None
+            if m is not None:
+                span = Span(model.path, ln, m.start(), ln, m.end())  # type: ignore[union-attr]
+                out.append(messages.ignore_in_kernel(span))
+    return sorted(out, key=lambda d: d.sort_key)
+
+
+# an anodize ignore comment (mypy's `# type: ignore[...]` is mypy's business)
+_ANODIZE_IGNORE = re.compile(r"#\s*anodize:\s*ignore\b(?:\[[^\]]*\])?")
+
+
+def _device_lines(model: ModuleModel) -> list[tuple[int, int]]:
+    """(first, last) line of every kernel and helper body."""
+    out = []
+    for fn in dict.fromkeys([*model.by_node.values(), *model.functions.values()]):
+        if fn.is_device and fn.node.body:
+            out.append((fn.node.body[0].lineno, fn.node.end_lineno or fn.node.lineno))
     return out
 
 

@@ -31,8 +31,8 @@ import ast
 
 from anodize.language.diagnostics import Span
 from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
-from anodize.language.names import Names
-from anodize.language.syntax import Source
+from anodize.language.front import ModuleFront, front_for_source
+from anodize.language.symbols import annotation_kind, canonical, decorator_kind
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
@@ -44,36 +44,7 @@ MAX_FIXPOINT = 8
 # ---- names ---------------------------------------------------------------------------------
 
 
-_CANONICAL: dict[str, str] = {}
 _MISSING = object()  # a cache's "not there yet" (None is a cached answer)
-
-
-def canonical(qualname: str) -> str:
-    """`anodize.thread.index_1d` -> `thread.index_1d`, `anodize.types.Slice` -> `az.Slice`."""
-    hit = _CANONICAL.get(qualname)
-    if hit is None:
-        hit = _canonical(qualname)
-        if len(_CANONICAL) < 65536:
-            _CANONICAL[qualname] = hit
-    return hit
-
-
-def _canonical(qualname: str) -> str:
-    if not qualname.startswith("anodize"):
-        return qualname
-    for prefix, short in (
-        ("anodize.thread.", "thread."),
-        ("anodize.warp.", "warp."),
-        ("anodize.shared.", "shared."),
-        ("anodize.math.", "math."),
-        ("anodize.types.", "az."),
-        ("anodize.kernel.", "az."),
-        ("anodize.runtime.config.", "az."),
-        ("anodize.", "az."),
-    ):
-        if qualname.startswith(prefix):
-            return short + qualname[len(prefix) :]
-    return qualname
 
 
 def dotted(node: ast.AST) -> str | None:
@@ -263,13 +234,14 @@ class KernelSummary:
 class ModuleModel:
     """Everything the rules read about one module."""
 
-    def __init__(self, tree: ast.Module, path: str, source: str):
-        self.tree = tree
+    def __init__(self, tree: ast.Module, path: str, source: str, front: ModuleFront | None = None):
+        self.front = front if front is not None else front_for_source(source, path, tree)
+        self.tree = tree = self.front.tree
         self.module = tree  # the parsed module (an `ast.Module`)
         self.path = path
         self.source = source
-        self.src = Source(source, path)
-        self.names = Names(tree, source)
+        self.src = self.front.src
+        self.names = self.front.names
         self._qualname_cache: dict[int, str | None] = {}  # by node id (the tree outlives the model)
         self.functions: dict[str, FunctionInfo] = {}
         self.by_node: dict[ast.AST, FunctionInfo] = {}
@@ -387,7 +359,8 @@ class ModuleModel:
                     for t in stmt.targets:
                         if isinstance(t, ast.Name) and t.id not in self.functions:
                             self.functions[t.id] = target
-        for fn in list(dict.fromkeys(self.functions.values())):
+        # every device function, also one whose name a later `def` took over
+        for fn in list(dict.fromkeys([*self.by_node.values(), *self.functions.values()])):
             if fn.is_device:
                 analyze(self, fn)
 
@@ -396,14 +369,13 @@ class ModuleModel:
         kdeco = None
         contract = None
         for d in node.decorator_list:
-            target = d.func if isinstance(d, ast.Call) else d
-            q = self.qualname(target)
-            if q == "az.kernel" and not isinstance(d, ast.Call):
+            q = decorator_kind(self.names, d)
+            if q == "kernel" and not isinstance(d, ast.Call):
                 kind, kdeco = "kernel", d
-            elif q == "az.func" and not isinstance(d, ast.Call):
+            elif q == "func" and not isinstance(d, ast.Call):
                 kind = "func" if kind != "kernel" else kind
-            elif q == "az.launch_contract":
-                contract = self._contract(d)
+            elif q == "launch_contract" and contract is None:
+                contract = self._contract(d, node)
         params: dict[str, ParamInfo] = {}
         a = node.args
         for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
@@ -424,38 +396,27 @@ class ModuleModel:
         info.globals_declared = frozenset(globals_)
 
     def _param(self, p: ast.arg) -> ParamInfo:
-        name = p.arg
-        ann = p.annotation
-        if ann is None:
-            return ParamInfo(name, p, "bad")
-        base, elem = (ann.value, ann.slice) if isinstance(ann, ast.Subscript) else (ann, None)
-        q = self.qualname(base) or ""
-        short = q[3:] if q.startswith("az.") else ""
-        if short in SLICE_KINDS:
-            scalar = None
-            if elem is not None and not isinstance(elem, (ast.Tuple, ast.Slice)):
-                eq = self.qualname(elem) or ""
-                scalar = eq[3:] if eq.startswith("az.") and eq[3:] in SCALARS else None
-            return ParamInfo(name, p, "slice", SLICE_KINDS[short], scalar)
-        if elem is None and short in SCALARS:
-            return ParamInfo(name, p, "scalar", scalar=short)
-        if elem is None and short in WITNESS_TYPES:
-            return ParamInfo(name, p, "witness", domain=WITNESS_TYPES[short])
-        return ParamInfo(name, p, "bad")
+        kind, skind, scalar = annotation_kind(self.front.symbols, p.annotation)
+        if kind == "slice":
+            return ParamInfo(p.arg, p, "slice", SLICE_KINDS[skind], scalar)  # type: ignore[index]
+        if kind == "scalar":
+            return ParamInfo(p.arg, p, "scalar", scalar=scalar)
+        if kind == "witness":
+            return ParamInfo(p.arg, p, "witness", domain=int(scalar or 0))
+        return ParamInfo(p.arg, p, "bad")
 
-    def _contract(self, deco: ast.expr) -> ContractInfo:
+    def _contract(self, deco: ast.expr, node: ast.FunctionDef) -> ContractInfo:
+        """The decorator's parts, with domain and block as the front end's one reading has them."""
         call = deco if isinstance(deco, ast.Call) else None
         args: dict[str, ast.keyword] = {}
         if call is not None:
             for kw in call.keywords:
                 if kw.arg is not None:
                     args[kw.arg] = kw
-        domain = None
-        if "domain" in args:
-            v = literal_int(args["domain"].value)
-            domain = v if v in (1, 2) else None
-        block = literal_dims(args["block"].value) if "block" in args else None
-        return ContractInfo(deco, call, args, domain, block)
+        contract, _ = self.front.contract(node)
+        if contract is None:
+            return ContractInfo(deco, call, args, None, None)
+        return ContractInfo(deco, call, args, contract.domain, contract.block)
 
 
 def literal_int(node: ast.AST) -> int | None:

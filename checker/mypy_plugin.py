@@ -32,7 +32,7 @@ from mypy.nodes import MypyFile
 from mypy.plugin import FunctionContext, MethodContext, MethodSigContext, Plugin, ReportConfigContext
 from mypy.types import FunctionLike, Type
 
-import anodize
+from anodize.language import VERSION
 
 from .mypy.codes import ERROR_CODES
 from .mypy.fullnames import (
@@ -136,7 +136,7 @@ class AnodizePlugin(Plugin):
         """Part of mypy's cache key: a new plugin version or rule set re-checks every module."""
         return {
             "plugin": "anodize.checker.mypy_plugin",
-            "version": anodize.__version__,
+            "version": VERSION,
             "rules": _rules_digest(),
             "settings": {"codes": sorted(ERROR_CODES), "kernel_bodies": True, "launch_rules": True},
         }

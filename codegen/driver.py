@@ -9,9 +9,16 @@ from anodize.codegen.artifact import CompiledKernel
 
 from anodize.language import ir
 from anodize.language.typer import build_ir
+
 from .lower_llvm import lower_kernel
 
 __all__ = ["compile_gpu", "compile_cpu", "static_shared_bytes"]
+
+
+def _typed(kernel: Any) -> ir.KernelIR:
+    """The typed model to lower: given, or the front end's typing of a kernel object
+    (codegen alone does not run the checker's rules; the runtime's compile path does)."""
+    return kernel if isinstance(kernel, ir.KernelIR) else build_ir(kernel)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -53,7 +60,7 @@ def compile_gpu(
 
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
-    k = build_ir(kernel)
+    k = _typed(kernel)
     lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
     optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
@@ -75,7 +82,7 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
 
     t0 = time.perf_counter()
-    k = build_ir(kernel)
+    k = _typed(kernel)
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride

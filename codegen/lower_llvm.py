@@ -79,6 +79,7 @@ class Target:
     name = "abstract"
     global_as = 0
     shared_as = 0
+    table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
 
     def triple(self) -> str:
@@ -118,6 +119,7 @@ class Lowerer:
         self.gptr = llir.PointerType(addrspace=target.global_as)
         self.decls: dict[str, llir.Function] = {}
         self.shared_gv: dict[str, llir.Value] = {}
+        self.tables: dict[str, llir.Value] = {}
         self.entry_name = k.name
         self.di_scope: Any = None
         self._di_cache: dict[tuple[int, int], Any] = {}
@@ -550,6 +552,25 @@ class Lowerer:
         v = self.guarded(e.checked and not e.array.ty.dynamic, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
         assert v is not None
         return self.b.icmp_unsigned("!=", v, llir.Constant(I8, 0)) if e.ty.is_bool else v
+
+    def e_TableRead(self, e: ir.TableRead) -> llir.Value:
+        gv = self.tables.get(e.table)
+        mt = mem_type(e.ty)
+        if gv is None:
+            arr = llir.ArrayType(mt, len(e.values))
+            sym = "__az_table_" + e.table
+            gv = llir.GlobalVariable(self.module, arr, sym, addrspace=self.t.table_as)
+            gv.linkage = "internal"
+            gv.global_constant = True
+            gv.initializer = llir.Constant(arr, [llir.Constant(mt, float(v) if e.ty.is_float else int(v) & ((1 << e.ty.bits) - 1)) for v in e.values])
+            gv.align = 16
+            gv.type = llir.PointerType(addrspace=self.t.table_as)  # opaque, so element GEPs type-check
+            self.tables[e.table] = gv
+        dims = [llir.Constant(I64T, len(e.values))]
+        ok, ptr, fidx, flen = self.addr_dims(gv, mt, dims, self.index_values(e.index))
+        v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
+        assert v is not None
+        return v
 
     def sreg64(self, reg: str, axis: str) -> llir.Value:
         return self.b.zext(self.t.sreg(self, reg, axis), I64T)

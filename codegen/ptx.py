@@ -121,6 +121,7 @@ class NVPTXTarget(Target):
     name = "nvptx"
     global_as = 1
     shared_as = 3
+    table_as = 4
     vector_grid_stride = True  # 16-byte chunks for elementwise grid-stride loops (gridstride.py)
 
     def __init__(self, contract: Contract | None):

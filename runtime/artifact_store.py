@@ -27,32 +27,12 @@ if TYPE_CHECKING:
 
 
 def dependency_files(kernel: Kernel) -> list[str]:
-    """Source files of the kernel's module and of every module a reachable helper lives in."""
-    from anodize.kernel import Func, Kernel as K
+    """The source file of the kernel's module: its helpers and constant tables live there
+    too (the front end reads a kernel from its own module only)."""
+    from anodize.language.front import module_source
 
-    seen_fns: set[int] = set()
-    files: list[str] = []
-    todo: list[Any] = [kernel.fn]
-    while todo:
-        fn = todo.pop()
-        if id(fn) in seen_fns:
-            continue
-        seen_fns.add(id(fn))
-        try:
-            path = inspect.getsourcefile(fn) or ""
-        except TypeError:
-            path = ""
-        if path and path not in files:
-            files.append(path)
-        glb = getattr(fn, "__globals__", {})
-        for v in list(glb.values()):
-            if isinstance(v, (Func, K)):
-                todo.append(v.fn)
-            elif isinstance(v, types.ModuleType):
-                for w in list(vars(v).values()):
-                    if isinstance(w, (Func, K)):
-                        todo.append(w.fn)
-    return files
+    path, _ = module_source(kernel.fn)
+    return [path] if path else []
 
 
 @lru_cache(maxsize=1)
@@ -61,10 +41,10 @@ def _toolchain() -> dict[str, str]:
     # cuda.bindings): `import llvmlite` is the package's version module only.
     import llvmlite
 
-    import anodize
     from anodize.codegen.toolchain import driver_version, find_ptxas
+    from anodize.language import VERSION
 
-    out = {"anodize": anodize.__version__, "llvmlite": llvmlite.__version__}
+    out = {"anodize": VERSION, "llvmlite": llvmlite.__version__}
     exe = find_ptxas()
     if exe:
         st = os.stat(exe)
@@ -81,7 +61,8 @@ def cache_key(kernel: Kernel, arch: str, options: dict[str, object]) -> str:
         h.update(path.encode() + b"\0")
         h.update("".join(linecache.getlines(path)).encode())
     return diskcache.make_key(
-        {"kind": "gpu", "sources": h.hexdigest(), "kernel": kernel.__qualname__, "arch": arch, **options, **_toolchain()}
+        {"kind": "gpu", "sources": h.hexdigest(), "kernel": kernel.__qualname__,
+         "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "arch": arch, **options, **_toolchain()}
     )
 
 

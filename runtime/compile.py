@@ -4,9 +4,9 @@
     compile_for_device(kernel, device) -> LoadedKernel     (the above, loaded on the device)
 
 The checker gates codegen: a kernel (or a helper it calls) with an error never
-gets an artifact, and the checker's error is what the caller sees.  (On the GPU
-path codegen runs beside the checker on a thread, so that LLVM and ptxas overlap
-the checker's passes; its result is used only once the checker passed.)
+gets an artifact, and the checker's error is what the caller sees.  The checker
+hands back the kernel's typed model (the one typing of the module's one front,
+`anodize/language/front.py`), and codegen lowers exactly that.
 
 The artifact cache lives on the Kernel object (`_cache`) and is keyed by the
 kernel's source hash, the target and the options, so an edited and re-decorated
@@ -16,8 +16,6 @@ kernel compiles again while a repeated launch does not.
 from __future__ import annotations
 
 import hashlib
-import inspect
-import linecache
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,25 +41,22 @@ class LoadedKernel:
 
 
 def source_hash(kernel: Kernel) -> str:
-    """SHA-256 of the kernel's module source (helpers included), else of the function's source."""
+    """SHA-256 of the kernel's module source (its helpers and tables live there too), its
+    qualified name and first line (two kernels of one name are two kernels)."""
     cached = kernel._cache.get("source_hash")
     if isinstance(cached, str):
         return cached
-    text = ""
-    path = inspect.getsourcefile(kernel.fn) or ""
-    if path:
-        text = "".join(linecache.getlines(path))
-    if not text:
-        try:
-            text = inspect.getsource(kernel.fn)
-        except (OSError, TypeError):
-            text = repr(kernel.fn.__code__.co_code)
-    digest = hashlib.sha256(f"{kernel.__qualname__}\0{text}".encode()).hexdigest()
+    from anodize.language.front import module_source
+
+    path, text = module_source(kernel.fn)
+    line = getattr(kernel.fn.__code__, "co_firstlineno", 0)
+    digest = hashlib.sha256(f"{kernel.__qualname__}\0{line}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
     kernel._cache["source_hash"] = digest
     return digest
 
 
 def _enforce(kernel: Kernel) -> None:
+    """The gate: the checker's rules and the typing of the kernel pass, or CheckError."""
     if kernel._cache.get("checked") == source_hash(kernel):
         return
     from anodize.checker.api import enforce_kernel
@@ -73,6 +68,7 @@ def _enforce(kernel: Kernel) -> None:
 def _codegen_gpu(kernel: Kernel, arch: str, *, bounds_checks: bool, line_info: bool, opt: int) -> CompiledKernel:
     from anodize.codegen.driver import compile_gpu
 
+    # `build_ir` returns the typing the checker already did (cached on the module's front)
     return compile_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
 
 
@@ -127,34 +123,9 @@ def compile_for_gpu(
 
 
 def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledKernel:
-    """The checker's verdict, then codegen's artifact: nothing leaves here unless the checker passed.
-
-    When the checker has to run, codegen runs beside it on a thread: LLVM (ctypes calls
-    release the GIL) and the ptxas subprocess overlap the checker's passes.  The
-    checker's error wins over anything codegen raised; codegen's result is used only after
-    the checker passed, exactly as if the two had run one after the other."""
-    if kernel._cache.get("checked") == source_hash(kernel):
-        _enforce(kernel)  # (a no-op here; kept so that a replaced `_enforce` still sees every compile)
-        return _codegen_gpu(kernel, arch, **options)
-    import threading
-
-    box: dict[str, Any] = {}
-
-    def work() -> None:
-        try:
-            box["out"] = _codegen_gpu(kernel, arch, **options)
-        except BaseException as e:  # re-raised below, once the checker passed
-            box["err"] = e
-
-    worker = threading.Thread(target=work, name=f"anodize-codegen-{kernel.__name__}", daemon=True)
-    worker.start()
-    try:
-        _enforce(kernel)
-    finally:
-        worker.join()
-    if "err" in box:
-        raise box["err"]
-    return box["out"]  # type: ignore[no-any-return]
+    """The checker's verdict, then codegen's artifact of the typed model the checker passed."""
+    _enforce(kernel)
+    return _codegen_gpu(kernel, arch, **options)
 
 
 def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKernel:

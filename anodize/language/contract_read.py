@@ -1,153 +1,187 @@
-"""`parse_contract`: a kernel's `@launch_contract(...)`, read and validated from its source."""
+"""`read_contract`: a kernel's `@launch_contract(...)`, read and validated once, from source.
+
+    contract, diags = read_contract(front, fdef)
+
+The one reading of a contract: the checker's `az-contract` rule reports `diags`, the
+typer and codegen take `contract` (`.reqntid`, facts from `requires`), and the runtime's
+`Kernel.contract` is the same object.  `block=` may name module constants
+(`block=(TILE, TILE)`), resolved here from the source.
+"""
 
 from __future__ import annotations
 
 import ast
-import builtins
-import inspect
-import textwrap
-from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from anodize.language import messages
-from anodize.language.contract import Contract, RequiresSyntaxError, parse_requires
-from anodize.language.diagnostics import CheckError, Diagnostic
-from anodize.language.vocab import MAX_THREADS_PER_BLOCK
+from anodize.language.contract import BinOp, Contract, Len, Neg, Param, RequiresSyntaxError, Shape, parse_requires
+from anodize.language.diagnostics import Diagnostic, Span
+from anodize.language.symbols import annotation_kind, decorator_kind
+from anodize.language.vocab import MAX_THREADS_PER_BLOCK, SLICE_KINDS
 
-from anodize.language.source import MISSING as _MISSING
-from anodize.language.source import SourceInfo, source_info
-from anodize.language.source import names_of as _names_of
+if TYPE_CHECKING:
+    from anodize.language.front import ModuleFront
 
-__all__ = ["parse_contract"]
+__all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
+
+KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability")
+_INT_SCALARS = {"i32", "i64", "u32", "u64"}
+_EXAMPLE = "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)"
 
 
+def contract_decorators(front: ModuleFront, fdef: ast.FunctionDef) -> list[ast.expr]:
+    return [d for d in fdef.decorator_list if decorator_kind(front.names, d) == "launch_contract"]
 
-def parse_contract(kernel: Any) -> Contract | None:
-    """The kernel's `@launch_contract`, read from its source; None when it has none.
 
-    Raises CheckError with located `az-contract` diagnostics when it is malformed."""
-    from anodize.kernel import Kernel
-
-    fn = kernel.fn if isinstance(kernel, Kernel) else kernel
-    spec = kernel.contract_spec if isinstance(kernel, Kernel) else getattr(fn, "__az_contract__", None)
-    src = source_info(fn)
-    names = _names_of(fn)
-    deco = None
-    for d in src.fdef.decorator_list:
-        if isinstance(d, ast.Call):
-            target = d.func
-            obj = _static_in(target, names)
-            from anodize.kernel import launch_contract
-
-            if obj is launch_contract or (obj is _MISSING and isinstance(target, (ast.Name, ast.Attribute)) and ast.unparse(target).endswith("launch_contract")):
-                deco = d
-                break
-    if deco is None:
-        if spec is None:
-            return None
-        return _contract_from_spec(spec, src, fn)
+def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract | None, list[Diagnostic]]:
+    """The contract of `fdef` (None when it has none or it is malformed) and its diagnostics."""
+    decos = contract_decorators(front, fdef)
+    if not decos:
+        return None, []
+    src = front.src
     diags: list[Diagnostic] = []
-    span = src.span
-    params = [p.arg for p in src.fdef.args.args]
-    kw = {k.arg: k.value for k in deco.keywords if k.arg}
-    if deco.args:
-        diags.append(messages.contract(span(deco.args[0]), "`launch_contract` takes keyword arguments only"))
-    for k_ in deco.keywords:
-        if k_.arg not in ("domain", "block", "requires", "min_compute_capability"):
-            diags.append(messages.contract(span(k_.value), f"unknown `launch_contract` argument `{k_.arg}`"))
-    domain = 0
-    if "domain" not in kw:
-        diags.append(messages.contract(span(deco), "`launch_contract` needs `domain=1` or `domain=2`"))
-    else:
-        d = _literal(kw["domain"], names)
-        if d not in (1, 2) or isinstance(d, bool):
-            diags.append(messages.contract(span(kw["domain"]), f"`domain` must be 1 or 2, found `{ast.unparse(kw['domain'])}`"))
+
+    def say(node: ast.AST | Span, msg: str, help: str | None = None) -> None:
+        span = node if isinstance(node, Span) else src.span(node)
+        diags.append(messages.contract(span, msg, help=help or _EXAMPLE))
+
+    for extra in decos[1:]:
+        say(src.decorator_span(extra), "a kernel has at most one `@launch_contract`", "merge the two contracts")
+    deco = decos[0]
+    if front.symbols.function_kind(fdef) != "kernel":
+        say(src.decorator_span(deco), f"`@launch_contract` on `{fdef.name}`, which is not a `@kernel`", "add `@kernel`, or remove the contract")
+        return None, diags
+    if not isinstance(deco, ast.Call):
+        say(src.decorator_span(deco), "`@launch_contract` needs arguments")
+        return None, diags
+    args: dict[str, ast.expr] = {}
+    for a in deco.args:
+        say(a, "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
+    for kw in deco.keywords:
+        if kw.arg is None:
+            say(kw.value, "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
+        elif kw.arg not in KNOWN_ARGS:
+            say(src.keyword_name_span(kw), f"unknown contract argument `{kw.arg}`", "use `domain`, `block`, `requires` or `min_compute_capability`")
         else:
-            domain = d
-    block: tuple[int, ...] | None = None
-    if "block" in kw and not (isinstance(kw["block"], ast.Constant) and kw["block"].value is None):
-        b = _literal(kw["block"], names)
-        bt = (b,) if isinstance(b, int) and not isinstance(b, bool) else b
-        if not isinstance(bt, tuple) or not 1 <= len(bt) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 1 for x in bt):
-            diags.append(messages.contract(span(kw["block"]), "`block` must be a positive int or a tuple of positive ints"))
-        else:
-            block = bt
-            n = 1
-            for x in bt:
-                n *= x
-            rank = len(bt) if not (len(bt) == 3 and bt[2] == 1) else 2
-            if domain and rank != domain:
-                diags.append(
-                    messages.contract(
-                        span(kw["block"]),
-                        f"`block` has rank {rank} but `domain={domain}`",
-                        help="give `block` one entry per launch dimension, in CUDA order `(x, y)`",
-                    )
-                )
-            if n > MAX_THREADS_PER_BLOCK:
-                diags.append(messages.contract(span(kw["block"]), f"`block` has {n} threads; the limit is {MAX_THREADS_PER_BLOCK}"))
-    requires = None
-    if "requires" in kw:
-        lam = kw["requires"]
-        if not isinstance(lam, ast.Lambda):
-            diags.append(messages.contract(span(lam), "`requires` must be a lambda, e.g. `requires=lambda a, c: len(a) == len(c)`"))
-        else:
-            try:
-                requires = parse_requires(lam, src.text)
-                for p, node in zip(requires.params, lam.args.args, strict=True):
-                    if p not in params:
-                        diags.append(messages.contract(span(node), f"`requires` names `{p}`, which is not a parameter of the kernel"))
-            except RequiresSyntaxError as exc:
-                diags.append(messages.contract(span(exc.node), exc.message))
+            args[kw.arg] = kw.value
+    params = _params(front, fdef)
+    domain = _domain(front, deco, args, say)
+    block = _block(front, args, domain, say)
+    requires = _requires(front, fdef, args, params, say)
     cc = None
-    if "min_compute_capability" in kw:
-        v = _literal(kw["min_compute_capability"], names)
-        if not (isinstance(v, tuple) and len(v) == 2 and all(isinstance(x, int) and x >= 0 for x in v)):
-            diags.append(messages.contract(span(kw["min_compute_capability"]), "`min_compute_capability` must be a `(major, minor)` tuple"))
+    if "min_compute_capability" in args:
+        v = _ints(front, args["min_compute_capability"])
+        if v is None or len(v) != 2 or min(v) < 0 or not isinstance(args["min_compute_capability"], ast.Tuple):
+            say(args["min_compute_capability"], "`min_compute_capability` must be a `(major, minor)` pair", "write `min_compute_capability=(8, 0)`")
         else:
-            cc = v
-    if diags:
-        raise CheckError(diags) from None
-    return Contract(domain, block, requires, cc)
+            cc = (v[0], v[1])
+    if diags or domain is None:
+        return None, diags
+    return Contract(domain, block, requires, cc), diags
 
 
-def _static_in(node: ast.expr, names: dict[str, Any]) -> Any:
-    if isinstance(node, ast.Name):
-        return names.get(node.id, getattr(builtins, node.id, _MISSING))
-    if isinstance(node, ast.Attribute):
-        base = _static_in(node.value, names)
-        return _MISSING if base is _MISSING else getattr(base, node.attr, _MISSING)
-    return _MISSING
+def _params(front: ModuleFront, fdef: ast.FunctionDef) -> dict[str, tuple[str, str | None, str | None]]:
+    """name -> (kind, slice kind, scalar) of each parameter (kind: slice | scalar | witness | bad)."""
+    out = {}
+    a = fdef.args
+    for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):
+        out[p.arg] = annotation_kind(front.symbols, p.annotation)
+    return out
 
 
-def _literal(node: ast.expr, names: dict[str, Any]) -> Any:
+def _ints(front: ModuleFront, node: ast.expr) -> tuple[int, ...] | None:
+    """An int or a tuple of ints (literals or module constants), as a tuple; None otherwise."""
+    elts = node.elts if isinstance(node, ast.Tuple) else [node]
+    out = []
+    for e in elts:
+        v = front.symbols.constant(e)
+        if v is None or type(v[0]) is not int:
+            return None
+        out.append(v[0])
+    return tuple(out)
+
+
+def _domain(front: ModuleFront, deco: ast.Call, args: dict[str, ast.expr], say) -> int | None:  # type: ignore[no-untyped-def]
+    if "domain" not in args:
+        say(deco, "the contract has no `domain`", "add `domain=1` (or 2 for `thread.index_2d()`)")
+        return None
+    v = _ints(front, args["domain"])
+    if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2):
+        say(args["domain"], f"`domain` must be 1 or 2, not `{front.src.quote(args['domain'])}`",
+            "`domain=1` for `thread.index_1d()`, `domain=2` for `thread.index_2d()`")
+        return None
+    return v[0]
+
+
+def _block(front: ModuleFront, args: dict[str, ast.expr], domain: int | None, say) -> tuple[int, ...] | None:  # type: ignore[no-untyped-def]
+    bv = args.get("block")
+    if bv is None or (isinstance(bv, ast.Constant) and bv.value is None):
+        return None
+    dims = _ints(front, bv)
+    if dims is None or not 1 <= len(dims) <= 3:
+        say(bv, "`block` must be an int or a tuple of 1 to 3 ints (literals or module constants)")
+        return None
+    if any(x < 1 for x in dims):
+        say(bv, "every `block` dimension must be at least 1")
+        return None
+    rank = len(dims)
+    while rank > 1 and dims[rank - 1] == 1 and domain is not None and rank > domain:
+        rank -= 1  # trailing 1s: `block=(256, 1)` is a 1-D block
+    if domain is not None and rank != domain:
+        say(bv, f"`block` has rank {rank} but `domain={domain}`",
+            "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(bx, by)`")
+        return None
+    total = 1
+    for x in dims:
+        total *= x
+    if total > MAX_THREADS_PER_BLOCK:
+        say(bv, f"`block` has {total} threads; a block holds at most {MAX_THREADS_PER_BLOCK}",
+            "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(16, 16)`")
+        return None
+    return dims[:rank]
+
+
+def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say):  # type: ignore[no-untyped-def]
+    node = args.get("requires")
+    if node is None:
+        return None
+    example = "write `requires=lambda a, c: len(a) == len(c)`"
+    if not isinstance(node, ast.Lambda):
+        say(node, "`requires` must be a `lambda` over the kernel's parameters", example)
+        return None
     try:
-        return ast.literal_eval(node)
-    except ValueError:
-        pass
-    if isinstance(node, ast.Tuple):
-        return tuple(_literal(e, names) for e in node.elts)
-    v = _static_in(node, names)
-    return None if v is _MISSING else v
+        req = parse_requires(node, front.source)
+    except RequiresSyntaxError as e:
+        say(e.node, e.message, example)
+        return None
+    ok = True
+    for a in node.args.args:
+        if a.arg not in params:
+            say(a, f"`requires` names `{a.arg}`, which is not a parameter of `{fdef.name}`", f"use the parameter names of `{fdef.name}`")
+            return None
+    for rel in req.relations:
+        for term in _walk(rel.left) + _walk(rel.right):
+            name = getattr(term, "param", getattr(term, "name", ""))
+            p = params.get(name)
+            if p is None:
+                continue
+            kind, skind, scalar = p
+            if isinstance(term, Len) and kind != "slice":
+                say(node, f"`len({name})` in `requires`, but `{name}` is not a slice", example)
+                ok = False
+            elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2):  # type: ignore[index]
+                say(node, f"`{name}.shape[{term.axis}]` in `requires`, but `{name}` is not a 2-D slice", f"use `len({name})`")
+                ok = False
+            elif isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS):
+                say(node, f"`{name}` in `requires` must be an integer scalar parameter",
+                    f"use `len({name})`" if kind == "slice" else example)
+                ok = False
+    return req if ok else None
 
 
-def _contract_from_spec(spec: Any, src: SourceInfo, fn: Callable[..., Any]) -> Contract:
-    """A contract applied without decorator syntax (`launch_contract(...)(k)`)."""
-    span = src.span(src.fdef)
-    diags: list[Diagnostic] = []
-    if spec.domain not in (1, 2):
-        diags.append(messages.contract(span, f"`domain` must be 1 or 2, found `{spec.domain!r}`"))
-    block = spec.block
-    if isinstance(block, int):
-        block = (block,)
-    requires = None
-    if spec.requires is not None:
-        try:
-            lsrc = textwrap.dedent(inspect.getsource(spec.requires))
-            lam = next(n for n in ast.walk(ast.parse(lsrc.strip().rstrip(",").strip(), mode="exec")) if isinstance(n, ast.Lambda))
-            requires = parse_requires(lam, None)
-        except (OSError, TypeError, StopIteration, SyntaxError, RequiresSyntaxError) as exc:
-            diags.append(messages.contract(span, f"cannot read the `requires` lambda's source ({exc})"))
-    if diags:
-        raise CheckError(diags) from None
-    return Contract(spec.domain, block, requires, spec.min_compute_capability)
+def _walk(e):  # type: ignore[no-untyped-def]
+    if isinstance(e, BinOp):
+        return _walk(e.left) + _walk(e.right)
+    if isinstance(e, Neg):
+        return _walk(e.operand)
+    return [e]

@@ -168,6 +168,19 @@ class SharedRead:
 
 
 @dataclass(frozen=True)
+class TableRead:
+    """`TABLE[i]` of a module-level constant table (read-only; `values` in source order)."""
+
+    table: str
+    values: tuple[int | float, ...]
+    index: tuple[Expr, ...]
+    checked: bool
+    site: int
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class MakeWitness:
     """`thread.index_1d()` / `thread.index_2d()`; `site` >= 0 when the launch rank is checked."""
 
@@ -243,7 +256,7 @@ class Call:
 
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
-    | SharedRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Call
+    | SharedRead | TableRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Call
 )
 
 # ---- statements ----------------------------------------------------------------------------

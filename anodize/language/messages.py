@@ -29,6 +29,10 @@ CODES: dict[str, str] = {
     "az-launch-rank": "a launch configuration of the wrong rank or block for the contract",
     "az-requires": "a launch that visibly violates a contract's `requires`",
     "az-shared-race": "shared-memory accesses that may race (no barrier between them)",
+    "az-rebound": "a kernel reads or calls a module-level name that is bound more than once",
+    "az-reserved": "a name the compiler reserves for itself",
+    "az-internal": "an internal compiler error (a bug in anodize, not in the kernel)",
+    "az-ignore": "an ignore comment where it cannot apply (inside a kernel)",
 }
 
 
@@ -75,6 +79,83 @@ def signature(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
     return make("az-signature", msg, span, label="in this signature", help=help)
 
 
+def rebound(span: Span, name: str, bindings: tuple[Span, ...]) -> Diagnostic:
+    return make(
+        "az-rebound",
+        f"`{name}` is bound more than once at module level, so a kernel cannot use it",
+        span,
+        label="which binding?",
+        secondary=tuple(Label(b, "bound here") for b in bindings),
+        notes=("a kernel is compiled from the module's source: a name it reads or calls must have one binding",),
+        help=f"give each binding its own name, or bind `{name}` once",
+    )
+
+
+def reserved_name(span: Span, name: str, prefix: str) -> Diagnostic:
+    return make(
+        "az-reserved",
+        f"`{name}` starts with `{prefix}`, which anodize reserves for the code it generates",
+        span,
+        label="reserved",
+        help="rename it",
+    )
+
+
+def quoted_annotation(span: Span, text: str) -> Diagnostic:
+    return make(
+        "az-signature",
+        f"the quoted annotation `{text!r}` in a kernel",
+        span,
+        label="in this signature",
+        help="write the type unquoted; `from __future__ import annotations` keeps working",
+    )
+
+
+def python_number_annotation(span: Span, name: str, alt: str) -> Diagnostic:
+    return make(
+        "az-signature",
+        f"`{name}` is not a kernel type",
+        span,
+        label="in this signature",
+        help=f"use `{alt}` (kernel scalars have a fixed width)",
+    )
+
+
+def module_value(span: Span, name: str, why: str) -> Diagnostic:
+    return make(
+        "az-unsupported",
+        f"`{name}` {why}",
+        span,
+        label="not readable in a kernel",
+        notes=("a kernel reads module-level names from the module's source, without running it",),
+        help="bind it once at module level to a number literal, a NumPy scalar of one (`np.float32(0.5)`), "
+        "or a table: a tuple of number literals or `np.array([...], dtype=...)`",
+    )
+
+
+def ignore_in_kernel(span: Span) -> Diagnostic:
+    return make(
+        "az-ignore",
+        "an ignore comment inside a kernel silences nothing",
+        span,
+        label="ignored",
+        notes=("inside kernels and helpers the escape hatch is `with az.unsafe():`; ignore comments "
+               "apply only to launch-site (host) diagnostics, which the runtime checks anyway",),
+        help="remove the comment, and put what the checker cannot prove under `with az.unsafe():`",
+    )
+
+
+def internal_error(span: Span, what: str) -> Diagnostic:
+    return make(
+        "az-internal",
+        f"internal compiler error: {what}",
+        span,
+        label="while compiling this",
+        notes=("this is a bug in anodize, not in your kernel",),
+        help="please report it with this file and the output of `anodize doctor`",
+    )
+
+
 # ---- codegen ----
 # codegen's frontend reports the language rules through the checker's builders below
 # (one code, one wording); only the backend-specific message lives here.
@@ -117,6 +198,16 @@ def launch_block_mismatch(
         decl,
         f"`{kernel}` declares block {want}",
         help=f"launch with `block={want}`",
+    )
+
+
+def launch_extra_dim(span: Span, kernel: str, what: str, axis: str, size: int, domain: int, decl: Span | None) -> Diagnostic:
+    return launch_rank(
+        span,
+        f"{what} {axis} is {size}, but `{kernel}` has `domain={domain}`: every dimension beyond the domain must be 1",
+        decl,
+        f"`domain={domain}`",
+        help="two threads would share one index witness; launch with a config of the kernel's rank",
     )
 
 

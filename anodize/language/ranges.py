@@ -349,7 +349,7 @@ _RAW_DOMAIN = {
 
 class RangeFacts(RangeEnv):
     """Mixed into the frontend's function compiler, which provides `vars`, `slices`,
-    `facts` (proven (witness, slice) pairs), `is_kernel`, `k.contract` and `src.fdef`.
+    `facts` (proven (witness, slice) pairs), `is_kernel`, `k.contract` and `fdef`.
 
     `rfacts` are the difference constraints true at the current point; the compiler
     scopes them exactly like `facts` (saved and restored around branches and loops,
@@ -365,7 +365,7 @@ class RangeFacts(RangeEnv):
     def _immutable(self, name: str) -> bool:
         b = self.__dict__.get("_range_bindings")
         if b is None:
-            b = _bindings(self.src.fdef)  # type: ignore[attr-defined]
+            b = _bindings(self.fdef)  # type: ignore[attr-defined]
             self.__dict__["_range_bindings"] = b
         return b.get(name, 0) == 1
 

@@ -1,40 +1,34 @@
-"""Kernel source to typed IR.
+"""Kernel source to the typed kernel model (typed IR): the one typing of a kernel.
 
-`build_ir(kernel)` reads the kernel's source with `inspect`, parses it with `ast`
-and walks it with one `visit_<Node>` method per supported construct (Triton's
-code_generator style).  Anything without a visitor reaches `generic_visit`,
-which reports a located `az-unsupported` diagnostic naming the construct.
-Every diagnostic points at the user's file:line:col; internal errors are
-wrapped so no compiler frame shows in a user's error.
+`type_kernel(front, fdef)` walks a kernel of a parsed module (`front.py`) with one
+`visit_<Node>` method per supported construct (Triton's code_generator style).
+Anything without a visitor reaches `generic_visit`, which reports a located
+`az-unsupported` diagnostic naming the construct.  Names resolve through the
+module's one symbol table (`symbols.py`): nothing is imported, so `anodize check`
+reports every error found here, with the same code and span as compile.  An
+internal error is reported as `az-internal` at the construct being typed.
 
-`parse_contract(kernel)` (re-exported from `contract_parse.py`) reads `@launch_contract(...)`
-from the same source.
+`build_ir(kernel)` types a kernel object's `def` (the front of its module's source).
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
-from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, scalar_for_dtype
+from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol
+from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS
 from anodize.language.ir import FaultSite, ParamSpec
 
 from anodize.language import ir
-from anodize.language.contract_read import parse_contract
 from anodize.language.ranges import RangeFacts
-from anodize.language.source import MISSING as _MISSING
-from anodize.language.source import SourceInfo, source_info
-from anodize.language.source import intrinsic_tag as _tag
-from anodize.language.source import names_of as _names_of
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 
-__all__ = ["build_ir", "parse_contract", "SourceInfo", "source_info"]
+__all__ = ["build_ir", "parse_contract", "type_kernel"]
 
 
 class _Fail(Exception):
@@ -54,6 +48,7 @@ class _Silent(Exception):
 
 @dataclass
 class _KernelCtx:
+    front: Any  # front.ModuleFront: the module being typed
     path: str
     contract: Contract | None
     sites: list[FaultSite] = field(default_factory=list)
@@ -151,17 +146,16 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def __init__(
         self,
         kctx: _KernelCtx,
-        fn: Callable[..., Any],
-        src: SourceInfo,
+        fdef: ast.FunctionDef,
         params: dict[str, Ty],
         *,
         is_kernel: bool,
         ret: Ty | None = None,
     ):
         self.k = kctx
-        self.fn = fn
-        self.src = src
-        self.names = _names_of(fn)
+        self.fdef = fdef
+        self.src = kctx.front.src
+        self.symbols = kctx.front.symbols
         self.is_kernel = is_kernel
         self.vars: dict[str, Ty] = {n: t for n, t in params.items() if isinstance(t, (ScalarTy, WitnessTy))}
         self.slices: dict[str, SliceTy] = {n: t for n, t in params.items() if isinstance(t, SliceTy)}
@@ -197,11 +191,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         except (_Fail, _Silent, CheckError):
             raise
         except Exception as exc:  # an internal error: locate it, hide the compiler's frames
-            self.unsupported(
-                node,
-                f"`{ast.unparse(node)[:40]}`",
-                help=f"internal compiler error ({type(exc).__name__}: {exc}); please report it",
-            )
+            self.fail(messages.internal_error(self.span(node), f"{type(exc).__name__}: {exc}"))
 
     def generic_visit(self, node: ast.AST) -> NoReturn:
         name = type(node).__name__
@@ -232,43 +222,42 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Break, ast.Continue))
 
     # -- name resolution --------------------------------------------------------------------
-    def static(self, node: ast.expr) -> Any:
-        """The Python object a Name/Attribute chain names (not a local), or _MISSING."""
+    def sym(self, node: ast.expr) -> Symbol:
+        """What a name or attribute chain (not a local) refers to, from the module's one table."""
         if isinstance(node, ast.Name):
             if node.id in self.vars or node.id in self.slices or node.id in self.shared:
-                return _MISSING
-            if node.id in self.names:
-                return self.names[node.id]
-            return getattr(builtins, node.id, _MISSING)
-        if isinstance(node, ast.Attribute):
-            base = self.static(node.value)
-            if base is _MISSING:
-                return _MISSING
-            return getattr(base, node.attr, _MISSING)
-        return _MISSING
+                return MISSING
+        elif not isinstance(node, ast.Attribute):
+            return MISSING
+        s = self.symbols.resolve(node)
+        if s.kind == "rebound":
+            self.fail(messages.rebound(self.span(node), s.name, tuple(self.src.span(w) for w in s.where[:3])))
+        return s
+
+    def tag(self, node: ast.expr) -> tuple[str, ...] | None:
+        """The kernel-language meaning of a name (`("scalar", "f32")`), else None."""
+        s = self.sym(node)
+        return s.tag if s.kind == "intrinsic" else None
 
     def resolve_type(self, node: ast.expr | None, what: str) -> Ty:
-        """A type annotation (object or string form) to a compiler type."""
+        """A type annotation to a compiler type."""
         if node is None:
-            self.fail(messages.signature(self.span(self.src.fdef), f"{what} needs a type annotation"))
+            self.fail(messages.signature(self.span(self.fdef), f"{what} needs a type annotation"))
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            try:
-                inner = ast.parse(node.value, mode="eval").body
-            except SyntaxError:
-                self.type_error(node, f"cannot parse the annotation `{node.value}`")
-            ast.copy_location(inner, node)
-            for sub in ast.walk(inner):
-                ast.copy_location(sub, node)
-            return self.resolve_type(inner, what)
+            self.fail(messages.quoted_annotation(self.span(node), node.value))
         if isinstance(node, ast.Constant) and node.value is None:
             return VOID
         if isinstance(node, ast.Subscript):
-            base = _tag(self.static(node.value))
+            base = self.tag(node.value)
             elem = self.resolve_type(node.slice, what)
             if base and base[0] == "slice" and isinstance(elem, ScalarTy):
                 return SliceTy(SLICE_KINDS[base[1]], elem)
             self.type_error(node, f"`{ast.unparse(node)}` is not a kernel type")
-        tag = _tag(self.static(node))
+        s = self.sym(node)
+        if s.kind == "intrinsic" and s.name in ("builtins.int", "builtins.float", "builtins.bool"):
+            alt = {"builtins.int": "i64", "builtins.float": "f64", "builtins.bool": "bool_"}[s.name]
+            self.fail(messages.python_number_annotation(self.span(node), s.name[9:], alt))
+        tag = s.tag if s.kind == "intrinsic" else None
         if tag and tag[0] == "scalar":
             return BY_NAME[tag[1]]
         if tag and tag[0] == "witness_type":
@@ -319,7 +308,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             self.unsupported(node, "chained assignment `a = b = ...`")
         target = node.targets[0]
         if isinstance(target, ast.Name):
-            if isinstance(node.value, ast.Call) and _tag(self.static(node.value.func)) == ("shared_array",):
+            if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("shared_array",):
                 return self.shared_decl(target.id, node.value)
             return [self.assign_value(target.id, self.expr(node.value), node)]
         if isinstance(target, ast.Subscript):
@@ -332,8 +321,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if not isinstance(node.target, ast.Name):
             self.unsupported(node.target, "an annotated assignment to anything but a name")
         ty = self.resolve_type(node.annotation, f"`{node.target.id}`")
-        if not isinstance(ty, ScalarTy):
-            self.type_error(node.annotation, "a local's annotation must be a scalar type")
+        if not isinstance(ty, (ScalarTy, WitnessTy)):
+            self.type_error(node.annotation, "a local's annotation must be a scalar or witness type")
         self.declare(node.target.id, ty, node)
         if node.value is None:
             return []
@@ -440,7 +429,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if not isinstance(node.target, ast.Name):
             self.unsupported(node.target, "a `for` target other than a single name")
         it = node.iter
-        tag = _tag(self.static(it.func)) if isinstance(it, ast.Call) else None
+        tag = self.tag(it.func) if isinstance(it, ast.Call) else None
         if tag == ("builtin", "range"):
             return [self.for_range(node, it)]  # type: ignore[arg-type]
         if tag == ("witness", "grid_stride"):
@@ -536,7 +525,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if len(node.items) != 1 or node.items[0].optional_vars is not None:
             self.unsupported(node, "`with` (other than `with az.unsafe():`)")
         ctx = node.items[0].context_expr
-        if not (isinstance(ctx, ast.Call) and not ctx.args and _tag(self.static(ctx.func)) == ("unsafe",)):
+        if not (isinstance(ctx, ast.Call) and not ctx.args and self.tag(ctx.func) == ("unsafe",)):
             self.unsupported(node, "`with` (other than `with az.unsafe():`)")
         self.unsafe += 1
         try:
@@ -588,10 +577,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             pass
         if isinstance(node, ast.Tuple):
             return tuple(self.const_value(e) for e in node.elts)
-        v = self.static(node)
-        if v is _MISSING:
-            self.type_error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
-        return v
+        s = self.sym(node)
+        if s.kind == "constant":
+            return s.value
+        self.type_error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
 
     # ---- calls used as statements --------------------------------------------------------
     def statement_call(self, call: ast.Call) -> list[ir.Stmt] | None:
@@ -600,7 +589,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             name = f.value.id
             if name in self.slices:
                 return [self.write_unchecked(name, call)]
-        tag = _tag(self.static(f))
+        tag = self.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
         if tag == ("barrier",):
             self.need_unsafe(call, "`az.syncthreads()`")
             if call.args or call.keywords:
@@ -693,8 +682,12 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if self.shared_in_range(arr, index):
                 return ir.SharedRead(arr, index, False, -1, arr.ty.elem, span)
             return ir.SharedRead(arr, index, True, self.k.site(span, "read", f"shared {v.id}"), arr.ty.elem, span)
+        if isinstance(v, (ast.Name, ast.Attribute)) and not (isinstance(v, ast.Name) and v.id in self.slices):
+            table = self.sym(v)
+            if table.kind == "table" and table.table is not None:
+                return self.table_read(table.name, table.table, node)
         if not (isinstance(v, ast.Name) and v.id in self.slices):
-            self.unsupported(node, f"indexing `{ast.unparse(v)}`", help="only slice parameters and shared arrays are indexable")
+            self.unsupported(node, f"indexing `{ast.unparse(v)}`", help="only slice parameters, shared arrays and constant tables are indexable")
         name = v.id
         sty = self.slices[name]
         if sty.kind.atomic:
@@ -703,6 +696,21 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         span = self.span(node)
         site = self.k.site(span, "read", name) if checked else -1
         return ir.Read(ir.SliceRef(name, sty, self.span(v)), index, checked, site, sty.elem, span)
+
+    def table_read(self, name: str, table: Any, node: ast.Subscript) -> ir.Expr:
+        """`TABLE[i]`: a bounds-checked read of a module-level constant table."""
+        from anodize.language.ranges import ZERO, Lin
+
+        if isinstance(node.slice, ast.Tuple):
+            self.type_error(node.slice, f"`{name}` is a 1-D table: index it with one integer")
+        index = (self.as_index(self.expr(node.slice), node.slice),)
+        span = self.span(node)
+        ty = BY_NAME[table.scalar]
+        if isinstance(index[0], ir.Const) and 0 <= int(index[0].value) < len(table.values):
+            return ir.Const(table.values[int(index[0].value)], ty, span)
+        proven = self.index_in_range(index, [Lin(ZERO, len(table.values))])
+        site = -1 if proven else self.k.site(span, "read", f"table {name}")
+        return ir.TableRead(name, table.values, index, not proven, site, ty, span)
 
     def shared_in_range(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
         """A static shared array's index proven in range (dynamic ones are never checked)."""
@@ -770,18 +778,31 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return self.shared_ref(name, node)
         if name in self.failed_names:
             raise _Silent
-        obj = self.static(node)
-        if obj is _MISSING:
-            self.type_error(node, f"`{name}` is not defined here", help="assign it before this use")
-        return self.py_constant(obj, node)
+        return self.module_value(node)
+
+    def module_value(self, node: ast.expr) -> ir.Expr:
+        """A module-level name read as a value: a constant, from the module's source."""
+        s = self.sym(node)
+        text = ast.unparse(node)
+        span = self.span(node)
+        if s.kind == "constant":
+            if s.scalar is not None:  # a NumPy scalar keeps its type: `SCALE = np.float32(0.5)`
+                return ir.Const(s.value, BY_NAME[s.scalar], span)  # type: ignore[arg-type]
+            return self.py_constant(s.value, node)
+        if s.kind == "missing":
+            self.type_error(node, f"`{text}` is not defined here", help="assign it before this use")
+        if s.kind == "table":
+            self.fail(messages.module_value(span, text, f"is a constant table: read its elements, `{text}[i]`"))
+        if s.kind in ("function", "intrinsic"):
+            self.unsupported(node, f"using `{text}` as a value")
+        if "." in s.name and not s.name.startswith(("az.", "thread.", "warp.", "shared.", "math.")):
+            self.fail(messages.module_value(span, text, "comes from another module, which a kernel cannot read"))
+        self.fail(messages.module_value(span, text, "is not a compile-time constant"))
 
     def py_constant(self, obj: Any, node: ast.AST) -> ir.Expr:
         span = self.span(node)
         if isinstance(obj, bool):
             return ir.Const(obj, BOOL, span, weak=True)
-        info = scalar_for_dtype(getattr(obj, "dtype", None)) if hasattr(obj, "item") and hasattr(obj, "dtype") and getattr(obj, "shape", None) == () else None
-        if info is not None:  # a NumPy scalar keeps its type: `SCALE = np.float32(0.5)`
-            return ir.Const(obj.item(), BY_NAME[info.name], span)
         if isinstance(obj, int):
             return ir.Const(int(obj), I64, span, weak=True)
         if isinstance(obj, float):
@@ -799,10 +820,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             self.type_error(node, f"`{base.ty}` has no attribute `{node.attr}`")
         if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
             self.unsupported(node, "`.shape` as a value", help="index it: `m.shape[0]`")
-        obj = self.static(node)
-        if obj is _MISSING:
-            self.type_error(node, f"`{ast.unparse(node)}` is not defined here")
-        return self.py_constant(obj, node)
+        return self.module_value(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
         return self.subscript(node)
@@ -1024,17 +1042,15 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 return self.slice_method(owner, f.attr, node)
         if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
             self.unsupported(node, "`write_unchecked` as a value")
-        obj = self.static(f)
-        if obj is _MISSING:
+        obj = self.sym(f)
+        if obj.kind == "missing":
             self.type_error(f, f"`{ast.unparse(f)}` is not defined here")
-        from anodize.kernel import Func, Kernel
-
-        if isinstance(obj, Func):
+        if obj.kind == "function" and obj.fn_kind == "func":
             return self.helper_call(obj, node)
-        if isinstance(obj, Kernel):
+        if obj.kind == "function" and obj.fn_kind == "kernel":
             self.unsupported(node, "calling a kernel from a kernel", help="make the callee an `@az.func` helper")
-        tag = _tag(obj)
-        if tag is None:
+        tag = obj.tag if obj.kind == "intrinsic" else None
+        if tag is None or tag[0] == "decorator":
             self.unsupported(node, f"calling `{ast.unparse(f)}`", help="kernels call `@az.func` helpers, casts, `abs`/`min`/`max`/`len` and `math.*`")
         kind = tag[0]
         if kind == "scalar":
@@ -1083,7 +1099,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 return ir.Len(ir.SliceRef(a.id, self.slices[a.id], self.span(a)), 0, I64, span)
             if isinstance(a, ast.Name) and a.id in self.shared and not self.shared[a.id].dynamic:
                 return ir.Const(self.shared[a.id].shape[0], I64, span, weak=True)
-            self.type_error(a, "`len` takes a slice parameter or a static shared array")
+            if isinstance(a, (ast.Name, ast.Attribute)):
+                table = self.sym(a)
+                if table.kind == "table" and table.table is not None:
+                    return ir.Const(len(table.table.values), I64, span, weak=True)
+            self.type_error(a, "`len` takes a slice parameter, a static shared array or a constant table")
         if name == "abs":
             self.arity(node, 1, "abs")
             e = self.numeric(self.expr(node.args[0]), node.args[0])
@@ -1177,23 +1197,24 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         site = -1 if proven else self.k.site(span, "atomic", name)
         return ir.Atomic(method, ir.SliceRef(name, sty, self.span(node.func)), index, value, not proven, site, sty.elem, span)
 
-    def helper_call(self, helper: Any, node: ast.Call) -> ir.Expr:
+    def helper_call(self, helper: Symbol, node: ast.Call) -> ir.Expr:
         args = [self.expr(a) for a in node.args]
-        src = source_info(helper.fn)
-        fdef = src.fdef
+        fdef = helper.fn
+        assert fdef is not None
+        hname = fdef.name
         a = fdef.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-            self.fail(messages.signature(src.span(fdef), "a helper takes plain positional parameters only"))
+            self.fail(messages.signature(self.span(fdef), "a helper takes plain positional parameters only"))
         if len(a.args) != len(args):
-            self.type_error(node, f"`{helper.__name__}` takes {len(a.args)} argument(s), got {len(args)}")
-        sub = _FnCompiler(self.k, helper.fn, src, {}, is_kernel=False)
+            self.type_error(node, f"`{hname}` takes {len(a.args)} argument(s), got {len(args)}")
+        sub = _FnCompiler(self.k, fdef, {}, is_kernel=False)
         ptypes: dict[str, Ty] = {}
         final: list[ir.Expr] = []
         for p, e, n in zip(a.args, args, node.args, strict=True):
             want = sub.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
             if isinstance(e.ty, SliceTy):
                 if want is not None and want != e.ty:
-                    self.type_error(n, f"`{helper.__name__}` expects `{want}` for `{p.arg}`, found `{e.ty}`")
+                    self.type_error(n, f"`{hname}` expects `{want}` for `{p.arg}`, found `{e.ty}`")
                 ptypes[p.arg] = e.ty
                 final.append(e)
                 continue
@@ -1210,32 +1231,32 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 for ps, ns in zip(a.args, node.args, strict=True):
                     if isinstance(ptypes[ps.arg], SliceTy) and isinstance(ns, ast.Name) and (nw.id, ns.id) in self.facts:
                         facts.add((pw.arg, ps.arg))
-        key = (helper, tuple(ptypes.values()), frozenset(facts))
+        key = (fdef, tuple(ptypes.values()), frozenset(facts))
         fir = self.k.helpers.get(key)
         if fir is None:
-            if helper in self.k.stack:
-                self.unsupported(node, f"recursion (`{helper.__name__}` calls itself)")
+            if fdef in self.k.stack:
+                self.unsupported(node, f"recursion (`{hname}` calls itself)")
             ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
-            fir = _compile_helper(self.k, helper, src, ptypes, ret, facts)
+            fir = _compile_helper(self.k, fdef, ptypes, ret, facts)
             self.k.helpers[key] = fir
         return ir.Call(fir, tuple(final), fir.ret, self.span(node))
 
 
 def _compile_helper(
-    k: _KernelCtx, helper: Any, src: SourceInfo, ptypes: dict[str, Ty], ret: Ty | None, facts: set[tuple[str, str]]
+    k: _KernelCtx, fdef: ast.FunctionDef, ptypes: dict[str, Ty], ret: Ty | None, facts: set[tuple[str, str]]
 ) -> ir.FuncIR:
-    k.stack.append(helper)
+    k.stack.append(fdef)
     try:
-        c = _FnCompiler(k, helper.fn, src, ptypes, is_kernel=False, ret=ret)
+        c = _FnCompiler(k, fdef, ptypes, is_kernel=False, ret=ret)
         c.facts = set(facts)
-        body = c.body(src.fdef.body)
+        body = c.body(fdef.body)
         return ir.FuncIR(
-            helper.__name__,
+            fdef.name,
             tuple(ptypes.items()),
             tuple(c.locals.items()),
             body,
             c.ret if c.ret is not None else VOID,
-            src.span(src.fdef),
+            k.front.src.span(fdef),
         )
     finally:
         k.stack.pop()
@@ -1280,31 +1301,65 @@ def _fold(op: str, a: Any, b: Any) -> Any:
 # ---- the kernel ------------------------------------------------------------------------------
 
 
-def _kernel_parts(kernel_or_func: Any) -> tuple[Callable[..., Any], Contract | None, str]:
-    from anodize.kernel import Func, Kernel
+def type_kernel(front: Any, fdef: ast.FunctionDef) -> Any:
+    """The typed model of one kernel of `front` (a `front.TypedKernel`): its IR, or the
+    located diagnostics that stopped it.  Call `front.typed(fdef)`, which caches it."""
+    from anodize.language.front import TypedKernel
 
-    if isinstance(kernel_or_func, Kernel):
-        return kernel_or_func.fn, kernel_or_func.contract, kernel_or_func.__name__
-    if isinstance(kernel_or_func, Func):
-        return kernel_or_func.fn, None, kernel_or_func.__name__
-    if callable(kernel_or_func) and hasattr(kernel_or_func, "__code__"):
-        return kernel_or_func, parse_contract(kernel_or_func), kernel_or_func.__name__
-    raise TypeError(f"build_ir expects an anodize kernel, got {kernel_or_func!r}")
+    contract, cdiags = front.contract(fdef)
+    if cdiags:
+        return TypedKernel(None, tuple(cdiags))
+    try:
+        return TypedKernel(_type_kernel(front, fdef, contract), ())
+    except CheckError as e:
+        return TypedKernel(None, tuple(e.diagnostics))
 
 
-def build_ir(kernel_or_func: Any) -> ir.KernelIR:
-    """Parse and type a kernel's body; raises CheckError with located diagnostics."""
-    fn, contract, name = _kernel_parts(kernel_or_func)
-    src = source_info(fn)
-    fdef = src.fdef
-    k = _KernelCtx(src.path, contract)
+def build_ir(kernel: Any) -> ir.KernelIR:
+    """Type a kernel object's `def` (a `Kernel`, or its Python function): its module's one
+    front (`front.py`).  Raises CheckError with located diagnostics."""
+    from anodize.language.front import kernel_of
+
+    fn = getattr(kernel, "fn", kernel)
+    front, fdef = kernel_of(fn)
+    typed = front.typed(fdef)
+    if typed.ir is None:
+        raise CheckError(list(typed.diagnostics), {front.path: front.source}) from None
+    return typed.ir
+
+
+def parse_contract(kernel: Any) -> Contract | None:
+    """A kernel object's contract, as the front end reads it (CheckError when malformed)."""
+    from anodize.language.front import kernel_contract
+
+    return kernel_contract(kernel)
+
+
+def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
+    """Names in a kernel that collide with the compiler's own symbols."""
+    out = []
+    if fdef.name.startswith(RESERVED_PREFIX):
+        out.append(messages.reserved_name(front.src.name_span(fdef), fdef.name, RESERVED_PREFIX))
+    for n in ast.walk(fdef):
+        name = n.arg if isinstance(n, ast.arg) else n.id if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) else None
+        if name is not None and name.startswith(RESERVED_PREFIX):
+            out.append(messages.reserved_name(front.src.span(n), name, RESERVED_PREFIX))
+    return out
+
+
+def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None) -> ir.KernelIR:
+    src = front.src
+    k = _KernelCtx(front, front.path, contract)
     if contract is not None and contract.requires is not None:
         k.equal = equal_lengths(contract.requires)
         k.equal2d = _equal_shapes(contract.requires)
     a = fdef.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         raise CheckError([messages.signature(src.span(fdef), "a kernel takes plain positional parameters only")])
-    comp = _FnCompiler(k, fn, src, {}, is_kernel=True)
+    reserved = _reserved_names(front, fdef)
+    if reserved:
+        raise CheckError(reserved)
+    comp = _FnCompiler(k, fdef, {}, is_kernel=True)
     params: list[ParamSpec] = []
     ptypes: dict[str, Ty] = {}
     for p in a.args:
@@ -1329,20 +1384,20 @@ def build_ir(kernel_or_func: Any) -> ir.KernelIR:
             k.diags.append(f.diag)
     if k.diags:
         raise CheckError(k.diags) from None
-    comp = _FnCompiler(k, fn, src, ptypes, is_kernel=True, ret=VOID)
+    comp = _FnCompiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
     body = comp.body(fdef.body)
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)
     return ir.KernelIR(
-        name=name,
+        name=fdef.name,
         params=tuple(params),
         locals=tuple(comp.locals.items()),
         body=body,
         contract=contract,
         domain=domain,
         fault_sites=tuple(k.sites),
-        path=src.path,
+        path=front.path,
         line=src.span(fdef).line,
         uses_barrier=k.uses_barrier,
         uses_warp=k.uses_warp,

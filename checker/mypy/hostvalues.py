@@ -25,6 +25,7 @@ from mypy.types import (
     get_proper_type,
 )
 
+from anodize.language.launch_rules import pad3
 from anodize.language.vocab import SCALARS
 
 from . import meta
@@ -138,10 +139,6 @@ def config_facts(typ: Type) -> tuple[int | None, tuple[int, int, int] | None]:
     block = facts.get("block")
     return rank, pad3(block) if isinstance(block, list) else None
 
-
-def pad3(dims: list[int]) -> tuple[int, int, int]:
-    t = (list(dims) + [1, 1, 1])[:3]
-    return (t[0], t[1], t[2])
 
 
 # ---- hooks: where the facts come from ---------------------------------------------------

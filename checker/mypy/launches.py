@@ -52,12 +52,13 @@ from mypy.types import (
 from anodize.language import messages
 from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresSyntaxError, first_violation, parse_requires
 from anodize.language.diagnostics import Diagnostic, Span
+from anodize.language.launch_rules import launch_shape_problem, trim
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 
 from . import meta
 from .codes import report
 from .engine_results import engine_reported, report_module
-from .hostvalues import buffer_facts, config_facts, literal_int, pad3
+from .hostvalues import buffer_facts, config_facts, literal_int
 
 SLICE_CLASSES = {f"anodize.types.{name}": info for name, info in SLICE_KINDS.items()}
 SCALAR_CLASSES = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
@@ -103,21 +104,19 @@ def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
     rank, block = config_facts(ctx.arg_types[0][0])
     domain = contract.get("domain")
     want_block = contract.get("block")
-    if isinstance(domain, int) and rank is not None and rank != domain:
-        diag = messages.launch_rank_mismatch(site, name, rank, domain, None)
-        report_new(ctx.api, diag, ctx.context)
-    elif isinstance(want_block, list) and block is not None and pad3(want_block) != block:
-        shown = _trim(block)
-        diag = messages.launch_block_mismatch(site, name, shown, tuple(want_block), None)
-        report_new(ctx.api, diag, ctx.context)
-
-
-def _trim(block: tuple[int, int, int]) -> tuple[int, ...]:
-    """(128, 1, 1) -> (128,), as the block was written."""
-    dims = list(block)
-    while len(dims) > 1 and dims[-1] == 1:
-        dims.pop()
-    return tuple(dims)
+    if not isinstance(domain, int):
+        return
+    want = tuple(want_block) if isinstance(want_block, list) else None
+    p = launch_shape_problem(domain, want, rank, block)  # the runtime's decision too
+    if p is None:
+        return
+    if p.kind == "rank":
+        diag = messages.launch_rank_mismatch(site, name, rank, domain, None)  # type: ignore[arg-type]
+    elif p.kind == "block":
+        diag = messages.launch_block_mismatch(site, name, trim(block), want, None)  # type: ignore[arg-type]
+    else:
+        diag = messages.launch_extra_dim(site, name, p.what, p.axis, p.size, domain, None)
+    report_new(ctx.api, diag, ctx.context)
 
 
 # ---- the launcher's signature ------------------------------------------------------------

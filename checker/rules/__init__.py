@@ -18,6 +18,7 @@ from .no_contract import NoContract
 from .shared_race import SharedRace
 from .shared_write import SharedWrite
 from .signature import Signature
+from .type_errors import Typing
 from .unsafe import Unsafe
 from .unsupported import Unsupported
 
@@ -37,6 +38,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     NoContract,
     Alias,
     LaunchRank,
+    Typing,
 )
 
 __all__ = ["ALL_RULES", "EXAMPLE_HEADER", "Rule", "RuleContext"]

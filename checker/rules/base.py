@@ -27,6 +27,13 @@ class RuleContext:
     model: ModuleModel
     project: Project | None
     report: Callable[[Diagnostic], None]
+    # the typed front end's diagnostics: the engine drops one where a rule already
+    # reported an error at the same position (one error per place)
+    report_typed: Callable[[Diagnostic], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.report_typed is None:
+            self.report_typed = self.report
 
 
 class Rule:

@@ -45,7 +45,7 @@ def k(c: DisjointSlice[f32], n: i32) -> None:
     x = c[i - 1]  # E: az-disjoint-index
     for j in range(n):
         c[j] = 0.0  # E: az-disjoint-index
-    i = i.get() * 2
+    i = i.get() * 2  # E: az-type
     c[i] = 3.0  # E: az-disjoint-index
 """,
         """

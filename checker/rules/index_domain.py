@@ -31,7 +31,7 @@ def k(out: DisjointSlice2D[f32]) -> None:
 
 @func
 def idx() -> Index1D:
-    return thread.index_1d()
+    return thread.index_1d()  # E: az-index-domain
 
 @launch_contract(domain=2, block=(16, 16))
 @kernel

@@ -43,7 +43,7 @@ def k(c: DisjointSlice[f32]) -> None:
     f = Index1D()  # E: az-index-forge
     j: Index1D = 0  # E: az-index-forge
     own(c, 3)  # E: az-index-forge
-    t = (i, i)  # E: az-index-forge
+    t = (i, i)  # E: az-index-forge, az-unsupported
     v = i._Index1D__value  # E: az-index-forge
 """,
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
+from anodize.language.launch_rules import launch_shape_problem
 from ..kernel_model import KernelSummary, literal_dims
 from .base import HostRule
 
@@ -104,11 +105,17 @@ def main(c: object) -> None:
 
     def _check(self, site: ast.AST, cfg: ast.expr, k: KernelSummary) -> None:
         rank, block, _ = self._config(cfg)
-        if rank is not None and k.domain is not None and rank != k.domain:
-            self.report(messages.launch_rank_mismatch(self.span(site), k.name, rank, k.domain, k.span))
+        if k.domain is None:
             return
-        if block is not None and k.block is not None and _pad(block) != _pad(k.block):
-            self.report(messages.launch_block_mismatch(self.span(site), k.name, block, k.block, k.span))
+        p = launch_shape_problem(k.domain, k.block, rank, block)  # the runtime's decision too
+        if p is None:
+            return
+        if p.kind == "rank":
+            self.report(messages.launch_rank_mismatch(self.span(site), k.name, rank, k.domain, k.span))  # type: ignore[arg-type]
+        elif p.kind == "block":
+            self.report(messages.launch_block_mismatch(self.span(site), k.name, block, k.block, k.span))  # type: ignore[arg-type]
+        else:
+            self.report(messages.launch_extra_dim(self.span(site), k.name, p.what, p.axis, p.size, k.domain, k.span))
 
 
 def _first_arg(call: ast.Call) -> ast.expr:
@@ -130,6 +137,3 @@ def _rank(e: ast.expr) -> int | None:
         return 1
     return None
 
-
-def _pad(t: tuple[int, ...]) -> tuple[int, ...]:
-    return (t + (1, 1, 1))[:3]

@@ -24,8 +24,7 @@ def put(c: DisjointSlice[f32], i: Index1D, v: f32) -> None:
 @kernel
 def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
-    b = a
-    put(c, i, b[i] * 2.0)
+    put(c, i, a[i] * 2.0)
 """,
     ]
     INVALID = [
@@ -39,7 +38,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     a[i] = 1.0  # E: az-shared-write
     a[i] += 1.0  # E: az-shared-write
-    b = a
+    b = a  # E: az-type
     b[i] = 2.0  # E: az-shared-write
     put(a, i, 1.0)  # E: az-shared-write
     c = a  # E: az-shared-write

@@ -88,11 +88,25 @@ def test_alias_points_at_both_places() -> None:
     assert d.secondary[0].span.col != d.span.col
 
 
-def test_ignore_comment_only_silences_its_code() -> None:
+def test_ignore_comment_in_a_kernel_silences_nothing_and_is_reported() -> None:
     src = RACY.replace("c[i + 1] = 1.0", "c[i + 1] = 1.0  # anodize: ignore[az-disjoint-index]")
-    assert check_source(src, "x.py") == []
-    src = RACY.replace("c[i + 1] = 1.0", "c[i + 1] = 1.0  # anodize: ignore[az-alias]")
-    assert [d.code for d in check_source(src, "x.py")] == ["az-disjoint-index"]
+    diags = check_source(src, "x.py")
+    assert [(d.code, d.span.line) for d in diags] == [("az-disjoint-index", 8), ("az-ignore", 8)]
+    assert "with az.unsafe():" in (diags[1].help or "")
+
+
+def test_ignore_comment_at_a_launch_site_silences_only_its_code() -> None:
+    path = FIXTURES / "host" / "launch_same_buffer.py"
+    lines = path.read_text().splitlines()
+    assert "az-alias" in lines[11]
+    def at_12() -> list[str]:
+        return [d.code for d in check_source("\n".join(lines), str(path)) if d.span.line == 12]
+
+    assert "az-alias" in at_12()
+    lines[11] = lines[11].split("#")[0].rstrip() + "  # anodize: ignore[az-alias]"
+    assert "az-alias" not in at_12()
+    lines[11] = lines[11].split("#")[0].rstrip() + "  # anodize: ignore[az-no-contract]"
+    assert "az-alias" in at_12()
 
 
 @pytest.mark.parametrize(

@@ -51,8 +51,9 @@ from anodize import AtomicSlice, DisjointSlice, Slice, f32, func, i32, kernel, l
 
 def _kernel(body: str, block: str = "256") -> str:
     lines = "\n".join("        " + ln for ln in body.strip().splitlines())
+    domain = 2 if "," in block else 1  # a 2-D block needs a 2-D contract (its tid_y range is known)
     return HEAD + f"""
-@launch_contract(domain=1, block={block})
+@launch_contract(domain={domain}, block={block})
 @kernel
 def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
     i = thread.index_1d()

@@ -1,4 +1,4 @@
-"""Codegen locates nodes in characters, as the checker does, also after non-ASCII text on a line."""
+"""The typed model locates nodes in characters, as the checker does, also after non-ASCII text on a line."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from anodize.language.syntax import Source, parse
-from anodize.language.source import source_info
+from anodize.language import ir
+from anodize.language.typer import build_ir
 
 KERNEL = '''\
 from anodize import DisjointSlice, Slice, f32, kernel, launch_contract, thread
@@ -34,13 +35,27 @@ def test_codegen_spans_are_the_checkers_character_spans(tmp_path: Path) -> None:
     sys.modules["nonascii_kernel"] = mod
     try:
         spec.loader.exec_module(mod)
-        info = source_info(mod.Holder.k.fn)
+        typed = build_ir(mod.Holder.k)
     finally:
         del sys.modules["nonascii_kernel"]
-    ours = [info.span(n) for n in ast.walk(info.fdef) if isinstance(n, ast.BinOp)]
+    ours = [e.span for e in _exprs(typed.body) if isinstance(e, ir.BinOp)]
     whole = Source(KERNEL, str(path))
     want = [whole.span(n) for n in ast.walk(parse(KERNEL)) if isinstance(n, ast.BinOp)]
     line = KERNEL.splitlines()[10]
     assert ours == want and len(ours) == 1
     # `é + a[i]` starts after the two-byte `é`: a character column, not a UTF-8 byte offset
     assert (ours[0].line, ours[0].col, ours[0].end_col) == (11, line.index("é +"), len(line))
+
+
+def _exprs(node: object) -> list[object]:
+    """Every IR node below `node` (dataclass fields, tuples)."""
+    out: list[object] = []
+    todo = [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, tuple):
+            todo.extend(n)
+        elif hasattr(n, "__dataclass_fields__") and not isinstance(n, type):
+            out.append(n)
+            todo.extend(getattr(n, f) for f in n.__dataclass_fields__)  # type: ignore[attr-defined]
+    return out

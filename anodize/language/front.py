@@ -1,0 +1,192 @@
+"""The one front end: a module parsed once, its names resolved once, each contract read
+once and each kernel typed once.
+
+    front = front_for_source(source, path)       # cached per (path, source)
+    front = front_of_function(fn)                # the module a kernel's function lives in
+    fdef  = front.kernel_def(fn)                 # its `def`, found by name and line
+    contract, diags = front.contract(fdef)
+    typed = front.typed(fdef)                    # TypedKernel: .ir (KernelIR) or .diagnostics
+
+The checker's rules, the typer (and through it codegen) and the runtime all read the
+same `ModuleFront`: the checker builds its kernel model on `front.tree`/`front.names`,
+reports `front.contract(...)` and `front.typed(...)` diagnostics, and the compile path
+lowers `front.typed(...).ir`.  Nothing here imports or runs user code: the source is
+read through `linecache` (which also holds notebook cells).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import inspect
+import linecache
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from anodize.language import messages
+from anodize.language.contract import Contract
+from anodize.language.diagnostics import CheckError, Diagnostic, Span
+from anodize.language.names import Names
+from anodize.language.symbols import ModuleSymbols
+from anodize.language.syntax import Source, parse
+
+__all__ = ["ModuleFront", "TypedKernel", "front_for_source", "front_of_function", "kernel_of", "kernel_contract"]
+
+
+@dataclass(frozen=True)
+class TypedKernel:
+    """A kernel's typed model, or the located diagnostics that stopped it."""
+
+    ir: Any  # ir.KernelIR, None when `diagnostics` has an error
+    diagnostics: tuple[Diagnostic, ...]
+
+
+class ModuleFront:
+    def __init__(self, source: str, path: str, tree: ast.Module | None = None):
+        self.source = source
+        self.path = path
+        self.tree = tree if tree is not None else parse(source)
+        self.src = Source(source, path)
+        self.names = Names(self.tree, source)
+        self._contracts: dict[int, tuple[Contract | None, list[Diagnostic]]] = {}
+        self._typed: dict[int, TypedKernel] = {}
+        self._lock = threading.Lock()
+
+    @cached_property
+    def symbols(self) -> ModuleSymbols:
+        return ModuleSymbols(self.tree, self.names, self.source)
+
+    @cached_property
+    def digest(self) -> str:
+        return hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).hexdigest()
+
+    # -- the module's device functions ---------------------------------------------------------
+    def functions(self) -> Iterator[tuple[str, ast.FunctionDef]]:
+        """(qualified name, def) of every top-level function and class-level method."""
+        for s in self.tree.body:
+            if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                yield s.name, s  # type: ignore[misc]
+            elif isinstance(s, ast.ClassDef):
+                for inner in s.body:
+                    if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                        yield f"{s.name}.{inner.name}", inner  # type: ignore[misc]
+
+    def kernels(self) -> list[ast.FunctionDef]:
+        return [f for _, f in self.functions() if self.symbols.function_kind(f) == "kernel"]
+
+    def find(self, qualname: str, line: int) -> ast.FunctionDef | None:
+        """The function named `qualname` whose first line (first decorator) is `line`; else
+        the last one of that name (the binding the module ends with)."""
+        last = None
+        for q, f in self.functions():
+            if q == qualname:
+                if first_line(f) == line or f.lineno == line:
+                    return f
+                last = f
+        return last
+
+    # -- contracts and types, once each -------------------------------------------------------------
+    def contract(self, fdef: ast.FunctionDef) -> tuple[Contract | None, list[Diagnostic]]:
+        hit = self._contracts.get(id(fdef))
+        if hit is None:
+            from anodize.language.contract_read import read_contract
+
+            hit = self._contracts[id(fdef)] = read_contract(self, fdef)
+        return hit
+
+    def typed(self, fdef: ast.FunctionDef) -> TypedKernel:
+        hit = self._typed.get(id(fdef))
+        if hit is not None:
+            return hit
+        with self._lock:  # a runtime may compile two kernels of one module on two threads
+            hit = self._typed.get(id(fdef))
+            if hit is None:
+                from anodize.language.typer import type_kernel
+
+                hit = self._typed[id(fdef)] = type_kernel(self, fdef)
+        return hit
+
+
+def first_line(fdef: ast.FunctionDef) -> int:
+    return min([d.lineno for d in fdef.decorator_list] + [fdef.lineno])
+
+
+# ---- the cache: one front per module source -----------------------------------------------
+
+_FRONTS: OrderedDict[str, ModuleFront] = OrderedDict()
+_FRONTS_LOCK = threading.Lock()
+_KEEP = 64
+
+
+def front_for_source(source: str, path: str, tree: ast.Module | None = None) -> ModuleFront:
+    """The front of one module's source (a source seen before returns the same front)."""
+    key = path + "\0" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    with _FRONTS_LOCK:
+        hit = _FRONTS.get(key)
+        if hit is not None:
+            _FRONTS.move_to_end(key)
+            return hit
+    front = ModuleFront(source, path, tree)
+    with _FRONTS_LOCK:
+        front = _FRONTS.setdefault(key, front)
+        while len(_FRONTS) > _KEEP:
+            _FRONTS.popitem(last=False)
+    return front
+
+
+def module_source(fn: Callable[..., Any]) -> tuple[str, str]:
+    """(path, text) of the module that defines `fn`, as `linecache` holds it now."""
+    code = getattr(fn, "__code__", None)
+    try:
+        path = inspect.getsourcefile(fn) or getattr(code, "co_filename", "") or ""
+    except TypeError:
+        path = getattr(code, "co_filename", "") or ""
+    if not path:
+        return "", ""
+    linecache.checkcache(path)
+    return path, "".join(linecache.getlines(path))
+
+
+def front_of_function(fn: Callable[..., Any]) -> ModuleFront:
+    """The front of the module `fn` was defined in; CheckError when its source is unavailable."""
+    path, text = module_source(fn)
+    name = getattr(fn, "__name__", "?")
+    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1) or 1
+    if not text:
+        raise CheckError([messages.kernel_source_unavailable(Span.point(path or "<unknown>", line, 0), name)]) from None
+    try:
+        return front_for_source(text, path)
+    except SyntaxError as e:
+        raise CheckError([messages.syntax_error(Span.point(path, e.lineno or 1, max((e.offset or 1) - 1, 0)), e.msg or "")]) from None
+
+
+def kernel_of(fn: Callable[..., Any]) -> tuple[ModuleFront, ast.FunctionDef]:
+    """The front and the `def` of a kernel or helper function; CheckError when the front end
+    cannot see it (nested, built dynamically, hidden by `import *`)."""
+    front = front_of_function(fn)
+    qual = getattr(fn, "__qualname__", getattr(fn, "__name__", "?"))
+    line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1) or 1
+    fdef = front.find(qual, line)
+    if fdef is None:
+        raise CheckError(
+            [messages.unsupported_here(
+                Span.point(front.path, line, 0),
+                f"the checker cannot find kernel `{getattr(fn, '__name__', qual)}` in its module's source",
+                help="define kernels at the top level of a module, decorated with `@az.kernel` imported by name "
+                "or through `import anodize as az`")],
+            {front.path: front.source},
+        ) from None
+    return front, fdef
+
+
+def kernel_contract(kernel: Any) -> Contract | None:
+    """A kernel object's contract, as the front end reads it (CheckError when malformed)."""
+    front, fdef = kernel_of(getattr(kernel, "fn", kernel))
+    contract, diags = front.contract(fdef)
+    if diags:
+        raise CheckError(diags, {front.path: front.source}) from None
+    return contract

@@ -1,0 +1,479 @@
+"""What a name in a kernel refers to, decided once from the module's source.
+
+    syms = ModuleSymbols(tree, names)
+    syms.resolve(node)      # -> Symbol for a Name / attribute chain read in a kernel
+
+Every front end asks this one table, so the checker's rules, the typer (and through
+it codegen) and the runtime agree on what a name is:
+
+- an *intrinsic*: a name of the kernel language (`thread.index_1d`, `az.f32`,
+  `math.sqrt`, `builtins.len`, ...), whatever its import spelling;
+- a *function* defined at module level: a kernel, an `@az.func` helper or a plain
+  function (with its `def`);
+- a *constant*: a module-level name bound exactly once to a literal number, a NumPy
+  scalar of a literal (`np.float32(0.5)`), or arithmetic over those;
+- a *table*: a module-level name bound exactly once to a tuple of number literals or
+  `np.array([...], dtype=...)` of them (a read-only constant table);
+- *rebound*: a module-level name bound more than once (assigned twice, imported and
+  defined, declared `global` and assigned in a function, augmented, deleted) -- a
+  kernel may not read or call it, since its value depends on when the module ran;
+- *other*: anything else (an import from another module, a computed value).
+
+Checking never imports user code: values come from the source alone.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+from .names import Names
+from .vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+
+__all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
+
+# identifiers the compiler uses for its own symbols; a user name may not start with it
+RESERVED_PREFIX = "__az"
+
+SymbolKind = Literal["intrinsic", "function", "constant", "table", "rebound", "other", "missing"]
+FunctionKind = Literal["kernel", "func", "plain"]
+
+
+@dataclass(frozen=True)
+class Table:
+    """A read-only constant table: its element scalar and values (in source order)."""
+
+    scalar: str  # a key of vocab.SCALARS
+    values: tuple[int | float, ...]
+
+
+@dataclass(frozen=True)
+class Symbol:
+    kind: SymbolKind
+    name: str = ""  # the canonical name (intrinsics) or the module-level name
+    tag: tuple[str, ...] = ()  # intrinsic: ("witness", "index_1d"), ("scalar", "f32"), ...
+    fn: ast.FunctionDef | None = None  # function: its `def`
+    fn_kind: FunctionKind = "plain"
+    value: int | float | bool | None = None  # constant
+    scalar: str | None = None  # constant: its scalar type when typed (`np.float32(0.5)`), None when weak
+    table: Table | None = None
+    where: tuple[ast.AST, ...] = ()  # rebound: the bindings
+
+
+MISSING = Symbol("missing")
+_OTHER = Symbol("other")
+
+
+# ---- canonical names and the intrinsic table ---------------------------------------------
+
+_CANONICAL: dict[str, str] = {}
+_PREFIXES = (
+    ("anodize.thread.", "thread."),
+    ("anodize.warp.", "warp."),
+    ("anodize.shared.", "shared."),
+    ("anodize.math.", "math."),
+    ("anodize.types.", "az."),
+    ("anodize.kernel.", "az."),
+    ("anodize.runtime.config.", "az."),
+    ("anodize.", "az."),
+)
+
+
+def canonical(qualname: str) -> str:
+    """`anodize.thread.index_1d` -> `thread.index_1d`, `anodize.types.Slice` -> `az.Slice`."""
+    hit = _CANONICAL.get(qualname)
+    if hit is None:
+        hit = qualname
+        if qualname.startswith("anodize"):
+            for prefix, short in _PREFIXES:
+                if qualname.startswith(prefix):
+                    hit = short + qualname[len(prefix) :]
+                    break
+        if len(_CANONICAL) < 65536:
+            _CANONICAL[qualname] = hit
+    return hit
+
+
+def _intrinsics() -> dict[str, tuple[str, ...]]:
+    t: dict[str, tuple[str, ...]] = {}
+    for n in WITNESS_MAKERS:
+        t[f"thread.{n}"] = ("witness", n)
+    for n in RAW_IDS:
+        t[f"thread.{n}"] = ("raw", n)
+    for n in WARP_OPS:
+        t[f"warp.{n}"] = ("warp", n)
+    for n in MATH_FUNCS:
+        t[f"math.{n}"] = ("math", n)
+    t["az.syncthreads"] = ("barrier",)
+    t["az.unsafe"] = ("unsafe",)
+    t["shared.array"] = ("shared_array",)
+    for n in SCALARS:
+        t[f"az.{n}"] = ("scalar", n)
+    for n in SLICE_KINDS:
+        t[f"az.{n}"] = ("slice", n)
+    for n, rank in WITNESS_TYPES.items():
+        t[f"az.{n}"] = ("witness_type", str(rank))
+    t["builtins.int"] = ("scalar", "i64")
+    t["builtins.float"] = ("scalar", "f64")
+    t["builtins.bool"] = ("scalar", "bool_")
+    for n in ("abs", "min", "max", "len", "range"):
+        t[f"builtins.{n}"] = ("builtin", n)
+    t["az.kernel"] = ("decorator", "kernel")
+    t["az.func"] = ("decorator", "func")
+    t["az.launch_contract"] = ("decorator", "launch_contract")
+    return t
+
+
+_TABLE = _intrinsics()
+# float constants of `math` and NumPy a kernel may read (weak f64 literals)
+_FLOAT_CONSTANTS = {
+    f"{mod}.{n}": getattr(math, n) for mod in ("math", "numpy") for n in ("pi", "e", "tau", "inf", "nan")
+}
+_NUMPY_SCALARS = {
+    "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64",
+    "bool_": "bool_", "double": "f64", "single": "f32",
+}
+
+
+def intrinsic(canonical_name: str) -> tuple[str, ...] | None:
+    """The tag of a kernel-language name (`("scalar", "f32")` for `az.f32`), else None."""
+    return _TABLE.get(canonical_name)
+
+
+def decorator_kind(names: Names, deco: ast.expr) -> str | None:
+    """`kernel`, `func` or `launch_contract` for an anodize decorator (called or not), else None."""
+    target = deco.func if isinstance(deco, ast.Call) else deco
+    for q in names.qualnames(target):
+        tag = _TABLE.get(canonical(q))
+        if tag is not None and tag[0] == "decorator":
+            return tag[1]
+    return None
+
+
+# ---- the module's own names --------------------------------------------------------------
+
+
+def _targets(t: ast.AST) -> Iterator[ast.Name]:
+    if isinstance(t, ast.Name):
+        yield t
+    elif isinstance(t, (ast.Tuple, ast.List)):
+        for e in t.elts:
+            yield from _targets(e)
+    elif isinstance(t, ast.Starred):
+        yield from _targets(t.value)
+
+
+def _module_bindings(body: list[ast.stmt]) -> Iterator[tuple[str, ast.stmt]]:
+    """(name, statement) for every binding of a module-level name, control flow included."""
+    for s in body:
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            yield s.name, s
+            continue
+        if isinstance(s, (ast.Import, ast.ImportFrom)):
+            for a in s.names:
+                if a.name != "*":
+                    yield (a.asname or a.name.split(".")[0]), s
+            continue
+        if isinstance(s, ast.Assign):
+            for t in s.targets:
+                for n in _targets(t):
+                    yield n.id, s
+        elif isinstance(s, ast.AnnAssign) and s.value is not None:
+            for n in _targets(s.target):
+                yield n.id, s
+        elif isinstance(s, ast.AugAssign):
+            for n in _targets(s.target):
+                yield n.id, s
+        elif isinstance(s, ast.Delete):
+            for t in s.targets:
+                for n in _targets(t):
+                    yield n.id, s
+        elif isinstance(s, (ast.For, ast.AsyncFor)):
+            for n in _targets(s.target):
+                yield n.id, s
+        elif isinstance(s, (ast.With, ast.AsyncWith)):
+            for item in s.items:
+                if item.optional_vars is not None:
+                    for n in _targets(item.optional_vars):
+                        yield n.id, s
+        if isinstance(s, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try)):
+            for block in ("body", "orelse", "finalbody"):
+                yield from _module_bindings(getattr(s, block, []))
+            for h in getattr(s, "handlers", []):
+                if h.name:
+                    yield h.name, h  # type: ignore[misc]
+                yield from _module_bindings(h.body)
+        for sub in ast.walk(s) if not isinstance(s, (ast.If, ast.For, ast.While, ast.With, ast.Try)) else ():
+            if isinstance(sub, ast.NamedExpr) and isinstance(sub.target, ast.Name):
+                yield sub.target.id, s
+
+
+def _global_writes(tree: ast.Module) -> Iterator[tuple[str, ast.stmt]]:
+    """Names a function declares `global` (it may rebind them whenever it runs)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Global):
+            for n in node.names:
+                yield n, node
+
+
+class ModuleSymbols:
+    """The module-level symbol table of one parsed module (see the module docstring)."""
+
+    def __init__(self, tree: ast.Module, names: Names, source: str | None = None):
+        self.tree = tree
+        self.names = names
+        self.bindings: dict[str, list[ast.stmt]] = {}
+        for name, stmt in _module_bindings(tree.body):
+            self.bindings.setdefault(name, []).append(stmt)
+        if source is None or "global" in source:
+            for name, stmt in _global_writes(tree):
+                self.bindings.setdefault(name, []).append(stmt)
+        self._own: dict[str, Symbol] = {}
+        # `h = az.func(f)` / `k = az.kernel(f)`: f is a helper / kernel too
+        self.wrapped: dict[str, FunctionKind] = {}
+        for s in tree.body:
+            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and s.value.args:
+                kind = decorator_kind(names, s.value.func)
+                first = s.value.args[0]
+                if kind in ("kernel", "func") and isinstance(first, ast.Name):
+                    self.wrapped[first.id] = kind  # type: ignore[assignment]
+
+    # -- queries ---------------------------------------------------------------------------
+    def resolve(self, node: ast.expr) -> Symbol:
+        """What a name or attribute chain read in a kernel refers to (locals are the caller's)."""
+        quals = self.names.qualnames(node)
+        if not quals:
+            return MISSING
+        if len(quals) > 1:
+            short = quals[0].split(".")[0]
+            own = [q for q in quals if "." not in q]
+            return Symbol("rebound", own[0] if own else short, where=tuple(self.bindings.get(own[0] if own else short, ())))
+        q = quals[0]
+        if "." not in q:
+            return self.own(q)
+        c = canonical(q)
+        tag = _TABLE.get(c)
+        if tag is not None:
+            return Symbol("intrinsic", c, tag)
+        if c in _FLOAT_CONSTANTS:
+            return Symbol("constant", c, value=_FLOAT_CONSTANTS[c])
+        if "<locals>" in q:
+            return MISSING
+        head = q.split(".")[0]
+        if head in self.bindings and len(self.bindings[head]) > 1:
+            return Symbol("rebound", head, where=tuple(self.bindings[head]))
+        return Symbol("other", c)
+
+    def own(self, name: str) -> Symbol:
+        """A module-level name of this module."""
+        hit = self._own.get(name)
+        if hit is None:
+            hit = self._own[name] = self._own_symbol(name)
+        return hit
+
+    def _own_symbol(self, name: str) -> Symbol:
+        stmts = self.bindings.get(name)
+        if not stmts:
+            return MISSING
+        if len(stmts) > 1:
+            return Symbol("rebound", name, where=tuple(stmts))
+        s = stmts[0]
+        if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            return Symbol("function", name, fn=s, fn_kind=self.function_kind(s))  # type: ignore[arg-type]
+        if isinstance(s, (ast.Assign, ast.AnnAssign)) and (
+            isinstance(s, ast.AnnAssign) or (len(s.targets) == 1 and isinstance(s.targets[0], ast.Name))
+        ):
+            value = s.value
+            assert value is not None
+            if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
+                kind = decorator_kind(self.names, value.func)
+                if kind in ("kernel", "func"):
+                    target = self.own(value.args[0].id)
+                    if target.kind == "function" and target.fn is not None:
+                        return Symbol("function", name, fn=target.fn, fn_kind=kind)  # type: ignore[arg-type]
+            table = self._table(value)
+            if table is not None:
+                return Symbol("table", name, table=table)
+            const = self._constant(value)
+            if const is not None:
+                return Symbol("constant", name, value=const[0], scalar=const[1])
+        return Symbol("other", name)
+
+    def function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
+        kind: FunctionKind = self.wrapped.get(fn.name, "plain")
+        for d in fn.decorator_list:
+            k = decorator_kind(self.names, d)
+            if k == "kernel" and not isinstance(d, ast.Call):
+                return "kernel"
+            if k == "func" and not isinstance(d, ast.Call):
+                kind = "func"
+        return kind
+
+    # -- values ----------------------------------------------------------------------------
+    def constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:
+        """The compile-time value of `node` (a literal, a module constant, arithmetic over those)
+        with its scalar type (None: a weak literal); None when it is not one."""
+        return self._constant(node)
+
+    def _constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:
+        """A literal number (weak: scalar None), a NumPy scalar of one, or arithmetic over those."""
+        if isinstance(node, ast.Constant):
+            v = node.value
+            if isinstance(v, (bool, int, float)):
+                return v, None
+            return None
+        if isinstance(node, ast.Name):
+            sym = self.own(node.id)
+            return (sym.value, sym.scalar) if sym.kind == "constant" and sym.value is not None else None
+        if isinstance(node, ast.Attribute):
+            quals = self.names.qualnames(node)
+            if len(quals) == 1 and canonical(quals[0]) in _FLOAT_CONSTANTS:
+                return _FLOAT_CONSTANTS[canonical(quals[0])], None
+            return None
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd, ast.Invert)):
+            inner = self._constant(node.operand)
+            if inner is None or inner[1] is not None or isinstance(inner[0], bool):
+                return None
+            v = inner[0]
+            if isinstance(node.op, ast.USub):
+                return -v, None
+            if isinstance(node.op, ast.Invert):
+                return (~v, None) if isinstance(v, int) else None
+            return v, None
+        if isinstance(node, ast.BinOp):
+            a, b = self._constant(node.left), self._constant(node.right)
+            if a is None or b is None or a[1] is not None or b[1] is not None:
+                return None
+            folded = fold(type(node.op), a[0], b[0])
+            return None if folded is None else (folded, None)
+        if isinstance(node, ast.Call) and len(node.args) == 1 and not node.keywords:
+            scalar = self._scalar_ctor(node.func)
+            inner = self._constant(node.args[0])
+            if scalar is None or inner is None or inner[1] is not None:
+                return None
+            info = SCALARS[scalar]
+            v = inner[0]
+            if info.is_float:
+                return float(v), scalar
+            if info.kind == "b":
+                return bool(v), scalar
+            if isinstance(v, float):
+                return None
+            bits = info.bits
+            if not (-(1 << (bits - 1)) <= v < (1 << bits)):
+                return None  # NumPy refuses an out-of-range Python int
+            v &= (1 << bits) - 1
+            if info.signed and v >= 1 << (bits - 1):
+                v -= 1 << bits
+            return int(v), scalar
+        return None
+
+    def _scalar_ctor(self, func: ast.expr) -> str | None:
+        quals = self.names.qualnames(func)
+        if len(quals) != 1:
+            return None
+        c = canonical(quals[0])
+        if c.startswith("numpy."):
+            return _NUMPY_SCALARS.get(c[6:])
+        tag = _TABLE.get(c)
+        return tag[1] if tag is not None and tag[0] == "scalar" and c.startswith("az.") else None
+
+    def _table(self, node: ast.expr) -> Table | None:
+        """A tuple of number literals, or `np.array([...], dtype=...)` of them."""
+        if isinstance(node, ast.Tuple):
+            vals = [self._constant(e) for e in node.elts]
+            if not vals or any(v is None or v[1] is not None or isinstance(v[0], bool) for v in vals):
+                return None
+            nums = tuple(v[0] for v in vals if v is not None)
+            scalar = "f64" if any(isinstance(v, float) for v in nums) else "i64"
+            return Table(scalar, tuple(float(v) for v in nums) if scalar == "f64" else nums)
+        if not (isinstance(node, ast.Call) and node.args and len(node.args) == 1):
+            return None
+        quals = self.names.qualnames(node.func)
+        if len(quals) != 1 or canonical(quals[0]) not in ("numpy.array", "numpy.asarray"):
+            return None
+        elems = node.args[0]
+        if not isinstance(elems, (ast.List, ast.Tuple)) or not elems.elts:
+            return None
+        vals = [self._constant(e) for e in elems.elts]
+        if any(v is None or v[1] is not None or isinstance(v[0], bool) for v in vals):
+            return None
+        nums = tuple(v[0] for v in vals if v is not None)
+        scalar = "f64" if any(isinstance(v, float) for v in nums) else "i64"
+        for kw in node.keywords:
+            if kw.arg != "dtype":
+                return None
+            if isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                named = _NUMPY_SCALARS.get(kw.value.value)
+            else:
+                named = self._scalar_ctor(kw.value)
+            if named is None or named == "bool_":
+                return None
+            scalar = named
+        info = SCALARS[scalar]
+        if info.is_float:
+            return Table(scalar, tuple(float(v) for v in nums))
+        if any(isinstance(v, float) for v in nums):
+            return None
+        lo, hi = (-(1 << (info.bits - 1)), 1 << (info.bits - 1)) if info.signed else (0, 1 << info.bits)
+        if not all(lo <= v < hi for v in nums):
+            return None
+        return Table(scalar, tuple(int(v) for v in nums))
+
+
+def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, str | None, str | None]:
+    """(kind, slice kind, scalar) of a parameter annotation; kind: slice | scalar | witness | bad.
+
+    Only the kernel language's own names count: `int`/`float` are not kernel types (use `i64`/`f64`)."""
+    if ann is None:
+        return "bad", None, None
+    base, elem = (ann.value, ann.slice) if isinstance(ann, ast.Subscript) else (ann, None)
+    sym = symbols.resolve(base) if isinstance(base, (ast.Name, ast.Attribute)) else MISSING
+    tag = sym.tag if sym.kind == "intrinsic" and sym.name.startswith("az.") else ()
+    if tag and tag[0] == "slice":
+        scalar = None
+        if elem is not None and isinstance(elem, (ast.Name, ast.Attribute)):
+            es = symbols.resolve(elem)
+            if es.kind == "intrinsic" and es.name.startswith("az.") and es.tag[0] == "scalar":
+                scalar = es.tag[1]
+        return "slice", tag[1], scalar
+    if elem is None and tag and tag[0] == "scalar":
+        return "scalar", None, tag[1]
+    if elem is None and tag and tag[0] == "witness_type":
+        return "witness", None, tag[1]
+    return "bad", None, None
+
+
+def fold(op: type, a: int | float | bool, b: int | float | bool) -> int | float | bool | None:
+    """Constant-fold two weak literals with Python's semantics; None if it cannot."""
+    try:
+        if op is ast.Add:
+            return a + b
+        if op is ast.Sub:
+            return a - b
+        if op is ast.Mult:
+            return a * b
+        if op is ast.Div:
+            return a / b
+        if op is ast.FloorDiv:
+            return a // b
+        if op is ast.Mod:
+            return a % b
+        if op is ast.Pow:
+            return None if (isinstance(b, int) and b < 0) or abs(b) > 4096 else a**b
+        if op is ast.LShift:
+            return a << b if isinstance(a, int) and isinstance(b, int) and 0 <= b < 64 else None
+        if op is ast.RShift:
+            return a >> b if isinstance(a, int) and isinstance(b, int) and b >= 0 else None
+        if op is ast.BitAnd:
+            return a & b  # type: ignore[operator]
+        if op is ast.BitOr:
+            return a | b  # type: ignore[operator]
+        if op is ast.BitXor:
+            return a ^ b  # type: ignore[operator]
+    except (ArithmeticError, TypeError, ValueError):
+        return None
+    return None
