@@ -217,9 +217,6 @@ def lower(lw: object, s: ir.GridStride) -> None:
         ok = b.icmp_unsigned("==", low, llir.Constant(I64T, 0))
         aligned = ok if aligned is None else b.and_(aligned, ok)
     assert aligned is not None
-    if s.site >= 0:  # a poisoned witness (all ones) must skip the vector part too: `tail + first`
-        # would wrap to `tail - 1`, a real index, and every thread would run the scalar loop from it
-        aligned = b.and_(aligned, b.icmp_unsigned("!=", first, llir.Constant(I64T, -1)))
     pre = b.block
     vpre = lw.fn.append_basic_block("gsv.pre")
     vcond = lw.fn.append_basic_block("gsv.cond")
