@@ -9,7 +9,14 @@ math functions, barriers and warp operations, and the entry's decoration.
 A failed bounds check never traps: it calls `__az_fault`, which atomically
 increments the fault record's count and, in the thread whose increment saw 0,
 writes the site id, index and length.  A failed read yields 0; a failed write
-or atomic is skipped.
+or atomic is skipped.  Shared arrays are checked like slices: a static one
+against its shape, a dynamic one against the launch's dynamic shared memory
+(`Target.sreg(lw, "dynamic_smem_size", "")`, in bytes, over the element size).
+
+A witness of a kernel without a contract checks the launch it was made in
+(`Lowerer.witness`): its rank, and that every grid and block extent beyond the
+witness's rank is 1; otherwise it records a `rank` fault and is poisoned (all
+ones), so it admits no access.
 """
 
 from __future__ import annotations
@@ -91,6 +98,8 @@ class Target:
         pass
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        """An i32 special register: `tid`, `ctaid`, `ntid`, `nctaid` (axis "x"/"y"/"z"),
+        `laneid` and `dynamic_smem_size` (axis "")."""
         raise NotImplementedError
 
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
