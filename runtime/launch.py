@@ -1,8 +1,9 @@
 """Validated launches: `kernel[config](*args)` and `kernel.unsafe_launch(config, *args)`.
 
 `prepare(kernel, config, safe)` checks what depends only on the kernel and the
-config (the contract exists, its rank and block) once and caches a `Launcher` on
-the kernel.  The first call on a device compiles and loads the kernel and
+config (the contract exists, its rank, its block, every dimension beyond its
+domain is 1: runtime/launch_checks.py) once and caches a `Launcher` on the
+kernel.  The first call on a device compiles and loads the kernel and
 checks the device's limits.  Each argument-type signature then gets a `_Plan`:
 the adapters chosen for those types, precomputed alias pairs and `requires`
 slots.  A repeated launch runs only the plan: pointers, sizes, dtypes, device,

@@ -29,7 +29,6 @@ from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import DeviceLimits
 
 if TYPE_CHECKING:
-    from anodize.codegen.artifact import ParamSpec
     from anodize.runtime.compile import LoadedKernel
     from anodize.runtime.device import Device
 
@@ -40,7 +39,9 @@ __all__ = [
     "check_device",
     "check_compiled",
     "unused_dimension",
+    "unused_dimension_error",
     "bind_keywords",
+    "argument_count_error",
 ]
 
 # Limits every CUDA device shares (checked when `kernel[config]` is built); a device's own
@@ -205,7 +206,3 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
-
-
-def param_names(params: tuple[ParamSpec, ...]) -> tuple[str, ...]:
-    return tuple(p.name for p in params)
