@@ -6,7 +6,7 @@ is built) or once per device (at its first launch there), never per launch:
 * `check_limits`: the device's (or every CUDA device's) block, grid and shared
   memory limits;
 * `check_contract`: the launch contract's rank (`domain`), its `block`, and that
-  every grid and block dimension beyond the domain is 1.  A contracted kernel
+  every block and grid dimension beyond the domain is 1.  A contracted kernel
   trusts this check: its witnesses carry no device-side rank check, so a 2-D
   kernel launched with grid z = 4 would give four threads each `index_2d`
   witness (and two threads one `DisjointSlice` element);
@@ -56,8 +56,8 @@ def dim3(block: tuple[int, ...]) -> tuple[int, int, int]:
 
 
 def unused_dimension(config: LaunchConfig, domain: int) -> tuple[str, int] | None:
-    """The first grid or block dimension beyond `domain` that is not 1, as ("grid z", 4); else None."""
-    for what, dims in (("grid", config.grid), ("block", config.block)):
+    """The first block or grid dimension beyond `domain` that is not 1, as ("grid z", 4); else None."""
+    for what, dims in (("block", config.block), ("grid", config.grid)):
         for axis in range(domain, 3):
             if dims[axis] != 1:
                 return f"{what} {_AXES[axis]}", dims[axis]
@@ -65,7 +65,8 @@ def unused_dimension(config: LaunchConfig, domain: int) -> tuple[str, int] | Non
 
 
 def check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
-    """The contract's rank, its unused dimensions, then its block."""
+    """The contract's rank, its block, then the dimensions beyond its domain (the order of
+    the static checks, so that a launch gets the same first complaint from every front end)."""
     domain = contract.domain
     if config.rank != domain:
         raise ContractViolation(
@@ -73,9 +74,6 @@ def check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
             f"but the launch config is {config.rank}-D: {config}",
             help=f"launch it with a {domain}-D config, e.g. `{_config_for(domain)}`",
         )
-    extra = unused_dimension(config, domain)
-    if extra is not None:
-        raise unused_dimension_error(name, domain, *extra)
     if contract.block is not None and dim3(contract.block) != config.block:
         want = contract.block[0] if len(contract.block) == 1 else tuple(contract.block)
         raise ContractViolation(
@@ -83,6 +81,9 @@ def check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
             f"but the config has block {_short(config.block, config.rank)}",
             help=f"pass `block={want}` to the LaunchConfig",
         )
+    extra = unused_dimension(config, domain)
+    if extra is not None:
+        raise unused_dimension_error(name, domain, *extra)
 
 
 def unused_dimension_error(name: str, domain: int, dimension: str, value: int) -> ContractViolation:

@@ -13,6 +13,14 @@ def copy2d_nc(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         out[ij] = m[ij.row, ij.col]
 
 
+@launch_contract(domain=1)
+@kernel
+def copy_any_block(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c and i in a:
+        c[i] = a[i]
+
+
 @launch_contract(domain=2)
 @kernel
 def copy2d_any_block(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:

@@ -87,12 +87,18 @@ def test_block_z_of_a_2d_kernel_without_a_contract_block() -> None:
      ((4, 1, 1), (256, 2, 1), "block y is 2"), ((4, 1, 1), (128, 1, 5), "block z is 5")],
 )
 def test_y_and_z_of_a_1d_kernel(grid: Any, block: Any, what: str) -> None:
+    """A 1-D config with y or z extents (LaunchConfig gives such a config rank 2, refused as the
+    wrong rank; forged here, to pin the rule itself)."""
     from anodize.runtime.launch import prepare
 
-    with pytest.raises(ContractViolation, match=f"^{what}, but `vecadd` has `domain=1`"):
-        check_contract("vecadd", vecadd.contract, _forged(grid, block, 1))  # type: ignore[arg-type]
-    with pytest.raises(ContractViolation, match=f"^{what}, but `vecadd` has `domain=1`"):
-        prepare(vecadd, _forged(grid, block, 1), safe=True)
+    k = R.copy_any_block  # no contract block, so only the unused dimension is wrong
+    with pytest.raises(ContractViolation, match=f"^{what}, but `copy_any_block` has `domain=1`"):
+        check_contract("copy_any_block", k.contract, _forged(grid, block, 1))  # type: ignore[arg-type]
+    with pytest.raises(ContractViolation, match=f"^{what}, but `copy_any_block` has `domain=1`"):
+        prepare(k, _forged(grid, block, 1), safe=True)
+    if grid[1:] != (1, 1):  # a contract block that the config matches: the same complaint
+        with pytest.raises(ContractViolation, match=f"^{what}, but `vecadd` has `domain=1`"):
+            prepare(vecadd, _forged(grid, block, 1), safe=True)
 
 
 def test_unsafe_launch_of_a_contracted_kernel_checks_dimensions_too(cpu: Device) -> None:
