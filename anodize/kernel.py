@@ -68,9 +68,9 @@ class Launch(Protocol[P]):
     the plugin any arguments are accepted here and the runtime checks them.
     """
 
-    def __call__(self, *args: Any) -> None: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> None: ...
 
-    def op(self, *args: Any) -> Op:
+    def op(self, *args: Any, **kwargs: Any) -> Op:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
         ...
 
@@ -113,11 +113,12 @@ class Kernel(Generic[P]):
         self._cache["last_launcher"] = (config, launcher)
         return launcher
 
-    def unsafe_launch(self, config: LaunchConfig[Any], *args: Any) -> None:
-        """Launch without a contract; witnesses fail closed on a launch of the wrong rank."""
+    def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
+        """Launch without a contract; witnesses fail closed on a launch of the wrong rank
+        (or with a grid or block dimension beyond their rank that is not 1)."""
         from anodize.runtime.launch import prepare
 
-        prepare(self, config, safe=False)(*args)
+        prepare(self, config, safe=False)(*args, **kwargs)
 
     def compile(
         self,

@@ -1,7 +1,7 @@
 """The CPU backend: the same lowering, aimed at the host, JIT-compiled with MCJIT.
 
-The kernel function keeps the GPU ABI plus one hidden `ptr ctx` (thirteen i32:
-tid xyz, ctaid xyz, ntid xyz, nctaid xyz, lane id).  A generated
+The kernel function keeps the GPU ABI plus one hidden `ptr ctx` (fourteen i32:
+tid xyz, ctaid xyz, ntid xyz, nctaid xyz, lane id, dynamic shared bytes).  A generated
 `__az_launch(grid*, block*, argv*, fault*, rank)` loops over blocks and threads
 in order (z, y, x), fills `ctx` and calls the kernel; `cpu_entry` marshals the
 flattened arguments into `argv` (one 64-bit slot each) and calls it through ctypes.
@@ -32,6 +32,9 @@ from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, Lowerer, Target, reg_type
 from anodize.language.types import ScalarTy, SharedTy
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
+# i32 slots of `ctx` that hold one value: the lane id, and (threaded backend only: the only one
+# with shared memory) the launch's dynamic shared memory in bytes, PTX's %dynamic_smem_size
+_SCALAR_SLOTS = {"laneid": 12, "dynamic_smem_size": 13}
 _AXIS = {"x": 0, "y": 1, "z": 2}
 _LIBM = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh", "pow": "pow"}
 _INTRINSIC_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil", "fma": "fma", "fmin": "minnum", "fmax": "maxnum"}
@@ -97,7 +100,7 @@ class CPUTarget(Target):
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
         ctx = lw.extra_args[0]
-        slot = 12 if reg == "laneid" else _CTX[reg] + _AXIS[axis]
+        slot = _SCALAR_SLOTS[reg] if reg in _SCALAR_SLOTS else _CTX[reg] + _AXIS[axis]
         p = lw.b.gep(ctx, [llir.Constant(I64T, slot)], inbounds=True, source_etype=I32T)
         return lw.b.load(p, typ=I32T, align=4)
 
@@ -173,6 +176,7 @@ def add_launcher(lw: Lowerer) -> None:
     entry = f.append_basic_block("entry")
     b = llir.IRBuilder(entry)
     ctx = b.alloca(I32T, size=llir.Constant(I32T, 20), name="ctx")
+    b.store(llir.Constant(I32T, 0), b.gep(ctx, [llir.Constant(I64T, 13)], inbounds=True, source_etype=I32T))
 
     def slot(i: int) -> llir.Value:
         return b.gep(ctx, [llir.Constant(I64T, i)], inbounds=True, source_etype=I32T)
@@ -316,11 +320,13 @@ class CpuModule:
         bl = (tuple(int(x) for x in block_xyz) + (1, 1, 1))[:3]
         if any(x < 0 or x >= 2**31 for x in g + bl):
             raise ValueError(f"grid {g} / block {bl} out of range")
+        if not 0 <= int(dynamic_shared) < 2**31:
+            raise ValueError(f"dynamic shared memory of {dynamic_shared} bytes is out of range")
         argv = (ctypes.c_uint64 * max(1, len(self.kinds)))(*[_encode(v, k) for v, k in zip(flat_args, self.kinds, strict=True)])
         if self.threaded:
             from .cpu_threads import run_grid
 
-            run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared + int(dynamic_shared))
+            run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared, int(dynamic_shared))
             return
         grid = (ctypes.c_uint32 * 3)(*g)
         block = (ctypes.c_uint32 * 3)(*bl)

@@ -12,13 +12,14 @@ calls back into this module for `syncthreads` and warp operations:
   the PTX rules for `shfl.sync` (an invalid source lane gives the caller's own
   value) or the vote over the deposited predicates.
 
-Shared memory is one zeroed buffer per block; its address is in `ctx`.  A
+Shared memory is one zeroed buffer per block, exactly as large as the launch asks
+(static arrays, then `shared_mem` dynamic bytes); its address is in `ctx`.  A
 barrier that not every thread reaches would hang: after `TIMEOUT_S` seconds the
 block is marked broken, every wait returns, and the launch raises RuntimeError.
 
 `ctx` layout (little-endian): i32[13] ids (tid xyz, ctaid xyz, ntid xyz,
-nctaid xyz, lane), i32 pad, i64 shared base (offset 56), i64 block handle (64),
-i64 linear thread id (72).
+nctaid xyz, lane), i32 dynamic shared bytes (offset 52, PTX's %dynamic_smem_size),
+i64 shared base (offset 56), i64 block handle (64), i64 linear thread id (72).
 """
 
 from __future__ import annotations
@@ -180,17 +181,22 @@ def run_grid(
     argv_addr: int,
     fault_address: int,
     launch_rank: int,
-    shared_bytes: int,
+    static_shared: int,
+    dynamic_shared: int,
 ) -> None:
-    """Run every block in turn, one host thread per GPU thread of the block."""
+    """Run every block in turn, one host thread per GPU thread of the block.
+
+    Each block's shared memory is exactly `static_shared + dynamic_shared` bytes (the
+    generated code bounds-checks every access against it, reading the dynamic size from `ctx`)."""
     gx, gy, gz = grid
     bx, by, bz = block
     nthreads = bx * by * bz
+    shared_bytes = static_shared + dynamic_shared
     for cz, cy, cx in itertools.product(range(gz), range(gy), range(gx)):
         st = BlockState(nthreads)
         handle = next(_HANDLES)
         _BLOCKS[handle] = st
-        shared = np.zeros(max(16, shared_bytes), np.uint8)
+        shared = np.zeros(shared_bytes, np.uint8)
         ctxs: list[np.ndarray] = []
         threads: list[threading.Thread] = []
         try:
@@ -198,7 +204,7 @@ def run_grid(
                 linear = tx + bx * (ty + by * tz)
                 ctx = np.zeros(CTX_WORDS, np.int64)
                 ids = ctx.view(np.int32)
-                ids[:13] = (tx, ty, tz, cx, cy, cz, bx, by, bz, gx, gy, gz, linear % 32)
+                ids[:14] = (tx, ty, tz, cx, cy, cz, bx, by, bz, gx, gy, gz, linear % 32, dynamic_shared)
                 ctx[OFF_SHARED // 8] = shared.ctypes.data
                 ctx[OFF_HANDLE // 8] = handle
                 ctx[OFF_LINEAR // 8] = linear

@@ -9,7 +9,14 @@ math functions, barriers and warp operations, and the entry's decoration.
 A failed bounds check never traps: it calls `__az_fault`, which atomically
 increments the fault record's count and, in the thread whose increment saw 0,
 writes the site id, index and length.  A failed read yields 0; a failed write
-or atomic is skipped.
+or atomic is skipped.  Shared arrays are checked like slices: a static one
+against its shape, a dynamic one against the launch's dynamic shared memory
+(`Target.sreg(lw, "dynamic_smem_size", "")`, in bytes, over the element size).
+
+A witness of a kernel without a contract checks the launch it was made in
+(`Lowerer.witness`): its rank, and that every grid and block extent beyond the
+witness's rank is 1; otherwise it records a `rank` fault and is poisoned (all
+ones), so it admits no access.
 """
 
 from __future__ import annotations
@@ -92,6 +99,8 @@ class Target:
         pass
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        """An i32 special register: `tid`, `ctaid`, `ntid`, `nctaid` (axis "x"/"y"/"z"),
+        `laneid` and `dynamic_smem_size` (axis "")."""
         raise NotImplementedError
 
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
@@ -454,7 +463,7 @@ class Lowerer:
         ok, ptr, fidx, flen = self.shared_address(s.array, s.index)
         elem = s.array.ty.elem
         stored = self.b.zext(value, I8) if elem.is_bool else value
-        self.guarded(s.checked and not s.array.ty.dynamic, ok, s.site, fidx, flen, lambda: self.b.store(stored, ptr, align=_align(elem)), None)
+        self.guarded(s.checked, ok, s.site, fidx, flen, lambda: self.b.store(stored, ptr, align=_align(elem)), None)
 
     # ---- bounds checks -----------------------------------------------------------------------
     def guarded(self, checked: bool, ok: llir.Value, site: int, fidx: llir.Value, flen: llir.Value, action: Any, result_ty: llir.Type | None) -> llir.Value | None:
@@ -508,7 +517,11 @@ class Lowerer:
 
     def shared_address(self, ref: ir.SharedRef, index: tuple[ir.Expr, ...]) -> tuple[llir.Value, llir.Value, llir.Value, llir.Value]:
         gv = self.shared_gv[ref.name]
-        dims = [llir.Constant(I64T, d) for d in ref.ty.shape]
+        if ref.ty.dynamic:  # sized by the launch: `shared_mem` bytes over the element size
+            nbytes = self.b.zext(self.t.sreg(self, "dynamic_smem_size", ""), I64T)
+            dims: list[llir.Value] = [self.b.udiv(nbytes, llir.Constant(I64T, ref.ty.elem.info.mem_bits // 8))]
+        else:
+            dims = [llir.Constant(I64T, d) for d in ref.ty.shape]
         return self.addr_dims(gv, mem_type(ref.ty.elem), dims, self.index_values(index))
 
     # ---- expressions -------------------------------------------------------------------------
@@ -549,7 +562,7 @@ class Lowerer:
     def e_SharedRead(self, e: ir.SharedRead) -> llir.Value:
         ok, ptr, fidx, flen = self.shared_address(e.array, e.index)
         mt = mem_type(e.ty)
-        v = self.guarded(e.checked and not e.array.ty.dynamic, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
+        v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
         assert v is not None
         return self.b.icmp_unsigned("!=", v, llir.Constant(I8, 0)) if e.ty.is_bool else v
 
@@ -587,13 +600,38 @@ class Lowerer:
             v = b.insert_value(b.insert_value(llir.Constant(W2, None), axis("y"), 0), axis("x"), 1)
         if site < 0:
             return v
-        ok = b.icmp_unsigned("==", self.launch_rank, llir.Constant(I32T, rank))
+        ok, dims = self.launch_dims_ok(rank)
         with b.if_then(b.not_(ok), likely=False):
-            self.fault(site, b.zext(self.launch_rank, I64T), llir.Constant(I64T, rank))
+            self.fault(site, dims, llir.Constant(I64T, rank))
         poison = llir.Constant(I64T, -1)
         if rank == 1:
             return b.select(ok, v, poison)
         return b.select(ok, v, llir.Constant(W2, [poison, poison]))
+
+    def launch_dims_ok(self, rank: int) -> tuple[llir.Value, llir.Value]:
+        """(ok, dims) for a witness of `rank` in a kernel without a contract.
+
+        `ok`: the launch's rank is `rank` and every grid and block dimension beyond it is 1
+        (otherwise several threads would share one witness).  `dims`, for the fault record:
+        the launch's dimensionality, its rank or the highest axis whose grid or block
+        extent is not 1 (i64)."""
+        b = self.b
+        one = llir.Constant(I32T, 1)
+
+        def used(axis: str) -> llir.Value:
+            g = b.icmp_unsigned("!=", self.t.sreg(self, "nctaid", axis), one)
+            return b.or_(g, b.icmp_unsigned("!=", self.t.sreg(self, "ntid", axis), one))
+
+        used_y, used_z = used("y"), used("z")
+        ok = b.icmp_unsigned("==", self.launch_rank, llir.Constant(I32T, rank))
+        if rank < 2:
+            ok = b.and_(ok, b.not_(used_y))
+        ok = b.and_(ok, b.not_(used_z))
+        dims = b.zext(self.launch_rank, I64T)
+        two, three = llir.Constant(I64T, 2), llir.Constant(I64T, 3)
+        dims = b.select(b.and_(used_y, b.icmp_unsigned("<", dims, two)), two, dims)
+        dims = b.select(used_z, three, dims)
+        return ok, dims
 
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
         return self.witness(e.rank, e.site)

@@ -1,8 +1,9 @@
 """Validated launches: `kernel[config](*args)` and `kernel.unsafe_launch(config, *args)`.
 
 `prepare(kernel, config, safe)` checks what depends only on the kernel and the
-config (the contract exists, its rank and block) once and caches a `Launcher` on
-the kernel.  The first call on a device compiles and loads the kernel and
+config (the contract exists, its rank, its block, every dimension beyond its
+domain is 1: runtime/launch_checks.py) once and caches a `Launcher` on the
+kernel.  The first call on a device compiles and loads the kernel and
 checks the device's limits.  Each argument-type signature then gets a `_Plan`:
 the adapters chosen for those types, precomputed alias pairs and `requires`
 slots.  A repeated launch runs only the plan: pointers, sizes, dtypes, device,
@@ -33,7 +34,15 @@ from anodize.runtime import inflight as _inflight
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
 from anodize.runtime.config import LaunchConfig
-from anodize.runtime.device import DeviceLimits
+from anodize.runtime.launch_checks import (
+    UNIVERSAL,
+    argument_count_error,
+    bind_keywords,
+    check_compiled,
+    check_contract,
+    check_device,
+    check_limits,
+)
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import ParamSpec
@@ -43,11 +52,6 @@ if TYPE_CHECKING:
 __all__ = ["prepare", "Launcher"]
 
 _BUF, _NUMPY, _OTHER, _SCALAR = 0, 1, 2, 3
-
-# Limits every CUDA device shares (checked when `kernel[config]` is built); a device's own
-# limits are checked again at its first launch.
-_UNIVERSAL = DeviceLimits(max_shared_per_block=227 * 1024)
-
 
 def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
     """The cached launcher for `kernel` under `config`; checks the contract once for a safe launch."""
@@ -60,7 +64,7 @@ def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
     hit = kernel._cache.get(key)
     if hit is not None:
         return hit
-    _check_limits(kernel.__name__, _UNIVERSAL, "any CUDA device", config)
+    check_limits(kernel.__name__, UNIVERSAL, "any CUDA device", config)
     contract: Contract | None = None
     if safe:
         if kernel.contract_spec is None:
@@ -71,99 +75,14 @@ def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
                 f"`{name}.unsafe_launch(config, ...)` (its index witnesses then fail closed)",
             )
     # A kernel compiled with a contract has no device-side rank check (its witnesses trust
-    # the contract), so even `unsafe_launch` must honour the contract's rank and block.
+    # the contract), so even `unsafe_launch` must honour the contract's rank, block and
+    # unused dimensions.  Checked here, once per config: never on the launch path.
     contract = kernel.contract
     if contract is not None:
-        _check_contract(kernel.__name__, contract, config)
+        check_contract(kernel.__name__, contract, config)
     launcher = Launcher(kernel, config, safe, contract)
     kernel._cache[key] = launcher
     return launcher
-
-
-def _dim3(block: tuple[int, ...]) -> tuple[int, int, int]:
-    return (tuple(block) + (1, 1, 1))[:3]  # type: ignore[return-value]
-
-
-def _check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
-    if config.rank != contract.domain:
-        fix = (
-            "az.LaunchConfig.for_num_elems(n, block=...)"
-            if contract.domain == 1
-            else "az.LaunchConfig.for_shape((rows, cols), block=(bx, by))"
-        )
-        raise ContractViolation(
-            f"kernel `{name}` has a {contract.domain}-D launch contract (domain={contract.domain}), "
-            f"but the launch config is {config.rank}-D: {config}",
-            help=f"launch it with a {contract.domain}-D config, e.g. `{fix}`",
-        )
-    if contract.block is not None and _dim3(contract.block) != config.block:
-        want = contract.block[0] if len(contract.block) == 1 else tuple(contract.block)
-        raise ContractViolation(
-            f"kernel `{name}` must be launched with block {want} (its launch contract), "
-            f"but the config has block {_short(config.block, config.rank)}",
-            help=f"pass `block={want}` to the LaunchConfig",
-        )
-
-
-def _short(dim: tuple[int, int, int], rank: int) -> object:
-    if dim[2] != 1:
-        return dim
-    return dim[0] if rank == 1 and dim[1] == 1 else dim[:2]
-
-
-def _check_device(name: str, dev: Device, config: LaunchConfig, contract: Contract | None) -> None:
-    """The device's limits and the contract's capability, checked before anything compiles."""
-    _check_limits(name, dev.limits, dev.describe(), config)
-    need = contract.min_compute_capability if contract is not None else None
-    have = dev.compute_capability
-    if need is not None and have is not None and tuple(have) < tuple(need):
-        raise ContractViolation(
-            f"kernel `{name}` needs compute capability {need[0]}.{need[1]} (its launch contract), "
-            f"but {dev.describe()} has {have[0]}.{have[1]}"
-        )
-
-
-def _check_limits(name: str, lim: DeviceLimits, where: str, config: LaunchConfig) -> None:
-    if config.threads_per_block > lim.max_threads_per_block:
-        raise LaunchError(
-            f"kernel `{name}`: a block of {config.threads_per_block} threads {config.block} exceeds "
-            f"the limit of {lim.max_threads_per_block} on {where}",
-            help="use a smaller block (256 is a good default)",
-        )
-    for axis, (b, m) in enumerate(zip(config.block, lim.max_block, strict=True)):
-        if b > m:
-            raise LaunchError(f"kernel `{name}`: block dimension {'xyz'[axis]} = {b} exceeds the limit {m} on {where}")
-    for axis, (g, m) in enumerate(zip(config.grid, lim.max_grid, strict=True)):
-        if g > m:
-            raise LaunchError(
-                f"kernel `{name}`: grid dimension {'xyz'[axis]} = {g} exceeds the limit {m} on {where}",
-                help="use a grid-stride loop (`thread.grid_stride`) with a smaller grid",
-            )
-    if config.shared_mem > lim.max_shared_per_block:
-        raise LaunchError(
-            f"kernel `{name}` asks for {config.shared_mem} bytes of dynamic shared memory per block, "
-            f"more than the {lim.max_shared_per_block} available on {where}"
-        )
-
-
-def _check_compiled(name: str, loaded: LoadedKernel, config: LaunchConfig) -> None:
-    """What only the compiled kernel knows: static shared memory, a block pinned by `.reqntid`."""
-    dev = loaded.device
-    compiled = loaded.compiled
-    shared = config.shared_mem + compiled.static_shared_bytes
-    if shared > dev.limits.max_shared_per_block:
-        raise LaunchError(
-            f"kernel `{name}` needs {shared} bytes of shared memory per block "
-            f"({compiled.static_shared_bytes} static + {config.shared_mem} dynamic), "
-            f"more than the {dev.limits.max_shared_per_block} available on {dev.describe()}"
-        )
-    pinned = compiled.contract.block if compiled.contract is not None else None
-    if pinned is not None and _dim3(pinned) != config.block:
-        raise LaunchError(
-            f"kernel `{name}` was compiled for block {tuple(pinned)} (`.reqntid` from its contract), "
-            f"but the config has block {config.block}",
-            help=f"launch with `block={tuple(pinned) if len(pinned) > 1 else pinned[0]}`",
-        )
 
 
 class Launcher:
@@ -200,7 +119,9 @@ class Launcher:
         self._memo2: Callable[[tuple[Any, ...]], bool] | None = None
         self._misses = 0  # quick-path launches since a memo last hit
 
-    def __call__(self, *args: Any) -> None:
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        if kwargs:  # `k[cfg](a=x, c=z)`: bound by name, then the positional path validates
+            args = self._bind(args, kwargs)
         memo = self._memo
         if memo is not None and not _inflight._ACTIVE:
             if memo(args):
@@ -238,10 +159,12 @@ class Launcher:
 
     # ADDED for issue 7 (lazy ops, runtime/ops.py): validate exactly as a launch does, but
     # record the flat ABI arguments in a KernelOp instead of launching.
-    def op(self, *args: Any) -> Any:
+    def op(self, *args: Any, **kwargs: Any) -> Any:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
         from anodize.runtime.ops import KernelOp
 
+        if kwargs:
+            args = self._bind(args, kwargs)
         types = tuple(map(type, args))
         record: list[Any] = []
         plan = self._plans.get(types)
@@ -251,6 +174,9 @@ class Launcher:
             if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
                 raise LaunchError("internal error: a launch plan rejected its own device")
         return KernelOp(self, plan, args, record[0])
+
+    def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        return bind_keywords(self.kernel.__name__, tuple(self.kernel.signature.parameters), args, kwargs)
 
     def __repr__(self) -> str:
         kind = "launch" if self.safe else "unsafe launch"
@@ -265,9 +191,9 @@ class Launcher:
             return plan
         loaded = self._loaded.get(id(dev))
         if loaded is None:
-            _check_device(self.kernel.__name__, dev, self.config, self.contract)
+            check_device(self.kernel.__name__, dev, self.config, self.contract)
             loaded = compile_for_device(self.kernel, dev)
-            _check_compiled(self.kernel.__name__, loaded, self.config)
+            check_compiled(self.kernel.__name__, loaded, self.config)
             self._loaded[id(dev)] = loaded
         plan = _Plan(self, loaded, args)
         self._plans_by_device[key] = plan
@@ -320,11 +246,7 @@ class _Plan:
         dev = self.device = loaded.device
         params = self.params = compiled.params
         if len(args) != len(params):
-            names = ", ".join(p.name for p in params)
-            raise ArgumentError(
-                f"kernel `{name}` takes {len(params)} argument{'s' if len(params) != 1 else ''} "
-                f"({names}), got {len(args)}"
-            )
+            raise argument_count_error(name, tuple(p.name for p in params), len(args))
         self.nargs = len(params)
         steps: list[tuple[int, Any, Any, int]] = []
         for p, a in zip(params, args, strict=True):

@@ -713,7 +713,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         return ir.TableRead(name, table.values, index, not proven, site, ty, span)
 
     def shared_in_range(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
-        """A static shared array's index proven in range (dynamic ones are never checked)."""
+        """A static shared array's index proven in range (a dynamic one's size is the launch's
+        `shared_mem`, unknown here: never proven, so every access is checked on the device)."""
         if arr.ty.dynamic:
             return False
         from anodize.language.ranges import ZERO, Lin

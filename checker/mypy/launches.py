@@ -179,7 +179,7 @@ def _buffer_type(api: CheckerPluginInterface, dtype: Type | None) -> Instance | 
 
 
 def launcher_signature(ctx: MethodSigContext) -> FunctionLike:
-    """`k[config](...)`: one positional parameter per kernel parameter, in host-side types."""
+    """`k[config](...)`: one parameter per kernel parameter (by position or by name), in host-side types."""
     return _host_signature(ctx, keep=0)
 
 
@@ -198,7 +198,7 @@ def _host_signature(ctx: MethodSigContext, keep: int) -> FunctionLike:
     return sig.copy_modified(
         arg_types=list(sig.arg_types[:keep]) + [host_type(ctx.api, t) for t in params.arg_types],
         arg_kinds=[ARG_POS] * (keep + n),
-        arg_names=list(sig.arg_names[:keep]) + [None] * n,  # positional only: the runtime takes `*args`
+        arg_names=list(sig.arg_names[:keep]) + list(params.arg_names),  # by position or by name, as at runtime
         name=str(kinfo.get("name") or sig.name or "launch"),
     )
 

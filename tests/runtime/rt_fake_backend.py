@@ -129,7 +129,8 @@ def _future_only(grid: Any, block: Any, flat: list[Any], fault: int, rank: int, 
 
 def _copy_nc(grid: Any, block: Any, flat: list[Any], fault: int, rank: int, shared: int) -> None:
     pa, na, pc, nc = (int(x) for x in flat)
-    if rank != 1:  # a witness from a launch of the wrong rank admits no write
+    if rank != 1 or tuple(grid)[1:] != (1, 1) or tuple(block)[1:] != (1, 1):
+        # a witness from a launch of the wrong rank, or with y or z extents, admits no write
         record(fault, 0, 0, 0, int(np.prod(grid) * np.prod(block)))
         return
     a, c = view(pa, (na,), np.float32), view(pc, (nc,), np.float32)
