@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from anodize.language.contract import Contract
 from anodize.language.errors import ArgumentError, ContractViolation, LaunchError
+from anodize.language.launch_rules import launch_shape_problem
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import DeviceLimits
 
@@ -38,7 +39,6 @@ __all__ = [
     "check_contract",
     "check_device",
     "check_compiled",
-    "unused_dimension",
     "unused_dimension_error",
     "bind_keywords",
     "argument_count_error",
@@ -55,35 +55,27 @@ def dim3(block: tuple[int, ...]) -> tuple[int, int, int]:
     return (tuple(block) + (1, 1, 1))[:3]  # type: ignore[return-value]
 
 
-def unused_dimension(config: LaunchConfig, domain: int) -> tuple[str, int] | None:
-    """The first block or grid dimension beyond `domain` that is not 1, as ("grid z", 4); else None."""
-    for what, dims in (("block", config.block), ("grid", config.grid)):
-        for axis in range(domain, 3):
-            if dims[axis] != 1:
-                return f"{what} {_AXES[axis]}", dims[axis]
-    return None
-
-
 def check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
-    """The contract's rank, its block, then the dimensions beyond its domain (the order of
-    the static checks, so that a launch gets the same first complaint from every front end)."""
+    """The contract's rank, its block, then the dimensions beyond its domain: the decision of
+    `anodize/language/launch_rules.py`, which `anodize check` and the mypy plugin make too."""
     domain = contract.domain
-    if config.rank != domain:
+    p = launch_shape_problem(domain, contract.block, config.rank, config.block, config.grid)
+    if p is None:
+        return
+    if p.kind == "rank":
         raise ContractViolation(
             f"kernel `{name}` has a {domain}-D launch contract (domain={domain}), "
             f"but the launch config is {config.rank}-D: {config}",
             help=f"launch it with a {domain}-D config, e.g. `{_config_for(domain)}`",
         )
-    if contract.block is not None and dim3(contract.block) != config.block:
-        want = contract.block[0] if len(contract.block) == 1 else tuple(contract.block)
+    if p.kind == "block":
+        want = contract.block[0] if len(contract.block) == 1 else tuple(contract.block)  # type: ignore[arg-type]
         raise ContractViolation(
             f"kernel `{name}` must be launched with block {want} (its launch contract), "
             f"but the config has block {_short(config.block, config.rank)}",
             help=f"pass `block={want}` to the LaunchConfig",
         )
-    extra = unused_dimension(config, domain)
-    if extra is not None:
-        raise unused_dimension_error(name, domain, *extra)
+    raise unused_dimension_error(name, domain, f"{p.what} {p.axis}", p.size)
 
 
 def unused_dimension_error(name: str, domain: int, dimension: str, value: int) -> ContractViolation:
