@@ -63,7 +63,8 @@ def in_flight() -> int:
 
 
 def use_of_buffer(buf: Buffer, writes: bool, label: str) -> Use:
-    return Use(id(buf.device), buf.ptr, buf.ptr + buf.nbytes, writes, label, buf)
+    lo, hi = buf._extent()  # a strided view's elements lie in a wider span than `nbytes`
+    return Use(id(buf.device), lo, hi, writes, label, buf)
 
 
 def use_of_host(arr: np.ndarray, writes: bool, label: str) -> Use:

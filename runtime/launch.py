@@ -719,6 +719,8 @@ def _first_array(steps: tuple[tuple[int, Any, Any, int], ...], i: int) -> bool:
 
 def _slice_step(name: str, p: ParamSpec, a: object, dev: Device) -> tuple[int, Any, Any, int]:
     if isinstance(a, Buffer):
+        if not a.is_contiguous:  # a StridedView: its own type, so it always plans (and fails) here
+            raise A.non_contiguous_view(name, p, a)
         return (_BUF, p, p.scalar.dtype, p.rank)
     if isinstance(a, np.ndarray):
         if dev.kind != "cpu":
@@ -758,8 +760,7 @@ def _alias_error(name: str, params: tuple[ParamSpec, ...], o: int, j: int, args:
     return AliasingError(
         f"kernel `{name}`: output `{out.name}` ({A.describe_param(out)}) {what} `{other.name}` "
         f"({A.describe_param(other)}, {role})",
-        help="an output may not share memory with any other argument; pass a separate buffer "
-        f"(for example `dev.empty(...)`) for `{out.name}`",
+        help=A.alias_help(out, other),
     )
 
 
