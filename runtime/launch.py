@@ -27,7 +27,7 @@ from weakref import ref as _ref
 import numpy as np
 
 from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
-from anodize.language.errors import AliasingError, ArgumentError, ContractViolation, LaunchError
+from anodize.language.errors import USER_ERRORS, AliasingError, ArgumentError, ContractViolation, LaunchError
 from anodize.runtime import args as A
 from anodize.runtime import inflight as _inflight
 from anodize.runtime.buffer import Buffer
@@ -223,7 +223,10 @@ class Launcher:
                     self._memo2 = self._memo
                     self._memo = plan.memo(args, packed)
                 return
-        self._full(args)
+        try:
+            self._full(args)
+        except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            raise e.with_traceback(None)
 
     def _full(self, args: tuple[Any, ...]) -> None:
         types = tuple(map(type, args))
@@ -244,12 +247,15 @@ class Launcher:
 
         types = tuple(map(type, args))
         record: list[Any] = []
-        plan = self._plans.get(types)
-        if plan is None or not plan.run(args, record):
-            plan = self._plan_for(types, args)
-            self._plans[types] = plan
-            if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
-                raise LaunchError("internal error: a launch plan rejected its own device")
+        try:
+            plan = self._plans.get(types)
+            if plan is None or not plan.run(args, record):
+                plan = self._plan_for(types, args)
+                self._plans[types] = plan
+                if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
+                    raise LaunchError("internal error: a launch plan rejected its own device")
+        except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            raise e.with_traceback(None)
         return KernelOp(self, plan, args, record[0])
 
     def __repr__(self) -> str:
