@@ -75,6 +75,30 @@ def signature(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
     return make("az-signature", msg, span, label="in this signature", help=help)
 
 
+_BUILTIN_SCALARS = {"int": ("i64", "i32 u32 u64"), "float": ("f64", "f32"), "bool": ("bool_", "")}
+
+
+def builtin_scalar_help(annotation: str) -> str | None:
+    """The help for a Python `int`, `float` or `bool` annotation on a kernel or helper
+    parameter (`builtins.` prefix allowed); None for any other annotation."""
+    hit = _BUILTIN_SCALARS.get(annotation.removeprefix("builtins."))
+    if hit is None:
+        return None
+    fixed, others = hit
+    alt = f" (or {', '.join(f'`{o}`' for o in others.split())} for another width)" if others else ""
+    return (
+        f"kernel scalars have a fixed width: write `{fixed}`{alt} instead of `{annotation.removeprefix('builtins.')}`, "
+        f"imported with `from anodize import {fixed}`"
+    )
+
+
+def param_type(span: Span, name: str, annotation: str, *, qualname: str = "", extra: str = "", help: str) -> Diagnostic:
+    """An unsupported parameter annotation; Python's `int`/`float`/`bool` (`qualname`
+    `builtins.int`, ..., or unresolved) get the fixed-width type to use."""
+    builtin = builtin_scalar_help(qualname if qualname else annotation) if not qualname or qualname.startswith("builtins.") else None
+    return signature(span, f"unsupported type `{annotation}` for parameter `{name}`{extra}", help=builtin or help)
+
+
 # ---- codegen ----
 # codegen's frontend reports the language rules through the checker's builders below
 # (one code, one wording); only the backend-specific message lives here.
