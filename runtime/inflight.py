@@ -34,6 +34,9 @@ class InFlightError(LaunchError):
     """A host write (or read) of memory that an in-flight operation uses."""
 
 
+InFlightError.__module__ = "anodize"  # printed as `anodize.InFlightError`, the name it is imported by
+
+
 class Use(NamedTuple):
     """One array an operation uses: its memory range, whether it writes it, and a label for messages."""
 

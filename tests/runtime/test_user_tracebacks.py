@@ -105,7 +105,7 @@ def test_check_failure_at_compile_has_no_internal_frame(tmp_path: Path) -> None:
 
 def test_public_errors_are_named_as_imported() -> None:
     for cls in (az.CheckError, az.LaunchError, az.ContractViolation, az.AliasingError, az.ArgumentError,
-                az.KernelFault, az.OutOfMemoryError):
+                az.KernelFault, az.OutOfMemoryError, az.InFlightError):
         assert cls.__module__ == "anodize" and getattr(az, cls.__name__) is cls
 
 
