@@ -12,6 +12,7 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from anodize.language.diagnostics import CheckError
 
@@ -74,9 +75,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
     for k in chosen:
         try:
             if args.arch == "cpu":
-                from anodize.codegen.driver import compile_cpu
+                from anodize.runtime.compile import compile_for_cpu
 
-                compiled = compile_cpu(k, bounds_checks=not args.no_bounds_checks)
+                compiled = compile_for_cpu(k, bounds_checks=not args.no_bounds_checks)
             else:
                 compiled = k.compile(
                     arch=args.arch, bounds_checks=not args.no_bounds_checks, line_info=args.line_info
@@ -94,12 +95,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 return 1
             outputs.append(compiled.cubin)
         if args.verbose:
-            r = compiled.resources
-            print(
-                f"{k.__name__}: {compiled.arch}, registers={r.registers}, spills={r.spill_stores}/{r.spill_loads}, "
-                f"bounds checks left={compiled.bounds_checks}, compile {compiled.compile_seconds * 1e3:.1f} ms",
-                file=sys.stderr,
-            )
+            print(describe_compiled(k.__name__, compiled), file=sys.stderr)
     if args.emit == "cubin":
         if len(outputs) != 1:
             _err("--emit cubin needs one kernel: use FILE:KERNEL")
@@ -117,6 +113,22 @@ def cmd_compile(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(text)
     return 0
+
+
+def describe_compiled(name: str, compiled: Any) -> str:
+    """`anodize compile -v`: what was built, how (compiled, or loaded from the cache), and with which ptxas."""
+    how = "loaded from cache" if compiled.from_cache else f"compiled in {compiled.compile_seconds * 1e3:.1f} ms"
+    checks = f"bounds checks left={compiled.bounds_checks}"
+    if compiled.arch == "cpu":
+        return f"{name}: cpu (llvmlite host JIT), {checks}, {how}"
+    from anodize.runtime.doctor import describe_ptxas
+
+    r = compiled.resources
+    if compiled.cubin and r.registers is not None:
+        usage = f"registers={r.registers}, spills={r.spill_stores}/{r.spill_loads}"
+    else:
+        usage = "registers and spills unknown (no cubin)"
+    return f"{name}: {compiled.arch}, {usage}, {checks}, {how}\n  ptxas: {describe_ptxas()}"
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -221,7 +233,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", default=None)
     c.add_argument("--line-info", action="store_true", help="emit source line info (for compute-sanitizer)")
     c.add_argument("--no-bounds-checks", action="store_true", help="remove bounds checks (benchmarks only)")
-    c.add_argument("-v", "--verbose", action="store_true", help="print registers, spills and compile time")
+    c.add_argument(
+        "-v", "--verbose", action="store_true",
+        help="print registers, spills, compile time (or that the cache had it) and the ptxas used",
+    )
     r = sub.add_parser("run", help="run a script and say which device it used")
     r.add_argument("file")
     r.add_argument("args", nargs=argparse.REMAINDER)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar
 
+from anodize.language.errors import USER_ERRORS
+
 if TYPE_CHECKING:
     from anodize.language.contract import Contract
     from anodize.codegen.artifact import CompiledKernel
@@ -109,7 +111,10 @@ class Kernel(Generic[P]):
             return last[1]  # type: ignore[no-any-return]
         from anodize.runtime.launch import prepare
 
-        launcher = prepare(self, config, safe=True)
+        try:
+            launcher = prepare(self, config, safe=True)
+        except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
+            raise e.with_traceback(None)
         self._cache["last_launcher"] = (config, launcher)
         return launcher
 
@@ -118,7 +123,10 @@ class Kernel(Generic[P]):
         (or with a grid or block dimension beyond their rank that is not 1)."""
         from anodize.runtime.launch import prepare
 
-        prepare(self, config, safe=False)(*args, **kwargs)
+        try:
+            prepare(self, config, safe=False)(*args, **kwargs)
+        except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
+            raise e.with_traceback(None)
 
     def compile(
         self,
@@ -131,7 +139,10 @@ class Kernel(Generic[P]):
         """Check and compile for a GPU architecture (default: the current device's, else sm_90)."""
         from anodize.runtime.compile import compile_for_gpu
 
-        return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+        try:
+            return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+        except USER_ERRORS as e:  # a check failure shows no anodize-internal frames
+            raise e.with_traceback(None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError(

@@ -30,8 +30,47 @@ class CheckConfig:
     include: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     root: Path = field(default_factory=Path.cwd)  # the directory of the pyproject.toml
+    source: Path | None = None  # the pyproject.toml the settings came from
+
+    KEYS = ("include", "exclude")  # the keys `[tool.anodize]` may hold
+
+    @classmethod
+    def from_pyproject(cls, path: Path) -> CheckConfig:
+        """The settings of `path`'s `[tool.anodize]` (defaults when it has none); ValueError,
+        located, for a file that does not parse, an unknown key or a value of the wrong type."""
+        import tomllib
+
+        try:
+            text = path.read_text(encoding="utf-8")
+            data = tomllib.loads(text)
+        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
+            raise ValueError(f"cannot read {path}: {e}") from None
+        section = data.get("tool", {}).get("anodize", {})
+        if not isinstance(section, dict):
+            raise ValueError(f"{path}: `tool.anodize` must be a table (`[tool.anodize]`)")
+        for key in section:
+            if key not in cls.KEYS:
+                import difflib
+
+                close = difflib.get_close_matches(key, cls.KEYS, n=1)
+                hint = f"; did you mean `{close[0]}`?" if close else ""
+                known = ", ".join(f"`{k}`" for k in cls.KEYS)
+                raise ValueError(
+                    f"{path}:{_key_line(text, key)}: unknown key `{key}` in `[tool.anodize]`{hint} (known keys: {known})"
+                )
+        lists = {k: section.get(k, []) for k in cls.KEYS}
+        for key, value in lists.items():
+            if not isinstance(value, list) or not all(isinstance(x, str) for x in value):
+                raise ValueError(
+                    f"{path}:{_key_line(text, key)}: `[tool.anodize]` `{key}` must be a list of strings, got {value!r}"
+                )
+        return cls(list(lists["include"]), list(lists["exclude"]), path.parent, path)
 
     def excluded(self, path: Path) -> bool:
+        return self.excluded_by(path) is not None
+
+    def excluded_by(self, path: Path) -> str | None:
+        """The `exclude` pattern that matches `path`, or None."""
         try:
             rel = path.resolve().relative_to(self.root.resolve()).as_posix()
         except ValueError:
@@ -39,8 +78,29 @@ class CheckConfig:
         for pat in self.exclude:
             p = pat.rstrip("/")
             if fnmatch.fnmatch(rel, p) or rel == p or rel.startswith(p + "/") or fnmatch.fnmatch(path.name, p):
-                return True
-        return False
+                return pat
+        return None
+
+
+def _key_line(text: str, key: str) -> int:
+    """The line of `key = ...` inside `[tool.anodize]` (1 when it cannot be found)."""
+    import re
+
+    in_section = False
+    for n, line in enumerate(text.splitlines(), start=1):
+        s = line.strip()
+        if s.startswith("["):
+            in_section = re.fullmatch(r"\[\s*tool\s*\.\s*anodize\s*\]", s.split("#")[0].strip()) is not None
+            if s.split("#")[0].strip().replace(" ", "").startswith(f"[tool.anodize.{key}]"):
+                return n
+        elif in_section and re.match(rf"""\s*("{re.escape(key)}"|'{re.escape(key)}'|{re.escape(key)})\s*=""", line):
+            return n
+    for n, line in enumerate(text.splitlines(), start=1):  # `tool.anodize.key = ...` forms
+        if re.match(rf"\s*tool\s*\.\s*anodize\s*\.\s*{re.escape(key)}\s*=", line) or re.match(
+            rf"\s*anodize\s*\.\s*{re.escape(key)}\s*=", line
+        ):
+            return n
+    return 1
 
 
 def check_source(source: str, path: str, project: Project | None = None) -> list[Diagnostic]:
@@ -51,9 +111,17 @@ def check_source(source: str, path: str, project: Project | None = None) -> list
 _SKIP_DIRS = {".git", ".hg", ".venv", "venv", "__pycache__", "node_modules", ".mypy_cache", ".pytest_cache", "build", "dist"}
 
 
-def collect_files(paths: Iterable[str | Path], config: CheckConfig | None = None) -> list[Path]:
-    """The .py/.pyi files under `paths`, minus the config's excludes, sorted."""
+def collect_files(
+    paths: Iterable[str | Path], config: CheckConfig | None = None, skipped: list[tuple[Path, str]] | None = None
+) -> list[Path]:
+    """The .py/.pyi files under `paths`, minus the config's excludes, sorted.  `skipped`, when
+    given, receives `(path, pattern)` for each path named in `paths` that an exclude matches."""
     config = config or CheckConfig()
+    if skipped is not None:
+        for p in map(Path, paths):
+            pat = config.excluded_by(p) if p.exists() else None
+            if pat is not None:
+                skipped.append((p, pat))
     out: set[Path] = set()
     for p in map(Path, paths):
         if p.is_dir():

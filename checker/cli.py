@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,19 +19,12 @@ from .engine import Project
 
 
 def find_config(start: Path) -> CheckConfig:
+    """The settings of the nearest pyproject.toml above `start` (ValueError, located, when invalid)."""
     start = start.resolve()
     for d in [start if start.is_dir() else start.parent, *(start if start.is_dir() else start.parent).parents]:
         pp = d / "pyproject.toml"
         if pp.is_file():
-            try:
-                data = tomllib.loads(pp.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError) as e:
-                raise ValueError(f"cannot read {pp}: {e}") from None
-            section = data.get("tool", {}).get("anodize", {})
-            inc, exc = section.get("include", []), section.get("exclude", [])
-            if not all(isinstance(x, str) for x in [*inc, *exc]):
-                raise ValueError(f"{pp}: `[tool.anodize]` include/exclude must be lists of strings")
-            return CheckConfig(list(inc), list(exc), d)
+            return CheckConfig.from_pyproject(pp)
     return CheckConfig(root=Path.cwd())
 
 
@@ -52,13 +44,17 @@ def run_check(argv: Sequence[str]) -> int:
     try:
         config = find_config(Path(args.paths[0]) if args.paths else Path.cwd())
         paths = args.paths or [str(config.root / p) for p in config.include] or ["."]
-        files = collect_files(paths, config)
+        skipped: list[tuple[Path, str]] = []
+        files = collect_files(paths, config, skipped)
     except FileNotFoundError as e:
         print(f"anodize check: error: no such file or directory: {e}", file=sys.stderr)
         return 2
     except ValueError as e:
         print(f"anodize check: error: {e}", file=sys.stderr)
         return 2
+    for path, pattern in skipped:
+        where = f" in {config.source}" if config.source is not None else ""
+        print(f"anodize check: {path}: not checked: excluded by `{pattern}` ([tool.anodize] exclude{where})", file=sys.stderr)
     project = Project()
     diags = []
     sources: dict[str, str] = {}

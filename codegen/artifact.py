@@ -59,6 +59,7 @@ class CompiledKernel:
     static_shared_bytes: int = 0
     resources: Resources = field(default_factory=Resources)
     compile_seconds: float = 0.0
+    from_cache: bool = False  # loaded from the persistent compile cache (compile_seconds is then 0)
     # CPU backend: run(grid_xyz, block_xyz, flat_args, fault_address, launch_rank, dynamic_shared)
     cpu_entry: Callable[..., None] | None = None
     source_path: str = ""

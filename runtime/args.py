@@ -55,6 +55,30 @@ def arg_error(kernel: str, p: ParamSpec, problem: str, *, help: str | None = Non
     return ArgumentError(f"kernel `{kernel}`, parameter `{p.name}`: {problem}", help=help)
 
 
+def non_contiguous_view(kernel: str, p: ParamSpec, v: Buffer) -> ArgumentError:
+    return arg_error(
+        kernel, p, f"got a non-contiguous view of shape {v.shape} (byte strides {v.strides}); "
+        "a kernel needs C-contiguous memory",
+        help="pass a contiguous copy (`view.copy()`), or a view of whole rows (`buf[a:b]`, `buf[a:b, :]`)",
+    )
+
+
+def alias_help(out: ParamSpec, other: ParamSpec) -> str:
+    """The help of an `AliasingError`: a separate buffer, or, for an in-place update, one
+    `DisjointSlice` parameter that each thread reads and writes at its own index."""
+    text = (
+        "an output may not share memory with any other argument; pass a separate buffer "
+        f"(for example `dev.empty(...)`) for `{out.name}`"
+    )
+    if other.is_output or out.slice_kind is None or not out.slice_kind.name.startswith("Disjoint"):
+        return text
+    return (
+        f"{text}; to update in place, drop `{other.name}` and read-modify-write through the output: "
+        f"`{out.name}[i] = f({out.name}[i])` reads this thread's own element of the `{out.slice_kind.name}` "
+        "before writing it"
+    )
+
+
 def is_array_like(v: object) -> bool:
     return isinstance(v, (Buffer, np.ndarray)) or hasattr(v, "__cuda_array_interface__") or hasattr(v, "__dlpack__")
 

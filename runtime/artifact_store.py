@@ -129,6 +129,7 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             static_shared_bytes=int(meta["static_shared_bytes"]),
             resources=Resources(**meta["resources"]),
             compile_seconds=0.0,
+            from_cache=True,
             source_path=meta["source_path"],
             source_line=int(meta["source_line"]),
         )

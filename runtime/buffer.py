@@ -1,10 +1,14 @@
-"""`Buffer`: a typed, C-contiguous 1-D or 2-D array in one device's memory.
+"""`Buffer`: a typed 1-D, 2-D or 3-D array in one device's memory.
 
-A Buffer is a pointer, a shape and a dtype, plus an `owner` that keeps the
-allocation alive (a cuda.core Buffer on a GPU, an aligned NumPy array on the
-CPU backend).  Views (`buf[a:b]`, `buf.view()`) share the owner.  Buffers export
-`__cuda_array_interface__` (GPU only) and DLPack, so CuPy, PyTorch and NumPy can
-read them without a copy.
+A Buffer is a pointer, a shape, element strides and a dtype, plus an `owner` that
+keeps the allocation alive (a cuda.core Buffer on a GPU, an aligned NumPy array on
+the CPU backend).  Buffers made by a device are C-contiguous.  Basic slicing
+(`buf[2:10]`, `buf[1:3, :]`, `buf[:, ::2]`) gives views that share the owner; a
+view that is not C-contiguous is a `StridedView` (a Buffer subclass), which a
+kernel launch refuses (`view.copy()` makes a contiguous Buffer).  An index on
+every dimension (`buf[i]`, `buf[i, j]`) reads one element to the host.  Buffers
+export `__cuda_array_interface__` (GPU only), `__array_interface__` and
+`__array__` (CPU backend only, zero-copy) and DLPack (contiguous buffers).
 """
 
 from __future__ import annotations
@@ -20,7 +24,9 @@ from anodize.runtime import inflight as _inflight  # issue 7: writes to in-fligh
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
 
-__all__ = ["Buffer", "resolve_dtype", "normalize_shape"]
+__all__ = ["Buffer", "StridedView", "resolve_dtype", "normalize_shape", "MAX_RANK"]
+
+MAX_RANK = 3
 
 
 def resolve_dtype(dtype: object) -> ScalarInfo:
@@ -39,25 +45,76 @@ def resolve_dtype(dtype: object) -> ScalarInfo:
 
 
 def normalize_shape(shape: object) -> tuple[int, ...]:
-    t = (shape,) if isinstance(shape, int) and not isinstance(shape, bool) else shape
+    t = (shape,) if isinstance(shape, (int, np.integer)) and not isinstance(shape, (bool, np.bool_)) else shape
     if (
         not isinstance(t, tuple)
-        or not 1 <= len(t) <= 2
+        or not 1 <= len(t) <= MAX_RANK
         or not all(isinstance(s, (int, np.integer)) and not isinstance(s, bool) and s >= 0 for s in t)
     ):
         raise ArgumentError(
-            f"a buffer shape must be `n` or `(rows, cols)` of non-negative ints, got {shape!r}",
-            help="anodize buffers are 1-D or 2-D",
+            f"a buffer shape must be `n`, `(rows, cols)` or `(layers, rows, cols)` of non-negative ints, got {shape!r}",
+            help="anodize buffers are 1-D, 2-D or 3-D",
         )
     return tuple(int(s) for s in t)
+
+
+def _c_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    out = []
+    step = 1
+    for s in reversed(shape):
+        out.append(step)
+        step *= s
+    return tuple(reversed(out))
+
+
+def _is_c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    step = 1
+    for s, st in zip(reversed(shape), reversed(strides)):
+        if s > 1 and st != step:
+            return False
+        step *= s
+    return True
+
+
+def _element(scalar: ScalarInfo, value: object, what: str) -> np.ndarray:
+    """`value` as a 0-d array of the buffer's dtype; ArgumentError when it does not fit."""
+    dt = scalar.dtype
+    if isinstance(value, Buffer) or isinstance(value, np.ndarray) and value.ndim:
+        raise ArgumentError(f"{what} takes one value, got an array", help="use `copy_from(array)` to write an array")
+    if scalar.kind == "b":
+        if not isinstance(value, (bool, np.bool_)):
+            raise ArgumentError(f"{what} on a bool_ buffer takes True or False, got {value!r}")
+    elif isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise ArgumentError(f"{what} on a {scalar.name} buffer takes a number, got {value!r}")
+    elif scalar.kind in "iu":
+        if isinstance(value, (float, np.floating)) and not float(value).is_integer():
+            raise ArgumentError(
+                f"{what}: {value!r} is not an integer, and the buffer holds {scalar.name}",
+                help="convert explicitly with `int(x)` if truncation is intended",
+            )
+        info = np.iinfo(dt)
+        if not info.min <= int(value) <= info.max:
+            raise ArgumentError(f"{what}: {value!r} does not fit in {scalar.name} (range {info.min} to {info.max})")
+        return np.array(int(value), dtype=dt)
+    elif scalar.bits == 32 and abs(float(value)) > float(np.finfo(np.float32).max) and np.isfinite(float(value)):
+        raise ArgumentError(f"{what}: {value!r} does not fit in f32")
+    return np.array(value, dtype=dt)
 
 
 class Buffer:
     """A typed array in device memory (host memory on the CPU backend)."""
 
-    __slots__ = ("_device", "_ptr", "_shape", "_scalar", "_dtype", "_nbytes", "_owner", "__weakref__")
+    __slots__ = ("_device", "_ptr", "_shape", "_scalar", "_dtype", "_nbytes", "_owner", "_strides", "__weakref__")
 
-    def __init__(self, device: Device, ptr: int, shape: tuple[int, ...], scalar: ScalarInfo, owner: object):
+    def __init__(
+        self,
+        device: Device,
+        ptr: int,
+        shape: tuple[int, ...],
+        scalar: ScalarInfo,
+        owner: object,
+        strides: tuple[int, ...] | None = None,
+    ):
         self._device = device
         self._ptr = ptr
         self._shape = shape
@@ -68,6 +125,7 @@ class Buffer:
             n *= s
         self._nbytes = n * scalar.dtype.itemsize
         self._owner = owner
+        self._strides = _c_strides(shape) if strides is None else strides  # in elements
 
     # -- description ----------------------------------------------------------------------
     @property
@@ -93,7 +151,18 @@ class Buffer:
 
     @property
     def nbytes(self) -> int:
+        """The bytes of the elements (for a strided view, not the span they are spread over)."""
         return self._nbytes
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """Byte strides, as NumPy reports them."""
+        return tuple(s * self._dtype.itemsize for s in self._strides)
+
+    @property
+    def is_contiguous(self) -> bool:
+        """True when the elements are C-contiguous (what a kernel launch needs)."""
+        return True
 
     @property
     def device(self) -> Device:
@@ -108,31 +177,112 @@ class Buffer:
         return self._shape[0]
 
     def __repr__(self) -> str:
-        return f"<anodize Buffer shape={self._shape} dtype={self._scalar.name} on {self._device.describe()}>"
+        view = "" if self.is_contiguous else " (non-contiguous view)"
+        return f"<anodize Buffer shape={self._shape} dtype={self._scalar.name}{view} on {self._device.describe()}>"
+
+    def _extent(self) -> tuple[int, int]:
+        """[lo, hi): the bytes the elements lie in."""
+        if not self._nbytes:
+            return self._ptr, self._ptr
+        item = self._dtype.itemsize
+        lo = hi = self._ptr
+        for s, st in zip(self._shape, self._strides):
+            if st < 0:
+                lo += (s - 1) * st * item
+            else:
+                hi += (s - 1) * st * item
+        return lo, hi + item
 
     # -- data movement --------------------------------------------------------------------
     def to_host(self) -> np.ndarray:
         """A NumPy copy; waits for pending work and raises any pending `KernelFault` first."""
         if _inflight._ACTIVE:  # issue 7: refuse to read what an in-flight op writes
             _inflight.check_host_read(self, "copy this buffer to the host")
-        out = np.empty(self._shape, dtype=self._dtype)
-        self._device._download(out, self._ptr, self._nbytes)
+        if self.is_contiguous:
+            out = np.empty(self._shape, dtype=self._dtype)
+            self._device._download(out, self._ptr, self._nbytes)
+        else:
+            out = np.array(self._staged()[0])
         self._device.check()
         return out
 
-    def copy_from(self, host: Any) -> None:
-        """Overwrite this buffer with a host array of the same shape and dtype."""
-        arr = np.asarray(host)
-        if arr.dtype != self._dtype:
+    def _staged(self) -> tuple[np.ndarray, np.ndarray]:
+        """(view, raw): the elements as a strided NumPy view of a host copy `raw` of the extent."""
+        lo, hi = self._extent()
+        raw = np.empty(hi - lo, dtype=np.uint8)
+        self._device._download(raw, lo, hi - lo)
+        view = np.lib.stride_tricks.as_strided(
+            raw[self._ptr - lo :].view(self._dtype)[:1] if hi > lo else raw.view(self._dtype),
+            shape=self._shape, strides=self.strides, writeable=True,
+        )
+        return view, raw
+
+    def copy_from(self, source: Any) -> None:
+        """Overwrite this buffer with a host array or another Buffer of the same shape and dtype."""
+        if isinstance(source, Buffer):
+            what = f"a Buffer of {source.scalar.name} ({source.dtype})"
+            dtype, shape = source.dtype, source.shape
+        else:
+            arr = np.asarray(source)
+            what, dtype, shape = f"{arr.dtype}", arr.dtype, arr.shape
+        if dtype != self._dtype:
             raise ArgumentError(
-                f"`copy_from` needs dtype {self._scalar.name} ({self._dtype}), got {arr.dtype}",
+                f"`copy_from` needs dtype {self._scalar.name} ({self._dtype}), got {what}",
                 help=f"convert first: `arr.astype(np.{self._dtype.name})`",
             )
-        if arr.shape != self._shape:
-            raise ArgumentError(f"`copy_from` needs shape {self._shape}, got {arr.shape}")
+        if tuple(shape) != self._shape:
+            raise ArgumentError(
+                f"`copy_from` needs shape {self._shape}, got {tuple(shape)}",
+                help="copy into a view of the matching shape (`buf[a:b]`), or reshape the source",
+            )
         if _inflight._ACTIVE:  # issue 7: refuse to overwrite what an in-flight op uses
             _inflight.check_host_write(self, "`copy_from` into this buffer")
-        self._device._upload(self._ptr, np.ascontiguousarray(arr), self._nbytes)
+        if isinstance(source, Buffer):
+            if _inflight._ACTIVE:
+                _inflight.check_host_read(source, "`copy_from` out of this buffer")
+            lo, hi = self._extent()
+            slo, shi = source._extent()
+            disjoint = hi <= slo or shi <= lo
+            if (
+                source._device is self._device and disjoint and self.is_contiguous and source.is_contiguous
+            ):
+                if self._nbytes:
+                    self._device._copy_d2d(self._ptr, source._ptr, self._nbytes)
+                return
+            arr = source.to_host()  # another device, overlapping memory or a strided view: via the host
+        self._write(np.asarray(arr))
+
+    def _write(self, arr: np.ndarray) -> None:
+        if not self._nbytes:
+            return
+        if self.is_contiguous:
+            self._device._upload(self._ptr, np.ascontiguousarray(arr, dtype=self._dtype), self._nbytes)
+            return
+        if self._device.kind == "cpu":
+            np.asarray(self)[...] = arr
+            return
+        view, raw = self._staged()  # read the extent, change the view's elements, write it back
+        view[...] = arr
+        lo, hi = self._extent()
+        self._device._upload(lo, raw, hi - lo)
+
+    def fill(self, value: object) -> None:
+        """Set every element to `value` (checked to fit the dtype)."""
+        v = _element(self._scalar, value, "`fill`")
+        if _inflight._ACTIVE:
+            _inflight.check_host_write(self, "`fill` this buffer")
+        if not self._nbytes:
+            return
+        if self.is_contiguous:
+            self._device._fill(self._ptr, self._nbytes, v.tobytes())
+        else:
+            self._write(np.full(self._shape, v, dtype=self._dtype))
+
+    def copy(self) -> Buffer:
+        """A new C-contiguous Buffer on the same device with the same elements."""
+        out = self._device._new(self._shape, self._scalar)
+        out.copy_from(self)
+        return out
 
     # ADDED for issue 7 (runtime/ops.py): a lazy copy to a new host array.
     def to_host_op(self) -> Any:
@@ -141,26 +291,45 @@ class Buffer:
 
         return ToHostOp(self)
 
-    # -- views ----------------------------------------------------------------------------
-    def __getitem__(self, key: object) -> Buffer:
-        if not isinstance(key, slice):
-            raise TypeError(
-                "a Buffer can only be sliced with `buf[a:b]` (a view sharing memory); "
-                "call `.to_host()` to read elements"
-            )
-        start, stop, step = key.indices(self._shape[0])
-        if step != 1:
-            raise ArgumentError(
-                f"a Buffer view must be contiguous (step 1), got step {step}",
-                help="copy to the host and slice there, or write a kernel that strides",
-            )
-        stop = max(start, stop)
-        row_elems = self._shape[1] if len(self._shape) == 2 else 1
-        ptr = self._ptr + start * row_elems * self._dtype.itemsize
-        return Buffer(self._device, ptr, (stop - start, *self._shape[1:]), self._scalar, self._owner)
+    # -- indexing and views ---------------------------------------------------------------
+    def __getitem__(self, key: object) -> Any:
+        """`buf[i, j]` reads one element to the host; slices give views sharing memory."""
+        keys = _expand(key, len(self._shape))
+        item = self._dtype.itemsize
+        ptr = self._ptr
+        shape: list[int] = []
+        strides: list[int] = []
+        for axis, (k, n, st) in enumerate(zip(keys, self._shape, self._strides)):
+            if isinstance(k, slice):
+                start, stop, step = k.indices(n)
+                count = len(range(start, stop, step))
+                if count:
+                    ptr += start * st * item
+                shape.append(count)
+                strides.append(st * step)
+            else:
+                i = int(k)  # type: ignore[call-overload]
+                if not -n <= i < n:
+                    raise IndexError(f"index {i} is out of bounds for axis {axis} with size {n}")
+                ptr += (i % n) * st * item
+        if not shape:
+            return self._read_element(ptr)
+        return _make_view(self, ptr, tuple(shape), tuple(strides))
+
+    def _read_element(self, ptr: int) -> Any:
+        if _inflight._ACTIVE:
+            _inflight.check_host_read(self, "read an element of this buffer")
+        out = np.empty((), dtype=self._dtype)
+        self._device._download(out, ptr, self._dtype.itemsize)
+        self._device.check()
+        return out[()]
 
     def view(self, shape: int | tuple[int, ...] | None = None) -> Buffer:
         """A new Buffer over the same memory, optionally reshaped (same number of elements)."""
+        if not self.is_contiguous:
+            raise ArgumentError(
+                "cannot reshape a non-contiguous view", help="make a contiguous copy first: `view.copy()`"
+            )
         new = self._shape if shape is None else normalize_shape(shape)
         n = 1
         for s in new:
@@ -179,7 +348,7 @@ class Buffer:
             "typestr": self._dtype.str,
             "data": (self._ptr, False),
             "version": 3,
-            "strides": None,
+            "strides": None if self.is_contiguous else self.strides,
             "stream": self._device._stream_handle(),
         }
 
@@ -192,8 +361,22 @@ class Buffer:
             "typestr": self._dtype.str,
             "data": (self._ptr, False),
             "version": 3,
-            "strides": None,
+            "strides": None if self.is_contiguous else self.strides,
         }
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """`np.asarray(buf)`: zero-copy on the CPU backend; a GPU Buffer needs `.to_host()`."""
+        if self._device.kind != "cpu":
+            raise TypeError(
+                f"a GPU Buffer ({self._device.describe()}) does not convert to a NumPy array implicitly; "
+                "call `buf.to_host()` for a host copy"
+            )
+        arr = np.asarray(_Interface(self))
+        if dtype is not None and np.dtype(dtype) != arr.dtype:
+            if copy is False:
+                raise ValueError(f"converting {self._dtype} to {np.dtype(dtype)} needs a copy")
+            return arr.astype(dtype)
+        return arr.copy() if copy else arr
 
     def __dlpack_device__(self) -> tuple[int, int]:
         return self._device._dl_device()
@@ -212,8 +395,59 @@ class Buffer:
             raise BufferError(f"this Buffer lives on {self._device.describe()}; it cannot be exported elsewhere")
         if copy:
             raise BufferError("anodize exports Buffers without copying; call `.to_host()` for a copy")
+        if not self.is_contiguous:
+            raise BufferError("a non-contiguous view cannot be exported; export `view.copy()`")
         self._device._export_sync(stream)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return dlpack.export(
             self._ptr, self._shape, self._scalar, self._device._dl_device(), self, versioned=versioned
         )
+
+
+class StridedView(Buffer):
+    """A view that is not C-contiguous (`buf[:, 1:3]`, `buf[::2]`).  It reads, writes,
+    fills and copies like a Buffer; a kernel launch refuses it (pass `view.copy()`)."""
+
+    __slots__ = ()
+
+    @property
+    def is_contiguous(self) -> bool:
+        return False
+
+
+class _Interface:
+    """`__array_interface__` alone, so `np.asarray` inside `Buffer.__array__` does not recurse."""
+
+    __slots__ = ("__array_interface__", "_keep")
+
+    def __init__(self, buf: Buffer):
+        self.__array_interface__ = buf.__array_interface__
+        self._keep = buf  # the array's base keeps the Buffer (and so its memory) alive
+
+
+def _make_view(base: Buffer, ptr: int, shape: tuple[int, ...], strides: tuple[int, ...]) -> Buffer:
+    if _is_c_contiguous(shape, strides):
+        return Buffer(base._device, ptr, shape, base._scalar, base._owner)
+    return StridedView(base._device, ptr, shape, base._scalar, base._owner, strides)
+
+
+def _expand(key: object, ndim: int) -> tuple[object, ...]:
+    """A basic index (ints, slices, one `...`) as one entry per dimension."""
+    keys = key if isinstance(key, tuple) else (key,)
+    for k in keys:
+        if k is Ellipsis or isinstance(k, slice):
+            continue
+        if isinstance(k, (bool, np.bool_)) or not isinstance(k, (int, np.integer)):
+            raise TypeError(
+                f"a Buffer index is an int, a slice or `...`, got {type(k).__name__} {k!r}; "
+                "for fancy indexing copy to the host first (`buf.to_host()[...]`)"
+            )
+    if sum(1 for k in keys if k is Ellipsis) > 1:
+        raise IndexError("an index can only have one ellipsis (`...`)")
+    if Ellipsis in keys:
+        at = keys.index(Ellipsis)
+        fill = ndim - (len(keys) - 1)
+        keys = (*keys[:at], *([slice(None)] * max(fill, 0)), *keys[at + 1 :])
+    if len(keys) > ndim:
+        raise IndexError(f"too many indices for a {ndim}-D Buffer: {len(keys)} were given")
+    return (*keys, *([slice(None)] * (ndim - len(keys))))

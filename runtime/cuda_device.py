@@ -94,6 +94,25 @@ class CudaDevice(Device):
     def _fill_zero(self, ptr: int, nbytes: int) -> None:
         check_cu(driver.cuMemsetD8Async(ptr, 0, nbytes, self._cu_stream), "cuMemsetD8")
 
+    def _fill(self, ptr: int, nbytes: int, pattern: bytes) -> None:
+        width = len(pattern)
+        if width == 8 and pattern[:4] == pattern[4:]:
+            pattern, width = pattern[:4], 4  # an 8-byte element with equal halves is a 4-byte memset
+        if width == 1:
+            check_cu(driver.cuMemsetD8Async(ptr, pattern[0], nbytes, self._cu_stream), "cuMemsetD8")
+        elif width == 2:
+            value = int.from_bytes(pattern, "little")
+            check_cu(driver.cuMemsetD16Async(ptr, value, nbytes // 2, self._cu_stream), "cuMemsetD16")
+        elif width == 4:
+            value = int.from_bytes(pattern, "little")
+            check_cu(driver.cuMemsetD32Async(ptr, value, nbytes // 4, self._cu_stream), "cuMemsetD32")
+        else:  # no 8-byte memset in the driver API: upload a host copy
+            host = np.frombuffer(pattern * (nbytes // width), dtype=np.uint8)
+            self._upload(ptr, host, nbytes)
+
+    def _copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        check_cu(driver.cuMemcpyDtoDAsync(dst, src, nbytes, self._cu_stream), "cuMemcpyDtoD")
+
     def _dl_device(self) -> tuple[int, int]:
         return (2, self.index)  # kDLCUDA
 

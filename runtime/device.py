@@ -20,7 +20,7 @@ import numpy as np
 
 from anodize.language.vocab import ScalarInfo
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime.buffer import Buffer, normalize_shape, resolve_dtype
+from anodize.runtime.buffer import MAX_RANK, Buffer, normalize_shape, resolve_dtype
 from anodize.runtime.faults import FaultArena
 
 __all__ = ["Device", "CpuDevice", "Buffer", "DeviceLimits", "device", "devices_used"]
@@ -53,22 +53,23 @@ class Device:
     name: str = ""
     index: int = 0
     compute_capability: tuple[int, int] | None = None
+    poison_empty: bool = False  # `empty` fills with `poison_pattern` (the CPU backend)
     limits: DeviceLimits
     faults: FaultArena
 
     # -- buffers --------------------------------------------------------------------------
     def to_device(self, host: Any) -> Buffer:
-        """Copy a 1-D or 2-D host array (any anodize dtype) into a new Buffer on this device."""
+        """Copy a 1-D, 2-D or 3-D host array (any anodize dtype) into a new Buffer on this device."""
         if isinstance(host, Buffer):
             raise ArgumentError(
                 "`to_device` takes a host array, got an anodize Buffer",
-                help="a Buffer is already on a device; use `buf.to_host()` to copy it back",
+                help="a Buffer is already on a device; use `buf.to_host()` to copy it back, or `buf.copy()`",
             )
         arr = np.asarray(host)
-        if arr.ndim not in (1, 2):
+        if not 1 <= arr.ndim <= MAX_RANK:
             raise ArgumentError(
-                f"`to_device` takes a 1-D or 2-D array, got {arr.ndim}-D with shape {arr.shape}",
-                help="reshape to (n,) or (rows, cols) first",
+                f"`to_device` takes a 1-D, 2-D or 3-D array, got {arr.ndim}-D with shape {arr.shape}",
+                help="reshape to (n,), (rows, cols) or (layers, rows, cols) first",
             )
         scalar = resolve_dtype(arr.dtype)
         buf = self._new(tuple(int(s) for s in arr.shape), scalar)
@@ -77,13 +78,25 @@ class Device:
         return buf
 
     def empty(self, shape: int | tuple[int, ...], dtype: object) -> Buffer:
-        """An uninitialised Buffer; `dtype` is `az.f32` (etc.) or a NumPy dtype."""
-        return self._new(normalize_shape(shape), resolve_dtype(dtype))
+        """An uninitialised Buffer; `dtype` is `az.f32` (etc.) or a NumPy dtype.
+
+        On the CPU backend the elements are poisoned (NaN for floats, 0xA5 bytes for
+        integers and bools) so that an element a kernel forgot to write shows up."""
+        buf = self._new(normalize_shape(shape), resolve_dtype(dtype))
+        if buf.nbytes and self.poison_empty:
+            self._fill(buf.ptr, buf.nbytes, poison_pattern(buf.scalar))
+        return buf
 
     def zeros(self, shape: int | tuple[int, ...], dtype: object) -> Buffer:
-        buf = self.empty(shape, dtype)
+        buf = self._new(normalize_shape(shape), resolve_dtype(dtype))
         if buf.nbytes:
             self._fill_zero(buf.ptr, buf.nbytes)
+        return buf
+
+    def full(self, shape: int | tuple[int, ...], value: object, dtype: object) -> Buffer:
+        """A Buffer with every element `value`."""
+        buf = self._new(normalize_shape(shape), resolve_dtype(dtype))
+        buf.fill(value)
         return buf
 
     # ADDED for issue 7 (runtime/ops.py): a lazy copy, device<->device or host<->device.
@@ -151,6 +164,14 @@ class Device:
     def _fill_zero(self, ptr: int, nbytes: int) -> None:
         raise NotImplementedError
 
+    def _fill(self, ptr: int, nbytes: int, pattern: bytes) -> None:
+        """Repeat `pattern` (one element's bytes) over `nbytes` at `ptr`."""
+        raise NotImplementedError
+
+    def _copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        """Copy `nbytes` between two disjoint ranges of this device's memory."""
+        raise NotImplementedError
+
     def _dl_device(self) -> tuple[int, int]:
         raise NotImplementedError
 
@@ -165,6 +186,7 @@ class CpuDevice(Device):
     """The CPU backend: buffers are aligned NumPy arrays; kernels run synchronously."""
 
     kind = "cpu"
+    poison_empty = True
 
     def __init__(self) -> None:
         self.name = f"llvmlite host JIT, {platform.machine() or 'cpu'}"
@@ -193,8 +215,25 @@ class CpuDevice(Device):
     def _fill_zero(self, ptr: int, nbytes: int) -> None:
         ctypes.memset(ptr, 0, nbytes)
 
+    def _fill(self, ptr: int, nbytes: int, pattern: bytes) -> None:
+        if len(set(pattern)) == 1:
+            ctypes.memset(ptr, pattern[0], nbytes)
+            return
+        dst = (ctypes.c_uint8 * nbytes).from_address(ptr)
+        np.frombuffer(dst, dtype=np.uint8).reshape(-1, len(pattern))[:] = np.frombuffer(pattern, np.uint8)
+
+    def _copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        ctypes.memmove(dst, src, nbytes)
+
     def _dl_device(self) -> tuple[int, int]:
         return (1, 0)  # kDLCPU
+
+
+def poison_pattern(scalar: ScalarInfo) -> bytes:
+    """One element of `empty`'s poison: a NaN for floats, 0xA5 bytes for integers and bools."""
+    if scalar.kind == "f":
+        return np.array(np.nan, dtype=scalar.dtype).tobytes()
+    return b"\xa5" * scalar.dtype.itemsize
 
 
 _CPU: CpuDevice | None = None

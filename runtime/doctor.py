@@ -7,27 +7,58 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
+from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
 
-def _ptxas() -> tuple[str | None, str | None]:
-    path = shutil.which("ptxas")
-    if path is None:
-        for cand in ("/usr/local/cuda/bin/ptxas", "/usr/local/bin/ptxas"):
-            if os.path.isfile(cand):
-                path = cand
-                break
+def ptxas_info() -> tuple[str | None, str | None]:
+    """(path, version) of the ptxas that compiles use (`codegen.toolchain.find_ptxas`);
+    (None, None) when there is none, a None version when `ptxas --version` fails."""
+    from anodize.codegen.toolchain import find_ptxas
+
+    path = find_ptxas()
     if path is None:
         return None, None
+    return path, _ptxas_version(path)
+
+
+@lru_cache(maxsize=4)
+def _ptxas_version(path: str) -> str | None:
     try:
         out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=10).stdout
     except (OSError, subprocess.SubprocessError):
-        return path, None
+        return None
     m = re.search(r"release ([\d.]+), V([\d.]+)", out)
-    return path, (m.group(2) if m else out.strip().splitlines()[-1] if out.strip() else None)
+    return m.group(2) if m else out.strip().splitlines()[-1] if out.strip() else None
+
+
+def describe_ptxas() -> str:
+    """One line: which ptxas builds cubins, or that none does."""
+    path, version = ptxas_info()
+    if path is None:
+        return "not found (no cubin: the driver JIT-compiles the PTX at load; registers and spills unknown)"
+    return f"{path} (version {version or 'unknown'})"
+
+
+def _no_gpu_reason() -> str:
+    """Why `gpu_count()` is 0, in words."""
+    if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "cpu":
+        return "GPUs hidden by ANODIZE_DEVICE=cpu"
+    try:
+        from cuda.bindings import driver
+    except Exception as e:
+        return f"cuda-python is not usable ({type(e).__name__})"
+    try:
+        (err,) = driver.cuInit(0)
+    except Exception as e:  # libcuda missing: the bindings raise when they load it
+        return f"no CUDA driver library (libcuda) could be loaded ({type(e).__name__})"
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        text = name.decode() if isinstance(name, bytes) else str(name)
+        return f"the CUDA driver reports {text}"
+    return "the CUDA driver reports no devices"
 
 
 def _nvjitlink() -> str:
@@ -66,17 +97,17 @@ def _version(dist: str) -> str:
 
 
 def doctor_info() -> dict[str, Any]:
-    """A flat, printable report; values are strings, numbers or None."""
+    """A flat, printable report: every value is a string or a number (never None)."""
     from anodize.runtime.diskcache import cache_dir
     from anodize.runtime.probe import gpu_count
 
     info: dict[str, Any] = {}
     n = gpu_count()
-    info["gpu"] = None
+    info["gpu"] = "none"
     info["gpu count"] = n
-    info["compute capability"] = None
-    info["driver version"] = None
-    info["cuda version (driver)"] = None
+    info["compute capability"] = "none"
+    info["driver version"] = "unknown"
+    info["cuda version (driver)"] = "unknown"
     if n:
         try:
             from cuda.bindings import driver
@@ -86,26 +117,35 @@ def doctor_info() -> dict[str, Any]:
                 info["cuda version (driver)"] = f"{ver // 1000}.{(ver % 1000) // 10}"
             from cuda.core import Device
 
-            d = Device(0)
-            info["gpu"] = d.name
-            cc = d.compute_capability
-            info["compute capability"] = f"{cc[0]}.{cc[1]} (sm_{d.arch})"
+            names, caps = [], []
+            for i in range(n):
+                d = Device(i)
+                cc = d.compute_capability
+                names.append(d.name if n == 1 else f"{i}: {d.name}")
+                caps.append(f"{cc[0]}.{cc[1]} (sm_{d.arch})" if n == 1 else f"{i}: {cc[0]}.{cc[1]} (sm_{d.arch})")
+            info["gpu"] = "; ".join(names)
+            info["compute capability"] = "; ".join(caps)
         except Exception as e:
             info["gpu"] = f"error: {e}"
+            info["compute capability"] = "unknown (the GPU could not be queried)"
         try:
             from cuda.core import system
 
             parts = system.get_kernel_mode_driver_version()
             info["driver version"] = ".".join(f"{x:02d}" if i else str(x) for i, x in enumerate(parts))
         except Exception:  # NVML missing: the CUDA version above still says what the driver supports
-            pass
+            info["driver version"] = "unknown (NVML not available)"
     else:
-        info["gpu"] = "none found (the CPU backend will be used)"
+        why = _no_gpu_reason()
+        info["gpu"] = f"NO GPU: {why}; kernels run on the CPU backend"
+        info["compute capability"] = "none (no GPU; `anodize compile` targets sm_90 unless given --arch)"
+        info["driver version"] = "none"
+        info["cuda version (driver)"] = "none"
     info["cuda-python"] = _version("cuda-python")
     info["cuda-core"] = _version("cuda-core")
-    ptxas, ptxas_version = _ptxas()
+    ptxas, ptxas_version = ptxas_info()
     info["ptxas"] = ptxas or "not found (PTX is JIT-compiled by the driver)"
-    info["ptxas version"] = ptxas_version
+    info["ptxas version"] = ptxas_version or ("none" if ptxas is None else "unknown")
     info["nvjitlink"] = _nvjitlink()
     llvm_version, nvptx = _llvmlite()
     info["llvmlite"] = llvm_version

@@ -34,6 +34,9 @@ class InFlightError(LaunchError):
     """A host write (or read) of memory that an in-flight operation uses."""
 
 
+InFlightError.__module__ = "anodize"  # printed as `anodize.InFlightError`, the name it is imported by
+
+
 class Use(NamedTuple):
     """One array an operation uses: its memory range, whether it writes it, and a label for messages."""
 
@@ -63,7 +66,8 @@ def in_flight() -> int:
 
 
 def use_of_buffer(buf: Buffer, writes: bool, label: str) -> Use:
-    return Use(id(buf.device), buf.ptr, buf.ptr + buf.nbytes, writes, label, buf)
+    lo, hi = buf._extent()  # a strided view's elements lie in a wider span than `nbytes`
+    return Use(id(buf.device), lo, hi, writes, label, buf)
 
 
 def use_of_host(arr: np.ndarray, writes: bool, label: str) -> Use:

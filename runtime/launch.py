@@ -28,7 +28,7 @@ from weakref import ref as _ref
 import numpy as np
 
 from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
-from anodize.language.errors import AliasingError, ArgumentError, ContractViolation, LaunchError
+from anodize.language.errors import USER_ERRORS, AliasingError, ArgumentError, ContractViolation, LaunchError
 from anodize.runtime import args as A
 from anodize.runtime import inflight as _inflight
 from anodize.runtime.buffer import Buffer
@@ -144,7 +144,10 @@ class Launcher:
                     self._memo2 = self._memo
                     self._memo = plan.memo(args, packed)
                 return
-        self._full(args)
+        try:
+            self._full(args)
+        except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            raise e.with_traceback(None)
 
     def _full(self, args: tuple[Any, ...]) -> None:
         types = tuple(map(type, args))
@@ -167,12 +170,15 @@ class Launcher:
             args = self._bind(args, kwargs)
         types = tuple(map(type, args))
         record: list[Any] = []
-        plan = self._plans.get(types)
-        if plan is None or not plan.run(args, record):
-            plan = self._plan_for(types, args)
-            self._plans[types] = plan
-            if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
-                raise LaunchError("internal error: a launch plan rejected its own device")
+        try:
+            plan = self._plans.get(types)
+            if plan is None or not plan.run(args, record):
+                plan = self._plan_for(types, args)
+                self._plans[types] = plan
+                if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
+                    raise LaunchError("internal error: a launch plan rejected its own device")
+        except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            raise e.with_traceback(None)
         return KernelOp(self, plan, args, record[0])
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -641,6 +647,8 @@ def _first_array(steps: tuple[tuple[int, Any, Any, int], ...], i: int) -> bool:
 
 def _slice_step(name: str, p: ParamSpec, a: object, dev: Device) -> tuple[int, Any, Any, int]:
     if isinstance(a, Buffer):
+        if not a.is_contiguous:  # a StridedView: its own type, so it always plans (and fails) here
+            raise A.non_contiguous_view(name, p, a)
         return (_BUF, p, p.scalar.dtype, p.rank)
     if isinstance(a, np.ndarray):
         if dev.kind != "cpu":
@@ -680,8 +688,7 @@ def _alias_error(name: str, params: tuple[ParamSpec, ...], o: int, j: int, args:
     return AliasingError(
         f"kernel `{name}`: output `{out.name}` ({A.describe_param(out)}) {what} `{other.name}` "
         f"({A.describe_param(other)}, {role})",
-        help="an output may not share memory with any other argument; pass a separate buffer "
-        f"(for example `dev.empty(...)`) for `{out.name}`",
+        help=A.alias_help(out, other),
     )
 
 

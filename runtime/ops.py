@@ -263,6 +263,11 @@ def copy_op(dev: Device, dst: Any, src: Any) -> CopyOp:
             help="at least one side must be a Buffer; copy host arrays with `np.copyto`",
         )
     for side, b in (("dst", dst), ("src", src)):
+        if isinstance(b, Buffer) and not b.is_contiguous:
+            raise ArgumentError(
+                f"`copy_op`: {side} is a non-contiguous view of shape {b.shape} (strides {b.strides})",
+                help="copy whole rows (a contiguous view), or make a contiguous copy with `view.copy()`",
+            )
         if isinstance(b, Buffer) and b.device is not dev:
             raise ArgumentError(
                 f"`copy_op`: {side} lives on {b.device.describe()}, but the copy runs on {dev.describe()}",

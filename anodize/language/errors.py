@@ -12,6 +12,7 @@ __all__ = [
     "ArgumentError",
     "KernelFault",
     "OutOfMemoryError",
+    "USER_ERRORS",
 ]
 
 
@@ -78,3 +79,12 @@ def _human(n: int) -> str:
             return f"{n} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"
         n /= 1024  # type: ignore[assignment]
     return f"{n} bytes"
+
+
+# The errors a user reads: they print as `anodize.AliasingError: ...` (the name they are
+# imported by), and the public entry points re-raise them without anodize-internal frames.
+for _cls in (CheckError, LaunchError, ContractViolation, AliasingError, ArgumentError, KernelFault, OutOfMemoryError):
+    _cls.__module__ = "anodize"
+del _cls
+
+USER_ERRORS = (CheckError, LaunchError, OutOfMemoryError)

@@ -117,7 +117,7 @@ def python_number_annotation(span: Span, name: str, alt: str) -> Diagnostic:
         f"`{name}` is not a kernel type",
         span,
         label="in this signature",
-        help=f"use `{alt}` (kernel scalars have a fixed width)",
+        help=builtin_scalar_help(name) or f"use `{alt}` (kernel scalars have a fixed width)",
     )
 
 
@@ -154,6 +154,30 @@ def internal_error(span: Span, what: str) -> Diagnostic:
         notes=("this is a bug in anodize, not in your kernel",),
         help="please report it with this file and the output of `anodize doctor`",
     )
+
+
+_BUILTIN_SCALARS = {"int": ("i64", "i32 u32 u64"), "float": ("f64", "f32"), "bool": ("bool_", "")}
+
+
+def builtin_scalar_help(annotation: str) -> str | None:
+    """The help for a Python `int`, `float` or `bool` annotation on a kernel or helper
+    parameter (`builtins.` prefix allowed); None for any other annotation."""
+    hit = _BUILTIN_SCALARS.get(annotation.removeprefix("builtins."))
+    if hit is None:
+        return None
+    fixed, others = hit
+    alt = f" (or {', '.join(f'`{o}`' for o in others.split())} for another width)" if others else ""
+    return (
+        f"kernel scalars have a fixed width: write `{fixed}`{alt} instead of `{annotation.removeprefix('builtins.')}`, "
+        f"imported with `from anodize import {fixed}`"
+    )
+
+
+def param_type(span: Span, name: str, annotation: str, *, qualname: str = "", extra: str = "", help: str) -> Diagnostic:
+    """An unsupported parameter annotation; Python's `int`/`float`/`bool` (`qualname`
+    `builtins.int`, ..., or unresolved) get the fixed-width type to use."""
+    builtin = builtin_scalar_help(qualname if qualname else annotation) if not qualname or qualname.startswith("builtins.") else None
+    return signature(span, f"unsupported type `{annotation}` for parameter `{name}`{extra}", help=builtin or help)
 
 
 # ---- codegen ----

@@ -83,8 +83,9 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             if info.kind == "bad" or (info.kind == "witness" and fn.kind == "kernel"):
                 extra = "; a kernel gets its witness from `thread.index_1d()`" if info.kind == "witness" else ""
                 self.report(
-                    messages.signature(self.model.src.expr_span(ann), f"unsupported type `{self.model.src.quote(ann)}` for parameter `{info.name}`{extra}",
-                                       help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D` in a helper" if fn.kind == "func" else ""))
+                    messages.param_type(self.model.src.expr_span(ann), info.name, self.model.src.quote(ann),
+                                        qualname=self.model.qualname(ann) or "", extra=extra,
+                                        help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D` in a helper" if fn.kind == "func" else ""))
                 )
             elif info.kind == "slice" and info.scalar is None:
                 self.report(

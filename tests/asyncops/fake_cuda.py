@@ -56,6 +56,7 @@ class FakeCu:
 
 class FakeCudaDevice(CpuDevice):
     kind = "cuda"
+    poison_empty = False  # as on a real GPU: `empty` is not poisoned
 
     def __init__(self, state: FakeDriver):
         super().__init__()

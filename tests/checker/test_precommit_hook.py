@@ -31,6 +31,7 @@ def test_hook_manifest() -> None:
     hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())
     (hook,) = [h for h in hooks if h["id"] == "anodize-check"]
     assert hook["entry"] == "anodize check"
+    assert hook["args"] == ["--format", "concise"]  # the hook prints one line per diagnostic
     assert hook["language"] == "python"
     assert hook["types_or"] == ["python", "pyi"]
     assert hook["require_serial"] is True
@@ -83,6 +84,7 @@ def test_try_repo_rejects_bad_kernel(tmp_path: Path) -> None:
     out = bad.stdout + bad.stderr
     assert bad.returncode == 1, out
     assert "az-disjoint-index" in out
-    assert "bad_kernel.py:8" in out
+    assert "bad_kernel.py:8:" in out and "az-disjoint-index" in out
+    assert "-->" not in out  # the concise format, not the full rendering
     good = run("good_kernel.py")
     assert good.returncode == 0, good.stdout + good.stderr

@@ -99,8 +99,8 @@ def test_to_device_copies_non_contiguous(anydev: Device) -> None:
 
 
 def test_to_device_rejects(anydev: Device) -> None:
-    with pytest.raises(ArgumentError, match="1-D or 2-D"):
-        anydev.to_device(np.zeros((2, 2, 2), np.float32))
+    with pytest.raises(ArgumentError, match="1-D, 2-D or 3-D"):
+        anydev.to_device(np.zeros((2, 2, 2, 2), np.float32))
     with pytest.raises(ArgumentError, match="not an anodize element type"):
         anydev.to_device(np.zeros(3, np.float16))
     with pytest.raises(ArgumentError, match="already on a device"):
@@ -116,7 +116,7 @@ def test_empty_and_zeros_dtypes(anydev: Device, dtype: object) -> None:
 
 
 def test_bad_shapes(anydev: Device) -> None:
-    for shape in [(), (1, 2, 3), -1, (2, -1), 2.5, True]:
+    for shape in [(), (1, 2, 3, 4), -1, (2, -1), 2.5, True]:
         with pytest.raises(ArgumentError):
             anydev.empty(shape, az.f32)  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="az.f32"):
@@ -134,10 +134,8 @@ def test_views_share_memory(anydev: Device) -> None:
     m = buf.view((2, 5))
     assert m.shape == (2, 5) and m.ptr == buf.ptr
     np.testing.assert_array_equal(m[1:2].to_host(), [[-4, 6, 7, 8, 9]])
-    with pytest.raises(ArgumentError, match="step 1"):
-        buf[::2]
-    with pytest.raises(TypeError, match="to_host"):
-        buf[3]
+    assert not buf[::2].is_contiguous and buf[::2].to_host().tolist() == [0, -1, -3, 6, 8]
+    assert buf[3] == -2 and buf[-1] == 9
     with pytest.raises(ArgumentError, match="cannot view"):
         buf.view((3, 3))
 
