@@ -6,7 +6,6 @@ Exit status: 0 success, 1 when anything is rejected or fails, 2 on usage errors.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import runpy
 import sys
@@ -21,31 +20,26 @@ def _err(msg: str) -> None:
     print(f"anodize: error: {msg}", file=sys.stderr)
 
 
-def _load_module(path: Path) -> object:
-    """Import a kernel file under a private name, so its `if __name__ == "__main__"` block does not run."""
-    name = f"_anodize_user_{path.stem}_{abs(hash(str(path.resolve())))}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise FileNotFoundError(path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    sys.path.insert(0, str(path.parent.resolve()))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.pop(0)
-    return mod
-
-
 def cmd_check(argv: list[str]) -> int:
     from anodize.checker.cli import run_check
 
     return run_check(argv)
 
 
-def cmd_compile(args: argparse.Namespace) -> int:
+def _source_kernels(path: Path) -> dict[str, Any]:
+    """The file's kernels as `Kernel` objects read from its source: the module is not run."""
     from anodize.kernel import Kernel
+    from anodize.language.front import front_for_source, stand_in_function
 
+    front = front_for_source(path.read_text(encoding="utf-8"), str(path))
+    out: dict[str, Any] = {}
+    for qual, fdef in front.functions():
+        if front.symbols.function_kind(fdef) == "kernel":
+            out[qual] = Kernel(stand_in_function(front, qual, fdef))
+    return out
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
     target = args.target
     file_part, _, kname = target.partition(":")
     path = Path(file_part)
@@ -53,14 +47,13 @@ def cmd_compile(args: argparse.Namespace) -> int:
         _err(f"no such file: {file_part}")
         return 2
     try:
-        mod = _load_module(path)
-    except CheckError as e:
-        print(str(e), file=sys.stderr)
-        return 1
+        kernels = _source_kernels(path)
     except SyntaxError as e:
         _err(f"{path}:{e.lineno}:{e.offset}: invalid syntax: {e.msg}")
         return 1
-    kernels = {k: v for k, v in vars(mod).items() if isinstance(v, Kernel)}
+    except UnicodeDecodeError as e:
+        _err(f"{path}: not UTF-8 ({e.reason})")
+        return 1
     if kname:
         if kname not in kernels:
             _err(f"`{kname}` is not a kernel in {path} (kernels: {', '.join(sorted(kernels)) or 'none'})")

@@ -41,6 +41,7 @@ class ContractSpec:
     block: object
     requires: Callable[..., bool] | None
     min_compute_capability: object
+    shared_mem: Callable[..., int] | None = None
 
 
 class Func(Generic[P, R]):
@@ -176,9 +177,10 @@ def launch_contract(
     block: int | tuple[int, int] | tuple[int, int, int] | None = None,
     requires: Callable[..., bool] | None = None,
     min_compute_capability: tuple[int, int] | None = None,
+    shared_mem: Callable[..., int] | None = None,
 ) -> Callable[[_K], _K]:
     """Declare how a kernel may be launched; stacks above or below `@kernel`."""
-    spec = ContractSpec(domain, block, requires, min_compute_capability)
+    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem)
 
     def apply(target: Any) -> Any:
         if isinstance(target, Kernel):

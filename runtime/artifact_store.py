@@ -17,7 +17,7 @@ import types
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from anodize.language.contract import BinOp, Const, Contract, Expr, Len, Neg, Param, Relation, Requires, Shape
+from anodize.language.contract import BinOp, Const, Contract, Expr, Len, Neg, Param, Relation, Requires, Shape, SharedMem
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
 from anodize.runtime import diskcache
@@ -156,6 +156,9 @@ def _contract_json(c: Contract | None) -> Any:
             "source": req.source,
             "relations": [[r.op, _expr_json(r.left), _expr_json(r.right), r.source] for r in req.relations],
         },
+        "shared_mem": None
+        if c.shared_mem is None
+        else {"params": list(c.shared_mem.params), "expr": _expr_json(c.shared_mem.expr), "source": c.shared_mem.source},
     }
 
 
@@ -183,7 +186,9 @@ def _contract_from_json(d: Any) -> Contract | None:
         req = Requires(tuple(r["params"]), rels, r["source"])
     block = tuple(int(b) for b in d["block"]) if d["block"] is not None else None
     cc = d["min_compute_capability"]
-    return Contract(int(d["domain"]), block, req, (int(cc[0]), int(cc[1])) if cc else None)
+    sm = d.get("shared_mem")
+    shared = SharedMem(tuple(sm["params"]), _expr_from_json(sm["expr"]), sm["source"]) if sm else None
+    return Contract(int(d["domain"]), block, req, (int(cc[0]), int(cc[1])) if cc else None, shared)
 
 
 def _expr_from_json(e: Any) -> Expr:

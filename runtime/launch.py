@@ -27,7 +27,7 @@ from weakref import ref as _ref
 
 import numpy as np
 
-from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation
+from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation, launch_requires
 from anodize.language.errors import USER_ERRORS, AliasingError, ArgumentError, ContractViolation, LaunchError
 from anodize.runtime import args as A
 from anodize.runtime import inflight as _inflight
@@ -274,7 +274,10 @@ class _Plan:
         # `requires` holds for unsafe launches of contracted kernels too: codegen removed
         # bounds checks on its strength, so skipping it could read out of bounds unreported.
         contract = launcher.contract
-        req = contract.requires if contract is not None else None
+        cfg0 = launcher.config
+        threads = cfg0.block[0] * cfg0.block[1] * cfg0.block[2]
+        # `shared_mem >= <bytes>` joins `requires` for this config: checked on the same paths
+        req = launch_requires(contract, cfg0.shared_mem, threads) if contract is not None else None
         self.requires = req
         self.env = Env({}, {}, {})
         slots: list[tuple[int, str, int]] = []  # (param index, name in `requires`, 0 len/shape | 1 scalar)

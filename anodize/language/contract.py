@@ -130,11 +130,22 @@ class Requires:
 
 
 @dataclass(frozen=True)
+class SharedMem:
+    """`shared_mem=lambda <params>: <bytes>`: the least dynamic shared memory a launch needs.
+    `block` (when a parameter of the lambda) is the block's thread count."""
+
+    params: tuple[str, ...]
+    expr: Expr
+    source: str
+
+
+@dataclass(frozen=True)
 class Contract:
     domain: int
     block: tuple[int, ...] | None  # CUDA order (x, y); None when not fixed
     requires: Requires | None = None
     min_compute_capability: tuple[int, int] | None = None
+    shared_mem: SharedMem | None = None
 
     @property
     def block_threads(self) -> int | None:
@@ -165,6 +176,42 @@ def parse_requires(lam: ast.Lambda, source: str | None = None) -> Requires:
         rels.extend(_parse_relation(part, params, source))
     text = ast.get_source_segment(source, body) if source else None
     return Requires(params, tuple(rels), text or ast.unparse(body))
+
+
+def parse_shared_mem(lam: ast.Lambda, source: str | None = None) -> SharedMem:
+    """Parse a `shared_mem=lambda ...: <bytes>` (the `requires` expression grammar; `block`
+    may be a parameter); raise RequiresSyntaxError at the offending node."""
+    args = lam.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        raise RequiresSyntaxError("`shared_mem` must be a lambda of plain parameter names", lam)
+    params = tuple(a.arg for a in args.args)
+    expr = _parse_expr(lam.body, params)
+    text = ast.get_source_segment(source, lam.body) if source else None
+    return SharedMem(params, expr, text or ast.unparse(lam.body))
+
+
+def launch_requires(contract: Contract, shared_mem: int, block_threads: int) -> Requires | None:
+    """The relations a launch with `shared_mem` bytes of dynamic shared memory and blocks of
+    `block_threads` threads must satisfy: `requires`, and `shared_mem >= <the contract's bytes>`."""
+    sm = contract.shared_mem
+    if sm is None:
+        return contract.requires
+    base = contract.requires
+
+    def subst(e: Expr) -> Expr:
+        if isinstance(e, Param) and e.name == "block":
+            return Const(block_threads)
+        if isinstance(e, BinOp):
+            return BinOp(e.op, subst(e.left), subst(e.right))
+        if isinstance(e, Neg):
+            return Neg(subst(e.operand))
+        return e
+
+    rel = Relation(">=", Const(shared_mem), subst(sm.expr), f"shared_mem >= {sm.source}")
+    params = tuple(dict.fromkeys([*(base.params if base else ()), *(p for p in sm.params if p != "block")]))
+    relations = (base.relations if base else ()) + (rel,)
+    text = f"{base.source} and shared_mem >= {sm.source}" if base else f"shared_mem >= {sm.source}"
+    return Requires(params, relations, text)
 
 
 def _parse_relation(node: ast.expr, params: tuple[str, ...], source: str | None) -> list[Relation]:

@@ -14,7 +14,9 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import messages
-from anodize.language.contract import BinOp, Contract, Len, Neg, Param, RequiresSyntaxError, Shape, parse_requires
+from anodize.language.contract import (
+    BinOp, Contract, Len, Neg, Param, RequiresSyntaxError, Shape, SharedMem, parse_requires, parse_shared_mem,
+)
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.symbols import annotation_kind, decorator_kind
 from anodize.language.vocab import MAX_THREADS_PER_BLOCK, SLICE_KINDS
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
 
-KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability")
+KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem")
 _INT_SCALARS = {"i32", "i64", "u32", "u64"}
 _EXAMPLE = "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)"
 
@@ -61,13 +63,15 @@ def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract |
         if kw.arg is None:
             say(kw.value, "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
         elif kw.arg not in KNOWN_ARGS:
-            say(src.keyword_name_span(kw), f"unknown contract argument `{kw.arg}`", "use `domain`, `block`, `requires` or `min_compute_capability`")
+            say(src.keyword_name_span(kw), f"unknown contract argument `{kw.arg}`",
+                "use `domain`, `block`, `requires`, `shared_mem` or `min_compute_capability`")
         else:
             args[kw.arg] = kw.value
     params = _params(front, fdef)
     domain = _domain(front, deco, args, say)
     block = _block(front, args, domain, say)
     requires = _requires(front, fdef, args, params, say)
+    shared_mem = _shared_mem(front, fdef, args, params, say)
     cc = None
     if "min_compute_capability" in args:
         v = _ints(front, args["min_compute_capability"])
@@ -77,7 +81,7 @@ def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract |
             cc = (v[0], v[1])
     if diags or domain is None:
         return None, diags
-    return Contract(domain, block, requires, cc), diags
+    return Contract(domain, block, requires, cc, shared_mem), diags
 
 
 def _params(front: ModuleFront, fdef: ast.FunctionDef) -> dict[str, tuple[str, str | None, str | None]]:
@@ -177,6 +181,40 @@ def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.exp
                     f"use `len({name})`" if kind == "slice" else example)
                 ok = False
     return req if ok else None
+
+
+def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say) -> SharedMem | None:  # type: ignore[no-untyped-def]
+    node = args.get("shared_mem")
+    if node is None:
+        return None
+    example = "write `shared_mem=lambda block: block * 4` (bytes; `block` is the block's thread count)"
+    if not isinstance(node, ast.Lambda):
+        say(node, "`shared_mem` must be a `lambda` giving the least dynamic shared memory in bytes", example)
+        return None
+    for a in node.args.args:
+        if a.arg != "block" and a.arg not in params:
+            say(a, f"`shared_mem` names `{a.arg}`, which is not a parameter of `{fdef.name}` (nor `block`)", example)
+            return None
+    try:
+        sm = parse_shared_mem(node, front.source)
+    except RequiresSyntaxError as e:
+        say(e.node, e.message.replace("`requires`", "`shared_mem`"), example)
+        return None
+    for term in _walk(sm.expr):
+        name = getattr(term, "param", getattr(term, "name", ""))
+        if name == "block" and isinstance(term, Param):
+            continue
+        p = params.get(name)
+        if p is None:
+            continue
+        kind, skind, scalar = p
+        bad = (isinstance(term, Len) and kind != "slice") or (
+            isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2)  # type: ignore[index]
+        ) or (isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS))
+        if bad:
+            say(node, f"`{name}` cannot be used that way in `shared_mem`", example)
+            return None
+    return sm
 
 
 def _walk(e):  # type: ignore[no-untyped-def]

@@ -34,7 +34,10 @@ from anodize.language.names import Names
 from anodize.language.symbols import ModuleSymbols
 from anodize.language.syntax import Source, parse
 
-__all__ = ["ModuleFront", "TypedKernel", "front_for_source", "front_of_function", "kernel_of", "kernel_contract"]
+__all__ = [
+    "ModuleFront", "TypedKernel", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
+    "stand_in_function",
+]
 
 
 @dataclass(frozen=True)
@@ -190,3 +193,19 @@ def kernel_contract(kernel: Any) -> Contract | None:
     if diags:
         raise CheckError(diags, {front.path: front.source}) from None
     return contract
+
+
+def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) -> Callable[..., Any]:
+    """A function object that names `fdef` (file, first line, qualified name) without running
+    its module: what `anodize compile FILE` wraps in a `Kernel`, so that compiling a script
+    never runs it.  Its body is empty; the front end reads the real one from the source."""
+    import types
+
+    line = first_line(fdef)
+    stub = compile("\n" * (line - 1) + f"def {fdef.name}():\n    pass\n", front.path, "exec")
+    code = next(c for c in stub.co_consts if isinstance(c, types.CodeType))
+    fn = types.FunctionType(code, {"__name__": "__anodize_source__"}, fdef.name)
+    fn.__qualname__ = qualname
+    fn.__module__ = "__anodize_source__"
+    fn.__doc__ = ast.get_docstring(fdef)
+    return fn
