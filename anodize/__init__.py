@@ -69,6 +69,7 @@ def __dir__() -> list[str]:
 
 from anodize.types import (
     AtomicSlice,
+    Constant,
     DisjointSlice,
     DisjointSlice2D,
     Index1D,
@@ -92,6 +93,7 @@ __all__ = [
     "AtomicSlice",
     "Buffer",
     "CheckError",
+    "Constant",
     "ContractViolation",
     "Device",
     "DisjointSlice",

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from anodize.language.diagnostics import CheckError
+from anodize.language.errors import LaunchError
 
 
 def _err(msg: str) -> None:
@@ -64,6 +65,31 @@ def cmd_compile(args: argparse.Namespace) -> int:
             _err(f"{path} defines no @kernel")
             return 1
         chosen = list(kernels.values())
+    bindings: dict[str, Any] = {}
+    for item in [*args.specialize, *args.const]:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            _err(f"expected NAME=VALUE, got `{item}`")
+            return 2
+        bindings[key] = value
+    for item in args.const:
+        key, _, value = item.partition("=")
+        try:
+            bindings[key] = int(value) if value.lstrip("-").isdigit() else {"True": True, "False": False}.get(value, None)
+            if bindings[key] is None:
+                bindings[key] = float(value)
+        except ValueError:
+            _err(f"--const {key}: `{value}` is not a number or True/False")
+            return 2
+    try:
+        if bindings:
+            chosen = [k.specialize(**bindings) for k in chosen]
+        for k in chosen:
+            if k.generic is not None:
+                k.compile()  # raises the ArgumentError that names what to give
+    except LaunchError as e:
+        print(f"anodize: error: {e}", file=sys.stderr)
+        return 2
     outputs: list[str | bytes] = []
     for k in chosen:
         try:
@@ -226,6 +252,10 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("-o", "--output", default=None)
     c.add_argument("--line-info", action="store_true", help="emit source line info (for compute-sanitizer)")
     c.add_argument("--no-bounds-checks", action="store_true", help="remove bounds checks (benchmarks only)")
+    c.add_argument("--specialize", action="append", default=[], metavar="T=f32",
+                   help="a generic kernel's type variable and the scalar to compile it for (repeatable)")
+    c.add_argument("--const", action="append", default=[], metavar="N=64",
+                   help="an `az.Constant` parameter and its value (repeatable)")
     c.add_argument(
         "-v", "--verbose", action="store_true",
         help="print registers, spills, compile time (or that the cache had it) and the ptxas used",

@@ -81,8 +81,10 @@ class Launch(Protocol[P]):
 class Kernel(Generic[P]):
     """A kernel: launch with `k[config](*args)` (needs a contract) or `k.unsafe_launch`."""
 
-    def __init__(self, fn: Callable[P, None], contract: ContractSpec | None = None):
+    def __init__(self, fn: Callable[P, None], contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None):
         self.fn = fn
+        # a specialisation of a generic kernel: type variable -> scalar name, Constant -> value
+        self.spec = spec
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -105,6 +107,28 @@ class Kernel(Generic[P]):
             self._contract_parsed = True
         return self._contract
 
+    # -- generic kernels --------------------------------------------------------------------
+    @functools.cached_property
+    def generic(self) -> Any:
+        """The generic parameters (type variables, `az.Constant`s) read from source; None for a
+        plain kernel or a specialisation."""
+        if self.spec is not None:
+            return None
+        from anodize.runtime.generic import generic_signature
+
+        return generic_signature(self)
+
+    def specialize(self, **bindings: Any) -> Kernel[Any]:
+        """The specialisation of a generic kernel: `k.specialize(T="f32", n=64)` (a type
+        variable names a scalar, a Constant parameter takes its value); cached."""
+        from anodize.runtime.generic import check_bindings
+
+        key = check_bindings(self, self.generic, bindings)
+        hit = self._cache.get(("spec", key))
+        if hit is None:
+            hit = self._cache[("spec", key)] = Kernel(self.fn, self.contract_spec, spec=key)
+        return hit  # type: ignore[no-any-return]
+
     # -- launching ------------------------------------------------------------------------
     def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
         last = self._cache.get("last_launcher")
@@ -113,6 +137,12 @@ class Kernel(Generic[P]):
         from anodize.runtime.launch import prepare
 
         try:
+            if self.generic is not None:
+                from anodize.runtime.generic import GenericLaunch
+
+                launcher = GenericLaunch(self, config, self.generic)
+                self._cache["last_launcher"] = (config, launcher)
+                return launcher  # type: ignore[return-value]
             launcher = prepare(self, config, safe=True)
         except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
             raise e.with_traceback(None)
@@ -125,6 +155,12 @@ class Kernel(Generic[P]):
         from anodize.runtime.launch import prepare
 
         try:
+            if self.generic is not None:
+                from anodize.runtime.generic import specialise
+
+                k, rest = specialise(self, self.generic, args, kwargs)
+                prepare(k, config, safe=False)(*rest)
+                return
             prepare(self, config, safe=False)(*args, **kwargs)
         except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
             raise e.with_traceback(None)
@@ -137,10 +173,20 @@ class Kernel(Generic[P]):
         line_info: bool = False,
         opt: int = 3,
     ) -> CompiledKernel:
-        """Check and compile for a GPU architecture (default: the current device's, else sm_90)."""
+        """Check and compile for a GPU architecture (default: the current device's, else sm_90).
+        A generic kernel compiles one specialisation: `k.specialize(T="f32").compile()`."""
         from anodize.runtime.compile import compile_for_gpu
 
         try:
+            if self.generic is not None:
+                from anodize.language.errors import ArgumentError
+
+                tvs = ", ".join(f'{t}="{c[0]}"' for t, c in self.generic.constraints.items())
+                consts = ", ".join(f"{c}=..." for c in self.generic.constants)
+                raise ArgumentError(
+                    f"kernel `{self.__name__}` is generic: compile one specialisation of it",
+                    help=f"`{self.__name__}.specialize({', '.join(x for x in (tvs, consts) if x)}).compile()`",
+                )
             return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
         except USER_ERRORS as e:  # a check failure shows no anodize-internal frames
             raise e.with_traceback(None)

@@ -9,11 +9,12 @@ signedness) live in `anodize.language.vocab`, the one shared kernel model.
 
 from __future__ import annotations
 
-from typing import Any, Generic, NoReturn, Protocol, Self, TypeVar, final
+from typing import Annotated, Any, Generic, NoReturn, Protocol, Self, TypeVar, final
 
 
 
 __all__ = [
+    "Constant",
     "f32",
     "f64",
     "i32",
@@ -130,6 +131,12 @@ class bool_(_Int):
 Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_
 
 T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_)
+
+_V = TypeVar("_V", int, float, bool)
+Constant = Annotated[_V, "anodize.Constant"]
+"""`n: az.Constant[int]` (or `[float]`, `[bool]`): a compile-time parameter. Each value a
+launch passes compiles its own specialisation, in which `n` is a constant (it may size a
+`range` to unroll or a shared array). Type checkers read `Constant[int]` as `int`."""
 
 
 @final

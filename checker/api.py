@@ -209,7 +209,7 @@ def enforce_kernel(kernel: Any) -> Any:
             sources,
         ) from None
     mine = kernel_errors(analysis, fdef)
-    typed = front.typed(fdef)
+    typed = front.typed(fdef, tuple(getattr(kernel, "spec", None) or ()))
     if mine or typed.ir is None:
         raise CheckError(mine or list(typed.diagnostics), sources) from None
     return typed.ir

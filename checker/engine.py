@@ -77,12 +77,19 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
     if model.imports_anodize or model.functions:
         walk_batched(front.tree, [rule(RuleContext(model, project, diags.append, typed.append)) for rule in ALL_RULES])
     if typed:  # one error per place: the rules' own wording wins where both found one
-        taken = {(d.span.line, d.span.col) for d in diags if d.severity == "error"}
-        taken_codes = {(d.span.line, d.code) for d in diags if d.severity == "error"}
+        ruled = [d for d in diags if d.severity == "error"]
+        taken_codes = {(d.span.line, d.code) for d in ruled}
         diags.extend(
-            d for d in typed if (d.span.line, d.span.col) not in taken and (d.span.line, d.code) not in taken_codes
+            d for d in typed
+            if (d.span.line, d.code) not in taken_codes and not any(_covers(r.span, d.span) for r in ruled)
         )
     return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source, model))
+
+
+def _covers(outer: Span, inner: Span) -> bool:
+    """Does `outer` contain `inner`'s start (a rule's report of the same construct)?"""
+    start = (inner.line, inner.col)
+    return (outer.line, outer.col) <= start and start <= (outer.end_line, max(outer.end_col, outer.col + 1) - 1)
 
 
 def check_module(source: str, path: str, project: Project | None = None) -> list[Diagnostic]:

@@ -1066,6 +1066,8 @@ class _Analyzer:
             return Callee("builtin", short)
         if q == "builtins.range":
             return Callee("range", short)
+        if "." not in q and m.front.symbols.own(q).kind == "typevar":
+            return Callee("cast", q)  # `T(x)`: a cast to the specialisation's scalar
         target = m.functions.get(q)
         if target is not None:
             if target.kind == "func":

@@ -62,7 +62,7 @@ def cache_key(kernel: Kernel, arch: str, options: dict[str, object]) -> str:
         h.update("".join(linecache.getlines(path)).encode())
     return diskcache.make_key(
         {"kind": "gpu", "sources": h.hexdigest(), "kernel": kernel.__qualname__,
-         "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "arch": arch, **options, **_toolchain()}
+         "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "spec": repr(getattr(kernel, "spec", None)), "arch": arch, **options, **_toolchain()}
     )
 
 

@@ -50,7 +50,8 @@ def source_hash(kernel: Kernel) -> str:
 
     path, text = module_source(kernel.fn)
     line = getattr(kernel.fn.__code__, "co_firstlineno", 0)
-    digest = hashlib.sha256(f"{kernel.__qualname__}\0{line}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
+    spec = getattr(kernel, "spec", None)
+    digest = hashlib.sha256(f"{kernel.__qualname__}\0{line}\0{spec!r}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
     kernel._cache["source_hash"] = digest
     return digest
 

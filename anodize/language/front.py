@@ -31,7 +31,7 @@ from anodize.language import messages
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.names import Names
-from anodize.language.symbols import ModuleSymbols
+from anodize.language.symbols import ModuleSymbols, typevars_of
 from anodize.language.syntax import Source, parse
 
 __all__ = [
@@ -56,7 +56,7 @@ class ModuleFront:
         self.src = Source(source, path)
         self.names = Names(self.tree, source)
         self._contracts: dict[int, tuple[Contract | None, list[Diagnostic]]] = {}
-        self._typed: dict[int, TypedKernel] = {}
+        self._typed: dict[tuple[int, tuple[tuple[str, Any], ...]], TypedKernel] = {}
         self._lock = threading.Lock()
 
     @cached_property
@@ -101,17 +101,32 @@ class ModuleFront:
             hit = self._contracts[id(fdef)] = read_contract(self, fdef)
         return hit
 
-    def typed(self, fdef: ast.FunctionDef) -> TypedKernel:
-        hit = self._typed.get(id(fdef))
+    def typed(self, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], ...] = ()) -> TypedKernel:
+        """The kernel's typed model for one specialisation (type variable -> scalar name,
+        `az.Constant` parameter -> value; empty for a kernel that is not generic)."""
+        key = (id(fdef), spec)
+        hit = self._typed.get(key)
         if hit is not None:
             return hit
         with self._lock:  # a runtime may compile two kernels of one module on two threads
-            hit = self._typed.get(id(fdef))
+            hit = self._typed.get(key)
             if hit is None:
                 from anodize.language.typer import type_kernel
 
-                hit = self._typed[id(fdef)] = type_kernel(self, fdef)
+                hit = self._typed[key] = type_kernel(self, fdef, spec)
         return hit
+
+    def members(self, fdef: ast.FunctionDef, limit: int = 64) -> list[tuple[tuple[str, Any], ...]]:
+        """Every specialisation `anodize check` types: each member of each type variable's
+        constraint (their product, at most `limit`), Constant parameters left unknown."""
+        from itertools import product
+
+        tvs = typevars_of(self.symbols, fdef)
+        if not tvs:
+            return [()]
+        names = sorted(tvs)
+        combos = list(product(*(tvs[n] for n in names)))[:limit]
+        return [tuple(zip(names, c, strict=True)) for c in combos]
 
 
 def first_line(fdef: ast.FunctionDef) -> int:

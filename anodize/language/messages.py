@@ -133,6 +133,27 @@ def module_value(span: Span, name: str, why: str) -> Diagnostic:
     )
 
 
+def unspecialised_typevar(span: Span, name: str, constraints: tuple[str, ...]) -> Diagnostic:
+    return make(
+        "az-type",
+        f"the type variable `{name}` has no specialisation here",
+        span,
+        label="which scalar?",
+        help=f"a generic kernel is specialised per launch from its arguments' dtypes ({', '.join(constraints)}); "
+        "helpers take the specialised types of their arguments",
+    )
+
+
+def bad_constant_annotation(span: Span) -> Diagnostic:
+    return make(
+        "az-signature",
+        "`az.Constant` takes `int`, `float` or `bool`",
+        span,
+        label="in this signature",
+        help="write `n: az.Constant[int]`",
+    )
+
+
 def ignore_in_kernel(span: Span) -> Diagnostic:
     return make(
         "az-ignore",

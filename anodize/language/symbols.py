@@ -38,7 +38,7 @@ __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind"
 # identifiers the compiler uses for its own symbols; a user name may not start with it
 RESERVED_PREFIX = "__az"
 
-SymbolKind = Literal["intrinsic", "function", "constant", "table", "rebound", "other", "missing"]
+SymbolKind = Literal["intrinsic", "function", "constant", "table", "typevar", "rebound", "other", "missing"]
 FunctionKind = Literal["kernel", "func", "plain"]
 
 
@@ -61,6 +61,7 @@ class Symbol:
     scalar: str | None = None  # constant: its scalar type when typed (`np.float32(0.5)`), None when weak
     table: Table | None = None
     where: tuple[ast.AST, ...] = ()  # rebound: the bindings
+    constraints: tuple[str, ...] = ()  # typevar: the scalars it may be, in source order
 
 
 MISSING = Symbol("missing")
@@ -121,6 +122,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["builtins.bool"] = ("scalar", "bool_")
     for n in ("abs", "min", "max", "len", "range"):
         t[f"builtins.{n}"] = ("builtin", n)
+    t["az.Constant"] = ("constant_type",)
     t["az.kernel"] = ("decorator", "kernel")
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")
@@ -297,6 +299,9 @@ class ModuleSymbols:
             table = self._table(value)
             if table is not None:
                 return Symbol("table", name, table=table)
+            tv = self._typevar(name, value)
+            if tv is not None:
+                return tv
             const = self._constant(value)
             if const is not None:
                 return Symbol("constant", name, value=const[0], scalar=const[1])
@@ -371,6 +376,24 @@ class ModuleSymbols:
             return int(v), scalar
         return None
 
+    def _typevar(self, name: str, node: ast.expr) -> Symbol | None:
+        """`T = TypeVar("T", f32, f64)`: a type variable constrained to anodize scalars."""
+        if not (isinstance(node, ast.Call) and node.args and not node.keywords):
+            return None
+        quals = self.names.qualnames(node.func)
+        if len(quals) != 1 or quals[0] not in ("typing.TypeVar", "typing_extensions.TypeVar"):
+            return None
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and first.value == name) or len(node.args) < 3:
+            return None
+        out = []
+        for c in node.args[1:]:
+            s = self.resolve(c) if isinstance(c, (ast.Name, ast.Attribute)) else MISSING
+            if not (s.kind == "intrinsic" and s.tag[0] == "scalar" and s.name.startswith("az.")):
+                return None
+            out.append(s.tag[1])
+        return Symbol("typevar", name, constraints=tuple(dict.fromkeys(out)))
+
     def _scalar_ctor(self, func: ast.expr) -> str | None:
         quals = self.names.qualnames(func)
         if len(quals) != 1:
@@ -439,12 +462,52 @@ def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, 
             es = symbols.resolve(elem)
             if es.kind == "intrinsic" and es.name.startswith("az.") and es.tag[0] == "scalar":
                 scalar = es.tag[1]
+            elif es.kind == "typevar":
+                scalar = "~" + es.name  # a type variable: one scalar per specialisation
         return "slice", tag[1], scalar
     if elem is None and tag and tag[0] == "scalar":
         return "scalar", None, tag[1]
+    if elem is not None and tag and tag[0] == "constant_type":
+        c = constant_param_type(symbols, ann)
+        return ("scalar", None, c) if c is not None else ("bad", None, None)
+    if elem is None and sym.kind == "typevar":
+        return "scalar", None, "~" + sym.name
     if elem is None and tag and tag[0] == "witness_type":
         return "witness", None, tag[1]
     return "bad", None, None
+
+
+def constant_param_type(symbols: ModuleSymbols, ann: ast.expr | None) -> str | None:
+    """`az.Constant[int]` -> "i64" (`[float]` -> "f64", `[bool]` -> "bool_"); None otherwise."""
+    if not isinstance(ann, ast.Subscript) or not isinstance(ann.value, (ast.Name, ast.Attribute)):
+        return None
+    base = symbols.resolve(ann.value)
+    if not (base.kind == "intrinsic" and base.tag == ("constant_type",)):
+        return None
+    inner = symbols.resolve(ann.slice) if isinstance(ann.slice, (ast.Name, ast.Attribute)) else MISSING
+    return {"builtins.int": "i64", "builtins.float": "f64", "builtins.bool": "bool_"}.get(inner.name) if inner.kind == "intrinsic" else None
+
+
+def typevars_of(symbols: ModuleSymbols, fdef: ast.FunctionDef) -> dict[str, tuple[str, ...]]:
+    """The type variables a kernel's parameters name, with their constraints (source order)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for p in fdef.args.args:
+        for n in ast.walk(p.annotation) if p.annotation is not None else ():
+            if isinstance(n, (ast.Name, ast.Attribute)):
+                s = symbols.resolve(n)
+                if s.kind == "typevar":
+                    out.setdefault(s.name, s.constraints)
+    return out
+
+
+def constant_params(symbols: ModuleSymbols, fdef: ast.FunctionDef) -> dict[str, str]:
+    """name -> scalar ("i64", "f64", "bool_") of each `az.Constant[...]` parameter."""
+    out = {}
+    for p in fdef.args.args:
+        c = constant_param_type(symbols, p.annotation)
+        if c is not None:
+            out[p.arg] = c
+    return out
 
 
 def fold(op: type, a: int | float | bool, b: int | float | bool) -> int | float | bool | None:

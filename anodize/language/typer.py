@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
-from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol
+from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol, constant_param_type, constant_params
 from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS
 from anodize.language.ir import FaultSite, ParamSpec
 
@@ -62,6 +62,10 @@ class _KernelCtx:
     shared: dict[str, SharedTy] = field(default_factory=dict)
     equal: list[set[str]] = field(default_factory=list)
     equal2d: list[set[str]] = field(default_factory=list)
+    # a specialisation: type variable -> scalar name, `az.Constant` parameter -> its value
+    spec: dict[str, Any] = field(default_factory=dict)
+    consts: dict[str, Any] = field(default_factory=dict)  # Constant parameters with a value
+    unknown_consts: set[str] = field(default_factory=set)  # Constant parameters checked without one
 
     def site(self, span: Span, kind: str, param: str) -> int:
         self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param))
@@ -249,11 +253,21 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return VOID
         if isinstance(node, ast.Subscript):
             base = self.tag(node.value)
+            if base == ("constant_type",):
+                c = constant_param_type(self.symbols, node)
+                if c is None:
+                    self.fail(messages.bad_constant_annotation(self.span(node)))
+                return BY_NAME[c]
             elem = self.resolve_type(node.slice, what)
             if base and base[0] == "slice" and isinstance(elem, ScalarTy):
                 return SliceTy(SLICE_KINDS[base[1]], elem)
             self.type_error(node, f"`{ast.unparse(node)}` is not a kernel type")
         s = self.sym(node)
+        if s.kind == "typevar":
+            bound = self.k.spec.get(s.name)
+            if bound is None:
+                self.fail(messages.unspecialised_typevar(self.span(node), s.name, s.constraints))
+            return BY_NAME[bound]
         if s.kind == "intrinsic" and s.name in ("builtins.int", "builtins.float", "builtins.bool"):
             alt = {"builtins.int": "i64", "builtins.float": "f64", "builtins.bool": "bool_"}[s.name]
             self.fail(messages.python_number_annotation(self.span(node), s.name[9:], alt))
@@ -577,6 +591,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             pass
         if isinstance(node, ast.Tuple):
             return tuple(self.const_value(e) for e in node.elts)
+        if isinstance(node, ast.Name) and self.is_kernel:
+            if node.id in self.k.consts:
+                return self.k.consts[node.id]
+            if node.id in self.k.unknown_consts:
+                return 1  # checked without a value: the specialisation checks the real one
         s = self.sym(node)
         if s.kind == "constant":
             return s.value
@@ -779,6 +798,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return self.shared_ref(name, node)
         if name in self.failed_names:
             raise _Silent
+        if self.is_kernel and name in self.k.consts:
+            return self.py_constant(self.k.consts[name], node)
         return self.module_value(node)
 
     def module_value(self, node: ast.expr) -> ir.Expr:
@@ -1046,6 +1067,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         obj = self.sym(f)
         if obj.kind == "missing":
             self.type_error(f, f"`{ast.unparse(f)}` is not defined here")
+        if obj.kind == "typevar":  # `T(x)`: a cast to this specialisation's scalar
+            return self.cast_call(self.resolve_type(f, "the cast"), node)  # type: ignore[arg-type]
         if obj.kind == "function" and obj.fn_kind == "func":
             return self.helper_call(obj, node)
         if obj.kind == "function" and obj.fn_kind == "kernel":
@@ -1302,28 +1325,31 @@ def _fold(op: str, a: Any, b: Any) -> Any:
 # ---- the kernel ------------------------------------------------------------------------------
 
 
-def type_kernel(front: Any, fdef: ast.FunctionDef) -> Any:
-    """The typed model of one kernel of `front` (a `front.TypedKernel`): its IR, or the
-    located diagnostics that stopped it.  Call `front.typed(fdef)`, which caches it."""
+def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], ...] = ()) -> Any:
+    """The typed model of one kernel of `front` (a `front.TypedKernel`) for one specialisation
+    (`spec`: type variable -> scalar name, `az.Constant` parameter -> value; a Constant
+    without a value is typed as an unknown value): its IR, or the located diagnostics that
+    stopped it.  Call `front.typed(fdef, spec)`, which caches it."""
     from anodize.language.front import TypedKernel
 
     contract, cdiags = front.contract(fdef)
     if cdiags:
         return TypedKernel(None, tuple(cdiags))
     try:
-        return TypedKernel(_type_kernel(front, fdef, contract), ())
+        return TypedKernel(_type_kernel(front, fdef, contract, dict(spec)), ())
     except CheckError as e:
         return TypedKernel(None, tuple(e.diagnostics))
 
 
 def build_ir(kernel: Any) -> ir.KernelIR:
-    """Type a kernel object's `def` (a `Kernel`, or its Python function): its module's one
-    front (`front.py`).  Raises CheckError with located diagnostics."""
+    """Type a kernel object's `def` (a `Kernel`, or its Python function) for its
+    specialisation (`kernel.spec`): its module's one front (`front.py`).  Raises CheckError
+    with located diagnostics."""
     from anodize.language.front import kernel_of
 
     fn = getattr(kernel, "fn", kernel)
     front, fdef = kernel_of(fn)
-    typed = front.typed(fdef)
+    typed = front.typed(fdef, tuple(getattr(kernel, "spec", None) or ()))
     if typed.ir is None:
         raise CheckError(list(typed.diagnostics), {front.path: front.source}) from None
     return typed.ir
@@ -1348,9 +1374,14 @@ def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
     return out
 
 
-def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None) -> ir.KernelIR:
+def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any]) -> ir.KernelIR:
     src = front.src
-    k = _KernelCtx(front, front.path, contract)
+    k = _KernelCtx(front, front.path, contract, spec=spec)
+    for name in constant_params(front.symbols, fdef):
+        if name in spec:
+            k.consts[name] = spec[name]
+        else:
+            k.unknown_consts.add(name)
     if contract is not None and contract.requires is not None:
         k.equal = equal_lengths(contract.requires)
         k.equal2d = _equal_shapes(contract.requires)
@@ -1366,6 +1397,8 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None) -
     for p in a.args:
         try:
             ty = comp.resolve_type(p.annotation, f"kernel parameter `{p.arg}`")
+            if p.arg in k.consts:  # baked into this specialisation: not an argument of the entry
+                continue
             if p.annotation is None:
                 raise _Fail(messages.signature(src.span(p), f"kernel parameter `{p.arg}` needs a type annotation"))
             if isinstance(ty, SliceTy):

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
+
+from anodize.language.diagnostics import Diagnostic
 
 from .base import Rule
 
@@ -43,5 +46,15 @@ def k2(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     def leave_Module(self, node: ast.Module) -> None:
         front = self.model.front
         for fdef in front.kernels():
-            for d in front.typed(fdef).diagnostics:
+            # a generic kernel is typed once per member of its type variables' constraints
+            # (integer widths change what type-checks); each error is reported once
+            members = front.members(fdef)
+            seen: dict[tuple[str, object, str], tuple[Diagnostic, list[str]]] = {}
+            for spec in members:
+                for d in front.typed(fdef, spec).diagnostics:
+                    hit = seen.setdefault((d.code, d.span, d.message), (d, []))
+                    hit[1].append(", ".join(f"{n} = {v}" for n, v in spec))
+            for d, where in seen.values():
+                if len(where) < len(members):  # only some members: say which
+                    d = replace(d, notes=(*d.notes, "when " + "; when ".join(where)))
                 self.rc.report_typed(d)

@@ -1,0 +1,185 @@
+"""Generic kernels at launch: pick the specialisation from the arguments.
+
+A kernel whose parameters name a constrained `TypeVar` (`Slice[T]`, `x: T`) or an
+`az.Constant[...]` is launched through `GenericLaunch`: it reads each type variable's scalar
+from the arguments' dtypes and each Constant's value from its argument, then launches the
+specialised kernel (one `Kernel` per specialisation, cached on the generic one, so each
+compiles once, in memory and in the disk cache, and keeps every fast path of a plain kernel).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from anodize.language.errors import ArgumentError
+from anodize.language.vocab import SCALARS
+
+if TYPE_CHECKING:
+    from anodize.kernel import Kernel
+    from anodize.runtime.config import LaunchConfig
+
+__all__ = ["GenericSignature", "generic_signature", "specialise", "GenericLaunch"]
+
+_BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.items()}
+
+
+@dataclass(frozen=True)
+class GenericSignature:
+    params: tuple[str, ...]  # every parameter, in order
+    typevar_of: dict[str, str]  # parameter -> the type variable its annotation names
+    is_slice: dict[str, bool]
+    constraints: dict[str, tuple[str, ...]]  # type variable -> scalars
+    constants: dict[str, str]  # Constant parameter -> its scalar ("i64", "f64", "bool_")
+
+
+def generic_signature(kernel: Kernel) -> GenericSignature | None:
+    """The kernel's generic parameters, read from its source; None for a plain kernel."""
+    import ast
+
+    from anodize.language.front import kernel_of
+    from anodize.language.symbols import constant_params, typevars_of
+
+    front, fdef = kernel_of(kernel.fn)
+    syms = front.symbols
+    tvs = typevars_of(syms, fdef)
+    consts = constant_params(syms, fdef)
+    if not tvs and not consts:
+        return None
+    typevar_of: dict[str, str] = {}
+    is_slice: dict[str, bool] = {}
+    for p in fdef.args.args:
+        ann = p.annotation
+        is_slice[p.arg] = isinstance(ann, ast.Subscript) and p.arg not in consts
+        for n in ast.walk(ann) if ann is not None else ():
+            if isinstance(n, (ast.Name, ast.Attribute)):
+                s = syms.resolve(n)
+                if s.kind == "typevar":
+                    typevar_of[p.arg] = s.name
+    return GenericSignature(tuple(p.arg for p in fdef.args.args), typevar_of, is_slice, tvs, consts)
+
+
+def _dtype_name(value: Any) -> str | None:
+    dt = getattr(value, "dtype", None)
+    if dt is None:
+        return None
+    name = getattr(dt, "name", None) or str(dt)
+    return _BY_DTYPE.get(str(name))
+
+
+def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Kernel, tuple[Any, ...]]:
+    """The specialised kernel for these arguments, and the arguments it takes (Constants removed)."""
+    name = kernel.__name__
+    if len(args) > len(sig.params):
+        raise ArgumentError(f"kernel `{name}` takes {len(sig.params)} arguments, got {len(args)}")
+    bound = dict(zip(sig.params, args, strict=False))
+    for k, v in kwargs.items():
+        if k not in sig.params:
+            raise ArgumentError(f"kernel `{name}` has no parameter `{k}` (parameters: {', '.join(sig.params)})")
+        if k in bound:
+            raise ArgumentError(f"kernel `{name}` got parameter `{k}` twice")
+        bound[k] = v
+    missing = [p for p in sig.params if p not in bound]
+    if missing:
+        raise ArgumentError(f"kernel `{name}` is missing argument(s) {', '.join(f'`{m}`' for m in missing)}")
+    chosen: dict[str, tuple[str, str]] = {}  # type variable -> (scalar, the parameter that decided it)
+    pending: list[tuple[str, str, Any]] = []  # Python scalars for a type variable: decided by others
+    for p, tv in sig.typevar_of.items():
+        v = bound[p]
+        scalar = _dtype_name(v)
+        if scalar is None:
+            if sig.is_slice[p]:
+                raise ArgumentError(f"kernel `{name}`: `{p}` has no dtype to specialise `{tv}` from, got {type(v).__name__}")
+            pending.append((p, tv, v))
+            continue
+        allowed = sig.constraints[tv]
+        if scalar not in allowed:
+            raise ArgumentError(
+                f"kernel `{name}`: `{p}` has dtype {SCALARS[scalar].numpy_name}, but `{tv}` may only be "
+                f"{', '.join(allowed)} ({', '.join(SCALARS[a].numpy_name for a in allowed)})",
+                help=f"convert it with `.astype(...)` to one of {', '.join(SCALARS[a].numpy_name for a in allowed)}",
+            )
+        prev = chosen.get(tv)
+        if prev is not None and prev[0] != scalar:
+            raise ArgumentError(
+                f"kernel `{name}`: `{prev[1]}` makes `{tv}` {prev[0]} but `{p}` makes it {scalar}",
+                help=f"every argument typed `{tv}` must have one dtype",
+            )
+        chosen[tv] = (scalar, p)
+    for p, tv, v in pending:  # a Python number takes the type its type variable already has
+        if tv not in chosen:
+            guess = "f64" if isinstance(v, float) else "i64" if isinstance(v, int) and not isinstance(v, bool) else None
+            if guess is None or guess not in sig.constraints[tv]:
+                raise ArgumentError(
+                    f"kernel `{name}`: cannot tell `{tv}` from `{p}` = {v!r}",
+                    help=f"pass a NumPy scalar of one of {', '.join(sig.constraints[tv])}, or an array typed `{tv}`",
+                )
+            chosen[tv] = (guess, p)
+    spec: list[tuple[str, Any]] = [(tv, s) for tv, (s, _) in chosen.items()]
+    for p, scalar in sig.constants.items():
+        v = bound[p]
+        ok = (
+            (scalar == "i64" and isinstance(v, int) and not isinstance(v, bool))
+            or (scalar == "f64" and isinstance(v, (int, float)) and not isinstance(v, bool))
+            or (scalar == "bool_" and isinstance(v, bool))
+        )
+        if not ok:
+            kind = {"i64": "int", "f64": "float", "bool_": "bool"}[scalar]
+            raise ArgumentError(
+                f"kernel `{name}`: `{p}` is an `az.Constant[{kind}]`, got {v!r}",
+                help="a Constant is a compile-time value: pass a Python literal of its type (each value compiles once)",
+            )
+        spec.append((p, float(v) if scalar == "f64" else v))
+    return kernel.specialize(**dict(spec)), tuple(bound[p] for p in sig.params if p not in sig.constants)
+
+
+def check_bindings(kernel: Kernel, sig: GenericSignature | None, bindings: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
+    """`k.specialize(T="f32", n=64)`'s bindings, validated: every type variable and Constant of
+    the kernel named once, each type variable to a member of its constraint."""
+    name = kernel.__name__
+    if sig is None:
+        raise ArgumentError(f"kernel `{name}` is not generic: it has no type variable or `az.Constant` to specialise")
+    wanted = {**{t: "type variable" for t in sig.constraints}, **{c: "Constant" for c in sig.constants}}
+    for k in bindings:
+        if k not in wanted:
+            raise ArgumentError(
+                f"kernel `{name}` has no type variable or Constant parameter `{k}`",
+                help=f"it has: {', '.join(f'`{w}` ({kind})' for w, kind in wanted.items())}",
+            )
+    missing = [w for w in wanted if w not in bindings]
+    if missing:
+        raise ArgumentError(f"kernel `{name}`: give {', '.join(f'`{m}`' for m in missing)} to specialise it")
+    out: list[tuple[str, Any]] = []
+    for t, allowed in sig.constraints.items():
+        v = bindings[t]
+        v = getattr(v, "__name__", v) if isinstance(v, type) else v
+        if v not in allowed:
+            raise ArgumentError(f"kernel `{name}`: `{t}` may only be {', '.join(allowed)}, got {v!r}")
+        out.append((t, v))
+    for c, scalar in sig.constants.items():
+        v = bindings[c]
+        ok = (scalar == "i64" and isinstance(v, int) and not isinstance(v, bool)) or (
+            scalar == "f64" and isinstance(v, (int, float)) and not isinstance(v, bool)) or (
+            scalar == "bool_" and isinstance(v, bool))
+        if not ok:
+            kind = {"i64": "int", "f64": "float", "bool_": "bool"}[scalar]
+            raise ArgumentError(f"kernel `{name}`: `{c}` is an `az.Constant[{kind}]`, got {v!r}")
+        out.append((c, float(v) if scalar == "f64" else v))
+    return tuple(sorted(out))
+
+
+class GenericLaunch:
+    """What `generic_kernel[config]` returns: specialises on each call's arguments."""
+
+    __slots__ = ("kernel", "config", "sig")
+
+    def __init__(self, kernel: Kernel, config: LaunchConfig[Any], sig: GenericSignature):
+        self.kernel, self.config, self.sig = kernel, config, sig
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        k, rest = specialise(self.kernel, self.sig, args, kwargs)
+        k[self.config](*rest)
+
+    def op(self, *args: Any, **kwargs: Any) -> Any:
+        k, rest = specialise(self.kernel, self.sig, args, kwargs)
+        return k[self.config].op(*rest)

@@ -1,0 +1,96 @@
+"""Generic kernels: specialised per launch from the arguments, cached per specialisation."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.checker.api import check_source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _load(name: str):  # type: ignore[no-untyped-def]
+    path = ROOT / "examples" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(f"gen_{name}", path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture(scope="module")
+def gs():  # type: ignore[no-untyped-def]
+    return _load("generic_saxpy")
+
+
+def test_each_dtype_compiles_once(gs) -> None:  # type: ignore[no-untyped-def]
+    dev = az.device("cpu")
+    n = 300
+    cfg = az.LaunchConfig.for_num_elems(n)
+    for _ in range(2):
+        for dt, sc in ((np.float32, az.f32), (np.float64, az.f64)):
+            x = dev.to_device(np.arange(n, dtype=dt))
+            out = dev.empty(n, sc)
+            gs.saxpy[cfg](dt(2.0), x, x, out)
+            assert np.allclose(out.to_host(), 3.0 * np.arange(n))
+    specs = {k for k in gs.saxpy._cache if isinstance(k, tuple) and k and k[0] == "spec"}
+    assert {s[1] for s in specs} == {(("T", "f32"),), (("T", "f64"),)}
+
+
+def test_a_dtype_outside_the_constraint_names_the_allowed_ones(gs) -> None:  # type: ignore[no-untyped-def]
+    dev = az.device("cpu")
+    x = dev.to_device(np.arange(8, dtype=np.int32))
+    with pytest.raises(az.ArgumentError) as e:
+        gs.saxpy[az.LaunchConfig.for_num_elems(8)](1.0, x, x, dev.empty(8, az.i32))
+    assert "int32" in str(e.value) and "f32, f64" in str(e.value)
+
+
+def test_mixed_dtypes_for_one_type_variable_are_refused(gs) -> None:  # type: ignore[no-untyped-def]
+    dev = az.device("cpu")
+    with pytest.raises(az.ArgumentError, match="every argument typed `T`"):
+        gs.saxpy[az.LaunchConfig.for_num_elems(8)](
+            1.0, dev.to_device(np.ones(8, np.float32)), dev.to_device(np.ones(8, np.float64)), dev.empty(8, az.f32)
+        )
+
+
+def test_a_constant_needs_a_literal_value(gs) -> None:  # type: ignore[no-untyped-def]
+    dev = az.device("cpu")
+    x = dev.to_device(np.ones(8, np.float32))
+    with pytest.raises(az.ArgumentError, match="az.Constant\\[int\\]"):
+        gs.power[az.LaunchConfig.for_num_elems(8)](x, dev.empty(8, az.f32), np.ones(3))
+    with pytest.raises(az.ArgumentError, match="az.Constant\\[int\\]"):
+        gs.power[az.LaunchConfig.for_num_elems(8)](x, dev.empty(8, az.f32), 2.5)
+
+
+def test_each_constant_value_is_its_own_specialisation(gs) -> None:  # type: ignore[no-untyped-def]
+    dev = az.device("cpu")
+    x = np.full(8, 2.0, np.float32)
+    out = dev.empty(8, az.f32)
+    for k in (0, 1, 5):
+        gs.power[az.LaunchConfig.for_num_elems(8)](dev.to_device(x), out, k)
+        assert np.allclose(out.to_host(), 2.0**k)
+    assert gs.power.specialize(T="f32", k=5) is gs.power.specialize(k=5, T="f32")
+
+
+def test_specialize_validates_and_compile_asks_for_one(gs) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(az.ArgumentError, match="may only be f32, f64"):
+        gs.saxpy.specialize(T="i32")
+    with pytest.raises(az.ArgumentError, match="give `T`"):
+        gs.saxpy.specialize()
+    with pytest.raises(az.ArgumentError, match="is generic"):
+        gs.saxpy.compile(arch="sm_90")
+    ck = gs.saxpy.specialize(T="f64").compile(arch="sm_90")
+    assert ".f64" in ck.ptx and "saxpy" in ck.ptx
+
+
+def test_the_checker_types_every_member() -> None:
+    src = (ROOT / "fixtures" / "reject" / "generic_kernels.py").read_text()
+    shift = [d for d in check_source(src, "g.py") if d.code == "az-type" and "<<" in d.message]
+    assert len(shift) == 1 and any("N = f32" in n for n in shift[0].notes)
