@@ -90,6 +90,22 @@ def dotted(node: ast.AST) -> str | None:
 
 
 @dataclass(frozen=True)
+class Space:
+    """Where a witness comes from: the thread-to-element mapping it is an index of.
+
+    kind: `index_1d` / `index_2d` (one global mapping each, wherever the maker is called);
+    `grid_stride` (one loop, `node` its `thread.grid_stride(...)` call, `over` the slice
+    parameters it iterates: codegen picks each loop's mapping, scalar or vector chunks, from
+    its body, its slice's length and its pointers' alignment); `param` (a helper's witness
+    parameter `param`, replaced by the argument's spaces at each call)."""
+
+    kind: str
+    node: ast.AST | None = None
+    over: frozenset[str] = frozenset()
+    param: str = ""
+
+
+@dataclass(frozen=True)
 class Val:
     """An abstract value.  kind: witness | slice | shared | scalar | global | none | unknown."""
 
@@ -98,6 +114,7 @@ class Val:
     tdep: bool = False  # may differ between the threads of a block
     params: frozenset[str] = frozenset()  # slice: the parameters it may be
     origin: ast.AST | None = field(default=None, compare=False)
+    spaces: frozenset[Space] = frozenset()  # witness: the mappings it may come from
 
     def tainted(self) -> Val:
         if self.tdep:
@@ -124,7 +141,7 @@ def join(a: Val | None, b: Val | None) -> Val | None:
     if b is None or a is b or a == b:
         return a
     if a.kind == b.kind == "witness" and a.domain == b.domain:
-        return a
+        return a if b.spaces <= a.spaces else replace(a, spaces=a.spaces | b.spaces)
     if a.kind == b.kind == "slice":
         return Val("slice", params=a.params | b.params, tdep=a.tdep or b.tdep, origin=a.origin)
     if a.kind == b.kind and a.kind in ("scalar", "shared", "global", "none"):
@@ -580,7 +597,7 @@ class _Analyzer:
             if p.kind == "slice":
                 env[p.name] = Val("slice", params=frozenset([p.name]), origin=p.node)
             elif p.kind == "witness":
-                env[p.name] = Val("witness", domain=p.domain, tdep=True, origin=p.node)
+                env[p.name] = Val("witness", domain=p.domain, tdep=True, origin=p.node, spaces=frozenset([Space("param", param=p.name)]))
             elif p.kind == "scalar":
                 # a helper's scalar may come from a thread-dependent value at its call site
                 env[p.name] = VARYING if self.fn.kind == "func" else UNIFORM
@@ -768,7 +785,12 @@ class _Analyzer:
         callee = self.m.callees.get(s.iter) if isinstance(s.iter, ast.Call) else None
         loop_tdep: ast.AST | None
         if callee is not None and callee.kind == "grid_stride":
-            var = Val("witness", domain=1, tdep=True, origin=s.iter)
+            over = self.m.values.get(s.iter.args[0]) if isinstance(s.iter, ast.Call) and s.iter.args else None  # type: ignore[union-attr]
+            # one space per slice the loop may iterate: a loop over a slice chosen at run time
+            # maps each choice its own way
+            names = sorted(over.params) if over is not None and over.kind == "slice" else []
+            spaces = frozenset(Space("grid_stride", s.iter, frozenset([n])) for n in names) or frozenset([Space("grid_stride", s.iter)])
+            var = Val("witness", domain=1, tdep=True, origin=s.iter, spaces=spaces)
             loop_tdep = s.iter  # each thread runs its own number of iterations
         elif callee is not None and callee.kind == "range":
             var = _scalar(it.tdep)
@@ -988,7 +1010,7 @@ class _Analyzer:
         if k == "witness":
             d = 1 if callee.name.endswith("index_1d") else 2
             self.fn.witness_uses.append((node, d))
-            return Val("witness", domain=d, tdep=True, origin=node)
+            return Val("witness", domain=d, tdep=True, origin=node, spaces=_MAKER_SPACES[d])
         if k == "grid_stride":
             self.fn.witness_uses.append((node, 1))
             return UNKNOWN
@@ -1035,11 +1057,15 @@ class _Analyzer:
                     self._mark_write(arg, env)
             ret = h.returns or NONE
             if ret.kind == "witness":
-                return Val("witness", domain=ret.domain, tdep=True, origin=node)
+                return Val("witness", domain=ret.domain, tdep=True, origin=node, spaces=self.call_spaces(h, node, ret.spaces))
             if ret.kind == "scalar":
                 return _scalar(anytdep or h.thread_dependent or ret.tdep)
             return ret if ret.kind == "none" else UNKNOWN
         return UNKNOWN
+
+    def call_spaces(self, h: FunctionInfo, node: ast.Call, spaces: frozenset[Space]) -> frozenset[Space]:
+        """`spaces` of helper `h` as seen at its call `node` (see `substitute`)."""
+        return substitute(spaces, h, node, self.m.values)
 
     def _module_path(self, node: ast.expr) -> bool:
         """Is `node` a name chain naming anodize, one of its modules or classes, or `math`?"""
@@ -1117,6 +1143,36 @@ def _targets(node: ast.expr) -> list[ast.expr]:
     if isinstance(node, (ast.Tuple, ast.List)):
         return list(node.elts)
     return [node]
+
+
+_MAKER_SPACES = {1: frozenset([Space("index_1d")]), 2: frozenset([Space("index_2d")])}
+
+
+def substitute(spaces: frozenset[Space], h: FunctionInfo, call: ast.Call, values: dict[ast.AST, Val]) -> frozenset[Space]:
+    """A helper's witness spaces at one of its calls: a witness parameter becomes the spaces of
+    its argument, and a grid-stride loop over slice parameters loops over the arguments' slices
+    (the same loop over other slices is another mapping)."""
+    if not spaces or all(sp.kind in ("index_1d", "index_2d") for sp in spaces):
+        return spaces
+    args = dict(bind_args(h, call))
+    out: set[Space] = set()
+    for sp in spaces:
+        if sp.kind == "param":
+            a = args.get(sp.param)
+            v = values.get(a) if a is not None else None
+            if v is not None and v.kind == "witness":
+                out |= v.spaces
+        elif sp.kind == "grid_stride" and sp.over:
+            for name in sp.over:
+                a = args.get(name)
+                v = values.get(a) if a is not None else None
+                if v is not None and v.kind == "slice" and v.params:
+                    out.update(replace(sp, over=frozenset([p])) for p in v.params)
+                else:  # not a slice here: keep it apart from every slice of the caller
+                    out.add(replace(sp, over=frozenset([f"{h.name}.{name}"])))
+        else:
+            out.add(sp)
+    return frozenset(out)
 
 
 def bind_args(fn: FunctionInfo, call: ast.Call) -> list[tuple[str, ast.expr]]:

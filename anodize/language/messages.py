@@ -201,6 +201,25 @@ def disjoint_passed(span: Span, name: str, kind: str, helper: str, param: str, p
     )
 
 
+def disjoint_mixed_mapping(span: Span, name: str, kind: str, second: str, first: str, first_span: Span, *, via: str | None = None) -> Diagnostic:
+    """`name` is accessed through two index spaces (`first` at `first_span`, `second` at `span`)."""
+    where = f" (inside `{via}`)" if via else ""
+    return make(
+        "az-disjoint-index",
+        f"`{name}` is accessed through two index spaces: {first} and {second}{where}",
+        span,
+        label=f"an access through {second}",
+        secondary=(Label(first_span, f"`{name}` is first accessed through {first} here"),),
+        notes=(
+            "each index space hands the elements of an output to the threads in its own way (a grid-stride "
+            "loop may give each thread runs of 4 consecutive elements, `thread.index_1d()` gives one element "
+            "per thread), so one element could get two owners with no barrier between them",
+        ),
+        help=f"access `{name}` through one mapping: do all the work on `{name}` in one grid-stride loop "
+        f"(or through one `thread.index_1d()` witness), or split it into separate kernels",
+    )
+
+
 def index_forge(span: Span, what: str, *, help: str | None = None) -> Diagnostic:
     return make(
         "az-index-forge",
