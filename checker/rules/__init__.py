@@ -20,6 +20,7 @@ from .shared_write import SharedWrite
 from .signature import Signature
 from .unsafe import Unsafe
 from .unsupported import Unsupported
+from .warp_divergence import WarpDivergence
 
 ALL_RULES: tuple[type[Rule], ...] = (
     Unsupported,
@@ -32,6 +33,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     GlobalWrite,
     Unsafe,
     BarrierDivergence,
+    WarpDivergence,
     SharedRace,
     Contract,
     NoContract,
