@@ -95,14 +95,17 @@ class Space:
 
     kind: `index_1d` / `index_2d` (one global mapping each, wherever the maker is called);
     `grid_stride` (one loop, `node` its `thread.grid_stride(...)` call, `over` the slice
-    parameters it iterates: codegen picks each loop's mapping, scalar or vector chunks, from
-    its body, its slice's length and its pointers' alignment); `param` (a helper's witness
-    parameter `param`, replaced by the argument's spaces at each call)."""
+    parameter it iterates, `binding` what each slice parameter of its function is bound to:
+    codegen picks each loop's mapping, scalar or vector chunks, from its body, its slice's
+    length and the alignment of every slice the body touches, so the same loop of a helper
+    called with other slices is another space); `param` (a helper's witness parameter
+    `param`, replaced by the argument's spaces at each call)."""
 
     kind: str
     node: ast.AST | None = None
     over: frozenset[str] = frozenset()
     param: str = ""
+    binding: frozenset[tuple[str, str]] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -853,7 +856,10 @@ class _Analyzer:
             # one space per slice the loop may iterate: a loop over a slice chosen at run time
             # maps each choice its own way
             names = sorted(over.params) if over is not None and over.kind == "slice" else []
-            spaces = frozenset(Space("grid_stride", s.iter, frozenset([n])) for n in names) or frozenset([Space("grid_stride", s.iter)])
+            binding = frozenset((p.name, p.name) for p in self.fn.params.values() if p.kind == "slice")
+            spaces = frozenset(Space("grid_stride", s.iter, frozenset([n]), binding=binding) for n in names) or frozenset(
+                [Space("grid_stride", s.iter, binding=binding)]
+            )
             var = Val("witness", domain=1, tdep=True, origin=s.iter, spaces=spaces)
             loop_tdep = s.iter  # each thread runs its own number of iterations
         elif callee is not None and callee.kind == "range":
@@ -1273,14 +1279,19 @@ def substitute(spaces: frozenset[Space], h: FunctionInfo, call: ast.Call, values
             v = values.get(a) if a is not None else None
             if v is not None and v.kind == "witness":
                 out |= v.spaces
-        elif sp.kind == "grid_stride" and sp.over:
-            for name in sp.over:
+        elif sp.kind == "grid_stride":
+
+            def bound(name: str) -> list[str]:
                 a = args.get(name)
                 v = values.get(a) if a is not None else None
                 if v is not None and v.kind == "slice" and v.params:
-                    out.update(replace(sp, over=frozenset([p])) for p in v.params)
-                else:  # not a slice here: keep it apart from every slice of the caller
-                    out.add(replace(sp, over=frozenset([f"{h.name}.{name}"])))
+                    return sorted(v.params)
+                return [f"{h.name}.{name}"]  # not a slice here: apart from every slice of the caller
+
+            binding = frozenset((p, "|".join(bound(x))) for p, x in sp.binding)
+            for name in sp.over or ("",):
+                for b in bound(name) if name else [""]:
+                    out.add(replace(sp, over=frozenset([b]) if b else frozenset(), binding=binding))
         else:
             out.add(sp)
     return frozenset(out)

@@ -173,6 +173,9 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if sp.kind == "grid_stride" and sp.node is not None:
             text = f"the grid-stride loop `{self.model.code(sp.node)}` (line {getattr(sp.node, 'lineno', '?')})"
             code = self.model.code(sp.node.args[0]) if isinstance(sp.node, ast.Call) and sp.node.args else ""
+            renamed = sorted((p, b) for p, b in sp.binding if p != b and "." not in b)
+            if renamed:  # a helper's loop: which slices this call gives it
+                return text + " with " + ", ".join(f"`{p}` = `{b}`" for p, b in renamed)
             over = [n for n in sp.over if "." not in n]
             return text + (f" over `{over[0]}`" if len(over) == 1 and over[0] != code else "")
         if sp.kind == "param":
@@ -245,7 +248,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 
 def _space_order(sp: Space) -> tuple[str, int, int, str]:
     n = sp.node
-    return (sp.kind, getattr(n, "lineno", 0), getattr(n, "col_offset", 0), sp.param + ",".join(sorted(sp.over)))
+    detail = ",".join(sorted(sp.over)) + ";" + ",".join(f"{p}={b}" for p, b in sorted(sp.binding))
+    return (sp.kind, getattr(n, "lineno", 0), getattr(n, "col_offset", 0), sp.param + detail)
 
 
 def _why(v, d: int, n: int) -> str:  # type: ignore[no-untyped-def]
