@@ -110,15 +110,15 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if fn is None or fn.kind != "kernel":
             return
         first: dict[str, _Access] = {}
-        reported: set[int] = set()
+        reported: set[tuple[str, Space]] = set()  # the first access through each further space
         for acc in self._accesses(fn, ()):
             p = fn.params.get(acc.param)
             if p is None or p.slice_kind is None or p.slice_kind.name not in _DISJOINT:
                 continue
             head = first.setdefault(acc.param, acc)
-            if acc.space == head.space or id(acc.node) in reported:
+            if acc.space == head.space or (acc.param, acc.space) in reported:
                 continue
-            reported.add(id(acc.node))
+            reported.add((acc.param, acc.space))
             self.report(
                 messages.disjoint_mixed_mapping(
                     self.span(acc.node), acc.param, p.slice_kind.name, self._show(acc.space),
