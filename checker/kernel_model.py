@@ -1098,7 +1098,7 @@ class _Analyzer:
         if k == "witness":
             d = 1 if callee.name.endswith("index_1d") else 2
             self.fn.witness_uses.append((node, d))
-            return Val("witness", domain=d, tdep=True, origin=node, spaces=_MAKER_SPACES[d])
+            return Val("witness", domain=d, tdep=True, origin=node, spaces=maker_spaces(callee.name))
         if k == "grid_stride":
             self.fn.witness_uses.append((node, 1))
             return UNKNOWN
@@ -1250,26 +1250,35 @@ WARP_VOTES = {"ballot", "any", "all"}
 
 
 def _warp_index_op(node: ast.BinOp) -> bool:
-    """`x // (32 * k)` or `x >> s` with `s >= 5`, literal on the right: equal on the 32 lanes of
-    a warp when `x` is `tid_x()` and the block's x extent is a multiple of 32."""
+    """`x // (32 * k)` or `x >> s` with `5 <= s < 32`, literal on the right: equal on the 32 lanes
+    of a warp when `x` is `tid_x()` (an `i32`) and the block's x extent is a multiple of 32."""
     r = literal_int(node.right)
     if r is None:
         return False
     if isinstance(node.op, ast.FloorDiv):
         return r > 0 and r % 32 == 0
     if isinstance(node.op, ast.RShift):
-        return 5 <= r < 64
+        return 5 <= r < 32
     return False
 
 
-_MAKER_SPACES = {1: frozenset([Space("index_1d")]), 2: frozenset([Space("index_2d")])}
+_MAKER_SPACES: dict[str, frozenset[Space]] = {}
+
+
+def maker_spaces(maker: str) -> frozenset[Space]:
+    """The one index space of a witness maker (`thread.index_1d` -> `index_1d`), wherever it is called."""
+    short = maker.split(".")[-1]
+    hit = _MAKER_SPACES.get(short)
+    if hit is None:
+        hit = _MAKER_SPACES[short] = frozenset([Space(short)])
+    return hit
 
 
 def substitute(spaces: frozenset[Space], h: FunctionInfo, call: ast.Call, values: dict[ast.AST, Val]) -> frozenset[Space]:
     """A helper's witness spaces at one of its calls: a witness parameter becomes the spaces of
     its argument, and a grid-stride loop over slice parameters loops over the arguments' slices
     (the same loop over other slices is another mapping)."""
-    if not spaces or all(sp.kind in ("index_1d", "index_2d") for sp in spaces):
+    if not spaces or all(sp.kind not in ("param", "grid_stride") for sp in spaces):
         return spaces
     args = dict(bind_args(h, call))
     out: set[Space] = set()
