@@ -87,6 +87,19 @@ def test_the_two_mappings_give_elements_two_owners(kernels: dict[bool, Any], n: 
     assert differ.size > 0 and differ[0] == 1  # element 1: thread 0 (vector chunk) and thread 1 (scalar)
 
 
+@pytest.mark.gpu
+@pytest.mark.parametrize("n", [7, 1003, 4098, 1 << 20])
+def test_the_gpu_mapping_is_the_same_partition(n: int) -> None:
+    """The GPU's threads run at once: a counter at 2 would show an element with two owners."""
+    dev = az.device(0)
+    cnt = dev.zeros(n, az.i32)
+    own = dev.zeros(n, az.i32)
+    count_owner[az.LaunchConfig(3, BLOCK)](cnt, own)
+    dev.synchronize()
+    np.testing.assert_array_equal(cnt.to_host(), np.ones(n, np.int32))
+    np.testing.assert_array_equal(own.to_host(), _vector_owners(n, 3 * BLOCK))
+
+
 HEADER = (
     "import anodize as az\n"
     "from anodize import kernel, func, launch_contract, thread, Slice, DisjointSlice, Index1D, f32, i32\n"
