@@ -1246,7 +1246,8 @@ def _targets(node: ast.expr) -> list[ast.expr]:
     return [node]
 
 
-WARP_VOTES = {"ballot", "any", "all"}
+# warp operations whose result is the same on every lane (`reduce` once the vocabulary has it)
+WARP_VOTES = {"ballot", "any", "all", "reduce"}
 
 
 def _warp_index_op(node: ast.BinOp) -> bool:
