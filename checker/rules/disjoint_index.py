@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from anodize.language import messages
 from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
-from .base import Rule, slice_kinds
+from .base import Rule, RuleContext, slice_kinds
 
 _DISJOINT = {"DisjointSlice": 1, "DisjointSlice2D": 2}
 
@@ -100,7 +100,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 """,
     ]
 
-    def __init__(self, ctx) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._summaries: dict[FunctionInfo, list[_Access]] = {}
 
