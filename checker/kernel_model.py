@@ -61,6 +61,25 @@ def dotted(node: ast.AST) -> str | None:
 
 
 @dataclass(frozen=True)
+class Space:
+    """Where a witness comes from: the thread-to-element mapping it is an index of.
+
+    kind: `index_1d` / `index_2d` (one global mapping each, wherever the maker is called);
+    `grid_stride` (one loop, `node` its `thread.grid_stride(...)` call, `over` the slice
+    parameter it iterates, `binding` what each slice parameter of its function is bound to:
+    codegen picks each loop's mapping, scalar or vector chunks, from its body, its slice's
+    length and the alignment of every slice the body touches, so the same loop of a helper
+    called with other slices is another space); `param` (a helper's witness parameter
+    `param`, replaced by the argument's spaces at each call)."""
+
+    kind: str
+    node: ast.AST | None = None
+    over: frozenset[str] = frozenset()
+    param: str = ""
+    binding: frozenset[tuple[str, str]] = frozenset()
+
+
+@dataclass(frozen=True)
 class Val:
     """An abstract value.  kind: witness | slice | shared | scalar | global | none | unknown."""
 
@@ -69,17 +88,31 @@ class Val:
     tdep: bool = False  # may differ between the threads of a block
     params: frozenset[str] = frozenset()  # slice: the parameters it may be
     origin: ast.AST | None = field(default=None, compare=False)
+    spaces: frozenset[Space] = frozenset()  # witness: the mappings it may come from
+    # the finer lattice for warp operations: uniform (not tdep) < warp-uniform (tdep and wu:
+    # equal on the lanes of one warp) < lane-varying (tdep, not wu)
+    wu: bool = False
+    tid_x: bool = False  # exactly `thread.tid_x()` (so `t // 32` is the warp's index)
 
-    def tainted(self) -> Val:
-        if self.tdep:
+    @property
+    def lane(self) -> bool:
+        """May differ between the lanes of one warp."""
+        return self.tdep and not self.wu
+
+    def tainted(self, lane: bool = True) -> Val:
+        """This value, assigned under thread-dependent control (`lane`: control that may differ
+        between the lanes of a warp; otherwise it differs only between warps)."""
+        if self.tdep and (not self.wu or not lane):
             return self
-        if self == UNIFORM and self.origin is None:
-            return VARYING
-        return replace(self, tdep=True)
+        if self.origin is None and self.kind == "scalar" and not self.tid_x:
+            return VARYING if lane else WARP_UNIFORM
+        return replace(self, tdep=True, wu=not lane)
 
 
 UNIFORM = Val("scalar")
 VARYING = Val("scalar", tdep=True)
+WARP_UNIFORM = Val("scalar", tdep=True, wu=True)
+TID_X = Val("scalar", tdep=True, tid_x=True)
 UNKNOWN = Val("unknown", tdep=True)
 NONE = Val("none")
 
@@ -89,16 +122,23 @@ def _scalar(tdep: bool) -> Val:
     return VARYING if tdep else UNIFORM
 
 
+def _scalar3(tdep: bool, lane: bool) -> Val:
+    """A scalar: uniform, warp-uniform (`tdep`, not `lane`) or lane-varying."""
+    return UNIFORM if not tdep else VARYING if lane else WARP_UNIFORM
+
+
 def join(a: Val | None, b: Val | None) -> Val | None:
     if a is None:
         return b
     if b is None or a is b or a == b:
         return a
     if a.kind == b.kind == "witness" and a.domain == b.domain:
-        return a
+        return a if b.spaces <= a.spaces else replace(a, spaces=a.spaces | b.spaces)
     if a.kind == b.kind == "slice":
         return Val("slice", params=a.params | b.params, tdep=a.tdep or b.tdep, origin=a.origin)
-    if a.kind == b.kind and a.kind in ("scalar", "shared", "global", "none"):
+    if a.kind == b.kind == "scalar":
+        return _scalar3(a.tdep or b.tdep, a.lane or b.lane)
+    if a.kind == b.kind and a.kind in ("shared", "global", "none"):
         return Val(a.kind, tdep=a.tdep or b.tdep)
     if {a.kind, b.kind} <= {"witness", "scalar"}:
         return VARYING  # a witness on one path and an int on the other is an int
@@ -155,6 +195,7 @@ class Ctx:
     fn: FunctionInfo
     unsafe: bool
     divergent: ast.AST | None  # what makes control thread-dependent here
+    lane_divergent: ast.AST | None = None  # what makes it differ between the lanes of a warp
 
 
 @dataclass(frozen=True)
@@ -185,6 +226,7 @@ class FunctionInfo:
     helper_calls: list[tuple[ast.Call, FunctionInfo]] = field(default_factory=list)
     writes: set[str] = field(default_factory=set)  # slice parameters written (also through helpers)
     has_barrier: bool = False  # reaches a barrier (also through helpers)
+    warp_op: ast.Call | None = None  # a full-warp operation it reaches (also through helpers)
     thread_dependent: bool = False  # results may differ between threads
     returns: Val | None = None
 
@@ -251,6 +293,8 @@ class ModuleModel:
         self.stores: set[ast.AST] = set()  # subscript/attribute/name nodes written
         self.barriers: dict[ast.Call, Ctx] = {}
         self.helper_barrier_calls: dict[ast.Call, Ctx] = {}
+        self.warp_ops: dict[ast.Call, Ctx] = {}  # full-warp operations
+        self.helper_warp_calls: dict[ast.Call, Ctx] = {}  # calls of helpers that reach one
         self.guards: dict[ast.AST, frozenset[tuple[str, str]]] = {}  # subscript -> (witness, slice)
         self.imports_anodize = False
         # without these words in the source no statement declares a name global or nonlocal
@@ -478,6 +522,7 @@ def _walk_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
 class _Loop:
     def __init__(self) -> None:
         self.divergent: ast.AST | None = None  # a thread-dependent break/continue/return
+        self.lane_divergent: ast.AST | None = None  # a lane-dependent one (or head)
         self.break_envs: list[Env] = []
         self.continue_envs: list[Env] = []
 
@@ -509,10 +554,22 @@ class _Analyzer:
         self.fn = fn
         self.unsafe = False
         self.cond: list[ast.AST] = []  # thread-dependent conditions in force
+        self.cond_lane: list[bool] = []  # for each: may it differ between the lanes of a warp
         self.loops: list[_Loop] = []
         self.div_return: ast.AST | None = None
+        self.lane_return: ast.AST | None = None  # a lane-dependent return
         self.guards: list[tuple[str, str]] = []
-        self._ctxs: dict[tuple[bool, ast.AST | None], Ctx] = {}
+        self._ctxs: dict[tuple[bool, ast.AST | None, ast.AST | None], Ctx] = {}
+        block = fn.contract.block if fn.kind == "kernel" and fn.contract is not None else None
+        dims = (tuple(block) + (1, 1, 1))[:3] if block else None
+        # raw ids equal on the lanes of a warp under this kernel's literal block (warps are
+        # 32 consecutive linear thread ids, x fastest)
+        self.warp_uniform_ids: frozenset[str] = frozenset()
+        self.warp_x = bool(dims and dims[0] % 32 == 0)  # `tid_x() // 32` is the warp's index
+        if dims:
+            self.warp_uniform_ids = frozenset(
+                n for n, ok in (("tid_y", dims[0] % 32 == 0), ("tid_z", dims[0] * dims[1] % 32 == 0)) if ok
+            )
 
     # context ------------------------------------------------------------------------------
     def divergent(self) -> ast.AST | None:
@@ -525,13 +582,33 @@ class _Analyzer:
                 return lp.divergent
         return None
 
+    def lane_divergent(self) -> ast.AST | None:
+        for c, lane in zip(reversed(self.cond), reversed(self.cond_lane)):
+            if lane:
+                return c
+        if self.lane_return is not None:
+            return self.lane_return
+        for lp in reversed(self.loops):
+            if lp.lane_divergent is not None:
+                return lp.lane_divergent
+        return None
+
+    def push_cond(self, node: ast.AST, lane: bool) -> None:
+        self.cond.append(node)
+        self.cond_lane.append(lane)
+
+    def pop_cond(self) -> None:
+        self.cond.pop()
+        self.cond_lane.pop()
+
     def here(self) -> Ctx:
         # one `Ctx` per distinct context of this function (equal contexts are equal values)
         d = self.divergent()
-        key = (self.unsafe, d)
+        ld = self.lane_divergent() if d is not None else None
+        key = (self.unsafe, d, ld)
         ctx = self._ctxs.get(key)
         if ctx is None:
-            ctx = self._ctxs[key] = Ctx(self.fn, self.unsafe, d)
+            ctx = self._ctxs[key] = Ctx(self.fn, self.unsafe, d, ld)
         return ctx
 
     # entry ----------------------------------------------------------------------------------
@@ -541,7 +618,7 @@ class _Analyzer:
             if p.kind == "slice":
                 env[p.name] = Val("slice", params=frozenset([p.name]), origin=p.node)
             elif p.kind == "witness":
-                env[p.name] = Val("witness", domain=p.domain, tdep=True, origin=p.node)
+                env[p.name] = Val("witness", domain=p.domain, tdep=True, origin=p.node, spaces=frozenset([Space("param", param=p.name)]))
             elif p.kind == "scalar":
                 # a helper's scalar may come from a thread-dependent value at its call site
                 env[p.name] = VARYING if self.fn.kind == "func" else UNIFORM
@@ -567,7 +644,7 @@ class _Analyzer:
 
     def assign_name(self, name: str, val: Val, env: Env) -> None:
         if val.kind == "scalar" and self.divergent() is not None:
-            val = val.tainted()
+            val = val.tainted(self.lane_divergent() is not None)
         env[name] = val
 
     def statement(self, s: ast.stmt, env: Env) -> Env | None:
@@ -588,7 +665,7 @@ class _Analyzer:
                 m.ctx[s.target] = self.here()
                 p = self.fn.params.get(s.target.id)
                 if p is None or p.kind != "slice":  # rebinding a slice parameter is an error
-                    self.assign_name(s.target.id, _scalar(old.tdep or rhs.tdep), env)
+                    self.assign_name(s.target.id, _scalar3(old.tdep or rhs.tdep, old.lane or rhs.lane), env)
             else:
                 self.ev(s.target, env)
                 m.stores.add(s.target)
@@ -620,12 +697,19 @@ class _Analyzer:
                     self.div_return = s
                 for lp in self.loops:
                     lp.divergent = lp.divergent or s
+                if self.lane_divergent() is not None:
+                    if self.lane_return is None:
+                        self.lane_return = s
+                    for lp in self.loops:
+                        lp.lane_divergent = lp.lane_divergent or s
             return None
         if isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
                 lp = self.loops[-1]
                 if self.divergent() is not None and lp.divergent is None:
                     lp.divergent = s
+                if self.lane_divergent() is not None and lp.lane_divergent is None:
+                    lp.lane_divergent = s
                 (lp.break_envs if isinstance(s, ast.Break) else lp.continue_envs).append(dict(env))
             return None
         if isinstance(s, (ast.With, ast.AsyncWith)):
@@ -692,19 +776,19 @@ class _Analyzer:
         tdep = tv.tdep
         guards = self._guards_of(s.test, env)
         if tdep:
-            self.cond.append(s.test)
+            self.push_cond(s.test, tv.lane)
         self.guards.extend(guards)
         body = self.block(s.body, dict(env))
         del self.guards[len(self.guards) - len(guards) :]
         other: Env | None = self.block(s.orelse, dict(env)) if s.orelse else dict(env)
         if tdep:
-            self.cond.pop()
+            self.pop_cond()
             # values bound on only one side of a thread-dependent branch differ between threads
             for e in (body, other):
                 if e is not None:
                     for k, v in list(e.items()):
                         if v.kind == "scalar" and env.get(k) != v:
-                            e[k] = v.tainted()
+                            e[k] = v.tainted(tv.lane)
         return join_env(body, other)
 
     def _guards_of(self, test: ast.expr, env: Env) -> list[tuple[str, str]]:
@@ -729,18 +813,28 @@ class _Analyzer:
         callee = self.m.callees.get(s.iter) if isinstance(s.iter, ast.Call) else None
         loop_tdep: ast.AST | None
         if callee is not None and callee.kind == "grid_stride":
-            var = Val("witness", domain=1, tdep=True, origin=s.iter)
+            over = self.m.values.get(s.iter.args[0]) if isinstance(s.iter, ast.Call) and s.iter.args else None  # type: ignore[union-attr]
+            # one space per slice the loop may iterate: a loop over a slice chosen at run time
+            # maps each choice its own way
+            names = sorted(over.params) if over is not None and over.kind == "slice" else []
+            binding = frozenset((p.name, p.name) for p in self.fn.params.values() if p.kind == "slice")
+            spaces = frozenset(Space("grid_stride", s.iter, frozenset([n]), binding=binding) for n in names) or frozenset(
+                [Space("grid_stride", s.iter, binding=binding)]
+            )
+            var = Val("witness", domain=1, tdep=True, origin=s.iter, spaces=spaces)
             loop_tdep = s.iter  # each thread runs its own number of iterations
         elif callee is not None and callee.kind == "range":
-            var = _scalar(it.tdep)
+            var = _scalar3(it.tdep, it.lane)
             loop_tdep = s.iter if it.tdep else None
         else:
             var = UNKNOWN
             loop_tdep = s.iter
+        # a grid-stride loop's trip count differs between the lanes; a range's as its bounds
+        loop_lane = callee is None or callee.kind != "range" or it.lane
 
         def head(e: Env) -> Val:
             self.store(s.target, var, e)
-            return _scalar(loop_tdep is not None)
+            return _scalar3(loop_tdep is not None, loop_lane)
 
         return self.loop(s, env, head, loop_tdep, s.body, s.orelse)
 
@@ -751,30 +845,32 @@ class _Analyzer:
         self.loops.append(lp)
         exit_env: Env | None = None
         for _ in range(MAX_FIXPOINT):
-            before = (dict(state), lp.divergent, self.div_return)
+            before = (dict(state), lp.divergent, self.div_return, lp.lane_divergent, self.lane_return)
             lp.break_envs, lp.continue_envs = [], []
             iter_env = dict(state)
             hv = head(iter_env)
             div = head_div if head_div is not None else (s.test if isinstance(s, ast.While) and hv.tdep else None)
             if div is not None and lp.divergent is None:
                 lp.divergent = div
+            if div is not None and hv.lane and lp.lane_divergent is None:
+                lp.lane_divergent = div
             if div is not None:
-                self.cond.append(div)
+                self.push_cond(div, hv.lane)
             out = self.block(body, dict(iter_env))
             if div is not None:
-                self.cond.pop()
+                self.pop_cond()
             back = out
             for ce in lp.continue_envs:
                 back = join_env(back, ce)
             if lp.divergent is not None and back is not None:
                 for k, v in list(back.items()):
                     if v.kind == "scalar" and state.get(k) != v:
-                        back[k] = v.tainted()
+                        back[k] = v.tainted(lp.lane_divergent is not None)
             new_state = join_env(state, back) or state
             exit_env = dict(iter_env)
             for be in lp.break_envs:
                 exit_env = join_env(exit_env, be)
-            if (new_state, lp.divergent, self.div_return) == before:
+            if (new_state, lp.divergent, self.div_return, lp.lane_divergent, self.lane_return) == before:
                 break
             state = new_state
         else:
@@ -784,12 +880,13 @@ class _Analyzer:
                 if entry.get(k) != v:
                     state[k] = VARYING if v.kind in ("witness", "scalar") else UNKNOWN
             lp.divergent = lp.divergent or s
+            lp.lane_divergent = lp.lane_divergent or s
             lp.break_envs, lp.continue_envs = [], []
             iter_env = dict(state)
             head(iter_env)
-            self.cond.append(s)
+            self.push_cond(s, True)
             self.block(body, dict(iter_env))
-            self.cond.pop()
+            self.pop_cond()
             exit_env = dict(iter_env)
             for be in lp.break_envs:
                 exit_env = join_env(exit_env, be)
@@ -826,7 +923,11 @@ class _Analyzer:
         if cls is ast.BinOp:
             a = self.ev(node.left, env)  # type: ignore[attr-defined]
             b = self.ev(node.right, env)  # type: ignore[attr-defined]
-            return _scalar(a.tdep or b.tdep)
+            if not (a.tdep or b.tdep):
+                return UNIFORM
+            if a.tid_x and self.warp_x and _warp_index_op(node):  # type: ignore[arg-type]
+                return WARP_UNIFORM  # `tid_x() // 32` (or `>> 5`): the warp's index in its row
+            return _scalar3(True, a.lane or b.lane)
         if cls is ast.Subscript:
             return self.subscript(node, env)  # type: ignore[arg-type]
         if cls is ast.Call:
@@ -834,35 +935,38 @@ class _Analyzer:
         if cls is ast.Attribute:
             return self.attribute(node, env)  # type: ignore[arg-type]
         if cls is ast.Compare:
-            t = self.ev(node.left, env).tdep  # type: ignore[attr-defined]
+            lv = self.ev(node.left, env)  # type: ignore[attr-defined]
+            t, lane = lv.tdep, lv.lane
             for c in node.comparators:  # type: ignore[attr-defined]
-                t = self.ev(c, env).tdep or t
+                cv = self.ev(c, env)
+                t, lane = t or cv.tdep, lane or cv.lane
             m.ctx[node] = self.here()
-            return _scalar(t)
+            return _scalar3(t, lane)
         if cls is ast.UnaryOp:
             a = self.ev(node.operand, env)  # type: ignore[attr-defined]
-            return _scalar(a.tdep)
+            return _scalar3(a.tdep, a.lane)
         if cls is ast.BoolOp:
             values = node.values  # type: ignore[attr-defined]
-            tdep = self.ev(values[0], env).tdep
+            first = self.ev(values[0], env)
+            tdep, lane = first.tdep, first.lane
             for k in range(1, len(values)):
                 if tdep:
-                    self.cond.append(_bool_prefix(node, k))  # type: ignore[arg-type]
+                    self.push_cond(_bool_prefix(node, k), lane)  # type: ignore[arg-type]
                 b = self.ev(values[k], env)
                 if tdep:
-                    self.cond.pop()
-                tdep = tdep or b.tdep
-            return _scalar(tdep)
+                    self.pop_cond()
+                tdep, lane = tdep or b.tdep, lane or b.lane
+            return _scalar3(tdep, lane)
         if cls is ast.IfExp:
             cv = self.ev(node.test, env)  # type: ignore[attr-defined]
             if cv.tdep:
-                self.cond.append(node.test)  # type: ignore[attr-defined]
+                self.push_cond(node.test, cv.lane)  # type: ignore[attr-defined]
             a = self.ev(node.body, env)  # type: ignore[attr-defined]
             b = self.ev(node.orelse, env)  # type: ignore[attr-defined]
             if cv.tdep:
-                self.cond.pop()
+                self.pop_cond()
             j = join(a, b) or UNKNOWN
-            return j.tainted() if cv.tdep and j.kind == "scalar" else j
+            return j.tainted(cv.lane) if cv.tdep and j.kind == "scalar" else j
         if cls in (ast.Tuple, ast.List, ast.Set):
             for e in node.elts:  # type: ignore[attr-defined]
                 self.ev(e.value if e.__class__ is ast.Starred else e, env)
@@ -887,6 +991,7 @@ class _Analyzer:
         m.guards[node] = frozenset(self.guards)
         base = self.ev(node.value, env)
         tdep = False
+        lane = False
         sliced = False  # a slice `a:b` among the indices (`index_elements` gives None)
         sl = node.slice
         if sl.__class__ is ast.Tuple:
@@ -895,12 +1000,14 @@ class _Analyzer:
                     self._slice_parts(e, env)  # type: ignore[arg-type]
                     sliced = True
                 else:
-                    tdep = self.ev(e.value if e.__class__ is ast.Starred else e, env).tdep or tdep  # type: ignore[attr-defined]
+                    ev = self.ev(e.value if e.__class__ is ast.Starred else e, env)  # type: ignore[attr-defined]
+                    tdep, lane = ev.tdep or tdep, ev.lane or lane
         elif sl.__class__ is ast.Slice:
             self._slice_parts(sl, env)  # type: ignore[arg-type]
             sliced = True
         else:
-            tdep = self.ev(sl, env).tdep
+            ev = self.ev(sl, env)
+            tdep, lane = ev.tdep, ev.lane
         if sliced:
             return UNKNOWN
         if base.kind == "slice":
@@ -910,9 +1017,10 @@ class _Analyzer:
                 if p is not None and p.slice_kind is not None and p.slice_kind.output:
                     output = True
                     break
-            return _scalar(tdep or output)
+            # an input is read-only for the whole launch: equal indices read equal values
+            return VARYING if output else _scalar3(tdep, lane)
         if base.kind in ("scalar", "global"):
-            return _scalar(base.tdep or tdep)
+            return _scalar3(base.tdep or tdep, base.lane or lane)
         return VARYING  # shared memory and anything unknown: assume it differs between threads
 
     def _slice_parts(self, sl: ast.Slice, env: Env) -> None:
@@ -940,25 +1048,36 @@ class _Analyzer:
         m.ctx[node] = self.here()
         callee = self.resolve(node, env)
         m.callees[node] = callee
-        anytdep = False
+        anytdep = anylane = False
         for a in node.args:
-            anytdep = self.ev(a.value if a.__class__ is ast.Starred else a, env).tdep or anytdep  # type: ignore[attr-defined]
+            av = self.ev(a.value if a.__class__ is ast.Starred else a, env)  # type: ignore[attr-defined]
+            anytdep, anylane = av.tdep or anytdep, av.lane or anylane
         for kw in node.keywords:
-            anytdep = self.ev(kw.value, env).tdep or anytdep
+            av = self.ev(kw.value, env)
+            anytdep, anylane = av.tdep or anytdep, av.lane or anylane
         k = callee.kind
         if k == "witness":
             d = 1 if callee.name.endswith("index_1d") else 2
             self.fn.witness_uses.append((node, d))
-            return Val("witness", domain=d, tdep=True, origin=node)
+            return Val("witness", domain=d, tdep=True, origin=node, spaces=maker_spaces(callee.name))
         if k == "grid_stride":
             self.fn.witness_uses.append((node, 1))
             return UNKNOWN
         if k == "rawid":
             self.fn.thread_dependent = True
-            return VARYING if callee.name.split(".")[-1] in THREAD_VARYING_IDS else UNIFORM
+            short = callee.name.split(".")[-1]
+            if short not in THREAD_VARYING_IDS:
+                return UNIFORM
+            if short == "tid_x":
+                return TID_X
+            return WARP_UNIFORM if short in self.warp_uniform_ids else VARYING
         if k == "warp":
             self.fn.thread_dependent = True
-            return VARYING
+            self.m.warp_ops[node] = self.here()
+            if self.fn.warp_op is None:
+                self.fn.warp_op = node
+            # a vote gives every lane of the warp the same answer; a shuffle gives each its own
+            return WARP_UNIFORM if callee.name.split(".")[-1] in WARP_VOTES else VARYING
         if k == "shared":
             return Val("shared", tdep=True, origin=node)
         if k == "barrier":
@@ -970,7 +1089,7 @@ class _Analyzer:
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
                 return UNIFORM
-            return _scalar(anytdep)
+            return _scalar3(anytdep, anylane)
         if k == "atomic_op":
             self.fn.thread_dependent = True
             self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
@@ -988,6 +1107,10 @@ class _Analyzer:
             if h.has_barrier:
                 self.fn.has_barrier = True
                 m.helper_barrier_calls[node] = self.here()
+            if h.warp_op is not None:
+                m.helper_warp_calls[node] = self.here()
+                if self.fn.warp_op is None:
+                    self.fn.warp_op = node
             if h.thread_dependent:
                 self.fn.thread_dependent = True
             # slices passed to parameters the helper writes are written here
@@ -996,11 +1119,15 @@ class _Analyzer:
                     self._mark_write(arg, env)
             ret = h.returns or NONE
             if ret.kind == "witness":
-                return Val("witness", domain=ret.domain, tdep=True, origin=node)
+                return Val("witness", domain=ret.domain, tdep=True, origin=node, spaces=self.call_spaces(h, node, ret.spaces))
             if ret.kind == "scalar":
                 return _scalar(anytdep or h.thread_dependent or ret.tdep)
             return ret if ret.kind == "none" else UNKNOWN
         return UNKNOWN
+
+    def call_spaces(self, h: FunctionInfo, node: ast.Call, spaces: frozenset[Space]) -> frozenset[Space]:
+        """`spaces` of helper `h` as seen at its call `node` (see `substitute`)."""
+        return substitute(spaces, h, node, self.m.values)
 
     def _module_path(self, node: ast.expr) -> bool:
         """Is `node` a name chain naming anodize, one of its modules or classes, or `math`?"""
@@ -1080,6 +1207,67 @@ def _targets(node: ast.expr) -> list[ast.expr]:
     if isinstance(node, (ast.Tuple, ast.List)):
         return list(node.elts)
     return [node]
+
+
+# warp operations whose result is the same on every lane (`reduce` once the vocabulary has it)
+WARP_VOTES = {"ballot", "any", "all", "reduce"}
+
+
+def _warp_index_op(node: ast.BinOp) -> bool:
+    """`x // (32 * k)` or `x >> s` with `5 <= s < 32`, literal on the right: equal on the 32 lanes
+    of a warp when `x` is `tid_x()` (an `i32`) and the block's x extent is a multiple of 32."""
+    r = literal_int(node.right)
+    if r is None:
+        return False
+    if isinstance(node.op, ast.FloorDiv):
+        return r > 0 and r % 32 == 0
+    if isinstance(node.op, ast.RShift):
+        return 5 <= r < 32
+    return False
+
+
+_MAKER_SPACES: dict[str, frozenset[Space]] = {}
+
+
+def maker_spaces(maker: str) -> frozenset[Space]:
+    """The one index space of a witness maker (`thread.index_1d` -> `index_1d`), wherever it is called."""
+    short = maker.split(".")[-1]
+    hit = _MAKER_SPACES.get(short)
+    if hit is None:
+        hit = _MAKER_SPACES[short] = frozenset([Space(short)])
+    return hit
+
+
+def substitute(spaces: frozenset[Space], h: FunctionInfo, call: ast.Call, values: dict[ast.AST, Val]) -> frozenset[Space]:
+    """A helper's witness spaces at one of its calls: a witness parameter becomes the spaces of
+    its argument, and a grid-stride loop over slice parameters loops over the arguments' slices
+    (the same loop over other slices is another mapping)."""
+    if not spaces or all(sp.kind not in ("param", "grid_stride") for sp in spaces):
+        return spaces
+    args = dict(bind_args(h, call))
+    out: set[Space] = set()
+    for sp in spaces:
+        if sp.kind == "param":
+            a = args.get(sp.param)
+            v = values.get(a) if a is not None else None
+            if v is not None and v.kind == "witness":
+                out |= v.spaces
+        elif sp.kind == "grid_stride":
+
+            def bound(name: str) -> list[str]:
+                a = args.get(name)
+                v = values.get(a) if a is not None else None
+                if v is not None and v.kind == "slice" and v.params:
+                    return sorted(v.params)
+                return [f"{h.name}.{name}"]  # not a slice here: apart from every slice of the caller
+
+            binding = frozenset((p, "|".join(bound(x))) for p, x in sp.binding)
+            for name in sp.over or ("",):
+                for b in bound(name) if name else [""]:
+                    out.add(replace(sp, over=frozenset([b]) if b else frozenset(), binding=binding))
+        else:
+            out.add(sp)
+    return frozenset(out)
 
 
 def bind_args(fn: FunctionInfo, call: ast.Call) -> list[tuple[str, ast.expr]]:

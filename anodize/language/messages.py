@@ -23,6 +23,7 @@ CODES: dict[str, str] = {
     "az-global-write": "a kernel writing state outside its arguments",
     "az-unsafe": "an unsafe-tier operation outside `with az.unsafe():`",
     "az-barrier-divergence": "a barrier reachable under thread-dependent control flow",
+    "az-warp-divergence": "a full-warp operation under lane-dependent control flow, or without a block of whole warps",
     "az-contract": "a malformed launch contract",
     "az-no-contract": "a safe launch of a kernel that has no launch contract",
     "az-alias": "one buffer passed as an output and as another argument",
@@ -337,6 +338,25 @@ def disjoint_passed(span: Span, name: str, kind: str, helper: str, param: str, p
     )
 
 
+def disjoint_mixed_mapping(span: Span, name: str, kind: str, second: str, first: str, first_span: Span, *, via: str | None = None) -> Diagnostic:
+    """`name` is accessed through two index spaces (`first` at `first_span`, `second` at `span`)."""
+    where = f" (inside `{via}`)" if via else ""
+    return make(
+        "az-disjoint-index",
+        f"`{name}` is accessed through two index spaces: {first} and {second}{where}",
+        span,
+        label=f"an access through {second}",
+        secondary=(Label(first_span, f"`{name}` is first accessed through {first} here"),),
+        notes=(
+            "each index space hands the elements of an output to the threads in its own way (a grid-stride "
+            "loop may give each thread runs of 4 consecutive elements, `thread.index_1d()` gives one element "
+            "per thread), so one element could get two owners with no barrier between them",
+        ),
+        help=f"access `{name}` through one mapping: do all the work on `{name}` in one grid-stride loop "
+        f"(or through one `thread.index_1d()` witness), or split it into separate kernels",
+    )
+
+
 def index_forge(span: Span, what: str, *, help: str | None = None) -> Diagnostic:
     return make(
         "az-index-forge",
@@ -424,6 +444,52 @@ def barrier_divergence(span: Span, what: str, reason: Span, reason_text: str) ->
         notes=("a barrier that some threads of a block skip deadlocks or corrupts the block",),
         help="move the barrier out of the branch or loop so every thread reaches it, "
         "and put only the work under the condition",
+    )
+
+
+def warp_divergence(span: Span, what: str, reason: Span, reason_text: str) -> Diagnostic:
+    return make(
+        "az-warp-divergence",
+        f"{what} is reachable under control flow that may differ between the lanes of a warp",
+        span,
+        label="not every lane of the warp may reach this warp operation",
+        secondary=(Label(reason, reason_text),),
+        notes=(
+            "a full-warp operation needs all 32 lanes of the warp; a lane that skips it leaves the others "
+            "reading undefined values or hanging",
+            "conditions equal on every lane of a warp are fine: on block ids, on uniform scalars, or on the "
+            "warp's index `thread.tid_x() // 32` (with a block x extent that is a multiple of 32)",
+        ),
+        help="call the warp operation on every lane and put only the use of its result under the condition",
+    )
+
+
+def warp_block(
+    span: Span, what: str, kernel: str, block: tuple[int, ...] | None, decl: Span | None, *, has_contract: bool = True
+) -> Diagnostic:
+    if block is None:
+        why = f"the launch contract of `{kernel}` gives no literal `block`" if has_contract else (
+            f"kernel `{kernel}` has no launch contract to declare its block"
+        )
+        msg = f"{what} needs whole warps, but {why}"
+        label_text = "no literal block size here" if has_contract else "this kernel has no launch contract"
+        help_text = "declare the block in the contract, for example `@launch_contract(domain=1, block=256)`"
+    else:
+        threads = 1
+        for b in block:
+            threads *= b
+        msg = f"{what} needs whole warps, but kernel `{kernel}` runs blocks of {threads} threads"
+        label_text = f"{threads} is not a multiple of 32"
+        help_text = "use a block whose thread count is a multiple of 32"
+    return make(
+        "az-warp-divergence",
+        msg,
+        span,
+        label="a full-warp operation",
+        secondary=(Label(decl, label_text),) if decl else (),
+        notes=("a block that is not a whole number of warps has a last, partial warp, whose missing lanes never "
+               "take part",),
+        help=help_text,
     )
 
 

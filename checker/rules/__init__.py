@@ -21,6 +21,7 @@ from .signature import Signature
 from .type_errors import Typing
 from .unsafe import Unsafe
 from .unsupported import Unsupported
+from .warp_divergence import WarpDivergence
 
 ALL_RULES: tuple[type[Rule], ...] = (
     Unsupported,
@@ -33,6 +34,7 @@ ALL_RULES: tuple[type[Rule], ...] = (
     GlobalWrite,
     Unsafe,
     BarrierDivergence,
+    WarpDivergence,
     SharedRace,
     Contract,
     NoContract,

@@ -1,18 +1,31 @@
-"""Forbids indexing a `DisjointSlice*` at anything but this thread's witness of its index space."""
+"""Forbids indexing a `DisjointSlice*` at anything but this thread's witness of its index space,
+and accessing one output through two index spaces (one mapping per output)."""
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from anodize.language import messages
-from ..kernel_model import bind_args, index_elements
-from .base import Rule, slice_kinds
+from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
+from .base import Rule, RuleContext, slice_kinds
 
 _DISJOINT = {"DisjointSlice": 1, "DisjointSlice2D": 2}
 
 
+@dataclass(frozen=True)
+class _Access:
+    """One read or write of an output (`param` of the function summarised) through `space`:
+    at `node` in that function, `via` the helper whose body holds the access itself."""
+
+    param: str
+    space: Space
+    node: ast.AST
+    via: str | None
+
+
 class DisjointIndex(Rule):
-    """Forbids indexing a `DisjointSlice*` at anything but this thread's witness of its index space."""
+    """Forbids indexing a `DisjointSlice*` at anything but this thread's one witness mapping for it."""
 
     CODE = "az-disjoint-index"
     VALID = [
@@ -34,6 +47,21 @@ def k2(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
     if ij in out:
         out[ij] = m[ij.row, ij.col]
 """,
+        """
+@az.func
+def put(c: DisjointSlice[f32], i: Index1D, v: f32) -> None:
+    c[i] = v
+
+@launch_contract(domain=1, block=256, requires=lambda a, c, d: len(a) == len(c) and len(a) == len(d))
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32], d: DisjointSlice[f32], n: i32) -> None:
+    for r in range(n):
+        for i in thread.grid_stride(c):
+            put(c, i, a[i])
+            c[i] += 1.0
+    for j in thread.grid_stride(d):
+        d[j] = a[j]
+""",
     ]
     INVALID = [
         """
@@ -54,8 +82,107 @@ def k(out: DisjointSlice2D[f32]) -> None:
     ij = thread.index_2d()
     out[ij.col, ij.row] = 1.0  # E: az-disjoint-index
 """,
+        """
+@az.func
+def put(c: DisjointSlice[f32], i: Index1D, v: f32) -> None:
+    c[i] = v
+
+@launch_contract(domain=1, block=256, requires=lambda a, c: len(a) == len(c))
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    for i in thread.grid_stride(c):
+        c[i] = a[i]
+    for j in thread.grid_stride(c):
+        c[j] = c[j] * 2.0  # E: az-disjoint-index
+    w = thread.index_1d()
+    if w in c:
+        put(c, w, 0.0)  # E: az-disjoint-index
+""",
     ]
 
+    def __init__(self, ctx: RuleContext) -> None:
+        super().__init__(ctx)
+        self._summaries: dict[FunctionInfo, list[_Access]] = {}
+
+    # -- one mapping per output ---------------------------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        fn = self.model.by_node.get(node)
+        if fn is None or fn.kind != "kernel":
+            return
+        first: dict[str, _Access] = {}
+        reported: set[tuple[str, Space]] = set()  # the first access through each further space
+        for acc in self._accesses(fn, ()):
+            p = fn.params.get(acc.param)
+            if p is None or p.slice_kind is None or p.slice_kind.name not in _DISJOINT:
+                continue
+            head = first.setdefault(acc.param, acc)
+            if acc.space == head.space or (acc.param, acc.space) in reported:
+                continue
+            reported.add((acc.param, acc.space))
+            self.report(
+                messages.disjoint_mixed_mapping(
+                    self.span(acc.node), acc.param, p.slice_kind.name, self._show(acc.space),
+                    self._show(head.space), self.span(head.node), via=acc.via,
+                )
+            )
+
+    def _accesses(self, fn: FunctionInfo, stack: tuple[FunctionInfo, ...]) -> list[_Access]:
+        """Every access of `fn`'s slice parameters through a witness, in source order, with the
+        accesses inside the helpers it calls put at the calls (parameters replaced by arguments)."""
+        hit = self._summaries.get(fn)
+        if hit is not None:
+            return hit
+        if fn in stack:
+            return []  # recursion (rejected elsewhere)
+        m = self.model
+        out: list[_Access] = []
+        for node in ast.walk(fn.node):
+            c = m.ctx.get(node)
+            if c is None or c.fn is not fn:
+                continue
+            if isinstance(node, ast.Subscript):
+                base = m.values.get(node.value)
+                idx = index_elements(node)
+                if base is None or base.kind != "slice" or idx is None or len(idx) != 1:
+                    continue
+                w = m.values.get(idx[0])
+                if w is None or w.kind != "witness":
+                    continue
+                for name in sorted(base.params & set(fn.params)):
+                    for sp in sorted(w.spaces, key=_space_order):
+                        out.append(_Access(name, sp, node, None))
+            elif isinstance(node, ast.Call):
+                callee = m.callees.get(node)
+                if callee is None or callee.kind != "helper" or callee.fn is None:
+                    continue
+                h = callee.fn
+                args = dict(bind_args(h, node))
+                for acc in self._accesses(h, stack + (fn,)):
+                    a = args.get(acc.param)
+                    v = m.values.get(a) if a is not None else None
+                    if v is None or v.kind != "slice":
+                        continue
+                    for sp in sorted(substitute(frozenset([acc.space]), h, node, m.values), key=_space_order):
+                        for name in sorted(v.params & set(fn.params)):
+                            out.append(_Access(name, sp, node, acc.via or h.name))
+        out.sort(key=lambda a: (getattr(a.node, "lineno", 0), getattr(a.node, "col_offset", 0)))
+        self._summaries[fn] = out
+        return out
+
+    def _show(self, sp: Space) -> str:
+        if sp.kind == "grid_stride" and sp.node is not None:
+            text = f"the grid-stride loop `{self.model.code(sp.node)}` (line {getattr(sp.node, 'lineno', '?')})"
+            code = self.model.code(sp.node.args[0]) if isinstance(sp.node, ast.Call) and sp.node.args else ""
+            renamed = sorted((p, b) for p, b in sp.binding if p != b and "." not in b)
+            if renamed:  # a helper's loop: which slices this call gives it
+                return text + " with " + ", ".join(f"`{p}` = `{b}`" for p, b in renamed)
+            over = [n for n in sp.over if "." not in n]
+            return text + (f" over `{over[0]}`" if len(over) == 1 and over[0] != code else "")
+        if sp.kind == "param":
+            return f"witness parameter `{sp.param}`"
+        return f"`thread.{sp.kind}()`"
+
+    # -- indices ---------------------------------------------------------------------------------
     def visit_Subscript(self, node: ast.Subscript) -> None:
         fn = self.fn_of(node)
         if fn is None:
@@ -117,6 +244,12 @@ def k(out: DisjointSlice2D[f32]) -> None:
                 if kind in _DISJOINT and (hp.slice_kind is None or hp.slice_kind.name != kind):
                     pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
                     self.report(messages.disjoint_passed(self.span(arg), name, kind, h.name, pname, pk))
+
+
+def _space_order(sp: Space) -> tuple[str, int, int, str]:
+    n = sp.node
+    detail = ",".join(sorted(sp.over)) + ";" + ",".join(f"{p}={b}" for p, b in sorted(sp.binding))
+    return (sp.kind, getattr(n, "lineno", 0), getattr(n, "col_offset", 0), sp.param + detail)
 
 
 def _why(v, d: int, n: int) -> str:  # type: ignore[no-untyped-def]
