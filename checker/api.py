@@ -209,7 +209,12 @@ def enforce_kernel(kernel: Any) -> Any:
             sources,
         ) from None
     mine = kernel_errors(analysis, fdef)
-    typed = front.typed(fdef, tuple(getattr(kernel, "spec", None) or ()))
-    if mine or typed.ir is None:
-        raise CheckError(mine or list(typed.diagnostics), sources) from None
+    if mine:
+        raise CheckError(mine, sources) from None
+    spec = getattr(kernel, "spec", None)
+    # a specialisation is typed as itself; a generic kernel as each member, like `anodize check`
+    for s in [tuple(spec)] if spec else front.members(fdef):
+        typed = front.typed(fdef, s)
+        if typed.ir is None:
+            raise CheckError(list(typed.diagnostics), sources) from None
     return typed.ir

@@ -88,7 +88,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 def k(c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     with az.unsafe():
-        v = az.warp.shfl_down(1.0, 1)  # E: az-warp-divergence
+        v = az.warp.shfl_down(f32(1.0), 1)  # E: az-warp-divergence
         if thread.tid_x() // 32 == 0:
             v = az.warp.shfl_down(v, 1)  # E: az-warp-divergence
     if i in c:
