@@ -22,7 +22,29 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, Stride, injective, join_forms, normalize, pin, separated
+from .index_forms import (
+    COMPS,
+    MAX_EXTENT,
+    TX,
+    TY,
+    TZ,
+    Block,
+    Div,
+    Fact,
+    Form,
+    Lin,
+    Mod,
+    Stride,
+    exact_or_oob,
+    injective,
+    join_forms,
+    normalize,
+    pin,
+    plain,
+    pow2,
+    separated,
+)
+from .int_types import IntTypes
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
 from anodize.language.walk import child_fields
 
@@ -118,6 +140,9 @@ class Intervals:
         self.facts: list[tuple[Fact, frozenset[str]] | None] = []
         self.loops: list[_Loop] = []
         self._uniform: dict[ast.expr, Named] = {}
+        self.types = IntTypes(model, fn)
+        self.log: list[Access] = []  # every access touched, in walk order (for `_across`)
+        self._assigned: dict[ast.If, frozenset[str]] = {}
 
     # ---- entry -----------------------------------------------------------------------------
     def run(self) -> bool:
@@ -216,7 +241,7 @@ class Intervals:
             old = self.form(target, st)
             val = self.form(s.value, st)
             if old[0] is not None and val[0] is not None and isinstance(s.op, (ast.Add, ast.Sub)):
-                new = _arith(old, val, isinstance(s.op, ast.Add))
+                new = self._arith(old, val, isinstance(s.op, ast.Add))
             self.assign(target.id, st, new)
         else:
             self.ev(target, st)
@@ -257,8 +282,13 @@ class Intervals:
         if form is None or form[0] is None:
             return
         val = form[0]
+        if isinstance(val, Lin) and not val.exact and val.eo and self.types.rebound(name):
+            # stored into a local typed by an earlier binding: converted (wrapping) to that type
+            val = val.flagged(False, False, val.sg)
+            form = val, form[1]
         if isinstance(val, Lin) and val.is_const:
-            st.consts[name] = val.const
+            if val.exact:
+                st.consts[name] = val.const
         elif name not in form[1] and (isinstance(val, (Div, Mod, Stride)) or val.thread()):
             st.forms[name] = form  # a thread-affine local
 
@@ -279,12 +309,34 @@ class Intervals:
         memo: dict[ast.expr, Named] = {}  # the test's forms, for both sides (the state is the same)
         pos = self.facts_of(s.test, st, True, memo)
         neg = self.facts_of(s.test, st, False, memo)
+        start = len(self.log)
         body = self.under(pos, lambda: self.block_(s.body, st.copy()))
         if not s.orelse:
             other: State | None = st.copy()
         else:  # `else:` or `elif` (a one-statement `else` holding an `if`)
+            mid = len(self.log)
             other = self.under(neg, lambda: self.block_(s.orelse, st.copy()))
+            self._across(s, self.log[start:mid], self.log[mid:])
         return join(body, other)
+
+    def _across(self, s: ast.If, body: list[Access], orelse: list[Access]) -> None:
+        """Some threads take one side and some the other, in one barrier interval: each access of
+        the `else` side against each of the `if` side (with every name either side assigns dirty:
+        a symbol may name another value on each side)."""
+        if not body or not orelse:
+            return
+        dirty = self._assigned.get(s)
+        if dirty is None:
+            dirty = self._assigned[s] = frozenset(
+                n.id for part in (s.body, s.orelse) for st in part for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+        for b in dict.fromkeys(orelse):
+            if b.node in self.races:
+                continue
+            for a in dict.fromkeys(body):
+                if self.conflict(a, dirty, b):
+                    self.races[b.node] = Race(b, a)
+                    break
 
     def under(self, facts, run):  # type: ignore[no-untyped-def]
         n = len(self.facts)
@@ -346,8 +398,8 @@ class Intervals:
         step = self.form(args[2], st)
         if not (isinstance(start[0], Lin) and start[0].thread() and not start[1]):
             return None
-        if not (isinstance(step[0], Lin) and step[0].is_const and step[0].const > 0):
-            return None
+        if not (isinstance(step[0], Lin) and step[0].is_const and pow2(step[0].const)):
+            return None  # a power of two: the residue modulo the step survives wrapping
         return Stride(start[0], step[0].const), frozenset()
 
     # ---- expressions -----------------------------------------------------------------------
@@ -508,6 +560,7 @@ class Intervals:
                         self.races[b.node] = Race(b, a)
                         break
         st.pending[b] = st.pending.get(b, frozenset())
+        self.log.append(b)
 
     def conflict(self, a: Access, dirty: frozenset[str], b: Access) -> bool:
         if not (a.write or b.write):
@@ -534,13 +587,17 @@ class Intervals:
             return True
         ia = [pin(f, fa) for f in ia]  # type: ignore[arg-type]
         ib = [pin(f, fb) for f in ib]  # type: ignore[arg-type]
+        # per axis, whether both machine values are exact or out of bounds; then the values alone
+        eo = [exact_or_oob(x) and exact_or_oob(y) for x, y in zip(ia, ib)]  # type: ignore[arg-type]
+        ia = [plain(f) for f in ia]  # type: ignore[arg-type]
+        ib = [plain(f) for f in ib]  # type: ignore[arg-type]
         # the same index, injective in the thread id: apart (tested first, as it costs less than
         # the ranges below; the answer does not depend on the order of the tests)
         same = ia == ib
         if same and injective(tuple(ia), fa, fb, self.block):  # type: ignore[arg-type]
             return False
-        for x, y in zip(ia, ib):
-            if separated(x, fa, y, fb, self.block):  # type: ignore[arg-type]
+        for x, y, both in zip(ia, ib, eo):
+            if separated(x, fa, y, fb, self.block, both):  # type: ignore[arg-type]
                 return False
         if same:
             return True  # the same index, not injective, the ranges not apart
@@ -563,32 +620,49 @@ class Intervals:
             return self.uniform(node)
         if isinstance(node, ast.Constant):
             if type(node.value) is int:
-                return Lin((), node.value), frozenset()
+                v = node.value
+                exact = -_HALF <= v < _HALF  # a weak literal may become an i32 (wrapping)
+                return Lin((), v, exact, exact, "w"), frozenset()
             return self.uniform(node)
         if isinstance(node, ast.BinOp):
             left, right = self.form(node.left, st), self.form(node.right, st)
             op = type(node.op)
             if op is ast.Add or op is ast.Sub:
-                got = _arith(left, right, op is ast.Add)
+                got = self._arith(left, right, op is ast.Add)
                 if got is not None:
                     return got
             elif op is ast.Mult and isinstance(left[0], Lin) and isinstance(right[0], Lin):
-                if left[0].is_const:
-                    return right[0].scale(left[0].const), right[1]
-                if right[0].is_const:
-                    return left[0].scale(right[0].const), left[1]
+                x, y = left[0], right[0]
+                if x.is_const or y.is_const:
+                    k, f, names = (x, y, right[1]) if x.is_const else (y, x, left[1])
+                    r = f.scale(k.const)
+                    sg = _sg(x.sg, y.sg)
+                    exact = f.exact and k.exact and self._fits(r, sg)
+                    return r.flagged(exact, exact, sg), names  # a wrapped product lands anywhere
             elif (op is ast.FloorDiv or op is ast.Mod) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
-                d = right[0].const if right[0].is_const else 0
-                if d > 0 and left[0].is_const:
-                    num = left[0].const
-                    return Lin((), num // d if op is ast.FloorDiv else num % d), frozenset()
-                if d > 0 and left[0].thread():
-                    return (Div(left[0], d) if op is ast.FloorDiv else Mod(left[0], d)), left[1]
+                x, y = left[0], right[0]
+                d = y.const if y.is_const and y.exact else 0
+                if d > 0 and x.is_const and x.exact:
+                    num = x.const
+                    return Lin((), num // d if op is ast.FloorDiv else num % d, True, True, _sg(x.sg, y.sg)), frozenset()
+                if d > 0 and x.thread():
+                    # floor division needs the exact value; a power-of-two modulus only the value
+                    # modulo 2**32 (it divides 2**32)
+                    if op is ast.FloorDiv and x.exact:
+                        return Div(x, d), left[1]
+                    if op is ast.Mod and (x.exact or pow2(d)):
+                        return Mod(x, d), left[1]
             return self.uniform(node)
         if isinstance(node, ast.UnaryOp) and type(node.op) in (ast.USub, ast.UAdd):
             f, names = self.form(node.operand, st)
             if isinstance(f, Lin):
-                return (f.scale(-1) if isinstance(node.op, ast.USub) else f), names
+                if isinstance(node.op, ast.UAdd):
+                    return f, names
+                r = f.scale(-1)
+                exact = f.exact and self._fits(r, f.sg)
+                # a signed value that wrapped (far from 0) stays far from 0 negated
+                eo = exact or (f.sg == "s" and f.eo and self._small(r))
+                return r.flagged(exact, eo, f.sg), names
             return self.uniform(node)
         if isinstance(node, ast.Call):
             c = self.m.callees.get(node)
@@ -597,7 +671,7 @@ class Intervals:
             short = c.name.split(".")[-1]
             if c.kind == "rawid":
                 if short in _TIDS:
-                    return Lin.make({_TIDS[short]: 1}), frozenset()
+                    return Lin(((_TIDS[short], 1),), 0, True, True, "s"), frozenset()
                 if short == "lane_id":
                     bx, by, bz = self.block.ext
                     if bx is not None and (bx % 32 == 0 or by == bz == 1):
@@ -605,15 +679,83 @@ class Intervals:
                     return none
                 ext = self.block.ext[_DIMS[short]] if short in _DIMS else None
                 if ext is not None:
-                    return Lin((), ext), frozenset()
-            elif c.kind == "cast" and short in ("i32", "i64", "u32", "u64"):
+                    return Lin((), ext, True, True, "s"), frozenset()
+            elif c.kind == "cast" and short in _CASTS:
                 args = _arg_values(node)
                 if len(args) == 1:
-                    inner = self.form(args[0], st)
-                    if inner[0] is not None:
-                        return inner
+                    got = self._cast(self.form(args[0], st), short)
+                    if got is not None:
+                        return got
             return self.uniform(node)
         return self.uniform(node)
+
+    # ---- machine integer flags (index_forms.py, "Machine integers") --------------------------
+    def _vrange(self, lin: Lin) -> tuple[int, int] | None:
+        """The value range of a form of thread ids and constants over the block (None with symbols)."""
+        lo = hi = lin.const
+        for k, a in lin.terms:
+            if k not in COMPS:
+                return None
+            e = self.block.extent(k)
+            top = a * ((e if e is not None else MAX_EXTENT) - 1)
+            if top > 0:
+                hi += top
+            else:
+                lo += top
+        return lo, hi
+
+    def _fits(self, lin: Lin, sg: str) -> bool:
+        """Every machine type of signedness `sg` (32 bits or more) holds the form's every value."""
+        r = self._vrange(lin)
+        if r is None:
+            return False
+        return (-_HALF if sg == "s" else 0) <= r[0] and r[1] < _HALF
+
+    def _small(self, lin: Lin) -> bool:
+        """At most one symbol, with coefficient 1 or -1, plus a part within [-2**30, 2**30]."""
+        syms = [(k, a) for k, a in lin.terms if k not in COMPS]
+        if len(syms) > 1 or (syms and syms[0][1] not in (1, -1)):
+            return False
+        r = self._vrange(Lin(tuple([t for t in lin.terms if t[0] in COMPS]), lin.const))
+        return r is not None and -_OOB <= r[0] and r[1] <= _OOB
+
+    def _arith(self, a: Named, b: Named, add: bool) -> Named | None:
+        got = _arith(a, b, add)
+        if got is None or not isinstance(got[0], Lin):
+            return got
+        x, y, r = a[0], b[0], got[0]
+        assert isinstance(x, Lin) and isinstance(y, Lin)
+        sg = _sg(x.sg, y.sg)
+        exact = x.exact and y.exact and self._fits(r, sg)
+        # a signed sum wraps to a value far from every index: exact or out of bounds, as long as
+        # one symbol at most is in it and no operand is an unsigned value that wrapped
+        eo = exact or (
+            sg == "s"
+            and x.eo
+            and y.eo
+            and (x.exact or x.sg == "s")
+            and (y.exact or y.sg == "s")
+            and self._small(r)
+        )
+        return r.flagged(exact, eo, sg), got[1]
+
+    def _cast(self, inner: Named, to: str) -> Named | None:
+        """`i32(x)`, `u32(x)`, `i64(x)`, `u64(x)` of a form: the same value when it fits."""
+        f = inner[0]
+        if f is None:
+            return None
+        if isinstance(f, Stride):
+            return inner  # the residue modulo the (power-of-two) step survives any int cast
+        sg = "u" if to[0] == "u" else "s"
+        if isinstance(f, Mod):
+            return inner  # in [0, m - 1]
+        if isinstance(f, Div):
+            return inner if sg == "s" or self._fits(f.lin, "u") else None
+        if not f.thread() and not (f.is_const and f.exact):
+            return None  # a block-uniform value: the cast is a symbol of its own (its text)
+        exact = f.exact and self._fits(f, sg)
+        eo = exact or (to in ("i64", "int") and f.eo and f.sg == "s")  # sign extension keeps it far
+        return f.flagged(exact, eo, sg), inner[1]
 
     def uniform(self, node: ast.expr) -> Named:
         """A block-uniform value as an opaque symbol (keyed by its text); a node's is computed once."""
@@ -623,7 +765,11 @@ class Intervals:
             if v is None or v.tdep or v.kind not in ("scalar", "global"):
                 hit = None, frozenset()
             else:
-                hit = Lin.sym(self.m.code(node)), _free_names(node)
+                kind = self.types.kind(node)
+                if kind == "f":
+                    hit = None, frozenset()  # a float (or untyped) value: no integer symbol
+                else:  # its machine value: exact by definition
+                    hit = Lin(((self.m.code(node), 1),), 0, True, True, kind), _free_names(node)
             self._uniform[node] = hit
         return hit
 
@@ -669,13 +815,15 @@ class Intervals:
         l, r = lf[0], rf[0]
         if op == "Eq" and isinstance(r, Mod) and isinstance(l, Lin):
             l, r = r, l
-        if op == "Eq" and isinstance(l, Mod) and isinstance(r, Lin) and r.is_const:
+        if op == "Eq" and isinstance(l, Mod) and isinstance(r, Lin) and r.is_const and r.exact:
             th = l.lin.thread()
             if len(th) == 1 and list(th.values())[0] == 1 and l.lin.const == 0 and len(l.lin.terms) == 1:
                 return [(("mod", next(iter(th)), l.m, r.const % l.m), names)]
             return []
         if not (isinstance(l, Lin) and isinstance(r, Lin)) or op not in _BOUNDS:
             return []
+        if not (l.exact and r.exact):
+            return []  # a value that may have wrapped (an unsigned difference...) says nothing
         diff = l - r  # diff OP 0
         th = diff.thread()
         if len(th) != 1:
@@ -695,6 +843,20 @@ class Intervals:
         if hi is not None:
             out.append((("hi", comp, bound + Lin((), hi)), names))
         return out
+
+
+_HALF = 1 << 31
+_OOB = 1 << 30  # no shared array axis has this many elements
+_CASTS = frozenset({"i32", "i64", "u32", "u64", "int"})
+
+
+def _sg(a: str, b: str) -> str:
+    """The signedness of `a op b` (types.promote: signed with unsigned is signed; weak adopts)."""
+    if a == "s" or b == "s":
+        return "s"
+    if a == "u" or b == "u":
+        return "u"
+    return "?" if a == "?" or b == "?" else "w"
 
 
 # op (an `ast.cmpop` class name) -> (offset of the lower bound, offset of the upper bound) for `t OP bound`
