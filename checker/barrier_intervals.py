@@ -129,11 +129,22 @@ class _Loop:
 
 
 class Intervals:
-    def __init__(self, model: ModuleModel, fn: FunctionInfo, block: Block, must_barrier: dict[str, bool]):
+    def __init__(
+        self,
+        model: ModuleModel,
+        fn: FunctionInfo,
+        block: Block,
+        must_barrier: dict[str, bool],
+        dynamic: dict[str, DynSummary] | None = None,
+    ):
         self.m = model
         self.fn = fn
         self.block = block
         self.must_barrier = must_barrier  # helper name -> reaches a barrier on every path
+        self.dynamic = dynamic or {}  # helper name -> its accesses of dynamic shared memory
+        # this function's own summary: dynamic accesses reachable from its entry, and pending at its exit
+        self.head: DynPart | None = None
+        self.tail: DynPart | None = None
         self.races: dict[ast.Subscript, Race] = {}
         self.escapes: dict[ast.Name, str] = {}
         self.exits: list[State] = []
@@ -162,6 +173,10 @@ class Intervals:
             if _same(again, start):
                 break
             start = again  # type: ignore[assignment]
+        if out is not None:
+            for a in out.pending:
+                if _dynamic(a.arrays):
+                    self.tail = _add(self.tail, a)
         return out is not None and not out.fresh
 
     # ---- statements ------------------------------------------------------------------------
@@ -449,12 +464,19 @@ class Intervals:
                 self.ev(a, st, cond)
             for k in keywords:
                 self.ev(k.value, st, cond)
+            summary = self.dynamic.get(callee.fn.name) if kind == "helper" and callee is not None and callee.fn is not None else None
+            if summary is not None and summary[0] is not None:
+                # every dynamic array is one region: the helper's accesses before its first barrier
+                # meet this function's pending ones (at an index the check does not follow)
+                self.touch(self._summary_access(node, summary[0]), st)
             if not cond and (
                 kind == "barrier"
                 or (kind == "helper" and callee is not None and callee.fn is not None and self.must_barrier.get(callee.fn.name))
             ):
                 st.pending.clear()
                 st.fresh = False
+            if summary is not None and summary[1] is not None:
+                self.touch(self._summary_access(node, summary[1]), st)  # still pending after it returns
             return
         if isinstance(node, ast.BinOp):
             self.ev(node.left, st, cond)
@@ -550,12 +572,21 @@ class Intervals:
                 vtext, vnames = self.m.code(value), _free_names(value)
         return Access(node, write, ids, index, facts, vtext, vnames)
 
+    def _summary_access(self, call: ast.Call, part: DynPart) -> Access:
+        facts = tuple([f for f in self.facts if f is not None])
+        return Access(call, part[0], part[1], None, facts)  # type: ignore[arg-type]
+
     def touch(self, b: Access, st: State) -> None:
+        summary = b.node.__class__ is ast.Call  # a helper's dynamic accesses, checked in its own walk
+        if st.fresh and _dynamic(b.arrays):
+            self.head = _add(self.head, b)
         if b.node not in self.races:
-            if b.write and self.conflict(b, frozenset(), b):
+            if b.write and not summary and self.conflict(b, frozenset(), b):
                 self.races[b.node] = Race(b, None)
             else:
                 for a, dirty in st.pending.items():
+                    if summary and a.node is b.node:
+                        continue
                     if self.conflict(a, dirty, b):
                         self.races[b.node] = Race(b, a)
                         break
@@ -843,6 +874,23 @@ class Intervals:
         if hi is not None:
             out.append((("hi", comp, bound + Lin((), hi)), names))
         return out
+
+
+# a function's accesses of dynamic shared memory (or of arrays the check cannot place): whether
+# one writes, and the arrays
+DynPart = tuple[bool, frozenset[object]]
+DynSummary = tuple["DynPart | None", "DynPart | None"]  # (from the entry, pending at the exit)
+
+
+def _dynamic(arrays: frozenset[object]) -> bool:
+    return any(x == ALL or x.__class__ is tuple for x in arrays)
+
+
+def _add(part: DynPart | None, a: Access) -> DynPart:
+    ids = frozenset(x for x in a.arrays if x == ALL or x.__class__ is tuple)
+    if part is None:
+        return a.write, ids
+    return part[0] or a.write, part[1] | ids
 
 
 _HALF = 1 << 31
