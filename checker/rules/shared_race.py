@@ -64,8 +64,64 @@ def k(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
     if ij in c:
         c[ij] = v
 """,
+        # machine integers: a cast of a value that fits, a signed offset by a block-uniform value
+        # (if it wraps it is negative: out of bounds), a power-of-two stride
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32], n: i32) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        buf = az.shared.array(1024, f32)
+        t = thread.tid_x()
+        buf[i64(t) * 4] = 1.0
+        az.syncthreads()
+        if t < n:
+            buf[t + n] = buf[t]
+        az.syncthreads()
+        v = buf[az.u32(t) * 2 % 1024]
+    if i in c:
+        c[i] = v
+""",
     ]
     INVALID = [
+        # i32 arithmetic wraps: `t * 65536 * 65536` is 0 for every thread; `i32(i64(t) + 2**32 + 1)`
+        # is the neighbour's index
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        buf = az.shared.array(512, f32)
+        t = thread.tid_x()
+        buf[t * 65536 * 65536] = f32(t)  # E: az-shared-race
+        az.syncthreads()
+        buf[t] = f32(t)
+        v = buf[i32(i64(t) + 4294967297)]  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
+        # every dynamic array is one region, a helper's too: its read races with the kernel's write
+        """
+@func
+def next_value() -> f32:
+    with az.unsafe():
+        dyn = az.shared.array(0, f32)
+        v = dyn[thread.tid_x() + 1]
+    return v
+
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        dyn = az.shared.array(0, f32)
+        dyn[thread.tid_x()] = 1.0
+        v = next_value()  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
         # the barrier after the first write is missing: thread 0 reads element 1 as thread 1 writes it
         """
 @launch_contract(domain=1, block=64)
