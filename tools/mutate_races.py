@@ -1,6 +1,6 @@
 """Racy mutants of the shared-memory kernels: the unsafe tier's mutation test.
 
-    python tools/mutate_races.py [--json FILE] [--share N] [PATH...]
+    python tools/mutate_races.py [--json FILE] [--share N] [--mutants-dir DIR] [PATH...]
 
 Every accepted module among examples/*.py and fixtures/accept/*.py that uses
 `az.shared.array` is mutated at each shared-array write `buf[idx] = v` that every
@@ -354,8 +354,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", default=None)
     ap.add_argument("--share", type=float, default=1.0, help="run this share of the mutants (sampled)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--mutants-dir", default=None, help="also write every mutant here (for tools/sanitize.py --mutants)")
     ns = ap.parse_args(argv)
     paths = [Path(p).resolve() for p in ns.paths] or shared_paths()
+    if ns.mutants_dir:
+        out = Path(ns.mutants_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        for p in paths:
+            for m in mutants(p):
+                name = f"{p.stem}_{m.cls}_L{m.line}.py"
+                (out / name).write_text(f"# racy mutant of {m.path}: {m.cls} at line {m.line}\n" + m.source)
     rep = run(paths, ns.share, ns.seed)
     r, b = rep["race"], rep["barrier"]
     print(f"files: {rep['files']} (skipped, not accepted: {len(rep['files_skipped_not_accepted'])})")
