@@ -199,8 +199,8 @@ def _domain(fn: ast.FunctionDef) -> int:
     for d in fn.decorator_list:
         if isinstance(d, ast.Call) and ast.unparse(d.func).endswith("launch_contract"):
             for k in d.keywords:
-                if k.arg == "domain" and isinstance(k.value, ast.Constant):
-                    return int(k.value.value)
+                if k.arg == "domain" and isinstance(k.value, ast.Constant) and isinstance(k.value.value, int):
+                    return k.value.value
     return 1
 
 
@@ -341,9 +341,9 @@ def run(paths: list[Path], share: float = 1.0, seed: int = 0) -> dict[str, Any]:
     for p in paths:
         if share < 1.0 or "examples" not in p.parts or "syncthreads" not in p.read_text():
             continue
-        for m in barrier_mutants(p):
+        for bm in barrier_mutants(p):
             btally["total"] += 1
-            btally["static" if _errors(m.source, str(p)) else "needs_racecheck"] += 1
+            btally["static" if _errors(bm.source, str(p)) else "needs_racecheck"] += 1
     report["barrier"] = dict(btally)
     return report
 
