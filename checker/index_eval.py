@@ -131,7 +131,8 @@ class FormEval:
         r = self._vrange(lin)
         if r is None:
             return False
-        return (-_HALF if sg == "s" else 0) <= r[0] and r[1] < _HALF
+        # a weak literal (folded by Python) takes a signed type unless an unsigned operand meets it
+        return (-_HALF if sg in ("s", "w") else 0) <= r[0] and r[1] < _HALF
 
     def _small(self, lin: Lin) -> bool:
         """At most one symbol, with coefficient 1 or -1, plus a part within [-2**30, 2**30]."""
