@@ -22,15 +22,35 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from .index_forms import TX, TY, TZ, Block, Div, Fact, Form, Lin, Mod, Stride, injective, join_forms, normalize, pin, separated
+from .index_forms import (
+    COMPS,
+    MAX_EXTENT,
+    TX,
+    TY,
+    TZ,
+    Block,
+    Div,
+    Fact,
+    Form,
+    Lin,
+    Mod,
+    Stride,
+    exact_or_oob,
+    injective,
+    join_forms,
+    normalize,
+    pin,
+    plain,
+    pow2,
+    separated,
+)
+from .index_eval import FormEval, Named, _arg_values, _arith, _free_names
+from .int_types import IntTypes
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
 from anodize.language.walk import child_fields
 
 ALL = "*"  # an access to any shared array / every name dirty
-_TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}
-_DIMS = {"block_dim_x": 0, "block_dim_y": 1, "block_dim_z": 2}
 _MAX_PASSES = 24
-Named = tuple[Form | None, frozenset[str]]  # a form and the names it reads
 # statements the walk does not enter (nested definitions, `match`, `try`/`except*`)
 _OPAQUE = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Match, ast.TryStar})
 # children of an expression that hold no expression
@@ -106,18 +126,32 @@ class _Loop:
         self.continues: list[State] = []
 
 
-class Intervals:
-    def __init__(self, model: ModuleModel, fn: FunctionInfo, block: Block, must_barrier: dict[str, bool]):
+class Intervals(FormEval):
+    def __init__(
+        self,
+        model: ModuleModel,
+        fn: FunctionInfo,
+        block: Block,
+        must_barrier: dict[str, bool],
+        dynamic: dict[str, DynSummary] | None = None,
+    ):
         self.m = model
         self.fn = fn
         self.block = block
         self.must_barrier = must_barrier  # helper name -> reaches a barrier on every path
+        self.dynamic = dynamic or {}  # helper name -> its accesses of dynamic shared memory
+        # this function's own summary: dynamic accesses reachable from its entry, and pending at its exit
+        self.head: DynPart | None = None
+        self.tail: DynPart | None = None
         self.races: dict[ast.Subscript, Race] = {}
         self.escapes: dict[ast.Name, str] = {}
         self.exits: list[State] = []
         self.facts: list[tuple[Fact, frozenset[str]] | None] = []
         self.loops: list[_Loop] = []
         self._uniform: dict[ast.expr, Named] = {}
+        self.types = IntTypes(model, fn)
+        self.log: list[Access] = []  # every access touched, in walk order (for `_across`)
+        self._assigned: dict[ast.If, frozenset[str]] = {}
 
     # ---- entry -----------------------------------------------------------------------------
     def run(self) -> bool:
@@ -137,6 +171,10 @@ class Intervals:
             if _same(again, start):
                 break
             start = again  # type: ignore[assignment]
+        if out is not None:
+            for a in out.pending:
+                if _dynamic(a.arrays):
+                    self.tail = _add(self.tail, a)
         return out is not None and not out.fresh
 
     # ---- statements ------------------------------------------------------------------------
@@ -216,7 +254,7 @@ class Intervals:
             old = self.form(target, st)
             val = self.form(s.value, st)
             if old[0] is not None and val[0] is not None and isinstance(s.op, (ast.Add, ast.Sub)):
-                new = _arith(old, val, isinstance(s.op, ast.Add))
+                new = self._arith(old, val, isinstance(s.op, ast.Add))
             self.assign(target.id, st, new)
         else:
             self.ev(target, st)
@@ -257,8 +295,13 @@ class Intervals:
         if form is None or form[0] is None:
             return
         val = form[0]
+        if isinstance(val, Lin) and not val.exact and val.eo and self.types.rebound(name):
+            # stored into a local typed by an earlier binding: converted (wrapping) to that type
+            val = val.flagged(False, False, val.sg)
+            form = val, form[1]
         if isinstance(val, Lin) and val.is_const:
-            st.consts[name] = val.const
+            if val.exact:
+                st.consts[name] = val.const
         elif name not in form[1] and (isinstance(val, (Div, Mod, Stride)) or val.thread()):
             st.forms[name] = form  # a thread-affine local
 
@@ -279,12 +322,34 @@ class Intervals:
         memo: dict[ast.expr, Named] = {}  # the test's forms, for both sides (the state is the same)
         pos = self.facts_of(s.test, st, True, memo)
         neg = self.facts_of(s.test, st, False, memo)
+        start = len(self.log)
         body = self.under(pos, lambda: self.block_(s.body, st.copy()))
         if not s.orelse:
             other: State | None = st.copy()
         else:  # `else:` or `elif` (a one-statement `else` holding an `if`)
+            mid = len(self.log)
             other = self.under(neg, lambda: self.block_(s.orelse, st.copy()))
+            self._across(s, self.log[start:mid], self.log[mid:])
         return join(body, other)
+
+    def _across(self, s: ast.If, body: list[Access], orelse: list[Access]) -> None:
+        """Some threads take one side and some the other, in one barrier interval: each access of
+        the `else` side against each of the `if` side (with every name either side assigns dirty:
+        a symbol may name another value on each side)."""
+        if not body or not orelse:
+            return
+        dirty = self._assigned.get(s)
+        if dirty is None:
+            dirty = self._assigned[s] = frozenset(
+                n.id for part in (s.body, s.orelse) for st in part for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            )
+        for b in dict.fromkeys(orelse):
+            if b.node in self.races:
+                continue
+            for a in dict.fromkeys(body):
+                if self.conflict(a, dirty, b):
+                    self.races[b.node] = Race(b, a)
+                    break
 
     def under(self, facts, run):  # type: ignore[no-untyped-def]
         n = len(self.facts)
@@ -346,8 +411,8 @@ class Intervals:
         step = self.form(args[2], st)
         if not (isinstance(start[0], Lin) and start[0].thread() and not start[1]):
             return None
-        if not (isinstance(step[0], Lin) and step[0].is_const and step[0].const > 0):
-            return None
+        if not (isinstance(step[0], Lin) and step[0].is_const and pow2(step[0].const)):
+            return None  # a power of two: the residue modulo the step survives wrapping
         return Stride(start[0], step[0].const), frozenset()
 
     # ---- expressions -----------------------------------------------------------------------
@@ -397,12 +462,19 @@ class Intervals:
                 self.ev(a, st, cond)
             for k in keywords:
                 self.ev(k.value, st, cond)
+            summary = self.dynamic.get(callee.fn.name) if kind == "helper" and callee is not None and callee.fn is not None else None
+            if summary is not None and summary[0] is not None:
+                # every dynamic array is one region: the helper's accesses before its first barrier
+                # meet this function's pending ones (at an index the check does not follow)
+                self.touch(self._summary_access(node, summary[0]), st)
             if not cond and (
                 kind == "barrier"
                 or (kind == "helper" and callee is not None and callee.fn is not None and self.must_barrier.get(callee.fn.name))
             ):
                 st.pending.clear()
                 st.fresh = False
+            if summary is not None and summary[1] is not None:
+                self.touch(self._summary_access(node, summary[1]), st)  # still pending after it returns
             return
         if isinstance(node, ast.BinOp):
             self.ev(node.left, st, cond)
@@ -498,16 +570,26 @@ class Intervals:
                 vtext, vnames = self.m.code(value), _free_names(value)
         return Access(node, write, ids, index, facts, vtext, vnames)
 
+    def _summary_access(self, call: ast.Call, part: DynPart) -> Access:
+        facts = tuple([f for f in self.facts if f is not None])
+        return Access(call, part[0], part[1], None, facts)  # type: ignore[arg-type]
+
     def touch(self, b: Access, st: State) -> None:
+        summary = b.node.__class__ is ast.Call  # a helper's dynamic accesses, checked in its own walk
+        if st.fresh and _dynamic(b.arrays):
+            self.head = _add(self.head, b)
         if b.node not in self.races:
-            if b.write and self.conflict(b, frozenset(), b):
+            if b.write and not summary and self.conflict(b, frozenset(), b):
                 self.races[b.node] = Race(b, None)
             else:
                 for a, dirty in st.pending.items():
+                    if summary and a.node is b.node:
+                        continue
                     if self.conflict(a, dirty, b):
                         self.races[b.node] = Race(b, a)
                         break
         st.pending[b] = st.pending.get(b, frozenset())
+        self.log.append(b)
 
     def conflict(self, a: Access, dirty: frozenset[str], b: Access) -> bool:
         if not (a.write or b.write):
@@ -534,13 +616,17 @@ class Intervals:
             return True
         ia = [pin(f, fa) for f in ia]  # type: ignore[arg-type]
         ib = [pin(f, fb) for f in ib]  # type: ignore[arg-type]
+        # per axis, whether both machine values are exact or out of bounds; then the values alone
+        eo = [exact_or_oob(x) and exact_or_oob(y) for x, y in zip(ia, ib)]  # type: ignore[arg-type]
+        ia = [plain(f) for f in ia]  # type: ignore[arg-type]
+        ib = [plain(f) for f in ib]  # type: ignore[arg-type]
         # the same index, injective in the thread id: apart (tested first, as it costs less than
         # the ranges below; the answer does not depend on the order of the tests)
         same = ia == ib
         if same and injective(tuple(ia), fa, fb, self.block):  # type: ignore[arg-type]
             return False
-        for x, y in zip(ia, ib):
-            if separated(x, fa, y, fb, self.block):  # type: ignore[arg-type]
+        for x, y, both in zip(ia, ib, eo):
+            if separated(x, fa, y, fb, self.block, both):  # type: ignore[arg-type]
                 return False
         if same:
             return True  # the same index, not injective, the ranges not apart
@@ -551,162 +637,21 @@ class Intervals:
                 ia[n] = ib[n] = j
         return not (ia == ib and injective(tuple(ia), fa, fb, self.block))  # type: ignore[arg-type]
 
-    # ---- forms and facts -------------------------------------------------------------------
-    def form(self, node: ast.expr, st: State) -> Named:
-        none: Named = (None, frozenset())
-        if isinstance(node, ast.Name):
-            name = node.id
-            if name in st.forms:
-                return st.forms[name]
-            if name in st.consts:
-                return Lin((), st.consts[name]), frozenset()
-            return self.uniform(node)
-        if isinstance(node, ast.Constant):
-            if type(node.value) is int:
-                return Lin((), node.value), frozenset()
-            return self.uniform(node)
-        if isinstance(node, ast.BinOp):
-            left, right = self.form(node.left, st), self.form(node.right, st)
-            op = type(node.op)
-            if op is ast.Add or op is ast.Sub:
-                got = _arith(left, right, op is ast.Add)
-                if got is not None:
-                    return got
-            elif op is ast.Mult and isinstance(left[0], Lin) and isinstance(right[0], Lin):
-                if left[0].is_const:
-                    return right[0].scale(left[0].const), right[1]
-                if right[0].is_const:
-                    return left[0].scale(right[0].const), left[1]
-            elif (op is ast.FloorDiv or op is ast.Mod) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
-                d = right[0].const if right[0].is_const else 0
-                if d > 0 and left[0].is_const:
-                    num = left[0].const
-                    return Lin((), num // d if op is ast.FloorDiv else num % d), frozenset()
-                if d > 0 and left[0].thread():
-                    return (Div(left[0], d) if op is ast.FloorDiv else Mod(left[0], d)), left[1]
-            return self.uniform(node)
-        if isinstance(node, ast.UnaryOp) and type(node.op) in (ast.USub, ast.UAdd):
-            f, names = self.form(node.operand, st)
-            if isinstance(f, Lin):
-                return (f.scale(-1) if isinstance(node.op, ast.USub) else f), names
-            return self.uniform(node)
-        if isinstance(node, ast.Call):
-            c = self.m.callees.get(node)
-            if c is None:
-                return self.uniform(node)
-            short = c.name.split(".")[-1]
-            if c.kind == "rawid":
-                if short in _TIDS:
-                    return Lin.make({_TIDS[short]: 1}), frozenset()
-                if short == "lane_id":
-                    bx, by, bz = self.block.ext
-                    if bx is not None and (bx % 32 == 0 or by == bz == 1):
-                        return Mod(Lin.make({TX: 1}), 32), frozenset()  # the lane of the linear thread id
-                    return none
-                ext = self.block.ext[_DIMS[short]] if short in _DIMS else None
-                if ext is not None:
-                    return Lin((), ext), frozenset()
-            elif c.kind == "cast" and short in ("i32", "i64", "u32", "u64"):
-                args = _arg_values(node)
-                if len(args) == 1:
-                    inner = self.form(args[0], st)
-                    if inner[0] is not None:
-                        return inner
-            return self.uniform(node)
-        return self.uniform(node)
-
-    def uniform(self, node: ast.expr) -> Named:
-        """A block-uniform value as an opaque symbol (keyed by its text); a node's is computed once."""
-        hit = self._uniform.get(node)
-        if hit is None:
-            v = self.m.values.get(node)
-            if v is None or v.tdep or v.kind not in ("scalar", "global"):
-                hit = None, frozenset()
-            else:
-                hit = Lin.sym(self.m.code(node)), _free_names(node)
-            self._uniform[node] = hit
-        return hit
-
-    def facts_of(
-        self, test: ast.expr, st: State, positive: bool, memo: dict[ast.expr, Named] | None = None
-    ) -> list[tuple[Fact, frozenset[str]]]:
-        """What `test` being `positive` says about the thread id (`memo`: forms already computed
-        in this state)."""
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            return self.facts_of(test.operand, st, not positive, memo)
-        if isinstance(test, ast.BoolOp):
-            if (isinstance(test.op, ast.And)) == positive:
-                got: list[tuple[Fact, frozenset[str]]] = []
-                for v in test.values:
-                    got += self.facts_of(v, st, positive, memo)
-                return got
-            return []
-        if not isinstance(test, ast.Compare):
-            return []
-        ops = test.ops
-        if not positive and len(ops) != 1:
-            return []
-        out = []
-        left = test.left
-        if memo is None:
-            memo = {}
-        for o, right in zip(ops, test.comparators):
-            op = type(o).__name__
-            if not positive:
-                op = _NEGATE.get(op, "")
-            lf = memo.get(left)
-            if lf is None:
-                lf = memo[left] = self.form(left, st)
-            rf = memo.get(right)
-            if rf is None:
-                rf = memo[right] = self.form(right, st)
-            out += self._compare(lf, op, rf)
-            left = right
-        return out
-
-    def _compare(self, lf: Named, op: str, rf: Named) -> list[tuple[Fact, frozenset[str]]]:
-        names = lf[1] | rf[1]
-        l, r = lf[0], rf[0]
-        if op == "Eq" and isinstance(r, Mod) and isinstance(l, Lin):
-            l, r = r, l
-        if op == "Eq" and isinstance(l, Mod) and isinstance(r, Lin) and r.is_const:
-            th = l.lin.thread()
-            if len(th) == 1 and list(th.values())[0] == 1 and l.lin.const == 0 and len(l.lin.terms) == 1:
-                return [(("mod", next(iter(th)), l.m, r.const % l.m), names)]
-            return []
-        if not (isinstance(l, Lin) and isinstance(r, Lin)) or op not in _BOUNDS:
-            return []
-        diff = l - r  # diff OP 0
-        th = diff.thread()
-        if len(th) != 1:
-            return []
-        ((comp, a),) = th.items()
-        if a not in (1, -1):
-            return []
-        rest = Lin(tuple([t for t in diff.terms if t[0] != comp]), diff.const)  # diff - a * comp
-        if a == 1:  # t + rest OP 0  ->  t OP -rest
-            bound, op2 = rest.scale(-1), op
-        else:  # -t + rest OP 0  ->  t OP' rest
-            bound, op2 = rest, _FLIP[op]
-        out = []
-        lo, hi = _BOUNDS[op2]
-        if lo is not None:
-            out.append((("lo", comp, bound + Lin((), lo)), names))
-        if hi is not None:
-            out.append((("hi", comp, bound + Lin((), hi)), names))
-        return out
+# a function's accesses of dynamic shared memory (or of arrays the check cannot place): whether
+# one writes, and the arrays
+DynPart = tuple[bool, frozenset[object]]
+DynSummary = tuple["DynPart | None", "DynPart | None"]  # (from the entry, pending at the exit)
 
 
-# op (an `ast.cmpop` class name) -> (offset of the lower bound, offset of the upper bound) for `t OP bound`
-_BOUNDS: dict[str, tuple[int | None, int | None]] = {
-    "Lt": (None, -1),
-    "LtE": (None, 0),
-    "Gt": (1, None),
-    "GtE": (0, None),
-    "Eq": (0, 0),
-}
-_FLIP = {"Lt": "Gt", "LtE": "GtE", "Gt": "Lt", "GtE": "LtE", "Eq": "Eq"}
-_NEGATE = {"Lt": "GtE", "LtE": "Gt", "Gt": "LtE", "GtE": "Lt", "NotEq": "Eq"}
+def _dynamic(arrays: frozenset[object]) -> bool:
+    return any(x == ALL or x.__class__ is tuple for x in arrays)
+
+
+def _add(part: DynPart | None, a: Access) -> DynPart:
+    ids = frozenset(x for x in a.arrays if x == ALL or x.__class__ is tuple)
+    if part is None:
+        return a.write, ids
+    return part[0] or a.write, part[1] | ids
 
 
 def _join_forms(a: dict[str, Named], b: dict[str, Named]) -> dict[str, Named]:
@@ -721,17 +666,6 @@ def _join_forms(a: dict[str, Named], b: dict[str, Named]) -> dict[str, Named]:
     return out
 
 
-def _arith(a: Named, b: Named, add: bool) -> Named | None:
-    x, y = a[0], b[0]
-    if isinstance(x, Lin) and isinstance(y, Lin):
-        return (x + y if add else x - y), a[1] | b[1]
-    if isinstance(x, Stride) and isinstance(y, Lin) and not y.thread():
-        return Stride(x.lin + y if add else x.lin - y, x.step), a[1] | b[1]
-    if isinstance(y, Stride) and isinstance(x, Lin) and add and not x.thread():
-        return Stride(y.lin + x, y.step), a[1] | b[1]
-    return None
-
-
 def _names_of(a: Access) -> frozenset[str]:
     out: frozenset[str] = a.value_names
     for _, names in a.index or ():
@@ -741,44 +675,8 @@ def _names_of(a: Access) -> frozenset[str]:
     return out
 
 
-def _free_names(node: ast.AST) -> frozenset[str]:
-    """The names an expression reads (with keyword and lambda parameter names, as the old
-    engine counted them; an attribute's name is no name of its own)."""
-    out: set[str] = set()
-    todo: list[object] = [node]
-    pop, push, extend = todo.pop, todo.append, todo.extend
-    while todo:  # every node below `node`, as `ast.walk` (with a stack)
-        n = pop()
-        cls = n.__class__
-        if cls is ast.Name:
-            out.add(n.id)  # type: ignore[attr-defined]
-            continue
-        if (cls is ast.keyword or cls is ast.arg) and n.arg:  # type: ignore[attr-defined]
-            out.add(n.arg)  # type: ignore[attr-defined]
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = child_fields(cls)
-        for f in fields:
-            v = getattr(n, f)
-            if v.__class__ is list:
-                extend(v)
-            elif v is not None:
-                push(v)
-    return frozenset(out)
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
-
-
 def _reads_shared(node: ast.AST, st: State) -> bool:
     return any(n in st.shared for n in _free_names(node))
-
-
-def _arg_values(call: ast.Call) -> list[ast.expr]:
-    """A call's argument expressions, positional then keyword (`*x` as `x`, `**k` as `k`)."""
-    out = [a.value if isinstance(a, ast.Starred) else a for a in call.args]
-    out += [k.value for k in call.keywords]
-    return out
 
 
 def _int(node: ast.AST | None) -> int | None:

@@ -17,8 +17,19 @@ one block, can never touch the same element:
   `tid % 32`, `tid % m` over at most `m` threads, and a strided loop index
   (`tid + 256 * k` over at most 256 threads).
 
-The arithmetic is over mathematical integers; shared arrays are bounds-checked
-per axis, so an index outside its axis touches nothing.
+Machine integers.  Codegen computes indices in fixed-width two's complement
+(i32/u32/i64/u64; thread ids are i32; casts and implicit conversions wrap), so a
+form's value is only *congruent* to the machine value modulo 2**32 (every type is at
+least 32 bits wide, and +, -, * and every int conversion keep that congruence).  The
+proofs use no more: two threads' indices are apart when their difference is a
+non-zero integer of magnitude below 2**32 (`injective`, and `separated` with the
+whole span bounded), or when both indices are *exact or out of bounds* (`Lin.eo`:
+the machine value is the form's value, or so far from it that it is no index of a
+shared array, which is smaller than 2**30 elements per axis).  Division, a modulus
+that is no power of two, and comparisons (guard facts) need *exact* operands
+(`Lin.exact`); `barrier_intervals.py` sets both flags with the typer's promotion
+rules.  Shared arrays are bounds-checked per axis, so an index outside its axis
+touches nothing.
 """
 
 from __future__ import annotations
@@ -36,22 +47,48 @@ class Lin:
 
     Immutable, with value equality (as a frozen dataclass, but a plain slotted class: the race
     check builds some 100,000 of them per 10,000 lines).  `terms` is sorted by key and holds no
-    zero coefficient, so two equal forms have equal `terms`."""
+    zero coefficient, so two equal forms have equal `terms`.
 
-    __slots__ = ("terms", "const")
+    Machine flags (see the module docstring), kept by `barrier_intervals.py` for index forms;
+    the arithmetic below gives plain values (exact, weak): `exact` -- the machine value is this
+    value; `eo` -- exact, or out of every shared array's bounds; `sg` -- the signedness of its
+    type: "s" signed, "u" unsigned, "w" a weak literal, "?" unknown."""
 
-    def __init__(self, terms: tuple[tuple[str, int], ...] = (), const: int = 0) -> None:
+    __slots__ = ("terms", "const", "exact", "eo", "sg")
+
+    def __init__(
+        self, terms: tuple[tuple[str, int], ...] = (), const: int = 0, exact: bool = True, eo: bool = True, sg: str = "w"
+    ) -> None:
         self.terms = terms
         self.const = const
+        self.exact = exact
+        self.eo = eo
+        self.sg = sg
 
     def __eq__(self, o: object) -> bool:
-        return o.__class__ is Lin and self.terms == o.terms and self.const == o.const  # type: ignore[attr-defined]
+        return (
+            o.__class__ is Lin
+            and self.terms == o.terms  # type: ignore[attr-defined]
+            and self.const == o.const  # type: ignore[attr-defined]
+            and self.exact == o.exact  # type: ignore[attr-defined]
+            and self.eo == o.eo  # type: ignore[attr-defined]
+            and self.sg == o.sg  # type: ignore[attr-defined]
+        )
 
     def __hash__(self) -> int:
         return hash((self.terms, self.const))
 
     def __repr__(self) -> str:
-        return f"Lin(terms={self.terms!r}, const={self.const!r})"
+        return f"Lin(terms={self.terms!r}, const={self.const!r}, exact={self.exact}, eo={self.eo}, sg={self.sg!r})"
+
+    def flagged(self, exact: bool, eo: bool, sg: str) -> Lin:
+        if (self.exact, self.eo, self.sg) == (exact, eo, sg):
+            return self
+        return Lin(self.terms, self.const, exact, eo or exact, sg)
+
+    def plain(self) -> Lin:
+        """The same value with the default flags (for comparing values)."""
+        return self if self.exact and self.eo and self.sg == "w" else Lin(self.terms, self.const)
 
     @staticmethod
     def make(d: dict[str, int], c: int = 0) -> Lin:
@@ -99,8 +136,9 @@ class Lin:
                 break
         else:
             return self
-        # dropping terms keeps the rest sorted and non-zero
-        return Lin(tuple([(k, v) for k, v in self.terms if k not in comps]), self.const)
+        # dropping terms keeps the rest sorted and non-zero (a component of extent 1 is 0: the
+        # value, and so its flags, stay)
+        return Lin(tuple([(k, v) for k, v in self.terms if k not in comps]), self.const, self.exact, self.eo, self.sg)
 
 
 @dataclass(frozen=True)
@@ -130,10 +168,25 @@ class Stride:
 Form = Lin | Div | Mod | Stride
 
 
+def meet(a: Lin, b: Lin) -> Lin:
+    """`a` (equal in value to `b`) with the flags both have."""
+    sg = a.sg if a.sg == b.sg else ("s" if {a.sg, b.sg} <= {"s", "w"} else "?")
+    return a.flagged(a.exact and b.exact, a.eo and b.eo, sg)
+
+
+def pow2(n: int) -> bool:
+    return 0 < n <= 1 << 30 and n & (n - 1) == 0
+
+
 def join_forms(a: Form, b: Form) -> Form | None:
-    """A form covering both, for the loop head: `tid` and `tid + 256` give `Stride(tid, 256)`."""
+    """A form covering both, for the loop head: `tid` and `tid + 256` give `Stride(tid, 256)`.
+
+    A stride's step is a power of two: a thread's machine value stays in its residue class
+    modulo the step however often the index wraps (the step divides 2**32)."""
     if a == b:
         return a
+    if isinstance(a, Lin) and isinstance(b, Lin) and a.terms == b.terms and a.const == b.const:
+        return meet(a, b)
     la, sa = (a.lin, a.step) if isinstance(a, Stride) else (a, 0)
     lb, sb = (b.lin, b.step) if isinstance(b, Stride) else (b, 0)
     if not (isinstance(la, Lin) and isinstance(lb, Lin)) or isinstance(a, (Div, Mod)) or isinstance(b, (Div, Mod)):
@@ -144,9 +197,9 @@ def join_forms(a: Form, b: Form) -> Form | None:
         return None
     gap = abs(d.const)
     step = sa or sb or gap
-    if (sa and sa != step) or (sb and sb != step) or gap % step:
+    if (sa and sa != step) or (sb and sb != step) or gap % step or not pow2(step):
         return None
-    return Stride(la if d.const >= 0 else lb, step)
+    return Stride(meet(la, lb) if d.const >= 0 else meet(lb, la), step)
 
 # A fact about the thread id: ("lo", comp, Lin) comp >= Lin, ("hi", comp, Lin) comp <= Lin,
 # ("mod", comp, m, r) comp % m == r.
@@ -246,24 +299,62 @@ def lin_range(lin: Lin, facts: tuple[Fact, ...], block: Block) -> tuple[list[Lin
 
 
 def form_range(form: Form, facts: tuple[Fact, ...], block: Block) -> tuple[list[Lin], list[Lin]]:
+    """Bounds of the form's value (not of the machine value: see `separated`)."""
     if isinstance(form, Lin):
         return lin_range(form, facts, block)
     if isinstance(form, Mod):
         return [Lin()], [Lin((), form.m - 1)]
     if isinstance(form, Stride):
-        return lin_range(form.lin, facts, block)[0], []
+        # `lin + step * k` may wrap after many rounds: its bounds say nothing of the machine value
+        return [], []
     lo, hi = _const_range(*lin_range(form.lin, facts, block))
     return ([Lin((), lo // form.d)] if lo is not None else []), ([Lin((), hi // form.d)] if hi is not None else [])
 
 
-def separated(a: Form, fa: tuple[Fact, ...], b: Form, fb: tuple[Fact, ...], block: Block) -> bool:
-    """The value ranges of `a` and `b` are provably apart."""
+WRAP = 1 << 32  # every machine int is congruent to its form's value modulo this
+
+
+def plain(form: Form) -> Form:
+    """The form with its machine flags dropped (for comparing values)."""
+    if form.__class__ is Lin:
+        return form.plain()  # type: ignore[union-attr]
+    lin = form.lin  # type: ignore[union-attr]
+    p = lin.plain()
+    if p is lin:
+        return form
+    if isinstance(form, Div):
+        return Div(p, form.d)
+    if isinstance(form, Mod):
+        return Mod(p, form.m)
+    return Stride(p, form.step)  # type: ignore[union-attr]
+
+
+def exact_or_oob(form: Form) -> bool:
+    """The machine value is the form's value, or out of bounds (`Div`/`Mod` are only built
+    over values they compute exactly)."""
+    if isinstance(form, Lin):
+        return form.eo
+    return not isinstance(form, Stride)
+
+
+def separated(a: Form, fa: tuple[Fact, ...], b: Form, fb: tuple[Fact, ...], block: Block, eo: bool = True) -> bool:
+    """The machine values of `a` and `b` are provably apart: their value ranges are apart and
+    either both are exact or out of bounds (`eo`), or the whole span of the two is below 2**32
+    (then the values, congruent to the machine values modulo 2**32, keep them apart)."""
     alo, ahi = form_range(a, fa, block)
     blo, bhi = form_range(b, fb, block)
-    for hi, lo in itertools.chain(itertools.product(ahi, blo), itertools.product(bhi, alo)):
+    for (hi, lo), (lo2, hi2) in itertools.chain(
+        ((p, (alo, bhi)) for p in itertools.product(ahi, blo)), ((p, (blo, ahi)) for p in itertools.product(bhi, alo))
+    ):
         # `lo - hi` is a positive constant (with canonical terms: the same terms, a larger constant)
         if lo.terms == hi.terms and lo.const > hi.const:
-            return True
+            if eo:
+                return True
+            for x in lo2:  # the other two bounds: the span of both below 2**32
+                if x.terms == lo.terms:
+                    for y in hi2:
+                        if y.terms == lo.terms and y.const - x.const < WRAP:
+                            return True
     return False
 
 
@@ -295,9 +386,7 @@ def _determines(form: Form, fa: tuple[Fact, ...], fb: tuple[Fact, ...], block: B
     """Thread components whose values one axis's value pins down (given the symbols)."""
     if isinstance(form, Lin):
         th = form.thread()
-        if len(th) == 1:
-            return set(th)
-        # mixed radix: ty * 16 + tx with tx in [0, 16)
+        # one component, or mixed radix: ty * 16 + tx with tx in [0, 16)
         order = sorted(th.items(), key=lambda kv: abs(kv[1]))
         span = 0
         for n, (comp, a) in enumerate(order):
@@ -307,9 +396,11 @@ def _determines(form: Form, fa: tuple[Fact, ...], fb: tuple[Fact, ...], block: B
             if w is None:
                 if n != len(order) - 1:
                     return set()
-                w = 1
+                w = MAX_EXTENT
             span += abs(a) * (w - 1)
-        return set(th)
+        # two threads' values differ by at most `span`, a non-zero difference: below 2**32 it is
+        # no multiple of 2**32, so the machine values differ too (`k * tid` with k = 2**32 does not)
+        return set(th) if span < WRAP else set()
     th = form.lin.thread()
     if len(th) != 1:
         return set()
@@ -334,6 +425,9 @@ def injective(index: tuple[Form, ...], fa: tuple[Fact, ...], fb: tuple[Fact, ...
     return need <= got
 
 
+MAX_EXTENT = 1024  # no block axis has more threads
+
+
 def pin(form: Form, facts: tuple[Fact, ...]) -> Form:
     """A constant axis `v` of an access that only one thread id `c` makes is `tid + (v - c)`."""
     if form.__class__ is not Lin or form.terms:  # type: ignore[union-attr]
@@ -343,5 +437,6 @@ def pin(form: Form, facts: tuple[Fact, ...]) -> Form:
         his = [f[2] for f in facts if f[0] == "hi" and f[1] == comp]
         for lo in los:
             if lo in his:
-                return Lin.make({comp: 1}) + form - lo
+                p = Lin.make({comp: 1}) + form - lo
+                return p.flagged(form.exact, form.eo, form.sg)  # type: ignore[union-attr]
     return form

@@ -686,12 +686,16 @@ class _Analyzer:
             self.store(s.target, val, env)
             return env
         if isinstance(s, ast.Return):
+            d = self.divergent()
             if s.value is not None:
                 v = self.ev(s.value, env)
+                if d is not None and v.kind == "scalar":
+                    # returned under thread-dependent control: which value a thread gets
+                    # depends on the thread (the returns join, each tainted by its divergence)
+                    v = v.tainted()
                 self.fn.returns = join(self.fn.returns, v)
             else:
                 self.fn.returns = join(self.fn.returns, NONE)
-            d = self.divergent()
             if d is not None:
                 if self.div_return is None:
                     self.div_return = s

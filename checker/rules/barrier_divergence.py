@@ -46,8 +46,43 @@ def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
     if i in c:
         c[i] = 1.0
 """,
+        # a helper's block-uniform result
+        """
+@func
+def rounds() -> i32:
+    return 2
+
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        if rounds() > 1:
+            az.syncthreads()
+    if i in c:
+        c[i] = 1.0
+""",
     ]
     INVALID = [
+        # a helper's result returned under thread-dependent control differs between threads
+        """
+@func
+def inside(a: Slice[f32]) -> i32:
+    i = thread.index_1d()
+    if i in a:
+        return 1
+    return 0
+
+@launch_contract(domain=1, block=256)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        if inside(a) == 1:
+            az.syncthreads()  # E: az-barrier-divergence
+    if i in c:
+        c[i] = 1.0
+""",
         """
 @kernel
 def k(c: DisjointSlice[f32]) -> None:

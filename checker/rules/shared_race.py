@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
-from ..barrier_intervals import Intervals
+from ..barrier_intervals import DynSummary, Intervals
 from ..index_forms import Block
 from ..kernel_model import FunctionInfo
 from .base import Rule, RuleContext
@@ -64,8 +64,64 @@ def k(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
     if ij in c:
         c[ij] = v
 """,
+        # machine integers: a cast of a value that fits, a signed offset by a block-uniform value
+        # (if it wraps it is negative: out of bounds), a power-of-two stride
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32], n: i32) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        buf = az.shared.array(1024, f32)
+        t = thread.tid_x()
+        buf[i64(t) * 4] = 1.0
+        az.syncthreads()
+        if t < n:
+            buf[t + n] = buf[t]
+        az.syncthreads()
+        v = buf[az.u32(t) * 2 % 1024]
+    if i in c:
+        c[i] = v
+""",
     ]
     INVALID = [
+        # i32 arithmetic wraps: `t * 65536 * 65536` is 0 for every thread; `i32(i64(t) + 2**32 + 1)`
+        # is the neighbour's index
+        """
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        buf = az.shared.array(512, f32)
+        t = thread.tid_x()
+        buf[t * 65536 * 65536] = f32(t)  # E: az-shared-race
+        az.syncthreads()
+        buf[t] = f32(t)
+        v = buf[i32(i64(t) + 4294967297)]  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
+        # every dynamic array is one region, a helper's too: its read races with the kernel's write
+        """
+@func
+def next_value() -> f32:
+    with az.unsafe():
+        dyn = az.shared.array(0, f32)
+        v = dyn[thread.tid_x() + 1]
+    return v
+
+@launch_contract(domain=1, block=256)
+@kernel
+def k(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        dyn = az.shared.array(0, f32)
+        dyn[thread.tid_x()] = 1.0
+        v = next_value()  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
         # the barrier after the first write is missing: thread 0 reads element 1 as thread 1 writes it
         """
 @launch_contract(domain=1, block=64)
@@ -121,6 +177,7 @@ def broadcast(v: f32) -> f32:
         super().__init__(ctx)
         self._with_shared: set[FunctionInfo] | None = None
         self._must_barrier: dict[str, bool] = {}
+        self._dynamic: dict[str, DynSummary] = {}  # helpers that reach dynamic shared memory
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         fn = self.model.by_node.get(node)
@@ -130,16 +187,17 @@ def broadcast(v: f32) -> f32:
             self._with_shared = {
                 c.fn for call, kind in self.model.callees.items() if kind.kind == "shared" and (c := self.model.ctx.get(call))
             }
-        if fn not in self._with_shared:
+        must = self._barriers(fn)
+        if fn not in self._with_shared and not any(h.name in self._dynamic for _, h in fn.helper_calls):
             return
-        walk = Intervals(self.model, fn, self._block(fn), self._barriers(fn))
+        walk = Intervals(self.model, fn, self._block(fn), must, self._dynamic)
         walk.run()
         for name, array in walk.escapes.items():
             self.report(messages.shared_escape(self.span(name), array))
         for race in walk.races.values():
             a = race.access
             kind = "write" if a.write else "read"
-            array = self._array_text(a.node)
+            array = self._array_text(a.node) if isinstance(a.node, ast.Subscript) else self._dynamic_text(a.node)
             if race.other is None:
                 self.report(messages.shared_race(self.span(a.node), array, kind, None, kind))
             else:
@@ -148,6 +206,10 @@ def broadcast(v: f32) -> f32:
                 later = (there.line, there.col) >= (here.line, here.col)  # reached around a loop's back edge
                 self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later))
 
+
+    def _dynamic_text(self, call: ast.AST) -> str:
+        """A helper call standing for the helper's accesses of dynamic shared memory."""
+        return f"dynamic array in {self.model.code(call.func)}()"  # type: ignore[attr-defined]
 
     def _array_text(self, sub: ast.Subscript) -> str:
         """The subscripted array's text, with the parentheses around it (`(buf)[t]` quotes `(buf)`)."""
@@ -190,10 +252,20 @@ def broadcast(v: f32) -> f32:
         return shapes.pop() if len(shapes) == 1 else Block.of(None)
 
     def _barriers(self, fn: FunctionInfo) -> dict[str, bool]:
-        """Helper name -> it reaches a barrier on every path (so a call to it separates intervals)."""
+        """Helper name -> it reaches a barrier on every path (so a call to it separates intervals);
+        on the way, `_dynamic`: the helpers whose dynamic shared accesses their callers must see
+        (every dynamic array of a kernel is one region, its helpers' too)."""
+        if self._with_shared is None:
+            self._with_shared = {
+                c.fn for call, kind in self.model.callees.items() if kind.kind == "shared" and (c := self.model.ctx.get(call))
+            }
         for _, h in fn.helper_calls:
             if h.name not in self._must_barrier:
                 self._must_barrier[h.name] = False  # recursion: assume not
-                if h.has_barrier:
-                    self._must_barrier[h.name] = Intervals(self.model, h, Block.of(None), self._barriers(h)).run()
+                self._barriers(h)
+                if h.has_barrier or h in self._with_shared or any(g.name in self._dynamic for _, g in h.helper_calls):
+                    walk = Intervals(self.model, h, Block.of(None), self._must_barrier, self._dynamic)
+                    self._must_barrier[h.name] = walk.run() and h.has_barrier
+                    if walk.head is not None or walk.tail is not None:
+                        self._dynamic[h.name] = (walk.head, walk.tail)
         return self._must_barrier

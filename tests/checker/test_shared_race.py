@@ -166,3 +166,77 @@ def test_dynamic_arrays_share_one_region() -> None:
     assert _races(_kernel(mixed)) == [15]  # different element sizes over the same bytes
     assert _races(_kernel("d = az.shared.array(64, f32)\nd[t % 64] = f32(t)\nv = s[t]")) == [13]  # 4 threads per element
     assert _races(_kernel("d = az.shared.array(256, f32)\nd[t] = f32(t)\nv = s[t + 1]")) == []  # another array
+
+
+# ---- machine integers ------------------------------------------------------------------------
+
+
+def test_injective_only_while_differences_stay_below_2_to_32() -> None:
+    b = Block.of((256,))
+    assert injective((Lin.make({TX: 1 << 22}),), (), (), b)  # wraps in i32, but stays distinct
+    assert not injective((Lin.make({TX: 1 << 32}),), (), (), b)  # 0 modulo 2**32 for every thread
+    assert not injective((Lin.make({TY: 1 << 32, TX: 1}),), (), (), Block.of((16, 16)))
+
+
+def test_separation_needs_exact_values_or_a_span_below_2_to_32() -> None:
+    b = Block.of((256,))
+    x, s = Lin.make({TX: 1}), Lin.make({"s": 1})
+    guard = (("hi", TX, s + Lin((), -1)),)
+    assert separated(x, guard, x + s, (), b, True)  # both exact or out of bounds
+    assert not separated(x, guard, x + s, (), b, False)  # `u32(t) + s` may wrap onto [0, s)
+    big = Lin((), 1 << 32)
+    assert separated(x, (), x + Lin((), 256), (), b, False)  # the whole span is 512 wide
+    assert not separated(x, (), x + big, (), b, False)  # t + 2**32 is t again
+
+
+def _src(body: str, params: str = "", block: str = "256") -> str:
+    lines = "\n".join("        " + ln for ln in body.strip().splitlines())
+    return HEAD + f"""
+@launch_contract(domain=1, block={block})
+@kernel
+def k(c: DisjointSlice[f32]{params}) -> None:
+    i = thread.index_1d()
+    with az.unsafe():
+        s = az.shared.array(512, f32)
+        t = thread.tid_x()
+{lines}
+    if i in c:
+        c[i] = 1.0
+"""
+
+
+def test_wrapping_products_and_casts_race() -> None:
+    assert _races(_src("s[t * 65536 * 65536] = f32(t)"))
+    assert _races(_src("s[az.i32(az.i64(t) * 4294967296)] = f32(t)"))
+    assert _races(_src("s[t] = f32(t)\nv = s[az.i32(az.i64(t) + 4294967297)]"))
+    assert not _races(_src("s[t] = f32(t)\nv = s[az.i32(az.i64(t) + 256)]"))
+    assert not _races(_src("s[t * 2] = f32(t)"))
+
+
+def test_unsigned_guards_give_no_facts() -> None:
+    racy = "d = az.u32(t) - az.u32(1)\nif d < 127:\n    s[t] = f32(t)\nelse:\n    s[t + 127] = f32(t)"
+    safe = "d = az.u32(t) + az.u32(1)\nif d <= 128:\n    s[t] = f32(t)\nelse:\n    s[t + 128] = f32(t)"
+    assert _races(_src(racy))
+    assert not _races(_src(safe))
+
+
+def test_both_sides_of_an_if_are_compared() -> None:
+    racy = "if t < 128:\n    s[t] = 1.0\nelse:\n    s[t - 127] = 2.0"
+    safe = "if t < 128:\n    s[t] = 1.0\nelse:\n    s[t + 128] = 2.0"
+    assert _races(_src(racy))
+    assert not _races(_src(safe))
+
+
+def test_a_helper_value_returned_under_divergence_is_thread_dependent() -> None:
+    helper = """
+@func
+def pick(c: DisjointSlice[f32]) -> i32:
+    i = thread.index_1d()
+    if i in c:
+        return 7
+    return 5
+"""
+    src = _src("n = pick(c)\nv = f32(0.0)\nif t < n:\n    s[t] = f32(t)\n    v = s[t + n]")
+    assert _races(src + helper)
+    uniform = helper.replace("    if i in c:\n        return 7\n", "")
+    assert not _races(src + uniform)
