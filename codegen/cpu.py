@@ -28,13 +28,15 @@ from anodize.language.diagnostics import CheckError, Span
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from anodize.language import ir
-from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, Lowerer, Target, reg_type
+from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, reg_type
 from anodize.language.types import ScalarTy, SharedTy
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
 _AXIS = {"x": 0, "y": 1, "z": 2}
-_LIBM = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh", "pow": "pow"}
-_INTRINSIC_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil", "fma": "fma", "fmin": "minnum", "fmax": "maxnum"}
+# Math: the LLVM intrinsics of the GPU backend (exact operations), and the host C library
+# (`expf` / `exp`, ...) for the rest; `rsqrt` is `1 / sqrt(x)`, `lgamma` the reentrant
+# `lgamma_r` (no write to the global `signgam` from several host threads).
+_LIBM_NAMES = {"gamma": "tgamma"}
 
 _lock = threading.Lock()
 LAUNCH = "__az_launch"
@@ -104,12 +106,27 @@ class CPUTarget(Target):
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
         t = args[0].type
         fs = "f32" if ty.bits == 32 else "f64"
-        if name in _INTRINSIC_MATH:
-            return lw.intrinsic(f"llvm.{_INTRINSIC_MATH[name]}.{fs}", t, args)
+        suffix = "f" if ty.bits == 32 else ""
+        if name in INTRINSIC_MATH:
+            return lw.intrinsic(f"llvm.{INTRINSIC_MATH[name]}.{fs}", t, args)
         if name == "rsqrt":
             s = lw.intrinsic(f"llvm.sqrt.{fs}", t, args)
             return lw.b.fdiv(llir.Constant(t, 1.0), s)
-        return lw.intrinsic(_LIBM[name] + ("f" if ty.bits == 32 else ""), t, args)
+        if name == "lgamma":  # lgammaf_r(x, &sign): no write to the global `signgam`
+            sign = lw.alloca_b.alloca(I32T, name="lgamma.sign")
+            f = lw.declare(f"lgamma{suffix}_r", t, [t, llir.PointerType()])
+            return lw.b.call(f, [args[0], sign])
+        return lw.intrinsic(_LIBM_NAMES.get(name, name) + suffix, t, args)  # ldexp: (float, i32)
+
+    def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
+        if kind == "threadfence":
+            lw.b.fence("seq_cst")
+        elif self.threaded:  # warp_sync: a vote of the warp's live lanes is a rendezvous of them
+            from .cpu_threads import VOTE_MODES
+
+            mode = llir.Constant(I32T, VOTE_MODES["any"])
+            lw.intrinsic("__az_cpu_vote", I32T, [lw.extra_args[0], mode, llir.Constant(I32T, 0)])
+        # (the typer marks a kernel with `warp.sync` as using warps, so it runs threaded)
 
     def _refuse(self, span: Span | None, what: str) -> None:
         raise CheckError([messages.cpu_backend_unsupported(span or Span.point("<kernel>", 1, 0), what)])

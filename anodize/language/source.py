@@ -119,6 +119,8 @@ def _intrinsics() -> dict[int, tuple[object, tuple[str, ...]]]:
         if hasattr(pymath, n):
             put(getattr(pymath, n), "math", n)
     put(anodize.syncthreads, "barrier")
+    put(anodize.threadfence, "fence", "threadfence")
+    put(azwarp.sync, "fence", "warp_sync")
     put(anodize.unsafe, "unsafe")
     put(azshared.array, "shared_array")
     for n in SCALARS:
