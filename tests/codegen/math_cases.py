@@ -147,10 +147,14 @@ def load_kernels(folder: Path) -> Any:
     """Write the generated kernels into `folder` and import them."""
     path = folder / "az_math_kernels.py"
     path.write_text(kernel_source())
-    spec = importlib.util.spec_from_file_location("az_math_kernels", path)
+    return load_module(path)
+
+
+def load_module(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["az_math_kernels"] = mod
+    sys.modules[path.stem] = mod
     spec.loader.exec_module(mod)
     return mod
 
