@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import importlib
 import inspect
 import math as pymath
 import textwrap
@@ -16,7 +17,7 @@ from typing import Any
 
 from anodize.language import messages
 from anodize.language.diagnostics import CheckError, Span
-from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS
+from anodize.language.vocab import FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS
 from anodize.language.syntax import Source
 
 __all__ = ["SourceInfo", "source_info", "MISSING", "intrinsic_tag", "names_of"]
@@ -119,8 +120,9 @@ def _intrinsics() -> dict[int, tuple[object, tuple[str, ...]]]:
         if hasattr(pymath, n):
             put(getattr(pymath, n), "math", n)
     put(anodize.syncthreads, "barrier")
-    put(anodize.threadfence, "fence", "threadfence")
-    put(azwarp.sync, "fence", "warp_sync")
+    for qual, kind in FENCE_QUALNAMES.items():  # anodize.threadfence, anodize.warp.sync
+        owner, _, attr = qual.rpartition(".")
+        put(getattr(importlib.import_module(owner), attr), "fence", kind)
     put(anodize.unsafe, "unsafe")
     put(azshared.array, "shared_array")
     for n in SCALARS:
