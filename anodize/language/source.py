@@ -55,7 +55,9 @@ _SOURCE_CACHE: dict[object, SourceInfo] = {}
 def source_info(fn: Callable[..., Any]) -> SourceInfo:
     """The parsed source of a Python function, with its real file and line offset."""
     code = getattr(fn, "__code__", None)
-    key = (code, getattr(code, "co_firstlineno", 0))
+    # code objects compare equal across files when their bytecode does (co_filename is not
+    # compared): two kernels with one body but different annotations must not share an entry
+    key = (code, getattr(code, "co_filename", ""), getattr(code, "co_firstlineno", 0))
     hit = _SOURCE_CACHE.get(key)
     if hit is not None:
         return hit
