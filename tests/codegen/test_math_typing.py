@@ -96,3 +96,13 @@ def test_same_body_different_annotations_are_different_kernels(tmp_path: Path) -
     k64 = _kernel(tmp_path / "b", "x: Slice[f64], o: DisjointSlice[f64]", body)
     assert [c.ty for c in _math_calls(k32)] == [F32]
     assert [c.ty for c in _math_calls(k64)] == [F64]
+
+
+def test_math_constants_are_weak_literals(tmp_path: Path) -> None:
+    k = _kernel(tmp_path, "x: Slice[f32], o: DisjointSlice[f32]", "if i in o:\n    o[i] = x[i] * math.pi + math.e - math.tau\n")
+    ck = compile_cpu(k)
+    assert "double" not in ck.llvm_ir  # stays f32
+    x = np.array([1.0, 2.0], np.float32)
+    o = np.zeros(2, np.float32)
+    run_cpu(ck, (1,), (64,), x, o)
+    np.testing.assert_allclose(o, x * np.float32(np.pi) + np.float32(np.e) - np.float32(2 * np.pi), rtol=1e-6)
