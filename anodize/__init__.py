@@ -22,7 +22,7 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 
 from anodize import math, shared, thread, warp
 from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
-from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, unsafe
+from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, threadfence, unsafe
 
 # The runtime (and NumPy with it) loads on first use of one of its names, so that the
 # checker, the mypy plugin and `anodize check` start without it.  Type checkers read
@@ -130,6 +130,7 @@ __all__ = [
     "shared",
     "syncthreads",
     "thread",
+    "threadfence",
     "u32",
     "u64",
     "unsafe",

@@ -30,7 +30,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 _K = TypeVar("_K")
 
-__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "ContractSpec"]
+__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
 
 
 @dataclass(frozen=True)
@@ -250,3 +250,10 @@ def unsafe() -> Iterator[None]:
 def syncthreads() -> NoReturn:
     """Block-wide barrier (`bar.sync 0`); unsafe tier only."""
     raise TypeError("`syncthreads()` can only be called inside an anodize kernel")
+
+
+def threadfence() -> None:
+    """Order this thread's memory accesses before and after the call, as every thread
+    of the device sees them (`membar.gl`, i.e. `fence.sc.gpu`; a sequentially
+    consistent fence on the CPU backend).  Safe in every tier; it waits for nobody."""
+    raise TypeError("`threadfence()` can only be called inside an anodize kernel")

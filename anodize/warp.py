@@ -1,4 +1,8 @@
-"""Warp-level operations on the full warp (unsafe tier only)."""
+"""Warp-level operations on the full warp.
+
+The shuffles and votes are unsafe tier only; `sync()` is allowed everywhere (the
+checker requires every lane of the warp to reach it: az-warp-divergence).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,7 @@ from typing import NoReturn, TypeVar
 
 T = TypeVar("T", bound=float)
 
-__all__ = ["shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"]
+__all__ = ["shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all", "sync"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -39,3 +43,10 @@ def any(pred: bool) -> bool:  # noqa: A001 - the language's name
 
 def all(pred: bool) -> bool:  # noqa: A001
     _device_only("all")
+
+
+def sync() -> None:
+    """Wait until every lane of the warp reaches this point, and order their memory
+    accesses (`bar.warp.sync 0xffffffff`; the CPU backend runs the warp's lanes to
+    the same point).  Safe: it moves no data between lanes."""
+    raise TypeError("`warp.sync` can only be called inside an anodize kernel")

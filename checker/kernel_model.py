@@ -200,8 +200,8 @@ class Ctx:
 
 @dataclass(frozen=True)
 class Callee:
-    """kind: helper | kernel | function | witness | grid_stride | rawid | warp | shared | barrier |
-    unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | unknown"""
+    """kind: helper | kernel | function | witness | grid_stride | rawid | warp | warp_sync | shared |
+    barrier | fence | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | unknown"""
 
     kind: str
     name: str
@@ -1183,6 +1183,10 @@ class _Analyzer:
             return Callee("shared", q)
         if q == "az.syncthreads":
             return Callee("barrier", q)
+        if q == "az.threadfence":
+            return Callee("fence", q)
+        if q == "warp.sync":
+            return Callee("warp_sync", q)
         if q == "az.unsafe":
             return Callee("unsafe", q)
         if q.startswith(("az.Index1D", "az.Index2D")):

@@ -28,7 +28,7 @@ from anodize.language.diagnostics import CheckError, Span
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from anodize.language import ir
-from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, Lowerer, Target, reg_type
+from .lower_llvm import DOUBLE, FLOAT, I8, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, reg_type
 from anodize.language.types import ScalarTy, SharedTy
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
@@ -36,8 +36,12 @@ _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
 # with shared memory) the launch's dynamic shared memory in bytes, PTX's %dynamic_smem_size
 _SCALAR_SLOTS = {"laneid": 12, "dynamic_smem_size": 13}
 _AXIS = {"x": 0, "y": 1, "z": 2}
-_LIBM = {"exp": "exp", "log": "log", "sin": "sin", "cos": "cos", "tanh": "tanh", "pow": "pow"}
-_INTRINSIC_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil", "fma": "fma", "fmin": "minnum", "fmax": "maxnum"}
+# Math: the LLVM intrinsics of the GPU backend (exact operations), and the host C library
+# (`expf` / `exp`, ...) for the rest; `lgamma` is the reentrant `lgamma_r` (no write to the
+# global `signgam` from several host threads).  `rsqrt` and f64 `cbrt` (glibc's is off by
+# up to ~4 ulp, CUDA promises 1) take one Newton step on an exactly computed residual;
+# f32 `gamma` is f64 `tgamma` rounded once.
+_LIBM_NAMES = {"gamma": "tgamma"}
 
 _lock = threading.Lock()
 LAUNCH = "__az_launch"
@@ -107,12 +111,31 @@ class CPUTarget(Target):
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
         t = args[0].type
         fs = "f32" if ty.bits == 32 else "f64"
-        if name in _INTRINSIC_MATH:
-            return lw.intrinsic(f"llvm.{_INTRINSIC_MATH[name]}.{fs}", t, args)
+        suffix = "f" if ty.bits == 32 else ""
+        if name in INTRINSIC_MATH:
+            return lw.intrinsic(f"llvm.{INTRINSIC_MATH[name]}.{fs}", t, args)
         if name == "rsqrt":
-            s = lw.intrinsic(f"llvm.sqrt.{fs}", t, args)
-            return lw.b.fdiv(llir.Constant(t, 1.0), s)
-        return lw.intrinsic(_LIBM[name] + ("f" if ty.bits == 32 else ""), t, args)
+            return _rsqrt(lw, args[0], fs)
+        if name == "cbrt" and ty.bits == 64:
+            return _cbrt64(lw, args[0], lw.intrinsic("cbrt", t, args))
+        if name == "gamma" and ty.bits == 32:  # tgammaf is off by ~5 ulp in glibc < 2.40; tgamma then one rounding
+            r = lw.intrinsic("tgamma", DOUBLE, [lw.b.fpext(args[0], DOUBLE)])
+            return lw.b.fptrunc(r, t)
+        if name == "lgamma":  # lgammaf_r(x, &sign): no write to the global `signgam`
+            sign = lw.alloca_b.alloca(I32T, name="lgamma.sign")
+            f = lw.declare(f"lgamma{suffix}_r", t, [t, llir.PointerType()])
+            return lw.b.call(f, [args[0], sign])
+        return lw.intrinsic(_LIBM_NAMES.get(name, name) + suffix, t, args)  # ldexp: (float, i32)
+
+    def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
+        if kind == "threadfence":
+            lw.b.fence("seq_cst")
+        elif self.threaded:  # warp_sync: a vote of the warp's live lanes is a rendezvous of them
+            from .cpu_threads import VOTE_MODES
+
+            mode = llir.Constant(I32T, VOTE_MODES["any"])
+            lw.intrinsic("__az_cpu_vote", I32T, [lw.extra_args[0], mode, llir.Constant(I32T, 0)])
+        # (the typer marks a kernel with `warp.sync` as using warps, so it runs threaded)
 
     def _refuse(self, span: Span | None, what: str) -> None:
         raise CheckError([messages.cpu_backend_unsupported(span or Span.point("<kernel>", 1, 0), what)])
@@ -150,6 +173,51 @@ class CPUTarget(Target):
         base = eb.load(p, typ=I64T, align=8)
         off = self.static_shared if ty.dynamic else self.shared_offsets[name]
         return eb.inttoptr(eb.add(base, llir.Constant(I64T, off)), llir.PointerType())
+
+
+def _newton_parts(lw: Lowerer, y: llir.Value, fs: str) -> tuple[llir.Value, llir.Value]:
+    """(y2, e2) with y*y == y2 + e2 exactly (an fma)."""
+    b = lw.b
+    y2 = b.fmul(y, y)
+    return y2, lw.intrinsic(f"llvm.fma.{fs}", y.type, [y, y, b.fneg(y2)])
+
+
+def _rsqrt(lw: Lowerer, x: llir.Value, fs: str) -> llir.Value:
+    """1 / sqrt(x) (two roundings: up to 2 ulp), then y += y * (1 - x*y*y) / 2 with the
+    residual from fmas, on x scaled by an even power of 2 so that y*y stays normal:
+    within 0.5 ulp and a hair (tests/codegen/test_math_ulp.py)."""
+    b = lw.b
+    t = x.type
+    c = functools.partial(llir.Constant, t)
+    lo, hi, k = (2.0**-960, 2.0**960, 1000) if fs == "f64" else (2.0**-100, 2.0**100, 120)
+    small = b.fcmp_ordered("<", x, c(lo))
+    large = b.fcmp_ordered(">", x, c(hi))
+    xs = b.fmul(x, b.select(small, c(2.0**k), b.select(large, c(2.0**-k), c(1.0))))
+    y = b.fdiv(c(1.0), lw.intrinsic(f"llvm.sqrt.{fs}", t, [xs]))
+    y2, e2 = _newton_parts(lw, y, fs)
+    resid = b.fsub(lw.intrinsic(f"llvm.fma.{fs}", t, [b.fneg(xs), y2, c(1.0)]), b.fmul(xs, e2))
+    y = lw.intrinsic(f"llvm.fma.{fs}", t, [b.fmul(y, c(0.5)), resid, y])
+    y = b.fmul(y, b.select(small, c(2.0 ** (k // 2)), b.select(large, c(2.0 ** -(k // 2)), c(1.0))))
+    ok = b.and_(b.fcmp_ordered(">", x, c(0.0)), b.fcmp_ordered("<", x, c(float("inf"))))
+    return b.select(ok, y, b.fdiv(c(1.0), lw.intrinsic(f"llvm.sqrt.{fs}", t, [x])))  # 0, inf, NaN, x < 0
+
+
+def _cbrt64(lw: Lowerer, x: llir.Value, libm: llir.Value) -> llir.Value:
+    """glibc's cbrt, then y -= (y**3 - x) / (3*y*y) with the residual from fmas (on x
+    scaled by 2**900 when tiny, so that y*y stays normal)."""
+    b = lw.b
+    t = x.type
+    c = functools.partial(llir.Constant, t)
+    mag = lw.intrinsic("llvm.fabs.f64", t, [x])
+    small = b.fcmp_ordered("<", mag, c(2.0**-900))
+    xs = b.fmul(x, b.select(small, c(2.0**900), c(1.0)))
+    y = lw.intrinsic("cbrt", t, [xs])
+    y2, e2 = _newton_parts(lw, y, "f64")
+    resid = b.fadd(lw.intrinsic("llvm.fma.f64", t, [y2, y, b.fneg(xs)]), b.fmul(e2, y))
+    y = b.fsub(y, b.fdiv(resid, b.fmul(c(3.0), y2)))
+    y = b.fmul(y, b.select(small, c(2.0**-300), c(1.0)))
+    ok = b.and_(b.fcmp_ordered("!=", x, c(0.0)), b.fcmp_ordered("<", mag, c(float("inf"))))
+    return b.select(ok, y, libm)  # +-0, +-inf, NaN
 
 
 def add_thread_entry(lw: Lowerer) -> None:

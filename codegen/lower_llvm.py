@@ -39,6 +39,21 @@ FLOAT = llir.FloatType()
 DOUBLE = llir.DoubleType()
 W2 = llir.LiteralStructType([I64T, I64T])
 
+# `math.f` -> the LLVM intrinsic `llvm.<name>.f32/f64` on every backend (exact operations, 0 ulp);
+# the other functions of vocab.MATH_FUNCS are the target's (`Target.math`) but the
+# classifications `isnan`/`isinf`/`isfinite`, an `fcmp` (`Lowerer.e_MathCall`)
+INTRINSIC_MATH = {
+    "sqrt": "sqrt",
+    "fabs": "fabs",
+    "floor": "floor",
+    "ceil": "ceil",
+    "trunc": "trunc",
+    "copysign": "copysign",
+    "fma": "fma",
+    "fmin": "minnum",
+    "fmax": "maxnum",
+}
+
 
 def reg_type(ty: ScalarTy) -> llir.Type:
     if ty.is_float:
@@ -107,6 +122,10 @@ class Target:
         raise NotImplementedError
 
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
+        raise NotImplementedError
+
+    def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
+        """`az.threadfence()` (kind "threadfence") or `az.warp.sync()` ("warp_sync")."""
         raise NotImplementedError
 
     def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
@@ -443,6 +462,9 @@ class Lowerer:
     def s_Barrier(self, s: ir.Barrier) -> None:
         self.t.barrier(self, s.span)
 
+    def s_Fence(self, s: ir.Fence) -> None:
+        self.t.fence(self, s.kind, s.span)
+
     def s_SharedDecl(self, s: ir.SharedDecl) -> None:
         if s.name not in self.shared_gv:
             self.shared_gv[s.name] = self.t.shared_global(self, s.name, s.ty, s.span)
@@ -672,8 +694,37 @@ class Lowerer:
         return self.t.sreg(self, e.reg, e.axis)
 
     def e_MathCall(self, e: ir.MathCall) -> llir.Value:
+        """Classification is an `fcmp` on every backend; `ldexp`'s exponent becomes a
+        saturated i32; the rest is the target's (libdevice / LLVM intrinsic / libm)."""
         args = [self.expr(a) for a in e.args]
-        return self.t.math(self, e.name, args, e.ty)
+        x_ty = e.args[0].ty
+        assert isinstance(x_ty, ScalarTy)
+        b = self.b
+        if e.name == "isnan":
+            return b.fcmp_unordered("uno", args[0], args[0])
+        if e.name in ("isinf", "isfinite"):
+            mag = self.intrinsic(f"llvm.fabs.{_fs(x_ty)}", args[0].type, [args[0]])
+            inf = llir.Constant(args[0].type, float("inf"))
+            return b.fcmp_ordered("==" if e.name == "isinf" else "!=", mag, inf)  # `one`: false for NaN
+        if e.name == "ldexp":
+            args[1] = self.exponent_i32(args[1], e.args[1].ty)  # type: ignore[arg-type]
+        return self.t.math(self, e.name, args, x_ty)
+
+    def exponent_i32(self, n: llir.Value, ty: ScalarTy) -> llir.Value:
+        """An integer exponent as i32, clamped to +-4096 (beyond it every ldexp saturates
+        to 0 or inf, so the result is Python's for any exponent of any width)."""
+        b = self.b
+        lim = 4096
+        if ty.bits > 32 or not ty.signed:
+            w = llir.IntType(max(ty.bits, 33))
+            n = (b.sext if ty.signed else b.zext)(n, w) if ty.bits < w.width else n
+            hi = llir.Constant(w, lim)
+            n = b.select(b.icmp_signed(">", n, hi) if ty.signed else b.icmp_unsigned(">", n, hi), hi, n)
+            if ty.signed:
+                lo = llir.Constant(w, -lim)
+                n = b.select(b.icmp_signed("<", n, lo), lo, n)
+            return b.trunc(n, I32T)
+        return n if ty.bits == 32 else b.sext(n, I32T)
 
     def e_WarpOp(self, e: ir.WarpOp) -> llir.Value:
         args = [self.expr(a) for a in e.args]

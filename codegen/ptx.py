@@ -21,7 +21,7 @@ from anodize.language.contract import Contract
 from anodize.language.diagnostics import Span
 from anodize.codegen.artifact import Resources
 
-from .lower_llvm import FLOAT, I1, I32T, I64T, Lowerer, Target, add_attr, mem_type
+from .lower_llvm import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
 from .toolchain import find_ptxas
 from anodize.language.types import ScalarTy, SharedTy
 
@@ -43,8 +43,15 @@ _PTX_FOR_ARCH = {
     "sm_120": "+ptx87",
 }
 
-_LIBDEVICE_MATH = {"rsqrt", "exp", "log", "sin", "cos", "tanh", "pow"}
-_INTRINSIC_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil", "fma": "fma", "fmin": "minnum", "fmax": "maxnum"}
+# `math.f` -> libdevice `__nv_<name>f` (f32) / `__nv_<name>` (f64), for every other function
+# of vocab.MATH_FUNCS but the classifications (an `fcmp`, lower_llvm.Lowerer.e_MathCall)
+LIBDEVICE_NAMES = {"gamma": "tgamma"}
+
+
+def libdevice_symbol(name: str, bits: int) -> str:
+    """The libdevice function that computes `math.<name>` on `bits`-wide floats."""
+    return f"__nv_{LIBDEVICE_NAMES.get(name, name)}{'f' if bits == 32 else ''}"
+
 
 _lock = threading.Lock()
 
@@ -145,13 +152,18 @@ class NVPTXTarget(Target):
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
         t = args[0].type
         fs = "f32" if ty.bits == 32 else "f64"
-        if name in _INTRINSIC_MATH:
-            return lw.intrinsic(f"llvm.{_INTRINSIC_MATH[name]}.{fs}", t, args)
-        suffix = "f" if ty.bits == 32 else ""
-        return lw.intrinsic(f"__nv_{name}{suffix}", t, args)
+        if name in INTRINSIC_MATH:
+            return lw.intrinsic(f"llvm.{INTRINSIC_MATH[name]}.{fs}", t, args)
+        return lw.intrinsic(libdevice_symbol(name, ty.bits), t, args)  # ldexp: (float, i32)
 
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
         lw.intrinsic("llvm.nvvm.barrier0", llir.VoidType(), [], "convergent", "nounwind")
+
+    def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
+        if kind == "threadfence":  # membar.gl (= fence.sc.gpu on sm_70+)
+            lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")
+        else:  # warp_sync: bar.warp.sync 0xffffffff
+            lw.intrinsic("llvm.nvvm.bar.warp.sync", llir.VoidType(), [llir.Constant(I32T, -1)], "convergent", "nounwind")
 
     def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
         b = lw.b

@@ -351,6 +351,12 @@ class Barrier:
 
 
 @dataclass(frozen=True)
+class Fence:
+    kind: str  # "threadfence" (az.threadfence()) or "warp_sync" (az.warp.sync()): vocab.FENCE_QUALNAMES
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class SharedDecl:
     name: str
     ty: SharedTy
@@ -359,7 +365,7 @@ class SharedDecl:
 
 Stmt = (
     Assign | Write | SharedWrite | ExprStmt | If | While | ForRange | GridStride | Break | Continue | Return
-    | Barrier | SharedDecl
+    | Barrier | Fence | SharedDecl
 )
 
 # ---- functions -----------------------------------------------------------------------------

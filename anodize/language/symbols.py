@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
-from .vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -108,6 +108,8 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
         t[f"warp.{n}"] = ("warp", n)
     for n in MATH_FUNCS:
         t[f"math.{n}"] = ("math", n)
+    for qual, kind in FENCE_QUALNAMES.items():  # az.threadfence(), az.warp.sync(): safe
+        t[canonical(qual)] = ("fence", kind)
     t["az.syncthreads"] = ("barrier",)
     t["az.unsafe"] = ("unsafe",)
     t["shared.array"] = ("shared_array",)

@@ -21,7 +21,7 @@ from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol, constant_param_type, constant_params
-from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS
+from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS
 from anodize.language.ir import FaultSite, ParamSpec
 
 from anodize.language import ir
@@ -615,6 +615,13 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 self.type_error(call, "`syncthreads()` takes no arguments")
             self.k.uses_barrier = True
             return [ir.Barrier(self.span(call))]
+        if tag is not None and tag[0] == "fence":  # az.threadfence(), az.warp.sync(): safe
+            self.arity(call, 0, "threadfence" if tag[1] == "threadfence" else "warp.sync")
+            if call.keywords:
+                self.unsupported(call.keywords[0], "keyword arguments in a kernel call")
+            if tag[1] == "warp_sync":
+                self.k.uses_warp = True  # the CPU backend runs the warp's lanes as threads
+            return [ir.Fence(tag[1], self.span(call))]
         return None
 
     def write_unchecked(self, name: str, call: ast.Call) -> ir.Stmt:
@@ -1094,6 +1101,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return self.warp(tag[1], node)
         if kind == "barrier":
             self.unsupported(node, "`syncthreads()` as a value")
+        if kind == "fence":
+            self.unsupported(node, f"`{ast.unparse(f)}()` as a value")
         if kind == "shared_array":
             self.unsupported(node, "`shared.array` outside a plain assignment `buf = az.shared.array(...)`")
         self.unsupported(node, f"calling `{ast.unparse(f)}`")
@@ -1158,13 +1167,24 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         n = MATH_FUNCS[name]
         self.arity(node, n, f"math.{name}")
         args = [self.numeric(self.expr(a), a) for a in node.args]
+        span = self.span(node)
+        if name in MATH_INT_EXPONENT:  # ldexp(x, n): a float and an integer exponent, kept as it is
+            e = args[-1]
+            assert isinstance(e.ty, ScalarTy)
+            if e.ty.is_float:
+                self.type_error(node.args[-1], f"the exponent of `math.{name}` must be an integer")
+            args[-1] = self.cast(e, I32) if e.ty.is_bool or (isinstance(e, ir.Const) and e.weak) else e
+            x = args[0]
+            ty = x.ty if x.ty.is_float and not (isinstance(x, ir.Const) and x.weak) else F64  # type: ignore[union-attr]
+            return ir.MathCall(name, (self.cast(x, ty), args[-1]), ty, span)  # type: ignore[arg-type]
         strong = [a.ty for a in args if not (isinstance(a, ir.Const) and a.weak) and a.ty.is_float]  # type: ignore[union-attr]
         ty = F64
         if strong:
             ty = strong[0]  # type: ignore[assignment]
             for t in strong[1:]:
                 ty = promote(ty, t)  # type: ignore[arg-type]
-        return ir.MathCall(name, tuple(self.cast(a, ty) for a in args), ty, self.span(node))
+        cast = tuple(self.cast(a, ty) for a in args)
+        return ir.MathCall(name, cast, BOOL if name in MATH_PREDICATES else ty, span)
 
     def witness(self, name: str, node: ast.Call) -> ir.Expr:
         if name == "grid_stride":
