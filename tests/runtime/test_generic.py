@@ -91,6 +91,6 @@ def test_specialize_validates_and_compile_asks_for_one(gs) -> None:  # type: ign
 
 
 def test_the_checker_types_every_member() -> None:
-    src = (ROOT / "fixtures" / "reject" / "generic_kernels.py").read_text()
+    src = (ROOT / "fixtures" / "reject" / "generic_members.py").read_text()
     shift = [d for d in check_source(src, "g.py") if d.code == "az-type" and "<<" in d.message]
     assert len(shift) == 1 and any("N = f32" in n for n in shift[0].notes)
