@@ -1201,6 +1201,8 @@ class _Analyzer:
             return Callee("builtin", short)
         if q == "builtins.range":
             return Callee("range", short)
+        if q == "typing.cast":
+            return Callee("cast", q)
         if "." not in q and m.front.symbols.own(q).kind == "typevar":
             return Callee("cast", q)  # `T(x)`: a cast to the specialisation's scalar
         target = m.functions.get(q)

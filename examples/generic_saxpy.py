@@ -3,7 +3,7 @@
     python examples/generic_saxpy.py
 """
 
-from typing import TypeVar
+from typing import TypeVar, cast
 
 import numpy as np
 
@@ -18,7 +18,7 @@ T = TypeVar("T", f32, f64)
 def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
     i = thread.index_1d()
     if i in out:
-        out[i] = a * x[i] + T(y[i])  # `T(...)` casts to this specialisation's scalar
+        out[i] = a * x[i] + cast(T, y[i])  # `cast(T, v)` converts to this specialisation's scalar
 
 
 @launch_contract(domain=1, block=256, requires=lambda x, out: len(x) == len(out))
@@ -26,7 +26,7 @@ def saxpy(a: T, x: Slice[T], y: Slice[T], out: DisjointSlice[T]) -> None:
 def power(x: Slice[T], out: DisjointSlice[T], k: az.Constant[int]) -> None:
     i = thread.index_1d()
     if i in out:
-        acc = T(1.0)
+        acc = cast(T, 1.0)
         for _ in range(k):  # `k` is a compile-time constant: one specialisation per value
             acc *= x[i]
         out[i] = acc
@@ -40,9 +40,10 @@ def main() -> None:
         x = rng.random(n).astype(dtype)
         y = rng.random(n).astype(dtype)
         out = dev.empty(n, scalar)
-        saxpy[az.LaunchConfig.for_num_elems(n)](dtype(2.5), dev.to_device(x), dev.to_device(y), out)
+        saxpy[az.LaunchConfig.for_num_elems(n)](np.dtype(dtype).type(2.5), dev.to_device(x), dev.to_device(y), out)
         tol = 1e-6 if dtype == np.float32 else 1e-12
-        assert np.allclose(out.to_host(), dtype(2.5) * x + y, rtol=tol), dtype
+        want = 2.5 * x.astype(np.float64) + y.astype(np.float64)
+        assert np.allclose(out.to_host(), want, rtol=tol), dtype
         power[az.LaunchConfig.for_num_elems(n)](dev.to_device(x), out, 3)
         assert np.allclose(out.to_host(), x**3, rtol=tol * 10), dtype
     print(f"generic saxpy on {dev.describe()}: f32 and f64 match NumPy; "

@@ -125,6 +125,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     for n in ("abs", "min", "max", "len", "range"):
         t[f"builtins.{n}"] = ("builtin", n)
     t["az.Constant"] = ("constant_type",)
+    t["typing.cast"] = ("typecast",)  # `cast(T, x)`: a conversion to T (the spelling type checkers accept)
     t["az.kernel"] = ("decorator", "kernel")
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")

@@ -1086,6 +1086,14 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         kind = tag[0]
         if kind == "scalar":
             return self.cast_call(BY_NAME[tag[1]], node)
+        if kind == "typecast":  # `cast(T, x)`: converts `x` to `T` (a type variable or a scalar)
+            if len(node.args) != 2:
+                self.type_error(node, "`cast` takes a type and a value: `cast(T, x)`")
+            ty = self.resolve_type(node.args[0], "the cast")
+            if not isinstance(ty, ScalarTy):
+                self.type_error(node.args[0], f"`cast` converts to a scalar type, not `{ty}`")
+            one = ast.Call(func=node.func, args=[node.args[1]], keywords=[])
+            return self.cast_call(ty, ast.copy_location(one, node))
         if kind == "builtin":
             return self.builtin(tag[1], node)
         if kind == "math":

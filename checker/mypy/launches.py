@@ -45,6 +45,7 @@ from mypy.types import (
     Parameters,
     Type,
     TypeOfAny,
+    TypeVarType,
     UnionType,
     get_proper_type,
 )
@@ -247,15 +248,47 @@ def _slice_dtype(kernel_side: Type) -> str | None:
 def _check_dtypes(
     ctx: MethodContext, name: str, params: Parameters, given: list[tuple[int, Expression, Type]], keep: int
 ) -> None:
+    bound: dict[str, tuple[str, int]] = {}  # a generic kernel's type variable -> (dtype, argument)
     for i, expr, actual in given:
         want = _slice_dtype(params.arg_types[i])
         have, _ = buffer_facts(actual)
+        tv = _slice_typevar(params.arg_types[i])
+        if tv is not None and have is not None:
+            tv_name, allowed = tv
+            if allowed and have not in allowed:
+                ctx.api.fail(
+                    f'Argument {keep + i + 1} to "{name}" has incompatible type "Buffer[{have}]"; '
+                    f'"{tv_name}" may only be {", ".join(allowed)}',
+                    expr,
+                    code=errorcodes.ARG_TYPE,
+                )
+            elif tv_name in bound and bound[tv_name][0] != have:
+                ctx.api.fail(
+                    f'Argument {keep + i + 1} to "{name}" has incompatible type "Buffer[{have}]"; '
+                    f'argument {bound[tv_name][1]} makes "{tv_name}" {bound[tv_name][0]}',
+                    expr,
+                    code=errorcodes.ARG_TYPE,
+                )
+            bound.setdefault(tv_name, (have, keep + i + 1))
         if want is not None and have is not None and have != want:
             ctx.api.fail(
                 f'Argument {keep + i + 1} to "{name}" has incompatible type "Buffer[{have}]"; expected "Buffer[{want}]"',
                 expr,
                 code=errorcodes.ARG_TYPE,
             )
+
+
+def _slice_typevar(kernel_side: Type) -> tuple[str, tuple[str, ...]] | None:
+    """`Slice[T]` of a generic kernel: (T's name, the scalars its constraint allows)."""
+    p = get_proper_type(kernel_side)
+    if isinstance(p, Instance) and p.type.fullname in SLICE_CLASSES and p.args:
+        arg = get_proper_type(p.args[0])
+        if isinstance(arg, TypeVarType):
+            allowed = tuple(
+                v.type.name for v in map(get_proper_type, arg.values) if isinstance(v, Instance) and v.type.fullname in SCALAR_CLASSES
+            )
+            return arg.name, allowed
+    return None
 
 
 def _is_output(kernel_side: Type) -> bool:
