@@ -278,6 +278,13 @@ class Buffer:
         else:
             self._write(np.full(self._shape, v, dtype=self._dtype))
 
+    def copy_to(self, device: Any) -> Buffer:
+        """A new C-contiguous Buffer on `device` with the same elements (a peer copy between
+        GPUs that can access each other, else staged through the host; runtime/peer.py)."""
+        from anodize.runtime.peer import copy_to
+
+        return copy_to(self, device)
+
     def copy(self) -> Buffer:
         """A new C-contiguous Buffer on the same device with the same elements."""
         out = self._device._new(self._shape, self._scalar)
