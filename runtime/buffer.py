@@ -249,7 +249,12 @@ class Buffer:
                 if self._nbytes:
                     self._device._copy_d2d(self._ptr, source._ptr, self._nbytes)
                 return
-            arr = source.to_host()  # another device, overlapping memory or a strided view: via the host
+            if source._device is not self._device and self.is_contiguous and source.is_contiguous:
+                from anodize.runtime.peer import copy_between
+
+                if copy_between(self, source):  # another device of the same kind: a peer copy
+                    return
+            arr = source.to_host()  # another kind of device, overlapping memory or a strided view: via the host
         self._write(np.asarray(arr))
 
     def _write(self, arr: np.ndarray) -> None:

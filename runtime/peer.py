@@ -40,7 +40,7 @@ from anodize.runtime.buffer import Buffer
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
 
-__all__ = ["copy_to", "can_access_peer", "enable_peer_access", "enqueue_peer_copy"]
+__all__ = ["copy_to", "copy_between", "can_access_peer", "enable_peer_access", "enqueue_peer_copy"]
 
 _lock = threading.Lock()
 _ACCESS: dict[tuple[int, int], bool] = {}  # (src ordinal, dst ordinal) -> peer access usable (enabled)
@@ -82,6 +82,22 @@ def copy_to(buf: Buffer, target: Any) -> Buffer:
     else:
         out._write(src.to_host())
     return out
+
+
+def copy_between(dst: Buffer, src: Buffer) -> bool:
+    """`dst.copy_from(src)` for contiguous Buffers on two devices of one kind (checked by the
+    caller: same shape and dtype, in-flight writes into `dst` refused); False for other kinds."""
+    if not src.nbytes:
+        return True
+    if _inflight._ACTIVE:
+        _inflight.order_launch(src.device, (_inflight.use_of_buffer(src, False, "the source of `copy_from`"),))
+    if src.device.kind == "cuda" and dst.device.kind == "cuda":
+        _gpu_to_gpu(dst.device, dst.ptr, src.device, src.ptr, src.nbytes)
+        return True
+    if src.device.kind == "cpu" and dst.device.kind == "cpu":
+        ctypes.memmove(dst.ptr, src.ptr, src.nbytes)
+        return True
+    return False
 
 
 # ---- GPU to GPU ---------------------------------------------------------------------------------

@@ -450,3 +450,27 @@ def test_gpu_data_parallel_example(monkeypatch: pytest.MonkeyPatch) -> None:
     mod = _example()
     res = mod.main(n=1 << 20)
     assert int(res.sum()) == 1 << 20
+
+
+def test_copy_from_a_buffer_on_another_device(two_cpus: tuple[Device, Device]) -> None:
+    d0, d1 = two_cpus
+    h = _host()
+    a, b = d0.to_device(h), d1.zeros(N, az.f32)
+    b.copy_from(a)
+    np.testing.assert_array_equal(b.to_host(), h)
+    with pytest.raises(az.ArgumentError, match="shape"):
+        b.copy_from(d0.zeros(N + 1, az.f32))
+
+
+def test_multigpu_bench_refuses_cleanly_without_two_gpus() -> None:
+    import os
+    import subprocess
+
+    if _gpu_count() >= 2:
+        pytest.skip("this machine has two GPUs: the bench would run")
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / "multigpu_bench.py")],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "ANODIZE_DEVICE": "cpu"}, timeout=120,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "not run: it needs two CUDA GPUs" in r.stdout
