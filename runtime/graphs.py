@@ -258,6 +258,8 @@ def _capture_gpu(tree: O.Op) -> Any:
             lane, pend = tree._emit(ctx, origin)
             for m in pend:
                 lane.wait(m)
+            if lane is not origin:  # it ended on another device's lane: join it back before the end
+                origin.wait(lane.record())
         except BaseException as e:  # noqa: BLE001 - end the capture first, then re-raise
             failure = e
         err, graph = driver.cuStreamEndCapture(origin.cu)

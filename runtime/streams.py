@@ -481,6 +481,7 @@ def zero_device_bytes(dev: Device, ptr: int, nbytes: int) -> None:
 
     from anodize.runtime.cuda_device import check_cu
 
+    ensure_current(dev)
     s = _fault_stream(dev)
     check_cu(driver.cuMemsetD8Async(ptr, 0, nbytes, s), "cuMemsetD8Async")
     check_cu(driver.cuStreamSynchronize(s), "resetting fault records")

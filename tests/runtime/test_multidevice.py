@@ -474,3 +474,17 @@ def test_multigpu_bench_refuses_cleanly_without_two_gpus() -> None:
     )
     assert r.returncode == 0, r.stderr
     assert "not run: it needs two CUDA GPUs" in r.stdout
+
+
+def test_fake_gpus_graph_spanning_devices_captures_and_replays(fake_gpus: Any) -> None:
+    g0, g1, state, waits = fake_gpus
+    h = _host()
+    x0, y0 = g0.to_device(h), g0.empty(N, az.f32)
+    y1, z1 = g1.empty(N, az.f32), g1.empty(N, az.f32)
+    graph = az.capture(vecadd[CFG].op(x0, x0, y0).then(g1.copy_op(y1, y0)).then(vecadd[CFG].op(y1, y1, z1)))
+    graph.replay()
+    np.testing.assert_array_equal(z1.to_host(), 4 * h)
+    x0.copy_from(h + 1)  # work run at capture time instead of at replay would miss this
+    graph.replay()
+    np.testing.assert_array_equal(z1.to_host(), 4 * (h + 1))
+    assert state.counts["graph_launch"] == 2
