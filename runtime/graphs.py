@@ -204,6 +204,7 @@ class Graph:
                 if lane is not d_lane:
                     lane.wait(d_lane.record())
                 d.faults.dirty = True  # a later dev.check() reads the fault records too
+            S.ensure_current(dev)  # (recording on other devices' streams switched the context)
             check_cu(driver.cuGraphLaunch(entry.exe, lane.cu), "cuGraphLaunch")
             done = lane.record()
         except BaseException:

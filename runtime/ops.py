@@ -299,6 +299,10 @@ def copy_op(dev: Device, dst: Any, src: Any) -> CopyOp:
                 f"lives on {dev.describe()}"
             )
         kind, dev = "peer", dst.device  # a copy between devices runs on the destination's device
+        if dev.kind == "cuda":  # now, not while the copy is queued (or captured into a graph)
+            from anodize.runtime.peer import enable_peer_access
+
+            enable_peer_access(src.device, dst.device)
     for side, b in (("dst", dst), ("src", src)):
         if isinstance(b, Buffer) and not b.is_contiguous:
             raise ArgumentError(
