@@ -148,6 +148,7 @@ def test_cross_device_argument_is_an_argument_error(two_cpus: tuple[Device, Devi
         text = str(e.value)
         assert "parameter `b`" in text, text
         assert d1.describe() in text and d0.describe() in text, text
+        assert "`b.copy_to(dev)`" in text, text
     with pytest.raises(az.ArgumentError, match="parameter `c`"):  # the first array decides the device
         vecadd[CFG](b, b, c)
 
