@@ -29,7 +29,7 @@ from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthre
 # the imports below.
 if TYPE_CHECKING:
     from anodize.runtime.config import LaunchConfig
-    from anodize.runtime.device import Buffer, Device, device
+    from anodize.runtime.device import Buffer, Device, device, devices
     # issue 7: lazy ops, stream pools, graph capture, ownership across time
     from anodize.runtime.graphs import Graph, capture
     from anodize.runtime.inflight import InFlightError
@@ -41,6 +41,7 @@ _LAZY = {
     "Buffer": "anodize.runtime.device",
     "Device": "anodize.runtime.device",
     "device": "anodize.runtime.device",
+    "devices": "anodize.runtime.device",
     "Graph": "anodize.runtime.graphs",
     "capture": "anodize.runtime.graphs",
     "InFlightError": "anodize.runtime.inflight",
@@ -117,6 +118,7 @@ __all__ = [
     "bool_",
     "capture",
     "device",
+    "devices",
     "f32",
     "f64",
     "func",

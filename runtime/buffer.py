@@ -249,7 +249,12 @@ class Buffer:
                 if self._nbytes:
                     self._device._copy_d2d(self._ptr, source._ptr, self._nbytes)
                 return
-            arr = source.to_host()  # another device, overlapping memory or a strided view: via the host
+            if source._device is not self._device and self.is_contiguous and source.is_contiguous:
+                from anodize.runtime.peer import copy_between
+
+                if copy_between(self, source):  # another device of the same kind: a peer copy
+                    return
+            arr = source.to_host()  # another kind of device, overlapping memory or a strided view: via the host
         self._write(np.asarray(arr))
 
     def _write(self, arr: np.ndarray) -> None:
@@ -277,6 +282,13 @@ class Buffer:
             self._device._fill(self._ptr, self._nbytes, v.tobytes())
         else:
             self._write(np.full(self._shape, v, dtype=self._dtype))
+
+    def copy_to(self, device: Any) -> Buffer:
+        """A new C-contiguous Buffer on `device` with the same elements (a peer copy between
+        GPUs that can access each other, else staged through the host; runtime/peer.py)."""
+        from anodize.runtime.peer import copy_to
+
+        return copy_to(self, device)
 
     def copy(self) -> Buffer:
         """A new C-contiguous Buffer on the same device with the same elements."""

@@ -21,6 +21,7 @@ from cuda.core import launch as _cu_launch
 from anodize.codegen.artifact import CompiledKernel
 from anodize.runtime.device import Device, DeviceLimits
 from anodize.runtime.faults import FaultArena
+from anodize.runtime.streams import ensure_current
 
 _OK = driver.CUresult.CUDA_SUCCESS
 
@@ -45,6 +46,9 @@ class CudaDevice(Device):
         cu = _CuDevice(index)
         cu.set_current()
         self._cu = cu
+        # the device's primary context (current now): `_make_current` switches to it when
+        # work moves between GPUs (runtime/streams.py `ensure_current`)
+        self._ctx = check_cu(driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
         self.index = index
         self.name = cu.name
         cc = cu.compute_capability
@@ -72,29 +76,42 @@ class CudaDevice(Device):
     def stream(self) -> Any:
         return self._stream
 
+    def _make_current(self) -> None:
+        check_cu((driver.cuCtxSetCurrent(self._ctx)[0], None), "cuCtxSetCurrent")
+
+    def _current(self) -> None:
+        """Before driver calls outside the launch path: our context, when several GPUs are in use."""
+        ensure_current(self)
+
     def check(self) -> None:
+        self._current()
         check_cu(driver.cuStreamSynchronize(self._cu_stream), "a kernel launched by anodize")
         self.faults.check()
 
     # -- memory ---------------------------------------------------------------------------
     def _alloc(self, nbytes: int) -> tuple[int, object]:
+        self._current()
         buf = self._cu.allocate(max(nbytes, 1), stream=self._stream)
         return int(buf.handle), buf
 
     def _upload(self, ptr: int, host: np.ndarray, nbytes: int) -> None:
+        self._current()
         if nbytes:
             check_cu(driver.cuMemcpyHtoDAsync(ptr, host.ctypes.data, nbytes, self._cu_stream), "cuMemcpyHtoD")
             check_cu(driver.cuStreamSynchronize(self._cu_stream), "cuMemcpyHtoD")
 
     def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
+        self._current()
         if nbytes:
             check_cu(driver.cuMemcpyDtoHAsync(out.ctypes.data, ptr, nbytes, self._cu_stream), "cuMemcpyDtoH")
         check_cu(driver.cuStreamSynchronize(self._cu_stream), "a kernel launched by anodize")
 
     def _fill_zero(self, ptr: int, nbytes: int) -> None:
+        self._current()
         check_cu(driver.cuMemsetD8Async(ptr, 0, nbytes, self._cu_stream), "cuMemsetD8")
 
     def _fill(self, ptr: int, nbytes: int, pattern: bytes) -> None:
+        self._current()
         width = len(pattern)
         if width == 8 and pattern[:4] == pattern[4:]:
             pattern, width = pattern[:4], 4  # an 8-byte element with equal halves is a 4-byte memset
@@ -111,6 +128,7 @@ class CudaDevice(Device):
             self._upload(ptr, host, nbytes)
 
     def _copy_d2d(self, dst: int, src: int, nbytes: int) -> None:
+        self._current()
         check_cu(driver.cuMemcpyDtoDAsync(dst, src, nbytes, self._cu_stream), "cuMemcpyDtoD")
 
     def _dl_device(self) -> tuple[int, int]:

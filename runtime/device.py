@@ -3,6 +3,8 @@
     dev = az.device()          # first GPU, else CPU (with a one-line notice)
     dev = az.device(0)         # GPU 0;  az.device("cuda:1") GPU 1
     dev = az.device("cpu")     # the CPU backend (llvmlite host JIT)
+    dev = az.device("cpu", 1)  # a second CPU stand-in device ("cpu:1"): its own memory and faults
+    gpus = az.devices()        # every GPU (an empty list without one)
 
 CUDA is imported only when a GPU device is requested, so `import anodize` works
 (and stays fast) on a machine without a driver.  Devices are created once per
@@ -23,7 +25,7 @@ from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime.buffer import MAX_RANK, Buffer, normalize_shape, resolve_dtype
 from anodize.runtime.faults import FaultArena
 
-__all__ = ["Device", "CpuDevice", "Buffer", "DeviceLimits", "device", "devices_used"]
+__all__ = ["Device", "CpuDevice", "Buffer", "DeviceLimits", "device", "devices", "devices_used"]
 
 _ALIGN = 64
 
@@ -146,7 +148,9 @@ class Device:
         return None
 
     def describe(self) -> str:
-        return f"{self.kind}:{self.index} ({self.name})" if self.kind == "cuda" else f"cpu ({self.name})"
+        if self.kind == "cuda" or self.index:
+            return f"{self.kind}:{self.index} ({self.name})"
+        return f"cpu ({self.name})"  # the one CPU backend most programs use
 
     def __repr__(self) -> str:
         return f"<anodize Device {self.describe()}>"
@@ -183,14 +187,18 @@ class Device:
 
 
 class CpuDevice(Device):
-    """The CPU backend: buffers are aligned NumPy arrays; kernels run synchronously."""
+    """The CPU backend: buffers are aligned NumPy arrays; kernels run synchronously.
+
+    `az.device("cpu", n)` is the n-th CPU device: the same host JIT, but a Device of its
+    own (its own fault arena, its buffers its own memory space), so a second CPU device
+    stands in for a second GPU in tests and in the CPU path of multi-device programs."""
 
     kind = "cpu"
     poison_empty = True
 
-    def __init__(self) -> None:
+    def __init__(self, index: int = 0) -> None:
         self.name = f"llvmlite host JIT, {platform.machine() or 'cpu'}"
-        self.index = 0
+        self.index = index
         self.compute_capability = None
         self.limits = DeviceLimits()
         self.faults = FaultArena(self)
@@ -236,7 +244,7 @@ def poison_pattern(scalar: ScalarInfo) -> bytes:
     return b"\xa5" * scalar.dtype.itemsize
 
 
-_CPU: CpuDevice | None = None
+_CPUS: dict[int, CpuDevice] = {}
 _GPUS: dict[int, Device] = {}
 _DEFAULT: Device | None = None
 _USED: dict[int, Device] = {}
@@ -251,11 +259,23 @@ def devices_used() -> list[Device]:
     return list(_USED.values())
 
 
-def cpu_device() -> CpuDevice:
-    global _CPU
-    if _CPU is None:
-        _CPU = CpuDevice()
-    return _CPU
+def cpu_device(index: int = 0) -> CpuDevice:
+    """The `index`-th CPU device (0: the CPU backend; 1, 2, ...: stand-ins for more GPUs)."""
+    dev = _CPUS.get(index)
+    if dev is None:
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ArgumentError(f"a CPU device index is a non-negative int, got {index!r}")
+        dev = _CPUS[index] = CpuDevice(index)
+    return dev
+
+
+def devices() -> list[Device]:
+    """Every CUDA GPU of this machine, in ordinal order; an empty list without one.
+
+    CPU stand-in devices are not listed: ask for them with `az.device("cpu", n)`."""
+    from anodize.runtime.probe import gpu_count
+
+    return [cuda_device(i) for i in range(gpu_count())]
 
 
 def cuda_device(index: int) -> Device:
@@ -279,11 +299,23 @@ def cuda_device(index: int) -> Device:
     return dev
 
 
-def device(which: int | str | Device | None = None) -> Device:
-    """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cpu")`."""
+def device(which: int | str | Device | None = None, index: int | None = None) -> Device:
+    """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cuda", 1)`,
+    `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device."""
     global _DEFAULT
     if isinstance(which, Device):
         return which
+    if index is not None:
+        if not isinstance(which, str) or which.strip().lower() not in ("cpu", "cuda", "gpu"):
+            raise ArgumentError(
+                f"`device({which!r}, {index!r})`: an index goes with \"cpu\" or \"cuda\"",
+                help='use `az.device("cuda", 1)`, `az.device("cpu", 1)` or `az.device(1)`',
+            )
+        if isinstance(index, (bool, np.bool_)) or not isinstance(index, (int, np.integer)) or index < 0:
+            raise ArgumentError(f"a device index is a non-negative int, got {index!r}")
+        if which.strip().lower() == "cpu":
+            return cpu_device(int(index))
+        return cuda_device(int(index))
     if which is None:
         if _DEFAULT is None:
             from anodize.runtime.probe import gpu_available
@@ -302,11 +334,14 @@ def device(which: int | str | Device | None = None) -> Device:
         text = which.strip().lower()
         if text == "cpu":
             return cpu_device()
+        if text.startswith("cpu:") and text[4:].isdigit():
+            return cpu_device(int(text[4:]))
         if text in ("cuda", "gpu"):
             return cuda_device(0)
         for prefix in ("cuda:", "gpu:"):
             if text.startswith(prefix) and text[len(prefix) :].isdigit():
                 return cuda_device(int(text[len(prefix) :]))
     raise ArgumentError(
-        f"unknown device {which!r}", help='use an index (`0`), "cuda:0", "cpu", or nothing for the default'
+        f"unknown device {which!r}",
+        help='use an index (`0`), "cuda:0", "cpu", "cpu:1", or nothing for the default',
     )

@@ -17,6 +17,10 @@ device's stream.  Copies inside a graph need pinned host arrays (`az.pinned_empt
 
 On the CPU backend the same API re-runs the recorded ops with the new arrays,
 synchronously.
+
+An op that spans devices captures into one graph whose nodes run on their own devices
+(each device's part is captured from a capture pool of that device, joined by events);
+a replay waits for every one of those devices' streams and is ordered on the first's.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class _Entry:
         self.exe = exe
         self.used = tree.uses()
         self.kernels = O._kernels_of(tree)
+        self.devices = tree.devices()
         self.last: O.Handle | None = None
 
     def destroy(self) -> None:
@@ -188,16 +193,18 @@ class Graph:
         # (launches of one executable graph are ordered behind each other by the driver)
         # (`entry.used` holds the captured arrays: the same memory as `args`, kept alive by the cache)
         handle = O.Handle(entry.tree, used=entry.used, kernels=entry.kernels)
-        dev_lane = S.device_lane(dev)
         lane = O._lane_for(dev, stream)
         earlier = inflight.begin(handle, handle.used)
         try:
             assert isinstance(lane, S.GpuLane)
             for e in earlier:
                 lane.wait(e.marker)
-            if lane is not dev_lane:
-                lane.wait(dev_lane.record())
-            dev.faults.dirty = True  # a later dev.check() reads the fault records too
+            for d in entry.devices:  # work queued on each device's own stream comes first
+                d_lane = S.device_lane(d)
+                if lane is not d_lane:
+                    lane.wait(d_lane.record())
+                d.faults.dirty = True  # a later dev.check() reads the fault records too
+            S.ensure_current(dev)  # (recording on other devices' streams switched the context)
             check_cu(driver.cuGraphLaunch(entry.exe, lane.cu), "cuGraphLaunch")
             done = lane.record()
         except BaseException:
@@ -223,6 +230,14 @@ class Graph:
 _CAPTURE_POOLS: dict[int, S.StreamPool] = {}
 
 
+def _capture_pool(dev: Device) -> S.StreamPool:
+    """The private pool a device's part of a graph is captured on (made once per device)."""
+    pool = _CAPTURE_POOLS.get(id(dev))
+    if pool is None:
+        pool = _CAPTURE_POOLS[id(dev)] = S.StreamPool(dev, S.DEFAULT_POOL_SIZE)
+    return pool
+
+
 def _capture_gpu(tree: O.Op) -> Any:
     """Stream-capture `tree`'s work on a private pool and instantiate it; returns the CUgraphExec."""
     from cuda.bindings import driver
@@ -231,9 +246,7 @@ def _capture_gpu(tree: O.Op) -> Any:
 
     dev = tree.device
     S.ensure_current(dev)
-    pool = _CAPTURE_POOLS.get(id(dev))
-    if pool is None:
-        pool = _CAPTURE_POOLS[id(dev)] = S.StreamPool(dev, S.DEFAULT_POOL_SIZE)
+    pool = _capture_pool(dev)
     with pool._lock:
         origin = pool.first_lane()
         assert isinstance(origin, S.GpuLane)
@@ -242,10 +255,12 @@ def _capture_gpu(tree: O.Op) -> Any:
         check_cu(driver.cuStreamBeginCapture(origin.cu, mode), "cuStreamBeginCapture")
         failure: BaseException | None = None
         try:
-            ctx = O._Ctx(pool, scratch, [], capturing=True)
+            ctx = O._Ctx(pool, scratch, [], capturing=True, others=_capture_pool)
             lane, pend = tree._emit(ctx, origin)
             for m in pend:
                 lane.wait(m)
+            if lane is not origin:  # it ended on another device's lane: join it back before the end
+                origin.wait(lane.record())
         except BaseException as e:  # noqa: BLE001 - end the capture first, then re-raise
             failure = e
         err, graph = driver.cuStreamEndCapture(origin.cu)

@@ -232,7 +232,10 @@ def check_host_read(buf: Buffer, action: str) -> None:
 
 
 def order_launch(dev: Any, uses: tuple[Use, ...]) -> None:
-    """Order a plain `kernel[cfg](...)` launch after the in-flight work it conflicts with.
+    """Order a plain `kernel[cfg](...)` launch (or a `copy_to`) after the in-flight work it conflicts with.
+
+    Memory is identified per device (`Use.space`), and the work waited for may run on
+    another device than `dev`: a CUDA stream may wait for another device's event.
 
     A launch that writes memory an in-flight operation uses, or uses memory one writes,
     waits for that operation on the device's own lane: a stream-side wait on a GPU (the

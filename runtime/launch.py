@@ -679,7 +679,7 @@ def _device_error(name: str, p: ParamSpec, a: Buffer, dev: Device) -> ArgumentEr
     return A.arg_error(
         name, p, f"lives on {a.device.describe()}, but the launch runs on {dev.describe()} "
         "(the device of the first array argument)",
-        help="put every array argument on one device",
+        help=f"put every array argument on one device: `{p.name}.copy_to(dev)` copies a Buffer to `dev`",
     )
 
 

@@ -17,7 +17,10 @@ memory are refused meanwhile), and the op holds the arrays alive.  A
 
 Scheduling (`_emit`): a leaf goes on the current lane; `then` stays on its lane;
 the branches of a gather fork from the current lane with an event and go to other
-lanes of the pool, and the gather's successors wait for every branch.  On a GPU a
+lanes of the pool, and the gather's successors wait for every branch.  An op may span
+devices (issue: several GPUs): a leaf of another device than the current lane's moves
+the work to a lane of its own device, which first waits (an event) for the lane it
+came from; a gather branch of another device forks straight to a lane of that device.  On a GPU a
 submission first waits for the device's own stream (allocations, zero fills and
 plain launches queued there) and for in-flight submissions that write memory
 it uses (or use memory it writes).  The device's stream does not wait for
@@ -72,17 +75,29 @@ class Op:
             return self.submit(stream).wait()
         return _start(self, S.SingleLane(self.device, _lane_for(self.device, stream))).wait()
 
-    def submit(self, pool: S.StreamPool | None = None) -> Handle:
-        """Start on `pool` (default: the device's default pool) and return a handle at once."""
-        if pool is None:
-            pool = S.default_pool(self.device)
-        if not isinstance(pool, S.StreamPool):
-            raise ArgumentError(f"`submit` takes an az.StreamPool, got {type(pool).__qualname__}")
-        if pool.device is not self.device:
-            raise ArgumentError(
-                f"{self.describe()} runs on {self.device.describe()}, but the pool is on {pool.device.describe()}"
-            )
-        return _start(self, pool)
+    def submit(self, pool: S.StreamPool | list[S.StreamPool] | tuple[S.StreamPool, ...] | None = None) -> Handle:
+        """Start on `pool` (default: the device's default pool) and return a handle at once.
+
+        An op that spans devices takes one pool per device (a list), or one pool for its
+        first device; its other devices then use their default pools."""
+        given = list(pool) if isinstance(pool, (list, tuple)) else [] if pool is None else [pool]
+        by_dev: dict[int, S.StreamPool] = {}
+        devs = self.devices()
+        for p in given:
+            if not isinstance(p, S.StreamPool):
+                raise ArgumentError(f"`submit` takes an az.StreamPool (or a list of them), got {type(p).__qualname__}")
+            if not any(p.device is d for d in devs):
+                raise ArgumentError(
+                    f"{self.describe()} runs on {', '.join(d.describe() for d in devs)}, "
+                    f"but the pool is on {p.device.describe()}"
+                )
+            by_dev[id(p.device)] = p
+        first = by_dev.get(id(self.device)) or S.default_pool(self.device)
+
+        def pool_of(dev: Device) -> Any:
+            return by_dev.get(id(dev)) or S.default_pool(dev)
+
+        return _start(self, first, pool_of)
 
     def wait(self) -> Any:
         """Wait for a submitted op (submitting it to the default pool first if needed); return its result."""
@@ -127,6 +142,13 @@ class Op:
 
     def uses(self) -> tuple[Use, ...]:
         return tuple(u for leaf in self.leaves() for u in leaf._uses)
+
+    def devices(self) -> list[Device]:
+        """The devices this op's work runs on, first use first (its `device` is the first)."""
+        seen: dict[int, Device] = {}
+        for leaf in self.leaves():
+            seen.setdefault(id(leaf.device), leaf.device)
+        return list(seen.values())
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
         """Queue this op's work starting on `lane`; return the lane it ends on (always `lane`)
@@ -177,6 +199,8 @@ class Leaf(Op):
         yield self
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        if lane.device is not None and lane.device is not self.device:
+            lane = ctx.move(lane, self.device)  # another device: continue on one of its lanes
         ctx.enter(lane)
         if lane.is_gpu:
             self._enqueue_gpu(ctx, lane)  # type: ignore[arg-type]
@@ -262,16 +286,33 @@ def copy_op(dev: Device, dst: Any, src: Any) -> CopyOp:
             f"{_describe_array(dst)} and src = {_describe_array(src)}",
             help="at least one side must be a Buffer; copy host arrays with `np.copyto`",
         )
+    if kind == "d2d" and dst.device is not src.device:
+        if dst.device.kind != src.device.kind:
+            raise ArgumentError(
+                f"`copy_op`: dst lives on {dst.device.describe()} and src on {src.device.describe()}; "
+                "a lazy copy runs between devices of one kind",
+                help="copy through the host: `src.to_host_op()`, then `dev.copy_op(dst, host)`",
+            )
+        if dev is not dst.device and dev is not src.device:
+            raise ArgumentError(
+                f"`copy_op`: neither dst ({dst.device.describe()}) nor src ({src.device.describe()}) "
+                f"lives on {dev.describe()}"
+            )
+        kind, dev = "peer", dst.device  # a copy between devices runs on the destination's device
+        if dev.kind == "cuda":  # now, not while the copy is queued (or captured into a graph)
+            from anodize.runtime.peer import enable_peer_access
+
+            enable_peer_access(src.device, dst.device)
     for side, b in (("dst", dst), ("src", src)):
         if isinstance(b, Buffer) and not b.is_contiguous:
             raise ArgumentError(
                 f"`copy_op`: {side} is a non-contiguous view of shape {b.shape} (strides {b.strides})",
                 help="copy whole rows (a contiguous view), or make a contiguous copy with `view.copy()`",
             )
-        if isinstance(b, Buffer) and b.device is not dev:
+        if isinstance(b, Buffer) and b.device is not dev and kind != "peer":
             raise ArgumentError(
                 f"`copy_op`: {side} lives on {b.device.describe()}, but the copy runs on {dev.describe()}",
-                help="copy between devices through the host, or call `copy_op` on the buffer's device",
+                help="call `copy_op` on the buffer's device, or copy between devices with a Buffer on each side",
             )
     if dst.dtype != src.dtype:
         raise ArgumentError(
@@ -298,7 +339,7 @@ def copy_op(dev: Device, dst: Any, src: Any) -> CopyOp:
 class CopyOp(Leaf):
     """`dev.copy_op(dst, src)`: one copy, recorded."""
 
-    _ARROWS = {"h2d": "host -> device", "d2h": "device -> host", "d2d": "device -> device"}
+    _ARROWS = {"h2d": "host -> device", "d2h": "device -> host", "d2d": "device -> device", "peer": "device -> device"}
 
     def __init__(self, dev: Device, dst: Any, src: Any, kind: str):
         super().__init__(dev)
@@ -306,15 +347,20 @@ class CopyOp(Leaf):
         self.src = src
         self.kind = kind
         self.nbytes = int(src.nbytes)
-        what = f"copy op ({self._ARROWS[kind]})"
+        what = f"copy op ({self._arrow()})"
         self._uses = (self._use(src, False, f"the source of {what}"), self._use(dst, True, f"the destination of {what}"))
 
     @staticmethod
     def _use(x: Any, writes: bool, label: str) -> Use:
         return inflight.use_of_buffer(x, writes, label) if isinstance(x, Buffer) else inflight.use_of_host(x, writes, label)
 
+    def _arrow(self) -> str:
+        if self.kind == "peer":
+            return f"{self.src.device.describe()} -> {self.dst.device.describe()}"
+        return self._ARROWS[self.kind]
+
     def describe(self) -> str:
-        return f"copy op ({self._ARROWS[self.kind]}, {self.nbytes} bytes)"
+        return f"copy op ({self._arrow()}, {self.nbytes} bytes)"
 
     @staticmethod
     def _addr(x: Any) -> int:
@@ -328,6 +374,9 @@ class CopyOp(Leaf):
 
     def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
         dst, src = self.dst, self.src
+        if self.kind == "peer":
+            lane.copy_peer(dst.device, dst.ptr, src.device, src.ptr, self.nbytes)
+            return
         if self.kind == "h2d" and not S.is_pinned(self.device, src):
             if ctx.capturing:
                 raise _pinned_error("source")
@@ -401,9 +450,13 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
                 help="make one with `kernel[cfg].op(...)`, `dev.copy_op(dst, src)` or `buf.to_host_op()`",
             )
     dev = ops[0].device
-    for o in ops[1:]:
-        if o.device is not dev:
-            raise ArgumentError(f"{what}: {ops[0].describe()} runs on {dev.describe()}, {o.describe()} on {o.device.describe()}")
+    for o in ops[1:]:  # ops may span devices of one kind (GPUs, or CPU stand-in devices)
+        if o.device.kind != dev.kind:
+            raise ArgumentError(
+                f"{what}: {ops[0].describe()} runs on {dev.describe()}, {o.describe()} on {o.device.describe()}; "
+                "an op spans devices of one kind",
+                help="run the CPU part and the GPU part as separate ops, with a host copy between them",
+            )
     return dev
 
 
@@ -477,10 +530,12 @@ class Gather(Op):
         out: list[S.Marker] = []
         for k, c in enumerate(self.children):
             if k == 0:
-                _, pend = c._emit(ctx, lane)
+                end, pend = c._emit(ctx, lane)
                 out.extend(pend)
+                if end is not lane:  # it moved to another device
+                    out.append(end.record())
                 continue
-            other = ctx.lanes.other_lane(lane)
+            other = ctx.branch_lane(c.device, lane)
             ctx.enter(other)
             assert fork is not None
             other.wait(fork)
@@ -526,23 +581,74 @@ def gather(*ops: Op) -> Op:
 # ---- submission and completion -----------------------------------------------------------------
 
 
-class _Ctx:
-    """One submission being queued: its lanes, handle and device-stream ordering."""
+def _single_lanes(dev: Device) -> Any:
+    return S.SingleLane(dev, S.device_lane(dev))
 
-    def __init__(self, lanes: Any, handle: Handle, start: list[S.Marker], capturing: bool = False):
+
+class _Ctx:
+    """One submission being queued: its lanes (per device), handle and device-stream ordering.
+
+    `lanes` are the first device's (a `SingleLane` or a `StreamPool`); `others(dev)` gives
+    another device's (its own stream for `run`, a pool for `submit`, a capture pool)."""
+
+    def __init__(
+        self,
+        lanes: Any,
+        handle: Handle,
+        start: list[S.Marker],
+        capturing: bool = False,
+        others: Callable[[Device], Any] | None = None,
+    ):
         self.lanes = lanes
         self.handle = handle
-        self.start = start  # what every lane waits for before its first step
+        self.start = start  # in-flight work that every lane waits for before its first step
         self.capturing = capturing
+        self._others = others or (S.default_pool if isinstance(lanes, S.StreamPool) else _single_lanes)
+        self._by_dev: dict[int, Any] = {id(lanes.device): lanes}
+        self._home: dict[int, S.Lane] = {}  # device -> the lane its work continues on
+        self._dev_marks: dict[int, S.Marker] = {}
         self._entered: set[int] = set()
 
     def enter(self, lane: S.Lane) -> None:
-        """First use of `lane` in this submission: order it after the device stream's work."""
+        """First use of `lane` in this submission: order it after the in-flight work it must
+        follow and after the work queued on its device's own stream (allocations, fills,
+        plain launches)."""
         if id(lane) in self._entered:
             return
         self._entered.add(id(lane))
         for m in self.start:
             lane.wait(m)
+        dev = lane.device
+        if dev is None:
+            return
+        self._home.setdefault(id(dev), lane)
+        if dev.kind == "cuda" and not self.capturing:
+            dev_lane = S.device_lane(dev)
+            if lane is not dev_lane:
+                mark = self._dev_marks.get(id(dev))
+                if mark is None:
+                    mark = self._dev_marks[id(dev)] = dev_lane.record()
+                lane.wait(mark)
+
+    def lanes_of(self, dev: Device) -> Any:
+        hit = self._by_dev.get(id(dev))
+        if hit is None:
+            hit = self._by_dev[id(dev)] = self._others(dev)
+        return hit
+
+    def move(self, lane: S.Lane, dev: Device) -> S.Lane:
+        """Continue on `dev` after what `lane` has queued: an event recorded on `lane`,
+        waited for by `dev`'s lane (a cross-device stream wait on GPUs)."""
+        self.enter(lane)
+        mark = lane.record()
+        target = self._home.get(id(dev)) or self.lanes_of(dev).first_lane()
+        self.enter(target)
+        target.wait(mark)
+        return target
+
+    def branch_lane(self, dev: Device, busy: S.Lane) -> S.Lane:
+        """A lane of `dev` for a gather branch forking from `busy`."""
+        return self.lanes_of(dev).other_lane(busy)
 
 
 def _lane_for(dev: Device, stream: Any) -> S.Lane:
@@ -558,7 +664,7 @@ def _lane_for(dev: Device, stream: Any) -> S.Lane:
     return S.GpuLane(dev, stream)
 
 
-def _start(op: Op, lanes: Any) -> Handle:
+def _start(op: Op, lanes: Any, others: Callable[[Device], Any] | None = None) -> Handle:
     op._claim_for_run()
     dev = op.device
     handle = Handle(op)
@@ -568,12 +674,8 @@ def _start(op: Op, lanes: Any) -> Handle:
         try:
             first = lanes.first_lane()
             start = [e.marker for e in earlier]  # in-flight work on the same memory comes first
-            if dev.kind == "cuda":
-                dev_lane = S.device_lane(dev)
-                if first is not dev_lane:
-                    # allocations, zero fills and plain launches queued on the device's stream
-                    start.append(dev_lane.record())
-            ctx = _Ctx(lanes, handle, start)
+            # (each lane also waits for its device's own stream when it is first used: `_Ctx.enter`)
+            ctx = _Ctx(lanes, handle, start, others=others)
             lane, pend = op._emit(ctx, first)
             for m in pend:
                 lane.wait(m)
@@ -666,7 +768,7 @@ class Handle:
                     try:
                         if self.error is not None:
                             raise self.error
-                        fault = _take_fault(self.device, self.kernels)
+                        fault = _take_fault(self.kernels)
                         if fault is not None:
                             raise fault
                         self._value = self.op._collect()
@@ -700,17 +802,18 @@ def _kernels_of(op: Op) -> list[LoadedKernel]:
     return list(seen.values())
 
 
-def _take_fault(dev: Device, kernels: list[LoadedKernel]) -> KernelFault | None:
-    """The first fault recorded by these kernels (their slots are reset); None when there is none."""
+def _take_fault(kernels: list[LoadedKernel]) -> KernelFault | None:
+    """The first fault recorded by these kernels, each on its own device (their slots are
+    reset); None when there is none."""
     from anodize.codegen.artifact import FAULT_RECORD_BYTES
     from anodize.runtime.faults import RECORD, _fault
 
     first: KernelFault | None = None
     for lk in kernels:
         rec = np.zeros(1, dtype=RECORD)
-        S.read_device_bytes(dev, rec, lk.fault_address, FAULT_RECORD_BYTES)
+        S.read_device_bytes(lk.device, rec, lk.fault_address, FAULT_RECORD_BYTES)
         if int(rec["count"][0]):
-            S.zero_device_bytes(dev, lk.fault_address, FAULT_RECORD_BYTES)
+            S.zero_device_bytes(lk.device, lk.fault_address, FAULT_RECORD_BYTES)
             if first is None:
                 first = _fault(lk.compiled, rec[0])
     return first

@@ -69,9 +69,10 @@ class CpuMarker:
 
 
 class Lane:
-    """An in-order queue of device work (one CUDA stream, or one CPU worker)."""
+    """An in-order queue of device work (one CUDA stream, or one CPU worker) of one device."""
 
     is_gpu = False
+    device: Device | None = None  # the device whose work it queues (set by whoever makes the lane)
 
     def record(self) -> Marker:
         raise NotImplementedError
@@ -200,6 +201,13 @@ class GpuLane(Lane):
     def submit(self, runner: Runner, fn: Callable[[], None]) -> None:  # pragma: no cover - GPU lanes queue CUDA work
         raise LaunchError("internal error: host work queued on a CUDA stream")
 
+    def copy_peer(self, dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -> None:
+        """A copy from `src_dev`'s memory to `dst_dev`'s, on this stream (runtime/peer.py)."""
+        from anodize.runtime.peer import enqueue_peer_copy
+
+        ensure_current(self.device)  # type: ignore[arg-type]
+        enqueue_peer_copy(self.cu, dst_dev, dst, src_dev, src, nbytes)
+
     # -- CUDA work, queued on this stream ---------------------------------------------------
     def launch(self, cu_config: Any, handle: Any, args: list[Any]) -> None:
         from cuda.core import launch
@@ -213,6 +221,7 @@ class GpuLane(Lane):
 
         if not nbytes:
             return
+        ensure_current(self.device)  # type: ignore[arg-type]
         if kind == "h2d":
             check_cu(driver.cuMemcpyHtoDAsync(dst, src, nbytes, self.cu), "cuMemcpyHtoDAsync")
         elif kind == "d2h":
@@ -225,8 +234,16 @@ _CURRENT = threading.local()
 
 
 def ensure_current(dev: Device) -> None:
-    """Make `dev`'s CUDA context current on this thread (once per thread and device)."""
+    """Make `dev`'s CUDA context current on this thread.
+
+    With one GPU in the process, once per thread.  Once a second GPU device exists,
+    every time (`cuCtxSetCurrent`, a thread-local store): work switches between devices,
+    and another library (CuPy, PyTorch) may have switched the context meanwhile."""
     if dev.kind != "cuda":
+        return
+    make = getattr(dev, "_make_current", None)
+    if make is not None and _several_gpus():
+        make()
         return
     done: set[int] | None = getattr(_CURRENT, "devices", None)
     if done is None:
@@ -234,6 +251,12 @@ def ensure_current(dev: Device) -> None:
     if dev.index not in done:
         dev._cu.set_current()  # type: ignore[attr-defined]
         done.add(dev.index)
+
+
+def _several_gpus() -> bool:
+    from anodize.runtime.device import _GPUS
+
+    return len(_GPUS) > 1
 
 
 _DEVICE_LANES: dict[int, Lane] = {}
@@ -244,6 +267,7 @@ def device_lane(dev: Device) -> Lane:
     lane = _DEVICE_LANES.get(id(dev))
     if lane is None:
         lane = GpuLane(dev, dev.stream) if dev.kind == "cuda" else InlineLane()
+        lane.device = dev
         _DEVICE_LANES[id(dev)] = lane
     return lane
 
@@ -284,6 +308,8 @@ class StreamPool:
             ]
         else:
             self.lanes = [WorkerLane(f"anodize-cpu-lane-{k}") for k in range(n)]
+            for lane in self.lanes:
+                lane.device = dev
 
     def __len__(self) -> int:
         return self.n
@@ -455,6 +481,7 @@ def zero_device_bytes(dev: Device, ptr: int, nbytes: int) -> None:
 
     from anodize.runtime.cuda_device import check_cu
 
+    ensure_current(dev)
     s = _fault_stream(dev)
     check_cu(driver.cuMemsetD8Async(ptr, 0, nbytes, s), "cuMemsetD8Async")
     check_cu(driver.cuStreamSynchronize(s), "resetting fault records")

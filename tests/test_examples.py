@@ -31,6 +31,7 @@ SMALL: dict[str, dict[str, int]] = {
     "softmax": {"rows": 5, "cols": 300},
     "scan": {"n": 3_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
+    "data_parallel": {"n": 9_001},
 }
 
 
