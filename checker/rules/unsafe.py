@@ -48,7 +48,7 @@ def k(c: DisjointSlice[f32]) -> None:
             return
         if callee.kind in _UNSAFE_KINDS:
             name = self.model.src.quote(node.func)
-            self.report(messages.unsafe_op(self.span(node), f"{name}()"))
+            self.report(messages.unsafe_op(self.span(node), name, call=True))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         ctx = self.model.ctx.get(node)
