@@ -358,6 +358,9 @@ def shared_rebind(span: Span, target: str, target_kind: str, source: str) -> Dia
     )
 
 
+NOT_OWN_WITNESS = "not this thread's witness"  # the label of a disjoint index the typer rejects
+
+
 def disjoint_index(
     span: Span, name: str, kind: str, index: str, access: str, why: str, decl: Span | None = None, *, domain: int = 1
 ) -> Diagnostic:
@@ -452,9 +455,11 @@ def global_write(span: Span, key: str, **values: object) -> Diagnostic:
     )
 
 
-def unsafe_op(span: Span, op: str, *, kind: str = "", call: bool = False) -> Diagnostic:
-    """`op`: the operation's code (`az.syncthreads()`); `call` adds the `()`."""
+def unsafe_op(span: Span, op: str, *, shared: bool = False, call: bool = False) -> Diagnostic:
+    """`op`: the operation's code (`az.syncthreads()`); `call` adds the `()`; `shared`: a
+    shared-memory access."""
     op = f"{op}()" if call else op
+    kind = "shared-memory access" if shared else ""
     return make(
         "az-unsafe",
         f"{kind + ' ' if kind else ''}`{op}` is an unsafe-tier operation outside `{_WAY_OUT}`",

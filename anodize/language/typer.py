@@ -583,7 +583,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     # ---- subscripts ------------------------------------------------------------------------
     def disjoint_error(self, node: ast.expr, name: str, sty: SliceTy, access: str) -> Diagnostic:
         return messages.disjoint_index(
-            self.span(node), name, sty.kind.name, ast.unparse(node), access, "not this thread's witness", domain=sty.rank
+            self.span(node), name, sty.kind.name, ast.unparse(node), access, messages.NOT_OWN_WITNESS, domain=sty.rank
         )
 
     def index_of(

@@ -55,4 +55,4 @@ def k(c: DisjointSlice[f32]) -> None:
         base = self.model.values.get(node.value)
         if ctx is None or ctx.unsafe or base is None or base.kind != "shared":
             return
-        self.report(messages.unsafe_op(self.span(node), self.model.src.quote(node), kind="shared-memory access"))
+        self.report(messages.unsafe_op(self.span(node), self.model.src.quote(node), shared=True))
