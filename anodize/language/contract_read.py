@@ -108,7 +108,7 @@ def _domain(front: ModuleFront, deco: ast.Call, args: dict[str, ast.expr], say) 
     v = _ints(front, args["domain"])
     if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2):
         say(args["domain"], "domain-must-1-2",
-            "domain-1-thread-index", args=front.src.quote(args['domain']))
+            "domain-1-thread-index", domain=front.src.quote(args['domain']))
         return None
     return v[0]
 
@@ -136,7 +136,7 @@ def _block(front: ModuleFront, args: dict[str, ast.expr], domain: int | None, sa
         total *= x
     if total > MAX_THREADS_PER_BLOCK:
         say(bv, "block-threads-block-holds",
-            "block-example-16", total=total, MAX_THREADS_PER_BLOCK=MAX_THREADS_PER_BLOCK)
+            "block-example-16", total=total, limit=MAX_THREADS_PER_BLOCK)
         return None
     return dims[:rank]
 

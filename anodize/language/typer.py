@@ -648,7 +648,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if table.kind == "table" and table.table is not None:
                 return self.table_read(table.name, table.table, node)
         if not (isinstance(v, ast.Name) and v.id in self.slices):
-            self.unsupported(node, "indexing", help="slice-parameters-shared-arrays", v=ast.unparse(v))
+            self.unsupported(node, "indexing", help="slice-parameters-shared-arrays", expr=ast.unparse(v))
         name = v.id
         sty = self.slices[name]
         if sty.kind.atomic:
@@ -751,11 +751,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 return ir.Const(s.value, BY_NAME[s.scalar], span)  # type: ignore[arg-type]
             return self.py_constant(s.value, node)
         if s.kind == "missing":
-            self.type_error(node, "name-undefined", help="assign-before", text=text)
+            self.type_error(node, "name-undefined", help="assign-before", name=text)
         if s.kind == "table":
-            self.fail(messages.module_value(span, text, "module-table", text=text))
+            self.fail(messages.module_value(span, text, "module-table", name=text))
         if s.kind in ("function", "intrinsic"):
-            self.unsupported(node, "name-as-value", text=text)
+            self.unsupported(node, "name-as-value", name=text)
         if "." in s.name and not s.name.startswith(("az.", "thread.", "warp.", "shared.", "math.")):
             self.fail(messages.module_value(span, text, "module-foreign"))
         self.fail(messages.module_value(span, text, "module-not-constant"))
@@ -862,7 +862,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 ty = F64
             return ir.BinOp(op, self.cast(a, ty), self.cast(b, ty), ty, span)
         if op in ("<<", ">>", "&", "|", "^") and ty.is_float:
-            self.type_error(node, "needs-integer-operands-found", op=op, ty=a.ty, ty2=b.ty)
+            self.type_error(node, "needs-integer-operands-found", op=op, left=a.ty, right=b.ty)
         if op in ("<<", ">>"):
             lty = a.ty if not (isinstance(a, ir.Const) and a.weak) else ty
             assert isinstance(lty, ScalarTy)
@@ -957,7 +957,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         sty = self.slices[snode.id]
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
             want = "Index1D" if sty.rank == 1 else "Index2D"
-            self.type_error(wnode, "needs-witness-found", id=snode.id, want=want, ty=w.ty)
+            self.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)
         return ir.Contains(w, ir.SliceRef(snode.id, sty, self.span(snode)), BOOL, self.span(node))
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
@@ -983,9 +983,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             self.type_error(
                 node,
                 "store-into-type-without",
-                help="convert-explicitly", ty=e.ty, what=what, ty2=ty,
+                help="convert-explicitly", got=e.ty, what=what, want=ty,
             )
-        self.type_error(node, "expected-found", ty=ty, what=what, ty2=e.ty)
+        self.type_error(node, "expected-found", want=ty, what=what, got=e.ty)
 
     # -- calls -------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> ir.Expr:
@@ -998,21 +998,21 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
                 if f.attr == "get" and not node.args and self.vars[owner] == WitnessTy(1):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
-                self.type_error(node, "no-method-local", vars=self.vars[owner], attr=f.attr)
+                self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
             if owner in self.slices:
                 return self.slice_method(owner, f.attr, node)
         if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
             self.unsupported(node, "write-unchecked-value")
         obj = self.sym(f)
         if obj.kind == "missing":
-            self.type_error(f, "callee-undefined", f=ast.unparse(f))
+            self.type_error(f, "callee-undefined", callee=ast.unparse(f))
         if obj.kind == "function" and obj.fn_kind == "func":
             return self.helper_call(obj, node)
         if obj.kind == "function" and obj.fn_kind == "kernel":
             self.unsupported(node, "calling-kernel-from-kernel", help="make-callee-az-func")
         tag = obj.tag if obj.kind == "intrinsic" else None
         if tag is None or tag[0] == "decorator":
-            self.unsupported(node, "calling", help="kernels-call-az-func", f=ast.unparse(f))
+            self.unsupported(node, "calling", help="kernels-call-az-func", callee=ast.unparse(f))
         kind = tag[0]
         if kind == "scalar":
             return self.cast_call(BY_NAME[tag[1]], node)
@@ -1033,11 +1033,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             self.unsupported(node, "syncthreads-value")
         if kind == "shared_array":
             self.unsupported(node, "shared-array-outside-plain")
-        self.unsupported(node, "calling", f=ast.unparse(f))
+        self.unsupported(node, "calling", callee=ast.unparse(f))
 
     def arity(self, node: ast.Call, n: int, name: str = "") -> None:
         if len(node.args) != n:
-            self.type_error(node, "arity", value=name or ast.unparse(node.func), n=n, value2='s' if n != 1 else '', n_args=len(node.args))
+            self.type_error(node, "arity", name=name or ast.unparse(node.func), n=n, s='s' if n != 1 else '', got=len(node.args))
 
     def cast_call(self, ty: ScalarTy, node: ast.Call) -> ir.Expr:
         self.arity(node, 1, ty.name)
@@ -1167,7 +1167,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
             self.fail(messages.signature(self.span(fdef), "helper-takes-plain-positional"))
         if len(a.args) != len(args):
-            self.type_error(node, "helper-arity", hname=hname, n_args=len(a.args), n_args2=len(args))
+            self.type_error(node, "helper-arity", hname=hname, n=len(a.args), got=len(args))
         sub = _FnCompiler(self.k, fdef, {}, is_kernel=False)
         ptypes: dict[str, Ty] = {}
         final: list[ir.Expr] = []

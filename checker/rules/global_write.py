@@ -48,7 +48,7 @@ def k(c: DisjointSlice[f32]) -> None:
         fn = self.fn
         if isinstance(t, ast.Name):
             if t.id in fn.globals_declared:  # type: ignore[union-attr]
-                self.report(messages.global_write(self.span(t), "write-module-global", id=t.id))
+                self.report(messages.global_write(self.span(t), "write-module-global", name=t.id))
         elif isinstance(t, (ast.Subscript, ast.Attribute)):
             base = self.model.values.get(t.value)
             if base is not None and base.kind == "global":

@@ -84,7 +84,7 @@ def k(c: DisjointSlice[f32]) -> None:
             d = WITNESS_TYPES[q[3:]]
             v = self.val(node.value) if node.value is not None else None
             if v is None or v.kind != "witness" or v.domain != d:
-                self.report(messages.index_forge(self.span(node), "annotating-non-witness-does", q=q[3:]))
+                self.report(messages.index_forge(self.span(node), "annotating-non-witness-does", ann=q[3:]))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.slice, ast.Tuple):
@@ -126,6 +126,6 @@ def k(c: DisjointSlice[f32]) -> None:
             if r is None or r.kind != "witness" or r.domain != WITNESS_TYPES[q[3:]]:
                 self.report(
                     messages.index_forge(self.model.src.expr_span(node.returns),
-                                         "helper-declared-return-returns", name=fn.name, q=q[3:])
+                                         "helper-declared-return-returns", name=fn.name, ann=q[3:])
                 )
 
