@@ -8,9 +8,11 @@ Each run is a new `python` process with its own empty (or warm) `ANODIZE_CACHE_D
 * cold, first:     `vecadd.compile(arch)` with the cache off, first kernel in the process
                    (the imports of the checker, llvmlite and the codegen included)
 * cold, second:    `saxpy.compile(arch)` right after: checker + codegen + PTX + ptxas
+* cold, new spec:  a second specialisation of a generic kernel (examples/generic_saxpy.py,
+                   `T = f64` after `T = f32`): its typing, lowering, PTX and ptxas
 * stages:          that second compile split into the checker, IR + LLVM lowering,
                    O3 + PTX emission, and ptxas (the cubin); codegen runs beside the
-                   checker on a thread, so the stages overlap and need not add up
+                   checker
 * cached load:     `vecadd.compile(arch)` from a warm disk cache in a fresh process, after
                    `import anodize` (first use of the runtime's compile modules included)
 * cached, warm:    the same with those modules already imported (the load itself)
@@ -37,7 +39,7 @@ sys.path.insert(0, {examples!r})
 t0 = time.perf_counter()
 import anodize
 t1 = time.perf_counter()
-import vecadd, saxpy
+import vecadd, saxpy, generic_saxpy
 from anodize.runtime import compile as rc
 stages = {{"check": 0.0, "codegen": 0.0, "ptx": 0.0, "ptxas": 0.0}}
 
@@ -62,7 +64,11 @@ ptx.run_ptxas = timed("ptxas", ptx.run_ptxas)
 t4 = time.perf_counter()
 saxpy.saxpy.compile(arch={arch!r})
 t5 = time.perf_counter()
-print(repr({{"import": t1 - t0, "cold_first": t3 - t2, "cold_second": t5 - t4, **stages}}))
+generic_saxpy.saxpy.specialize(T="f32").compile(arch={arch!r})
+t6 = time.perf_counter()
+generic_saxpy.saxpy.specialize(T="f64").compile(arch={arch!r})
+t7 = time.perf_counter()
+print(repr({{"import": t1 - t0, "cold_first": t3 - t2, "cold_second": t5 - t4, "cold_spec_second": t7 - t6, **stages}}))
 """
 
 _WARM = """
@@ -114,6 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         "import": "import anodize",
         "cold_first": "cold compile, first kernel (vecadd, imports included)",
         "cold_second": "cold compile, second kernel (saxpy)",
+        "cold_spec_second": "cold compile, second specialisation (generic saxpy, f64)",
         "check": "  of which: checker passes",
         "codegen": "  of which: IR + LLVM lowering",
         "ptx": "  of which: O3 + PTX emission",

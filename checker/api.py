@@ -153,7 +153,7 @@ def check_file(path: Path, project: Project | None = None) -> Analysis:
     try:
         source = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as e:
-        return Analysis("", str(path), None, [messages.syntax_error(Span.point(str(path), 1, 0), f"not UTF-8 ({e.reason})")])
+        return Analysis("", str(path), None, [messages.not_utf8(Span.point(str(path), 1, 0), e.reason)])
     return analyze_source(source, str(path), project if project is not None else Project())
 
 
@@ -204,8 +204,8 @@ def enforce_kernel(kernel: Any) -> Any:
     if info is None or info.kind != "kernel":
         raise CheckError(
             [messages.unsupported_here(
-                front.src.name_span(fdef), f"`{fdef.name}` is not a kernel the checker can see",
-                help="decorate it with `@az.kernel` imported by name or through `import anodize as az`")],
+                front.src.name_span(fdef), "kernel-checker-see",
+                help="decorate-az-kernel-imported", name=fdef.name)],
             sources,
         ) from None
     mine = kernel_errors(analysis, fdef)

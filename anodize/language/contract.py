@@ -14,6 +14,8 @@ import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from anodize.language.catalogue import MESSAGES
+
 I64_MIN = -(1 << 63)
 I64_MAX = (1 << 63) - 1
 
@@ -21,9 +23,11 @@ I64_MAX = (1 << 63) - 1
 class RequiresSyntaxError(Exception):
     """A `requires` outside its grammar; `node` locates it in the lambda's source."""
 
-    def __init__(self, message: str, node: ast.AST):
-        super().__init__(message)
-        self.message = message
+    def __init__(self, key: str, node: ast.AST, **values: object):
+        self.message = MESSAGES[key].format(**values)
+        super().__init__(self.message)
+        self.key = key  # an `az-contract` message of the catalogue, filled by `values`
+        self.values = values
         self.node = node
 
 
@@ -167,7 +171,7 @@ def parse_requires(lam: ast.Lambda, source: str | None = None) -> Requires:
     """Parse a `requires=lambda ...: ...`; raise RequiresSyntaxError at the offending node."""
     args = lam.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
-        raise RequiresSyntaxError("`requires` must be a lambda of plain parameter names", lam)
+        raise RequiresSyntaxError("requires-must-lambda-plain", lam)
     params = tuple(a.arg for a in args.args)
     rels: list[Relation] = []
     body = lam.body
@@ -183,7 +187,7 @@ def parse_shared_mem(lam: ast.Lambda, source: str | None = None) -> SharedMem:
     may be a parameter); raise RequiresSyntaxError at the offending node."""
     args = lam.args
     if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
-        raise RequiresSyntaxError("`shared_mem` must be a lambda of plain parameter names", lam)
+        raise RequiresSyntaxError("shared-mem-plain-lambda", lam)
     params = tuple(a.arg for a in args.args)
     expr = _parse_expr(lam.body, params)
     text = ast.get_source_segment(source, lam.body) if source else None
@@ -216,10 +220,10 @@ def launch_requires(contract: Contract, shared_mem: int, block_threads: int) -> 
 
 def _parse_relation(node: ast.expr, params: tuple[str, ...], source: str | None) -> list[Relation]:
     if isinstance(node, ast.BoolOp):
-        raise RequiresSyntaxError("`or` is not allowed in `requires`; only `and` joins relations", node)
+        raise RequiresSyntaxError("allowed-requires-joins-relations", node)
     if not isinstance(node, ast.Compare):
         raise RequiresSyntaxError(
-            f"`requires` must be comparisons joined by `and`, found `{ast.unparse(node)}`", node
+            "requires-must-comparisons-joined", node, expr=ast.unparse(node)
         )
     operands = [node.left, *node.comparators]
     exprs = [_parse_expr(o, params) for o in operands]
@@ -229,7 +233,7 @@ def _parse_relation(node: ast.expr, params: tuple[str, ...], source: str | None)
     ):
         sym = _CMPOPS.get(type(op))
         if sym is None:
-            raise RequiresSyntaxError(f"comparison `{type(op).__name__}` is not allowed in `requires`", node)
+            raise RequiresSyntaxError("comparison-allowed-requires", node, op=type(op).__name__)
         if len(node.ops) == 1:
             src = (ast.get_source_segment(source, node) if source else None) or ast.unparse(node)
         else:
@@ -243,7 +247,7 @@ def _parse_expr(node: ast.expr, params: tuple[str, ...]) -> Expr:
         return Const(node.value)
     if isinstance(node, ast.Name):
         if node.id not in params:
-            raise RequiresSyntaxError(f"`{node.id}` is not a parameter of the kernel", node)
+            raise RequiresSyntaxError("requires-not-param", node, name=node.id)
         return Param(node.id)
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
         return Neg(_parse_expr(node.operand, params))
@@ -251,7 +255,7 @@ def _parse_expr(node: ast.expr, params: tuple[str, ...]) -> Expr:
         sym = _BINOPS.get(type(node.op))
         if sym is None:
             raise RequiresSyntaxError(
-                f"operator `{ast.unparse(node)}` is not allowed in `requires`; use + - * //", node
+                "operator-allowed-requires", node, expr=ast.unparse(node)
             )
         return BinOp(sym, _parse_expr(node.left, params), _parse_expr(node.right, params))
     if (
@@ -264,7 +268,7 @@ def _parse_expr(node: ast.expr, params: tuple[str, ...]) -> Expr:
     ):
         name = node.args[0].id
         if name not in params:
-            raise RequiresSyntaxError(f"`{name}` is not a parameter of the kernel", node.args[0])
+            raise RequiresSyntaxError("requires-not-param", node.args[0], name=name)
         return Len(name)
     if (
         isinstance(node, ast.Subscript)
@@ -277,12 +281,11 @@ def _parse_expr(node: ast.expr, params: tuple[str, ...]) -> Expr:
     ):
         name = node.value.value.id
         if name not in params:
-            raise RequiresSyntaxError(f"`{name}` is not a parameter of the kernel", node.value.value)
+            raise RequiresSyntaxError("requires-not-param", node.value.value, name=name)
         return Shape(name, node.slice.value)
     raise RequiresSyntaxError(
-        f"`{ast.unparse(node)}` is not allowed in `requires`; use `len(p)`, `p.shape[k]`, "
-        "integer parameters and literals",
-        node,
+        "allowed-requires-len-p",
+        node, expr=ast.unparse(node),
     )
 
 

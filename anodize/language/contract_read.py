@@ -28,7 +28,6 @@ __all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
 
 KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem")
 _INT_SCALARS = {"i32", "i64", "u32", "u64"}
-_EXAMPLE = "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)"
 
 
 def contract_decorators(front: ModuleFront, fdef: ast.FunctionDef) -> list[ast.expr]:
@@ -43,40 +42,40 @@ def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract |
     src = front.src
     diags: list[Diagnostic] = []
 
-    def say(node: ast.AST | Span, msg: str, help: str | None = None) -> None:
+    def say(node: ast.AST | Span, key: str, help: str | None = None, **values: object) -> None:
+        """An `az-contract` diagnostic: `key` and `help` name texts of the message catalogue."""
         span = node if isinstance(node, Span) else src.span(node)
-        diags.append(messages.contract(span, msg, help=help or _EXAMPLE))
+        diags.append(messages.contract(span, key, help=help or "contract-example", **values))
 
     for extra in decos[1:]:
-        say(src.decorator_span(extra), "a kernel has at most one `@launch_contract`", "merge the two contracts")
+        say(src.decorator_span(extra), "kernel-most-launch-contract", "merge-two-contracts")
     deco = decos[0]
     if front.symbols.function_kind(fdef) != "kernel":
-        say(src.decorator_span(deco), f"`@launch_contract` on `{fdef.name}`, which is not a `@kernel`", "add `@kernel`, or remove the contract")
+        say(src.decorator_span(deco), "launch-contract-which-kernel", "add-kernel-remove-contract", name=fdef.name)
         return None, diags
     if not isinstance(deco, ast.Call):
-        say(src.decorator_span(deco), "`@launch_contract` needs arguments")
+        say(src.decorator_span(deco), "launch-contract-needs-arguments")
         return None, diags
     args: dict[str, ast.expr] = {}
     for a in deco.args:
-        say(a, "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
+        say(a, "launch-contract-takes-keyword", "write-domain-block")
     for kw in deco.keywords:
         if kw.arg is None:
-            say(kw.value, "`@launch_contract` takes keyword arguments only", "write `domain=...`, `block=...`")
+            say(kw.value, "launch-contract-takes-keyword", "write-domain-block")
         elif kw.arg not in KNOWN_ARGS:
-            say(src.keyword_name_span(kw), f"unknown contract argument `{kw.arg}`",
-                "use `domain`, `block`, `requires`, `shared_mem` or `min_compute_capability`")
+            say(src.keyword_name_span(kw), "unknown-contract-argument", "domain-block-requires-min", arg=kw.arg)
         else:
             args[kw.arg] = kw.value
     params = _params(front, fdef)
     domain = _domain(front, deco, args, say)
     block = _block(front, args, domain, say)
-    requires = _requires(front, fdef, args, params, say)
-    shared_mem = _shared_mem(front, fdef, args, params, say)
+    requires = _requires(front, fdef, args, params, say, diags)
+    shared_mem = _shared_mem(front, fdef, args, params, say, diags)
     cc = None
     if "min_compute_capability" in args:
         v = _ints(front, args["min_compute_capability"])
         if v is None or len(v) != 2 or min(v) < 0 or not isinstance(args["min_compute_capability"], ast.Tuple):
-            say(args["min_compute_capability"], "`min_compute_capability` must be a `(major, minor)` pair", "write `min_compute_capability=(8, 0)`")
+            say(args["min_compute_capability"], "min-compute-capability-must", "write-min-compute-capability")
         else:
             cc = (v[0], v[1])
     if diags or domain is None:
@@ -107,12 +106,12 @@ def _ints(front: ModuleFront, node: ast.expr) -> tuple[int, ...] | None:
 
 def _domain(front: ModuleFront, deco: ast.Call, args: dict[str, ast.expr], say) -> int | None:  # type: ignore[no-untyped-def]
     if "domain" not in args:
-        say(deco, "the contract has no `domain`", "add `domain=1` (or 2 for `thread.index_2d()`)")
+        say(deco, "contract-domain", "add-domain-1-2")
         return None
     v = _ints(front, args["domain"])
     if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2):
-        say(args["domain"], f"`domain` must be 1 or 2, not `{front.src.quote(args['domain'])}`",
-            "`domain=1` for `thread.index_1d()`, `domain=2` for `thread.index_2d()`")
+        say(args["domain"], "domain-must-1-2",
+            "domain-1-thread-index", domain=front.src.quote(args['domain']))
         return None
     return v[0]
 
@@ -123,45 +122,44 @@ def _block(front: ModuleFront, args: dict[str, ast.expr], domain: int | None, sa
         return None
     dims = _ints(front, bv)
     if dims is None or not 1 <= len(dims) <= 3:
-        say(bv, "`block` must be an int or a tuple of 1 to 3 ints (literals or module constants)")
+        say(bv, "block-must-int-tuple")
         return None
     if any(x < 1 for x in dims):
-        say(bv, "every `block` dimension must be at least 1")
+        say(bv, "every-block-dimension-must")
         return None
     rank = len(dims)
     while rank > 1 and dims[rank - 1] == 1 and domain is not None and rank > domain:
         rank -= 1  # trailing 1s: `block=(256, 1)` is a 1-D block
     if domain is not None and rank != domain:
-        say(bv, f"`block` has rank {rank} but `domain={domain}`",
-            "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(bx, by)`")
+        say(bv, "block-rank-domain",
+            "block-example", rank=rank, domain=domain)
         return None
     total = 1
     for x in dims:
         total *= x
     if total > MAX_THREADS_PER_BLOCK:
-        say(bv, f"`block` has {total} threads; a block holds at most {MAX_THREADS_PER_BLOCK}",
-            "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(16, 16)`")
+        say(bv, "block-threads-block-holds",
+            "block-example-16", total=total, limit=MAX_THREADS_PER_BLOCK)
         return None
     return dims[:rank]
 
 
-def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say):  # type: ignore[no-untyped-def]
+def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say, diags):  # type: ignore[no-untyped-def]
     node = args.get("requires")
     if node is None:
         return None
-    example = "write `requires=lambda a, c: len(a) == len(c)`"
     if not isinstance(node, ast.Lambda):
-        say(node, "`requires` must be a `lambda` over the kernel's parameters", example)
+        say(node, "requires-must-lambda-over", "requires-example")
         return None
     try:
         req = parse_requires(node, front.source)
     except RequiresSyntaxError as e:
-        say(e.node, e.message, example)
+        diags.append(messages.requires_syntax(front.src.span(e.node), e))
         return None
     ok = True
     for a in node.args.args:
         if a.arg not in params:
-            say(a, f"`requires` names `{a.arg}`, which is not a parameter of `{fdef.name}`", f"use the parameter names of `{fdef.name}`")
+            say(a, "requires-names-which-parameter", "parameter-names", arg=a.arg, name=fdef.name)
             return None
     for rel in req.relations:
         for term in _walk(rel.left) + _walk(rel.right):
@@ -171,34 +169,32 @@ def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.exp
                 continue
             kind, skind, scalar = p
             if isinstance(term, Len) and kind != "slice":
-                say(node, f"`len({name})` in `requires`, but `{name}` is not a slice", example)
+                say(node, "len-requires-slice", "requires-example", name=name)
                 ok = False
             elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2):  # type: ignore[index]
-                say(node, f"`{name}.shape[{term.axis}]` in `requires`, but `{name}` is not a 2-D slice", f"use `len({name})`")
+                say(node, "shape-requires-2-d", "use-len", name=name, axis=term.axis)
                 ok = False
             elif isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS):
-                say(node, f"`{name}` in `requires` must be an integer scalar parameter",
-                    f"use `len({name})`" if kind == "slice" else example)
+                say(node, "requires-must-integer-scalar", "use-len" if kind == "slice" else "requires-example", name=name)
                 ok = False
     return req if ok else None
 
 
-def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say) -> SharedMem | None:  # type: ignore[no-untyped-def]
+def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say, diags) -> SharedMem | None:  # type: ignore[no-untyped-def]
     node = args.get("shared_mem")
     if node is None:
         return None
-    example = "write `shared_mem=lambda block: block * 4` (bytes; `block` is the block's thread count)"
     if not isinstance(node, ast.Lambda):
-        say(node, "`shared_mem` must be a `lambda` giving the least dynamic shared memory in bytes", example)
+        say(node, "shared-mem-not-lambda", "shared-mem-example")
         return None
     for a in node.args.args:
         if a.arg != "block" and a.arg not in params:
-            say(a, f"`shared_mem` names `{a.arg}`, which is not a parameter of `{fdef.name}` (nor `block`)", example)
+            say(a, "shared-mem-unknown-name", "shared-mem-example", name=a.arg, kernel=fdef.name)
             return None
     try:
         sm = parse_shared_mem(node, front.source)
-    except RequiresSyntaxError as e:
-        say(e.node, e.message.replace("`requires`", "`shared_mem`"), example)
+    except RequiresSyntaxError as e:  # the `requires` grammar's own message
+        diags.append(messages.requires_syntax(front.src.span(e.node), e))
         return None
     for term in _walk(sm.expr):
         name = getattr(term, "param", getattr(term, "name", ""))
@@ -212,7 +208,7 @@ def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.e
             isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2)  # type: ignore[index]
         ) or (isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS))
         if bad:
-            say(node, f"`{name}` cannot be used that way in `shared_mem`", example)
+            say(node, "shared-mem-bad-use", "shared-mem-example", name=name)
             return None
     return sm
 

@@ -193,9 +193,8 @@ def kernel_of(fn: Callable[..., Any]) -> tuple[ModuleFront, ast.FunctionDef]:
         raise CheckError(
             [messages.unsupported_here(
                 Span.point(front.path, line, 0),
-                f"the checker cannot find kernel `{getattr(fn, '__name__', qual)}` in its module's source",
-                help="define kernels at the top level of a module, decorated with `@az.kernel` imported by name "
-                "or through `import anodize as az`")],
+                "checker-find-kernel-module",
+                help="define-kernels-top-level", kernel=getattr(fn, '__name__', qual))],
             {front.path: front.source},
         ) from None
     return front, fdef

@@ -1,13 +1,44 @@
-"""The message catalogue: every diagnostic code, its summary, and one builder per message.
+"""The message catalogue: every diagnostic code, its summary, and the builders of its messages.
 
 The CLI, the mypy plugin, codegen and the runtime all build diagnostics through
-these functions, so one code always has one wording.  Add a message here, never
-as a string literal at the call site.
+these functions, so one code always has one wording.  The generic builders
+(`type_error`, `unsupported`, `signature`, `contract`, ...) take a key of
+`catalogue.MESSAGES` (and `help=` a key of `catalogue.HELPS`) and the values that
+fill it; the others are one builder per message.  Add a message here or in
+catalogue.py, never as text at the call site: tests/language/test_catalogue.py fails
+on a free-text message.
 """
 
 from __future__ import annotations
 
+from anodize.language.catalogue import CHECKER_CONSTRUCT_HELPS, CHECKER_CONSTRUCTS, CONSTRUCTS, HELPS, LITERALS, MESSAGES
 from anodize.language.diagnostics import Diagnostic, Label, Span
+
+# builder (or exception) -> the position of its catalogue-key argument; the test checks
+# that every call passes a string literal there (and in `help=`) that the catalogue holds
+KEYED: dict[str, int] = {
+    "type_error": 1,
+    "unsupported": 1,
+    "signature": 1,
+    "contract": 1,
+    "unsupported_here": 1,
+    "index_forge": 1,
+    "global_write": 1,
+    "shared_write": 3,
+    "module_value": 2,
+    "cpu_backend_unsupported": 1,
+    "PromotionError": 0,
+    "RequiresSyntaxError": 0,
+}
+
+
+def text(key: str, values: dict[str, object]) -> str:
+    """The message `key` of the catalogue, filled with `values`."""
+    return MESSAGES[key].format(**values)
+
+
+def help_text(key: str | None, values: dict[str, object]) -> str | None:
+    return None if key is None else HELPS[key].format(**values)
 
 # code -> one-line summary (shown by `anodize check --explain` and registered with mypy)
 CODES: dict[str, str] = {
@@ -61,7 +92,26 @@ def syntax_error(span: Span, msg: str) -> Diagnostic:
     return make("az-syntax", text, span, label="here")
 
 
-def unsupported(span: Span, construct: str, *, help: str | None = None) -> Diagnostic:
+def unsupported(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
+    return _unsupported(span, text(key, values), help=help_text(help, values))
+
+
+def unsupported_construct(span: Span, node_class: str) -> Diagnostic:
+    """`az-unsupported` for an AST node the typer has no rule for (`node_class`: `"Lambda"`)."""
+    return _unsupported(span, CONSTRUCTS.get(node_class, f"`{node_class}`"))
+
+
+def unsupported_syntax(span: Span, node_class: str) -> Diagnostic:
+    """The checker's `az-unsupported` for a construct named by its AST node class."""
+    return _unsupported(span, CHECKER_CONSTRUCTS[node_class], help=CHECKER_CONSTRUCT_HELPS.get(node_class))
+
+
+def unsupported_literal(span: Span, value: object) -> Diagnostic:
+    """`az-unsupported` for a literal a kernel cannot hold (a string, `None`, `...`)."""
+    return _unsupported(span, LITERALS.get(type(value).__name__, f"the literal `{value!r}`"))
+
+
+def _unsupported(span: Span, construct: str, *, help: str | None = None) -> Diagnostic:
     return make(
         "az-unsupported",
         f"{construct} is not supported in a kernel",
@@ -72,11 +122,20 @@ def unsupported(span: Span, construct: str, *, help: str | None = None) -> Diagn
     )
 
 
-def type_error(span: Span, msg: str, *, label: str = "", help: str | None = None) -> Diagnostic:
-    return make("az-type", msg, span, label=label, help=help)
+def type_error(span: Span, key: str, *, label: str = "", help: str | None = None, **values: object) -> Diagnostic:
+    return make("az-type", text(key, values), span, label=label, help=help_text(help, values))
 
 
-def signature(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
+def promotion_error(span: Span, exc: object) -> Diagnostic:
+    """The `az-type` error of a `types.PromotionError` (which carries a catalogue key)."""
+    return make("az-type", str(exc), span)
+
+
+def signature(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
+    return _signature(span, text(key, values), help=help_text(help, values))
+
+
+def _signature(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
     return make("az-signature", msg, span, label="in this signature", help=help)
 
 
@@ -122,10 +181,11 @@ def python_number_annotation(span: Span, name: str, alt: str) -> Diagnostic:
     )
 
 
-def module_value(span: Span, name: str, why: str) -> Diagnostic:
+def module_value(span: Span, name: str, why: str, **values: object) -> Diagnostic:
+    """`why` is a catalogue key: what is wrong with module-level `name`."""
     return make(
         "az-unsupported",
-        f"`{name}` {why}",
+        f"`{name}` {text(why, values)}",
         span,
         label="not readable in a kernel",
         notes=("a kernel reads module-level names from the module's source, without running it",),
@@ -167,10 +227,10 @@ def ignore_in_kernel(span: Span) -> Diagnostic:
     )
 
 
-def internal_error(span: Span, what: str) -> Diagnostic:
+def internal_error(span: Span, exc: BaseException) -> Diagnostic:
     return make(
         "az-internal",
-        f"internal compiler error: {what}",
+        f"internal compiler error: {type(exc).__name__}: {exc}",
         span,
         label="while compiling this",
         notes=("this is a bug in anodize, not in your kernel",),
@@ -195,11 +255,18 @@ def builtin_scalar_help(annotation: str) -> str | None:
     )
 
 
-def param_type(span: Span, name: str, annotation: str, *, qualname: str = "", extra: str = "", help: str) -> Diagnostic:
-    """An unsupported parameter annotation; Python's `int`/`float`/`bool` (`qualname`
-    `builtins.int`, ..., or unresolved) get the fixed-width type to use."""
+def param_type(span: Span, name: str, annotation: str, *, qualname: str = "", witness: bool = False, help: str) -> Diagnostic:
+    """An unsupported parameter annotation (`witness`: an `Index1D`/`Index2D` on a kernel);
+    Python's `int`/`float`/`bool` (`qualname` `builtins.int`, ..., or unresolved) get the
+    fixed-width type to use.  `help` is a catalogue key."""
     builtin = builtin_scalar_help(qualname if qualname else annotation) if not qualname or qualname.startswith("builtins.") else None
-    return signature(span, f"unsupported type `{annotation}` for parameter `{name}`{extra}", help=builtin or help)
+    extra = "; a kernel gets its witness from `thread.index_1d()`" if witness else ""
+    return _signature(span, f"unsupported type `{annotation}` for parameter `{name}`{extra}", help=builtin or help_text(help, {}))
+
+
+def not_utf8(span: Span, reason: str) -> Diagnostic:
+    """A source file that does not decode as UTF-8 (`reason`: the decoder's)."""
+    return syntax_error(span, f"not UTF-8 ({reason})")
 
 
 # ---- codegen ----
@@ -207,10 +274,10 @@ def param_type(span: Span, name: str, annotation: str, *, qualname: str = "", ex
 # (one code, one wording); only the backend-specific message lives here.
 
 
-def cpu_backend_unsupported(span: Span, what: str) -> Diagnostic:
-    return unsupported(
+def cpu_backend_unsupported(span: Span, key: str, **values: object) -> Diagnostic:
+    return _unsupported(
         span,
-        f"{what} on the CPU backend",
+        f"{text(key, values)} on the CPU backend",
         help="run this kernel on a GPU; the CPU backend does not emulate barriers, warps or shared memory yet",
     )
 
@@ -277,7 +344,9 @@ def param_label(name: str, kind: str) -> str:
     return f"`{name}` is declared `{kind}` here"
 
 
-def shared_write(span: Span, name: str, kind: str, how: str, decl: Span | None = None) -> Diagnostic:
+def shared_write(span: Span, name: str, kind: str, how: str, decl: Span | None = None, **values: object) -> Diagnostic:
+    """`how` is a catalogue key: the access (`"how-write"`, `"how-call"` with `method=`)."""
+    how = text(how, values)
     return make(
         "az-shared-write",
         f"cannot {how} `{name}`: it is a read-only `{kind}`",
@@ -309,6 +378,9 @@ def shared_rebind(span: Span, target: str, target_kind: str, source: str) -> Dia
         label="a read-only input would become writable here",
         help=f"write through `{target}` itself, or declare `{source}` as an output",
     )
+
+
+NOT_OWN_WITNESS = "not this thread's witness"  # the label of a disjoint index the typer rejects
 
 
 def disjoint_index(
@@ -357,13 +429,13 @@ def disjoint_mixed_mapping(span: Span, name: str, kind: str, second: str, first:
     )
 
 
-def index_forge(span: Span, what: str, *, help: str | None = None) -> Diagnostic:
+def index_forge(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
     return make(
         "az-index-forge",
-        what,
+        text(key, values),
         span,
         label="a witness can only come from `thread.index_1d()`, `thread.index_2d()` or `thread.grid_stride()`",
-        help=help or "get this thread's witness from `thread.index_1d()` (or `index_2d()`) and pass it on unchanged",
+        help=help_text(help, values) or "get this thread's witness from `thread.index_1d()` (or `index_2d()`) and pass it on unchanged",
     )
 
 
@@ -413,10 +485,10 @@ def atomic_passed(span: Span, name: str, helper: str, param: str, pkind: str) ->
     )
 
 
-def global_write(span: Span, what: str) -> Diagnostic:
+def global_write(span: Span, key: str, **values: object) -> Diagnostic:
     return make(
         "az-global-write",
-        what,
+        text(key, values),
         span,
         label="state outside the kernel's arguments",
         notes=("a kernel may write only its output parameters",),
@@ -424,7 +496,11 @@ def global_write(span: Span, what: str) -> Diagnostic:
     )
 
 
-def unsafe_op(span: Span, op: str, *, kind: str = "") -> Diagnostic:
+def unsafe_op(span: Span, op: str, *, shared: bool = False, call: bool = False) -> Diagnostic:
+    """`op`: the operation's code (`az.syncthreads()`); `call` adds the `()`; `shared`: a
+    shared-memory access."""
+    op = f"{op}()" if call else op
+    kind = "shared-memory access" if shared else ""
     return make(
         "az-unsafe",
         f"{kind + ' ' if kind else ''}`{op}` is an unsafe-tier operation outside `{_WAY_OUT}`",
@@ -493,8 +569,13 @@ def warp_block(
     )
 
 
-def contract(span: Span, msg: str, *, help: str | None = None) -> Diagnostic:
-    return make("az-contract", msg, span, label="in this launch contract", help=help)
+def contract(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
+    return make("az-contract", text(key, values), span, label="in this launch contract", help=help_text(help, values))
+
+
+def requires_syntax(span: Span, exc: object) -> Diagnostic:
+    """The `az-contract` error of a `contract.RequiresSyntaxError` (which carries a catalogue key)."""
+    return make("az-contract", str(exc), span, label="in this launch contract", help=HELPS["requires-example"])
 
 
 def no_contract(span: Span, kernel: str, decl: Span | None) -> Diagnostic:
@@ -533,16 +614,16 @@ def launch_rank(span: Span, msg: str, decl: Span | None, decl_text: str, *, help
 
 
 def kernel_source_unavailable(span: Span, kernel: str) -> Diagnostic:
-    return unsupported(
+    return _unsupported(
         span,
         f"kernel `{kernel}` without readable source",
         help="define kernels in a `.py` file; anodize reads the source to check and compile them",
     )
 
 
-def unsupported_here(span: Span, msg: str, *, help: str) -> Diagnostic:
+def unsupported_here(span: Span, key: str, *, help: str, **values: object) -> Diagnostic:
     """`az-unsupported` outside a kernel body (where the checker cannot follow the code)."""
-    return make("az-unsupported", msg, span, label="the checker cannot follow this", help=help)
+    return make("az-unsupported", text(key, values), span, label="the checker cannot follow this", help=help_text(help, values))
 
 
 # ---- checker: shared-memory races (checker/rules/shared_race.py) ---------------------------

@@ -72,46 +72,6 @@ class _KernelCtx:
         return len(self.sites) - 1
 
 
-_CONSTRUCTS: dict[str, str] = {
-    "Lambda": "`lambda`",
-    "List": "a list",
-    "Dict": "a dict",
-    "Set": "a set",
-    "ListComp": "a list comprehension",
-    "DictComp": "a dict comprehension",
-    "SetComp": "a set comprehension",
-    "GeneratorExp": "a generator expression",
-    "Try": "`try`",
-    "TryStar": "`try`",
-    "Raise": "`raise`",
-    "Import": "`import`",
-    "ImportFrom": "`from ... import`",
-    "Global": "`global`",
-    "Nonlocal": "`nonlocal`",
-    "FunctionDef": "a nested function definition",
-    "AsyncFunctionDef": "a nested function definition",
-    "ClassDef": "a class definition",
-    "Yield": "`yield`",
-    "YieldFrom": "`yield from`",
-    "Await": "`await`",
-    "Assert": "`assert`",
-    "Delete": "`del`",
-    "Starred": "star-unpacking",
-    "JoinedStr": "an f-string",
-    "FormattedValue": "an f-string",
-    "Match": "`match`",
-    "NamedExpr": "the walrus operator `:=`",
-    "Slice": "slicing with `:`",
-    "AsyncFor": "`async for`",
-    "AsyncWith": "`async with`",
-    "Tuple": "a tuple value",
-    "MatMult": "the `@` operator",
-    "Is": "`is`",
-    "IsNot": "`is not`",
-    "In": "`in` (other than `witness in slice`)",
-    "NotIn": "`not in` (other than `witness not in slice`)",
-}
-
 _BINOPS = {
     ast.Add: "+",
     ast.Sub: "-",
@@ -180,11 +140,13 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def fail(self, diag: Diagnostic) -> NoReturn:
         raise _Fail(diag)
 
-    def unsupported(self, node: ast.AST, construct: str, help: str | None = None) -> NoReturn:
-        self.fail(messages.unsupported(self.span(node), construct, help=help))
+    def unsupported(self, node: ast.AST, key: str, help: str | None = None, **values: object) -> NoReturn:
+        """`az-unsupported` at `node`: `key` (and `help`) name texts of the message catalogue."""
+        self.fail(messages.unsupported(self.span(node), key, help=help, **values))
 
-    def type_error(self, node: ast.AST, msg: str, help: str | None = None) -> NoReturn:
-        self.fail(messages.type_error(self.span(node), msg, help=help))
+    def type_error(self, node: ast.AST, key: str, help: str | None = None, **values: object) -> NoReturn:
+        """`az-type` at `node`: `key` (and `help`) name texts of the message catalogue."""
+        self.fail(messages.type_error(self.span(node), key, help=help, **values))
 
     def visit(self, node: ast.AST) -> Any:
         method = getattr(self, "visit_" + type(node).__name__, None)
@@ -195,12 +157,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         except (_Fail, _Silent, CheckError):
             raise
         except Exception as exc:  # an internal error: locate it, hide the compiler's frames
-            self.fail(messages.internal_error(self.span(node), f"{type(exc).__name__}: {exc}"))
+            self.fail(messages.internal_error(self.span(node), exc))
 
     def generic_visit(self, node: ast.AST) -> NoReturn:
         name = type(node).__name__
-        what = _CONSTRUCTS.get(name, f"`{name}`")
-        self.unsupported(node, what)
+        self.fail(messages.unsupported_construct(self.span(node), name))
 
     def body(self, stmts: list[ast.stmt]) -> tuple[ir.Stmt, ...]:
         out: list[ir.Stmt] = []
@@ -246,7 +207,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def resolve_type(self, node: ast.expr | None, what: str) -> Ty:
         """A type annotation to a compiler type."""
         if node is None:
-            self.fail(messages.signature(self.span(self.fdef), f"{what} needs a type annotation"))
+            self.fail(messages.signature(self.span(self.fdef), "annotation-missing", what=what))
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             self.fail(messages.quoted_annotation(self.span(node), node.value))
         if isinstance(node, ast.Constant) and node.value is None:
@@ -261,7 +222,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             elem = self.resolve_type(node.slice, what)
             if base and base[0] == "slice" and isinstance(elem, ScalarTy):
                 return SliceTy(SLICE_KINDS[base[1]], elem)
-            self.type_error(node, f"`{ast.unparse(node)}` is not a kernel type")
+            self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
         s = self.sym(node)
         if s.kind == "typevar":
             bound = self.k.spec.get(s.name)
@@ -277,8 +238,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if tag and tag[0] == "witness_type":
             return WitnessTy(int(tag[1]))
         if tag and tag[0] == "slice":
-            self.type_error(node, f"`{tag[1]}` needs an element type, e.g. `{tag[1]}[f32]`")
-        self.type_error(node, f"`{ast.unparse(node)}` is not a kernel type")
+            self.type_error(node, "needs-element-type-f32", tag=tag[1])
+        self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
 
     # ---- statements ---------------------------------------------------------------------
     def visit_Pass(self, node: ast.Pass) -> list[ir.Stmt]:
@@ -296,13 +257,13 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def declare(self, name: str, ty: Ty, node: ast.AST) -> None:
         if name in self.slices or name in self.shared:
-            self.unsupported(node, f"rebinding the slice `{name}`")
+            self.unsupported(node, "rebinding-slice", name=name)
         old = self.vars.get(name)
         if old is None:
             self.vars[name] = ty
             self.locals[name] = ty
         elif old != ty:
-            self.type_error(node, f"`{name}` is `{old}` here but was assigned a `{ty}` before")
+            self.type_error(node, "local-retyped", name=name, old=old, ty=ty)
 
     def assign_value(self, name: str, value: ir.Expr, node: ast.AST) -> ir.Assign:
         self.facts = {f for f in self.facts if f[0] != name}
@@ -310,7 +271,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if old is None:
             ty = value.ty
             if isinstance(ty, (VoidTy, SliceTy, SharedTy)):
-                self.type_error(node, f"cannot assign a `{ty}` to a local")
+                self.type_error(node, "assign-local", ty=ty)
             self.declare(name, ty, node)
         else:
             value = self.coerce(value, old, node, f"`{name}`")
@@ -319,7 +280,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def visit_Assign(self, node: ast.Assign) -> list[ir.Stmt]:
         if len(node.targets) != 1:
-            self.unsupported(node, "chained assignment `a = b = ...`")
+            self.unsupported(node, "chained-assignment")
         target = node.targets[0]
         if isinstance(target, ast.Name):
             if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("shared_array",):
@@ -328,15 +289,15 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if isinstance(target, ast.Subscript):
             return [self.store(target, self.expr(node.value), node)]
         if isinstance(target, ast.Tuple):
-            self.unsupported(target, "tuple unpacking")
-        self.unsupported(target, f"assignment to `{ast.unparse(target)}`")
+            self.unsupported(target, "tuple-unpacking")
+        self.unsupported(target, "assign-to", target=ast.unparse(target))
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> list[ir.Stmt]:
         if not isinstance(node.target, ast.Name):
-            self.unsupported(node.target, "an annotated assignment to anything but a name")
+            self.unsupported(node.target, "annotated-assignment-anything-name")
         ty = self.resolve_type(node.annotation, f"`{node.target.id}`")
         if not isinstance(ty, (ScalarTy, WitnessTy)):
-            self.type_error(node.annotation, "a local's annotation must be a scalar or witness type")
+            self.type_error(node.annotation, "local-s-annotation-must")
         self.declare(node.target.id, ty, node)
         if node.value is None:
             return []
@@ -352,7 +313,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if isinstance(node.target, ast.Subscript):
             cur = self.subscript(node.target, for_update=True)
             return [self.store(node.target, self.binop(op, cur, self.expr(node.value), node), node)]
-        self.unsupported(node.target, f"augmented assignment to `{ast.unparse(node.target)}`")
+        self.unsupported(node.target, "augmented-assignment", target=ast.unparse(node.target))
 
     def visit_If(self, node: ast.If) -> list[ir.Stmt]:
         cond = self.truth(self.expr(node.test), node.test)
@@ -430,7 +391,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def visit_While(self, node: ast.While) -> list[ir.Stmt]:
         if node.orelse:
-            self.unsupported(node.orelse[0], "`while ... else`")
+            self.unsupported(node.orelse[0], "while-else")
         assigned = _assigned(node.body)
         self.facts = {f for f in self.facts if f[0] not in assigned}
         self.kill_facts(assigned)
@@ -439,33 +400,33 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def visit_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
-            self.unsupported(node.orelse[0], "`for ... else`")
+            self.unsupported(node.orelse[0], "for-else")
         if not isinstance(node.target, ast.Name):
-            self.unsupported(node.target, "a `for` target other than a single name")
+            self.unsupported(node.target, "target-other-than-single")
         it = node.iter
         tag = self.tag(it.func) if isinstance(it, ast.Call) else None
         if tag == ("builtin", "range"):
             return [self.for_range(node, it)]  # type: ignore[arg-type]
         if tag == ("witness", "grid_stride"):
             return [self.for_grid_stride(node, it)]  # type: ignore[arg-type]
-        self.unsupported(it, "iteration over anything but `range(...)` or `thread.grid_stride(...)`")
+        self.unsupported(it, "iteration-over-anything-range")
 
     def for_range(self, node: ast.For, call: ast.Call) -> ir.Stmt:
         if call.keywords or not 1 <= len(call.args) <= 3:
-            self.type_error(call, "`range` takes 1 to 3 positional arguments")
+            self.type_error(call, "range-takes-1-3")
         args = [self.expr(a) for a in call.args]
         for a, n in zip(args, call.args, strict=True):
             if not isinstance(a.ty, ScalarTy) or not (a.ty.is_int or a.ty.is_bool):
                 if isinstance(a.ty, WitnessTy) and a.ty.rank == 1:
                     continue
-                self.type_error(n, f"`range` arguments must be integers, found `{a.ty}`")
+                self.type_error(n, "range-arguments-must-integers", ty=a.ty)
         args = [self.as_int(a) for a in args]
         if len(args) == 1:
             args = [ir.Const(0, I64, weak=True), args[0]]
         if len(args) == 2:
             args.append(ir.Const(1, I64, weak=True))
         if isinstance(args[2], ir.Const) and args[2].value == 0:
-            self.fail(messages.type_error(self.span(call.args[2]), "`range` step must not be zero"))
+            self.fail(messages.type_error(self.span(call.args[2]), "range-step-must-zero"))
         strong = [a.ty for a in args if not (isinstance(a, ir.Const) and a.weak)]
         ty: ScalarTy = I64
         try:
@@ -474,7 +435,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 for t in strong[1:]:
                     ty = promote(ty, t)  # type: ignore[arg-type]
         except PromotionError as exc:
-            self.type_error(call, str(exc))
+            self.fail(messages.promotion_error(self.span(call), exc))
         if ty.is_bool:
             ty = I64
         var = node.target.id  # type: ignore[attr-defined]
@@ -482,7 +443,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if existing is not None and existing != ty:
             ty = existing  # type: ignore[assignment]
             if not isinstance(ty, ScalarTy) or not ty.is_int:
-                self.type_error(node.target, f"loop variable `{var}` was a `{existing}` before")
+                self.type_error(node.target, "loop-variable-was-before", var=var, existing=existing)
         start, stop, step = (self.coerce(a, ty, n, "`range` argument") for a, n in zip(args, [call] * 3, strict=True))
         self.declare(var, ty, node.target)
         self.facts = {f for f in self.facts if f[0] != var}
@@ -492,10 +453,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def for_grid_stride(self, node: ast.For, call: ast.Call) -> ir.Stmt:
         if len(call.args) != 1 or call.keywords or not isinstance(call.args[0], ast.Name):
-            self.type_error(call, "`thread.grid_stride` takes one slice parameter")
+            self.type_error(call, "thread-grid-stride-takes")
         name = call.args[0].id
         if name not in self.slices or self.slices[name].rank != 1:
-            self.type_error(call.args[0], "`thread.grid_stride` takes a 1-D slice parameter")
+            self.type_error(call.args[0], "thread-grid-stride-takes-2")
         self.note_rank(1, call)
         var = node.target.id  # type: ignore[attr-defined]
         self.declare(var, WitnessTy(1), node.target)
@@ -508,39 +469,39 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def visit_Break(self, node: ast.Break) -> list[ir.Stmt]:
         if not self.loops:
-            self.type_error(node, "`break` outside a loop")
+            self.type_error(node, "break-outside-loop")
         return [ir.Break(self.span(node))]
 
     def visit_Continue(self, node: ast.Continue) -> list[ir.Stmt]:
         if not self.loops:
-            self.type_error(node, "`continue` outside a loop")
+            self.type_error(node, "continue-outside-loop")
         return [ir.Continue(self.span(node))]
 
     def visit_Return(self, node: ast.Return) -> list[ir.Stmt]:
         if node.value is None or (isinstance(node.value, ast.Constant) and node.value.value is None):
             if self.ret not in (None, VOID):
-                self.type_error(node, f"this helper returns `{self.ret}`; `return` needs a value")
+                self.type_error(node, "helper-returns-return-needs", ret=self.ret)
             self.ret = VOID
             return [ir.Return(None, self.span(node))]
         if self.is_kernel:
-            self.type_error(node.value, "a kernel returns nothing; write results to a `DisjointSlice`")
+            self.type_error(node.value, "kernel-returns-nothing-write")
         value = self.expr(node.value)
         if self.ret is None:
             if not isinstance(value.ty, (ScalarTy, WitnessTy)):
-                self.type_error(node.value, f"a helper cannot return a `{value.ty}`")
+                self.type_error(node.value, "helper-return", ty=value.ty)
             self.ret = value.ty
         elif self.ret == VOID:
-            self.type_error(node.value, "this helper returns nothing elsewhere")
+            self.type_error(node.value, "helper-returns-nothing-elsewhere")
         else:
             value = self.coerce(value, self.ret, node.value, "the return value")
         return [ir.Return(value, self.span(node))]
 
     def visit_With(self, node: ast.With) -> list[ir.Stmt]:
         if len(node.items) != 1 or node.items[0].optional_vars is not None:
-            self.unsupported(node, "`with` (other than `with az.unsafe():`)")
+            self.unsupported(node, "with-other")
         ctx = node.items[0].context_expr
         if not (isinstance(ctx, ast.Call) and not ctx.args and self.tag(ctx.func) == ("unsafe",)):
-            self.unsupported(node, "`with` (other than `with az.unsafe():`)")
+            self.unsupported(node, "with-other")
         self.unsafe += 1
         try:
             return list(self.body(node.body))
@@ -554,7 +515,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def shared_decl(self, name: str, call: ast.Call) -> list[ir.Stmt]:
         self.need_unsafe(call, "`az.shared.array`")
         if len(call.args) != 2 or call.keywords:
-            self.type_error(call, "`shared.array` takes `(shape, dtype)`")
+            self.type_error(call, "shared-array-takes-shape")
         shape_node, dtype_node = call.args
         shape = self.const_value(shape_node)
         dims = (shape,) if isinstance(shape, int) else shape
@@ -563,14 +524,14 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             or not 1 <= len(dims) <= 2
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in dims)
         ):
-            self.type_error(shape_node, "a shared array's shape must be a constant int or a tuple of 1-2 ints")
+            self.type_error(shape_node, "shared-array-s-shape")
         if 0 in dims and dims != (0,):
-            self.type_error(shape_node, "only a 1-D shared array can be dynamic (shape 0)")
+            self.type_error(shape_node, "dynamic-shared-1d")
         elem = self.resolve_type(dtype_node, "the shared array")
         if not isinstance(elem, ScalarTy):
-            self.type_error(dtype_node, "a shared array's dtype must be a scalar type")
+            self.type_error(dtype_node, "shared-array-s-dtype")
         if name in self.vars or name in self.slices or name in self.shared:
-            self.unsupported(call, f"rebinding `{name}` to a shared array")
+            self.unsupported(call, "rebinding-shared-array", name=name)
         ty = SharedTy(elem, tuple(dims))
         uname = name if name not in self.k.shared else f"{name}.{len(self.k.shared)}"
         self.k.shared[uname] = ty
@@ -599,7 +560,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         s = self.sym(node)
         if s.kind == "constant":
             return s.value
-        self.type_error(node, f"`{ast.unparse(node)}` must be a compile-time constant")
+        self.type_error(node, "must-compile-time-constant", expr=ast.unparse(node))
 
     # ---- calls used as statements --------------------------------------------------------
     def statement_call(self, call: ast.Call) -> list[ir.Stmt] | None:
@@ -612,13 +573,13 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if tag == ("barrier",):
             self.need_unsafe(call, "`az.syncthreads()`")
             if call.args or call.keywords:
-                self.type_error(call, "`syncthreads()` takes no arguments")
+                self.type_error(call, "syncthreads-takes-arguments")
             self.k.uses_barrier = True
             return [ir.Barrier(self.span(call))]
         if tag is not None and tag[0] == "fence":  # az.threadfence(), az.warp.sync(): safe
             self.arity(call, 0, "threadfence" if tag[1] == "threadfence" else "warp.sync")
             if call.keywords:
-                self.unsupported(call.keywords[0], "keyword arguments in a kernel call")
+                self.unsupported(call.keywords[0], "keyword-arguments-kernel-call")
             if tag[1] == "warp_sync":
                 self.k.uses_warp = True  # the CPU backend runs the warp's lanes as threads
             return [ir.Fence(tag[1], self.span(call))]
@@ -628,13 +589,13 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         self.need_unsafe(call, "`write_unchecked`")
         sty = self.slices[name]
         if not sty.kind.disjoint:
-            self.type_error(call, f"`write_unchecked` is a method of disjoint slices, not of `{sty}`")
+            self.type_error(call, "write-unchecked-method-disjoint", sty=sty)
         if len(call.args) != 2 or call.keywords:
-            self.type_error(call, "`write_unchecked` takes `(index, value)`")
+            self.type_error(call, "write-unchecked-takes-index")
         idx_node, val_node = call.args
         if sty.rank == 2:
             if not isinstance(idx_node, ast.Tuple) or len(idx_node.elts) != 2:
-                self.type_error(idx_node, "a 2-D `write_unchecked` takes a `(row, col)` tuple")
+                self.type_error(idx_node, "write-unchecked-2d")
             index = tuple(self.as_index(self.expr(e), e) for e in idx_node.elts)
         else:
             index = (self.as_index(self.expr(idx_node), idx_node),)
@@ -648,7 +609,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     # ---- subscripts ------------------------------------------------------------------------
     def disjoint_error(self, node: ast.expr, name: str, sty: SliceTy, access: str) -> Diagnostic:
         return messages.disjoint_index(
-            self.span(node), name, sty.kind.name, ast.unparse(node), access, "not this thread's witness", domain=sty.rank
+            self.span(node), name, sty.kind.name, ast.unparse(node), access, messages.NOT_OWN_WITNESS, domain=sty.rank
         )
 
     def index_of(
@@ -659,19 +620,19 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if disjoint:
                 self.fail(self.disjoint_error(node, name, sty, access))
             if len(node.elts) != 2:
-                self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]`")
+                self.type_error(node, "index-2d", name=name)
             index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
         if isinstance(e.ty, WitnessTy):
             if e.ty.rank != sty.rank:
-                self.type_error(node, f"an `{e.ty}` cannot index the {sty.rank}-D slice `{name}`")
+                self.type_error(node, "witness-rank-mismatch", ty=e.ty, rank=sty.rank, name=name)
             proven = isinstance(node, ast.Name) and (node.id, name) in self.facts
             return (e,), not (proven or self.slice_in_range(name, (e,)))
         if disjoint:
             self.fail(self.disjoint_error(node, name, sty, access))
         if sty.rank == 2:
-            self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]` or an `Index2D`")
+            self.type_error(node, "index-2d-slice-or-witness", name=name)
         index = (self.as_index(e, node),)
         return index, not self.slice_in_range(name, index)
 
@@ -679,7 +640,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
             return ir.WitnessPart(e, "get", I64, e.span)
         if not isinstance(e.ty, ScalarTy) or e.ty.is_float:
-            self.type_error(node, f"an index must be an integer, found `{e.ty}`")
+            self.type_error(node, "index-must-integer-found", ty=e.ty)
         return self.cast(e, I64)
 
     def subscript(self, node: ast.Subscript, *, for_update: bool = False) -> ir.Expr:
@@ -695,11 +656,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if name in self.shared:
                 shape = self.shared[name].shape
                 if not isinstance(axis, int) or not 0 <= axis < len(shape) or self.shared[name].dynamic:
-                    self.type_error(node.slice, f"`{name}.shape` has no constant axis {axis!r}")
+                    self.type_error(node.slice, "shape-constant-axis", name=name, axis=axis)
                 return ir.Const(shape[axis], I64, self.span(node), weak=True)
             sty = self.slices[name]
             if not isinstance(axis, int) or not 0 <= axis < sty.rank:
-                self.type_error(node.slice, f"`{name}.shape` has {sty.rank} axis(es); index it with a constant")
+                self.type_error(node.slice, "shape-axis-es-index", name=name, rank=sty.rank)
             return ir.Len(ir.SliceRef(name, sty, self.span(v.value)), axis, I64, self.span(node))
         if isinstance(v, ast.Name) and v.id in self.shared:
             arr = self.shared_ref(v.id, v)
@@ -713,7 +674,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if table.kind == "table" and table.table is not None:
                 return self.table_read(table.name, table.table, node)
         if not (isinstance(v, ast.Name) and v.id in self.slices):
-            self.unsupported(node, f"indexing `{ast.unparse(v)}`", help="only slice parameters, shared arrays and constant tables are indexable")
+            self.unsupported(node, "indexing", help="slice-parameters-shared-arrays", expr=ast.unparse(v))
         name = v.id
         sty = self.slices[name]
         if sty.kind.atomic:
@@ -728,7 +689,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         from anodize.language.ranges import ZERO, Lin
 
         if isinstance(node.slice, ast.Tuple):
-            self.type_error(node.slice, f"`{name}` is a 1-D table: index it with one integer")
+            self.type_error(node.slice, "table-1d-index", name=name)
         index = (self.as_index(self.expr(node.slice), node.slice),)
         span = self.span(node)
         ty = BY_NAME[table.scalar]
@@ -751,7 +712,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         rank = len(arr.ty.shape)
         if rank == 2:
             if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
-                self.type_error(node, "this shared array is 2-D: index it with `[row, col]`")
+                self.type_error(node, "shared-2d-index")
             return tuple(self.as_index(self.expr(e), e) for e in node.elts)
         return (self.as_index(self.expr(node), node),)
 
@@ -766,13 +727,13 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 return ir.SharedWrite(arr, index, value, False, -1, self.span(node))
             return ir.SharedWrite(arr, index, value, True, self.k.site(span, "write", f"shared {v.id}"), self.span(node))
         if not (isinstance(v, ast.Name) and v.id in self.slices):
-            self.unsupported(target, f"assignment to `{ast.unparse(target)}`")
+            self.unsupported(target, "assign-to", target=ast.unparse(target))
         name = v.id
         sty = self.slices[name]
         if sty.kind.atomic:
             self.fail(messages.atomic_plain(span, name, "write"))
         if not sty.kind.output:
-            self.fail(messages.shared_write(span, name, sty.kind.name, "write to"))
+            self.fail(messages.shared_write(span, name, sty.kind.name, "how-write-to"))
         index, checked = self.index_of(sty, name, target.slice, disjoint=True, access="written")
         value = self.coerce(value, sty.elem, node, f"an element of `{name}`")
         site = self.k.site(span, "write", name) if checked else -1
@@ -791,8 +752,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return ir.Const(v, I64, span, weak=True)
         if isinstance(v, float):
             return ir.Const(v, F64, span, weak=True)
-        what = {str: "a string", bytes: "a bytes literal", type(None): "`None` as a value"}.get(type(v), f"the literal `{v!r}`")
-        self.unsupported(node, what)
+        self.fail(messages.unsupported_literal(span, v))
 
     def load_name(self, node: ast.Name) -> ir.Expr:
         name = node.id
@@ -819,14 +779,14 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 return ir.Const(s.value, BY_NAME[s.scalar], span)  # type: ignore[arg-type]
             return self.py_constant(s.value, node)
         if s.kind == "missing":
-            self.type_error(node, f"`{text}` is not defined here", help="assign it before this use")
+            self.type_error(node, "name-undefined", help="assign-before", name=text)
         if s.kind == "table":
-            self.fail(messages.module_value(span, text, f"is a constant table: read its elements, `{text}[i]`"))
+            self.fail(messages.module_value(span, text, "module-table", name=text))
         if s.kind in ("function", "intrinsic"):
-            self.unsupported(node, f"using `{text}` as a value")
+            self.unsupported(node, "name-as-value", name=text)
         if "." in s.name and not s.name.startswith(("az.", "thread.", "warp.", "shared.", "math.")):
-            self.fail(messages.module_value(span, text, "comes from another module, which a kernel cannot read"))
-        self.fail(messages.module_value(span, text, "is not a compile-time constant"))
+            self.fail(messages.module_value(span, text, "module-foreign"))
+        self.fail(messages.module_value(span, text, "module-not-constant"))
 
     def py_constant(self, obj: Any, node: ast.AST) -> ir.Expr:
         span = self.span(node)
@@ -836,7 +796,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return ir.Const(int(obj), I64, span, weak=True)
         if isinstance(obj, float):
             return ir.Const(float(obj), F64, span, weak=True)
-        self.unsupported(node, f"using `{ast.unparse(node)}` as a value", help="kernels can read module constants of type int, float and bool")
+        self.unsupported(node, "using-value", help="kernels-read-module-constants", expr=ast.unparse(node))
 
     def visit_Name(self, node: ast.Name) -> ir.Expr:
         return self.load_name(node)
@@ -846,16 +806,16 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             base = self.load_name(node.value)
             if isinstance(base.ty, WitnessTy) and base.ty.rank == 2 and node.attr in ("row", "col"):
                 return ir.WitnessPart(base, node.attr, I64, self.span(node))
-            self.type_error(node, f"`{base.ty}` has no attribute `{node.attr}`")
+            self.type_error(node, "no-attribute", ty=base.ty, attr=node.attr)
         if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
-            self.unsupported(node, "`.shape` as a value", help="index it: `m.shape[0]`")
+            self.unsupported(node, "shape-value", help="index-m-shape-0")
         return self.module_value(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
         return self.subscript(node)
 
     def visit_Tuple(self, node: ast.Tuple) -> ir.Expr:
-        self.unsupported(node, "a tuple value", help="tuples are only allowed as 2-D indices `m[r, c]`")
+        self.unsupported(node, "tuple-value", help="tuples-2d-only")
 
     # -- arithmetic --------------------------------------------------------------------------
     def cast(self, e: ir.Expr, ty: ScalarTy) -> ir.Expr:
@@ -874,7 +834,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return ir.Const(_wrap_int(int(v), ty), ty, e.span, weak=e.weak)
         if isinstance(e.ty, WitnessTy):
             if e.ty.rank != 1:
-                raise PromotionError("an `Index2D` is not a number; use `.row` or `.col`")
+                raise PromotionError("index2d-not-number")
             e = ir.WitnessPart(e, "get", I64, e.span)
             if ty == I64:
                 return e
@@ -885,7 +845,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
             return ir.WitnessPart(e, "get", I64, e.span)
         if not isinstance(e.ty, ScalarTy):
-            self.type_error(node, f"a `{e.ty}` is not a number")
+            self.type_error(node, "not-a-number", ty=e.ty)
         return e
 
     def as_int(self, e: ir.Expr) -> ir.Expr:
@@ -910,7 +870,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 return ta if not (ta.is_bool and not tb.is_bool) else tb
             return promote(ta, tb)
         except PromotionError as exc:
-            self.type_error(node, str(exc))
+            self.fail(messages.promotion_error(self.span(node), exc))
 
     def binop(self, op: str, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ir.Expr:
         a = self.numeric(a, node)
@@ -930,7 +890,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 ty = F64
             return ir.BinOp(op, self.cast(a, ty), self.cast(b, ty), ty, span)
         if op in ("<<", ">>", "&", "|", "^") and ty.is_float:
-            self.type_error(node, f"`{op}` needs integer operands, found `{a.ty}` and `{b.ty}`")
+            self.type_error(node, "needs-integer-operands-found", op=op, left=a.ty, right=b.ty)
         if op in ("<<", ">>"):
             lty = a.ty if not (isinstance(a, ir.Const) and a.weak) else ty
             assert isinstance(lty, ScalarTy)
@@ -946,7 +906,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 for _ in range(int(b.value)):
                     result = base if isinstance(result, ir.Const) else ir.BinOp("*", result, base, ty, span)
                 return result
-            self.unsupported(node, "an integer `**` with a non-constant or negative exponent", help="use `math.pow` on floats")
+            self.unsupported(node, "integer-non-constant-negative", help="math-pow-floats")
         site = -1
         if op in ("//", "%") and ty.is_int:
             site = self.k.site(span, "divide", "")
@@ -980,7 +940,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return ir.UnaryOp("-", self.cast(e, ty), ty, span)
         if isinstance(node.op, ast.Invert):
             if ty.is_float:
-                self.type_error(node, f"`~` needs an integer operand, found `{ty}`")
+                self.type_error(node, "needs-integer-operand-found", ty=ty)
             return ir.UnaryOp("~", self.cast(e, ty), ty, span)
         self.generic_visit(node.op)
 
@@ -1021,11 +981,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def contains(self, wnode: ast.expr, snode: ast.expr, node: ast.AST) -> ir.Expr:
         w = self.expr(wnode)
         if not (isinstance(snode, ast.Name) and snode.id in self.slices):
-            self.unsupported(node, "`in` (other than `witness in slice`)")
+            self.unsupported(node, "other-than-witness-slice")
         sty = self.slices[snode.id]
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
             want = "Index1D" if sty.rank == 1 else "Index2D"
-            self.type_error(wnode, f"`in {snode.id}` needs an `{want}` witness, found `{w.ty}`")
+            self.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)
         return ir.Contains(w, ir.SliceRef(snode.id, sty, self.span(snode)), BOOL, self.span(node))
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
@@ -1044,54 +1004,54 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if isinstance(ty, ScalarTy) and isinstance(e.ty, ScalarTy):
             if isinstance(e, ir.Const) and e.weak:
                 if ty.is_int and isinstance(e.value, float):
-                    self.type_error(node, f"a float literal cannot be stored into {what} of type `{ty}`", help=f"cast it: `{ty}(...)`")
+                    self.type_error(node, "float-literal-stored-into", help="cast-it", what=what, ty=ty)
                 return self.cast(e, ty)
             if implicitly_converts(e.ty, ty):
                 return self.cast(e, ty)
             self.type_error(
                 node,
-                f"cannot store a `{e.ty}` into {what} of type `{ty}` without a cast",
-                help=f"convert explicitly: `{ty}(...)`",
+                "store-into-type-without",
+                help="convert-explicitly", got=e.ty, what=what, want=ty,
             )
-        self.type_error(node, f"expected `{ty}` for {what}, found `{e.ty}`")
+        self.type_error(node, "expected-found", want=ty, what=what, got=e.ty)
 
     # -- calls -------------------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> ir.Expr:
         span = self.span(node)
         f = node.func
         if node.keywords:
-            self.unsupported(node.keywords[0], "keyword arguments in a kernel call")
+            self.unsupported(node.keywords[0], "keyword-arguments-kernel-call")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
                 if f.attr == "get" and not node.args and self.vars[owner] == WitnessTy(1):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
-                self.type_error(node, f"`{self.vars[owner]}` has no method `{f.attr}`")
+                self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
             if owner in self.slices:
                 return self.slice_method(owner, f.attr, node)
         if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
-            self.unsupported(node, "`write_unchecked` as a value")
+            self.unsupported(node, "write-unchecked-value")
         obj = self.sym(f)
         if obj.kind == "missing":
-            self.type_error(f, f"`{ast.unparse(f)}` is not defined here")
+            self.type_error(f, "callee-undefined", callee=ast.unparse(f))
         if obj.kind == "typevar":  # `T(x)`: a cast to this specialisation's scalar
             return self.cast_call(self.resolve_type(f, "the cast"), node)  # type: ignore[arg-type]
         if obj.kind == "function" and obj.fn_kind == "func":
             return self.helper_call(obj, node)
         if obj.kind == "function" and obj.fn_kind == "kernel":
-            self.unsupported(node, "calling a kernel from a kernel", help="make the callee an `@az.func` helper")
+            self.unsupported(node, "calling-kernel-from-kernel", help="make-callee-az-func")
         tag = obj.tag if obj.kind == "intrinsic" else None
         if tag is None or tag[0] == "decorator":
-            self.unsupported(node, f"calling `{ast.unparse(f)}`", help="kernels call `@az.func` helpers, casts, `abs`/`min`/`max`/`len` and `math.*`")
+            self.unsupported(node, "calling", help="kernels-call-az-func", callee=ast.unparse(f))
         kind = tag[0]
         if kind == "scalar":
             return self.cast_call(BY_NAME[tag[1]], node)
         if kind == "typecast":  # `cast(T, x)`: converts `x` to `T` (a type variable or a scalar)
             if len(node.args) != 2:
-                self.type_error(node, "`cast` takes a type and a value: `cast(T, x)`")
+                self.type_error(node, "cast-two-arguments", help="cast-spelling")
             ty = self.resolve_type(node.args[0], "the cast")
             if not isinstance(ty, ScalarTy):
-                self.type_error(node.args[0], f"`cast` converts to a scalar type, not `{ty}`")
+                self.type_error(node.args[0], "cast-to-scalar", ty=ty)
             one = ast.Call(func=node.func, args=[node.args[1]], keywords=[])
             return self.cast_call(ty, ast.copy_location(one, node))
         if kind == "builtin":
@@ -1108,16 +1068,16 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if kind == "warp":
             return self.warp(tag[1], node)
         if kind == "barrier":
-            self.unsupported(node, "`syncthreads()` as a value")
+            self.unsupported(node, "syncthreads-value")
         if kind == "fence":
-            self.unsupported(node, f"`{ast.unparse(f)}()` as a value")
+            self.unsupported(node, "fence-value", call=ast.unparse(f))
         if kind == "shared_array":
-            self.unsupported(node, "`shared.array` outside a plain assignment `buf = az.shared.array(...)`")
-        self.unsupported(node, f"calling `{ast.unparse(f)}`")
+            self.unsupported(node, "shared-array-outside-plain")
+        self.unsupported(node, "calling", callee=ast.unparse(f))
 
     def arity(self, node: ast.Call, n: int, name: str = "") -> None:
         if len(node.args) != n:
-            self.type_error(node, f"`{name or ast.unparse(node.func)}` takes {n} argument{'s' if n != 1 else ''}, got {len(node.args)}")
+            self.type_error(node, "arity", name=name or ast.unparse(node.func), n=n, s='s' if n != 1 else '', got=len(node.args))
 
     def cast_call(self, ty: ScalarTy, node: ast.Call) -> ir.Expr:
         self.arity(node, 1, ty.name)
@@ -1144,7 +1104,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                 table = self.sym(a)
                 if table.kind == "table" and table.table is not None:
                     return ir.Const(len(table.table.values), I64, span, weak=True)
-            self.type_error(a, "`len` takes a slice parameter, a static shared array or a constant table")
+            self.type_error(a, "len-takes-slice-parameter")
         if name == "abs":
             self.arity(node, 1, "abs")
             e = self.numeric(self.expr(node.args[0]), node.args[0])
@@ -1157,7 +1117,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return ir.UnaryOp("abs", self.cast(e, ty), ty, span)
         if name in ("min", "max"):
             if len(node.args) < 2:
-                self.type_error(node, f"`{name}` takes two or more arguments")
+                self.type_error(node, "takes-two-more-arguments", name=name)
             acc = self.numeric(self.expr(node.args[0]), node.args[0])
             for a in node.args[1:]:
                 b = self.numeric(self.expr(a), a)
@@ -1169,7 +1129,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
                     ty = I64
                 acc = ir.BinOp(name, self.cast(acc, ty), self.cast(b, ty), ty, span)
             return acc
-        self.unsupported(node, f"`{name}(...)` here", help="`range` is only allowed as a `for` loop's iterable")
+        self.unsupported(node, "call-here", help="range-allowed-loop-s", name=name)
 
     def math_call(self, name: str, node: ast.Call) -> ir.Expr:
         n = MATH_FUNCS[name]
@@ -1180,7 +1140,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             e = args[-1]
             assert isinstance(e.ty, ScalarTy)
             if e.ty.is_float:
-                self.type_error(node.args[-1], f"the exponent of `math.{name}` must be an integer")
+                self.type_error(node.args[-1], "math-int-exponent", name=name)
             args[-1] = self.cast(e, I32) if e.ty.is_bool or (isinstance(e, ir.Const) and e.weak) else e
             x = args[0]
             ty = x.ty if x.ty.is_float and not (isinstance(x, ir.Const) and x.weak) else F64  # type: ignore[union-attr]
@@ -1196,7 +1156,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
 
     def witness(self, name: str, node: ast.Call) -> ir.Expr:
         if name == "grid_stride":
-            self.unsupported(node, "`thread.grid_stride(...)` outside a `for` loop")
+            self.unsupported(node, "thread-grid-stride-outside")
         self.arity(node, 0, f"thread.{name}")
         rank = WITNESS_MAKERS[name]
         self.note_rank(rank, node)
@@ -1227,7 +1187,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         k = self.numeric(self.expr(node.args[1]), node.args[1])
         assert isinstance(v.ty, ScalarTy) and isinstance(k.ty, ScalarTy)
         if k.ty.is_float:
-            self.type_error(node.args[1], f"the lane argument of `warp.{name}` must be an integer")
+            self.type_error(node.args[1], "lane-argument-warp-must", name=name)
         ty = I64 if v.ty.is_bool else v.ty
         return ir.WarpOp(name, (self.cast(v, ty), self.cast(k, I32)), ty, span)
 
@@ -1235,12 +1195,12 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         sty = self.slices[name]
         span = self.span(node)
         if method == "write_unchecked":
-            self.unsupported(node, "`write_unchecked` as a value")
+            self.unsupported(node, "write-unchecked-value")
         if not sty.kind.atomic or method not in ("add", "min", "max", "exchange"):
-            self.type_error(node, f"`{sty.kind.name}` has no method `{method}`")
+            self.type_error(node, "no-method", name=sty.kind.name, method=method)
         self.arity(node, 2, f"{name}.{method}")
         if sty.elem.is_bool:
-            self.type_error(node, "atomics on `bool_` slices are not supported")
+            self.type_error(node, "atomics-bool-slices-supported")
         e = self.expr(node.args[0])
         proven = isinstance(e.ty, WitnessTy) and isinstance(node.args[0], ast.Name) and (node.args[0].id, name) in self.facts
         index = self.as_index(e, node.args[0])
@@ -1256,9 +1216,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         hname = fdef.name
         a = fdef.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-            self.fail(messages.signature(self.span(fdef), "a helper takes plain positional parameters only"))
+            self.fail(messages.signature(self.span(fdef), "helper-takes-plain-positional"))
         if len(a.args) != len(args):
-            self.type_error(node, f"`{hname}` takes {len(a.args)} argument(s), got {len(args)}")
+            self.type_error(node, "helper-arity", hname=hname, n=len(a.args), got=len(args))
         sub = _FnCompiler(self.k, fdef, {}, is_kernel=False)
         ptypes: dict[str, Ty] = {}
         final: list[ir.Expr] = []
@@ -1266,12 +1226,12 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             want = sub.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
             if isinstance(e.ty, SliceTy):
                 if want is not None and want != e.ty:
-                    self.type_error(n, f"`{hname}` expects `{want}` for `{p.arg}`, found `{e.ty}`")
+                    self.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
                 ptypes[p.arg] = e.ty
                 final.append(e)
                 continue
             if isinstance(e.ty, SharedTy):
-                self.unsupported(n, "passing a shared array to a helper")
+                self.unsupported(n, "passing-shared-array-helper")
             if want is None:
                 want = e.ty if not (isinstance(e, ir.Const) and e.weak) else e.ty
             final.append(self.coerce(e, want, n, f"parameter `{p.arg}`"))
@@ -1287,7 +1247,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         fir = self.k.helpers.get(key)
         if fir is None:
             if fdef in self.k.stack:
-                self.unsupported(node, f"recursion (`{hname}` calls itself)")
+                self.unsupported(node, "recursion-calls-itself", hname=hname)
             ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
             fir = _compile_helper(self.k, fdef, ptypes, ret, facts)
             self.k.helpers[key] = fir
@@ -1415,7 +1375,7 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, s
         k.equal2d = _equal_shapes(contract.requires)
     a = fdef.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-        raise CheckError([messages.signature(src.span(fdef), "a kernel takes plain positional parameters only")])
+        raise CheckError([messages.signature(src.span(fdef), "kernel-takes-plain-positional")])
     reserved = _reserved_names(front, fdef)
     if reserved:
         raise CheckError(reserved)
@@ -1428,20 +1388,20 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, s
             if p.arg in k.consts:  # baked into this specialisation: not an argument of the entry
                 continue
             if p.annotation is None:
-                raise _Fail(messages.signature(src.span(p), f"kernel parameter `{p.arg}` needs a type annotation"))
+                raise _Fail(messages.signature(src.span(p), "kernel-parameter-needs-type", arg=p.arg))
             if isinstance(ty, SliceTy):
                 params.append(ParamSpec(p.arg, ty.kind, ty.elem.info))
             elif isinstance(ty, ScalarTy):
                 params.append(ParamSpec(p.arg, None, ty.info))
             else:
-                raise _Fail(messages.signature(src.span(p), f"kernel parameter `{p.arg}` cannot be a `{ty}`"))
+                raise _Fail(messages.signature(src.span(p), "kernel-param-type", arg=p.arg, ty=ty))
             ptypes[p.arg] = ty
         except _Fail as f:
             k.diags.append(f.diag)
     if fdef.returns is not None:
         try:
             if comp.resolve_type(fdef.returns, "the return") != VOID:
-                k.diags.append(messages.signature(src.span(fdef.returns), "a kernel must return `None`"))
+                k.diags.append(messages.signature(src.span(fdef.returns), "kernel-must-return-none"))
         except _Fail as f:
             k.diags.append(f.diag)
     if k.diags:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from anodize.language.catalogue import MESSAGES
+
 from anodize.language.vocab import SCALARS, ScalarInfo, SliceKindInfo
 
 
@@ -106,7 +108,15 @@ BY_NAME: dict[str, ScalarTy] = {t.name: t for t in (F32, F64, I32, I64, U32, U64
 
 
 class PromotionError(Exception):
-    """Two operand types with no implicit common type (e.g. `u64` with `i64`)."""
+    """Two operand types with no implicit common type (e.g. `u64` with `i64`).
+
+    `key` names an `az-type` message of the catalogue (anodize/language/catalogue.py) and
+    `values` fill it; `messages.promotion_error` turns it into a located diagnostic."""
+
+    def __init__(self, key: str, **values: object):
+        super().__init__(MESSAGES[key].format(**values))
+        self.key = key
+        self.values = values
 
 
 def promote(a: ScalarTy, b: ScalarTy) -> ScalarTy:
@@ -137,7 +147,7 @@ def promote(a: ScalarTy, b: ScalarTy) -> ScalarTy:
         return s
     if u.bits < 64:
         return I64
-    raise PromotionError(f"mixing `{a}` and `{b}` needs an explicit cast, e.g. `i64(x)` or `u64(x)`")
+    raise PromotionError("mixing-needs-cast", a=a, b=b)
 
 
 def implicitly_converts(src: ScalarTy, dst: ScalarTy) -> bool:

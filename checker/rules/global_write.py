@@ -40,7 +40,7 @@ def k(c: DisjointSlice[f32]) -> None:
         if self.active:
             kw = "global" if isinstance(node, ast.Global) else "nonlocal"
             names = ", ".join(f"`{n}`" for n in node.names)
-            self.report(messages.global_write(self.span(node), f"`{kw}` declares {names} writable from a kernel"))
+            self.report(messages.global_write(self.span(node), "declares-writable-from-kernel", kw=kw, names=names))
 
     visit_Global = visit_Nonlocal = _decl
 
@@ -48,12 +48,12 @@ def k(c: DisjointSlice[f32]) -> None:
         fn = self.fn
         if isinstance(t, ast.Name):
             if t.id in fn.globals_declared:  # type: ignore[union-attr]
-                self.report(messages.global_write(self.span(t), f"write to module global `{t.id}`"))
+                self.report(messages.global_write(self.span(t), "write-module-global", name=t.id))
         elif isinstance(t, (ast.Subscript, ast.Attribute)):
             base = self.model.values.get(t.value)
             if base is not None and base.kind == "global":
                 what = "item" if isinstance(t, ast.Subscript) else "attribute"
-                self.report(messages.global_write(self.span(t), f"{what} write on captured object `{self.model.src.quote(t.value)}`"))
+                self.report(messages.global_write(self.span(t), "write-captured-object", what=what, value=self.model.src.quote(t.value)))
         elif isinstance(t, (ast.Tuple, ast.List)):
             for e in t.elts:
                 self._target(e.value if isinstance(e, ast.Starred) else e)

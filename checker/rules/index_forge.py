@@ -60,7 +60,7 @@ def k(c: DisjointSlice[f32]) -> None:
         if fn is None:
             return
         if callee.kind == "forge" and callee.name.startswith("az.Index"):
-            self.report(messages.index_forge(self.span(node), f"cannot construct a witness with `{self.model.src.quote(node.func)}`"))
+            self.report(messages.index_forge(self.span(node), "construct-witness", func=self.model.src.quote(node.func)))
         elif callee.kind == "helper" and callee.fn is not None:
             for pname, arg in bind_args(callee.fn, node):
                 hp = callee.fn.params.get(pname)
@@ -71,7 +71,7 @@ def k(c: DisjointSlice[f32]) -> None:
                     self.report(
                         messages.index_forge(
                             self.model.src.expr_span(arg),
-                            f"`{self.model.src.quote(arg)}` is passed as witness `{pname}: Index{hp.domain}D` of `{callee.fn.name}`, but it is not one",
+                            "passed-witness-index-d", arg=self.model.src.quote(arg), pname=pname, domain=hp.domain, name=callee.fn.name,
                         )
                     )
 
@@ -84,7 +84,7 @@ def k(c: DisjointSlice[f32]) -> None:
             d = WITNESS_TYPES[q[3:]]
             v = self.val(node.value) if node.value is not None else None
             if v is None or v.kind != "witness" or v.domain != d:
-                self.report(messages.index_forge(self.span(node), f"annotating a non-witness as `{q[3:]}` does not make it one"))
+                self.report(messages.index_forge(self.span(node), "annotating-non-witness-does", ann=q[3:]))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if isinstance(node.slice, ast.Tuple):
@@ -98,8 +98,8 @@ def k(c: DisjointSlice[f32]) -> None:
             v = values.get(e.value if isinstance(e, ast.Starred) else e)
             if v is not None and v.kind == "witness":
                 self.report(
-                    messages.index_forge(self.model.src.expr_span(node), "cannot put a witness into a container",
-                                         help="pass the witness itself; a container would let it outlive or leave its thread")
+                    messages.index_forge(self.model.src.expr_span(node), "put-witness-into-container",
+                                         help="pass-witness-itself-container")
                 )
                 return
 
@@ -110,9 +110,9 @@ def k(c: DisjointSlice[f32]) -> None:
         if v is None or v.kind != "witness" or self.fn_of(node) is None:
             return
         if node.attr.startswith("_"):
-            self.report(messages.index_forge(self.span(node), f"cannot reach private member `{node.attr}` of a witness"))
+            self.report(messages.index_forge(self.span(node), "reach-private-member-witness", attr=node.attr))
         elif node in self.model.stores:
-            self.report(messages.index_forge(self.span(node), f"cannot assign to `{node.attr}` of a witness"))
+            self.report(messages.index_forge(self.span(node), "assign-witness", attr=node.attr))
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         if node.returns is None:
@@ -126,6 +126,6 @@ def k(c: DisjointSlice[f32]) -> None:
             if r is None or r.kind != "witness" or r.domain != WITNESS_TYPES[q[3:]]:
                 self.report(
                     messages.index_forge(self.model.src.expr_span(node.returns),
-                                         f"helper `{fn.name}` is declared to return `{q[3:]}` but returns something else")
+                                         "helper-declared-return-returns", name=fn.name, ann=q[3:])
                 )
 

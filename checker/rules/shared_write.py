@@ -57,24 +57,24 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
-            self._check_store(t, "write")
+            self._check_store(t, "how-write")
             if isinstance(t, ast.Name):
                 self._rebind(t, node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
-        self._check_store(node.target, "write")
+        self._check_store(node.target, "how-write")
         if isinstance(node.target, ast.Name) and node.value is not None:
             self._rebind(node.target, node.value)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
-        self._check_store(node.target, "write")
+        self._check_store(node.target, "how-write")
 
     def visit_Delete(self, node: ast.Delete) -> None:
         targets = node.targets
         if len(targets) == 1 and isinstance(targets[0], ast.Tuple):  # `del (a, b)`, as `del a, b`
             targets = targets[0].elts
         for t in targets:
-            self._check_store(t, "delete")
+            self._check_store(t, "how-delete")
 
     def _rebind(self, target: ast.Name, value: ast.expr) -> None:
         fn = self.fn_of(target)
@@ -97,7 +97,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if callee.kind in ("atomic_op", "write_unchecked"):
             for name, kind in slice_kinds(fn, self.val(node.func.value)):  # type: ignore[attr-defined]
                 if kind in _RO:
-                    self.report(messages.shared_write(self.span(node), name, kind, f"call `.{callee.name}` on", self.decl(fn, name)))
+                    self.report(messages.shared_write(self.span(node), name, kind, "how-call", self.decl(fn, name), method=callee.name))
         elif callee.kind == "helper" and callee.fn is not None:
             h = callee.fn
             for pname, arg in bind_args(h, node):

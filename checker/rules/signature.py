@@ -9,8 +9,6 @@ from anodize.language import messages
 from anodize.language.diagnostics import Span
 from .base import DeviceBodyRule
 
-_KERNEL_TYPES = "`Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `AtomicSlice[T]` or a scalar type"
-_SCALAR_HELP = "scalar types are `f32 f64 i32 i64 u32 u64 bool_`"
 
 
 class Signature(DeviceBodyRule):
@@ -53,44 +51,44 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
         src = self.model.src
         ps = node.args
         if isinstance(node, ast.AsyncFunctionDef):
-            self.report(messages.signature(src.name_span(node), f"a {what} cannot be `async`"))
+            self.report(messages.signature(src.name_span(node), "async-function", what=what))
         for star in (ps.vararg, ps.kwarg):
             if star is not None:
                 self.report(
                     messages.signature(
-                        _star_span(src.arg_name_span(star), src.line), f"`{star.arg}`: a {what} takes no `*args` or `**kwargs`",
-                        help="list each parameter",
+                        _star_span(src.arg_name_span(star), src.line), "takes-args-kwargs",
+                        help="list-each-parameter", arg=star.arg, what=what,
                     )
                 )
         for p in ps.kwonlyargs:
-            self.report(messages.signature(src.arg_name_span(p), f"keyword-only parameter `{p.arg}` in a {what}", help="make it a plain parameter"))
+            self.report(messages.signature(src.arg_name_span(p), "keyword-parameter", help="make-plain-parameter", arg=p.arg, what=what))
         defaults = _defaults(ps)
         for info in fn.params.values():
             p = info.node
             default = defaults.get(id(p))
             if default is not None:
                 self.report(
-                    messages.signature(self.model.src.expr_span(default), f"parameter `{info.name}` has a default value",
-                                       help="every argument is passed at launch; remove the default")
+                    messages.signature(self.model.src.expr_span(default), "parameter-default-value",
+                                       help="every-argument-passed-launch", name=info.name)
                 )
             ann = p.annotation
             if ann is None:
                 self.report(
-                    messages.signature(src.arg_name_span(p), f"parameter `{info.name}` has no type annotation",
-                                       help=f"annotate it: {_KERNEL_TYPES}")
+                    messages.signature(src.arg_name_span(p), "parameter-type-annotation",
+                                       help="annotate-param", name=info.name)
                 )
                 continue
             if info.kind == "bad" or (info.kind == "witness" and fn.kind == "kernel"):
-                extra = "; a kernel gets its witness from `thread.index_1d()`" if info.kind == "witness" else ""
+                witness = info.kind == "witness"
                 self.report(
                     messages.param_type(self.model.src.expr_span(ann), info.name, self.model.src.quote(ann),
-                                        qualname=self.model.qualname(ann) or "", extra=extra,
-                                        help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D` in a helper" if fn.kind == "func" else ""))
+                                        qualname=self.model.qualname(ann) or "", witness=witness,
+                                        help="use-kernel-types-or-witness" if fn.kind == "func" else "use-kernel-types")
                 )
             elif info.kind == "slice" and info.scalar is None:
                 self.report(
-                    messages.signature(self.model.src.expr_span(ann), f"slice parameter `{info.name}` needs a scalar element type",
-                                       help=f"write `{self.model.src.quote(ann).split('[')[0]}[f32]`; {_SCALAR_HELP}")
+                    messages.signature(self.model.src.expr_span(ann), "slice-parameter-needs-scalar",
+                                       help="write-f32", name=info.name, kind=self.model.src.quote(ann).split('[')[0])
                 )
         r = node.returns
         if r is not None:
@@ -99,16 +97,16 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             ok = is_none or (fn.kind == "func" and q.startswith("az.") and q[3:] in ("f32", "f64", "i32", "i64", "u32", "u64", "bool_", "Index1D", "Index2D"))
             if not ok:
                 self.report(
-                    messages.signature(self.model.src.expr_span(r), f"a {what} cannot return `{self.model.src.quote(r)}`",
-                                       help="a kernel returns `None` and writes its results to outputs" if fn.kind == "kernel" else _SCALAR_HELP)
+                    messages.signature(self.model.src.expr_span(r), "bad-return-type",
+                                       help="kernel-returns-none" if fn.kind == "kernel" else "scalar-types", what=what, ann=self.model.src.quote(r))
                 )
 
 
     def visit_Return(self, node: ast.Return) -> None:
         if self.active and self.fn is not None and self.fn.kind == "kernel" and node.value is not None:
             self.report(
-                messages.signature(self.span(node), "a kernel cannot return a value",
-                                   help="write the result to a `DisjointSlice` output and `return` without a value")
+                messages.signature(self.span(node), "kernel-return-value",
+                                   help="write-result-disjointslice-output")
             )
 
 

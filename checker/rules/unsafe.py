@@ -48,11 +48,11 @@ def k(c: DisjointSlice[f32]) -> None:
             return
         if callee.kind in _UNSAFE_KINDS:
             name = self.model.src.quote(node.func)
-            self.report(messages.unsafe_op(self.span(node), f"{name}()"))
+            self.report(messages.unsafe_op(self.span(node), name, call=True))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         ctx = self.model.ctx.get(node)
         base = self.model.values.get(node.value)
         if ctx is None or ctx.unsafe or base is None or base.kind != "shared":
             return
-        self.report(messages.unsafe_op(self.span(node), self.model.src.quote(node), kind="shared-memory access"))
+        self.report(messages.unsafe_op(self.span(node), self.model.src.quote(node), shared=True))

@@ -10,31 +10,6 @@ from anodize.language.diagnostics import Span
 from anodize.language.syntax import in_source_order
 from .base import DeviceBodyRule, slice_kinds
 
-_SIMPLE: dict[type, str] = {
-    ast.Lambda: "a `lambda`",
-    ast.ListComp: "a list comprehension",
-    ast.SetComp: "a set comprehension",
-    ast.DictComp: "a dict comprehension",
-    ast.GeneratorExp: "a generator expression",
-    ast.Dict: "a dict",
-    ast.Await: "`await`",
-    ast.Yield: "`yield`",
-    ast.YieldFrom: "`yield`",
-    ast.NamedExpr: "an assignment expression `:=`",
-    ast.ClassDef: "a class definition",
-    ast.Try: "`try`",
-    ast.Raise: "`raise`",
-    ast.Assert: "`assert`",
-    ast.Import: "`import`",
-    ast.ImportFrom: "`import`",
-    ast.Match: "`match`",
-    ast.Starred: "a starred expression",
-}
-_HELP = {
-    ast.Lambda: "write a `@az.func` helper instead",
-    ast.Assert: "guard with `if` instead; a failed bounds check is reported as `az.KernelFault`",
-    ast.Raise: "return early instead; faults are reported through `az.KernelFault`",
-}
 _OK_METHODS = {"add", "min", "max", "exchange", "write_unchecked"}
 _CLOSE = re.compile(r"[ \t]*\)")
 
@@ -86,11 +61,12 @@ def k(c: DisjointSlice[f32]) -> None:
         self.with_calls: set[ast.AST] = set()
         self.skip: set[int] = set()  # ids of f-string parts and format specs, of `*x` in calls
 
-    def _say(self, node: ast.AST, construct: str, help: str | None = None) -> None:
-        self.report(messages.unsupported(self.model.src.expr_span(node), construct, help=help))
+    def _say(self, node: ast.AST, key: str, help: str | None = None, **values: object) -> None:
+        """`az-unsupported` at `node`: `key` and `help` name texts of the message catalogue."""
+        self.report(messages.unsupported(self.model.src.expr_span(node), key, help=help, **values))
 
-    def _say_at(self, span: Span, construct: str, help: str | None = None) -> None:
-        self.report(messages.unsupported(span, construct, help=help))
+    def _say_at(self, span: Span, key: str, help: str | None = None, **values: object) -> None:
+        self.report(messages.unsupported(span, key, help=help, **values))
 
     def visit_FunctionBody(self, node: ast.FunctionDef) -> None:
         super().visit_FunctionBody(node)
@@ -103,14 +79,14 @@ def k(c: DisjointSlice[f32]) -> None:
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if self.active:
-            self._say_at(self.model.src.name_span(node), "a nested function definition", "define a module-level `@az.func` helper")
+            self._say_at(self.model.src.name_span(node), "nested-function-definition", "define-module-level-az")
         elif node not in self.model.by_node and any(
             self.model.qualname(d.func if isinstance(d, ast.Call) else d) in ("az.kernel", "az.func")
             for d in node.decorator_list
         ):
             self.report(messages.unsupported_here(
-                self.model.src.name_span(node), f"`{node.name}` is a kernel or helper not defined at module level",
-                help="define kernels and `@az.func` helpers at the top level of a module"))
+                self.model.src.name_span(node), "kernel-helper-defined-module",
+                help="define-kernels-az-func", name=node.name))
         super().visit_FunctionDef(node)
 
 
@@ -118,12 +94,12 @@ def k(c: DisjointSlice[f32]) -> None:
         if self.active and self.fn is not None and isinstance(node.target, ast.Name):
             p = self.fn.params.get(node.target.id)
             if p is not None and p.kind == "slice":
-                self._say(node.target, f"rebinding slice parameter `{p.name}`")
+                self._say(node.target, "rebinding-slice-parameter", name=p.name)
 
     # generic constructs --------------------------------------------------------------------
     def _simple(self, node: ast.AST) -> None:
         if self.active:
-            self._say(node, _SIMPLE[type(node)], _HELP.get(type(node)))
+            self.report(messages.unsupported_syntax(self.model.src.expr_span(node), type(node).__name__))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if self.active:
@@ -132,8 +108,8 @@ def k(c: DisjointSlice[f32]) -> None:
             mod = node.module
             if mod == "anodize" or mod.startswith("anodize."):
                 self.report(messages.unsupported_here(
-                    self.span(node), f"`from {mod} import *` hides which names are kernels and slices",
-                    help="import the names you use (or `import anodize as az`) so the checker can resolve them"))
+                    self.span(node), "from-import-hides-which",
+                    help="import-names-you-import", mod=mod))
 
     visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _simple
     visit_Dict = visit_Await = visit_Yield = visit_YieldFrom = visit_NamedExpr = visit_Try = _simple
@@ -154,7 +130,7 @@ def k(c: DisjointSlice[f32]) -> None:
             return
         v = node.value
         if v is Ellipsis:
-            self._say(node, "`...`")
+            self._say(node, "ellipsis")
         elif isinstance(v, (str, bytes)) and id(node) not in self.skip:
             self._strings(node)
 
@@ -173,27 +149,27 @@ def k(c: DisjointSlice[f32]) -> None:
         pieces = self.model.src.string_pieces(node)
         if len(pieces) == 1:
             if isinstance(node, ast.JoinedStr):
-                self._say_at(pieces[0][0], "an f-string")
+                self._say_at(pieces[0][0], "f-string")
             elif node is not self.docstring:
-                self._say_at(pieces[0][0], "a string")
+                self._say_at(pieces[0][0], "string")
             return
         end = pieces[-1][0]
         for i, (span, fstring) in enumerate(pieces):
             if i < len(pieces) - 1 and not (i == 0 and node is self.docstring):
-                self._say_at(Span(span.path, span.line, span.col, end.end_line, end.end_col), "a string")
-            self._say_at(span, "an f-string" if fstring else "a string")
+                self._say_at(Span(span.path, span.line, span.col, end.end_line, end.end_col), "string")
+            self._say_at(span, "f-string" if fstring else "string")
 
     def visit_List(self, node: ast.List) -> None:
-        self._container(node, "a list")
+        self._container(node, "list-value")
 
     def visit_Set(self, node: ast.Set) -> None:
-        self._container(node, "a set")
+        self._container(node, "set-value")
 
     def visit_Tuple(self, node: ast.Tuple) -> None:
         if node not in self.allowed_tuples:
-            self._container(node, "a tuple", "tuples are allowed only as 2-D indices and shared-array shapes")
+            self._container(node, "tuple-literal", "tuples-2d-or-shape")
 
-    def _container(self, node: ast.List | ast.Set | ast.Tuple, what: str, help: str | None = None) -> None:
+    def _container(self, node: ast.List | ast.Set | ast.Tuple, key: str, help: str | None = None) -> None:
         if not self.active or node in self.model.stores:
             return
         values = self.model.values
@@ -201,26 +177,26 @@ def k(c: DisjointSlice[f32]) -> None:
             v = values.get(e.value if isinstance(e, ast.Starred) else e)
             if v is not None and v.kind == "witness":
                 return  # az-index-forge reports witnesses in containers
-        self._say(node, what, help)
+        self._say(node, key, help)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if not self.active:
             return
         sl = node.slice
         if isinstance(sl, ast.Slice):
-            self._say(sl, "slicing", "index one element at a time")
+            self._say(sl, "slicing", "index-element-time")
         elif isinstance(sl, ast.Tuple):
             self.allowed_tuples.update(self.model.src.index_tuples(node))
             for e in sl.elts:
                 if isinstance(e, ast.Slice):
-                    self._say(e, "slicing", "index one element at a time")
+                    self._say(e, "slicing", "index-element-time")
 
     def visit_Delete(self, node: ast.Delete) -> None:
         if not self.active:
             return
         ts = node.targets
         if len(ts) == 1 and isinstance(ts[0], ast.Name):
-            self._say(node, "`del` of a local")
+            self._say(node, "del-local")
         elif len(ts) > 1 and not any((v := self.val(t)) is not None and v.kind == "witness" for t in ts):
             # `del a, b` deletes a tuple (as the old engine saw it)
             a, b = self.span(node), self.span(ts[-1])
@@ -232,12 +208,12 @@ def k(c: DisjointSlice[f32]) -> None:
             end = b.end_col  # with the last target's parentheses
             while (m := _CLOSE.match(text, end)) is not None:
                 end = m.end()
-            self._say_at(Span(a.path, a.line, col, b.end_line, end), "a tuple",
-                         "tuples are allowed only as 2-D indices and shared-array shapes")
+            self._say_at(Span(a.path, a.line, col, b.end_line, end), "tuple-literal",
+                         "tuples-2d-or-shape")
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
         if self.active and isinstance(node.op, ast.MatMult):
-            self._say(node, "the `@` operator")
+            self._say(node, "matmul")
 
     def visit_Compare(self, node: ast.Compare) -> None:
         if not self.active:
@@ -245,11 +221,11 @@ def k(c: DisjointSlice[f32]) -> None:
         prev = node.left
         for op, comp in zip(node.ops, node.comparators):
             if isinstance(op, (ast.Is, ast.IsNot)):
-                self._say_at(self.model.src.op_span(prev, comp), "`is`", "compare values with `==`")
+                self._say_at(self.model.src.op_span(prev, comp), "is-operator", "compare-values")
             elif isinstance(op, (ast.In, ast.NotIn)):
                 v = self.val(comp)
                 if v is None or v.kind != "slice":
-                    self._say(comp, "`in` on anything but a slice", "`i in c` tests a witness against a slice")
+                    self._say(comp, "in-non-slice", "in-tests-witness")
             prev = comp
 
     # statements -----------------------------------------------------------------------------
@@ -257,25 +233,25 @@ def k(c: DisjointSlice[f32]) -> None:
         if not self.active:
             return
         if isinstance(node, ast.AsyncFor):
-            self._say(node, "`async for`")
+            self._say(node, "async-for")
         it = node.iter
         callee = self.model.callees.get(it) if isinstance(it, ast.Call) else None
         if callee is None or callee.kind not in ("range", "grid_stride"):
-            self._say(it, "a `for` loop over anything but `range(...)` or `thread.grid_stride(...)`")
+            self._say(it, "loop-over-anything-range")
         else:
             self.iter_calls.add(it)
         t = node.target
         if not isinstance(t, ast.Name):
-            self._say(t, "a loop target that is not a plain name")
+            self._say(t, "loop-target-plain-name")
         elif self.fn is not None and (p := self.fn.params.get(t.id)) is not None and p.kind == "slice":
-            self._say(t, f"rebinding slice parameter `{p.name}`", "use a new name for the loop variable")
+            self._say(t, "rebinding-slice-parameter", "new-name-loop-variable", name=p.name)
         if node.orelse:
-            self._say_at(self.model.src.else_span(node.body, node.orelse), "`else` on a loop")
+            self._say_at(self.model.src.else_span(node.body, node.orelse), "loop-else")
 
 
     def visit_While(self, node: ast.While) -> None:
         if self.active and node.orelse:
-            self._say_at(self.model.src.else_span(node.body, node.orelse), "`else` on a loop")
+            self._say_at(self.model.src.else_span(node.body, node.orelse), "loop-else")
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         if not self.active:
@@ -284,7 +260,7 @@ def k(c: DisjointSlice[f32]) -> None:
             e = item.context_expr
             callee = self.model.callees.get(e) if isinstance(e, ast.Call) else None
             if callee is None or callee.kind != "unsafe" or item.optional_vars is not None:
-                self._say_at(self.model.src.withitem_span(item), "a `with` block other than `with az.unsafe():`")
+                self._say_at(self.model.src.withitem_span(item), "with-block-other")
             else:
                 self.with_calls.add(e)
 
@@ -295,14 +271,14 @@ def k(c: DisjointSlice[f32]) -> None:
         for t in node.targets:
             if isinstance(t, (ast.Tuple, ast.List)):
                 self.allowed_tuples.add(t)
-                self._say(t, "tuple unpacking", "assign each name on its own line")
+                self._say(t, "tuple-unpacking", "assign-each-name-own")
             elif isinstance(t, ast.Name):
                 self._rebind(t, node.value)
             elif isinstance(t, ast.Attribute):
                 v = self.val(t.value)
                 ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
                 if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
-                    self._say(t, "attribute assignment")
+                    self._say(t, "attribute-assignment")
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if self.active and self.fn is not None and isinstance(node.target, ast.Name):
@@ -316,7 +292,7 @@ def k(c: DisjointSlice[f32]) -> None:
         v = self.val(value) if value is not None else None
         ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
         if not (ro and p.slice_kind and p.slice_kind.output):  # az-shared-write covers that
-            self._say(target, f"rebinding slice parameter `{p.name}`", "bind a new local name instead")
+            self._say(target, "rebinding-slice-parameter", "bind-new-local-name", name=p.name)
 
     # calls and attributes --------------------------------------------------------------------
     def visit_Call(self, node: ast.Call) -> None:
@@ -338,35 +314,35 @@ def k(c: DisjointSlice[f32]) -> None:
                     self.allowed_tuples.add(e)
         f = node.func
         if k == "unknown":
-            self._say(f, f"a call to `{callee.name}`", "call `@az.func` helpers, `abs`/`min`/`max`/`len`, casts such as `f32(x)`, or `math.*` functions")
+            self._say(f, "call-to", "call-az-func-helpers", name=callee.name)
         elif k == "function":
-            self._say(f, f"a call to `{callee.name}` (not an `@az.func` helper)", f"decorate `{callee.name}` with `@az.func`")
+            self._say(f, "call-az-func-helper", "decorate-az-func", name=callee.name)
         elif k == "kernel":
-            self._say(f, f"a call to kernel `{callee.name}`", "move the shared code into an `@az.func` helper")
+            self._say(f, "call-kernel", "move-shared-code-into", name=callee.name)
         elif k in ("range", "grid_stride") and node not in self.iter_calls:
-            self._say(f, f"`{callee.name}` outside the iterable of a `for` loop")
+            self._say(f, "outside-iterable-loop", name=callee.name)
         elif k == "unsafe" and node not in self.with_calls:
-            self._say(f, "`az.unsafe()` outside a `with` statement")
+            self._say(f, "az-unsafe-outside-statement")
         elif k == "method":
             v = self.val(f.value) if isinstance(f, ast.Attribute) else None
             kinds = slice_kinds(self.fn, v) if self.fn else []
             if not (callee.name in _OK_METHODS and kinds):
-                self._say(f, f"method `{callee.name}` of a slice")
+                self._say(f, "method-slice", name=callee.name)
         elif k == "atomic_op":
             v = self.val(f.value)  # type: ignore[attr-defined]
             names = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
             if names and not names & {"AtomicSlice", "Slice", "Slice2D"}:
-                self._say(f, f"method `{callee.name}` of a `{sorted(names)[0]}`", "use an `AtomicSlice` parameter for atomic updates")
+                self._say(f, "method-of-kind", "atomicslice-parameter-atomic-updates", name=callee.name, kind=sorted(names)[0])
         if not node.keywords and not star:
             return
         args = in_source_order(node)
         for arg in args:
             if isinstance(arg, ast.Starred) or (isinstance(arg, ast.keyword) and arg.arg is None):
-                self._say(arg, "argument unpacking")
+                self._say(arg, "argument-unpacking")
         # codegen rejects keyword arguments too (found by tools/fuzz.py); one report per call
         kw = next((x for x in args if isinstance(x, ast.keyword) and x.arg is not None), None)
         if kw is not None:
-            self._say(kw, "a keyword argument", "pass the arguments by position")
+            self._say(kw, "keyword-argument", "pass-arguments-position")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if not self.active or self.fn is None or node in self.model.stores:
@@ -379,13 +355,13 @@ def k(c: DisjointSlice[f32]) -> None:
         if base.kind == "witness":
             ok = attr == "get" if base.domain == 1 else attr in ("row", "col")
             if not ok and not attr.startswith("_"):
-                self._say_at(at(node), f"attribute `{attr}` of an `Index{base.domain}D` witness")
+                self._say_at(at(node), "attribute-index-d-witness", attr=attr, domain=base.domain)
         elif base.kind == "slice":
             kinds = {k for _, k in slice_kinds(self.fn, base)}
             if attr == "shape":
                 if not kinds <= {"Slice2D", "DisjointSlice2D"}:
-                    self._say_at(at(node), "`.shape` of a 1-D slice", "use `len(a)`")
+                    self._say_at(at(node), "shape-1-d-slice", "use-len-a")
             elif attr not in _OK_METHODS:
-                self._say_at(at(node), f"attribute `{attr}` of a slice")
+                self._say_at(at(node), "attribute-slice", attr=attr)
         elif base.kind in ("scalar", "unknown", "none", "shared"):
-            self._say_at(at(node), f"attribute `{attr}`")
+            self._say_at(at(node), "attribute", attr=attr)

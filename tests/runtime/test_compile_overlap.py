@@ -25,7 +25,7 @@ def _check_error() -> CheckError:
         from anodize.language import messages
         from anodize.language.diagnostics import Span
 
-        raise CheckError([messages.unsupported(Span.point("k.py", 1, 0), "this")])
+        raise CheckError([messages.unsupported(Span.point("k.py", 1, 0), "tuple-unpacking")])
     except CheckError as e:
         return e
 
