@@ -109,7 +109,8 @@ def main(n: int = 1 << 20, devices: int | None = None) -> np.ndarray:
     res, how = data_parallel_histogram(devs, data_h)
     ref = np.bincount(data_h & 255, minlength=BINS).astype(np.uint32)
     np.testing.assert_array_equal(res, ref)
-    names = ", ".join(d.describe() for d in devs)
+    sep = ", "
+    names = sep.join(d.describe() for d in devs)
     print(f"data_parallel: n={n} over {len(devs)} devices ({names}); reduced by {how}; matches NumPy")
     return res
 

@@ -10,6 +10,7 @@ codegen reads equalities from it to remove bounds checks.
 from __future__ import annotations
 
 import ast
+from typing import Any
 import operator
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -178,8 +179,18 @@ def parse_requires(lam: ast.Lambda, source: str | None = None) -> Requires:
     parts = body.values if isinstance(body, ast.BoolOp) and isinstance(body.op, ast.And) else [body]
     for part in parts:
         rels.extend(_parse_relation(part, params, source))
-    text = ast.get_source_segment(source, body) if source else None
+    text = _segment(source, body)
     return Requires(params, tuple(rels), text or ast.unparse(body))
+
+
+def _segment(source: Any, node: ast.AST) -> str | None:
+    """`node`'s text: `source` is the module's `syntax.Source` (its lines are split once), the
+    text the lambda was parsed from, or None."""
+    if source is None:
+        return None
+    if hasattr(source, "code"):
+        return str(source.code(node))
+    return ast.get_source_segment(source, node)
 
 
 def parse_shared_mem(lam: ast.Lambda, source: str | None = None) -> SharedMem:
@@ -190,7 +201,7 @@ def parse_shared_mem(lam: ast.Lambda, source: str | None = None) -> SharedMem:
         raise RequiresSyntaxError("shared-mem-plain-lambda", lam)
     params = tuple(a.arg for a in args.args)
     expr = _parse_expr(lam.body, params)
-    text = ast.get_source_segment(source, lam.body) if source else None
+    text = _segment(source, lam.body)
     return SharedMem(params, expr, text or ast.unparse(lam.body))
 
 
@@ -235,7 +246,7 @@ def _parse_relation(node: ast.expr, params: tuple[str, ...], source: str | None)
         if sym is None:
             raise RequiresSyntaxError("comparison-allowed-requires", node, op=type(op).__name__)
         if len(node.ops) == 1:
-            src = (ast.get_source_segment(source, node) if source else None) or ast.unparse(node)
+            src = _segment(source, node) or ast.unparse(node)
         else:
             src = f"{ast.unparse(l_node)} {sym} {ast.unparse(r_node)}"
         out.append(Relation(sym, le, re_, src))

@@ -152,7 +152,7 @@ def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.exp
         say(node, "requires-must-lambda-over", "requires-example")
         return None
     try:
-        req = parse_requires(node, front.source)
+        req = parse_requires(node, front.src)
     except RequiresSyntaxError as e:
         diags.append(messages.requires_syntax(front.src.span(e.node), e))
         return None
@@ -192,7 +192,7 @@ def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.e
             say(a, "shared-mem-unknown-name", "shared-mem-example", name=a.arg, kernel=fdef.name)
             return None
     try:
-        sm = parse_shared_mem(node, front.source)
+        sm = parse_shared_mem(node, front.src)
     except RequiresSyntaxError as e:  # the `requires` grammar's own message
         diags.append(messages.requires_syntax(front.src.span(e.node), e))
         return None

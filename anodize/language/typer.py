@@ -1352,7 +1352,9 @@ def parse_contract(kernel: Any) -> Contract | None:
 
 def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
     """Names in a kernel that collide with the compiler's own symbols."""
-    out = []
+    out: list[Diagnostic] = []
+    if RESERVED_PREFIX not in front.source:  # (no walk of the kernel when no name could collide)
+        return out
     if fdef.name.startswith(RESERVED_PREFIX):
         out.append(messages.reserved_name(front.src.name_span(fdef), fdef.name, RESERVED_PREFIX))
     for n in ast.walk(fdef):
