@@ -61,7 +61,7 @@ def nccl_allreduce(bufs: list[az.Buffer]) -> str | None:
     try:
         from cupy.cuda import nccl  # the optional extra: pip install anodize[nccl]
     except Exception as e:  # noqa: BLE001 - CuPy missing, or built without NCCL
-        return f"CuPy's NCCL binding is not available ({type(e).__name__}: {e})"
+        return f"CuPy's NCCL binding is not available ({e!r})"
     types = {np.dtype(np.float32): nccl.NCCL_FLOAT32, np.dtype(np.float64): nccl.NCCL_FLOAT64,
              np.dtype(np.int32): nccl.NCCL_INT32, np.dtype(np.uint32): nccl.NCCL_UINT32,
              np.dtype(np.int64): nccl.NCCL_INT64, np.dtype(np.uint64): nccl.NCCL_UINT64}
