@@ -10,10 +10,11 @@ own medium (a diagnostic, or a `ContractViolation`): one rule, one decision.
 
 from __future__ import annotations
 
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-__all__ = ["ShapeProblem", "launch_shape_problem", "pad3", "trim"]
+__all__ = ["ShapeProblem", "launch_shape_problem", "alias_pairs", "pad3", "trim"]
 
 _AXES = ("x", "y", "z")
 
@@ -65,3 +66,22 @@ def launch_shape_problem(
             if full[k] != 1:
                 return ShapeProblem("extra", domain, what=what, axis=_AXES[k], size=full[k])
     return None
+
+
+def alias_pairs(outputs: Sequence[bool], keys: Sequence[Hashable | None]) -> list[tuple[int, int]]:
+    """The aliasing a launch must refuse: (output index, other index) for arguments that are
+    one buffer (equal keys; None: unknown), an output among them.  Each output is reported
+    with its first partner, each pair once (two outputs: at the earlier one).  How a key is
+    found is the front end's (a name's binding, a mypy expression, a pointer range)."""
+    out: list[tuple[int, int]] = []
+    seen: set[frozenset[int]] = set()
+    for o, key in enumerate(keys):
+        if key is None or not outputs[o]:
+            continue
+        for j, other in enumerate(keys):
+            pair = frozenset((o, j))
+            if j != o and other == key and pair not in seen:
+                seen.add(pair)
+                out.append((o, j))
+                break
+    return out

@@ -53,7 +53,7 @@ from mypy.types import (
 from anodize.language import messages
 from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresSyntaxError, first_violation, parse_requires
 from anodize.language.diagnostics import Diagnostic, Span
-from anodize.language.launch_rules import launch_shape_problem, trim
+from anodize.language.launch_rules import alias_pairs, launch_shape_problem, trim
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 
 from . import meta
@@ -300,22 +300,14 @@ def _check_alias(
     ctx: MethodContext, names: list[str], params: Parameters, given: list[tuple[int, Expression, Type]]
 ) -> None:
     aliases = LocalAliases.around(ctx.api, ctx.context)
-    keys = {i: aliases.key(expr) for i, expr, _ in given}
-    exprs = {i: expr for i, expr, _ in given}
-    reported: set[int] = set()
-    for o, out_expr, _ in given:
-        if not _is_output(params.arg_types[o]) or keys[o] is None:
-            continue
-        for j, expr, _ in given:
-            if j == o or j in reported or keys[j] != keys[o]:
-                continue
-            if _is_output(params.arg_types[j]) and j < o:
-                continue  # two outputs: reported once, at the later one
-            reported.add(j)
-            diag = messages.alias(
-                span_of(ctx.api, out_expr), names[o], span_of(ctx.api, exprs[j]), names[j], _text(out_expr)
-            )
-            report_new(ctx.api, diag, ctx.context)
+    # mypy finds the keys (local aliases through its own nodes); the decision is the one every
+    # front end makes (launch_rules.alias_pairs)
+    outputs = [_is_output(params.arg_types[i]) for i, _, _ in given]
+    for a, b in alias_pairs(outputs, [aliases.key(expr) for _, expr, _ in given]):
+        o, out_expr, _ = given[a]
+        j, expr, _ = given[b]
+        diag = messages.alias(span_of(ctx.api, out_expr), names[o], span_of(ctx.api, expr), names[j], _text(out_expr))
+        report_new(ctx.api, diag, ctx.context)
 
 
 def _text(expr: Expression) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
+from anodize.language.launch_rules import alias_pairs
 from anodize.language.diagnostics import Label
 from ..kernel_model import VIEW_METHODS, KernelSummary, dotted
 from .base import HostRule
@@ -67,19 +68,12 @@ def main(dev: az.Device, x: object) -> None:
             if kw.arg in names:
                 bound.append((names.index(kw.arg), kw.value))
         roots = [(i, e, *self.root(e)) for i, e in bound]
-        reported: set[frozenset[int]] = set()
-        for i, e, root, via in roots:
-            if root is None or not kernel.is_output(i):
-                continue
-            for j, e2, root2, via2 in roots:
-                if j == i or root2 != root or frozenset((i, j)) in reported:
-                    continue
-                labels = tuple(
-                    Label(self.span(n), f"`{name}` is bound to `{root}` here") for name, n in (*via, *via2)
-                )
-                self.report(messages.alias(self.span(e), names[i], self.span(e2), names[j], root, labels))
-                reported.add(frozenset((i, j)))
-                break
+        # the decision is the one every front end makes (launch_rules.alias_pairs)
+        for a, b in alias_pairs([kernel.is_output(i) for i, _, _, _ in roots], [r for _, _, r, _ in roots]):
+            i, e, root, via = roots[a]
+            j, e2, _, via2 = roots[b]
+            labels = tuple(Label(self.span(n), f"`{name}` is bound to `{root}` here") for name, n in (*via, *via2))
+            self.report(messages.alias(self.span(e), names[i], self.span(e2), names[j], root, labels))
 
     def root(self, e: ast.expr) -> tuple[str | None, list[tuple[str, ast.AST]]]:
         """The buffer an argument expression denotes (following local bindings and views)."""
