@@ -137,17 +137,20 @@ class CPUTarget(Target):
             lw.intrinsic("__az_cpu_vote", I32T, [lw.extra_args[0], mode, llir.Constant(I32T, 0)])
         # (the typer marks a kernel with `warp.sync` as using warps, so it runs threaded)
 
-    def _refuse(self, span: Span | None, key: str, **values: object) -> None:
-        raise CheckError([messages.cpu_backend_unsupported(span or Span.point("<kernel>", 1, 0), key, **values)])
+    def _refuse(self, span: Span | None, what: str) -> None:
+        """Unreachable: the driver runs a kernel that uses barriers, warps or shared memory on
+        the threaded backend. Reaching here is a bug in anodize (`az-internal`), not the user's."""
+        bug = RuntimeError(f"the one-loop CPU backend met {what} (the typed model did not flag it)")
+        raise CheckError([messages.internal_error(span or Span.point("<kernel>", 1, 0), bug)])
 
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
         if not self.threaded:
-            self._refuse(span, "cpu-syncthreads")
+            self._refuse(span, "`az.syncthreads()`")
         lw.intrinsic("__az_cpu_barrier", llir.VoidType(), [lw.extra_args[0]])
 
     def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
         if not self.threaded:
-            self._refuse(span, "cpu-warp", op=op)
+            self._refuse(span, f"`warp.{op}`")
         from .cpu_threads import SHFL_MODES, VOTE_MODES
 
         b = lw.b
@@ -166,7 +169,7 @@ class CPUTarget(Target):
 
     def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
         if not self.threaded:
-            self._refuse(span, "cpu-shared-array")
+            self._refuse(span, "`az.shared.array`")
         # computed in the entry block, so every use is dominated
         eb = lw.alloca_b
         p = eb.gep(lw.extra_args[0], [llir.Constant(I64T, 56)], inbounds=True, source_etype=I8)

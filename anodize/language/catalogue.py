@@ -146,9 +146,6 @@ MESSAGES: dict[str, str] = {
     "method-of-kind": "method `{name}` of a `{kind}`",
     "checker-find-kernel-module": "the checker cannot find kernel `{kernel}` in its module's source",
     "kernel-checker-see": "`{name}` is not a kernel the checker can see",
-    "cpu-syncthreads": "`az.syncthreads()`",
-    "cpu-warp": "`warp.{op}`",
-    "cpu-shared-array": "`az.shared.array`",
     # ---- az-signature ----
     "annotation-missing": "{what} needs a type annotation",
     "helper-takes-plain-positional": "a helper takes plain positional parameters only",

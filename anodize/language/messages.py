@@ -274,14 +274,6 @@ def not_utf8(span: Span, reason: str) -> Diagnostic:
 # (one code, one wording); only the backend-specific message lives here.
 
 
-def cpu_backend_unsupported(span: Span, key: str, **values: object) -> Diagnostic:
-    return _unsupported(
-        span,
-        f"{text(key, values)} on the CPU backend",
-        help="run this kernel on a GPU; the CPU backend does not emulate barriers, warps or shared memory yet",
-    )
-
-
 # ---- mypy plugin ----
 # Launch-site messages for launches the mypy plugin resolves through types.  The rank and
 # block wordings are the ones checker/rules/launch_rank.py writes, so both front ends agree.
