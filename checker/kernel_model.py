@@ -30,13 +30,12 @@ from dataclasses import dataclass, field, replace
 import ast
 
 from anodize.language.diagnostics import Span
-from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
+from anodize.language.vocab import ATOMIC_METHODS, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
-ATOMIC_METHODS = {"add", "min", "max", "exchange"}
 VIEW_METHODS = {"view", "reshape", "ravel", "flatten", "transpose", "squeeze", "T", "real", "imag", "base"}
 MAX_FIXPOINT = 8
 
@@ -160,7 +159,8 @@ class Ctx:
 @dataclass(frozen=True)
 class Callee:
     """kind: helper | kernel | function | witness | grid_stride | rawid | warp | shared | barrier |
-    unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | unknown"""
+    unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | print |
+    breakpoint | unknown"""
 
     kind: str
     name: str
@@ -965,7 +965,7 @@ class _Analyzer:
             m.barriers[node] = self.here()
             self.fn.has_barrier = True
             return NONE
-        if k == "unsafe":
+        if k in ("unsafe", "print", "breakpoint"):
             return NONE
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
@@ -1066,6 +1066,8 @@ class _Analyzer:
             return Callee("builtin", short)
         if q == "builtins.range":
             return Callee("range", short)
+        if q.startswith("builtins.") and short in DEBUG_BUILTINS:
+            return Callee(short, short)
         target = m.functions.get(q)
         if target is not None:
             if target.kind == "func":

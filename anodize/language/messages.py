@@ -372,6 +372,28 @@ def atomic_passed(span: Span, name: str, helper: str, param: str, pkind: str) ->
     )
 
 
+def atomic_scope(span: Span, scope: str, name: str) -> Diagnostic:
+    return make(
+        "az-atomic",
+        f"`scope=\"{scope}\"` on `{name}`: a block-scoped atomic on global memory races between blocks",
+        span,
+        label="threads of other blocks update this element too",
+        notes=("a block scope orders the operation only among the threads of one block",),
+        help='use `scope="device"` (the default) or `scope="system"`',
+    )
+
+
+def atomic_order(span: Span, method: str, order: str, allowed: tuple[str, ...]) -> Diagnostic:
+    return make(
+        "az-atomic",
+        f"`order=\"{order}\"` does not fit an atomic `{method}`",
+        span,
+        label=f"an atomic `{method}` cannot be `{order}`",
+        notes=("an acquire orders later accesses after a read; a release orders earlier accesses before a write",),
+        help="use one of " + ", ".join(f'`order="{o}"`' for o in allowed),
+    )
+
+
 def global_write(span: Span, what: str) -> Diagnostic:
     return make(
         "az-global-write",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
-from .vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -121,6 +121,8 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["builtins.bool"] = ("scalar", "bool_")
     for n in ("abs", "min", "max", "len", "range"):
         t[f"builtins.{n}"] = ("builtin", n)
+    for n in DEBUG_BUILTINS:
+        t[f"builtins.{n}"] = (n,)
     t["az.kernel"] = ("decorator", "kernel")
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")

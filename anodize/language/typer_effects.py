@@ -1,0 +1,147 @@
+"""Typing of the kernel operations with effects beyond their value: the `AtomicSlice`
+methods (with their `scope=` and `order=` keywords, the only keywords a kernel call
+takes), `print(...)`, `assert` and `breakpoint()`.
+
+A mixin of the typer's `_FnCompiler` (typer.py); every user error is a located
+diagnostic built by `messages.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from anodize.language import ir, messages
+from anodize.language.types import VOID, ScalarTy, WitnessTy
+from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_METHODS, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, ATOMIC_SCOPES
+
+if TYPE_CHECKING:
+    from anodize.language.typer import _FnCompiler as _Base
+else:
+    _Base = object
+
+_METHOD_LIST = "`add`, `sub`, `min`, `max`, `exchange`, `and_`, `or_`, `xor`, `compare_exchange`, `load`, `store`"
+
+
+class EffectsTyping(_Base):
+    """Atomics, `print`, `assert` and `breakpoint` for the typer's function compiler."""
+
+    # ---- atomics ----------------------------------------------------------------------------
+    def takes_keywords(self, node: ast.Call) -> bool:
+        """Is `node` a call that may take keywords (a method of an `AtomicSlice`)?"""
+        f = node.func
+        return (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id in self.slices
+            and self.slices[f.value.id].kind.atomic
+            and f.attr in ATOMIC_METHODS
+        )
+
+    def atomic_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
+        sty = self.slices[name]
+        span = self.span(node)
+        if not sty.kind.atomic or method not in ATOMIC_METHODS:
+            help = f"an `AtomicSlice` has {_METHOD_LIST}" if sty.kind.atomic else None
+            self.type_error(node, f"`{sty.kind.name}` has no method `{method}`", help=help)
+        scope, order = self.atomic_options(name, method, node)
+        nargs = {"compare_exchange": 3, "load": 1}.get(method, 2)
+        shape = {"compare_exchange": "(j, expected, new)", "load": "(j)"}.get(method, "(j, v)")
+        if len(node.args) != nargs or any(isinstance(a, ast.Starred) for a in node.args):
+            self.type_error(node, f"`{name}.{method}` takes `{shape}`, got {len(node.args)} argument{'s' if len(node.args) != 1 else ''}")
+        elem = sty.elem
+        if elem.is_bool:
+            self.type_error(node, "atomics on `bool_` slices are not supported")
+        if elem.info.mem_bits not in (32, 64):
+            self.type_error(node, f"atomics need 32- or 64-bit elements; `{name}` holds `{elem}`")
+        if method in ATOMIC_INT_ONLY and elem.is_float:
+            self.type_error(
+                node, f"`{method}` needs integer elements; `{name}` holds `{elem}`",
+                help="use an integer `AtomicSlice` (float comparison would compare bits)" if method == "compare_exchange" else None,
+            )
+        e = self.expr(node.args[0])
+        proven = isinstance(e.ty, WitnessTy) and isinstance(node.args[0], ast.Name) and (node.args[0].id, name) in self.facts
+        index = self.as_index(e, node.args[0])
+        proven = proven or self.slice_in_range(name, (index,))
+        what = f"an element of `{name}`"
+        value = None if method == "load" else self.coerce(self.expr(node.args[-1]), elem, node.args[-1], what)
+        expected = self.coerce(self.expr(node.args[1]), elem, node.args[1], what) if method == "compare_exchange" else None
+        site = -1 if proven else self.k.site(span, "atomic", name)
+        ref = ir.SliceRef(name, sty, self.span(node.func))
+        ty = VOID if method == "store" else elem
+        op = method.rstrip("_")
+        return ir.Atomic(op, ref, index, value, not proven, site, ty, span, expected, scope, order)
+
+    def atomic_options(self, name: str, method: str, node: ast.Call) -> tuple[str, str]:
+        """The `scope=` and `order=` keywords of an atomic call (defaults: device, relaxed)."""
+        got = {"scope": "device", "order": "relaxed"}
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.unsupported(kw, "argument unpacking")
+            if kw.arg not in got:
+                self.unsupported(kw, f"the keyword `{kw.arg}=`", help="atomic methods take `scope=` and `order=`; pass the rest by position")
+            v = kw.value
+            if not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
+                self.type_error(v, f"`{kw.arg}=` must be a string literal", help=_choices(kw.arg))
+            text = v.value
+            if kw.arg == "scope":
+                if text == "block":
+                    self.fail(messages.atomic_scope(self.span(kw), text, name))
+                if text not in ATOMIC_SCOPES:
+                    self.type_error(v, f"unknown atomic scope `\"{text}\"`", help=_choices("scope"))
+            else:
+                if text not in ATOMIC_ORDERS:
+                    self.type_error(v, f"unknown memory order `\"{text}\"`", help=_choices("order"))
+                fits = ATOMIC_ORDERS_FOR.get(method, ATOMIC_ORDERS)
+                if text not in fits:
+                    self.fail(messages.atomic_order(self.span(kw), method, text, fits))
+            got[kw.arg] = text
+        return got["scope"], got["order"]
+
+    # ---- print, assert, breakpoint ------------------------------------------------------------
+    def print_stmt(self, call: ast.Call) -> list[ir.Stmt]:
+        if call.keywords:
+            kw = call.keywords[0]
+            self.unsupported(kw, f"the keyword `{kw.arg}=` of `print`" if kw.arg else "argument unpacking",
+                             help="`print` in a kernel separates its arguments with spaces and ends the line")
+        parts: list[str | ir.Expr] = []
+        for a in call.args:
+            if isinstance(a, ast.Starred):
+                self.unsupported(a, "argument unpacking")
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                parts.append(a.value)
+                continue
+            e = self.expr(a)
+            if isinstance(e.ty, ScalarTy):
+                parts.append(e)
+                continue
+            if isinstance(e.ty, WitnessTy):
+                get = "`i.get()`" if e.ty.rank == 1 else "`i.row, i.col`"
+                self.unsupported(a, f"printing an `{e.ty}` witness", help=f"print its coordinates: {get}")
+            self.unsupported(a, f"printing a `{e.ty}`", help="`print` takes string literals and scalars; print an element: `print(a[j])`")
+        return [ir.Print(tuple(parts), self.span(call))]
+
+    def breakpoint_stmt(self, call: ast.Call) -> list[ir.Stmt]:
+        if call.args or call.keywords:
+            self.type_error(call, "`breakpoint()` takes no arguments")
+        return []  # stops on the debug device only; nothing to do on the GPU or the CPU backend
+
+    def visit_Assert(self, node: ast.Assert) -> list[ir.Stmt]:
+        cond = self.truth(self.expr(node.test), node.test)
+        message = ""
+        if node.msg is not None:
+            if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
+                self.unsupported(node.msg, "an `assert` message that is not a string literal",
+                                 help="write the message as a string literal; `print(...)` the values before the `assert`")
+            message = node.msg.value
+        span = self.span(node)
+        # no facts flow from an assert: a failed one records a fault and the thread goes on
+        return [ir.Assert(cond, self.k.site(span, "assert", "", message), span)]
+
+
+def _choices(kw: str | None) -> str:
+    values = ATOMIC_SCOPES if kw == "scope" else ATOMIC_ORDERS
+    return "one of " + ", ".join(f'`{kw}="{v}"`' for v in values)
+
+
+__all__ = ["EffectsTyping"]
