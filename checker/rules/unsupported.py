@@ -60,6 +60,17 @@ def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
     if i in c and not (acc < 0.0):
         c[i] = min(abs(acc), az.math.sqrt(acc))
 ''',
+        '''
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        print("i =", i.get(), "a[i] =", a[i], a[i] > 0.0, "100%")
+        assert a[i] >= 0.0, "negative input"
+        assert i.get() < len(c)
+        breakpoint()
+        c[i] = a[i]
+''',
     ]
     INVALID = [
         '''
@@ -78,6 +89,16 @@ def k(c: DisjointSlice[f32]) -> None:
         pass
     def inner() -> None:  # E: az-unsupported
         pass
+''',
+        '''
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    print(i)  # E: az-unsupported
+    print("a", a[0], sep="")  # E: az-unsupported
+    x = print(a[0])  # E: az-unsupported
+    assert a[0] > 0.0, f"{a[0]}"  # E: az-unsupported
+    breakpoint(1)  # E: az-type
 ''',
     ]
 
