@@ -201,7 +201,8 @@ class Lowerer:
             if p.slice_kind is not None:
                 data = args[i]
                 data.name = f"{p.name}.data"
-                add_attr(data.attributes, "noalias")
+                if not p.slice_kind.atomic:  # NVPTX would turn an atomic load of a noalias,
+                    add_attr(data.attributes, "noalias")  # never-stored buffer into ld.global.nc
                 add_attr(data.attributes, "nocapture")
                 if not p.slice_kind.output:
                     add_attr(data.attributes, "readonly")

@@ -87,3 +87,11 @@ def asserts(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         assert a[i] < 100.0, "too big"  # LINE:assert
         assert a[i] != 50.0  # LINE:bare-assert
         c[i] = positive(a[i]) + 1.0
+
+
+@launch_contract(domain=1, block=256)
+@kernel
+def load_only(t: AtomicSlice[u32], found: DisjointSlice[u32]) -> None:
+    i = thread.index_1d()
+    if i in found:
+        found[i] = t.load(i.get())  # t is never stored here: no `ld.global.nc` for an atomic load

@@ -55,6 +55,14 @@ def test_atomic_ptx_orders_and_scopes(arch: str, ptxas_ok: Callable[[str, str], 
     ptxas_ok(ptx, arch)
 
 
+def test_atomic_load_of_a_never_stored_slice(ptxas_ok: Callable[[str, str], None]) -> None:
+    # a noalias, never-stored parameter made NVPTX select `ld.global.nc` for the atomic load
+    # (LLVM 22 asserts); atomic slices are not marked noalias
+    ptx = compile_gpu(E.load_only, "sm_90", ptxas=False).ptx
+    assert "ld.relaxed.gpu.global.b32" in ptx and ".nc" not in _ptx_line(ptx, "ld.relaxed")
+    ptxas_ok(ptx, "sm_90")
+
+
 def test_print_ptx_calls_vprintf(ptxas_ok: Callable[[str, str], None]) -> None:
     ptx = compile_gpu(E.prints, "sm_90", ptxas=False).ptx
     assert ".extern .func  (.param .b32 func_retval0) vprintf" in ptx
