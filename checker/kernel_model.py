@@ -973,7 +973,8 @@ class _Analyzer:
             return _scalar(anytdep)
         if k == "atomic_op":
             self.fn.thread_dependent = True
-            self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
+            if callee.name != "load":  # an atomic load reads
+                self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
             return VARYING
         if k == "write_unchecked":
             self._mark_write(node.func.value, env)  # type: ignore[attr-defined]

@@ -42,7 +42,8 @@ class EffectsTyping(_Base):
         sty = self.slices[name]
         span = self.span(node)
         if not sty.kind.atomic or method not in ATOMIC_METHODS:
-            help = f"an `AtomicSlice` has {_METHOD_LIST}" if sty.kind.atomic else None
+            help = f"an `AtomicSlice` has {_METHOD_LIST}" if sty.kind.atomic else (
+                f"read an element with `{name}[j]`" if method == "load" else None)
             self.type_error(node, f"`{sty.kind.name}` has no method `{method}`", help=help)
         scope, order = self.atomic_options(name, method, node)
         nargs = {"compare_exchange": 3, "load": 1}.get(method, 2)
