@@ -19,7 +19,7 @@ CODES: dict[str, str] = {
     "az-disjoint-index": "a disjoint slice indexed by anything but this thread's witness",
     "az-index-forge": "a forged or smuggled index witness",
     "az-index-domain": "a witness of the wrong index space for the kernel's domain",
-    "az-atomic": "a plain read or write of an atomic slice",
+    "az-atomic": "a plain read or write of an atomic slice, or an atomic scope or ordering that cannot hold",
     "az-global-write": "a kernel writing state outside its arguments",
     "az-unsafe": "an unsafe-tier operation outside `with az.unsafe():`",
     "az-barrier-divergence": "a barrier reachable under thread-dependent control flow",

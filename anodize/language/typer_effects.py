@@ -16,7 +16,7 @@ from anodize.language.types import VOID, ScalarTy, WitnessTy
 from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_METHODS, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, ATOMIC_SCOPES
 
 if TYPE_CHECKING:
-    from anodize.language.typer import _FnCompiler as _Base
+    from anodize.language.typer import _FnCompiler as _Base  # type: ignore[attr-defined]
 else:
     _Base = object
 
@@ -82,9 +82,10 @@ class EffectsTyping(_Base):
             if kw.arg not in got:
                 self.unsupported(kw, f"the keyword `{kw.arg}=`", help="atomic methods take `scope=` and `order=`; pass the rest by position")
             v = kw.value
-            if not (isinstance(v, ast.Constant) and isinstance(v.value, str)):
+            text = _literal(v)
+            if text is None:
                 self.type_error(v, f"`{kw.arg}=` must be a string literal", help=_choices(kw.arg))
-            text = v.value
+            assert text is not None and kw.arg is not None
             if kw.arg == "scope":
                 if text == "block":
                     self.fail(messages.atomic_scope(self.span(kw), text, name))
@@ -131,18 +132,24 @@ class EffectsTyping(_Base):
         cond = self.truth(self.expr(node.test), node.test)
         message = ""
         if node.msg is not None:
-            if not (isinstance(node.msg, ast.Constant) and isinstance(node.msg.value, str)):
+            literal = _literal(node.msg)
+            if literal is None:
                 self.unsupported(node.msg, "an `assert` message that is not a string literal",
                                  help="write the message as a string literal; `print(...)` the values before the `assert`")
-            message = node.msg.value
+            message = literal or ""
         span = self.span(node)
         # no facts flow from an assert: a failed one records a fault and the thread goes on
         return [ir.Assert(cond, self.k.site(span, "assert", "", message), span)]
 
 
+def _literal(node: ast.expr) -> str | None:
+    """The text of a string literal, else None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
 def _choices(kw: str | None) -> str:
     values = ATOMIC_SCOPES if kw == "scope" else ATOMIC_ORDERS
-    return "one of " + ", ".join(f'`{kw}="{v}"`' for v in values)
+    return "use one of " + ", ".join(f'`{kw}="{v}"`' for v in values)
 
 
 __all__ = ["EffectsTyping"]
