@@ -9,7 +9,7 @@ signedness) live in `anodize.language.vocab`, the one shared kernel model.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, NoReturn, Protocol, Self, TypeVar, final
+from typing import Annotated, Any, Generic, Literal, NoReturn, Protocol, Self, TypeVar, final
 
 
 
@@ -291,21 +291,60 @@ class DisjointSlice2D(_SliceBase[T]):
         _device_only("DisjointSlice2D.write_unchecked")
 
 
+AtomicScope = Literal["device", "system"]
+AtomicOrder = Literal["relaxed", "acquire", "release", "acq_rel", "seq_cst"]
+
+
 @final
 class AtomicSlice(_SliceBase[T]):
-    """A shared output updated only through atomics; each returns the old value."""
+    """A shared output updated only through atomics; each read-modify-write returns the old value.
 
-    def add(self, j: int | Index1D, v: T | float) -> T:
+    Every method takes `scope="device"|"system"` and `order="relaxed"|"acquire"|"release"|
+    "acq_rel"|"seq_cst"` (keywords; defaults device, relaxed)."""
+
+    def add(self, j: int | Index1D, v: T | float, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically adds `v`; returns the old value."""
         _device_only("AtomicSlice.add")
 
-    def min(self, j: int | Index1D, v: T | float) -> T:
+    def sub(self, j: int | Index1D, v: T | float, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically subtracts `v`; returns the old value."""
+        _device_only("AtomicSlice.sub")
+
+    def min(self, j: int | Index1D, v: T | float, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically keeps the smaller of the element and `v`; returns the old value."""
         _device_only("AtomicSlice.min")
 
-    def max(self, j: int | Index1D, v: T | float) -> T:
+    def max(self, j: int | Index1D, v: T | float, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically keeps the larger of the element and `v`; returns the old value."""
         _device_only("AtomicSlice.max")
 
-    def exchange(self, j: int | Index1D, v: T | float) -> T:
+    def exchange(self, j: int | Index1D, v: T | float, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically stores `v`; returns the old value."""
         _device_only("AtomicSlice.exchange")
+
+    def and_(self, j: int | Index1D, v: T | int, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically bitwise-ands `v` in (integer elements); returns the old value."""
+        _device_only("AtomicSlice.and_")
+
+    def or_(self, j: int | Index1D, v: T | int, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically bitwise-ors `v` in (integer elements); returns the old value."""
+        _device_only("AtomicSlice.or_")
+
+    def xor(self, j: int | Index1D, v: T | int, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically bitwise-xors `v` in (integer elements); returns the old value."""
+        _device_only("AtomicSlice.xor")
+
+    def compare_exchange(self, j: int | Index1D, expected: T | int, new: T | int, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically stores `new` if the element equals `expected` (integer elements); returns the old value."""
+        _device_only("AtomicSlice.compare_exchange")
+
+    def load(self, j: int | Index1D, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> T:
+        """Atomically reads the element atomically; returns it."""
+        _device_only("AtomicSlice.load")
+
+    def store(self, j: int | Index1D, v: T | float, *, scope: AtomicScope = "device", order: AtomicOrder = "relaxed") -> None:
+        """Atomically writes `v` atomically; returns None."""
+        _device_only("AtomicSlice.store")
 
 
 # ---- host-side array protocols (typing only) -------------------------------------------

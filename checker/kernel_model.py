@@ -30,13 +30,12 @@ from dataclasses import dataclass, field, replace
 import ast
 
 from anodize.language.diagnostics import Span
-from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
+from anodize.language.vocab import ATOMIC_METHODS, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
-ATOMIC_METHODS = {"add", "min", "max", "exchange"}
 VIEW_METHODS = {"view", "reshape", "ravel", "flatten", "transpose", "squeeze", "T", "real", "imag", "base"}
 MAX_FIXPOINT = 8
 
@@ -201,7 +200,8 @@ class Ctx:
 @dataclass(frozen=True)
 class Callee:
     """kind: helper | kernel | function | witness | grid_stride | rawid | warp | warp_sync | shared |
-    barrier | fence | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | unknown"""
+    barrier | fence | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge |
+    print | breakpoint | unknown"""
 
     kind: str
     name: str
@@ -1088,7 +1088,7 @@ class _Analyzer:
             m.barriers[node] = self.here()
             self.fn.has_barrier = True
             return NONE
-        if k == "unsafe":
+        if k in ("unsafe", "print", "breakpoint"):
             return NONE
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
@@ -1096,7 +1096,8 @@ class _Analyzer:
             return _scalar3(anytdep, anylane)
         if k == "atomic_op":
             self.fn.thread_dependent = True
-            self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
+            if callee.name != "load":  # an atomic load reads
+                self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
             return VARYING
         if k == "write_unchecked":
             self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
@@ -1205,6 +1206,8 @@ class _Analyzer:
             return Callee("cast", q)
         if "." not in q and m.front.symbols.own(q).kind == "typevar":
             return Callee("cast", q)  # `T(x)`: a cast to the specialisation's scalar
+        if q.startswith("builtins.") and short in DEBUG_BUILTINS:
+            return Callee(short, short)
         target = m.functions.get(q)
         if target is not None:
             if target.kind == "func":

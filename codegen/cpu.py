@@ -167,6 +167,12 @@ class CPUTarget(Target):
         r = b.trunc(r, it) if ty.bits == 32 else r
         return b.bitcast(r, v.type) if ty.is_float else r
 
+    def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
+        from .cpu_print import SYMBOL
+
+        ptr = llir.PointerType()
+        lw.b.call(lw.declare(SYMBOL, llir.VoidType(), [ptr, ptr]), [fmt, args])
+
     def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
         if not self.threaded:
             self._refuse(span, "`az.shared.array`")
@@ -351,6 +357,9 @@ class CpuModule:
         tm = host_target_machine()
         self.threaded = threaded
         self.static_shared = static_shared
+        from .cpu_print import register_symbols as register_print
+
+        register_print()
         if threaded:
             from .cpu_threads import register_symbols
 

@@ -134,6 +134,27 @@ class Target:
     def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
         raise NotImplementedError
 
+    # atomics and print (codegen/lower_effects.py)
+    string_as = 0  # where constant strings (printf formats) live
+
+    def sync_scope(self, scope: str) -> str:
+        """The LLVM `syncscope(...) ` prefix of an atomic of `scope` ("" for the system scope)."""
+        return ""
+
+    def atomic_rmw(self, lw: Lowerer, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy, scope: str, order: str) -> llir.Value:
+        from .lower_effects import llvm_order, rmw_op
+
+        return lw.b.atomic_rmw(rmw_op(op, ty), ptr, val, self.sync_scope(scope) + llvm_order(order))
+
+    def cstring(self, lw: Lowerer, text: str) -> llir.Value:
+        from .lower_effects import global_string
+
+        return global_string(lw, text, self.string_as)
+
+    def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
+        """Print `fmt` (a printf format) with `args` (8-byte slots: i64, double or string pointer)."""
+        raise NotImplementedError
+
 
 class Lowerer:
     def __init__(self, k: ir.KernelIR, target: Target, *, bounds_checks: bool = True, line_info: bool = False):
@@ -199,7 +220,8 @@ class Lowerer:
             if p.slice_kind is not None:
                 data = args[i]
                 data.name = f"{p.name}.data"
-                add_attr(data.attributes, "noalias")
+                if not p.slice_kind.atomic:  # NVPTX would turn an atomic load of a noalias,
+                    add_attr(data.attributes, "noalias")  # never-stored buffer into ld.global.nc
                 add_attr(data.attributes, "nocapture")
                 if not p.slice_kind.output:
                     add_attr(data.attributes, "readonly")
@@ -674,21 +696,20 @@ class Lowerer:
         c = b.icmp_unsigned("<", b.extract_value(w, 1), sv.dims[1])
         return b.and_(r, c)
 
-    def e_Atomic(self, e: ir.Atomic) -> llir.Value:
-        sv = self.frame.slices[e.slice.name]
-        idx = self.conv(self.expr(e.index), e.index.ty, I64)
-        val = self.expr(e.value)
-        ok, ptr, fidx, flen = self.addr_dims(sv.ptr, mem_type(e.ty), list(sv.dims), [idx])
-        ty = e.ty
-        if e.op == "exchange":
-            op = "xchg"
-        elif ty.is_float:
-            op = {"add": "fadd", "min": "fmin", "max": "fmax"}[e.op]
-        else:
-            op = {"add": "add", "min": "min" if ty.signed else "umin", "max": "max" if ty.signed else "umax"}[e.op]
-        v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.atomic_rmw(op, ptr, val, "monotonic"), reg_type(ty))
-        assert v is not None
-        return v
+    def e_Atomic(self, e: ir.Atomic) -> llir.Value | None:
+        from .lower_effects import lower_atomic
+
+        return lower_atomic(self, e)
+
+    def s_Print(self, s: ir.Print) -> None:
+        from .lower_effects import lower_print
+
+        lower_print(self, s)
+
+    def s_Assert(self, s: ir.Assert) -> None:
+        from .lower_effects import lower_assert
+
+        lower_assert(self, s)
 
     def e_RawId(self, e: ir.RawId) -> llir.Value:
         return self.t.sreg(self, e.reg, e.axis)

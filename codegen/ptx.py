@@ -188,6 +188,23 @@ class NVPTXTarget(Target):
         r = b.or_(b.zext(lo, I64T), b.shl(b.zext(hi, I64T), llir.Constant(I64T, 32)))
         return r if ty.is_int else b.bitcast(r, v.type)
 
+    # atomics and print (codegen/lower_effects.py, ptx_effects.py)
+    string_as = 4  # printf formats live in the constant space
+
+    def sync_scope(self, scope: str) -> str:
+        from .ptx_effects import sync_scope
+
+        return sync_scope(scope)
+
+    def atomic_rmw(self, lw: Lowerer, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy, scope: str, order: str) -> llir.Value:
+        from .ptx_effects import atomic_rmw
+
+        return atomic_rmw(self, lw, op, ptr, val, ty, scope, order)
+
+    def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
+        ptr = llir.PointerType()
+        lw.b.call(lw.declare("vprintf", I32T, [ptr, ptr]), [fmt, args])
+
     def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
         sym = "__az_shared_" + re.sub(r"\W", "_", name)
         if ty.dynamic:

@@ -75,7 +75,7 @@ def save(key: str, ck: CompiledKernel) -> None:
         ],
         "domain": ck.domain,
         "arch": ck.arch,
-        "fault_sites": [[s.path, s.line, s.col, s.kind, s.param] for s in ck.fault_sites],
+        "fault_sites": [[s.path, s.line, s.col, s.kind, s.param, s.message] for s in ck.fault_sites],
         "bounds_checks": ck.bounds_checks,
         "uses_barrier": ck.uses_barrier,
         "static_shared_bytes": ck.static_shared_bytes,

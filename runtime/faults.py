@@ -91,9 +91,9 @@ def _fault(compiled: CompiledKernel, rec: np.void) -> KernelFault:
     sites = compiled.fault_sites
     if 0 <= site_id < len(sites):
         site = sites[site_id]
-        path, line, kind = site.path, site.line, site.kind
+        path, line, kind, message = site.path, site.line, site.kind, site.message
     else:
-        path, line, kind = compiled.source_path or "<unknown>", compiled.source_line, "unknown fault site"
+        path, line, kind, message = compiled.source_path or "<unknown>", compiled.source_line, "unknown fault site", ""
     return KernelFault(
-        compiled.name, path, line, kind, int(rec["index"]), int(rec["length"]), int(rec["count"])
+        compiled.name, path, line, kind, int(rec["index"]), int(rec["length"]), int(rec["count"]), message
     )

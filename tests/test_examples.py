@@ -32,6 +32,8 @@ SMALL: dict[str, dict[str, int]] = {
     "scan": {"n": 3_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
     "data_parallel": {"n": 9_001},
+    "hashmap": {"n": 20_000},
+    "print_assert": {"n": 1_000},
 }
 
 
@@ -89,3 +91,35 @@ def test_anodize_run_vecadd_reports_device() -> None:
     assert r.returncode == 0, r.stderr
     assert "matches NumPy" in r.stdout
     assert "ran on cpu" in r.stderr
+
+
+# ---- the examples that print: stdout checked (captured at the file-descriptor level, where
+# the GPU's printf writes too) --------------------------------------------------------------
+
+
+def _print_assert_output(out: str, n: int) -> None:
+    lines = out.splitlines()
+    first = f"checked_sqrt: {n} elements, x[0] = 0.25"
+    assert lines.count(first) == 3, out  # one line per launch: thread 0 prints
+    caught = [ln for ln in lines if ln.startswith("caught: ")]
+    assert len(caught) == 1 and caught[0].endswith("print_assert.py:26: assertion failed: sqrt of a negative input")
+
+
+def test_print_assert_stdout_cpu(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("ANODIZE_DEVICE", "cpu")
+    _load("print_assert").main(n=1000)
+    _print_assert_output(capfd.readouterr().out, 1000)
+
+
+@pytest.mark.gpu
+def test_print_assert_stdout_gpu(monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("ANODIZE_DEVICE", raising=False)
+    _load("print_assert").main(n=1000)
+    _print_assert_output(capfd.readouterr().out, 1000)
+
+
+@pytest.mark.slow
+def test_hashmap_one_million_keys_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_DEVICE", "cpu")
+    res = _load("hashmap").main()  # asserts against a dict and NumPy itself
+    assert len(res) > 1 << 20

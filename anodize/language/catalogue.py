@@ -10,6 +10,21 @@ from __future__ import annotations
 
 # key -> message template, grouped by the diagnostic code its builder reports
 MESSAGES: dict[str, str] = {
+    # ---- atomics, print, assert, breakpoint (typer_effects.py) ----
+    "atomic-no-method": "`{kind}` has no method `{method}`",
+    "atomic-arity": "`{name}.{method}` takes `{shape}`, got {count}",
+    "atomic-width": "atomics need 32- or 64-bit elements; `{name}` holds `{elem}`",
+    "atomic-int-only": "`{method}` needs integer elements; `{name}` holds `{elem}`",
+    "argument-unpacking": "argument unpacking",
+    "atomic-keyword": "the keyword `{kw}=`",
+    "keyword-string-literal": "`{kw}=` must be a string literal",
+    "atomic-unknown-scope": "unknown atomic scope `\"{text}\"`",
+    "atomic-unknown-order": "unknown memory order `\"{text}\"`",
+    "print-keyword": "the keyword `{kw}=` of `print`",
+    "print-witness": "printing an `{ty}` witness",
+    "print-other": "printing a `{ty}`",
+    "breakpoint-no-args": "`breakpoint()` takes no arguments",
+    "assert-message-literal": "an `assert` message that is not a string literal",
     # ---- az-contract: shared_mem ----
     "shared-mem-plain-lambda": "`shared_mem` must be a lambda of plain parameter names",
     "shared-mem-not-lambda": "`shared_mem` must be a `lambda` giving the least dynamic shared memory in bytes",
@@ -50,7 +65,6 @@ MESSAGES: dict[str, str] = {
     "arity": "`{name}` takes {n} argument{s}, got {got}",
     "len-takes-slice-parameter": "`len` takes a slice parameter, a static shared array or a constant table",
     "lane-argument-warp-must": "the lane argument of `warp.{name}` must be an integer",
-    "no-method": "`{name}` has no method `{method}`",
     "atomics-bool-slices-supported": "atomics on `bool_` slices are not supported",
     "helper-arity": "`{hname}` takes {n} argument(s), got {got}",
     "local-retyped": "`{name}` is `{old}` here but was assigned a `{ty}` before",
@@ -103,6 +117,7 @@ MESSAGES: dict[str, str] = {
     "calling-kernel-from-kernel": "calling a kernel from a kernel",
     "syncthreads-value": "`syncthreads()` as a value",
     "fence-value": "`{call}()` as a value",
+    "statement-call-value": "`{call}(...)` as a value",
     "keyword-arguments-kernel-call": "keyword arguments in a kernel call",
     "shared-array-outside-plain": "`shared.array` outside a plain assignment `buf = az.shared.array(...)`",
     "thread-grid-stride-outside": "`thread.grid_stride(...)` outside a `for` loop",
@@ -227,6 +242,17 @@ HELPS: dict[str, str] = {
     "block-example-16": "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(16, 16)`",
     "write-min-compute-capability": "write `min_compute_capability=(8, 0)`",
     "parameter-names": "use the parameter names of `{name}`",
+    "atomic-method-list": "an `AtomicSlice` has {methods}",
+    "atomic-load-read": "read an element with `{name}[j]`",
+    "atomic-cas-float": "use an integer `AtomicSlice` (float comparison would compare bits)",
+    "atomic-keywords": "atomic methods take `scope=` and `order=`; pass the rest by position",
+    "atomic-choices": "{choices}",
+    "print-line": "`print` in a kernel separates its arguments with spaces and ends the line",
+    "print-coordinates": "print its coordinates: {get}",
+    "print-scalars": "`print` takes string literals and scalars; print an element: `print(a[j])`",
+    "assert-message-help": "write the message as a string literal; `print(...)` the values before the `assert`",
+    "atomic-keywords-only": "only the atomic methods take keywords (`scope=`, `order=`)",
+    "statement-call-own": "call `{call}(...)` as a statement of its own",
     "domain-block-requires-min": "use `domain`, `block`, `requires`, `shared_mem` or `min_compute_capability`",
     "shared-mem-example": "write `shared_mem=lambda block: block * 4` (bytes; `block` is the block's thread count)",
     "cast-spelling": "write `cast(T, x)` (from `typing`) or `f32(x)`",
@@ -320,7 +346,6 @@ CHECKER_CONSTRUCTS: dict[str, str] = {
     "ClassDef": "a class definition",
     "Try": "`try`",
     "Raise": "`raise`",
-    "Assert": "`assert`",
     "Import": "`import`",
     "ImportFrom": "`import`",
     "Match": "`match`",
@@ -328,7 +353,6 @@ CHECKER_CONSTRUCTS: dict[str, str] = {
 }
 CHECKER_CONSTRUCT_HELPS: dict[str, str] = {
     "Lambda": "write a `@az.func` helper instead",
-    "Assert": "guard with `if` instead; a failed bounds check is reported as `az.KernelFault`",
     "Raise": "return early instead; faults are reported through `az.KernelFault`",
 }
 

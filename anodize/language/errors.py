@@ -39,9 +39,9 @@ class ArgumentError(LaunchError):
 
 class KernelFault(RuntimeError):
     """A fault the kernel recorded on the device (an out-of-bounds index, a witness of the
-    wrong rank), raised at the next synchronisation point."""
+    wrong rank, a failed `assert`), raised at the next synchronisation point."""
 
-    def __init__(self, kernel: str, path: str, line: int, kind: str, index: int, length: int, count: int = 1):
+    def __init__(self, kernel: str, path: str, line: int, kind: str, index: int, length: int, count: int = 1, message: str = ""):
         self.kernel = kernel
         self.path = path
         self.line = line
@@ -49,13 +49,16 @@ class KernelFault(RuntimeError):
         self.index = index
         self.length = length
         self.count = count
+        self.message = message  # an `assert`'s message
         more = f" ({count} faults recorded; the first is shown)" if count > 1 else ""
-        super().__init__(
-            f"kernel `{kernel}` faulted at {path}:{line}: {kind}: index {index} out of bounds "
-            f"for length {length}{more}"
-            if kind in ("read", "write", "atomic")
-            else f"kernel `{kernel}` faulted at {path}:{line}: {kind}{more}"
-        )
+        where = f"kernel `{kernel}` faulted at {path}:{line}"
+        if kind in ("read", "write", "atomic"):
+            text = f"{where}: {kind}: index {index} out of bounds for length {length}{more}"
+        elif kind == "assert":
+            text = f"{where}: assertion failed" + (f": {message}" if message else "") + more
+        else:
+            text = f"{where}: {kind}{more}"
+        super().__init__(text)
 
 
 # ADDED for issue 9 (reliability): a clear error instead of a raw MemoryError / CUDA error.

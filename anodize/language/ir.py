@@ -44,8 +44,9 @@ class FaultSite:
     path: str
     line: int
     col: int
-    kind: str  # "read" | "write" | "atomic" | "rank" (a witness from a launch of the wrong rank)
-    param: str  # the slice (or "" for rank faults)
+    kind: str  # "read" | "write" | "atomic" | "rank" (a witness from a launch of the wrong rank) | "assert"
+    param: str  # the slice (or "" for rank and assert faults)
+    message: str = ""  # an `assert`'s message (its string literal), else ""
 
 
 # ---- expressions ---------------------------------------------------------------------------
@@ -210,14 +211,22 @@ class Contains:
 
 @dataclass(frozen=True)
 class Atomic:
-    op: str  # "add" | "min" | "max" | "exchange"
+    """An atomic operation on an `AtomicSlice` element; `ty` is the result (VOID for `store`).
+
+    op: add | sub | min | max | exchange | and | or | xor | compare_exchange | load | store.
+    `value` is None for `load`; `expected` is set for `compare_exchange` only."""
+
+    op: str
     slice: SliceRef
     index: Expr
-    value: Expr
+    value: Expr | None
     checked: bool
     site: int
-    ty: ScalarTy
+    ty: Ty
     span: Span | None = None
+    expected: Expr | None = None
+    scope: str = "device"  # "device" | "system"
+    order: str = "relaxed"  # "relaxed" | "acquire" | "release" | "acq_rel" | "seq_cst"
 
 
 @dataclass(frozen=True)
@@ -357,6 +366,23 @@ class Fence:
 
 
 @dataclass(frozen=True)
+class Print:
+    """`print(...)`: string literals and scalars, separated by spaces, then a newline."""
+
+    parts: tuple[str | Expr, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Assert:
+    """`assert cond, "message"`: a false `cond` records a fault at `site`; the thread goes on."""
+
+    cond: Expr
+    site: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class SharedDecl:
     name: str
     ty: SharedTy
@@ -365,7 +391,7 @@ class SharedDecl:
 
 Stmt = (
     Assign | Write | SharedWrite | ExprStmt | If | While | ForRange | GridStride | Break | Continue | Return
-    | Barrier | Fence | SharedDecl
+    | Barrier | Fence | SharedDecl | Print | Assert
 )
 
 # ---- functions -----------------------------------------------------------------------------

@@ -50,7 +50,7 @@ CODES: dict[str, str] = {
     "az-disjoint-index": "a disjoint slice indexed by anything but this thread's witness",
     "az-index-forge": "a forged or smuggled index witness",
     "az-index-domain": "a witness of the wrong index space for the kernel's domain",
-    "az-atomic": "a plain read or write of an atomic slice",
+    "az-atomic": "a plain read or write of an atomic slice, or an atomic scope or ordering that cannot hold",
     "az-global-write": "a kernel writing state outside its arguments",
     "az-unsafe": "an unsafe-tier operation outside `with az.unsafe():`",
     "az-barrier-divergence": "a barrier reachable under thread-dependent control flow",
@@ -474,6 +474,28 @@ def atomic_passed(span: Span, name: str, helper: str, param: str, pkind: str) ->
         span,
         label="the helper could access it without atomics",
         help=f"declare `{param}` as `AtomicSlice[...]` in `{helper}`",
+    )
+
+
+def atomic_scope(span: Span, scope: str, name: str) -> Diagnostic:
+    return make(
+        "az-atomic",
+        f"`scope=\"{scope}\"` on `{name}`: a block-scoped atomic on global memory races between blocks",
+        span,
+        label="threads of other blocks update this element too",
+        notes=("a block scope orders the operation only among the threads of one block",),
+        help='use `scope="device"` (the default) or `scope="system"`',
+    )
+
+
+def atomic_order(span: Span, method: str, order: str, allowed: tuple[str, ...]) -> Diagnostic:
+    return make(
+        "az-atomic",
+        f"`order=\"{order}\"` does not fit an atomic `{method}`",
+        span,
+        label=f"an atomic `{method}` cannot be `{order}`",
+        notes=("an acquire orders later accesses after a read; a release orders earlier accesses before a write",),
+        help="use one of " + ", ".join(f'`order="{o}"`' for o in allowed),
     )
 
 

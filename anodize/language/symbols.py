@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
-from .vocab import FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import DEBUG_BUILTINS, FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -126,6 +126,8 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
         t[f"builtins.{n}"] = ("builtin", n)
     t["az.Constant"] = ("constant_type",)
     t["typing.cast"] = ("typecast",)  # `cast(T, x)`: a conversion to T (the spelling type checkers accept)
+    for n in DEBUG_BUILTINS:
+        t[f"builtins.{n}"] = (n,)
     t["az.kernel"] = ("decorator", "kernel")
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")

@@ -26,6 +26,7 @@ from anodize.language.ir import FaultSite, ParamSpec
 
 from anodize.language import ir
 from anodize.language.ranges import RangeFacts
+from anodize.language.typer_effects import EffectsTyping
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 
 __all__ = ["build_ir", "parse_contract", "type_kernel"]
@@ -67,8 +68,8 @@ class _KernelCtx:
     consts: dict[str, Any] = field(default_factory=dict)  # Constant parameters with a value
     unknown_consts: set[str] = field(default_factory=set)  # Constant parameters checked without one
 
-    def site(self, span: Span, kind: str, param: str) -> int:
-        self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param))
+    def site(self, span: Span, kind: str, param: str, message: str = "") -> int:
+        self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param, message))
         return len(self.sites) - 1
 
 
@@ -100,7 +101,7 @@ def _wrap_int(v: int, ty: ScalarTy) -> int:
 # ---- the function compiler -------------------------------------------------------------------
 
 
-class _FnCompiler(ast.NodeVisitor, RangeFacts):
+class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
     """Compiles one function body (the kernel, or one specialisation of a helper).
 
     Two kinds of proofs remove bounds checks: `facts`, the (witness, slice) pairs a
@@ -583,6 +584,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if tag[1] == "warp_sync":
                 self.k.uses_warp = True  # the CPU backend runs the warp's lanes as threads
             return [ir.Fence(tag[1], self.span(call))]
+        if tag == ("print",):
+            return self.print_stmt(call)
+        if tag == ("breakpoint",):
+            return self.breakpoint_stmt(call)
         return None
 
     def write_unchecked(self, name: str, call: ast.Call) -> ir.Stmt:
@@ -1019,8 +1024,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def visit_Call(self, node: ast.Call) -> ir.Expr:
         span = self.span(node)
         f = node.func
-        if node.keywords:
-            self.unsupported(node.keywords[0], "keyword-arguments-kernel-call")
+        if node.keywords and not self.takes_keywords(node):
+            self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
@@ -1071,6 +1076,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             self.unsupported(node, "syncthreads-value")
         if kind == "fence":
             self.unsupported(node, "fence-value", call=ast.unparse(f))
+        if kind in ("print", "breakpoint"):
+            self.unsupported(node, "statement-call-value", help="statement-call-own", call=kind)
         if kind == "shared_array":
             self.unsupported(node, "shared-array-outside-plain")
         self.unsupported(node, "calling", callee=ast.unparse(f))
@@ -1192,22 +1199,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         return ir.WarpOp(name, (self.cast(v, ty), self.cast(k, I32)), ty, span)
 
     def slice_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
-        sty = self.slices[name]
-        span = self.span(node)
         if method == "write_unchecked":
             self.unsupported(node, "write-unchecked-value")
-        if not sty.kind.atomic or method not in ("add", "min", "max", "exchange"):
-            self.type_error(node, "no-method", name=sty.kind.name, method=method)
-        self.arity(node, 2, f"{name}.{method}")
-        if sty.elem.is_bool:
-            self.type_error(node, "atomics-bool-slices-supported")
-        e = self.expr(node.args[0])
-        proven = isinstance(e.ty, WitnessTy) and isinstance(node.args[0], ast.Name) and (node.args[0].id, name) in self.facts
-        index = self.as_index(e, node.args[0])
-        proven = proven or self.slice_in_range(name, (index,))
-        value = self.coerce(self.expr(node.args[1]), sty.elem, node.args[1], f"an element of `{name}`")
-        site = -1 if proven else self.k.site(span, "atomic", name)
-        return ir.Atomic(method, ir.SliceRef(name, sty, self.span(node.func)), index, value, not proven, site, sty.elem, span)
+        return self.atomic_method(name, method, node)
 
     def helper_call(self, helper: Symbol, node: ast.Call) -> ir.Expr:
         args = [self.expr(a) for a in node.args]

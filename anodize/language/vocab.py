@@ -186,6 +186,18 @@ MATH_INT_EXPONENT = frozenset({"ldexp"})
 FENCE_QUALNAMES = {"anodize.threadfence": "threadfence", "anodize.warp.sync": "warp_sync"}
 
 BUILTIN_FUNCS = {"abs", "min", "max", "len", "range"}
+# Builtins a kernel may call as a statement: `print(...)` (device printf) and `breakpoint()`.
+DEBUG_BUILTINS = {"print", "breakpoint"}
+
+# The methods of an `AtomicSlice`: each returns the element's old value (`load` its value,
+# `store` None) and takes the keywords `scope=` and `order=` (the only keywords in a kernel).
+ATOMIC_RMW = {"add", "sub", "min", "max", "exchange", "and_", "or_", "xor"}
+ATOMIC_METHODS = ATOMIC_RMW | {"compare_exchange", "load", "store"}
+ATOMIC_INT_ONLY = {"and_", "or_", "xor", "compare_exchange"}
+ATOMIC_SCOPES = ("device", "system")  # "block" is for block-shared atomics only
+ATOMIC_ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")
+# the orderings an operation admits (a read cannot release, a write cannot acquire)
+ATOMIC_ORDERS_FOR = {"load": ("relaxed", "acquire", "seq_cst"), "store": ("relaxed", "release", "seq_cst")}
 
 MAX_THREADS_PER_BLOCK = 1024
 

@@ -1,4 +1,10 @@
-"""Forbids a plain read or write of an `AtomicSlice`."""
+"""Forbids a plain read or write of an `AtomicSlice` (and, through the typer, atomics whose scope or ordering cannot hold).
+
+The `scope=`/`order=` errors (`scope="block"` on global memory, a load that releases,
+a store that acquires) are found by the one typed front end (language/typer_effects.py)
+and reported through `az-type`'s rule with their own code, `az-atomic`: one report per
+problem, the same one compile raises.
+"""
 
 from __future__ import annotations
 
@@ -22,6 +28,23 @@ def k(a: Slice[i32], h: AtomicSlice[i32]) -> None:
         old = h.add(a[i] % len(h), 1)
         h.max(0, old)
 """,
+        """
+@kernel
+def k(a: Slice[i32], h: AtomicSlice[i32], s: AtomicSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in a:
+        h.sub(1, 1, scope="system")
+        h.and_(2, a[i])
+        h.or_(3, a[i], order="release")
+        h.xor(4, 1, order="acq_rel", scope="device")
+        old = h.compare_exchange(5, 0, a[i], order="seq_cst")
+        h.store(6, old, order="release")
+        x = h.load(6, order="acquire") + h.exchange(7, 1)
+        h.min(8, x)
+        s.add(0, 1.5)
+        s.sub(1, 0.5, order="acq_rel")
+        s.store(2, s.load(3))
+""",
     ]
     INVALID = [
         """
@@ -31,6 +54,15 @@ def k(h: AtomicSlice[i32]) -> None:
     h[0] = 1  # E: az-atomic
     x = h[i]  # E: az-atomic
     h[1] += 1  # E: az-atomic
+""",
+        """
+@kernel
+def k(h: AtomicSlice[i32]) -> None:
+    h.add(0, 1, scope="block")  # E: az-atomic
+    h.store(1, 2, order="acquire")  # E: az-atomic
+    h.load(1, order="release")  # E: az-atomic
+    h.store(1, 2, order="acq_rel")  # E: az-atomic
+    h.add(0, 1, order="acq_rel", scope="system")
 """,
     ]
 

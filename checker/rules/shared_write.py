@@ -94,7 +94,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         fn = self.fn_of(node)
         if fn is None:
             return
-        if callee.kind in ("atomic_op", "write_unchecked"):
+        if callee.kind in ("atomic_op", "write_unchecked") and callee.name != "load":  # `a.load(j)`: az-type
             for name, kind in slice_kinds(fn, self.val(node.func.value)):  # type: ignore[attr-defined]
                 if kind in _RO:
                     self.report(messages.shared_write(self.span(node), name, kind, "how-call", self.decl(fn, name), method=callee.name))

@@ -111,7 +111,7 @@ def calls_bad_helper(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 
 @kernel
 def uses_print(c: DisjointSlice[f32]) -> None:
-    print("hi")  # LINE:print
+    print("c is", c)  # LINE:print
 
 
 @kernel

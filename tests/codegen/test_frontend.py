@@ -105,7 +105,7 @@ def test_int_literal_defaults_to_i64() -> None:
     [
         (B.uses_lambda, "lambda", "lambda", "`lambda`"),
         (B.uses_listcomp, "listcomp", "[v for", "a list comprehension"),
-        (B.uses_print, "print", "print", "calling `print`"),
+        (B.uses_print, "print", "c)", "printing a `DisjointSlice[f32]`"),
         (B.uses_slicing, "slicing", "1:3", "slicing with `:`"),
         (B.uses_kwargs, "kwargs", "key=None", "keyword arguments in a kernel call"),
     ],

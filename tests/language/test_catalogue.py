@@ -163,8 +163,10 @@ def _find_forwarders(tree: ast.Module) -> dict[str, Forwarder]:
     return found
 
 
-def _check_module(rel: str, tree: ast.Module, rep: Report) -> None:
-    forwarders = _find_forwarders(tree)
+def _check_module(rel: str, tree: ast.Module, rep: Report, shared: dict[str, Forwarder] | None = None) -> None:
+    # the module's own forwarders, and `self.<name>` methods a mixin inherits from another
+    # module's class (the typer's `type_error`/`unsupported` in `typer_effects.py`)
+    forwarders = {**(shared or {}), **_find_forwarders(tree)}
     enclosing: dict[int, set[str]] = {}  # id(call) -> the parameters its function forwards
     for fn in _functions(tree):
         fw = forwarders.get(fn.name)
@@ -232,10 +234,15 @@ def _catalogue_uses(rep: Report) -> None:
 @pytest.fixture(scope="module")
 def report() -> Report:
     rep = Report()
-    for rel, tree in _modules():
-        if rel in CATALOGUE or rel in PENDING:
+    modules = [(rel, tree) for rel, tree in _modules() if rel not in CATALOGUE]
+    shared: dict[str, Forwarder] = {}
+    for _, tree in modules:
+        for name, fw in _find_forwarders(tree).items():
+            shared.setdefault(name, fw)
+    for rel, tree in modules:
+        if rel in PENDING:
             continue
-        _check_module(rel, tree, rep)
+        _check_module(rel, tree, rep, shared)
     _catalogue_uses(rep)
     return rep
 

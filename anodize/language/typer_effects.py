@@ -1,0 +1,157 @@
+"""Typing of the kernel operations with effects beyond their value: the `AtomicSlice`
+methods (with their `scope=` and `order=` keywords, the only keywords a kernel call
+takes), `print(...)`, `assert` and `breakpoint()`.
+
+A mixin of the typer's `_FnCompiler` (typer.py); every user error is a located
+diagnostic built by `messages.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING
+
+from anodize.language import ir, messages
+from anodize.language.types import VOID, ScalarTy, WitnessTy
+from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_METHODS, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, ATOMIC_SCOPES
+
+if TYPE_CHECKING:
+    from anodize.language.typer import _FnCompiler as _Base  # type: ignore[attr-defined]
+else:
+    _Base = object
+
+_METHOD_LIST = "`add`, `sub`, `min`, `max`, `exchange`, `and_`, `or_`, `xor`, `compare_exchange`, `load`, `store`"
+
+
+class EffectsTyping(_Base):
+    """Atomics, `print`, `assert` and `breakpoint` for the typer's function compiler."""
+
+    # ---- atomics ----------------------------------------------------------------------------
+    def takes_keywords(self, node: ast.Call) -> bool:
+        """Is `node` a call that may take keywords (a method of an `AtomicSlice`)?"""
+        f = node.func
+        return (
+            isinstance(f, ast.Attribute)
+            and isinstance(f.value, ast.Name)
+            and f.value.id in self.slices
+            and self.slices[f.value.id].kind.atomic
+            and f.attr in ATOMIC_METHODS
+        )
+
+    def atomic_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
+        sty = self.slices[name]
+        span = self.span(node)
+        if not sty.kind.atomic or method not in ATOMIC_METHODS:
+            if sty.kind.atomic:
+                self.type_error(node, "atomic-no-method", help="atomic-method-list", kind=sty.kind.name, method=method, methods=_METHOD_LIST)
+            if method == "load":
+                self.type_error(node, "atomic-no-method", help="atomic-load-read", kind=sty.kind.name, method=method, name=name)
+            self.type_error(node, "atomic-no-method", kind=sty.kind.name, method=method)
+        scope, order = self.atomic_options(name, method, node)
+        nargs = {"compare_exchange": 3, "load": 1}.get(method, 2)
+        shape = {"compare_exchange": "(j, expected, new)", "load": "(j)"}.get(method, "(j, v)")
+        if len(node.args) != nargs or any(isinstance(a, ast.Starred) for a in node.args):
+            count = f"{len(node.args)} argument{'s' if len(node.args) != 1 else ''}"
+            self.type_error(node, "atomic-arity", name=name, method=method, shape=shape, count=count)
+        elem = sty.elem
+        if elem.is_bool:
+            self.type_error(node, "atomics-bool-slices-supported")
+        if elem.info.mem_bits not in (32, 64):
+            self.type_error(node, "atomic-width", name=name, elem=elem)
+        if method in ATOMIC_INT_ONLY and elem.is_float:
+            if method == "compare_exchange":
+                self.type_error(node, "atomic-int-only", help="atomic-cas-float", method=method, name=name, elem=elem)
+            self.type_error(node, "atomic-int-only", method=method, name=name, elem=elem)
+        e = self.expr(node.args[0])
+        proven = isinstance(e.ty, WitnessTy) and isinstance(node.args[0], ast.Name) and (node.args[0].id, name) in self.facts
+        index = self.as_index(e, node.args[0])
+        proven = proven or self.slice_in_range(name, (index,))
+        what = f"an element of `{name}`"
+        value = None if method == "load" else self.coerce(self.expr(node.args[-1]), elem, node.args[-1], what)
+        expected = self.coerce(self.expr(node.args[1]), elem, node.args[1], what) if method == "compare_exchange" else None
+        site = -1 if proven else self.k.site(span, "atomic", name)
+        ref = ir.SliceRef(name, sty, self.span(node.func))
+        ty = VOID if method == "store" else elem
+        op = method.rstrip("_")
+        return ir.Atomic(op, ref, index, value, not proven, site, ty, span, expected, scope, order)
+
+    def atomic_options(self, name: str, method: str, node: ast.Call) -> tuple[str, str]:
+        """The `scope=` and `order=` keywords of an atomic call (defaults: device, relaxed)."""
+        got = {"scope": "device", "order": "relaxed"}
+        for kw in node.keywords:
+            if kw.arg is None:
+                self.unsupported(kw, "argument-unpacking")
+            if kw.arg not in got:
+                self.unsupported(kw, "atomic-keyword", help="atomic-keywords", kw=kw.arg)
+            v = kw.value
+            text = _literal(v)
+            if text is None:
+                self.type_error(v, "keyword-string-literal", help="atomic-choices", kw=kw.arg, choices=_choices(kw.arg))
+            assert text is not None and kw.arg is not None
+            if kw.arg == "scope":
+                if text == "block":
+                    self.fail(messages.atomic_scope(self.span(kw), text, name))
+                if text not in ATOMIC_SCOPES:
+                    self.type_error(v, "atomic-unknown-scope", help="atomic-choices", text=text, choices=_choices("scope"))
+            else:
+                if text not in ATOMIC_ORDERS:
+                    self.type_error(v, "atomic-unknown-order", help="atomic-choices", text=text, choices=_choices("order"))
+                fits = ATOMIC_ORDERS_FOR.get(method, ATOMIC_ORDERS)
+                if text not in fits:
+                    self.fail(messages.atomic_order(self.span(kw), method, text, fits))
+            got[kw.arg] = text
+        return got["scope"], got["order"]
+
+    # ---- print, assert, breakpoint ------------------------------------------------------------
+    def print_stmt(self, call: ast.Call) -> list[ir.Stmt]:
+        if call.keywords:
+            kw = call.keywords[0]
+            if kw.arg is None:
+                self.unsupported(kw, "argument-unpacking")
+            self.unsupported(kw, "print-keyword", help="print-line", kw=kw.arg)
+        parts: list[str | ir.Expr] = []
+        for a in call.args:
+            if isinstance(a, ast.Starred):
+                self.unsupported(a, "argument-unpacking")
+            if isinstance(a, ast.Constant) and isinstance(a.value, str):
+                parts.append(a.value)
+                continue
+            e = self.expr(a)
+            if isinstance(e.ty, ScalarTy):
+                parts.append(e)
+                continue
+            if isinstance(e.ty, WitnessTy):
+                get = "`i.get()`" if e.ty.rank == 1 else "`i.row, i.col`"
+                self.unsupported(a, "print-witness", help="print-coordinates", ty=e.ty, get=get)
+            self.unsupported(a, "print-other", help="print-scalars", ty=e.ty)
+        return [ir.Print(tuple(parts), self.span(call))]
+
+    def breakpoint_stmt(self, call: ast.Call) -> list[ir.Stmt]:
+        if call.args or call.keywords:
+            self.type_error(call, "breakpoint-no-args")
+        return []  # stops on the debug device only; nothing to do on the GPU or the CPU backend
+
+    def visit_Assert(self, node: ast.Assert) -> list[ir.Stmt]:
+        cond = self.truth(self.expr(node.test), node.test)
+        message = ""
+        if node.msg is not None:
+            literal = _literal(node.msg)
+            if literal is None:
+                self.unsupported(node.msg, "assert-message-literal", help="assert-message-help")
+            message = literal or ""
+        span = self.span(node)
+        # no facts flow from an assert: a failed one records a fault and the thread goes on
+        return [ir.Assert(cond, self.k.site(span, "assert", "", message), span)]
+
+
+def _literal(node: ast.expr) -> str | None:
+    """The text of a string literal, else None."""
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _choices(kw: str | None) -> str:
+    values = ATOMIC_SCOPES if kw == "scope" else ATOMIC_ORDERS
+    return "use one of " + ", ".join(f'`{kw}="{v}"`' for v in values)
+
+
+__all__ = ["EffectsTyping"]
