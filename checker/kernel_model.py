@@ -277,7 +277,11 @@ class ModuleModel:
     """Everything the rules read about one module."""
 
     def __init__(self, tree: ast.Module, path: str, source: str, front: ModuleFront | None = None):
-        self.front = front if front is not None else front_for_source(source, path, tree)
+        if front is None:  # (a caller's own tree: the model is of that tree's nodes)
+            front = front_for_source(source, path, tree)
+            if front.tree is not tree:
+                front = ModuleFront(source, path, tree)
+        self.front = front
         self.tree = tree = self.front.tree
         self.module = tree  # the parsed module (an `ast.Module`)
         self.path = path

@@ -32,9 +32,8 @@ def power(x: Slice[T], out: DisjointSlice[T], k: az.Constant[int]) -> None:
         out[i] = acc
 
 
-def main() -> None:
+def main(n: int = 1 << 16) -> np.ndarray:
     dev = az.device()
-    n = 1 << 16
     rng = np.random.default_rng(0)
     for dtype, scalar in ((np.float32, az.f32), (np.float64, az.f64)):
         x = rng.random(n).astype(dtype)
@@ -48,6 +47,7 @@ def main() -> None:
         assert np.allclose(out.to_host(), x**3, rtol=tol * 10), dtype
     print(f"generic saxpy on {dev.describe()}: f32 and f64 match NumPy; "
           f"{len([k for k in saxpy._cache if isinstance(k, tuple) and k[0] == 'spec'])} specialisations")
+    return out.to_host()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ SMALL: dict[str, dict[str, int]] = {
     "scan": {"n": 3_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
     "data_parallel": {"n": 9_001},
+    "generic_saxpy": {"n": 2_001},
     "hashmap": {"n": 20_000},
     "print_assert": {"n": 1_000},
 }
