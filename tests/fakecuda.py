@@ -154,9 +154,9 @@ class FakeDriver:
     def __init__(self) -> None:
         self._ids = itertools.count(1000)
         self.capturing: set[int] = set()
-        self.recording: list[Callable[[], None]] | None = None
+        self.recording: list[Callable[[], object]] | None = None
         self.pinned: dict[int, Any] = {}
-        self.graphs: dict[int, list[Callable[[], None]]] = {}
+        self.graphs: dict[int, list[Callable[[], object]]] = {}
         self.set_current_calls = 0
         self.counts: dict[str, int] = {}
         self.ready = True  # False: event queries say "not ready" (work looks in flight)
@@ -167,7 +167,7 @@ class FakeDriver:
     def _count(self, name: str) -> None:
         self.counts[name] = self.counts.get(name, 0) + 1
 
-    def run_or_record(self, stream: Any, fn: Callable[[], None]) -> None:
+    def run_or_record(self, stream: Any, fn: Callable[[], object]) -> None:
         if int(stream) in self.capturing:
             assert self.recording is not None
             self.recording.append(fn)
