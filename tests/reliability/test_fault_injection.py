@@ -190,20 +190,18 @@ def _interrupt_a_launch(launch: Callable[[int], None], iters: int) -> bool:
     """Interrupt the main thread 0.2 s into `launch(iters)`; True when the interrupt landed in
     the launch (or the synchronisation after it), False when the launch ended first."""
     timer = _interrupt_after(0.2)
-    try:
-        try:
-            launch(iters)
-        except KeyboardInterrupt:
-            return True
-        try:  # the launch finished before the signal: it lands here instead
-            deadline = time.monotonic() + 10
-            while time.monotonic() < deadline:
-                time.sleep(0.01)
-        except KeyboardInterrupt:
-            return False
-        raise AssertionError("the interrupt never came")
+    finished = False
+    try:  # one handler, so that no interrupt can escape between the launch and the wait
+        launch(iters)
+        finished = True
+        deadline = time.monotonic() + 10  # the launch finished before the signal: it lands here instead
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        return not finished
     finally:
         timer.cancel()
+    raise AssertionError("the interrupt never came")
 
 
 # The launch must outlast the 0.2 s before the interrupt: `iters` starts at about half a second
