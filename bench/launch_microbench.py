@@ -2,11 +2,12 @@
 
     python3 bench/launch_microbench.py [--launches 200000] [--repeat 7]
 
-Runs anywhere (no GPU needed).  A `NoGpuDevice` is a real `CudaDevice` of the
-runtime (`kind == "cuda"`, the GPU launch path, a cuda.core `LaunchConfig`),
-whose memory is host memory and whose kernels are compiled by the real
-codegen for sm_90 (ptxas included when present); only the last call, cuda.core's
-`launch(stream, config, kernel, *args)`, is replaced by a no-op.  So
+Runs anywhere (no GPU needed).  A `HostGpu` (tests/fakecuda.py, the fake CUDA
+backend the tests use too) is a real `CudaDevice` of the runtime (`kind == "cuda"`,
+the GPU launch path, a cuda.core `LaunchConfig`), whose memory is host memory and
+whose kernels are compiled by the real codegen for sm_90 (ptxas included when
+present); only the last call, cuda.core's `launch(stream, config, kernel, *args)`,
+is replaced by a no-op.  So
 
     anodize = the whole `kernel[config](*args)` path up to and including the launch call
     raw     = `noop(stream, config, handle, *flat_args)` with the flat arguments prepared once
@@ -38,6 +39,7 @@ import anodize as az
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests"))  # fakecuda: the fake CUDA backend the tests use
 
 
 @az.launch_contract(domain=1, block=64, requires=lambda out, value, rows, cols: rows * cols == len(out))
@@ -53,45 +55,13 @@ def _noop(*args: Any) -> None:
 
 
 def make_device() -> Any:
-    """A CudaDevice whose memory is host memory and whose launches go to `_noop`."""
+    """A CudaDevice whose memory is host memory and whose launches go to `_noop` (tests/fakecuda.py)."""
+    from fakecuda import HostGpu
+
     from anodize.runtime import cuda_device
-    from anodize.runtime.device import CpuDevice, DeviceLimits
-    from anodize.runtime.faults import FaultArena
 
     cuda_device._cu_launch = _noop  # the one call replaced: cuda.core.launch
-
-    class NoGpuDevice(cuda_device.CudaDevice):
-        def __init__(self) -> None:  # no driver: set what CudaDevice.__init__ would
-            self._host = CpuDevice()
-            self.index = 0
-            self.name = "no-op GPU (launch replaced)"
-            self.compute_capability = (9, 0)
-            self.arch = "sm_90"
-            self.limits = DeviceLimits(1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 227 * 1024)
-            self._stream = object()
-            self._stream_h = 7
-            self.faults = FaultArena(self)
-            self._modules = []
-
-        def _alloc(self, nbytes: int) -> tuple[int, object]:
-            return self._host._alloc(nbytes)
-
-        def _upload(self, ptr: int, host: np.ndarray, nbytes: int) -> None:
-            self._host._upload(ptr, host, nbytes)
-
-        def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
-            self._host._download(out, ptr, nbytes)
-
-        def _fill_zero(self, ptr: int, nbytes: int) -> None:
-            self._host._fill_zero(ptr, nbytes)
-
-        def check(self) -> None:
-            self.faults.check()
-
-        def load(self, compiled: Any) -> Any:
-            return ("kernel handle", compiled.entry)
-
-    dev = NoGpuDevice()
+    dev = HostGpu("no-op GPU (launch replaced)")
     from anodize.runtime import device as devmod
 
     devmod._DEFAULT = dev  # argument-less kernels launch on the default device

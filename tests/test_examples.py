@@ -60,13 +60,35 @@ def test_example_passes_checker(name: str) -> None:
     assert [d for d in diags if d.severity == "error"] == []
 
 
-@pytest.mark.parametrize("name", sorted(SMALL))
+# Examples whose `main()` takes many seconds on the CPU backend even at the small size (a
+# kernel with barriers or warp operations runs a host thread per GPU thread, and
+# reduce_sum's `main()` launches a fixed grid of 64 blocks): under `-m slow`; the
+# default run launches their kernel on a small grid instead (test_slow_examples_on_a_small_grid).
+CPU_SLOW = {"reduce_sum"}
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in CPU_SLOW else n for n in sorted(SMALL)]
+)
 def test_example_cpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_DEVICE", "cpu")
     mod = _load(name)
     res = mod.main(**SMALL[name])
     assert res is not None
     assert np.all(np.isfinite(np.asarray(res, dtype=np.float64)))
+
+
+def test_slow_examples_on_a_small_grid() -> None:
+    import anodize as az
+
+    assert CPU_SLOW == {"reduce_sum"}, "give each example of CPU_SLOW a small-grid run here"
+    mod = _load("reduce_sum")
+    dev = az.device("cpu")
+    x_h = np.random.default_rng(6).random(30_000, dtype=np.float32)
+    total = dev.zeros(1, az.f32)
+    mod.reduce_sum[az.LaunchConfig(grid=4, block=256)](dev.to_device(x_h), total)  # main(): grid=64
+    res, ref = float(total.to_host()[0]), float(x_h.astype(np.float64).sum())
+    assert abs(res - ref) <= 1e-4 * abs(ref), (res, ref)
 
 
 @pytest.mark.gpu

@@ -1,12 +1,12 @@
 """The GPU code paths (CUDA lanes, events, staging, pinned memory, stream capture), on a fake
-driver that runs work on host memory at once (`fake_cuda.py`).  Real concurrency is the `gpu` tests' job."""
+driver that runs work on host memory at once (`tests/fakecuda.py`).  Real concurrency is the `gpu` tests' job."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
 
-import fake_cuda
+import fakecuda
 import numpy as np
 import pytest
 from aop_kernels import affine, shift_read, vecadd
@@ -20,19 +20,19 @@ CFG = az.LaunchConfig.for_num_elems(N)
 
 
 @pytest.fixture
-def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]]:
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]]:
     import aop_kernels
 
     kernels = [v for v in vars(aop_kernels).values() if isinstance(v, Kernel)]
     for k in kernels:
         k._cache.clear()
-    yield fake_cuda.install(monkeypatch)
+    yield fakecuda.install(monkeypatch)
     for k in kernels:
         k._cache.clear()
     assert inflight.in_flight() == 0
 
 
-def test_run_then_gather_on_cuda_lanes(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+def test_run_then_gather_on_cuda_lanes(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, drv = fake
     a = dev.to_device(np.arange(N, dtype=np.float32))
     t, u = dev.empty(N, az.f32), dev.empty(N, az.f32)
@@ -49,7 +49,7 @@ def test_run_then_gather_on_cuda_lanes(fake: tuple[fake_cuda.FakeCudaDevice, fak
     assert drv.counts["wait"] >= 3  # device-stream start, the fork, the join
 
 
-def test_await_and_pageable_staging(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+def test_await_and_pageable_staging(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, drv = fake
     b = dev.empty(N, az.f32)
     host_in = np.full(N, 5, np.float32)  # pageable: staged through pinned memory
@@ -69,7 +69,7 @@ def test_await_and_pageable_staging(fake: tuple[fake_cuda.FakeCudaDevice, fake_c
     np.testing.assert_array_equal(b.to_host(), pinned)
 
 
-def test_faults_are_read_from_the_op_kernels(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+def test_faults_are_read_from_the_op_kernels(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, _ = fake
     a = dev.to_device(np.ones(N, np.float32))
     c = dev.empty(N, az.f32)
@@ -80,7 +80,7 @@ def test_faults_are_read_from_the_op_kernels(fake: tuple[fake_cuda.FakeCudaDevic
     dev.check()
 
 
-def test_capture_records_and_replays(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+def test_capture_records_and_replays(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, drv = fake
     a = dev.to_device(np.arange(N, dtype=np.float32))
     t, u = dev.empty(N, az.f32), dev.empty(N, az.f32)
@@ -111,7 +111,7 @@ def test_capture_records_and_replays(fake: tuple[fake_cuda.FakeCudaDevice, fake_
     graph.close()
 
 
-def test_capture_needs_pinned_host_arrays(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+def test_capture_needs_pinned_host_arrays(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, drv = fake
     b = dev.empty(N, az.f32)
     with pytest.raises(az.ArgumentError, match="pinned"):
@@ -124,7 +124,7 @@ def test_capture_needs_pinned_host_arrays(fake: tuple[fake_cuda.FakeCudaDevice, 
 
 
 def test_async_pipeline_example_on_cuda_lanes(
-    fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver], monkeypatch: pytest.MonkeyPatch
+    fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import importlib.util
     from pathlib import Path
@@ -143,7 +143,7 @@ def test_async_pipeline_example_on_cuda_lanes(
     assert drv.counts["h2d"] == 16 and drv.counts["launch"] == 16
 
 
-def test_replay_loop_keeps_one_registry_entry(fake: tuple[fake_cuda.FakeCudaDevice, fake_cuda.FakeDriver]) -> None:
+def test_replay_loop_keeps_one_registry_entry(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, drv = fake
     a = dev.to_device(np.ones(N, np.float32))
     c = dev.empty(N, az.f32)

@@ -1,4 +1,9 @@
-"""The `anodize-check` pre-commit hook, run for real through `pre-commit try-repo`."""
+"""The `anodize-check` pre-commit hook, run for real through pre-commit.
+
+The default run drives the manifest's hook through `pre-commit run` as a local hook of
+the installed package (the entry, file types and serial run as the manifest says);
+the full round trip, `pre-commit try-repo` installing the hook from a git commit of
+the package into its own environment (~30 s), runs under `-m slow`."""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -61,25 +67,20 @@ def _hook_repo(tmp: Path) -> Path:
     return repo
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(not PRE_COMMIT.exists() or shutil.which("git") is None, reason="needs pre-commit and git")
-def test_try_repo_rejects_bad_kernel(tmp_path: Path) -> None:
-    hook_repo = _hook_repo(tmp_path)
-    user = tmp_path / "user"
+def _user_repo(tmp: Path, config: str | None = None) -> Path:
+    """A git repository with one bad and one good kernel (and `config` as its pre-commit config)."""
+    user = tmp / "user"
     user.mkdir()
     (user / "bad_kernel.py").write_text(BAD)
     (user / "good_kernel.py").write_text(GOOD)
+    if config is not None:
+        (user / ".pre-commit-config.yaml").write_text(config)
     _git(user, "init", "-q")
     _git(user, "add", "-A")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
-    env.pop("VIRTUAL_ENV", None)
+    return user
 
-    def run(*files: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [str(PRE_COMMIT), "try-repo", str(hook_repo), "anodize-check", "--files", *files],
-            cwd=user, capture_output=True, text=True, env=env, timeout=1500,
-        )
 
+def _check_verdicts(run: Callable[[str], subprocess.CompletedProcess[str]]) -> None:
     bad = run("bad_kernel.py")
     out = bad.stdout + bad.stderr
     assert bad.returncode == 1, out
@@ -88,3 +89,38 @@ def test_try_repo_rejects_bad_kernel(tmp_path: Path) -> None:
     assert "-->" not in out  # the concise format, not the full rendering
     good = run("good_kernel.py")
     assert good.returncode == 0, good.stdout + good.stderr
+
+
+@pytest.mark.skipif(not PRE_COMMIT.exists() or shutil.which("git") is None, reason="needs pre-commit and git")
+def test_manifest_hook_rejects_bad_kernel(tmp_path: Path) -> None:
+    """The manifest's hook as a local hook over the installed `anodize` (no environment to build)."""
+    (hook,) = [h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text()) if h["id"] == "anodize-check"]
+    local = {**hook, "language": "system"}
+    user = _user_repo(tmp_path, yaml.safe_dump({"repos": [{"repo": "local", "hooks": [local]}]}))
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # `anodize` itself
+
+    def run(file: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(PRE_COMMIT), "run", "anodize-check", "--files", file],
+            cwd=user, capture_output=True, text=True, env=env, timeout=300,
+        )
+
+    _check_verdicts(run)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not PRE_COMMIT.exists() or shutil.which("git") is None, reason="needs pre-commit and git")
+def test_try_repo_rejects_bad_kernel(tmp_path: Path) -> None:
+    hook_repo = _hook_repo(tmp_path)
+    user = _user_repo(tmp_path)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home")}
+    env.pop("VIRTUAL_ENV", None)
+
+    def run(file: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(PRE_COMMIT), "try-repo", str(hook_repo), "anodize-check", "--files", file],
+            cwd=user, capture_output=True, text=True, env=env, timeout=1500,
+        )
+
+    _check_verdicts(run)

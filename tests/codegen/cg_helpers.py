@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
+import contextlib
+import io
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -19,21 +19,25 @@ ARCHS = ("sm_80", "sm_90")
 
 
 def filecheck(text: str, checks: str, *, what: str = "module") -> None:
-    """Run FileCheck (the `filecheck` package's CLI) on `text`; on failure, keep the input."""
+    """Run FileCheck (the `filecheck` package's command line, in this process) on `text`;
+    on failure, keep the input."""
+    from filecheck.main import main
+
+    out, err = io.StringIO(), io.StringIO()
     with tempfile.TemporaryDirectory(prefix="az-filecheck-") as d:
-        check_file = Path(d, "checks.txt")
+        check_file, input_file = Path(d, "checks.txt"), Path(d, "input.txt")
         check_file.write_text(checks)
-        proc = subprocess.run(
-            [sys.executable, "-m", "filecheck", str(check_file)],
-            input=text,
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-    if proc.returncode != 0:
+        input_file.write_text(text)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:  # `filecheck --input-file INPUT CHECKS`; it exits with its status
+                main(["filecheck", "--input-file", str(input_file), str(check_file)])
+                status: object = 0
+            except SystemExit as e:
+                status = e.code
+    if status not in (0, None):
         keep = Path(tempfile.mkdtemp(prefix="az-filecheck-fail-")) / f"{what}.txt"
         keep.write_text(text)
-        pytest.fail(f"FileCheck failed on the {what} (input kept at {keep}):\n{proc.stdout}{proc.stderr}")
+        pytest.fail(f"FileCheck failed on the {what} (input kept at {keep}):\n{out.getvalue()}{err.getvalue()}")
 
 
 @dataclass

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -88,12 +89,11 @@ def test_damaged_entry_is_detected_and_rebuilt(cached_vecadd, damage: str, monke
 
 
 _COMPILER = r"""
-import os, sys, time
+import sys
 sys.path.insert(0, sys.argv[1])
-start = float(sys.argv[2])
-while time.time() < start:
-    time.sleep(0.001)
 import rel_vecadd4
+print("READY", flush=True)
+sys.stdin.readline()  # the go: every process has imported, now all compile together
 ck = rel_vecadd4.vecadd.compile("sm_90")
 print("OK", len(ck.ptx))
 """
@@ -103,15 +103,23 @@ def test_four_processes_compiling_at_once_leave_one_valid_entry(tmp_path: Path) 
     (tmp_path / "rel_vecadd4.py").write_text((ROOT / "examples" / "vecadd.py").read_text())
     cache = tmp_path / "cache"
     env = {**os.environ, "ANODIZE_CACHE": "on", "ANODIZE_CACHE_DIR": str(cache)}
-    start = time.time() + 4.0  # every process imports first, then all compile together
     procs = [
-        subprocess.Popen([sys.executable, "-c", _COMPILER, str(tmp_path), str(start)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            [sys.executable, "-c", _COMPILER, str(tmp_path)],
+            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
         for _ in range(4)
     ]
+    for p in procs:  # every process imports first ...
+        assert p.stdout is not None and p.stdout.readline() == "READY\n"
+    for p in procs:  # ... then all compile together
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
     outs = [p.communicate(timeout=240) for p in procs]
     for p, (out, err) in zip(procs, outs):
         assert p.returncode == 0, err
-        assert out.startswith("OK")
+        assert out.startswith("OK"), out
     metas = list(cache.glob("*/*/meta.json"))
     assert len(metas) == 1
     assert not [p for p in cache.rglob(".*") if p.is_dir()]  # no temp folders left behind
@@ -178,7 +186,27 @@ def _check_usable(dev: az.Device, mod) -> None:
     np.testing.assert_array_equal(c.to_host(), a_h)
 
 
-@pytest.mark.parametrize("kernel_name,iters,n", [("spin", 2_000_000, 4096), ("spin_barrier", 200, 128)])
+def _interrupt_a_launch(launch: Callable[[int], None], iters: int) -> bool:
+    """Interrupt the main thread 0.2 s into `launch(iters)`; True when the interrupt landed in
+    the launch (or the synchronisation after it), False when the launch ended first."""
+    timer = _interrupt_after(0.2)
+    finished = False
+    try:  # one handler, so that no interrupt can escape between the launch and the wait
+        launch(iters)
+        finished = True
+        deadline = time.monotonic() + 10  # the launch finished before the signal: it lands here instead
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+    except KeyboardInterrupt:
+        return not finished
+    finally:
+        timer.cancel()
+    raise AssertionError("the interrupt never came")
+
+
+# The launch must outlast the 0.2 s before the interrupt: `iters` starts at about half a second
+# of work on a 2-core CI machine and grows eightfold while the launch ends too soon.
+@pytest.mark.parametrize("kernel_name,iters,n", [("spin", 40_000, 4096), ("spin_barrier", 200, 128)])
 def test_keyboard_interrupt_during_cpu_launch_leaves_device_usable(slow_mod, kernel_name: str, iters: int, n: int) -> None:
     dev = az.device("cpu")
     k = getattr(slow_mod, kernel_name)
@@ -186,17 +214,17 @@ def test_keyboard_interrupt_during_cpu_launch_leaves_device_usable(slow_mod, ker
     cfg = az.LaunchConfig.for_num_elems(n, block=64)
     k[cfg](a, c, 1)  # compile first, so the interrupt lands in the launch itself
     dev.synchronize()
-    timer = _interrupt_after(0.2)
-    interrupted = False
-    try:
+
+    def launch(iters: int) -> None:
         k[cfg](a, c, iters)
         dev.synchronize()
-        time.sleep(5)  # the launch finished before the signal: it lands here instead
-    except KeyboardInterrupt:
-        interrupted = True
-    finally:
-        timer.cancel()
-    assert interrupted
+
+    for _ in range(4):
+        if _interrupt_a_launch(launch, iters):
+            break
+        iters *= 8
+    else:
+        raise AssertionError(f"every launch ended before the interrupt (up to iters={iters // 8})")
     _check_usable(dev, slow_mod)
     k[cfg](a, c, 1)  # the interrupted kernel itself launches again
     dev.synchronize()

@@ -1,13 +1,16 @@
 """The checker and the compiler never crash on generated kernels (tools/kernelgen.py).
 
-2,000 Hypothesis cases through `check_source` (a third just outside the subset),
+Hypothesis cases through `check_source` (a third just outside the subset): 200 in the
+default run (`ANODIZE_FUZZ_BUDGET=N` sets another number), 2,000 under `-m slow`;
 then a fixed sample of accepted modules through the real compile path
-(`kernel.compile("sm_90")` with ptxas, and the CPU backend).
+(`kernel.compile("sm_90")` with ptxas, and the CPU backend): 10 modules by default,
+30 under `-m slow` (tests/budgets.py).
 """
 
 from __future__ import annotations
 
 import pytest
+from budgets import fuzz_budget, quick_and_full
 from fuzz import check_case, compile_case
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,7 +19,6 @@ from kernelgen import OUTSIDE_KINDS, HypothesisChooser, RandomChooser, gen_modul
 from anodize.language.diagnostics import CheckError
 
 SETTINGS = settings(
-    max_examples=2000,
     deadline=None,
     derandomize=True,
     database=None,
@@ -26,14 +28,20 @@ SETTINGS = settings(
 COUNTS = {"accepted": 0, "rejected": 0}
 
 
-@SETTINGS
-@given(st.data(), st.integers(0, 2))
-def test_checker_never_crashes(data: st.DataObject, which: int) -> None:
-    src = gen_module(HypothesisChooser(data), outside=which == 0)
-    ok, diags = check_case(src)  # raises only on a checker crash
-    COUNTS["accepted" if ok else "rejected"] += 1
-    if not ok:
-        assert diags and all(d.message and d.span.path for d in diags)
+@pytest.mark.parametrize("examples", quick_and_full(fuzz_budget(200), 2000))
+def test_checker_never_crashes(examples: int) -> None:
+    @settings(SETTINGS, max_examples=examples)
+    @given(st.data(), st.integers(0, 2))
+    def one(data: st.DataObject, which: int) -> None:
+        src = gen_module(HypothesisChooser(data), outside=which == 0)
+        ok, diags = check_case(src)  # raises only on a checker crash
+        COUNTS["accepted" if ok else "rejected"] += 1
+        if not ok:
+            assert diags and all(d.message and d.span.path for d in diags)
+
+    before = sum(COUNTS.values())
+    one()
+    assert sum(COUNTS.values()) - before >= examples  # the budget really ran
 
 
 def test_generator_reaches_both_sides() -> None:
@@ -56,7 +64,8 @@ def test_each_outside_kind_is_handled(kind: str) -> None:
 COMPILE_SEEDS = [s for s in range(400) if s % 3][:160]
 
 
-def test_accepted_modules_compile_or_raise_check_error() -> None:
+@pytest.mark.parametrize("modules", quick_and_full(10, 30))
+def test_accepted_modules_compile_or_raise_check_error(modules: int) -> None:
     """Real compile path on a sample: only success or CheckError, never an internal error or ptxas rejection."""
     compiled = 0
     outcomes: list[str] = []
@@ -67,10 +76,10 @@ def test_accepted_modules_compile_or_raise_check_error() -> None:
             continue
         outcomes += compile_case(src)
         compiled += 1
-        if compiled >= 30:
+        if compiled >= modules:
             break
-    assert compiled >= 30
-    assert outcomes.count("ok") >= 30, outcomes  # most compile for both targets
+    assert compiled >= modules
+    assert outcomes.count("ok") >= modules, outcomes  # most compile for both targets
 
 
 def test_check_error_is_what_compile_raises_for_keyword_calls() -> None:

@@ -23,10 +23,35 @@ from anodize.kernel import Kernel  # noqa: E402
 from anodize.runtime.device import Device, cpu_device  # noqa: E402
 
 
+def _kernels() -> list[Kernel]:
+    return [v for v in vars(rt_kernels).values() if isinstance(v, Kernel)]
+
+
 def _reset_kernels() -> None:
-    for v in vars(rt_kernels).values():
-        if isinstance(v, Kernel):
-            v._cache.clear()
+    for k in _kernels():
+        k._cache.clear()
+
+
+# The real codegen's artifacts of rt_kernels, kept across the `cpu-real` tests (a test-only
+# speedup: each kernel is checked and compiled once per session, not once per test).  Only
+# the artifacts and the checker's verdict travel; launchers, plans and loaded kernels are
+# made fresh in every test, as before.
+_REAL_ARTIFACTS: dict[int, dict[object, object]] = {}
+
+
+def _restore_real_artifacts() -> None:
+    for k in _kernels():
+        k._cache.update(_REAL_ARTIFACTS.get(id(k), {}))
+
+
+def _keep_real_artifacts() -> None:
+    from anodize.codegen.artifact import CompiledKernel
+
+    for k in _kernels():
+        kept = _REAL_ARTIFACTS.setdefault(id(k), {})
+        for key, value in k._cache.items():
+            if isinstance(value, CompiledKernel) or key in ("checked", "source_hash"):
+                kept[key] = value
 
 
 def real_codegen_present() -> bool:
@@ -59,6 +84,7 @@ def dev(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
     elif not real_codegen_present():
         pytest.skip("anodize.codegen.driver is not there yet")
     elif request.param == "cpu-real":
+        _restore_real_artifacts()
         d = cpu_device()
     else:
         from anodize.runtime.device import device
@@ -66,6 +92,8 @@ def dev(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iter
         d = device(0)
     yield _drain(d)
     _drain(d)
+    if request.param == "cpu-real" and _checker_present():
+        _keep_real_artifacts()
     _reset_kernels()
 
 

@@ -13,9 +13,9 @@ import gc
 import weakref
 from typing import Any
 
+import fakecuda
 import numpy as np
 import pytest
-import rt_nogpu
 from rt_kernels import fill, scale2d, vecadd
 
 import anodize as az
@@ -179,7 +179,7 @@ def test_in_flight_work_sends_launches_to_the_full_path(dev: Device, monkeypatch
 
 
 def test_gpu_fast_paths_launch_what_the_full_path_launches(monkeypatch: pytest.MonkeyPatch) -> None:
-    dev, calls = rt_nogpu.install(monkeypatch)
+    dev, calls = fakecuda.record_launches(monkeypatch)
     cfg = az.LaunchConfig.for_num_elems(N)
     sets = [_bufs(dev) for _ in range(3)]
     vecadd._cache.clear()

@@ -1,15 +1,27 @@
-"""A fake CUDA device for CI: the GPU code paths of ops, pools and graphs, run on host memory.
+"""The one fake CUDA backend of the tests and benchmarks: a real `CudaDevice` with no driver behind it.
 
-`install(monkeypatch)` replaces the cuda.bindings driver calls the async runtime makes
-(events, stream waits, async copies, pinned memory, stream capture, graph launch) and
-`cuda.core.launch` with host versions, and returns a `FakeCudaDevice` (a CPU-backend
-device whose `kind` is "cuda"; kernels are the CPU backend's).  Work runs at once, in
-submission order, so this checks the Python side of the GPU paths, not concurrency.
+Its memory is host memory, so buffers, fault records and copies work without a GPU,
+and the runtime takes its GPU paths (`kind == "cuda"`, a stream, `launch_call`).
+Two levels, for two kinds of test:
+
+* `record_launches(patch)` -> `(HostGpu, calls)`: kernels go through the real GPU
+  compile path (PTX for sm_90, ptxas when present) and the runtime's GPU launch path
+  runs unchanged up to cuda.core's `launch(stream, config, kernel, *args)`, whose
+  arguments land in `calls`; nothing executes (tests/runtime/test_launch_fastpath.py).
+  `bench/launch_microbench.py` uses `HostGpu` the same way, with a no-op `launch`.
+* `install(patch)` -> `(FakeGpu, FakeDriver)`: also the cuda.bindings driver calls the
+  async runtime makes (events, stream waits, async copies, pinned memory, stream
+  capture, graph launch) and `cuda.core.launch` get host versions, and kernels are
+  compiled for the CPU backend and run at launch.  Work runs at once, in submission
+  order, so this checks the Python side of the GPU paths, not concurrency
+  (tests/asyncops/test_async_fakegpu.py).
 
 Stream capture is modelled: work queued on a capturing stream is recorded instead of
 run; an event recorded there and waited on by another stream pulls that stream into
 the capture; `cuGraphLaunch` runs the recording.  Work that escapes the capture would
 run at capture time and give wrong results at replay, so the tests see it.
+
+`patch` is pytest's `monkeypatch` in tests; scripts pass `Patch()`, which just sets.
 """
 
 from __future__ import annotations
@@ -17,19 +29,75 @@ from __future__ import annotations
 import ctypes
 import itertools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
-import pytest
+import numpy as np
 from cuda.bindings import driver
 
-from anodize.runtime import compile as rt_compile
-from anodize.runtime import graphs, streams
-from anodize.runtime import launch as rt_launch
-from anodize.runtime.compile import LoadedKernel
-from anodize.runtime.device import CpuDevice
+from anodize.runtime import cuda_device
+from anodize.runtime.device import CpuDevice, DeviceLimits
+from anodize.runtime.faults import FaultArena
 
 OK = driver.CUresult.CUDA_SUCCESS
 BAD = driver.CUresult.CUDA_ERROR_INVALID_VALUE
+
+
+class Patcher(Protocol):
+    def setattr(self, target: Any, name: str, value: Any) -> None: ...
+
+
+class Patch:
+    """`monkeypatch.setattr` for scripts: sets for good (a benchmark process ends anyway)."""
+
+    def setattr(self, target: Any, name: str, value: Any) -> None:
+        setattr(target, name, value)
+
+
+# ---- the device ---------------------------------------------------------------------------
+
+
+class HostGpu(cuda_device.CudaDevice):
+    """A `CudaDevice` without a driver: what `CudaDevice.__init__` sets, with host memory."""
+
+    def __init__(self, name: str = "fake GPU") -> None:
+        self._host = CpuDevice()
+        self.index = 0
+        self.name = name
+        self.compute_capability = (9, 0)
+        self.arch = "sm_90"
+        self.limits = DeviceLimits(1024, (1024, 1024, 64), (2**31 - 1, 65535, 65535), 227 * 1024)
+        self._stream: Any = object()
+        self._stream_h = 7
+        self.faults = FaultArena(self)
+        self._modules = []
+
+    def _alloc(self, nbytes: int) -> tuple[int, object]:
+        return self._host._alloc(nbytes)
+
+    def _upload(self, ptr: int, host: np.ndarray, nbytes: int) -> None:
+        self._host._upload(ptr, host, nbytes)
+
+    def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
+        self._host._download(out, ptr, nbytes)
+
+    def _fill_zero(self, ptr: int, nbytes: int) -> None:
+        self._host._fill_zero(ptr, nbytes)
+
+    def check(self) -> None:
+        self.faults.check()
+
+    def load(self, compiled: Any) -> Any:
+        return ("kernel handle", compiled.entry)
+
+
+def record_launches(patch: Patcher) -> tuple[HostGpu, list[tuple[Any, ...]]]:
+    """A fresh `HostGpu` and the list every launch's `launch(stream, config, kernel, *args)` lands in."""
+    calls: list[tuple[Any, ...]] = []
+    patch.setattr(cuda_device, "_cu_launch", lambda *a: calls.append(a))
+    return HostGpu(), calls
+
+
+# ---- the driver ---------------------------------------------------------------------------
 
 
 class FakeStream:
@@ -42,6 +110,8 @@ class _Props:
 
 
 class FakeCu:
+    """The cuda.core `Device` of a `FakeGpu`."""
+
     properties = _Props()
 
     def __init__(self, state: FakeDriver):
@@ -54,23 +124,16 @@ class FakeCu:
         return FakeStream(self.state.new_handle())
 
 
-class FakeCudaDevice(CpuDevice):
-    kind = "cuda"
-    poison_empty = False  # as on a real GPU: `empty` is not poisoned
+class FakeGpu(HostGpu):
+    """A `HostGpu` on a `FakeDriver`: its kernels are the CPU backend's, run at launch."""
 
     def __init__(self, state: FakeDriver):
         super().__init__()
-        self.name = "fake GPU"
-        self.compute_capability = (9, 0)
         self._cu = FakeCu(state)
         self._stream = FakeStream(state.new_handle())
-
-    @property
-    def stream(self) -> Any:
-        return self._stream
-
-    def _stream_handle(self) -> int | None:
-        return self._stream.handle
+        self._stream_h = self._stream.handle
+        self._cu_stream = driver.CUstream(self._stream_h)
+        self._event = FakeEvent()
 
     def launch_config(self, grid: Any, block: Any, shared: int) -> Any:
         return (grid, block, shared)
@@ -91,9 +154,9 @@ class FakeDriver:
     def __init__(self) -> None:
         self._ids = itertools.count(1000)
         self.capturing: set[int] = set()
-        self.recording: list[Callable[[], None]] | None = None
+        self.recording: list[Callable[[], object]] | None = None
         self.pinned: dict[int, Any] = {}
-        self.graphs: dict[int, list[Callable[[], None]]] = {}
+        self.graphs: dict[int, list[Callable[[], object]]] = {}
         self.set_current_calls = 0
         self.counts: dict[str, int] = {}
         self.ready = True  # False: event queries say "not ready" (work looks in flight)
@@ -104,7 +167,7 @@ class FakeDriver:
     def _count(self, name: str) -> None:
         self.counts[name] = self.counts.get(name, 0) + 1
 
-    def run_or_record(self, stream: Any, fn: Callable[[], None]) -> None:
+    def run_or_record(self, stream: Any, fn: Callable[[], object]) -> None:
         if int(stream) in self.capturing:
             assert self.recording is not None
             self.recording.append(fn)
@@ -227,19 +290,26 @@ _CALLS = (
 ).split()
 
 
-def install(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCudaDevice, FakeDriver]:
+def install(patch: Patcher) -> tuple[FakeGpu, FakeDriver]:
+    """A `FakeGpu` on a fresh `FakeDriver`, with the driver calls, `cuda.core.launch`, the async
+    runtime's per-device tables and the compile path (CPU kernels for this device) patched."""
     import cuda.core
+
+    from anodize.runtime import compile as rt_compile
+    from anodize.runtime import graphs, streams
+    from anodize.runtime import launch as rt_launch
+    from anodize.runtime.compile import LoadedKernel
 
     state = FakeDriver()
     for name in _CALLS:
-        monkeypatch.setattr(driver, name, getattr(state, name))
-    monkeypatch.setattr(cuda.core, "launch", state.launch)
-    monkeypatch.setattr(streams, "_DEVICE_LANES", {})
-    monkeypatch.setattr(streams, "_DEFAULT_POOLS", {})
-    monkeypatch.setattr(streams, "_FAULT_STREAMS", {})
-    monkeypatch.setattr(graphs, "_CAPTURE_POOLS", {})
-    monkeypatch.setattr(streams, "_CURRENT", type(streams._CURRENT)())
-    dev = FakeCudaDevice(state)
+        patch.setattr(driver, name, getattr(state, name))
+    patch.setattr(cuda.core, "launch", state.launch)
+    patch.setattr(streams, "_DEVICE_LANES", {})
+    patch.setattr(streams, "_DEFAULT_POOLS", {})
+    patch.setattr(streams, "_FAULT_STREAMS", {})
+    patch.setattr(graphs, "_CAPTURE_POOLS", {})
+    patch.setattr(streams, "_CURRENT", type(streams._CURRENT)())
+    dev = FakeGpu(state)
     real = rt_launch.compile_for_device
 
     def compile_for_device(kernel: Any, device: Any, **kw: Any) -> LoadedKernel:
@@ -248,5 +318,5 @@ def install(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCudaDevice, FakeDriver
         compiled = rt_compile.compile_for_cpu(kernel)
         return LoadedKernel(compiled, dev, compiled.cpu_entry, dev.faults.register(compiled))
 
-    monkeypatch.setattr(rt_launch, "compile_for_device", compile_for_device)
+    patch.setattr(rt_launch, "compile_for_device", compile_for_device)
     return dev, state
