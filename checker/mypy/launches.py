@@ -232,7 +232,7 @@ def _after_call(ctx: MethodContext, keep: int) -> Type:
     _check_alias(ctx, names, params, given)
     contract = kinfo.get("contract")
     if isinstance(contract, dict) and isinstance(contract.get("requires"), str):
-        _check_requires(ctx, name, contract["requires"], given)
+        _check_requires(ctx, name, contract["requires"], [n or "" for n in params.arg_names], given)
     return ctx.default_return_type
 
 
@@ -399,8 +399,15 @@ def _check_requires(
     ctx: MethodContext,
     name: str,
     text: str,
+    kernel_names: list[str],
     given: list[tuple[int, Expression, Type]],
 ) -> None:
+    """A `requires` relation that literal sizes visibly violate (az-requires, a note).
+
+    The lambda names the kernel's parameters BY NAME, in any order and any subset
+    (`lambda c, a: ...` on `(a, b, c)`), as the runtime maps them (runtime/launch.py);
+    a name that is not a parameter falls back to its position, as there too.  `given`
+    is indexed by kernel parameter, whether the launch passed it by position or by name."""
     try:
         lam = ast.parse(f"({text})", mode="eval").body
         if not isinstance(lam, ast.Lambda):
@@ -411,10 +418,12 @@ def _check_requires(
     lengths: dict[str, int] = {}
     shapes: dict[str, tuple[int, ...]] = {}
     scalars: dict[str, int] = {}
+    index = {n: i for i, n in enumerate(kernel_names) if n}
+    slot = {index.get(r, pos): r for pos, r in enumerate(req.params)}  # kernel parameter -> lambda name
     for i, _, actual in given:
-        if i >= len(req.params):
+        pname = slot.get(i)
+        if pname is None:
             continue
-        pname = req.params[i]  # the lambda takes the kernel's parameters in order
         _, shape = buffer_facts(actual)
         if shape:
             lengths[pname] = shape[0]  # len() of a buffer is its first extent
