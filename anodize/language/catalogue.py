@@ -206,6 +206,10 @@ MESSAGES: dict[str, str] = {
     "declares-writable-from-kernel": "`{kw}` declares {names} writable from a kernel",
     "write-module-global": "write to module global `{name}`",
     "write-captured-object": "{what} write on captured object `{value}`",
+    # ---- az-ignore: ignore comments on host lines ----
+    "ignore-bare": "`# anodize: ignore` without a code list silences nothing",
+    "ignore-unknown-code": "`{code}` in this ignore comment is not an anodize code",
+    "ignore-unused": "this ignore comment silences nothing: no `{code}` is reported on this line",
 }
 
 # key -> help template (filled with the same values as its message)
@@ -265,6 +269,10 @@ HELPS: dict[str, str] = {
     "kernel-returns-none": "a kernel returns `None` and writes its results to outputs",
     "contract-example": "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)",
     "requires-example": "write `requires=lambda a, c: len(a) == len(c)`",
+    "ignore-name-codes": "name the codes it silences, for example `# anodize: ignore[az-alias]`",
+    "ignore-did-you-mean": "did you mean `{close}`?",
+    "ignore-codes-listed": "the codes are the `az-*` codes listed in docs/checker.md; mypy's own codes go in `# type: ignore[...]`",
+    "ignore-remove": "remove `{code}` from the comment (or the comment itself)",
 }
 
 # AST node class -> the construct, for the typer's `az-unsupported` of a node it has no rule for

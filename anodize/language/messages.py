@@ -64,7 +64,7 @@ CODES: dict[str, str] = {
     "az-rebound": "a kernel reads or calls a module-level name that is bound more than once",
     "az-reserved": "a name the compiler reserves for itself",
     "az-internal": "an internal compiler error (a bug in anodize, not in the kernel)",
-    "az-ignore": "an ignore comment where it cannot apply (inside a kernel)",
+    "az-ignore": "an ignore comment that cannot apply: inside a kernel, without codes, with an unknown code, or unused",
 }
 
 
@@ -224,6 +224,28 @@ def ignore_in_kernel(span: Span) -> Diagnostic:
         notes=("inside kernels and helpers the escape hatch is `with az.unsafe():`; ignore comments "
                "apply only to launch-site (host) diagnostics, which the runtime checks anyway",),
         help="remove the comment, and put what the checker cannot prove under `with az.unsafe():`",
+    )
+
+
+def ignore_bare(span: Span) -> Diagnostic:
+    """`# anodize: ignore` with no `[codes]` on a host line."""
+    return make("az-ignore", MESSAGES["ignore-bare"], span, label="which codes?", help=HELPS["ignore-name-codes"])
+
+
+def ignore_unknown_code(span: Span, code: str, close: str | None) -> Diagnostic:
+    """`# anodize: ignore[az-nonsense]`: a code the catalogue does not have."""
+    hint = HELPS["ignore-did-you-mean"].format(close=close) if close else HELPS["ignore-codes-listed"]
+    return make("az-ignore", MESSAGES["ignore-unknown-code"].format(code=code), span, label="unknown code", help=hint)
+
+
+def ignore_unused(span: Span, code: str) -> Diagnostic:
+    """`# anodize: ignore[az-alias]` on a host line where nothing reports `az-alias`."""
+    return make(
+        "az-ignore",
+        MESSAGES["ignore-unused"].format(code=code),
+        span,
+        label="unused",
+        help=HELPS["ignore-remove"].format(code=code),
     )
 
 

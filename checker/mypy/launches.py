@@ -55,10 +55,11 @@ from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresS
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.launch_rules import launch_shape_problem, trim
 from anodize.language.vocab import SCALARS, SLICE_KINDS
+from anodize.checker.engine import ignored_codes
 
 from . import meta
 from .codes import report
-from .engine_results import engine_reported, report_module
+from .engine_results import engine_reported, read_source, report_module
 from .hostvalues import buffer_facts, config_facts, literal_int
 
 SLICE_CLASSES = {f"anodize.types.{name}": info for name, info in SLICE_KINDS.items()}
@@ -86,10 +87,22 @@ def on_getitem(ctx: MethodContext) -> Type:
 
 def report_new(api: CheckerPluginInterface, diag: Diagnostic, at: Context) -> None:
     """Report a launch-site diagnostic unless the engine already reports its code on the
-    lines of this launch (it resolves many launches itself; one report per problem)."""
+    lines of this launch (it resolves many launches itself; one report per problem), or
+    an ignore comment on its line names its code (`anodize check`'s reading of them)."""
     last = at.end_line if at.end_line is not None else at.line
+    if diag.code in _ignored_on(api, diag.span.line):
+        return
     if not engine_reported(api, diag.code, at.line, last):
         report(api, diag)
+
+
+def _ignored_on(api: CheckerPluginInterface, line: int) -> set[str]:
+    """The codes the ignore comments on `line` of the module being checked name."""
+    source = read_source(getattr(api, "path", "") or "")
+    if source is None or "ignore[" not in source:
+        return set()
+    lines = source.splitlines()
+    return ignored_codes(lines[line - 1]) if 0 < line <= len(lines) else set()
 
 
 def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
