@@ -11,7 +11,7 @@ on a free-text message.
 
 from __future__ import annotations
 
-from anodize.language.catalogue import CHECKER_CONSTRUCT_HELPS, CHECKER_CONSTRUCTS, CONSTRUCTS, HELPS, LITERALS, MESSAGES
+from anodize.language.catalogue import CHECKER_CONSTRUCT_HELPS, CHECKER_CONSTRUCTS, CONSTRUCTS, HELPS, LITERALS, MESSAGES, PHRASES
 from anodize.language.diagnostics import Diagnostic, Label, Span
 
 # builder (or exception) -> the position of its catalogue-key argument; the test checks
@@ -27,9 +27,23 @@ KEYED: dict[str, int] = {
     "shared_write": 3,
     "module_value": 2,
     "cpu_backend_unsupported": 1,
+    "barrier_divergence": 1,
     "PromotionError": 0,
     "RequiresSyntaxError": 0,
 }
+
+
+# builder -> (position, keyword) of its argument that is a key of `catalogue.PHRASES`
+# (a reason or label the rule picks); the test checks those keys as it checks the above
+PHRASE_KEYED: dict[str, tuple[int | None, str]] = {
+    "barrier_divergence": (3, "reason_key"),
+    "disjoint_index": (5, "why"),
+}
+
+
+def phrase(key: str, values: dict[str, object]) -> str:
+    """The phrase `key` of the catalogue, filled with `values`."""
+    return PHRASES[key].format(**values)
 
 
 def text(key: str, values: dict[str, object]) -> str:
@@ -402,19 +416,29 @@ def shared_rebind(span: Span, target: str, target_kind: str, source: str) -> Dia
     )
 
 
-NOT_OWN_WITNESS = "not this thread's witness"  # the label of a disjoint index the typer rejects
+NOT_OWN_WITNESS = "not-own-witness"  # the label (a PHRASES key) of a disjoint index the typer rejects
 
 
 def disjoint_index(
-    span: Span, name: str, kind: str, index: str, access: str, why: str, decl: Span | None = None, *, domain: int = 1
+    span: Span,
+    name: str,
+    kind: str,
+    index: str,
+    access: str,
+    why: str,
+    decl: Span | None = None,
+    *,
+    domain: int = 1,
+    **values: object,
 ) -> Diagnostic:
+    """`why`: a key of `catalogue.PHRASES` (the label), filled with `values`."""
     maker = "thread.index_1d()" if domain == 1 else "thread.index_2d()"
     wit = "i" if domain == 1 else "ij"
     return make(
         "az-disjoint-index",
         f"`{name}` is a `{kind}`; it can only be {access} at this thread's own witness, not at `{index}`",
         span,
-        label=why,
+        label=phrase(why, values),
         secondary=(Label(decl, param_label(name, kind)),) if decl else (),
         notes=("another thread may own that element; arithmetic on a witness gives a plain int",),
         help=f"index with the witness itself (`{wit} = {maker}`, then `{name}[{wit}]`); to reach another "
@@ -532,13 +556,14 @@ def unsafe_op(span: Span, op: str, *, shared: bool = False, call: bool = False) 
     )
 
 
-def barrier_divergence(span: Span, what: str, reason: Span, reason_text: str) -> Diagnostic:
+def barrier_divergence(span: Span, key: str, reason: Span, reason_key: str, **values: object) -> Diagnostic:
+    """`key`: the message (which barrier); `reason_key`: a PHRASES key, why it diverges."""
     return make(
         "az-barrier-divergence",
-        f"{what} is reachable under thread-dependent control flow",
+        text(key, values),
         span,
         label="not every thread of the block may reach this barrier",
-        secondary=(Label(reason, reason_text),),
+        secondary=(Label(reason, phrase(reason_key, values)),),
         notes=("a barrier that some threads of a block skip deadlocks or corrupts the block",),
         help="move the barrier out of the branch or loop so every thread reaches it, "
         "and put only the work under the condition",
@@ -658,8 +683,19 @@ _RACE_NOTE = (
 
 
 def shared_race(
-    span: Span, array: str, access: str, other: Span | None, other_access: str, *, earlier_iteration: bool = False
+    span: Span,
+    array: str,
+    access: str,
+    other: Span | None,
+    other_access: str,
+    *,
+    earlier_iteration: bool = False,
+    dynamic: bool = False,
 ) -> Diagnostic:
+    """`array`: the array as written, or (`dynamic=True`) the helper whose accesses of
+    dynamic shared memory race."""
+    if dynamic:
+        array = phrase("dynamic-array-in", {"callee": array})
     if other is None:
         return make(
             "az-shared-race",
