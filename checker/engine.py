@@ -160,6 +160,12 @@ def ignored_codes(line: str) -> set[str]:
     return {c.strip() for m in _IGNORE.finditer(line) for c in m.group(1).split(",") if c.strip()}
 
 
+def anodize_ignored_codes(line: str) -> set[str]:
+    """The codes `# anodize: ignore[...]` on this line names (not mypy's `# type: ignore`,
+    which mypy applies itself: the plugin reads only these)."""
+    return {c.strip() for m in _ANODIZE_IGNORE.finditer(line) for c in (m.group(1) or "").split(",") if c.strip()}
+
+
 def anodize_ignores(source: str) -> list[tuple[int, int, int, list[str]]]:
     """Every `# anodize: ignore[...]` in a comment (not in a string): (line, start col,
     end col, the codes it names; empty for a bare one)."""

@@ -55,7 +55,7 @@ from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresS
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.launch_rules import launch_shape_problem, trim
 from anodize.language.vocab import SCALARS, SLICE_KINDS
-from anodize.checker.engine import ignored_codes
+from anodize.checker.engine import anodize_ignored_codes
 
 from . import meta
 from .codes import report
@@ -88,7 +88,7 @@ def on_getitem(ctx: MethodContext) -> Type:
 def report_new(api: CheckerPluginInterface, diag: Diagnostic, at: Context) -> None:
     """Report a launch-site diagnostic unless the engine already reports its code on the
     lines of this launch (it resolves many launches itself; one report per problem), or
-    an ignore comment on its line names its code (`anodize check`'s reading of them)."""
+    a `# anodize: ignore[...]` on its line names its code (`anodize check`'s reading)."""
     last = at.end_line if at.end_line is not None else at.line
     if diag.code in _ignored_on(api, diag.span.line):
         return
@@ -97,12 +97,13 @@ def report_new(api: CheckerPluginInterface, diag: Diagnostic, at: Context) -> No
 
 
 def _ignored_on(api: CheckerPluginInterface, line: int) -> set[str]:
-    """The codes the ignore comments on `line` of the module being checked name."""
+    """The codes `# anodize: ignore[...]` on `line` of the module being checked names
+    (mypy applies `# type: ignore[...]` itself, and reports it unused if we did)."""
     source = read_source(getattr(api, "path", "") or "")
     if source is None or "ignore[" not in source:
         return set()
     lines = source.splitlines()
-    return ignored_codes(lines[line - 1]) if 0 < line <= len(lines) else set()
+    return anodize_ignored_codes(lines[line - 1]) if 0 < line <= len(lines) else set()
 
 
 def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
