@@ -110,7 +110,7 @@ class Kernel(Generic[P]):
     # -- generic kernels --------------------------------------------------------------------
     @functools.cached_property
     def generic(self) -> Any:
-        """The generic parameters (type variables, `az.Constant`s) read from source; None for a
+        """The generic parameters (type variables, `az.Constant` parameters) read from source; None for a
         plain kernel or a specialisation."""
         if self.spec is not None:
             return None

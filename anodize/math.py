@@ -168,13 +168,13 @@ def gamma(x: T) -> T:
 
 
 def lgamma(x: T) -> T:
-    """log(|gamma(x)|) (`__nv_lgammaf`); +inf at the poles."""
+    """`log(abs(gamma(x)))` (`__nv_lgammaf`); +inf at the poles."""
     _device_only("lgamma")
 
 
 # -- rounding, sign, remainders, neighbours ---------------------------------------------------
 def fabs(x: T) -> T:
-    """|x| (`llvm.fabs`)."""
+    """`abs(x)` (`llvm.fabs`)."""
     _device_only("fabs")
 
 
@@ -194,7 +194,7 @@ def trunc(x: T) -> T:
 
 
 def copysign(x: T, y: T | float) -> T:
-    """|x| with the sign of y (`llvm.copysign`)."""
+    """`abs(x)` with the sign of `y` (`llvm.copysign`)."""
     _device_only("copysign")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
+__all__ = ["array"]
+
 
 def _device_only(name: str) -> NoReturn:
     raise TypeError(f"`shared.{name}` can only be called inside an anodize kernel")

@@ -53,52 +53,65 @@ def grid_stride(c: DisjointSlice[T] | Slice[T] | AtomicSlice[T]) -> Iterator[Ind
 
 
 def tid_x() -> int:
+    """This thread's x index within its block (`threadIdx.x`); unsafe tier."""
     _device_only("tid_x")
 
 
 def tid_y() -> int:
+    """This thread's y index within its block (`threadIdx.y`); unsafe tier."""
     _device_only("tid_y")
 
 
 def tid_z() -> int:
+    """This thread's z index within its block (`threadIdx.z`); unsafe tier."""
     _device_only("tid_z")
 
 
 def block_idx_x() -> int:
+    """This block's x index within the grid (`blockIdx.x`); unsafe tier."""
     _device_only("block_idx_x")
 
 
 def block_idx_y() -> int:
+    """This block's y index within the grid (`blockIdx.y`); unsafe tier."""
     _device_only("block_idx_y")
 
 
 def block_idx_z() -> int:
+    """This block's z index within the grid (`blockIdx.z`); unsafe tier."""
     _device_only("block_idx_z")
 
 
 def block_dim_x() -> int:
+    """The block's x extent in threads (`blockDim.x`); unsafe tier."""
     _device_only("block_dim_x")
 
 
 def block_dim_y() -> int:
+    """The block's y extent in threads (`blockDim.y`); unsafe tier."""
     _device_only("block_dim_y")
 
 
 def block_dim_z() -> int:
+    """The block's z extent in threads (`blockDim.z`); unsafe tier."""
     _device_only("block_dim_z")
 
 
 def grid_dim_x() -> int:
+    """The grid's x extent in blocks (`gridDim.x`); unsafe tier."""
     _device_only("grid_dim_x")
 
 
 def grid_dim_y() -> int:
+    """The grid's y extent in blocks (`gridDim.y`); unsafe tier."""
     _device_only("grid_dim_y")
 
 
 def grid_dim_z() -> int:
+    """The grid's z extent in blocks (`gridDim.z`); unsafe tier."""
     _device_only("grid_dim_z")
 
 
 def lane_id() -> int:
+    """This thread's lane within its warp, 0 to 31; unsafe tier."""
     _device_only("lane_id")

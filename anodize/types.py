@@ -150,6 +150,7 @@ class Index1D:
         _device_only("Index1D")
 
     def get(self) -> int:
+        """The witness as a plain int (which no longer indexes a disjoint slice)."""
         _device_only("Index1D.get")
 
     def __index__(self) -> int:
@@ -206,10 +207,12 @@ class Index2D:
 
     @property
     def row(self) -> int:
+        """The row (y) of the witness, a plain int."""
         _device_only("Index2D.row")
 
     @property
     def col(self) -> int:
+        """The column (x) of the witness, a plain int."""
         _device_only("Index2D.col")
 
 
@@ -259,6 +262,7 @@ class Slice2D(_SliceBase[T]):
 
     @property
     def shape(self) -> tuple[int, int]:
+        """`(rows, cols)` of the slice."""
         _device_only("Slice2D.shape")
 
     def __getitem__(self, rc: tuple[int, int] | Index2D) -> T:
@@ -275,6 +279,7 @@ class DisjointSlice2D(_SliceBase[T]):
 
     @property
     def shape(self) -> tuple[int, int]:
+        """`(rows, cols)` of the slice."""
         _device_only("DisjointSlice2D.shape")
 
     def __getitem__(self, i: Index2D) -> T:

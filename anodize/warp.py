@@ -18,30 +18,37 @@ def _device_only(name: str) -> NoReturn:
 
 
 def shfl_down(v: T, delta: int) -> T:
+    """The value `v` of the lane `delta` lanes above this one (`shfl.sync.down`); unsafe tier."""
     _device_only("shfl_down")
 
 
 def shfl_up(v: T, delta: int) -> T:
+    """The value `v` of the lane `delta` lanes below this one (`shfl.sync.up`); unsafe tier."""
     _device_only("shfl_up")
 
 
 def shfl_xor(v: T, mask: int) -> T:
+    """The value `v` of the lane whose id is this lane's XOR `mask` (`shfl.sync.bfly`); unsafe tier."""
     _device_only("shfl_xor")
 
 
 def shfl_idx(v: T, lane: int) -> T:
+    """The value `v` of lane `lane` (`shfl.sync.idx`); unsafe tier."""
     _device_only("shfl_idx")
 
 
 def ballot(pred: bool) -> int:
+    """A 32-bit mask with bit k set when lane k's `pred` is true (`vote.sync.ballot`); unsafe tier."""
     _device_only("ballot")
 
 
 def any(pred: bool) -> bool:  # noqa: A001 - the language's name
+    """Whether `pred` is true on any lane of the warp (`vote.sync.any`); unsafe tier."""
     _device_only("any")
 
 
 def all(pred: bool) -> bool:  # noqa: A001
+    """Whether `pred` is true on every lane of the warp (`vote.sync.all`); unsafe tier."""
     _device_only("all")
 
 

@@ -7,16 +7,19 @@ parses the module once with Python's own parser (`anodize/language/syntax.py`), 
 contracts, and an abstract interpretation of each body, with names resolved
 through `anodize/language/names.py`) and runs every rule of `checker/rules/` in a single
 batched walk (`anodize/language/walk.py`).  A module that never mentions `anodize` is only
-syntax-checked.  `# anodize: ignore[az-code]` on a line silences that code there.
+syntax-checked.  `# anodize: ignore[az-code]` on a launch-site line silences that code there.
 A `Project` resolves kernels imported from other modules, for the launch-site rules.
 """
 
 from __future__ import annotations
 
 import ast
+import difflib
 import gc
+import io
 import os
 import re
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,10 +30,6 @@ from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import parse as _parse
 from anodize.language.walk import walk_batched
-
-# `# anodize: ignore[az-x]`, and mypy's `# type: ignore[az-x]` (the codes are shared)
-_IGNORE = re.compile(r"#\s*(?:anodize|type):\s*ignore\[([^\]]*)\]")
-
 
 @dataclass
 class Analysis:
@@ -110,30 +109,79 @@ def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
 def _apply_ignores(diags: list[Diagnostic], source: str, model: ModuleModel | None = None) -> list[Diagnostic]:
     """Ignore comments silence launch-site (host) diagnostics only: inside a kernel or helper
     `with az.unsafe():` is the escape hatch, so an ignore comment there silences nothing and
-    is itself reported (`anodize check` and compile then never disagree)."""
-    if "ignore[" not in source:
+    is itself reported (`anodize check` and compile then never disagree).  On a host line,
+    `# anodize: ignore` without codes, an unknown code, and a code that silences nothing
+    there are reported too (`az-ignore`, like ruff's unused `noqa`)."""
+    if "ignore" not in source:
         return diags
     lines = source.splitlines()
     device = _device_lines(model) if model is not None else []
+    path = model.path if model is not None else (diags[0].span.path if diags else "")
     out = []
+    used: set[tuple[int, str]] = set()
     for d in diags:
         ln = d.span.line
-        text = lines[ln - 1] if 0 < ln <= len(lines) else ""
-        codes = {c.strip() for m in _IGNORE.finditer(text) for c in m.group(1).split(",")}
-        if d.code in codes and not any(a <= ln <= b for a, b in device):
+        if d.code in ignored_codes(lines[ln - 1] if 0 < ln <= len(lines) else "") and not any(a <= ln <= b for a, b in device):
+            used.add((ln, d.code))
             continue
         out.append(d)
-    for a, b in device:
-        for ln in range(a, b + 1):
-            m = _ANODIZE_IGNORE.search(lines[ln - 1]) if ln <= len(lines) else None
-            if m is not None:
-                span = Span(model.path, ln, m.start(), ln, m.end())  # type: ignore[union-attr]
-                out.append(messages.ignore_in_kernel(span))
+    for ln, start, end, codes in anodize_ignores(source):
+        span = Span(path, ln, start, ln, end)
+        if any(a <= ln <= b for a, b in device):
+            out.append(messages.ignore_in_kernel(span))
+        elif not codes:
+            out.append(messages.ignore_bare(span))
+        else:
+            for code in codes:
+                if code not in messages.CODES:
+                    close = difflib.get_close_matches(code, list(messages.CODES), n=1)
+                    out.append(messages.ignore_unknown_code(span, code, close[0] if close else None))
+                elif (ln, code) not in used and code not in PLUGIN_ONLY:
+                    out.append(messages.ignore_unused(span, code))
     return sorted(out, key=lambda d: d.sort_key)
 
 
-# an anodize ignore comment (mypy's `# type: ignore[...]` is mypy's business)
-_ANODIZE_IGNORE = re.compile(r"#\s*anodize:\s*ignore\b(?:\[[^\]]*\])?")
+# codes only the mypy plugin reports (from types the engine does not see): an ignore of
+# one is never called unused, so `anodize check` and mypy agree on the same file
+PLUGIN_ONLY = frozenset({"az-requires"})
+
+# `# anodize: ignore[az-x]`, and mypy's `# type: ignore[az-x]` (the codes are shared)
+_IGNORE = re.compile(r"#\s*(?:anodize|type):\s*ignore\[([^\]]*)\]")
+
+# an anodize ignore comment, bare or with codes (mypy's `# type: ignore[...]` is mypy's business)
+_ANODIZE_IGNORE = re.compile(r"#\s*anodize:\s*ignore\b(?:\[([^\]]*)\])?")
+
+
+def ignored_codes(line: str) -> set[str]:
+    """The codes the ignore comments on this line of source name (the engine's and the
+    mypy plugin's one reading of them)."""
+    if "ignore[" not in line:
+        return set()
+    return {c.strip() for m in _IGNORE.finditer(line) for c in m.group(1).split(",") if c.strip()}
+
+
+def anodize_ignored_codes(line: str) -> set[str]:
+    """The codes `# anodize: ignore[...]` on this line names (not mypy's `# type: ignore`,
+    which mypy applies itself: the plugin reads only these)."""
+    return {c.strip() for m in _ANODIZE_IGNORE.finditer(line) for c in (m.group(1) or "").split(",") if c.strip()}
+
+
+def anodize_ignores(source: str) -> list[tuple[int, int, int, list[str]]]:
+    """Every `# anodize: ignore[...]` in a comment (not in a string): (line, start col,
+    end col, the codes it names; empty for a bare one)."""
+    if not _ANODIZE_IGNORE.search(source):
+        return []
+    found = []
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+            if tok.type != tokenize.COMMENT:
+                continue
+            for m in _ANODIZE_IGNORE.finditer(tok.string):
+                codes = [c.strip() for c in (m.group(1) or "").split(",") if c.strip()]
+                found.append((tok.start[0], tok.start[1] + m.start(), tok.start[1] + m.end(), codes))
+    except (tokenize.TokenError, SyntaxError):  # the module parsed, so this is not expected
+        return found
+    return found
 
 
 def _device_lines(model: ModuleModel) -> list[tuple[int, int]]:

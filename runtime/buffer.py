@@ -130,10 +130,12 @@ class Buffer:
     # -- description ----------------------------------------------------------------------
     @property
     def shape(self) -> tuple[int, ...]:
+        """The buffer's extents (one per dimension, row-major)."""
         return self._shape
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements."""
         return self._dtype
 
     @property
@@ -143,10 +145,12 @@ class Buffer:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions (1 or 2)."""
         return len(self._shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return self._nbytes // self._dtype.itemsize
 
     @property
@@ -166,6 +170,7 @@ class Buffer:
 
     @property
     def device(self) -> Device:
+        """The device whose memory holds the buffer."""
         return self._device
 
     @property

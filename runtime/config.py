@@ -78,6 +78,7 @@ class LaunchConfig(Generic[R]):
 
     @property
     def threads_per_block(self) -> int:
+        """The block's thread count (x * y * z)."""
         return self.block[0] * self.block[1] * self.block[2]
 
     def __repr__(self) -> str:

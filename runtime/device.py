@@ -90,6 +90,7 @@ class Device:
         return buf
 
     def zeros(self, shape: int | tuple[int, ...], dtype: object) -> Buffer:
+        """A new buffer of `shape` elements of `dtype` on this device, filled with zeros."""
         buf = self._new(normalize_shape(shape), resolve_dtype(dtype))
         if buf.nbytes:
             self._fill_zero(buf.ptr, buf.nbytes)
@@ -148,6 +149,7 @@ class Device:
         return None
 
     def describe(self) -> str:
+        """A one-line description: `cuda:0 (NVIDIA H100 ...)` or `cpu (...)`."""
         if self.kind == "cuda" or self.index:
             return f"{self.kind}:{self.index} ({self.name})"
         return f"cpu ({self.name})"  # the one CPU backend most programs use

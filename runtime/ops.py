@@ -123,6 +123,7 @@ class Op:
 
     @property
     def started(self) -> bool:
+        """Whether the op has been submitted for running (it has a handle)."""
         return self._handle is not None
 
     def done(self) -> bool:
@@ -135,12 +136,15 @@ class Op:
 
     # -- the tree -------------------------------------------------------------------------
     def describe(self) -> str:
+        """What the op does, in one line."""
         raise NotImplementedError
 
     def leaves(self) -> Iterator[Leaf]:
+        """The op's leaves (single launches and copies), in order."""
         raise NotImplementedError
 
     def uses(self) -> tuple[Use, ...]:
+        """The buffers the op reads and writes, over all its leaves."""
         return tuple(u for leaf in self.leaves() for u in leaf._uses)
 
     def devices(self) -> list[Device]:
@@ -707,6 +711,7 @@ class Handle:
         self._lock = threading.Lock()
 
     def describe(self) -> str:
+        """What the handle's op does, in one line."""
         return self.op.describe()
 
     def __repr__(self) -> str:
@@ -714,6 +719,7 @@ class Handle:
 
     # -- CPU lanes run work through this -------------------------------------------------------
     def run_item(self, fn: Callable[[], None]) -> None:
+        """Run one step of the op on a CPU lane; an exception is kept and raised at completion."""
         if self.error is not None:
             return  # an earlier step failed: skip the rest, but keep the lane's markers flowing
         try:
@@ -727,6 +733,7 @@ class Handle:
         return self.poll()
 
     def poll(self) -> bool:
+        """Whether the work finished; when it has, release what the op held (never raises)."""
         if self._settled:
             return True
         m = self.marker

@@ -218,6 +218,13 @@ MESSAGES: dict[str, str] = {
     "declares-writable-from-kernel": "`{kw}` declares {names} writable from a kernel",
     "write-module-global": "write to module global `{name}`",
     "write-captured-object": "{what} write on captured object `{value}`",
+    # ---- az-barrier-divergence ----
+    "barrier-divergent-syncthreads": "`az.syncthreads()` is reachable under thread-dependent control flow",
+    "barrier-divergent-helper": "a barrier inside `{callee}` is reachable under thread-dependent control flow",
+    # ---- az-ignore: ignore comments on host lines ----
+    "ignore-bare": "`# anodize: ignore` without a code list silences nothing",
+    "ignore-unknown-code": "`{code}` in this ignore comment is not an anodize code",
+    "ignore-unused": "this ignore comment silences nothing: no `{code}` is reported on this line",
 }
 
 # key -> help template (filled with the same values as its message)
@@ -288,6 +295,28 @@ HELPS: dict[str, str] = {
     "kernel-returns-none": "a kernel returns `None` and writes its results to outputs",
     "contract-example": "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)",
     "requires-example": "write `requires=lambda a, c: len(a) == len(c)`",
+    "ignore-name-codes": "name the codes it silences, for example `# anodize: ignore[az-alias]`",
+    "ignore-did-you-mean": "did you mean `{close}`?",
+    "ignore-codes-listed": "the codes are the `az-*` codes listed in docs/checker.md; mypy's own codes go in `# type: ignore[...]`",
+    "ignore-remove": "remove `{code}` from the comment (or the comment itself)",
+}
+
+# key -> a piece of a message or label that a builder takes by key (a reason, a label, a
+# noun phrase): the rules pick one by key and pass the values that fill it
+PHRASES: dict[str, str] = {
+    # why a barrier is divergent (the secondary label of az-barrier-divergence)
+    "divergent-return": "some threads may return here first",
+    "divergent-leave-iteration": "some threads may leave the loop iteration here",
+    "divergent-trip-count": "each thread runs its own number of iterations",
+    "divergent-condition": "this condition depends on the thread",
+    # why an index of a disjoint slice is not this thread's witness (az-disjoint-index's label)
+    "not-own-witness": "not this thread's witness",
+    "not-a-witness": "not a witness",
+    "tuple-not-witness": "a tuple of {n} plain ints is not a witness",
+    "witness-wrong-domain": "a {have}-D witness, but this slice needs a {want}-D one",
+    "plain-int-not-witness": "a plain int, not this thread's witness",
+    # what races (az-shared-race), for a helper's accesses of dynamic shared memory
+    "dynamic-array-in": "dynamic array in {callee}()",
 }
 
 # AST node class -> the construct, for the typer's `az-unsupported` of a node it has no rule for

@@ -11,7 +11,7 @@ on a free-text message.
 
 from __future__ import annotations
 
-from anodize.language.catalogue import CHECKER_CONSTRUCT_HELPS, CHECKER_CONSTRUCTS, CONSTRUCTS, HELPS, LITERALS, MESSAGES
+from anodize.language.catalogue import CHECKER_CONSTRUCT_HELPS, CHECKER_CONSTRUCTS, CONSTRUCTS, HELPS, LITERALS, MESSAGES, PHRASES
 from anodize.language.diagnostics import Diagnostic, Label, Span
 
 # builder (or exception) -> the position of its catalogue-key argument; the test checks
@@ -27,9 +27,23 @@ KEYED: dict[str, int] = {
     "shared_write": 3,
     "module_value": 2,
     "cpu_backend_unsupported": 1,
+    "barrier_divergence": 1,
     "PromotionError": 0,
     "RequiresSyntaxError": 0,
 }
+
+
+# builder -> (position, keyword) of its argument that is a key of `catalogue.PHRASES`
+# (a reason or label the rule picks); the test checks those keys as it checks the above
+PHRASE_KEYED: dict[str, tuple[int | None, str]] = {
+    "barrier_divergence": (3, "reason_key"),
+    "disjoint_index": (5, "why"),
+}
+
+
+def phrase(key: str, values: dict[str, object]) -> str:
+    """The phrase `key` of the catalogue, filled with `values`."""
+    return PHRASES[key].format(**values)
 
 
 def text(key: str, values: dict[str, object]) -> str:
@@ -64,7 +78,7 @@ CODES: dict[str, str] = {
     "az-rebound": "a kernel reads or calls a module-level name that is bound more than once",
     "az-reserved": "a name the compiler reserves for itself",
     "az-internal": "an internal compiler error (a bug in anodize, not in the kernel)",
-    "az-ignore": "an ignore comment where it cannot apply (inside a kernel)",
+    "az-ignore": "an ignore comment that cannot apply: inside a kernel, without codes, with an unknown code, or unused",
 }
 
 
@@ -227,6 +241,28 @@ def ignore_in_kernel(span: Span) -> Diagnostic:
     )
 
 
+def ignore_bare(span: Span) -> Diagnostic:
+    """`# anodize: ignore` with no `[codes]` on a host line."""
+    return make("az-ignore", MESSAGES["ignore-bare"], span, label="which codes?", help=HELPS["ignore-name-codes"])
+
+
+def ignore_unknown_code(span: Span, code: str, close: str | None) -> Diagnostic:
+    """`# anodize: ignore[az-nonsense]`: a code the catalogue does not have."""
+    hint = HELPS["ignore-did-you-mean"].format(close=close) if close else HELPS["ignore-codes-listed"]
+    return make("az-ignore", MESSAGES["ignore-unknown-code"].format(code=code), span, label="unknown code", help=hint)
+
+
+def ignore_unused(span: Span, code: str) -> Diagnostic:
+    """`# anodize: ignore[az-alias]` on a host line where nothing reports `az-alias`."""
+    return make(
+        "az-ignore",
+        MESSAGES["ignore-unused"].format(code=code),
+        span,
+        label="unused",
+        help=HELPS["ignore-remove"].format(code=code),
+    )
+
+
 def internal_error(span: Span, exc: BaseException) -> Diagnostic:
     return make(
         "az-internal",
@@ -372,19 +408,29 @@ def shared_rebind(span: Span, target: str, target_kind: str, source: str) -> Dia
     )
 
 
-NOT_OWN_WITNESS = "not this thread's witness"  # the label of a disjoint index the typer rejects
+NOT_OWN_WITNESS = "not-own-witness"  # the label (a PHRASES key) of a disjoint index the typer rejects
 
 
 def disjoint_index(
-    span: Span, name: str, kind: str, index: str, access: str, why: str, decl: Span | None = None, *, domain: int = 1
+    span: Span,
+    name: str,
+    kind: str,
+    index: str,
+    access: str,
+    why: str,
+    decl: Span | None = None,
+    *,
+    domain: int = 1,
+    **values: object,
 ) -> Diagnostic:
+    """`why`: a key of `catalogue.PHRASES` (the label), filled with `values`."""
     maker = "thread.index_1d()" if domain == 1 else "thread.index_2d()"
     wit = "i" if domain == 1 else "ij"
     return make(
         "az-disjoint-index",
         f"`{name}` is a `{kind}`; it can only be {access} at this thread's own witness, not at `{index}`",
         span,
-        label=why,
+        label=phrase(why, values),
         secondary=(Label(decl, param_label(name, kind)),) if decl else (),
         notes=("another thread may own that element; arithmetic on a witness gives a plain int",),
         help=f"index with the witness itself (`{wit} = {maker}`, then `{name}[{wit}]`); to reach another "
@@ -524,13 +570,14 @@ def unsafe_op(span: Span, op: str, *, shared: bool = False, call: bool = False) 
     )
 
 
-def barrier_divergence(span: Span, what: str, reason: Span, reason_text: str) -> Diagnostic:
+def barrier_divergence(span: Span, key: str, reason: Span, reason_key: str, **values: object) -> Diagnostic:
+    """`key`: the message (which barrier); `reason_key`: a PHRASES key, why it diverges."""
     return make(
         "az-barrier-divergence",
-        f"{what} is reachable under thread-dependent control flow",
+        text(key, values),
         span,
         label="not every thread of the block may reach this barrier",
-        secondary=(Label(reason, reason_text),),
+        secondary=(Label(reason, phrase(reason_key, values)),),
         notes=("a barrier that some threads of a block skip deadlocks or corrupts the block",),
         help="move the barrier out of the branch or loop so every thread reaches it, "
         "and put only the work under the condition",
@@ -650,8 +697,19 @@ _RACE_NOTE = (
 
 
 def shared_race(
-    span: Span, array: str, access: str, other: Span | None, other_access: str, *, earlier_iteration: bool = False
+    span: Span,
+    array: str,
+    access: str,
+    other: Span | None,
+    other_access: str,
+    *,
+    earlier_iteration: bool = False,
+    dynamic: bool = False,
 ) -> Diagnostic:
+    """`array`: the array as written, or (`dynamic=True`) the helper whose accesses of
+    dynamic shared memory race."""
+    if dynamic:
+        array = phrase("dynamic-array-in", {"callee": array})
     if other is None:
         return make(
             "az-shared-race",

@@ -55,10 +55,11 @@ from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresS
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.launch_rules import alias_pairs, launch_shape_problem, trim
 from anodize.language.vocab import SCALARS, SLICE_KINDS
+from anodize.checker.engine import anodize_ignored_codes
 
 from . import meta
 from .codes import report
-from .engine_results import engine_reported, report_module
+from .engine_results import engine_reported, read_source, report_module
 from .hostvalues import buffer_facts, config_facts, literal_int
 
 SLICE_CLASSES = {f"anodize.types.{name}": info for name, info in SLICE_KINDS.items()}
@@ -86,10 +87,23 @@ def on_getitem(ctx: MethodContext) -> Type:
 
 def report_new(api: CheckerPluginInterface, diag: Diagnostic, at: Context) -> None:
     """Report a launch-site diagnostic unless the engine already reports its code on the
-    lines of this launch (it resolves many launches itself; one report per problem)."""
+    lines of this launch (it resolves many launches itself; one report per problem), or
+    a `# anodize: ignore[...]` on its line names its code (`anodize check`'s reading)."""
     last = at.end_line if at.end_line is not None else at.line
+    if diag.code in _ignored_on(api, diag.span.line):
+        return
     if not engine_reported(api, diag.code, at.line, last):
         report(api, diag)
+
+
+def _ignored_on(api: CheckerPluginInterface, line: int) -> set[str]:
+    """The codes `# anodize: ignore[...]` on `line` of the module being checked names
+    (mypy applies `# type: ignore[...]` itself, and reports it unused if we did)."""
+    source = read_source(getattr(api, "path", "") or "")
+    if source is None or "ignore[" not in source:
+        return set()
+    lines = source.splitlines()
+    return anodize_ignored_codes(lines[line - 1]) if 0 < line <= len(lines) else set()
 
 
 def _check_config(ctx: MethodContext, kinfo: dict[str, Any]) -> None:
@@ -232,7 +246,7 @@ def _after_call(ctx: MethodContext, keep: int) -> Type:
     _check_alias(ctx, names, params, given)
     contract = kinfo.get("contract")
     if isinstance(contract, dict) and isinstance(contract.get("requires"), str):
-        _check_requires(ctx, name, contract["requires"], given)
+        _check_requires(ctx, name, contract["requires"], [n or "" for n in params.arg_names], given)
     return ctx.default_return_type
 
 
@@ -391,8 +405,15 @@ def _check_requires(
     ctx: MethodContext,
     name: str,
     text: str,
+    kernel_names: list[str],
     given: list[tuple[int, Expression, Type]],
 ) -> None:
+    """A `requires` relation that literal sizes visibly violate (az-requires, a note).
+
+    The lambda names the kernel's parameters BY NAME, in any order and any subset
+    (`lambda c, a: ...` on `(a, b, c)`), as the runtime maps them (runtime/launch.py);
+    a name that is not a parameter falls back to its position, as there too.  `given`
+    is indexed by kernel parameter, whether the launch passed it by position or by name."""
     try:
         lam = ast.parse(f"({text})", mode="eval").body
         if not isinstance(lam, ast.Lambda):
@@ -403,10 +424,12 @@ def _check_requires(
     lengths: dict[str, int] = {}
     shapes: dict[str, tuple[int, ...]] = {}
     scalars: dict[str, int] = {}
+    index = {n: i for i, n in enumerate(kernel_names) if n}
+    slot = {index.get(r, pos): r for pos, r in enumerate(req.params)}  # kernel parameter -> lambda name
     for i, _, actual in given:
-        if i >= len(req.params):
+        pname = slot.get(i)
+        if pname is None:
             continue
-        pname = req.params[i]  # the lambda takes the kernel's parameters in order
         _, shape = buffer_facts(actual)
         if shape:
             lengths[pname] = shape[0]  # len() of a buffer is its first extent

@@ -9,13 +9,14 @@ from .base import Rule
 
 
 def _reason(node: ast.AST) -> str:
+    """Why control flow diverges at `node`: a key of the catalogue's PHRASES."""
     if isinstance(node, ast.Return):
-        return "some threads may return here first"
+        return "divergent-return"
     if isinstance(node, (ast.Break, ast.Continue)):
-        return "some threads may leave the loop iteration here"
+        return "divergent-leave-iteration"
     if isinstance(node, ast.Call):
-        return "each thread runs its own number of iterations"
-    return "this condition depends on the thread"
+        return "divergent-trip-count"
+    return "divergent-condition"
 
 
 class BarrierDivergence(Rule):
@@ -115,12 +116,19 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
         m = self.model
         ctx = m.barriers.get(node)
         if ctx is not None:
-            what = "`az.syncthreads()`"
-        else:
-            ctx = m.helper_barrier_calls.get(node)
-            if ctx is None or ctx.divergent is None:
-                return
-            what = f"a barrier inside `{m.code(node.func)}`"
-        if ctx.divergent is None:
+            if ctx.divergent is not None:
+                self.report(
+                    messages.barrier_divergence(
+                        self.span(node), "barrier-divergent-syncthreads", self.span(ctx.divergent), _reason(ctx.divergent)
+                    )
+                )
             return
-        self.report(messages.barrier_divergence(self.span(node), what, self.span(ctx.divergent), _reason(ctx.divergent)))
+        ctx = m.helper_barrier_calls.get(node)
+        if ctx is None or ctx.divergent is None:
+            return
+        self.report(
+            messages.barrier_divergence(
+                self.span(node), "barrier-divergent-helper", self.span(ctx.divergent), _reason(ctx.divergent),
+                callee=m.code(node.func),
+            )
+        )

@@ -200,11 +200,10 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             if v is not None and v.kind == "witness" and v.domain == d:
                 continue
             index_text = ", ".join(self.model.code(e) for e in idx)
-            why = _why(v, d, len(idx))
             self.report(
                 messages.disjoint_index(
-                    self.span(node), name, kind, index_text, "written" if store else "read", why,
-                    self.decl(fn, name), domain=d,
+                    self.span(node), name, kind, index_text, "written" if store else "read", _why(v, len(idx)),
+                    self.decl(fn, name), domain=d, n=len(idx), have=getattr(v, "domain", 0), want=d,
                 )
             )
 
@@ -222,8 +221,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                         if v is None or v.kind != "witness" or v.domain != d:
                             self.report(
                                 messages.disjoint_index(
-                                    self.span(node), name, kind, self.model.code(left), "tested", _why(v, d, 1),
-                                    self.decl(fn, name), domain=d,
+                                    self.span(node), name, kind, self.model.code(left), "tested", _why(v, 1),
+                                    self.decl(fn, name), domain=d, n=1, have=getattr(v, "domain", 0), want=d,
                                 )
                             )
             left = right
@@ -252,9 +251,11 @@ def _space_order(sp: Space) -> tuple[str, int, int, str]:
     return (sp.kind, getattr(n, "lineno", 0), getattr(n, "col_offset", 0), sp.param + detail)
 
 
-def _why(v, d: int, n: int) -> str:  # type: ignore[no-untyped-def]
+def _why(v, n: int) -> str:  # type: ignore[no-untyped-def]
+    """Why the index is not this thread's witness: a key of the catalogue's PHRASES
+    (filled with `n` indices, the witness's domain `have` and the slice's `want`)."""
     if v is None:
-        return "not a witness" if n == 1 else f"a tuple of {n} plain ints is not a witness"
+        return "not-a-witness" if n == 1 else "tuple-not-witness"
     if v.kind == "witness":
-        return f"a {v.domain}-D witness, but this slice needs a {d}-D one"
-    return "a plain int, not this thread's witness"
+        return "witness-wrong-domain"
+    return "plain-int-not-witness"

@@ -197,19 +197,20 @@ def broadcast(v: f32) -> f32:
         for race in walk.races.values():
             a = race.access
             kind = "write" if a.write else "read"
+            dynamic = not isinstance(a.node, ast.Subscript)  # a helper call: its dynamic shared memory
             array = self._array_text(a.node) if isinstance(a.node, ast.Subscript) else self._dynamic_text(a.node)
             if race.other is None:
-                self.report(messages.shared_race(self.span(a.node), array, kind, None, kind))
+                self.report(messages.shared_race(self.span(a.node), array, kind, None, kind, dynamic=dynamic))
             else:
                 other = "write" if race.other.write else "read"
                 here, there = self.span(a.node), self.span(race.other.node)
                 later = (there.line, there.col) >= (here.line, here.col)  # reached around a loop's back edge
-                self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later))
+                self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later, dynamic=dynamic))
 
 
     def _dynamic_text(self, call: ast.AST) -> str:
-        """A helper call standing for the helper's accesses of dynamic shared memory."""
-        return f"dynamic array in {self.model.code(call.func)}()"  # type: ignore[attr-defined]
+        """The helper whose call stands for its accesses of dynamic shared memory, as written."""
+        return self.model.code(call.func)  # type: ignore[attr-defined]
 
     def _array_text(self, sub: ast.Subscript) -> str:
         """The subscripted array's text, with the parentheses around it (`(buf)[t]` quotes `(buf)`)."""

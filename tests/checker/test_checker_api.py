@@ -109,6 +109,39 @@ def test_ignore_comment_at_a_launch_site_silences_only_its_code() -> None:
     assert "az-alias" in at_12()
 
 
+def test_ignore_comments_at_a_launch_site_that_cannot_apply_are_reported() -> None:
+    """A bare `# anodize: ignore`, an unknown code and an ignore that silences nothing are
+    `az-ignore` errors on host lines (like ruff's unused `noqa`); one that works is silent."""
+    path = FIXTURES / "host" / "launch_same_buffer.py"
+    lines = path.read_text().splitlines()
+    launch = lines[11].split("#")[0].rstrip()
+
+    def at_12(comment: str) -> list[tuple[str, str, str | None]]:
+        lines[11] = f"{launch}  {comment}"
+        diags = check_source("\n".join(lines), str(path))
+        return [(d.code, d.message, d.help) for d in diags if d.span.line == 12]
+
+    assert at_12("# anodize: ignore[az-alias]") == []
+    bare = at_12("# anodize: ignore")
+    assert [c for c, _, _ in bare] == ["az-alias", "az-ignore"] and "without a code list" in bare[1][1]
+    typo = at_12("# anodize: ignore[az-alais]")
+    assert [c for c, _, _ in typo] == ["az-alias", "az-ignore"]
+    assert "`az-alais`" in typo[1][1] and "`az-alias`" in (typo[1][2] or "")
+    unused = at_12("# anodize: ignore[az-alias, az-launch-rank]")
+    assert [(c, m) for c, m, _ in unused] == [
+        ("az-ignore", "this ignore comment silences nothing: no `az-launch-rank` is reported on this line")
+    ]
+    # mypy's own comments are mypy's business (it has --warn-unused-ignores)
+    assert at_12("# anodize: ignore[az-alias]  # type: ignore[arg-type]") == []
+    # an ignore of a code only the mypy plugin reports (az-requires) is never called unused
+    assert [c for c, _, _ in at_12("# anodize: ignore[az-alias, az-requires]")] == []
+
+
+def test_ignore_text_in_a_string_is_not_a_comment() -> None:
+    src = 'import anodize as az\nNOTE = "# anodize: ignore[az-nonsense]"\n'
+    assert check_source(src, "x.py") == []
+
+
 @pytest.mark.parametrize(
     "spelling",
     [

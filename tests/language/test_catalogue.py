@@ -28,16 +28,9 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("anodize", "checker", "codegen", "runtime")
 CATALOGUE = {"anodize/language/messages.py", "anodize/language/catalogue.py", "anodize/language/diagnostics.py"}
 
-# Files other engineers are rewriting while the catalogue lands (they still pass text to
-# their builders: `barrier_divergence(what, reason_text)`, `disjoint_index(..., why)`,
-# `shared_race(...)`).  The lead empties this set after merging them; do not add to it.
-PENDING = {
-    "checker/rules/shared_race.py",
-    "checker/rules/barrier_divergence.py",
-    "checker/rules/disjoint_index.py",
-    "checker/barrier_intervals.py",
-    "checker/index_forms.py",
-}
+# Files allowed to pass text to their builders while a conversion lands; empty now (every
+# call site passes a key).  Do not add to it.
+PENDING: set[str] = set()
 
 EXCEPTIONS = {"PromotionError", "RequiresSyntaxError"}  # carry a key; built into diagnostics in messages.py
 
@@ -57,6 +50,7 @@ class Report:
     problems: list[str] = field(default_factory=list)
     messages_used: set[str] = field(default_factory=set)
     helps_used: set[str] = field(default_factory=set)
+    phrases_used: set[str] = field(default_factory=set)
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -102,11 +96,19 @@ def _arg(call: ast.Call, pos: int | None, kw: str | None) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == kw), None)
 
 
-def _literals(e: ast.expr, forwarded: set[str]) -> list[str] | None:
-    """The literal keys `e` may evaluate to (a literal, `a if c else b`, `param or "k"`);
-    None when it may be free text. A forwarded parameter contributes no key."""
+def _literals(e: ast.expr, forwarded: set[str], key_fns: dict[str, list[str]] | None = None) -> list[str] | None:
+    """The literal keys `e` may evaluate to (a literal, `a if c else b`, `param or "k"`, a
+    `messages.CONSTANT` holding a key, a call of a file-local function that returns only
+    literal keys); None when it may be free text. A forwarded parameter contributes no key."""
     if isinstance(e, ast.Constant) and isinstance(e.value, str):
         return [e.value]
+    if (
+        isinstance(e, ast.Attribute) and isinstance(e.value, ast.Name) and e.value.id == "messages"
+        and e.attr.isupper() and isinstance(getattr(messages, e.attr, None), str)
+    ):
+        return [getattr(messages, e.attr)]
+    if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and key_fns and e.func.id in key_fns:
+        return list(key_fns[e.func.id])
     if isinstance(e, ast.Name) and e.id in forwarded:
         return []
     if isinstance(e, ast.IfExp):
@@ -116,6 +118,23 @@ def _literals(e: ast.expr, forwarded: set[str]) -> list[str] | None:
         parts = [_literals(v, forwarded) for v in e.values]
         return None if any(p is None for p in parts) else [k for p in parts for k in p]  # type: ignore[union-attr]
     return None
+
+
+def _key_functions(tree: ast.Module) -> dict[str, list[str]]:
+    """File-local functions every `return` of which is a literal key (`_reason(node)`)."""
+    found: dict[str, list[str]] = {}
+    for fn in _functions(tree):
+        returns = [n for n in ast.walk(fn) if isinstance(n, ast.Return)]
+        keys: list[str] = []
+        for r in returns:
+            got = _literals(r.value, set()) if r.value is not None else None
+            if got is None:
+                break
+            keys.extend(got)
+        else:
+            if keys:
+                found[fn.name] = keys
+    return found
 
 
 def _fields(template: str) -> set[str]:
@@ -163,10 +182,31 @@ def _find_forwarders(tree: ast.Module) -> dict[str, Forwarder]:
     return found
 
 
+def _check_phrase(call: ast.Call, name: str, key_fns: dict[str, list[str]], where: str, rep: Report) -> None:
+    """A builder that takes a key of `catalogue.PHRASES` (`messages.PHRASE_KEYED`)."""
+    pos, kw = messages.PHRASE_KEYED[name]
+    arg = _arg(call, pos, kw)
+    if arg is None:
+        return
+    keys = _literals(arg, set(), key_fns)
+    if keys is None:
+        rep.problems.append(f"{where}: messages.{name} needs a literal phrase key, got {ast.unparse(arg)[:80]}")
+        return
+    given = {k.arg for k in call.keywords}
+    for k in keys:
+        if k not in catalogue.PHRASES:
+            rep.problems.append(f"{where}: messages.{name}: no phrase `{k}` in the catalogue")
+            continue
+        rep.phrases_used.add(k)
+        if None not in given and not _fields(catalogue.PHRASES[k]) <= given:
+            rep.problems.append(f"{where}: phrase `{k}` needs {sorted(_fields(catalogue.PHRASES[k]) - given)}")
+
+
 def _check_module(rel: str, tree: ast.Module, rep: Report, shared: dict[str, Forwarder] | None = None) -> None:
     # the module's own forwarders, and `self.<name>` methods a mixin inherits from another
     # module's class (the typer's `type_error`/`unsupported` in `typer_effects.py`)
     forwarders = {**(shared or {}), **_find_forwarders(tree)}
+    key_fns = _key_functions(tree)
     enclosing: dict[int, set[str]] = {}  # id(call) -> the parameters its function forwards
     for fn in _functions(tree):
         fw = forwarders.get(fn.name)
@@ -183,6 +223,8 @@ def _check_module(rel: str, tree: ast.Module, rep: Report, shared: dict[str, For
             for a in [*call.args, *(k.value for k in call.keywords)]:
                 if _is_text_expr(a):
                     rep.problems.append(f"{where}: text built at the call site: {ast.unparse(a)[:80]}")
+            if name in messages.PHRASE_KEYED:
+                _check_phrase(call, name, key_fns, where, rep)
         k = _keyed(call, forwarders)
         if k is None:
             if recv == "messages":  # a one-message builder may still take a help key (`param_type`)
@@ -191,7 +233,7 @@ def _check_module(rel: str, tree: ast.Module, rep: Report, shared: dict[str, For
         key_pos, key_kw, help_pos, what = k
         forwarded = enclosing.get(id(call), set())
         key = _arg(call, key_pos, key_kw)
-        keys = _literals(key, forwarded) if key is not None else None
+        keys = _literals(key, forwarded, key_fns) if key is not None else None
         if keys is None:
             rep.problems.append(f"{where}: {what} needs a literal catalogue key, got {ast.unparse(key) if key else 'none'}")
             continue
@@ -227,6 +269,9 @@ def _catalogue_uses(rep: Report) -> None:
     """Keys the builders in messages.py use themselves (`HELPS["..."]`)."""
     tree = ast.parse((ROOT / "anodize/language/messages.py").read_text(encoding="utf-8"))
     for n in ast.walk(tree):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "phrase":
+            if n.args and isinstance(n.args[0], ast.Constant):
+                rep.phrases_used.add(n.args[0].value)
         if isinstance(n, ast.Subscript) and isinstance(n.value, ast.Name) and isinstance(n.slice, ast.Constant):
             {"MESSAGES": rep.messages_used, "HELPS": rep.helps_used}.get(n.value.id, set()).add(n.slice.value)
 
@@ -254,6 +299,7 @@ def test_no_free_text_diagnostics(report: Report) -> None:
 def test_every_catalogue_entry_is_used(report: Report) -> None:
     assert sorted(set(catalogue.MESSAGES) - report.messages_used) == []
     assert sorted(set(catalogue.HELPS) - report.helps_used) == []
+    assert sorted(set(catalogue.PHRASES) - report.phrases_used) == []
 
 
 def test_pending_files_exist() -> None:
@@ -261,8 +307,13 @@ def test_pending_files_exist() -> None:
     assert all((ROOT / p).exists() for p in PENDING)
 
 
+def test_nothing_is_pending() -> None:
+    """Every module goes through the catalogue: the allow-list stays empty."""
+    assert PENDING == set()
+
+
 def test_templates_are_well_formed() -> None:
-    for key, text in [*catalogue.MESSAGES.items(), *catalogue.HELPS.items()]:
+    for key, text in [*catalogue.MESSAGES.items(), *catalogue.HELPS.items(), *catalogue.PHRASES.items()]:
         fields = _fields(text)
         assert all(f.isidentifier() for f in fields), key
         assert text.format(**{f: "x" for f in fields}), key
@@ -287,6 +338,14 @@ class Rule:
     def visit(self, node):
         self.say(node, f"a {node}")
         self.say(node, "call-to")
+
+def why(v):
+    return "not-a-witness" if v is None else "plain " + "text"
+
+def racy(span, reason_text):
+    messages.barrier_divergence(span, "barrier-divergent-syncthreads", span, reason_text)
+    messages.disjoint_index(span, "c", "DisjointSlice", "0", "read", why(None))
+    messages.disjoint_index(span, "c", "DisjointSlice", "0", "read", "tuple-not-witness")
 '''
 
 
@@ -303,3 +362,6 @@ def test_the_check_catches_free_text() -> None:
     assert "sample.py:18: say needs a literal catalogue key" in text
     assert "sample.py:19: message `call-to` needs ['name']" in text
     assert "sample.py:15" not in text  # the forwarder itself is fine
+    assert "sample.py:25: messages.barrier_divergence needs a literal phrase key, got reason_text" in text
+    assert "sample.py:26: messages.disjoint_index needs a literal phrase key, got why(None)" in text
+    assert "sample.py:27: phrase `tuple-not-witness` needs ['n']" in text

@@ -49,3 +49,21 @@ def test_type_ignore_with_an_az_code_silences_it(fixtures_run: MypyRun) -> None:
     assert not reported & set(ignored)
     # the same call without the comment is reported, so the ignore did the work
     assert any(lines[no - 2].split("#")[0] == lines[no - 1].split("#")[0] and no - 1 in reported for no in ignored)
+
+
+def test_anodize_ignore_comments_read_the_same_under_mypy(fixtures_run: MypyRun) -> None:
+    """fixtures/host/ignore_comments.py: mypy with the plugin gives exactly `anodize check`'s
+    answer: the `az-ignore` errors (bare, unknown code, unused), and nothing on the lines
+    whose `# anodize: ignore[...]` silences a launch-site report, the plugin's own
+    `az-requires` note included."""
+    from anodize.checker.api import check_source
+
+    path = REPO / "fixtures" / "host" / "ignore_comments.py"
+    lines = path.read_text().splitlines()
+    want = {(d.span.line, d.code) for d in check_source(path.read_text(), str(path))}
+    got = {(r.line, r.code) for r in fixtures_run.by_path.get(_rel(path), []) if (r.code or "").startswith("az-")}
+    assert got == want
+    assert sum(code == "az-ignore" for _, code in want) == 4
+    silenced = [no for no, text in enumerate(lines, start=1) if "# E:" not in text and "anodize: ignore[" in text]
+    assert len(silenced) == 2 and not {line for line, _ in got} & set(silenced)
+    assert any("az-requires" in lines[no - 1] for no in silenced)
