@@ -21,7 +21,8 @@ from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol
-from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS
+from anodize.language.halfbits import round_half
+from anodize.language.vocab import MATH_FUNCS, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 from anodize.language.ir import FaultSite, ParamSpec
 
 from anodize.language import ir
@@ -62,6 +63,7 @@ class _KernelCtx:
     shared: dict[str, SharedTy] = field(default_factory=dict)
     equal: list[set[str]] = field(default_factory=list)
     equal2d: list[set[str]] = field(default_factory=list)
+    equal3d: list[set[str]] = field(default_factory=list)
 
     def site(self, span: Span, kind: str, param: str) -> int:
         self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param))
@@ -123,6 +125,9 @@ _BINOPS = {
     ast.BitXor: "^",
 }
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+_AXES_TEXT = {2: "(row, col)", 3: "(layer, row, col)"}
 
 
 def _wrap_int(v: int, ty: ScalarTy) -> int:
@@ -390,7 +395,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         """`name` and every slice `requires` proves to have the same length (shape for 2-D)."""
         if not self.is_kernel:
             return {name}
-        classes = self.k.equal if self.slices[name].rank == 1 else self.k.equal2d
+        classes = {1: self.k.equal, 2: self.k.equal2d, 3: self.k.equal3d}[self.slices[name].rank]
         for c in classes:
             if name in c:
                 return {n for n in c if n in self.slices and self.slices[n].rank == self.slices[name].rank}
@@ -606,9 +611,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if len(call.args) != 2 or call.keywords:
             self.type_error(call, "`write_unchecked` takes `(index, value)`")
         idx_node, val_node = call.args
-        if sty.rank == 2:
-            if not isinstance(idx_node, ast.Tuple) or len(idx_node.elts) != 2:
-                self.type_error(idx_node, "a 2-D `write_unchecked` takes a `(row, col)` tuple")
+        if sty.rank >= 2:
+            if not isinstance(idx_node, ast.Tuple) or len(idx_node.elts) != sty.rank:
+                self.type_error(idx_node, f"a {sty.rank}-D `write_unchecked` takes a `{_AXES_TEXT[sty.rank]}` tuple")
             index = tuple(self.as_index(self.expr(e), e) for e in idx_node.elts)
         else:
             index = (self.as_index(self.expr(idx_node), idx_node),)
@@ -629,11 +634,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         self, sty: SliceTy, name: str, node: ast.expr, *, disjoint: bool, access: str = "read"
     ) -> tuple[tuple[ir.Expr, ...], bool]:
         """The index expressions of `name[node]`, and whether a check is still needed."""
-        if sty.rank == 2 and isinstance(node, ast.Tuple):
+        if sty.rank >= 2 and isinstance(node, ast.Tuple):
             if disjoint:
                 self.fail(self.disjoint_error(node, name, sty, access))
-            if len(node.elts) != 2:
-                self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]`")
+            if len(node.elts) != sty.rank:
+                self.type_error(node, f"`{name}` is {sty.rank}-D: index it with `[{_AXES_TEXT[sty.rank][1:-1]}]`")
             index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
@@ -644,8 +649,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return (e,), not (proven or self.slice_in_range(name, (e,)))
         if disjoint:
             self.fail(self.disjoint_error(node, name, sty, access))
-        if sty.rank == 2:
-            self.type_error(node, f"`{name}` is 2-D: index it with `[row, col]` or an `Index2D`")
+        if sty.rank >= 2:
+            self.type_error(node, f"`{name}` is {sty.rank}-D: index it with `[{_AXES_TEXT[sty.rank][1:-1]}]` or an `Index{sty.rank}D`")
         index = (self.as_index(e, node),)
         return index, not self.slice_in_range(name, index)
 
@@ -788,7 +793,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         span = self.span(node)
         if s.kind == "constant":
             if s.scalar is not None:  # a NumPy scalar keeps its type: `SCALE = np.float32(0.5)`
-                return ir.Const(s.value, BY_NAME[s.scalar], span)  # type: ignore[arg-type]
+                return self.cast(ir.Const(s.value, F64 if BY_NAME[s.scalar].is_half else BY_NAME[s.scalar], span), BY_NAME[s.scalar])  # type: ignore[arg-type]
             return self.py_constant(s.value, node)
         if s.kind == "missing":
             self.type_error(node, f"`{text}` is not defined here", help="assign it before this use")
@@ -816,7 +821,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
         if isinstance(node.value, ast.Name) and node.value.id in self.vars:
             base = self.load_name(node.value)
-            if isinstance(base.ty, WitnessTy) and base.ty.rank == 2 and node.attr in ("row", "col"):
+            if isinstance(base.ty, WitnessTy) and base.ty.rank >= 2 and node.attr in WITNESS_PARTS[base.ty.rank]:
                 return ir.WitnessPart(base, node.attr, I64, self.span(node))
             self.type_error(node, f"`{base.ty}` has no attribute `{node.attr}`")
         if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
@@ -835,6 +840,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return e
         if isinstance(e, ir.Const) and isinstance(e.ty, ScalarTy):
             v = e.value
+            if ty.is_half:
+                return ir.Const(round_half(float(v), ty.name), ty, e.span, weak=e.weak)
             if ty.is_float:
                 return ir.Const(float(v), ty, e.span, weak=e.weak)
             if ty.is_bool:
@@ -846,7 +853,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             return ir.Const(_wrap_int(int(v), ty), ty, e.span, weak=e.weak)
         if isinstance(e.ty, WitnessTy):
             if e.ty.rank != 1:
-                raise PromotionError("an `Index2D` is not a number; use `.row` or `.col`")
+                parts = " or ".join(f"`.{p}`" for p in WITNESS_PARTS[e.ty.rank])
+                raise PromotionError(f"an `{e.ty}` is not a number; use {parts}")
             e = ir.WitnessPart(e, "get", I64, e.span)
             if ty == I64:
                 return e
@@ -996,7 +1004,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             self.unsupported(node, "`in` (other than `witness in slice`)")
         sty = self.slices[snode.id]
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
-            want = "Index1D" if sty.rank == 1 else "Index2D"
+            want = f"Index{sty.rank}D"
             self.type_error(wnode, f"`in {snode.id}` needs an `{want}` witness, found `{w.ty}`")
         return ir.Contains(w, ir.SliceRef(snode.id, sty, self.span(snode)), BOOL, self.span(node))
 
@@ -1178,6 +1186,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
         if k.ty.is_float:
             self.type_error(node.args[1], f"the lane argument of `warp.{name}` must be an integer")
         ty = I64 if v.ty.is_bool else v.ty
+        if ty.bits < 32:
+            wide = "f32" if ty.is_float else "i32"
+            self.type_error(node.args[0], f"`warp.{name}` moves 32- or 64-bit values, not `{ty}`", help=f"convert it: `{wide}(...)`, and back after")
         return ir.WarpOp(name, (self.cast(v, ty), self.cast(k, I32)), ty, span)
 
     def slice_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
@@ -1353,7 +1364,8 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None) -
     k = _KernelCtx(front, front.path, contract)
     if contract is not None and contract.requires is not None:
         k.equal = equal_lengths(contract.requires)
-        k.equal2d = _equal_shapes(contract.requires)
+        k.equal2d = _equal_shapes(contract.requires, 2)
+        k.equal3d = _equal_shapes(contract.requires, 3)
     a = fdef.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         raise CheckError([messages.signature(src.span(fdef), "a kernel takes plain positional parameters only")])
@@ -1407,22 +1419,25 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None) -
     )
 
 
-def _equal_shapes(req: Requires) -> list[set[str]]:
-    """Classes of 2-D parameters whose shapes `requires` proves equal on both axes."""
+def _equal_shapes(req: Requires, rank: int) -> list[set[str]]:
+    """Classes of parameters whose shapes `requires` proves equal on every one of `rank` axes."""
     from anodize.language.contract import Shape
 
-    axes: list[list[set[str]]] = [[], []]
+    axes: list[list[set[str]]] = [[] for _ in range(rank)]
     for rel in req.relations:
-        if rel.op == "==" and isinstance(rel.left, Shape) and isinstance(rel.right, Shape) and rel.left.axis == rel.right.axis:
+        if (
+            rel.op == "=="
+            and isinstance(rel.left, Shape)
+            and isinstance(rel.right, Shape)
+            and rel.left.axis == rel.right.axis
+            and rel.left.axis < rank
+        ):
             classes = axes[rel.left.axis]
             a, b = rel.left.param, rel.right.param
             hit = [c for c in classes if a in c or b in c]
             merged = {a, b}.union(*hit)
             axes[rel.left.axis] = [c for c in classes if c not in hit] + [merged]
-    out: list[set[str]] = []
-    for c0 in axes[0]:
-        for c1 in axes[1]:
-            both = c0 & c1
-            if len(both) > 1:
-                out.append(both)
-    return out
+    out: list[set[str]] = [set(c) for c in axes[0]]
+    for classes in axes[1:]:
+        out = [c & d for c in out for d in classes if len(c & d) > 1]
+    return [c for c in out if len(c) > 1]
