@@ -103,12 +103,12 @@ def _ints(front: ModuleFront, node: ast.expr) -> tuple[int, ...] | None:
 
 def _domain(front: ModuleFront, deco: ast.Call, args: dict[str, ast.expr], say) -> int | None:  # type: ignore[no-untyped-def]
     if "domain" not in args:
-        say(deco, "the contract has no `domain`", "add `domain=1` (or 2 for `thread.index_2d()`)")
+        say(deco, "the contract has no `domain`", "add `domain=1` (or 2 for `thread.index_2d()`, 3 for `thread.index_3d()`)")
         return None
     v = _ints(front, args["domain"])
-    if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2):
-        say(args["domain"], f"`domain` must be 1 or 2, not `{front.src.quote(args['domain'])}`",
-            "`domain=1` for `thread.index_1d()`, `domain=2` for `thread.index_2d()`")
+    if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2, 3):
+        say(args["domain"], f"`domain` must be 1, 2 or 3, not `{front.src.quote(args['domain'])}`",
+            "`domain=1` for `thread.index_1d()`, `domain=2` for `thread.index_2d()`, `domain=3` for `thread.index_3d()`")
         return None
     return v[0]
 
@@ -129,7 +129,7 @@ def _block(front: ModuleFront, args: dict[str, ast.expr], domain: int | None, sa
         rank -= 1  # trailing 1s: `block=(256, 1)` is a 1-D block
     if domain is not None and rank != domain:
         say(bv, f"`block` has rank {rank} but `domain={domain}`",
-            "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(bx, by)`")
+            "a 1-D kernel takes `block=256`; a 2-D kernel takes `block=(bx, by)`; a 3-D kernel `block=(bx, by, bz)`")
         return None
     total = 1
     for x in dims:
@@ -169,8 +169,11 @@ def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.exp
             if isinstance(term, Len) and kind != "slice":
                 say(node, f"`len({name})` in `requires`, but `{name}` is not a slice", example)
                 ok = False
-            elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2):  # type: ignore[index]
-                say(node, f"`{name}.shape[{term.axis}]` in `requires`, but `{name}` is not a 2-D slice", f"use `len({name})`")
+            elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank >= 2):  # type: ignore[index]
+                say(node, f"`{name}.shape[{term.axis}]` in `requires`, but `{name}` is not a 2-D or 3-D slice", f"use `len({name})`")
+                ok = False
+            elif isinstance(term, Shape) and term.axis >= SLICE_KINDS[skind].rank:  # type: ignore[index]
+                say(node, f"`{name}.shape[{term.axis}]` in `requires`, but `{name}` has {SLICE_KINDS[skind].rank} axes")  # type: ignore[index]
                 ok = False
             elif isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS):
                 say(node, f"`{name}` in `requires` must be an integer scalar parameter",

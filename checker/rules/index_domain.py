@@ -65,7 +65,7 @@ def k2(c: DisjointSlice[f32]) -> None:
             if (site, d) in seen:
                 continue
             seen.add((site, d))
-            maker = "thread.index_1d()" if d == 1 else "thread.index_2d()"
+            maker = f"thread.index_{d}d()"
             callee = self.model.callees.get(site) if isinstance(site, ast.Call) else None
             if callee is not None and callee.kind == "grid_stride":
                 maker = "thread.grid_stride()"

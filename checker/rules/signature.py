@@ -7,10 +7,14 @@ from collections.abc import Callable
 
 from anodize.language import messages
 from anodize.language.diagnostics import Span
+from anodize.language.vocab import SCALARS, WITNESS_TYPES
 from .base import DeviceBodyRule
 
-_KERNEL_TYPES = "`Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `AtomicSlice[T]` or a scalar type"
-_SCALAR_HELP = "scalar types are `f32 f64 i32 i64 u32 u64 bool_`"
+_KERNEL_TYPES = (
+    "`Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `Slice3D[T]`, `DisjointSlice3D[T]`, "
+    "`AtomicSlice[T]` or a scalar type"
+)
+_SCALAR_HELP = "scalar types are `" + " ".join(SCALARS) + "`"
 
 
 class Signature(DeviceBodyRule):
@@ -85,7 +89,7 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
                 self.report(
                     messages.param_type(self.model.src.expr_span(ann), info.name, self.model.src.quote(ann),
                                         qualname=self.model.qualname(ann) or "", extra=extra,
-                                        help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D` in a helper" if fn.kind == "func" else ""))
+                                        help=f"use {_KERNEL_TYPES}" + (", or `Index1D`/`Index2D`/`Index3D` in a helper" if fn.kind == "func" else ""))
                 )
             elif info.kind == "slice" and info.scalar is None:
                 self.report(
@@ -96,7 +100,7 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
         if r is not None:
             q = self.model.qualname(r) or ""
             is_none = isinstance(r, ast.Constant) and r.value is None
-            ok = is_none or (fn.kind == "func" and q.startswith("az.") and q[3:] in ("f32", "f64", "i32", "i64", "u32", "u64", "bool_", "Index1D", "Index2D"))
+            ok = is_none or (fn.kind == "func" and q.startswith("az.") and (q[3:] in SCALARS or q[3:] in WITNESS_TYPES))
             if not ok:
                 self.report(
                     messages.signature(self.model.src.expr_span(r), f"a {what} cannot return `{self.model.src.quote(r)}`",

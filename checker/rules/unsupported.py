@@ -8,6 +8,7 @@ import re
 from anodize.language import messages
 from anodize.language.diagnostics import Span
 from anodize.language.syntax import in_source_order
+from anodize.language.vocab import WITNESS_PARTS
 from .base import DeviceBodyRule, slice_kinds
 
 _SIMPLE: dict[type, str] = {
@@ -191,7 +192,7 @@ def k(c: DisjointSlice[f32]) -> None:
 
     def visit_Tuple(self, node: ast.Tuple) -> None:
         if node not in self.allowed_tuples:
-            self._container(node, "a tuple", "tuples are allowed only as 2-D indices and shared-array shapes")
+            self._container(node, "a tuple", "tuples are allowed only as 2-D and 3-D indices and shared-array shapes")
 
     def _container(self, node: ast.List | ast.Set | ast.Tuple, what: str, help: str | None = None) -> None:
         if not self.active or node in self.model.stores:
@@ -377,13 +378,13 @@ def k(c: DisjointSlice[f32]) -> None:
         attr = node.attr
         at = self.model.src.attr_span
         if base.kind == "witness":
-            ok = attr == "get" if base.domain == 1 else attr in ("row", "col")
+            ok = attr in WITNESS_PARTS.get(base.domain, ())
             if not ok and not attr.startswith("_"):
                 self._say_at(at(node), f"attribute `{attr}` of an `Index{base.domain}D` witness")
         elif base.kind == "slice":
             kinds = {k for _, k in slice_kinds(self.fn, base)}
             if attr == "shape":
-                if not kinds <= {"Slice2D", "DisjointSlice2D"}:
+                if not kinds <= {"Slice2D", "DisjointSlice2D", "Slice3D", "DisjointSlice3D"}:
                     self._say_at(at(node), "`.shape` of a 1-D slice", "use `len(a)`")
             elif attr not in _OK_METHODS:
                 self._say_at(at(node), f"attribute `{attr}` of a slice")
