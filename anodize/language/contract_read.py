@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
 
 KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability")
-_INT_SCALARS = {"i32", "i64", "u32", "u64"}
+_INT_SCALARS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 _EXAMPLE = "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)"
 
 
