@@ -89,12 +89,15 @@ def scalar16(o: DisjointSlice[f16], s: f16, t: bf16, k: i8) -> None:
 
 @launch_contract(domain=1, block=64)
 @kernel
-def atomics16(a: Slice[f16], h: AtomicSlice[f16], m: AtomicSlice[bf16], c: AtomicSlice[i16]) -> None:
+def atomics16(a: Slice[f16], h: AtomicSlice[f16], m: AtomicSlice[bf16], c: AtomicSlice[i16], b: AtomicSlice[u8]) -> None:
     i = thread.index_1d()
     if i in a:
         h.add(0, a[i])
         m.max(0, bf16(a[i]))
         c.add(0, i16(1))
+        b.max(0, u8(i.get()))
+        b.min(1, u8(i.get()))
+        h.exchange(1, a[i])
 
 
 @launch_contract(domain=3, block=(4, 4, 2))

@@ -112,11 +112,13 @@ def test_half_scalars_and_atomics(dev) -> None:  # type: ignore[no-untyped-def]
         K.scalar16[az.LaunchConfig.for_num_elems(3, block=64)](o, 1.0, 0.25, 300)
     n = 300
     a = (np.arange(n) % 7).astype(np.float16)
-    h, m, c = dev.zeros(1, az.f16), dev.zeros(1, az.bf16), dev.zeros(1, az.i16)
-    K.atomics16[az.LaunchConfig.for_num_elems(n, block=64)](dev.to_device(a), h, m, c)
-    assert h.to_host()[0] == np.float16(a.astype(np.float32).sum())
+    h, m, c, b = dev.zeros(2, az.f16), dev.zeros(1, az.bf16), dev.zeros(1, az.i16), dev.to_device(np.array([0, 255], np.uint8))
+    K.atomics16[az.LaunchConfig.for_num_elems(n, block=64)](dev.to_device(a), h, m, c, b)
+    assert h.to_host()[0] == np.float16(a.astype(np.float32).sum())  # exact: small integers
+    assert h.to_host()[1] in set(a.tolist())
     assert float(m.to_host()[0]) == 6.0
     assert c.to_host()[0] == n
+    assert b.to_host().tolist() == [255, 0]  # u8(i) wraps: the max is 255, the min 0
 
 
 def test_3d_witness_and_config(dev) -> None:  # type: ignore[no-untyped-def]
