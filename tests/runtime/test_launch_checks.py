@@ -235,3 +235,18 @@ def test_bad_keyword_arguments(dev: Device, args: int, kwargs: dict[str, int], m
         vecadd[cfg].op(*bufs[:args], **kw)
     if "no parameter" in message:
         assert "`a`, `b`, `c`" in (e.value.help or "")
+
+
+def test_a_config_has_the_rank_it_was_built_with() -> None:
+    assert LaunchConfig(4, 256).rank == 1
+    assert LaunchConfig((4, 4), (16, 16)).rank == 2
+    assert LaunchConfig((4, 4, 1), (16, 16, 1)).rank == 3  # three extents: rank 3, even with trailing 1s
+    assert LaunchConfig.for_num_elems(1000).rank == 1
+    assert LaunchConfig.for_shape((30, 40)).rank == 2
+    cfg = LaunchConfig.for_shape((5, 30, 40), block=(16, 8, 2))
+    assert cfg.rank == 3 and cfg.grid == (3, 4, 3) and cfg.block == (16, 8, 2)
+    assert LaunchConfig.for_shape((5, 30, 40)).block == (8, 8, 4)
+    with pytest.raises(LaunchError, match=r"\(bx, by, bz\)"):
+        LaunchConfig.for_shape((5, 30, 40), block=(16, 16))
+    with pytest.raises(ContractViolation, match="the launch config is 3-D"):
+        scale2d[LaunchConfig((4, 4, 1), (16, 16, 1))]  # a 2-D kernel takes a 2-D config
