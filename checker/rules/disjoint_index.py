@@ -5,10 +5,11 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
+from anodize.language.vocab import SLICE_KINDS
 from ..kernel_model import bind_args, index_elements
 from .base import Rule, slice_kinds
 
-_DISJOINT = {"DisjointSlice": 1, "DisjointSlice2D": 2}
+_DISJOINT = {k.name: k.rank for k in SLICE_KINDS.values() if k.disjoint}
 
 
 class DisjointIndex(Rule):

@@ -8,8 +8,10 @@ import re
 from anodize.language import messages
 from anodize.language.diagnostics import Span
 from anodize.language.syntax import in_source_order
-from anodize.language.vocab import WITNESS_PARTS
+from anodize.language.vocab import SLICE_KINDS, WITNESS_PARTS
 from .base import DeviceBodyRule, slice_kinds
+
+_READ_ONLY = {k.name for k in SLICE_KINDS.values() if not k.output}
 
 _SIMPLE: dict[type, str] = {
     ast.Lambda: "a `lambda`",
@@ -301,7 +303,7 @@ def k(c: DisjointSlice[f32]) -> None:
                 self._rebind(t, node.value)
             elif isinstance(t, ast.Attribute):
                 v = self.val(t.value)
-                ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
+                ro = [k for _, k in slice_kinds(self.fn, v) if k in _READ_ONLY]
                 if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
                     self._say(t, "attribute assignment")
 
@@ -315,7 +317,7 @@ def k(c: DisjointSlice[f32]) -> None:
         if p is None or p.kind != "slice":
             return
         v = self.val(value) if value is not None else None
-        ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
+        ro = [k for _, k in slice_kinds(self.fn, v) if k in _READ_ONLY]
         if not (ro and p.slice_kind and p.slice_kind.output):  # az-shared-write covers that
             self._say(target, f"rebinding slice parameter `{p.name}`", "bind a new local name instead")
 
@@ -356,7 +358,7 @@ def k(c: DisjointSlice[f32]) -> None:
         elif k == "atomic_op":
             v = self.val(f.value)  # type: ignore[attr-defined]
             names = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
-            if names and not names & {"AtomicSlice", "Slice", "Slice2D"}:
+            if names and not names & {"AtomicSlice", *_READ_ONLY}:
                 self._say(f, f"method `{callee.name}` of a `{sorted(names)[0]}`", "use an `AtomicSlice` parameter for atomic updates")
         if not node.keywords and not star:
             return
