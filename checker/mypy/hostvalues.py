@@ -133,7 +133,7 @@ def config_facts(typ: Type) -> tuple[int | None, tuple[int, int, int] | None]:
     rank: int | None = None
     if p.args:
         r = get_proper_type(p.args[0])
-        if isinstance(r, LiteralType) and r.value in (1, 2):
+        if isinstance(r, LiteralType) and r.value in (1, 2, 3):
             rank = int(r.value)
     facts = meta.read(p, meta.CONFIG) or {}
     block = facts.get("block")
