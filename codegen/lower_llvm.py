@@ -96,6 +96,7 @@ class Target:
     shared_as = 0
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
+    native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
 
     def triple(self) -> str:
         raise NotImplementedError
@@ -718,6 +719,9 @@ class Lowerer:
         """`add`/`min`/`max` on an f16/bf16 element: a compare-and-swap loop on its 16 bits,
         the same on every target (the new value is computed in f32 and rounded)."""
         b = self.b
+        if op == "add" and ty.name == "f16" and self.t.native_half_atomic_add:  # atom.add.noftz.f16 (sm_70+)
+            h = llir.HalfType()
+            return b.bitcast(b.atomic_rmw("fadd", ptr, b.bitcast(val, h), "monotonic"), halves.I16)
         pre = b.block
         first = b.load(ptr, typ=halves.I16, align=2)
         loop = self.fn.append_basic_block("half_atomic.loop")

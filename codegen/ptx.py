@@ -123,6 +123,7 @@ class NVPTXTarget(Target):
     shared_as = 3
     table_as = 4
     vector_grid_stride = True  # 16-byte chunks for elementwise grid-stride loops (gridstride.py)
+    native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
 
     def __init__(self, contract: Contract | None):
         self.contract = contract

@@ -158,6 +158,8 @@ def test_3d_without_contract_checks_rank(dev) -> None:  # type: ignore[no-untype
 def test_ptx_assembles(name: str) -> None:
     ck = compile_gpu(getattr(K, name), arch="sm_90", ptxas=True)
     assert ck.cubin
+    if name == "atomics16":
+        assert "atom.global.add.noftz.f16" in ck.ptx  # f16 add: the native atomic, not a CAS loop
 
 
 @pytest.mark.gpu
