@@ -52,13 +52,13 @@ def launch_shape_problem(
 ) -> ShapeProblem | None:
     """What is wrong with launching a kernel of contract `(domain, block)` with a config of
     rank `config_rank`, block `config_block` and grid `grid` (None: not known here)."""
-    extra = _extra_dimension(domain, config_block, grid)
     if config_rank is not None and config_rank != domain:
-        # a config with more extents than the domain: name the dimension that is not 1, if any
-        return extra if extra is not None and config_rank > domain else ShapeProblem("rank", domain, config_rank=config_rank)
+        return ShapeProblem("rank", domain, config_rank=config_rank)
     if block is not None and config_block is not None and pad3(block) != pad3(config_block):
         return ShapeProblem("block", domain, config_block=trim(tuple(config_block)), want_block=tuple(block))
-    return extra
+    # A runtime config of the domain's rank has 1s beyond it (its rank is its number of
+    # extents); this catches configs whose rank is not known here (the checker, mypy).
+    return _extra_dimension(domain, config_block, grid)
 
 
 def _extra_dimension(domain: int, config_block: tuple[int, ...] | None, grid: tuple[int, ...] | None) -> ShapeProblem | None:
