@@ -97,6 +97,7 @@ class Target:
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
+    native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/halves.py)
 
     def triple(self) -> str:
         raise NotImplementedError
@@ -350,19 +351,30 @@ class Lowerer:
         if src.is_half:
             if dst.is_bool:
                 return halves.nonzero(b, v)
-            return self.conv(halves.widen_half(b, v, src.name), F32, dst)
+            return self.conv(self.half_to_f32(v, src.name), F32, dst)
         if src.is_bool or src.is_int or src.bits == 64:
             wide = v if src == F64 else self.conv(v, src, F64)
-            return halves.round_to_half(b, wide, dst.name)
-        return halves.round_to_half(b, v, dst.name)  # from f32
+            return self.half_from(wide, dst.name)
+        return self.half_from(v, dst.name)  # from f32
 
     def widen(self, v: llir.Value, ty: ScalarTy) -> tuple[llir.Value, ScalarTy]:
         """A half operand as f32 (other types unchanged)."""
-        return (halves.widen_half(self.b, v, ty.name), F32) if ty.is_half else (v, ty)
+        return (self.half_to_f32(v, ty.name), F32) if ty.is_half else (v, ty)
 
     def narrow(self, v: llir.Value, ty: ScalarTy) -> llir.Value:
         """An f32 result rounded back to the half type `ty` (other types unchanged)."""
-        return halves.round_to_half(self.b, v, ty.name) if ty.is_half else v
+        return self.half_from(v, ty.name) if ty.is_half else v
+
+    def half_to_f32(self, h: llir.Value, fmt: str) -> llir.Value:
+        if fmt == "f16" and self.t.native_f16_convert:  # cvt.f32.f16
+            return self.b.fpext(self.b.bitcast(h, llir.HalfType()), FLOAT)
+        return halves.widen_half(self.b, h, fmt)
+
+    def half_from(self, x: llir.Value, fmt: str) -> llir.Value:
+        """An f32 or f64 rounded to nearest even in `fmt`, as its i16 pattern."""
+        if fmt == "f16" and self.t.native_f16_convert:  # cvt.rn.f16.f32 / cvt.rn.f16.f64: one rounding
+            return self.b.bitcast(self.b.fptrunc(x, llir.HalfType()), halves.I16)
+        return halves.round_to_half(self.b, x, fmt)
 
     # ---- statements ------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> None:

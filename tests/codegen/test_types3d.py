@@ -160,6 +160,8 @@ def test_ptx_assembles(name: str) -> None:
     assert ck.cubin
     if name == "atomics16":
         assert "atom.global.add.noftz.f16" in ck.ptx  # f16 add: the native atomic, not a CAS loop
+    if name == "ops16":
+        assert "cvt.rn.f16.f32" in ck.ptx and "cvt.f32.f16" in ck.ptx  # f16 conversions are cvt on the GPU
 
 
 @pytest.mark.gpu
@@ -174,8 +176,9 @@ def test_gpu_matches_cpu() -> None:
     for d in (gpu, az.device("cpu")):
         o = d.empty(n, az.f16)
         K.ops16[az.LaunchConfig.for_num_elems(n, block=64)](d.to_device(a), d.to_device(b), o)
-        outs.append(_bits(o.to_host()))
-    assert np.array_equal(*outs)
+        outs.append(o.to_host())
+    g, c = outs
+    assert ((_bits(g) == _bits(c)) | (np.isnan(g) & np.isnan(c))).all()  # NaN payloads may differ
     o3 = gpu.empty((3, 5, 9), az.i32)
     K.ids3[az.LaunchConfig.for_shape((3, 5, 9), block=(4, 4, 2))](o3)
     l, r, c = np.indices((3, 5, 9))
