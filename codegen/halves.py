@@ -6,10 +6,10 @@ even, once per operation.  For `+ - * /`, `sqrt` and the comparisons this gives 
 correctly rounded half result (f32 has more than twice a half's precision), which is
 what NumPy's float16 does; other math functions are f32's, rounded.
 
-The conversions are integer bit manipulation in plain IR, the same on every target:
-no `half`/`bfloat` LLVM type (llvmlite has no `bfloat`), no compiler-rt libcalls
-(`__truncsfhf2`, `__truncsfbf2`) for the CPU JIT to resolve, no dependence on the host's
-F16C.  `anodize.language.halfbits.round_bits` is their Python twin (constants, the host
+The conversions here are integer bit manipulation in plain IR, valid on every target:
+no `bfloat` LLVM type (llvmlite has none), no compiler-rt libcalls (`__truncsfhf2`,
+`__truncsfbf2`) for the CPU JIT to resolve, no dependence on the host's F16C.  The GPU
+target converts f16 with `cvt` instead (`Target.native_f16_convert`; same results).  `anodize.language.halfbits.round_bits` is their Python twin (constants, the host
 side), tested against NumPy's float16 and ml_dtypes' bfloat16.
 """
 
