@@ -9,13 +9,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NoReturn, TypeVar
 
-from anodize.types import AtomicSlice, DisjointSlice, Index1D, Index2D, Slice
+from anodize.types import AtomicSlice, DisjointSlice, Index1D, Index2D, Index3D, Slice
 
 T = TypeVar("T")
 
 __all__ = [
     "index_1d",
     "index_2d",
+    "index_3d",
     "grid_stride",
     "tid_x",
     "tid_y",
@@ -45,6 +46,11 @@ def index_1d() -> Index1D:
 def index_2d() -> Index2D:
     """This thread's global `(row, col)`: row from y, col from x."""
     _device_only("index_2d")
+
+
+def index_3d() -> Index3D:
+    """This thread's global `(layer, row, col)`: layer from z, row from y, col from x."""
+    _device_only("index_3d")
 
 
 def grid_stride(c: DisjointSlice[T] | Slice[T] | AtomicSlice[T]) -> Iterator[Index1D]:  # type: ignore[type-var]

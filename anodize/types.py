@@ -22,14 +22,23 @@ __all__ = [
     "u32",
     "u64",
     "bool_",
+    "f16",
+    "bf16",
+    "i8",
+    "i16",
+    "u8",
+    "u16",
     "Scalar",
     "Slice",
     "DisjointSlice",
     "Slice2D",
     "DisjointSlice2D",
+    "Slice3D",
+    "DisjointSlice3D",
     "AtomicSlice",
     "Index1D",
     "Index2D",
+    "Index3D",
     "CudaArray",
     "DLPackArray",
 ]
@@ -128,9 +137,41 @@ class bool_(_Int):
     """A kernel boolean (`i1` in LLVM, a byte in memory)."""
 
 
-Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_
+@final
+class f16(_Float):
+    """16-bit IEEE half float (`__half`); computed in f32 and rounded to nearest even after
+    every operation.  Host arrays: NumPy `float16`."""
 
-T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_)
+
+@final
+class bf16(_Float):
+    """bfloat16 (`__nv_bfloat16`): f32's range with 8 bits of precision; computed in f32 and
+    rounded to nearest even after every operation.  Host arrays: `ml_dtypes.bfloat16`."""
+
+
+@final
+class i8(_Int):
+    """8-bit signed integer; wraps on overflow (`i8 + i8` stays i8, as in NumPy)."""
+
+
+@final
+class i16(_Int):
+    """16-bit signed integer; wraps on overflow."""
+
+
+@final
+class u8(_Int):
+    """8-bit unsigned integer; arithmetic wraps modulo 2**8."""
+
+
+@final
+class u16(_Int):
+    """16-bit unsigned integer; arithmetic wraps modulo 2**16."""
+
+
+Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_ | f16 | bf16 | i8 | i16 | u8 | u16
+
+T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16)
 
 _V = TypeVar("_V", int, float, bool)
 Constant = Annotated[_V, "anodize.Constant"]
@@ -216,6 +257,28 @@ class Index2D:
         _device_only("Index2D.col")
 
 
+@final
+class Index3D:
+    """This thread's global (layer, row, col) = (z, y, x) index; only `thread.index_3d()` makes one."""
+
+    __slots__ = ("_Index3D__layer", "_Index3D__row", "_Index3D__col")
+
+    def __init__(self) -> None:
+        _device_only("Index3D")
+
+    @property
+    def layer(self) -> int:
+        _device_only("Index3D.layer")
+
+    @property
+    def row(self) -> int:
+        _device_only("Index3D.row")
+
+    @property
+    def col(self) -> int:
+        _device_only("Index3D.col")
+
+
 class _SliceBase(Generic[T]):
     __slots__ = ()
 
@@ -298,6 +361,45 @@ class DisjointSlice2D(_SliceBase[T]):
 
 AtomicScope = Literal["device", "system"]
 AtomicOrder = Literal["relaxed", "acquire", "release", "acq_rel", "seq_cst"]
+
+
+@final
+class Slice3D(_SliceBase[T]):
+    """A shared, read-only row-major 3-D input of shape `(layers, rows, cols)`:
+    `v[l, r, c]` reads, `.shape`."""
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        _device_only("Slice3D.shape")
+
+    def __getitem__(self, lrc: tuple[int, int, int] | Index3D) -> T:
+        _device_only("Slice3D.__getitem__")
+
+    def __contains__(self, lrc: tuple[int, int, int] | Index3D) -> bool:
+        """`ijk in v`: a bounds guard on a read."""
+        _device_only("Slice3D.__contains__")
+
+
+@final
+class DisjointSlice3D(_SliceBase[T]):
+    """A row-major 3-D output `(layers, rows, cols)` written only at this thread's `Index3D`."""
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        _device_only("DisjointSlice3D.shape")
+
+    def __getitem__(self, i: Index3D) -> T:
+        _device_only("DisjointSlice3D.__getitem__")
+
+    def __setitem__(self, i: Index3D, v: T | float) -> None:
+        _device_only("DisjointSlice3D.__setitem__")
+
+    def __contains__(self, i: Index3D) -> bool:
+        _device_only("DisjointSlice3D.__contains__")
+
+    def write_unchecked(self, lrc: tuple[int, int, int], v: T | float) -> None:
+        """Unsafe tier only: write element `(layer, row, col)` with no ownership proof."""
+        _device_only("DisjointSlice3D.write_unchecked")
 
 
 @final

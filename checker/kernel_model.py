@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import ast
 
 from anodize.language.diagnostics import Span
-from anodize.language.vocab import ATOMIC_METHODS, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_TYPES, SliceKindInfo
+from anodize.language.vocab import ATOMIC_METHODS, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
 
@@ -1065,7 +1065,7 @@ class _Analyzer:
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
         k = callee.kind
         if k == "witness":
-            d = 1 if callee.name.endswith("index_1d") else 2
+            d = WITNESS_MAKERS[callee.name.split(".")[-1]]
             self.fn.witness_uses.append((node, d))
             return Val("witness", domain=d, tdep=True, origin=node, spaces=maker_spaces(callee.name))
         if k == "grid_stride":
@@ -1176,7 +1176,7 @@ class _Analyzer:
             else:
                 return Callee("unknown", m.code(f))
         short = q.split(".")[-1]
-        if q in ("thread.index_1d", "thread.index_2d"):
+        if q in ("thread.index_1d", "thread.index_2d", "thread.index_3d"):
             return Callee("witness", q)
         if q == "thread.grid_stride":
             return Callee("grid_stride", q)
@@ -1194,7 +1194,7 @@ class _Analyzer:
             return Callee("warp_sync", q)
         if q == "az.unsafe":
             return Callee("unsafe", q)
-        if q.startswith(("az.Index1D", "az.Index2D")):
+        if q.startswith(("az.Index1D", "az.Index2D", "az.Index3D")):
             return Callee("forge", q)
         if q.startswith("az.") and short in SCALARS and q.count(".") == 1:
             return Callee("cast", short)

@@ -5,9 +5,10 @@ Kernel ABI (the same for the GPU entry and the CPU backend):
 * each parameter, in order, flattens to
   - 1-D slice (`Slice`, `DisjointSlice`, `AtomicSlice`): `ptr data, i64 len`
   - 2-D slice (`Slice2D`, `DisjointSlice2D`): `ptr data, i64 rows, i64 cols`
-  - scalar: its value (`bool_` travels as an i8)
+  - 3-D slice (`Slice3D`, `DisjointSlice3D`): `ptr data, i64 layers, i64 rows, i64 cols`
+  - scalar: its value (`bool_` travels as an i8; `f16`/`bf16` as their 16-bit pattern, an i16)
 * then two hidden parameters: `ptr fault` (a `FAULT_RECORD_BYTES` device buffer,
-  zeroed before first use) and `i32 launch_rank` (1 or 2, the config's rank).
+  zeroed before first use) and `i32 launch_rank` (1, 2 or 3, the config's rank).
 
 Fault record (little-endian, 32 bytes): `u32 count` (atomically incremented by
 every failed check), `u32 site` (id of the first fault's site; written by the

@@ -347,6 +347,10 @@ def _encode(value: Any, kind: str) -> int:
         return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
     if kind == "bool_":
         return 1 if bool(value) else 0
+    if kind in ("f16", "bf16") and not hasattr(type(value), "__index__"):
+        from anodize.language.halfbits import round_bits
+
+        return round_bits(float(value), kind)  # a number; an integer is taken as the bit pattern
     return int(value) & (2**64 - 1)
 
 

@@ -29,7 +29,11 @@ import llvmlite.ir as llir
 from anodize.language.diagnostics import Span
 
 from anodize.language import ir
-from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+from anodize.language.types import BOOL, F32, F64, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+
+from anodize.language.vocab import WITNESS_PARTS
+
+from . import halves
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -38,6 +42,8 @@ I64T = llir.IntType(64)
 FLOAT = llir.FloatType()
 DOUBLE = llir.DoubleType()
 W2 = llir.LiteralStructType([I64T, I64T])
+W3 = llir.LiteralStructType([I64T, I64T, I64T])
+WITNESS_LL = {1: I64T, 2: W2, 3: W3}
 
 # `math.f` -> the LLVM intrinsic `llvm.<name>.f32/f64` on every backend (exact operations, 0 ulp);
 # the other functions of vocab.MATH_FUNCS are the target's (`Target.math`) but the
@@ -56,6 +62,8 @@ INTRINSIC_MATH = {
 
 
 def reg_type(ty: ScalarTy) -> llir.Type:
+    if ty.is_half:
+        return halves.I16  # the bit pattern (codegen/halves.py)
     if ty.is_float:
         return FLOAT if ty.bits == 32 else DOUBLE
     return llir.IntType(ty.bits)
@@ -69,7 +77,7 @@ def value_type(ty: Ty) -> llir.Type:
     if isinstance(ty, ScalarTy):
         return reg_type(ty)
     if isinstance(ty, WitnessTy):
-        return I64T if ty.rank == 1 else W2
+        return WITNESS_LL[ty.rank]
     raise TypeError(f"no register type for {ty}")
 
 
@@ -103,6 +111,8 @@ class Target:
     shared_as = 0
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
+    native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
+    native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/halves.py)
 
     def triple(self) -> str:
         raise NotImplementedError
@@ -227,7 +237,7 @@ class Lowerer:
                     add_attr(data.attributes, "readonly")
                 dims = tuple(args[i + 1 : i + 1 + p.slice_kind.rank])
                 for j, d in enumerate(dims):
-                    d.name = f"{p.name}.{'len' if p.slice_kind.rank == 1 else ('rows', 'cols')[j]}"
+                    d.name = f"{p.name}.{_DIM_NAMES[p.slice_kind.rank][j]}"
                 elem = ScalarTy(p.scalar)
                 frame.slices[p.name] = SliceVal(p.name, SliceTy(p.slice_kind, elem), data, dims)
                 i += 1 + p.slice_kind.rank
@@ -355,6 +365,8 @@ class Lowerer:
             if src.is_float:
                 return b.fcmp_unordered("!=", v, llir.Constant(v.type, 0.0))
             return b.icmp_unsigned("!=", v, llir.Constant(v.type, 0))
+        if src.is_half or dst.is_half:
+            return self.conv_half(v, src, dst)
         dt = reg_type(dst)
         if src.is_bool:
             return b.uitofp(v, dt) if dst.is_float else b.zext(v, dt)
@@ -372,6 +384,38 @@ class Lowerer:
         kind = "fptosi" if dst.signed else "fptoui"
         fname = f"llvm.{kind}.sat.i{dst.bits}.{'f32' if src.bits == 32 else 'f64'}"
         return self.intrinsic(fname, dt, [v])
+
+    def conv_half(self, v: llir.Value, src: ScalarTy, dst: ScalarTy) -> llir.Value:
+        """A conversion from or to f16/bf16 (neither side bool-to-bool or identity): through
+        f32 (exact from a half), or from f64 for ints and f64 (one rounding, not two)."""
+        b = self.b
+        if src.is_half:
+            if dst.is_bool:
+                return halves.nonzero(b, v)
+            return self.conv(self.half_to_f32(v, src.name), F32, dst)
+        if src.is_bool or src.is_int or src.bits == 64:
+            wide = v if src == F64 else self.conv(v, src, F64)
+            return self.half_from(wide, dst.name)
+        return self.half_from(v, dst.name)  # from f32
+
+    def widen(self, v: llir.Value, ty: ScalarTy) -> tuple[llir.Value, ScalarTy]:
+        """A half operand as f32 (other types unchanged)."""
+        return (self.half_to_f32(v, ty.name), F32) if ty.is_half else (v, ty)
+
+    def narrow(self, v: llir.Value, ty: ScalarTy) -> llir.Value:
+        """An f32 result rounded back to the half type `ty` (other types unchanged)."""
+        return self.half_from(v, ty.name) if ty.is_half else v
+
+    def half_to_f32(self, h: llir.Value, fmt: str) -> llir.Value:
+        if fmt == "f16" and self.t.native_f16_convert:  # cvt.f32.f16
+            return self.b.fpext(self.b.bitcast(h, llir.HalfType()), FLOAT)
+        return halves.widen_half(self.b, h, fmt)
+
+    def half_from(self, x: llir.Value, fmt: str) -> llir.Value:
+        """An f32 or f64 rounded to nearest even in `fmt`, as its i16 pattern."""
+        if fmt == "f16" and self.t.native_f16_convert:  # cvt.rn.f16.f32 / cvt.rn.f16.f64: one rounding
+            return self.b.bitcast(self.b.fptrunc(x, llir.HalfType()), halves.I16)
+        return halves.round_to_half(self.b, x, fmt)
 
     # ---- statements ------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> None:
@@ -536,9 +580,9 @@ class Lowerer:
         return phi
 
     def index_values(self, index: tuple[ir.Expr, ...]) -> list[llir.Value]:
-        if len(index) == 1 and isinstance(index[0].ty, WitnessTy) and index[0].ty.rank == 2:
+        if len(index) == 1 and isinstance(index[0].ty, WitnessTy) and index[0].ty.rank >= 2:
             w = self.expr(index[0])
-            return [self.b.extract_value(w, 0), self.b.extract_value(w, 1)]
+            return [self.b.extract_value(w, k) for k in range(index[0].ty.rank)]
         return [self.conv(self.expr(e), e.ty, I64) for e in index]
 
     def address(self, sv: SliceVal, index: tuple[ir.Expr, ...]) -> tuple[llir.Value, llir.Value, llir.Value, llir.Value]:
@@ -549,13 +593,18 @@ class Lowerer:
         if len(dims) == 1:
             ok = b.icmp_unsigned("<", idx[0], dims[0])
             flat, fidx, flen = idx[0], idx[0], dims[0]
-        else:
-            okr = b.icmp_unsigned("<", idx[0], dims[0])
-            okc = b.icmp_unsigned("<", idx[1], dims[1])
-            ok = b.and_(okr, okc)
-            flat = b.add(b.mul(idx[0], dims[1]), idx[1])
-            fidx = b.select(okr, idx[1], idx[0])
-            flen = b.select(okr, dims[1], dims[0])
+        else:  # row-major; the fault names the outermost axis out of range
+            oks = [b.icmp_unsigned("<", i, d) for i, d in zip(idx, dims, strict=True)]
+            ok = oks[0]
+            for o in oks[1:]:
+                ok = b.and_(ok, o)
+            flat = idx[0]
+            for i, d in zip(idx[1:], dims[1:], strict=True):
+                flat = b.add(b.mul(flat, d), i)
+            fidx, flen = idx[-1], dims[-1]
+            for k in range(len(dims) - 2, -1, -1):
+                fidx = b.select(oks[k], fidx, idx[k])
+                flen = b.select(oks[k], flen, dims[k])
         ptr = b.gep(base, [flat], inbounds=True, source_etype=elem)
         return ok, ptr, fidx, flen
 
@@ -574,6 +623,8 @@ class Lowerer:
 
     def e_Const(self, e: ir.Const) -> llir.Value:
         t = reg_type(e.ty)
+        if e.ty.is_half:
+            return llir.Constant(t, halves.round_bits(float(e.value), e.ty.name))
         if e.ty.is_float:
             return llir.Constant(t, float(e.value))
         v = int(e.value)
@@ -619,7 +670,7 @@ class Lowerer:
             gv = llir.GlobalVariable(self.module, arr, sym, addrspace=self.t.table_as)
             gv.linkage = "internal"
             gv.global_constant = True
-            gv.initializer = llir.Constant(arr, [llir.Constant(mt, float(v) if e.ty.is_float else int(v) & ((1 << e.ty.bits) - 1)) for v in e.values])
+            gv.initializer = llir.Constant(arr, [self.e_Const(ir.Const(v, e.ty)) for v in e.values])
             gv.align = 16
             gv.type = llir.PointerType(addrspace=self.t.table_as)  # opaque, so element GEPs type-check
             self.tables[e.table] = gv
@@ -640,8 +691,10 @@ class Lowerer:
 
         if rank == 1:
             v: llir.Value = axis("x")
-        else:
-            v = b.insert_value(b.insert_value(llir.Constant(W2, None), axis("y"), 0), axis("x"), 1)
+        else:  # (row, col) = (y, x); (layer, row, col) = (z, y, x)
+            v = llir.Constant(WITNESS_LL[rank], None)
+            for k, a in enumerate("zyx"[3 - rank :]):
+                v = b.insert_value(v, axis(a), k)
         if site < 0:
             return v
         ok, dims = self.launch_dims_ok(rank)
@@ -650,7 +703,7 @@ class Lowerer:
         poison = llir.Constant(I64T, -1)
         if rank == 1:
             return b.select(ok, v, poison)
-        return b.select(ok, v, llir.Constant(W2, [poison, poison]))
+        return b.select(ok, v, llir.Constant(WITNESS_LL[rank], [poison] * rank))
 
     def launch_dims_ok(self, rank: int) -> tuple[llir.Value, llir.Value]:
         """(ok, dims) for a witness of `rank` in a kernel without a contract.
@@ -670,7 +723,8 @@ class Lowerer:
         ok = b.icmp_unsigned("==", self.launch_rank, llir.Constant(I32T, rank))
         if rank < 2:
             ok = b.and_(ok, b.not_(used_y))
-        ok = b.and_(ok, b.not_(used_z))
+        if rank < 3:
+            ok = b.and_(ok, b.not_(used_z))
         dims = b.zext(self.launch_rank, I64T)
         two, three = llir.Constant(I64T, 2), llir.Constant(I64T, 3)
         dims = b.select(b.and_(used_y, b.icmp_unsigned("<", dims, two)), two, dims)
@@ -684,7 +738,7 @@ class Lowerer:
         w = self.expr(e.witness)
         if e.part == "get":
             return w
-        return self.b.extract_value(w, 0 if e.part == "row" else 1)
+        return self.b.extract_value(w, WITNESS_PARTS[e.witness.ty.rank].index(e.part))  # type: ignore[union-attr]
 
     def e_Contains(self, e: ir.Contains) -> llir.Value:
         sv = self.frame.slices[e.slice.name]
@@ -692,14 +746,39 @@ class Lowerer:
         b = self.b
         if sv.ty.rank == 1:
             return b.icmp_unsigned("<", w, sv.dims[0])
-        r = b.icmp_unsigned("<", b.extract_value(w, 0), sv.dims[0])
-        c = b.icmp_unsigned("<", b.extract_value(w, 1), sv.dims[1])
-        return b.and_(r, c)
+        ok = b.icmp_unsigned("<", b.extract_value(w, 0), sv.dims[0])
+        for k in range(1, sv.ty.rank):
+            ok = b.and_(ok, b.icmp_unsigned("<", b.extract_value(w, k), sv.dims[k]))
+        return ok
 
     def e_Atomic(self, e: ir.Atomic) -> llir.Value | None:
+        ty = e.ty
+        if isinstance(ty, ScalarTy) and ty.info.mem_bits < 32:  # 8- and 16-bit elements (relaxed, device)
+            return self.narrow_atomic(e, ty)
         from .lower_effects import lower_atomic
 
         return lower_atomic(self, e)
+
+    def narrow_atomic(self, e: ir.Atomic, ty: ScalarTy) -> llir.Value:
+        """An atomic on an 8- or 16-bit element: a half type's add/min/max is a compare-and-swap
+        loop over its bits (f16 add native on the GPU); ints use LLVM's own expansion."""
+        sv = self.frame.slices[e.slice.name]
+        idx = self.conv(self.expr(e.index), e.index.ty, I64)
+        assert e.value is not None
+        val = self.expr(e.value)
+        ok, ptr, fidx, flen = self.addr_dims(sv.ptr, mem_type(ty), list(sv.dims), [idx])
+        if ty.is_half and e.op != "exchange":
+            v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.half_atomic(e.op, ptr, val, ty), reg_type(ty))
+            assert v is not None
+            return v
+        if e.op == "exchange":
+            op = "xchg"
+        else:
+            op = {"add": "add", "sub": "sub", "and": "and", "or": "or", "xor": "xor",
+                  "min": "min" if ty.signed else "umin", "max": "max" if ty.signed else "umax"}[e.op]
+        v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.atomic_rmw(op, ptr, val, "monotonic"), reg_type(ty))
+        assert v is not None
+        return v
 
     def s_Print(self, s: ir.Print) -> None:
         from .lower_effects import lower_print
@@ -711,6 +790,29 @@ class Lowerer:
 
         lower_assert(self, s)
 
+    def half_atomic(self, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy) -> llir.Value:
+        """`add`/`min`/`max` on an f16/bf16 element: a compare-and-swap loop on its 16 bits,
+        the same on every target (the new value is computed in f32 and rounded)."""
+        b = self.b
+        if op == "add" and ty.name == "f16" and self.t.native_half_atomic_add:  # atom.add.noftz.f16 (sm_70+)
+            h = llir.HalfType()
+            return b.bitcast(b.atomic_rmw("fadd", ptr, b.bitcast(val, h), "monotonic"), halves.I16)
+        pre = b.block
+        first = b.load(ptr, typ=halves.I16, align=2)
+        loop = self.fn.append_basic_block("half_atomic.loop")
+        done = self.fn.append_basic_block("half_atomic.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        old = b.phi(halves.I16)
+        old.add_incoming(first, pre)
+        wide = self.float_binop({"add": "+", "min": "min", "max": "max"}[op], self.widen(old, ty)[0], self.widen(val, ty)[0], F32)
+        pair = b.cmpxchg(ptr, old, self.narrow(wide, ty), "monotonic", "monotonic")
+        seen = b.extract_value(pair, 0)
+        old.add_incoming(seen, b.block)
+        b.cbranch(b.extract_value(pair, 1), done, loop)
+        b.position_at_end(done)
+        return seen
+
     def e_RawId(self, e: ir.RawId) -> llir.Value:
         return self.t.sreg(self, e.reg, e.axis)
 
@@ -720,6 +822,10 @@ class Lowerer:
         args = [self.expr(a) for a in e.args]
         x_ty = e.args[0].ty
         assert isinstance(x_ty, ScalarTy)
+        if x_ty.is_half:  # f32's function on the widened values, rounded back once
+            args = [self.widen(a, t)[0] if isinstance(t, ScalarTy) and t.is_half else a
+                    for a, t in zip(args, (x.ty for x in e.args), strict=True)]
+            x_ty = F32
         b = self.b
         if e.name == "isnan":
             return b.fcmp_unordered("uno", args[0], args[0])
@@ -729,7 +835,8 @@ class Lowerer:
             return b.fcmp_ordered("==" if e.name == "isinf" else "!=", mag, inf)  # `one`: false for NaN
         if e.name == "ldexp":
             args[1] = self.exponent_i32(args[1], e.args[1].ty)  # type: ignore[arg-type]
-        return self.t.math(self, e.name, args, x_ty)
+        out = self.t.math(self, e.name, args, x_ty)
+        return self.narrow(out, e.ty) if isinstance(e.ty, ScalarTy) and e.ty.is_half else out
 
     def exponent_i32(self, n: llir.Value, ty: ScalarTy) -> llir.Value:
         """An integer exponent as i32, clamped to +-4096 (beyond it every ldexp saturates
@@ -759,6 +866,8 @@ class Lowerer:
             return b.xor(v, llir.Constant(I1, 1))
         if e.op == "~":
             return b.xor(v, llir.Constant(v.type, -1))
+        if ty.is_half and e.op in ("-", "abs"):
+            return halves.negate(b, v) if e.op == "-" else halves.absolute(b, v)
         if e.op == "-":
             return b.fneg(v) if ty.is_float else b.sub(llir.Constant(v.type, 0), v)
         if e.op == "abs":
@@ -774,16 +883,14 @@ class Lowerer:
         b = self.b
         ty = e.ty
         op = e.op
+        if ty.is_half:  # computed in f32, rounded once
+            a, _ = self.widen(a, ty)
+            c, _ = self.widen(c, ty)
+            return self.narrow(self.float_binop(op, a, c, F32), ty)
         if ty.is_bool:
             return {"&": b.and_, "|": b.or_, "^": b.xor}[op](a, c)
         if ty.is_float:
-            if op in ("+", "-", "*", "/"):
-                return {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[op](a, c)
-            if op in ("min", "max"):
-                return self.intrinsic(f"llvm.{op}num.{_fs(ty)}", a.type, [a, c])
-            if op in ("//", "%"):
-                return self.float_divmod(op, a, c, ty)
-            raise AssertionError(op)
+            return self.float_binop(op, a, c, ty)
         if op in ("+", "-", "*", "&", "|", "^"):
             return {"+": b.add, "-": b.sub, "*": b.mul, "&": b.and_, "|": b.or_, "^": b.xor}[op](a, c)
         if op in ("min", "max"):
@@ -800,6 +907,16 @@ class Lowerer:
             return b.select(big, llir.Constant(a.type, 0), b.lshr(a, b.select(big, llir.Constant(a.type, 0), c)))
         if op in ("//", "%"):
             return self.int_divmod(op, a, c, ty, e.site)
+        raise AssertionError(op)
+
+    def float_binop(self, op: str, a: llir.Value, c: llir.Value, ty: ScalarTy) -> llir.Value:
+        b = self.b
+        if op in ("+", "-", "*", "/"):
+            return {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[op](a, c)  # type: ignore[no-any-return]
+        if op in ("min", "max"):
+            return self.intrinsic(f"llvm.{op}num.{_fs(ty)}", a.type, [a, c])
+        if op in ("//", "%"):
+            return self.float_divmod(op, a, c, ty)
         raise AssertionError(op)
 
     def int_divmod(self, op: str, n: llir.Value, d: llir.Value, ty: ScalarTy, site: int) -> llir.Value:
@@ -853,6 +970,9 @@ class Lowerer:
 
     def compare(self, op: str, a: llir.Value, c: llir.Value, ty: ScalarTy) -> llir.Value:
         b = self.b
+        if ty.is_half:
+            a, _ = self.widen(a, ty)
+            c, ty = self.widen(c, ty)
         if ty.is_float:
             if op == "!=":
                 return b.fcmp_unordered("!=", a, c)
@@ -969,6 +1089,9 @@ class Lowerer:
 
     def e_SharedRef(self, e: ir.SharedRef) -> llir.Value:
         raise AssertionError("a shared array is not a value")
+
+
+_DIM_NAMES = {1: ("len",), 2: ("rows", "cols"), 3: ("layers", "rows", "cols")}
 
 
 def _fs(ty: ScalarTy) -> str:

@@ -23,6 +23,10 @@ SliceAdapter = Callable[[Any], tuple[int, tuple[int, ...], int]]
 ScalarConverter = Callable[[Any], Any]
 
 _INT_RANGE = {
+    "i8": (-(2**7), 2**7 - 1),
+    "i16": (-(2**15), 2**15 - 1),
+    "u8": (0, 2**8 - 1),
+    "u16": (0, 2**16 - 1),
     "i32": (-(2**31), 2**31 - 1),
     "i64": (-(2**63), 2**63 - 1),
     "u32": (0, 2**32 - 1),
@@ -89,7 +93,7 @@ def is_array_like(v: object) -> bool:
 def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConverter:
     """A converter for arguments of `type(sample)` to parameter `p`; raises for a wrong kind."""
     s = p.scalar
-    np_type = s.dtype.type
+    np_type = s.dtype.type if not s.is_half else np.uint16
     if is_array_like(sample):
         raise arg_error(
             kernel, p, f"expects {describe_param(p)}, got {describe_value(sample)}",
@@ -111,6 +115,8 @@ def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConvert
                 return np.float32(f)
 
             return to_f32
+        if s.is_half:
+            return _half_converter(kernel, p)
         return lambda v: np.float64(v)
     lo, hi = _INT_RANGE[s.name]
     if isinstance(sample, (bool, np.bool_)) or not isinstance(sample, (int, np.integer)):
@@ -126,6 +132,23 @@ def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConvert
         return np_type(n)
 
     return to_int
+
+
+def _half_converter(kernel: str, p: ParamSpec) -> ScalarConverter:
+    """f16/bf16 scalars travel as their 16-bit pattern (a `np.uint16`), rounded to nearest even."""
+    from anodize.language.halfbits import round_bits
+
+    name = p.scalar.name
+    inf = 0x7C00 if name == "f16" else 0x7F80
+
+    def to_half(v: Any) -> Any:
+        f = float(v)
+        h = round_bits(f, name)
+        if h & 0x7FFF == inf and f == f and abs(f) != float("inf"):
+            raise arg_error(kernel, p, f"{v!r} does not fit in {name} (it would round to infinity)")
+        return np.uint16(h)
+
+    return to_half
 
 
 # ---- slices -----------------------------------------------------------------------------

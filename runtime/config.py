@@ -1,9 +1,13 @@
 """Launch configurations, typed by rank.
 
-Block and grid tuples are in CUDA order `(x, y)`; shapes are `(rows, cols)`.
-`for_shape((rows, cols), block=(bx, by))` launches
+Block and grid tuples are in CUDA order `(x, y, z)`; shapes are `(rows, cols)` or
+`(layers, rows, cols)`.  `for_shape((rows, cols), block=(bx, by))` launches
 `grid = (ceil(cols / bx), ceil(rows / by))`, so `index_2d` maps x to the column
-and y to the row.
+and y to the row; `for_shape((layers, rows, cols), block=(bx, by, bz))` launches
+`grid = (ceil(cols / bx), ceil(rows / by), ceil(layers / bz))` (`index_3d`: z is the layer).
+
+A config's rank is the number of extents it was built with: `LaunchConfig(g, b)` with
+ints is rank 1, with tuples the longer tuple's length (`(x, y, 1)` is rank 3).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from anodize.language.errors import LaunchError
 
-R = TypeVar("R", Literal[1], Literal[2])
+R = TypeVar("R", Literal[1], Literal[2], Literal[3])
 
 Dim3 = tuple[int, int, int]
 
@@ -29,7 +33,8 @@ def _dim3(v: int | tuple[int, ...], what: str) -> Dim3:
 
 @dataclass(frozen=True, init=False)
 class LaunchConfig(Generic[R]):
-    """`grid` and `block` in CUDA order; `rank` is the launch's index-space rank (1 or 2)."""
+    """`grid` and `block` in CUDA order; `rank` is the launch's index-space rank (1, 2 or 3):
+    the number of extents it was built with."""
 
     grid: Dim3
     block: Dim3
@@ -48,7 +53,7 @@ class LaunchConfig(Generic[R]):
         object.__setattr__(self, "grid", g)
         object.__setattr__(self, "block", b)
         object.__setattr__(self, "shared_mem", shared_mem)
-        object.__setattr__(self, "rank", 2 if given >= 2 else 1)
+        object.__setattr__(self, "rank", given)
 
     @staticmethod
     def for_num_elems(n: int, block: int = 256, shared_mem: int = 0) -> LaunchConfig[Literal[1]]:
@@ -61,20 +66,27 @@ class LaunchConfig(Generic[R]):
 
     @staticmethod
     def for_shape(
-        shape: tuple[int, int], block: tuple[int, int] = (16, 16), shared_mem: int = 0
-    ) -> LaunchConfig[Literal[2]]:
-        """A 2-D launch over `(rows, cols)`, with `block` in CUDA order `(bx, by)`."""
+        shape: tuple[int, int] | tuple[int, int, int], block: tuple[int, ...] | None = None, shared_mem: int = 0
+    ) -> LaunchConfig[Any]:
+        """A 2-D launch over `(rows, cols)` with `block` in CUDA order `(bx, by)` (default
+        (16, 16)), or a 3-D launch over `(layers, rows, cols)` with `block=(bx, by, bz)`
+        (default (8, 8, 4)).  The config's rank is the number of extents of `shape`."""
         if (
             not isinstance(shape, tuple)
-            or len(shape) != 2
-            or not all(isinstance(s, int) and s >= 0 for s in shape)
+            or len(shape) not in (2, 3)
+            or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in shape)
         ):
-            raise LaunchError(f"`shape` must be a (rows, cols) tuple of non-negative ints, got {shape!r}")
-        if not isinstance(block, tuple) or len(block) != 2:
-            raise LaunchError(f"`block` must be a (bx, by) tuple, got {block!r}")
-        rows, cols = shape
-        bx, by = block
-        return LaunchConfig((max(1, -(-cols // bx)), max(1, -(-rows // by))), (bx, by), shared_mem)
+            raise LaunchError(
+                f"`shape` must be a (rows, cols) or (layers, rows, cols) tuple of non-negative ints, got {shape!r}"
+            )
+        if block is None:
+            block = (16, 16) if len(shape) == 2 else (8, 8, 4)
+        if not isinstance(block, tuple) or len(block) != len(shape):
+            want = "(bx, by)" if len(shape) == 2 else "(bx, by, bz)"
+            raise LaunchError(f"`block` must be a {want} tuple for a {len(shape)}-D shape, got {block!r}")
+        extents = shape[::-1]  # CUDA order: cols (x), rows (y), layers (z)
+        grid = tuple(max(1, -(-n // b)) for n, b in zip(extents, block, strict=True))
+        return LaunchConfig(grid, block, shared_mem)
 
     @property
     def threads_per_block(self) -> int:

@@ -19,6 +19,7 @@ KDL_CPU = 1
 KDL_CUDA = 2
 
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BOOL = 0, 1, 2, 6
+_KDL_BFLOAT = 4
 _KIND_CODE = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT, "b": _KDL_BOOL}
 _CODE_KIND = {v: k for k, v in _KIND_CODE.items()}
 
@@ -147,7 +148,7 @@ def export(
     t.data = ptr or None
     t.device = DLDevice(device[0], device[1])
     t.ndim = ndim
-    t.dtype = DLDataType(_KIND_CODE[scalar.kind], scalar.mem_bits, 1)
+    t.dtype = DLDataType(_KDL_BFLOAT if scalar.name == "bf16" else _KIND_CODE[scalar.kind], scalar.mem_bits, 1)
     t.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
@@ -191,7 +192,15 @@ def read_capsule(capsule: object) -> ForeignTensor:
     code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
     kind = _CODE_KIND.get(code)
     dtype: np.dtype | None = None
-    if kind is not None and lanes == 1:
+    if code == _KDL_BFLOAT and bits == 16 and lanes == 1:
+        kind = "bf"
+        try:
+            from anodize.language.vocab import SCALARS
+
+            dtype = SCALARS["bf16"].dtype
+        except ImportError:
+            dtype = None
+    elif kind is not None and lanes == 1:
         try:
             dtype = np.dtype(f"{kind}{bits // 8}") if kind != "b" else np.dtype(np.bool_)
         except TypeError:

@@ -340,11 +340,11 @@ class _Plan:
                 nbytes = a._nbytes
             else:
                 ptr, shape, nbytes = how(a)
-            # ABI: ptr, then i64 len (or rows, cols); a Python int travels as a 64-bit value
+            # ABI: ptr, then i64 len (or rows, cols; or layers, rows, cols); a Python int travels as a 64-bit value
             flat.append(ptr)
             flat.append(shape[0])
-            if rank == 2:
-                flat.append(shape[1])
+            if rank >= 2:
+                flat.extend(shape[1:])
             shapes[i] = shape
             if nbytes:
                 lo[i] = ptr
@@ -490,8 +490,8 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
                     return None
                 flat.append(a._ptr)
                 flat.append(shape[0])
-                if rank == 2:
-                    flat.append(shape[1])
+                if rank >= 2:
+                    flat.extend(shape[1:])
             else:
                 if type(a) is not want:
                     return None

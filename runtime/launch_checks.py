@@ -95,7 +95,7 @@ def _config_for(domain: int) -> str:
 def _short(dim: tuple[int, int, int], rank: int) -> object:
     if dim[2] != 1:
         return dim
-    return dim[0] if rank == 1 and dim[1] == 1 else dim[:2]
+    return dim[0] if rank == 1 and dim[1] == 1 else dim[: max(2, rank)]
 
 
 def check_device(name: str, dev: Device, config: LaunchConfig, contract: Contract | None) -> None:

@@ -24,6 +24,7 @@ SMALL: dict[str, dict[str, int]] = {
     "saxpy": {"n": 5_003},
     "scale2d": {"rows": 37, "cols": 53},
     "stencil2d": {"rows": 41, "cols": 67},
+    "stencil3d": {"layers": 9, "rows": 13, "cols": 37},
     "histogram": {"n": 20_000},
     "transpose": {"rows": 70, "cols": 45},
     "reduce_sum": {"n": 30_000},

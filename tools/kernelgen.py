@@ -61,8 +61,8 @@ class HypothesisChooser:
         return self.integer(0, 999) < int(p * 1000)
 
 
-INTS = ("i32", "i64", "u32", "u64")
-FLOATS = ("f32", "f64")
+INTS = ("i32", "i64", "u32", "u64", "i8", "i16", "u8", "u16")
+FLOATS = ("f32", "f64", "f16", "bf16")
 SCALARS = INTS + FLOATS + ("bool_",)
 MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "fabs", "floor", "ceil", "rsqrt")
 MATH2 = ("pow", "fmin", "fmax")
@@ -365,7 +365,7 @@ class _Gen:
             "import numpy as np",
             "import anodize as az",
             "from anodize import Slice, DisjointSlice, Slice2D, DisjointSlice2D, AtomicSlice, Index1D, Index2D",
-            "from anodize import f32, f64, i32, i64, u32, u64, bool_, kernel, launch_contract, thread",
+            "from anodize import f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16, kernel, launch_contract, thread",
             "",
             f"BLOCK = {ch.choice((32, 64, 128, 256))}",
             "",

@@ -288,7 +288,7 @@ def _parse_expr(node: ast.expr, params: tuple[str, ...]) -> Expr:
         and isinstance(node.value.value, ast.Name)
         and isinstance(node.slice, ast.Constant)
         and type(node.slice.value) is int
-        and node.slice.value in (0, 1)
+        and node.slice.value in (0, 1, 2)
     ):
         name = node.value.value.id
         if name not in params:

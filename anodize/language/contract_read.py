@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 __all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
 
 KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem")
-_INT_SCALARS = {"i32", "i64", "u32", "u64"}
+_INT_SCALARS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 
 
 def contract_decorators(front: ModuleFront, fdef: ast.FunctionDef) -> list[ast.expr]:
@@ -109,7 +109,7 @@ def _domain(front: ModuleFront, deco: ast.Call, args: dict[str, ast.expr], say) 
         say(deco, "contract-domain", "add-domain-1-2")
         return None
     v = _ints(front, args["domain"])
-    if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2):
+    if v is None or isinstance(args["domain"], ast.Tuple) or v[0] not in (1, 2, 3):
         say(args["domain"], "domain-must-1-2",
             "domain-1-thread-index", domain=front.src.quote(args['domain']))
         return None
@@ -171,8 +171,11 @@ def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.exp
             if isinstance(term, Len) and kind != "slice":
                 say(node, "len-requires-slice", "requires-example", name=name)
                 ok = False
-            elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2):  # type: ignore[index]
+            elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank >= 2):  # type: ignore[index]
                 say(node, "shape-requires-2-d", "use-len", name=name, axis=term.axis)
+                ok = False
+            elif isinstance(term, Shape) and term.axis >= SLICE_KINDS[skind].rank:  # type: ignore[index]
+                say(node, "shape-axis-out-of-range", name=name, axis=term.axis, rank=SLICE_KINDS[skind].rank)  # type: ignore[index]
                 ok = False
             elif isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS):
                 say(node, "requires-must-integer-scalar", "use-len" if kind == "slice" else "requires-example", name=name)

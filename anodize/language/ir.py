@@ -183,7 +183,7 @@ class TableRead:
 
 @dataclass(frozen=True)
 class MakeWitness:
-    """`thread.index_1d()` / `thread.index_2d()`; `site` >= 0 when the launch rank is checked."""
+    """`thread.index_1d()` / `index_2d()` / `index_3d()`; `site` >= 0 when the launch rank is checked."""
 
     rank: int
     site: int
@@ -194,7 +194,7 @@ class MakeWitness:
 @dataclass(frozen=True)
 class WitnessPart:
     witness: Expr
-    part: str  # "get" | "row" | "col"
+    part: str  # "get" | "layer" | "row" | "col" (vocab.WITNESS_PARTS)
     ty: ScalarTy
     span: Span | None = None
 

@@ -57,7 +57,13 @@ def launch_shape_problem(
         return ShapeProblem("rank", domain, config_rank=config_rank)
     if block is not None and config_block is not None and pad3(block) != pad3(config_block):
         return ShapeProblem("block", domain, config_block=trim(tuple(config_block)), want_block=tuple(block))
-    # every dimension beyond the domain is 1: else two threads share one witness
+    # A runtime config of the domain's rank has 1s beyond it (its rank is its number of
+    # extents); this catches configs whose rank is not known here (the checker, mypy).
+    return _extra_dimension(domain, config_block, grid)
+
+
+def _extra_dimension(domain: int, config_block: tuple[int, ...] | None, grid: tuple[int, ...] | None) -> ShapeProblem | None:
+    """Every dimension beyond the domain is 1: else two threads share one witness."""
     for what, dims in (("block", config_block), ("grid", grid)):
         if dims is None:
             continue

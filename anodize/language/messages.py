@@ -424,8 +424,8 @@ def disjoint_index(
     **values: object,
 ) -> Diagnostic:
     """`why`: a key of `catalogue.PHRASES` (the label), filled with `values`."""
-    maker = "thread.index_1d()" if domain == 1 else "thread.index_2d()"
-    wit = "i" if domain == 1 else "ij"
+    maker = f"thread.index_{domain}d()"
+    wit = {1: "i", 2: "ij"}.get(domain, "ijk")
     return make(
         "az-disjoint-index",
         f"`{name}` is a `{kind}`; it can only be {access} at this thread's own witness, not at `{index}`",
@@ -472,13 +472,13 @@ def index_forge(span: Span, key: str, *, help: str | None = None, **values: obje
         "az-index-forge",
         text(key, values),
         span,
-        label="a witness can only come from `thread.index_1d()`, `thread.index_2d()` or `thread.grid_stride()`",
+        label="a witness can only come from `thread.index_1d()`, `index_2d()`, `index_3d()` or `thread.grid_stride()`",
         help=help_text(help, values) or "get this thread's witness from `thread.index_1d()` (or `index_2d()`) and pass it on unchanged",
     )
 
 
 def index_domain(span: Span, maker: str, used: int, domain: int, contract: Span | None, *, via: str | None = None) -> Diagnostic:
-    good = "thread.index_1d()" if domain == 1 else "thread.index_2d()"
+    good = f"thread.index_{domain}d()"
     what = f"`{maker}`" if via is None else f"`{via}` (which uses `{maker}`)"
     return make(
         "az-index-domain",
@@ -493,7 +493,7 @@ def index_domain(span: Span, maker: str, used: int, domain: int, contract: Span 
 def index_domain_mixed(span: Span, first: Span) -> Diagnostic:
     return make(
         "az-index-domain",
-        "this kernel uses both 1-D and 2-D witnesses; one of them can never own an element",
+        "this kernel uses witnesses of two index spaces (1-D, 2-D or 3-D); one of them can never own an element",
         span,
         label="a witness of the other index space",
         secondary=(Label(first, "first witness here"),),

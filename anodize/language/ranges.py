@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 from anodize.language import ir
 from anodize.language.types import I64, ScalarTy, SliceTy, Ty, WitnessTy
+from anodize.language.vocab import WITNESS_PARTS
 
 Atom = tuple[str, ...]
 ZERO: Atom = ("0",)
@@ -461,7 +462,7 @@ class RangeFacts(RangeEnv):
             sty = self.slices.get(s)
             if sty is None:
                 continue
-            parts = ("get",) if sty.rank == 1 else ("row", "col")
+            parts = WITNESS_PARTS[sty.rank]
             for axis, part in enumerate(parts):
                 a = self.witness_atom(w, part)
                 if a is not None:
@@ -529,7 +530,7 @@ class RangeFacts(RangeEnv):
         """Whether every index expression lies in `[0, extent)` on its axis."""
         w = index[0] if len(index) == 1 else None
         if isinstance(w, ir.Local) and isinstance(w.ty, WitnessTy):
-            parts = ("get",) if w.ty.rank == 1 else ("row", "col")
+            parts = WITNESS_PARTS[w.ty.rank]
             index = tuple(ir.WitnessPart(w, part, I64) for part in parts)
         if len(index) != len(extents):
             return False

@@ -142,6 +142,7 @@ _FLOAT_CONSTANTS = {
 _NUMPY_SCALARS = {
     "float32": "f32", "float64": "f64", "int32": "i32", "int64": "i64", "uint32": "u32", "uint64": "u64",
     "bool_": "bool_", "double": "f64", "single": "f32",
+    "float16": "f16", "half": "f16", "int8": "i8", "int16": "i16", "uint8": "u8", "uint16": "u16",
 }
 
 

@@ -21,7 +21,8 @@ from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol, constant_param_type, constant_params
-from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS
+from anodize.language.halfbits import round_half
+from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 from anodize.language.ir import FaultSite, ParamSpec
 
 from anodize.language import ir
@@ -63,6 +64,7 @@ class _KernelCtx:
     shared: dict[str, SharedTy] = field(default_factory=dict)
     equal: list[set[str]] = field(default_factory=list)
     equal2d: list[set[str]] = field(default_factory=list)
+    equal3d: list[set[str]] = field(default_factory=list)
     # a specialisation: type variable -> scalar name, `az.Constant` parameter -> its value
     spec: dict[str, Any] = field(default_factory=dict)
     consts: dict[str, Any] = field(default_factory=dict)  # Constant parameters with a value
@@ -88,6 +90,9 @@ _BINOPS = {
     ast.BitXor: "^",
 }
 _CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+_AXES_TEXT = {2: "(row, col)", 3: "(layer, row, col)"}
 
 
 def _wrap_int(v: int, ty: ScalarTy) -> int:
@@ -366,7 +371,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         """`name` and every slice `requires` proves to have the same length (shape for 2-D)."""
         if not self.is_kernel:
             return {name}
-        classes = self.k.equal if self.slices[name].rank == 1 else self.k.equal2d
+        classes = {1: self.k.equal, 2: self.k.equal2d, 3: self.k.equal3d}[self.slices[name].rank]
         for c in classes:
             if name in c:
                 return {n for n in c if n in self.slices and self.slices[n].rank == self.slices[name].rank}
@@ -598,9 +603,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         if len(call.args) != 2 or call.keywords:
             self.type_error(call, "write-unchecked-takes-index")
         idx_node, val_node = call.args
-        if sty.rank == 2:
-            if not isinstance(idx_node, ast.Tuple) or len(idx_node.elts) != 2:
-                self.type_error(idx_node, "write-unchecked-2d")
+        if sty.rank >= 2:
+            if not isinstance(idx_node, ast.Tuple) or len(idx_node.elts) != sty.rank:
+                self.type_error(idx_node, "write-unchecked-nd", rank=sty.rank, axes=_AXES_TEXT[sty.rank])
             index = tuple(self.as_index(self.expr(e), e) for e in idx_node.elts)
         else:
             index = (self.as_index(self.expr(idx_node), idx_node),)
@@ -621,11 +626,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         self, sty: SliceTy, name: str, node: ast.expr, *, disjoint: bool, access: str = "read"
     ) -> tuple[tuple[ir.Expr, ...], bool]:
         """The index expressions of `name[node]`, and whether a check is still needed."""
-        if sty.rank == 2 and isinstance(node, ast.Tuple):
+        if sty.rank >= 2 and isinstance(node, ast.Tuple):
             if disjoint:
                 self.fail(self.disjoint_error(node, name, sty, access))
-            if len(node.elts) != 2:
-                self.type_error(node, "index-2d", name=name)
+            if len(node.elts) != sty.rank:
+                self.type_error(node, "index-nd", name=name, rank=sty.rank, axes=_AXES_TEXT[sty.rank][1:-1])
             index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
@@ -636,8 +641,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             return (e,), not (proven or self.slice_in_range(name, (e,)))
         if disjoint:
             self.fail(self.disjoint_error(node, name, sty, access))
-        if sty.rank == 2:
-            self.type_error(node, "index-2d-slice-or-witness", name=name)
+        if sty.rank >= 2:
+            self.type_error(node, "index-nd-slice-or-witness", name=name, rank=sty.rank, axes=_AXES_TEXT[sty.rank][1:-1])
         index = (self.as_index(e, node),)
         return index, not self.slice_in_range(name, index)
 
@@ -781,7 +786,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         span = self.span(node)
         if s.kind == "constant":
             if s.scalar is not None:  # a NumPy scalar keeps its type: `SCALE = np.float32(0.5)`
-                return ir.Const(s.value, BY_NAME[s.scalar], span)  # type: ignore[arg-type]
+                return self.cast(ir.Const(s.value, F64 if BY_NAME[s.scalar].is_half else BY_NAME[s.scalar], span), BY_NAME[s.scalar])  # type: ignore[arg-type]
             return self.py_constant(s.value, node)
         if s.kind == "missing":
             self.type_error(node, "name-undefined", help="assign-before", name=text)
@@ -809,7 +814,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
         if isinstance(node.value, ast.Name) and node.value.id in self.vars:
             base = self.load_name(node.value)
-            if isinstance(base.ty, WitnessTy) and base.ty.rank == 2 and node.attr in ("row", "col"):
+            if isinstance(base.ty, WitnessTy) and base.ty.rank >= 2 and node.attr in WITNESS_PARTS[base.ty.rank]:
                 return ir.WitnessPart(base, node.attr, I64, self.span(node))
             self.type_error(node, "no-attribute", ty=base.ty, attr=node.attr)
         if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
@@ -828,6 +833,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             return e
         if isinstance(e, ir.Const) and isinstance(e.ty, ScalarTy):
             v = e.value
+            if ty.is_half:
+                return ir.Const(round_half(float(v), ty.name), ty, e.span, weak=e.weak)
             if ty.is_float:
                 return ir.Const(float(v), ty, e.span, weak=e.weak)
             if ty.is_bool:
@@ -839,7 +846,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             return ir.Const(_wrap_int(int(v), ty), ty, e.span, weak=e.weak)
         if isinstance(e.ty, WitnessTy):
             if e.ty.rank != 1:
-                raise PromotionError("index2d-not-number")
+                raise PromotionError("witness-not-number", ty=e.ty, parts=" or ".join(f"`.{p}`" for p in WITNESS_PARTS[e.ty.rank]))
             e = ir.WitnessPart(e, "get", I64, e.span)
             if ty == I64:
                 return e
@@ -989,7 +996,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             self.unsupported(node, "other-than-witness-slice")
         sty = self.slices[snode.id]
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
-            want = "Index1D" if sty.rank == 1 else "Index2D"
+            want = f"Index{sty.rank}D"
             self.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)
         return ir.Contains(w, ir.SliceRef(snode.id, sty, self.span(snode)), BOOL, self.span(node))
 
@@ -1196,6 +1203,9 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         if k.ty.is_float:
             self.type_error(node.args[1], "lane-argument-warp-must", name=name)
         ty = I64 if v.ty.is_bool else v.ty
+        if ty.bits < 32:
+            wide = "f32" if ty.is_float else "i32"
+            self.type_error(node.args[0], "warp-narrow-value", help="convert-it-and-back", name=name, ty=ty, wide=wide)
         return ir.WarpOp(name, (self.cast(v, ty), self.cast(k, I32)), ty, span)
 
     def slice_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
@@ -1368,7 +1378,8 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, s
             k.unknown_consts.add(name)
     if contract is not None and contract.requires is not None:
         k.equal = equal_lengths(contract.requires)
-        k.equal2d = _equal_shapes(contract.requires)
+        k.equal2d = _equal_shapes(contract.requires, 2)
+        k.equal3d = _equal_shapes(contract.requires, 3)
     a = fdef.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         raise CheckError([messages.signature(src.span(fdef), "kernel-takes-plain-positional")])
@@ -1424,22 +1435,25 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, s
     )
 
 
-def _equal_shapes(req: Requires) -> list[set[str]]:
-    """Classes of 2-D parameters whose shapes `requires` proves equal on both axes."""
+def _equal_shapes(req: Requires, rank: int) -> list[set[str]]:
+    """Classes of parameters whose shapes `requires` proves equal on every one of `rank` axes."""
     from anodize.language.contract import Shape
 
-    axes: list[list[set[str]]] = [[], []]
+    axes: list[list[set[str]]] = [[] for _ in range(rank)]
     for rel in req.relations:
-        if rel.op == "==" and isinstance(rel.left, Shape) and isinstance(rel.right, Shape) and rel.left.axis == rel.right.axis:
+        if (
+            rel.op == "=="
+            and isinstance(rel.left, Shape)
+            and isinstance(rel.right, Shape)
+            and rel.left.axis == rel.right.axis
+            and rel.left.axis < rank
+        ):
             classes = axes[rel.left.axis]
             a, b = rel.left.param, rel.right.param
             hit = [c for c in classes if a in c or b in c]
             merged = {a, b}.union(*hit)
             axes[rel.left.axis] = [c for c in classes if c not in hit] + [merged]
-    out: list[set[str]] = []
-    for c0 in axes[0]:
-        for c1 in axes[1]:
-            both = c0 & c1
-            if len(both) > 1:
-                out.append(both)
-    return out
+    out: list[set[str]] = [set(c) for c in axes[0]]
+    for classes in axes[1:]:
+        out = [c & d for c in out for d in classes if len(c & d) > 1]
+    return [c for c in out if len(c) > 1]

@@ -56,7 +56,10 @@ class EffectsTyping(_Base):
         elem = sty.elem
         if elem.is_bool:
             self.type_error(node, "atomics-bool-slices-supported")
-        if elem.info.mem_bits not in (32, 64):
+        # 8- and 16-bit elements: the read-modify-writes LLVM (or a compare-and-swap loop over a
+        # half's bits) gives, relaxed and device-scoped
+        narrow_ok = method in ("add", "min", "max", "exchange") or (elem.is_int and method in ("sub", "and_", "or_", "xor"))
+        if elem.info.mem_bits not in (32, 64) and not (narrow_ok and scope == "device" and order == "relaxed"):
             self.type_error(node, "atomic-width", name=name, elem=elem)
         if method in ATOMIC_INT_ONLY and elem.is_float:
             if method == "compare_exchange":

@@ -31,6 +31,10 @@ class ScalarTy:
         return self.info.kind == "f"
 
     @property
+    def is_half(self) -> bool:
+        return self.info.is_half
+
+    @property
     def is_int(self) -> bool:
         return self.info.kind in ("i", "u")
 
@@ -61,10 +65,10 @@ class SliceTy:
 
 @dataclass(frozen=True)
 class WitnessTy:
-    rank: int  # 1: Index1D, 2: Index2D
+    rank: int  # 1: Index1D, 2: Index2D, 3: Index3D
 
     def __str__(self) -> str:
-        return "Index1D" if self.rank == 1 else "Index2D"
+        return f"Index{self.rank}D"
 
 
 @dataclass(frozen=True)
@@ -102,9 +106,16 @@ I64 = ScalarTy(SCALARS["i64"])
 U32 = ScalarTy(SCALARS["u32"])
 U64 = ScalarTy(SCALARS["u64"])
 BOOL = ScalarTy(SCALARS["bool_"])
+F16 = ScalarTy(SCALARS["f16"])
+BF16 = ScalarTy(SCALARS["bf16"])
+I8 = ScalarTy(SCALARS["i8"])
+I16 = ScalarTy(SCALARS["i16"])
+U8 = ScalarTy(SCALARS["u8"])
+U16 = ScalarTy(SCALARS["u16"])
 VOID = VoidTy()
 
-BY_NAME: dict[str, ScalarTy] = {t.name: t for t in (F32, F64, I32, I64, U32, U64, BOOL)}
+BY_NAME: dict[str, ScalarTy] = {name: ScalarTy(info) for name, info in SCALARS.items()}
+_SIGNED_BY_BITS = {8: I8, 16: I16, 32: I32, 64: I64}
 
 
 class PromotionError(Exception):
@@ -124,11 +135,14 @@ def promote(a: ScalarTy, b: ScalarTy) -> ScalarTy:
 
     * bool with bool gives i64 for arithmetic (comparisons and bit ops keep bool elsewhere);
       bool with anything else gives the other type
-    * a float with an int gives the float type (f32 stays f32, as in CUDA C)
-    * f32 with f64 gives f64
-    * ints of one signedness: the wider one
-    * signed with unsigned: the signed type if it is wider, else i64 when the unsigned
-      type is narrower than 64 bits; u64 with a signed type needs an explicit cast
+    * a float with an int gives the float type (f32 stays f32, as in CUDA C), except that
+      a half type (f16, bf16) with an int gives f32
+    * floats: the wider one; f16 with bf16 (neither holds the other) gives f32
+    * ints of one signedness: the wider one (i8 with i8 stays i8 and wraps, as in NumPy;
+      no C-style promotion to int)
+    * signed with unsigned: the signed type if it is wider, else the narrowest signed type
+      wider than the unsigned one (u8: i16, u16: i32, u32: i64, as NumPy does); u64 with
+      a signed type needs an explicit cast
     """
     if a == b:
         return I64 if a.is_bool else a
@@ -138,25 +152,29 @@ def promote(a: ScalarTy, b: ScalarTy) -> ScalarTy:
         return a
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
+            if a.bits == b.bits:  # f16 with bf16
+                return F32
             return a if a.bits >= b.bits else b
-        return a if a.is_float else b
+        f = a if a.is_float else b
+        return F32 if f.is_half else f
     if a.signed == b.signed:
         return a if a.bits >= b.bits else b
     s, u = (a, b) if a.signed else (b, a)
     if s.bits > u.bits:
         return s
     if u.bits < 64:
-        return I64
+        return _SIGNED_BY_BITS[u.bits * 2]
     raise PromotionError("mixing-needs-cast", a=a, b=b)
 
 
 def implicitly_converts(src: ScalarTy, dst: ScalarTy) -> bool:
     """Whether a value of `src` may be stored into a `dst` location (a local, an element,
     a helper argument, a return value) without a cast: identity, bool to anything, any
-    int to any int (wrapping, as a cast does), int to float, and f32 to f64.  Float to
-    int and f64 to f32 lose information and need an explicit cast."""
+    int to any int (wrapping, as a cast does), int to float, and a float to a wider float
+    (f16 or bf16 to f32 or f64, f32 to f64).  Float to int, f64 to f32, f32 to a half type
+    and f16 to bf16 (or back) lose information and need an explicit cast."""
     if src == dst or src.is_bool:
         return True
     if dst.is_float:
-        return src.is_int or src.bits <= dst.bits
+        return src.is_int or src.bits < dst.bits
     return dst.is_int and src.is_int

@@ -29,11 +29,25 @@ class ScalarInfo:
         """NumPy dtype of a buffer element (computed once, then a plain attribute)."""
         import numpy
 
+        if self.numpy_name == "bfloat16":  # NumPy has no bfloat16: ml_dtypes' (optional dependency)
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise ImportError(
+                    "bf16 buffers need the `ml_dtypes` package (NumPy has no bfloat16 dtype): "
+                    "`pip install ml_dtypes` or `pip install anodize[bf16]`"
+                ) from None
+            return numpy.dtype(ml_dtypes.bfloat16)
         return numpy.dtype(self.numpy_name)
 
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def is_half(self) -> bool:
+        """f16 or bf16: stored as 16 bits, computed in f32 and rounded after every operation."""
+        return self.kind == "f" and self.bits == 16
 
     @property
     def is_int(self) -> bool:
@@ -52,6 +66,12 @@ SCALARS: dict[str, ScalarInfo] = {
     "u32": ScalarInfo("u32", "u", 32, 32, "uint32"),
     "u64": ScalarInfo("u64", "u", 64, 64, "uint64"),
     "bool_": ScalarInfo("bool_", "b", 1, 8, "bool"),
+    "f16": ScalarInfo("f16", "f", 16, 16, "float16"),
+    "bf16": ScalarInfo("bf16", "f", 16, 16, "bfloat16"),  # host dtype: ml_dtypes.bfloat16
+    "i8": ScalarInfo("i8", "i", 8, 8, "int8"),
+    "i16": ScalarInfo("i16", "i", 16, 16, "int16"),
+    "u8": ScalarInfo("u8", "u", 8, 8, "uint8"),
+    "u16": ScalarInfo("u16", "u", 16, 16, "uint16"),
 }
 
 if TYPE_CHECKING:
@@ -61,7 +81,12 @@ if TYPE_CHECKING:
 def __getattr__(name: str) -> Any:
     """`SCALAR_BY_DTYPE` (dtype -> ScalarInfo) is built on first use, with NumPy."""
     if name == "SCALAR_BY_DTYPE":
-        table = {s.dtype: s for s in SCALARS.values()}
+        table = {}
+        for s in SCALARS.values():
+            try:
+                table[s.dtype] = s
+            except ImportError:  # bf16 without ml_dtypes: no host dtype maps to it
+                pass
         globals()[name] = table
         return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -70,7 +95,7 @@ def __getattr__(name: str) -> Any:
 @dataclass(frozen=True)
 class SliceKindInfo:
     name: str  # "Slice", "DisjointSlice", ...
-    rank: int  # 1 or 2
+    rank: int  # 1, 2 or 3
     output: bool  # written by the kernel (so unaliased with every other argument)
     disjoint: bool  # writes only through this thread's witness
     atomic: bool
@@ -81,13 +106,18 @@ SLICE_KINDS: dict[str, SliceKindInfo] = {
     "DisjointSlice": SliceKindInfo("DisjointSlice", 1, output=True, disjoint=True, atomic=False),
     "Slice2D": SliceKindInfo("Slice2D", 2, output=False, disjoint=False, atomic=False),
     "DisjointSlice2D": SliceKindInfo("DisjointSlice2D", 2, output=True, disjoint=True, atomic=False),
+    "Slice3D": SliceKindInfo("Slice3D", 3, output=False, disjoint=False, atomic=False),
+    "DisjointSlice3D": SliceKindInfo("DisjointSlice3D", 3, output=True, disjoint=True, atomic=False),
     "AtomicSlice": SliceKindInfo("AtomicSlice", 1, output=True, disjoint=False, atomic=True),
 }
 
-WITNESS_TYPES = {"Index1D": 1, "Index2D": 2}
+WITNESS_TYPES = {"Index1D": 1, "Index2D": 2, "Index3D": 3}
 
 # Functions in `anodize.thread` that make a witness, with the index space (domain) it belongs to.
-WITNESS_MAKERS = {"index_1d": 1, "index_2d": 2, "grid_stride": 1}
+WITNESS_MAKERS = {"index_1d": 1, "index_2d": 2, "index_3d": 3, "grid_stride": 1}
+
+# The parts of a witness of each rank (`i.get()`, `ij.row`, `ijk.layer`), outermost axis first.
+WITNESS_PARTS = {1: ("get",), 2: ("row", "col"), 3: ("layer", "row", "col")}
 
 # Raw ids: unsafe tier only.
 RAW_IDS = {

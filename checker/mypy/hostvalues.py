@@ -133,7 +133,7 @@ def config_facts(typ: Type) -> tuple[int | None, tuple[int, int, int] | None]:
     rank: int | None = None
     if p.args:
         r = get_proper_type(p.args[0])
-        if isinstance(r, LiteralType) and r.value in (1, 2):
+        if isinstance(r, LiteralType) and r.value in (1, 2, 3):
             rank = int(r.value)
     facts = meta.read(p, meta.CONFIG) or {}
     block = facts.get("block")
@@ -223,14 +223,16 @@ def _dims(typ: Type | None) -> int | None:
 
 
 def on_config_new(ctx: FunctionContext) -> Type:
-    """`LaunchConfig(grid, block)`: 2-D when either is visibly a tuple of 2 or 3, as at run time."""
+    """`LaunchConfig(grid, block)`: the rank is the number of extents of the longer one, as at run
+    time (known when both are visible, or when one is a tuple of 3)."""
     report_module(ctx.api)
     grid_t, _ = _arg(ctx, "grid", 0)
     block_t, _ = _arg(ctx, "block", 1)
     dims = [_dims(grid_t), _dims(block_t)]
+    known = [d for d in dims if d is not None]
     rank: int | None
-    if any(d is not None and d >= 2 for d in dims):
-        rank = 2
+    if known and (max(known) == 3 or len(known) == 2):
+        rank = max(known)
     elif all(d is not None for d in dims):
         rank = 1
     else:
@@ -247,7 +249,15 @@ def on_for_num_elems(ctx: MethodContext) -> Type:
 
 
 def on_for_shape(ctx: MethodContext) -> Type:
+    """`for_shape(shape, block)`: rank 2 or 3, the number of extents of `shape`."""
     report_module(ctx.api)
+    shape_t, _ = _arg(ctx, "shape", 0)
     block_t, passed = _arg(ctx, "block", 1)
-    block = literal_shape(block_t) if block_t is not None else (None if passed else [16, 16])
-    return _config(ctx.api, 2, block, ctx.default_return_type)
+    rank = _dims(shape_t) if shape_t is not None else None
+    if rank is None and block_t is not None:
+        rank = _dims(block_t)
+    if rank not in (2, 3):
+        rank = None
+    default = [16, 16] if rank == 2 else [8, 8, 4] if rank == 3 else None
+    block = literal_shape(block_t) if block_t is not None else (None if passed else default)
+    return _config(ctx.api, rank, block, ctx.default_return_type)

@@ -26,7 +26,7 @@ def k2(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
     ]
     INVALID = [
         """
-@launch_contract(domain=3, block=256)  # E: az-contract
+@launch_contract(domain=4, block=256)  # E: az-contract
 @kernel
 def k(c: DisjointSlice[f32]) -> None:
     pass

@@ -7,10 +7,11 @@ import ast
 from dataclasses import dataclass
 
 from anodize.language import messages
+from anodize.language.vocab import SLICE_KINDS
 from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
 from .base import Rule, RuleContext, slice_kinds
 
-_DISJOINT = {"DisjointSlice": 1, "DisjointSlice2D": 2}
+_DISJOINT = {k.name: k.rank for k in SLICE_KINDS.values() if k.disjoint}
 
 
 @dataclass(frozen=True)

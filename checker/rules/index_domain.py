@@ -65,7 +65,7 @@ def k2(c: DisjointSlice[f32]) -> None:
             if (site, d) in seen:
                 continue
             seen.add((site, d))
-            maker = "thread.index_1d()" if d == 1 else "thread.index_2d()"
+            maker = f"thread.index_{d}d()"
             callee = self.model.callees.get(site) if isinstance(site, ast.Call) else None
             if callee is not None and callee.kind == "grid_stride":
                 maker = "thread.grid_stride()"
@@ -74,6 +74,6 @@ def k2(c: DisjointSlice[f32]) -> None:
                     self.report(messages.index_domain(self.span(site), maker, d, domain, contract_span, via=helper))
             else:
                 first.setdefault(d, site)
-                other = 3 - d
-                if other in first and first[other] is not site and fn.contract is None:
-                    self.report(messages.index_domain_mixed(self.span(site), self.span(first[other])))
+                others = [first[o] for o in sorted(first) if o != d and first[o] is not site]
+                if others and fn.contract is None:
+                    self.report(messages.index_domain_mixed(self.span(site), self.span(others[0])))

@@ -89,10 +89,12 @@ def main(c: object) -> None:
             b = args.get("block", pos[1] if len(pos) > 1 else None)
             block = (256,) if b is None else literal_dims(b)
             return 1, block, e
-        if q == "az.LaunchConfig.for_shape":
+        if q == "az.LaunchConfig.for_shape":  # rank: the number of extents of the shape
+            sh = args.get("shape", pos[0] if pos else None)
             b = args.get("block", pos[1] if len(pos) > 1 else None)
-            block = (16, 16) if b is None else literal_dims(b)
-            return 2, block, e
+            rank = len(sh.elts) if isinstance(sh, ast.Tuple) else (len(b.elts) if isinstance(b, ast.Tuple) else None)
+            block = ((16, 16) if rank == 2 else (8, 8, 4) if rank == 3 else None) if b is None else literal_dims(b)
+            return rank, block, e
         if q == "az.LaunchConfig":
             g = args.get("grid", pos[0] if pos else None)
             b = args.get("block", pos[1] if len(pos) > 1 else None)

@@ -1,18 +1,19 @@
-"""Forbids any write to a shared, read-only `Slice` or `Slice2D`."""
+"""Forbids any write to a shared, read-only `Slice`, `Slice2D` or `Slice3D`."""
 
 from __future__ import annotations
 
 import ast
 
 from anodize.language import messages
+from anodize.language.vocab import SLICE_KINDS
 from ..kernel_model import bind_args
 from .base import Rule, slice_kinds
 
-_RO = ("Slice", "Slice2D")
+_RO = tuple(k.name for k in SLICE_KINDS.values() if not k.output)  # Slice, Slice2D, Slice3D
 
 
 class SharedWrite(Rule):
-    """Forbids any write to a shared, read-only `Slice` or `Slice2D`."""
+    """Forbids any write to a shared, read-only `Slice`, `Slice2D` or `Slice3D`."""
 
     CODE = "az-shared-write"
     VALID = [

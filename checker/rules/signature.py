@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from anodize.language import messages
 from anodize.language.diagnostics import Span
+from anodize.language.vocab import SCALARS, WITNESS_TYPES
 from .base import DeviceBodyRule
 
 
@@ -94,7 +95,7 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
         if r is not None:
             q = self.model.qualname(r) or ""
             is_none = isinstance(r, ast.Constant) and r.value is None
-            ok = is_none or (fn.kind == "func" and q.startswith("az.") and q[3:] in ("f32", "f64", "i32", "i64", "u32", "u64", "bool_", "Index1D", "Index2D"))
+            ok = is_none or (fn.kind == "func" and q.startswith("az.") and (q[3:] in SCALARS or q[3:] in WITNESS_TYPES))
             if not ok:
                 self.report(
                     messages.signature(self.model.src.expr_span(r), "bad-return-type",

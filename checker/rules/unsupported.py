@@ -8,9 +8,10 @@ import re
 from anodize.language import messages
 from anodize.language.diagnostics import Span
 from anodize.language.syntax import in_source_order
-from anodize.language.vocab import ATOMIC_METHODS
+from anodize.language.vocab import ATOMIC_METHODS, SLICE_KINDS, WITNESS_PARTS
 from .base import DeviceBodyRule, slice_kinds
 
+_READ_ONLY = {k.name for k in SLICE_KINDS.values() if not k.output}
 _OK_METHODS = ATOMIC_METHODS | {"write_unchecked"}
 _CLOSE = re.compile(r"[ \t]*\)")
 
@@ -306,7 +307,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 self._rebind(t, node.value)
             elif isinstance(t, ast.Attribute):
                 v = self.val(t.value)
-                ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
+                ro = [k for _, k in slice_kinds(self.fn, v) if k in _READ_ONLY]
                 if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
                     self._say(t, "attribute-assignment")
 
@@ -320,7 +321,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if p is None or p.kind != "slice":
             return
         v = self.val(value) if value is not None else None
-        ro = [k for _, k in slice_kinds(self.fn, v) if k in ("Slice", "Slice2D")]
+        ro = [k for _, k in slice_kinds(self.fn, v) if k in _READ_ONLY]
         if not (ro and p.slice_kind and p.slice_kind.output):  # az-shared-write covers that
             self._say(target, "rebinding-slice-parameter", "bind-new-local-name", name=p.name)
 
@@ -367,7 +368,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         elif k == "atomic_op":
             v = self.val(f.value)  # type: ignore[attr-defined]
             names = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
-            if names and not names & {"AtomicSlice", "Slice", "Slice2D"}:
+            if names and not names & {"AtomicSlice", *_READ_ONLY}:
                 self._say(f, "method-of-kind", "atomicslice-parameter-atomic-updates", name=callee.name, kind=sorted(names)[0])
         if not node.keywords and not star:
             return
@@ -389,13 +390,13 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         attr = node.attr
         at = self.model.src.attr_span
         if base.kind == "witness":
-            ok = attr == "get" if base.domain == 1 else attr in ("row", "col")
+            ok = attr in WITNESS_PARTS.get(base.domain, ())
             if not ok and not attr.startswith("_"):
                 self._say_at(at(node), "attribute-index-d-witness", attr=attr, domain=base.domain)
         elif base.kind == "slice":
             kinds = {k for _, k in slice_kinds(self.fn, base)}
             if attr == "shape":
-                if not kinds <= {"Slice2D", "DisjointSlice2D"}:
+                if not kinds <= {"Slice2D", "DisjointSlice2D", "Slice3D", "DisjointSlice3D"}:
                     self._say_at(at(node), "shape-1-d-slice", "use-len-a")
             elif attr not in _OK_METHODS:
                 self._say_at(at(node), "attribute-slice", attr=attr)

@@ -60,7 +60,7 @@ def undefined_name(c: DisjointSlice[f32]) -> None:
         c[i] = nope  # noqa: F821  # LINE:undefined
 
 
-@launch_contract(domain=3, block=256)  # LINE:domain
+@launch_contract(domain=4, block=256)  # LINE:domain
 @kernel
 def bad_domain(c: DisjointSlice[f32]) -> None:
     pass

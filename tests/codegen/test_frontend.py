@@ -167,7 +167,7 @@ def test_contract_is_read_from_source() -> None:
 @pytest.mark.parametrize(
     ("kern", "tag", "needle", "words"),
     [
-        (B.bad_domain, "domain", "3", "`domain` must be 1 or 2"),
+        (B.bad_domain, "domain", "4", "`domain` must be 1, 2 or 3"),
         (B.block_rank_mismatch, "rank", "256", "rank 1 but `domain=2`"),
         (B.too_many_threads, "toomany", "(64, 32)", "2048 threads"),
         (B.requires_unknown_param, "requires", "zz", "`zz`"),

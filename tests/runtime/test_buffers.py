@@ -102,12 +102,16 @@ def test_to_device_rejects(anydev: Device) -> None:
     with pytest.raises(ArgumentError, match="1-D, 2-D or 3-D"):
         anydev.to_device(np.zeros((2, 2, 2, 2), np.float32))
     with pytest.raises(ArgumentError, match="not an anodize element type"):
-        anydev.to_device(np.zeros(3, np.float16))
+        anydev.to_device(np.zeros(3, np.complex64))
     with pytest.raises(ArgumentError, match="already on a device"):
         anydev.to_device(anydev.empty(3, az.f32))
 
 
-@pytest.mark.parametrize("dtype", [az.f32, az.f64, az.i32, az.i64, az.u32, az.u64, az.bool_, np.float32, "f64", np.dtype("int32")])
+@pytest.mark.parametrize(
+    "dtype",
+    [az.f32, az.f64, az.i32, az.i64, az.u32, az.u64, az.bool_, az.f16, az.bf16, az.i8, az.i16, az.u8, az.u16,
+     np.float32, np.float16, "f64", "bf16", np.dtype("int32"), np.dtype("uint8")],
+)
 def test_empty_and_zeros_dtypes(anydev: Device, dtype: object) -> None:
     z = anydev.zeros((4, 3), dtype)
     assert z.shape == (4, 3)
@@ -157,7 +161,19 @@ def test_cpu_buffer_interfaces(cpu: Device) -> None:
     assert arr.ctypes.data == buf.ptr
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=[d.name for d in DTYPES])
+NUMPY_DLPACK = [d for d in DTYPES if d.name != "bfloat16"]  # NumPy's from_dlpack has no kDLBfloat
+
+
+def test_dlpack_bf16_is_kdlbfloat(cpu: Device) -> None:
+    from anodize.runtime.dlpack import read_capsule
+
+    host = np.arange(12, dtype=np.float32).reshape(3, 4).astype(SCALARS["bf16"].dtype)
+    buf = cpu.to_device(host)
+    t = read_capsule(buf.__dlpack__())
+    assert t.dtype == SCALARS["bf16"].dtype and t.shape == (3, 4)
+
+
+@pytest.mark.parametrize("dtype", NUMPY_DLPACK, ids=[d.name for d in NUMPY_DLPACK])
 def test_dlpack_round_trip_numpy(cpu: Device, dtype: np.dtype) -> None:
     host = _sample(dtype, (3, 4))
     buf = cpu.to_device(host)

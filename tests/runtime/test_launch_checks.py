@@ -72,12 +72,14 @@ def test_grid_z_of_a_2d_kernel_names_the_dimension() -> None:
 
     with pytest.raises(ContractViolation) as e:
         scale2d[config(64, 64)]
-    assert e.value.message == "grid z is 4, but `scale2d` has `domain=2`: every dimension beyond the domain must be 1"
+    # three extents make a 3-D config (a config's rank is the number of extents it was built with)
+    assert e.value.message.startswith("kernel `scale2d` has a 2-D launch contract (domain=2), but the launch config is 3-D")
+    assert "grid=(4, 4, 4)" in e.value.message
     assert "for_shape" in (e.value.help or "")
 
 
 def test_block_z_of_a_2d_kernel_without_a_contract_block() -> None:
-    with pytest.raises(ContractViolation, match=r"^block z is 2, but `copy2d_any_block` has `domain=2`"):
+    with pytest.raises(ContractViolation, match=r"^kernel `copy2d_any_block` has a 2-D launch contract .* config is 3-D: .*block=\(8, 8, 2\)"):
         R.copy2d_any_block[az.LaunchConfig((4, 4), (8, 8, 2))]
 
 
@@ -103,14 +105,14 @@ def test_y_and_z_of_a_1d_kernel(grid: Any, block: Any, what: str) -> None:
 
 def test_unsafe_launch_of_a_contracted_kernel_checks_dimensions_too(cpu: Device) -> None:
     m, out = cpu.zeros((64, 64), az.f32), cpu.zeros((64, 64), az.f32)
-    with pytest.raises(ContractViolation, match="grid z is 2"):
+    with pytest.raises(ContractViolation, match=r"config is 3-D: LaunchConfig\(grid=\(4, 4, 2\)"):
         scale2d.unsafe_launch(az.LaunchConfig((4, 4, 2), (16, 16)), m, out, 1.0)
 
 
 def test_a_refused_config_is_refused_every_time() -> None:
     cfg = az.LaunchConfig((4, 4, 2), (16, 16))
     for _ in range(3):
-        with pytest.raises(ContractViolation, match="grid z is 2"):
+        with pytest.raises(ContractViolation, match=r"config is 3-D: LaunchConfig\(grid=\(4, 4, 2\)"):
             scale2d[cfg]
 
 
@@ -235,3 +237,18 @@ def test_bad_keyword_arguments(dev: Device, args: int, kwargs: dict[str, int], m
         vecadd[cfg].op(*bufs[:args], **kw)
     if "no parameter" in message:
         assert "`a`, `b`, `c`" in (e.value.help or "")
+
+
+def test_a_config_has_the_rank_it_was_built_with() -> None:
+    assert LaunchConfig(4, 256).rank == 1
+    assert LaunchConfig((4, 4), (16, 16)).rank == 2
+    assert LaunchConfig((4, 4, 1), (16, 16, 1)).rank == 3  # three extents: rank 3, even with trailing 1s
+    assert LaunchConfig.for_num_elems(1000).rank == 1
+    assert LaunchConfig.for_shape((30, 40)).rank == 2
+    cfg = LaunchConfig.for_shape((5, 30, 40), block=(16, 8, 2))
+    assert cfg.rank == 3 and cfg.grid == (3, 4, 3) and cfg.block == (16, 8, 2)
+    assert LaunchConfig.for_shape((5, 30, 40)).block == (8, 8, 4)
+    with pytest.raises(LaunchError, match=r"\(bx, by, bz\)"):
+        LaunchConfig.for_shape((5, 30, 40), block=(16, 16))
+    with pytest.raises(ContractViolation, match="the launch config is 3-D"):
+        scale2d[LaunchConfig((4, 4, 1), (16, 16, 1))]  # a 2-D kernel takes a 2-D config
