@@ -1187,6 +1187,8 @@ class _Analyzer:
             return Callee("fence", q)
         if q == "warp.sync":
             return Callee("warp_sync", q)
+        if q == "builtins.breakpoint":
+            return Callee("breakpoint", q)
         if q == "az.unsafe":
             return Callee("unsafe", q)
         if q.startswith(("az.Index1D", "az.Index2D")):

@@ -306,7 +306,7 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
     if isinstance(which, Device):
         return which
     if index is not None:
-        if not isinstance(which, str) or which.strip().lower() not in ("cpu", "cuda", "gpu"):
+        if not isinstance(which, str) or which.strip().lower() not in ("cpu", "cuda", "gpu", "debug"):
             raise ArgumentError(
                 f"`device({which!r}, {index!r})`: an index goes with \"cpu\" or \"cuda\"",
                 help='use `az.device("cuda", 1)`, `az.device("cpu", 1)` or `az.device(1)`',
@@ -315,12 +315,22 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
             raise ArgumentError(f"a device index is a non-negative int, got {index!r}")
         if which.strip().lower() == "cpu":
             return cpu_device(int(index))
+        if which.strip().lower() == "debug":
+            from anodize.runtime.debug_device import debug_device
+
+            return debug_device(int(index))
         return cuda_device(int(index))
     if which is None:
         if _DEFAULT is None:
+            import os
+
             from anodize.runtime.probe import gpu_available
 
-            if gpu_available():
+            if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "debug":  # an unchanged program, interpreted
+                from anodize.runtime.debug_device import debug_device
+
+                _DEFAULT = debug_device()
+            elif gpu_available():
                 _DEFAULT = cuda_device(0)
             else:
                 print("anodize: no CUDA GPU found; using the CPU backend", file=sys.stderr)
@@ -336,6 +346,10 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
             return cpu_device()
         if text.startswith("cpu:") and text[4:].isdigit():
             return cpu_device(int(text[4:]))
+        if text == "debug" or (text.startswith("debug:") and text[6:].isdigit()):
+            from anodize.runtime.debug_device import debug_device  # kernels interpreted: pdb, races
+
+            return debug_device(int(text[6:]) if text != "debug" else 0)
         if text in ("cuda", "gpu"):
             return cuda_device(0)
         for prefix in ("cuda:", "gpu:"):

@@ -111,6 +111,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     for qual, kind in FENCE_QUALNAMES.items():  # az.threadfence(), az.warp.sync(): safe
         t[canonical(qual)] = ("fence", kind)
     t["az.syncthreads"] = ("barrier",)
+    t["builtins.breakpoint"] = ("breakpoint",)  # pdb on the debug device; nothing elsewhere
     t["az.unsafe"] = ("unsafe",)
     t["shared.array"] = ("shared_array",)
     for n in SCALARS:

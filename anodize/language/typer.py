@@ -583,6 +583,11 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
             if tag[1] == "warp_sync":
                 self.k.uses_warp = True  # the CPU backend runs the warp's lanes as threads
             return [ir.Fence(tag[1], self.span(call))]
+        if tag == ("breakpoint",):  # pdb on the debug device; lowered to nothing elsewhere
+            self.arity(call, 0, "breakpoint")
+            if call.keywords:
+                self.unsupported(call.keywords[0], "keyword-arguments-kernel-call")
+            return [ir.Breakpoint(self.span(call))]
         return None
 
     def write_unchecked(self, name: str, call: ast.Call) -> ir.Stmt:
