@@ -184,8 +184,11 @@ class Thread:
 
     # ---- bounds -------------------------------------------------------------------------
     def index(self, index: tuple[ir.Expr, ...]) -> list[int]:
-        if len(index) == 1 and isinstance(index[0].ty, WitnessTy) and index[0].ty.rank == 2:
-            return list(self.eval(index[0]))
+        if len(index) == 1:
+            e = index[0]
+            if isinstance(e.ty, WitnessTy):
+                w = self.eval(e)
+                return list(w) if e.ty.rank == 2 else [w]
         return [ops.conv(self.eval(e), e.ty, I64) for e in index]
 
     def bounds(self, dims: tuple[int, ...], idx: list[int], node: Any, kind: str, name: str) -> int | None:

@@ -79,7 +79,7 @@ def const(value: Any, ty: ScalarTy) -> Any:
 
 def conv(v: Any, src: Ty, dst: Ty) -> Any:
     """`Lowerer.conv`: bool tests, int wrap, int<->float, float widths, saturating float->int."""
-    if src == dst:
+    if src is dst or src == dst:
         return v
     if isinstance(src, WitnessTy):
         return conv(v, _I64, dst)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -346,3 +347,41 @@ def test_breakpoint_stops_in_pdb_with_the_kernels_variables(tmp_path: Path) -> N
     assert "\n(Pdb) 0\n" in out and "(Pdb) 41.0" in out and "(0, 0, 0)" in out  # thread 0: i, x, its id
     assert "(Pdb) 1\n" in out  # thread 1 stops next
     assert "result [41.0, 1.25]" in out  # `!x = 1.25` in pdb changed thread 1's x
+
+
+# ---- breakpoint() elsewhere: nothing ------------------------------------------------------------
+
+
+def test_breakpoint_lowers_to_nothing_on_gpu_and_cpu(tmp_path: Path) -> None:
+    from anodize.codegen.driver import compile_cpu, compile_gpu
+
+    src = (ROOT / "fixtures" / "accept" / "breakpoint_stmt.py").read_text()
+    codes = {}
+    for tag, text in (("with", src), ("without", src.replace("breakpoint()", "pass"))):
+        (tmp_path / tag).mkdir()
+        p = tmp_path / tag / "bp.py"
+        p.write_text(text)
+        spec = importlib.util.spec_from_file_location(f"bp_{tag}", p)
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        ptx = re.sub(r"callseq \d+", "callseq", compile_gpu(mod.doubled, "sm_90", ptxas=False).ptx)  # a process-wide counter
+        codes[tag] = (ptx, compile_cpu(mod.doubled).llvm_ir_optimized)
+        if tag == "with":
+            a = np.arange(5, dtype=np.float32)
+            out = np.zeros(5, np.float32)
+            mod.doubled[az.LaunchConfig.for_num_elems(5)](a, out)  # NumPy arrays: the CPU backend, no stop
+            np.testing.assert_array_equal(out, 2 * a)
+    assert codes["with"] == codes["without"]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["vecadd", "sgemm", "softmax", "transpose", "scan"])
+def test_example_equals_gpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU twin: the debug device gives the GPU's results (exact where the GPU's math is)."""
+    mod = _load(name)
+    outs = []
+    for dev in (az.device(0), debug_device()):
+        monkeypatch.setattr(devmod, "_DEFAULT", dev)
+        outs.append(np.asarray(mod.main(**SMALL[name]), dtype=np.float64))
+    np.testing.assert_allclose(outs[1], outs[0], rtol=2e-6, atol=1e-6)  # libdevice vs libm: a few ulp (softmax's exp)
