@@ -68,7 +68,8 @@ def stop(t: Thread, s: ir.Breakpoint) -> None:
     span = s.span
     path = span.path if span else t.run.k.path
     line = span.line if span else t.run.k.line
-    code = compile("\n" * (line - 1) + "breakpoint()\n", path, "exec")
+    # pdb stops at the line after `breakpoint()`, as in plain Python: the kernel's next source line
+    code = compile("\n" * (line - 1) + "breakpoint()\npass\n", path, "exec").replace(co_name=t.run.k.name)
     sys.stdout.flush()
     exec(code, {"__name__": f"kernel {t.run.k.name}", "__builtins__": __builtins__}, ns)  # noqa: S102
     for name, ty in frame.types.items():  # write back what the user changed in pdb

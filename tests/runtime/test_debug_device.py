@@ -213,6 +213,32 @@ def test_out_of_bounds_read_is_a_kernel_fault_naming_the_line() -> None:
     np.testing.assert_array_equal(c.to_host()[:39], np.arange(1, 40, dtype=np.float32))  # the device stays usable
 
 
+@kernel
+def no_contract(c: DisjointSlice[i32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = i32(7)
+
+
+def test_faults_read_as_on_the_cpu_backend() -> None:
+    """The same KernelFault text (kind, file:line, index, length) as the CPU backend's, for an
+    out-of-bounds read and for a witness of a launch of the wrong rank (then poisoned)."""
+    texts = []
+    for dev in (devmod.cpu_device(), debug_device()):
+        a, c = dev.to_device(np.arange(40, dtype=np.float32)), dev.empty(40, az.f32)
+        shifted_read[az.LaunchConfig.for_num_elems(40, block=32)](a, c)
+        with pytest.raises(az.KernelFault) as e1:
+            dev.synchronize()
+        h = dev.zeros(16, az.i32)
+        no_contract.unsafe_launch(az.LaunchConfig((2, 2), (4, 2)), h)
+        with pytest.raises(az.KernelFault) as e2:
+            dev.synchronize()
+        assert not h.to_host().any()  # the poisoned witness admits no write
+        texts.append((str(e1.value), str(e2.value), e2.value.kind))
+    assert texts[1] == texts[0]
+    assert texts[0][2] == "rank"
+
+
 def test_two_threads_writing_one_element_is_reported() -> None:
     dev = debug_device()
     c = dev.zeros(4, az.i32)
@@ -343,10 +369,52 @@ def test_breakpoint_stops_in_pdb_with_the_kernels_variables(tmp_path: Path) -> N
     assert r.returncode == 0, r.stderr
     out = r.stdout
     assert "(Pdb)" in out
-    assert f"{script}(12)" in out and "-> breakpoint()" in out  # the kernel's own file and line
+    assert f"{script}(13)probe()" in out and "-> if i in c:" in out  # the kernel's own file, the line after breakpoint()
     assert "\n(Pdb) 0\n" in out and "(Pdb) 41.0" in out and "(0, 0, 0)" in out  # thread 0: i, x, its id
     assert "(Pdb) 1\n" in out  # thread 1 stops next
     assert "result [41.0, 1.25]" in out  # `!x = 1.25` in pdb changed thread 1's x
+
+
+THREADED_SRC = textwrap.dedent('''
+    import anodize as az
+    from anodize import DisjointSlice, f32, kernel, launch_contract, thread
+
+
+    @launch_contract(domain=1, block=4)
+    @kernel
+    def rot(out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        with az.unsafe():
+            s = az.shared.array(4, f32)
+            t = thread.tid_x()
+            s[t] = f32(t) * 10.0
+            az.syncthreads()
+            v = s[(t + 1) % 4]
+            if t == 2:
+                breakpoint()
+        if i in out:
+            out[i] = v
+
+
+    dev = az.device()  # ANODIZE_DEVICE=debug: the debug device
+    out = dev.empty(4, az.f32)
+    rot[az.LaunchConfig(grid=1, block=4)](out)
+    print("result", out.to_host().tolist(), dev.kind)
+''')
+
+
+def test_breakpoint_in_a_threaded_kernel_under_anodize_device_debug(tmp_path: Path) -> None:
+    """A kernel with a barrier and shared memory: pdb in one of the block's Python threads,
+    while the others wait at the end of the block."""
+    script = tmp_path / "rot.py"
+    script.write_text(THREADED_SRC)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTHONBREAKPOINT": "", "ANODIZE_DEVICE": "debug"}
+    r = subprocess.run([sys.executable, str(script)], input="p v, t, s\nc\n", capture_output=True, text=True,
+                       cwd=str(tmp_path), env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert f"{script}(18)rot()" in r.stdout
+    assert "(Pdb) (30.0, 2, array([ 0., 10., 20., 30.]))" in r.stdout
+    assert "result [10.0, 20.0, 30.0, 0.0] debug" in r.stdout
 
 
 # ---- breakpoint() elsewhere: nothing ------------------------------------------------------------
