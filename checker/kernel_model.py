@@ -201,7 +201,7 @@ class Ctx:
 @dataclass(frozen=True)
 class Callee:
     """kind: helper | kernel | function | witness | grid_stride | rawid | warp | warp_sync | shared |
-    barrier | fence | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | unknown"""
+    barrier | fence | breakpoint | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge | unknown"""
 
     kind: str
     name: str

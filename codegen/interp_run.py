@@ -62,7 +62,8 @@ class Mem:
         n = int(np.prod(dims)) if dims else 0
         nbytes = n * elem.info.mem_bits // 8
         fmt = _FORMATS[(elem.info.kind, elem.info.mem_bits)]
-        self.view = memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B").cast(fmt) if nbytes else []
+        raw = memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B") if nbytes else None
+        self.view: Any = raw.cast(fmt) if raw is not None else []  # type: ignore[call-overload]
         self.is_bool = elem.is_bool
         self.tracked = kind is not None and kind.output and not kind.atomic
         self.disjoint = kind is not None and kind.disjoint

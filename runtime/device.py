@@ -4,6 +4,7 @@
     dev = az.device(0)         # GPU 0;  az.device("cuda:1") GPU 1
     dev = az.device("cpu")     # the CPU backend (llvmlite host JIT)
     dev = az.device("cpu", 1)  # a second CPU stand-in device ("cpu:1"): its own memory and faults
+    dev = az.device("debug")   # the debug device: kernels interpreted (pdb, every access and race checked)
     gpus = az.devices()        # every GPU (an empty list without one)
 
 CUDA is imported only when a GPU device is requested, so `import anodize` works
@@ -301,7 +302,8 @@ def cuda_device(index: int) -> Device:
 
 def device(which: int | str | Device | None = None, index: int | None = None) -> Device:
     """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cuda", 1)`,
-    `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device."""
+    `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device;
+    `device("debug")` (`"debug:n"`, `("debug", n)`), the debug device (runtime/debug_device.py)."""
     global _DEFAULT
     if isinstance(which, Device):
         return which
@@ -357,5 +359,5 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
                 return cuda_device(int(text[len(prefix) :]))
     raise ArgumentError(
         f"unknown device {which!r}",
-        help='use an index (`0`), "cuda:0", "cpu", "cpu:1", or nothing for the default',
+        help='use an index (`0`), "cuda:0", "cpu", "cpu:1", "debug", or nothing for the default',
     )
