@@ -12,6 +12,7 @@ fault record, the block's barrier and warp exchanges, and `breakpoint()`.
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir
@@ -164,6 +165,22 @@ class Thread:
 
     def exec_Breakpoint(self, s: ir.Breakpoint) -> None:
         self.run.breakpoint(self, s)
+
+    def exec_Print(self, s: Any) -> None:
+        """`print(...)` (ir.Print, where the language has it): the CPU backend's text, one write per line."""
+        out = []
+        for p in s.parts:
+            if isinstance(p, str):
+                out.append(p.replace("\0", "\\0"))
+                continue
+            v = self.eval(p)
+            out.append(("True" if v else "False") if p.ty.is_bool else ("%g" % v) if p.ty.is_float else str(v))
+        sys.stdout.write(" ".join(out) + "\n")
+
+    def exec_Assert(self, s: Any) -> None:
+        """`assert cond, "message"` (ir.Assert): a false `cond` records the assert's fault; the thread goes on."""
+        if not self.eval(s.cond):
+            self.run.fault(s.site, 0, 0)
 
     def exec_Write(self, s: ir.Write) -> None:
         mem = self.frame.slices[s.slice.name]
