@@ -298,13 +298,17 @@ class Thread:
         return 0 <= w[0] < dims[0] and 0 <= w[1] < dims[1]
 
     def eval_Atomic(self, e: ir.Atomic) -> Any:
+        """Every atomic operation (add, sub, min, max, exchange, and, or, xor, compare_exchange,
+        load, store: `value` is None for a load, `expected` set for a compare_exchange)."""
         mem = self.frame.slices[e.slice.name]
         idx = ops.conv(self.eval(e.index), e.index.ty, I64)
-        val = self.eval(e.value)
+        expected_e = getattr(e, "expected", None)
+        expected = self.eval(expected_e) if expected_e is not None else None
+        val = self.eval(e.value) if e.value is not None else None
         flat = self.bounds(mem.dims, [idx], e, "atomic", mem.name)
         if flat is None:
-            return ops.zero(e.ty)
-        return self.run.atomic(mem, flat, e.op, val, e.ty)
+            return ops.zero(mem.elem) if e.op != "store" else None
+        return self.run.atomic(mem, flat, e.op, val, mem.elem, expected)
 
     def eval_RawId(self, e: ir.RawId) -> Any:
         if e.reg == "laneid":

@@ -228,17 +228,24 @@ class Run:
         return f"{tid} of block {(block % gx, block // gx % gy, block // (gx * gy))}"
 
     # ---- atomics -----------------------------------------------------------------------
-    def atomic(self, mem: Mem, i: int, op: str, val: Any, ty: ScalarTy) -> Any:
+    def atomic(self, mem: Mem, i: int, op: str, val: Any, ty: ScalarTy, expected: Any = None) -> Any:
+        """One atomic read-modify-write (every thread's atomics are serialised); the old value."""
         with _ATOMIC:
             old = mem.load(i)
-            if op == "exchange":
+            if op == "load":
+                return old
+            if op in ("exchange", "store"):
                 new = val
-            elif op == "add":
-                new = ops.binop("+", old, val, ty)
+            elif op == "compare_exchange":
+                new = val if old == expected else old
+            elif op in ("add", "sub"):
+                new = ops.binop("+" if op == "add" else "-", old, val, ty)
+            elif op in ("and", "or", "xor"):
+                new = ops.binop({"and": "&", "or": "|", "xor": "^"}[op], old, val, ty)
             else:
                 new = ops.minnum(old, val, op) if ty.is_float else (min(old, val) if op == "min" else max(old, val))
             mem.store(i, new)
-            return old
+            return None if op == "store" else old
 
     # ---- breakpoint() ------------------------------------------------------------------
     def breakpoint(self, t: Thread, s: ir.Breakpoint) -> None:
