@@ -456,3 +456,40 @@ def test_example_equals_gpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(devmod, "_DEFAULT", dev)
         outs.append(np.asarray(mod.main(**SMALL[name]), dtype=np.float64))
     np.testing.assert_allclose(outs[1], outs[0], rtol=2e-6, atol=1e-6)  # libdevice vs libm: a few ulp (softmax's exp)
+
+
+PRINT_SRC = '''
+from anodize import DisjointSlice, Slice, f32, i32, kernel, launch_contract, thread
+
+
+@launch_contract(domain=1, block=4)
+@kernel
+def talk(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        print("thread", i.get(), "value", a[i], a[i] > 1.0, i32(-3))
+        assert a[i] < 2.5, "too big"
+        c[i] = a[i]
+'''
+
+
+def test_print_and_assert_as_on_the_cpu_backend(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from anodize.language import ir
+
+    if not hasattr(ir, "Print"):
+        pytest.skip("print and assert are not in this tree's language yet")
+    p = tmp_path / "talk.py"
+    p.write_text(PRINT_SRC)
+    spec = importlib.util.spec_from_file_location("talk", p)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    seen = []
+    for dev in (devmod.cpu_device(), debug_device()):
+        c = dev.empty(4, az.f32)
+        mod.talk[az.LaunchConfig(grid=1, block=4)](dev.to_device(np.array([0.5, 1.5, 2.5, 3.0], np.float32)), c)
+        with pytest.raises(az.KernelFault) as e:
+            dev.synchronize()
+        seen.append((capsys.readouterr().out, str(e.value)))
+    assert seen[1] == seen[0]
+    assert "thread 1 value 1.5 True -3\n" in seen[0][0] and "assertion failed: too big (2 faults" in seen[0][1]
