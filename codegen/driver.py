@@ -12,7 +12,7 @@ from anodize.language.typer import build_ir
 
 from .lower_llvm import lower_kernel
 
-__all__ = ["compile_gpu", "compile_cpu", "static_shared_bytes"]
+__all__ = ["compile_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
 
 
 def _typed(kernel: Any) -> ir.KernelIR:
@@ -96,5 +96,18 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
+    out.compile_seconds = time.perf_counter() - t0
+    return out
+
+
+def compile_debug(kernel: Any) -> CompiledKernel:
+    """The debug device's artifact: no machine code; `cpu_entry` interprets the typed IR
+    (codegen/interp.py), one Python thread per GPU thread, every access checked."""
+    from .interp_run import InterpModule
+
+    t0 = time.perf_counter()
+    k = _typed(kernel)
+    out = _artifact(k, "debug", "", 0, k.name)
+    out.cpu_entry = InterpModule(k, out)
     out.compile_seconds = time.perf_counter() - t0
     return out

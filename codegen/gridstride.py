@@ -136,6 +136,8 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
             elif isinstance(st, (ir.Break, ir.Continue)):
                 if not nested_loop:
                     raise _NotElementwise
+            elif isinstance(st, ir.Breakpoint):
+                pass  # nothing on the GPU (pdb on the debug device only)
             else:  # Return, Barrier, shared memory, a nested grid-stride loop
                 raise _NotElementwise
 

@@ -531,6 +531,9 @@ class Lowerer:
     def s_Fence(self, s: ir.Fence) -> None:
         self.t.fence(self, s.kind, s.span)
 
+    def s_Breakpoint(self, s: ir.Breakpoint) -> None:
+        """`breakpoint()` stops only on the debug device (codegen/interp.py); nothing here."""
+
     def s_SharedDecl(self, s: ir.SharedDecl) -> None:
         if s.name not in self.shared_gv:
             self.shared_gv[s.name] = self.t.shared_global(self, s.name, s.ty, s.span)

@@ -268,7 +268,7 @@ class Buffer:
         if self.is_contiguous:
             self._device._upload(self._ptr, np.ascontiguousarray(arr, dtype=self._dtype), self._nbytes)
             return
-        if self._device.kind == "cpu":
+        if self._device.kind in ("cpu", "debug"):
             np.asarray(self)[...] = arr
             return
         view, raw = self._staged()  # read the extent, change the view's elements, write it back
@@ -371,7 +371,7 @@ class Buffer:
 
     @property
     def __array_interface__(self) -> dict[str, Any]:
-        if self._device.kind != "cpu":
+        if self._device.kind not in ("cpu", "debug"):
             raise AttributeError("a GPU Buffer has no __array_interface__; call `.to_host()`")
         return {
             "shape": self._shape,
@@ -383,7 +383,7 @@ class Buffer:
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         """`np.asarray(buf)`: zero-copy on the CPU backend; a GPU Buffer needs `.to_host()`."""
-        if self._device.kind != "cpu":
+        if self._device.kind not in ("cpu", "debug"):
             raise TypeError(
                 f"a GPU Buffer ({self._device.describe()}) does not convert to a NumPy array implicitly; "
                 "call `buf.to_host()` for a host copy"

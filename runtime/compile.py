@@ -141,6 +141,17 @@ def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKe
     return compiled
 
 
+def compile_for_debug(kernel: Kernel) -> CompiledKernel:
+    """Check `kernel`, then make the debug device's artifact (an interpreter of its typed IR).
+
+    Not cached on the kernel: the artifact grows fault sites as the debug device finds
+    faults the compiler had no site for, and each loaded copy keeps its own."""
+    _enforce(kernel)
+    from anodize.codegen.driver import compile_debug
+
+    return compile_debug(kernel)
+
+
 def compile_for_device(
     kernel: Kernel,
     device: Device,
@@ -154,7 +165,10 @@ def compile_for_device(
     hit = kernel._cache.get(key)
     if isinstance(hit, LoadedKernel):
         return hit
-    if device.kind == "cpu":
+    if device.kind == "debug":  # the debug device: the checked typed IR, interpreted (no LLVM)
+        compiled = compile_for_debug(kernel)
+        handle = None
+    elif device.kind == "cpu":
         compiled = compile_for_cpu(kernel, bounds_checks=bounds_checks)
         if compiled.cpu_entry is None:
             raise RuntimeError(f"codegen returned no CPU entry for kernel `{kernel.__name__}`")

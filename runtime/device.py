@@ -4,6 +4,7 @@
     dev = az.device(0)         # GPU 0;  az.device("cuda:1") GPU 1
     dev = az.device("cpu")     # the CPU backend (llvmlite host JIT)
     dev = az.device("cpu", 1)  # a second CPU stand-in device ("cpu:1"): its own memory and faults
+    dev = az.device("debug")   # the debug device: kernels interpreted (pdb, every access and race checked)
     gpus = az.devices()        # every GPU (an empty list without one)
 
 CUDA is imported only when a GPU device is requested, so `import anodize` works
@@ -303,12 +304,13 @@ def cuda_device(index: int) -> Device:
 
 def device(which: int | str | Device | None = None, index: int | None = None) -> Device:
     """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cuda", 1)`,
-    `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device."""
+    `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device;
+    `device("debug")` (`"debug:n"`, `("debug", n)`), the debug device (runtime/debug_device.py)."""
     global _DEFAULT
     if isinstance(which, Device):
         return which
     if index is not None:
-        if not isinstance(which, str) or which.strip().lower() not in ("cpu", "cuda", "gpu"):
+        if not isinstance(which, str) or which.strip().lower() not in ("cpu", "cuda", "gpu", "debug"):
             raise ArgumentError(
                 f"`device({which!r}, {index!r})`: an index goes with \"cpu\" or \"cuda\"",
                 help='use `az.device("cuda", 1)`, `az.device("cpu", 1)` or `az.device(1)`',
@@ -317,12 +319,22 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
             raise ArgumentError(f"a device index is a non-negative int, got {index!r}")
         if which.strip().lower() == "cpu":
             return cpu_device(int(index))
+        if which.strip().lower() == "debug":
+            from anodize.runtime.debug_device import debug_device
+
+            return debug_device(int(index))
         return cuda_device(int(index))
     if which is None:
         if _DEFAULT is None:
+            import os
+
             from anodize.runtime.probe import gpu_available
 
-            if gpu_available():
+            if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "debug":  # an unchanged program, interpreted
+                from anodize.runtime.debug_device import debug_device
+
+                _DEFAULT = debug_device()
+            elif gpu_available():
                 _DEFAULT = cuda_device(0)
             else:
                 print("anodize: no CUDA GPU found; using the CPU backend", file=sys.stderr)
@@ -338,6 +350,10 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
             return cpu_device()
         if text.startswith("cpu:") and text[4:].isdigit():
             return cpu_device(int(text[4:]))
+        if text == "debug" or (text.startswith("debug:") and text[6:].isdigit()):
+            from anodize.runtime.debug_device import debug_device  # kernels interpreted: pdb, races
+
+            return debug_device(int(text[6:]) if text != "debug" else 0)
         if text in ("cuda", "gpu"):
             return cuda_device(0)
         for prefix in ("cuda:", "gpu:"):
@@ -345,5 +361,5 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
                 return cuda_device(int(text[len(prefix) :]))
     raise ArgumentError(
         f"unknown device {which!r}",
-        help='use an index (`0`), "cuda:0", "cpu", "cpu:1", or nothing for the default',
+        help='use an index (`0`), "cuda:0", "cpu", "cpu:1", "debug", or nothing for the default',
     )

@@ -294,7 +294,7 @@ class _Plan:
         self.rank_arg = np.int32(cfg.rank)
         self.fault = loaded.fault_address
         self.arena = dev.faults
-        self.is_cpu = dev.kind == "cpu"
+        self.is_cpu = dev.kind in ("cpu", "debug")  # the debug device: the same call, interpreted
         self.entry = compiled.cpu_entry
         self.handle = loaded.handle
         self.cu_config = (
@@ -654,7 +654,7 @@ def _slice_step(name: str, p: ParamSpec, a: object, dev: Device) -> tuple[int, A
             raise A.non_contiguous_view(name, p, a)
         return (_BUF, p, p.scalar.dtype, p.rank)
     if isinstance(a, np.ndarray):
-        if dev.kind != "cpu":
+        if dev.kind not in ("cpu", "debug"):
             raise A.arg_error(
                 name, p, f"is a NumPy array in host memory, but the launch runs on {dev.describe()}",
                 help="copy it to the device first: `dev.to_device(x)`",

@@ -75,7 +75,7 @@ def copy_to(buf: Buffer, target: Any) -> Buffer:
         return out
     if src_dev.kind == "cuda" and dst_dev.kind == "cuda":
         _gpu_to_gpu(dst_dev, out.ptr, src_dev, src.ptr, src.nbytes)
-    elif src_dev.kind == "cpu" and dst_dev.kind == "cpu":
+    elif src_dev.kind in ("cpu", "debug") and dst_dev.kind in ("cpu", "debug"):
         ctypes.memmove(out.ptr, src.ptr, src.nbytes)
     elif src_dev.kind == "cpu":
         dst_dev._upload(out.ptr, np.asarray(src), src.nbytes)  # zero-copy view of the host memory
@@ -94,7 +94,7 @@ def copy_between(dst: Buffer, src: Buffer) -> bool:
     if src.device.kind == "cuda" and dst.device.kind == "cuda":
         _gpu_to_gpu(dst.device, dst.ptr, src.device, src.ptr, src.nbytes)
         return True
-    if src.device.kind == "cpu" and dst.device.kind == "cpu":
+    if src.device.kind in ("cpu", "debug") and dst.device.kind in ("cpu", "debug"):
         ctypes.memmove(dst.ptr, src.ptr, src.nbytes)
         return True
     return False

@@ -2,7 +2,7 @@
 
 `cuda.bindings` is imported only inside `gpu_count()`, so `import anodize` never
 loads the driver.  `ANODIZE_DEVICE=cpu` hides every GPU (useful for testing the
-CPU backend on a GPU machine).
+CPU backend on a GPU machine); `ANODIZE_DEVICE=debug` too, and makes the debug device the default.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ _count: int | None = None
 def gpu_count() -> int:
     """The number of CUDA devices the driver reports; 0 when the driver or a GPU is missing."""
     global _count
-    if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "cpu":
+    if os.environ.get("ANODIZE_DEVICE", "").strip().lower() in ("cpu", "debug"):
         return 0
     if _count is None:
         _count = _probe()

@@ -383,6 +383,14 @@ class Assert:
 
 
 @dataclass(frozen=True)
+class Breakpoint:
+    """`breakpoint()`: nothing on the GPU and CPU backends; a real `breakpoint()` (pdb, with the
+    kernel's variables as locals) on the debug device (`az.device("debug")`)."""
+
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class SharedDecl:
     name: str
     ty: SharedTy
@@ -391,7 +399,7 @@ class SharedDecl:
 
 Stmt = (
     Assign | Write | SharedWrite | ExprStmt | If | While | ForRange | GridStride | Break | Continue | Return
-    | Barrier | Fence | SharedDecl | Print | Assert
+    | Barrier | Fence | SharedDecl | Print | Assert | Breakpoint
 )
 
 # ---- functions -----------------------------------------------------------------------------

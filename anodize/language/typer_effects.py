@@ -132,7 +132,7 @@ class EffectsTyping(_Base):
     def breakpoint_stmt(self, call: ast.Call) -> list[ir.Stmt]:
         if call.args or call.keywords:
             self.type_error(call, "breakpoint-no-args")
-        return []  # stops on the debug device only; nothing to do on the GPU or the CPU backend
+        return [ir.Breakpoint(self.span(call))]  # pdb on the debug device; lowered to nothing elsewhere
 
     def visit_Assert(self, node: ast.Assert) -> list[ir.Stmt]:
         cond = self.truth(self.expr(node.test), node.test)
