@@ -268,14 +268,17 @@ class Index3D:
 
     @property
     def layer(self) -> int:
+        """The layer (z) of the witness, a plain int."""
         _device_only("Index3D.layer")
 
     @property
     def row(self) -> int:
+        """The row (y) of the witness, a plain int."""
         _device_only("Index3D.row")
 
     @property
     def col(self) -> int:
+        """The col (x) of the witness, a plain int."""
         _device_only("Index3D.col")
 
 
@@ -370,6 +373,7 @@ class Slice3D(_SliceBase[T]):
 
     @property
     def shape(self) -> tuple[int, int, int]:
+        """`(layers, rows, cols)` of the 3-D slice, as ints."""
         _device_only("Slice3D.shape")
 
     def __getitem__(self, lrc: tuple[int, int, int] | Index3D) -> T:
@@ -386,6 +390,7 @@ class DisjointSlice3D(_SliceBase[T]):
 
     @property
     def shape(self) -> tuple[int, int, int]:
+        """`(layers, rows, cols)` of the 3-D slice, as ints."""
         _device_only("DisjointSlice3D.shape")
 
     def __getitem__(self, i: Index3D) -> T:

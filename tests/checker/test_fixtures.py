@@ -26,3 +26,11 @@ def test_fixture(path: Path) -> None:
     want = expectations(path)
     assert {code for _, code in want} <= set(CODES), "an expectation names a code outside the catalogue"
     assert got == want, f"missing {sorted(want - got)}, unexpected {sorted(got - want)}"
+
+
+def test_fixture_module_names_are_unique() -> None:
+    """mypy checks fixtures/ as one program: two files of one name stop it before any check."""
+    from collections import Counter
+
+    names = Counter(p.name for p in fixture_files())
+    assert not [n for n, c in names.items() if c > 1]

@@ -64,7 +64,7 @@ def _level(block: str, expr: str, *, helper: bool = False) -> str:
         ("256", "a[t]", "lane"),
         ("(32, 4)", "thread.tid_y()", "warp"),
         ("(32, 4)", "thread.tid_y() + t // 32", "warp"),
-        pytest.param("(16, 2, 2)", "thread.tid_z()", "warp", marks=pytest.mark.xfail(reason="needs domain=3 contracts", strict=True)),
+        ("(16, 2, 2)", "thread.tid_z()", "warp"),
         ("(16, 2, 2)", "thread.tid_y()", "lane"),
         ("48", "t // 32", "lane"),
         ("(48, 2)", "thread.tid_y()", "lane"),

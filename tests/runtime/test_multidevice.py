@@ -2,7 +2,7 @@
 ops and graphs that span devices, and ownership across time between devices.
 
 In CI a second CPU device (`az.device("cpu", 1)`) stands in for a second GPU: its own
-Device object, fault arena and memory space.  Two fake GPUs (tests/asyncops/fake_cuda.py)
+Device object, fault arena and memory space.  Two fake GPUs (tests/fakecuda.py)
 check the GPU code paths' events: a cross-device op records an event on one device's
 stream and waits for it on the other's.  The `gpu` twins need two GPUs (`two_gpus`).
 """
@@ -266,7 +266,7 @@ def test_plain_launch_on_device_0_waits_for_a_read_on_device_1(two_cpus: tuple[D
 def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, Any, list[tuple[int, Any]]]]:
     import ctypes
 
-    import fake_cuda
+    import fakecuda as fake_cuda
     from cuda.bindings import driver
 
     from anodize.runtime import compile as rt_compile
@@ -277,7 +277,7 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, Any, 
     for k in (vecadd, shift_read):
         k._cache.clear()
     g0, state = fake_cuda.install(monkeypatch)
-    g1 = fake_cuda.FakeCudaDevice(state)
+    g1 = fake_cuda.FakeGpu(state)
     g1.index = 1
     g0._ctx, g1._ctx = "ctx0", "ctx1"
     first = rt_launch.compile_for_device
