@@ -31,6 +31,8 @@ from anodize.language.diagnostics import Span
 from anodize.language import ir
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
 
+from .collectives import lower_block_witness, lower_collective
+
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
 I32T = llir.IntType(32)
@@ -656,6 +658,8 @@ class Lowerer:
         return ok, dims
 
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
+        if e.ty.block:
+            return lower_block_witness(self, e)
         return self.witness(e.rank, e.site)
 
     def e_WitnessPart(self, e: ir.WitnessPart) -> llir.Value:
@@ -725,6 +729,9 @@ class Lowerer:
                 n = b.select(b.icmp_signed("<", n, lo), lo, n)
             return b.trunc(n, I32T)
         return n if ty.bits == 32 else b.sext(n, I32T)
+
+    def e_Collective(self, e: ir.Collective) -> llir.Value:
+        return lower_collective(self, e)
 
     def e_WarpOp(self, e: ir.WarpOp) -> llir.Value:
         args = [self.expr(a) for a in e.args]

@@ -202,6 +202,16 @@ MESSAGES: dict[str, str] = {
     "assign-witness": "cannot assign to `{attr}` of a witness",
     "helper-declared-return-returns": "helper `{name}` is declared to return `{ann}` but returns something else",
     "passed-witness-index-d": "`{arg}` is passed as witness `{pname}: Index{domain}D` of `{name}`, but it is not one",
+    # ---- az-type: collectives ----
+    "collective-statement": "`{name}` must be the whole value of an assignment to a local name",
+    "collective-op": "the operator of `{name}` must be a string literal, one of \"sum\" \"max\" \"min\" \"and\" \"or\"; found `{got}`",
+    "collective-bitwise-float": "`\"{op}\"` needs integers or bools, found `{ty}`",
+    "collective-bool-arith": "`\"{op}\"` needs numbers, found `bool_`",
+    "collective-inclusive": "`inclusive=` must be a literal `True` or `False`",
+    "collective-keyword": "`{name}` takes no keyword `{kw}`",
+    "broadcast-src": "the source of `block.broadcast` must be a constant thread index in `range({threads})`, found `{got}`",
+    # ---- az-disjoint-index: per-block outputs ----
+    "block-witness-outside-leader": "`{name}` is {access} through the block witness `{index}` outside `if thread.is_block_leader():`",
     # ---- az-global-write ----
     "declares-writable-from-kernel": "`{kw}` declares {names} writable from a kernel",
     "write-module-global": "write to module global `{name}`",
@@ -265,6 +275,12 @@ HELPS: dict[str, str] = {
     "kernel-returns-none": "a kernel returns `None` and writes its results to outputs",
     "contract-example": "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)",
     "requires-example": "write `requires=lambda a, c: len(a) == len(c)`",
+    "collective-assign": "assign it first: `s = az.{name}(...)`, then use `s`",
+    "collective-ops": "write `\"sum\"`, `\"max\"`, `\"min\"`, `\"and\"` or `\"or\"`",
+    "collective-and-or": "use \"and\" / \"or\" on bools, or convert to an integer first",
+    "collective-inclusive-kw": "`block.scan` takes `inclusive=True` or `inclusive=False`; everything else is positional",
+    "broadcast-src-constant": "name the source thread with a literal or a module constant (thread 0 is the usual choice)",
+    "block-witness-under-leader": "put the access under `if thread.is_block_leader():` (exactly one thread of the block); compute the value on every thread first, e.g. with `az.block.reduce(v, \"sum\")`",
 }
 
 # AST node class -> the construct, for the typer's `az-unsupported` of a node it has no rule for

@@ -62,8 +62,11 @@ class SliceTy:
 @dataclass(frozen=True)
 class WitnessTy:
     rank: int  # 1: Index1D, 2: Index2D
+    block: bool = False  # BlockWitness1D: this block's index (rank 1), usable only by the block's leader
 
     def __str__(self) -> str:
+        if self.block:
+            return "BlockWitness1D"
         return "Index1D" if self.rank == 1 else "Index2D"
 
 

@@ -115,7 +115,7 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
         m = self.model
         ctx = m.barriers.get(node)
         if ctx is not None:
-            what = "`az.syncthreads()`"
+            what = "`az.syncthreads()`" if m.callees[node].kind == "barrier" else f"`{m.code(node.func)}` (a block collective)"
         else:
             ctx = m.helper_barrier_calls.get(node)
             if ctx is None or ctx.divergent is None:

@@ -307,6 +307,11 @@ def k(c: DisjointSlice[f32]) -> None:
         if callee is None:
             return
         k = callee.kind
+        if k == "collective":  # the operator is a string literal; `block.scan` takes `inclusive=`
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                self.skip.add(id(node.args[1]))
+            if not star and all(kw.arg == "inclusive" for kw in node.keywords) and callee.name == "block.scan":
+                return
         if k in ("shared", "write_unchecked"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
