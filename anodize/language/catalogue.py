@@ -275,7 +275,7 @@ HELPS: dict[str, str] = {
     "kernel-returns-none": "a kernel returns `None` and writes its results to outputs",
     "contract-example": "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)",
     "requires-example": "write `requires=lambda a, c: len(a) == len(c)`",
-    "collective-assign": "assign it first: `s = az.{name}(...)`, then use `s`",
+    "collective-assign": "assign it first: `s = {name}(...)`, then use `s`",
     "collective-ops": "write `\"sum\"`, `\"max\"`, `\"min\"`, `\"and\"` or `\"or\"`",
     "collective-and-or": "use \"and\" / \"or\" on bools, or convert to an integer first",
     "collective-inclusive-kw": "`block.scan` takes `inclusive=True` or `inclusive=False`; everything else is positional",

@@ -34,16 +34,17 @@ SCRATCH_TY = SharedTy(I64, (COLLECTIVE_SCRATCH_SLOTS,))
 
 def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
     """Type one collective call; `c` is the typer's function compiler."""
+    shown = f"az.{name}"
     if node is not c.collective_site:
-        c.type_error(node, "collective-statement", help="collective-assign", name=name)
+        c.fail(messages.type_error(c.span(node), "collective-statement", help="collective-assign", name=shown))
     inclusive = True
     for kw in node.keywords:
         if name != "block.scan" or kw.arg != "inclusive":
-            c.type_error(kw, "collective-keyword", help="collective-inclusive-kw", name=name, kw=kw.arg)
+            c.fail(messages.type_error(c.span(kw), "collective-keyword", help="collective-inclusive-kw", name=shown, kw=kw.arg))
         if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
-            c.type_error(kw.value, "collective-inclusive", help="collective-inclusive-kw")
+            c.fail(messages.type_error(c.span(kw.value), "collective-inclusive", help="collective-inclusive-kw"))
         inclusive = bool(kw.value.value)
-    c.arity(node, 2, name)
+    c.arity(node, 2, shown)
     # a block collective needs the block's size (its scratch slots, its warp count); for
     # `warp.reduce` the checker asks for whole warps, as for every full-warp operation
     threads = block_threads(c, name, node) if name in BLOCK_COLLECTIVES else 0
@@ -54,17 +55,17 @@ def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
     if name == "block.broadcast":
         got = c.const_value(node.args[1])
         if type(got) is not int or not 0 <= got < threads:
-            c.type_error(node.args[1], "broadcast-src", help="broadcast-src-constant", threads=threads, got=got)
+            c.fail(messages.type_error(c.span(node.args[1]), "broadcast-src", help="broadcast-src-constant", threads=threads, got=got))
         src = got
     else:
         a = node.args[1]
         if not (isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value in COLLECTIVE_OPS):
-            c.type_error(a, "collective-op", help="collective-ops", name=name, got=ast.unparse(a))
+            c.fail(messages.type_error(c.span(a), "collective-op", help="collective-ops", name=shown, got=ast.unparse(a)))
         op = a.value
         if op in ("and", "or") and ty.is_float:
-            c.type_error(node.args[0], "collective-bitwise-float", help="collective-and-or", op=op, ty=ty)
+            c.fail(messages.type_error(c.span(node.args[0]), "collective-bitwise-float", help="collective-and-or", op=op, ty=ty))
         if op in ("sum", "max", "min") and ty.is_bool:
-            c.type_error(node.args[0], "collective-bool-arith", help="collective-and-or", op=op)
+            c.fail(messages.type_error(c.span(node.args[0]), "collective-bool-arith", help="collective-and-or", op=op))
     k = c.k
     k.uses_warp = True  # the CPU backend runs each thread on its own host thread
     if name in BLOCK_COLLECTIVES:
@@ -81,7 +82,8 @@ def block_threads(c: Any, name: str, node: ast.Call) -> int:
     threads = contract.block_threads if contract is not None else None
     if threads is None or threads % 32 != 0 or threads > 32 * COLLECTIVE_SCRATCH_SLOTS:
         block = contract.block if contract is not None else None
-        c.fail(messages.warp_block(c.span(node), f"`az.{name}`", c.k.kernel_name, block, None,
+        what = "`az." + name + "`"
+        c.fail(messages.warp_block(c.span(node), what, c.k.kernel_name, block, None,
                                    has_contract=contract is not None))
     assert threads is not None
     return threads

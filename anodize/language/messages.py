@@ -405,12 +405,12 @@ def block_witness_access(span: Span, name: str, index: str, access: str) -> Diag
     values = {"name": name, "index": index, "access": access}
     return make(
         "az-disjoint-index",
-        text("block-witness-outside-leader", values),
+        MESSAGES["block-witness-outside-leader"].format(**values),
         span,
         label="every thread of the block may make this access",
         notes=("a block witness names one element per block; the threads of a block share it, so only one "
                "of them may touch it",),
-        help=help_text("block-witness-under-leader", values),
+        help=HELPS["block-witness-under-leader"].format(**values),
     )
 
 
