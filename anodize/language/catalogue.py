@@ -208,7 +208,6 @@ MESSAGES: dict[str, str] = {
     "collective-bitwise-float": "`\"{op}\"` needs integers or bools, found `{ty}`",
     "collective-bool-arith": "`\"{op}\"` needs numbers, found `bool_`",
     "collective-inclusive": "`inclusive=` must be a literal `True` or `False`",
-    "collective-keyword": "`{name}` takes no keyword `{kw}`",
     "broadcast-src": "the source of `block.broadcast` must be a constant thread index in `range({threads})`, found `{got}`",
     # ---- az-disjoint-index: per-block outputs ----
     "block-witness-outside-leader": "`{name}` is {access} through the block witness `{index}` outside `if thread.is_block_leader():`",

@@ -40,7 +40,7 @@ def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
     inclusive = True
     for kw in node.keywords:
         if name != "block.scan" or kw.arg != "inclusive":
-            c.fail(messages.type_error(c.span(kw), "collective-keyword", help="collective-inclusive-kw", name=shown, kw=kw.arg))
+            c.fail(messages.unsupported(c.span(kw), "keyword-arguments-kernel-call", help="collective-inclusive-kw"))
         if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
             c.fail(messages.type_error(c.span(kw.value), "collective-inclusive", help="collective-inclusive-kw"))
         inclusive = bool(kw.value.value)

@@ -483,6 +483,8 @@ def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, 
         return "scalar", None, "~" + sym.name
     if elem is None and tag and tag[0] == "witness_type":
         return "witness", None, tag[1]
+    if elem is None and tag == ("block_witness_type",):  # BlockWitness1D: a 1-D witness (of its own space)
+        return "witness", None, "1"
     return "bad", None, None
 
 
