@@ -1184,7 +1184,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts):
     def note_rank(self, rank: int, node: ast.AST) -> None:
         c = self.k.contract
         if c is not None and c.domain != rank:
-            maker = "thread.grid_stride()" if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("grid_stride") else f"thread.index_{rank}d()"
+            called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            maker = "thread.grid_stride()" if called.endswith("grid_stride") else f"thread.index_{rank}d()"
+            if called.endswith("block_witness_1d"):
+                maker = "thread.block_witness_1d()"
             self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
         self.k.ranks.add(rank)
 
