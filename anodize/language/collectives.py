@@ -41,9 +41,10 @@ def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
     for kw in node.keywords:
         if name != "block.scan" or kw.arg != "inclusive":
             c.fail(messages.unsupported(c.span(kw), "keyword-arguments-kernel-call", help="collective-inclusive-kw"))
-        if not (isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, bool)):
+        flag = kw.value.value if isinstance(kw.value, ast.Constant) else None
+        if not isinstance(flag, bool):
             c.fail(messages.type_error(c.span(kw.value), "collective-inclusive", help="collective-inclusive-kw"))
-        inclusive = bool(kw.value.value)
+        inclusive = bool(flag)
     c.arity(node, 2, shown)
     # a block collective needs the block's size (its scratch slots, its warp count); for
     # `warp.reduce` the checker asks for whole warps, as for every full-warp operation
@@ -59,9 +60,10 @@ def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
         src = got
     else:
         a = node.args[1]
-        if not (isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value in COLLECTIVE_OPS):
+        given = a.value if isinstance(a, ast.Constant) else None
+        if not (isinstance(given, str) and given in COLLECTIVE_OPS):
             c.fail(messages.type_error(c.span(a), "collective-op", help="collective-ops", name=shown, got=ast.unparse(a)))
-        op = a.value
+        op = str(given)
         if op in ("and", "or") and ty.is_float:
             c.fail(messages.type_error(c.span(node.args[0]), "collective-bitwise-float", help="collective-and-or", op=op, ty=ty))
         if op in ("sum", "max", "min") and ty.is_bool:
@@ -86,7 +88,7 @@ def block_threads(c: Any, name: str, node: ast.Call) -> int:
         c.fail(messages.warp_block(c.span(node), what, c.k.kernel_name, block, None,
                                    has_contract=contract is not None))
     assert threads is not None
-    return threads
+    return int(threads)
 
 
 def block_witness(c: Any, node: ast.Call) -> ir.Expr:
