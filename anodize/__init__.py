@@ -20,7 +20,7 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 ):
     __path__.append(_root)
 
-from anodize import math, shared, thread, warp
+from anodize import block, math, shared, thread, warp
 from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, threadfence, unsafe
 
@@ -70,6 +70,7 @@ def __dir__() -> list[str]:
 
 from anodize.types import (
     AtomicSlice,
+    BlockWitness1D,
     Constant,
     DisjointSlice,
     DisjointSlice2D,
@@ -114,6 +115,7 @@ __all__ = [
     "Handle",
     "InFlightError",
     "Index1D",
+    "BlockWitness1D",
     "Index2D",
     "Index3D",
     "Kernel",
@@ -155,4 +157,5 @@ __all__ = [
     "u64",
     "unsafe",
     "warp",
+    "block",
 ]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NoReturn, TypeVar
 
-from anodize.types import AtomicSlice, DisjointSlice, Index1D, Index2D, Index3D, Slice
+from anodize.types import AtomicSlice, BlockWitness1D, DisjointSlice, Index1D, Index2D, Index3D, Slice
 
 T = TypeVar("T")
 
@@ -18,6 +18,8 @@ __all__ = [
     "index_2d",
     "index_3d",
     "grid_stride",
+    "block_witness_1d",
+    "is_block_leader",
     "tid_x",
     "tid_y",
     "tid_z",
@@ -56,6 +58,19 @@ def index_3d() -> Index3D:
 def grid_stride(c: DisjointSlice[T] | Slice[T] | AtomicSlice[T]) -> Iterator[Index1D]:  # type: ignore[type-var]
     """Yield this thread's indices of a grid-stride loop over `c`; each one is in bounds."""
     _device_only("grid_stride")
+
+
+def block_witness_1d() -> BlockWitness1D:
+    """This block's witness over a `DisjointSlice` with one element per block (its index is
+    the block's x index).  1-D grids only (checked at launch, and on the device for
+    kernels without a contract).  Every access through it must be under
+    `if thread.is_block_leader():`, so exactly one thread of the block makes it."""
+    _device_only("block_witness_1d")
+
+
+def is_block_leader() -> bool:
+    """True on exactly one thread of the block: the one with thread index (0, 0, 0)."""
+    _device_only("is_block_leader")
 
 
 def tid_x() -> int:

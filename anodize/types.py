@@ -39,6 +39,7 @@ __all__ = [
     "Index1D",
     "Index2D",
     "Index3D",
+    "BlockWitness1D",
     "CudaArray",
     "DLPackArray",
 ]
@@ -181,6 +182,21 @@ launch passes compiles its own specialisation, in which `n` is a constant (it ma
 
 
 @final
+class BlockWitness1D:
+    """This block's index into a `DisjointSlice` with one element per block; only
+    `thread.block_witness_1d()` makes one, and only the block's leader may use it
+    (`if thread.is_block_leader(): out[b] = v`)."""
+
+    __slots__ = ("_BlockWitness1D__value",)
+
+    def __init__(self) -> None:
+        _device_only("BlockWitness1D")
+
+    def get(self) -> int:
+        _device_only("BlockWitness1D.get")
+
+
+@final
 class Index1D:
     """This thread's global x index; only `thread.index_1d()` and
     `thread.grid_stride()` make one.  Arithmetic on it gives a plain int."""
@@ -308,13 +324,13 @@ class Slice(_SliceBase[T]):
 class DisjointSlice(_SliceBase[T]):
     """A 1-D output in which each element has exactly one writer: this thread's witness."""
 
-    def __getitem__(self, i: Index1D) -> T:
+    def __getitem__(self, i: Index1D | BlockWitness1D) -> T:
         _device_only("DisjointSlice.__getitem__")
 
-    def __setitem__(self, i: Index1D, v: T | float) -> None:
+    def __setitem__(self, i: Index1D | BlockWitness1D, v: T | float) -> None:
         _device_only("DisjointSlice.__setitem__")
 
-    def __contains__(self, i: Index1D) -> bool:
+    def __contains__(self, i: Index1D | BlockWitness1D) -> bool:
         _device_only("DisjointSlice.__contains__")
 
     def write_unchecked(self, j: int, v: T | float) -> None:

@@ -1,16 +1,17 @@
 """Warp-level operations on the full warp.
 
-The shuffles and votes are unsafe tier only; `sync()` is allowed everywhere (the
-checker requires every lane of the warp to reach it: az-warp-divergence).
+The shuffles and votes are unsafe tier only; `sync()` and `reduce()` are allowed
+everywhere (the checker requires every lane of the warp to reach them:
+az-warp-divergence; they need a contract whose block is a multiple of 32 threads).
 """
 
 from __future__ import annotations
 
-from typing import NoReturn, TypeVar
+from typing import Literal, NoReturn, TypeVar
 
 T = TypeVar("T", bound=float)
 
-__all__ = ["shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all", "sync"]
+__all__ = ["shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all", "sync", "reduce"]
 
 
 def _device_only(name: str) -> NoReturn:
@@ -57,3 +58,14 @@ def sync() -> None:
     accesses (`bar.warp.sync 0xffffffff`; the CPU backend runs the warp's lanes to
     the same point).  Safe: it moves no data between lanes."""
     raise TypeError("`warp.sync` can only be called inside an anodize kernel")
+
+
+def reduce(v: T, op: Literal["sum", "max", "min", "and", "or"]) -> T:
+    """Combine `v` over the 32 lanes of this warp with `op` and return the result to every lane.
+
+    Safe: called by every lane of the warp (az-warp-divergence otherwise), in a kernel whose
+    contract gives a literal block that is a multiple of 32.  `op` is a string literal:
+    "sum", "max", "min", or (integers and bools only) "and", "or".  Lowered to shuffles
+    (`shfl.sync.bfly`); every lane gets the bit-identical result.
+    """
+    raise TypeError("`warp.reduce` can only be called inside an anodize kernel")

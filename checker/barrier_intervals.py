@@ -48,6 +48,7 @@ from .index_eval import FormEval, Named, _arg_values, _arith, _free_names
 from .int_types import IntTypes
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
 from anodize.language.walk import child_fields
+from anodize.language.vocab import BLOCK_COLLECTIVES
 
 ALL = "*"  # an access to any shared array / every name dirty
 _MAX_PASSES = 24
@@ -469,6 +470,7 @@ class Intervals(FormEval):
                 self.touch(self._summary_access(node, summary[0]), st)
             if not cond and (
                 kind == "barrier"
+                or (kind == "collective" and callee is not None and callee.name in BLOCK_COLLECTIVES)  # ends with one
                 or (kind == "helper" and callee is not None and callee.fn is not None and self.must_barrier.get(callee.fn.name))
             ):
                 st.pending.clear()

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import ast
 
 from anodize.language.diagnostics import Span
-from anodize.language.vocab import ATOMIC_METHODS, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
+from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
 
@@ -199,7 +199,7 @@ class Ctx:
 
 @dataclass(frozen=True)
 class Callee:
-    """kind: helper | kernel | function | witness | grid_stride | rawid | warp | warp_sync | shared |
+    """kind: helper | kernel | function | witness | grid_stride | rawid | warp | warp_sync | shared | collective | leader |
     barrier | fence | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge |
     print | breakpoint | unknown"""
 
@@ -1065,7 +1065,7 @@ class _Analyzer:
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
         k = callee.kind
         if k == "witness":
-            d = WITNESS_MAKERS[callee.name.split(".")[-1]]
+            d = 1 if callee.name == f"thread.{BLOCK_WITNESS_MAKER}" else WITNESS_MAKERS[callee.name.split(".")[-1]]
             self.fn.witness_uses.append((node, d))
             return Val("witness", domain=d, tdep=True, origin=node, spaces=maker_spaces(callee.name))
         if k == "grid_stride":
@@ -1088,6 +1088,11 @@ class _Analyzer:
             return WARP_UNIFORM if callee.name.split(".")[-1] in WARP_VOTES else VARYING
         if k == "shared":
             return Val("shared", tdep=True, origin=node)
+        if k == "collective":  # az.warp.reduce, az.block.reduce/scan/broadcast
+            return self.collective(node, callee.name)
+        if k == "leader":  # thread.is_block_leader(): true on one thread of the block
+            self.fn.thread_dependent = True
+            return VARYING
         if k == "barrier":
             m.barriers[node] = self.here()
             self.fn.has_barrier = True
@@ -1134,6 +1139,23 @@ class _Analyzer:
             return ret if ret.kind == "none" else UNKNOWN
         return UNKNOWN
 
+    def collective(self, node: ast.Call, name: str) -> Val:
+        """A block collective is a barrier (every thread of the block must reach it) whose
+        result is the same on every thread, but for a scan's; `warp.reduce` is a full-warp
+        operation whose result is the same on the warp's lanes."""
+        if name in BLOCK_COLLECTIVES:
+            self.m.barriers[node] = self.here()
+            self.fn.has_barrier = True
+            if name == "block.scan":
+                self.fn.thread_dependent = True
+                return VARYING
+            return UNIFORM
+        self.fn.thread_dependent = True
+        self.m.warp_ops[node] = self.here()
+        if self.fn.warp_op is None:
+            self.fn.warp_op = node
+        return WARP_UNIFORM
+
     def call_spaces(self, h: FunctionInfo, node: ast.Call, spaces: frozenset[Space]) -> frozenset[Space]:
         """`spaces` of helper `h` as seen at its call `node` (see `substitute`)."""
         return substitute(spaces, h, node, self.m.values)
@@ -1176,7 +1198,7 @@ class _Analyzer:
             else:
                 return Callee("unknown", m.code(f))
         short = q.split(".")[-1]
-        if q in ("thread.index_1d", "thread.index_2d", "thread.index_3d"):
+        if q in ("thread.index_1d", "thread.index_2d", "thread.index_3d", f"thread.{BLOCK_WITNESS_MAKER}"):
             return Callee("witness", q)
         if q == "thread.grid_stride":
             return Callee("grid_stride", q)
@@ -1186,6 +1208,10 @@ class _Analyzer:
             return Callee("warp", q)
         if q == "shared.array":
             return Callee("shared", q)
+        if q in COLLECTIVES:
+            return Callee("collective", q)
+        if q == f"thread.{BLOCK_LEADER}":
+            return Callee("leader", q)
         if q == "az.syncthreads":
             return Callee("barrier", q)
         if q == "az.threadfence":
@@ -1194,7 +1220,7 @@ class _Analyzer:
             return Callee("warp_sync", q)
         if q == "az.unsafe":
             return Callee("unsafe", q)
-        if q.startswith(("az.Index1D", "az.Index2D", "az.Index3D")):
+        if q.startswith(("az.Index1D", "az.Index2D", "az.Index3D", "az.BlockWitness1D")):
             return Callee("forge", q)
         if q.startswith("az.") and short in SCALARS and q.count(".") == 1:
             return Callee("cast", short)

@@ -276,7 +276,18 @@ class Thread:
         return -1 if rank == 1 else (-1,) * rank  # poisoned: admits no access
 
     def eval_MakeWitness(self, e: ir.MakeWitness) -> Any:
+        if getattr(e.ty, "block", False):  # this block's witness: its x index in a 1-D grid
+            run = self.run
+            if e.site >= 0 and (run.grid[1] != 1 or run.grid[2] != 1):
+                run.fault(e.site, 2 if run.grid[2] == 1 else 3, 1)
+                return -1  # poisoned: admits no access
+            return self.ctaid[0]
         return self.witness(e.rank, e.site)
+
+    def eval_Collective(self, e: ir.Collective) -> Any:
+        from .interp_collectives import collective
+
+        return collective(self, e)
 
     def eval_WitnessPart(self, e: ir.WitnessPart) -> Any:
         w = self.eval(e.witness)

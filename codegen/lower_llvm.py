@@ -35,6 +35,8 @@ from anodize.language.vocab import WITNESS_PARTS
 
 from . import halves
 
+from .collectives import lower_block_witness, lower_collective
+
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
 I32T = llir.IntType(32)
@@ -735,6 +737,8 @@ class Lowerer:
         return ok, dims
 
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
+        if e.ty.block:
+            return lower_block_witness(self, e)
         return self.witness(e.rank, e.site)
 
     def e_WitnessPart(self, e: ir.WitnessPart) -> llir.Value:
@@ -856,6 +860,9 @@ class Lowerer:
                 n = b.select(b.icmp_signed("<", n, lo), lo, n)
             return b.trunc(n, I32T)
         return n if ty.bits == 32 else b.sext(n, I32T)
+
+    def e_Collective(self, e: ir.Collective) -> llir.Value:
+        return lower_collective(self, e)
 
     def e_WarpOp(self, e: ir.WarpOp) -> llir.Value:
         args = [self.expr(a) for a in e.args]

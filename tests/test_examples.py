@@ -28,6 +28,7 @@ SMALL: dict[str, dict[str, int]] = {
     "histogram": {"n": 20_000},
     "transpose": {"rows": 70, "cols": 45},
     "reduce_sum": {"n": 30_000},
+    "reduce_sum_safe": {"n": 30_000},
     "sgemm": {"m": 40, "k": 33, "n": 29},
     "softmax": {"rows": 5, "cols": 300},
     "scan": {"n": 3_000},

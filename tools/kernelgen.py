@@ -234,6 +234,9 @@ class _Gen:
             opts.append("writer")
         if not self.in_helper and self.loop_depth == 0 and ind == 1:
             opts.append("unsafe")
+        # mostly where every thread reaches it (the kernel's top level); now and then anywhere
+        if ch.coin(0.3 if (ind == 1 and not self.in_helper and self.loop_depth == 0) else 0.05):
+            opts.append("collective")
         k = ch.choice(opts)
         if k == "assign" or (k in ("reassign", "aug") and not self.locals):
             t = ch.choice(SCALARS)
@@ -318,6 +321,26 @@ class _Gen:
                 self.emit(ind, "pass")
         elif k == "unsafe":
             self.unsafe(ind)
+        elif k == "collective":
+            self.collective(ind)
+
+    def collective(self, ind: int) -> None:
+        """`v = az.warp.reduce(...)` / `az.block.reduce|scan|broadcast(...)`, wherever it lands
+        (under thread-dependent control it is a divergence error the checker must agree on)."""
+        ch = self.ch
+        t = ch.choice(SCALARS)
+        v = self.fresh()
+        call = ch.choice(("az.warp.reduce", "az.block.reduce", "az.block.scan", "az.block.broadcast"))
+        op = ch.choice(("sum", "max", "min", "and", "or"))
+        e = self.expr(t, 1)
+        if call == "az.block.broadcast":
+            args = f"{e}, {ch.integer(0, 40)}"
+        elif call == "az.block.scan":
+            args = f'{e}, "{op}", inclusive={ch.choice(("True", "False"))}'
+        else:
+            args = f'{e}, "{op}"'
+        self.emit(ind, f"{v} = {call}({args})")
+        self.locals[v] = t
 
     def unsafe(self, ind: int) -> None:
         ch = self.ch

@@ -216,6 +216,15 @@ MESSAGES: dict[str, str] = {
     "assign-witness": "cannot assign to `{attr}` of a witness",
     "helper-declared-return-returns": "helper `{name}` is declared to return `{ann}` but returns something else",
     "passed-witness-index-d": "`{arg}` is passed as witness `{pname}: Index{domain}D` of `{name}`, but it is not one",
+    # ---- az-type: collectives ----
+    "collective-statement": "`{name}` must be the whole value of an assignment to a local name",
+    "collective-op": "the operator of `{name}` must be a string literal, one of \"sum\" \"max\" \"min\" \"and\" \"or\"; found `{got}`",
+    "collective-bitwise-float": "`\"{op}\"` needs integers or bools, found `{ty}`",
+    "collective-bool-arith": "`\"{op}\"` needs numbers, found `bool_`",
+    "collective-inclusive": "`inclusive=` must be a literal `True` or `False`",
+    "broadcast-src": "the source of `block.broadcast` must be a constant thread index in `range({threads})`, found `{got}`",
+    # ---- az-disjoint-index: per-block outputs ----
+    "block-witness-outside-leader": "`{name}` is {access} through the block witness `{index}` outside `if thread.is_block_leader():`",
     # ---- az-global-write ----
     "declares-writable-from-kernel": "`{kw}` declares {names} writable from a kernel",
     "write-module-global": "write to module global `{name}`",
@@ -223,6 +232,7 @@ MESSAGES: dict[str, str] = {
     # ---- az-barrier-divergence ----
     "barrier-divergent-syncthreads": "`az.syncthreads()` is reachable under thread-dependent control flow",
     "barrier-divergent-helper": "a barrier inside `{callee}` is reachable under thread-dependent control flow",
+    "barrier-divergent-collective": "`{callee}` (a block collective) is reachable under thread-dependent control flow",
     # ---- az-ignore: ignore comments on host lines ----
     "ignore-bare": "`# anodize: ignore` without a code list silences nothing",
     "ignore-unknown-code": "`{code}` in this ignore comment is not an anodize code",
@@ -302,6 +312,12 @@ HELPS: dict[str, str] = {
     "ignore-did-you-mean": "did you mean `{close}`?",
     "ignore-codes-listed": "the codes are the `az-*` codes listed in docs/checker.md; mypy's own codes go in `# type: ignore[...]`",
     "ignore-remove": "remove `{code}` from the comment (or the comment itself)",
+    "collective-assign": "assign it first: `s = {name}(...)`, then use `s`",
+    "collective-ops": "write `\"sum\"`, `\"max\"`, `\"min\"`, `\"and\"` or `\"or\"`",
+    "collective-and-or": "use \"and\" / \"or\" on bools, or convert to an integer first",
+    "collective-inclusive-kw": "`block.scan` takes `inclusive=True` or `inclusive=False`; everything else is positional",
+    "broadcast-src-constant": "name the source thread with a literal or a module constant (thread 0 is the usual choice)",
+    "block-witness-under-leader": "put the access under `if thread.is_block_leader():` (exactly one thread of the block); compute the value on every thread first, e.g. with `az.block.reduce(v, \"sum\")`",
 }
 
 # key -> a piece of a message or label that a builder takes by key (a reason, a label, a

@@ -254,6 +254,24 @@ class WarpOp:
 
 
 @dataclass(frozen=True)
+class Collective:
+    """`s = az.warp.reduce(v, op)`, `az.block.reduce(v, op)`, `az.block.scan(v, op, inclusive=)`,
+    `az.block.broadcast(v, src)`: only ever the whole value of an `Assign` (so every thread
+    that reaches the statement evaluates it).  `threads` is the block's thread count from
+    the contract (a multiple of 32); a block collective uses the compiler's scratch buffer
+    (`vocab.COLLECTIVE_SCRATCH`) and ends with a barrier."""
+
+    kind: str  # a key of vocab.COLLECTIVES
+    op: str  # a member of vocab.COLLECTIVE_OPS ("" for broadcast)
+    value: Expr
+    threads: int
+    ty: ScalarTy
+    inclusive: bool = True  # block.scan
+    src: int = 0  # block.broadcast: the source thread's linear index in the block
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class Call:
     """A call of an `@az.func` helper, inlined at lowering."""
 
@@ -265,7 +283,8 @@ class Call:
 
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
-    | SharedRead | TableRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Call
+    | SharedRead | TableRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
+    | Call
 )
 
 # ---- statements ----------------------------------------------------------------------------

@@ -438,6 +438,20 @@ def disjoint_index(
     )
 
 
+def block_witness_access(span: Span, name: str, index: str, access: str) -> Diagnostic:
+    """`az-disjoint-index`: an access through a block witness that not only the block's leader makes."""
+    values = {"name": name, "index": index, "access": access}
+    return make(
+        "az-disjoint-index",
+        MESSAGES["block-witness-outside-leader"].format(**values),
+        span,
+        label="every thread of the block may make this access",
+        notes=("a block witness names one element per block; the threads of a block share it, so only one "
+               "of them may touch it",),
+        help=HELPS["block-witness-under-leader"].format(**values),
+    )
+
+
 def disjoint_passed(span: Span, name: str, kind: str, helper: str, param: str, pkind: str) -> Diagnostic:
     return make(
         "az-disjoint-index",

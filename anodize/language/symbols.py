@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
-from .vocab import DEBUG_BUILTINS, FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -74,6 +74,7 @@ _CANONICAL: dict[str, str] = {}
 _PREFIXES = (
     ("anodize.thread.", "thread."),
     ("anodize.warp.", "warp."),
+    ("anodize.block.", "block."),
     ("anodize.shared.", "shared."),
     ("anodize.math.", "math."),
     ("anodize.types.", "az."),
@@ -111,6 +112,11 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     for qual, kind in FENCE_QUALNAMES.items():  # az.threadfence(), az.warp.sync(): safe
         t[canonical(qual)] = ("fence", kind)
     t["az.syncthreads"] = ("barrier",)
+    for n in COLLECTIVES:  # az.warp.reduce, az.block.reduce/scan/broadcast: safe
+        t[n] = ("collective", n)
+    t[f"thread.{BLOCK_WITNESS_MAKER}"] = ("block_witness",)
+    t[f"thread.{BLOCK_LEADER}"] = ("block_leader",)
+    t["az.BlockWitness1D"] = ("block_witness_type",)
     t["az.unsafe"] = ("unsafe",)
     t["shared.array"] = ("shared_array",)
     for n in SCALARS:
@@ -480,6 +486,8 @@ def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, 
         return "scalar", None, "~" + sym.name
     if elem is None and tag and tag[0] == "witness_type":
         return "witness", None, tag[1]
+    if elem is None and tag == ("block_witness_type",):  # BlockWitness1D: a 1-D witness (of its own space)
+        return "witness", None, "1"
     return "bad", None, None
 
 

@@ -25,7 +25,7 @@ from anodize.language.halfbits import round_half
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 from anodize.language.ir import FaultSite, ParamSpec
 
-from anodize.language import ir
+from anodize.language import collectives, ir
 from anodize.language.ranges import RangeFacts
 from anodize.language.typer_effects import EffectsTyping
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
@@ -69,6 +69,7 @@ class _KernelCtx:
     spec: dict[str, Any] = field(default_factory=dict)
     consts: dict[str, Any] = field(default_factory=dict)  # Constant parameters with a value
     unknown_consts: set[str] = field(default_factory=set)  # Constant parameters checked without one
+    kernel_name: str = ""
 
     def site(self, span: Span, kind: str, param: str, message: str = "") -> int:
         self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param, message))
@@ -138,6 +139,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         self.failed_names: set[str] = set()
         self.rfacts = frozenset()
         self._if_false_facts: frozenset[Any] = frozenset()
+        self.leader = 0  # > 0 under `if thread.is_block_leader():` (collectives.py)
+        self.collective_site: ast.expr | None = None  # the value of the assignment being typed
 
     # -- plumbing -------------------------------------------------------------------------
     def span(self, node: ast.AST) -> Span:
@@ -243,6 +246,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             return BY_NAME[tag[1]]
         if tag and tag[0] == "witness_type":
             return WitnessTy(int(tag[1]))
+        if tag == ("block_witness_type",):
+            return WitnessTy(1, block=True)
         if tag and tag[0] == "slice":
             self.type_error(node, "needs-element-type-f32", tag=tag[1])
         self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
@@ -289,6 +294,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             self.unsupported(node, "chained-assignment")
         target = node.targets[0]
         if isinstance(target, ast.Name):
+            self.collective_site = node.value  # a collective may be this whole value
             if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("shared_array",):
                 return self.shared_decl(target.id, node.value)
             return [self.assign_value(target.id, self.expr(node.value), node)]
@@ -307,6 +313,7 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         self.declare(node.target.id, ty, node)
         if node.value is None:
             return []
+        self.collective_site = node.value  # a collective may be this whole value
         return [self.assign_value(node.target.id, self.expr(node.value), node)]
 
     def visit_AugAssign(self, node: ast.AugAssign) -> list[ir.Stmt]:
@@ -329,7 +336,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
         true_r, false_r = self.guard_facts(cond, False), self.guard_facts(cond, True)
         self.facts = saved | self._guard_facts(node.test, negated=False)
         self.rfacts = saved_r | true_r
+        lead = collectives.is_leader_test(self, node.test)
+        self.leader += lead
         body = self.body(node.body)
+        self.leader -= lead
         self.facts = saved | self._guard_facts(node.test, negated=True)
         self.rfacts = saved_r | false_r
         orelse = self.body(node.orelse)
@@ -635,6 +645,8 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
         if isinstance(e.ty, WitnessTy):
+            if disjoint:
+                collectives.check_block_access(self, e, node, name, access)
             if e.ty.rank != sty.rank:
                 self.type_error(node, "witness-rank-mismatch", ty=e.ty, rank=sty.rank, name=name)
             proven = isinstance(node, ast.Name) and (node.id, name) in self.facts
@@ -1031,12 +1043,15 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
     def visit_Call(self, node: ast.Call) -> ir.Expr:
         span = self.span(node)
         f = node.func
+        ctag = self.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        if ctag is not None and ctag[0] == "collective":  # takes `inclusive=`: before the keyword check
+            return collectives.collective(self, ctag[1], node)
         if node.keywords and not self.takes_keywords(node):
             self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
-                if f.attr == "get" and not node.args and self.vars[owner] == WitnessTy(1):
+                if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True)):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
                 self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
             if owner in self.slices:
@@ -1072,6 +1087,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
             return self.math_call(tag[1], node)
         if kind == "witness":
             return self.witness(tag[1], node)
+        if kind == "block_witness":
+            return collectives.block_witness(self, node)
+        if kind == "block_leader":
+            return collectives.block_leader(self, node)
         if kind == "raw":
             self.need_unsafe(node, f"`thread.{tag[1]}()`")
             self.arity(node, 0)
@@ -1179,7 +1198,10 @@ class _FnCompiler(ast.NodeVisitor, RangeFacts, EffectsTyping):
     def note_rank(self, rank: int, node: ast.AST) -> None:
         c = self.k.contract
         if c is not None and c.domain != rank:
-            maker = "thread.grid_stride()" if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("grid_stride") else f"thread.index_{rank}d()"
+            called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            maker = "thread.grid_stride()" if called.endswith("grid_stride") else f"thread.index_{rank}d()"
+            if called.endswith("block_witness_1d"):
+                maker = "thread.block_witness_1d()"
             self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
         self.k.ranks.add(rank)
 
@@ -1370,7 +1392,7 @@ def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
 
 def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any]) -> ir.KernelIR:
     src = front.src
-    k = _KernelCtx(front, front.path, contract, spec=spec)
+    k = _KernelCtx(front, front.path, contract, spec=spec, kernel_name=fdef.name)
     for name in constant_params(front.symbols, fdef):
         if name in spec:
             k.consts[name] = spec[name]

@@ -66,8 +66,11 @@ class SliceTy:
 @dataclass(frozen=True)
 class WitnessTy:
     rank: int  # 1: Index1D, 2: Index2D, 3: Index3D
+    block: bool = False  # BlockWitness1D: this block's index (rank 1), usable only by the block's leader
 
     def __str__(self) -> str:
+        if self.block:
+            return "BlockWitness1D"
         return f"Index{self.rank}D"
 
 

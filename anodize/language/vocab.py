@@ -146,6 +146,24 @@ UNSAFE_QUALNAMES = (
     | {f"anodize.warp.{n}" for n in WARP_OPS}
 )
 BARRIER_QUALNAMES = {"anodize.syncthreads"}
+
+# Safe collectives (called by every thread of the warp / block; each returns its result to every
+# participating thread): canonical name -> its positional arity.  `block.scan` also takes the
+# keyword `inclusive=` (a literal bool).  A block collective ends with a barrier.
+COLLECTIVES = {"warp.reduce": 2, "block.reduce": 2, "block.scan": 2, "block.broadcast": 2}
+BLOCK_COLLECTIVES = frozenset({"block.reduce", "block.scan", "block.broadcast"})
+# The operator strings a reduction or scan takes; "and" / "or" are bitwise on integers,
+# logical on bools.
+COLLECTIVE_OPS = ("sum", "max", "min", "and", "or")
+# The compiler's own shared scratch buffer of the collectives (apart from the user's shared
+# memory): one 8-byte slot per warp of the block.
+COLLECTIVE_SCRATCH = "__az_collective_scratch"
+COLLECTIVE_SCRATCH_SLOTS = 32
+
+# Per-block outputs: `thread.block_witness_1d()` (this block's witness over a DisjointSlice with
+# one element per block) and `thread.is_block_leader()` (true on exactly thread 0 of the block).
+BLOCK_WITNESS_MAKER = "block_witness_1d"
+BLOCK_LEADER = "is_block_leader"
 UNSAFE_METHODS = {"write_unchecked"}
 
 # Math functions callable as `math.f` or `az.math.f`: name -> arity.  Every function of

@@ -116,10 +116,17 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
         m = self.model
         ctx = m.barriers.get(node)
         if ctx is not None:
-            if ctx.divergent is not None:
+            if ctx.divergent is not None and m.callees[node].kind == "barrier":
                 self.report(
                     messages.barrier_divergence(
                         self.span(node), "barrier-divergent-syncthreads", self.span(ctx.divergent), _reason(ctx.divergent)
+                    )
+                )
+            elif ctx.divergent is not None:  # a block collective ends with a barrier
+                self.report(
+                    messages.barrier_divergence(
+                        self.span(node), "barrier-divergent-collective", self.span(ctx.divergent), _reason(ctx.divergent),
+                        callee=m.code(node.func),
                     )
                 )
             return

@@ -69,6 +69,8 @@ def k2(c: DisjointSlice[f32]) -> None:
             callee = self.model.callees.get(site) if isinstance(site, ast.Call) else None
             if callee is not None and callee.kind == "grid_stride":
                 maker = "thread.grid_stride()"
+            elif callee is not None and callee.name == "thread.block_witness_1d":
+                maker = "thread.block_witness_1d()"
             if domain is not None:
                 if d != domain:
                     self.report(messages.index_domain(self.span(site), maker, d, domain, contract_span, via=helper))

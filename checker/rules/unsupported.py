@@ -344,6 +344,11 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             self.skip.update(id(kw.value) for kw in node.keywords if k == "atomic_op" and _is_str(kw.value))
             if node.keywords:
                 return  # keywords: the typer reports what is wrong (one report per problem)
+        if k == "collective":  # the operator is a string literal; `block.scan` takes `inclusive=`
+            if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                self.skip.add(id(node.args[1]))
+            if not star and all(kw.arg == "inclusive" for kw in node.keywords) and callee.name == "block.scan":
+                return
         if k in ("shared", "write_unchecked"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg

@@ -42,6 +42,7 @@ SMALL: dict[str, dict[str, int]] = {
     "hashmap": {"n": 2_000},
     "print_assert": {"n": 300},
     "stencil3d": {"layers": 3, "rows": 5, "cols": 7},
+    "reduce_sum_safe": {"n": 3_000},
 }
 OWN_RUN = {"reduce_sum", "generic_saxpy"}
 PRESENT = sorted(n for n in SMALL if (EXAMPLES / f"{n}.py").exists())  # (examples other branches add)

@@ -1,0 +1,126 @@
+"""Typing of the safe collectives and of per-block outputs (called from typer.py's hooks).
+
+* `s = az.warp.reduce(v, op)`, `az.block.reduce(v, op)`, `az.block.scan(v, op,
+  inclusive=True)`, `az.block.broadcast(v, src)`: only as the whole value of an
+  assignment to a local name, so every thread that reaches the statement evaluates it
+  (no short-circuit or conditional expression can skip it).  A block collective needs
+  the contract's literal `block`, a multiple of 32 threads (az-warp-divergence here; for
+  `warp.reduce` the checker's warp rule asks the same); it uses the compiler's
+  scratch buffer (`vocab.COLLECTIVE_SCRATCH`, one slot per warp) and ends with a barrier.
+  Whether every thread reaches it is the checker's (az-barrier-divergence,
+  az-warp-divergence).
+* `thread.block_witness_1d()`: this block's index as a witness over a `DisjointSlice`
+  with one element per block; every access through it must be lexically under
+  `if thread.is_block_leader():` (thread (0, 0, 0) of the block), otherwise
+  az-disjoint-index.  `thread.is_block_leader()` is `tid.x == 0 and tid.y == 0 and tid.z == 0`.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from anodize.language import ir, messages
+from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy, WitnessTy
+from anodize.language.vocab import (
+    BLOCK_COLLECTIVES,
+    COLLECTIVE_OPS,
+    COLLECTIVE_SCRATCH,
+    COLLECTIVE_SCRATCH_SLOTS,
+)
+
+SCRATCH_TY = SharedTy(I64, (COLLECTIVE_SCRATCH_SLOTS,))
+
+
+def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
+    """Type one collective call; `c` is the typer's function compiler."""
+    shown = f"az.{name}"
+    if node is not c.collective_site:
+        c.fail(messages.type_error(c.span(node), "collective-statement", help="collective-assign", name=shown))
+    inclusive = True
+    for kw in node.keywords:
+        if name != "block.scan" or kw.arg != "inclusive":
+            c.fail(messages.unsupported(c.span(kw), "keyword-arguments-kernel-call", help="collective-inclusive-kw"))
+        flag = kw.value.value if isinstance(kw.value, ast.Constant) else None
+        if not isinstance(flag, bool):
+            c.fail(messages.type_error(c.span(kw.value), "collective-inclusive", help="collective-inclusive-kw"))
+        inclusive = bool(flag)
+    c.arity(node, 2, shown)
+    # a block collective needs the block's size (its scratch slots, its warp count); for
+    # `warp.reduce` the checker asks for whole warps, as for every full-warp operation
+    threads = block_threads(c, name, node) if name in BLOCK_COLLECTIVES else 0
+    v = c.numeric(c.expr(node.args[0]), node.args[0])
+    ty = v.ty
+    assert isinstance(ty, ScalarTy)
+    op, src = "", 0
+    if name == "block.broadcast":
+        got = c.const_value(node.args[1])
+        if type(got) is not int or not 0 <= got < threads:
+            c.fail(messages.type_error(c.span(node.args[1]), "broadcast-src", help="broadcast-src-constant", threads=threads, got=got))
+        src = got
+    else:
+        a = node.args[1]
+        given = a.value if isinstance(a, ast.Constant) else None
+        if not (isinstance(given, str) and given in COLLECTIVE_OPS):
+            c.fail(messages.type_error(c.span(a), "collective-op", help="collective-ops", name=shown, got=ast.unparse(a)))
+        op = str(given)
+        if op in ("and", "or") and ty.is_float:
+            c.fail(messages.type_error(c.span(node.args[0]), "collective-bitwise-float", help="collective-and-or", op=op, ty=ty))
+        if op in ("sum", "max", "min") and ty.is_bool:
+            c.fail(messages.type_error(c.span(node.args[0]), "collective-bool-arith", help="collective-and-or", op=op))
+    k = c.k
+    k.uses_warp = True  # the CPU backend runs each thread on its own host thread
+    if name in BLOCK_COLLECTIVES:
+        k.uses_barrier = True
+        k.uses_shared = True
+        k.shared[COLLECTIVE_SCRATCH] = SCRATCH_TY
+    return ir.Collective(name, op, v, threads, ty, inclusive, src, c.span(node))
+
+
+def block_threads(c: Any, name: str, node: ast.Call) -> int:
+    """The contract's literal block size; a located az-warp-divergence error when there is
+    none or it is not a whole number of warps."""
+    contract = c.k.contract
+    threads = contract.block_threads if contract is not None else None
+    if threads is None or threads % 32 != 0 or threads > 32 * COLLECTIVE_SCRATCH_SLOTS:
+        block = contract.block if contract is not None else None
+        what = "`az." + name + "`"
+        c.fail(messages.warp_block(c.span(node), what, c.k.kernel_name, block, None,
+                                   has_contract=contract is not None))
+    assert threads is not None
+    return int(threads)
+
+
+def block_witness(c: Any, node: ast.Call) -> ir.Expr:
+    c.arity(node, 0, "thread.block_witness_1d")
+    c.note_rank(1, node)
+    return ir.MakeWitness(1, c.rank_site(node), WitnessTy(1, block=True), c.span(node))
+
+
+def block_leader(c: Any, node: ast.Call) -> ir.Expr:
+    c.arity(node, 0, "thread.is_block_leader")
+    span = c.span(node)
+    zero = ir.Const(0, I32, span)
+    parts = tuple(
+        ir.Compare(("==",), (ir.RawId("tid", axis, I32, span), zero), BOOL, span, (I32,)) for axis in "xyz"
+    )
+    return ir.BoolOp("and", parts, BOOL, span)
+
+
+def is_leader_test(c: Any, test: ast.expr) -> bool:
+    """`if thread.is_block_leader():` (alone, or as one operand of an `and`)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return any(is_leader_test(c, v) for v in test.values)
+    return (
+        isinstance(test, ast.Call)
+        and isinstance(test.func, (ast.Name, ast.Attribute))
+        and not test.args
+        and not test.keywords
+        and c.tag(test.func) == ("block_leader",)
+    )
+
+
+def check_block_access(c: Any, e: ir.Expr, node: ast.expr, name: str, access: str) -> None:
+    """An access of a `DisjointSlice` through a block witness: only under the leader test."""
+    if isinstance(e.ty, WitnessTy) and e.ty.block and not c.leader:
+        c.fail(messages.block_witness_access(c.span(node), name, ast.unparse(node), access))
