@@ -193,6 +193,7 @@ class BlockWitness1D:
         _device_only("BlockWitness1D")
 
     def get(self) -> int:
+        """This block's x index in the grid, a plain int."""
         _device_only("BlockWitness1D.get")
 
 
