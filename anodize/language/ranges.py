@@ -366,7 +366,13 @@ class RangeFacts(RangeEnv):
     def _immutable(self, name: str) -> bool:
         b = self.__dict__.get("_range_bindings")
         if b is None:
-            b = _bindings(self.fdef)  # type: ignore[attr-defined]
+            # once per `def` (every specialisation and helper call types the same tree): kept
+            # on the node, whose lifetime is the module front's
+            fdef = self.fdef  # type: ignore[attr-defined]
+            b = getattr(fdef, "_az_bindings", None)
+            if b is None:
+                b = _bindings(fdef)
+                fdef._az_bindings = b
             self.__dict__["_range_bindings"] = b
         return b.get(name, 0) == 1
 

@@ -137,10 +137,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             return []  # recursion (rejected elsewhere)
         m = self.model
         out: list[_Access] = []
-        for node in ast.walk(fn.node):
-            c = m.ctx.get(node)
-            if c is None or c.fn is not fn:
-                continue
+        for node in self._nodes_of(fn):
             if isinstance(node, ast.Subscript):
                 base = m.values.get(node.value)
                 idx = index_elements(node)
@@ -169,6 +166,18 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         out.sort(key=lambda a: (getattr(a.node, "lineno", 0), getattr(a.node, "col_offset", 0)))
         self._summaries[fn] = out
         return out
+
+    def _nodes_of(self, fn: FunctionInfo) -> list[ast.AST]:
+        """The subscripts and calls the model evaluated in `fn` (one pass over the model's
+        contexts for all functions, instead of a walk of every function's tree)."""
+        table = self.__dict__.get("_by_fn")
+        if table is None:
+            table = {}
+            for node, c in self.model.ctx.items():
+                if isinstance(node, (ast.Subscript, ast.Call)):
+                    table.setdefault(c.fn, []).append(node)
+            self.__dict__["_by_fn"] = table
+        return table.get(fn, [])  # type: ignore[no-any-return]
 
     def _show(self, sp: Space) -> str:
         if sp.kind == "grid_stride" and sp.node is not None:
