@@ -11,7 +11,7 @@ from mypy.nodes import Context
 from mypy.plugin import CheckerPluginInterface
 
 from anodize.language.diagnostics import Diagnostic
-from anodize.language.messages import CODES
+from anodize.language.codes import CODES
 
 CATEGORY = "anodize"
 
