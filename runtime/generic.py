@@ -117,19 +117,7 @@ def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwa
             chosen[tv] = (guess, p)
     spec: list[tuple[str, Any]] = [(tv, s) for tv, (s, _) in chosen.items()]
     for p, scalar in sig.constants.items():
-        v = bound[p]
-        ok = (
-            (scalar == "i64" and isinstance(v, int) and not isinstance(v, bool))
-            or (scalar == "f64" and isinstance(v, (int, float)) and not isinstance(v, bool))
-            or (scalar == "bool_" and isinstance(v, bool))
-        )
-        if not ok:
-            kind = {"i64": "int", "f64": "float", "bool_": "bool"}[scalar]
-            raise ArgumentError(
-                f"kernel `{name}`: `{p}` is an `az.Constant[{kind}]`, got {v!r}",
-                help="a Constant is a compile-time value: pass a Python literal of its type (each value compiles once)",
-            )
-        spec.append((p, float(v) if scalar == "f64" else v))
+        spec.append((p, _constant_value(name, p, scalar, bound[p])))
     return kernel.specialize(**dict(spec)), tuple(bound[p] for p in sig.params if p not in sig.constants)
 
 
@@ -157,15 +145,24 @@ def check_bindings(kernel: Kernel, sig: GenericSignature | None, bindings: dict[
             raise ArgumentError(f"kernel `{name}`: `{t}` may only be {', '.join(allowed)}, got {v!r}")
         out.append((t, v))
     for c, scalar in sig.constants.items():
-        v = bindings[c]
-        ok = (scalar == "i64" and isinstance(v, int) and not isinstance(v, bool)) or (
-            scalar == "f64" and isinstance(v, (int, float)) and not isinstance(v, bool)) or (
-            scalar == "bool_" and isinstance(v, bool))
-        if not ok:
-            kind = {"i64": "int", "f64": "float", "bool_": "bool"}[scalar]
-            raise ArgumentError(f"kernel `{name}`: `{c}` is an `az.Constant[{kind}]`, got {v!r}")
-        out.append((c, float(v) if scalar == "f64" else v))
+        out.append((c, _constant_value(name, c, scalar, bindings[c])))
     return tuple(sorted(out))
+
+
+def _constant_value(kernel: str, param: str, scalar: str, v: Any) -> Any:
+    """An `az.Constant` parameter's value, checked against its declared kind."""
+    ok = (
+        (scalar == "i64" and isinstance(v, int) and not isinstance(v, bool))
+        or (scalar == "f64" and isinstance(v, (int, float)) and not isinstance(v, bool))
+        or (scalar == "bool_" and isinstance(v, bool))
+    )
+    if not ok:
+        kind = {"i64": "int", "f64": "float", "bool_": "bool"}[scalar]
+        raise ArgumentError(
+            f"kernel `{kernel}`: `{param}` is an `az.Constant[{kind}]`, got {v!r}",
+            help="a Constant is a compile-time value: pass a Python literal of its type (each value compiles once)",
+        )
+    return float(v) if scalar == "f64" else v
 
 
 class GenericLaunch:
