@@ -1,0 +1,88 @@
+"""What the typer's modules share: its control-flow exceptions, operator tables and
+constant folding (typer.py, typer_exprs.py, typer_calls.py)."""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from anodize.language.diagnostics import Diagnostic
+from anodize.language.types import ScalarTy
+
+__all__ = ["_Fail", "_Silent", "_BINOPS", "_CMPOPS", "_AXES_TEXT", "_wrap_int", "_fold", "_assigned"]
+
+
+class _Fail(Exception):
+    """A diagnostic raised from deep inside a visitor; collected per statement."""
+
+    def __init__(self, diag: Diagnostic):
+        super().__init__(diag.message)
+        self.diag = diag
+
+
+class _Silent(Exception):
+    """An error already reported (a use of a name whose assignment failed)."""
+
+
+_BINOPS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+}
+_CMPOPS = {ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}
+
+
+_AXES_TEXT = {2: "(row, col)", 3: "(layer, row, col)"}
+
+
+def _wrap_int(v: int, ty: ScalarTy) -> int:
+    bits = ty.bits
+    v &= (1 << bits) - 1
+    if ty.signed and v >= 1 << (bits - 1):
+        v -= 1 << bits
+    return v
+
+
+def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    out: set[str] = set()
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                out.add(n.id)
+    return out
+
+
+def _fold(op: str, a: Any, b: Any) -> Any:
+    """Constant-fold two weak literals with Python's semantics; None if it cannot."""
+    try:
+        return {
+            "+": lambda: a + b,
+            "-": lambda: a - b,
+            "*": lambda: a * b,
+            "/": lambda: a / b,
+            "//": lambda: a // b,
+            "%": lambda: a % b,
+            "**": lambda: a**b if not (isinstance(b, int) and b < 0) else None,
+            "<<": lambda: a << b if 0 <= b < 64 else None,
+            ">>": lambda: a >> b if b >= 0 else None,
+            "&": lambda: a & b,
+            "|": lambda: a | b,
+            "^": lambda: a ^ b,
+            "<": lambda: a < b,
+            "<=": lambda: a <= b,
+            ">": lambda: a > b,
+            ">=": lambda: a >= b,
+            "==": lambda: a == b,
+            "!=": lambda: a != b,
+        }[op]()
+    except (ArithmeticError, TypeError, ValueError, KeyError):
+        return None
