@@ -11,6 +11,7 @@ from __future__ import annotations
 # key -> message template, grouped by the diagnostic code its builder reports
 MESSAGES: dict[str, str] = {
     "warp-narrow-value": "`warp.{name}` moves 32- or 64-bit values, not `{ty}`",
+    "collective-narrow-value": "`{name}` combines 32- or 64-bit values, not `{ty}`",
     # ---- atomics, print, assert, breakpoint (typer_effects.py) ----
     "atomic-no-method": "`{kind}` has no method `{method}`",
     "atomic-arity": "`{name}.{method}` takes `{shape}`, got {count}",

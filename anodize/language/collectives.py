@@ -52,6 +52,9 @@ def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
     v = c.numeric(c.expr(node.args[0]), node.args[0])
     ty = v.ty
     assert isinstance(ty, ScalarTy)
+    if not ty.is_bool and ty.bits < 32:  # 8/16-bit ints and the half types: shuffles move 32 or 64 bits
+        wide = "f32" if ty.is_float else "i32"
+        c.fail(messages.type_error(c.span(node.args[0]), "collective-narrow-value", help="convert-it-and-back", name=shown, ty=ty, wide=wide))
     op, src = "", 0
     if name == "block.broadcast":
         got = c.const_value(node.args[1])
