@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from anodize.language.contract import Contract
 from anodize.language.errors import ArgumentError, ContractViolation, LaunchError
-from anodize.language.launch_rules import launch_shape_problem
+from anodize.language.launch_rules import launch_shape_problem, pad3
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import DeviceLimits
 
@@ -49,10 +49,6 @@ __all__ = [
 UNIVERSAL = DeviceLimits(max_shared_per_block=227 * 1024)
 
 _AXES = "xyz"
-
-
-def dim3(block: tuple[int, ...]) -> tuple[int, int, int]:
-    return (tuple(block) + (1, 1, 1))[:3]  # type: ignore[return-value]
 
 
 def check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
@@ -145,7 +141,7 @@ def check_compiled(name: str, loaded: LoadedKernel, config: LaunchConfig) -> Non
             f"more than the {dev.limits.max_shared_per_block} available on {dev.describe()}"
         )
     pinned = compiled.contract.block if compiled.contract is not None else None
-    if pinned is not None and dim3(pinned) != config.block:
+    if pinned is not None and pad3(pinned) != config.block:
         raise LaunchError(
             f"kernel `{name}` was compiled for block {tuple(pinned)} (`.reqntid` from its contract), "
             f"but the config has block {config.block}",
