@@ -30,7 +30,7 @@ from typing import Any
 from anodize.language import messages
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
-from anodize.language.names import Names
+from anodize.language.names import Names, first_line
 from anodize.language.symbols import ModuleSymbols, typevars_of
 from anodize.language.syntax import Source, parse
 
@@ -127,10 +127,6 @@ class ModuleFront:
         names = sorted(tvs)
         combos = list(product(*(tvs[n] for n in names)))[:limit]
         return [tuple(zip(names, c, strict=True)) for c in combos]
-
-
-def first_line(fdef: ast.FunctionDef) -> int:
-    return min([d.lineno for d in fdef.decorator_list] + [fdef.lineno])
 
 
 # ---- the cache: one front per module source -----------------------------------------------

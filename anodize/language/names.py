@@ -82,7 +82,7 @@ class Names:
         self._indexed: set[int] = set()
         # where each top-level statement starts (its first decorator's line), to find the
         # statement that holds a node and index only that one
-        self._starts = [_first_line(s) for s in tree.body]
+        self._starts = [first_line(s) for s in tree.body]
         self.source = source
         self._line_starts: list[int] | None = None  # offset of each line in `source` (on demand)
         # id(top-level statement) -> None, or (`_flat_lambdas`, its body's start, its body's end)
@@ -185,7 +185,7 @@ class Names:
             starts = self._line_starts
             if starts is None:
                 starts = self._line_starts = line_offsets(self.source)
-            first, end = _first_line(top), top.end_lineno or top.lineno
+            first, end = first_line(top), top.end_lineno or top.lineno
             if 0 < first and end < len(starts):  # whole lines, by the parser's own line breaks
                 text = self.source[starts[first - 1] : starts[end]]
                 if text.count("def") == 1 and "lambda" not in text and "for" not in text and "class" not in text:
@@ -452,7 +452,8 @@ def _for_statements(body: list[ast.stmt]) -> int:
     return n
 
 
-def _first_line(stmt: ast.stmt) -> int:
+def first_line(stmt: ast.stmt) -> int:
+    """A statement's first line: its first decorator's, where it has one."""
     decos = getattr(stmt, "decorator_list", None)
     return min([stmt.lineno, *(d.lineno for d in decos)]) if decos else stmt.lineno
 
