@@ -123,7 +123,10 @@ class Kernel(Generic[P]):
         variable names a scalar, a Constant parameter takes its value); cached."""
         from anodize.runtime.generic import check_bindings
 
-        key = check_bindings(self, self.generic, bindings)
+        return self._specialization(check_bindings(self, self.generic, bindings))
+
+    def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
+        """The cached specialisation for bindings already validated (sorted (name, value) pairs)."""
         hit = self._cache.get(("spec", key))
         if hit is None:
             hit = self._cache[("spec", key)] = Kernel(self.fn, self.contract_spec, spec=key)

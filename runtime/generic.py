@@ -118,7 +118,10 @@ def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwa
     spec: list[tuple[str, Any]] = [(tv, s) for tv, (s, _) in chosen.items()]
     for p, scalar in sig.constants.items():
         spec.append((p, _constant_value(name, p, scalar, bound[p])))
-    return kernel.specialize(**dict(spec)), tuple(bound[p] for p in sig.params if p not in sig.constants)
+    if len(chosen) < len(sig.constraints):
+        kernel.specialize(**dict(spec))  # raises: names the type variable no parameter decided
+    # validated above, as check_bindings would: take the cached specialisation without validating again
+    return kernel._specialization(tuple(sorted(spec))), tuple(bound[p] for p in sig.params if p not in sig.constants)
 
 
 def check_bindings(kernel: Kernel, sig: GenericSignature | None, bindings: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
