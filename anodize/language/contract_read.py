@@ -163,23 +163,20 @@ def _requires(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.exp
             return None
     for rel in req.relations:
         for term in _walk(rel.left) + _walk(rel.right):
-            name = getattr(term, "param", getattr(term, "name", ""))
-            p = params.get(name)
-            if p is None:
+            bad = _misuse(term, params)
+            if bad is None:
                 continue
-            kind, skind, scalar = p
-            if isinstance(term, Len) and kind != "slice":
+            ok = False
+            name = _term_param(term)
+            kind, skind, _ = params[name]
+            if bad == "len":
                 say(node, "len-requires-slice", "requires-example", name=name)
-                ok = False
-            elif isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank >= 2):  # type: ignore[index]
+            elif bad == "shape-rank":
                 say(node, "shape-requires-2-d", "use-len", name=name, axis=term.axis)
-                ok = False
-            elif isinstance(term, Shape) and term.axis >= SLICE_KINDS[skind].rank:  # type: ignore[index]
-                say(node, "shape-axis-out-of-range", name=name, axis=term.axis, rank=SLICE_KINDS[skind].rank)  # type: ignore[index]
-                ok = False
-            elif isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS):
+            elif bad == "shape-axis":
+                say(node, "shape-axis-out-of-range", name=name, axis=term.axis, rank=SLICE_KINDS[skind].rank)
+            else:
                 say(node, "requires-must-integer-scalar", "use-len" if kind == "slice" else "requires-example", name=name)
-                ok = False
     return req if ok else None
 
 
@@ -200,20 +197,36 @@ def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.e
         diags.append(messages.requires_syntax(front.src.span(e.node), e))
         return None
     for term in _walk(sm.expr):
-        name = getattr(term, "param", getattr(term, "name", ""))
-        if name == "block" and isinstance(term, Param):
-            continue
-        p = params.get(name)
-        if p is None:
-            continue
-        kind, skind, scalar = p
-        bad = (isinstance(term, Len) and kind != "slice") or (
-            isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank == 2)  # type: ignore[index]
-        ) or (isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS))
-        if bad:
-            say(node, "shared-mem-bad-use", "shared-mem-example", name=name)
+        if isinstance(term, Param) and term.name == "block":
+            continue  # the block's thread count
+        if _misuse(term, params) is not None:
+            say(node, "shared-mem-bad-use", "shared-mem-example", name=_term_param(term))
             return None
     return sm
+
+
+def _term_param(term) -> str:  # type: ignore[no-untyped-def]
+    """The parameter a `requires`/`shared_mem` term names (`len(a)`, `a.shape[k]`, `n`)."""
+    return getattr(term, "param", getattr(term, "name", ""))  # type: ignore[no-any-return]
+
+
+def _misuse(term, params) -> str | None:  # type: ignore[no-untyped-def]
+    """How a `requires` or `shared_mem` term misuses its parameter, one rule for both lambdas:
+    "len" (of a non-slice), "shape-rank" (`.shape` of a 1-D slice or a scalar), "shape-axis"
+    (past the slice's axes), "not-int" (a parameter that is not an integer scalar); None if fine."""
+    p = params.get(_term_param(term))
+    if p is None:
+        return None
+    kind, skind, scalar = p
+    if isinstance(term, Len) and kind != "slice":
+        return "len"
+    if isinstance(term, Shape) and not (kind == "slice" and SLICE_KINDS[skind].rank >= 2):
+        return "shape-rank"
+    if isinstance(term, Shape) and term.axis >= SLICE_KINDS[skind].rank:
+        return "shape-axis"
+    if isinstance(term, Param) and not (kind == "scalar" and scalar in _INT_SCALARS):
+        return "not-int"
+    return None
 
 
 def _walk(e):  # type: ignore[no-untyped-def]
