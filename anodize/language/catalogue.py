@@ -329,6 +329,11 @@ PHRASES: dict[str, str] = {
     "divergent-leave-iteration": "some threads may leave the loop iteration here",
     "divergent-trip-count": "each thread runs its own number of iterations",
     "divergent-condition": "this condition depends on the thread",
+    # why a full-warp operation is divergent (the secondary label of az-warp-divergence)
+    "lane-divergent-return": "some lanes may return here first",
+    "lane-divergent-leave-iteration": "some lanes may leave the loop iteration here",
+    "lane-divergent-trip-count": "each lane runs its own number of iterations",
+    "lane-divergent-condition": "this condition may differ between the lanes of a warp",
     # why an index of a disjoint slice is not this thread's witness (az-disjoint-index's label)
     "not-own-witness": "not this thread's witness",
     "not-a-witness": "not a witness",

@@ -38,6 +38,7 @@ KEYED: dict[str, int] = {
 PHRASE_KEYED: dict[str, tuple[int | None, str]] = {
     "barrier_divergence": (3, "reason_key"),
     "disjoint_index": (5, "why"),
+    "warp_divergence": (3, "reason_key"),
 }
 
 
@@ -573,13 +574,14 @@ def barrier_divergence(span: Span, key: str, reason: Span, reason_key: str, **va
     )
 
 
-def warp_divergence(span: Span, what: str, reason: Span, reason_text: str) -> Diagnostic:
+def warp_divergence(span: Span, what: str, reason: Span, reason_key: str) -> Diagnostic:
+    """`reason_key`: a PHRASES key, why the lanes diverge."""
     return make(
         "az-warp-divergence",
         f"{what} is reachable under control flow that may differ between the lanes of a warp",
         span,
         label="not every lane of the warp may reach this warp operation",
-        secondary=(Label(reason, reason_text),),
+        secondary=(Label(reason, phrase(reason_key, {})),),
         notes=(
             "a full-warp operation needs all 32 lanes of the warp; a lane that skips it leaves the others "
             "reading undefined values or hanging",

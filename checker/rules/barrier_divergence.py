@@ -5,18 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
-from .base import Rule
-
-
-def _reason(node: ast.AST) -> str:
-    """Why control flow diverges at `node`: a key of the catalogue's PHRASES."""
-    if isinstance(node, ast.Return):
-        return "divergent-return"
-    if isinstance(node, (ast.Break, ast.Continue)):
-        return "divergent-leave-iteration"
-    if isinstance(node, ast.Call):
-        return "divergent-trip-count"
-    return "divergent-condition"
+from .base import Rule, divergence_reason
 
 
 class BarrierDivergence(Rule):
@@ -119,13 +108,13 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
             if ctx.divergent is not None and m.callees[node].kind == "barrier":
                 self.report(
                     messages.barrier_divergence(
-                        self.span(node), "barrier-divergent-syncthreads", self.span(ctx.divergent), _reason(ctx.divergent)
+                        self.span(node), "barrier-divergent-syncthreads", self.span(ctx.divergent), divergence_reason(ctx.divergent, lanes=False)
                     )
                 )
             elif ctx.divergent is not None:  # a block collective ends with a barrier
                 self.report(
                     messages.barrier_divergence(
-                        self.span(node), "barrier-divergent-collective", self.span(ctx.divergent), _reason(ctx.divergent),
+                        self.span(node), "barrier-divergent-collective", self.span(ctx.divergent), divergence_reason(ctx.divergent, lanes=False),
                         callee=m.code(node.func),
                     )
                 )
@@ -135,7 +124,7 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
             return
         self.report(
             messages.barrier_divergence(
-                self.span(node), "barrier-divergent-helper", self.span(ctx.divergent), _reason(ctx.divergent),
+                self.span(node), "barrier-divergent-helper", self.span(ctx.divergent), divergence_reason(ctx.divergent, lanes=False),
                 callee=m.code(node.func),
             )
         )

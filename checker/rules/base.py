@@ -22,6 +22,18 @@ EXAMPLE_HEADER = (
 )
 
 
+def divergence_reason(node: ast.AST, lanes: bool) -> str:
+    """Why control flow diverges at `node`: a key of the catalogue's PHRASES, worded for the
+    lanes of a warp (`lanes`) or the threads of a block."""
+    if isinstance(node, ast.Return):
+        return "lane-divergent-return" if lanes else "divergent-return"
+    if isinstance(node, (ast.Break, ast.Continue)):
+        return "lane-divergent-leave-iteration" if lanes else "divergent-leave-iteration"
+    if isinstance(node, ast.Call):
+        return "lane-divergent-trip-count" if lanes else "divergent-trip-count"
+    return "lane-divergent-condition" if lanes else "divergent-condition"
+
+
 @dataclass
 class RuleContext:
     model: ModuleModel

@@ -7,17 +7,7 @@ import ast
 from anodize.language import messages
 from anodize.language.diagnostics import Span
 from ..kernel_model import FunctionInfo
-from .base import Rule
-
-
-def _reason(node: ast.AST) -> str:
-    if isinstance(node, ast.Return):
-        return "some lanes may return here first"
-    if isinstance(node, (ast.Break, ast.Continue)):
-        return "some lanes may leave the loop iteration here"
-    if isinstance(node, ast.Call):
-        return "each lane runs its own number of iterations"
-    return "this condition may differ between the lanes of a warp"
+from .base import Rule, divergence_reason
 
 
 class WarpDivergence(Rule):
@@ -107,7 +97,7 @@ def k(c: DisjointSlice[f32]) -> None:
                 return
             what = f"a warp operation inside `{m.code(node.func)}`"
         if ctx.lane_divergent is not None:
-            self.report(messages.warp_divergence(self.span(node), what, self.span(ctx.lane_divergent), _reason(ctx.lane_divergent)))
+            self.report(messages.warp_divergence(self.span(node), what, self.span(ctx.lane_divergent), divergence_reason(ctx.lane_divergent, lanes=True)))
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         fn = self.model.by_node.get(node)

@@ -202,11 +202,15 @@ def _check_phrase(call: ast.Call, name: str, key_fns: dict[str, list[str]], wher
             rep.problems.append(f"{where}: phrase `{k}` needs {sorted(_fields(catalogue.PHRASES[k]) - given)}")
 
 
-def _check_module(rel: str, tree: ast.Module, rep: Report, shared: dict[str, Forwarder] | None = None) -> None:
+def _check_module(
+    rel: str, tree: ast.Module, rep: Report, shared: dict[str, Forwarder] | None = None,
+    shared_keys: dict[str, list[str]] | None = None,
+) -> None:
     # the module's own forwarders, and `self.<name>` methods a mixin inherits from another
-    # module's class (the typer's `type_error`/`unsupported` in `typer_effects.py`)
+    # module's class (the typer's `type_error`/`unsupported` in `typer_effects.py`); key
+    # functions likewise (the rules' shared `divergence_reason` in `checker/rules/base.py`)
     forwarders = {**(shared or {}), **_find_forwarders(tree)}
-    key_fns = _key_functions(tree)
+    key_fns = {**(shared_keys or {}), **_key_functions(tree)}
     enclosing: dict[int, set[str]] = {}  # id(call) -> the parameters its function forwards
     for fn in _functions(tree):
         fw = forwarders.get(fn.name)
@@ -281,13 +285,16 @@ def report() -> Report:
     rep = Report()
     modules = [(rel, tree) for rel, tree in _modules() if rel not in CATALOGUE]
     shared: dict[str, Forwarder] = {}
+    shared_keys: dict[str, list[str]] = {}
     for _, tree in modules:
         for name, fw in _find_forwarders(tree).items():
             shared.setdefault(name, fw)
+        for name, keys in _key_functions(tree).items():
+            shared_keys.setdefault(name, keys)
     for rel, tree in modules:
         if rel in PENDING:
             continue
-        _check_module(rel, tree, rep, shared)
+        _check_module(rel, tree, rep, shared, shared_keys)
     _catalogue_uses(rep)
     return rep
 
