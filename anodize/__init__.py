@@ -97,6 +97,9 @@ from anodize.types import (
 )
 
 from anodize.language import VERSION as __version__
+from anodize import tracebacks as _tracebacks
+
+_tracebacks.install()
 
 __all__ = [
     "AliasingError",

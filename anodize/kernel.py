@@ -148,6 +148,7 @@ class Kernel(Generic[P]):
                 return launcher  # type: ignore[return-value]
             launcher = prepare(self, config, safe=True)
         except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         self._cache["last_launcher"] = (config, launcher)
         return launcher
@@ -166,6 +167,7 @@ class Kernel(Generic[P]):
                 return
             prepare(self, config, safe=False)(*args, **kwargs)
         except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
 
     def compile(
@@ -192,6 +194,7 @@ class Kernel(Generic[P]):
                 )
             return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
         except USER_ERRORS as e:  # a check failure shows no anodize-internal frames
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:

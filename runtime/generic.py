@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from anodize.language.errors import ArgumentError
+from anodize.language.errors import USER_ERRORS, ArgumentError
 from anodize.language.vocab import SCALARS
 
 if TYPE_CHECKING:
@@ -177,9 +177,17 @@ class GenericLaunch:
         self.kernel, self.config, self.sig = kernel, config, sig
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
-        k, rest = specialise(self.kernel, self.sig, args, kwargs)
-        k[self.config](*rest)
+        try:
+            k, rest = specialise(self.kernel, self.sig, args, kwargs)
+            k[self.config](*rest)
+        except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
+            raise e.with_traceback(None)
 
     def op(self, *args: Any, **kwargs: Any) -> Any:
-        k, rest = specialise(self.kernel, self.sig, args, kwargs)
-        return k[self.config].op(*rest)
+        try:
+            k, rest = specialise(self.kernel, self.sig, args, kwargs)
+            return k[self.config].op(*rest)
+        except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
+            raise e.with_traceback(None)

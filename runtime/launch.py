@@ -147,6 +147,7 @@ class Launcher:
         try:
             self._full(args)
         except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
 
     def _full(self, args: tuple[Any, ...]) -> None:
@@ -178,6 +179,7 @@ class Launcher:
                 if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
                     raise LaunchError("internal error: a launch plan rejected its own device")
         except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
+            __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         return KernelOp(self, plan, args, record[0])
 
