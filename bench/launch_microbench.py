@@ -18,7 +18,8 @@ ratio is (raw launch + overhead) / raw launch: for 1.1x the overhead must stay u
 
 Cases: the empty kernel; vecadd on the same buffers every launch; vecadd alternating
 between two sets of buffers (the identity fast path misses every time); `fill`, with
-scalars and a `requires` over them.  Each case reports the fastest batch of 500 launches
+scalars and a `requires` over them; a generic kernel (examples/generic_saxpy.py), whose
+launch first finds its specialisation from the arguments' dtypes.  Each case reports the fastest batch of 500 launches
 (ns per launch), which filters out preemption on a shared machine.
 """
 
@@ -147,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
     case(
         "fill (scalars, requires rows*cols == len(out))", fill, cfg_fill,
         lambda: fill[cfg_fill](out, 7, rows_, 64), [out.ptr, n, np.int32(7), np.int64(rows_), np.int64(64)],
+    )
+    from generic_saxpy import saxpy as gsaxpy
+
+    two = np.float32(2.0)
+    case(
+        "generic saxpy (T from the dtypes)", gsaxpy.specialize(T="f32"), cfg_vec,
+        lambda: gsaxpy[cfg_vec](two, a, b, c), [two, a.ptr, n, b.ptr, n, c.ptr, n],
     )
     # the alternating case pays for its own Python (a list index, a tuple unpack): measure that too
     base_state = [0]

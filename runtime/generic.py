@@ -9,6 +9,8 @@ compiles once, in memory and in the disk cache, and keeps every fast path of a p
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +24,23 @@ if TYPE_CHECKING:
 __all__ = ["GenericSignature", "generic_signature", "specialise", "GenericLaunch"]
 
 _BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.items()}
+_DTYPE = operator.attrgetter("dtype")
+
+
+def _exact(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`args -> tuple(args[i] for i in idx)`, exactly (itemgetter for two or more)."""
+    if len(idx) > 1:
+        return operator.itemgetter(*idx)
+    return lambda args: tuple(args[i] for i in idx)
+
+
+def _picker(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`args -> tuple(args[i] for i in idx)`, at C speed."""
+    if not idx:
+        return lambda args: ()
+    if len(idx) == 1:
+        return operator.itemgetter(idx[0], idx[0])  # a pair, so the result is always a tuple
+    return operator.itemgetter(*idx)
 
 
 @dataclass(frozen=True)
@@ -169,17 +188,55 @@ def _constant_value(kernel: str, param: str, scalar: str, v: Any) -> Any:
 
 
 class GenericLaunch:
-    """What `generic_kernel[config]` returns: specialises on each call's arguments."""
+    """What `generic_kernel[config]` returns: specialises on each call's arguments.
 
-    __slots__ = ("kernel", "config", "sig")
+    The specialisation is a function of the dtypes of the type-variable arguments (the type,
+    for a Python number) and of the Constants' values, so a positional call looks its launcher
+    up by those alone (`_fast`); the launcher then validates the arguments as on any launch.
+    """
+
+    __slots__ = ("kernel", "config", "sig", "_n", "_slices", "_scalars", "_consts", "_keep", "_fast")
+
+    _FAST_MAX = 256  # launchers remembered per config (Constants can take many values)
 
     def __init__(self, kernel: Kernel, config: LaunchConfig[Any], sig: GenericSignature):
         self.kernel, self.config, self.sig = kernel, config, sig
+        params = sig.params
+        self._n = len(params)
+        # C-level pickers (itemgetter with the index twice when there is one, so each returns a tuple)
+        self._slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
+        self._scalars = _picker([i for i, p in enumerate(params) if (p in sig.typevar_of and not sig.is_slice[p]) or p in sig.constants])
+        self._consts = _picker([i for i, p in enumerate(params) if p in sig.constants])
+        keep = [i for i, p in enumerate(params) if p not in sig.constants]
+        self._keep = None if not sig.constants else _exact(keep)
+        self._fast: dict[tuple[Any, ...], Any] = {}
+
+    def _key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """What the specialisation depends on: the slices' dtypes, the scalars' types (a NumPy
+        scalar's type names its dtype) and the Constants' values.  Raises AttributeError or
+        TypeError where the slow path has something to say."""
+        return (tuple(map(_DTYPE, self._slices(args))), tuple(map(type, self._scalars(args))), self._consts(args))
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:
+            key = launcher = None
+            if not kwargs and len(args) == self._n:
+                try:
+                    key = self._key(args)
+                    launcher = self._fast.get(key)
+                except (AttributeError, TypeError):  # no dtype, or an unhashable Constant: the slow path says so
+                    key = None
+                if launcher is not None:
+                    keep = self._keep
+                    launcher(*args) if keep is None else launcher(*keep(args))
+                    return
             k, rest = specialise(self.kernel, self.sig, args, kwargs)
-            k[self.config](*rest)
+            launcher = k[self.config]
+            launcher(*rest)
+            if key is not None:
+                if len(self._fast) >= self._FAST_MAX:
+                    self._fast.clear()
+                self._fast[key] = launcher
         except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)

@@ -79,6 +79,39 @@ def test_each_constant_value_is_its_own_specialisation(gs) -> None:  # type: ign
     assert gs.power.specialize(T="f32", k=5) is gs.power.specialize(k=5, T="f32")
 
 
+def test_one_config_reused_across_dtypes_and_constants(gs) -> None:  # type: ignore[no-untyped-def]
+    """The positional fast path (`GenericLaunch._fast`) keys on dtypes and Constant values:
+    switching between them on one launcher object picks the right specialisation every time,
+    and a refused argument stays refused after an accepted one of an equal value."""
+    dev = az.device("cpu")
+    n = 64
+    cfg = az.LaunchConfig.for_num_elems(n)
+    saxpy, power = gs.saxpy[cfg], gs.power[cfg]
+    for _ in range(3):
+        for dt, sc in ((np.float32, az.f32), (np.float64, az.f64), (np.float32, az.f32)):
+            x = dev.to_device(np.arange(n, dtype=dt))
+            out = dev.empty(n, sc)
+            saxpy(dt(3.0), x, x, out)
+            assert out.to_host().dtype == dt and np.allclose(out.to_host(), 4.0 * np.arange(n))
+            saxpy(3.0, x, x, out)  # a Python float takes T from the arrays
+            assert np.allclose(out.to_host(), 4.0 * np.arange(n))
+        for k in (2, 3, 2):
+            xs = dev.to_device(np.full(n, 2.0, np.float32))
+            out = dev.empty(n, az.f32)
+            power(xs, out, k)
+            assert np.allclose(out.to_host(), 2.0**k), k
+        with pytest.raises(az.ArgumentError, match="az.Constant\\[int\\]"):
+            power(xs, out, True)  # equal to 1 as a key, but a bool is not an int Constant
+        power(xs, out, 1)
+        assert np.allclose(out.to_host(), 2.0)
+        with pytest.raises(az.ArgumentError, match="az.Constant\\[int\\]"):
+            power(xs, out, True)
+        with pytest.raises(az.ArgumentError, match="az.Constant\\[int\\]"):
+            power(xs, out, [1])  # unhashable: the slow path names the problem
+        with pytest.raises(az.AliasingError):
+            saxpy(2.0, x, x, x)  # the fast path still validates every argument
+
+
 def test_specialize_validates_and_compile_asks_for_one(gs) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(az.ArgumentError, match="may only be f32, f64"):
         gs.saxpy.specialize(T="i32")
