@@ -84,39 +84,40 @@ def bench(size: int, reps: int) -> None:
     t_cublas = timeit(lambda: torch.matmul(a, b))
     cublas_tf = flops / t_cublas / 1e9
     rows = [("torch.matmul (cuBLAS) f16 out", "", t_cublas, cublas_tf, 1.0, 0.0, "")]
-    configs = [
-        dict(tile_m=128, tile_n=128, tile_k=32, num_warps=8, stages=3),
-        dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=3),
-        dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=4),
-        dict(tile_m=256, tile_n=128, tile_k=32, num_warps=8, stages=3),
-        dict(tile_m=128, tile_n=128, tile_k=32, num_warps=4, stages=4),
-        dict(tile_m=128, tile_n=256, tile_k=64, num_warps=8, stages=3),
-        dict(tile_m=128, tile_n=128, tile_k=64, num_warps=4, stages=3),
-        dict(tile_m=128, tile_n=128, tile_k=64, num_warps=8, stages=4),
+    configs = [  # (config, extra variants: runtime-checked loads and f16 output)
+        (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=8, stages=3), True),
+        (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=8, stages=4), False),
+        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=3), True),
+        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=4), True),
+        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=3, prefetch=False), False),
+        (dict(tile_m=256, tile_n=128, tile_k=32, num_warps=8, stages=3), False),
+        (dict(tile_m=256, tile_n=128, tile_k=32, num_warps=8, stages=4), False),
+        (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=4, stages=4), False),
     ]
     stream = torch.cuda.current_stream().cuda_stream
-    for kw in configs:
-        for out_dtype in ("f32", "f16"):
-            for aligned in (None, True):
-                if out_dtype == "f16" and aligned is None:
-                    continue
-                cfg = GemmConfig(out_dtype=out_dtype, **kw)
-                try:
-                    g = TcGemm(cfg, aligned=aligned)
-                except Exception as e:  # a config ptxas or the driver refuses: report, go on
-                    print(f"{kw} {out_dtype}: {type(e).__name__}: {str(e)[:200]}")
-                    continue
-                c = torch.empty(M, N, device="cuda", dtype=torch.float32 if out_dtype == "f32" else torch.float16)
-                c.fill_(float("nan"))
-                run = lambda: g(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, K, N, N, stream)  # noqa: E731
-                run()
-                torch.cuda.synchronize()
-                err = ((c.float() - ref).norm() / ref.norm()).item()
-                t = timeit(run)
-                tf = flops / t / 1e9
-                regs = g.resources.registers if g.resources else -1
-                name = f"{kw['tile_m']}x{kw['tile_n']}x{kw['tile_k']} w{kw['num_warps']} s{kw['stages']} {out_dtype} out"
-                rows.append((name, "aligned" if aligned else "runtime-check", t, tf, tf / cublas_tf, err, f"{regs} regs"))
+    for kw, extra in configs:
+        variants = [("f32", True)] + ([("f32", None), ("f16", True)] if extra else [])
+        for out_dtype, aligned in variants:
+            cfg = GemmConfig(out_dtype=out_dtype, **kw)
+            try:
+                g = TcGemm(cfg, aligned=aligned)
+            except Exception as e:  # a config ptxas or the driver refuses: report, go on
+                print(f"{kw} {out_dtype}: {type(e).__name__}: {str(e)[:200]}")
+                continue
+            c = torch.empty(M, N, device="cuda", dtype=torch.float32 if out_dtype == "f32" else torch.float16)
+            c.fill_(float("nan"))
+            run = lambda: g(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, K, N, N, stream)  # noqa: E731
+            run()
+            torch.cuda.synchronize()
+            err = ((c.float() - ref).norm() / ref.norm()).item()
+            t = timeit(run)
+            tf = flops / t / 1e9
+            res = g.resources
+            regs = f"{res.registers} regs, {res.spill_stores} spill" if res else ""
+            pf = "" if kw.get("prefetch", True) else " noprefetch"
+            name = f"{kw['tile_m']}x{kw['tile_n']}x{kw['tile_k']} w{kw['num_warps']} s{kw['stages']}{pf} {out_dtype}"
+            rows.append((name, "aligned" if aligned else "runtime-check", t, tf, tf / cublas_tf, err, regs))
+            print(rows[-1], flush=True)
     print(f"\nGEMM {M}x{N}x{K} f16 inputs, f32 accumulate; median of {reps} ({torch.cuda.get_device_name()})")
     print(f"{'kernel':40s} {'loads':14s} {'ms':>8s} {'TFLOP/s':>8s} {'x cuBLAS':>8s} {'rel err':>9s}")
     for name, al, t, tf, ratio, err, regs in rows:
@@ -134,7 +135,7 @@ def main() -> None:
     if args.sanitize:
         sanitize_cases()
         return
-    for cfg, al in ((dict(), None), (dict(tile_n=256), True)):
+    for cfg, al in ((dict(), None), (dict(), True), (dict(tile_n=256), True)):
         c = cold_compile(cfg, al)
         print(f"cold compile {cfg or 'default 128x128x32'} aligned={al}: import {c['import_ms']:.0f} ms, "
               f"generate+O3 {c['generate_o3_ms']:.0f} ms, ptxas {c['ptxas_ms']:.0f} ms, "

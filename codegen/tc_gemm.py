@@ -46,6 +46,7 @@ class GemmConfig:
     in_dtype: str = "f16"
     out_dtype: str = "f32"
     b_trans: bool = False
+    prefetch: bool = True  # register double-buffering of fragments (see emit_gemm_tile)
 
     def __post_init__(self) -> None:
         if self.in_dtype not in P.PTX_IN:
@@ -141,21 +142,12 @@ class _Tile:
 
     # -- global -> shared ------------------------------------------------------------------
     def load_tile(self, sbase: ir.Value, rows: int, cols: int, gbase: ir.Value, ld: ir.Value,
-                  row0: ir.Value, col0: ir.Value, row_lim: ir.Value, col_lim: ir.Value, vec_ok: ir.Value | None) -> None:
+                  row0: ir.Value, col0: ir.Value, row_lim: ir.Value, col_lim: ir.Value) -> None:
         """Copy the rows x cols tile at (row0, col0) of a row-major matrix into shared memory at
-        `sbase` (swizzled), zero past (row_lim, col_lim)."""
-        b = self.b
-        if self.aligned is True:
-            self._copy_async(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim)
-        elif self.aligned is False:
-            self._copy_scalar(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim)
-        else:
-            assert vec_ok is not None
-            with b.if_else(vec_ok) as (fast, slow):
-                with fast:
-                    self._copy_async(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim)
-                with slow:
-                    self._copy_scalar(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim)
+        `sbase` (swizzled), zero past (row_lim, col_lim): 16-byte cp.async when `self.aligned`,
+        else 2-byte loads."""
+        copy = self._copy_async if self.aligned else self._copy_scalar
+        copy(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim)
 
     def _chunks(self, rows: int, cols: int):
         """(row, chunk, shared offset) of each 16-byte chunk this thread copies."""
@@ -201,17 +193,19 @@ class _Tile:
             P.st_shared_v4(b, b.add(sbase, off), words)
 
     # -- shared -> registers -> tensor cores -----------------------------------------------
-    def compute_stage(self, a_base: ir.Value, b_base: ir.Value, acc: list[list[list[ir.Value]]]) -> list[list[list[ir.Value]]]:
-        cfg, b = self.cfg, self.b
-        mt, nt = self.mt, self.nt
-        for kk in range(cfg.tile_k // 16):
-            afr = [P.ldmatrix_x4(b, b.add(a_base, self.a_off[mi][kk]), trans=False) for mi in range(mt)]
-            bfr: list[list[ir.Value]] = []
-            for npair in range(nt // 2):
-                r = P.ldmatrix_x4(b, b.add(b_base, self.b_off[npair][kk]), trans=not cfg.b_trans)
-                bfr += [[r[0], r[1]], [r[2], r[3]]]
-            acc = [[P.mma_16816(b, afr[mi], bfr[ni], acc[mi][ni], cfg.in_dtype) for ni in range(nt)] for mi in range(mt)]
-        return acc
+    def load_frags(self, a_base: ir.Value, b_base: ir.Value, kk: int) -> tuple[list[list[ir.Value]], list[list[ir.Value]]]:
+        """The A fragments (per m-tile, 4 regs) and B fragments (per n-tile, 2 regs) of k-step kk."""
+        b = self.b
+        afr = [P.ldmatrix_x4(b, b.add(a_base, self.a_off[mi][kk]), trans=False) for mi in range(self.mt)]
+        bfr: list[list[ir.Value]] = []
+        for npair in range(self.nt // 2):
+            r = P.ldmatrix_x4(b, b.add(b_base, self.b_off[npair][kk]), trans=not self.cfg.b_trans)
+            bfr += [[r[0], r[1]], [r[2], r[3]]]
+        return afr, bfr
+
+    def mmas(self, afr, bfr, acc):
+        b, dt = self.b, self.cfg.in_dtype
+        return [[P.mma_16816(b, afr[mi], bfr[ni], acc[mi][ni], dt) for ni in range(self.nt)] for mi in range(self.mt)]
 
     def fragment_offsets(self, warp_m: ir.Value, warp_n: ir.Value, lane: ir.Value) -> None:
         """Per-thread shared offsets (within a stage's A or B part) of every ldmatrix."""
@@ -250,13 +244,13 @@ class _Tile:
 def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
                    tile_row, tile_col, smem, in_dtype: str = "f16", out_dtype: str = "f32", tile_m: int = 128,
                    tile_n: int = 128, tile_k: int = 32, num_warps: int = 8, stages: int = 3, b_trans: bool = False,
-                   aligned: bool | None = None) -> None:
+                   aligned: bool | None = None, prefetch: bool = True) -> None:
     """Emit the code computing C[tile] = A @ B (or A @ B.T with b_trans) for one block's tile.
 
     Pointers are global pointers or i64 addresses; sizes and leading dimensions i32/i64 values or
     ints (element counts); tile_row/tile_col i32 values; `smem` an addrspace(3) pointer. The builder
     is left at the end of the emitted code."""
-    cfg = GemmConfig(tile_m, tile_n, tile_k, num_warps, stages, in_dtype, out_dtype, b_trans)
+    cfg = GemmConfig(tile_m, tile_n, tile_k, num_warps, stages, in_dtype, out_dtype, b_trans, prefetch)
     b = builder
     assert b.module is module
     t = _Tile(b, cfg, aligned)
@@ -286,60 +280,128 @@ def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_
     def load(stage: ir.Value, kt: ir.Value) -> None:
         base = b.add(s0, b.mul(stage, c32(cfg.stage_bytes())))
         k0 = b.mul(kt, c32(cfg.tile_k))
-        t.load_tile(base, cfg.tile_m, cfg.tile_k, a_g, lda, m0, k0, M, K, vec_ok)
+        t.load_tile(base, cfg.tile_m, cfg.tile_k, a_g, lda, m0, k0, M, K)
         bb = b.add(base, c32(a_bytes))
         if cfg.b_trans:
-            t.load_tile(bb, cfg.tile_n, cfg.tile_k, b_g, ldb, n0, k0, N, K, vec_ok)
+            t.load_tile(bb, cfg.tile_n, cfg.tile_k, b_g, ldb, n0, k0, N, K)
         else:
-            t.load_tile(bb, cfg.tile_k, cfg.tile_n, b_g, ldb, k0, n0, K, N, vec_ok)
+            t.load_tile(bb, cfg.tile_k, cfg.tile_n, b_g, ldb, k0, n0, K, N)
 
-    # prologue: tiles 0 .. S-2 in flight, one commit group each
-    for s in range(S - 1):
-        load(c32(s), c32(s))
-        P.cp_async_commit(b)
-    ktiles = b.udiv(b.add(K, c32(cfg.tile_k - 1)), c32(cfg.tile_k))
-    zero = ir.Constant(F32, 0.0)
-    acc0 = [[[zero] * 4 for _ in range(t.nt)] for _ in range(t.mt)]
-    fn = b.function
-    pre = b.block
-    loop = fn.append_basic_block("tc_loop")
-    done = fn.append_basic_block("tc_done")
-    b.cbranch(b.icmp_signed(">", ktiles, c32(0)), loop, done)
+    def mainloop(prefetch: bool) -> list:
+        """Prologue and pipelined loop over K; returns the accumulators (f32 values).
 
-    b.position_at_end(loop)
-    kt = b.phi(I32)
-    rs = b.phi(I32)  # the stage read this iteration (kt % S)
-    acc_phi = [[[b.phi(F32) for _ in range(4)] for _ in range(t.nt)] for _ in range(t.mt)]
-    P.cp_async_wait(b, S - 2)  # tile kt has landed (for this thread) ...
-    P.barrier(b)  # ... for every thread, and every warp is done reading stage (kt-1) % S
-    ws = b.select(b.icmp_signed("==", rs, c32(0)), c32(S - 1), b.sub(rs, c32(1)))  # (kt + S - 1) % S
-    load(ws, b.add(kt, c32(S - 1)))
-    P.cp_async_commit(b)
-    a_base = b.add(s0, b.mul(rs, c32(cfg.stage_bytes())))
-    acc = t.compute_stage(a_base, b.add(a_base, c32(a_bytes)), acc_phi)
-    kt1 = b.add(kt, c32(1))
-    rs1 = b.select(b.icmp_signed("==", rs, c32(S - 1)), c32(0), b.add(rs, c32(1)))
-    end = b.block
-    b.cbranch(b.icmp_signed("<", kt1, ktiles), loop, done)
-    kt.add_incoming(c32(0), pre)
-    kt.add_incoming(kt1, end)
-    rs.add_incoming(c32(0), pre)
-    rs.add_incoming(rs1, end)
-    for mi in range(t.mt):
-        for ni in range(t.nt):
-            for q in range(4):
-                acc_phi[mi][ni][q].add_incoming(zero, pre)
-                acc_phi[mi][ni][q].add_incoming(acc[mi][ni][q], end)
+        With `prefetch`, fragments are double-buffered in registers across k-steps and across
+        iterations (more registers, the barrier overlapped with the last mma of a tile)."""
+        # prologue: tiles 0 .. S-2 in flight, one commit group each; then (prefetch) tile 0
+        # landed and its first k-step's fragments in registers
+        for s in range(S - 1):
+            load(c32(s), c32(s))
+            P.cp_async_commit(b)
+        KK = cfg.tile_k // 16
+        if prefetch:
+            P.cp_async_wait(b, S - 2)
+            P.barrier(b)
 
-    b.position_at_end(done)
-    fin = [[[b.phi(F32) for _ in range(4)] for _ in range(t.nt)] for _ in range(t.mt)]
-    for mi in range(t.mt):
-        for ni in range(t.nt):
-            for q in range(4):
-                fin[mi][ni][q].add_incoming(zero, pre)
-                fin[mi][ni][q].add_incoming(acc[mi][ni][q], end)
-    P.cp_async_wait(b, 0)  # the copies of tiles past K (all zero-size) are done too
-    P.barrier(b)  # shared memory is the caller's again
+        def stage_bases(stage: ir.Value) -> tuple[ir.Value, ir.Value]:
+            base = b.add(s0, b.mul(stage, c32(cfg.stage_bytes())))
+            return base, b.add(base, c32(a_bytes))
+
+        frag0 = t.load_frags(*stage_bases(c32(0)), 0) if prefetch else ([], [])
+        ktiles = b.udiv(b.add(K, c32(cfg.tile_k - 1)), c32(cfg.tile_k))
+        zero = ir.Constant(F32, 0.0)
+        fn = b.function
+        pre = b.block
+        loop = fn.append_basic_block("tc_loop")
+        done = fn.append_basic_block("tc_done")
+        b.cbranch(b.icmp_signed(">", ktiles, c32(0)), loop, done)
+
+        # iteration kt: k-step kk loads the fragments of kk+1 before its mma; tile kt+S-1's copies
+        # go out after the first k-step's loads; the last k-step waits for tile kt+1 and loads its
+        # first fragments, so the barrier overlaps the last mma of tile kt.
+        b.position_at_end(loop)
+        kt = b.phi(I32)
+        rs = b.phi(I32)  # the stage read this iteration (kt % S)
+        acc_phi = [[[b.phi(F32) for _ in range(4)] for _ in range(t.nt)] for _ in range(t.mt)]
+        fa_phi = [[b.phi(I32) for _ in range(4)] for _ in range(t.mt)] if prefetch else []
+        fb_phi = [[b.phi(I32) for _ in range(2)] for _ in range(t.nt)] if prefetch else []
+        acc, cur = acc_phi, (fa_phi, fb_phi)
+        a_base, b_base = stage_bases(rs)
+        rs1 = b.select(b.icmp_signed("==", rs, c32(S - 1)), c32(0), b.add(rs, c32(1)))
+
+        def issue_copies() -> None:
+            # stage (kt + S - 1) % S was last read in iteration kt-1, before that iteration's barrier
+            ws = b.select(b.icmp_signed("==", rs, c32(0)), c32(S - 1), b.sub(rs, c32(1)))
+            load(ws, b.add(kt, c32(S - 1)))
+            P.cp_async_commit(b)
+
+        if not prefetch:
+            P.cp_async_wait(b, S - 2)  # tile kt has landed (for this thread) ...
+            P.barrier(b)  # ... for every thread
+            issue_copies()
+            for kk in range(KK):
+                acc = t.mmas(*t.load_frags(a_base, b_base, kk), acc)
+        for kk in range(KK if prefetch else 0):
+            if kk == 0 and KK == 1:
+                issue_copies()
+            if kk + 1 < KK:
+                nxt = t.load_frags(a_base, b_base, kk + 1)
+            else:
+                P.cp_async_wait(b, S - 2)  # tile kt+1 has landed (for this thread) ...
+                P.barrier(b)  # ... for every thread; every warp has issued its reads of stage kt % S
+                nxt = t.load_frags(*stage_bases(rs1), 0)
+            if kk == 0 and KK > 1:
+                issue_copies()
+            acc = t.mmas(cur[0], cur[1], acc)
+            cur = nxt
+        kt1 = b.add(kt, c32(1))
+        end = b.block
+        b.cbranch(b.icmp_signed("<", kt1, ktiles), loop, done)
+        kt.add_incoming(c32(0), pre)
+        kt.add_incoming(kt1, end)
+        rs.add_incoming(c32(0), pre)
+        rs.add_incoming(rs1, end)
+        for phis, first, last in ((fa_phi, frag0[0], cur[0]), (fb_phi, frag0[1], cur[1])):
+            for row_p, row_f, row_l in zip(phis, first, last):
+                for p_, f_, l_ in zip(row_p, row_f, row_l):
+                    p_.add_incoming(f_, pre)
+                    p_.add_incoming(l_, end)
+        for mi in range(t.mt):
+            for ni in range(t.nt):
+                for q in range(4):
+                    acc_phi[mi][ni][q].add_incoming(zero, pre)
+                    acc_phi[mi][ni][q].add_incoming(acc[mi][ni][q], end)
+
+        b.position_at_end(done)
+        fin = [[[b.phi(F32) for _ in range(4)] for _ in range(t.nt)] for _ in range(t.mt)]
+        for mi in range(t.mt):
+            for ni in range(t.nt):
+                for q in range(4):
+                    fin[mi][ni][q].add_incoming(zero, pre)
+                    fin[mi][ni][q].add_incoming(acc[mi][ni][q], end)
+        P.cp_async_wait(b, 0)  # the copies of tiles past K (all zero-size) are done too
+        P.barrier(b)  # shared memory is the caller's again
+        return fin
+
+    if aligned is None:  # one loop per copy path, chosen once: the two never share registers
+        fast, slow, join = (b.function.append_basic_block(n) for n in ("tc_vec", "tc_scalar", "tc_join"))
+        b.cbranch(vec_ok, fast, slow)
+        arms = []
+        for block, mode in ((fast, True), (slow, False)):
+            b.position_at_end(block)
+            t.aligned = mode
+            arms.append((mainloop(prefetch and mode), b.block))  # the scalar arm: fewer registers
+            b.branch(join)
+        b.position_at_end(join)
+        fin = [[[None] * 4 for _ in range(t.nt)] for _ in range(t.mt)]
+        for mi in range(t.mt):
+            for ni in range(t.nt):
+                for q in range(4):
+                    ph = b.phi(F32)
+                    for vals, blk in arms:
+                        ph.add_incoming(vals[mi][ni][q], blk)
+                    fin[mi][ni][q] = ph
+    else:
+        fin = mainloop(prefetch)
     _epilogue(b, cfg, t, fin, c_g, ldc, M, N, m0, n0, warp_m, warp_n, lane)
 
 
@@ -419,7 +481,7 @@ def emit_gemm_kernel(module: ir.Module, name: str, cfg: GemmConfig, aligned: boo
     emit_gemm_tile(b, module, a_ptr=a, b_ptr=bp, c_ptr=c, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=ldc,
                    tile_row=tile_row, tile_col=tile_col, smem=smem, in_dtype=cfg.in_dtype, out_dtype=cfg.out_dtype,
                    tile_m=cfg.tile_m, tile_n=cfg.tile_n, tile_k=cfg.tile_k, num_warps=cfg.num_warps,
-                   stages=cfg.stages, b_trans=cfg.b_trans, aligned=aligned)
+                   stages=cfg.stages, b_trans=cfg.b_trans, aligned=aligned, prefetch=cfg.prefetch)
     b.ret_void()
     return fn
 
