@@ -21,11 +21,16 @@ COLD = r"""
 import time, json
 t0 = time.perf_counter()
 from anodize.codegen.tc_gemm import GemmConfig, gemm_ptx
+from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
 from anodize.codegen.ptx import run_ptxas
 t1 = time.perf_counter()
-ptx = gemm_ptx(GemmConfig(**CFG), aligned=ALIGNED)
+cfg = CFG
+if cfg.pop("wgmma", False):
+    ptx, arch = wgmma_ptx(WgmmaConfig(**cfg), aligned=ALIGNED), "sm_90a"
+else:
+    ptx, arch = gemm_ptx(GemmConfig(**cfg), aligned=ALIGNED), "sm_90"
 t2 = time.perf_counter()
-run_ptxas(ptx, "sm_90")
+run_ptxas(ptx, arch)
 t3 = time.perf_counter()
 print(json.dumps({"import_ms": 1e3*(t1-t0), "generate_o3_ms": 1e3*(t2-t1), "ptxas_ms": 1e3*(t3-t2)}))
 """
@@ -46,9 +51,11 @@ def sanitize_cases() -> None:
     from test_tc_gemm import _assert_close, run_gemm
 
     from anodize.codegen.tc_gemm import GemmConfig
+    from anodize.codegen.tc_wgmma import WgmmaConfig
 
     cases = [(77, 130, 65, 0), (77, 130, 65, 3), (96, 72, 37, 3), (200, 300, 136, 0), (5, 3, 1, 0)]
-    for cfg in (GemmConfig(), GemmConfig(tile_n=256), GemmConfig(b_trans=True, out_dtype="f16", in_dtype="bf16")):
+    for cfg in (GemmConfig(), GemmConfig(tile_n=256), GemmConfig(b_trans=True, out_dtype="f16", in_dtype="bf16"),
+                WgmmaConfig(), WgmmaConfig(b_trans=True, tile_n=128, out_dtype="bf16")):
         for M, N, K, pad in cases:
             out, ref = run_gemm(M, N, K, cfg, pad=pad)
             _assert_close(out, ref, cfg.out_dtype)
@@ -59,6 +66,7 @@ def bench(size: int, reps: int) -> None:
     import torch
 
     from anodize.codegen.tc_gemm import GemmConfig
+    from anodize.codegen.tc_wgmma import WgmmaConfig
     from anodize.runtime.tc_gemm import TcGemm
 
     torch.manual_seed(0)
@@ -83,22 +91,29 @@ def bench(size: int, reps: int) -> None:
 
     t_cublas = timeit(lambda: torch.matmul(a, b))
     cublas_tf = flops / t_cublas / 1e9
-    rows = [("torch.matmul (cuBLAS) f16 out", "", t_cublas, cublas_tf, 1.0, 0.0, "")]
+    t_cublas2 = timeit(lambda: torch.matmul(a, b))  # a second time: the spread between the two
+    rows = [("torch.matmul (cuBLAS) f16 out", "", t_cublas, cublas_tf, 1.0, 0.0, f"again: {flops / t_cublas2 / 1e9:.1f}")]
     configs = [  # (config, extra variants: runtime-checked loads and f16 output)
         (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=8, stages=3), True),
-        (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=8, stages=4), False),
-        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=3), True),
         (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=4), True),
         (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=3, prefetch=False), False),
-        (dict(tile_m=256, tile_n=128, tile_k=32, num_warps=8, stages=3), False),
         (dict(tile_m=256, tile_n=128, tile_k=32, num_warps=8, stages=4), False),
         (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=4, stages=4), False),
+        (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=4), True),
+        (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=4, b_trans=True), False),
+        (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=3), False),
+        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=5), False),
+        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=6, b_trans=True), False),
     ]
     stream = torch.cuda.current_stream().cuda_stream
+    bt = b.t().contiguous()  # N x K, for the b_trans configs
     for kw, extra in configs:
+        kw = dict(kw)
+        wg = kw.pop("wgmma", False)
         variants = [("f32", True)] + ([("f32", None), ("f16", True)] if extra else [])
         for out_dtype, aligned in variants:
-            cfg = GemmConfig(out_dtype=out_dtype, **kw)
+            cfg = (WgmmaConfig if wg else GemmConfig)(out_dtype=out_dtype, **kw)
+            bsrc, ldb = (bt, K) if kw.get("b_trans") else (b, N)
             try:
                 g = TcGemm(cfg, aligned=aligned)
             except Exception as e:  # a config ptxas or the driver refuses: report, go on
@@ -106,7 +121,7 @@ def bench(size: int, reps: int) -> None:
                 continue
             c = torch.empty(M, N, device="cuda", dtype=torch.float32 if out_dtype == "f32" else torch.float16)
             c.fill_(float("nan"))
-            run = lambda: g(a.data_ptr(), b.data_ptr(), c.data_ptr(), M, N, K, K, N, N, stream)  # noqa: E731
+            run = lambda: g(a.data_ptr(), bsrc.data_ptr(), c.data_ptr(), M, N, K, K, ldb, N, stream)  # noqa: E731
             run()
             torch.cuda.synchronize()
             err = ((c.float() - ref).norm() / ref.norm()).item()
@@ -114,14 +129,15 @@ def bench(size: int, reps: int) -> None:
             tf = flops / t / 1e9
             res = g.resources
             regs = f"{res.registers} regs, {res.spill_stores} spill" if res else ""
-            pf = "" if kw.get("prefetch", True) else " noprefetch"
-            name = f"{kw['tile_m']}x{kw['tile_n']}x{kw['tile_k']} w{kw['num_warps']} s{kw['stages']}{pf} {out_dtype}"
+            pf = ("" if kw.get("prefetch", True) else " noprefetch") + (" B^T" if kw.get("b_trans") else "")
+            kind = "wgmma" if wg else "mma.sync"
+            name = f"{kind} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} w{cfg.num_warps} s{cfg.stages}{pf} {out_dtype}"
             rows.append((name, "aligned" if aligned else "runtime-check", t, tf, tf / cublas_tf, err, regs))
             print(rows[-1], flush=True)
     print(f"\nGEMM {M}x{N}x{K} f16 inputs, f32 accumulate; median of {reps} ({torch.cuda.get_device_name()})")
-    print(f"{'kernel':40s} {'loads':14s} {'ms':>8s} {'TFLOP/s':>8s} {'x cuBLAS':>8s} {'rel err':>9s}")
+    print(f"{'kernel':46s} {'loads':14s} {'ms':>8s} {'TFLOP/s':>8s} {'x cuBLAS':>8s} {'rel err':>9s}")
     for name, al, t, tf, ratio, err, regs in rows:
-        print(f"{name:40s} {al:14s} {t:8.3f} {tf:8.1f} {ratio:8.3f} {err:9.2e} {regs}")
+        print(f"{name:46s} {al:14s} {t:8.3f} {tf:8.1f} {ratio:8.3f} {err:9.2e} {regs}")
     best = max(rows[1:], key=lambda r: r[3])
     print(f"best: {best[0]} ({best[1]}) {best[3]:.1f} TFLOP/s = {best[4]:.3f} x cuBLAS {cublas_tf:.1f}")
 
@@ -135,7 +151,7 @@ def main() -> None:
     if args.sanitize:
         sanitize_cases()
         return
-    for cfg, al in ((dict(), None), (dict(), True), (dict(tile_n=256), True)):
+    for cfg, al in ((dict(), None), (dict(), True), (dict(tile_n=256), True), (dict(wgmma=True), True)):
         c = cold_compile(cfg, al)
         print(f"cold compile {cfg or 'default 128x128x32'} aligned={al}: import {c['import_ms']:.0f} ms, "
               f"generate+O3 {c['generate_o3_ms']:.0f} ms, ptxas {c['ptxas_ms']:.0f} ms, "

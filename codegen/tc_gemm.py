@@ -142,14 +142,14 @@ class _Tile:
 
     # -- global -> shared ------------------------------------------------------------------
     def load_tile(self, sbase: ir.Value, rows: int, cols: int, gbase: ir.Value, ld: ir.Value,
-                  row0: ir.Value, col0: ir.Value, row_lim: ir.Value, col_lim: ir.Value) -> None:
+                  row0: ir.Value, col0: ir.Value, row_lim: ir.Value, col_lim: ir.Value, blocked: bool = False) -> None:
         """Copy the rows x cols tile at (row0, col0) of a row-major matrix into shared memory at
         `sbase` (swizzled), zero past (row_lim, col_lim): 16-byte cp.async when `self.aligned`,
-        else 2-byte loads."""
+        else 2-byte loads. `blocked`: stored as cols/64 blocks of rows x 64 (tc_wgmma's MN-major B)."""
         copy = self._copy_async if self.aligned else self._copy_scalar
-        copy(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim)
+        copy(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked)
 
-    def _chunks(self, rows: int, cols: int):
+    def _chunks(self, rows: int, cols: int, blocked: bool = False):
         """(row, chunk, shared offset) of each 16-byte chunk this thread copies."""
         b = self.b
         cpr = cols // 8
@@ -159,13 +159,18 @@ class _Tile:
             idx = b.add(self.tid, c32(i * t))
             r = b.lshr(idx, c32(cpr.bit_length() - 1))
             c = b.and_(idx, c32(cpr - 1))
-            phys = b.xor(c, _swizzle(b, r, cpr))
-            off = b.add(b.mul(r, c32(cols * 2)), b.shl(phys, c32(4)))
+            if blocked:  # block c // 8 of rows x 64 elements, 128-byte rows, chunk ^= row % 8
+                phys = b.xor(b.and_(c, c32(7)), b.and_(r, c32(7)))
+                blk = b.mul(b.lshr(c, c32(3)), c32(rows * 128))
+                off = b.add(blk, b.add(b.mul(r, c32(128)), b.shl(phys, c32(4))))
+            else:
+                phys = b.xor(c, _swizzle(b, r, cpr))
+                off = b.add(b.mul(r, c32(cols * 2)), b.shl(phys, c32(4)))
             yield r, c, off
 
-    def _copy_async(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim) -> None:
+    def _copy_async(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked=False) -> None:
         b = self.b
-        for r, c, off in self._chunks(rows, cols):
+        for r, c, off in self._chunks(rows, cols, blocked):
             grow = b.add(row0, r)
             gcol = b.add(col0, b.shl(c, c32(3)))
             left = b.sub(col_lim, gcol)  # elements left in this row from gcol
@@ -175,9 +180,9 @@ class _Tile:
             addr = b.select(ok, b.add(gbase, b.shl(elem, c64(1))), gbase)
             P.cp_async_16(b, b.add(sbase, off), addr, nbytes)
 
-    def _copy_scalar(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim) -> None:
+    def _copy_scalar(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked=False) -> None:
         b = self.b
-        for r, c, off in self._chunks(rows, cols):
+        for r, c, off in self._chunks(rows, cols, blocked):
             grow = b.add(row0, r)
             gcol = b.add(col0, b.shl(c, c32(3)))
             row_ok = b.icmp_signed("<", grow, row_lim)
@@ -406,23 +411,30 @@ def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_
 
 
 def _epilogue(b, cfg: GemmConfig, t: _Tile, acc, c_g, ldc, M, N, m0, n0, warp_m, warp_n, lane) -> None:
-    """Store the accumulators: two neighbouring columns a thread, as one store when both are in
-    range and the address is aligned for it, else one predicated store each."""
     wgm, wgn = cfg.warp_grid()
     wtm, wtn = cfg.tile_m // wgm, cfg.tile_n // wgn
-    es = P.ELEM_BYTES[cfg.out_dtype]
+    row0 = b.add(m0, b.mul(warp_m, c32(wtm)))
+    col0 = b.add(n0, b.mul(warp_n, c32(wtn)))
+    store_fragments(b, cfg.out_dtype, acc, t.mt, t.nt, c_g, ldc, M, N, row0, col0, lane)
+
+
+def store_fragments(b, out_dtype: str, acc, mt: int, nt: int, c_g, ldc, M, N, row0, col0, lane) -> None:
+    """Store a warp's accumulators in the m16n8 C layout (acc[mi][ni][4]: rows row0 + 16 mi,
+    columns col0 + 8 ni): two neighbouring columns a thread, as one store when both are in range
+    and the address is aligned for it, else one predicated store each."""
+    es = P.ELEM_BYTES[out_dtype]
     g = b.lshr(lane, c32(2))
     tq = b.and_(lane, c32(3))
-    row_w = b.add(b.add(m0, b.mul(warp_m, c32(wtm))), g)
-    col_w = b.add(b.add(n0, b.mul(warp_n, c32(wtn))), b.shl(tq, c32(1)))
+    row_w = b.add(row0, g)
+    col_w = b.add(col0, b.shl(tq, c32(1)))
     pair_ok = b.icmp_unsigned("==", b.and_(b.or_(ldc, b.udiv(c_g, c64(es))), c64(1)), c64(0))
     pair_ok = b.and_(pair_ok, b.icmp_unsigned("==", b.urem(c_g, c64(es)), c64(0)))
-    for mi in range(t.mt):
+    for mi in range(mt):
         for h in range(2):
             row = b.add(row_w, c32(mi * 16 + h * 8))
             row_ok = b.icmp_signed("<", row, M)
             rowbase = b.mul(b.sext(row, I64), ldc)
-            for ni in range(t.nt):
+            for ni in range(nt):
                 col = b.add(col_w, c32(ni * 8))
                 v0, v1 = acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]
                 ok0 = b.and_(row_ok, b.icmp_signed("<", col, N))
@@ -430,13 +442,13 @@ def _epilogue(b, cfg: GemmConfig, t: _Tile, acc, c_g, ldc, M, N, m0, n0, warp_m,
                 both = b.and_(ok1, pair_ok)
                 addr = b.add(c_g, b.mul(b.add(rowbase, b.sext(col, I64)), c64(es)))
                 # out-of-range lanes keep a harmless address: their stores are predicated off
-                if cfg.out_dtype == "f32":
+                if out_dtype == "f32":
                     P.st_global(b, addr, [v0, v1], "f32", b.zext(both, I32))
                     single = [v0, v1]
                     kind = "f32"
                 else:
-                    P.st_global(b, addr, [P.pack2(b, v0, v1, cfg.out_dtype)], "b32", b.zext(both, I32))
-                    single = [P.cvt_f32_to(b, v0, cfg.out_dtype), P.cvt_f32_to(b, v1, cfg.out_dtype)]
+                    P.st_global(b, addr, [P.pack2(b, v0, v1, out_dtype)], "b32", b.zext(both, I32))
+                    single = [P.cvt_f32_to(b, v0, out_dtype), P.cvt_f32_to(b, v1, out_dtype)]
                     kind = "b16"
                 notboth = b.xor(both, ir.Constant(P.I1, 1))
                 P.st_global(b, addr, [single[0]], kind, b.zext(b.and_(notboth, ok0), I32))

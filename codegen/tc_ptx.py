@@ -127,3 +127,38 @@ def st_global(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value], kind: str, 
 def cvt_f32_to(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:
     """One f32 rounded to f16 / bf16, as its 16 bits."""
     return _asm(b, I16, f"cvt.rn.{dtype}.f32 $0, $1;", "=h,f", [v], side_effect=False)
+
+
+# ---- Hopper warpgroup MMA (sm_90a) ---------------------------------------------------------
+
+
+def fence_proxy_async(b: ir.IRBuilder) -> None:
+    """Make this thread's generic-proxy shared writes (cp.async, st.shared) visible to wgmma."""
+    _asm(b, VOID, "fence.proxy.async.shared::cta;", "~{memory}", [])
+
+
+def wgmma_fence(b: ir.IRBuilder) -> None:
+    _asm(b, VOID, "wgmma.fence.sync.aligned;", "~{memory}", [])
+
+
+def wgmma_commit(b: ir.IRBuilder) -> None:
+    _asm(b, VOID, "wgmma.commit_group.sync.aligned;", "~{memory}", [])
+
+
+def wgmma_wait(b: ir.IRBuilder, n: int) -> None:
+    _asm(b, VOID, f"wgmma.wait_group.sync.aligned {n};", "~{memory}", [])
+
+
+def wgmma(b: ir.IRBuilder, acc: list[ir.Value], desc_a: ir.Value, desc_b: ir.Value, n: int, in_dtype: str, trans_b: bool) -> list[ir.Value]:
+    """D(64 x n, f32) += A(64x16, shared, K-major) * B(16 x n, shared; MN-major when trans_b)."""
+    ty = PTX_IN[in_dtype]
+    k = len(acc)
+    outs = ", ".join(f"${i}" for i in range(k))
+    text = (
+        f"{{ .reg .pred p; setp.ne.b32 p, ${k + 2}, 0; "
+        f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{outs}}}, ${k}, ${k + 1}, p, 1, 1, 0, {int(trans_b)}; }}"
+    )
+    cons = ",".join(["=f"] * k) + ",l,l,r," + ",".join(str(i) for i in range(k)) + ",~{memory}"
+    st = ir.LiteralStructType([F32] * k)
+    r = _asm(b, st, text, cons, [desc_a, desc_b, c32(1)] + list(acc))
+    return [b.extract_value(r, i) for i in range(k)]

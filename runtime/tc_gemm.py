@@ -15,6 +15,7 @@ from typing import Any
 from cuda.bindings import driver
 
 from anodize.codegen.tc_gemm import GemmConfig, gemm_ptx
+from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
 from anodize.codegen.toolchain import find_ptxas
 
 _OK = driver.CUresult.CUDA_SUCCESS
@@ -42,13 +43,17 @@ def ensure_context(device: int = 0) -> Any:
 class TcGemm:
     """One compiled GEMM kernel; `timings` holds the generate / ptxas / load milliseconds."""
 
-    def __init__(self, cfg: GemmConfig, *, aligned: bool | None = None, arch: str = "sm_90", name: str = "tc_gemm"):
+    def __init__(self, cfg: GemmConfig | WgmmaConfig, *, aligned: bool | None = None, arch: str = "sm_90", name: str = "tc_gemm"):
         from anodize.codegen.ptx import run_ptxas
 
         ensure_context()
         self.cfg = cfg
         t0 = time.perf_counter()
-        self.ptx = gemm_ptx(cfg, name=name, arch=arch, aligned=aligned)
+        if isinstance(cfg, WgmmaConfig):  # wgmma needs the architecture-specific target
+            arch = "sm_90a"
+            self.ptx = wgmma_ptx(cfg, name=name, arch=arch, aligned=aligned)
+        else:
+            self.ptx = gemm_ptx(cfg, name=name, arch=arch, aligned=aligned)
         t1 = time.perf_counter()
         self.resources = None
         if find_ptxas() is not None:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from anodize.codegen.tc_gemm import GemmConfig, emit_gemm_kernel, gemm_module, gemm_ptx, gemm_smem_bytes
+from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
 from anodize.codegen.toolchain import find_ptxas
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
@@ -132,13 +133,13 @@ def _from_bits(u: np.ndarray, dtype: str) -> np.ndarray:
 
 
 @functools.lru_cache(maxsize=None)
-def _kernel(cfg: GemmConfig, aligned: bool | None):
+def _kernel(cfg: GemmConfig | WgmmaConfig, aligned: bool | None):
     from anodize.runtime.tc_gemm import TcGemm
 
     return TcGemm(cfg, aligned=aligned)
 
 
-def run_gemm(M: int, N: int, K: int, cfg: GemmConfig, *, pad: int = 0, seed: int = 0, aligned: bool | None = None):
+def run_gemm(M: int, N: int, K: int, cfg: GemmConfig | WgmmaConfig, *, pad: int = 0, seed: int = 0, aligned: bool | None = None):
     """Run C = A @ B (or A @ B.T) on the GPU with leading dimensions padded by `pad`; returns
     (out, ref, c_host_full) after checking the padding and a guard past C are untouched."""
     from anodize.runtime.tc_gemm import DeviceArray
@@ -207,3 +208,37 @@ def test_gpu_dtypes_and_layouts(cfg: GemmConfig, M: int, N: int, K: int, pad: in
 def test_gpu_forced_scalar_path() -> None:
     out, ref = run_gemm(300, 200, 100, DEFAULT, aligned=False)
     _assert_close(out, ref, "f32")
+
+
+# ---- wgmma (sm_90a) ------------------------------------------------------------------------
+
+WG = WgmmaConfig()  # 128x256x64, 2 warpgroups, 4 stages
+
+
+@needs_ptxas
+@pytest.mark.parametrize("cfg", [WG, WgmmaConfig(b_trans=True), WgmmaConfig(tile_n=128, in_dtype="bf16", out_dtype="bf16")],
+                         ids=["128x256", "b_trans", "128x128-bf16"])
+def test_wgmma_ptx(cfg: WgmmaConfig) -> None:
+    from anodize.codegen.ptx import run_ptxas
+
+    ptx = wgmma_ptx(cfg, aligned=True)
+    assert ".target sm_90a" in ptx
+    n = cfg.tile_n
+    assert ptx.count(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{cfg.in_dtype}.{cfg.in_dtype}") == 4
+    assert "fence.proxy.async.shared::cta" in ptx and "wgmma.wait_group.sync.aligned 1;" in ptx
+    _, res = run_ptxas(ptx, "sm_90a")
+    assert res.spill_stores == 0 and res.stack_frame == 0, res.ptxas_log
+    assert "serialized" not in res.ptxas_log, res.ptxas_log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cfg", [
+    WG, WgmmaConfig(b_trans=True), WgmmaConfig(tile_n=128, in_dtype="bf16", out_dtype="bf16"),
+    WgmmaConfig(tile_n=64, out_dtype="f16", stages=3), WgmmaConfig(b_trans=True, tile_n=128, in_dtype="bf16"),
+], ids=["128x256", "btrans", "128x128-bf16", "128x64-f16", "btrans-128x128-bf16"])
+@pytest.mark.parametrize("M,N,K,pad", [(4096, 4096, 4096, 0), (1000, 1000, 1000, 0), (77, 130, 65, 0), (96, 72, 37, 3)])
+def test_gpu_wgmma(cfg: WgmmaConfig, M: int, N: int, K: int, pad: int) -> None:
+    if M == 4096 and cfg is not WG:
+        pytest.skip("one large case is enough")
+    out, ref = run_gemm(M, N, K, cfg, pad=pad, seed=M + K)
+    _assert_close(out, ref, cfg.out_dtype)

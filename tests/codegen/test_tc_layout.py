@@ -109,3 +109,29 @@ def test_copies_and_fragments_agree(cfg: GemmConfig) -> None:
                     for q, kb in enumerate((k0 + 2 * tq, k0 + 8 + 2 * tq)):
                         np.testing.assert_array_equal(regs[:, 2 * half + q, 0], B[kb, n])
                         np.testing.assert_array_equal(regs[:, 2 * half + q, 1], B[kb + 1, n])
+
+
+@pytest.mark.parametrize("bn", [64, 128, 256])
+def test_wgmma_layouts_are_the_canonical_128b_swizzle(bn: int) -> None:
+    """tc_wgmma's copies write the layouts its descriptors name: K-major A with 128-byte rows,
+    chunk c of row r at c ^ (r % 8); MN-major B as 64-wide blocks of 64 k-rows, same swizzle."""
+    from anodize.codegen.tc_wgmma import WgmmaConfig
+
+    cfg = WgmmaConfig(tile_n=bn)
+    t = _Tile(NumpyBuilder(), cfg, aligned=True)
+    t.tid = np.arange(cfg.threads)
+    bm, bk = cfg.tile_m, cfg.tile_k
+    A = np.arange(bm * bk).reshape(bm, bk)
+    sa = _fill(t, bm, bk, A)
+    for r in range(bm):
+        for k in range(bk):
+            assert sa[(r * 128 + (((k // 8) ^ (r % 8)) * 16)) // 2 + k % 8] == A[r, k]
+    B = np.arange(bk * bn).reshape(bk, bn)
+    sb = np.full(bk * bn, -1, dtype=np.int64)
+    for r, c, off in t._chunks(bk, bn, blocked=True):
+        for tid in range(cfg.threads):
+            sb[off[tid] // 2 : off[tid] // 2 + 8] = B[r[tid], c[tid] * 8 : c[tid] * 8 + 8]
+    for k in range(bk):
+        for n in range(bn):
+            byte = (n // 64) * bk * 128 + k * 128 + ((((n % 64) // 8) ^ (k % 8)) * 16) + (n % 8) * 2
+            assert sb[byte // 2] == B[k, n]
