@@ -25,10 +25,11 @@ from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
 from anodize.codegen.ptx import run_ptxas
 t1 = time.perf_counter()
 cfg = CFG
+OPT = cfg.pop("opt", 3)
 if cfg.pop("wgmma", False):
-    ptx, arch = wgmma_ptx(WgmmaConfig(**cfg), aligned=ALIGNED), "sm_90a"
+    ptx, arch = wgmma_ptx(WgmmaConfig(**cfg), aligned=ALIGNED, opt=OPT), "sm_90a"
 else:
-    ptx, arch = gemm_ptx(GemmConfig(**cfg), aligned=ALIGNED), "sm_90"
+    ptx, arch = gemm_ptx(GemmConfig(**cfg), aligned=ALIGNED, opt=OPT), "sm_90"
 t2 = time.perf_counter()
 run_ptxas(ptx, arch)
 t3 = time.perf_counter()
@@ -55,7 +56,8 @@ def sanitize_cases() -> None:
 
     cases = [(77, 130, 65, 0), (77, 130, 65, 3), (96, 72, 37, 3), (200, 300, 136, 0), (5, 3, 1, 0)]
     for cfg in (GemmConfig(), GemmConfig(tile_n=256), GemmConfig(b_trans=True, out_dtype="f16", in_dtype="bf16"),
-                WgmmaConfig(), WgmmaConfig(b_trans=True, tile_n=128, out_dtype="bf16")):
+                WgmmaConfig(), WgmmaConfig(b_trans=True, tile_n=128, out_dtype="bf16"),
+                WgmmaConfig(tile_n=128, stages=3, min_blocks=2)):
         for M, N, K, pad in cases:
             out, ref = run_gemm(M, N, K, cfg, pad=pad)
             _assert_close(out, ref, cfg.out_dtype)
@@ -95,27 +97,28 @@ def bench(size: int, reps: int) -> None:
     rows = [("torch.matmul (cuBLAS) f16 out", "", t_cublas, cublas_tf, 1.0, 0.0, f"again: {flops / t_cublas2 / 1e9:.1f}")]
     configs = [  # (config, extra variants: runtime-checked loads and f16 output)
         (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=8, stages=3), True),
-        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=4), True),
-        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=3, prefetch=False), False),
+        (dict(tile_m=128, tile_n=256, tile_k=32, num_warps=8, stages=4), False),
         (dict(tile_m=256, tile_n=128, tile_k=32, num_warps=8, stages=4), False),
-        (dict(tile_m=128, tile_n=128, tile_k=32, num_warps=4, stages=4), False),
         (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=4), True),
+        (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=4, opt=1), False),
         (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=4, b_trans=True), False),
-        (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=3), False),
-        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=5), False),
-        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=6, b_trans=True), False),
+        (dict(wgmma=True, tile_m=128, tile_n=256, num_warps=8, stages=4, in_flight=0), False),
+        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=3, min_blocks=2), True),
+        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=3, min_blocks=2, opt=1), False),
+        (dict(wgmma=True, tile_m=128, tile_n=128, num_warps=8, stages=3, min_blocks=2, b_trans=True), False),
     ]
     stream = torch.cuda.current_stream().cuda_stream
     bt = b.t().contiguous()  # N x K, for the b_trans configs
     for kw, extra in configs:
         kw = dict(kw)
         wg = kw.pop("wgmma", False)
+        opt = kw.pop("opt", 3)
         variants = [("f32", True)] + ([("f32", None), ("f16", True)] if extra else [])
         for out_dtype, aligned in variants:
             cfg = (WgmmaConfig if wg else GemmConfig)(out_dtype=out_dtype, **kw)
             bsrc, ldb = (bt, K) if kw.get("b_trans") else (b, N)
             try:
-                g = TcGemm(cfg, aligned=aligned)
+                g = TcGemm(cfg, aligned=aligned, opt=opt)
             except Exception as e:  # a config ptxas or the driver refuses: report, go on
                 print(f"{kw} {out_dtype}: {type(e).__name__}: {str(e)[:200]}")
                 continue
@@ -130,6 +133,7 @@ def bench(size: int, reps: int) -> None:
             res = g.resources
             regs = f"{res.registers} regs, {res.spill_stores} spill" if res else ""
             pf = ("" if kw.get("prefetch", True) else " noprefetch") + (" B^T" if kw.get("b_trans") else "")
+            pf += (f" {kw['min_blocks']}/SM" if "min_blocks" in kw else "") + (" wait0" if kw.get("in_flight") == 0 else "") + (f" O{opt}" if opt != 3 else "")
             kind = "wgmma" if wg else "mma.sync"
             name = f"{kind} {cfg.tile_m}x{cfg.tile_n}x{cfg.tile_k} w{cfg.num_warps} s{cfg.stages}{pf} {out_dtype}"
             rows.append((name, "aligned" if aligned else "runtime-check", t, tf, tf / cublas_tf, err, regs))
@@ -151,7 +155,7 @@ def main() -> None:
     if args.sanitize:
         sanitize_cases()
         return
-    for cfg, al in ((dict(), None), (dict(), True), (dict(tile_n=256), True), (dict(wgmma=True), True)):
+    for cfg, al in ((dict(), True), (dict(wgmma=True), True), (dict(wgmma=True, opt=1), True)):
         c = cold_compile(cfg, al)
         print(f"cold compile {cfg or 'default 128x128x32'} aligned={al}: import {c['import_ms']:.0f} ms, "
               f"generate+O3 {c['generate_o3_ms']:.0f} ms, ptxas {c['ptxas_ms']:.0f} ms, "

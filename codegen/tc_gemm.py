@@ -509,8 +509,8 @@ def gemm_module(cfg: GemmConfig, name: str = "tc_gemm", aligned: bool | None = N
     return mod
 
 
-def gemm_ptx(cfg: GemmConfig, name: str = "tc_gemm", arch: str = "sm_90", aligned: bool | None = None) -> str:
+def gemm_ptx(cfg: GemmConfig, name: str = "tc_gemm", arch: str = "sm_90", aligned: bool | None = None, opt: int = 3) -> str:
     """PTX for a standalone GEMM kernel (LLVM O3 through codegen/ptx.py)."""
     from .ptx import emit_ptx
 
-    return emit_ptx(str(gemm_module(cfg, name, aligned)), name, arch)[1]
+    return emit_ptx(str(gemm_module(cfg, name, aligned)), name, arch, opt)[1]

@@ -45,6 +45,8 @@ class WgmmaConfig:
     out_dtype: str = "f32"
     b_trans: bool = False
     tile_k: int = 64  # one 128-byte swizzle row of 2-byte elements
+    min_blocks: int = 1  # blocks per SM ptxas must fit (2 caps registers at 128 a thread)
+    in_flight: int = 1  # k-tiles of wgmma left running behind the one issued (0 or 1)
 
     def __post_init__(self) -> None:
         if self.in_dtype not in P.PTX_IN or self.out_dtype not in P.ELEM_BYTES:
@@ -55,8 +57,8 @@ class WgmmaConfig:
             raise ValueError("tile_m must be 64 per warpgroup of 4 warps")
         if self.tile_n % 64 or not 64 <= self.tile_n <= 256:
             raise ValueError("tile_n must be 64, 128, 192 or 256")
-        if self.stages < 3:
-            raise ValueError("stages must be at least 3 (one tile in flight, one multiplied, one in wgmma)")
+        if self.in_flight not in (0, 1) or self.stages < 2 + self.in_flight:
+            raise ValueError("stages must be at least 2 + in_flight (a tile copied, one multiplied, in_flight in wgmma)")
         t = self.threads
         if (self.tile_m * 8) % t or (self.tile_n * 8) % t:
             raise ValueError("tiles do not split into 16-byte copies over the block")
@@ -77,7 +79,7 @@ def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c
     """Emit one block's C tile with wgmma (see the module docstring); every thread must reach it."""
     b = builder
     assert b.module is module
-    S, L = cfg.stages, cfg.stages - 2
+    S, L = cfg.stages, cfg.stages - 1 - cfg.in_flight  # L: tiles copied ahead of the one multiplied
     BM, BN, BK = cfg.tile_m, cfg.tile_n, cfg.tile_k
     t = _Tile(b, cfg, aligned)  # only its copy methods and cfg.threads are used
     a_g, b_g, c_g = _as_i64(b, a_ptr), _as_i64(b, b_ptr), _as_i64(b, c_ptr)
@@ -127,7 +129,7 @@ def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c
         acc_phi = [b.phi(F32) for _ in range(BN // 2)]
         P.cp_async_wait(b, L - 1)  # tile kt has landed (this thread's copies) ...
         P.fence_proxy_async(b)  # ... and is visible to the async proxy ...
-        P.barrier(b)  # ... for every thread; every warpgroup's wgmma of tile kt-2 is done
+        P.barrier(b)  # ... for every thread; every warpgroup's wgmma of tile kt-1-in_flight is done
         ws = b.add(rs, c32(L))
         ws = b.select(b.icmp_signed(">=", ws, c32(S)), b.sub(ws, c32(S)), ws)  # (kt + L) % S
         load(ws, b.add(kt, c32(L)))
@@ -142,7 +144,7 @@ def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c
             db = desc(b.add(b_base, c32(kk * 32 if cfg.b_trans else kk * 16 * 128)), b_hi)
             acc = P.wgmma(b, acc, da, db, BN, cfg.in_dtype, trans_b=not cfg.b_trans)
         P.wgmma_commit(b)
-        P.wgmma_wait(b, 1)  # tile kt-1's wgmma done: its buffer is refilled after the next barrier
+        P.wgmma_wait(b, cfg.in_flight)  # tile kt-in_flight's wgmma done: its buffer is refilled after the next barrier
         kt1 = b.add(kt, c32(1))
         rs1 = b.select(b.icmp_signed("==", rs, c32(S - 1)), c32(0), b.add(rs, c32(1)))
         end = b.block
@@ -199,7 +201,7 @@ def emit_wgmma_kernel(module: ir.Module, name: str, cfg: WgmmaConfig, aligned: b
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [gptr, gptr, gptr] + [I32] * 6), name)
     fn.calling_convention = "ptx_kernel"
     set.add(fn.attributes, f'"nvvm.reqntid"="{cfg.threads},1,1"')
-    set.add(fn.attributes, '"nvvm.minctasm"="1"')
+    set.add(fn.attributes, f'"nvvm.minctasm"="{cfg.min_blocks}"')
     a, bp, c, M, N, K, lda, ldb, ldc = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     smem = module.globals.get("__az_tc_smem") or shared_buffer(module)
@@ -219,11 +221,11 @@ def emit_wgmma_kernel(module: ir.Module, name: str, cfg: WgmmaConfig, aligned: b
     return fn
 
 
-def wgmma_ptx(cfg: WgmmaConfig, name: str = "tc_gemm", arch: str = "sm_90a", aligned: bool | None = None) -> str:
+def wgmma_ptx(cfg: WgmmaConfig, name: str = "tc_gemm", arch: str = "sm_90a", aligned: bool | None = None, opt: int = 3) -> str:
     from .ptx import TRIPLE, data_layout, emit_ptx
 
     mod = ir.Module(name=name)
     mod.triple = TRIPLE
     mod.data_layout = data_layout()
     emit_wgmma_kernel(mod, name, cfg, aligned)
-    return emit_ptx(str(mod), name, arch)[1]
+    return emit_ptx(str(mod), name, arch, opt)[1]

@@ -43,7 +43,7 @@ def ensure_context(device: int = 0) -> Any:
 class TcGemm:
     """One compiled GEMM kernel; `timings` holds the generate / ptxas / load milliseconds."""
 
-    def __init__(self, cfg: GemmConfig | WgmmaConfig, *, aligned: bool | None = None, arch: str = "sm_90", name: str = "tc_gemm"):
+    def __init__(self, cfg: GemmConfig | WgmmaConfig, *, aligned: bool | None = None, arch: str = "sm_90", name: str = "tc_gemm", opt: int = 3):
         from anodize.codegen.ptx import run_ptxas
 
         ensure_context()
@@ -51,9 +51,9 @@ class TcGemm:
         t0 = time.perf_counter()
         if isinstance(cfg, WgmmaConfig):  # wgmma needs the architecture-specific target
             arch = "sm_90a"
-            self.ptx = wgmma_ptx(cfg, name=name, arch=arch, aligned=aligned)
+            self.ptx = wgmma_ptx(cfg, name=name, arch=arch, aligned=aligned, opt=opt)
         else:
-            self.ptx = gemm_ptx(cfg, name=name, arch=arch, aligned=aligned)
+            self.ptx = gemm_ptx(cfg, name=name, arch=arch, aligned=aligned, opt=opt)
         t1 = time.perf_counter()
         self.resources = None
         if find_ptxas() is not None:

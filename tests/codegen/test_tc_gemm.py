@@ -216,8 +216,9 @@ WG = WgmmaConfig()  # 128x256x64, 2 warpgroups, 4 stages
 
 
 @needs_ptxas
-@pytest.mark.parametrize("cfg", [WG, WgmmaConfig(b_trans=True), WgmmaConfig(tile_n=128, in_dtype="bf16", out_dtype="bf16")],
-                         ids=["128x256", "b_trans", "128x128-bf16"])
+@pytest.mark.parametrize("cfg", [WG, WgmmaConfig(b_trans=True), WgmmaConfig(tile_n=128, in_dtype="bf16", out_dtype="bf16"),
+                                 WgmmaConfig(tile_n=128, stages=3, min_blocks=2)],
+                         ids=["128x256", "b_trans", "128x128-bf16", "128x128-2perSM"])
 def test_wgmma_ptx(cfg: WgmmaConfig) -> None:
     from anodize.codegen.ptx import run_ptxas
 
@@ -229,13 +230,15 @@ def test_wgmma_ptx(cfg: WgmmaConfig) -> None:
     _, res = run_ptxas(ptx, "sm_90a")
     assert res.spill_stores == 0 and res.stack_frame == 0, res.ptxas_log
     assert "serialized" not in res.ptxas_log, res.ptxas_log
+    assert res.registers <= 65536 // (cfg.threads * cfg.min_blocks)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("cfg", [
     WG, WgmmaConfig(b_trans=True), WgmmaConfig(tile_n=128, in_dtype="bf16", out_dtype="bf16"),
     WgmmaConfig(tile_n=64, out_dtype="f16", stages=3), WgmmaConfig(b_trans=True, tile_n=128, in_dtype="bf16"),
-], ids=["128x256", "btrans", "128x128-bf16", "128x64-f16", "btrans-128x128-bf16"])
+    WgmmaConfig(tile_n=128, stages=3, min_blocks=2), WgmmaConfig(in_flight=0, stages=3),
+], ids=["128x256", "btrans", "128x128-bf16", "128x64-f16", "btrans-128x128-bf16", "128x128-2perSM", "wait0"])
 @pytest.mark.parametrize("M,N,K,pad", [(4096, 4096, 4096, 0), (1000, 1000, 1000, 0), (77, 130, 65, 0), (96, 72, 37, 3)])
 def test_gpu_wgmma(cfg: WgmmaConfig, M: int, N: int, K: int, pad: int) -> None:
     if M == 4096 and cfg is not WG:
