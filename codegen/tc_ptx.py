@@ -149,6 +149,15 @@ def wgmma_wait(b: ir.IRBuilder, n: int) -> None:
     _asm(b, VOID, f"wgmma.wait_group.sync.aligned {n};", "~{memory}", [])
 
 
+def _acc_struct(module: ir.Module, k: int) -> ir.Type:
+    """A named struct of k floats: each of the k extractvalues then spells `%tc_acc<k>`, not
+    the k-field literal type (a 128-float literal made the wgmma kernel's IR 640 kB)."""
+    ty = module.context.get_identified_type(f"tc_acc{k}")
+    if ty.is_opaque:
+        ty.set_body(*([F32] * k))
+    return ty
+
+
 def wgmma(b: ir.IRBuilder, acc: list[ir.Value], desc_a: ir.Value, desc_b: ir.Value, n: int, in_dtype: str, trans_b: bool) -> list[ir.Value]:
     """D(64 x n, f32) += A(64x16, shared, K-major) * B(16 x n, shared; MN-major when trans_b)."""
     ty = PTX_IN[in_dtype]
@@ -159,6 +168,6 @@ def wgmma(b: ir.IRBuilder, acc: list[ir.Value], desc_a: ir.Value, desc_b: ir.Val
         f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{ty}.{ty} {{{outs}}}, ${k}, ${k + 1}, p, 1, 1, 0, {int(trans_b)}; }}"
     )
     cons = ",".join(["=f"] * k) + ",l,l,r," + ",".join(str(i) for i in range(k)) + ",~{memory}"
-    st = ir.LiteralStructType([F32] * k)
+    st = _acc_struct(b.module, k)
     r = _asm(b, st, text, cons, [desc_a, desc_b, c32(1)] + list(acc))
     return [b.extract_value(r, i) for i in range(k)]
