@@ -31,10 +31,8 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 from . import tc_ptx as P
+from .tc_common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
 from .tc_ptx import F32, I32, I64, c32, c64
-
-GROUP_M = 8  # tiles along M that share one sweep over N in the standalone kernel's tile order
-
 
 @dataclass(frozen=True)
 class GemmConfig:
@@ -112,24 +110,6 @@ def _swizzle(b: ir.IRBuilder, row: ir.Value, cpr: int) -> ir.Value:
     span = min(cpr, 8)
     x = b.lshr(row, c32(rpl.bit_length() - 1)) if rpl > 1 else row
     return b.and_(x, c32(span - 1))
-
-
-def _as_i32(b: ir.IRBuilder, v: ir.Value | int) -> ir.Value:
-    if isinstance(v, int):
-        return c32(v)
-    if v.type == I32:
-        return v
-    return b.trunc(v, I32) if v.type.width > 32 else b.zext(v, I32)
-
-
-def _as_i64(b: ir.IRBuilder, v: ir.Value | int) -> ir.Value:
-    if isinstance(v, int):
-        return c64(v)
-    if isinstance(v.type, ir.PointerType):
-        return b.ptrtoint(v, I64)
-    if v.type == I64:
-        return v
-    return b.sext(v, I64)
 
 
 class _Tile:
@@ -418,51 +398,6 @@ def _epilogue(b, cfg: GemmConfig, t: _Tile, acc, c_g, ldc, M, N, m0, n0, warp_m,
     store_fragments(b, cfg.out_dtype, acc, t.mt, t.nt, c_g, ldc, M, N, row0, col0, lane)
 
 
-def store_fragments(b, out_dtype: str, acc, mt: int, nt: int, c_g, ldc, M, N, row0, col0, lane) -> None:
-    """Store a warp's accumulators in the m16n8 C layout (acc[mi][ni][4]: rows row0 + 16 mi,
-    columns col0 + 8 ni): two neighbouring columns a thread, as one store when both are in range
-    and the address is aligned for it, else one predicated store each."""
-    es = P.ELEM_BYTES[out_dtype]
-    g = b.lshr(lane, c32(2))
-    tq = b.and_(lane, c32(3))
-    row_w = b.add(row0, g)
-    col_w = b.add(col0, b.shl(tq, c32(1)))
-    pair_ok = b.icmp_unsigned("==", b.and_(b.or_(ldc, b.udiv(c_g, c64(es))), c64(1)), c64(0))
-    pair_ok = b.and_(pair_ok, b.icmp_unsigned("==", b.urem(c_g, c64(es)), c64(0)))
-    for mi in range(mt):
-        for h in range(2):
-            row = b.add(row_w, c32(mi * 16 + h * 8))
-            row_ok = b.icmp_signed("<", row, M)
-            rowbase = b.mul(b.sext(row, I64), ldc)
-            for ni in range(nt):
-                col = b.add(col_w, c32(ni * 8))
-                v0, v1 = acc[mi][ni][2 * h], acc[mi][ni][2 * h + 1]
-                ok0 = b.and_(row_ok, b.icmp_signed("<", col, N))
-                ok1 = b.and_(row_ok, b.icmp_signed("<", b.add(col, c32(1)), N))
-                both = b.and_(ok1, pair_ok)
-                addr = b.add(c_g, b.mul(b.add(rowbase, b.sext(col, I64)), c64(es)))
-                # out-of-range lanes keep a harmless address: their stores are predicated off
-                if out_dtype == "f32":
-                    P.st_global(b, addr, [v0, v1], "f32", b.zext(both, I32))
-                    single = [v0, v1]
-                    kind = "f32"
-                else:
-                    P.st_global(b, addr, [P.pack2(b, v0, v1, out_dtype)], "b32", b.zext(both, I32))
-                    single = [P.cvt_f32_to(b, v0, out_dtype), P.cvt_f32_to(b, v1, out_dtype)]
-                    kind = "b16"
-                notboth = b.xor(both, ir.Constant(P.I1, 1))
-                P.st_global(b, addr, [single[0]], kind, b.zext(b.and_(notboth, ok0), I32))
-                P.st_global(b, b.add(addr, c64(es)), [single[1]], kind, b.zext(b.and_(notboth, ok1), I32))
-
-
-def shared_buffer(module: ir.Module, name: str = "__az_tc_smem") -> ir.GlobalVariable:
-    """The dynamic (extern) shared array of a kernel, 128-byte aligned."""
-    gv = ir.GlobalVariable(module, ir.ArrayType(ir.IntType(8), 0), name, addrspace=3)
-    gv.linkage = "external"
-    gv.align = 128
-    return gv
-
-
 def emit_gemm_kernel(module: ir.Module, name: str, cfg: GemmConfig, aligned: bool | None = None) -> ir.Function:
     """A kernel `name(A, B, C, M, N, K, lda, ldb, ldc)` (pointers global, the rest i32) over a
     1-D grid of ceil(M/tile_m) * ceil(N/tile_n) blocks of cfg.threads threads, with
@@ -478,18 +413,7 @@ def emit_gemm_kernel(module: ir.Module, name: str, cfg: GemmConfig, aligned: boo
         p.add_attribute("noalias")
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     smem = module.globals.get("__az_tc_smem") or shared_buffer(module)
-    # grouped tile order: GROUP_M tile rows sweep N together, so their A rows stay in L2
-    pid = P.sreg(b, "ctaid.x")
-    tiles_m = b.udiv(b.add(M, c32(cfg.tile_m - 1)), c32(cfg.tile_m))
-    tiles_n = b.udiv(b.add(N, c32(cfg.tile_n - 1)), c32(cfg.tile_n))
-    per_group = b.mul(tiles_n, c32(GROUP_M))
-    group = b.udiv(pid, per_group)
-    first_m = b.mul(group, c32(GROUP_M))
-    left = b.sub(tiles_m, first_m)
-    gsize = b.select(b.icmp_signed("<", left, c32(GROUP_M)), left, c32(GROUP_M))
-    inner = b.urem(pid, per_group)
-    tile_row = b.add(first_m, b.urem(inner, gsize))
-    tile_col = b.udiv(inner, gsize)
+    tile_row, tile_col = tile_order(b, M, N, cfg.tile_m, cfg.tile_n)
     emit_gemm_tile(b, module, a_ptr=a, b_ptr=bp, c_ptr=c, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=ldc,
                    tile_row=tile_row, tile_col=tile_col, smem=smem, in_dtype=cfg.in_dtype, out_dtype=cfg.out_dtype,
                    tile_m=cfg.tile_m, tile_n=cfg.tile_n, tile_k=cfg.tile_k, num_warps=cfg.num_warps,

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 import llvmlite.ir as ir
 
 from . import tc_ptx as P
-from .tc_gemm import GROUP_M, _as_i32, _as_i64, _Tile, shared_buffer, store_fragments
+from .tc_common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
+from .tc_gemm import _Tile
 from .tc_ptx import F32, I32, I64, c32, c64
 
 SW128 = 1 << 62  # descriptor bits 62-63: 128-byte swizzle
@@ -205,17 +206,9 @@ def emit_wgmma_kernel(module: ir.Module, name: str, cfg: WgmmaConfig, aligned: b
     a, bp, c, M, N, K, lda, ldb, ldc = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     smem = module.globals.get("__az_tc_smem") or shared_buffer(module)
-    pid = P.sreg(b, "ctaid.x")
-    tiles_m = b.udiv(b.add(M, c32(cfg.tile_m - 1)), c32(cfg.tile_m))
-    tiles_n = b.udiv(b.add(N, c32(cfg.tile_n - 1)), c32(cfg.tile_n))
-    per_group = b.mul(tiles_n, c32(GROUP_M))
-    group = b.udiv(pid, per_group)
-    first_m = b.mul(group, c32(GROUP_M))
-    left = b.sub(tiles_m, first_m)
-    gsize = b.select(b.icmp_signed("<", left, c32(GROUP_M)), left, c32(GROUP_M))
-    inner = b.urem(pid, per_group)
+    tile_row, tile_col = tile_order(b, M, N, cfg.tile_m, cfg.tile_n)
     emit_wgmma_tile(b, module, a_ptr=a, b_ptr=bp, c_ptr=c, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=ldc,
-                    tile_row=b.add(first_m, b.urem(inner, gsize)), tile_col=b.udiv(inner, gsize), smem=smem,
+                    tile_row=tile_row, tile_col=tile_col, smem=smem,
                     cfg=cfg, aligned=aligned)
     b.ret_void()
     return fn
