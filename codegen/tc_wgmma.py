@@ -75,6 +75,11 @@ class WgmmaConfig:
         return self.stages * self.stage_bytes() + 1024
 
 
+def wgmma_smem_bytes(*, tile_m: int = 128, tile_n: int = 256, stages: int = 4, **_: object) -> int:
+    """Shared bytes `emit_wgmma_tile` needs (2-byte operands, tile_k 64, 1024 bytes of alignment slack)."""
+    return stages * (tile_m + tile_n) * 64 * 2 + 1024
+
+
 def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
                     tile_row, tile_col, smem, cfg: WgmmaConfig, aligned: bool | None = None) -> None:
     """Emit one block's C tile with wgmma (see the module docstring); every thread must reach it."""

@@ -215,6 +215,15 @@ def test_gpu_forced_scalar_path() -> None:
 WG = WgmmaConfig()  # 128x256x64, 2 warpgroups, 4 stages
 
 
+def test_wgmma_smem_bytes() -> None:
+    from anodize.codegen.tc_wgmma import wgmma_smem_bytes
+
+    assert WG.smem_bytes() == wgmma_smem_bytes(tile_m=128, tile_n=256, stages=4) == 4 * (128 + 256) * 64 * 2 + 1024
+    assert WG.smem_bytes() <= 227 * 1024  # the H100/H200 per-block opt-in limit
+    with pytest.raises(ValueError):
+        WgmmaConfig(tile_m=128, num_warps=4)  # 64 rows a warpgroup
+
+
 @needs_ptxas
 @pytest.mark.parametrize("cfg", [WG, WgmmaConfig(b_trans=True), WgmmaConfig(tile_n=128, in_dtype="bf16", out_dtype="bf16"),
                                  WgmmaConfig(tile_n=128, stages=3, min_blocks=2)],
