@@ -29,13 +29,14 @@ import llvmlite.ir as llir
 from anodize.language.diagnostics import Span
 
 from anodize.language import ir
-from anodize.language.types import BOOL, F32, F64, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+from anodize.language.types import BOOL, F32, F64, I32, I64, LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, WitnessTy
 
 from anodize.language.vocab import WITNESS_PARTS
 
 from . import halves
 
 from .collectives import lower_block_witness, lower_collective
+from .lower_locals import LocalsLowering, tuple_type
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -80,6 +81,8 @@ def value_type(ty: Ty) -> llir.Type:
         return reg_type(ty)
     if isinstance(ty, WitnessTy):
         return WITNESS_LL[ty.rank]
+    if isinstance(ty, TupleTy):
+        return tuple_type(ty)
     raise TypeError(f"no register type for {ty}")
 
 
@@ -168,7 +171,7 @@ class Target:
         raise NotImplementedError
 
 
-class Lowerer:
+class Lowerer(LocalsLowering):
     def __init__(self, k: ir.KernelIR, target: Target, *, bounds_checks: bool = True, line_info: bool = False):
         self.k = k
         self.t = target
@@ -507,7 +510,7 @@ class Lowerer:
         b.cbranch(b.icmp_unsigned("<=", diff, mag), end, nxt)
         b.position_at_end(nxt)
         b.store(b.add(cur, step), counter)
-        b.branch(body)
+        self.unroll_hint(s, b.branch(body))  # lower_locals.py
         b.position_at_end(end)
 
     def s_GridStride(self, s: ir.GridStride) -> None:
@@ -1072,6 +1075,9 @@ class Lowerer:
             if isinstance(pty, SliceTy):
                 assert isinstance(arg, ir.SliceRef)
                 frame.slices[pname] = caller.slices[arg.name]
+            elif isinstance(pty, LocalArrayTy):  # by reference: the caller's array
+                assert isinstance(arg, ir.LocalArrayRef)
+                frame.vars[pname] = caller.vars[arg.name]
             else:
                 slot = self.alloca(value_type(pty), f"{f.name}.{pname}")
                 self.b.store(self.conv(self.expr(arg), arg.ty, pty), slot)
@@ -1080,7 +1086,7 @@ class Lowerer:
             if name not in frame.vars:
                 frame.vars[name] = (self.alloca(value_type(ty), f"{f.name}.{name}"), ty)
         frame.exit = self.fn.append_basic_block(f"{f.name}.exit")
-        if isinstance(f.ret, (ScalarTy, WitnessTy)):
+        if isinstance(f.ret, (ScalarTy, WitnessTy, TupleTy)):
             frame.ret_slot = self.alloca(value_type(f.ret), f"{f.name}.ret")
         self.frame = frame
         try:
