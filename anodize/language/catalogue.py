@@ -312,7 +312,7 @@ HELPS: dict[str, str] = {
     "every-argument-passed-launch": "every argument is passed at launch; remove the default",
     "write-f32": "write `{kind}[f32]`; scalar types are `f32 f64 i32 i64 u32 u64 bool_`",
     "define-module-level-az": "define a module-level `@az.func` helper",
-    "tuples-2d-or-shape": "tuples are allowed only as 2-D and 3-D indices and shared-array shapes",
+    "tuples-2d-or-shape": "tuples are allowed only as 2-D and 3-D indices, shared- and local-array shapes, a helper's `return a, b` and in an unpacking `a, b = ...`",
     "index-element-time": "index one element at a time",
     "bind-new-local-name": "bind a new local name instead",
     "call-az-func-helpers": "call `@az.func` helpers, `abs`/`min`/`max`/`len`, casts such as `f32(x)`, or `math.*` functions",
