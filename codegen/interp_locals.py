@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir
+from anodize.language.halfbits import round_half
 from anodize.language.types import LocalArrayTy, TupleTy
 
 from . import interp_ops as ops
@@ -34,6 +35,9 @@ class LocalsInterp(_Base):
 
     def exec_LocalArrayWrite(self, s: ir.LocalArrayWrite) -> None:
         value = self.eval(s.value)
+        elem = s.array.ty.elem
+        if elem.is_half:  # stored as the type's bits, as memory stores it (interp_run.Mem)
+            value = round_half(float(value), elem.name)
         data, flat = self._local(s.array, s.index, s, "write")
         if flat is not None:
             data[flat] = value
