@@ -271,7 +271,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
             if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("local_array",):
                 return self.local_decl(target.id, node.value)
             value = self.expr(node.value)
-            self.local_escape(value, node.value, "local-array-bind")
+            self.local_escape(value, node.value)
             if isinstance(value.ty, TupleTy):
                 self.type_error(node.value, "tuple-bind", help="unpack-bind-help", ty=value.ty, name=target.id)
             return [self.assign_value(target.id, value, node)]
@@ -481,7 +481,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
         if isinstance(node.value, ast.Tuple) or isinstance(self.ret, TupleTy):
             return self.tuple_return(node)  # typer_locals.py
         value = self.expr(node.value)
-        self.local_escape(value, node.value, "local-array-return")
+        self.local_escape(value, node.value, returned=True)
         if isinstance(value.ty, TupleTy):
             return self.tuple_return(node, value)
         if self.ret is None:

@@ -87,11 +87,13 @@ class LocalsTyping(_Base):
         site = self.k.site(self.span(target), "write", f"local {v.id}") if checked else -1
         return ir.LocalArrayWrite(arr, index, value, checked, site, self.span(node))
 
-    def local_escape(self, value: ir.Expr, node: ast.AST, key: str) -> None:
-        """A local array (or a tuple) where a scalar binding or a return needs one value."""
-        if isinstance(value, ir.LocalArrayRef):
-            help_key = "local-array-return-help" if key == "local-array-return" else "local-array-escape-help"
-            self.type_error(node, key, help=help_key, name=value.name)
+    def local_escape(self, value: ir.Expr, node: ast.AST, returned: bool = False) -> None:
+        """A local array where a binding to another name or a return needs one value."""
+        if not isinstance(value, ir.LocalArrayRef):
+            return
+        if returned:
+            self.type_error(node, "local-array-return", help="local-array-return-help", name=value.name)
+        self.type_error(node, "local-array-bind", help="local-array-escape-help", name=value.name)
 
     # ---- tuples --------------------------------------------------------------------------
     def resolve_tuple_type(self, node: ast.Subscript) -> TupleTy:
@@ -126,7 +128,7 @@ class LocalsTyping(_Base):
         assert node.value is not None
         if value is None:
             value = self.tuple_value(node.value) if isinstance(node.value, ast.Tuple) else self.expr(node.value)
-        self.local_escape(value, node.value, "local-array-return")
+        self.local_escape(value, node.value, returned=True)
         if self.ret is None:
             if not isinstance(value.ty, TupleTy):
                 self.type_error(node.value, "helper-return", ty=value.ty)
@@ -163,7 +165,7 @@ class LocalsTyping(_Base):
                 self.unsupported(t, "unpack-target", help="unpack-names-help", target=ast.unparse(t))
             names.append(t.id)
         value: ir.Expr = self.tuple_value(value_node) if isinstance(value_node, ast.Tuple) else self.expr(value_node)
-        self.local_escape(value, value_node, "local-array-bind")
+        self.local_escape(value, value_node)
         if not isinstance(value.ty, TupleTy):
             self.type_error(value_node, "unpack-not-tuple", ty=value.ty)
         if len(value.ty.elems) != len(names):
