@@ -83,6 +83,9 @@ class _Gen:
         self.witness2: str | None = None
         self.loop_depth = 0
         self.in_helper = False
+        self.arrays: dict[str, tuple[str, tuple[int, ...]]] = {}  # local arrays: name -> (elem, shape)
+        self.tuple_helpers: list[tuple[str, str, str]] = []  # (name, t1, t2): (x: t1, y: t2) -> tuple[t1, t2]
+        self.fill_helpers: list[tuple[str, str]] = []  # (name, elem): (acc: LocalArray[elem], v: elem) -> None
 
     def fresh(self, stem: str = "v") -> str:
         self.n += 1
@@ -128,7 +131,11 @@ class _Gen:
             opts.append("len")
         if t == "i64" and self.witness1:
             opts.append("get")
+        if any(e == t for e, _ in self.arrays.values()):
+            opts += ["local", "local"]
         k = ch.choice(opts)
+        if k == "local":
+            return self.local_access(ch.choice([a for a, (e, _) in self.arrays.items() if e == t]), depth)
         if k == "var":
             return ch.choice(same)
         if k == "cast":
@@ -234,6 +241,13 @@ class _Gen:
             opts.append("writer")
         if not self.in_helper and self.loop_depth == 0 and ind == 1:
             opts.append("unsafe")
+        opts += ["local_decl", "unpack"]
+        if self.arrays:
+            opts += ["local_write", "local_write", "local_loop"]
+        if self.tuple_helpers:
+            opts.append("tuple_call")
+        if self.fill_helpers and any(len(s) == 1 and e == fe for e, s in self.arrays.values() for _, fe in self.fill_helpers):
+            opts.append("fill_call")
         # mostly where every thread reaches it (the kernel's top level); now and then anywhere
         if ch.coin(0.3 if (ind == 1 and not self.in_helper and self.loop_depth == 0) else 0.05):
             opts.append("collective")
@@ -321,8 +335,72 @@ class _Gen:
                 self.emit(ind, "pass")
         elif k == "unsafe":
             self.unsafe(ind)
+        elif k in ("local_decl", "local_write", "local_loop", "unpack", "tuple_call", "fill_call"):
+            self.local_stmt(k, ind, depth)
         elif k == "collective":
             self.collective(ind)
+
+    # ---- local values: local arrays, tuple helpers, unpacking ---------------------------
+    def local_access(self, a: str, depth: int) -> str:
+        """`a[...]`: constant indices (now and then one out of range: a static error), loop
+        variables, or any int expression (bounds-checked at run time)."""
+        ch = self.ch
+        _, shape = self.arrays[a]
+        parts = []
+        for n in shape:
+            k = ch.choice(("const", "const", "expr", "var"))
+            if k == "const":
+                parts.append(str(ch.integer(0, n - 1) if ch.coin(0.97) else ch.choice((n, -1))))
+            elif k == "var" and [v for v, t in self.locals.items() if t in INTS]:
+                v = ch.choice([v for v, t in self.locals.items() if t in INTS])
+                parts.append(f"{v} % {n}" if ch.coin(0.5) else v)
+            else:
+                parts.append(self.int_index(max(depth - 1, 0)))
+        return f"{a}[{', '.join(parts)}]"
+
+    def local_stmt(self, k: str, ind: int, depth: int) -> None:
+        ch = self.ch
+        if k == "local_decl":
+            a = self.fresh("la")
+            t = ch.choice(SCALARS)
+            shape = ch.choice(((4,), (3,), (2, 3), (2, 2, 2), (1,), (8,)))
+            text = str(shape[0]) if len(shape) == 1 and ch.coin(0.5) else repr(shape)
+            if ch.coin(0.02):
+                text = ch.choice(("0", "(2, 0)", "(1, 1, 1, 1)", "len(" + ch.choice(list(self.slices)) + ")" if self.slices else "0"))
+            self.emit(ind, f"{a} = az.local.array({text}, {t})")
+            self.arrays[a] = (t, shape)
+        elif k == "local_write":
+            a = ch.choice(list(self.arrays))
+            t = self.arrays[a][0]
+            op = "=" if t == "bool_" or ch.coin(0.7) else ch.choice(("+=", "-=", "*="))
+            self.emit(ind, f"{self.local_access(a, 1)} {op} {self.expr(t, 2)}")
+        elif k == "local_loop":  # constant bounds over the array's first axis (unrolled)
+            a = ch.choice(list(self.arrays))
+            t, shape = self.arrays[a]
+            r = self.fresh("q")
+            self.emit(ind, f"for {r} in range({shape[0] if ch.coin(0.6) else f'len({a})'}):")
+            self.locals[r] = "i64"
+            rest = ", ".join(str(ch.integer(0, n - 1)) for n in shape[1:])
+            self.emit(ind + 1, f"{a}[{r}{', ' + rest if rest else ''}] = {self.expr(t, 1)}")
+        elif k == "unpack":
+            cands = [(x, y) for x in self.locals for y in self.locals if x != y and self.locals[x] == self.locals[y]]
+            if cands and ch.coin(0.4):
+                x, y = ch.choice(cands)
+                self.emit(ind, f"{x}, {y} = {y}, {x}")
+                return
+            t1, t2 = ch.choice(SCALARS), ch.choice(SCALARS)
+            a, b = self.fresh(), self.fresh()
+            self.emit(ind, f"{a}, {b} = {t1}({self.expr(t1, 1)}), {t2}({self.expr(t2, 1)})")
+            self.locals[a], self.locals[b] = t1, t2
+        elif k == "tuple_call":
+            name, t1, t2 = ch.choice(self.tuple_helpers)
+            a, b = self.fresh(), self.fresh()
+            self.emit(ind, f"{a}, {b} = {name}({self.expr(t1, 1)}, {self.expr(t2, 1)})")
+            self.locals[a], self.locals[b] = t1, t2
+        elif k == "fill_call":
+            pairs = [(a, h) for a, (e, s) in self.arrays.items() if len(s) == 1 for h, fe in self.fill_helpers if fe == e]
+            a, h = ch.choice(pairs)
+            self.emit(ind, f"{h}({a}, {self.expr(self.arrays[a][0], 1)})")
 
     def collective(self, ind: int) -> None:
         """`v = az.warp.reduce(...)` / `az.block.reduce|scan|broadcast(...)`, wherever it lands
@@ -375,10 +453,12 @@ class _Gen:
 
     def block(self, ind: int, depth: int) -> None:
         saved = dict(self.locals)
+        saved_arrays = dict(self.arrays)
         for _ in range(self.ch.integer(1, 3)):
             self.stmt(ind, depth)
         # locals first bound inside the block are not visible after it (a safe approximation)
         self.locals = saved
+        self.arrays = saved_arrays
 
     # ---- whole module -----------------------------------------------------------------
     def module(self) -> str:
@@ -387,7 +467,7 @@ class _Gen:
             "import math",
             "import numpy as np",
             "import anodize as az",
-            "from anodize import Slice, DisjointSlice, Slice2D, DisjointSlice2D, AtomicSlice, Index1D, Index2D",
+            "from anodize import Slice, DisjointSlice, Slice2D, DisjointSlice2D, AtomicSlice, Index1D, Index2D, LocalArray",
             "from anodize import f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16, kernel, launch_contract, thread",
             "",
             f"BLOCK = {ch.choice((32, 64, 128, 256))}",
@@ -405,6 +485,28 @@ class _Gen:
             self.emit(1, f"return {e}")
             self.emit(0, "")
             self.helpers.append((name, t))
+        if ch.coin(0.3):  # a helper returning a tuple
+            name, t1, t2 = self.fresh("tp"), ch.choice(SCALARS[:-1]), ch.choice(SCALARS)
+            self.emit(0, "@az.func")
+            self.emit(0, f"def {name}(x: {t1}, y: {t2}) -> tuple[{t1}, {t2}]:")
+            self.locals = {"x": t1, "y": t2}
+            self.in_helper = True
+            if ch.coin(0.5):
+                self.emit(1, f"if {self.expr('bool_', 1)}:")
+                self.emit(2, f"return {self.expr(t1, 1)}, y")
+            self.emit(1, f"return {self.expr(t1, 2)}, {self.expr(t2, 1)}")
+            self.in_helper = False
+            self.emit(0, "")
+            self.tuple_helpers.append((name, t1, t2))
+        if ch.coin(0.3):  # a helper filling the caller's local array by reference
+            name, t = self.fresh("fl"), ch.choice(SCALARS[:-1])
+            self.emit(0, "@az.func")
+            self.emit(0, f"def {name}(acc: LocalArray[{t}], v: {t}) -> None:")
+            self.emit(1, "for k in range(len(acc)):")
+            self.emit(2, f"acc[k] {ch.choice(('=', '+=', '*='))} v")
+            self.emit(0, "")
+            self.fill_helpers.append((name, t))
+        self.locals = {}
         if ch.coin(0.4):
             name, t = self.fresh("w"), ch.choice(("f32", "i32", "f64"))
             self.emit(0, "@az.func")
