@@ -470,6 +470,8 @@ class Lowerer(LocalsLowering):
         self.b.position_at_end(end)
 
     def s_ForRange(self, s: ir.ForRange) -> None:
+        if self.unrolled_for(s):  # lower_locals.py: short constant loops of kernels with local arrays
+            return
         b = self.b
         slot, ty = self.frame.vars[s.var]
         assert isinstance(ty, ScalarTy)
@@ -510,7 +512,7 @@ class Lowerer(LocalsLowering):
         b.cbranch(b.icmp_unsigned("<=", diff, mag), end, nxt)
         b.position_at_end(nxt)
         b.store(b.add(cur, step), counter)
-        self.unroll_hint(s, b.branch(body))  # lower_locals.py
+        b.branch(body)
         b.position_at_end(end)
 
     def s_GridStride(self, s: ir.GridStride) -> None:

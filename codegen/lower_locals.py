@@ -6,7 +6,7 @@ array is one per inlined call), zeroed there and again where its declaration run
 and mem2reg can keep it in registers once every index is a constant.  Its accesses are
 bounds-checked like a shared array's, against its constant shape.  A constant-bound
 `range` loop of at most `UNROLL_MAX_TRIPS` iterations in a kernel that has a local array
-carries `llvm.loop.unroll.full`, so its indices become constants after unrolling.
+is unrolled here (`unrolled_for`), so its indices are constants.
 A tuple is an LLVM literal struct of the elements' register types.
 """
 
@@ -25,7 +25,8 @@ if TYPE_CHECKING:
 else:
     _Base = object
 
-UNROLL_MAX_TRIPS = 64  # the most iterations a loop is fully unrolled for
+UNROLL_MAX_TRIPS = 64  # the most iterations a loop is unrolled for
+UNROLL_MAX_COST = 1024  # the most statements (nested loops counted per iteration) its copies may hold
 
 
 def tuple_type(ty: TupleTy) -> llir.Type:
@@ -91,28 +92,67 @@ class LocalsLowering(_Base):
             self.b.store(self.conv(x, src, ty), slot)
 
     # ---- unrolling -----------------------------------------------------------------------
-    def unroll_hint(self, s: ir.ForRange, back_edge: Any) -> None:
-        """`llvm.loop.unroll.full` on a constant-bound loop's back edge when the kernel has a
-        local array and the loop runs at most UNROLL_MAX_TRIPS times."""
+    def unrolled_for(self, s: ir.ForRange) -> bool:
+        """Lower a constant-bound `range` loop of a kernel that has a local array as straight-line
+        copies of its body (each with the loop variable's constant), when it runs at most
+        UNROLL_MAX_TRIPS times and the copies stay under UNROLL_MAX_COST statements: every
+        index of a local array inside becomes a constant, so SROA keeps the array in registers.
+        (Unrolling here, rather than asking LLVM with `llvm.loop.unroll.full`, never leaves a
+        "loop not unrolled" warning on the user's terminal.)  False: lower the loop as a loop."""
         if not all(isinstance(x, ir.Const) for x in (s.start, s.stop, s.step)):
-            return
-        start, stop, step = (int(x.value) for x in (s.start, s.stop, s.step))  # type: ignore[union-attr]
-        trips = len(range(start, stop, step)) if step else 0
-        if not 1 < trips <= UNROLL_MAX_TRIPS or not self.has_local_arrays():
-            return
-        m = self.module
-        full = m.add_metadata([llir.MetaDataString(m, "llvm.loop.unroll.full")])
-        n = getattr(self, "_loop_ids", 0)
-        self._loop_ids = n + 1
-        loop_id = m.add_metadata([llir.MetaDataString(m, f"az.loop.{n}")])  # unique, then self-referential
-        loop_id.operands = (loop_id, full)
-        back_edge.set_metadata("llvm.loop", loop_id)
+            return False
+        if not self.has_local_arrays():
+            return False
+        slot, ty = self.frame.vars[s.var]
+        assert isinstance(ty, ScalarTy)
+        start, stop, step = (self.const_in(x, ty) for x in (s.start, s.stop, s.step))  # type: ignore[arg-type]
+        values = list(range(start, stop, step)) if step else []
+        if not 1 <= len(values) <= UNROLL_MAX_TRIPS or len(values) * _cost(s.body) > UNROLL_MAX_COST:
+            return False
+        from .lower_llvm import reg_type
+
+        end = self.fn.append_basic_block("unroll.end")
+        for v in values:
+            nxt = self.fn.append_basic_block("unroll.next")
+            self.b.store(llir.Constant(reg_type(ty), v & ((1 << ty.bits) - 1)), slot)
+            self.frame.loops.append((nxt, end))  # `continue`: the next copy; `break`: past the last
+            self.stmts(s.body)
+            self.frame.loops.pop()
+            if not self.b.block.is_terminated:
+                self.b.branch(nxt)
+            self.b.position_at_end(nxt)
+        self.b.branch(end)
+        self.b.position_at_end(end)
+        return True
+
+    @staticmethod
+    def const_in(c: ir.Const, ty: ScalarTy) -> int:
+        """A range bound's value as the loop variable's type reads it (wrapped, with its sign)."""
+        v = int(c.value) & ((1 << ty.bits) - 1)
+        return v - (1 << ty.bits) if ty.signed and v >> (ty.bits - 1) else v
 
     def has_local_arrays(self) -> bool:
         cached = getattr(self, "_has_local", None)
         if cached is None:
             cached = self._has_local = _mentions_local(self.k.body, set())
         return cached
+
+
+def _cost(body: tuple[ir.Stmt, ...]) -> int:
+    """Statements of a body, a constant loop's body counted once per iteration."""
+    n = 0
+    for st in body:
+        n += 1
+        if isinstance(st, ir.If):
+            n += _cost(st.body) + _cost(st.orelse)
+        elif isinstance(st, ir.ForRange):
+            trips = 1
+            if all(isinstance(x, ir.Const) for x in (st.start, st.stop, st.step)) and st.step.value:  # type: ignore[union-attr]
+                trips = max(1, len(range(int(st.start.value), int(st.stop.value), int(st.step.value))))  # type: ignore[union-attr]
+            n += trips * _cost(st.body)
+        elif isinstance(st, (ir.While, ir.GridStride)):
+            n += _cost(st.body)
+    return n
 
 
 def _mentions_local(node: Any, seen: set[int]) -> bool:
