@@ -6,7 +6,7 @@ from typing import Any, NoReturn
 
 from anodize.types import LocalArray
 
-__all__ = ["LocalArray", "array"]
+__all__ = ["array"]
 
 
 def _device_only(name: str) -> NoReturn:
