@@ -406,8 +406,8 @@ class Thread(LocalsInterp):
                 frame.slices[pname] = caller.slices[arg.name]
             elif isinstance(pty, LocalArrayTy):  # by reference: the caller's list
                 assert isinstance(arg, ir.LocalArrayRef)
-                frame.vars[pname] = caller.vars[arg.name]
-                frame.types[pname] = caller.types[arg.name]
+                frame.vars[pname] = self.local_data(arg)
+                frame.types[pname] = pty
             else:
                 frame.vars[pname] = ops.conv(self.eval(arg), arg.ty, pty)
                 frame.types[pname] = pty

@@ -23,11 +23,18 @@ class LocalsInterp(_Base):
         self.frame.vars[s.name] = [ops.zero(s.ty.elem)] * s.ty.size  # zeroed each time it runs
         self.frame.types[s.name] = s.ty
 
+    def local_data(self, ref: ir.LocalArrayRef) -> list[Any]:
+        """The array's elements; one whose declaration has not run on this path (declared in a
+        branch not taken) is all zeros, as the lowering's entry-block `alloca` is."""
+        data = self.frame.vars.get(ref.name)
+        if data is None:
+            data = self.frame.vars[ref.name] = [ops.zero(ref.ty.elem)] * ref.ty.size
+            self.frame.types[ref.name] = ref.ty
+        return data  # type: ignore[no-any-return]
+
     def _local(self, ref: ir.LocalArrayRef, index: tuple[ir.Expr, ...], node: Any, kind: str) -> tuple[list[Any], int | None]:
-        data = self.frame.vars[ref.name]
-        ty = self.frame.types[ref.name]
-        assert isinstance(ty, LocalArrayTy)
-        return data, self.bounds(ty.shape, self.index(index), node, kind, f"local {ref.name}")
+        data = self.local_data(ref)
+        return data, self.bounds(ref.ty.shape, self.index(index), node, kind, f"local {ref.name}")
 
     def eval_LocalArrayRead(self, e: ir.LocalArrayRead) -> Any:
         data, flat = self._local(e.array, e.index, e, "read")

@@ -148,3 +148,21 @@ def rezero(c: DisjointSlice[i64]) -> None:
         for q in range(8):
             total += acc[q] * 100
         c[i] = total + i.get() * 0
+
+
+@az.func
+def pair_sum(t: LocalArray[f32]) -> f32:
+    return t[0] + t[1]
+
+
+@launch_contract(domain=1, block=32, requires=lambda a, c: len(a) == len(c))
+@kernel
+def branch_decl(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """An array declared in a branch not taken reads as zeros (as Python would raise, the
+    compiler's entry-block storage is zeroed instead; every backend agrees)."""
+    i = thread.index_1d()
+    if i.get() % 2 == 0:
+        t = az.local.array(2, f32)
+        t[0] = 5.0
+    if i in c:
+        c[i] = pair_sum(t) + a[i]

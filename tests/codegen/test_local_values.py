@@ -168,3 +168,12 @@ def test_gpu_tuples_sgemm_and_fault() -> None:
         K.fault2d[az.LaunchConfig(grid=1, block=32)](dev.to_device(k), dev.zeros(32, az.f32))
         dev.synchronize()
     assert (e.value.index, e.value.length) == (3, 3)
+
+
+@pytest.mark.parametrize("name", DEVICES)
+def test_an_array_declared_in_a_branch_not_taken_reads_zeros(name: str) -> None:
+    dev = az.device(name)
+    a = np.arange(32, dtype=np.float32)
+    c = dev.zeros(32, az.f32)
+    K.branch_decl[az.LaunchConfig(grid=1, block=32)](dev.to_device(a), c)
+    assert np.array_equal(c.to_host(), a + np.where(np.arange(32) % 2 == 0, 5.0, 0.0))
