@@ -46,7 +46,11 @@ class LocalsTyping(_Base):
             self.type_error(dtype_node, "local-array-dtype", ty=elem)
         ty = LocalArrayTy(elem, tuple(dims))
         nbytes = ty.size * max(1, elem.info.mem_bits // 8)
-        if nbytes > LOCAL_ARRAY_MAX_BYTES:
+        if self.is_kernel and any(isinstance(n, ast.Name) and n.id in self.k.unknown_consts for n in ast.walk(shape_node)):
+            # sized by an `az.Constant` checked without a value (1 stands in): what depends on
+            # the size is checked when a value is specialised, with the same code and span
+            self.__dict__.setdefault("_unsized", set()).add(name)
+        elif nbytes > LOCAL_ARRAY_MAX_BYTES:
             self.type_error(shape_node, "local-array-too-large", name=name, nbytes=nbytes, limit=LOCAL_ARRAY_MAX_BYTES)
         if name in self.vars or name in self.slices or name in self.shared or name in self.arrays:
             self.unsupported(call, "local-array-rebind", help="local-array-escape-help", name=name)
@@ -66,6 +70,8 @@ class LocalsTyping(_Base):
         if len(elts) != rank:
             self.type_error(node, "local-array-index-rank", help="local-array-index-help", name=arr.name, rank=rank, s="s" if rank > 1 else "")
         index = tuple(self.as_index(self.expr(e), e) for e in elts)
+        if arr.name in self.__dict__.get("_unsized", ()):
+            return index, True
         for axis, (e, n) in enumerate(zip(index, arr.ty.shape, strict=True)):
             if isinstance(e, ir.Const) and not 0 <= int(e.value) < n:
                 self.type_error(elts[axis], "local-array-index-constant", help="local-array-index-help", index=e.value, axis=axis, name=arr.name, length=n)

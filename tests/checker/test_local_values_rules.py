@@ -89,3 +89,26 @@ def test_a_witness_in_a_tuple_is_a_forge() -> None:
             c[j] = 1.0
         """)
     assert (6, "az-index-forge") in got and all(code != "az-internal" for _, code in got)
+
+
+def test_a_constant_sized_array_is_checked_per_value() -> None:
+    """Sized by an `az.Constant` checked without a value: nothing that depends on the size is
+    reported by `check`; the specialisation with a value too small reports it (same code)."""
+    from anodize.language.front import front_for_source
+
+    src = HEAD + textwrap.dedent("""
+        @launch_contract(domain=1, block=32, requires=lambda a, c: len(a) == len(c))
+        @kernel
+        def k(a: Slice[f32], c: DisjointSlice[f32], w: az.Constant[int]) -> None:
+            i = thread.index_1d()
+            t = az.local.array(w, f32)
+            t[2] = 1.0
+            if i in c:
+                c[i] = t[2] + a[i]
+        """)
+    assert check_source(src, "<sized>") == []
+    front = front_for_source(src, "<sized>")
+    (fdef,) = front.kernels()
+    assert front.typed(fdef, (("w", 4),)).ir is not None
+    bad = front.typed(fdef, (("w", 2),)).diagnostics
+    assert [(d.code, d.span.line - HEAD.count("\n")) for d in bad] == [("az-type", 7), ("az-type", 9)]
