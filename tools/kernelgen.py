@@ -388,6 +388,13 @@ class _Gen:
                 x, y = ch.choice(cands)
                 self.emit(ind, f"{x}, {y} = {y}, {x}")
                 return
+            if self.arrays and ch.coin(0.3):  # into an element and a name
+                arr = ch.choice(list(self.arrays))
+                t = self.arrays[arr][0]
+                v = self.fresh()
+                self.emit(ind, f"{self.local_access(arr, 1)}, {v} = {t}({self.expr(t, 1)}), {self.local_access(arr, 1)}")
+                self.locals[v] = t
+                return
             t1, t2 = ch.choice(SCALARS), ch.choice(SCALARS)
             a, b = self.fresh(), self.fresh()
             self.emit(ind, f"{a}, {b} = {t1}({self.expr(t1, 1)}), {t2}({self.expr(t2, 1)})")

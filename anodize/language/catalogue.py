@@ -268,7 +268,7 @@ HELPS: dict[str, str] = {
     "local-array-return-help": "declare the array in the caller and pass it to this helper, which fills it by reference",
     "local-array-param-help": "a helper takes a local array as a `LocalArray[T]` (or unannotated) parameter, and a slice only as a slice parameter",
     "tuple-scalars-help": "tuples hold scalars: return or unpack the scalars themselves",
-    "unpack-names-help": "unpack into plain names (`a, b = f(x)`), then store them",
+    "unpack-names-help": "unpack into names or elements (`a, w[k] = f(x)`), one level deep",
     "unpack-bind-help": "unpack it: `a, b = f(x)`",
     "kernels-read-module-constants": "kernels can read module constants of type int, float and bool",
     "tuples-2d-only": "tuples are allowed as indices `m[r, c]`, as a helper's return value `return a, b` and on either side of an unpacking `a, b = b, a`",

@@ -15,6 +15,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
+from anodize.language.symbols import RESERVED_PREFIX
 from anodize.language.types import I64, LocalArrayTy, ScalarTy, TupleTy, Ty, implicitly_converts
 from anodize.language.vocab import LOCAL_ARRAY_MAX_BYTES, LOCAL_ARRAY_MAX_RANK
 
@@ -164,7 +165,12 @@ class LocalsTyping(_Base):
         return value
 
     def unpack(self, target: ast.Tuple, value_node: ast.expr, node: ast.AST) -> list[ir.Stmt]:
-        """`a, b = value`: names only; the right side is a tuple display or a tuple-valued call."""
+        """`a, b = value`: the right side is a tuple display or a tuple-valued call, evaluated
+        whole before any target is assigned.  Targets are names, or element stores
+        (`w[q], w[q + 1] = w[q + 1], w[q]`: the value goes through the compiler's temporaries,
+        then each element is stored left to right, as Python does)."""
+        if any(isinstance(t, ast.Subscript) for t in target.elts):
+            return self.unpack_into_elements(target, value_node, node)
         names: list[str] = []
         for t in target.elts:
             if not isinstance(t, ast.Name):
@@ -194,3 +200,31 @@ class LocalsTyping(_Base):
         self.kill_facts(set(names))
         return [ir.Unpack(tuple(names), value, self.span(node))]
 
+
+    def unpack_into_elements(self, target: ast.Tuple, value_node: ast.expr, node: ast.AST) -> list[ir.Stmt]:
+        for t in target.elts:
+            if not isinstance(t, (ast.Name, ast.Subscript)):
+                self.unsupported(t, "unpack-target", help="unpack-names-help", target=ast.unparse(t))
+        value: ir.Expr = self.tuple_value(value_node) if isinstance(value_node, ast.Tuple) else self.expr(value_node)
+        self.local_escape(value, value_node)
+        if not isinstance(value.ty, TupleTy):
+            self.type_error(value_node, "unpack-not-tuple", ty=value.ty)
+        if len(value.ty.elems) != len(target.elts):
+            self.type_error(node, "unpack-count", got=len(value.ty.elems), n=len(target.elts))
+        n = self.__dict__.get("_unpack_temps", 0)
+        self.__dict__["_unpack_temps"] = n + len(target.elts)
+        temps = [f"{RESERVED_PREFIX}unpack{n + k}" for k in range(len(target.elts))]
+        for t, ty in zip(temps, value.ty.elems, strict=True):
+            self.vars[t] = ty
+            self.locals[t] = ty
+        out: list[ir.Stmt] = [ir.Unpack(tuple(temps), value, self.span(node))]
+        for t, tnode, ty in zip(temps, target.elts, value.ty.elems, strict=True):
+            tmp = ir.Local(t, ty, self.span(tnode))
+            if isinstance(tnode, ast.Subscript):
+                out.append(self.store(tnode, tmp, tnode))
+            else:
+                assert isinstance(tnode, ast.Name)
+                if tnode.id in self.arrays:
+                    self.unsupported(tnode, "local-array-rebind", help="local-array-escape-help", name=tnode.id)
+                out.append(self.assign_value(tnode.id, tmp, tnode))
+        return out
