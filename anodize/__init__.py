@@ -20,7 +20,7 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 ):
     __path__.append(_root)
 
-from anodize import block, math, shared, thread, warp
+from anodize import block, local, math, shared, thread, warp
 from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
 from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, threadfence, unsafe
 
@@ -78,6 +78,7 @@ from anodize.types import (
     Index1D,
     Index2D,
     Index3D,
+    LocalArray,
     Slice,
     Slice2D,
     Slice3D,
@@ -125,6 +126,7 @@ __all__ = [
     "KernelFault",
     "LaunchConfig",
     "LaunchError",
+    "LocalArray",
     "Op",
     "OutOfMemoryError",
     "Slice",
@@ -148,6 +150,7 @@ __all__ = [
     "i64",
     "kernel",
     "launch_contract",
+    "local",
     "math",
     "pinned_empty",
     "shared",

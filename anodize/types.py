@@ -36,6 +36,7 @@ __all__ = [
     "Slice3D",
     "DisjointSlice3D",
     "AtomicSlice",
+    "LocalArray",
     "Index1D",
     "Index2D",
     "Index3D",
@@ -304,6 +305,28 @@ class _SliceBase(Generic[T]):
 
     def __init__(self) -> None:
         _device_only(type(self).__name__)
+
+    def __len__(self) -> int:
+        _device_only("len")
+
+
+@final
+class LocalArray(Generic[T]):
+    """A per-thread array made by `az.local.array(shape, T)`: `a[i]` / `a[i, j]` read and
+    write, `len(a)`.  Private to its thread; it cannot be returned, stored or rebound.  A
+    helper parameter annotated `LocalArray[T]` (or unannotated) takes the caller's array by
+    reference."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        _device_only("LocalArray")
+
+    def __getitem__(self, i: int | tuple[int, ...]) -> T:
+        _device_only("LocalArray.__getitem__")
+
+    def __setitem__(self, i: int | tuple[int, ...], v: T | float) -> None:
+        _device_only("LocalArray.__setitem__")
 
     def __len__(self) -> int:
         _device_only("len")

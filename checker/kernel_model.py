@@ -113,6 +113,10 @@ VARYING = Val("scalar", tdep=True)
 WARP_UNIFORM = Val("scalar", tdep=True, wu=True)
 TID_X = Val("scalar", tdep=True, tid_x=True)
 UNKNOWN = Val("unknown", tdep=True)
+# a per-thread local array (`az.local.array`, or a helper's `LocalArray[T]` parameter): not
+# shared state (no race rule looks at it); an element read from it is a plain scalar that
+# may differ between threads, never a witness
+LOCAL_ARRAY = Val("local", tdep=True)
 NONE = Val("none")
 
 
@@ -174,7 +178,7 @@ def join_env(a: Env | None, b: Env | None) -> Env | None:
 class ParamInfo:
     name: str
     node: ast.arg
-    kind: str  # "slice" | "scalar" | "witness" | "bad"
+    kind: str  # "slice" | "scalar" | "witness" | "local" (a helper's `LocalArray[T]`) | "bad"
     slice_kind: SliceKindInfo | None = None
     scalar: str | None = None
     domain: int = 0  # witness params (helpers only)
@@ -451,6 +455,8 @@ class ModuleModel:
             return ParamInfo(p.arg, p, "scalar", scalar=scalar)
         if kind == "witness":
             return ParamInfo(p.arg, p, "witness", domain=int(scalar or 0))
+        if kind == "local":
+            return ParamInfo(p.arg, p, "local", scalar=scalar)
         return ParamInfo(p.arg, p, "bad")
 
     def _contract(self, deco: ast.expr, node: ast.FunctionDef) -> ContractInfo:
@@ -626,6 +632,8 @@ class _Analyzer:
             elif p.kind == "scalar":
                 # a helper's scalar may come from a thread-dependent value at its call site
                 env[p.name] = VARYING if self.fn.kind == "func" else UNIFORM
+            elif p.kind == "local":
+                env[p.name] = LOCAL_ARRAY
             else:
                 env[p.name] = UNKNOWN
         self.block(self.fn.node.body, env)
@@ -770,8 +778,11 @@ class _Analyzer:
                 return  # rebinding a slice parameter is an error; keep its declared kind
             self.assign_name(name, val, env)
         elif isinstance(target, (ast.Tuple, ast.List)):
+            # `a, b = f(x)` / `a, b = b, a`: tuples hold scalars, so each name gets the scalar
+            # join of the right side (over-approximated: every element's dependence)
+            elt = val if val.kind == "scalar" else UNKNOWN
             for e in target.elts:
-                self.store(e.value if isinstance(e, ast.Starred) else e, UNKNOWN, env)
+                self.store(e.value if isinstance(e, ast.Starred) else e, elt, env)
         elif isinstance(target, ast.Starred):
             self.store(target.value, UNKNOWN, env)
         else:  # subscript or attribute
@@ -976,8 +987,10 @@ class _Analyzer:
             j = join(a, b) or UNKNOWN
             return j.tainted(cv.lane) if cv.tdep and j.kind == "scalar" else j
         if cls in (ast.Tuple, ast.List, ast.Set):
-            for e in node.elts:  # type: ignore[attr-defined]
-                self.ev(e.value if e.__class__ is ast.Starred else e, env)
+            parts = [self.ev(e.value if e.__class__ is ast.Starred else e, env) for e in node.elts]  # type: ignore[attr-defined]
+            if cls is ast.Tuple and parts and all(p.kind == "scalar" for p in parts):
+                # a tuple of scalars (a helper's `return a, b`, the right of `a, b = b, a`)
+                return _scalar3(any(p.tdep for p in parts), any(p.lane for p in parts))
             return Val("unknown", tdep=True)
         if cls is ast.NamedExpr:
             v = self.ev(node.value, env)  # type: ignore[attr-defined]
@@ -1088,6 +1101,8 @@ class _Analyzer:
             return WARP_UNIFORM if callee.name.split(".")[-1] in WARP_VOTES else VARYING
         if k == "shared":
             return Val("shared", tdep=True, origin=node)
+        if k == "local":  # az.local.array: private to the thread, never shared state
+            return LOCAL_ARRAY
         if k == "collective":  # az.warp.reduce, az.block.reduce/scan/broadcast
             return self.collective(node, callee.name)
         if k == "leader":  # thread.is_block_leader(): true on one thread of the block
@@ -1208,6 +1223,8 @@ class _Analyzer:
             return Callee("warp", q)
         if q == "shared.array":
             return Callee("shared", q)
+        if q == "local.array":
+            return Callee("local", q)
         if q in COLLECTIVES:
             return Callee("collective", q)
         if q == f"thread.{BLOCK_LEADER}":

@@ -16,9 +16,10 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir
-from anodize.language.types import I64, ScalarTy, SliceTy, WitnessTy
+from anodize.language.types import I64, LocalArrayTy, ScalarTy, SliceTy, TupleTy, WitnessTy
 
 from . import interp_ops as ops
+from .interp_locals import LocalsInterp, zero_value
 
 if TYPE_CHECKING:
     from .interp_run import BlockCtx, Run
@@ -41,7 +42,7 @@ class Frame:
         self.slices: dict[str, Any] = {}  # name -> interp_run.Mem (a kernel parameter's memory)
 
 
-class Thread:
+class Thread(LocalsInterp):
     """One GPU thread: its ids, its frames, and the evaluator."""
 
     def __init__(self, run: Run, block: BlockCtx, tid: tuple[int, int, int]):
@@ -403,6 +404,10 @@ class Thread:
             if isinstance(pty, SliceTy):
                 assert isinstance(arg, ir.SliceRef)
                 frame.slices[pname] = caller.slices[arg.name]
+            elif isinstance(pty, LocalArrayTy):  # by reference: the caller's list
+                assert isinstance(arg, ir.LocalArrayRef)
+                frame.vars[pname] = self.local_data(arg)
+                frame.types[pname] = pty
             else:
                 frame.vars[pname] = ops.conv(self.eval(arg), arg.ty, pty)
                 frame.types[pname] = pty
@@ -418,8 +423,8 @@ class Thread:
             value = r.value
         finally:
             self.frame = caller
-        if value is None and isinstance(f.ret, (ScalarTy, WitnessTy)):
-            return ops.zero(f.ret)
+        if value is None and isinstance(f.ret, (ScalarTy, WitnessTy, TupleTy)):
+            return zero_value(f.ret)
         return value
 
     def eval_SliceRef(self, e: ir.SliceRef) -> Any:

@@ -29,13 +29,14 @@ import llvmlite.ir as llir
 from anodize.language.diagnostics import Span
 
 from anodize.language import ir
-from anodize.language.types import BOOL, F32, F64, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+from anodize.language.types import BOOL, F32, F64, I32, I64, LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, WitnessTy
 
 from anodize.language.vocab import WITNESS_PARTS
 
 from . import halves
 
 from .collectives import lower_block_witness, lower_collective
+from .lower_locals import LocalsLowering, tuple_type
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -80,6 +81,8 @@ def value_type(ty: Ty) -> llir.Type:
         return reg_type(ty)
     if isinstance(ty, WitnessTy):
         return WITNESS_LL[ty.rank]
+    if isinstance(ty, TupleTy):
+        return tuple_type(ty)
     raise TypeError(f"no register type for {ty}")
 
 
@@ -168,7 +171,7 @@ class Target:
         raise NotImplementedError
 
 
-class Lowerer:
+class Lowerer(LocalsLowering):
     def __init__(self, k: ir.KernelIR, target: Target, *, bounds_checks: bool = True, line_info: bool = False):
         self.k = k
         self.t = target
@@ -467,6 +470,8 @@ class Lowerer:
         self.b.position_at_end(end)
 
     def s_ForRange(self, s: ir.ForRange) -> None:
+        if self.unrolled_for(s):  # lower_locals.py: short constant loops of kernels with local arrays
+            return
         b = self.b
         slot, ty = self.frame.vars[s.var]
         assert isinstance(ty, ScalarTy)
@@ -1072,6 +1077,9 @@ class Lowerer:
             if isinstance(pty, SliceTy):
                 assert isinstance(arg, ir.SliceRef)
                 frame.slices[pname] = caller.slices[arg.name]
+            elif isinstance(pty, LocalArrayTy):  # by reference: the caller's array
+                assert isinstance(arg, ir.LocalArrayRef)
+                frame.vars[pname] = caller.vars[arg.name]
             else:
                 slot = self.alloca(value_type(pty), f"{f.name}.{pname}")
                 self.b.store(self.conv(self.expr(arg), arg.ty, pty), slot)
@@ -1080,7 +1088,7 @@ class Lowerer:
             if name not in frame.vars:
                 frame.vars[name] = (self.alloca(value_type(ty), f"{f.name}.{name}"), ty)
         frame.exit = self.fn.append_basic_block(f"{f.name}.exit")
-        if isinstance(f.ret, (ScalarTy, WitnessTy)):
+        if isinstance(f.ret, (ScalarTy, WitnessTy, TupleTy)):
             frame.ret_slot = self.alloca(value_type(f.ret), f"{f.name}.ret")
         self.frame = frame
         try:

@@ -67,8 +67,10 @@ SCALARS = INTS + FLOATS + ("bool_",)
 MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "fabs", "floor", "ceil", "rsqrt")
 MATH2 = ("pow", "fmin", "fmax")
 
+from kernelgen_locals import LocalsGen  # noqa: E402  (needs the tables above)
 
-class _Gen:
+
+class _Gen(LocalsGen):
     """One module: kernel parameters, typed locals, and an indented line buffer."""
 
     def __init__(self, ch: Chooser) -> None:
@@ -83,6 +85,9 @@ class _Gen:
         self.witness2: str | None = None
         self.loop_depth = 0
         self.in_helper = False
+        self.arrays: dict[str, tuple[str, tuple[int, ...]]] = {}  # local arrays: name -> (elem, shape)
+        self.tuple_helpers: list[tuple[str, str, str]] = []  # (name, t1, t2): (x: t1, y: t2) -> tuple[t1, t2]
+        self.fill_helpers: list[tuple[str, str]] = []  # (name, elem): (acc: LocalArray[elem], v: elem) -> None
 
     def fresh(self, stem: str = "v") -> str:
         self.n += 1
@@ -128,7 +133,11 @@ class _Gen:
             opts.append("len")
         if t == "i64" and self.witness1:
             opts.append("get")
+        if any(e == t for e, _ in self.arrays.values()):
+            opts += ["local", "local"]
         k = ch.choice(opts)
+        if k == "local":
+            return self.local_access(ch.choice([a for a, (e, _) in self.arrays.items() if e == t]), depth)
         if k == "var":
             return ch.choice(same)
         if k == "cast":
@@ -234,6 +243,13 @@ class _Gen:
             opts.append("writer")
         if not self.in_helper and self.loop_depth == 0 and ind == 1:
             opts.append("unsafe")
+        opts += ["local_decl", "unpack"]
+        if self.arrays:
+            opts += ["local_write", "local_write", "local_loop"]
+        if self.tuple_helpers:
+            opts.append("tuple_call")
+        if self.fill_helpers and any(len(s) == 1 and e == fe for e, s in self.arrays.values() for _, fe in self.fill_helpers):
+            opts.append("fill_call")
         # mostly where every thread reaches it (the kernel's top level); now and then anywhere
         if ch.coin(0.3 if (ind == 1 and not self.in_helper and self.loop_depth == 0) else 0.05):
             opts.append("collective")
@@ -321,6 +337,8 @@ class _Gen:
                 self.emit(ind, "pass")
         elif k == "unsafe":
             self.unsafe(ind)
+        elif k in ("local_decl", "local_write", "local_loop", "unpack", "tuple_call", "fill_call"):
+            self.local_stmt(k, ind, depth)
         elif k == "collective":
             self.collective(ind)
 
@@ -375,10 +393,12 @@ class _Gen:
 
     def block(self, ind: int, depth: int) -> None:
         saved = dict(self.locals)
+        saved_arrays = dict(self.arrays)
         for _ in range(self.ch.integer(1, 3)):
             self.stmt(ind, depth)
         # locals first bound inside the block are not visible after it (a safe approximation)
         self.locals = saved
+        self.arrays = saved_arrays
 
     # ---- whole module -----------------------------------------------------------------
     def module(self) -> str:
@@ -387,7 +407,7 @@ class _Gen:
             "import math",
             "import numpy as np",
             "import anodize as az",
-            "from anodize import Slice, DisjointSlice, Slice2D, DisjointSlice2D, AtomicSlice, Index1D, Index2D",
+            "from anodize import Slice, DisjointSlice, Slice2D, DisjointSlice2D, AtomicSlice, Index1D, Index2D, LocalArray",
             "from anodize import f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16, kernel, launch_contract, thread",
             "",
             f"BLOCK = {ch.choice((32, 64, 128, 256))}",
@@ -405,6 +425,28 @@ class _Gen:
             self.emit(1, f"return {e}")
             self.emit(0, "")
             self.helpers.append((name, t))
+        if ch.coin(0.3):  # a helper returning a tuple
+            name, t1, t2 = self.fresh("tp"), ch.choice(SCALARS[:-1]), ch.choice(SCALARS)
+            self.emit(0, "@az.func")
+            self.emit(0, f"def {name}(x: {t1}, y: {t2}) -> tuple[{t1}, {t2}]:")
+            self.locals = {"x": t1, "y": t2}
+            self.in_helper = True
+            if ch.coin(0.5):
+                self.emit(1, f"if {self.expr('bool_', 1)}:")
+                self.emit(2, f"return {self.expr(t1, 1)}, y")
+            self.emit(1, f"return {self.expr(t1, 2)}, {self.expr(t2, 1)}")
+            self.in_helper = False
+            self.emit(0, "")
+            self.tuple_helpers.append((name, t1, t2))
+        if ch.coin(0.3):  # a helper filling the caller's local array by reference
+            name, t = self.fresh("fl"), ch.choice(SCALARS[:-1])
+            self.emit(0, "@az.func")
+            self.emit(0, f"def {name}(acc: LocalArray[{t}], v: {t}) -> None:")
+            self.emit(1, "for k in range(len(acc)):")
+            self.emit(2, f"acc[k] {ch.choice(('=', '+=', '*='))} v")
+            self.emit(0, "")
+            self.fill_helpers.append((name, t))
+        self.locals = {}
         if ch.coin(0.4):
             name, t = self.fresh("w"), ch.choice(("f32", "i32", "f64"))
             self.emit(0, "@az.func")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import Span
-from anodize.language.types import ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+from anodize.language.types import LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, WitnessTy
 from anodize.language.vocab import ScalarInfo, SliceKindInfo
 
 
@@ -272,6 +272,38 @@ class Collective:
 
 
 @dataclass(frozen=True)
+class LocalArrayRef:
+    """A per-thread local array (`az.local.array`): of this function, or a helper's parameter
+    bound to the caller's array (by reference)."""
+
+    name: str
+    ty: LocalArrayTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class LocalArrayRead:
+    """`a[i]` / `a[i, j]` of a local array; `checked` is False when the index is proven in range."""
+
+    array: LocalArrayRef
+    index: tuple[Expr, ...]  # one i64 expression per axis
+    checked: bool
+    site: int
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class MakeTuple:
+    """`(a, b)`: the value of `return a, b` or of the right side of `x, y = a, b` (every
+    element evaluated, left to right, before anything is assigned)."""
+
+    values: tuple[Expr, ...]
+    ty: TupleTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class Call:
     """A call of an `@az.func` helper, inlined at lowering."""
 
@@ -284,7 +316,7 @@ class Call:
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
     | SharedRead | TableRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
-    | Call
+    | Call | LocalArrayRef | LocalArrayRead | MakeTuple
 )
 
 # ---- statements ----------------------------------------------------------------------------
@@ -416,9 +448,39 @@ class SharedDecl:
     span: Span | None = None
 
 
+@dataclass(frozen=True)
+class LocalArrayDecl:
+    """`a = az.local.array(shape, T)`: the array's storage (one per function instance, in the
+    entry block), zeroed each time the statement runs."""
+
+    name: str
+    ty: LocalArrayTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class LocalArrayWrite:
+    array: LocalArrayRef
+    index: tuple[Expr, ...]
+    value: Expr
+    checked: bool
+    site: int
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class Unpack:
+    """`a, b = value` with `value` of a `TupleTy` (a `MakeTuple` or a helper's call): element k
+    converted to the type of `names[k]` and stored, in order, after the whole value is computed."""
+
+    names: tuple[str, ...]
+    value: Expr
+    span: Span | None = None
+
+
 Stmt = (
     Assign | Write | SharedWrite | ExprStmt | If | While | ForRange | GridStride | Break | Continue | Return
-    | Barrier | Fence | SharedDecl | Print | Assert | Breakpoint
+    | Barrier | Fence | SharedDecl | Print | Assert | Breakpoint | LocalArrayDecl | LocalArrayWrite | Unpack
 )
 
 # ---- functions -----------------------------------------------------------------------------

@@ -76,6 +76,7 @@ _PREFIXES = (
     ("anodize.warp.", "warp."),
     ("anodize.block.", "block."),
     ("anodize.shared.", "shared."),
+    ("anodize.local.", "local."),
     ("anodize.math.", "math."),
     ("anodize.types.", "az."),
     ("anodize.kernel.", "az."),
@@ -119,6 +120,9 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["az.BlockWitness1D"] = ("block_witness_type",)
     t["az.unsafe"] = ("unsafe",)
     t["shared.array"] = ("shared_array",)
+    t["local.array"] = ("local_array",)  # az.local.array(shape, T): per-thread (typer_locals.py)
+    t["az.LocalArray"] = t["local.LocalArray"] = ("local_array_type",)
+    t["builtins.tuple"] = t["typing.Tuple"] = ("tuple_type",)  # a helper's `-> tuple[f32, i32]`
     for n in SCALARS:
         t[f"az.{n}"] = ("scalar", n)
     for n in SLICE_KINDS:
@@ -479,6 +483,11 @@ def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, 
         return "slice", tag[1], scalar
     if elem is None and tag and tag[0] == "scalar":
         return "scalar", None, tag[1]
+    if tag == ("local_array_type",):  # a helper's `LocalArray[T]`: the caller's local array, by reference
+        es = symbols.resolve(elem) if isinstance(elem, (ast.Name, ast.Attribute)) else MISSING
+        if es.kind == "intrinsic" and es.tag and es.tag[0] == "scalar":
+            return "local", None, es.tag[1]
+        return ("local", None, "~" + es.name) if es.kind == "typevar" else ("bad", None, None)
     if elem is not None and tag and tag[0] == "constant_type":
         c = constant_param_type(symbols, ann)
         return ("scalar", None, c) if c is not None else ("bad", None, None)

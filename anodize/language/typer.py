@@ -31,7 +31,8 @@ from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Si
 from anodize.language.typer_calls import CallTyping
 from anodize.language.typer_effects import EffectsTyping
 from anodize.language.typer_exprs import ExprTyping
-from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
+from anodize.language.typer_locals import LocalsTyping
+from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 
 __all__ = ["build_ir", "parse_contract", "type_kernel"]
 
@@ -70,7 +71,7 @@ class _KernelCtx:
 # ---- the function compiler -------------------------------------------------------------------
 
 
-class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeFacts):  # (mixins first: their visit_Constant overrides NodeVisitor's)
+class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeVisitor, RangeFacts):  # (mixins first: their visit_Constant overrides NodeVisitor's)
     """Compiles one function body (the kernel, or one specialisation of a helper).
 
     Two kinds of proofs remove bounds checks: `facts`, the (witness, slice) pairs a
@@ -94,6 +95,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
         self.vars: dict[str, Ty] = {n: t for n, t in params.items() if isinstance(t, (ScalarTy, WitnessTy))}
         self.slices: dict[str, SliceTy] = {n: t for n, t in params.items() if isinstance(t, SliceTy)}
         self.shared: dict[str, SharedTy] = {}
+        self.arrays: dict[str, LocalArrayTy] = {n: t for n, t in params.items() if isinstance(t, LocalArrayTy)}
         self.locals: dict[str, Ty] = {}
         self.facts: set[tuple[str, str]] = set()
         self.unsafe = 0
@@ -162,7 +164,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
     def sym(self, node: ast.expr) -> Symbol:
         """What a name or attribute chain (not a local) refers to, from the module's one table."""
         if isinstance(node, ast.Name):
-            if node.id in self.vars or node.id in self.slices or node.id in self.shared:
+            if node.id in self.vars or node.id in self.slices or node.id in self.shared or node.id in self.arrays:
                 return MISSING
         elif not isinstance(node, ast.Attribute):
             return MISSING
@@ -186,6 +188,8 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
             return VOID
         if isinstance(node, ast.Subscript):
             base = self.tag(node.value)
+            if base == ("tuple_type",):  # a helper's `-> tuple[f32, i32]` (typer_locals.py)
+                return self.resolve_tuple_type(node)
             if base == ("constant_type",):
                 c = constant_param_type(self.symbols, node)
                 if c is None:
@@ -194,6 +198,8 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
             elem = self.resolve_type(node.slice, what)
             if base and base[0] == "slice" and isinstance(elem, ScalarTy):
                 return SliceTy(SLICE_KINDS[base[1]], elem)
+            if base == ("local_array_type",) and isinstance(elem, ScalarTy):  # a helper's `LocalArray[T]`
+                return LocalArrayTy(elem, ())
             self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
         s = self.sym(node)
         if s.kind == "typevar":
@@ -232,6 +238,8 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
     def declare(self, name: str, ty: Ty, node: ast.AST) -> None:
         if name in self.slices or name in self.shared:
             self.unsupported(node, "rebinding-slice", name=name)
+        if name in self.arrays:
+            self.unsupported(node, "rebinding-local-array", help="local-array-escape-help", name=name)
         old = self.vars.get(name)
         if old is None:
             self.vars[name] = ty
@@ -244,7 +252,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
         old = self.vars.get(name)
         if old is None:
             ty = value.ty
-            if isinstance(ty, (VoidTy, SliceTy, SharedTy)):
+            if isinstance(ty, (VoidTy, SliceTy, SharedTy, LocalArrayTy, TupleTy)):
                 self.type_error(node, "assign-local", ty=ty)
             self.declare(name, ty, node)
         else:
@@ -260,11 +268,17 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
             self.collective_site = node.value  # a collective may be this whole value
             if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("shared_array",):
                 return self.shared_decl(target.id, node.value)
-            return [self.assign_value(target.id, self.expr(node.value), node)]
+            if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("local_array",):
+                return self.local_decl(target.id, node.value)
+            value = self.expr(node.value)
+            self.local_escape(value, node.value)
+            if isinstance(value.ty, TupleTy):
+                self.type_error(node.value, "tuple-bind", help="unpack-bind-help", ty=value.ty, name=target.id)
+            return [self.assign_value(target.id, value, node)]
         if isinstance(target, ast.Subscript):
             return [self.store(target, self.expr(node.value), node)]
         if isinstance(target, ast.Tuple):
-            self.unsupported(target, "tuple-unpacking")
+            return self.unpack(target, node.value, node)
         self.unsupported(target, "assign-to", target=ast.unparse(target))
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> list[ir.Stmt]:
@@ -464,7 +478,12 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, ast.NodeVisitor, RangeF
             return [ir.Return(None, self.span(node))]
         if self.is_kernel:
             self.type_error(node.value, "kernel-returns-nothing-write")
+        if isinstance(node.value, ast.Tuple) or isinstance(self.ret, TupleTy):
+            return self.tuple_return(node)  # typer_locals.py
         value = self.expr(node.value)
+        self.local_escape(value, node.value, returned=True)
+        if isinstance(value.ty, TupleTy):
+            return self.tuple_return(node, value)
         if self.ret is None:
             if not isinstance(value.ty, (ScalarTy, WitnessTy)):
                 self.type_error(node.value, "helper-return", ty=value.ty)

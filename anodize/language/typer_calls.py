@@ -11,7 +11,7 @@ from anodize.language import collectives, ir, messages
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
-from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
+from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _fold, _wrap_int
@@ -91,6 +91,8 @@ class CallTyping(_Base):
             self.unsupported(node, "statement-call-value", help="statement-call-own", call=kind)
         if kind == "shared_array":
             self.unsupported(node, "shared-array-outside-plain")
+        if kind == "local_array":
+            self.unsupported(node, "local-array-outside-plain")
         self.unsupported(node, "calling", callee=ast.unparse(f))
 
     def arity(self, node: ast.Call, n: int, name: str = "") -> None:
@@ -116,6 +118,8 @@ class CallTyping(_Base):
             a = node.args[0]
             if isinstance(a, ast.Name) and a.id in self.slices:
                 return ir.Len(ir.SliceRef(a.id, self.slices[a.id], self.span(a)), 0, I64, span)
+            if isinstance(a, ast.Name) and a.id in self.arrays:  # a local array: its first axis
+                return ir.Const(self.arrays[a.id].shape[0], I64, span, weak=True)
             if isinstance(a, ast.Name) and a.id in self.shared and not self.shared[a.id].dynamic:
                 return ir.Const(self.shared[a.id].shape[0], I64, span, weak=True)
             if isinstance(a, (ast.Name, ast.Attribute)):
@@ -245,6 +249,12 @@ class CallTyping(_Base):
                 continue
             if isinstance(e.ty, SharedTy):
                 self.unsupported(n, "passing-shared-array-helper")
+            if isinstance(e.ty, LocalArrayTy) or isinstance(want, LocalArrayTy):  # by reference
+                if not isinstance(e.ty, LocalArrayTy) or (want is not None and not (isinstance(want, LocalArrayTy) and want.elem == e.ty.elem)):
+                    self.type_error(n, "helper-arg-type", help="local-array-param-help", hname=hname, want=want, arg=p.arg, ty=e.ty)
+                ptypes[p.arg] = e.ty
+                final.append(e)
+                continue
             if want is None:
                 want = e.ty if not (isinstance(e, ir.Const) and e.weak) else e.ty
             final.append(self.coerce(e, want, n, f"parameter `{p.arg}`"))

@@ -83,6 +83,8 @@ class ExprTyping(_Base):
             if not isinstance(axis, int) or not 0 <= axis < sty.rank:
                 self.type_error(node.slice, "shape-axis-es-index", name=name, rank=sty.rank)
             return ir.Len(ir.SliceRef(name, sty, self.span(v.value)), axis, I64, self.span(node))
+        if isinstance(v, ast.Name) and v.id in self.arrays:
+            return self.local_read(v, node)
         if isinstance(v, ast.Name) and v.id in self.shared:
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, node.slice)
@@ -140,6 +142,8 @@ class ExprTyping(_Base):
     def store(self, target: ast.Subscript, value: ir.Expr, node: ast.AST) -> ir.Stmt:
         v = target.value
         span = self.span(target)
+        if isinstance(v, ast.Name) and v.id in self.arrays:
+            return self.local_store(target, value, node)
         if isinstance(v, ast.Name) and v.id in self.shared:
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, target.slice)
@@ -178,6 +182,8 @@ class ExprTyping(_Base):
     def load_name(self, node: ast.Name) -> ir.Expr:
         name = node.id
         span = self.span(node)
+        if name in self.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
+            return self.local_ref(name, node)
         if name in self.vars:
             return ir.Local(name, self.vars[name], span)
         if name in self.slices:

@@ -95,12 +95,41 @@ class SharedTy:
 
 
 @dataclass(frozen=True)
+class LocalArrayTy:
+    """A per-thread array (`az.local.array(shape, T)`); `shape` () in a helper's annotation
+    `LocalArray[T]` (any shape: the parameter takes the argument's)."""
+
+    elem: ScalarTy
+    shape: tuple[int, ...]
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for s in self.shape:
+            n *= s
+        return n
+
+    def __str__(self) -> str:
+        return f"LocalArray[{self.elem}]" if not self.shape else f"LocalArray[{self.elem}, {self.shape}]"
+
+
+@dataclass(frozen=True)
+class TupleTy:
+    """A tuple of scalars: a helper's `-> tuple[f32, i32]`, the value unpacked by `a, b = ...`."""
+
+    elems: tuple[ScalarTy, ...]
+
+    def __str__(self) -> str:
+        return "tuple[" + ", ".join(str(e) for e in self.elems) + "]"
+
+
+@dataclass(frozen=True)
 class VoidTy:
     def __str__(self) -> str:
         return "None"
 
 
-Ty = ScalarTy | SliceTy | WitnessTy | SharedTy | VoidTy
+Ty = ScalarTy | SliceTy | WitnessTy | SharedTy | LocalArrayTy | TupleTy | VoidTy
 
 F32 = ScalarTy(SCALARS["f32"])
 F64 = ScalarTy(SCALARS["f64"])

@@ -259,3 +259,8 @@ def scalar_for_dtype(dtype: object) -> ScalarInfo | None:
         return table.get(numpy.dtype(dtype))  # type: ignore[call-overload]
     except TypeError:
         return None
+
+# the most bytes one `az.local.array` may hold per thread (registers, or the thread's local
+# memory; the CPU backend keeps it on the host thread's stack)
+LOCAL_ARRAY_MAX_BYTES = 16384
+LOCAL_ARRAY_MAX_RANK = 3

@@ -79,7 +79,7 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
                                        help="annotate-param", name=info.name)
                 )
                 continue
-            if info.kind == "bad" or (info.kind == "witness" and fn.kind == "kernel"):
+            if info.kind == "bad" or (info.kind in ("witness", "local") and fn.kind == "kernel"):
                 witness = info.kind == "witness"
                 self.report(
                     messages.param_type(self.model.src.expr_span(ann), info.name, self.model.src.quote(ann),
@@ -96,6 +96,8 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             q = self.model.qualname(r) or ""
             is_none = isinstance(r, ast.Constant) and r.value is None
             ok = is_none or (fn.kind == "func" and q.startswith("az.") and (q[3:] in SCALARS or q[3:] in WITNESS_TYPES))
+            if fn.kind == "func" and isinstance(r, ast.Subscript):  # `-> tuple[f32, i32]`: the typer checks the elements
+                ok = ok or self.model.qualname(r.value) in ("builtins.tuple", "typing.Tuple")
             if not ok:
                 self.report(
                     messages.signature(self.model.src.expr_span(r), "bad-return-type",

@@ -300,7 +300,11 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if not self.active or self.fn is None:
             return
         for t in node.targets:
-            if isinstance(t, (ast.Tuple, ast.List)):
+            if isinstance(t, ast.Tuple):  # `a, b = f(x)`, `a, b = b, a`: the typer checks the parts
+                self.allowed_tuples.add(t)
+                if isinstance(node.value, ast.Tuple):
+                    self.allowed_tuples.add(node.value)
+            elif isinstance(t, ast.List):
                 self.allowed_tuples.add(t)
                 self._say(t, "tuple-unpacking", "assign-each-name-own")
             elif isinstance(t, ast.Name):
@@ -310,6 +314,10 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 ro = [k for _, k in slice_kinds(self.fn, v) if k in _READ_ONLY]
                 if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
                     self._say(t, "attribute-assignment")
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if self.active and isinstance(node.value, ast.Tuple):  # a helper's `return a, b`: the typer checks it
+            self.allowed_tuples.add(node.value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if self.active and self.fn is not None and isinstance(node.target, ast.Name):
@@ -349,7 +357,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 self.skip.add(id(node.args[1]))
             if not star and all(kw.arg == "inclusive" for kw in node.keywords) and callee.name == "block.scan":
                 return
-        if k in ("shared", "write_unchecked"):
+        if k in ("shared", "write_unchecked", "local"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
                 if isinstance(e, ast.Tuple):
@@ -405,5 +413,5 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                     self._say_at(at(node), "shape-1-d-slice", "use-len-a")
             elif attr not in _OK_METHODS:
                 self._say_at(at(node), "attribute-slice", attr=attr)
-        elif base.kind in ("scalar", "unknown", "none", "shared"):
+        elif base.kind in ("scalar", "unknown", "none", "shared", "local"):
             self._say_at(at(node), "attribute", attr=attr)

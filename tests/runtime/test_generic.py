@@ -113,7 +113,7 @@ def test_one_config_reused_across_dtypes_and_constants(gs) -> None:  # type: ign
 
 
 def test_specialize_validates_and_compile_asks_for_one(gs) -> None:  # type: ignore[no-untyped-def]
-    with pytest.raises(az.ArgumentError, match="may only be f32, f64"):
+    with pytest.raises(az.ArgumentError, match="may only be f16, f32, f64"):
         gs.saxpy.specialize(T="i32")
     with pytest.raises(az.ArgumentError, match="give `T`"):
         gs.saxpy.specialize()
@@ -127,3 +127,33 @@ def test_the_checker_types_every_member() -> None:
     src = (ROOT / "fixtures" / "reject" / "generic_members.py").read_text()
     shift = [d for d in check_source(src, "g.py") if d.code == "az-type" and "<<" in d.message]
     assert len(shift) == 1 and any("N = f32" in n for n in shift[0].notes)
+
+
+def test_f16_saxpy_within_the_stated_tolerance(gs) -> None:  # type: ignore[no-untyped-def]
+    """f16 is in the constraint: the CPU backend's result is within the example's f16 bound
+    (2 roundings of 2**-11) of the exact value, and a third of the values differ from f32's."""
+    dev = az.device("cpu")
+    n = 4000
+    rng = np.random.default_rng(5)
+    x, y = rng.random(n).astype(np.float16), rng.random(n).astype(np.float16)
+    out = dev.empty(n, az.f16)
+    gs.saxpy[az.LaunchConfig.for_num_elems(n)](np.float16(2.5), dev.to_device(x), dev.to_device(y), out)
+    got = out.to_host()
+    assert got.dtype == np.float16
+    exact = 2.5 * x.astype(np.float64) + y.astype(np.float64)
+    rtol, atol = gs.TOLERANCE[np.float16]
+    assert np.all(np.abs(got.astype(np.float64) - exact) <= rtol * np.abs(exact) + atol)
+    assert np.mean(got.astype(np.float64) != exact.astype(np.float32)) > 0.3  # really computed in f16
+    specs = {k[1] for k in gs.saxpy._cache if isinstance(k, tuple) and k and k[0] == "spec"}
+    assert (("T", "f16"),) in specs
+
+
+@pytest.mark.gpu
+def test_gpu_generic_saxpy_on_f16_f32_f64(gs) -> None:  # type: ignore[no-untyped-def]
+    """The example's own checks (f16 with its stated tolerance) on the GPU."""
+    orig = az.device
+    try:
+        az.device = lambda *a, **k: orig(0)  # type: ignore[assignment]
+        gs.main(1 << 18)
+    finally:
+        az.device = orig  # type: ignore[assignment]
