@@ -83,7 +83,7 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
     defined: set[str] = set()
 
     def expr(e: ir.Expr) -> None:
-        if isinstance(e, (ir.Atomic, ir.Call, ir.WarpOp, ir.Collective, ir.SharedRead, ir.SharedRef, ir.MakeWitness)):
+        if isinstance(e, (ir.Atomic, ir.SharedAtomic, ir.Call, ir.WarpOp, ir.Collective, ir.SharedRead, ir.SharedRef, ir.MakeWitness)):
             raise _NotElementwise
         if isinstance(e, ir.Local) and e.name in carried and e.name not in defined:
             raise _NotElementwise  # read before this iteration assigns it: loop-carried

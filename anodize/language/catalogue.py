@@ -234,6 +234,17 @@ MESSAGES: dict[str, str] = {
     "barrier-divergent-syncthreads": "`az.syncthreads()` is reachable under thread-dependent control flow",
     "barrier-divergent-helper": "a barrier inside `{callee}` is reachable under thread-dependent control flow",
     "barrier-divergent-collective": "`{callee}` (a block collective) is reachable under thread-dependent control flow",
+    # ---- safe shared memory (shared_safe.py) ----
+    "shared-zero-shape": "a shared array's shape cannot be 0",
+    "dynamic-array-takes-dtype": "`shared.dynamic_array` takes `(dtype)`",
+    "atomic-array-takes-shape": "`shared.atomic_array` takes `(shape, dtype)`",
+    "shared-atomic-elem": "a block-shared atomic array holds 32- or 64-bit numbers, not `{elem}`",
+    "shared-atomic-plain": "`{name}` is a block-shared atomic array: it is {access} only through its atomic methods",
+    "shared-atomic-index": "`{name}` is {rank}-D: `{name}.{method}` takes {axes} as its first argument",
+    "local-witness-slice": "`{ty}` is a block-local index (the same for a thread of every block): it indexes shared arrays only, not `{name}`",
+    "local-witness-2d-block": "`thread.index_in_block_2d()` needs a block with z = 1; the contract's block is {block}",
+    "local-witness-rank": "a `{ty}` indexes a {rank}-D shared array; `{name}` is {got}-D",
+    "shared-atomic-method": "a block-shared atomic array has no method `{method}`",
     # ---- az-ignore: ignore comments on host lines ----
     "ignore-bare": "`# anodize: ignore` without a code list silences nothing",
     "ignore-unknown-code": "`{code}` in this ignore comment is not an anodize code",
@@ -242,6 +253,10 @@ MESSAGES: dict[str, str] = {
 
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
+    "dynamic-array-spelling": "dynamic shared memory (sized by the launch's `shared_mem`) is `az.shared.dynamic_array(T)`",
+    "shared-atomic-methods": "use `{name}.load(j)`, `{name}.store(j, v)` or `{name}.add(j, v)` (the methods of `AtomicSlice`)",
+    "local-witness-global": "index a slice with `thread.index_1d()` / `index_2d()`, or a shared array with this witness",
+    "local-witness-2d-help": "launch it with a 1-D or 2-D block, or use `thread.index_in_block()` (linear over x, y and z)",
     "kernels-read-module-constants": "kernels can read module constants of type int, float and bool",
     "tuples-2d-only": "tuples are only allowed as 2-D indices `m[r, c]`",
     "range-allowed-loop-s": "`range` is only allowed as a `for` loop's iterable",

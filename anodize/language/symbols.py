@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
-from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, LOCAL_WITNESS_MAKERS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -119,6 +119,10 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["az.BlockWitness1D"] = ("block_witness_type",)
     t["az.unsafe"] = ("unsafe",)
     t["shared.array"] = ("shared_array",)
+    t["shared.dynamic_array"] = ("shared_array", "dynamic")
+    t["shared.atomic_array"] = ("shared_array", "atomic")
+    for n, rank in LOCAL_WITNESS_MAKERS.items():  # block-local witnesses (safe shared memory)
+        t[f"thread.{n}"] = ("local_witness", str(rank))
     for n in SCALARS:
         t[f"az.{n}"] = ("scalar", n)
     for n in SLICE_KINDS:

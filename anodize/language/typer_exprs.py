@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages
+from anodize.language import collectives, ir, messages, shared_safe
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -43,6 +43,7 @@ class ExprTyping(_Base):
             index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
+        shared_safe.on_slice(self, e, node, name)
         if isinstance(e.ty, WitnessTy):
             if disjoint:
                 collectives.check_block_access(self, e, node, name, access)
@@ -84,6 +85,7 @@ class ExprTyping(_Base):
                 self.type_error(node.slice, "shape-axis-es-index", name=name, rank=sty.rank)
             return ir.Len(ir.SliceRef(name, sty, self.span(v.value)), axis, I64, self.span(node))
         if isinstance(v, ast.Name) and v.id in self.shared:
+            shared_safe.plain_access(self, v.id, node, "read")
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, node.slice)
             span = self.span(node)
@@ -131,6 +133,13 @@ class ExprTyping(_Base):
 
     def shared_index(self, arr: ir.SharedRef, node: ast.expr) -> tuple[ir.Expr, ...]:
         rank = len(arr.ty.shape)
+        if not isinstance(node, ast.Tuple):  # a block-local witness: one part per axis
+            e = self.expr(node)
+            parts = shared_safe.shared_index(self, arr, e, node)
+            if parts is not None:
+                return parts
+            if rank == 1:
+                return (self.as_index(e, node),)
         if rank == 2:
             if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
                 self.type_error(node, "shared-2d-index")
@@ -141,6 +150,7 @@ class ExprTyping(_Base):
         v = target.value
         span = self.span(target)
         if isinstance(v, ast.Name) and v.id in self.shared:
+            shared_safe.plain_access(self, v.id, target, "written")
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, target.slice)
             value = self.coerce(value, arr.ty.elem, node, f"an element of `{v.id}`")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
+from .. import safe_shared
 from ..barrier_intervals import DynSummary, Intervals
 from ..index_forms import Block
 from ..kernel_model import FunctionInfo
@@ -194,8 +195,19 @@ def broadcast(v: f32) -> f32:
         walk.run()
         for name, array in walk.escapes.items():
             self.report(messages.shared_escape(self.span(name), array))
+        own = safe_shared.unsafe_writes(self.model, fn)  # safe-tier writes not at the own slot
+        for sub in own:
+            self.report(messages.shared_safe_write(self.span(sub), self._array_text(sub), self.model.code(sub.slice)))
         for race in walk.races.values():
             a = race.access
+            if a.node in own:
+                continue
+            if race.other is not None and (a.safe or race.other.safe) and isinstance(a.node, ast.Subscript):
+                here, there = self.span(a.node), self.span(race.other.node)
+                later = (there.line, there.col) >= (here.line, here.col)
+                kind, other = ("write" if a.write else "read"), ("write" if race.other.write else "read")
+                self.report(messages.shared_safe_race(here, self._array_text(a.node), kind, there, other, earlier_iteration=later))
+                continue
             kind = "write" if a.write else "read"
             dynamic = not isinstance(a.node, ast.Subscript)  # a helper call: its dynamic shared memory
             array = self._array_text(a.node) if isinstance(a.node, ast.Subscript) else self._dynamic_text(a.node)
