@@ -751,7 +751,11 @@ def shared_safe_race(span: Span, array: str, access: str, other: Span, other_acc
         f"this {access} of shared `{array}` may meet a {other_access} of the same element by another thread "
         "in one barrier interval",
         span,
-        label=f"`{array}` is written in this barrier interval, so it is read here only at the thread's own slot",
+        label=(
+            f"`{array}` is written in this barrier interval, so it is read here only at the thread's own slot"
+            if access == "read"
+            else f"another thread reads this slot of `{array}` in the same barrier interval"
+        ),
         secondary=(
             Label(other, f"the {other_access}" + (" (in an earlier loop iteration)" if earlier_iteration else "")),
         ),

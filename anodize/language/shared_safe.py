@@ -32,10 +32,10 @@ def decl_args(c: Any, call: ast.Call, variant: str) -> tuple[ast.expr | None, as
     """(shape node or None for dynamic, dtype node, atomic) of a shared-array maker call."""
     if variant == "dynamic":
         if len(call.args) != 1 or call.keywords:
-            c.type_error(call, "dynamic-array-takes-dtype")
+            c.fail(messages.type_error(c.span(call), "dynamic-array-takes-dtype"))
         return None, call.args[0], False
     if len(call.args) != 2 or call.keywords:
-        c.type_error(call, "atomic-array-takes-shape" if variant == "atomic" else "shared-array-takes-shape")
+        c.fail(messages.type_error(c.span(call), "atomic-array-takes-shape" if variant == "atomic" else "shared-array-takes-shape"))
     return call.args[0], call.args[1], variant == "atomic"
 
 
@@ -43,9 +43,9 @@ def check_decl(c: Any, call: ast.Call, shape_node: ast.expr | None, ty: SharedTy
     """A zero shape outside `unsafe` (dynamic memory has its own maker) and an atomic array's
     element type."""
     if shape_node is not None and 0 in ty.shape and (ty.atomic or not c.unsafe):
-        c.type_error(shape_node, "shared-zero-shape", help="dynamic-array-spelling")
+        c.fail(messages.type_error(c.span(shape_node), "shared-zero-shape", help="dynamic-array-spelling"))
     if ty.atomic and (ty.elem.is_bool or ty.elem.info.mem_bits not in (32, 64)):
-        c.type_error(call, "shared-atomic-elem", elem=ty.elem)
+        c.fail(messages.type_error(c.span(call), "shared-atomic-elem", elem=ty.elem))
 
 
 def local_witness(c: Any, rank: int, node: ast.Call) -> ir.Expr:
@@ -56,7 +56,7 @@ def local_witness(c: Any, rank: int, node: ast.Call) -> ir.Expr:
         contract = c.k.contract
         block = contract.block if contract is not None else None
         if block is not None and len(block) == 3 and block[2] != 1:
-            c.type_error(node, "local-witness-2d-block", help="local-witness-2d-help", block=tuple(block))
+            c.fail(messages.type_error(c.span(node), "local-witness-2d-block", help="local-witness-2d-help", block=tuple(block)))
         # a contract of domain 1 or 2 (checked at launch: every dimension beyond it is 1) or a
         # literal block with z = 1 fixes z = 1; otherwise the device checks it (fail closed)
         fixed = contract is not None and (contract.domain <= 2 or (block is not None and len(block) < 3) or (block is not None and block[2] == 1))
@@ -73,7 +73,7 @@ def shared_index(c: Any, arr: ir.SharedRef, e: ir.Expr, node: ast.expr) -> tuple
         return None
     rank = len(arr.ty.shape)
     if ty.rank != rank:
-        c.type_error(node, "local-witness-rank", ty=ty, rank=ty.rank, name=arr.name.split(".")[0], got=rank)
+        c.fail(messages.type_error(c.span(node), "local-witness-rank", ty=ty, rank=ty.rank, name=arr.name.split(".")[0], got=rank))
     if rank == 1:
         return (ir.WitnessPart(e, "get", I64, e.span),)
     return (ir.WitnessPart(e, "row", I64, e.span), ir.WitnessPart(e, "col", I64, e.span))
@@ -82,13 +82,13 @@ def shared_index(c: Any, arr: ir.SharedRef, e: ir.Expr, node: ast.expr) -> tuple
 def on_slice(c: Any, e: ir.Expr, node: ast.expr, name: str) -> None:
     """A block-local witness never indexes a slice (it is the same in every block)."""
     if isinstance(e.ty, WitnessTy) and e.ty.local:
-        c.type_error(node, "local-witness-slice", help="local-witness-global", ty=e.ty, name=name)
+        c.fail(messages.type_error(c.span(node), "local-witness-slice", help="local-witness-global", ty=e.ty, name=name))
 
 
 def plain_access(c: Any, name: str, node: ast.AST, access: str) -> None:
     """`h[j]` of a block-shared atomic array: only its methods reach it."""
     if c.shared[name].atomic:
-        c.type_error(node, "shared-atomic-plain", help="shared-atomic-methods", name=name, access=access)
+        c.fail(messages.type_error(c.span(node), "shared-atomic-plain", help="shared-atomic-methods", name=name, access=access))
 
 
 def takes_keywords(c: Any, node: ast.Call) -> bool:
@@ -107,18 +107,18 @@ def atomic_method(c: Any, name: str, method: str, node: ast.Call) -> ir.Expr:
     sty: SharedTy = c.shared[name]
     span = c.span(node)
     if not sty.atomic:
-        c.type_error(node, "no-method-local", ty=sty, attr=method)
+        c.fail(messages.type_error(c.span(node), "no-method-local", ty=sty, attr=method))
     if method not in ATOMIC_METHODS:
-        c.type_error(node, "shared-atomic-method", method=method)
+        c.fail(messages.type_error(c.span(node), "shared-atomic-method", method=method))
     scope, order = options(c, name, method, node)
     nargs = {"compare_exchange": 3, "load": 1}.get(method, 2)
     shape = {"compare_exchange": "(j, expected, new)", "load": "(j)"}.get(method, "(j, v)")
     if len(node.args) != nargs or any(isinstance(a, ast.Starred) for a in node.args):
         count = f"{len(node.args)} argument{'s' if len(node.args) != 1 else ''}"
-        c.type_error(node, "atomic-arity", name=name, method=method, shape=shape, count=count)
+        c.fail(messages.type_error(c.span(node), "atomic-arity", name=name, method=method, shape=shape, count=count))
     elem = sty.elem
     if method in ATOMIC_INT_ONLY and elem.is_float:
-        c.type_error(node, "atomic-int-only", method=method, name=name, elem=elem)
+        c.fail(messages.type_error(c.span(node), "atomic-int-only", method=method, name=name, elem=elem))
     arr = c.shared_ref(name, node.func.value)
     a0 = node.args[0]
     rank = len(sty.shape)
@@ -129,7 +129,7 @@ def atomic_method(c: Any, name: str, method: str, node: ast.Call) -> ir.Expr:
         index = shared_index(c, arr, e, a0)  # type: ignore[assignment]
         if index is None:
             if rank != 1:
-                c.type_error(a0, "shared-atomic-index", name=name, rank=rank, method=method, axes=_AXES[rank])
+                c.fail(messages.type_error(c.span(a0), "shared-atomic-index", name=name, rank=rank, method=method, axes=_AXES[rank]))
             index = (c.as_index(e, a0),)
     what = f"an element of `{name}`"
     value = None if method == "load" else c.coerce(c.expr(node.args[-1]), elem, node.args[-1], what)
@@ -146,20 +146,20 @@ def options(c: Any, name: str, method: str, node: ast.Call) -> tuple[str, str]:
     got = {"scope": "block", "order": "relaxed"}
     for kw in node.keywords:
         if kw.arg is None:
-            c.unsupported(kw, "argument-unpacking")
+            c.fail(messages.unsupported(c.span(kw), "argument-unpacking"))
         if kw.arg not in got:
-            c.unsupported(kw, "atomic-keyword", help="atomic-keywords", kw=kw.arg)
+            c.fail(messages.unsupported(c.span(kw), "atomic-keyword", help="atomic-keywords", kw=kw.arg))
         v = kw.value
         text = v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else None
-        choices = ", ".join(f'`{kw.arg}="{x}"`' for x in (SHARED_ATOMIC_SCOPES if kw.arg == "scope" else ATOMIC_ORDERS))
+        choices = "use one of " + ", ".join(f'`{kw.arg}="{x}"`' for x in (SHARED_ATOMIC_SCOPES if kw.arg == "scope" else ATOMIC_ORDERS))
         if text is None:
-            c.type_error(v, "keyword-string-literal", help="atomic-choices", kw=kw.arg, choices="use one of " + choices)
+            c.fail(messages.type_error(c.span(v), "keyword-string-literal", help="atomic-choices", kw=kw.arg, choices=choices))
         assert text is not None and kw.arg is not None
         if kw.arg == "scope" and text not in SHARED_ATOMIC_SCOPES:
-            c.type_error(v, "atomic-unknown-scope", help="atomic-choices", text=text, choices="use one of " + choices)
+            c.fail(messages.type_error(c.span(v), "atomic-unknown-scope", help="atomic-choices", text=text, choices=choices))
         if kw.arg == "order":
             if text not in ATOMIC_ORDERS:
-                c.type_error(v, "atomic-unknown-order", help="atomic-choices", text=text, choices="use one of " + choices)
+                c.fail(messages.type_error(c.span(v), "atomic-unknown-order", help="atomic-choices", text=text, choices=choices))
             fits = ATOMIC_ORDERS_FOR.get(method, ATOMIC_ORDERS)
             if text not in fits:
                 c.fail(messages.atomic_order(c.span(kw), method, text, fits))

@@ -39,7 +39,7 @@ def k(c: DisjointSlice[f32]) -> None:
     t = thread.tid_x()  # E: az-unsafe
     az.syncthreads()
     c.write_unchecked(t, 1.0)  # E: az-unsafe
-    v = warp.shfl_down(1.0, 1)  # E: az-unsafe
+    b = thread.block_idx_x()  # E: az-unsafe
 """,
     ]
 
