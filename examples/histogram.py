@@ -38,6 +38,10 @@ def grid_for(dev: az.Device, n: int) -> int:
     return max(1, min(most, (n + BINS - 1) // BINS))
 
 
+# small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
+SANITIZE_KWARGS = {"n": 1 << 16}
+
+
 def main(n: int = 1 << 18) -> np.ndarray:
     dev = az.device()
     data_h = np.random.default_rng(4).integers(0, 1 << 20, n, dtype=np.int32)

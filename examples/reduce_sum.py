@@ -3,8 +3,9 @@
 Each thread sums its grid-stride share of `x` in registers; `az.block.reduce`
 combines the block's partial sums (warp shuffles and the compiler's own shared
 scratch, with the barriers it needs); the block's leader adds the block's sum to
-`total` with one atomic.  Launch about 8 blocks per SM (132 SMs on an H200): the
-grid-stride loop then streams `x` at full bandwidth whatever its length.  Float
+`total` with one atomic.  Launch one full wave (4 blocks of 512 threads on each of
+the 132 SMs of an H200): the grid-stride loop then streams `x` at full bandwidth
+whatever its length (on the GPU the loop is unrolled, 4 loads in flight per thread).  Float
 atomics add in any order, so the last bits of `total` may differ between runs.
 Compare examples/reduce_sum_unsafe.py, which does the block combine by hand with
 warp shuffles, a shared array and barriers.
@@ -30,10 +31,14 @@ def reduce_sum(x: Slice[f32], total: AtomicSlice[f32]) -> None:
 
 
 def grid_for(dev: az.Device, n: int) -> int:
-    """About 8 blocks of 512 threads per SM of an H200 (132 SMs), fewer for short inputs; the
+    """4 blocks of 512 threads per SM of an H200 (132 SMs), fewer for short inputs; the
     CPU backend runs a host thread per GPU thread of a block with barriers: 2 blocks there."""
-    most = 132 * 8 if dev.kind == "cuda" else 2
+    most = 132 * 4 if dev.kind == "cuda" else 2
     return max(1, min(most, (n + BLOCK - 1) // BLOCK))
+
+
+# small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
+SANITIZE_KWARGS = {"n": 1 << 16}
 
 
 def main(n: int = 1 << 20) -> float:

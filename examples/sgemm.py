@@ -50,6 +50,10 @@ def sgemm(a: Slice2D[f32], b: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
         c[ij] = acc
 
 
+# small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
+SANITIZE_KWARGS = {"m": 70, "k": 50, "n": 40}
+
+
 def main(m: int = 200, k: int = 150, n: int = 130) -> np.ndarray:
     dev = az.device()
     rng = np.random.default_rng(7)

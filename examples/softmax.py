@@ -47,6 +47,10 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         out[ij] = az.math.exp(x[ij] - rmax) / total
 
 
+# small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
+SANITIZE_KWARGS = {"rows": 8, "cols": 3000}
+
+
 def main(rows: int = 64, cols: int = 1000) -> np.ndarray:
     dev = az.device()
     x_h = np.random.default_rng(8).standard_normal((rows, cols), dtype=np.float32) * 4

@@ -37,6 +37,10 @@ def transpose(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         out[ij] = tile[w.col, w.row]
 
 
+# small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
+SANITIZE_KWARGS = {"rows": 100, "cols": 70}
+
+
 def main(rows: int = 300, cols: int = 200) -> np.ndarray:
     dev = az.device()
     m_h = np.random.default_rng(5).random((rows, cols), dtype=np.float32)
