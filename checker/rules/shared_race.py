@@ -84,8 +84,36 @@ def k(c: DisjointSlice[f32], n: i32) -> None:
     if i in c:
         c[i] = v
 """,
+        # the safe tier: each thread writes its own slot, then reads any slot after the barrier
+        """
+@launch_contract(domain=1, block=128)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    w = thread.index_in_block()
+    s = az.shared.array(128, f32)
+    s[w] = a[i] if i in a else 0.0
+    az.syncthreads()
+    if i in c:
+        c[i] = s[127 - w.get()]
+""",
     ]
     INVALID = [
+        # the safe tier: a write at another thread's slot; a read of a slot written in the interval
+        """
+@launch_contract(domain=1, block=128)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    w = thread.index_in_block()
+    s = az.shared.array(129, f32)
+    t = az.shared.array(128, f32)
+    s[w + 1] = 1.0  # E: az-shared-race
+    t[w] = a[i] if i in a else 0.0
+    v = t[(w.get() + 1) % 128]  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
         # i32 arithmetic wraps: `t * 65536 * 65536` is 0 for every thread; `i32(i64(t) + 2**32 + 1)`
         # is the neighbour's index
         """
