@@ -91,6 +91,7 @@ def lower_unrolled(lw: object, s: ir.GridStride, first: llir.Value, stride: llir
     b.cbranch(b.and_(b.icmp_unsigned("<", cur, n), b.icmp_unsigned("<", last, n)), body, end)
 
     b.position_at_end(body)
+    checks = lw.checks  # the copies are the scalar loop's checks again: counted once, there
     i = cur
     for k in range(UNROLL):
         b.store(i, slot)
@@ -101,5 +102,6 @@ def lower_unrolled(lw: object, s: ir.GridStride, first: llir.Value, stride: llir
     cur.add_incoming(nxt, lw.b.block)
     lw.b.branch(head)
 
+    lw.checks = checks
     b.position_at_end(end)
     return cur
