@@ -3,8 +3,9 @@
 A block of 1024 threads owns 1024 consecutive elements of one row (its
 `thread.index_2d()` witnesses: a launch of `for_shape((rows, cols), block=(1024, 1))`
 gives a row `ceil(cols / 1024)` blocks).  Every block reads its whole row in one
-coalesced pass, keeping a running maximum and a running sum of exponentials per
-thread (the "online" softmax: the sum is rescaled when the maximum grows), combines
+coalesced pass (four loads in flight per thread), keeping a running maximum and a
+running sum of exponentials per thread (the "online" softmax: the sum is rescaled
+when the maximum grows), combines
 them with two block collectives (`az.block.reduce`, which end with a barrier), and
 writes its own elements.  The other blocks of the row read the same row from L2.
 
@@ -35,7 +36,17 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
     m = f32(-3.0e38)
     s = f32(0.0)
     j = w.get()
-    while j < n:  # the whole row, 1024 columns apart: coalesced
+    while j + 3 * BLOCK < n:  # the whole row, 1024 columns apart (coalesced), 4 loads in flight
+        v0 = x[row, j]
+        v1 = x[row, j + BLOCK]
+        v2 = x[row, j + 2 * BLOCK]
+        v3 = x[row, j + 3 * BLOCK]
+        bigger = max(m, max(max(v0, v1), max(v2, v3)))
+        e = az.math.exp(v0 - bigger) + az.math.exp(v1 - bigger) + az.math.exp(v2 - bigger) + az.math.exp(v3 - bigger)
+        s = s * az.math.exp(m - bigger) + e
+        m = bigger
+        j += 4 * BLOCK
+    while j < n:  # the rest of the row
         v = x[row, j]
         bigger = max(m, v)
         s = s * az.math.exp(m - bigger) + az.math.exp(v - bigger)
