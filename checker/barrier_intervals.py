@@ -560,6 +560,9 @@ class Intervals(FormEval):
         """A static array is its own call; every dynamic one (shape 0) is one region from the same
         base (per element type); a shape the checker cannot read may be either (ALL)."""
         args = _arg_values(call)
+        c = self.m.callees.get(call)
+        if c is not None and c.name == "shared.dynamic_array":  # `az.shared.dynamic_array(T)`
+            return ("dynamic", self.m.code(args[0]) if args else "?")
         shape = args[0] if args else None
         dims: list[int] = []
         for e in shape.elts if isinstance(shape, ast.Tuple) else [shape]:

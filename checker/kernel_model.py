@@ -80,7 +80,7 @@ class Space:
 
 @dataclass(frozen=True)
 class Val:
-    """An abstract value.  kind: witness | slice | shared | scalar | global | none | unknown."""
+    """An abstract value.  kind: witness | local_witness | slice | shared | scalar | global | none | unknown."""
 
     kind: str
     domain: int = 0  # witness: its index space (1 or 2)
