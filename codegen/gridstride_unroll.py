@@ -86,14 +86,16 @@ def lower_unrolled(lw: object, s: ir.GridStride, first: llir.Value, stride: llir
     b.position_at_end(head)
     cur = b.phi(I64T, name="gsu.i")
     cur.add_incoming(first, pre)
-    # first < len(c) < 2**62 and stride < 2**41: no wrap
-    last = b.add(cur, span, flags=("nuw",))
-    b.cbranch(b.and_(b.icmp_unsigned("<", cur, n), b.icmp_unsigned("<", last, n)), body, end)
+    # `cur + span < n` as `span < n - cur` under `cur < n`: no wrap even for a poisoned first
+    # index (a kernel without a contract, launched with the wrong rank, starts at 2**64 - 1)
+    inside = b.icmp_unsigned("<", cur, n)
+    room = b.icmp_unsigned("<", span, b.sub(n, cur))
+    b.cbranch(b.and_(inside, room), body, end)
 
     b.position_at_end(body)
     checks = lw.checks  # the copies are the scalar loop's checks again: counted once, there
     i = cur
-    for k in range(UNROLL):
+    for k in range(UNROLL):  # i <= cur + span < n < 2**62, stride < 2**41: no wrap below
         b.store(i, slot)
         lw.stmts(s.body)
         if k + 1 < UNROLL:
