@@ -119,7 +119,7 @@ def atomic_method(c: Any, name: str, method: str, node: ast.Call) -> ir.Expr:
     elem = sty.elem
     if method in ATOMIC_INT_ONLY and elem.is_float:
         c.fail(messages.type_error(c.span(node), "atomic-int-only", method=method, name=name, elem=elem))
-    arr = c.shared_ref(name, node.func.value)
+    arr = c.shared_ref(name, node.func.value)  # type: ignore[attr-defined]
     a0 = node.args[0]
     rank = len(sty.shape)
     if rank == 2 and isinstance(a0, ast.Tuple) and len(a0.elts) == 2:
