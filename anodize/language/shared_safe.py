@@ -79,6 +79,31 @@ def shared_index(c: Any, arr: ir.SharedRef, e: ir.Expr, node: ast.expr) -> tuple
     return (ir.WitnessPart(e, "row", I64, e.span), ir.WitnessPart(e, "col", I64, e.span))
 
 
+def witness_in_range(c: Any, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
+    """A static shared access whose every axis is in range: a part of a block-local witness
+    (`w.get()`, `w.row`, `w.col`) within the contract's literal block on that axis (the launch
+    enforces the contract's block, and a literal block makes the witness exact, never
+    poisoned), or an index the range prover bounds (`kk` of `for kk in range(16)`); at least
+    one axis a witness part (the rest is `shared_in_range`'s)."""
+    from anodize.language.ranges import ZERO, Lin
+
+    contract = c.k.contract
+    block = contract.block if contract is not None else None
+    if block is None or arr.ty.dynamic or len(index) != len(arr.ty.shape):
+        return False
+    bx, by, bz = (tuple(block) + (1, 1, 1))[:3]
+    bound = {"get": bx * by * bz, "row": by, "col": bx}
+    seen = False
+    for e, extent in zip(index, arr.ty.shape):
+        if isinstance(e, ir.WitnessPart) and isinstance(e.witness.ty, WitnessTy) and e.witness.ty.local:
+            if bound[e.part] > extent:
+                return False
+            seen = True
+        elif not c.index_in_range((e,), [Lin(ZERO, extent)]):
+            return False
+    return seen
+
+
 def on_slice(c: Any, e: ir.Expr, node: ast.expr, name: str) -> None:
     """A block-local witness never indexes a slice (it is the same in every block)."""
     if isinstance(e.ty, WitnessTy) and e.ty.local:
@@ -167,4 +192,4 @@ def options(c: Any, name: str, method: str, node: ast.Call) -> tuple[str, str]:
     return got["scope"], got["order"]
 
 
-__all__ = ["decl_args", "check_decl", "local_witness", "shared_index", "on_slice", "plain_access", "takes_keywords", "atomic_method"]
+__all__ = ["decl_args", "check_decl", "local_witness", "shared_index", "witness_in_range", "on_slice", "plain_access", "takes_keywords", "atomic_method"]

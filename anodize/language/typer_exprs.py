@@ -127,6 +127,8 @@ class ExprTyping(_Base):
         `shared_mem`, unknown here: never proven, so every access is checked on the device)."""
         if arr.ty.dynamic:
             return False
+        if shared_safe.witness_in_range(self, arr, index):  # `buf[w]` inside the contract's block
+            return True
         from anodize.language.ranges import ZERO, Lin
 
         return self.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])

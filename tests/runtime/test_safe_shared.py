@@ -60,3 +60,20 @@ def test_shared_atomics(name: str) -> None:
     f = fout.to_host()
     assert f[0] == float(x[x % 2 == 0].sum()) and f[2] == float(x[x % 2 == 1].sum())
     assert f[1] == 0.0 and f[3] == 0.0
+
+
+def test_witness_slots_inside_the_contracts_block_need_no_check() -> None:
+    """`tile[w]` and `tile[w.col, w.row]` of a (32, 33) tile under `block=(32, 32)` are proven in
+    range (no check); the 32-slot array under a block of 64 keeps its checks (and faults)."""
+    import importlib.util
+    from pathlib import Path
+
+    from anodize.codegen.driver import compile_gpu
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "transpose.py"
+    spec = importlib.util.spec_from_file_location("_t_transpose", path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert compile_gpu(mod.transpose, ptxas=False).bounds_checks == 0
+    assert compile_gpu(K.too_small, ptxas=False).bounds_checks >= 1
