@@ -75,5 +75,5 @@ def test_witness_slots_inside_the_contracts_block_need_no_check() -> None:
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    assert compile_gpu(mod.transpose, ptxas=False).bounds_checks == 0
-    assert compile_gpu(K.too_small, ptxas=False).bounds_checks >= 1
+    assert compile_gpu(mod.transpose, ptxas=False).bounds_checks == 1  # only `m[r, c]` (an `if`-expression guard)
+    assert compile_gpu(K.too_small, ptxas=False).bounds_checks == 1  # the write `s[w]`
