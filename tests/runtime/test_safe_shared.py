@@ -76,4 +76,4 @@ def test_witness_slots_inside_the_contracts_block_need_no_check() -> None:
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     assert compile_gpu(mod.transpose, ptxas=False).bounds_checks == 1  # only `m[r, c]` (an `if`-expression guard)
-    assert compile_gpu(K.too_small, ptxas=False).bounds_checks == 1  # the write `s[w]`
+    assert compile_gpu(K.too_small, ptxas=False).bounds_checks == 2  # the write `s[w]` and the read (64 > 32)
