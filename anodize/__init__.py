@@ -71,6 +71,8 @@ def __dir__() -> list[str]:
 from anodize.types import (
     AtomicSlice,
     BlockWitness1D,
+    LocalIndex,
+    LocalIndex2D,
     Constant,
     DisjointSlice,
     DisjointSlice2D,
@@ -120,6 +122,8 @@ __all__ = [
     "InFlightError",
     "Index1D",
     "BlockWitness1D",
+    "LocalIndex",
+    "LocalIndex2D",
     "Index2D",
     "Index3D",
     "Kernel",

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NoReturn, TypeVar
 
-from anodize.types import AtomicSlice, BlockWitness1D, DisjointSlice, Index1D, Index2D, Index3D, Slice
+from anodize.types import AtomicSlice, BlockWitness1D, DisjointSlice, Index1D, Index2D, Index3D, LocalIndex, LocalIndex2D, Slice
 
 T = TypeVar("T")
 
@@ -20,6 +20,8 @@ __all__ = [
     "grid_stride",
     "block_witness_1d",
     "is_block_leader",
+    "index_in_block",
+    "index_in_block_2d",
     "tid_x",
     "tid_y",
     "tid_z",
@@ -66,6 +68,18 @@ def block_witness_1d() -> BlockWitness1D:
     kernels without a contract).  Every access through it must be under
     `if thread.is_block_leader():`, so exactly one thread of the block makes it."""
     _device_only("block_witness_1d")
+
+
+def index_in_block() -> LocalIndex:
+    """This thread's slot in its block: the linear thread index over x, y and z.  Between two
+    barriers, a safe-tier kernel writes a shared array only at this slot (`buf[w] = v`)."""
+    _device_only("index_in_block")
+
+
+def index_in_block_2d() -> LocalIndex2D:
+    """This thread's (row, col) = (tid.y, tid.x) slot in its block, for 2-D shared arrays
+    (`tile[w] = v`).  The block must have z = 1 (checked at launch and on the device)."""
+    _device_only("index_in_block_2d")
 
 
 def is_block_leader() -> bool:

@@ -41,6 +41,8 @@ __all__ = [
     "Index2D",
     "Index3D",
     "BlockWitness1D",
+    "LocalIndex",
+    "LocalIndex2D",
     "CudaArray",
     "DLPackArray",
 ]
@@ -253,6 +255,86 @@ class Index1D:
 
     def __ge__(self, other: int) -> bool:
         _device_only("Index1D")
+
+
+@final
+class LocalIndex:
+    """This thread's slot in its block: the linear thread index over x, y and z
+    (`tid.x + bdim.x * (tid.y + bdim.y * tid.z)`); only `thread.index_in_block()` makes one.
+    It indexes shared arrays only (`buf[w] = v` is the write the safe tier allows between
+    two barriers).  Arithmetic on it gives a plain int."""
+
+    __slots__ = ("_LocalIndex__value",)
+
+    def __init__(self) -> None:
+        _device_only("LocalIndex")
+
+    def get(self) -> int:
+        """The slot as a plain int."""
+        _device_only("LocalIndex.get")
+
+    def __index__(self) -> int:
+        _device_only("LocalIndex")
+
+    def __int__(self) -> int:
+        _device_only("LocalIndex")
+
+    def __add__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __radd__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __sub__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __rsub__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __mul__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __rmul__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __floordiv__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __mod__(self, other: int) -> int:
+        _device_only("LocalIndex")
+
+    def __lt__(self, other: int) -> bool:
+        _device_only("LocalIndex")
+
+    def __le__(self, other: int) -> bool:
+        _device_only("LocalIndex")
+
+    def __gt__(self, other: int) -> bool:
+        _device_only("LocalIndex")
+
+    def __ge__(self, other: int) -> bool:
+        _device_only("LocalIndex")
+
+
+@final
+class LocalIndex2D:
+    """This thread's (row, col) = (tid.y, tid.x) slot in its block (block z must be 1); only
+    `thread.index_in_block_2d()` makes one.  It indexes 2-D shared arrays: `tile[w] = v`."""
+
+    __slots__ = ("_LocalIndex2D__row", "_LocalIndex2D__col")
+
+    def __init__(self) -> None:
+        _device_only("LocalIndex2D")
+
+    @property
+    def row(self) -> int:
+        """The row (tid.y), a plain int."""
+        _device_only("LocalIndex2D.row")
+
+    @property
+    def col(self) -> int:
+        """The column (tid.x), a plain int."""
+        _device_only("LocalIndex2D.col")
 
 
 @final

@@ -45,6 +45,7 @@ from .index_forms import (
     separated,
 )
 from .index_eval import FormEval, Named, _arg_values, _arith, _free_names
+from . import safe_shared
 from .int_types import IntTypes
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
 from anodize.language.walk import child_fields
@@ -67,12 +68,14 @@ class Access:
     facts: tuple[tuple[Fact, frozenset[str]], ...]
     value: str | None = None  # a write's block-uniform value (its text), if any
     value_names: frozenset[str] = frozenset()
+    safe: bool = False  # outside `unsafe`: under the phase discipline (safe_shared.py)
+    witness: int = 0  # the rank of the block-local witness that is exactly its index (0: none)
 
     def __hash__(self) -> int:
         # the fields' hash, computed once: an access keys the pending dicts of every state
         h = self.__dict__.get("_hash")
         if h is None:
-            h = hash((self.node, self.write, self.arrays, self.index, self.facts, self.value, self.value_names))
+            h = hash((self.node, self.write, self.arrays, self.index, self.facts, self.value, self.value_names, self.safe, self.witness))
             object.__setattr__(self, "_hash", h)
         return h  # type: ignore[no-any-return]
 
@@ -443,7 +446,8 @@ class Intervals(FormEval):
         if isinstance(node, ast.Attribute):
             v = node.value
             if isinstance(v, ast.Name):  # `buf.shape` is no escape of `buf`; `buf.x` is
-                if v.id in st.shared and node.attr != "shape":
+                # (a block-shared atomic array's methods neither: atomics never race)
+                if v.id in st.shared and node.attr != "shape" and not self._atomic_method(node):
                     self.escapes.setdefault(v, v.id)
                 return
             self.ev(v, st, cond)
@@ -517,6 +521,18 @@ class Intervals(FormEval):
             elif not isinstance(child, _LEAVES):
                 self.ev_any(child, st, cond)
 
+    def _atomic_method(self, node: ast.Attribute) -> bool:
+        funcs = self.__dict__.get("_sa_funcs")
+        if funcs is None:
+            funcs = self._sa_funcs = {c.func for c, k in self.m.callees.items() if k.kind == "shared_atomic"}
+        return node in funcs
+
+    def form(self, node: ast.expr, st: State) -> Named:  # type: ignore[override]
+        got = safe_shared.form(self, node, st)  # a block-local witness
+        if got is not None:
+            return got
+        return FormEval.form(self, node, st)
+
     def index_ev(self, node: ast.Subscript, st: State, cond: bool = False) -> None:
         self.ev(node.slice, st, cond)
 
@@ -544,6 +560,9 @@ class Intervals(FormEval):
         """A static array is its own call; every dynamic one (shape 0) is one region from the same
         base (per element type); a shape the checker cannot read may be either (ALL)."""
         args = _arg_values(call)
+        c = self.m.callees.get(call)
+        if c is not None and c.name == "shared.dynamic_array":  # `az.shared.dynamic_array(T)`
+            return ("dynamic", self.m.code(args[0]) if args else "?")
         shape = args[0] if args else None
         dims: list[int] = []
         for e in shape.elts if isinstance(shape, ast.Tuple) else [shape]:
@@ -563,14 +582,17 @@ class Intervals(FormEval):
         elems = index_elements(node)
         facts = tuple([f for f in self.facts if f is not None])
         index = None
+        ctx = self.m.ctx.get(node)
+        safe = ctx is not None and not ctx.unsafe
+        witness = safe_shared.witness_rank(self.m, node)
         if elems is not None:
-            index = tuple(self.form(e, st) for e in elems)
+            index = safe_shared.witness_index(self, node, witness) or tuple(self.form(e, st) for e in elems)
         vtext, vnames = None, frozenset[str]()
         if write and value is not None:
             v = self.m.values.get(value)
             if v is not None and v.kind == "scalar" and not v.tdep and not _reads_shared(value, st):
                 vtext, vnames = self.m.code(value), _free_names(value)
-        return Access(node, write, ids, index, facts, vtext, vnames)
+        return Access(node, write, ids, index, facts, vtext, vnames, safe, witness)
 
     def _summary_access(self, call: ast.Call, part: DynPart) -> Access:
         facts = tuple([f for f in self.facts if f is not None])
@@ -605,6 +627,10 @@ class Intervals(FormEval):
                 return True  # dynamic arrays of different element types share one region
         if not (a.arrays & b.arrays):
             return False
+        if a.safe or b.safe:  # the safe tier's phase discipline first
+            verdict = safe_shared.conflict(a, b)
+            if verdict is not None:
+                return verdict
         every = ALL in dirty
         if a.write and b.write and a.value is not None and a.value == b.value and not every and not (a.value_names & dirty):
             return False  # every thread writes the same block-uniform value (a benign race)

@@ -80,7 +80,7 @@ class Space:
 
 @dataclass(frozen=True)
 class Val:
-    """An abstract value.  kind: witness | slice | shared | scalar | global | none | unknown."""
+    """An abstract value.  kind: witness | local_witness | slice | shared | scalar | global | none | unknown."""
 
     kind: str
     domain: int = 0  # witness: its index space (1 or 2)
@@ -1056,7 +1056,7 @@ class _Analyzer:
             return Val("global", origin=node)
         base = self.ev(node.value, env)
         attr = node.attr
-        if base.kind == "witness":
+        if base.kind in ("witness", "local_witness"):
             return VARYING
         if base.kind == "slice":
             return UNIFORM if attr == "shape" else UNKNOWN
@@ -1103,6 +1103,12 @@ class _Analyzer:
             return Val("shared", tdep=True, origin=node)
         if k == "local":  # az.local.array: private to the thread, never shared state
             return LOCAL_ARRAY
+        if k == "local_witness":  # this thread's slot in its block (safe shared memory)
+            self.fn.thread_dependent = True
+            return Val("local_witness", domain=2 if callee.name.endswith("_2d") else 1, tdep=True, origin=node)
+        if k == "shared_atomic":
+            self.fn.thread_dependent = True
+            return VARYING
         if k == "collective":  # az.warp.reduce, az.block.reduce/scan/broadcast
             return self.collective(node, callee.name)
         if k == "leader":  # thread.is_block_leader(): true on one thread of the block
@@ -1200,6 +1206,10 @@ class _Analyzer:
                 if attr == "get":
                     return Callee("witness_get", attr)
                 return Callee("forge" if attr.startswith("_") else "unknown", attr)
+            if base.kind == "local_witness":  # a block-local witness: `w.get()`
+                return Callee("witness_get" if attr == "get" else "unknown", attr)
+            if base.kind == "shared" and attr in ATOMIC_METHODS:  # a block-shared atomic array
+                return Callee("shared_atomic", attr)
             if base.kind == "slice":
                 if attr in ATOMIC_METHODS:
                     return Callee("atomic_op", attr)
@@ -1221,10 +1231,12 @@ class _Analyzer:
             return Callee("rawid", q)
         if q.startswith("warp.") and short in WARP_OPS:
             return Callee("warp", q)
-        if q == "shared.array":
+        if q in ("shared.array", "shared.dynamic_array", "shared.atomic_array"):
             return Callee("shared", q)
         if q == "local.array":
             return Callee("local", q)
+        if q in ("thread.index_in_block", "thread.index_in_block_2d"):
+            return Callee("local_witness", q)
         if q in COLLECTIVES:
             return Callee("collective", q)
         if q == f"thread.{BLOCK_LEADER}":

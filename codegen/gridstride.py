@@ -83,7 +83,7 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
     defined: set[str] = set()
 
     def expr(e: ir.Expr) -> None:
-        if isinstance(e, (ir.Atomic, ir.Call, ir.WarpOp, ir.Collective, ir.SharedRead, ir.SharedRef, ir.MakeWitness)):
+        if isinstance(e, (ir.Atomic, ir.SharedAtomic, ir.Call, ir.WarpOp, ir.Collective, ir.SharedRead, ir.SharedRef, ir.MakeWitness)):
             raise _NotElementwise
         if isinstance(e, ir.Local) and e.name in carried and e.name not in defined:
             raise _NotElementwise  # read before this iteration assigns it: loop-carried
@@ -208,6 +208,11 @@ def lower(lw: object, s: ir.GridStride) -> None:
     first = lw.witness(1, s.site)
     stride = lw.b.mul(lw.sreg64("nctaid", "x"), lw.sreg64("ntid", "x"))
     if plan is None:
+        if lw.t.vector_grid_stride and lw.lanes is None:  # the GPU: a reduction's loads in flight together
+            from .gridstride_unroll import lower_unrolled, unrollable
+
+            if unrollable(s):
+                first = lower_unrolled(lw, s, first, stride)
         _scalar_loop(lw, s, first, stride)
         return
     b = lw.b
@@ -278,7 +283,9 @@ def _scalar_loop(lw: object, s: ir.GridStride, first: llir.Value, stride: llir.V
     if not lw.b.block.is_terminated:
         lw.b.branch(latch)
     b.position_at_end(latch)
-    b.store(b.add(b.load(counter, typ=I64T), stride), slot)
+    # no unsigned wrap: the index is below the slice's length (< 2**62) and the stride below
+    # 2**41, so LLVM may compute the trip count and unroll (several loads in flight per thread)
+    b.store(b.add(b.load(counter, typ=I64T), stride, flags=("nuw",)), slot)
     b.branch(head)
     b.position_at_end(end)
 

@@ -277,6 +277,14 @@ class Thread(LocalsInterp):
         return -1 if rank == 1 else (-1,) * rank  # poisoned: admits no access
 
     def eval_MakeWitness(self, e: ir.MakeWitness) -> Any:
+        if getattr(e.ty, "local", False):  # thread.index_in_block(), index_in_block_2d()
+            (tx, ty_, tz), (bx, by, bz_) = self.tid, self.run.block_dim
+            if e.rank == 1:
+                return tx + bx * (ty_ + by * tz)
+            if e.site >= 0 and bz_ != 1:
+                self.run.fault(e.site, bz_, 1)
+                return (-1, -1)  # poisoned: admits no access
+            return (ty_, tx)
         if getattr(e.ty, "block", False):  # this block's witness: its x index in a 1-D grid
             run = self.run
             if e.site >= 0 and (run.grid[1] != 1 or run.grid[2] != 1):
@@ -313,6 +321,16 @@ class Thread(LocalsInterp):
         expected = self.eval(expected_e) if expected_e is not None else None
         val = self.eval(e.value) if e.value is not None else None
         flat = self.bounds(mem.dims, [idx], e, "atomic", mem.name)
+        if flat is None:
+            return ops.zero(mem.elem) if e.op != "store" else None
+        return self.run.atomic(mem, flat, e.op, val, mem.elem, expected)
+
+    def eval_SharedAtomic(self, e: ir.SharedAtomic) -> Any:
+        """An atomic on a block-shared atomic array (`az.shared.atomic_array`)."""
+        mem = self.block.shared_array(e.array.name, e.array.ty)
+        expected = self.eval(e.expected) if e.expected is not None else None
+        val = self.eval(e.value) if e.value is not None else None
+        flat = self.bounds(mem.dims, self.index(e.index), e, "atomic", mem.name)
         if flat is None:
             return ops.zero(mem.elem) if e.op != "store" else None
         return self.run.atomic(mem, flat, e.op, val, mem.elem, expected)

@@ -744,6 +744,10 @@ class Lowerer(LocalsLowering):
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
         if e.ty.block:
             return lower_block_witness(self, e)
+        if e.ty.local:  # thread.index_in_block(), index_in_block_2d()
+            from .shared_safe import lower_local_witness
+
+            return lower_local_witness(self, e)
         return self.witness(e.rank, e.site)
 
     def e_WitnessPart(self, e: ir.WitnessPart) -> llir.Value:
@@ -770,6 +774,11 @@ class Lowerer(LocalsLowering):
         from .lower_effects import lower_atomic
 
         return lower_atomic(self, e)
+
+    def e_SharedAtomic(self, e: ir.SharedAtomic) -> llir.Value | None:
+        from .shared_safe import lower_shared_atomic
+
+        return lower_shared_atomic(self, e)
 
     def narrow_atomic(self, e: ir.Atomic, ty: ScalarTy) -> llir.Value:
         """An atomic on an 8- or 16-bit element: a half type's add/min/max is a compare-and-swap

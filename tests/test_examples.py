@@ -28,9 +28,10 @@ SMALL: dict[str, dict[str, int]] = {
     "histogram": {"n": 20_000},
     "transpose": {"rows": 70, "cols": 45},
     "reduce_sum": {"n": 30_000},
-    "reduce_sum_safe": {"n": 30_000},
+    "reduce_sum_unsafe": {"n": 30_000},
     "sgemm": {"m": 40, "k": 33, "n": 29},
-    "softmax": {"rows": 5, "cols": 300},
+    "softmax": {"rows": 1, "cols": 300},  # a block of 1024 threads (host threads on the CPU backend)
+    "softmax_unsafe": {"rows": 5, "cols": 300},
     "scan": {"n": 3_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
     "data_parallel": {"n": 9_001},
@@ -64,9 +65,10 @@ def test_example_passes_checker(name: str) -> None:
 
 # Examples whose `main()` takes many seconds on the CPU backend even at the small size (a
 # kernel with barriers or warp operations runs a host thread per GPU thread, and
-# reduce_sum's `main()` launches a fixed grid of 64 blocks): under `-m slow`; the
+# reduce_sum_unsafe's `main()` launches a fixed grid of 64 blocks): under `-m slow`; the
 # default run launches their kernel on a small grid instead (test_slow_examples_on_a_small_grid).
-CPU_SLOW = {"reduce_sum"}
+# (The safe-tier examples pick a small grid on the CPU backend themselves.)
+CPU_SLOW = {"reduce_sum_unsafe"}
 
 
 @pytest.mark.parametrize(
@@ -83,8 +85,8 @@ def test_example_cpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 def test_slow_examples_on_a_small_grid() -> None:
     import anodize as az
 
-    assert CPU_SLOW == {"reduce_sum"}, "give each example of CPU_SLOW a small-grid run here"
-    mod = _load("reduce_sum")
+    assert CPU_SLOW == {"reduce_sum_unsafe"}, "give each example of CPU_SLOW a small-grid run here"
+    mod = _load("reduce_sum_unsafe")
     dev = az.device("cpu")
     x_h = np.random.default_rng(6).random(30_000, dtype=np.float32)
     total = dev.zeros(1, az.f32)

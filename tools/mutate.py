@@ -14,8 +14,8 @@
    `write_unchecked` (the unsafe tier) and atomics take any index by design and are
    not mutated, nor are lines that carry `# anodize: ignore[...]` (silenced on purpose).
 
-2. Barrier mutants.  In the unsafe-tier examples (transpose, reduce_sum, sgemm,
-   softmax, scan), each `az.syncthreads()` is deleted, moved one statement up,
+2. Barrier mutants.  In the shared-memory examples (transpose, reduce_sum_unsafe, sgemm,
+   softmax_unsafe, scan), each `az.syncthreads()` is deleted, moved one statement up,
    moved one statement down, and moved under `if thread.tid_x() == 0:`.  A mutant
    the checker rejects is "static"; one it accepts can only be caught by racecheck
    and is written under `--mutants-dir` (default tests/reliability/barrier_mutants)
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-BARRIER_EXAMPLES = ("transpose", "reduce_sum", "sgemm", "softmax", "scan")
+BARRIER_EXAMPLES = ("transpose", "reduce_sum_unsafe", "sgemm", "softmax_unsafe", "scan")
 OPERATORS = ("plus1", "zero", "rev", "int")
 
 

@@ -7,8 +7,11 @@ modules (fixtures/accept/*.py and examples/*.py):
   memcheck   `--tool memcheck --padding 64` (catches an off-by-one into the next allocation)
   racecheck  `--tool racecheck`, kernels built with line_info=True, opt=0 (-G equivalent)
   synccheck  `--tool synccheck`
-memcheck also runs each module's `main()`; racecheck and synccheck only the
-derived launches (small inputs: the instrumented -G builds are slow).
+memcheck also runs each module's `main()`; racecheck and synccheck the derived
+launches (small inputs: the instrumented -G builds are slow) and the `main()` of
+modules that set `SANITIZE_KWARGS` (small sizes), with those arguments.
+`--safe-shared` runs only the safe-tier shared-memory modules (shared memory,
+barriers or block collectives, no `unsafe`): `python tools/sanitize.py --safe-shared`.
 `--mutants DIR` also runs racecheck over the barrier mutants that tools/mutate.py
 wrote (those the checker cannot reject); each should show hazards.
 
@@ -57,6 +60,18 @@ def default_modules() -> list[Path]:
     return sorted((ROOT / "fixtures" / "accept").glob("*.py")) + sorted((ROOT / "examples").glob("*.py"))
 
 
+def safe_shared_modules() -> list[Path]:
+    """The safe-tier shared-memory modules: examples and accepted fixtures that use shared
+    memory, barriers or block collectives with no `unsafe` block."""
+    out = []
+    for p in default_modules():
+        text = p.read_text()
+        uses = any(k in text for k in ("az.shared.", "az.syncthreads()", "az.block."))
+        if uses and "az.unsafe()" not in text:
+            out.append(p)
+    return out
+
+
 def parse(output: str) -> dict[str, Any]:
     """Per-kernel sanitizer findings and launch statuses from one run's combined output."""
     current = "<startup>"
@@ -100,8 +115,8 @@ def run_tool(san: str | None, tool: str, modules: list[Path], out: Path, timeout
     cmd = [sys.executable, str(RUNNER), "--device", device]
     if tool == "racecheck":
         cmd.append("--debug-build")
-    if tool != "memcheck":  # racecheck/synccheck: the derived launches only (examples' mains are large)
-        cmd.append("--no-main")
+    if tool != "memcheck":  # racecheck/synccheck: the derived launches, and the mains that have small sizes
+        cmd.append("--small-main")
     cmd += [str(m) for m in modules]
     if san is not None:
         cmd = [san, *TOOLS[tool], "--print-limit", "200", *cmd]
@@ -143,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutants", default=None, help="folder of barrier mutants for an extra racecheck run")
     ap.add_argument("--timeout", type=float, default=300)
     ap.add_argument("--dry-run", action="store_true", help="no sanitizer; run the runner on the CPU backend")
+    ap.add_argument("--safe-shared", action="store_true", help="only the safe-tier shared-memory examples and fixtures")
     ap.add_argument("modules", nargs="*")
     ns = ap.parse_args(argv)
     out = Path(ns.out)
@@ -152,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
         print("sanitize: compute-sanitizer not found (use --dry-run to test the runner on the CPU)", file=sys.stderr)
         return 2
     device = "cpu" if ns.dry_run else "gpu"
-    modules = [Path(m).resolve() for m in ns.modules] or default_modules()
+    modules = [Path(m).resolve() for m in ns.modules] or (safe_shared_modules() if ns.safe_shared else default_modules())
     results: dict[str, dict[str, Any]] = {}
     for tool in [t for t in ns.tools.split(",") if t]:
         results[tool] = run_tool(san, tool, modules, out, ns.timeout, device)

@@ -1,8 +1,10 @@
 """Launch every kernel of some modules once with valid random inputs (run under compute-sanitizer).
 
-    python tools/sanitize_runner.py [--device cpu|gpu] [--debug-build] [--no-main] [--json FILE] MODULE.py...
+    python tools/sanitize_runner.py [--device cpu|gpu] [--debug-build] [--no-main | --small-main] [--json FILE] MODULE.py...
 
-For each module: its `main()` (examples and many fixtures have one) runs first,
+For each module: its `main()` (examples and many fixtures have one) runs first
+(with `--small-main`, only a module that sets `SANITIZE_KWARGS`, and with those
+keyword arguments: the examples' small sizes for the instrumented builds),
 then every `@kernel` in it is launched once with inputs derived from its
 parameters and its contract: slice shapes are searched until the contract's
 `requires` holds, scalars get small values, inputs are random, outputs zeroed,
@@ -143,7 +145,7 @@ def launch_kernel(dev: Any, kernel: Any, rng: np.random.Generator) -> str:
     return "ok"
 
 
-def run_module(dev: Any, path: Path, *, call_main: bool, rng: np.random.Generator) -> list[dict[str, Any]]:
+def run_module(dev: Any, path: Path, *, call_main: bool, rng: np.random.Generator, small_main: bool = False) -> list[dict[str, Any]]:
     import anodize as az_errors
     from anodize.kernel import Kernel
 
@@ -153,11 +155,14 @@ def run_module(dev: Any, path: Path, *, call_main: bool, rng: np.random.Generato
     except Exception as e:
         return [{"module": str(path), "kernel": "<import>", "status": f"error: {type(e).__name__}: {e}"}]
     main = getattr(mod, "main", None)
+    kwargs = getattr(mod, "SANITIZE_KWARGS", None) if small_main else {}
+    if small_main and kwargs is None:
+        call_main = False  # the module's own sizes are too large for an instrumented build
     if call_main and callable(main) and all(q.default is not q.empty for q in inspect.signature(main).parameters.values()):
         tag = f"{path.name}::main"
         _say(f"@@AZ-BEGIN {tag}")
         try:
-            main()
+            main(**(kwargs or {}))
             dev.synchronize()
             status = "ok"
         except Exception as e:
@@ -187,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--device", choices=("cpu", "gpu"), default="gpu")
     ap.add_argument("--debug-build", action="store_true", help="line_info=True, opt=0 (for racecheck)")
     ap.add_argument("--no-main", action="store_true")
+    ap.add_argument("--small-main", action="store_true", help="run main(**SANITIZE_KWARGS) of the modules that set it")
     ap.add_argument(
         "--unchecked",
         action="store_true",
@@ -205,7 +211,7 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     rows: list[dict[str, Any]] = []
     for m in ns.modules:
-        rows += run_module(dev, Path(m).resolve(), call_main=not ns.no_main, rng=rng)
+        rows += run_module(dev, Path(m).resolve(), call_main=not ns.no_main, rng=rng, small_main=ns.small_main)
     if ns.json:
         Path(ns.json).write_text(json.dumps(rows, indent=1))
     bad = [r for r in rows if r["status"].startswith("error")]

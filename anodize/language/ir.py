@@ -230,6 +230,25 @@ class Atomic:
 
 
 @dataclass(frozen=True)
+class SharedAtomic:
+    """An atomic operation on an element of a block-shared atomic array
+    (`az.shared.atomic_array`): the ops, values and result of `Atomic`; `index` has one
+    expression per axis of the array; scope "block" (the default), "device" or "system"."""
+
+    op: str
+    array: SharedRef
+    index: tuple[Expr, ...]
+    value: Expr | None
+    checked: bool
+    site: int
+    ty: Ty
+    span: Span | None = None
+    expected: Expr | None = None
+    scope: str = "block"
+    order: str = "relaxed"
+
+
+@dataclass(frozen=True)
 class RawId:
     reg: str  # "tid", "ctaid", "ntid", "nctaid", "laneid"
     axis: str  # "x", "y", "z" or ""
@@ -316,7 +335,7 @@ class Call:
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
     | SharedRead | TableRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
-    | Call | LocalArrayRef | LocalArrayRead | MakeTuple
+    | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )
 
 # ---- statements ----------------------------------------------------------------------------

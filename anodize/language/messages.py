@@ -724,6 +724,47 @@ def shared_race(
     )
 
 
+_SAFE_NOTE = (
+    "outside `unsafe`, between two barriers a thread writes a shared array only at its own slot "
+    "(`buf[w]`, `w = thread.index_in_block()` or `index_in_block_2d()`), and reads an array "
+    "written in that interval only at its own slot"
+)
+
+
+def shared_safe_write(span: Span, array: str, index: str) -> Diagnostic:
+    """A safe-tier write of a shared array not at the writer's own slot."""
+    return make(
+        "az-shared-race",
+        f"this write of shared `{array}` at `{index}` is not at the thread's own slot",
+        span,
+        label="another thread of the block may write or read this element in the same barrier interval",
+        notes=(_SAFE_NOTE,),
+        help=f"write `{array}[w]` with `w = thread.index_in_block()` (`index_in_block_2d()` for a 2-D "
+        f"array) and read other slots after `az.syncthreads()`; or prove it race-free by hand in `{_WAY_OUT}`",
+    )
+
+
+def shared_safe_race(span: Span, array: str, access: str, other: Span, other_access: str, *, earlier_iteration: bool = False) -> Diagnostic:
+    """A safe-tier access that meets an access of another thread in one barrier interval."""
+    return make(
+        "az-shared-race",
+        f"this {access} of shared `{array}` may meet a {other_access} of the same element by another thread "
+        "in one barrier interval",
+        span,
+        label=(
+            f"`{array}` is written in this barrier interval, so it is read here only at the thread's own slot"
+            if access == "read"
+            else f"another thread reads this slot of `{array}` in the same barrier interval"
+        ),
+        secondary=(
+            Label(other, f"the {other_access}" + (" (in an earlier loop iteration)" if earlier_iteration else "")),
+        ),
+        notes=(_SAFE_NOTE,),
+        help=f"put `az.syncthreads()` between the writes and the reads of other slots; or prove it "
+        f"race-free by hand in `{_WAY_OUT}`",
+    )
+
+
 def shared_escape(span: Span, array: str) -> Diagnostic:
     return make(
         "az-shared-race",

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
-from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, LOCAL_WITNESS_MAKERS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -123,6 +123,10 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["local.array"] = ("local_array",)  # az.local.array(shape, T): per-thread (typer_locals.py)
     t["az.LocalArray"] = t["local.LocalArray"] = ("local_array_type",)
     t["builtins.tuple"] = t["typing.Tuple"] = ("tuple_type",)  # a helper's `-> tuple[f32, i32]`
+    t["shared.dynamic_array"] = ("shared_array", "dynamic")
+    t["shared.atomic_array"] = ("shared_array", "atomic")
+    for n, rank in LOCAL_WITNESS_MAKERS.items():  # block-local witnesses (safe shared memory)
+        t[f"thread.{n}"] = ("local_witness", str(rank))
     for n in SCALARS:
         t[f"az.{n}"] = ("scalar", n)
     for n in SLICE_KINDS:

@@ -25,7 +25,7 @@ from anodize.language.halfbits import round_half
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 from anodize.language.ir import FaultSite, ParamSpec
 
-from anodize.language import collectives, ir
+from anodize.language import collectives, ir, shared_safe
 from anodize.language.ranges import RangeFacts
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _assigned, _fold, _wrap_int
 from anodize.language.typer_calls import CallTyping
@@ -266,7 +266,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
         target = node.targets[0]
         if isinstance(target, ast.Name):
             self.collective_site = node.value  # a collective may be this whole value
-            if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("shared_array",):
+            if isinstance(node.value, ast.Call) and (self.tag(node.value.func) or ("",))[0] == "shared_array":
                 return self.shared_decl(target.id, node.value)
             if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("local_array",):
                 return self.local_decl(target.id, node.value)
@@ -511,11 +511,10 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
             self.fail(messages.unsafe_op(self.span(node), what.strip("`")))
 
     def shared_decl(self, name: str, call: ast.Call) -> list[ir.Stmt]:
-        self.need_unsafe(call, "`az.shared.array`")
-        if len(call.args) != 2 or call.keywords:
-            self.type_error(call, "shared-array-takes-shape")
-        shape_node, dtype_node = call.args
-        shape = self.const_value(shape_node)
+        """`az.shared.array` / `dynamic_array` / `atomic_array`: safe (shared_safe.py)."""
+        tag = self.tag(call.func)
+        shape_node, dtype_node, atomic = shared_safe.decl_args(self, call, tag[1] if len(tag) > 1 else "")
+        shape = self.const_value(shape_node) if shape_node is not None else 0
         dims = (shape,) if isinstance(shape, int) else shape
         if (
             not isinstance(dims, tuple)
@@ -530,7 +529,8 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
             self.type_error(dtype_node, "shared-array-s-dtype")
         if name in self.vars or name in self.slices or name in self.shared:
             self.unsupported(call, "rebinding-shared-array", name=name)
-        ty = SharedTy(elem, tuple(dims))
+        ty = SharedTy(elem, tuple(dims), atomic)
+        shared_safe.check_decl(self, call, shape_node, ty)
         uname = name if name not in self.k.shared else f"{name}.{len(self.k.shared)}"
         self.k.shared[uname] = ty
         self.shared[name] = ty
@@ -568,8 +568,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
             if name in self.slices:
                 return [self.write_unchecked(name, call)]
         tag = self.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
-        if tag == ("barrier",):
-            self.need_unsafe(call, "`az.syncthreads()`")
+        if tag == ("barrier",):  # safe: the phase discipline is az-shared-race's
             if call.args or call.keywords:
                 self.type_error(call, "syncthreads-takes-arguments")
             self.k.uses_barrier = True

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages
+from anodize.language import collectives, ir, messages, shared_safe
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -36,11 +36,13 @@ class CallTyping(_Base):
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
-                if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True)):
+                if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
                 self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
             if owner in self.slices:
                 return self.slice_method(owner, f.attr, node)
+            if owner in self.shared:  # a block-shared atomic array's methods
+                return shared_safe.atomic_method(self, owner, f.attr, node)
         if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
             self.unsupported(node, "write-unchecked-value")
         obj = self.sym(f)
@@ -72,6 +74,8 @@ class CallTyping(_Base):
             return self.math_call(tag[1], node)
         if kind == "witness":
             return self.witness(tag[1], node)
+        if kind == "local_witness":  # thread.index_in_block(), thread.index_in_block_2d()
+            return shared_safe.local_witness(self, int(tag[1]), node)
         if kind == "block_witness":
             return collectives.block_witness(self, node)
         if kind == "block_leader":

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from anodize.language import ir, messages
+from anodize.language import ir, messages, shared_safe
 from anodize.language.types import VOID, ScalarTy, WitnessTy
 from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_METHODS, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, ATOMIC_SCOPES
 
@@ -30,6 +30,8 @@ class EffectsTyping(_Base):
     def takes_keywords(self, node: ast.Call) -> bool:
         """Is `node` a call that may take keywords (a method of an `AtomicSlice`)?"""
         f = node.func
+        if shared_safe.takes_keywords(self, node):
+            return True
         return (
             isinstance(f, ast.Attribute)
             and isinstance(f.value, ast.Name)

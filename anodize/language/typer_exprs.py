@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages
+from anodize.language import collectives, ir, messages, shared_safe
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -43,6 +43,7 @@ class ExprTyping(_Base):
             index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
+        shared_safe.on_slice(self, e, node, name)
         if isinstance(e.ty, WitnessTy):
             if disjoint:
                 collectives.check_block_access(self, e, node, name, access)
@@ -86,6 +87,7 @@ class ExprTyping(_Base):
         if isinstance(v, ast.Name) and v.id in self.arrays:
             return self.local_read(v, node)
         if isinstance(v, ast.Name) and v.id in self.shared:
+            shared_safe.plain_access(self, v.id, node, "read")
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, node.slice)
             span = self.span(node)
@@ -127,12 +129,21 @@ class ExprTyping(_Base):
         `shared_mem`, unknown here: never proven, so every access is checked on the device)."""
         if arr.ty.dynamic:
             return False
+        if shared_safe.witness_in_range(self, arr, index):  # `buf[w]` inside the contract's block
+            return True
         from anodize.language.ranges import ZERO, Lin
 
         return self.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])
 
     def shared_index(self, arr: ir.SharedRef, node: ast.expr) -> tuple[ir.Expr, ...]:
         rank = len(arr.ty.shape)
+        if not isinstance(node, ast.Tuple):  # a block-local witness: one part per axis
+            e = self.expr(node)
+            parts = shared_safe.shared_index(self, arr, e, node)
+            if parts is not None:
+                return parts
+            if rank == 1:
+                return (self.as_index(e, node),)
         if rank == 2:
             if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
                 self.type_error(node, "shared-2d-index")
@@ -145,6 +156,7 @@ class ExprTyping(_Base):
         if isinstance(v, ast.Name) and v.id in self.arrays:
             return self.local_store(target, value, node)
         if isinstance(v, ast.Name) and v.id in self.shared:
+            shared_safe.plain_access(self, v.id, target, "written")
             arr = self.shared_ref(v.id, v)
             index = self.shared_index(arr, target.slice)
             value = self.coerce(value, arr.ty.elem, node, f"an element of `{v.id}`")

@@ -67,10 +67,13 @@ class SliceTy:
 class WitnessTy:
     rank: int  # 1: Index1D, 2: Index2D, 3: Index3D
     block: bool = False  # BlockWitness1D: this block's index (rank 1), usable only by the block's leader
+    local: bool = False  # LocalIndex / LocalIndex2D: this thread's slot in its block (shared arrays only)
 
     def __str__(self) -> str:
         if self.block:
             return "BlockWitness1D"
+        if self.local:
+            return "LocalIndex" if self.rank == 1 else "LocalIndex2D"
         return f"Index{self.rank}D"
 
 
@@ -78,6 +81,7 @@ class WitnessTy:
 class SharedTy:
     elem: ScalarTy
     shape: tuple[int, ...]  # (0,) for dynamic shared memory
+    atomic: bool = False  # `az.shared.atomic_array`: accessed only through its atomic methods
 
     @property
     def dynamic(self) -> bool:
@@ -91,7 +95,7 @@ class SharedTy:
         return n
 
     def __str__(self) -> str:
-        return f"shared[{self.elem}, {self.shape}]"
+        return f"{'atomic_shared' if self.atomic else 'shared'}[{self.elem}, {self.shape}]"
 
 
 @dataclass(frozen=True)

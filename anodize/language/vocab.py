@@ -119,6 +119,17 @@ WITNESS_MAKERS = {"index_1d": 1, "index_2d": 2, "index_3d": 3, "grid_stride": 1}
 # The parts of a witness of each rank (`i.get()`, `ij.row`, `ijk.layer`), outermost axis first.
 WITNESS_PARTS = {1: ("get",), 2: ("row", "col"), 3: ("layer", "row", "col")}
 
+# Block-local witnesses (safe shared memory): `thread.index_in_block()` -> LocalIndex (the
+# linear thread index over x, y and z), `thread.index_in_block_2d()` -> LocalIndex2D (`.row`
+# from y, `.col` from x; needs block z = 1).  They index shared arrays only.
+LOCAL_WITNESS_MAKERS = {"index_in_block": 1, "index_in_block_2d": 2}
+LOCAL_WITNESS_TYPES = {"LocalIndex": 1, "LocalIndex2D": 2}
+# `az.shared.<maker>`: a static array, dynamic shared memory (sized by the launch's
+# `shared_mem`), block-shared atomics
+SHARED_MAKERS = ("array", "dynamic_array", "atomic_array")
+# the scopes a block-shared atomic (`az.shared.atomic_array`) takes; "block" is its default
+SHARED_ATOMIC_SCOPES = ("block", "device", "system")
+
 # Raw ids: unsafe tier only.
 RAW_IDS = {
     "tid_x": ("tid", "x"),
@@ -139,10 +150,10 @@ RAW_IDS = {
 WARP_OPS = {"shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"}
 
 # Qualified names (as anodize/language/names.py and mypy spell them) of the
-# operations that only `with az.unsafe():` may contain.
+# operations that only `with az.unsafe():` may contain.  (Shared arrays and
+# `az.syncthreads()` are safe under the phase discipline checked by az-shared-race.)
 UNSAFE_QUALNAMES = (
-    {"anodize.syncthreads", "anodize.shared.array"}
-    | {f"anodize.thread.{n}" for n in RAW_IDS}
+    {f"anodize.thread.{n}" for n in RAW_IDS}
     | {f"anodize.warp.{n}" for n in WARP_OPS}
 )
 BARRIER_QUALNAMES = {"anodize.syncthreads"}

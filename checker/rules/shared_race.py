@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
+from .. import safe_shared
 from ..barrier_intervals import DynSummary, Intervals
 from ..index_forms import Block
 from ..kernel_model import FunctionInfo
@@ -83,8 +84,36 @@ def k(c: DisjointSlice[f32], n: i32) -> None:
     if i in c:
         c[i] = v
 """,
+        # the safe tier: each thread writes its own slot, then reads any slot after the barrier
+        """
+@launch_contract(domain=1, block=128)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    w = thread.index_in_block()
+    s = az.shared.array(128, f32)
+    s[w] = a[i] if i in a else 0.0
+    az.syncthreads()
+    if i in c:
+        c[i] = s[127 - w.get()]
+""",
     ]
     INVALID = [
+        # the safe tier: a write at another thread's slot; a read of a slot written in the interval
+        """
+@launch_contract(domain=1, block=128)
+@kernel
+def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    w = thread.index_in_block()
+    s = az.shared.array(129, f32)
+    t = az.shared.array(128, f32)
+    s[w + 1] = 1.0  # E: az-shared-race
+    t[w] = a[i] if i in a else 0.0
+    v = t[(w.get() + 1) % 128]  # E: az-shared-race
+    if i in c:
+        c[i] = v
+""",
         # i32 arithmetic wraps: `t * 65536 * 65536` is 0 for every thread; `i32(i64(t) + 2**32 + 1)`
         # is the neighbour's index
         """
@@ -194,8 +223,19 @@ def broadcast(v: f32) -> f32:
         walk.run()
         for name, array in walk.escapes.items():
             self.report(messages.shared_escape(self.span(name), array))
+        own = safe_shared.unsafe_writes(self.model, fn)  # safe-tier writes not at the own slot
+        for sub in own:
+            self.report(messages.shared_safe_write(self.span(sub), self._array_text(sub), self.model.code(sub.slice)))
         for race in walk.races.values():
             a = race.access
+            if a.node in own:
+                continue
+            if race.other is not None and (a.safe or race.other.safe) and isinstance(a.node, ast.Subscript):
+                here, there = self.span(a.node), self.span(race.other.node)
+                later = (there.line, there.col) >= (here.line, here.col)
+                kind, other = ("write" if a.write else "read"), ("write" if race.other.write else "read")
+                self.report(messages.shared_safe_race(here, self._array_text(a.node), kind, there, other, earlier_iteration=later))
+                continue
             kind = "write" if a.write else "read"
             dynamic = not isinstance(a.node, ast.Subscript)  # a helper call: its dynamic shared memory
             array = self._array_text(a.node) if isinstance(a.node, ast.Subscript) else self._dynamic_text(a.node)

@@ -346,10 +346,10 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if callee is None:
             return
         k = callee.kind
-        if k in ("print", "atomic_op"):
+        if k in ("print", "atomic_op", "shared_atomic"):
             # string literals print; `scope=`/`order=` take strings: the typer checks both
             self.skip.update(id(a) for a in node.args if k == "print" and _is_str(a))
-            self.skip.update(id(kw.value) for kw in node.keywords if k == "atomic_op" and _is_str(kw.value))
+            self.skip.update(id(kw.value) for kw in node.keywords if k != "print" and _is_str(kw.value))
             if node.keywords:
                 return  # keywords: the typer reports what is wrong (one report per problem)
         if k == "collective":  # the operator is a string literal; `block.scan` takes `inclusive=`
@@ -357,7 +357,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 self.skip.add(id(node.args[1]))
             if not star and all(kw.arg == "inclusive" for kw in node.keywords) and callee.name == "block.scan":
                 return
-        if k in ("shared", "write_unchecked", "local"):
+        if k in ("shared", "write_unchecked", "local", "shared_atomic"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
                 if isinstance(e, ast.Tuple):
@@ -394,6 +394,13 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if kw is not None:
             self._say(kw, "keyword-argument", "pass-arguments-position")
 
+    def _shared_atomic_funcs(self) -> set[ast.expr]:
+        """The `h.add` of every call of a block-shared atomic array's method."""
+        got = self.__dict__.get("_sa_funcs")
+        if got is None:
+            got = self.__dict__["_sa_funcs"] = {c.func for c, k in self.model.callees.items() if k.kind == "shared_atomic"}
+        return got  # type: ignore[no-any-return]
+
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if not self.active or self.fn is None or node in self.model.stores:
             return
@@ -413,5 +420,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                     self._say_at(at(node), "shape-1-d-slice", "use-len-a")
             elif attr not in _OK_METHODS:
                 self._say_at(at(node), "attribute-slice", attr=attr)
+        elif base.kind == "shared" and attr in ATOMIC_METHODS and node in self._shared_atomic_funcs():
+            pass  # a block-shared atomic array's method (the typer checks the array is atomic)
         elif base.kind in ("scalar", "unknown", "none", "shared", "local"):
             self._say_at(at(node), "attribute", attr=attr)

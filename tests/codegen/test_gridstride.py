@@ -246,3 +246,27 @@ def test_the_mapping_itself(n: int) -> None:
     a, c = _inputs("owner_gs", n, 0)
     run_cpu(_cpu("owner_gs", False), (3,), (64,), a, c)  # the CPU default: scalar
     np.testing.assert_array_equal(c, _owners(n, 3 * 64, False))
+
+
+# ---- non-elementwise bodies: unrolled by 4 on the GPU (codegen/gridstride_unroll.py) ------
+
+
+def _loop(name: str) -> ir.GridStride:
+    k = build_ir(getattr(K, name))
+    return next(s for s in ir.walk_stmts(k.body) if isinstance(s, ir.GridStride))
+
+
+def test_which_bodies_are_unrolled() -> None:
+    from anodize.codegen.gridstride_unroll import unrollable
+
+    assert unrollable(_loop("reduction_gs")) and unrollable(_loop("atomic_gs")) and unrollable(_loop("neighbour_gs"))
+    assert not unrollable(_loop("early_break_gs"))  # `break`: the scalar loop only
+    assert not unrollable(_loop("loop_in_body_gs"))  # a nested loop
+
+
+def test_reduction_has_four_loads_in_flight() -> None:
+    ck = compile_gpu(K.reduction_gs, ptxas=True)
+    loads = ck.ptx.count("ld.global.nc")
+    assert loads == 5, ck.ptx  # the unrolled body's 4, the remainder loop's 1
+    filecheck(ck.ptx, "CHECK: ld.global.nc\nCHECK: ld.global.nc\nCHECK: ld.global.nc\nCHECK: ld.global.nc\n", what="reduction.ptx")
+    assert ck.resources.registers is not None and ck.resources.spill_stores == 0

@@ -64,3 +64,31 @@ def test_memcheck_clean_on_vecadd(tmp_path: Path) -> None:
     from sanitize import main
 
     assert main(["--tools", "memcheck", "--out", str(tmp_path), str(ROOT / "examples" / "vecadd.py")]) == 0
+
+
+def test_safe_shared_modules_are_the_safe_tier_shared_memory_examples() -> None:
+    from sanitize import safe_shared_modules
+
+    names = {p.name for p in safe_shared_modules()}
+    assert {"histogram.py", "transpose.py", "sgemm.py", "softmax.py", "reduce_sum.py", "safe_shared.py"} <= names
+    assert not {"reduce_sum_unsafe.py", "softmax_unsafe.py", "vecadd.py"} & names
+
+
+def test_small_main_runs_the_examples_mains_at_their_sanitize_sizes() -> None:
+    mods = [ROOT / "examples" / f for f in ("transpose.py", "sgemm.py", "vecadd.py")]
+    out = subprocess.run(
+        [sys.executable, str(RUNNER), "--device", "cpu", "--small-main", *map(str, mods)], capture_output=True, text=True, timeout=600
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "@@AZ-END transpose.py::main ok" in out.stdout and "100x70" in out.stdout  # SANITIZE_KWARGS
+    assert "@@AZ-END sgemm.py::main ok" in out.stdout
+    assert "vecadd.py::main" not in out.stdout  # no SANITIZE_KWARGS: its main is skipped
+    assert "@@AZ-END vecadd.py::vecadd ok" in out.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(shutil.which("compute-sanitizer") is None and not Path("/usr/local/cuda/bin/compute-sanitizer").exists(), reason="no compute-sanitizer")
+def test_safe_shared_examples_are_sanitizer_clean(tmp_path: Path) -> None:
+    from sanitize import main
+
+    assert main(["--safe-shared", "--out", str(tmp_path)]) == 0
