@@ -44,7 +44,8 @@ import numpy as np
 from anodize.codegen.artifact import ParamSpec, flat_abi
 from anodize.language import ir, messages
 from anodize.language.diagnostics import CheckError, Span
-from anodize.language.types import BOOL, I32, ScalarTy, Ty
+from anodize.language.types import I32, ScalarTy, Ty
+from anodize.language.vocab import COLLECTIVE_SCRATCH
 
 from . import cpu_split as cs
 from .collectives import _combine, _identity, a_type
@@ -60,7 +61,8 @@ class SplitTarget(CPUTarget):
     """The host target of the region lowering: thread ids come from the thread loop."""
 
     def __init__(self, k: ir.KernelIR):
-        super().__init__(k, threaded=True)
+        # the collectives' scratch buffer is the GPU's: here they read the threads' slots
+        super().__init__(dataclasses.replace(k, shared=tuple(x for x in k.shared if x[0] != COLLECTIVE_SCRATCH)), threaded=True)
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
         assert isinstance(lw, RegionLowerer)
@@ -124,6 +126,9 @@ class RegionLowerer(Lowerer):
         for p in plan.kernel.params:
             if not p.is_slice:
                 self.types[p.name] = plan.kernel.param_types[p.name]
+        c = plan.kernel.contract
+        block = c.block if c is not None else None
+        self.fixed_block = (tuple(block) + (1, 1, 1))[:3] if block and all(isinstance(d, int) for d in block) else None
         self.min_threads = max([n.c.threads for n in _all_nodes(plan.nodes) if isinstance(n, cs.Coll)] + [0])
         self.cur_tid: tuple[llir.Value, ...] = ()
         self.cur_lane: llir.Value | None = None
@@ -164,7 +169,10 @@ class RegionLowerer(Lowerer):
         self.diverged_block: llir.Block | None = None
         ctx = self.extra_args[0]
         self.ctx = ctx
-        self.nx, self.ny, self.nz = (self.t.sreg(self, "ntid", a) for a in "xyz")
+        if self.fixed_block is not None:  # the contract's block (RegionModule refuses any other)
+            self.nx, self.ny, self.nz = (_c32(d) for d in self.fixed_block)
+        else:
+            self.nx, self.ny, self.nz = (self.t.sreg(self, "ntid", a) for a in "xyz")
         n = b.mul(b.mul(self.nx, self.ny), self.nz)
         self.n = n
         rounded = b.and_(b.add(n, _c32(31)), _c32(-32))
@@ -204,6 +212,9 @@ class RegionLowerer(Lowerer):
     def thread_loop(self, lo: llir.Value, hi: llir.Value, body: Callable[[], None]) -> None:
         """Run `body` for each live thread of [lo, hi), with its ids (x fastest)."""
         b = self.b
+        if self.fixed_block is not None:  # constant extents: ids by (cheap) division, no carries
+            self.fixed_thread_loop(lo, hi, body)
+            return
         tx0 = b.urem(lo, self.nx)
         rest = b.udiv(lo, self.nx)
         ty0, tz0 = b.urem(rest, self.ny), b.udiv(rest, self.ny)
@@ -234,6 +245,38 @@ class RegionLowerer(Lowerer):
         wy = b.icmp_unsigned("==", y1, self.ny)
         for phi, v in zip((t, tx, ty, tz), (b.add(t, one), b.select(wx, _c32(0), x1), b.select(wy, _c32(0), y1), b.select(wy, b.add(tz, one), tz)), strict=True):
             phi.add_incoming(v, latch)
+        b.branch(head)
+        b.position_at_end(end)
+        self.cur_tid, self.cur_lane, self.loop = saved
+
+    def fixed_thread_loop(self, lo: llir.Value, hi: llir.Value, body: Callable[[], None]) -> None:
+        b = self.b
+        assert self.fixed_block is not None
+        nx, ny, _ = self.fixed_block
+        pre = b.block
+        head, bodyb, latch, end = (self.fn.append_basic_block(f"thr.{x}") for x in ("head", "body", "latch", "end"))
+        b.branch(head)
+        b.position_at_end(head)
+        t = b.phi(I32T, name="t")
+        t.add_incoming(lo, pre)
+        b.cbranch(b.icmp_unsigned("<", t, hi), bodyb, end)
+        b.position_at_end(bodyb)
+        saved = (self.cur_tid, self.cur_lane, self.loop)
+        if ny * self.fixed_block[2] == 1:
+            ids = [t, _c32(0), _c32(0)]
+        else:
+            ids = [b.urem(t, self.nx), b.urem(b.udiv(t, self.nx), self.ny), b.udiv(t, _c32(nx * ny))]
+        self.cur_tid, self.cur_lane = tuple(ids), b.and_(t, _c32(31))
+        self.loop = _Loop(t, latch, {})
+        if self.plan.leaves:
+            go = self.fn.append_basic_block("thr.live")
+            b.cbranch(self.live(t), go, latch)
+            b.position_at_end(go)
+        body()
+        if not b.block.is_terminated:
+            b.branch(latch)
+        b.position_at_end(latch)
+        t.add_incoming(b.add(t, _c32(1)), latch)
         b.branch(head)
         b.position_at_end(end)
         self.cur_tid, self.cur_lane, self.loop = saved
@@ -612,7 +655,8 @@ def add_launcher(lw: RegionLowerer) -> None:
 
     def one(bx: llir.Value) -> None:
         b.store(bx, at(12))
-        b.call(memset, [shared, llir.Constant(I8, 0), shared_bytes, llir.Constant(I1, 0)])
+        with b.if_then(b.icmp_unsigned("!=", shared_bytes, _c64(0))):
+            b.call(memset, [shared, llir.Constant(I8, 0), shared_bytes, llir.Constant(I1, 0)])
         b.call(lw.fn, args + [fault, rank, ctx])
         b.store(b.add(b.load(count, typ=I32T), _c32(1)), count)
         ok = f.append_basic_block("ok")
@@ -641,7 +685,7 @@ class RegionModule:
     threaded = False
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, static_shared: int,
-                 frame_per_thread: int, min_threads: int):
+                 frame_per_thread: int, min_threads: int, block: tuple[int, ...] | None = None):
         from .cpu_print import register_symbols as register_print
         from .ptx import optimize
 
@@ -649,6 +693,7 @@ class RegionModule:
         self.static_shared = static_shared
         self.frame_per_thread = frame_per_thread
         self.min_threads = min_threads
+        self.block = block
         with _lock:
             mod = llvm.parse_assembly(llvm_ir)
             mod.verify()
@@ -673,6 +718,8 @@ class RegionModule:
         if not 0 <= int(dynamic_shared) < 2**31:
             raise ValueError(f"dynamic shared memory of {dynamic_shared} bytes is out of range")
         argv = (ctypes.c_uint64 * max(1, len(self.kinds)))(*[_encode(v, k) for v, k in zip(flat_args, self.kinds, strict=True)])
+        if self.block is not None and bl != self.block:
+            raise ValueError(f"`{self.entry}` was compiled for its contract's block {self.block}, launched with {bl}")
         threads = bl[0] * bl[1] * bl[2]
         nalloc = max(-(-threads // 32) * 32, self.min_threads)
         frame = np.zeros(max(16, nalloc * self.frame_per_thread), np.uint8)

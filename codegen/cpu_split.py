@@ -526,7 +526,11 @@ class Structurer:
             c = self.hidden("c", BOOL)
             ev = ir.Assign(c, s.cond, sp)
             brk, cont = next(self.n.ids), next(self.n.ids)
-            return [Region([ev]), UWhile(c, self.build(s.body, level), [Region([ev])], brk, cont)]
+            body = self.build(s.body, level)
+            if body and isinstance(body[-1], Region) and not any(isinstance(x, ir.Continue) for x in walk(s.body)):
+                body[-1].stmts.append(ev)  # no `continue`: the last region re-evaluates the condition
+                return [Region([ev]), UWhile(c, body, [], brk, cont)]
+            return [Region([ev]), UWhile(c, body, [Region([ev])], brk, cont)]
         if isinstance(s, ir.ForRange):
             ty = self.k_var_ty(s.var)
             lo, hi, st = (self.hidden(x, ty) for x in ("lo", "hi", "st"))

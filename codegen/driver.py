@@ -124,7 +124,7 @@ def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float) 
     lw, target = compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)
     jit = RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
-                       frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads)
+                       frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
