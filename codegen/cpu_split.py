@@ -332,7 +332,7 @@ class Normalizer:
         the local that holds its result (None for a helper without one)."""
         f = call.func
         prefix = f"$${f.name}{next(self.tmp)}."
-        names = {n for n, _ in f.params if True} | {n for n, _ in f.locals}
+        names = {n for n, _ in f.params} | {n for n, _ in f.locals}
         slices: dict[str, ir.SliceRef] = {}
         for (pname, pty), arg in zip(f.params, call.args, strict=True):
             if isinstance(pty, SliceTy):
@@ -353,11 +353,12 @@ class Normalizer:
             return None
 
         body = tuple(_rename_stmt(s, rename, names - set(slices), prefix) for s in f.body)
-        dst = None
-        if isinstance(f.ret, ScalarTy) or not isinstance(f.ret, (SliceTy, type(None))) and f.ret is not None:
-            dst = self.fresh("r", f.ret) if _has_value(f.ret) else None
+        dst = self.fresh("r", f.ret) if _has_value(f.ret) else None
         sid = next(self.ids)
-        pre.append(Scope(sid, self.body(body, (dst, sid)), call.span))
+        inlined = self.body(body, (dst, sid))
+        if inlined and isinstance(inlined[-1], Leave) and inlined[-1].id == sid:
+            inlined = inlined[:-1]  # the closing `return`: nothing to skip
+        pre.append(Scope(sid, inlined, call.span))
         return dst
 
     def stmt(self, s: object, out: list, ret: tuple[str | None, int] | None) -> None:
