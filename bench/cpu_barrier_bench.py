@@ -10,7 +10,7 @@ Rows (all on `az.device("cpu")`, through the ordinary launch path, best of `--re
   `while`), one element per thread;
 * examples/reduce_sum.py: grid-stride loop, warp shuffles, shared memory, 2 barriers.
 
-    python bench/cpu_barrier_bench.py [--n 1048576] [--repeat 7]
+    python bench/cpu_barrier_bench.py [--n 1048576] [--repeat 7] [--threaded-blocks 4]
 
 The ratio (reduction time over element-wise time) is the figure that matters: the machine
 this runs on may be shared and loaded, which moves absolute times but both rows alike.
@@ -84,6 +84,7 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--n", type=int, default=1 << 20)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--threaded-blocks", type=int, default=4, help="blocks to time on the old runner (0: skip)")
     a = ap.parse_args(argv)
     from examples.reduce_sum import reduce_sum  # noqa: PLC0415
 
@@ -116,7 +117,27 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     for name, s in out.items():
         print(f"{name:<24} {s * 1e3:9.2f} {s / base:14.2f}")
     print(f"ratio block.reduce / elementwise = {out['block.reduce'] / base:.2f} (target <= 3)")
+    if a.threaded_blocks:
+        t = threaded_block_seconds(x_h, a.threaded_blocks)
+        print(f"before (one host thread per GPU thread): {t * 1e3:.0f} ms per block of {BLOCK}, "
+              f"so about {t * blocks:.0f} s for the {blocks} blocks")
     return out
+
+
+def threaded_block_seconds(x_h: np.ndarray, nblocks: int) -> float:
+    """The block reduction on the one-host-thread-per-GPU-thread runner (the CPU backend's
+    only barrier runner before the split), over `nblocks` blocks: seconds per block."""
+    from anodize.codegen.driver import compile_cpu  # noqa: PLC0415
+
+    ck = compile_cpu(block_sum, split_barriers=False)
+    assert ck.cpu_entry is not None
+    x = np.ascontiguousarray(x_h[: nblocks * BLOCK])
+    part = np.zeros(nblocks, np.float32)
+    rec = np.zeros(4, np.uint64)
+    flat = [x.ctypes.data, len(x), part.ctypes.data, len(part)]
+    t0 = time.perf_counter()
+    ck.cpu_entry((nblocks, 1, 1), (BLOCK, 1, 1), flat, rec.ctypes.data, 1, 0)
+    return (time.perf_counter() - t0) / nblocks
 
 
 if __name__ == "__main__":

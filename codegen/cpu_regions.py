@@ -308,35 +308,51 @@ class RegionLowerer(Lowerer):
 
     def decide(self, names: list[str], lo: llir.Value, hi: llir.Value) -> tuple[llir.Value, list[llir.Value]]:
         """(some thread of [lo, hi) is live, the first live thread's values of `names`); a live
-        thread whose values differ stops the launch (see the module docstring)."""
+        thread whose values differ stops the launch (see the module docstring).  Two simple
+        loops (the first live thread; then an or-reduction of the disagreements) that the
+        optimiser can vectorise; without early leavers the first live thread is `lo`."""
         b = self.b
-        lead = self.alloca_b.alloca(I32T, name="lead")
-        bad = self.alloca_b.alloca(I1, name="diverged")
-        b.store(hi, lead)
-        b.store(llir.Constant(I1, 0), bad)
+        if self.plan.leaves:
+            lead_slot = self.alloca_b.alloca(I32T, name="lead")
+            b.store(hi, lead_slot)
+            head, body, found, end = (self.fn.append_basic_block(f"lead.{x}") for x in ("head", "body", "found", "end"))
+            pre = b.block
+            b.branch(head)
+            b.position_at_end(head)
+            t = b.phi(I32T, name="t")
+            t.add_incoming(lo, pre)
+            b.cbranch(b.icmp_unsigned("<", t, hi), body, end)
+            b.position_at_end(body)
+            t.add_incoming(b.add(t, _c32(1)), body)
+            b.cbranch(self.live(t), found, head)
+            b.position_at_end(found)
+            b.store(t, lead_slot)
+            b.branch(end)
+            b.position_at_end(end)
+            lead = b.load(lead_slot, typ=I32T)
+        else:
+            lead = lo
+        some = b.icmp_unsigned("<", lead, hi)
+        safe = b.select(some, lead, lo)
+        first = [b.load(self.slot(name, safe), typ=self.bases[name][1]) for name in names]
+        bad = self.alloca_b.alloca(I8, name="diverged")
+        b.store(llir.Constant(I8, 0), bad)
 
-        def body(t: llir.Value) -> None:
-            with b.if_then(self.live(t)):
-                first = b.icmp_unsigned("==", b.load(lead, typ=I32T), hi)
-                with b.if_else(first) as (then, orelse):
-                    with then:
-                        b.store(t, lead)
-                    with orelse:
-                        ld = b.load(lead, typ=I32T)
-                        for name in names:
-                            lt = self.bases[name][1]
-                            x, y = b.load(self.slot(name, t), typ=lt), b.load(self.slot(name, ld), typ=lt)
-                            b.store(b.or_(b.load(bad, typ=I1), b.icmp_unsigned("!=", x, y)), bad)
+        def check(t: llir.Value) -> None:
+            differs = llir.Constant(I1, 0)
+            for name, v in zip(names, first, strict=True):
+                x = b.load(self.slot(name, t), typ=self.bases[name][1])
+                differs = b.or_(differs, b.icmp_unsigned("!=", x, v))
+            if self.plan.leaves:
+                differs = b.and_(differs, self.live(t))
+            b.store(b.or_(b.load(bad, typ=I8), b.zext(differs, I8)), bad)
 
-        self.counted(lo, hi, body, "dec")
-        with b.if_then(b.load(bad, typ=I1), likely=False):
+        self.counted(lo, hi, check, "dec")
+        with b.if_then(b.icmp_unsigned("!=", b.load(bad, typ=I8), llir.Constant(I8, 0)), likely=False):
             b.store(_c32(1), b.gep(self.ctx, [_c64(OFF_ERROR)], inbounds=True, source_etype=I8))
             b.branch(self.fn_exit)
             b.position_at_end(self.fn.append_basic_block("dead"))
-        ld = b.load(lead, typ=I32T)
-        some = b.icmp_unsigned("<", ld, hi)
-        safe = b.select(some, ld, lo)
-        return some, [b.load(self.slot(name, safe), typ=self.bases[name][1]) for name in names]
+        return some, first
 
     # ---- the plan's nodes ---------------------------------------------------------------
     def nodes(self, nodes: list, lo: llir.Value, hi: llir.Value) -> None:
