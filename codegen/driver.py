@@ -119,7 +119,7 @@ def compile_cpu(
 def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float) -> CompiledKernel:
     """A kernel with barriers, shared memory or warp operations: one host thread per block,
     looping over the block's threads between synchronisation points (codegen/cpu_regions.py)."""
-    from .cpu_regions import RegionModule, compile_regions
+    from .cpu_regions_run import RegionModule, compile_regions
 
     lw, target = compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)

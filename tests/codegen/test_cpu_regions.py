@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from cg_helpers import Fault, rng, run_cpu
 
-from anodize.codegen.cpu_regions import RegionModule
+from anodize.codegen.cpu_regions_run import RegionModule
 from anodize.codegen.cpu_split import Unsplittable, plan_kernel
 from anodize.codegen.driver import compile_cpu
 from anodize.language.typer import build_ir
