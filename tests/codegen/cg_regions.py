@@ -153,3 +153,21 @@ def spec_fallback(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
     if i in out:
         out[i] = f32(1.0) if c else f32(0.0)
 
+
+
+@launch_contract(domain=1, block=32)
+@kernel
+def talk(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    """`print` and `assert` after a barrier."""
+    i = thread.index_1d()
+    with az.unsafe():
+        tile = az.shared.array(32, f32)
+        t = thread.tid_x()
+        tile[t] = x[i] if i in x else f32(0.0)
+        az.syncthreads()
+        v = tile[31 - t]
+        if t % 8 == 0:
+            print("thread", t, "sees", v)
+        assert v >= 0.0, "negative input"
+    if i in out:
+        out[i] = v

@@ -195,3 +195,17 @@ def test_a_million_element_block_reduction_takes_milliseconds_not_minutes() -> N
     run_cpu(ck, (4096,), (128,), x, part)
     assert time.perf_counter() - t0 < 5.0
     np.testing.assert_array_equal(part, np.full(4096, 256.0, np.float32))
+
+
+def test_print_and_assert_after_a_barrier_run_thread_by_thread(capfd: pytest.CaptureFixture[str]) -> None:
+    x = np.arange(64, dtype=np.float32)
+    x[40] = -1.0  # read by thread 31 - 8 = 23 of block 1
+    out = np.zeros(64, np.float32)
+    ck = compile_cpu(K.talk)
+    f = run_cpu(ck, (2,), (32,), x, out)
+    lines = capfd.readouterr().out.splitlines()
+    expect = [f"thread {t} sees {x[32 * b + 31 - t]:g}" for b in range(2) for t in (0, 8, 16, 24)]
+    assert lines == expect
+    assert f.count == 1 and ck.fault_sites[f.site].kind == "assert"
+    assert ck.fault_sites[f.site].message == "negative input"
+    np.testing.assert_array_equal(out, x.reshape(2, 32)[:, ::-1].ravel())
