@@ -6,10 +6,12 @@ its `return`); a warp operation inside an expression is hoisted into a `WarpX`
 statement before the statement that uses it (a `while` whose condition holds one is
 rewritten to `while True: ...; if not cond: break`).  A warp operation in an operand
 that is evaluated conditionally (the right side of `and`/`or`, a branch of
-`x if c else y`) is hoisted only when its arguments cannot fault or write (speculating
-it is then invisible); otherwise `Unsplittable` is raised and the kernel runs on the
-threaded backend (codegen/cpu_threads.py), as does a synchronisation point inside a
-grid-stride loop.
+`x if c else y`) is hoisted out of the condition when nothing in that operand can
+fault or write (speculating it is then invisible); otherwise the operator becomes an
+`if` (`t = a; if t: t = b`), whose condition the warp-divergence rule makes
+warp-uniform.  `Unsplittable` (the kernel then runs on the threaded backend,
+codegen/cpu_threads.py) is left for a synchronisation point inside a grid-stride loop
+and for statement kinds this module does not know.
 """
 
 from __future__ import annotations
@@ -211,12 +213,31 @@ class Normalizer:
             dst = self.inline(e, pre)
             return ir.Local(dst, e.ty, e.span) if dst is not None else ir.Const(0, BOOL, e.span)
         if isinstance(e, ir.BoolOp):
-            vals = [self.hoist(e.values[0], pre, cond)] + [self.hoist(v, pre, True) for v in e.values[1:]]
-            return dataclasses.replace(e, values=tuple(vals))
+            if all(self.speculate(v) for v in e.values[1:]):
+                vals = [self.hoist(e.values[0], pre, cond)] + [self.hoist(v, pre, True) for v in e.values[1:]]
+                return dataclasses.replace(e, values=tuple(vals))
+            # evaluate the later operands only where the program does: `t = a; if t: t = b`
+            tmp = self.fresh("b", BOOL)
+            pre.append(ir.Assign(tmp, self.hoist(e.values[0], pre, cond), e.span))
+            for v in e.values[1:]:
+                inner: list = []
+                got = self.hoist(v, inner)
+                t: ir.Expr = ir.Local(tmp, BOOL, e.span)
+                test = t if e.op == "and" else ir.UnaryOp("not", t, BOOL, e.span)
+                pre.append(ir.If(test, (*inner, ir.Assign(tmp, got, e.span)), (), e.span))
+            return ir.Local(tmp, BOOL, e.span)
         if isinstance(e, ir.IfExp):
-            return dataclasses.replace(
-                e, cond=self.hoist(e.cond, pre, cond), then=self.hoist(e.then, pre, True), orelse=self.hoist(e.orelse, pre, True)
-            )
+            if self.speculate(e.then) and self.speculate(e.orelse):
+                return dataclasses.replace(
+                    e, cond=self.hoist(e.cond, pre, cond), then=self.hoist(e.then, pre, True), orelse=self.hoist(e.orelse, pre, True)
+                )
+            tmp = self.fresh("x", e.ty)
+            c = self.hoist(e.cond, pre, cond)
+            then: list = []
+            orelse: list = []
+            a, b = self.hoist(e.then, then), self.hoist(e.orelse, orelse)
+            pre.append(ir.If(c, (*then, ir.Assign(tmp, a, e.span)), (*orelse, ir.Assign(tmp, b, e.span)), e.span))
+            return ir.Local(tmp, e.ty, e.span)
         changes = {}
         for f in dataclasses.fields(e):
             v = getattr(e, f.name)
@@ -225,6 +246,11 @@ class Normalizer:
             elif isinstance(v, tuple) and any(isinstance(x, EXPR_TYPES) for x in v):
                 changes[f.name] = tuple(self.hoist(x, pre, cond) for x in v)
         return dataclasses.replace(e, **changes)
+
+    def speculate(self, e: object) -> bool:
+        """A conditionally evaluated operand that may be hoisted out of its condition: one with
+        nothing to hoist, or whose hoisted parts cannot fault or write."""
+        return not self.needs(e) or speculable(e)
 
     def inline(self, call: ir.Call, pre: list) -> str | None:
         """Append `call`'s body (renamed, its `return`s made `Leave`s) to `pre`; the name of

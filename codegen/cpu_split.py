@@ -268,7 +268,8 @@ def names_in(stmts: typing.Iterable) -> set[str]:
 
 
 def plan_kernel(k: ir.KernelIR) -> Plan:
-    """The split plan of a kernel; raises `Unsplittable` for the forms the module docstring names."""
+    """The split plan of a kernel; raises `Unsplittable` for a local without a register form and
+    for the forms cpu_normalize.py names."""
     odd = [name for name, t in k.locals if not isinstance(t, (ScalarTy, WitnessTy))]
     if odd:  # e.g. a per-thread array: no per-thread slot layout for it here yet
         raise Unsplittable(f"a local of a type without a register form: {odd[0]}")

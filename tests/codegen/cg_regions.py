@@ -1,7 +1,7 @@
 """Kernels for tests/codegen/test_cpu_regions.py: the CPU backend's split at barriers."""
 
 import anodize as az
-from anodize import DisjointSlice, Slice, f32, func, i32, i64, kernel, launch_contract, thread
+from anodize import DisjointSlice, Slice, f32, func, i32, i64, kernel, launch_contract, thread, u32
 
 
 @launch_contract(domain=1, block=64)
@@ -143,16 +143,32 @@ def returns(x: Slice[f32], out: DisjointSlice[f32], stop: i32) -> None:
 
 @launch_contract(domain=1, block=64)
 @kernel
-def spec_fallback(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
-    """A warp vote in the right operand of `and` whose argument reads memory: left to the
-    one-host-thread-per-GPU-thread runner (speculating it could fault)."""
+def short_circuit(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
+    """Warp votes in the right operand of `and` / `or` and a branch of `x if c else y`, with
+    arguments that read memory (so not speculated: made `if`s), under uniform conditions."""
     i = thread.index_1d()
     with az.unsafe():
         j = i % 64
         c = n > 0 and az.warp.any(x[j] > f32(0.5))
+        d = n > 1 or az.warp.all(x[j] < f32(2.0))
+        e = az.warp.ballot(x[j + 1] > f32(0.5)) if n > 2 else u32(7)
     if i in out:
-        out[i] = f32(1.0) if c else f32(0.0)
+        out[i] = (f32(1.0) if c else f32(0.0)) + (f32(10.0) if d else f32(0.0)) + f32(e) * 100.0
 
+
+@launch_contract(domain=1, block=64)
+@kernel
+def stride_shuffle(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+    """A warp operation inside a grid-stride loop (lane-divergent in general: the checker's
+    az-warp-divergence rejects it; here every lane runs one trip): left to the
+    one-host-thread-per-GPU-thread runner."""
+    acc = f32(0.0)
+    with az.unsafe():
+        for i in thread.grid_stride(x):
+            acc += az.warp.shfl_xor(x[i], 1)
+    j = thread.index_1d()
+    if j in out:
+        out[j] = acc
 
 
 @launch_contract(domain=1, block=32)

@@ -167,16 +167,28 @@ def test_collectives_fixture_matches_the_threaded_runner() -> None:
         assert f.count == 0
 
 
+@pytest.mark.parametrize("n", [0, 1, 2, 3])
+def test_warp_operations_in_short_circuit_operands_run_only_where_the_program_runs_them(n: int) -> None:
+    x = np.zeros(65, np.float32)
+    x[40] = 1.0  # only warp 1 sees a value above 0.5 (and lane 7 of warp 1 with the offset read)
+    (_, out), f = both(K.short_circuit, (2,), (64,), x, np.zeros(128, np.float32), n)
+    assert f.count == 0  # `x[j + 1]` reads x[64] only when n > 2, and that is in range
+    w = np.tile(np.repeat([0.0, 1.0], 32), 2)
+    c = w if n > 0 else np.zeros(128)
+    d = np.ones(128) if n > 1 else np.ones(128)  # all(x < 2) holds everywhere
+    e = np.tile(np.repeat([0.0, float(1 << 7)], 32), 2) if n > 2 else np.full(128, 7.0)
+    np.testing.assert_array_equal(out, (c + 10 * d + 100 * e).astype(np.float32))
+
+
 def test_forms_the_splitter_leaves_to_one_host_thread_per_gpu_thread() -> None:
     with pytest.raises(Unsplittable):
-        plan_kernel(build_ir(K.spec_fallback))
-    ck = compile_cpu(K.spec_fallback)
+        plan_kernel(build_ir(K.stride_shuffle))
+    ck = compile_cpu(K.stride_shuffle)
     assert not isinstance(ck.cpu_entry, RegionModule) and ck.cpu_entry.threaded
-    x = np.zeros(64, np.float32)
-    x[40] = 1.0  # only warp 1 sees a value above 0.5
-    out = np.zeros(64, np.float32)
-    run_cpu(ck, (1,), (64,), x, out, 1)
-    np.testing.assert_array_equal(out, np.repeat([0.0, 1.0], 32).astype(np.float32))
+    x = rng().random(128, dtype=np.float32)
+    out = np.zeros(128, np.float32)
+    run_cpu(ck, (2,), (64,), x, out)
+    np.testing.assert_array_equal(out, x[np.arange(128) ^ 1])
 
 
 def test_a_block_launched_off_its_contract_is_refused() -> None:
