@@ -27,8 +27,10 @@ import typing
 from dataclasses import dataclass, field
 
 from anodize.language import ir
-from anodize.language.types import BOOL, ScalarTy, Ty, WitnessTy
+from anodize.language.types import BOOL, ScalarTy, Ty
 from anodize.language.vocab import BLOCK_COLLECTIVES
+
+from .lower_llvm import value_type
 
 from .cpu_normalize import (  # noqa: F401  (Unsplittable, RET, Scope, Leave: re-exported)
     RET,
@@ -268,12 +270,14 @@ def names_in(stmts: typing.Iterable) -> set[str]:
 
 
 def plan_kernel(k: ir.KernelIR) -> Plan:
-    """The split plan of a kernel; raises `Unsplittable` for a local without a register form and
-    for the forms cpu_normalize.py names."""
-    odd = [name for name, t in k.locals if not isinstance(t, (ScalarTy, WitnessTy))]
-    if odd:  # e.g. a per-thread array: no per-thread slot layout for it here yet
-        raise Unsplittable(f"a local of a type without a register form: {odd[0]}")
+    """The split plan of a kernel; raises `Unsplittable` for a local without an LLVM value type
+    (`lower_llvm.value_type`) and for the forms cpu_normalize.py names."""
     nk, n = normalize(k)
+    for name, t in nk.locals:  # each local (inlined helpers' too) needs an LLVM type for its slots
+        try:
+            value_type(t)
+        except (TypeError, AssertionError, KeyError) as e:
+            raise Unsplittable(f"a local without an LLVM value type: {name}") from e
     st = Structurer(nk, n)
     nodes = st.build(nk.body, "block")
     plan = st.plan
