@@ -351,11 +351,10 @@ def _rename_stmt(s: object, rename: typing.Callable, names: set[str], prefix: st
             changes[f.name] = map_expr(v, rename)
         elif isinstance(v, tuple) and v and all(isinstance(x, EXPR_TYPES) or isinstance(x, str) for x in v) and any(isinstance(x, EXPR_TYPES) for x in v):
             changes[f.name] = tuple(map_expr(x, rename) if isinstance(x, EXPR_TYPES) else x for x in v)
-        elif isinstance(v, tuple) and f.name in ("body", "orelse"):
-            changes[f.name] = tuple(_rename_stmt(x, rename, names, prefix) for x in v)
-    if f_name := ("name" if isinstance(s, ir.Assign) else "var" if isinstance(s, (ir.ForRange, ir.GridStride)) else None):
-        if getattr(s, f_name) in names:
-            changes[f_name] = prefix + getattr(s, f_name)
+        elif isinstance(v, tuple) and v and all(dataclasses.is_dataclass(x) and not isinstance(x, EXPR_TYPES) for x in v):
+            changes[f.name] = tuple(_rename_stmt(x, rename, names, prefix) for x in v)  # nested statements
+        elif f.name in ("name", "var", "dst", "target") and v in names and not isinstance(s, ir.SharedDecl):
+            changes[f.name] = prefix + v  # the local a statement assigns
     return dataclasses.replace(s, **changes) if changes else s
 
 
