@@ -1,4 +1,5 @@
-"""CPU backend phase 2: barriers, shared memory and warp operations, one host thread per GPU thread."""
+"""CPU backend: barriers, shared memory and warp operations (split at barriers by default,
+codegen/cpu_regions.py; `split_barriers=False` runs one host thread per GPU thread)."""
 
 from __future__ import annotations
 
