@@ -194,7 +194,7 @@ class Normalizer:
     def needs(self, e: object) -> bool:
         return _expr_syncs(e, self.memo)
 
-    def hoist(self, e: object, pre: list, cond: bool = False, ret: object = None) -> object:
+    def hoist(self, e: object, pre: list, cond: bool = False) -> object:
         """`e` with its warp operations and synchronising helper calls moved into `pre`."""
         if not isinstance(e, EXPR_TYPES) or not self.needs(e):
             return e
@@ -327,6 +327,8 @@ class Normalizer:
             value = self.hoist(s.value, pre)  # the lowering evaluates the value first
             out_s = dataclasses.replace(s, value=value, index=tuple(self.hoist(i, pre) for i in s.index))
         else:
+            if sub_bodies(s) and _stmt_syncs(s, self.memo):
+                raise Unsplittable(f"a synchronisation point inside {type(s).__name__}")
             changes = {}
             for f in dataclasses.fields(s):
                 v = getattr(s, f.name)
