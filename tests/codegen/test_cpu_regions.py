@@ -221,3 +221,18 @@ def test_print_and_assert_after_a_barrier_run_thread_by_thread(capfd: pytest.Cap
     assert f.count == 1 and ck.fault_sites[f.site].kind == "assert"
     assert ck.fault_sites[f.site].message == "negative input"
     np.testing.assert_array_equal(out, x.reshape(2, 32)[:, ::-1].ravel())
+
+
+def test_a_statement_kind_the_splitter_does_not_know_is_left_to_the_threaded_runner() -> None:
+    """A compound statement added to the typed IR later, holding a barrier: refused (and so
+    run one host thread per GPU thread), never split around blindly."""
+    import dataclasses
+
+    @dataclasses.dataclass(frozen=True)
+    class Later:
+        body: tuple
+        span: object = None
+
+    k = build_ir(K.carry)
+    with pytest.raises(Unsplittable):
+        plan_kernel(dataclasses.replace(k, body=(Later(k.body),)))
