@@ -159,7 +159,6 @@ class RegionLowerer(Lowerer):
         b = self.b
         self.kframe = self.frame
         self.fn_exit = self.frame.exit
-        self.diverged_block: llir.Block | None = None
         ctx = self.extra_args[0]
         self.ctx = ctx
         if self.fixed_block is not None:  # the contract's block (RegionModule refuses any other)
