@@ -6,8 +6,11 @@ tid xyz, ctaid xyz, ntid xyz, nctaid xyz, lane id, dynamic shared bytes).  A gen
 in order (z, y, x), fills `ctx` and calls the kernel; `cpu_entry` marshals the
 flattened arguments into `argv` (one 64-bit slot each) and calls it through ctypes.
 
-Phase 1: barriers, warp operations and shared memory are refused with a located
-error, since threads run one after another.
+This one-loop target refuses barriers, warp operations and shared memory (an
+`az-internal` error: the driver never sends it such a kernel).  Those kernels run one
+block per host thread, split at their synchronisation points (cpu_split.py,
+cpu_regions.py), or, for the few forms the splitter leaves out, one host thread per GPU
+thread (`CPUTarget(threaded=True)`, cpu_threads.py).
 """
 
 from __future__ import annotations

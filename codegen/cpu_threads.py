@@ -1,7 +1,10 @@
-"""CPU backend, phase 2: kernels with barriers, warp operations or shared memory.
+"""CPU backend: one host thread per GPU thread, for barrier kernels the splitter leaves out.
 
-Such a kernel cannot run its threads one after another, so each GPU thread of a
-block gets a host thread (blocks still run one after another).  The JIT-compiled
+A kernel with barriers, warp operations or shared memory normally runs one block per
+host thread, split at its synchronisation points (cpu_split.py, cpu_regions.py).  The
+forms `cpu_split.Unsplittable` names (and `compile_cpu(..., split_barriers=False)`, which
+the tests use as the reference) come here: each GPU thread of a block gets a host thread
+(blocks still run one after another).  The JIT-compiled
 `__az_thread(argv, fault, rank, ctx)` runs one GPU thread; the generated code
 calls back into this module for `syncthreads` and warp operations:
 

@@ -73,17 +73,33 @@ def compile_gpu(
     return out
 
 
-def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: bool = False) -> CompiledKernel:
+def compile_cpu(
+    kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: bool = False, split_barriers: bool = True
+) -> CompiledKernel:
     """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host.
 
     `vector_grid_stride=True` maps elementwise grid-stride loops as the GPU does
     (16-byte chunks, `gridstride.py`); the default scalar mapping is as valid (any
-    disjoint assignment of indices to threads is) and is what the runtime uses."""
+    disjoint assignment of indices to threads is) and is what the runtime uses.
+
+    A kernel with barriers, shared memory or warp operations runs one host thread per block,
+    looping over the block's threads between synchronisation points (codegen/cpu_split.py,
+    cpu_regions.py); `split_barriers=False`, and the few forms `cpu_split` leaves out, run
+    one host thread per GPU thread instead (codegen/cpu_threads.py)."""
     from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
 
     t0 = time.perf_counter()
     k = _typed(kernel)
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared
+    if threaded and split_barriers:
+        from .cpu_split import Unsplittable, plan_kernel
+
+        try:
+            plan = plan_kernel(k)
+        except Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
+            plan = None
+        if plan is not None:
+            return _compile_regions(k, plan, bounds_checks, t0)
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     lw = lower_kernel(k, target, bounds_checks=bounds_checks)
@@ -93,6 +109,22 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
         add_launcher(lw)
     llvm_ir = str(lw.module)
     jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared)
+    out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
+    out.llvm_ir_optimized = jit.optimized_ir
+    out.cpu_entry = jit
+    out.compile_seconds = time.perf_counter() - t0
+    return out
+
+
+def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float) -> CompiledKernel:
+    """A kernel with barriers, shared memory or warp operations: one host thread per block,
+    looping over the block's threads between synchronisation points (codegen/cpu_regions.py)."""
+    from .cpu_regions_run import RegionModule, compile_regions
+
+    lw, target = compile_regions(plan, bounds_checks=bounds_checks)
+    llvm_ir = str(lw.module)
+    jit = RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
+                       frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit

@@ -26,13 +26,13 @@ SMALL: dict[str, dict[str, int]] = {
     "stencil2d": {"rows": 41, "cols": 67},
     "stencil3d": {"layers": 9, "rows": 13, "cols": 37},
     "histogram": {"n": 20_000},
-    "transpose": {"rows": 70, "cols": 45},
-    "reduce_sum": {"n": 30_000},
-    "reduce_sum_unsafe": {"n": 30_000},
-    "sgemm": {"m": 40, "k": 33, "n": 29},
-    "softmax": {"rows": 1, "cols": 300},  # a block of 1024 threads (host threads on the CPU backend)
-    "softmax_unsafe": {"rows": 5, "cols": 300},
-    "scan": {"n": 3_000},
+    "transpose": {"rows": 300, "cols": 200},  # the shared-memory examples: their full default size
+    "reduce_sum": {"n": 1 << 20},
+    "reduce_sum_unsafe": {"n": 1 << 20},
+    "sgemm": {"m": 200, "k": 150, "n": 130},
+    "softmax": {"rows": 16, "cols": 1000},  # blocks of 1024 threads
+    "softmax_unsafe": {"rows": 64, "cols": 1000},
+    "scan": {"n": 50_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
     "data_parallel": {"n": 9_001},
     "generic_saxpy": {"n": 2_001},
@@ -63,36 +63,19 @@ def test_example_passes_checker(name: str) -> None:
     assert [d for d in diags if d.severity == "error"] == []
 
 
-# Examples whose `main()` takes many seconds on the CPU backend even at the small size (a
-# kernel with barriers or warp operations runs a host thread per GPU thread, and
-# reduce_sum_unsafe's `main()` launches a fixed grid of 64 blocks): under `-m slow`; the
-# default run launches their kernel on a small grid instead (test_slow_examples_on_a_small_grid).
-# (The safe-tier examples pick a small grid on the CPU backend themselves.)
-CPU_SLOW = {"reduce_sum_unsafe"}
+# The CPU backend runs a kernel with barriers, shared memory or warp operations one block
+# at a time, looping over the block's threads between barriers (codegen/cpu_regions.py), so
+# the shared-memory examples run at their full default sizes here (they ran at a tenth of
+# them, and reduce_sum only under `-m slow`, when each GPU thread took a host thread).
 
 
-@pytest.mark.parametrize(
-    "name", [pytest.param(n, marks=pytest.mark.slow) if n in CPU_SLOW else n for n in sorted(SMALL)]
-)
+@pytest.mark.parametrize("name", sorted(SMALL))
 def test_example_cpu(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_DEVICE", "cpu")
     mod = _load(name)
     res = mod.main(**SMALL[name])
     assert res is not None
     assert np.all(np.isfinite(np.asarray(res, dtype=np.float64)))
-
-
-def test_slow_examples_on_a_small_grid() -> None:
-    import anodize as az
-
-    assert CPU_SLOW == {"reduce_sum_unsafe"}, "give each example of CPU_SLOW a small-grid run here"
-    mod = _load("reduce_sum_unsafe")
-    dev = az.device("cpu")
-    x_h = np.random.default_rng(6).random(30_000, dtype=np.float32)
-    total = dev.zeros(1, az.f32)
-    mod.reduce_sum[az.LaunchConfig(grid=4, block=256)](dev.to_device(x_h), total)  # main(): grid=64
-    res, ref = float(total.to_host()[0]), float(x_h.astype(np.float64).sum())
-    assert abs(res - ref) <= 1e-4 * abs(ref), (res, ref)
 
 
 @pytest.mark.gpu

@@ -1,4 +1,5 @@
-"""CPU backend phase 2: barriers, shared memory and warp operations, one host thread per GPU thread."""
+"""CPU backend: barriers, shared memory and warp operations (split at barriers by default,
+codegen/cpu_regions.py; `split_barriers=False` runs one host thread per GPU thread)."""
 
 from __future__ import annotations
 
@@ -54,10 +55,21 @@ def test_a_deadlocked_block_raises_instead_of_hanging(monkeypatch: object) -> No
     from anodize.codegen import cpu_threads
 
     monkeypatch.setattr(cpu_threads, "TIMEOUT_S", 0.3)  # type: ignore[attr-defined]
-    ck = compile_cpu(K.deadlock)
+    ck = compile_cpu(K.deadlock, split_barriers=False)
     out = np.zeros(32, np.int32)
     with pytest.raises(RuntimeError, match="deadlocked"):
         run_cpu(ck, (1,), (32,), out, rank=1)
+
+
+def test_a_divergent_barrier_stops_the_region_split_launch() -> None:
+    """Run without the checker, a barrier under `if tid == 0` splits the block's threads:
+    the region backend sees them disagree on the condition and raises at once, naming the block."""
+    import pytest
+
+    ck = compile_cpu(K.deadlock)
+    out = np.zeros(64, np.int32)
+    with pytest.raises(RuntimeError, match=r"block \(0, 0, 0\) diverged"):
+        run_cpu(ck, (2,), (32,), out, rank=1)
 
 
 def test_tiled_transpose_with_2d_shared_memory() -> None:

@@ -109,9 +109,13 @@ def test_fences_lower_to_membar_and_warp_sync(ptxas_ok: Any) -> None:
         ptxas_ok(compile_gpu(fenced, arch, ptxas=False).ptx, arch)
 
 
-def test_fences_run_on_the_cpu_backend() -> None:
-    ck = compile_cpu(fenced)
-    assert "fence seq_cst" in ck.llvm_ir and "__az_cpu_vote" in ck.llvm_ir  # warp.sync: a warp rendezvous
+@pytest.mark.parametrize("split", [True, False])
+def test_fences_run_on_the_cpu_backend(split: bool) -> None:
+    ck = compile_cpu(fenced, split_barriers=split)
+    assert "fence seq_cst" in ck.llvm_ir
+    # warp.sync: where each warp's lanes split (the region backend), or a rendezvous of the
+    # warp's host threads (one host thread per GPU thread)
+    assert ("__az_cpu_vote" in ck.llvm_ir) is not split
     a = np.arange(100, dtype=np.float32)
     c = np.zeros(100, np.float32)
     assert run_cpu(ck, (2,), (64,), a, c).count == 0
