@@ -65,6 +65,7 @@ def compile_gpu(
     llvm_ir = str(lw.module)
     optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
+    out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
@@ -73,12 +74,14 @@ def compile_gpu(
     return out
 
 
-def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: bool = False) -> CompiledKernel:
+def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: bool = False, coarsen: bool = False) -> CompiledKernel:
     """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host.
 
     `vector_grid_stride=True` maps elementwise grid-stride loops as the GPU does
     (16-byte chunks, `gridstride.py`); the default scalar mapping is as valid (any
-    disjoint assignment of indices to threads is) and is what the runtime uses."""
+    disjoint assignment of indices to threads is) and is what the runtime uses.
+    `coarsen=True` coarsens an element-wise kernel as the GPU does (`coarsen.py`): its
+    `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it."""
     from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
 
     t0 = time.perf_counter()
@@ -86,6 +89,7 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
+    target.coarsen = coarsen and not threaded
     lw = lower_kernel(k, target, bounds_checks=bounds_checks)
     if threaded:
         add_thread_entry(lw)
@@ -94,6 +98,7 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     llvm_ir = str(lw.module)
     jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
+    out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
     out.compile_seconds = time.perf_counter() - t0

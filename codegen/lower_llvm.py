@@ -113,6 +113,7 @@ class Target:
     shared_as = 0
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
+    coarsen = False  # several indices per thread for element-wise kernels (coarsen.py)
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/halves.py)
 
@@ -184,7 +185,13 @@ class Lowerer:
         self.entry_name = k.name
         self.di_scope: Any = None
         self._di_cache: dict[tuple[int, int], Any] = {}
-        self.lanes: Any = None  # gridstride.Lanes while a vector chunk's body is lowered
+        self.lanes: Any = None  # gridstride.Lanes / coarsen.Lanes while lanes of a body are lowered
+        # coarsening (codegen/coarsen.py): each thread takes several indices along x
+        self.coarse: Any = None
+        if target.coarsen:
+            from .coarsen import coarsen_plan
+
+            self.coarse = coarsen_plan(k)
 
     # ---- module plumbing ----------------------------------------------------------------
     def declare(self, name: str, ret: llir.Type, args: list[llir.Type], *attrs: str) -> llir.Function:
@@ -212,6 +219,8 @@ class Lowerer:
                 out.append(I8 if p.scalar.kind == "b" else reg_type(ScalarTy(p.scalar)))
         out.append(self.gptr)  # fault record
         out.append(I32T)  # launch rank
+        if self.coarse is not None:
+            out.append(I64T)  # the user's extent along x (grid_x * block_x): codegen/coarsen.py
         return out + self.t.extra_params()
 
     # ---- entry ----------------------------------------------------------------------------
@@ -258,12 +267,21 @@ class Lowerer:
         self.launch_rank = args[i + 1]
         self.launch_rank.name = "launch_rank"
         self.extra_args = args[i + 2 :]
+        if self.coarse is not None:
+            self.extent = args[i + 2]
+            self.extent.name = "extent"
+            self.extra_args = args[i + 3 :]
         for name, ty in self.k.locals:
             frame.vars[name] = (self.alloca(value_type(ty), name), ty)
         ret_block = fn.append_basic_block("return")
         frame.exit = ret_block
         self.frame = frame
-        self.stmts(self.k.body)
+        if self.coarse is not None:
+            from .coarsen import lower_body
+
+            lower_body(self, self.coarse)
+        else:
+            self.stmts(self.k.body)
         if not self.b.block.is_terminated:
             self.b.branch(ret_block)
         self.b.position_at_end(ret_block)
@@ -543,8 +561,7 @@ class Lowerer:
     def s_Write(self, s: ir.Write) -> None:
         sv = self.frame.slices[s.slice.name]
         value = self.expr(s.value)
-        if self.lanes is not None and self.lanes.at(s.index):  # a vector chunk's lane: stored later
-            self.lanes.values[s.slice.name][self.lanes.lane] = value
+        if self.lanes is not None and self.lanes.write(self, s, value):  # a lane's element: stored later
             return
         ok, ptr, fidx, flen = self.address(sv, s.index)
         elem = sv.ty.elem
@@ -648,10 +665,10 @@ class Lowerer:
         return self.frame.slices[e.slice.name].dims[e.axis]
 
     def e_Read(self, e: ir.Read) -> llir.Value:
-        if self.lanes is not None and self.lanes.at(e.index):  # a vector chunk's lane: loaded already
-            v = self.lanes.values[e.slice.name][self.lanes.lane]
-            assert v is not None
-            return v  # type: ignore[no-any-return]
+        if self.lanes is not None:  # a lane's element, loaded already
+            got = self.lanes.read(self, e)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
         ok, ptr, fidx, flen = self.address(sv, e.index)
         mt = mem_type(e.ty)
@@ -737,6 +754,10 @@ class Lowerer:
         return ok, dims
 
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
+        if self.lanes is not None:  # a coarsened thread: the lane's index
+            got = self.lanes.witness(self, e)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         if e.ty.block:
             return lower_block_witness(self, e)
         return self.witness(e.rank, e.site)
@@ -748,6 +769,10 @@ class Lowerer:
         return self.b.extract_value(w, WITNESS_PARTS[e.witness.ty.rank].index(e.part))  # type: ignore[union-attr]
 
     def e_Contains(self, e: ir.Contains) -> llir.Value:
+        if self.lanes is not None:  # a coarsened thread's vector path: true there
+            got = self.lanes.contains(self, e)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
         w = self.expr(e.witness)
         b = self.b

@@ -1,0 +1,464 @@
+"""Coarsening: each GPU thread of an element-wise kernel takes FACTOR consecutive indices.
+
+A kernel written one element per thread (`i = thread.index_1d()`, `ij = thread.index_2d()`)
+moves 4 bytes per thread and load, which leaves the memory system short of requests in
+flight (82-87% of the copy ceiling on an H200, against 97-107% for 16 bytes per thread).
+When `coarsen_plan` accepts a kernel, the compiler gives each thread FACTOR = 4 indices
+along x (the 1-D index, or the column of a 2-D one), and the runtime launches
+`ceil(grid_x / 4)` blocks of the user's block: thread `t` (its x position in the smaller
+grid) runs the body for the indices `4t, 4t + 1, 4t + 2, 4t + 3` along x, each below the
+user's extent `grid_x * block_x`, which travels as one hidden `i64` parameter after
+`launch_rank`.  The set of indices visited is exactly the user's grid times block: every
+index of the user's launch once, and none beyond it.
+
+Why that is the same program: an accepted kernel's threads never communicate (no shared
+memory, barriers, warp or block operations, block witnesses, atomics, fences, `print`, raw
+thread ids or grid-stride loops; every `return` is a helper's), so running four threads'
+bodies one after another, or interleaved statement by statement, in one GPU thread is one of
+the schedules the GPU could have run.  Every witness a lane makes is the lane's index, so
+the one-mapping-per-output rule holds with the same owner for every element.
+
+Each thread takes one of two paths:
+
+* the **vector path**, when the whole chunk is in range (`4t + 4 <= extent`, and within the
+  last axis of, and for 2-D at a row inside, every slice the body tests with `w in s` or
+  indexes at the witness) and every planned slice's base is 16-byte aligned (a 2-D one also
+  needs a column count divisible by 4, so that every row starts aligned).  Planned slices
+  (`_plan_slices`: 4- or 8-byte elements, indexed at the witness only, outputs written on
+  every path) are loaded and stored with one 16-byte access per chunk (`ld.global.nc.v4.f32`,
+  `st.global.v4.f32`; two `v2` for 8-byte elements).  `w in s` is true there.  The four
+  lanes run in lockstep, statement by statement, so the loads of all four are issued before
+  any is used; an `if` whose condition differs between lanes runs lane by lane.
+* the **lane path** otherwise (the last, partial chunk; a view whose start breaks 16-byte
+  alignment): lane `k` runs the plain body when `4t + k < extent`, with scalar accesses.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+import llvmlite.ir as llir
+
+from anodize.language import ir
+from anodize.language.types import ScalarTy, SliceTy, WitnessTy
+
+FACTOR = 4  # indices per thread along x
+VECTOR_BYTES = 16
+MAX_NODES = 600  # larger bodies are not coarsened (four copies of each of two paths)
+MAX_LOCKSTEP_DEPTH = 2  # `if`s nested deeper run lane by lane
+MAX_TRIP = 64  # a `for` loop with constant bounds up to this many trips (a stencil's taps)
+
+
+@dataclass
+class CoarsePlan:
+    rank: int  # the witnesses' rank (1 or 2); the chunk runs along x (the column for rank 2)
+    reads: list[str] = field(default_factory=list)  # loaded as vectors on the vector path
+    writes: list[str] = field(default_factory=list)  # stored as vectors on the vector path
+    checked: list[str] = field(default_factory=list)  # extents the vector path tests (`w in s` is true there)
+    factor: int = FACTOR
+
+    @property
+    def vector(self) -> list[str]:
+        return list(dict.fromkeys(self.reads + self.writes))
+
+
+class _No(Exception):
+    pass
+
+
+def _nodes(x: Any) -> list[Any]:
+    """The IR nodes directly inside node `x` (expressions and statements, in field order)."""
+    out: list[Any] = []
+    for f in dataclasses.fields(x):
+        v = getattr(x, f.name)
+        for item in v if isinstance(v, tuple) else (v,):
+            if dataclasses.is_dataclass(item) and not isinstance(item, (ScalarTy, SliceTy, WitnessTy, ir.FuncIR)) and not isinstance(item, type):
+                if type(item).__module__ == ir.__name__:
+                    out.append(item)
+    return out
+
+
+def witness_local(e: ir.Expr) -> bool:
+    """A witness held in a local (`i`), or its value (`i.get()`): every such value in a lane is
+    the lane's index, and reading it has no effect."""
+    if isinstance(e, ir.WitnessPart) and e.part == "get":
+        e = e.witness
+    return isinstance(e, ir.Local) and isinstance(e.ty, WitnessTy) and not e.ty.block
+
+
+def at_witness(index: tuple[ir.Expr, ...]) -> bool:
+    return len(index) == 1 and witness_local(index[0])
+
+
+_REFUSED = (
+    ir.Atomic, ir.RawId, ir.WarpOp, ir.Collective, ir.SharedRead, ir.SharedRef, ir.SharedWrite, ir.SharedDecl,
+    ir.Barrier, ir.Fence, ir.Print, ir.GridStride, ir.While,
+)
+
+
+def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
+    """The plan for coarsening `k`, or None when it is not element-wise (see the module doc)."""
+    if k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
+        return None
+    ranks: set[int] = set()
+    count = [0]
+    seen_funcs: set[int] = set()
+
+    def visit(x: Any, in_kernel: bool) -> None:
+        count[0] += 1
+        if count[0] > MAX_NODES or isinstance(x, _REFUSED):
+            raise _No
+        if isinstance(x, ir.Return) and in_kernel:
+            raise _No  # a lane that returns would skip the lanes after it in lockstep
+        if isinstance(x, ir.MakeWitness):
+            if x.ty.block or x.site >= 0 or x.rank not in (1, 2):
+                raise _No
+            ranks.add(x.rank)
+        if isinstance(x, ir.Local) and isinstance(x.ty, WitnessTy) and x.ty.block:
+            raise _No
+        if isinstance(x, ir.ForRange):
+            trips = _const_trips(x)
+            if trips is None or trips > MAX_TRIP:
+                raise _No  # a long per-element loop: compute-bound, keep every thread
+        if isinstance(x, ir.Call):
+            if id(x.func) not in seen_funcs:
+                seen_funcs.add(id(x.func))
+                for st in x.func.body:
+                    visit(st, False)
+        for c in _nodes(x):
+            visit(c, in_kernel)
+
+    try:
+        for st in k.body:
+            visit(st, True)
+    except _No:
+        return None
+    if len(ranks) != 1:
+        return None
+    rank = ranks.pop()
+    if k.domain != rank:
+        return None
+    return _plan_slices(k, rank)
+
+
+def _const_trips(s: ir.ForRange) -> int | None:
+    vals = []
+    for e in (s.start, s.stop, s.step):
+        if not isinstance(e, ir.Const):
+            return None
+        vals.append(int(e.value))
+    start, stop, step = vals
+    if step == 0:
+        return None
+    return len(range(start, stop, step))
+
+
+def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
+    """Which slices get 16-byte accesses, and which extents the vector path tests."""
+    params = {p.name: p for p in k.params if p.slice_kind is not None}
+    at_reads: set[str] = set()
+    at_writes: set[str] = set()
+    other: set[str] = set()  # accessed somewhere not at the witness, or passed to a helper
+    contains: set[str] = set()
+
+    def visit(x: Any) -> None:
+        if isinstance(x, ir.Read):
+            (at_reads if at_witness(x.index) else other).add(x.slice.name)
+        elif isinstance(x, ir.Write):
+            (at_writes if at_witness(x.index) else other).add(x.slice.name)
+        elif isinstance(x, ir.Contains) and witness_local(x.witness):
+            contains.add(x.slice.name)
+        elif isinstance(x, ir.Call):
+            other.update(a.name for a in x.args if isinstance(a, ir.SliceRef))
+        for c in _nodes(x):
+            visit(c)
+
+    for st in k.body:
+        visit(st)
+
+    def fits_elem(name: str) -> bool:
+        p = params[name]
+        return p.slice_kind.rank == rank and not p.scalar.kind == "b" and p.scalar.mem_bits in (32, 64)
+
+    def fits(name: str) -> bool:
+        return fits_elem(name) and name not in other
+
+    checked = sorted(n for n in (contains | at_reads | at_writes) if params[n].slice_kind.rank == rank)
+    plan = CoarsePlan(rank, checked=checked)
+    for name in sorted(at_reads | at_writes):
+        if not fits(name):
+            continue
+        if params[name].slice_kind.output and name in at_writes:
+            if not _definitely_writes(k.body, name, set(checked)):
+                continue  # a lane may leave it unwritten: scalar stores
+            plan.writes.append(name)
+        if name in at_reads:
+            plan.reads.append(name)
+    return plan
+
+
+def fold(cond: ir.Expr, checked: set[str]) -> bool | None:
+    """A condition's value on the vector path, when it is known there (`w in s` is true)."""
+    if isinstance(cond, ir.Contains) and witness_local(cond.witness) and cond.slice.name in checked:
+        return True
+    if isinstance(cond, ir.UnaryOp) and cond.op == "not":
+        v = fold(cond.operand, checked)
+        return None if v is None else not v
+    if isinstance(cond, ir.BoolOp):
+        vals = [fold(v, checked) for v in cond.values]
+        if cond.op == "and":
+            return False if False in vals else (True if all(v is True for v in vals) else None)
+        return True if True in vals else (False if all(v is False for v in vals) else None)
+    if isinstance(cond, ir.Const) and cond.ty.is_bool:
+        return bool(cond.value)
+    return None
+
+
+def _definitely_writes(body: tuple[ir.Stmt, ...], name: str, checked: set[str]) -> bool:
+    """Whether every path through `body` on the vector path writes `name` at the witness."""
+    for st in body:
+        if isinstance(st, ir.Write) and st.slice.name == name and at_witness(st.index):
+            return True
+        if isinstance(st, ir.If):
+            v = fold(st.cond, checked)
+            then = _definitely_writes(st.body, name, checked)
+            other = _definitely_writes(st.orelse, name, checked)
+            if (v is True and then) or (v is False and other) or (then and other):
+                return True
+    return False
+
+
+# ---- lowering -------------------------------------------------------------------------------
+
+
+class Lanes:
+    """The Lowerer's hooks while a coarsened body is lowered (`Lowerer.lanes`)."""
+
+    def __init__(self, plan: CoarsePlan, slices: dict[str, Any]):
+        self.plan = plan
+        self.lane = 0
+        self.vector = False  # on the vector path (planned accesses from `slots`, `w in s` true)
+        self.witnesses: list[llir.Value] = []
+        self.sv = {n: slices[n] for n in plan.checked}  # identity: a helper sees the same SliceVal
+        self.slots: dict[str, list[llir.Value]] = {}
+        self.checked = set(plan.checked)
+
+    def _planned(self, lw: Any, name: str, which: list[str]) -> bool:
+        return name in which and lw.frame.slices.get(name) is self.sv.get(name)
+
+    def read(self, lw: Any, e: ir.Read) -> llir.Value | None:
+        if self.vector and at_witness(e.index) and self._planned(lw, e.slice.name, self.plan.reads):
+            from .lower_llvm import mem_type
+
+            return lw.b.load(self.slots[e.slice.name][self.lane], typ=mem_type(e.ty))  # type: ignore[no-any-return]
+        return None
+
+    def write(self, lw: Any, s: ir.Write, value: llir.Value) -> bool:
+        if self.vector and at_witness(s.index) and self._planned(lw, s.slice.name, self.plan.writes):
+            lw.b.store(value, self.slots[s.slice.name][self.lane])
+            return True
+        return False
+
+    def contains(self, lw: Any, e: ir.Contains) -> llir.Value | None:
+        if self.vector and witness_local(e.witness) and e.slice.name in self.checked and lw.frame.slices.get(e.slice.name) is self.sv[e.slice.name]:
+            return llir.Constant(llir.IntType(1), 1)
+        return None
+
+    def witness(self, lw: Any, e: ir.MakeWitness) -> llir.Value | None:
+        return self.witnesses[self.lane]
+
+
+def lower_body(lw: Any, plan: CoarsePlan) -> None:
+    """Lower the kernel's body as a coarsened thread (the Lowerer calls this from `lower`)."""
+    from .lower_llvm import I1, I32T, I64T, WITNESS_LL, Frame
+
+    b = lw.b
+    F = plan.factor
+    one = lw.frame
+    t = b.add(b.mul(lw.sreg64("ctaid", "x"), lw.sreg64("ntid", "x")), lw.sreg64("tid", "x"))
+    base = b.mul(t, llir.Constant(I64T, F))
+    extent = lw.extent
+    cols = [b.add(base, llir.Constant(I64T, k)) if k else base for k in range(F)]
+    if plan.rank == 1:
+        witnesses = cols
+        row = None
+    else:
+        row = b.add(b.mul(lw.sreg64("ctaid", "y"), lw.sreg64("ntid", "y")), lw.sreg64("tid", "y"))
+        witnesses = []
+        for c in cols:
+            w = b.insert_value(llir.Constant(WITNESS_LL[2], None), row, 0)
+            witnesses.append(b.insert_value(w, c, 1))
+    lanes = Lanes(plan, one.slices)
+    lanes.witnesses = witnesses
+    # one frame per lane: its own locals (zeroed, as a fresh thread's) and copies of the parameters
+    frames = [one]
+    for k in range(1, F):
+        fr = Frame(slices=one.slices, exit=one.exit)
+        for name, (slot, ty) in one.vars.items():
+            fr.vars[name] = (lw.alloca(slot.allocated_type, f"{name}.l{k}"), ty)
+        frames.append(fr)
+    params = {p.name for p in lw.k.params if p.slice_kind is None}
+    for fr in frames[1:]:
+        for name in params:
+            b.store(b.load(one.vars[name][0], typ=one.vars[name][0].allocated_type), fr.vars[name][0])
+
+    end = lw.fn.append_basic_block("co.end")
+    vpath = lw.fn.append_basic_block("co.vector")
+    spath = lw.fn.append_basic_block("co.lanes")
+    ok = b.icmp_unsigned("<=", b.add(base, llir.Constant(I64T, F)), extent)
+    chunk_end = b.add(base, llir.Constant(I64T, F))
+    for name in plan.checked:
+        sv = one.slices[name]
+        ok = b.and_(ok, b.icmp_unsigned("<=", chunk_end, sv.dims[-1]))
+        if plan.rank == 2:
+            ok = b.and_(ok, b.icmp_unsigned("<", row, sv.dims[0]))
+    for name in plan.vector:
+        sv = one.slices[name]
+        low = b.and_(b.ptrtoint(sv.ptr, I64T), llir.Constant(I64T, VECTOR_BYTES - 1))
+        ok = b.and_(ok, b.icmp_unsigned("==", low, llir.Constant(I64T, 0)))
+        if plan.rank == 2:
+            ok = b.and_(ok, b.icmp_unsigned("==", b.and_(sv.dims[-1], llir.Constant(I64T, F - 1)), llir.Constant(I64T, 0)))
+    br = b.cbranch(ok, vpath, spath)
+    br.set_weights([64, 1])
+
+    saved = lw.lanes
+    lw.lanes = lanes
+    try:
+        # the vector path
+        b.position_at_end(vpath)
+        lanes.vector = True
+        for name in plan.vector:
+            sv = one.slices[name]
+            from .lower_llvm import mem_type
+
+            mt = mem_type(sv.ty.elem)
+            lanes.slots[name] = [lw.alloca(mt, f"{name}.lane{k}") for k in range(F)]
+        for name in plan.reads:
+            _vector_load(lw, one.slices[name], row, base, lanes.slots[name], F)
+        _lockstep(lw, lanes, frames, lw.k.body, 0)
+        for name in plan.writes:
+            _vector_store(lw, one.slices[name], row, base, lanes.slots[name], F)
+        if not b.block.is_terminated:
+            b.branch(end)
+        # the lane path
+        b.position_at_end(spath)
+        lanes.vector = False
+        for k in range(F):
+            lanes.lane = k
+            lw.frame = frames[k]
+            run = lw.fn.append_basic_block(f"co.lane{k}")
+            nxt = lw.fn.append_basic_block(f"co.next{k}")
+            b.cbranch(b.icmp_unsigned("<", cols[k], extent), run, nxt)
+            b.position_at_end(run)
+            lw.stmts(lw.k.body)
+            if not b.block.is_terminated:
+                b.branch(nxt)
+            b.position_at_end(nxt)
+        b.branch(end)
+    finally:
+        lw.lanes = saved
+        lw.frame = one
+    b.position_at_end(end)
+    del I1, I32T
+
+
+def _address(lw: Any, sv: Any, row: llir.Value | None, col: llir.Value) -> llir.Value:
+    from .lower_llvm import mem_type
+
+    b = lw.b
+    flat = col if row is None else b.add(b.mul(row, sv.dims[-1]), col)
+    return b.gep(sv.ptr, [flat], inbounds=True, source_etype=mem_type(sv.ty.elem))
+
+
+def _vector_load(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value], F: int) -> None:
+    from .lower_llvm import I32T, I64T, mem_type
+
+    b = lw.b
+    mt = mem_type(sv.ty.elem)
+    per = VECTOR_BYTES * 8 // sv.ty.elem.info.mem_bits
+    vt = llir.VectorType(mt, per)
+    for part in range(F // per):
+        col = base if part == 0 else b.add(base, llir.Constant(I64T, part * per))
+        v = b.load(_address(lw, sv, row, col), typ=vt, align=VECTOR_BYTES)
+        for j in range(per):
+            b.store(b.extract_element(v, llir.Constant(I32T, j)), slots[part * per + j])
+
+
+def _vector_store(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value], F: int) -> None:
+    from .lower_llvm import I32T, I64T, mem_type
+
+    b = lw.b
+    mt = mem_type(sv.ty.elem)
+    per = VECTOR_BYTES * 8 // sv.ty.elem.info.mem_bits
+    vt = llir.VectorType(mt, per)
+    for part in range(F // per):
+        vec: llir.Value = llir.Constant(vt, None)
+        for j in range(per):
+            vec = b.insert_element(vec, b.load(slots[part * per + j], typ=mt), llir.Constant(I32T, j))
+        col = base if part == 0 else b.add(base, llir.Constant(I64T, part * per))
+        b.store(vec, _address(lw, sv, row, col), align=VECTOR_BYTES)
+
+
+def _lockstep(lw: Any, lanes: Lanes, frames: list[Any], body: tuple[ir.Stmt, ...], depth: int) -> None:
+    """Lower `body` for every lane, statement by statement (lane 0 to 3 for each)."""
+    for st in body:
+        if isinstance(st, ir.If) and depth < MAX_LOCKSTEP_DEPTH:
+            _lockstep_if(lw, lanes, frames, st, depth)
+            continue
+        for k in range(len(frames)):
+            lanes.lane = k
+            lw.frame = frames[k]
+            lw.stmts((st,))
+
+
+def _lockstep_if(lw: Any, lanes: Lanes, frames: list[Any], st: ir.If, depth: int) -> None:
+    """An `if` on the vector path: both arms in lockstep when every lane agrees, else lane by lane."""
+    b = lw.b
+    v = fold(st.cond, lanes.checked)
+    if v is not None:
+        _lockstep(lw, lanes, frames, st.body if v else st.orelse, depth + 1)
+        return
+    if b.block.is_terminated:
+        b.position_at_end(lw.fn.append_basic_block("dead"))
+    conds = []
+    for k in range(len(frames)):
+        lanes.lane = k
+        lw.frame = frames[k]
+        lw.locate(st.span)
+        conds.append(lw.expr(st.cond))
+    every = conds[0]
+    some = conds[0]
+    for c in conds[1:]:
+        every = b.and_(every, c)
+        some = b.or_(some, c)
+    tt = lw.fn.append_basic_block("co.all")
+    chk = lw.fn.append_basic_block("co.some")
+    ff = lw.fn.append_basic_block("co.none")
+    mixed = lw.fn.append_basic_block("co.mixed")
+    merge = lw.fn.append_basic_block("co.merge")
+    b.cbranch(every, tt, chk)
+    b.position_at_end(chk)
+    b.cbranch(some, mixed, ff)
+    for blk, arm in ((tt, st.body), (ff, st.orelse)):
+        b.position_at_end(blk)
+        _lockstep(lw, lanes, frames, arm, depth + 1)
+        if not b.block.is_terminated:
+            b.branch(merge)
+    b.position_at_end(mixed)
+    for k in range(len(frames)):
+        lanes.lane = k
+        lw.frame = frames[k]
+        then = lw.fn.append_basic_block(f"co.then{k}")
+        other = lw.fn.append_basic_block(f"co.else{k}")
+        nxt = lw.fn.append_basic_block(f"co.join{k}")
+        b.cbranch(conds[k], then, other)
+        for blk, arm in ((then, st.body), (other, st.orelse)):
+            b.position_at_end(blk)
+            lw.stmts(arm)
+            if not b.block.is_terminated:
+                b.branch(nxt)
+        b.position_at_end(nxt)
+    b.branch(merge)
+    b.position_at_end(merge)

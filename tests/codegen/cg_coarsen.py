@@ -1,0 +1,81 @@
+"""Kernels for the coarsening tests (tests/codegen/test_coarsen.py)."""
+
+import anodize as az
+from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, f64, i32, kernel, launch_contract, thread
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def visit(cnt: DisjointSlice[i32]) -> None:
+    """Counts the visits of each element: 1 inside the user's grid times block, 0 beyond."""
+    i = thread.index_1d()
+    if i in cnt:
+        cnt[i] = cnt[i] + 1
+
+
+@launch_contract(domain=2, block=(8, 4))
+@kernel
+def visit2d(cnt: DisjointSlice2D[i32]) -> None:
+    ij = thread.index_2d()
+    if ij in cnt:
+        cnt[ij] = cnt[ij] + 1
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
+@kernel
+def axpy(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = 2.5 * a[i] + b[i]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def branchy(a: Slice[f64], c: DisjointSlice[f64]) -> None:
+    """A data-dependent `if` with a write on both arms (lockstep, then lane by lane when mixed)."""
+    i = thread.index_1d()
+    if i in c:
+        x = a[i]
+        if x > 0.5:
+            c[i] = x * 2.0
+        else:
+            c[i] = -x
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def some_lanes(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """Writes only where `a` is positive: `c` keeps its other elements (scalar stores)."""
+    i = thread.index_1d()
+    if i in c:
+        if a[i] > 0.0:
+            c[i] = a[i]
+
+
+@launch_contract(domain=2, block=(32, 8), requires=lambda u, out: u.shape[0] == out.shape[0] and u.shape[1] == out.shape[1])
+@kernel
+def blur3x3(u: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
+    """A 3x3 box blur with one bounds check left: no `r < rows - 1` guard, so the reads of
+    row r + 1 keep theirs (the last row reads past the end: a fault)."""
+    ij = thread.index_2d()
+    if ij in out:
+        r = ij.row
+        c = ij.col
+        if r > 0 and c > 0 and c < u.shape[1] - 1:
+            acc = f32(0.0)
+            for dr in range(-1, 2):
+                for dc in range(-1, 2):
+                    acc += u[r + dr, c + dc]
+            out[ij] = acc / 9.0
+        else:
+            out[ij] = u[ij]
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def with_raw_id(c: DisjointSlice[i32]) -> None:
+    """Reads a raw thread id: not coarsened (the lanes would see the wrong id)."""
+    i = thread.index_1d()
+    if i in c:
+        with az.unsafe():
+            c[i] = thread.tid_x()
