@@ -80,6 +80,15 @@ def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, in
     return grid if f == 1 else (-(-grid[0] // f), grid[1], grid[2])
 
 
+def hidden_args(ck: CompiledKernel, fault_address: int, grid: tuple[int, int, int], block: tuple[int, int, int], rank: int) -> tuple:
+    """The hidden arguments after the flattened ones, for a raw launch of `ck` with the user's
+    grid and block: the fault record, the launch rank, and a coarsened kernel's extent."""
+    import numpy as np
+
+    out: tuple = (fault_address, np.int32(rank))
+    return out + (np.int64(grid[0] * block[0]),) if ck.coarsen > 1 else out
+
+
 def flat_abi(params: tuple[ParamSpec, ...]) -> tuple[str, ...]:
     """The flattened kernel arguments (hidden ones excluded), one kind per ABI slot:
     "ptr" (a data pointer), "i64" (a length, rows or cols), or a scalar name ("f32", "bool_"...).

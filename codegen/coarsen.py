@@ -160,7 +160,8 @@ def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
     params = {p.name: p for p in k.params if p.slice_kind is not None}
     at_reads: set[str] = set()
     at_writes: set[str] = set()
-    other: set[str] = set()  # accessed somewhere not at the witness, or passed to a helper
+    other: set[str] = set()  # accessed somewhere not at the witness
+    escaped: set[str] = set()  # passed to a helper
     contains: set[str] = set()
 
     def visit(x: Any) -> None:
@@ -171,7 +172,7 @@ def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
         elif isinstance(x, ir.Contains) and witness_local(x.witness):
             contains.add(x.slice.name)
         elif isinstance(x, ir.Call):
-            other.update(a.name for a in x.args if isinstance(a, ir.SliceRef))
+            escaped.update(a.name for a in x.args if isinstance(a, ir.SliceRef))
         for c in _nodes(x):
             visit(c)
 
@@ -183,7 +184,10 @@ def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
         return p.slice_kind.rank == rank and not p.scalar.kind == "b" and p.scalar.mem_bits in (32, 64)
 
     def fits(name: str) -> bool:
-        return fits_elem(name) and name not in other
+        """An input read anywhere else too, or an output accessed at the witness only."""
+        if not fits_elem(name) or name in escaped:
+            return False
+        return not params[name].slice_kind.output or name not in other
 
     checked = sorted(n for n in (contains | at_reads | at_writes) if params[n].slice_kind.rank == rank)
     plan = CoarsePlan(rank, checked=checked)
@@ -325,6 +329,7 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
 
     saved = lw.lanes
     lw.lanes = lanes
+    before = lw.checks
     try:
         # the vector path
         b.position_at_end(vpath)
@@ -345,7 +350,10 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
         # the lane path
         b.position_at_end(spath)
         lanes.vector = False
+        checks = lw.checks  # `bounds_checks` counts the checks of one copy of the body: lane 0's here
         for k in range(F):
+            if k == 1:
+                checks = lw.checks - checks
             lanes.lane = k
             lw.frame = frames[k]
             run = lw.fn.append_basic_block(f"co.lane{k}")
@@ -357,6 +365,7 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
                 b.branch(nxt)
             b.position_at_end(nxt)
         b.branch(end)
+        lw.checks = before + checks
     finally:
         lw.lanes = saved
         lw.frame = one

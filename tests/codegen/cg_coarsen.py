@@ -1,7 +1,7 @@
 """Kernels for the coarsening tests (tests/codegen/test_coarsen.py)."""
 
 import anodize as az
-from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, f64, i32, kernel, launch_contract, thread
+from anodize import AtomicSlice, DisjointSlice, DisjointSlice2D, Index1D, Slice, Slice2D, f32, f64, func, i32, kernel, launch_contract, thread
 
 
 @launch_contract(domain=1, block=64)
@@ -79,3 +79,71 @@ def with_raw_id(c: DisjointSlice[i32]) -> None:
     if i in c:
         with az.unsafe():
             c[i] = thread.tid_x()
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def with_atomic(a: Slice[i32], bins: AtomicSlice[i32]) -> None:
+    i = thread.index_1d()
+    if i in a:
+        bins.add(a[i] % len(bins), 1)
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def with_print(c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = 1.0
+        if i.get() == 0:
+            print("first")
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def early_return(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i not in c:
+        return
+    c[i] = a[i]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def long_loop(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
+    """A per-element loop of a runtime trip count: compute-bound, every thread kept."""
+    i = thread.index_1d()
+    if i in c:
+        x = a[i]
+        for _ in range(n):
+            x = x * 0.5 + 1.0
+        c[i] = x
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def grid_stride_body(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    for i in thread.grid_stride(c):
+        c[i] = a[i]
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def block_result(x: Slice[f32], partial: DisjointSlice[f32]) -> None:
+    b = thread.block_witness_1d()
+    if thread.is_block_leader() and b in partial:
+        partial[b] = x[0]
+
+
+@func
+def twice(x: Slice[f32], w: Index1D) -> f32:
+    return x[w] * 2.0
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
+@kernel
+def via_helper(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """`a` reaches a helper (scalar reads in the lanes), `b` is read at the witness here (vector)."""
+    i = thread.index_1d()
+    if i in c:
+        c[i] = twice(a, i) + b[i]
