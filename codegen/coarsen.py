@@ -44,9 +44,18 @@ import llvmlite.ir as llir
 from anodize.language import ir
 from anodize.language.types import ScalarTy, SliceTy, WitnessTy
 
-FACTOR = 4  # indices per thread along x
+from .lower_llvm import INTRINSIC_MATH
+
+CHUNK = 4  # consecutive indices per 16-byte chunk (of 4-byte elements)
+# chunks per thread: 1, or 2 (a block then covers two runs of block_x chunks, as Triton's
+# 1024-element blocks of 128 threads do); ANODIZE_COARSEN_CHUNKS overrides it, 0 turns
+# coarsening off (for measurements: the disk cache key does not cover it)
+CHUNKS = 1
 VECTOR_BYTES = 16
-MAX_NODES = 600  # larger bodies are not coarsened (four copies of each of two paths)
+MAX_NODES = 400  # larger bodies are not coarsened (the vector path holds a copy per lane)
+MATH_COST = 50  # what a libdevice function counts for against MAX_NODES
+CHECK_COST = 12  # a bounds check left in: its cold block
+MAX_SIZE = 2500  # `code_size` of the largest coarsened body
 MAX_LOCKSTEP_DEPTH = 2  # `if`s nested deeper run lane by lane
 MAX_TRIP = 64  # a `for` loop with constant bounds up to this many trips (a stencil's taps)
 
@@ -57,7 +66,12 @@ class CoarsePlan:
     reads: list[str] = field(default_factory=list)  # loaded as vectors on the vector path
     writes: list[str] = field(default_factory=list)  # stored as vectors on the vector path
     checked: list[str] = field(default_factory=list)  # extents the vector path tests (`w in s` is true there)
-    factor: int = FACTOR
+    chunks: int = CHUNKS
+
+    @property
+    def factor(self) -> int:
+        """Indices per thread along x: the launch runs ceil(grid_x / factor) blocks."""
+        return CHUNK * self.chunks
 
     @property
     def vector(self) -> list[str]:
@@ -100,11 +114,13 @@ _REFUSED = (
 
 def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
     """The plan for coarsening `k`, or None when it is not element-wise (see the module doc)."""
-    if k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
+    import os
+
+    chunks = int(os.environ.get("ANODIZE_COARSEN_CHUNKS", CHUNKS))
+    if chunks <= 0 or k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
         return None
     ranks: set[int] = set()
     count = [0]
-    seen_funcs: set[int] = set()
 
     def visit(x: Any, in_kernel: bool) -> None:
         count[0] += 1
@@ -122,11 +138,11 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
             trips = _const_trips(x)
             if trips is None or trips > MAX_TRIP:
                 raise _No  # a long per-element loop: compute-bound, keep every thread
-        if isinstance(x, ir.Call):
-            if id(x.func) not in seen_funcs:
-                seen_funcs.add(id(x.func))
-                for st in x.func.body:
-                    visit(st, False)
+        if isinstance(x, ir.MathCall) and x.name not in INTRINSIC_MATH:
+            count[0] += MATH_COST  # a libdevice call: compute, and code in every lane
+        if isinstance(x, ir.Call):  # inlined at every call
+            for st in x.func.body:
+                visit(st, False)
         for c in _nodes(x):
             visit(c, in_kernel)
 
@@ -140,7 +156,48 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
     rank = ranks.pop()
     if k.domain != rank:
         return None
-    return _plan_slices(k, rank)
+    plan = _plan_slices(k, rank)
+    plan.chunks = chunks
+    if code_size(k.body, set(plan.checked), plan.factor) > MAX_SIZE:
+        return None  # the copies per lane would cost more compile time than they save
+    return plan
+
+
+def _cost(x: Any) -> int:
+    """Roughly the instructions `x` lowers to: one per node, more for a check left in
+    (its cold fault block) and a libdevice call; a helper counts at every call."""
+    n = 1
+    if isinstance(x, (ir.Read, ir.Write, ir.TableRead)) and x.checked:
+        n += CHECK_COST
+    if isinstance(x, ir.MathCall) and x.name not in INTRINSIC_MATH:
+        n += MATH_COST
+    if isinstance(x, ir.Call):
+        n += sum(_cost(st) for st in x.func.body)
+    if isinstance(x, ir.ForRange):
+        trips = _const_trips(x) or 1
+        return n + _cost(x.start) + _cost(x.stop) + _cost(x.step) + trips * sum(_cost(st) for st in x.body)
+    return n + sum(_cost(c) for c in _nodes(x))
+
+
+def code_size(body: tuple[ir.Stmt, ...], checked: set[str], factor: int, depth: int = 0) -> int:
+    """The estimated size of a coarsened body: the vector path's copies (`_lockstep`: each
+    statement once per lane; an `if` whose lanes may differ: both arms in lockstep, and
+    once more per lane for the mixed case), plus the lane loop's copy, which LLVM unrolls."""
+    total = 0
+    for st in body:
+        if isinstance(st, ir.If) and depth < MAX_LOCKSTEP_DEPTH:
+            v = fold(st.cond, checked)
+            if v is not None:
+                total += code_size(st.body if v else st.orelse, checked, factor, depth + 1)
+                continue
+            arms = code_size(st.body, checked, factor, depth + 1) + code_size(st.orelse, checked, factor, depth + 1)
+            per_lane = sum(_cost(x) for x in st.body + st.orelse)
+            total += factor * _cost(st.cond) + arms + factor * per_lane
+        else:
+            total += factor * _cost(st)
+    if depth == 0:
+        total += factor * sum(_cost(st) for st in body)
+    return total
 
 
 def _const_trips(s: ir.ForRange) -> int | None:
@@ -244,7 +301,9 @@ class Lanes:
         self.plan = plan
         self.lane = 0
         self.vector = False  # on the vector path (planned accesses from `slots`, `w in s` true)
-        self.witnesses: list[llir.Value] = []
+        self.witnesses: list[llir.Value] = []  # each lane's witness on the vector path
+        self.current: llir.Value | None = None  # the lane's witness in the lane loop
+        self.restart: Any = None  # the lane path's block: where a chunk whose lanes differ starts over
         self.sv = {n: slices[n] for n in plan.checked}  # identity: a helper sees the same SliceVal
         self.slots: dict[str, list[llir.Value]] = {}
         self.checked = set(plan.checked)
@@ -271,20 +330,26 @@ class Lanes:
         return None
 
     def witness(self, lw: Any, e: ir.MakeWitness) -> llir.Value | None:
-        return self.witnesses[self.lane]
+        return self.witnesses[self.lane] if self.vector else self.current
 
 
 def lower_body(lw: Any, plan: CoarsePlan) -> None:
     """Lower the kernel's body as a coarsened thread (the Lowerer calls this from `lower`)."""
-    from .lower_llvm import I1, I32T, I64T, WITNESS_LL, Frame
+    from .lower_llvm import I64T, WITNESS_LL, Frame
 
     b = lw.b
     F = plan.factor
     one = lw.frame
-    t = b.add(b.mul(lw.sreg64("ctaid", "x"), lw.sreg64("ntid", "x")), lw.sreg64("tid", "x"))
-    base = b.mul(t, llir.Constant(I64T, F))
+    # block b, thread x: chunk j (of `chunks`) starts at ((b * chunks + j) * ntid + x) * CHUNK
+    ntid = lw.sreg64("ntid", "x")
+    tid = lw.sreg64("tid", "x")
+    first = b.mul(lw.sreg64("ctaid", "x"), llir.Constant(I64T, plan.chunks))
+    bases = []
+    for j in range(plan.chunks):
+        blk = b.add(first, llir.Constant(I64T, j)) if j else first
+        bases.append(b.mul(b.add(b.mul(blk, ntid), tid), llir.Constant(I64T, CHUNK)))
     extent = lw.extent
-    cols = [b.add(base, llir.Constant(I64T, k)) if k else base for k in range(F)]
+    cols = [b.add(bases[k // CHUNK], llir.Constant(I64T, k % CHUNK)) if k % CHUNK else bases[k // CHUNK] for k in range(F)]
     if plan.rank == 1:
         witnesses = cols
         row = None
@@ -303,16 +368,17 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
         for name, (slot, ty) in one.vars.items():
             fr.vars[name] = (lw.alloca(slot.allocated_type, f"{name}.l{k}"), ty)
         frames.append(fr)
-    params = {p.name for p in lw.k.params if p.slice_kind is None}
+    params = [p.name for p in lw.k.params if p.slice_kind is None]
+    initial = {name: b.load(one.vars[name][0], typ=one.vars[name][0].allocated_type) for name in params}
     for fr in frames[1:]:
         for name in params:
-            b.store(b.load(one.vars[name][0], typ=one.vars[name][0].allocated_type), fr.vars[name][0])
+            b.store(initial[name], fr.vars[name][0])
 
     end = lw.fn.append_basic_block("co.end")
     vpath = lw.fn.append_basic_block("co.vector")
     spath = lw.fn.append_basic_block("co.lanes")
-    ok = b.icmp_unsigned("<=", b.add(base, llir.Constant(I64T, F)), extent)
-    chunk_end = b.add(base, llir.Constant(I64T, F))
+    chunk_end = b.add(bases[-1], llir.Constant(I64T, CHUNK))  # the last chunk ends last
+    ok = b.icmp_unsigned("<=", chunk_end, extent)
     for name in plan.checked:
         sv = one.slices[name]
         ok = b.and_(ok, b.icmp_unsigned("<=", chunk_end, sv.dims[-1]))
@@ -323,7 +389,7 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
         low = b.and_(b.ptrtoint(sv.ptr, I64T), llir.Constant(I64T, VECTOR_BYTES - 1))
         ok = b.and_(ok, b.icmp_unsigned("==", low, llir.Constant(I64T, 0)))
         if plan.rank == 2:
-            ok = b.and_(ok, b.icmp_unsigned("==", b.and_(sv.dims[-1], llir.Constant(I64T, F - 1)), llir.Constant(I64T, 0)))
+            ok = b.and_(ok, b.icmp_unsigned("==", b.and_(sv.dims[-1], llir.Constant(I64T, CHUNK - 1)), llir.Constant(I64T, 0)))
     br = b.cbranch(ok, vpath, spath)
     br.set_weights([64, 1])
 
@@ -341,36 +407,66 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
             mt = mem_type(sv.ty.elem)
             lanes.slots[name] = [lw.alloca(mt, f"{name}.lane{k}") for k in range(F)]
         for name in plan.reads:
-            _vector_load(lw, one.slices[name], row, base, lanes.slots[name], F)
-        _lockstep(lw, lanes, frames, lw.k.body, 0)
+            for j, base in enumerate(bases):
+                _vector_load(lw, one.slices[name], row, base, lanes.slots[name][j * CHUNK : (j + 1) * CHUNK])
+        lanes.restart = spath
+        _lockstep(lw, lanes, frames, lw.k.body, 0, True)
         for name in plan.writes:
-            _vector_store(lw, one.slices[name], row, base, lanes.slots[name], F)
+            for j, base in enumerate(bases):
+                _vector_store(lw, one.slices[name], row, base, lanes.slots[name][j * CHUNK : (j + 1) * CHUNK])
         if not b.block.is_terminated:
             b.branch(end)
-        # the lane path
+        # the lane path: one copy of the body in a loop over the lanes, each lane a fresh thread
+        lw.checks = before  # `bounds_checks` counts the checks of one copy of the body: this one
         b.position_at_end(spath)
         lanes.vector = False
-        checks = lw.checks  # `bounds_checks` counts the checks of one copy of the body: lane 0's here
-        for k in range(F):
-            if k == 1:
-                checks = lw.checks - checks
-            lanes.lane = k
-            lw.frame = frames[k]
-            run = lw.fn.append_basic_block(f"co.lane{k}")
-            nxt = lw.fn.append_basic_block(f"co.next{k}")
-            b.cbranch(b.icmp_unsigned("<", cols[k], extent), run, nxt)
-            b.position_at_end(run)
-            lw.stmts(lw.k.body)
-            if not b.block.is_terminated:
-                b.branch(nxt)
-            b.position_at_end(nxt)
-        b.branch(end)
-        lw.checks = before + checks
+        lw.frame = one
+        kslot = lw.alloca(I64T, "co.k")
+        b.store(llir.Constant(I64T, 0), kslot)
+        head = lw.fn.append_basic_block("co.lane")
+        run = lw.fn.append_basic_block("co.run")
+        nxt = lw.fn.append_basic_block("co.next")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.load(kslot, typ=I64T)
+        chunk = b.add(first, b.lshr(k, llir.Constant(I64T, CHUNK.bit_length() - 1)))
+        col = b.add(b.mul(b.add(b.mul(chunk, ntid), tid), llir.Constant(I64T, CHUNK)), b.and_(k, llir.Constant(I64T, CHUNK - 1)))
+        lanes.current = col if row is None else b.insert_value(b.insert_value(llir.Constant(WITNESS_LL[2], None), row, 0), col, 1)
+        for name, (slot, ty) in one.vars.items():  # a fresh thread's locals and parameters
+            b.store(initial[name] if name in initial else llir.Constant(slot.allocated_type, None), slot)
+        b.cbranch(b.icmp_unsigned("<", col, extent), run, nxt)
+        b.position_at_end(run)
+        lw.stmts(lw.k.body)
+        if not b.block.is_terminated:
+            b.branch(nxt)
+        b.position_at_end(nxt)
+        k2 = b.add(b.load(kslot, typ=I64T), llir.Constant(I64T, 1))
+        b.store(k2, kslot)
+        # (LLVM unrolls it: kept as a loop, ptxas spilled values live across it)
+        b.cbranch(b.icmp_unsigned("<", k2, llir.Constant(I64T, F)), head, end)
     finally:
         lw.lanes = saved
         lw.frame = one
     b.position_at_end(end)
-    del I1, I32T
+
+
+def _pure(st: ir.Stmt, lanes: Lanes) -> bool:
+    """Whether running `st` on the vector path leaves no trace a restart could see twice: no
+    store to memory (a planned slice's write goes to its lane slot), no fault recorded (a
+    check left, a division by zero, an `assert`) and no helper call."""
+
+    def ok(x: Any) -> bool:
+        if isinstance(x, (ir.Assert, ir.Call)):
+            return False
+        if isinstance(x, (ir.Read, ir.TableRead)) and x.checked:
+            return False
+        if isinstance(x, ir.Write) and (x.checked or x.slice.name not in lanes.plan.writes or not at_witness(x.index)):
+            return False
+        if isinstance(x, ir.BinOp) and x.site >= 0:
+            return False
+        return all(ok(c) for c in _nodes(x))
+
+    return ok(st)
 
 
 def _address(lw: Any, sv: Any, row: llir.Value | None, col: llir.Value) -> llir.Value:
@@ -381,28 +477,28 @@ def _address(lw: Any, sv: Any, row: llir.Value | None, col: llir.Value) -> llir.
     return b.gep(sv.ptr, [flat], inbounds=True, source_etype=mem_type(sv.ty.elem))
 
 
-def _vector_load(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value], F: int) -> None:
+def _vector_load(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value]) -> None:
     from .lower_llvm import I32T, I64T, mem_type
 
     b = lw.b
     mt = mem_type(sv.ty.elem)
     per = VECTOR_BYTES * 8 // sv.ty.elem.info.mem_bits
     vt = llir.VectorType(mt, per)
-    for part in range(F // per):
+    for part in range(CHUNK // per):
         col = base if part == 0 else b.add(base, llir.Constant(I64T, part * per))
         v = b.load(_address(lw, sv, row, col), typ=vt, align=VECTOR_BYTES)
         for j in range(per):
             b.store(b.extract_element(v, llir.Constant(I32T, j)), slots[part * per + j])
 
 
-def _vector_store(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value], F: int) -> None:
+def _vector_store(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value]) -> None:
     from .lower_llvm import I32T, I64T, mem_type
 
     b = lw.b
     mt = mem_type(sv.ty.elem)
     per = VECTOR_BYTES * 8 // sv.ty.elem.info.mem_bits
     vt = llir.VectorType(mt, per)
-    for part in range(F // per):
+    for part in range(CHUNK // per):
         vec: llir.Value = llir.Constant(vt, None)
         for j in range(per):
             vec = b.insert_element(vec, b.load(slots[part * per + j], typ=mt), llir.Constant(I32T, j))
@@ -410,24 +506,28 @@ def _vector_store(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, sl
         b.store(vec, _address(lw, sv, row, col), align=VECTOR_BYTES)
 
 
-def _lockstep(lw: Any, lanes: Lanes, frames: list[Any], body: tuple[ir.Stmt, ...], depth: int) -> None:
-    """Lower `body` for every lane, statement by statement (lane 0 to 3 for each)."""
+def _lockstep(lw: Any, lanes: Lanes, frames: list[Any], body: tuple[ir.Stmt, ...], depth: int, pure: bool) -> None:
+    """Lower `body` for every lane, statement by statement (lane 0 to 3 for each).  `pure`:
+    nothing before `body` on the vector path stored to memory or recorded a fault."""
     for st in body:
         if isinstance(st, ir.If) and depth < MAX_LOCKSTEP_DEPTH:
-            _lockstep_if(lw, lanes, frames, st, depth)
-            continue
-        for k in range(len(frames)):
-            lanes.lane = k
-            lw.frame = frames[k]
-            lw.stmts((st,))
+            _lockstep_if(lw, lanes, frames, st, depth, pure)
+        else:
+            for k in range(len(frames)):
+                lanes.lane = k
+                lw.frame = frames[k]
+                lw.stmts((st,))
+        pure = pure and _pure(st, lanes)
 
 
-def _lockstep_if(lw: Any, lanes: Lanes, frames: list[Any], st: ir.If, depth: int) -> None:
-    """An `if` on the vector path: both arms in lockstep when every lane agrees, else lane by lane."""
+def _lockstep_if(lw: Any, lanes: Lanes, frames: list[Any], st: ir.If, depth: int, pure: bool) -> None:
+    """An `if` on the vector path: either arm in lockstep when every lane agrees.  When they
+    differ: the whole chunk again on the lane path if nothing was stored or recorded yet
+    (`pure`), else this `if` lane by lane."""
     b = lw.b
     v = fold(st.cond, lanes.checked)
     if v is not None:
-        _lockstep(lw, lanes, frames, st.body if v else st.orelse, depth + 1)
+        _lockstep(lw, lanes, frames, st.body if v else st.orelse, depth + 1, pure)
         return
     if b.block.is_terminated:
         b.position_at_end(lw.fn.append_basic_block("dead"))
@@ -452,10 +552,14 @@ def _lockstep_if(lw: Any, lanes: Lanes, frames: list[Any], st: ir.If, depth: int
     b.cbranch(some, mixed, ff)
     for blk, arm in ((tt, st.body), (ff, st.orelse)):
         b.position_at_end(blk)
-        _lockstep(lw, lanes, frames, arm, depth + 1)
+        _lockstep(lw, lanes, frames, arm, depth + 1, pure)
         if not b.block.is_terminated:
             b.branch(merge)
     b.position_at_end(mixed)
+    if pure:
+        b.branch(lanes.restart)
+        b.position_at_end(merge)
+        return
     for k in range(len(frames)):
         lanes.lane = k
         lw.frame = frames[k]

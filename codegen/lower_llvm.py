@@ -6,9 +6,10 @@ scalar), then the hidden `ptr fault` and `i32 launch_rank`.  A `Target`
 supplies what differs between backends: the global address space, thread ids,
 math functions, barriers and warp operations, and the entry's decoration.
 
-A failed bounds check never traps: it calls `__az_fault`, which atomically
-increments the fault record's count and, in the thread whose increment saw 0,
-writes the site id, index and length.  A failed read yields 0; a failed write
+A failed bounds check never traps: it branches to a cold block (branch weights)
+that atomically increments the fault record's count and, in the thread whose
+increment saw 0, writes the site id, index and length (inline, not a call, so
+that no value is spilled around a call: `Lowerer.fault`).  A failed read yields 0; a failed write
 or atomic is skipped.  Shared arrays are checked like slices: a static one
 against its shape, a dynamic one against the launch's dynamic shared memory
 (`Target.sreg(lw, "dynamic_smem_size", "")`, in bytes, over the element size).
@@ -296,27 +297,26 @@ class Lowerer:
         return slot
 
     def make_fault_fn(self) -> None:
-        fty = llir.FunctionType(llir.VoidType(), [self.gptr, I32T, I64T, I64T])
-        f = llir.Function(self.module, fty, "__az_fault")
-        f.linkage = "internal"
-        f.attributes.add("cold")
-        f.attributes.add("noinline")
-        rec, site, index, length = f.args
-        b = llir.IRBuilder(f.append_basic_block("entry"))
+        """Nothing to make: a fault is recorded inline (`fault`)."""
+
+    def fault(self, site: int, index: llir.Value, length: llir.Value) -> None:
+        """Record a fault here, in the cold block the caller branched to: increment the
+        record's count and, in the thread whose increment saw 0, write site, index and length.
+
+        Inline, not a call: a call's ABI makes ptxas keep every value live across it in
+        callee-saved registers, and spill the rest (a 3x3 blur with one check left, coarsened,
+        spilled 16 bytes).  In the PTX a fault path is an `atom.global.add.u32` on the record
+        (an inline-asm marker there made ptxas spill too, so there is none)."""
+        b = self.b
+        rec = self.fault_ptr
         old = b.atomic_rmw("add", rec, llir.Constant(I32T, 1), "monotonic")
-        first = b.icmp_unsigned("==", old, llir.Constant(I32T, 0))
-        with b.if_then(first):
+        with b.if_then(b.icmp_unsigned("==", old, llir.Constant(I32T, 0)), likely=True):
             p_site = b.gep(rec, [llir.Constant(I64T, 4)], inbounds=True, source_etype=I8)
-            b.store(site, p_site, align=4)
+            b.store(llir.Constant(I32T, site), p_site, align=4)
             p_idx = b.gep(rec, [llir.Constant(I64T, 8)], inbounds=True, source_etype=I8)
             b.store(index, p_idx, align=8)
             p_len = b.gep(rec, [llir.Constant(I64T, 16)], inbounds=True, source_etype=I8)
             b.store(length, p_len, align=8)
-        b.ret_void()
-        self.fault_fn = f
-
-    def fault(self, site: int, index: llir.Value, length: llir.Value) -> None:
-        self.b.call(self.fault_fn, [self.fault_ptr, llir.Constant(I32T, site), index, length])
 
     # ---- debug info -------------------------------------------------------------------------
     def setup_debug(self, fn: llir.Function) -> None:
@@ -585,20 +585,21 @@ class Lowerer:
         good = self.fn.append_basic_block("bc.ok")
         bad = self.fn.append_basic_block("bc.fail")
         end = self.fn.append_basic_block("bc.end")
-        b.cbranch(ok, good, bad)
+        b.cbranch(ok, good, bad).set_weights([1 << 20, 1])  # the fault path is cold
         b.position_at_end(good)
         v = action()
         good_end = b.block
         b.branch(end)
         b.position_at_end(bad)
         self.fault(site, fidx, flen)
+        bad_end = b.block
         b.branch(end)
         b.position_at_end(end)
         if result_ty is None:
             return None
         phi = b.phi(result_ty)
         phi.add_incoming(v, good_end)
-        phi.add_incoming(llir.Constant(result_ty, None), bad)
+        phi.add_incoming(llir.Constant(result_ty, None), bad_end)
         return phi
 
     def index_values(self, index: tuple[ir.Expr, ...]) -> list[llir.Value]:

@@ -62,6 +62,23 @@ def blur3x3(u: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         r = ij.row
         c = ij.col
         if r > 0 and c > 0 and c < u.shape[1] - 1:
+            top = u[r - 1, c - 1] + u[r - 1, c] + u[r - 1, c + 1]
+            mid = u[r, c - 1] + u[r, c] + u[r, c + 1]
+            low = u[r + 1, c - 1] + u[r + 1, c] + u[r + 1, c + 1]
+            out[ij] = (top + mid + low) / 9.0
+        else:
+            out[ij] = u[ij]
+
+
+@launch_contract(domain=2, block=(32, 8), requires=lambda u, out: u.shape[0] == out.shape[0] and u.shape[1] == out.shape[1])
+@kernel
+def blur3x3_loops(u: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
+    """blur3x3 with loops over the taps: too large to coarsen (`coarsen.code_size`)."""
+    ij = thread.index_2d()
+    if ij in out:
+        r = ij.row
+        c = ij.col
+        if r > 0 and c > 0 and c < u.shape[1] - 1:
             acc = f32(0.0)
             for dr in range(-1, 2):
                 for dc in range(-1, 2):
