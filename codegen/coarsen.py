@@ -66,6 +66,9 @@ class CoarsePlan:
     reads: list[str] = field(default_factory=list)  # loaded as vectors on the vector path
     writes: list[str] = field(default_factory=list)  # stored as vectors on the vector path
     checked: list[str] = field(default_factory=list)  # extents the vector path tests (`w in s` is true there)
+    # reads at (row, column + 4m) of 4-byte slices, read in lockstep: one 16-byte load for the
+    # four lanes (`neighbour_reads`); id of the Read -> its slice; the slices are tested aligned
+    rows: dict[int, str] = field(default_factory=dict)
     chunks: int = CHUNKS
 
     @property
@@ -75,7 +78,8 @@ class CoarsePlan:
 
     @property
     def vector(self) -> list[str]:
-        return list(dict.fromkeys(self.reads + self.writes))
+        """The slices the vector path tests for 16-byte alignment."""
+        return list(dict.fromkeys(self.reads + self.writes + sorted(set(self.rows.values()))))
 
 
 class _No(Exception):
@@ -158,6 +162,7 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
         return None
     plan = _plan_slices(k, rank)
     plan.chunks = chunks
+    plan.rows = neighbour_reads(k, plan)
     if code_size(k.body, set(plan.checked), plan.factor) > MAX_SIZE:
         return None  # the copies per lane would cost more compile time than they save
     return plan
@@ -260,6 +265,139 @@ def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
     return plan
 
 
+_PURE_INDEX = (ir.Local, ir.Const, ir.Len, ir.WitnessPart, ir.Cast, ir.UnaryOp, ir.BinOp)
+
+
+def neighbour_reads(k: ir.KernelIR, plan: CoarsePlan) -> dict[int, str]:
+    """The reads the vector path loads 16 bytes at a time for four lanes: `s[R, C]` (or `s[C]`)
+    of a 4-byte slice with no check left, where C is the lane's column plus a multiple of 4
+    (`ij.col`, `i.get() - 4`, a local assigned once from such a value), R is the same in every
+    lane (`ij.row`, parameters, lengths, constants and their arithmetic), both without effects,
+    and the read is evaluated in lockstep, unconditionally within its statement (not in an
+    `x if c else y` arm, a later operand of `and`/`or`, a loop or a deeper `if`).
+
+    Every lane of the chunk runs that statement with its own column, and each lane's read is
+    in range (no check left, and the lane reached it), so the 16 bytes are the four lanes'
+    elements; the vector path tests the slice's base aligned (and its column count, for 2-D)."""
+    params = {p.name: p for p in k.params}
+    assigned: dict[str, int] = {}
+    for st in ir.walk_stmts(k.body):
+        if isinstance(st, ir.Assign):
+            assigned[st.name] = assigned.get(st.name, 0) + 1
+        elif isinstance(st, ir.ForRange):
+            assigned[st.var] = assigned.get(st.var, 2) + 2
+    out: dict[int, str] = {}
+    checked = set(plan.checked)
+
+    def col(e: ir.Expr, env: dict[str, Any]) -> int | None:
+        """e == the lane's column + d: d, else None."""
+        if isinstance(e, ir.WitnessPart) and witness_local(e.witness):
+            if (plan.rank == 1 and e.part == "get") or (plan.rank == 2 and e.part == "col"):
+                return 0
+            return None
+        if isinstance(e, ir.Local):
+            v = env.get(e.name)
+            return v[1] if isinstance(v, tuple) and v[0] == "col" else None
+        if isinstance(e, ir.Cast) and e.ty.is_int and e.ty.bits == 64:
+            return col(e.value, env)
+        if isinstance(e, ir.BinOp) and e.op in ("+", "-") and e.ty.is_int and e.ty.bits == 64 and e.site < 0:
+            left = col(e.left, env)
+            if left is not None and isinstance(e.right, ir.Const):
+                return left + int(e.right.value) * (1 if e.op == "+" else -1)
+            if e.op == "+" and isinstance(e.left, ir.Const):
+                right = col(e.right, env)
+                return None if right is None else right + int(e.left.value)
+        return None
+
+    def same(e: ir.Expr, env: dict[str, Any]) -> bool:
+        """e has one value in every lane and no effect."""
+        if isinstance(e, ir.Const) or isinstance(e, ir.Len):
+            return True
+        if isinstance(e, ir.WitnessPart):
+            return plan.rank == 2 and e.part == "row" and witness_local(e.witness)
+        if isinstance(e, ir.Local):
+            if e.name in params:
+                return assigned.get(e.name, 0) == 0
+            return env.get(e.name) == "same"
+        if isinstance(e, ir.Cast):
+            return same(e.value, env)
+        if isinstance(e, ir.UnaryOp):
+            return e.op in ("-", "~", "abs") and same(e.operand, env)
+        if isinstance(e, ir.BinOp):
+            return e.site < 0 and e.op in ("+", "-", "*", "&", "|", "^", "<<", ">>", "min", "max") and same(e.left, env) and same(e.right, env)
+        return False
+
+    def form(e: ir.Expr, env: dict[str, Any]) -> Any:
+        d = col(e, env)
+        if d is not None:
+            return ("col", d)
+        return "same" if same(e, env) else None
+
+    def reads(e: ir.Expr, env: dict[str, Any]) -> None:
+        """The reads `e` evaluates whenever it is evaluated."""
+        if isinstance(e, ir.Read):
+            name = e.slice.name
+            p = params.get(name)
+            if (
+                not e.checked and p is not None and p.slice_kind is not None and p.slice_kind.rank == plan.rank
+                and p.scalar.mem_bits == 32 and p.scalar.kind != "b" and not at_witness(e.index)
+                and len(e.index) == plan.rank
+            ):
+                d = col(e.index[-1], env)
+                if d is not None and d % CHUNK == 0 and all(same(x, env) for x in e.index[:-1]):
+                    out[id(e)] = name
+            for x in e.index:
+                reads(x, env)
+            return
+        if isinstance(e, (ir.IfExp,)):
+            reads(e.cond, env)
+            return
+        if isinstance(e, ir.BoolOp):
+            reads(e.values[0], env)
+            return
+        if isinstance(e, ir.Compare):
+            for x in e.operands[:2]:
+                reads(x, env)
+            return
+        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.MathCall)):
+            for c in _nodes(e):
+                reads(c, env)
+
+    def walk(body: tuple[ir.Stmt, ...], env: dict[str, Any], depth: int) -> None:
+        env = dict(env)
+        for st in body:
+            if isinstance(st, ir.If) and depth < MAX_LOCKSTEP_DEPTH:
+                v = fold(st.cond, checked)
+                if v is None:
+                    reads(st.cond, env)
+                if v is not False:
+                    walk(st.body, env, depth + 1)
+                if v is not True:
+                    walk(st.orelse, env, depth + 1)
+            elif isinstance(st, ir.Assign):
+                reads(st.value, env)
+                if assigned.get(st.name) == 1 and st.name not in params:
+                    f = form(st.value, env)
+                    if f is not None:
+                        env[st.name] = f
+            elif isinstance(st, ir.Write):
+                reads(st.value, env)
+            elif isinstance(st, ir.ExprStmt):
+                reads(st.value, env)
+
+    walk(k.body, {}, 0)
+    seen: dict[int, int] = {}
+
+    def count(x: Any) -> None:
+        seen[id(x)] = seen.get(id(x), 0) + 1
+        for c in _nodes(x):
+            count(c)
+
+    for st in k.body:
+        count(st)
+    return {i: name for i, name in out.items() if seen.get(i) == 1}  # a node met twice: no
+
+
 def fold(cond: ir.Expr, checked: set[str]) -> bool | None:
     """A condition's value on the vector path, when it is known there (`w in s` is true)."""
     if isinstance(cond, ir.Contains) and witness_local(cond.witness) and cond.slice.name in checked:
@@ -307,15 +445,25 @@ class Lanes:
         self.sv = {n: slices[n] for n in plan.checked}  # identity: a helper sees the same SliceVal
         self.slots: dict[str, list[llir.Value]] = {}
         self.checked = set(plan.checked)
+        self.lockstep = False  # lowering a statement for each lane in turn (`_lockstep`)
+        self.row_cache: dict[int, list[llir.Value]] = {}  # neighbour read -> its four lanes' values
 
     def _planned(self, lw: Any, name: str, which: list[str]) -> bool:
         return name in which and lw.frame.slices.get(name) is self.sv.get(name)
 
     def read(self, lw: Any, e: ir.Read) -> llir.Value | None:
-        if self.vector and at_witness(e.index) and self._planned(lw, e.slice.name, self.plan.reads):
-            from .lower_llvm import mem_type
+        from .lower_llvm import I32T, mem_type
 
+        if self.vector and at_witness(e.index) and self._planned(lw, e.slice.name, self.plan.reads):
             return lw.b.load(self.slots[e.slice.name][self.lane], typ=mem_type(e.ty))  # type: ignore[no-any-return]
+        name = self.plan.rows.get(id(e))
+        if self.vector and self.lockstep and name is not None and lw.frame.slices.get(name) is self.sv.get(name, lw.frame.slices.get(name)):
+            if self.lane % CHUNK == 0:  # a chunk's first lane: its address; the next three lanes read on
+                sv = lw.frame.slices[name]
+                _, ptr, _, _ = lw.address(sv, e.index)
+                v = lw.b.load(ptr, typ=llir.VectorType(mem_type(e.ty), CHUNK), align=VECTOR_BYTES)
+                self.row_cache[id(e)] = [lw.b.extract_element(v, llir.Constant(I32T, j)) for j in range(CHUNK)]
+            return self.row_cache[id(e)][self.lane % CHUNK]
         return None
 
     def write(self, lw: Any, s: ir.Write, value: llir.Value) -> bool:
@@ -513,10 +661,14 @@ def _lockstep(lw: Any, lanes: Lanes, frames: list[Any], body: tuple[ir.Stmt, ...
         if isinstance(st, ir.If) and depth < MAX_LOCKSTEP_DEPTH:
             _lockstep_if(lw, lanes, frames, st, depth, pure)
         else:
-            for k in range(len(frames)):
-                lanes.lane = k
-                lw.frame = frames[k]
-                lw.stmts((st,))
+            lanes.lockstep = True
+            try:
+                for k in range(len(frames)):
+                    lanes.lane = k
+                    lw.frame = frames[k]
+                    lw.stmts((st,))
+            finally:
+                lanes.lockstep = False
         pure = pure and _pure(st, lanes)
 
 
@@ -532,11 +684,15 @@ def _lockstep_if(lw: Any, lanes: Lanes, frames: list[Any], st: ir.If, depth: int
     if b.block.is_terminated:
         b.position_at_end(lw.fn.append_basic_block("dead"))
     conds = []
-    for k in range(len(frames)):
-        lanes.lane = k
-        lw.frame = frames[k]
-        lw.locate(st.span)
-        conds.append(lw.expr(st.cond))
+    lanes.lockstep = True
+    try:
+        for k in range(len(frames)):
+            lanes.lane = k
+            lw.frame = frames[k]
+            lw.locate(st.span)
+            conds.append(lw.expr(st.cond))
+    finally:
+        lanes.lockstep = False
     every = conds[0]
     some = conds[0]
     for c in conds[1:]:

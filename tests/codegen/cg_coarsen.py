@@ -164,3 +164,16 @@ def via_helper(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     if i in c:
         c[i] = twice(a, i) + b[i]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def taps4(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """Reads at i - 4, i, i + 4 (16-byte loads for four lanes) and i + 1 (scalar)."""
+    i = thread.index_1d()
+    if i in c:
+        j = i.get()
+        if j >= 4 and j < len(a) - 4:
+            c[i] = a[j - 4] + a[j] + a[j + 4] + a[j + 1]
+        else:
+            c[i] = 0.0

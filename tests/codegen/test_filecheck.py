@@ -150,7 +150,7 @@ def test_math_f32_stays_f32_and_libdevice_is_internalised() -> None:
 def test_kernel_without_math_does_not_link_libdevice() -> None:
     ck = compile_gpu(K.vecadd, ptxas=False)
     assert "__nv_" not in ck.llvm_ir_optimized
-    assert len(ck.llvm_ir_optimized) < 5_000
+    assert len(ck.llvm_ir_optimized) < 10_000  # coarsened (codegen/coarsen.py): a vector path and a lane loop; libdevice is ~1 MB
 
 
 def test_saturating_float_to_int_casts() -> None:
