@@ -278,7 +278,7 @@ class Lowerer:
         frame.exit = ret_block
         self.frame = frame
         if self.coarse is not None:
-            from .coarsen import lower_body
+            from .coarsen_lower import lower_body
 
             lower_body(self, self.coarse)
         else:

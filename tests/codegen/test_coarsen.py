@@ -76,7 +76,7 @@ def compiled(cache: dict[tuple[str, bool], Any], name: str, coarsen: bool = True
     key = (name, coarsen)
     if key not in cache:
         cache[key] = compile_cpu(getattr(K, name), coarsen=coarsen)
-        assert cache[key].coarsen == (4 if coarsen else 1)
+        assert (cache[key].coarsen > 1) == coarsen
     return cache[key]
 
 
@@ -195,7 +195,7 @@ def test_stencil2d_coarsened_matches_numpy(shape: tuple[int, int], offset: int) 
     import stencil2d
 
     ck = compile_cpu(stencil2d.stencil2d, coarsen=True)
-    assert ck.coarsen == 4
+    assert ck.coarsen > 1
     rows, cols = shape
     u = offset_array(rows * cols, np.float32, offset, shape)
     u[:] = np.random.default_rng(rows).random(shape, dtype=np.float32)
