@@ -5,13 +5,13 @@
 A kernel written one element per thread (`i = thread.index_1d()`, `ij = thread.index_2d()`)
 moves 4 bytes per thread and load, which leaves the memory system short of requests in
 flight (82-87% of the copy ceiling on an H200, against 97-107% for 16 bytes per thread).
-When `coarsen_plan` accepts a kernel, the compiler gives each thread FACTOR = 4 indices
-along x (the 1-D index, or the column of a 2-D one), and the runtime launches
-`ceil(grid_x / 4)` blocks of the user's block: thread `t` (its x position in the smaller
-grid) runs the body for the indices `4t, 4t + 1, 4t + 2, 4t + 3` along x, each below the
+When `coarsen_plan` accepts a kernel, the compiler gives each thread CHUNK * CHUNKS = 4
+indices along x (the 1-D index, or the column of a 2-D one), and the runtime launches
+`ceil(grid_x / 4)` blocks of the user's block (`artifact.launch_grid`): thread `x` of block
+`b` runs the body for the indices `4t .. 4t + 3`, `t = b * block_x + x`, each below the
 user's extent `grid_x * block_x`, which travels as one hidden `i64` parameter after
-`launch_rank`.  The set of indices visited is exactly the user's grid times block: every
-index of the user's launch once, and none beyond it.
+`launch_rank` (`artifact.hidden_args`).  The set of indices visited is exactly the user's
+grid times block: every index of the user's launch once, and none beyond it.
 
 Why that is the same program: an accepted kernel's threads never communicate (no shared
 memory, barriers, warp or block operations, block witnesses, atomics, fences, `print`, raw
@@ -20,19 +20,27 @@ bodies one after another, or interleaved statement by statement, in one GPU thre
 the schedules the GPU could have run.  Every witness a lane makes is the lane's index, so
 the one-mapping-per-output rule holds with the same owner for every element.
 
-Each thread takes one of two paths:
+Each thread takes one of two paths (codegen/coarsen_lower.py):
 
 * the **vector path**, when the whole chunk is in range (`4t + 4 <= extent`, and within the
   last axis of, and for 2-D at a row inside, every slice the body tests with `w in s` or
-  indexes at the witness) and every planned slice's base is 16-byte aligned (a 2-D one also
-  needs a column count divisible by 4, so that every row starts aligned).  Planned slices
-  (`_plan_slices`: 4- or 8-byte elements, indexed at the witness only, outputs written on
-  every path) are loaded and stored with one 16-byte access per chunk (`ld.global.nc.v4.f32`,
-  `st.global.v4.f32`; two `v2` for 8-byte elements).  `w in s` is true there.  The four
-  lanes run in lockstep, statement by statement, so the loads of all four are issued before
-  any is used; an `if` whose condition differs between lanes runs lane by lane.
+  indexes at the witness) and every vector slice's base is 16-byte aligned (a 2-D one also
+  needs a column count divisible by 4, so that every row starts aligned).  Slices of 4- or
+  8-byte elements indexed at the witness only (outputs written on every path:
+  `_plan_slices`) are loaded and stored with one 16-byte access per chunk
+  (`ld.global.nc.v4.f32`, `st.global.v4.f32`; two `v2` for 8-byte elements), a write kept
+  in a per-lane slot until the chunk's store; reads at the column plus a multiple of 4 (a
+  stencil's rows: `neighbour_reads`) load 16 bytes for the four lanes where they are read.
+  `w in s` is true there.  The four lanes run in lockstep, statement by statement, so the
+  loads of all four are issued before any is used.  An `if` whose lanes disagree sends the
+  chunk to the lane path when nothing was stored or recorded yet (the slots are dropped),
+  and otherwise runs that `if` lane by lane.
 * the **lane path** otherwise (the last, partial chunk; a view whose start breaks 16-byte
-  alignment): lane `k` runs the plain body when `4t + k < extent`, with scalar accesses.
+  alignment): one copy of the body in a loop over the lanes, lane `k` a fresh thread (its
+  locals zeroed, its parameters as passed) when `4t + k < extent`, with scalar accesses.
+
+A kernel is coarsened only when `code_size` (the copies per lane) stays under MAX_SIZE:
+compile time grows with it, and a body of libdevice calls is compute-bound anyway.
 """
 
 from __future__ import annotations
