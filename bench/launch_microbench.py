@@ -115,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
 
     def case(label: str, k: Any, cfg: Any, safe: Callable[[], None], flat: list[Any]) -> None:
         loaded = compile_for_device(k, dev)
-        raw_args = (*flat, loaded.fault_address, np.int32(cfg.rank))
-        raw_cfg = CuLaunchConfig(grid=cfg.grid, block=cfg.block, shmem_size=cfg.shared_mem)
+        from anodize.codegen.artifact import hidden_args, launch_grid
+
+        raw_args = (*flat, *hidden_args(loaded.compiled, loaded.fault_address, cfg.grid, cfg.block, cfg.rank))
+        raw_cfg = CuLaunchConfig(grid=launch_grid(loaded.compiled, cfg.grid), block=cfg.block, shmem_size=cfg.shared_mem)
         handle = loaded.handle
         stream = dev._stream
 

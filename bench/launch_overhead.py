@@ -88,8 +88,10 @@ def main() -> int:
         ("vecadd", vecadd, cfg_vec, (a, b, c), [a.ptr, np.int64(n), b.ptr, np.int64(n), c.ptr, np.int64(n)]),
     ):
         loaded = compile_for_device(k, dev)
-        raw_args = (*flat, loaded.fault_address, np.int32(cfg.rank))
-        raw_cfg = CuLaunchConfig(grid=cfg.grid, block=cfg.block, shmem_size=cfg.shared_mem)
+        from anodize.codegen.artifact import hidden_args, launch_grid
+
+        raw_args = (*flat, *hidden_args(loaded.compiled, loaded.fault_address, cfg.grid, cfg.block, cfg.rank))
+        raw_cfg = CuLaunchConfig(grid=launch_grid(loaded.compiled, cfg.grid), block=cfg.block, shmem_size=cfg.shared_mem)
         handle = loaded.handle
 
         def safe(k=k, cfg=cfg, kargs=kargs) -> None:  # type: ignore[no-untyped-def]

@@ -358,8 +358,10 @@ def bounds_checks(args: argparse.Namespace, lines: list[str]) -> dict[str, float
             for p, v in zip(lk.compiled.params, argv):
                 flat.append(v.ptr)
                 flat.extend(int(x) for x in (v.shape if p.rank == 2 else (len(v),)))
-            flat += [lk.fault_address, np.int32(cfg.rank)]
-            ccfg = CC(grid=cfg.grid, block=cfg.block)
+            from anodize.codegen.artifact import hidden_args, launch_grid
+
+            flat += hidden_args(lk.compiled, lk.fault_address, cfg.grid, cfg.block, cfg.rank)
+            ccfg = CC(grid=launch_grid(lk.compiled, cfg.grid), block=cfg.block)
             ms = time_events(lambda: launch(dev.stream, ccfg, lk.handle, *flat), args.reps, "anodize", dev.stream)
             meds[checked] = statistics.median(ms)
             rows_out.append(

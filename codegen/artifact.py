@@ -8,7 +8,9 @@ Kernel ABI (the same for the GPU entry and the CPU backend):
   - 3-D slice (`Slice3D`, `DisjointSlice3D`): `ptr data, i64 layers, i64 rows, i64 cols`
   - scalar: its value (`bool_` travels as an i8; `f16`/`bf16` as their 16-bit pattern, an i16)
 * then two hidden parameters: `ptr fault` (a `FAULT_RECORD_BYTES` device buffer,
-  zeroed before first use) and `i32 launch_rank` (1, 2 or 3, the config's rank).
+  zeroed before first use) and `i32 launch_rank` (1, 2 or 3, the config's rank);
+  a coarsened kernel (`CompiledKernel.coarsen > 1`) takes a third, `i64 extent`: the
+  user's `grid_x * block_x` (codegen/coarsen.py).
 
 Fault record (little-endian, 32 bytes): `u32 count` (atomically incremented by
 every failed check), `u32 site` (id of the first fault's site; written by the
@@ -66,6 +68,25 @@ class CompiledKernel:
     source_path: str = ""
     source_line: int = 0
     llvm_ir_optimized: str = ""  # the module after linking libdevice and O3 (GPU) / O3 (CPU)
+    # indices per thread along x (codegen/coarsen.py): 1, or 4 for a coarsened kernel, which takes
+    # one more hidden parameter, `i64 extent` (the user's grid_x * block_x), and is launched
+    # with `ceil(grid_x / coarsen)` blocks along x (`launch_grid`)
+    coarsen: int = 1
+
+
+def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The grid a launch of `ck` with the user's `grid` runs: fewer blocks along x when coarsened."""
+    f = ck.coarsen
+    return grid if f == 1 else (-(-grid[0] // f), grid[1], grid[2])
+
+
+def hidden_args(ck: CompiledKernel, fault_address: int, grid: tuple[int, int, int], block: tuple[int, int, int], rank: int) -> tuple:
+    """The hidden arguments after the flattened ones, for a raw launch of `ck` with the user's
+    grid and block: the fault record, the launch rank, and a coarsened kernel's extent."""
+    import numpy as np
+
+    out: tuple = (fault_address, np.int32(rank))
+    return out + (np.int64(grid[0] * block[0]),) if ck.coarsen > 1 else out
 
 
 def flat_abi(params: tuple[ParamSpec, ...]) -> tuple[str, ...]:

@@ -266,6 +266,11 @@ def add_launcher(lw: Lowerer) -> None:
 
     g = [dim(grid, i) for i in range(3)]
     bl = [dim(block, i) for i in range(3)]
+    extent = None
+    if lw.coarse is not None:  # coarsened (codegen/coarsen.py): ceil(grid_x / factor) blocks, and the extent
+        extent = b.mul(b.zext(g[0], I64T), b.zext(bl[0], I64T))
+        fac = lw.coarse.factor
+        g[0] = b.udiv(b.add(g[0], llir.Constant(I32T, fac - 1)), llir.Constant(I32T, fac))
     for i in range(3):
         b.store(bl[i], slot(6 + i))
         b.store(g[i], slot(9 + i))
@@ -275,6 +280,8 @@ def add_launcher(lw: Lowerer) -> None:
         raw = b.load(b.gep(argv, [llir.Constant(I64T, i)], source_etype=I64T), typ=I64T)
         args.append(_decode(b, raw, kind))
     args += [fault, rank]
+    if extent is not None:
+        args.append(extent)
     nthreads_x = bl[0]
 
     def loop(n: llir.Value, body: Callable[[llir.Value], None], name: str) -> None:

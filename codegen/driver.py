@@ -65,6 +65,7 @@ def compile_gpu(
     llvm_ir = str(lw.module)
     optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
+    out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
@@ -74,7 +75,12 @@ def compile_gpu(
 
 
 def compile_cpu(
-    kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: bool = False, split_barriers: bool = True
+    kernel: Any,
+    *,
+    bounds_checks: bool = True,
+    vector_grid_stride: bool = False,
+    split_barriers: bool = True,
+    coarsen: bool = False,
 ) -> CompiledKernel:
     """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host.
 
@@ -85,7 +91,10 @@ def compile_cpu(
     A kernel with barriers, shared memory or warp operations runs one host thread per block,
     looping over the block's threads between synchronisation points (codegen/cpu_split.py,
     cpu_regions.py); `split_barriers=False`, and the few forms `cpu_split` leaves out, run
-    one host thread per GPU thread instead (codegen/cpu_threads.py)."""
+    one host thread per GPU thread instead (codegen/cpu_threads.py).
+
+    `coarsen=True` coarsens an element-wise kernel as the GPU does (`coarsen.py`): its
+    `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it."""
     from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
 
     t0 = time.perf_counter()
@@ -102,6 +111,7 @@ def compile_cpu(
             return _compile_regions(k, plan, bounds_checks, t0)
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
+    target.coarsen = coarsen and not threaded
     lw = lower_kernel(k, target, bounds_checks=bounds_checks)
     if threaded:
         add_thread_entry(lw)
@@ -110,6 +120,7 @@ def compile_cpu(
     llvm_ir = str(lw.module)
     jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
+    out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
     out.compile_seconds = time.perf_counter() - t0

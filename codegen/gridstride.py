@@ -198,6 +198,22 @@ class Lanes:
     def at(self, index: tuple[ir.Expr, ...]) -> bool:
         return _at_index(index, self.var)
 
+    # the Lowerer's hooks (`Lowerer.lanes`)
+    def read(self, lw: object, e: ir.Read) -> llir.Value | None:
+        return self.values[e.slice.name][self.lane] if self.at(e.index) else None
+
+    def write(self, lw: object, s: ir.Write, value: llir.Value) -> bool:
+        if not self.at(s.index):
+            return False
+        self.values[s.slice.name][self.lane] = value
+        return True
+
+    def contains(self, lw: object, e: ir.Contains) -> llir.Value | None:
+        return None
+
+    def witness(self, lw: object, e: ir.MakeWitness) -> llir.Value | None:
+        return None
+
 
 def lower(lw: object, s: ir.GridStride) -> None:
     """Lower `s` (the Lowerer calls this for every grid-stride loop)."""

@@ -6,9 +6,10 @@ scalar), then the hidden `ptr fault` and `i32 launch_rank`.  A `Target`
 supplies what differs between backends: the global address space, thread ids,
 math functions, barriers and warp operations, and the entry's decoration.
 
-A failed bounds check never traps: it calls `__az_fault`, which atomically
-increments the fault record's count and, in the thread whose increment saw 0,
-writes the site id, index and length.  A failed read yields 0; a failed write
+A failed bounds check never traps: it branches to a cold block (branch weights)
+that atomically increments the fault record's count and, in the thread whose
+increment saw 0, writes the site id, index and length (inline, not a call, so
+that no value is spilled around a call: `Lowerer.fault`).  A failed read yields 0; a failed write
 or atomic is skipped.  Shared arrays are checked like slices: a static one
 against its shape, a dynamic one against the launch's dynamic shared memory
 (`Target.sreg(lw, "dynamic_smem_size", "")`, in bytes, over the element size).
@@ -116,6 +117,7 @@ class Target:
     shared_as = 0
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
+    coarsen = False  # several indices per thread for element-wise kernels (coarsen.py)
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/halves.py)
 
@@ -187,7 +189,13 @@ class Lowerer(LocalsLowering):
         self.entry_name = k.name
         self.di_scope: Any = None
         self._di_cache: dict[tuple[int, int], Any] = {}
-        self.lanes: Any = None  # gridstride.Lanes while a vector chunk's body is lowered
+        self.lanes: Any = None  # gridstride.Lanes / coarsen.Lanes while lanes of a body are lowered
+        # coarsening (codegen/coarsen.py): each thread takes several indices along x
+        self.coarse: Any = None
+        if target.coarsen:
+            from .coarsen import coarsen_plan
+
+            self.coarse = coarsen_plan(k)
 
     # ---- module plumbing ----------------------------------------------------------------
     def declare(self, name: str, ret: llir.Type, args: list[llir.Type], *attrs: str) -> llir.Function:
@@ -215,6 +223,8 @@ class Lowerer(LocalsLowering):
                 out.append(I8 if p.scalar.kind == "b" else reg_type(ScalarTy(p.scalar)))
         out.append(self.gptr)  # fault record
         out.append(I32T)  # launch rank
+        if self.coarse is not None:
+            out.append(I64T)  # the user's extent along x (grid_x * block_x): codegen/coarsen.py
         return out + self.t.extra_params()
 
     # ---- entry ----------------------------------------------------------------------------
@@ -261,12 +271,21 @@ class Lowerer(LocalsLowering):
         self.launch_rank = args[i + 1]
         self.launch_rank.name = "launch_rank"
         self.extra_args = args[i + 2 :]
+        if self.coarse is not None:
+            self.extent = args[i + 2]
+            self.extent.name = "extent"
+            self.extra_args = args[i + 3 :]
         for name, ty in self.k.locals:
             frame.vars[name] = (self.alloca(value_type(ty), name), ty)
         ret_block = fn.append_basic_block("return")
         frame.exit = ret_block
         self.frame = frame
-        self.stmts(self.k.body)
+        if self.coarse is not None:
+            from .coarsen_lower import lower_body
+
+            lower_body(self, self.coarse)
+        else:
+            self.stmts(self.k.body)
         if not self.b.block.is_terminated:
             self.b.branch(ret_block)
         self.b.position_at_end(ret_block)
@@ -281,27 +300,26 @@ class Lowerer(LocalsLowering):
         return slot
 
     def make_fault_fn(self) -> None:
-        fty = llir.FunctionType(llir.VoidType(), [self.gptr, I32T, I64T, I64T])
-        f = llir.Function(self.module, fty, "__az_fault")
-        f.linkage = "internal"
-        f.attributes.add("cold")
-        f.attributes.add("noinline")
-        rec, site, index, length = f.args
-        b = llir.IRBuilder(f.append_basic_block("entry"))
+        """Nothing to make: a fault is recorded inline (`fault`)."""
+
+    def fault(self, site: int, index: llir.Value, length: llir.Value) -> None:
+        """Record a fault here, in the cold block the caller branched to: increment the
+        record's count and, in the thread whose increment saw 0, write site, index and length.
+
+        Inline, not a call: a call's ABI makes ptxas keep every value live across it in
+        callee-saved registers, and spill the rest (a 3x3 blur with one check left, coarsened,
+        spilled 16 bytes).  In the PTX a fault path is an `atom.global.add.u32` on the record
+        (an inline-asm marker there made ptxas spill too, so there is none)."""
+        b = self.b
+        rec = self.fault_ptr
         old = b.atomic_rmw("add", rec, llir.Constant(I32T, 1), "monotonic")
-        first = b.icmp_unsigned("==", old, llir.Constant(I32T, 0))
-        with b.if_then(first):
+        with b.if_then(b.icmp_unsigned("==", old, llir.Constant(I32T, 0)), likely=True):
             p_site = b.gep(rec, [llir.Constant(I64T, 4)], inbounds=True, source_etype=I8)
-            b.store(site, p_site, align=4)
+            b.store(llir.Constant(I32T, site), p_site, align=4)
             p_idx = b.gep(rec, [llir.Constant(I64T, 8)], inbounds=True, source_etype=I8)
             b.store(index, p_idx, align=8)
             p_len = b.gep(rec, [llir.Constant(I64T, 16)], inbounds=True, source_etype=I8)
             b.store(length, p_len, align=8)
-        b.ret_void()
-        self.fault_fn = f
-
-    def fault(self, site: int, index: llir.Value, length: llir.Value) -> None:
-        self.b.call(self.fault_fn, [self.fault_ptr, llir.Constant(I32T, site), index, length])
 
     # ---- debug info -------------------------------------------------------------------------
     def setup_debug(self, fn: llir.Function) -> None:
@@ -548,8 +566,7 @@ class Lowerer(LocalsLowering):
     def s_Write(self, s: ir.Write) -> None:
         sv = self.frame.slices[s.slice.name]
         value = self.expr(s.value)
-        if self.lanes is not None and self.lanes.at(s.index):  # a vector chunk's lane: stored later
-            self.lanes.values[s.slice.name][self.lanes.lane] = value
+        if self.lanes is not None and self.lanes.write(self, s, value):  # a lane's element: stored later
             return
         ok, ptr, fidx, flen = self.address(sv, s.index)
         elem = sv.ty.elem
@@ -573,20 +590,21 @@ class Lowerer(LocalsLowering):
         good = self.fn.append_basic_block("bc.ok")
         bad = self.fn.append_basic_block("bc.fail")
         end = self.fn.append_basic_block("bc.end")
-        b.cbranch(ok, good, bad)
+        b.cbranch(ok, good, bad).set_weights([1 << 20, 1])  # the fault path is cold
         b.position_at_end(good)
         v = action()
         good_end = b.block
         b.branch(end)
         b.position_at_end(bad)
         self.fault(site, fidx, flen)
+        bad_end = b.block
         b.branch(end)
         b.position_at_end(end)
         if result_ty is None:
             return None
         phi = b.phi(result_ty)
         phi.add_incoming(v, good_end)
-        phi.add_incoming(llir.Constant(result_ty, None), bad)
+        phi.add_incoming(llir.Constant(result_ty, None), bad_end)
         return phi
 
     def index_values(self, index: tuple[ir.Expr, ...]) -> list[llir.Value]:
@@ -653,10 +671,10 @@ class Lowerer(LocalsLowering):
         return self.frame.slices[e.slice.name].dims[e.axis]
 
     def e_Read(self, e: ir.Read) -> llir.Value:
-        if self.lanes is not None and self.lanes.at(e.index):  # a vector chunk's lane: loaded already
-            v = self.lanes.values[e.slice.name][self.lanes.lane]
-            assert v is not None
-            return v  # type: ignore[no-any-return]
+        if self.lanes is not None:  # a lane's element, loaded already
+            got = self.lanes.read(self, e)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
         ok, ptr, fidx, flen = self.address(sv, e.index)
         mt = mem_type(e.ty)
@@ -742,6 +760,10 @@ class Lowerer(LocalsLowering):
         return ok, dims
 
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
+        if self.lanes is not None:  # a coarsened thread: the lane's index
+            got = self.lanes.witness(self, e)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         if e.ty.block:
             return lower_block_witness(self, e)
         if e.ty.local:  # thread.index_in_block(), index_in_block_2d()
@@ -757,6 +779,10 @@ class Lowerer(LocalsLowering):
         return self.b.extract_value(w, WITNESS_PARTS[e.witness.ty.rank].index(e.part))  # type: ignore[union-attr]
 
     def e_Contains(self, e: ir.Contains) -> llir.Value:
+        if self.lanes is not None:  # a coarsened thread's vector path: true there
+            got = self.lanes.contains(self, e)
+            if got is not None:
+                return got  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
         w = self.expr(e.witness)
         b = self.b

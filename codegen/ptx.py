@@ -130,6 +130,7 @@ class NVPTXTarget(Target):
     shared_as = 3
     table_as = 4
     vector_grid_stride = True  # 16-byte chunks for elementwise grid-stride loops (gridstride.py)
+    coarsen = True  # several indices per thread for element-wise kernels (coarsen.py)
     native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
     native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
 

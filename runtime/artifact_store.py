@@ -79,6 +79,7 @@ def save(key: str, ck: CompiledKernel) -> None:
         "bounds_checks": ck.bounds_checks,
         "uses_barrier": ck.uses_barrier,
         "static_shared_bytes": ck.static_shared_bytes,
+        "coarsen": ck.coarsen,
         "resources": {
             "registers": ck.resources.registers,
             "spill_stores": ck.resources.spill_stores,
@@ -132,6 +133,7 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             from_cache=True,
             source_path=meta["source_path"],
             source_line=int(meta["source_line"]),
+            coarsen=int(meta.get("coarsen", 1)),
         )
     except (KeyError, TypeError, ValueError, IndexError, UnicodeDecodeError):
         diskcache.evict(key)

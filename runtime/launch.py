@@ -31,6 +31,7 @@ from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr
 from anodize.language.errors import USER_ERRORS, AliasingError, ArgumentError, ContractViolation, LaunchError
 from anodize.runtime import args as A
 from anodize.runtime import inflight as _inflight
+from anodize.codegen.artifact import launch_grid
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
 from anodize.runtime.config import LaunchConfig
@@ -244,7 +245,7 @@ class _Plan:
     __slots__ = (
         "name", "device", "nargs", "steps", "alias_pairs", "params", "requires", "env", "req_slots",
         "flat_len", "entry", "handle", "cu_config", "fault", "rank", "rank_arg", "config", "arena", "is_cpu",
-        "call", "prefix", "suffix", "quick", "memo",
+        "call", "prefix", "suffix", "quick", "memo", "hidden",
     )
 
     def __init__(self, launcher: Launcher, loaded: LoadedKernel, args: tuple[Any, ...]):
@@ -299,8 +300,13 @@ class _Plan:
         self.is_cpu = dev.kind in ("cpu", "debug")  # the debug device: the same call, interpreted
         self.entry = compiled.cpu_entry
         self.handle = loaded.handle
+        # A coarsened kernel (codegen/coarsen.py) runs ceil(grid_x / 4) blocks along x, each thread
+        # taking 4 of the user's indices, and learns the user's extent from one more hidden argument.
+        self.hidden = (self.fault, self.rank_arg)
+        if compiled.coarsen > 1:
+            self.hidden += (np.int64(cfg.grid[0] * cfg.block[0]),)
         self.cu_config = (
-            None if self.is_cpu else dev.launch_config(cfg.grid, cfg.block, cfg.shared_mem)  # type: ignore[attr-defined]
+            None if self.is_cpu else dev.launch_config(launch_grid(compiled, cfg.grid), cfg.block, cfg.shared_mem)  # type: ignore[attr-defined]
         )
         # The launch itself: `call(*prefix, *flat, *suffix)`, one call with everything bound.
         self.call, self.prefix, self.suffix = _launch_call(self)
@@ -418,7 +424,7 @@ def _launch_call(plan: _Plan) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
             entry(grid, block, flat, fault, rank, shared)  # type: ignore[misc]
 
         return run_on_cpu, (), ()
-    suffix = (plan.fault, plan.rank_arg)
+    suffix = plan.hidden
     bound = getattr(dev, "launch_call", None)
     if bound is not None:  # CudaDevice: cuda.core's `launch` with stream, config and kernel bound
         call, prefix = bound(plan.handle, plan.cu_config)

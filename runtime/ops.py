@@ -255,7 +255,7 @@ class KernelOp(Leaf):
     def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
         plan = self.plan
         plan.arena.dirty = True  # a later dev.check() reads the fault records too
-        lane.launch(plan.cu_config, plan.handle, [*self.flat, plan.fault, plan.rank_arg])
+        lane.launch(plan.cu_config, plan.handle, [*self.flat, *plan.hidden])
 
     def _execute_cpu(self) -> None:
         plan = self.plan

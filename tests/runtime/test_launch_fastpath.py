@@ -192,10 +192,13 @@ def test_gpu_fast_paths_launch_what_the_full_path_launches(monkeypatch: pytest.M
         for s, call in zip(sets * 2, calls, strict=True):
             stream, cu_cfg, handle, *flat = call
             assert stream is dev._stream and handle == ("kernel handle", loaded.compiled.entry)
-            assert tuple(cu_cfg.grid) == cfg.grid and tuple(cu_cfg.block) == cfg.block
+            # vecadd is coarsened (codegen/coarsen.py): a quarter of the blocks, and the extent
+            assert loaded.compiled.coarsen == 4
+            assert tuple(cu_cfg.grid) == (-(-cfg.grid[0] // 4), 1, 1) and tuple(cu_cfg.block) == cfg.block
             a, b, c = s
             assert flat[:6] == [a.ptr, N, b.ptr, N, c.ptr, N]
             assert flat[6] == loaded.fault_address and flat[7] == np.int32(1) and type(flat[7]) is np.int32
+            assert flat[8] == cfg.grid[0] * cfg.block[0] and type(flat[8]) is np.int64
         with pytest.raises(AliasingError):
             launcher(sets[0][0], sets[0][1], sets[0][0])
         assert len(calls) == 6
