@@ -28,7 +28,7 @@ def test_index_1d_without_contract_reads_y_and_z_extents() -> None:
             CHECK-DAG: call i32 @"llvm.nvvm.read.ptx.sreg.nctaid.z"()
             CHECK-DAG: call i32 @"llvm.nvvm.read.ptx.sreg.ntid.y"()
             CHECK-DAG: call i32 @"llvm.nvvm.read.ptx.sreg.ntid.z"()
-            CHECK: atomicrmw add ptr addrspace(1) %"fault"
+            CHECK: call void @"__az_fault"
             """
         ),
         what="copy_nc.ll",
@@ -42,7 +42,7 @@ def test_index_1d_without_contract_reads_y_and_z_extents() -> None:
             CHECK-DAG: mov.u32 {{%r[0-9]+}}, %nctaid.z;
             CHECK-DAG: mov.u32 {{%r[0-9]+}}, %ntid.y;
             CHECK-DAG: mov.u32 {{%r[0-9]+}}, %ntid.z;
-            CHECK: atom.global.add.u32
+            CHECK: call.uni __az_fault
             """
         ),
         what="copy_nc.ptx",
@@ -58,7 +58,7 @@ def test_index_2d_without_contract_reads_z_extents() -> None:
             CHECK: .entry copy2d_nc(
             CHECK-DAG: mov.u32 {{%r[0-9]+}}, %nctaid.z;
             CHECK-DAG: mov.u32 {{%r[0-9]+}}, %ntid.z;
-            CHECK: atom.global.add.u32
+            CHECK: call.uni __az_fault
             """
         ),
         what="copy2d_nc.ptx",
@@ -144,12 +144,12 @@ def test_dynamic_shared_access_is_checked_against_dynamic_smem_size() -> None:
             """
             CHECK: call i32 @"llvm.nvvm.read.ptx.sreg.dynamic_smem_size"()
             CHECK: udiv i64 {{.*}}, 4
-            CHECK: atomicrmw add ptr addrspace(1) %"fault"
+            CHECK: call void @"__az_fault"
             """
         ),
         what="dyn_copy.ll",
     )
-    filecheck(ck.ptx, "CHECK: mov.u32 {{%r[0-9]+}}, %dynamic_smem_size;\nCHECK: atom.global.add.u32\n", what="dyn_copy.ptx")
+    filecheck(ck.ptx, "CHECK: mov.u32 {{%r[0-9]+}}, %dynamic_smem_size;\nCHECK: call.uni __az_fault\n", what="dyn_copy.ptx")
 
 
 def test_dynamic_shared_too_small_faults_instead_of_corrupting() -> None:
