@@ -46,6 +46,8 @@ class TypedKernel:
 
     ir: Any  # ir.KernelIR, None when `diagnostics` has an error
     diagnostics: tuple[Diagnostic, ...]
+    # each body typed for it (the kernel's, its helpers'): fn_types.FnTypes, kept when typing failed
+    views: tuple[Any, ...] = ()
 
 
 class ModuleFront:
@@ -57,6 +59,7 @@ class ModuleFront:
         self.names = Names(self.tree, source)
         self._contracts: dict[int, tuple[Contract | None, list[Diagnostic]]] = {}
         self._typed: dict[tuple[int, tuple[tuple[str, Any], ...]], TypedKernel] = {}
+        self._helpers: dict[int, Any] = {}
         self._lock = threading.Lock()
 
     @cached_property
@@ -115,6 +118,18 @@ class ModuleFront:
 
                 hit = self._typed[key] = type_kernel(self, fdef, spec)
         return hit
+
+    def helper_types(self, fdef: ast.FunctionDef) -> Any:
+        """A helper's body typed on its own, from its annotations (`fn_types.FnTypes`, None when
+        it cannot be: a missing annotation, a type variable)."""
+        key = id(fdef)
+        if key not in self._helpers:
+            from anodize.language.typer import type_helper
+
+            with self._lock:
+                if key not in self._helpers:
+                    self._helpers[key] = type_helper(self, fdef)
+        return self._helpers[key]
 
     def members(self, fdef: ast.FunctionDef, limit: int = 64) -> list[tuple[tuple[str, Any], ...]]:
         """Every specialisation `anodize check` types: each member of each type variable's
