@@ -113,7 +113,7 @@ def views_of(model: Any, fn: Any, cache: dict[int, list[IntView]] | None = None)
     out: list[IntView] = []
     for v in found:
         if len(found) > 1:
-            sig = v.signature
+            sig = _int_signature(v)
             if sig in seen:
                 continue
             seen.add(sig)
@@ -123,3 +123,17 @@ def views_of(model: Any, fn: Any, cache: dict[int, list[IntView]] | None = None)
     if cache is not None:
         cache[key] = out
     return out
+
+
+def _int_signature(v: FnTypes) -> frozenset[tuple[int, object]]:
+    """What the race walk reads of a typing: its integer types (two typings with equal
+    signatures are walked alike; a generic kernel over f32 and f64 is walked once)."""
+    out: set[tuple[int, object]] = set()
+    for n, e in v.exprs.items():
+        t = e.ty
+        if isinstance(t, ScalarTy) and not t.is_float:
+            out.add((id(n), (t, getattr(e, "weak", False), getattr(e, "value", None), getattr(e, "link_types", ()))))
+        elif (links := getattr(e, "link_types", None)):
+            out.add((id(n), links))
+    out.update((-1, (k, t)) for k, t in v.vars.items() if isinstance(t, ScalarTy) and not t.is_float)
+    return frozenset(out)

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any
 
 from anodize.language.types import ScalarTy, Ty
@@ -42,10 +41,3 @@ class FnTypes:
     def weak(self, node: ast.AST) -> bool:
         """An untyped literal (or a fold of literals): it adopts the other operand's type."""
         return bool(getattr(self.exprs.get(node), "weak", False))
-
-    @cached_property
-    def signature(self) -> frozenset[tuple[int, object]]:
-        """The types of this typing (two typings with equal signatures type every integer alike)."""
-        out: set[tuple[int, object]] = {(id(n), (e.ty, getattr(e, "weak", False), getattr(e, "link_types", ()))) for n, e in self.exprs.items()}
-        out.update((-1, (k, t)) for k, t in self.vars.items())
-        return frozenset(out)
