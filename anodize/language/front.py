@@ -60,6 +60,7 @@ class ModuleFront:
         self._contracts: dict[int, tuple[Contract | None, list[Diagnostic]]] = {}
         self._typed: dict[tuple[int, tuple[tuple[str, Any], ...]], TypedKernel] = {}
         self._helpers: dict[int, Any] = {}
+        self._members: dict[tuple[int, int], list[tuple[tuple[str, Any], ...]]] = {}
         self._lock = threading.Lock()
 
     @cached_property
@@ -136,12 +137,19 @@ class ModuleFront:
         constraint (their product, at most `limit`), Constant parameters left unknown."""
         from itertools import product
 
+        key = (id(fdef), limit)
+        hit = self._members.get(key)
+        if hit is not None:  # (the checker's rules and the compile path ask per kernel)
+            return hit
         tvs = typevars_of(self.symbols, fdef)
         if not tvs:
-            return [()]
-        names = sorted(tvs)
-        combos = list(product(*(tvs[n] for n in names)))[:limit]
-        return [tuple(zip(names, c, strict=True)) for c in combos]
+            out: list[tuple[tuple[str, Any], ...]] = [()]
+        else:
+            names = sorted(tvs)
+            combos = list(product(*(tvs[n] for n in names)))[:limit]
+            out = [tuple(zip(names, c, strict=True)) for c in combos]
+        self._members[key] = out
+        return out
 
 
 # ---- the cache: one front per module source -----------------------------------------------

@@ -53,11 +53,16 @@ def _wrap_int(v: int, ty: ScalarTy) -> int:
 
 
 def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    """The names the statements assign (anywhere below them)."""
     out: set[str] = set()
     for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                out.add(n.id)
+        # once per statement (kept on the node, whose lifetime is the module front's): each
+        # specialisation and helper call types the same tree, and every enclosing `if` asks
+        names = getattr(s, "_az_assigned", None)
+        if names is None:
+            names = frozenset(n.id for n in ast.walk(s) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+            s._az_assigned = names  # type: ignore[attr-defined]
+        out |= names
     return out
 
 
