@@ -33,6 +33,8 @@ class IntView:
         self.fn_types = types
         self.exprs: dict[ast.AST, Any] = types.exprs if types is not None else {}
         self.vars: dict[str, Ty] = types.vars if types is not None else {}
+        if types is not None and types.unknown:
+            self.exprs = _without_constants(types)
 
     def int_ty(self, node: ast.AST) -> ScalarTy | None:
         """The node's type when it is an integer (or bool) type; None for a float, a non-scalar
@@ -49,6 +51,25 @@ class IntView:
         """A local's (or scalar parameter's) integer type."""
         t = self.vars.get(name)
         return t if isinstance(t, ScalarTy) and not t.is_float else None
+
+
+def _without_constants(types: FnTypes) -> dict[ast.AST, Any]:
+    """The typing without every expression that reads an `az.Constant` parameter checked
+    without a value: at a launch the parameter is a weak literal, which may take another
+    type there (`t + K` is an i32 sum then), so those expressions are of unknown type."""
+    dependent: set[ast.AST] = set()
+
+    def visit(node: ast.AST) -> bool:
+        hit = isinstance(node, ast.Name) and node.id in types.unknown
+        for child in ast.iter_child_nodes(node):
+            hit = visit(child) or hit
+        if hit:
+            dependent.add(node)
+        return hit
+
+    for stmt in types.fdef.body:
+        visit(stmt)
+    return {n: e for n, e in types.exprs.items() if n not in dependent}
 
 
 def sign(t: ScalarTy) -> str:

@@ -29,6 +29,9 @@ class FnTypes:
     exprs: dict[ast.AST, Any]  # ast node -> the typed IR expression (`ir.Expr`) the typer made of it
     vars: dict[str, Ty]  # local or scalar/witness parameter -> its type (a local's first binding's)
     spec: tuple[tuple[str, Any], ...] = ()  # the kernel specialisation it was typed under
+    # `az.Constant` parameters typed without a value (as a parameter of their type): at a
+    # specialisation each is a weak literal instead, so what depends on one may type otherwise
+    unknown: frozenset[str] = frozenset()
 
     def ty(self, node: ast.AST) -> Ty | None:
         e = self.exprs.get(node)

@@ -748,7 +748,7 @@ def _type_kernel(
         raise CheckError(k.diags) from None
     comp = _FnCompiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
     body = comp.body(fdef.body)
-    k.views.append(FnTypes(fdef, comp.exprs, comp.vars, tuple(sorted(spec.items()))))
+    k.views.append(FnTypes(fdef, comp.exprs, comp.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)

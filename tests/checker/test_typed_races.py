@@ -111,3 +111,9 @@ def put(v):
     a = analyze_source(src, "m.py")
     assert [v.fn_types for v in views_of(a.model, a.model.functions["put"])] == [None]
     assert _races(src) == [_line(src, "b[t] = f32(v)")]
+
+
+def test_an_unvalued_constant_has_no_type_of_its_own() -> None:
+    # at a launch `n` is a weak literal: a u32 in the guard, an i32 in the index (n = -1 races)
+    src = _kernel("if u32(t) < n:\n    s[t] = s[t + n]", params=", n: az.Constant[int]", block=256)
+    assert _races(src) == [_line(src, "s[t] = s[t + n]")]
