@@ -17,6 +17,7 @@ import ast
 from typing import Any
 
 from anodize.language.fn_types import FnTypes
+from anodize.language.symbols import typevars_of
 from anodize.language.types import ScalarTy, Ty
 
 __all__ = ["IntView", "views_of", "sign", "wide"]
@@ -119,11 +120,14 @@ def views_of(model: Any, fn: Any, cache: dict[int, list[IntView]] | None = None)
         return cache[key]
     front = model.front
     found: list[FnTypes] = []
+    partial = False  # a generic kernel with more members than are typed: some typing unseen
     if fn.kind == "kernel":
+        partial = _partial(front, fn.node)
         for spec in front.members(fn.node):
             found += [v for v in front.typed(fn.node, spec).views if v.fdef is fn.node]
     else:
         for k in front.kernels():
+            partial = partial or _partial(front, k)
             for spec in front.members(k):
                 found += [v for v in front.typed(k, spec).views if v.fdef is fn.node]
         if not found:
@@ -139,11 +143,20 @@ def views_of(model: Any, fn: Any, cache: dict[int, list[IntView]] | None = None)
                 continue
             seen.add(sig)
         out.append(IntView(v))
-    if not out:
-        out.append(IntView(None))
+    if not out or partial:
+        out.append(IntView(None))  # nothing typed (or not every member): every type unknown
     if cache is not None:
         cache[key] = out
     return out
+
+
+def _partial(front: Any, fdef: ast.FunctionDef) -> bool:
+    """More members of a generic kernel's type variables than `front.members` types."""
+    tvs = typevars_of(front.symbols, fdef)
+    n = 1
+    for c in tvs.values():
+        n *= len(c)
+    return n > len(front.members(fdef))
 
 
 def _int_signature(v: FnTypes) -> frozenset[tuple[int, object]]:
