@@ -25,7 +25,7 @@ from pathlib import Path
 
 from anodize.language import messages
 from anodize.language.diagnostics import Diagnostic, Span
-from anodize.language.front import front_for_source
+from anodize.language.front import cached_front, front_for_source
 from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import parse as _parse
@@ -64,12 +64,16 @@ def analyze_source(source: str, path: str, project: Project | None = None) -> An
 
 
 def _analyze(source: str, path: str, project: Project | None) -> Analysis:
-    tree, err = parse(source, path)
-    if tree is None:
-        return Analysis(source, path, None, [err] if err else [])
-    if "anodize" not in source:
-        return Analysis(source, path, None, [])  # no kernel can live here
-    front = front_for_source(source, path, tree)
+    front = cached_front(source, path)  # the compile path built it already: no second parse
+    if front is None:
+        tree, err = parse(source, path)
+        if tree is None:
+            return Analysis(source, path, None, [err] if err else [])
+        if "anodize" not in source:
+            return Analysis(source, path, None, [])  # no kernel can live here
+        front = front_for_source(source, path, tree)
+    elif "anodize" not in source:
+        return Analysis(source, path, None, [])
     model = ModuleModel(front.tree, path, source, front)
     diags: list[Diagnostic] = []
     typed: list[Diagnostic] = []

@@ -35,7 +35,7 @@ from anodize.language.symbols import ModuleSymbols, typevars_of
 from anodize.language.syntax import Source, parse
 
 __all__ = [
-    "ModuleFront", "TypedKernel", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
+    "ModuleFront", "TypedKernel", "cached_front", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
     "stand_in_function",
 ]
 
@@ -157,6 +157,13 @@ class ModuleFront:
 _FRONTS: OrderedDict[str, ModuleFront] = OrderedDict()
 _FRONTS_LOCK = threading.Lock()
 _KEEP = 64
+
+
+def cached_front(source: str, path: str) -> ModuleFront | None:
+    """The front of this source if one was built already (no parse otherwise)."""
+    key = path + "\0" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    with _FRONTS_LOCK:
+        return _FRONTS.get(key)
 
 
 def front_for_source(source: str, path: str, tree: ast.Module | None = None) -> ModuleFront:
