@@ -152,6 +152,8 @@ def views_of(model: Any, fn: Any, cache: dict[int, list[IntView]] | None = None)
 
 def _partial(front: Any, fdef: ast.FunctionDef) -> bool:
     """More members of a generic kernel's type variables than `front.members` types."""
+    if len(front.members(fdef)) < 64:  # (`members` types up to 64: fewer is every one)
+        return False
     tvs = typevars_of(front.symbols, fdef)
     n = 1
     for c in tvs.values():
