@@ -104,7 +104,7 @@ def requires_text(lam: LambdaExpr, path: str) -> str | None:
     if found is None:
         return None
     try:
-        parse_requires(found, front.source)  # type: ignore[arg-type]
+        parse_requires(found, front.src)  # type: ignore[arg-type]  # (the front's lines: split once)
     except RequiresSyntaxError:  # the rule engine reports it as az-contract
         return None
     return ast.get_source_segment(front.source, found)
