@@ -46,7 +46,7 @@ from .index_forms import (
 )
 from .index_eval import FormEval, Named, _arg_values, _arith, _free_names
 from . import safe_shared
-from .int_types import IntTypes
+from .typed_ints import IntView, wide
 from .kernel_model import FunctionInfo, ModuleModel, index_elements
 from anodize.language.walk import child_fields
 from anodize.language.vocab import BLOCK_COLLECTIVES
@@ -138,6 +138,7 @@ class Intervals(FormEval):
         block: Block,
         must_barrier: dict[str, bool],
         dynamic: dict[str, DynSummary] | None = None,
+        types: IntView | None = None,
     ):
         self.m = model
         self.fn = fn
@@ -153,7 +154,7 @@ class Intervals(FormEval):
         self.facts: list[tuple[Fact, frozenset[str]] | None] = []
         self.loops: list[_Loop] = []
         self._uniform: dict[ast.expr, Named] = {}
-        self.types = IntTypes(model, fn)
+        self.types = types if types is not None else IntView(None)  # the typing of the body walked
         self.log: list[Access] = []  # every access touched, in walk order (for `_across`)
         self._assigned: dict[ast.If, frozenset[str]] = {}
 
@@ -208,7 +209,7 @@ class Intervals(FormEval):
             self.store(s.target, s.value, st)
             return st
         if isinstance(s, ast.While):
-            enters = _const_test(s.test, st) is True
+            enters = self._const_test(s.test, st) is True
             return self.loop(st, lambda e: self.ev(s.test, e), s.body, s.orelse, enters)
         if isinstance(s, (ast.For, ast.AsyncFor)):
             return self.for_(s, st)
@@ -255,10 +256,15 @@ class Intervals(FormEval):
             self.touch(self.access(target, True, st), st)
         elif isinstance(target, ast.Name):
             new = None
-            old = self.form(target, st)
-            val = self.form(s.value, st)
-            if old[0] is not None and val[0] is not None and isinstance(s.op, (ast.Add, ast.Sub)):
-                new = self._arith(old, val, isinstance(s.op, ast.Add))
+            t = self.types.int_ty(s)  # the operation's type (the typer records it at the statement)
+            local = self.types.local(target.id)
+            if t is not None and t.is_int and local is not None and isinstance(s.op, (ast.Add, ast.Sub)):
+                old = self._convert(self.form(target, st), self._local_expr(local), t)
+                val = self.typed(s.value, t, st)
+                if old[0] is not None and val[0] is not None:
+                    new = self._arith(old, val, isinstance(s.op, ast.Add), t)
+                    if new is not None:  # stored back into the local (converted to its type)
+                        new = self._convert(new, self._local_expr(t), local)
             self.assign(target.id, st, new)
         else:
             self.ev(target, st)
@@ -267,7 +273,7 @@ class Intervals(FormEval):
     def store(self, target: ast.expr, value: ast.expr | None, st: State) -> None:
         if isinstance(target, ast.Name):
             ids = self.shared_ids(value, st) if value is not None else None
-            form = self.form(value, st) if value is not None else None
+            form = self.stored(target.id, value, st) if value is not None else None
             self.assign(target.id, st, form)
             if ids is not None:
                 st.shared[target.id] = ids
@@ -299,20 +305,46 @@ class Intervals(FormEval):
         if form is None or form[0] is None:
             return
         val = form[0]
-        if isinstance(val, Lin) and not val.exact and val.eo and self.types.rebound(name):
-            # stored into a local typed by an earlier binding: converted (wrapping) to that type
-            val = val.flagged(False, False, val.sg)
-            form = val, form[1]
         if isinstance(val, Lin) and val.is_const:
             if val.exact:
                 st.consts[name] = val.const
         elif name not in form[1] and (isinstance(val, (Div, Mod, Stride)) or val.thread()):
             st.forms[name] = form  # a thread-affine local
 
+    def stored(self, name: str, value: ast.expr, st: State) -> Named | None:
+        """The form of `value` stored into the local `name`: converted (wrapping) to the local's
+        type, which the typed model gives (its first binding's, or its annotation's)."""
+        local = self.types.local(name)
+        if local is None or not local.is_int:
+            return None
+        return self._convert(self.form(value, st), self.types.exprs.get(value), local)
+
+    @staticmethod
+    def _local_expr(t: object) -> object:
+        """A stand-in typed expression of type `t` (a local's value, an operation's result)."""
+        return _Typed(t)
+
+    def _const_test(self, test: ast.expr, st: State) -> bool | None:
+        """A `while` test that the known constants decide (compared in the test's own type)."""
+        if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        links = getattr(self.types.exprs.get(test), "link_types", None)
+        if not links or not links[0].is_int:
+            return None
+        lt = links[0]
+        a = self.typed(test.left, lt, st)[0]
+        b = self.typed(test.comparators[0], lt, st)[0]
+        if not (isinstance(a, Lin) and isinstance(b, Lin) and a.is_const and b.is_const and a.exact and b.exact):
+            return None
+        x, y = a.const, b.const
+        op = type(test.ops[0]).__name__
+        table = {"Lt": x < y, "LtE": x <= y, "Gt": x > y, "GtE": x >= y, "Eq": x == y, "NotEq": x != y}
+        return table.get(op)
+
     def for_(self, s: ast.For | ast.AsyncFor, st: State) -> State | None:
         self.ev(s.iter, st)
-        var = self._range_stride(s.iter, st)
         target = s.target
+        var = self._range_stride(s.iter, target, st)
 
         def head(e: State) -> None:
             self.store(target, None, e)
@@ -397,7 +429,7 @@ class Intervals(FormEval):
             ex = join(ex, b)
         return ex
 
-    def _range_stride(self, it: ast.expr, st: State) -> Named | None:
+    def _range_stride(self, it: ast.expr, target: ast.expr, st: State) -> Named | None:
         """`range(start, stop, step)` with a thread-affine `start` and a positive constant step."""
         if not isinstance(it, ast.Call):
             return None
@@ -411,12 +443,17 @@ class Intervals(FormEval):
             or any(isinstance(a, ast.Starred) for a in args)
         ):
             return None
-        start = self.form(args[0], st)
-        step = self.form(args[2], st)
+        var = self.types.local(target.id) if isinstance(target, ast.Name) else None
+        if var is None or not var.is_int:
+            return None
+        start = self.typed(args[0], var, st)  # the loop variable's type (range's arguments are converted)
+        step = self.typed(args[2], var, st)
         if not (isinstance(start[0], Lin) and start[0].thread() and not start[1]):
             return None
-        if not (isinstance(step[0], Lin) and step[0].is_const and pow2(step[0].const)):
+        if not (isinstance(step[0], Lin) and step[0].is_const and step[0].exact and pow2(step[0].const)):
             return None  # a power of two: the residue modulo the step survives wrapping
+        if not wide(var):
+            return None  # a narrow loop variable wraps modulo less than the step may divide
         return Stride(start[0], step[0].const), frozenset()
 
     # ---- expressions -----------------------------------------------------------------------
@@ -727,27 +764,13 @@ def _module_int(m: ModuleModel, node: ast.expr) -> int | None:
     return found[0] if len(found) == 1 else None
 
 
-def _const(node: ast.expr, st: State) -> int | None:
-    if isinstance(node, ast.Constant):
-        return _int(node)
-    if isinstance(node, ast.Name):
-        return st.consts.get(node.id)
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
-        v = _const(node.operand, st)
-        return None if v is None else -v
-    return None
+class _Typed:
+    """A typed expression's stand-in: only its type (`Intervals._local_expr`)."""
 
+    __slots__ = ("ty",)
 
-def _const_test(test: ast.expr, st: State) -> bool | None:
-    """A `while` test that the known constants decide."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1):
-        return None
-    a, b = _const(test.left, st), _const(test.comparators[0], st)
-    if a is None or b is None:
-        return None
-    op = type(test.ops[0]).__name__
-    table = {"Lt": a < b, "LtE": a <= b, "Gt": a > b, "GtE": a >= b, "Eq": a == b, "NotEq": a != b}
-    return table.get(op)
+    def __init__(self, ty: object) -> None:
+        self.ty = ty
 
 
 __all__ = ["ALL", "Access", "Intervals", "Race"]

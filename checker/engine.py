@@ -25,7 +25,7 @@ from pathlib import Path
 
 from anodize.language import messages
 from anodize.language.diagnostics import Diagnostic, Span
-from anodize.language.front import front_for_source
+from anodize.language.front import cached_front, front_for_source
 from .kernel_model import KernelSummary, ModuleModel
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import parse as _parse
@@ -64,12 +64,16 @@ def analyze_source(source: str, path: str, project: Project | None = None) -> An
 
 
 def _analyze(source: str, path: str, project: Project | None) -> Analysis:
-    tree, err = parse(source, path)
-    if tree is None:
-        return Analysis(source, path, None, [err] if err else [])
-    if "anodize" not in source:
-        return Analysis(source, path, None, [])  # no kernel can live here
-    front = front_for_source(source, path, tree)
+    front = cached_front(source, path)  # the compile path built it already: no second parse
+    if front is None:
+        tree, err = parse(source, path)
+        if tree is None:
+            return Analysis(source, path, None, [err] if err else [])
+        if "anodize" not in source:
+            return Analysis(source, path, None, [])  # no kernel can live here
+        front = front_for_source(source, path, tree)
+    elif "anodize" not in source:
+        return Analysis(source, path, None, [])
     model = ModuleModel(front.tree, path, source, front)
     diags: list[Diagnostic] = []
     typed: list[Diagnostic] = []
@@ -235,24 +239,32 @@ class Project:
         return table
 
     def _find(self, importer: str, module: str) -> str | None:
-        here = Path(importer).resolve().parent
+        # (os.path on strings: pathlib objects cost more than the few `stat` calls here, and
+        # the mypy plugin looks up every imported name of every module it checks)
+        here = os.path.dirname(os.path.realpath(importer))
         if module.startswith("."):
             dots = len(module) - len(module.lstrip("."))
             base = here
             for _ in range(dots - 1):
-                base = base.parent
+                base = os.path.dirname(base)
             return _module_file(base, module.lstrip("."))
-        for base in [here, *list(here.parents)[:6]]:
+        base = here
+        for _ in range(7):  # the importer's directory and six of its parents
             found = _module_file(base, module)
             if found:
                 return found
+            parent = os.path.dirname(base)
+            if parent == base:
+                break
+            base = parent
         return None
 
 
-def _module_file(base: Path, module: str) -> str | None:
-    rel = Path(*module.split(".")) if module else Path()
-    for cand in (base / rel.with_suffix(".py") if module else None, base / rel / "__init__.py"):
-        if cand is not None and cand.is_file():
+def _module_file(base: str, module: str) -> str | None:
+    rel = os.path.join(*module.split(".")) if module else ""
+    cands = (os.path.join(base, rel + ".py"), os.path.join(base, rel, "__init__.py")) if module else (os.path.join(base, "__init__.py"),)
+    for cand in cands:
+        if os.path.isfile(cand):
             shown = os.path.relpath(cand)
-            return str(cand) if shown.startswith("..") else shown
+            return cand if shown.startswith("..") else shown
     return None

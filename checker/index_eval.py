@@ -2,9 +2,10 @@
 
 `FormEval.form(node, state)` reads an index expression as an `index_forms` form
 over the thread ids and block-uniform symbols, with the machine flags of
-`index_forms.Lin` (exact, exact-or-out-of-bounds, signedness) set by the typer's
-promotion rules (int_types.py gives the types of symbols); anything it cannot
-read, or cannot bound, is None (unknown).  `facts_of(test, ...)` turns a guard
+`index_forms.Lin` (exact, exact-or-out-of-bounds, signedness) set from each
+expression's type in the one typed model (`typed_ints.IntView`: width and signedness,
+the type each operand is converted to, each comparison's type); anything it cannot
+read, cannot bound, or the typed model did not type, is None (unknown).  `facts_of(test, ...)` turns a guard
 into facts about the thread id, from exact operands only.
 """
 
@@ -13,8 +14,11 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from anodize.language import ir
+from anodize.language.types import ScalarTy
 from anodize.language.walk import child_fields
 from .index_forms import COMPS, MAX_EXTENT, TX, TY, TZ, Div, Fact, Form, Lin, Mod, Stride, pow2
+from .typed_ints import bounds, holds, sign, wide
 
 Named = tuple[Form | None, frozenset[str]]  # a form and the names it reads
 _TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}
@@ -31,87 +35,155 @@ class FormEval:
 
     # ---- forms and facts -------------------------------------------------------------------
     def form(self, node: ast.expr, st: Any) -> Named:
+        """The node's form in its own type (the typed model's), with its machine flags."""
         none: Named = (None, frozenset())
-        if isinstance(node, ast.Name):
-            name = node.id
+        cls = node.__class__
+        if cls is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
             if name in st.forms:
                 return st.forms[name]
             if name in st.consts:
-                return Lin((), st.consts[name]), frozenset()
+                t = self.types.local(name)
+                return Lin((), st.consts[name], True, True, sign(t) if t is not None else "w"), frozenset()
+        e = self.types.exprs.get(node)
+        if e is None:
+            return none  # the typed model did not type it: unknown
+        if e.__class__ is ir.Const:
+            return (self._const(e), frozenset()) if type(e.value) is not float else none
+        t = e.ty
+        if not (t.__class__ is ScalarTy and t.is_int):  # a float, a bool, a witness, ...: no form
             return self.uniform(node)
-        if isinstance(node, ast.Constant):
-            if type(node.value) is int:
-                v = node.value
-                exact = -_HALF <= v < _HALF  # a weak literal may become an i32 (wrapping)
-                return Lin((), v, exact, exact, "w"), frozenset()
-            return self.uniform(node)
-        if isinstance(node, ast.BinOp):
-            left, right = self.form(node.left, st), self.form(node.right, st)
-            op = type(node.op)
-            if op is ast.Add or op is ast.Sub:
-                got = self._arith(left, right, op is ast.Add)
-                if got is not None:
-                    return got
-            elif op is ast.Mult and isinstance(left[0], Lin) and isinstance(right[0], Lin):
-                x, y = left[0], right[0]
-                if x.is_const or y.is_const:
-                    k, f, names = (x, y, right[1]) if x.is_const else (y, x, left[1])
-                    r = f.scale(k.const)
-                    sg = _sg(x.sg, y.sg)
-                    exact = f.exact and k.exact and self._fits(r, sg)
-                    return r.flagged(exact, exact, sg), names  # a wrapped product lands anywhere
-            elif (op is ast.FloorDiv or op is ast.Mod) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
-                x, y = left[0], right[0]
-                d = y.const if y.is_const and y.exact else 0
-                if d > 0 and x.is_const and x.exact:
-                    num = x.const
-                    return Lin((), num // d if op is ast.FloorDiv else num % d, True, True, _sg(x.sg, y.sg)), frozenset()
-                if d > 0 and x.thread():
-                    # floor division needs the exact value; a power-of-two modulus only the value
-                    # modulo 2**32 (it divides 2**32)
-                    if op is ast.FloorDiv and x.exact:
-                        return Div(x, d), left[1]
-                    if op is ast.Mod and (x.exact or pow2(d)):
-                        return Mod(x, d), left[1]
-            return self.uniform(node)
-        if isinstance(node, ast.UnaryOp) and type(node.op) in (ast.USub, ast.UAdd):
-            g, names = self.form(node.operand, st)
-            if isinstance(g, Lin):
-                f = g
-                if isinstance(node.op, ast.UAdd):
-                    return f, names
-                r = f.scale(-1)
-                exact = f.exact and self._fits(r, f.sg)
-                # a signed value that wrapped (far from 0) stays far from 0 negated
-                eo = exact or (f.sg == "s" and f.eo and self._small(r))
-                return r.flagged(exact, eo, f.sg), names
-            return self.uniform(node)
-        if isinstance(node, ast.Call):
-            c = self.m.callees.get(node)
-            if c is None:
-                return self.uniform(node)
-            short = c.name.split(".")[-1]
-            if c.kind == "rawid":
-                if short in _TIDS:
-                    return Lin(((_TIDS[short], 1),), 0, True, True, "s"), frozenset()
-                if short == "lane_id":
-                    bx, by, bz = self.block.ext
-                    if bx is not None and (bx % 32 == 0 or by == bz == 1):
-                        return Mod(Lin.make({TX: 1}), 32), frozenset()  # the lane of the linear thread id
-                    return none
-                ext = self.block.ext[_DIMS[short]] if short in _DIMS else None
-                if ext is not None:
-                    return Lin((), ext, True, True, "s"), frozenset()
-            elif c.kind == "cast" and short in _CASTS:
-                args = _arg_values(node)
-                if len(args) == 1:
-                    got = self._cast(self.form(args[0], st), short)
-                    if got is not None:
-                        return got
-            return self.uniform(node)
+        if cls is ast.BinOp:
+            got = self._binop(node, t, st)  # type: ignore[arg-type]
+        elif cls is ast.UnaryOp and type(node.op) in (ast.USub, ast.UAdd):  # type: ignore[attr-defined]
+            got = self._unary(node, t, st)  # type: ignore[arg-type]
+        elif cls is ast.Call:
+            got = self._call(node, t, st)  # type: ignore[arg-type]
+        else:
+            got = None
+        if got is not None and got[0] is not None:
+            if wide(t) or (isinstance(got[0], Lin) and got[0].exact):
+                return got
+            # a narrow type (i8, i16, u8, u16) wraps modulo less than 2**32: exact values only
         return self.uniform(node)
 
-    # ---- machine integer flags (index_forms.py, "Machine integers") --------------------------
+    def _const(self, e: Any) -> Lin:
+        """A constant the typer computed: a weak literal (or a fold of literals, a module constant)
+        adopts the other operand's type where it meets one (`_convert` wraps it then); a typed
+        one holds its machine value."""
+        v = e.value
+        if type(v) is not int:
+            return Lin((), int(v), True, True, "?")  # a bool
+        if e.weak:
+            exact = -_HALF <= v < _HALF
+            return Lin((), v, exact, exact, "w")
+        exact = self._fits(Lin((), v), e.ty)
+        return Lin((), v, exact, exact, sign(e.ty))
+
+    def typed(self, node: ast.expr, t: ScalarTy, st: Any) -> Named:
+        """The node's form converted (as the typer converts it) to the type `t`."""
+        return self._convert(self.form(node, st), self.types.exprs.get(node), t)
+
+    def _convert(self, named: Named, src: Any, t: ScalarTy) -> Named:
+        """A form of the typed expression `src` converted to the int type `t`: the same machine
+        value when `t` holds every value of `src`'s type, else wrapped (exact only when the
+        value fits); a narrow `t` keeps exact values only."""
+        f, names = named
+        none: Named = (None, frozenset())
+        if f is None or not t.is_int:
+            return none
+        s = getattr(src, "ty", None)
+        keeps = s.__class__ is ScalarTy and not getattr(src, "weak", False) and holds(t, s)
+        if isinstance(f, Lin):
+            if keeps:
+                out = f.flagged(f.exact, f.eo, sign(t))
+            else:
+                exact = f.exact and self._fits(f, t)
+                out = f.flagged(exact, exact, sign(t))
+            return (out, names) if wide(t) or out.exact else none
+        if keeps:
+            return named
+        if isinstance(f, Stride):
+            return named if wide(t) else none  # the residue modulo a power-of-two step survives
+        if isinstance(f, Mod):
+            return named if f.m - 1 <= bounds(t)[1] else none  # in [0, m - 1]
+        if isinstance(f, Div):  # floor(lin / d) of an exact lin
+            r = self._vrange(f.lin)
+            lo, hi = bounds(t)
+            if r is not None:
+                return named if lo <= r[0] // f.d and r[1] // f.d <= hi else none
+            return named if wide(t) and (t.signed or self._fits(f.lin, "u")) else none
+        return none
+
+    def _binop(self, node: ast.BinOp, t: ScalarTy, st: Any) -> Named | None:
+        op = type(node.op)
+        if op not in (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod):
+            return None
+        left, right = self.typed(node.left, t, st), self.typed(node.right, t, st)
+        if op is ast.Add or op is ast.Sub:
+            return self._arith(left, right, op is ast.Add, t)
+        if op is ast.Mult and isinstance(left[0], Lin) and isinstance(right[0], Lin):
+            x, y = left[0], right[0]
+            if x.is_const or y.is_const:
+                k, f, names = (x, y, right[1]) if x.is_const else (y, x, left[1])
+                r = f.scale(k.const)
+                exact = f.exact and k.exact and self._fits(r, t)
+                return r.flagged(exact, exact, sign(t)), names  # a wrapped product lands anywhere
+        elif (op is ast.FloorDiv or op is ast.Mod) and isinstance(left[0], Lin) and isinstance(right[0], Lin):
+            x, y = left[0], right[0]
+            d = y.const if y.is_const and y.exact else 0
+            if d > 0 and x.is_const and x.exact:
+                num = x.const
+                return Lin((), num // d if op is ast.FloorDiv else num % d, True, True, sign(t)), frozenset()
+            if d > 0 and x.thread():
+                # floor division needs the exact value; a power-of-two modulus only the value
+                # modulo 2**32 (it divides 2**32)
+                if op is ast.FloorDiv and x.exact:
+                    return Div(x, d), left[1]
+                if op is ast.Mod and (x.exact or (pow2(d) and wide(t))):
+                    return Mod(x, d), left[1]
+        return None
+
+    def _unary(self, node: ast.UnaryOp, t: ScalarTy, st: Any) -> Named | None:
+        g, names = self.typed(node.operand, t, st)
+        if not isinstance(g, Lin):
+            return None
+        if isinstance(node.op, ast.UAdd):
+            return g, names
+        r = g.scale(-1)
+        exact = g.exact and self._fits(r, t)
+        # a signed value that wrapped (far from 0) stays far from 0 negated
+        eo = exact or (g.sg == "s" and g.eo and self._small(r))
+        return r.flagged(exact, eo, sign(t)), names
+
+    def _call(self, node: ast.Call, t: ScalarTy, st: Any) -> Named | None:
+        c = self.m.callees.get(node)
+        if c is None:
+            return None
+        short = c.name.split(".")[-1]
+        if c.kind == "rawid":
+            if short in _TIDS:
+                return Lin(((_TIDS[short], 1),), 0, True, True, sign(t)), frozenset()
+            if short == "lane_id":
+                bx, by, bz = self.block.ext
+                if bx is not None and (bx % 32 == 0 or by == bz == 1):
+                    return Mod(Lin.make({TX: 1}), 32), frozenset()  # the lane of the linear thread id
+                return None
+            ext = self.block.ext[_DIMS[short]] if short in _DIMS else None
+            if ext is not None:
+                return Lin((), ext, True, True, sign(t)), frozenset()
+        elif c.kind == "cast" and not node.keywords:
+            # `i32(x)`, `T(x)` (a type variable), `cast(T, x)`: the typed model gives both types
+            args = node.args
+            src = args[1] if len(args) == 2 and c.name == "typing.cast" else args[0] if len(args) == 1 else None
+            if src is not None and not isinstance(src, ast.Starred):
+                inner = self.form(src, st)
+                f = inner[0]
+                if isinstance(f, Lin) and not f.thread() and not (f.is_const and f.exact):
+                    return None  # a block-uniform value: the cast is a symbol of its own (its text)
+                return self._convert(inner, self.types.exprs.get(src), t)
+        return None
+
     def _vrange(self, lin: Lin) -> tuple[int, int] | None:
         """The value range of a form of thread ids and constants over the block (None with symbols)."""
         lo = hi = lin.const
@@ -126,13 +198,14 @@ class FormEval:
                 lo += top
         return lo, hi
 
-    def _fits(self, lin: Lin, sg: str) -> bool:
-        """Every machine type of signedness `sg` (32 bits or more) holds the form's every value."""
+    def _fits(self, lin: Lin, t: ScalarTy | str) -> bool:
+        """The form's every value is one an exact form of type `t` may take (`typed_ints.bounds`:
+        for 32 bits or more, a 32-bit value of its signedness; "u" unsigned, "w" a weak literal)."""
         r = self._vrange(lin)
         if r is None:
             return False
-        # a weak literal (folded by Python) takes a signed type unless an unsigned operand meets it
-        return (-_HALF if sg in ("s", "w") else 0) <= r[0] and r[1] < _HALF
+        lo, hi = bounds(t)
+        return lo <= r[0] and r[1] <= hi
 
     def _small(self, lin: Lin) -> bool:
         """At most one symbol, with coefficient 1 or -1, plus a part within [-2**30, 2**30]."""
@@ -142,14 +215,15 @@ class FormEval:
         r = self._vrange(Lin(tuple([t for t in lin.terms if t[0] in COMPS]), lin.const))
         return r is not None and -_OOB <= r[0] and r[1] <= _OOB
 
-    def _arith(self, a: Named, b: Named, add: bool) -> Named | None:
+    def _arith(self, a: Named, b: Named, add: bool, t: ScalarTy) -> Named | None:
+        """`a + b` (or `a - b`) computed in the int type `t` (both already converted to it)."""
         got = _arith(a, b, add)
         if got is None or not isinstance(got[0], Lin):
-            return got
+            return got if got is None or wide(t) else None
         x, y, r = a[0], b[0], got[0]
         assert isinstance(x, Lin) and isinstance(y, Lin)
-        sg = _sg(x.sg, y.sg)
-        exact = x.exact and y.exact and self._fits(r, sg)
+        sg = sign(t)
+        exact = x.exact and y.exact and self._fits(r, t)
         # a signed sum wraps to a value far from every index: exact or out of bounds, as long as
         # one symbol at most is in it and no operand is an unsigned value that wrapped
         eo = exact or (
@@ -158,27 +232,10 @@ class FormEval:
             and y.eo
             and (x.exact or x.sg == "s")
             and (y.exact or y.sg == "s")
+            and wide(t)
             and self._small(r)
         )
         return r.flagged(exact, eo, sg), got[1]
-
-    def _cast(self, inner: Named, to: str) -> Named | None:
-        """`i32(x)`, `u32(x)`, `i64(x)`, `u64(x)` of a form: the same value when it fits."""
-        f = inner[0]
-        if f is None:
-            return None
-        if isinstance(f, Stride):
-            return inner  # the residue modulo the (power-of-two) step survives any int cast
-        sg = "u" if to[0] == "u" else "s"
-        if isinstance(f, Mod):
-            return inner  # in [0, m - 1]
-        if isinstance(f, Div):
-            return inner if sg == "s" or self._fits(f.lin, "u") else None
-        if not f.thread() and not (f.is_const and f.exact):
-            return None  # a block-uniform value: the cast is a symbol of its own (its text)
-        exact = f.exact and self._fits(f, sg)
-        eo = exact or (to in ("i64", "int") and f.eo and f.sg == "s")  # sign extension keeps it far
-        return f.flagged(exact, eo, sg), inner[1]
 
     def uniform(self, node: ast.expr) -> Named:
         """A block-uniform value as an opaque symbol (keyed by its text); a node's is computed once."""
@@ -188,11 +245,11 @@ class FormEval:
             if v is None or v.tdep or v.kind not in ("scalar", "global"):
                 hit = None, frozenset()
             else:
-                kind = self.types.kind(node)
-                if kind == "f":
+                t = self.types.int_ty(node)
+                if t is None:
                     hit = None, frozenset()  # a float (or untyped) value: no integer symbol
                 else:  # its machine value: exact by definition
-                    hit = Lin(((self.m.code(node), 1),), 0, True, True, kind), _free_names(node)
+                    hit = Lin(((self.m.code(node), 1),), 0, True, True, sign(t)), _free_names(node)
             self._uniform[node] = hit
         return hit
 
@@ -215,11 +272,16 @@ class FormEval:
         ops = test.ops
         if not positive and len(ops) != 1:
             return []
+        # each link compares in its own type (the typed model's): both sides converted to it
+        links = getattr(self.types.exprs.get(test), "link_types", None)
+        if links is None or len(links) != len(ops):
+            return []  # untyped, folded, or `in`: no fact
         out = []
         left = test.left
         if memo is None:
             memo = {}
-        for o, right in zip(ops, test.comparators):
+        exprs = self.types.exprs
+        for o, right, lt in zip(ops, test.comparators, links):
             op = type(o).__name__
             if not positive:
                 op = _NEGATE.get(op, "")
@@ -229,7 +291,8 @@ class FormEval:
             rf = memo.get(right)
             if rf is None:
                 rf = memo[right] = self.form(right, st)
-            out += self._compare(lf, op, rf)
+            if lt.is_int:
+                out += self._compare(self._convert(lf, exprs.get(left), lt), op, self._convert(rf, exprs.get(right), lt))
             left = right
         return out
 
@@ -270,16 +333,6 @@ class FormEval:
 
 _HALF = 1 << 31
 _OOB = 1 << 30  # no shared array axis has this many elements
-_CASTS = frozenset({"i32", "i64", "u32", "u64", "int"})
-
-
-def _sg(a: str, b: str) -> str:
-    """The signedness of `a op b` (types.promote: signed with unsigned is signed; weak adopts)."""
-    if a == "s" or b == "s":
-        return "s"
-    if a == "u" or b == "u":
-        return "u"
-    return "?" if a == "?" or b == "?" else "w"
 
 
 # op (an `ast.cmpop` class name) -> (offset of the lower bound, offset of the upper bound) for `t OP bound`

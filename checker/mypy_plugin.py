@@ -133,13 +133,19 @@ class AnodizePlugin(Plugin):
         return None
 
     def report_config_data(self, ctx: ReportConfigContext) -> dict[str, Any]:
-        """Part of mypy's cache key: a new plugin version or rule set re-checks every module."""
-        return {
-            "plugin": "anodize.checker.mypy_plugin",
-            "version": VERSION,
-            "rules": _rules_digest(),
-            "settings": {"codes": sorted(ERROR_CODES), "kernel_bodies": True, "launch_rules": True},
-        }
+        """Part of mypy's cache key: a new plugin version or rule set re-checks every module.
+        (mypy asks once per module, on a warm cache too: the data is built once per process.)"""
+        return dict(_config_data())
+
+
+@cache
+def _config_data() -> dict[str, Any]:
+    return {
+        "plugin": "anodize.checker.mypy_plugin",
+        "version": VERSION,
+        "rules": _rules_digest(),
+        "settings": {"codes": sorted(ERROR_CODES), "kernel_bodies": True, "launch_rules": True},
+    }
 
 
 def plugin(version: str) -> type[Plugin]:

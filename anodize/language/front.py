@@ -35,7 +35,7 @@ from anodize.language.symbols import ModuleSymbols, typevars_of
 from anodize.language.syntax import Source, parse
 
 __all__ = [
-    "ModuleFront", "TypedKernel", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
+    "ModuleFront", "TypedKernel", "cached_front", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
     "stand_in_function",
 ]
 
@@ -46,6 +46,8 @@ class TypedKernel:
 
     ir: Any  # ir.KernelIR, None when `diagnostics` has an error
     diagnostics: tuple[Diagnostic, ...]
+    # each body typed for it (the kernel's, its helpers'): fn_types.FnTypes, kept when typing failed
+    views: tuple[Any, ...] = ()
 
 
 class ModuleFront:
@@ -57,6 +59,8 @@ class ModuleFront:
         self.names = Names(self.tree, source)
         self._contracts: dict[int, tuple[Contract | None, list[Diagnostic]]] = {}
         self._typed: dict[tuple[int, tuple[tuple[str, Any], ...]], TypedKernel] = {}
+        self._helpers: dict[int, Any] = {}
+        self._members: dict[tuple[int, int], list[tuple[tuple[str, Any], ...]]] = {}
         self._lock = threading.Lock()
 
     @cached_property
@@ -116,17 +120,36 @@ class ModuleFront:
                 hit = self._typed[key] = type_kernel(self, fdef, spec)
         return hit
 
+    def helper_types(self, fdef: ast.FunctionDef) -> Any:
+        """A helper's body typed on its own, from its annotations (`fn_types.FnTypes`, None when
+        it cannot be: a missing annotation, a type variable)."""
+        key = id(fdef)
+        if key not in self._helpers:
+            from anodize.language.typer import type_helper
+
+            with self._lock:
+                if key not in self._helpers:
+                    self._helpers[key] = type_helper(self, fdef)
+        return self._helpers[key]
+
     def members(self, fdef: ast.FunctionDef, limit: int = 64) -> list[tuple[tuple[str, Any], ...]]:
         """Every specialisation `anodize check` types: each member of each type variable's
         constraint (their product, at most `limit`), Constant parameters left unknown."""
         from itertools import product
 
+        key = (id(fdef), limit)
+        hit = self._members.get(key)
+        if hit is not None:  # (the checker's rules and the compile path ask per kernel)
+            return hit
         tvs = typevars_of(self.symbols, fdef)
         if not tvs:
-            return [()]
-        names = sorted(tvs)
-        combos = list(product(*(tvs[n] for n in names)))[:limit]
-        return [tuple(zip(names, c, strict=True)) for c in combos]
+            out: list[tuple[tuple[str, Any], ...]] = [()]
+        else:
+            names = sorted(tvs)
+            combos = list(product(*(tvs[n] for n in names)))[:limit]
+            out = [tuple(zip(names, c, strict=True)) for c in combos]
+        self._members[key] = out
+        return out
 
 
 # ---- the cache: one front per module source -----------------------------------------------
@@ -134,6 +157,13 @@ class ModuleFront:
 _FRONTS: OrderedDict[str, ModuleFront] = OrderedDict()
 _FRONTS_LOCK = threading.Lock()
 _KEEP = 64
+
+
+def cached_front(source: str, path: str) -> ModuleFront | None:
+    """The front of this source if one was built already (no parse otherwise)."""
+    key = path + "\0" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    with _FRONTS_LOCK:
+        return _FRONTS.get(key)
 
 
 def front_for_source(source: str, path: str, tree: ast.Module | None = None) -> ModuleFront:

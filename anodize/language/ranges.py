@@ -330,15 +330,37 @@ def _bindings(fdef: object) -> dict[str, int]:
     annotated with or without a value, augmented) and `for` targets."""
     import ast
 
+    from anodize.language.walk import child_fields
+
     assert isinstance(fdef, ast.FunctionDef)
     out: dict[str, int] = {}
     for a in fdef.args.args:
         out[a.arg] = out.get(a.arg, 0) + 1
-    for stmt in fdef.body:
-        for n in ast.walk(stmt):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-                out[n.id] = out.get(n.id, 0) + 1
+    # every node below the body (as `ast.walk`, with a stack and each class's node fields)
+    todo: list[object] = list(fdef.body)
+    pop, push, extend = todo.pop, todo.append, todo.extend
+    name, store, delete = ast.Name, ast.Store, ast.Del
+    while todo:
+        n = pop()
+        cls = n.__class__
+        if cls is name:
+            c = n.ctx.__class__  # type: ignore[attr-defined]
+            if c is store or c is delete:
+                out[n.id] = out.get(n.id, 0) + 1  # type: ignore[attr-defined]
+            continue
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _FIELDS[cls] = child_fields(cls)
+        for f in fields:
+            v = getattr(n, f)
+            if v.__class__ is list:
+                extend(v)
+            elif v is not None:
+                push(v)
     return out
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
 
 
 _RAW_DOMAIN = {

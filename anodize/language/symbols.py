@@ -266,6 +266,17 @@ class ModuleSymbols:
     # -- queries ---------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> Symbol:
         """What a name or attribute chain read in a kernel refers to (locals are the caller's)."""
+        # once per node: the typer asks again per specialisation and per helper call, and the
+        # checker's rules ask for the same nodes
+        cache = self.__dict__.get("_resolved")
+        if cache is None:
+            cache = self.__dict__["_resolved"] = {}
+        hit = cache.get(node)
+        if hit is None:
+            hit = cache[node] = self._resolve(node)
+        return hit  # type: ignore[no-any-return]
+
+    def _resolve(self, node: ast.expr) -> Symbol:
         quals = self.names.qualnames(node)
         if not quals:
             return MISSING
@@ -328,6 +339,15 @@ class ModuleSymbols:
         return Symbol("other", name)
 
     def function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
+        cache = self.__dict__.get("_kinds")
+        if cache is None:
+            cache = self.__dict__["_kinds"] = {}
+        hit = cache.get(fn)
+        if hit is None:
+            hit = cache[fn] = self._function_kind(fn)
+        return hit  # type: ignore[no-any-return]
+
+    def _function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
         kind: FunctionKind = self.wrapped.get(fn.name, "plain")
         for d in fn.decorator_list:
             k = decorator_kind(self.names, d)

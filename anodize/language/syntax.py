@@ -21,6 +21,7 @@ import io
 import keyword
 import re
 import tokenize
+from functools import cached_property
 
 from anodize.language.diagnostics import Span
 
@@ -74,10 +75,17 @@ class Source:
     def span(self, node: ast.AST) -> Span:
         line = getattr(node, "lineno", 1)
         end_line = getattr(node, "end_lineno", None) or line
-        col = self.char_col(line, getattr(node, "col_offset", 0))
         end_col = getattr(node, "end_col_offset", None)
+        if self.ascii:  # byte columns are character columns (the typer asks for one per node)
+            col = getattr(node, "col_offset", 0)
+            return Span(self.path, line, col, end_line, end_col if end_col is not None else col + 1)
+        col = self.char_col(line, getattr(node, "col_offset", 0))
         ecol = self.char_col(end_line, end_col) if end_col is not None else col + 1
         return Span(self.path, line, col, end_line, ecol)
+
+    @cached_property
+    def ascii(self) -> bool:
+        return self.text.isascii()
 
     def point(self, line: int, col: int, width: int) -> Span:
         return Span(self.path, line, col, line, col + width)

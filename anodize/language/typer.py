@@ -24,6 +24,7 @@ from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol, constant_
 from anodize.language.halfbits import round_half
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 from anodize.language.ir import FaultSite, ParamSpec
+from anodize.language.fn_types import FnTypes
 
 from anodize.language import collectives, ir, shared_safe
 from anodize.language.ranges import RangeFacts
@@ -34,7 +35,7 @@ from anodize.language.typer_exprs import ExprTyping
 from anodize.language.typer_locals import LocalsTyping
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 
-__all__ = ["build_ir", "parse_contract", "type_kernel"]
+__all__ = ["build_ir", "parse_contract", "type_helper", "type_kernel"]
 
 
 # ---- the per-kernel context ----------------------------------------------------------------
@@ -62,6 +63,7 @@ class _KernelCtx:
     consts: dict[str, Any] = field(default_factory=dict)  # Constant parameters with a value
     unknown_consts: set[str] = field(default_factory=set)  # Constant parameters checked without one
     kernel_name: str = ""
+    views: list[FnTypes] = field(default_factory=list)  # each body's typing, keyed by its source (fn_types.py)
 
     def site(self, span: Span, kind: str, param: str, message: str = "") -> int:
         self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param, message))
@@ -106,6 +108,7 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
         self._if_false_facts: frozenset[Any] = frozenset()
         self.leader = 0  # > 0 under `if thread.is_block_leader():` (collectives.py)
         self.collective_site: ast.expr | None = None  # the value of the assignment being typed
+        self.exprs: dict[ast.AST, ir.Expr] = {}  # each expression typed: the view (fn_types.py) the checker reads
 
     # -- plumbing -------------------------------------------------------------------------
     def span(self, node: ast.AST) -> Span:
@@ -127,7 +130,10 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
         if method is None:
             return self.generic_visit(node)
         try:
-            return method(node)
+            res = method(node)
+            if isinstance(node, ast.expr):
+                self.exprs[node] = res
+            return res
         except (_Fail, _Silent, CheckError):
             raise
         except Exception as exc:  # an internal error: locate it, hide the compiler's frames
@@ -299,7 +305,8 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
             self.generic_visit(node.op)
         if isinstance(node.target, ast.Name):
             cur = self.load_name(node.target)
-            return [self.assign_value(node.target.id, self.binop(op, cur, self.expr(node.value), node), node)]
+            val = self.exprs[node] = self.binop(op, cur, self.expr(node.value), node)  # (the operation's type)
+            return [self.assign_value(node.target.id, val, node)]
         if isinstance(node.target, ast.Subscript):
             cur = self.subscript(node.target, for_update=True)
             return [self.store(node.target, self.binop(op, cur, self.expr(node.value), node), node)]
@@ -617,6 +624,7 @@ def _compile_helper(
         c = _FnCompiler(k, fdef, ptypes, is_kernel=False, ret=ret)
         c.facts = set(facts)
         body = c.body(fdef.body)
+        k.views.append(FnTypes(fdef, c.exprs, c.vars, tuple(k.spec.items())))
         return ir.FuncIR(
             fdef.name,
             tuple(ptypes.items()),
@@ -642,10 +650,34 @@ def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], 
     contract, cdiags = front.contract(fdef)
     if cdiags:
         return TypedKernel(None, tuple(cdiags))
+    views: list[FnTypes] = []
     try:
-        return TypedKernel(_type_kernel(front, fdef, contract, dict(spec)), ())
+        return TypedKernel(_type_kernel(front, fdef, contract, dict(spec), views), (), tuple(views))
     except CheckError as e:
-        return TypedKernel(None, tuple(e.diagnostics))
+        return TypedKernel(None, tuple(e.diagnostics), tuple(views))
+
+
+def type_helper(front: Any, fdef: ast.FunctionDef) -> FnTypes | None:
+    """A helper's body typed on its own, for the parameter and return types it is annotated
+    with (a helper no kernel of its module calls); None when an annotation is missing or
+    names a type variable (its types are then those of its callers' specialisations)."""
+    k = _KernelCtx(front, front.path, None, kernel_name=fdef.name)
+    a = fdef.args
+    if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
+        return None
+    sig = _FnCompiler(k, fdef, {}, is_kernel=False)
+    try:
+        ptypes = {p.arg: sig.resolve_type(p.annotation, p.arg) for p in a.args if p.annotation is not None}
+        ret = sig.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
+    except (_Fail, CheckError):
+        return None
+    if len(ptypes) != len(a.args):
+        return None
+    try:
+        _compile_helper(k, fdef, ptypes, ret, set())
+    except (_Fail, _Silent, CheckError):
+        return None
+    return next((v for v in k.views if v.fdef is fdef), None)
 
 
 def build_ir(kernel: Any) -> ir.KernelIR:
@@ -683,9 +715,13 @@ def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
     return out
 
 
-def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any]) -> ir.KernelIR:
+def _type_kernel(
+    front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any], views: list[FnTypes] | None = None
+) -> ir.KernelIR:
     src = front.src
     k = _KernelCtx(front, front.path, contract, spec=spec, kernel_name=fdef.name)
+    if views is not None:
+        k.views = views
     for name in constant_params(front.symbols, fdef):
         if name in spec:
             k.consts[name] = spec[name]
@@ -730,6 +766,7 @@ def _type_kernel(front: Any, fdef: ast.FunctionDef, contract: Contract | None, s
         raise CheckError(k.diags) from None
     comp = _FnCompiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
     body = comp.body(fdef.body)
+    k.views.append(FnTypes(fdef, comp.exprs, comp.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)

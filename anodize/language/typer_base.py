@@ -53,12 +53,59 @@ def _wrap_int(v: int, ty: ScalarTy) -> int:
 
 
 def _assigned(stmts: list[ast.stmt]) -> set[str]:
+    """The names the statements assign (anywhere below them)."""
     out: set[str] = set()
     for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
-                out.add(n.id)
+        out |= _stmt_assigned(s)
     return out
+
+
+def _stmt_assigned(stmt: ast.stmt) -> frozenset[str]:
+    """The names one statement assigns, kept on the node (whose lifetime is the module
+    front's): each specialisation and helper call types the same tree, and every enclosing
+    `if` and loop asks; a nested statement's names are found once, bottom up."""
+    hit = getattr(stmt, "_az_assigned", None)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
+    out: set[str] = set()
+    todo: list[object] = []
+    for f in _child_fields(stmt.__class__):
+        v = getattr(stmt, f)
+        if v.__class__ is list:
+            todo.extend(v)
+        elif v is not None:
+            todo.append(v)
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.stmt):
+            out |= _stmt_assigned(n)
+            continue
+        cls = n.__class__
+        if cls is ast.Name:
+            if n.ctx.__class__ is ast.Store:  # type: ignore[attr-defined]
+                out.add(n.id)  # type: ignore[attr-defined]
+            continue
+        for f in _child_fields(cls):
+            v = getattr(n, f)
+            if v.__class__ is list:
+                todo.extend(v)
+            elif v is not None:
+                todo.append(v)
+    names = frozenset(out)
+    stmt._az_assigned = names  # type: ignore[attr-defined]
+    return names
+
+
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(cls)
+    if fields is None:
+        from anodize.language.walk import child_fields
+
+        fields = _FIELDS[cls] = child_fields(cls)
+    return fields
 
 
 def _fold(op: str, a: Any, b: Any) -> Any:

@@ -46,6 +46,8 @@ _results: dict[str, ModuleResult] = {}  # by absolute path; the process lives on
 _pending: dict[str, tuple[str, int, Future[tuple[tuple[Diagnostic, ...], str | None]]]] = {}
 _pool: ProcessPoolExecutor | None = None  # type: ignore[no-any-unimported,unused-ignore]
 _pool_broken = False
+# the module mypy is checking now: its tree and result (one entry; a new tree is a new check)
+_last: dict[str, tuple[MypyFile, ModuleResult]] = {}
 
 
 # ---- the engine itself (runs in a worker or in-process) -------------------------------------
@@ -216,12 +218,17 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
     path: str = getattr(api, "path", "") or ""
     if tree is None or not path:
         return None
+    last = _last.get(path)
+    if last is not None and last[0] is tree and _deps_unchanged(api, tree, last[1].started_ns):
+        return last[1]  # a further hook in the module being checked: no second read of its file
     source = read_source(path)
     if source is None:
         return None
     digest = _digest(source)
     cached = _results.get(os.path.abspath(path))
     if cached is not None and cached.digest == digest and _deps_unchanged(api, tree, cached.started_ns):
+        _last.clear()
+        _last[path] = (tree, cached)
         return cached
     key = os.path.abspath(path)
     pending = _pending.pop(key, None)
@@ -237,6 +244,8 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         diags, failure = run_engine(source, path)
         result = ModuleResult(digest, diags, failure, started)
     _results[key] = result
+    _last.clear()
+    _last[path] = (tree, result)
     return result
 
 

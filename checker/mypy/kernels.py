@@ -15,6 +15,7 @@ from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodSigContex
 from mypy.types import FunctionLike, Instance, Type, UnionType, get_proper_type
 
 from anodize.language.contract import RequiresSyntaxError, parse_requires
+from anodize.language.front import front_for_source
 from anodize.language.vocab import SCALARS
 
 from . import meta
@@ -22,9 +23,6 @@ from .engine_results import read_source, report_module
 from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME
 
 _SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
-
-_trees: dict[str, tuple[str, ast.Module | None]] = {}
-
 
 def on_kernel(ctx: FunctionContext) -> Type:
     report_module(ctx.api)
@@ -89,33 +87,41 @@ def block_value(e: Expression | None) -> list[int] | None:
 
 
 def requires_text(lam: LambdaExpr, path: str) -> str | None:
-    """The lambda's source text, when it parses under the `requires` grammar."""
-    tree = _module_ast(path)
-    if tree is None:
+    """The lambda's source text, when it parses under the `requires` grammar.  Read from the
+    module's one front (`anodize.language.front`: the tree the engine checked, cached per
+    source), so the plugin neither parses the module a second time nor walks all of it."""
+    front = _front(path)
+    if front is None:
         return None
-    source = _trees[path][0]
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Lambda) and node.lineno == lam.line and node.col_offset == lam.column:
-            try:
-                parse_requires(node, source)
-            except RequiresSyntaxError:  # the rule engine reports it as az-contract
-                return None
-            return ast.get_source_segment(source, node)
-    return None
+    found = None
+    for _, fdef in front.functions():  # a decorator's lambda: look at decorators first
+        for d in fdef.decorator_list:
+            for kw in d.keywords if isinstance(d, ast.Call) else ():
+                if _at(kw.value, lam):
+                    found = kw.value
+    if found is None:
+        found = next((n for n in ast.walk(front.tree) if _at(n, lam)), None)
+    if found is None:
+        return None
+    try:
+        parse_requires(found, front.src)  # type: ignore[arg-type]  # (the front's lines: split once)
+    except RequiresSyntaxError:  # the rule engine reports it as az-contract
+        return None
+    return ast.get_source_segment(front.source, found)
 
 
-def _module_ast(path: str) -> ast.Module | None:
+def _at(node: ast.AST, lam: LambdaExpr) -> bool:
+    return isinstance(node, ast.Lambda) and node.lineno == lam.line and node.col_offset == lam.column
+
+
+def _front(path: str) -> Any:
     source = read_source(path)
     if source is None:
         return None
-    cached = _trees.get(path)
-    if cached is None or cached[0] != source:
-        try:
-            tree: ast.Module | None = ast.parse(source)
-        except SyntaxError:
-            tree = None
-        _trees[path] = (source, tree)
-    return _trees[path][1]
+    try:
+        return front_for_source(source, path)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
 
 
 def helper_signature(ctx: MethodSigContext) -> FunctionLike:

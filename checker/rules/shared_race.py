@@ -6,9 +6,10 @@ import ast
 
 from anodize.language import messages
 from .. import safe_shared
-from ..barrier_intervals import DynSummary, Intervals
+from ..barrier_intervals import DynPart, DynSummary, Intervals, Race
 from ..index_forms import Block
 from ..kernel_model import FunctionInfo
+from ..typed_ints import IntView, views_of
 from .base import Rule, RuleContext
 
 
@@ -207,6 +208,7 @@ def broadcast(v: f32) -> f32:
         self._with_shared: set[FunctionInfo] | None = None
         self._must_barrier: dict[str, bool] = {}
         self._dynamic: dict[str, DynSummary] = {}  # helpers that reach dynamic shared memory
+        self._views: dict[int, list[IntView]] = {}  # each function's distinct typings
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         fn = self.model.by_node.get(node)
@@ -219,8 +221,7 @@ def broadcast(v: f32) -> f32:
         must = self._barriers(fn)
         if fn not in self._with_shared and not any(h.name in self._dynamic for _, h in fn.helper_calls):
             return
-        walk = Intervals(self.model, fn, self._block(fn), must, self._dynamic)
-        walk.run()
+        walk = self._walk(fn, self._block(fn), must)
         for name, array in walk.escapes.items():
             self.report(messages.shared_escape(self.span(name), array))
         own = safe_shared.unsafe_writes(self.model, fn)  # safe-tier writes not at the own slot
@@ -247,6 +248,21 @@ def broadcast(v: f32) -> f32:
                 later = (there.line, there.col) >= (here.line, here.col)  # reached around a loop's back edge
                 self.report(messages.shared_race(here, array, kind, there, other, earlier_iteration=later, dynamic=dynamic))
 
+
+    def _walk(self, fn: FunctionInfo, block: Block, must: dict[str, bool]) -> _Walks:
+        """The race walk of `fn`'s body once per distinct typing of it (a generic kernel's
+        members, a helper's argument types): a race or escape in any of them is reported."""
+        out = _Walks()
+        for view in views_of(self.model, fn, self._views):
+            walk = Intervals(self.model, fn, block, must, self._dynamic, view)
+            out.barrier = walk.run() and out.barrier
+            for node, race in walk.races.items():
+                out.races.setdefault(node, race)
+            for name, array in walk.escapes.items():
+                out.escapes.setdefault(name, array)
+            out.head = _union(out.head, walk.head)
+            out.tail = _union(out.tail, walk.tail)
+        return out
 
     def _dynamic_text(self, call: ast.AST) -> str:
         """The helper whose call stands for its accesses of dynamic shared memory, as written."""
@@ -305,8 +321,25 @@ def broadcast(v: f32) -> f32:
                 self._must_barrier[h.name] = False  # recursion: assume not
                 self._barriers(h)
                 if h.has_barrier or h in self._with_shared or any(g.name in self._dynamic for _, g in h.helper_calls):
-                    walk = Intervals(self.model, h, Block.of(None), self._must_barrier, self._dynamic)
-                    self._must_barrier[h.name] = walk.run() and h.has_barrier
+                    walk = self._walk(h, Block.of(None), self._must_barrier)
+                    self._must_barrier[h.name] = walk.barrier and h.has_barrier
                     if walk.head is not None or walk.tail is not None:
                         self._dynamic[h.name] = (walk.head, walk.tail)
         return self._must_barrier
+
+
+class _Walks:
+    """The race walks of one function's typings, together."""
+
+    def __init__(self) -> None:
+        self.races: dict[ast.AST, Race] = {}
+        self.escapes: dict[ast.Name, str] = {}
+        self.barrier = True  # every path reaches a barrier, in every typing
+        self.head: DynPart | None = None
+        self.tail: DynPart | None = None
+
+
+def _union(a: DynPart | None, b: DynPart | None) -> DynPart | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return a[0] or b[0], a[1] | b[1]
