@@ -100,14 +100,16 @@ def check_module(source: str, path: str, project: Project | None = None) -> list
 
 
 def _dedupe(diags: list[Diagnostic]) -> list[Diagnostic]:
-    seen: set[tuple[str, Span, str]] = set()
+    """One diagnostic per line, code and message (the leftmost), as mypy shows them: mypy
+    drops an error whose line and message repeat, so the editor and `anodize check` agree."""
+    seen: set[tuple[str, str, int, str]] = set()
     out = []
-    for d in diags:
-        key = (d.code, d.span, d.message)
+    for d in sorted(diags, key=lambda d: d.sort_key):
+        key = (d.code, d.span.path, d.span.line, d.message)
         if key not in seen:
             seen.add(key)
             out.append(d)
-    return sorted(out, key=lambda d: d.sort_key)
+    return out
 
 
 def _apply_ignores(diags: list[Diagnostic], source: str, model: ModuleModel | None = None) -> list[Diagnostic]:
