@@ -1,0 +1,447 @@
+"""Tile kernels to plain kernel IR: a model-to-model pass run before `lower_llvm.py`.
+
+`lower_tiles(k, threads)` turns a tile kernel's typed IR (language/tile_ir.py) into the
+ordinary IR of a kernel whose block has `threads` threads (num_warps * 32 on the GPU, 1 on
+the CPU backend and the debug device), so both LLVM targets and the interpreter run it
+unchanged.  The scheme (docs/tiles.md):
+
+* every tile *variable* lives in a block-shared array (`SharedDecl`, flat, row-major); on
+  the CPU backend the "block" is one host thread, so that array is private to the program;
+* a tile *statement* is one loop over the elements of its result, element `e` handled by
+  thread `e % threads` (`for e in range(tid, size, threads)`), then a barrier (GPU only);
+* element-wise chains, transposes, broadcasts, fills and loads are evaluated *inline* per
+  element (fused: no memory between them); only reductions and matmuls get a loop of
+  their own (into a temporary array, reused between statements), and a matmul's operands are
+  staged in shared memory when they are not arrays already;
+* `tile.store` writes element `e` of the program's tile `pid * shape` when it is inside the
+  output (masked); `tile.load` reads `src[offset + e]` when inside, else `other`;
+* the program id is `ctaid` (x the column, y the row); the whole body runs under
+  `tid.x < threads and tid.y == tid.z == 0 and ctaid.z == 0` (and `ctaid.y == 0` for a 1-D
+  domain), so a launch with more threads or an unused grid dimension never gives a tile
+  two writers.
+
+The canonical GEMM form (a K loop of `acc = tile.matmul(tile.load(a, ..), tile.load(b, ..),
+acc)` and a store of `acc` or `acc.astype(T)`) is recognised in one place,
+`tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm` (generic until a tensor-core
+routine is plugged in there).
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, is_dataclass, replace
+from typing import Any
+
+from anodize.language import ir
+from anodize.language.tile_ir import (
+    TileElem,
+    TileFull,
+    TileId,
+    TileIdPart,
+    TileLoad,
+    TileMatmul,
+    TileReduce,
+    TileStore,
+    TileTrans,
+    TileTy,
+    TileWitnessTy,
+)
+from anodize.language.types import BOOL, F32, I32, I64, ScalarTy, SharedTy
+
+__all__ = ["lower_tiles", "is_tile_kernel"]
+
+
+def is_tile_kernel(k: ir.KernelIR) -> bool:
+    return getattr(k, "tile_warps", 0) > 0
+
+
+def lower_tiles(k: ir.KernelIR, threads: int) -> ir.KernelIR:
+    """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
+    is not a tile kernel)."""
+    if not is_tile_kernel(k):
+        return k
+    return _Lowering(k, threads).run()
+
+
+class _Arr:
+    """A tile held in a shared array (a variable or a temporary), as a node of a tile tree."""
+
+    __slots__ = ("ref", "ty")
+
+    def __init__(self, ref: ir.SharedRef, ty: TileTy):
+        self.ref = ref
+        self.ty = ty
+
+
+def _c(v: int, ty: ScalarTy = I64) -> ir.Const:
+    return ir.Const(v, ty)
+
+
+def _bin(op: str, a: ir.Expr, b: ir.Expr, ty: ScalarTy = I64) -> ir.Expr:
+    return ir.BinOp(op, a, b, ty)
+
+
+def _lt(a: ir.Expr, b: ir.Expr, ty: ScalarTy = I64) -> ir.Expr:
+    return ir.Compare(("<",), (a, b), BOOL, None, (ty,))
+
+
+def _eq(a: ir.Expr, b: ir.Expr, ty: ScalarTy = I32) -> ir.Expr:
+    return ir.Compare(("==",), (a, b), BOOL, None, (ty,))
+
+
+def _and(*xs: ir.Expr) -> ir.Expr:
+    return xs[0] if len(xs) == 1 else ir.BoolOp("and", tuple(xs), BOOL)
+
+
+class _Lowering:
+    def __init__(self, k: ir.KernelIR, threads: int):
+        self.k = k
+        self.T = threads
+        self.locals: dict[str, Any] = {n: t for n, t in k.locals if not isinstance(t, (TileTy, TileWitnessTy))}
+        self.shared: dict[str, SharedTy] = dict(k.shared)
+        self.arrays: dict[str, _Arr] = {}
+        self.n = 0
+        self.pool: dict[tuple[str, int], list[ir.SharedRef]] = {}
+        self.taken: list[tuple[tuple[str, int], ir.SharedRef]] = []
+        self.uses_barrier = False
+
+    # ---- names and storage -------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self.n += 1
+        return f"__az_t{prefix}{self.n}"
+
+    def local(self, ty: ScalarTy, prefix: str = "v") -> ir.Local:
+        name = self.fresh(prefix)
+        self.locals[name] = ty
+        return ir.Local(name, ty)
+
+    def array(self, ty: TileTy, name: str) -> ir.SharedRef:
+        sty = SharedTy(ty.elem, (ty.size,))
+        self.shared[name] = sty
+        return ir.SharedRef(name, sty)
+
+    def var(self, name: str, ty: TileTy) -> _Arr:
+        hit = self.arrays.get(name)
+        if hit is None:
+            hit = self.arrays[name] = _Arr(self.array(ty, self.fresh(f"tile_{name}_")), ty)
+        return hit
+
+    def temp(self, ty: TileTy) -> _Arr:
+        key = (ty.elem.name, ty.size)
+        free = self.pool.setdefault(key, [])
+        ref = free.pop() if free else self.array(ty, self.fresh("tmp"))
+        self.taken.append((key, ref))
+        return _Arr(ref, ty)
+
+    def release(self) -> None:
+        for key, ref in self.taken:
+            self.pool[key].append(ref)
+        self.taken = []
+
+    # ---- ids -----------------------------------------------------------------------------------
+    def tid(self) -> ir.Expr:
+        return ir.Cast(ir.RawId("tid", "x", I32), I64)
+
+    def pid(self, rank: int, axis: int) -> ir.Expr:
+        cuda_axis = "x" if rank == 1 or axis == rank - 1 else "y"
+        return ir.Cast(ir.RawId("ctaid", cuda_axis, I32), I64)
+
+    # ---- the kernel ------------------------------------------------------------------------------
+    def run(self) -> ir.KernelIR:
+        body = self.stmts(self.k.body)
+        raw = lambda reg, axis: ir.RawId(reg, axis, I32)  # noqa: E731
+        conds = [_lt(raw("tid", "x"), _c(self.T, I32), I32), _eq(raw("tid", "y"), _c(0, I32)),
+                 _eq(raw("tid", "z"), _c(0, I32)), _eq(raw("ctaid", "z"), _c(0, I32))]
+        if self.k.domain == 1:
+            conds.append(_eq(raw("ctaid", "y"), _c(0, I32)))
+        decls = [ir.SharedDecl(n, t) for n, t in self.shared.items() if n not in dict(self.k.shared)]
+        return replace(
+            self.k,
+            body=(*decls, ir.If(_and(*conds), tuple(body), ())),
+            locals=tuple(self.locals.items()),
+            shared=tuple(self.shared.items()),
+            uses_shared=bool(self.shared),
+            uses_barrier=self.k.uses_barrier or self.uses_barrier,
+        )
+
+    def barrier(self) -> list[ir.Stmt]:
+        if self.T == 1:
+            return []
+        self.uses_barrier = True
+        return [ir.Barrier()]
+
+    # ---- statements ------------------------------------------------------------------------------
+    def stmts(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        from .tile_gemm import lower_gemm, match_gemm
+
+        out: list[ir.Stmt] = []
+        i = 0
+        while i < len(body):
+            s = body[i]
+            form = match_gemm(body, i, self)
+            if form is not None:
+                done = lower_gemm(self, form)
+                if done is not None:
+                    out.extend(done)
+                    i = form.end
+                    continue
+            out.extend(self.stmt(s))
+            self.release()
+            i += 1
+        return out
+
+    def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
+        if isinstance(s, ir.Assign):
+            ty = s.value.ty
+            if isinstance(ty, TileWitnessTy):
+                return []
+            if isinstance(ty, TileTy):
+                return self.assign_tile(s.name, s.value)
+            return [replace(s, value=self.scalar(s.value))]
+        if isinstance(s, TileStore):
+            return self.store(s)
+        if isinstance(s, ir.If):
+            return [replace(s, cond=self.scalar(s.cond), body=tuple(self.stmts(s.body)), orelse=tuple(self.stmts(s.orelse)))]
+        if isinstance(s, ir.While):
+            return [replace(s, cond=self.scalar(s.cond), body=tuple(self.stmts(s.body)))]
+        if isinstance(s, ir.ForRange):
+            return [replace(s, start=self.scalar(s.start), stop=self.scalar(s.stop), step=self.scalar(s.step), body=tuple(self.stmts(s.body)))]
+        if isinstance(s, ir.ExprStmt):
+            if isinstance(s.value.ty, (TileTy, TileWitnessTy)):
+                return []  # a tile expression as a statement computes nothing observable
+            return [replace(s, value=self.scalar(s.value))]
+        if isinstance(s, ir.Assert):
+            return [replace(s, cond=self.scalar(s.cond))]
+        if isinstance(s, ir.Return):
+            return [s if s.value is None else replace(s, value=self.scalar(s.value))]
+        return [s]
+
+    # ---- scalar expressions (the program id is the only tile construct in them) ---------------
+    def scalar(self, e: Any) -> Any:
+        if isinstance(e, TileIdPart):
+            return self.pid(e.rank, e.axis)
+        if not is_dataclass(e) or isinstance(e, (ir.FuncIR, ir.Const, ir.Local, ir.RawId, ir.SliceRef, ir.SharedRef)):
+            return e
+        changes = {}
+        for f in fields(e):
+            v = getattr(e, f.name)
+            if hasattr(v, "ty") and is_dataclass(v):
+                nv = self.scalar(v)
+            elif isinstance(v, tuple) and any(hasattr(x, "ty") for x in v):
+                nv = tuple(self.scalar(x) for x in v)
+            else:
+                continue
+            if nv is not v:
+                changes[f.name] = nv
+        return replace(e, **changes) if changes else e
+
+    # ---- tile statements ---------------------------------------------------------------------------
+    def assign_tile(self, name: str, value: ir.Expr) -> list[ir.Stmt]:
+        ty: TileTy = value.ty  # type: ignore[assignment]
+        dest = self.var(name, ty)
+        out: list[ir.Stmt] = []
+        tree = self.matmul(value, out, want=dest) if isinstance(value, TileMatmul) else self.prep(value, out)
+        if isinstance(tree, _Arr) and tree.ref is dest.ref:
+            return out  # computed in place (a matmul or reduction into its own variable)
+        if self.hazard(tree, dest.ref, ty.shape):
+            tmp = self.temp(ty)
+            out += self.fill(tmp, tree)
+            tree = tmp
+        out += self.fill(dest, tree)
+        return out
+
+    def store(self, s: TileStore) -> list[ir.Stmt]:
+        ty: TileTy = s.value.ty  # type: ignore[assignment]
+        out: list[ir.Stmt] = []
+        tree = self.prep(s.value, out)
+        rank = ty.rank
+
+        def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            pre: list[ir.Stmt] = []
+            v = self.ev(tree, coords, pre)
+            where = [_bin("+", _bin("*", self.pid(rank, a), _c(ty.shape[a])), coords[a]) for a in range(rank)]
+            inside = _and(*(_lt(w, ir.Len(s.slice, a, I64)) for a, w in enumerate(where)))
+            write = ir.Write(s.slice, tuple(where), v, False, -1, s.span)
+            return [ir.If(inside, (*pre, write), ())]
+
+        out += self.loop(ty, body)
+        return out + self.barrier()
+
+    # ---- element loops -----------------------------------------------------------------------------
+    def coords(self, e: ir.Expr, shape: tuple[int, ...]) -> list[ir.Expr]:
+        if len(shape) == 1:
+            return [e]
+        return [_bin("//", e, _c(shape[1])), _bin("%", e, _c(shape[1]))]
+
+    def loop(self, ty: TileTy, body: Any) -> list[ir.Stmt]:
+        """`for e in range(tid, size, threads)`: body(e, coords of e) per element."""
+        e = self.local(I64, "e")
+        start: ir.Expr = self.tid() if self.T > 1 else _c(0)
+        stmts = body(e, self.coords(e, ty.shape))
+        return [ir.ForRange(e.name, start, _c(ty.size), _c(self.T), tuple(stmts))]
+
+    def fill(self, dest: _Arr, tree: Any) -> list[ir.Stmt]:
+        def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            pre: list[ir.Stmt] = []
+            v = self.ev(tree, coords, pre)
+            return [*pre, ir.SharedWrite(dest.ref, (e,), v, False, -1)]
+
+        return self.loop(dest.ty, body) + self.barrier()
+
+    # ---- materialising what cannot be evaluated inline --------------------------------------------
+    def prep(self, x: Any, out: list[ir.Stmt]) -> Any:
+        """`x` with every reduction and matmul computed into an array first (statements to `out`)."""
+        if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
+            return self.var(x.name, x.ty)
+        if isinstance(x, TileElem):
+            return replace(x, inputs=tuple((n, self.prep(v, out)) for n, v in x.inputs))
+        if isinstance(x, TileTrans):
+            return replace(x, value=self.prep(x.value, out))
+        if isinstance(x, TileFull):
+            return replace(x, value=self.scalar(x.value))
+        if isinstance(x, TileLoad):
+            return replace(x, offset=tuple(self.scalar(o) for o in x.offset), other=self.scalar(x.other))
+        if isinstance(x, TileReduce):
+            return self.reduce(x, out)
+        if isinstance(x, TileMatmul):
+            return self.matmul(x, out)
+        raise AssertionError(f"not a tile expression: {type(x).__name__}")
+
+    def staged(self, x: Any, out: list[ir.Stmt]) -> Any:
+        """`x` readable cheaply at any element: an array (or a transposed one, or a fill)."""
+        t = x
+        while isinstance(t, TileTrans):
+            t = t.value
+        if isinstance(t, (_Arr, TileFull)):
+            return x
+        tmp = self.temp(x.ty)
+        out += self.fill(tmp, x)
+        return tmp
+
+    def reduce(self, x: TileReduce, out: list[ir.Stmt]) -> _Arr:
+        src = self.prep(x.value, out)
+        sty: TileTy = x.value.ty  # type: ignore[assignment]
+        dest = self.temp(x.ty)
+        elem = x.ty.elem
+
+        def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            acc = self.local(elem, "acc")
+            stmts: list[ir.Stmt] = [ir.Assign(acc.name, self.identity(x.op, elem))]
+            inner: list[ir.Stmt] = []
+            ks = {a: self.local(I64, "k") for a in x.axes}
+            at = [ks[a] if a in ks else coords[a] for a in range(sty.rank)]
+            v = self.ev(src, at, inner)
+            if v.ty != elem:
+                v = ir.Cast(v, elem)
+            op = {"sum": "+", "max": "max", "min": "min"}[x.op]
+            inner.append(ir.Assign(acc.name, _bin(op, acc, v, elem)))
+            nest: tuple[ir.Stmt, ...] = tuple(inner)
+            for a in sorted(ks, reverse=True):
+                nest = (ir.ForRange(ks[a].name, _c(0), _c(sty.shape[a]), _c(1), nest),)
+            stmts += nest
+            stmts.append(ir.SharedWrite(dest.ref, (e,), acc, False, -1))
+            return stmts
+
+        out += self.loop(x.ty, body) + self.barrier()
+        return dest
+
+    @staticmethod
+    def identity(op: str, ty: ScalarTy) -> ir.Expr:
+        if op == "sum":
+            return ir.Const(0.0 if ty.is_float else 0, ty)
+        big = op == "min"
+        if ty.is_float:
+            return ir.Const(float("inf") if big else float("-inf"), ty)
+        if ty.is_bool:
+            return ir.Const(big, ty)
+        bits = ty.bits
+        lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if ty.signed else (0, (1 << bits) - 1)
+        return ir.Const(hi if big else lo, ty)
+
+    def matmul(self, x: TileMatmul, out: list[ir.Stmt], want: _Arr | None = None) -> _Arr:
+        """`x` into `want` (the variable assigned) when that is safe in place, else a temporary."""
+        a = self.staged(self.prep(x.x, out), out)
+        b = self.staged(self.prep(x.y, out), out)
+        acc = self.prep(x.acc, out) if x.acc is not None else None
+        in_place = want is not None and not (
+            self.reads(a, want.ref) or self.reads(b, want.ref) or (acc is not None and self.hazard(acc, want.ref, x.ty.shape))
+        )
+        dest = want if in_place and want is not None else self.temp(x.ty)
+        kdim = x.x.ty.shape[1]  # type: ignore[union-attr]
+
+        def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            s = self.local(F32, "dot")
+            pre: list[ir.Stmt] = []
+            init = self.ev(acc, coords, pre) if acc is not None else ir.Const(0.0, F32)
+            kk = self.local(I64, "k")
+            inner: list[ir.Stmt] = []
+            av = self.ev(a, [coords[0], kk], inner)
+            bv = self.ev(b, [kk, coords[1]], inner)
+            av = av if av.ty == F32 else ir.Cast(av, F32)
+            bv = bv if bv.ty == F32 else ir.Cast(bv, F32)
+            inner.append(ir.Assign(s.name, _bin("+", s, _bin("*", av, bv, F32), F32)))
+            return [*pre, ir.Assign(s.name, init), ir.ForRange(kk.name, _c(0), _c(kdim), _c(1), tuple(inner)),
+                    ir.SharedWrite(dest.ref, (e,), s, False, -1)]
+
+        out += self.loop(x.ty, body) + self.barrier()
+        return dest
+
+    # ---- hazards -----------------------------------------------------------------------------------
+    def hazard(self, tree: Any, ref: ir.SharedRef, shape: tuple[int, ...]) -> bool:
+        """Does `tree` read the array `ref` at an element other than the one being written?"""
+        if isinstance(tree, _Arr):
+            return tree.ref is ref and tree.ty.shape != shape
+        if isinstance(tree, TileTrans):
+            return self.reads(tree.value, ref)
+        if isinstance(tree, TileElem):
+            return any(
+                (v.ty.shape != shape and self.reads(v, ref)) or self.hazard(v, ref, shape) for _, v in tree.inputs
+            )
+        return False
+
+    def reads(self, tree: Any, ref: ir.SharedRef) -> bool:
+        if isinstance(tree, _Arr):
+            return tree.ref is ref
+        if isinstance(tree, TileTrans):
+            return self.reads(tree.value, ref)
+        if isinstance(tree, TileElem):
+            return any(self.reads(v, ref) for _, v in tree.inputs)
+        return False
+
+    # ---- one element of a tile tree ----------------------------------------------------------------
+    def ev(self, x: Any, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Expr:
+        """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
+        if isinstance(x, _Arr):
+            shape = x.ty.shape
+            flat = coords[0] if len(shape) == 1 else _bin("+", _bin("*", coords[0], _c(shape[1])), coords[1])
+            return ir.SharedRead(x.ref, (flat,), False, -1, x.ty.elem)
+        if isinstance(x, TileFull):
+            return x.value
+        if isinstance(x, TileTrans):
+            return self.ev(x.value, coords[::-1], pre)
+        if isinstance(x, TileElem):
+            for name, v in x.inputs:
+                self.locals[name] = v.ty.elem
+                pre.append(ir.Assign(name, self.ev(v, self.broadcast(coords, x.ty.shape, v.ty.shape), pre)))
+            return self.scalar(x.template)  # type: ignore[no-any-return]
+        if isinstance(x, TileLoad):
+            v = self.local(x.ty.elem, "ld")
+            at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
+            slots = [self.local(I64, "at") for _ in at]
+            pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
+            inside = _and(*(
+                _and(ir.Compare(("<=",), (_c(0), s), BOOL, None, (I64,)), _lt(s, ir.Len(x.slice, axis, I64)))
+                for axis, s in enumerate(slots)
+            ))
+            pre += [ir.Assign(v.name, x.other),
+                    ir.If(inside, (ir.Assign(v.name, ir.Read(x.slice, tuple(slots), False, -1, x.ty.elem)),), ())]
+            return v
+        raise AssertionError(f"not evaluable inline: {type(x).__name__}")
+
+    @staticmethod
+    def broadcast(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
+        lead = len(out) - len(inp)
+        return [_c(0) if d == 1 and out[lead + a] != 1 else coords[lead + a] for a, d in enumerate(inp)]
+
+
+# (the kinds of tile node the lowering knows; `TileId` only ever initialises a witness local)
+_KNOWN = (TileId, TileIdPart, TileLoad, TileFull, TileElem, TileTrans, TileReduce, TileMatmul, TileStore)
