@@ -30,7 +30,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 _K = TypeVar("_K")
 
-__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
+__all__ = ["kernel", "func", "launch_contract", "tile_kernel", "TileKernel", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
 
 
 @dataclass(frozen=True)
@@ -242,6 +242,42 @@ def launch_contract(
         raise TypeError("@launch_contract applies to a @kernel function")
 
     return apply
+
+
+class TileKernel(Kernel[P]):
+    """A tile kernel (`@az.tile_kernel`): one program per tile.  Its launches get their block
+    from the kernel (`num_warps * 32` threads, one dimension); only the grid of the config
+    counts (`az.LaunchConfig.for_tiles(shape, tile_shape)`)."""
+
+    def __init__(self, fn: Callable[P, None], num_warps: int = 4):
+        super().__init__(fn)
+        self.num_warps = num_warps
+
+    def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
+        from anodize.runtime.config import LaunchConfig
+
+        if not isinstance(config, LaunchConfig):
+            return config  # (the launch path reports it)
+        threads = self.num_warps * 32
+        if config.block == (threads, 1, 1):
+            return config
+        rank = config.rank
+        grid = config.grid[:rank] if rank > 1 else config.grid[0]
+        return LaunchConfig(grid, (threads,) + (1,) * (rank - 1) if rank > 1 else threads, config.shared_mem)
+
+    def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
+        return super().__getitem__(self.tile_config(config))
+
+    def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
+        super().unsafe_launch(self.tile_config(config), *args, **kwargs)
+
+
+def tile_kernel(fn: Callable[P, None] | None = None, *, num_warps: int = 4) -> Any:
+    """Mark `fn` as a tile kernel (`@az.tile_kernel` or `@az.tile_kernel(num_warps=8)`); see
+    `anodize.tile`."""
+    if fn is None:
+        return lambda f: TileKernel(f, num_warps)
+    return TileKernel(fn, num_warps)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ from anodize.language.diagnostics import Span
 from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
+from anodize.language.tile_vocab import TILE_FUNCS
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
@@ -418,7 +419,7 @@ class ModuleModel:
         contract = None
         for d in node.decorator_list:
             q = decorator_kind(self.names, d)
-            if q == "kernel" and not isinstance(d, ast.Call):
+            if (q == "kernel" and not isinstance(d, ast.Call)) or q == "tile_kernel":
                 kind, kdeco = "kernel", d
             elif q == "func" and not isinstance(d, ast.Call):
                 kind = "func" if kind != "kernel" else kind
@@ -1043,6 +1044,10 @@ class _Analyzer:
             return Val("global", origin=node)
         base = self.ev(node.value, env)
         attr = node.attr
+        if base.kind == "tile_id":  # `pid.row` / `pid.col`: the same on every thread of the program
+            return UNIFORM
+        if base.kind == "tile":  # `x.T`
+            return base
         if base.kind == "witness":
             return VARYING
         if base.kind == "slice":
@@ -1071,6 +1076,10 @@ class _Analyzer:
         if k == "grid_stride":
             self.fn.witness_uses.append((node, 1))
             return UNKNOWN
+        if k in ("tile", "tile_method"):
+            from .tile_model import tile_call
+
+            return tile_call(self, node, callee, env)
         if k == "rawid":
             self.fn.thread_dependent = True
             short = callee.name.split(".")[-1]
@@ -1181,6 +1190,8 @@ class _Analyzer:
         if isinstance(f, ast.Attribute) and not self._module_path(f.value):
             base = self.ev(f.value, env)
             attr = f.attr
+            if base.kind in ("tile", "tile_id"):  # the Tile model (checker/tile_model.py)
+                return Callee("tile_method", attr)
             if base.kind == "witness":
                 if attr == "get":
                     return Callee("witness_get", attr)
@@ -1202,6 +1213,8 @@ class _Analyzer:
             return Callee("witness", q)
         if q == "thread.grid_stride":
             return Callee("grid_stride", q)
+        if q.startswith("tile.") and short in TILE_FUNCS:
+            return Callee("tile", q)
         if q.startswith("thread.") and short in RAW_IDS:
             return Callee("rawid", q)
         if q.startswith("warp.") and short in WARP_OPS:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS
 from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
+from ..tile_model import TILE_SPACE
 from .base import Rule, RuleContext, slice_kinds
 
 _DISJOINT = {k.name: k.rank for k in SLICE_KINDS.values() if k.disjoint}
@@ -151,6 +152,12 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                         out.append(_Access(name, sp, node, None))
             elif isinstance(node, ast.Call):
                 callee = m.callees.get(node)
+                if callee is not None and callee.kind == "tile" and callee.name in ("tile.store", "tile.load") and node.args:
+                    base = m.values.get(node.args[0])
+                    if base is not None and base.kind == "slice":  # a tile of an output: the tile space
+                        for name in sorted(base.params & set(fn.params)):
+                            out.append(_Access(name, TILE_SPACE, node, None))
+                    continue
                 if callee is None or callee.kind != "helper" or callee.fn is None:
                     continue
                 h = callee.fn
@@ -188,6 +195,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 return text + " with " + ", ".join(f"`{p}` = `{b}`" for p, b in renamed)
             over = [n for n in sp.over if "." not in n]
             return text + (f" over `{over[0]}`" if len(over) == 1 and over[0] != code else "")
+        if sp.kind == "tile":
+            return "the program's tile (`tile.store` / `tile.load`)"
         if sp.kind == "param":
             return f"witness parameter `{sp.param}`"
         return f"`thread.{sp.kind}()`"
@@ -239,6 +248,9 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
+        if callee is not None and callee.kind == "tile":
+            self._tile_access(node, callee.name)
+            return
         if callee is None or callee.kind != "helper" or callee.fn is None:
             return
         fn = self.fn_of(node)
@@ -253,6 +265,24 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 if kind in _DISJOINT and (hp.slice_kind is None or hp.slice_kind.name != kind):
                     pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
                     self.report(messages.disjoint_passed(self.span(arg), name, kind, h.name, pname, pk))
+
+
+    def _tile_access(self, node: ast.Call, name: str) -> None:
+        """`tile.store(dst, pid, v)` needs this program's id; `tile.load` of an output too."""
+        fn = self.fn_of(node)
+        if fn is None or name not in ("tile.store", "tile.load") or len(node.args) < 2:
+            return
+        for pname, kind in slice_kinds(fn, self.val(node.args[0])):
+            if kind not in _DISJOINT:
+                continue
+            v = self.val(node.args[1])
+            if v is not None and v.kind == "tile_id" and v.domain == _DISJOINT[kind]:
+                continue
+            key = "tile-store-not-own" if name == "tile.store" else "tile-load-foreign"
+            self.report(messages.tile_ownership(
+                self.span(node.args[1]), key, help="tile-store-own",
+                name=pname, index=self.model.code(node.args[1]), rank=_DISJOINT[kind],
+            ))
 
 
 def _space_order(sp: Space) -> tuple[str, int, int, str]:
