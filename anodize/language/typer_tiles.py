@@ -312,10 +312,9 @@ class TileCompiler(_FnCompiler):
         return TileId(rank, TileWitnessTy(rank), self.span(node))
 
     def tile_shape(self, node: ast.expr) -> tuple[int, ...]:
-        try:
-            v = self.const_value(node)
-        except Exception:  # noqa: BLE001 - any non-constant: the located error below
-            v = None
+        parts = node.elts if isinstance(node, ast.Tuple) else [node]
+        vals = [self.const_int(p) for p in parts]
+        v = tuple(vals) if isinstance(node, ast.Tuple) else vals[0]
         dims = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
         if (
             not isinstance(dims, tuple)
@@ -329,6 +328,16 @@ class TileCompiler(_FnCompiler):
         if n > TILE_MAX_ELEMS:
             self.type_error(node, "tile-too-big", shape=dims, n=n, limit=TILE_MAX_ELEMS)
         return dims  # type: ignore[return-value]
+
+    def const_int(self, node: ast.expr) -> Any:
+        """A compile-time int: a literal, a module constant, an `az.Constant` parameter, or
+        arithmetic over literals and module constants; None otherwise."""
+        try:
+            return self.const_value(node)
+        except Exception:  # noqa: BLE001 - not one of the simple forms: try the module's folding
+            pass
+        c = self.symbols.constant(node)
+        return c[0] if c is not None else None
 
     def tile_arg(self, node: ast.expr, what: str) -> ir.Expr:
         e = self.expr(node)
