@@ -16,7 +16,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from anodize.language.errors import USER_ERRORS
 
@@ -270,6 +270,12 @@ class TileKernel(Kernel[P]):
 
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
         super().unsafe_launch(self.tile_config(config), *args, **kwargs)
+
+
+@overload
+def tile_kernel(fn: Callable[P, None], *, num_warps: int = 4) -> TileKernel[P]: ...
+@overload
+def tile_kernel(fn: None = None, *, num_warps: int = 4) -> Callable[[Callable[P, None]], TileKernel[P]]: ...
 
 
 def tile_kernel(fn: Callable[P, None] | None = None, *, num_warps: int = 4) -> Any:

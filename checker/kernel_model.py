@@ -114,6 +114,7 @@ VARYING = Val("scalar", tdep=True)
 WARP_UNIFORM = Val("scalar", tdep=True, wu=True)
 TID_X = Val("scalar", tdep=True, tid_x=True)
 UNKNOWN = Val("unknown", tdep=True)
+TILE = Val("tile")  # a tile value of a tile kernel (checker/tile_model.py)
 NONE = Val("none")
 
 
@@ -932,6 +933,8 @@ class _Analyzer:
         if cls is ast.BinOp:
             a = self.ev(node.left, env)  # type: ignore[attr-defined]
             b = self.ev(node.right, env)  # type: ignore[attr-defined]
+            if a.kind == "tile" or b.kind == "tile":
+                return TILE  # element-wise over a tile (checker/tile_model.py)
             if not (a.tdep or b.tdep):
                 return UNIFORM
             if a.tid_x and self.warp_x and _warp_index_op(node):  # type: ignore[arg-type]
@@ -946,14 +949,16 @@ class _Analyzer:
         if cls is ast.Compare:
             lv = self.ev(node.left, env)  # type: ignore[attr-defined]
             t, lane = lv.tdep, lv.lane
+            tile = lv.kind == "tile"
             for c in node.comparators:  # type: ignore[attr-defined]
                 cv = self.ev(c, env)
                 t, lane = t or cv.tdep, lane or cv.lane
+                tile = tile or cv.kind == "tile"
             m.ctx[node] = self.here()
-            return _scalar3(t, lane)
+            return TILE if tile else _scalar3(t, lane)
         if cls is ast.UnaryOp:
             a = self.ev(node.operand, env)  # type: ignore[attr-defined]
-            return _scalar3(a.tdep, a.lane)
+            return TILE if a.kind == "tile" else _scalar3(a.tdep, a.lane)
         if cls is ast.BoolOp:
             values = node.values  # type: ignore[attr-defined]
             first = self.ev(values[0], env)
@@ -1061,10 +1066,11 @@ class _Analyzer:
         m.ctx[node] = self.here()
         callee = self.resolve(node, env)
         m.callees[node] = callee
-        anytdep = anylane = False
+        anytdep = anylane = anytile = False
         for a in node.args:
             av = self.ev(a.value if a.__class__ is ast.Starred else a, env)  # type: ignore[attr-defined]
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
+            anytile = anytile or av.kind == "tile"
         for kw in node.keywords:
             av = self.ev(kw.value, env)
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
@@ -1111,6 +1117,8 @@ class _Analyzer:
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
                 return UNIFORM
+            if anytile:
+                return TILE
             return _scalar3(anytdep, anylane)
         if k == "atomic_op":
             self.fn.thread_dependent = True

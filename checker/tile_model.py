@@ -14,7 +14,7 @@ from typing import Any
 
 from anodize.language.tile_vocab import PROGRAM_IDS
 
-from .kernel_model import NONE, UNIFORM, Space, Val
+from .kernel_model import NONE, TILE, UNIFORM, Space, Val
 
 TILE_SPACE = Space("tile")
 
@@ -22,7 +22,7 @@ TILE_SPACE = Space("tile")
 def tile_call(interp: Any, node: ast.Call, callee: Any, env: Any) -> Val:
     name = callee.name.split(".")[-1]
     if callee.kind == "tile_method":
-        return UNIFORM if name == "get" else Val("tile")
+        return UNIFORM if name == "get" else TILE
     if name in PROGRAM_IDS:
         d = PROGRAM_IDS[name]
         interp.fn.witness_uses.append((node, d))
@@ -31,4 +31,4 @@ def tile_call(interp: Any, node: ast.Call, callee: Any, env: Any) -> Val:
         if node.args:
             interp._mark_write(node.args[0], env)
         return NONE
-    return Val("tile")
+    return TILE

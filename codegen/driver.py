@@ -107,6 +107,10 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
+    if getattr(k, "tile_warps", 0):
+        from .tile_lower import ProgramsOnHost
+
+        out.cpu_entry = ProgramsOnHost(jit)  # one host thread per program
     out.compile_seconds = time.perf_counter() - t0
     return out
 

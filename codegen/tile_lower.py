@@ -47,7 +47,7 @@ from anodize.language.tile_ir import (
 )
 from anodize.language.types import BOOL, F32, I32, I64, ScalarTy, SharedTy
 
-__all__ = ["lower_tiles", "is_tile_kernel"]
+__all__ = ["lower_tiles", "is_tile_kernel", "ProgramsOnHost"]
 
 
 def is_tile_kernel(k: ir.KernelIR) -> bool:
@@ -60,6 +60,21 @@ def lower_tiles(k: ir.KernelIR, threads: int) -> ir.KernelIR:
     if not is_tile_kernel(k):
         return k
     return _Lowering(k, threads).run()
+
+
+class ProgramsOnHost:
+    """The CPU entry of a tile kernel: each program (block) runs on one host thread, whatever
+    block the launch names (the code is lowered for `threads=1` and its guard leaves any other
+    thread idle, so this only saves the idle ones)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    def __call__(self, grid_xyz: Any, block_xyz: Any, flat_args: Any, fault_address: int, launch_rank: int, dynamic_shared: int = 0) -> None:
+        self.inner(grid_xyz, (1, 1, 1), flat_args, fault_address, launch_rank, dynamic_shared)
 
 
 class _Arr:
