@@ -1,0 +1,289 @@
+"""The Tile model: typing (language/typer_tiles.py), the lowering to plain IR
+(codegen/tile_lower.py) on both targets, the GEMM form (codegen/tile_gemm.py), launches."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.codegen.driver import compile_cpu, compile_gpu
+from anodize.codegen.tile_gemm import match_gemm
+from anodize.codegen.tile_lower import lower_tiles
+from anodize.language import ir
+from anodize.language.front import front_for_source
+from anodize.language.tile_ir import TileReduce, TileTy
+
+ROOT = Path(__file__).resolve().parents[2]
+TILE_EXAMPLES = ["tile_add", "tile_gemm", "tile_softmax", "tile_layernorm", "tile_attention"]
+
+HEAD = """
+import math
+import anodize as az
+from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f16, f32, i64, tile
+"""
+
+
+def typed(src: str, name: str, spec: tuple = ()):  # type: ignore[no-untyped-def]
+    text = HEAD + textwrap.dedent(src)
+    front = front_for_source(text, f"<tiles-{abs(hash(text))}>")
+    fdef = next(f for f in front.kernels() if f.name == name)
+    return front.typed(fdef, spec)
+
+
+def kernel_ir(src: str, name: str, spec: tuple = ()) -> ir.KernelIR:
+    t = typed(src, name, spec)
+    assert t.ir is not None, [d.message for d in t.diagnostics]
+    return t.ir
+
+
+def walk(body) -> list:  # type: ignore[no-untyped-def]
+    return ir.walk_stmts(tuple(body))
+
+
+# ---- typing ------------------------------------------------------------------------------------
+
+REDUCE = """
+@az.launch_contract(domain=2)
+@az.tile_kernel
+def k(x: Slice2D[f16], y: DisjointSlice2D[f32]) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, pid, (4, 8))
+    s = tile.sum(t, axis=1)
+    u = t.T
+    tile.store(y, pid, (t - s).astype(f32))
+"""
+
+
+def test_tile_types_have_constant_shapes_and_dtypes() -> None:
+    k = kernel_ir(REDUCE, "k")
+    local = dict(k.locals)
+    assert local["t"].shape == (4, 8) and local["t"].elem.name == "f16"
+    assert local["s"].shape == (4, 1) and local["s"].elem.name == "f32"  # a half sum accumulates in f32
+    assert local["u"].shape == (8, 4)
+    assert k.tile_warps == 4
+    assert any(isinstance(s, ir.Assign) and isinstance(s.value, TileReduce) for s in k.body)
+
+
+@pytest.mark.parametrize(
+    "body, key",
+    [
+        ("tile.store(y, pid, tile.load(x, pid, (4, 8)) + tile.load(x, pid, (8, 4)))", "do not broadcast"),
+        ("tile.store(y, pid, tile.sum(tile.load(x, pid, (4, 8)), axis=2))", "out of range"),
+        ("tile.store(y, pid, tile.matmul(tile.load(x, pid, (4, 8)), tile.load(x, pid, (4, 8))))", "(M, K) @ (K, N)"),
+        ("tile.store(y, pid, tile.load(x, pid, (4, 8), other=1.0)[0])", "indexing a tile"),
+        ("tile.store(y, pid, tile.load(x, pid, (4, 8)).foo)", "has no attribute"),
+    ],
+)
+def test_tile_type_errors_are_located(body: str, key: str) -> None:
+    src = f"""
+@az.launch_contract(domain=2)
+@az.tile_kernel
+def k(x: Slice2D[f32], y: DisjointSlice2D[f32]) -> None:
+    pid = tile.program_id_2d()
+    {body}
+"""
+    t = typed(src, "k")
+    assert t.ir is None
+    assert any(key in d.message for d in t.diagnostics), [d.message for d in t.diagnostics]
+    assert all(d.code != "az-internal" for d in t.diagnostics)
+
+
+def test_simt_constructs_are_refused_in_a_tile_kernel() -> None:
+    src = """
+@az.launch_contract(domain=1)
+@az.tile_kernel
+def k(x: Slice[f32], y: DisjointSlice[f32]) -> None:
+    pid = tile.program_id_1d()
+    with az.unsafe():
+        az.syncthreads()
+    tile.store(y, pid, tile.load(x, pid, 64))
+"""
+    t = typed(src, "k")
+    assert [d.code for d in t.diagnostics] == ["az-unsupported"]
+
+
+def test_constant_shapes_specialise_and_one_shape_per_output_is_checked_per_value() -> None:
+    src = """
+@az.launch_contract(domain=2)
+@az.tile_kernel
+def k(x: Slice2D[f32], y: DisjointSlice2D[f32], A: az.Constant[int], B: az.Constant[int]) -> None:
+    pid = tile.program_id_2d()
+    tile.store(y, pid, tile.load(x, pid, (A, B)))
+    tile.store(y, pid, tile.load(x, pid, (B, A)))
+"""
+    assert typed(src, "k", (("A", 8), ("B", 8))).ir is not None
+    bad = typed(src, "k", (("A", 8), ("B", 16)))
+    assert bad.ir is None and [d.code for d in bad.diagnostics] == ["az-disjoint-index"]
+
+
+# ---- the lowering ------------------------------------------------------------------------------
+
+
+def _example_kernels() -> list[ir.KernelIR]:
+    out = []
+    for name in TILE_EXAMPLES:
+        path = ROOT / "examples" / f"{name}.py"
+        front = front_for_source(path.read_text(), str(path))
+        for fdef in front.kernels():
+            spec: tuple = ()
+            if fdef.name == "gemm":
+                spec = (("T", "f16"),)
+            elif fdef.name in ("softmax", "layer_norm"):
+                spec = (("cols", 256),)
+            elif fdef.name == "attention":
+                spec = (("BM", 32), ("BN", 32), ("D", 64))
+            t = front.typed(fdef, spec)
+            assert t.ir is not None, (name, [d.message for d in t.diagnostics])
+            out.append(t.ir)
+    return out
+
+
+def test_gpu_lowering_stages_tiles_in_shared_memory_with_barriers_cpu_lowering_has_none() -> None:
+    for k in _example_kernels():
+        gpu = lower_tiles(k, k.tile_warps * 32)
+        cpu = lower_tiles(k, 1)
+        assert not any(isinstance(s, ir.Barrier) for s in walk(cpu.body)), k.name
+        assert all(not isinstance(t, TileTy) for _, t in gpu.locals)
+        # the whole body runs under the guard that keeps one writer per tile
+        guard = gpu.body[-1]
+        assert isinstance(guard, ir.If)
+        raw = {(e.reg, e.axis) for e in _exprs(guard.cond) if isinstance(e, ir.RawId)}
+        assert {("tid", "x"), ("tid", "y"), ("tid", "z"), ("ctaid", "z")} <= raw
+
+
+def _exprs(e):  # type: ignore[no-untyped-def]
+    from dataclasses import fields, is_dataclass
+
+    yield e
+    if is_dataclass(e):
+        for f in fields(e):
+            v = getattr(e, f.name)
+            for x in v if isinstance(v, tuple) else (v,):
+                if hasattr(x, "ty") and is_dataclass(x):
+                    yield from _exprs(x)
+
+
+def test_every_tile_example_compiles_for_the_gpu_within_static_shared_memory() -> None:
+    from anodize.codegen.toolchain import find_ptxas  # type: ignore[attr-defined]
+
+    for k in _example_kernels():
+        art = compile_gpu(k, "sm_90", ptxas=None)
+        assert ".entry" in art.ptx and "bar.sync" in art.ptx, k.name
+        assert art.static_shared_bytes <= 48 * 1024, (k.name, art.static_shared_bytes)
+        if find_ptxas() is not None:
+            assert art.resources is not None and art.resources.spill_stores == 0, k.name
+
+
+def test_gemm_form_is_recognised_in_one_place() -> None:
+    ks = {k.name: k for k in _example_kernels()}
+    body = ks["gemm"].body
+    forms = [match_gemm(body, i) for i in range(len(body))]
+    found = [f for f in forms if f is not None]
+    assert len(found) == 1
+    form = found[0]
+    assert form.shape == (64, 64, 32) and form.out_elem == "f16" and form.acc == "acc"
+    assert form.a.slice.name == "a" and form.b.slice.name == "b"
+    for name in ("softmax", "layer_norm", "attention"):
+        b = ks[name].body
+        assert all(match_gemm(b, i) is None for i in range(len(b))), name
+
+
+def test_gemm_tile_kernel_compiles_cold_quickly() -> None:
+    k = next(k for k in _example_kernels() if k.name == "gemm")
+    art = compile_gpu(k, "sm_90", ptxas=False)
+    assert art.compile_seconds < 2.0  # the bench reports it against the 300 ms target
+
+
+# ---- launches ------------------------------------------------------------------------------------
+
+STORE = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=2)
+def fill(x: Slice2D[f32], y: DisjointSlice2D[f32]) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, pid, (8, 8), other=-1.0)
+    tile.store(y, pid, t * 2.0 + f32(pid.row * 100 + pid.col))
+"""
+
+
+def _module(tmp_path: Path, src: str):  # type: ignore[no-untyped-def]
+    import importlib.util
+    import sys
+
+    p = tmp_path / f"tilemod_{abs(hash(src))}.py"
+    p.write_text(HEAD + textwrap.dedent(src))
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[p.stem] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _want(x: np.ndarray, tile: int = 8) -> np.ndarray:
+    r = np.arange(x.shape[0])[:, None] // tile
+    c = np.arange(x.shape[1])[None, :] // tile
+    return x * 2 + (r * 100 + c)
+
+
+def test_stores_write_exactly_the_owned_tiles_even_with_extra_programs(tmp_path: Path) -> None:
+    mod = _module(tmp_path, STORE)
+    dev = az.device("cpu")
+    x = np.random.rand(13, 21).astype(np.float32)
+    y = dev.zeros((13, 21), az.f32)
+    mod.fill[az.LaunchConfig.for_tiles((13, 21), (8, 8))](dev.to_device(x), y)
+    np.testing.assert_allclose(y.to_host(), _want(x))
+    y2 = dev.zeros((13, 21), az.f32)
+    mod.fill[az.LaunchConfig.for_tiles((40, 40), (8, 8))](dev.to_device(x), y2)  # more programs than tiles
+    np.testing.assert_allclose(y2.to_host(), _want(x))
+
+
+def test_the_runtime_fills_in_the_block_and_checks_unused_dimensions(tmp_path: Path) -> None:
+    mod = _module(tmp_path, STORE)
+    cfg = mod.fill.tile_config(az.LaunchConfig.for_tiles((13, 21), (8, 8)))
+    assert cfg.block == (64, 1, 1) and cfg.grid == (3, 2, 1) and cfg.rank == 2
+    dev = az.device("cpu")
+    y = dev.zeros((13, 21), az.f32)
+    with pytest.raises(az.LaunchError):
+        mod.fill[az.LaunchConfig((3, 2, 2), (1, 1, 1))](dev.to_device(np.zeros((13, 21), np.float32)), y)
+
+
+def test_for_tiles_rejects_bad_shapes() -> None:
+    with pytest.raises(az.LaunchError):
+        az.LaunchConfig.for_tiles((4, 4), (2,))
+    assert az.LaunchConfig.for_tiles((1000,), (256,)).grid == (4, 1, 1)
+    assert az.LaunchConfig.for_tiles((10, 100), (4, 32)).grid == (4, 3, 1)
+
+
+# ---- the GPU twins ---------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+def test_tile_kernels_match_the_cpu_backend_on_the_gpu(tmp_path: Path) -> None:
+    mod = _module(tmp_path, STORE)
+    gpu = az.device()
+    x = np.random.rand(130, 210).astype(np.float32)
+    y = gpu.zeros((130, 210), az.f32)
+    mod.fill[az.LaunchConfig.for_tiles((400, 400), (8, 8))](gpu.to_device(x), y)
+    np.testing.assert_allclose(y.to_host(), _want(x))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", TILE_EXAMPLES)
+def test_tile_examples_on_the_gpu_at_larger_sizes(name: str) -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"_tile_{name}", ROOT / "examples" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    sizes = {
+        "tile_add": {"n": (1 << 22) + 3},
+        "tile_gemm": {"m": 1000, "n": 520, "k": 384},
+        "tile_softmax": {"rows": 300, "cols": 4096},
+        "tile_layernorm": {"rows": 300, "cols": 4096},
+        "tile_attention": {"batch": 2, "heads": 3, "seq": 256, "d": 128},
+    }
+    mod.main(**sizes[name])
