@@ -307,7 +307,8 @@ class TileCompiler(_FnCompiler):
     def program_id(self, rank: int, node: ast.Call) -> ir.Expr:
         c = self.k.contract
         if c is not None and c.domain != rank:
-            self.fail(messages.index_domain(self.span(node), f"tile.program_id_{rank}d()", rank, c.domain, None))
+            maker = "tile.program_id_1d()" if rank == 1 else "tile.program_id_2d()"
+            self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
         self.k.ranks.add(rank)
         return TileId(rank, TileWitnessTy(rank), self.span(node))
 

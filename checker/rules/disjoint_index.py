@@ -278,11 +278,15 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             v = self.val(node.args[1])
             if v is not None and v.kind == "tile_id" and v.domain == _DISJOINT[kind]:
                 continue
-            key = "tile-store-not-own" if name == "tile.store" else "tile-load-foreign"
             self.report(messages.tile_ownership(
-                self.span(node.args[1]), key, help="tile-store-own",
+                self.span(node.args[1]), _tile_key(name), help="tile-store-own",
                 name=pname, index=self.model.code(node.args[1]), rank=_DISJOINT[kind],
             ))
+
+
+def _tile_key(call: str) -> str:
+    """The message of an access of an output outside the program's tile (a catalogue key)."""
+    return "tile-store-not-own" if call == "tile.store" else "tile-load-foreign"
 
 
 def _space_order(sp: Space) -> tuple[str, int, int, str]:
