@@ -93,7 +93,9 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
 
     t0 = time.perf_counter()
-    k = _tiles(_typed(kernel), 1)  # a tile kernel: one host thread runs each program
+    k = _typed(kernel)
+    tile = getattr(k, "tile_warps", 0) > 0
+    k = _tiles(k, 1)  # a tile kernel: one host thread runs each program
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
@@ -107,7 +109,7 @@ def compile_cpu(kernel: Any, *, bounds_checks: bool = True, vector_grid_stride: 
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
-    if getattr(k, "tile_warps", 0):
+    if tile:
         from .tile_lower import ProgramsOnHost
 
         out.cpu_entry = ProgramsOnHost(jit)  # one host thread per program

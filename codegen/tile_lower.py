@@ -77,6 +77,17 @@ class ProgramsOnHost:
         self.inner(grid_xyz, (1, 1, 1), flat_args, fault_address, launch_rank, dynamic_shared)
 
 
+class _Access:
+    """The element loop being built: its shape, its element's coordinates, what it touches."""
+
+    __slots__ = ("shape", "coords", "seen")
+
+    def __init__(self, shape: tuple[int, ...], coords: list[ir.Expr]):
+        self.shape = shape
+        self.coords = coords
+        self.seen: set[tuple[str, bool, bool]] = set()
+
+
 class _Arr:
     """A tile held in a shared array (a variable or a temporary), as a node of a tile tree."""
 
@@ -118,6 +129,10 @@ class _Lowering:
         self.pool: dict[tuple[str, int], list[ir.SharedRef]] = {}
         self.taken: list[tuple[tuple[str, int], ir.SharedRef]] = []
         self.uses_barrier = False
+        # barrier placement: the accesses since the last barrier, array -> {(write, identity)}
+        # (identity: element e of a loop touching flat element e, so always the same thread)
+        self.pending: dict[str, set[tuple[bool, bool]]] = {}
+        self.acc: _Access | None = None  # the element loop being built
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -171,6 +186,7 @@ class _Lowering:
         decls = [ir.SharedDecl(n, t) for n, t in self.shared.items() if n not in dict(self.k.shared)]
         return replace(
             self.k,
+            tile_warps=0,  # plain IR now
             body=(*decls, ir.If(_and(*conds), tuple(body), ())),
             locals=tuple(self.locals.items()),
             shared=tuple(self.shared.items()),
@@ -179,10 +195,40 @@ class _Lowering:
         )
 
     def barrier(self) -> list[ir.Stmt]:
+        self.pending = {}
         if self.T == 1:
             return []
         self.uses_barrier = True
         return [ir.Barrier()]
+
+    def note(self, name: str, write: bool, identity: bool) -> None:
+        """An access of array (or output) `name` by the element loop being built."""
+        if self.acc is not None:
+            self.acc.seen.add((name, write, identity))
+
+    def sync(self, seen: set[tuple[str, bool, bool]]) -> list[ir.Stmt]:
+        """A barrier before a loop making `seen` accesses when one of them may touch an element
+        another thread touched since the last barrier (one of the two a write, not both at
+        the thread's own element); then the loop's accesses are pending."""
+        out: list[ir.Stmt] = []
+        for name, w, i in seen:
+            if any((w or w2) and not (i and i2) for w2, i2 in self.pending.get(name, ())):
+                out = self.barrier()
+                break
+        for name, w, i in seen:
+            self.pending.setdefault(name, set()).add((w, i))
+        return out
+
+    def foreign_pending(self) -> bool:
+        return any(not i for acc in self.pending.values() for _, i in acc)
+
+    def body_of(self, body: tuple[ir.Stmt, ...], loop: bool) -> tuple[ir.Stmt, ...]:
+        """A compound statement's body: a loop body ends with a barrier when anything is
+        pending (its next iteration may touch what this one did)."""
+        out = self.stmts(body)
+        if loop and self.pending:
+            out += self.barrier()
+        return tuple(out)
 
     # ---- statements ------------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
@@ -215,11 +261,27 @@ class _Lowering:
         if isinstance(s, TileStore):
             return self.store(s)
         if isinstance(s, ir.If):
-            return [replace(s, cond=self.scalar(s.cond), body=tuple(self.stmts(s.body)), orelse=tuple(self.stmts(s.orelse)))]
+            pre = self.barrier() if self.foreign_pending() else []
+            start = {k: set(v) for k, v in self.pending.items()}
+            body = self.body_of(s.body, False)
+            after = self.pending
+            self.pending = start
+            orelse = self.body_of(s.orelse, False)
+            for k, v in after.items():
+                self.pending.setdefault(k, set()).update(v)
+            return [*pre, replace(s, cond=self.scalar(s.cond), body=body, orelse=orelse)]
         if isinstance(s, ir.While):
-            return [replace(s, cond=self.scalar(s.cond), body=tuple(self.stmts(s.body)))]
+            pre = self.barrier() if self.foreign_pending() else []
+            start = {k: set(v) for k, v in self.pending.items()}
+            body = self.body_of(s.body, True)
+            self.pending = start
+            return [*pre, replace(s, cond=self.scalar(s.cond), body=body)]
         if isinstance(s, ir.ForRange):
-            return [replace(s, start=self.scalar(s.start), stop=self.scalar(s.stop), step=self.scalar(s.step), body=tuple(self.stmts(s.body)))]
+            pre = self.barrier() if self.foreign_pending() else []
+            start = {k: set(v) for k, v in self.pending.items()}
+            body = self.body_of(s.body, True)
+            self.pending = start
+            return [*pre, replace(s, start=self.scalar(s.start), stop=self.scalar(s.stop), step=self.scalar(s.step), body=body)]
         if isinstance(s, ir.ExprStmt):
             if isinstance(s.value.ty, (TileTy, TileWitnessTy)):
                 return []  # a tile expression as a statement computes nothing observable
@@ -276,10 +338,11 @@ class _Lowering:
             where = [_bin("+", _bin("*", self.pid(rank, a), _c(ty.shape[a])), coords[a]) for a in range(rank)]
             inside = _and(*(_lt(w, ir.Len(s.slice, a, I64)) for a, w in enumerate(where)))
             write = ir.Write(s.slice, tuple(where), v, False, -1, s.span)
+            self.note("global " + s.slice.name, True, True)
             return [ir.If(inside, (*pre, write), ())]
 
         out += self.loop(ty, body)
-        return out + self.barrier()
+        return out
 
     # ---- element loops -----------------------------------------------------------------------------
     def coords(self, e: ir.Expr, shape: tuple[int, ...]) -> list[ir.Expr]:
@@ -288,19 +351,34 @@ class _Lowering:
         return [_bin("//", e, _c(shape[1])), _bin("%", e, _c(shape[1]))]
 
     def loop(self, ty: TileTy, body: Any) -> list[ir.Stmt]:
-        """`for e in range(tid, size, threads)`: body(e, coords of e) per element."""
+        """`for e in range(tid, size, threads)`: body(e, coords of e) per element, after a
+        barrier when its accesses need one (`sync`)."""
         e = self.local(I64, "e")
         start: ir.Expr = self.tid() if self.T > 1 else _c(0)
-        stmts = body(e, self.coords(e, ty.shape))
-        return [ir.ForRange(e.name, start, _c(ty.size), _c(self.T), tuple(stmts))]
+        coords = self.coords(e, ty.shape)
+        saved, self.acc = self.acc, _Access(ty.shape, coords)
+        try:
+            stmts = body(e, coords)
+            seen = self.acc.seen
+        finally:
+            self.acc = saved
+        return [*self.sync(seen), ir.ForRange(e.name, start, _c(ty.size), _c(self.T), tuple(stmts))]
+
+    def identity(self, coords: list[ir.Expr], shape: tuple[int, ...]) -> bool:
+        """Are `coords` of a tile of `shape` the loop's own element (so this thread's)?"""
+        a = self.acc
+        return a is not None and shape == a.shape and len(coords) == len(a.coords) and all(
+            c is d for c, d in zip(coords, a.coords, strict=True)
+        )
 
     def fill(self, dest: _Arr, tree: Any) -> list[ir.Stmt]:
         def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
             pre: list[ir.Stmt] = []
             v = self.ev(tree, coords, pre)
+            self.note(dest.ref.name, True, True)
             return [*pre, ir.SharedWrite(dest.ref, (e,), v, False, -1)]
 
-        return self.loop(dest.ty, body) + self.barrier()
+        return self.loop(dest.ty, body)
 
     # ---- materialising what cannot be evaluated inline --------------------------------------------
     def prep(self, x: Any, out: list[ir.Stmt]) -> Any:
@@ -333,34 +411,78 @@ class _Lowering:
         return tmp
 
     def reduce(self, x: TileReduce, out: list[ir.Stmt]) -> _Arr:
+        """A reduction: with fewer results than threads, `parts` threads share each result
+        (each combines a strided share of the reduced elements into a partial), then one
+        thread per result combines the partials; else one thread per result."""
         src = self.prep(x.value, out)
         sty: TileTy = x.value.ty  # type: ignore[assignment]
         dest = self.temp(x.ty)
         elem = x.ty.elem
+        extents = [sty.shape[a] for a in x.axes]
+        n = 1
+        for d in extents:
+            n *= d
+        parts = 1
+        while parts * 2 * x.ty.size <= self.T and parts * 2 <= n and parts < 64:
+            parts *= 2
+        op = {"sum": "+", "max": "max", "min": "min"}[x.op]
 
-        def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
-            acc = self.local(elem, "acc")
-            stmts: list[ir.Stmt] = [ir.Assign(acc.name, self.identity(x.op, elem))]
-            inner: list[ir.Stmt] = []
-            ks = {a: self.local(I64, "k") for a in x.axes}
-            at = [ks[a] if a in ks else coords[a] for a in range(sty.rank)]
-            v = self.ev(src, at, inner)
+        def combine(acc: ir.Local, coords: list[ir.Expr], r: ir.Expr, pre: list[ir.Stmt]) -> None:
+            # reduced element `r` (flat over the reduced axes) of the result at `coords`
+            idx: dict[int, ir.Expr] = {}
+            rest = r
+            for a, d in reversed(list(zip(x.axes, extents, strict=True))):
+                idx[a] = rest if a == x.axes[0] else _bin("%", rest, _c(d))
+                rest = _bin("//", rest, _c(d))
+            at = [idx[a] if a in idx else coords[a] for a in range(sty.rank)]
+            v = self.ev(src, at, pre)
             if v.ty != elem:
                 v = ir.Cast(v, elem)
-            op = {"sum": "+", "max": "max", "min": "min"}[x.op]
-            inner.append(ir.Assign(acc.name, _bin(op, acc, v, elem)))
-            nest: tuple[ir.Stmt, ...] = tuple(inner)
-            for a in sorted(ks, reverse=True):
-                nest = (ir.ForRange(ks[a].name, _c(0), _c(sty.shape[a]), _c(1), nest),)
-            stmts += nest
-            stmts.append(ir.SharedWrite(dest.ref, (e,), acc, False, -1))
-            return stmts
+            pre.append(ir.Assign(acc.name, _bin(op, acc, v, elem)))
 
-        out += self.loop(x.ty, body) + self.barrier()
+        if parts == 1:
+            def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+                acc = self.local(elem, "acc")
+                r = self.local(I64, "r")
+                inner: list[ir.Stmt] = []
+                combine(acc, coords, r, inner)
+                self.note(dest.ref.name, True, True)
+                return [ir.Assign(acc.name, self.neutral(x.op, elem)), ir.ForRange(r.name, _c(0), _c(n), _c(1), tuple(inner)),
+                        ir.SharedWrite(dest.ref, (e,), acc, False, -1)]
+
+            out += self.loop(x.ty, body)
+            return dest
+        scratch = self.temp(TileTy(elem, (x.ty.size * parts,)))
+
+        def partial(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            acc = self.local(elem, "acc")
+            r = self.local(I64, "r")
+            res = _bin("//", e, _c(parts))
+            rc = [res] if x.ty.rank == 1 else [_bin("//", res, _c(x.ty.shape[1])), _bin("%", res, _c(x.ty.shape[1]))]
+            inner: list[ir.Stmt] = []
+            combine(acc, rc, r, inner)
+            self.note(scratch.ref.name, True, True)
+            return [ir.Assign(acc.name, self.neutral(x.op, elem)),
+                    ir.ForRange(r.name, _bin("%", e, _c(parts)), _c(n), _c(parts), tuple(inner)),
+                    ir.SharedWrite(scratch.ref, (e,), acc, False, -1)]
+
+        out += self.loop(scratch.ty, partial)
+
+        def final(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            acc = self.local(elem, "acc")
+            p = self.local(I64, "p")
+            self.note(scratch.ref.name, False, False)
+            self.note(dest.ref.name, True, True)
+            read = ir.SharedRead(scratch.ref, (_bin("+", _bin("*", e, _c(parts)), p),), False, -1, elem)
+            return [ir.Assign(acc.name, self.neutral(x.op, elem)),
+                    ir.ForRange(p.name, _c(0), _c(parts), _c(1), (ir.Assign(acc.name, _bin(op, acc, read, elem)),)),
+                    ir.SharedWrite(dest.ref, (e,), acc, False, -1)]
+
+        out += self.loop(x.ty, final)
         return dest
 
     @staticmethod
-    def identity(op: str, ty: ScalarTy) -> ir.Expr:
+    def neutral(op: str, ty: ScalarTy) -> ir.Expr:
         if op == "sum":
             return ir.Const(0.0 if ty.is_float else 0, ty)
         big = op == "min"
@@ -394,10 +516,11 @@ class _Lowering:
             av = av if av.ty == F32 else ir.Cast(av, F32)
             bv = bv if bv.ty == F32 else ir.Cast(bv, F32)
             inner.append(ir.Assign(s.name, _bin("+", s, _bin("*", av, bv, F32), F32)))
+            self.note(dest.ref.name, True, True)
             return [*pre, ir.Assign(s.name, init), ir.ForRange(kk.name, _c(0), _c(kdim), _c(1), tuple(inner)),
                     ir.SharedWrite(dest.ref, (e,), s, False, -1)]
 
-        out += self.loop(x.ty, body) + self.barrier()
+        out += self.loop(x.ty, body)
         return dest
 
     # ---- hazards -----------------------------------------------------------------------------------
@@ -428,6 +551,7 @@ class _Lowering:
         if isinstance(x, _Arr):
             shape = x.ty.shape
             flat = coords[0] if len(shape) == 1 else _bin("+", _bin("*", coords[0], _c(shape[1])), coords[1])
+            self.note(x.ref.name, False, self.identity(coords, shape))
             return ir.SharedRead(x.ref, (flat,), False, -1, x.ty.elem)
         if isinstance(x, TileFull):
             return x.value
@@ -439,6 +563,8 @@ class _Lowering:
                 pre.append(ir.Assign(name, self.ev(v, self.broadcast(coords, x.ty.shape, v.ty.shape), pre)))
             return self.scalar(x.template)  # type: ignore[no-any-return]
         if isinstance(x, TileLoad):
+            if x.slice.ty.kind.output:  # the program's own tile of an output: stored by these threads?
+                self.note("global " + x.slice.name, False, self.identity(coords, x.ty.shape))
             v = self.local(x.ty.elem, "ld")
             at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
             slots = [self.local(I64, "at") for _ in at]
