@@ -249,9 +249,15 @@ class TileKernel(Kernel[P]):
     from the kernel (`num_warps * 32` threads, one dimension); only the grid of the config
     counts (`az.LaunchConfig.for_tiles(shape, tile_shape)`)."""
 
-    def __init__(self, fn: Callable[P, None], num_warps: int = 4):
-        super().__init__(fn)
+    def __init__(self, fn: Callable[P, None], num_warps: int = 4, contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None):
+        super().__init__(fn, contract, spec)
         self.num_warps = num_warps
+
+    def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
+        hit = self._cache.get(("spec", key))
+        if hit is None:
+            hit = self._cache[("spec", key)] = TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
+        return hit  # type: ignore[no-any-return]
 
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         from anodize.runtime.config import LaunchConfig

@@ -123,8 +123,14 @@ def compile_debug(kernel: Any) -> CompiledKernel:
     from .interp_run import InterpModule
 
     t0 = time.perf_counter()
-    k = _tiles(_typed(kernel), 1)
+    k = _typed(kernel)
+    tile = getattr(k, "tile_warps", 0) > 0
+    k = _tiles(k, 1)
     out = _artifact(k, "debug", "", 0, k.name)
     out.cpu_entry = InterpModule(k, out)
+    if tile:
+        from .tile_lower import ProgramsOnHost
+
+        out.cpu_entry = ProgramsOnHost(out.cpu_entry)  # one thread per program
     out.compile_seconds = time.perf_counter() - t0
     return out

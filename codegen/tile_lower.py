@@ -184,10 +184,16 @@ class _Lowering:
         if self.k.domain == 1:
             conds.append(_eq(raw("ctaid", "y"), _c(0, I32)))
         decls = [ir.SharedDecl(n, t) for n, t in self.shared.items() if n not in dict(self.k.shared)]
+        # a launch whose block is not the one this code divides the elements over would leave
+        # elements uncomputed: it computes nothing and faults instead
+        block_ok = _and(_eq(raw("ntid", "x"), _c(self.T, I32)), _eq(raw("ntid", "y"), _c(1, I32)), _eq(raw("ntid", "z"), _c(1, I32)))
+        site = ir.FaultSite(self.k.path, self.k.line, 1, f"block: a tile kernel runs with blocks of exactly {self.T} threads here (num_warps * 32; launch it through the kernel object, which fills in the block)", "")
+        check = ir.If(block_ok, (), (ir.Assert(ir.Const(False, BOOL), len(self.k.fault_sites)),))
         return replace(
             self.k,
             tile_warps=0,  # plain IR now
-            body=(*decls, ir.If(_and(*conds), tuple(body), ())),
+            fault_sites=(*self.k.fault_sites, site),
+            body=(*decls, check, ir.If(_and(block_ok, *conds), tuple(body), ())),
             locals=tuple(self.locals.items()),
             shared=tuple(self.shared.items()),
             uses_shared=bool(self.shared),

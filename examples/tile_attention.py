@@ -38,7 +38,8 @@ def attention(
         l = l * alpha + tile.sum(p, axis=1)
         acc = tile.matmul(p.astype(f16), tile.load(v, (base + j, 0), (BN, D)), acc * alpha)
         m = m_new
-    tile.store(o, pid, (acc / l).astype(f16))
+    result = acc / l
+    tile.store(o, pid, result.astype(f16))
 
 
 def tiles_for(d: int) -> tuple[int, int]:
@@ -55,7 +56,9 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, d:
     qf, kf, vf = (x.astype(np.float32).reshape(bh, seq, d) for x in (q, k, v))
     s = qf @ kf.transpose(0, 2, 1) * d ** -0.5
     p = np.exp(s - s.max(-1, keepdims=True))
-    return ((p / p.sum(-1, keepdims=True)) @ vf).reshape(bh * seq, d)
+    weights = p / p.sum(-1, keepdims=True)
+    out = weights @ vf
+    return out.reshape(bh * seq, d)
 
 
 def main(batch: int = 1, heads: int = 2, seq: int = 64, d: int = 32) -> np.ndarray:

@@ -338,3 +338,25 @@ def test_gpu_lowering_barriers_with_real_threads(threads: int) -> None:
     mod = module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     np.testing.assert_allclose(o.astype(np.float32), mod.reference(q, kk, v, 2, 64, 64), rtol=2e-2, atol=2e-2)
+
+
+def test_a_block_other_than_the_compiled_one_computes_nothing_and_faults() -> None:
+    k = next(k for k in _example_kernels() if k.name == "softmax")
+    art = compile_cpu(lower_tiles(k, 8))
+    x = np.ones((2, 256), np.float32)
+    out = np.zeros_like(x)
+    fault = np.zeros(64, np.uint8)
+    art.cpu_entry((1, 2, 1), (4, 1, 1), [x, 2, 256, out, 2, 256], fault.ctypes.data, 2)
+    assert fault.any() and not out.any()
+    assert "blocks of exactly 8 threads" in art.fault_sites[-1].kind
+
+
+def test_specialisations_of_a_tile_kernel_fill_in_their_block() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_tile_gemm_spec", ROOT / "examples" / "tile_gemm.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    k = mod.gemm.specialize(T="f16")
+    assert isinstance(k, az.TileKernel) and k.num_warps == 4
+    assert k.tile_config(az.LaunchConfig.for_tiles((100, 100), (64, 64))).block == (128, 1, 1)
