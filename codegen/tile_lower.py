@@ -510,6 +510,10 @@ class _Lowering:
         )
         dest = want if in_place and want is not None else self.temp(x.ty)
         kdim = x.x.ty.shape[1]  # type: ignore[union-attr]
+        micro = self.micro_shape(*x.ty.shape)
+        if micro is not None:
+            out += self.matmul_micro(x, a, b, acc, dest, kdim, *micro)
+            return dest
 
         def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
             s = self.local(F32, "dot")
@@ -528,6 +532,67 @@ class _Lowering:
 
         out += self.loop(x.ty, body)
         return dest
+
+    def micro_shape(self, m: int, n: int) -> tuple[int, int] | None:
+        """(rows, cols) of the block of a matmul's result each thread computes in registers, so
+        that the threads cover it exactly once; None when no such split fits."""
+        if self.T == 1:
+            return None
+        fits = [(r, c) for r in (8, 4, 2, 1) for c in (8, 4, 2, 1)
+                if m % r == 0 and n % c == 0 and (m // r) * (n // c) == self.T and r * c >= 2]
+        if not fits:
+            return None
+        return min(fits, key=lambda rc: (-rc[0] * rc[1], abs(rc[0] - rc[1]), -rc[1]))
+
+    def matmul_micro(self, x: TileMatmul, a: Any, b: Any, acc: Any, dest: _Arr, kdim: int, mr: int, nc: int) -> list[ir.Stmt]:
+        """The matmul with a register block per thread: thread t owns rows `t // (N / nc) + r * (M / mr)`
+        and columns `t % (N / nc) + c * (N / nc)` (strided, so a warp's reads of `b` are
+        consecutive and its reads of `a` one broadcast), accumulating mr x nc sums in registers
+        over K, then writing them."""
+        m, n = x.ty.shape
+        saved, self.acc = self.acc, _Access((), [])  # no element here is "the loop's own"
+        try:
+            t = self.local(I64, "t")
+            body: list[ir.Stmt] = [ir.Assign(t.name, self.tid())]
+            cols_per = n // nc
+            tr, tc = self.local(I64, "tr"), self.local(I64, "tc")
+            body += [ir.Assign(tr.name, _bin("//", t, _c(cols_per))), ir.Assign(tc.name, _bin("%", t, _c(cols_per)))]
+            rows = [self.local(I64, "row") for _ in range(mr)]
+            cols = [self.local(I64, "col") for _ in range(nc)]
+            body += [ir.Assign(v.name, _bin("+", tr, _c(r * (m // mr)))) for r, v in enumerate(rows)]
+            body += [ir.Assign(v.name, _bin("+", tc, _c(c * cols_per))) for c, v in enumerate(cols)]
+            sums = [[self.local(F32, "dot") for _ in range(nc)] for _ in range(mr)]
+            for r in range(mr):
+                for c in range(nc):
+                    if acc is None:
+                        body.append(ir.Assign(sums[r][c].name, ir.Const(0.0, F32)))
+                    else:
+                        v = self.ev(acc, [rows[r], cols[c]], body)
+                        body.append(ir.Assign(sums[r][c].name, v if v.ty == F32 else ir.Cast(v, F32)))
+            kk = self.local(I64, "k")
+            inner: list[ir.Stmt] = []
+            avs = [self.local(F32, "a") for _ in range(mr)]
+            bvs = [self.local(F32, "b") for _ in range(nc)]
+            for r, av in enumerate(avs):
+                v = self.ev(a, [rows[r], kk], inner)
+                inner.append(ir.Assign(av.name, v if v.ty == F32 else ir.Cast(v, F32)))
+            for c, bv in enumerate(bvs):
+                v = self.ev(b, [kk, cols[c]], inner)
+                inner.append(ir.Assign(bv.name, v if v.ty == F32 else ir.Cast(v, F32)))
+            for r in range(mr):
+                for c in range(nc):
+                    sv = sums[r][c]
+                    inner.append(ir.Assign(sv.name, _bin("+", sv, _bin("*", avs[r], bvs[c], F32), F32)))
+            body.append(ir.ForRange(kk.name, _c(0), _c(kdim), _c(1), tuple(inner)))
+            for r in range(mr):
+                for c in range(nc):
+                    flat = _bin("+", _bin("*", rows[r], _c(n)), cols[c])
+                    body.append(ir.SharedWrite(dest.ref, (flat,), sums[r][c], False, -1))
+            self.note(dest.ref.name, True, False)
+            seen = self.acc.seen
+        finally:
+            self.acc = saved
+        return [*self.sync(seen), *body]
 
     # ---- hazards -----------------------------------------------------------------------------------
     def hazard(self, tree: Any, ref: ir.SharedRef, shape: tuple[int, ...]) -> bool:

@@ -312,7 +312,7 @@ def _run_lowered(k: ir.KernelIR, threads: int, grid: tuple[int, int], args: list
     assert not fault.any()
 
 
-@pytest.mark.parametrize("threads", [1, 8, 32])
+@pytest.mark.parametrize("threads", [1, 8, 32, 128])
 def test_gpu_lowering_barriers_with_real_threads(threads: int) -> None:
     ks = {k.name: k for k in _example_kernels()}
     rng = np.random.default_rng(5)
