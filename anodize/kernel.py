@@ -260,6 +260,8 @@ class TileKernel(Kernel[P]):
         return hit  # type: ignore[no-any-return]
 
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
+        """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its
+        rank as given)."""
         from anodize.runtime.config import LaunchConfig
 
         if not isinstance(config, LaunchConfig):
@@ -275,6 +277,7 @@ class TileKernel(Kernel[P]):
         return super().__getitem__(self.tile_config(config))
 
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
+        """Launch without a contract (the block filled in, as for `kernel[config]`)."""
         super().unsafe_launch(self.tile_config(config), *args, **kwargs)
 
 

@@ -63,6 +63,7 @@ class TileId1D:
     """A program's tile id in a 1-D launch (no public constructor)."""
 
     def get(self) -> int:
+        """The tile's index (the grid's x)."""
         _device_only("TileId1D.get")
 
 
@@ -71,10 +72,12 @@ class TileId2D:
 
     @property
     def row(self) -> int:
+        """The tile's row (the grid's y)."""
         _device_only("TileId2D.row")
 
     @property
     def col(self) -> int:
+        """The tile's column (the grid's x)."""
         _device_only("TileId2D.col")
 
 

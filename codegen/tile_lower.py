@@ -106,6 +106,11 @@ def _bin(op: str, a: ir.Expr, b: ir.Expr, ty: ScalarTy = I64) -> ir.Expr:
     return ir.BinOp(op, a, b, ty)
 
 
+def _fma(a: ir.Expr, b: ir.Expr, c: ir.Expr) -> ir.Expr:
+    """a * b + c in f32, rounded once (`fma.rn.f32`; the host's fused multiply-add on the CPU)."""
+    return ir.MathCall("fma", (a, b, c), F32)
+
+
 def _lt(a: ir.Expr, b: ir.Expr, ty: ScalarTy = I64) -> ir.Expr:
     return ir.Compare(("<",), (a, b), BOOL, None, (ty,))
 
@@ -525,7 +530,7 @@ class _Lowering:
             bv = self.ev(b, [kk, coords[1]], inner)
             av = av if av.ty == F32 else ir.Cast(av, F32)
             bv = bv if bv.ty == F32 else ir.Cast(bv, F32)
-            inner.append(ir.Assign(s.name, _bin("+", s, _bin("*", av, bv, F32), F32)))
+            inner.append(ir.Assign(s.name, _fma(av, bv, s)))
             self.note(dest.ref.name, True, True)
             return [*pre, ir.Assign(s.name, init), ir.ForRange(kk.name, _c(0), _c(kdim), _c(1), tuple(inner)),
                     ir.SharedWrite(dest.ref, (e,), s, False, -1)]
@@ -582,7 +587,7 @@ class _Lowering:
             for r in range(mr):
                 for c in range(nc):
                     sv = sums[r][c]
-                    inner.append(ir.Assign(sv.name, _bin("+", sv, _bin("*", avs[r], bvs[c], F32), F32)))
+                    inner.append(ir.Assign(sv.name, _fma(avs[r], bvs[c], sv)))
             body.append(ir.ForRange(kk.name, _c(0), _c(kdim), _c(1), tuple(inner)))
             for r in range(mr):
                 for c in range(nc):
