@@ -115,6 +115,10 @@ def _lt(a: ir.Expr, b: ir.Expr, ty: ScalarTy = I64) -> ir.Expr:
     return ir.Compare(("<",), (a, b), BOOL, None, (ty,))
 
 
+def _le(a: ir.Expr, b: ir.Expr) -> ir.Expr:
+    return ir.Compare(("<=",), (a, b), BOOL, None, (I64,))
+
+
 def _eq(a: ir.Expr, b: ir.Expr, ty: ScalarTy = I32) -> ir.Expr:
     return ir.Compare(("==",), (a, b), BOOL, None, (ty,))
 
@@ -138,6 +142,7 @@ class _Lowering:
         # (identity: element e of a loop touching flat element e, so always the same thread)
         self.pending: dict[str, set[tuple[bool, bool]]] = {}
         self.acc: _Access | None = None  # the element loop being built
+        self.unmasked = False  # building the fast variant of a loop whose tiles are all inside
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -350,10 +355,34 @@ class _Lowering:
             inside = _and(*(_lt(w, ir.Len(s.slice, a, I64)) for a, w in enumerate(where)))
             write = ir.Write(s.slice, tuple(where), v, False, -1, s.span)
             self.note("global " + s.slice.name, True, True)
+            if self.unmasked:
+                return [*pre, write]
             return [ir.If(inside, (*pre, write), ())]
 
-        out += self.loop(ty, body)
+        own = [_le(_bin("*", self.pid(rank, a), _c(ty.shape[a])), _bin("-", ir.Len(s.slice, a, I64), _c(ty.shape[a])))
+               for a in range(rank)]
+        out += self.loop(ty, body, self.all_inside(tree, own))
         return out
+
+    # ---- the fast path: every tile of a loop inside its slice ------------------------------------
+    def loads_in(self, tree: Any) -> list[TileLoad]:
+        if isinstance(tree, TileLoad):
+            return [tree]
+        if isinstance(tree, TileTrans):
+            return self.loads_in(tree.value)
+        if isinstance(tree, TileElem):
+            return [ld for _, v in tree.inputs for ld in self.loads_in(v)]
+        return []
+
+    def all_inside(self, tree: Any, extra: list[ir.Expr] = ()) -> ir.Expr | None:  # type: ignore[assignment]
+        """The condition (the same on every thread) under which every load of `tree` is inside
+        its slice: `0 <= offset <= extent - shape` per axis (no overflow: the shape is small)."""
+        conds = list(extra)
+        for ld in self.loads_in(tree):
+            for a, off in enumerate(ld.offset):
+                conds.append(ir.Compare(("<=",), (_c(0), off), BOOL, None, (I64,)))
+                conds.append(_le(off, _bin("-", ir.Len(ld.slice, a, I64), _c(ld.ty.shape[a]))))
+        return _and(*conds) if conds else None
 
     # ---- element loops -----------------------------------------------------------------------------
     def coords(self, e: ir.Expr, shape: tuple[int, ...]) -> list[ir.Expr]:
@@ -361,19 +390,41 @@ class _Lowering:
             return [e]
         return [_bin("//", e, _c(shape[1])), _bin("%", e, _c(shape[1]))]
 
-    def loop(self, ty: TileTy, body: Any) -> list[ir.Stmt]:
+    def loop(self, ty: TileTy, body: Any, inside: ir.Expr | None = None) -> list[ir.Stmt]:
         """`for e in range(tid, size, threads)`: body(e, coords of e) per element, after a
-        barrier when its accesses need one (`sync`)."""
+        barrier when its accesses need one (`sync`).  With `inside` (every tile the loop loads
+        or stores is inside its slice), a second copy without the per-element masks runs when
+        it holds."""
         e = self.local(I64, "e")
         start: ir.Expr = self.tid() if self.T > 1 else _c(0)
         coords = self.coords(e, ty.shape)
         saved, self.acc = self.acc, _Access(ty.shape, coords)
         try:
             stmts = body(e, coords)
+            fast = None
+            if inside is not None:
+                self.unmasked = True
+                try:
+                    fast = body(e, coords)
+                finally:
+                    self.unmasked = False
             seen = self.acc.seen
         finally:
             self.acc = saved
-        return [*self.sync(seen), ir.ForRange(e.name, start, _c(ty.size), _c(self.T), tuple(stmts))]
+        slow_loop = self.strided(e, start, ty.size, stmts)
+        if fast is None:
+            return [*self.sync(seen), slow_loop]
+        fast_loop = self.strided(e, start, ty.size, fast)
+        return [*self.sync(seen), ir.If(inside, (fast_loop,), (slow_loop,))]  # type: ignore[arg-type]
+
+    def strided(self, e: ir.Local, start: ir.Expr, size: int, body: list[ir.Stmt]) -> ir.Stmt:
+        """`e` over `start, start + threads, ...` below `size`: a loop with a constant trip count
+        when the threads divide the tile (so LLVM can unroll it and batch its loads)."""
+        if self.T > 1 and size % self.T == 0:
+            i = self.local(I64, "i")
+            set_e = ir.Assign(e.name, _bin("+", start, _bin("*", i, _c(self.T))))
+            return ir.ForRange(i.name, _c(0), _c(size // self.T), _c(1), (set_e, *body))
+        return ir.ForRange(e.name, start, _c(size), _c(self.T), tuple(body))
 
     def identity(self, coords: list[ir.Expr], shape: tuple[int, ...]) -> bool:
         """Are `coords` of a tile of `shape` the loop's own element (so this thread's)?"""
@@ -389,7 +440,7 @@ class _Lowering:
             self.note(dest.ref.name, True, True)
             return [*pre, ir.SharedWrite(dest.ref, (e,), v, False, -1)]
 
-        return self.loop(dest.ty, body)
+        return self.loop(dest.ty, body, self.all_inside(tree))
 
     # ---- materialising what cannot be evaluated inline --------------------------------------------
     def prep(self, x: Any, out: list[ir.Stmt]) -> Any:
@@ -641,8 +692,10 @@ class _Lowering:
         if isinstance(x, TileLoad):
             if x.slice.ty.kind.output:  # the program's own tile of an output: stored by these threads?
                 self.note("global " + x.slice.name, False, self.identity(coords, x.ty.shape))
-            v = self.local(x.ty.elem, "ld")
             at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
+            if self.unmasked:  # the whole tile is inside `src` (the loop's `inside` condition)
+                return ir.Read(x.slice, tuple(at), False, -1, x.ty.elem)
+            v = self.local(x.ty.elem, "ld")
             slots = [self.local(I64, "at") for _ in at]
             pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
             inside = _and(*(
