@@ -302,6 +302,9 @@ class _Lowering:
             if isinstance(s.value.ty, (TileTy, TileWitnessTy)):
                 return []  # a tile expression as a statement computes nothing observable
             return [replace(s, value=self.scalar(s.value))]
+        if isinstance(s, (ir.Break, ir.Continue)):
+            # leaving the body skips its closing barrier: settle what is pending first
+            return [*(self.barrier() if self.pending else []), s]
         if isinstance(s, ir.Assert):
             return [replace(s, cond=self.scalar(s.cond))]
         if isinstance(s, ir.Return):

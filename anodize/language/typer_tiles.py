@@ -309,6 +309,11 @@ class TileCompiler(_FnCompiler):
         if c is not None and c.domain != rank:
             maker = "tile.program_id_1d()" if rank == 1 else "tile.program_id_2d()"
             self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
+        first = getattr(self.k, "tile_id_site", None)
+        if first is not None and first[0] != rank:  # 1-D and 2-D ids in one kernel: one could own nothing
+            self.fail(messages.index_domain_mixed(self.span(node), first[1]))
+        if first is None:
+            self.k.tile_id_site = (rank, self.span(node))  # type: ignore[attr-defined]
         self.k.ranks.add(rank)
         return TileId(rank, TileWitnessTy(rank), self.span(node))
 

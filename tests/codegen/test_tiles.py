@@ -360,3 +360,34 @@ def test_specialisations_of_a_tile_kernel_fill_in_their_block() -> None:
     k = mod.gemm.specialize(T="f16")
     assert isinstance(k, az.TileKernel) and k.num_warps == 4
     assert k.tile_config(az.LaunchConfig.for_tiles((100, 100), (64, 64))).block == (128, 1, 1)
+
+
+def test_break_and_continue_settle_pending_accesses_and_ids_of_two_ranks_are_refused() -> None:
+    src = """
+@az.tile_kernel
+def k(x: Slice2D[f32], y: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    acc = tile.zeros((8, 8), f32)
+    for j in range(n):
+        t = tile.load(x, pid, (8, 8))
+        u = t.T
+        if j == 2:
+            acc = acc * 2.0
+            continue
+        acc = acc + u
+    tile.store(y, pid, acc)
+"""
+    k = kernel_ir(src, "k")
+    gpu = lower_tiles(k, 64)
+    loop = next(s for s in walk(gpu.body) if isinstance(s, ir.ForRange) and s.var == "j")
+    cont = next(s for s in walk(loop.body) if isinstance(s, ir.If) and any(isinstance(t, ir.Continue) for t in s.body))
+    assert isinstance(cont.body[-2], ir.Barrier) and isinstance(cont.body[-1], ir.Continue)
+    mixed = """
+@az.tile_kernel
+def k(x: Slice[f32], y: DisjointSlice[f32]) -> None:
+    a = tile.program_id_1d()
+    b = tile.program_id_2d()
+    tile.store(y, a, tile.load(x, a, 8))
+"""
+    t = typed(mixed, "k")
+    assert t.ir is None and [d.code for d in t.diagnostics] == ["az-index-domain"]
