@@ -9,6 +9,8 @@ multiple of BM and BN (main() checks it); the tile sizes and head_dim are compil
     python examples/tile_attention.py
 """
 
+from typing import Any
+
 import numpy as np
 
 import anodize as az
@@ -47,9 +49,9 @@ def tiles_for(d: int) -> tuple[int, int]:
     return (32, 32) if d <= 64 else (16, 32)
 
 
-def run(q: object, k: object, v: object, o: object, bh: int, seq: int, d: int) -> None:
+def run(q: Any, k: Any, v: Any, o: Any, bh: int, seq: int, d: int) -> None:
     bm, bn = tiles_for(d)
-    attention[az.LaunchConfig.for_tiles((bh * seq, d), (bm, d))](q, k, v, o, seq, np.float32(d ** -0.5), bm, bn, d)
+    attention[az.LaunchConfig.for_tiles((bh * seq, d), (bm, d))](q, k, v, o, seq, d ** -0.5, bm, bn, d)
 
 
 def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, d: int) -> np.ndarray:
@@ -58,7 +60,7 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, d:
     p = np.exp(s - s.max(-1, keepdims=True))
     weights = p / p.sum(-1, keepdims=True)
     out = weights @ vf
-    return out.reshape(bh * seq, d)
+    return np.asarray(out.reshape(bh * seq, d))
 
 
 def main(batch: int = 1, heads: int = 2, seq: int = 64, d: int = 32) -> np.ndarray:
@@ -73,7 +75,7 @@ def main(batch: int = 1, heads: int = 2, seq: int = 64, d: int = 32) -> np.ndarr
     res = o.to_host().astype(np.float32)
     np.testing.assert_allclose(res, reference(q_h, k_h, v_h, bh, seq, d), rtol=2e-2, atol=2e-2)
     print(f"tile_attention on {dev.describe()}: batch {batch}, heads {heads}, seq {seq}, head dim {d}, matches NumPy")
-    return res
+    return np.asarray(res)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ kernel a tensor-core lowering speeds up; one generic kernel serves both input ty
     python examples/tile_gemm.py
 """
 
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -30,7 +30,7 @@ def gemm(a: Slice2D[T], b: Slice2D[T], c: DisjointSlice2D[f16], k: i64) -> None:
     tile.store(c, pid, acc.astype(f16))
 
 
-def run(a: object, b: object, c: object, m: int, n: int, k: int) -> None:
+def run(a: Any, b: Any, c: Any, m: int, n: int, k: int) -> None:
     gemm[az.LaunchConfig.for_tiles((m, n), (BM, BN))](a, b, c, k)
 
 
@@ -40,7 +40,7 @@ def main(m: int = 256, n: int = 192, k: int = 160) -> np.ndarray:
     out = None
     for name in ("f16", "bf16"):
         if name == "f16":
-            dtype: object = np.float16
+            dtype: Any = np.float16
         else:
             import ml_dtypes  # NumPy has no bfloat16
 

@@ -6,6 +6,8 @@ fill values (`other=`): the elements that agree are the row's own.
     python examples/tile_layernorm.py
 """
 
+from typing import Any
+
 import numpy as np
 
 import anodize as az
@@ -37,9 +39,9 @@ def block_cols(cols: int) -> int:
     return width
 
 
-def run(x: object, w: object, b: object, y: object, rows: int, cols: int, eps: float = 1e-5) -> None:
+def run(x: Any, w: Any, b: Any, y: Any, rows: int, cols: int, eps: float = 1e-5) -> None:
     width = block_cols(cols)
-    layer_norm[az.LaunchConfig.for_tiles((rows, width), (ROWS, width))](x, w, b, y, np.float32(eps), width)
+    layer_norm[az.LaunchConfig.for_tiles((rows, width), (ROWS, width))](x, w, b, y, eps, width)
 
 
 def main(rows: int = 64, cols: int = 1000) -> np.ndarray:

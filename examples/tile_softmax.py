@@ -8,6 +8,7 @@ compile-time constant (`az.Constant[int]`): one specialisation per row width.
 """
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -34,7 +35,7 @@ def block_cols(cols: int) -> int:
     return width
 
 
-def run(x: object, out: object, rows: int, cols: int) -> None:
+def run(x: Any, out: Any, rows: int, cols: int) -> None:
     width = block_cols(cols)
     softmax[az.LaunchConfig.for_tiles((rows, width), (ROWS, width))](x, out, width)
 
