@@ -64,6 +64,15 @@ def k(a: Slice[f32], c: DisjointSlice[f32], d: DisjointSlice[f32], n: i32) -> No
     for j in thread.grid_stride(d):
         d[j] = a[j]
 """,
+        """
+@launch_contract(domain=2)
+@az.tile_kernel
+def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
+    pid = az.tile.program_id_2d()
+    x = az.tile.load(a, (pid.row * 16 - 1, pid.col * 16), (16, 16))
+    mine = az.tile.load(c, pid, (16, 16))
+    az.tile.store(c, pid, x + mine)
+""",
     ]
     INVALID = [
         """
@@ -99,6 +108,17 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     w = thread.index_1d()
     if w in c:
         put(c, w, 0.0)  # E: az-disjoint-index
+""",
+        """
+@launch_contract(domain=2)
+@az.tile_kernel
+def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
+    pid = az.tile.program_id_2d()
+    x = az.tile.load(a, pid, (16, 16))
+    az.tile.store(c, pid, x)
+    az.tile.store(c, (pid.row, pid.col + 1), x)  # E: az-disjoint-index
+    y = az.tile.load(c, (pid.row * 16 + 16, 0), (16, 16))  # E: az-disjoint-index
+    az.tile.store(c, pid, az.tile.load(a, pid, (16, 32)))  # E: az-disjoint-index
 """,
     ]
 
