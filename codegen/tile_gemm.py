@@ -36,6 +36,9 @@ class GemmForm:
     allow_tf32: bool
     start: int  # index of the loop in the statement list
     end: int  # index just past the store
+    k_var: str = ""  # the loop variable (the K offset of both loads)
+    a_row: ir.Expr | None = None  # A's row offset (independent of the loop)
+    b_col: ir.Expr | None = None  # B's column offset (independent of the loop)
 
     @property
     def shape(self) -> tuple[int, int, int]:
@@ -60,6 +63,13 @@ def match_gemm(body: tuple[ir.Stmt, ...], i: int, lowering: Any = None) -> GemmF
         return None
     if mm.x.slice.ty.kind.disjoint or mm.y.slice.ty.kind.disjoint:
         return None
+    a, b, k = mm.x, mm.y, loop.var
+    # A at (row, k), B at (k, col): the loop variable is exactly the K offset of both, the step
+    # is BK, and the other offsets do not move with the loop
+    if not (_is_var(a.offset[1], k) and _is_var(b.offset[0], k) and not _mentions(a.offset[0], k) and not _mentions(b.offset[1], k)):
+        return None
+    if not (isinstance(loop.step, ir.Const) and loop.step.value == a.ty.shape[1]):
+        return None
     st = body[i + 1]
     if not isinstance(st, TileStore):
         return None
@@ -70,10 +80,42 @@ def match_gemm(body: tuple[ir.Stmt, ...], i: int, lowering: Any = None) -> GemmF
         out = v.ty.elem.name
     else:
         return None
-    return GemmForm(loop, s.name, mm.x, mm.y, st, out, mm.allow_tf32, i, i + 2)
+    return GemmForm(loop, s.name, a, b, st, out, mm.allow_tf32, i, i + 2, k, a.offset[0], b.offset[1])
+
+
+def _is_var(e: Any, name: str) -> bool:
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return isinstance(e, ir.Local) and e.name == name
+
+
+def _mentions(e: Any, name: str) -> bool:
+    from dataclasses import fields, is_dataclass
+
+    if isinstance(e, ir.Local):
+        return e.name == name
+    if not is_dataclass(e):
+        return False
+    for f in fields(e):
+        v = getattr(e, f.name)
+        for x in v if isinstance(v, tuple) else (v,):
+            if hasattr(x, "ty") and _mentions(x, name):
+                return True
+    return False
 
 
 def lower_gemm(lowering: Any, form: GemmForm) -> list[ir.Stmt] | None:
     """The statements of `form` for `lowering` (codegen/tile_lower.py's pass: its `T` threads,
-    its arrays), or None for the generic lowering.  The tensor-core path belongs here."""
+    `lowering.T == 1` on the CPU backend), or None for the generic lowering.
+
+    The tensor-core path belongs here, for `lowering.T > 1` and f16/bf16 inputs: return one
+    statement (a new IR node, say `TileGemm(form)`, lowered by a `Lowerer.s_TileGemm` that
+    calls `tc_gemm.emit_gemm_tile(builder, ...)` with `frame.slices[a].ptr` / `.dims` (the
+    leading dimension of a row-major 2-D slice is its cols), M = rows of C, N = cols of C,
+    K = `form.loop.stop`, the tile's row and column offsets (`form.a_row`, `form.b_col`,
+    lowered with `lw.expr`), and the accumulator's initial value (zeros when the statement
+    before the loop is `acc = tile.zeros(...)`, else `acc`'s array), then the store of
+    `form.store` (masked at the edges, to `pid * (BM, BN)`, converted to `form.out_elem`).
+    Keep the lowering's barrier bookkeeping: `lowering.pending = {}` after a statement that
+    ends with a barrier."""
     return None
