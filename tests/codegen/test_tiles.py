@@ -391,3 +391,17 @@ def k(x: Slice[f32], y: DisjointSlice[f32]) -> None:
 """
     t = typed(mixed, "k")
     assert t.ir is None and [d.code for d in t.diagnostics] == ["az-index-domain"]
+
+
+def test_the_debug_device_runs_tile_kernels_one_thread_per_program() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_tile_softmax_dbg", ROOT / "examples" / "tile_softmax.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    dev = az.device("debug")
+    x = np.random.default_rng(6).standard_normal((3, 20), dtype=np.float32)
+    out = dev.empty((3, 20), az.f32)
+    mod.run(dev.to_device(x), out, 3, 20)
+    e = np.exp(x - x.max(1, keepdims=True))
+    np.testing.assert_allclose(out.to_host(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
