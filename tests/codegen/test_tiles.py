@@ -405,3 +405,64 @@ def test_the_debug_device_runs_tile_kernels_one_thread_per_program() -> None:
     mod.run(dev.to_device(x), out, 3, 20)
     e = np.exp(x - x.max(1, keepdims=True))
     np.testing.assert_allclose(out.to_host(), e / e.sum(1, keepdims=True), rtol=1e-5, atol=1e-7)
+
+
+MIXED = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=1)
+def mixed(x: Slice2D[f32], y: Slice[f32], out: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, (pid.row * 8 - 3, pid.col * 8 + 1), (8, 8), other=0.5)
+    row = tile.load(y, pid.col * 8, 8)
+    t = t - tile.max(t, axis=1)          # in place with a broadcast of a reduction
+    t = t.T                               # in place through a temporary
+    t = t + row                           # (8,) broadcast against rows
+    for j in range(n):
+        t = tile.where(t > 0.0, t * 0.5, t + tile.min(t))
+        if j == 1:
+            continue
+        t = t + tile.sum(t, axis=0) * 0.001
+    acc = tile.matmul(t, t.T, tile.full((8, 8), 1.0, f32))
+    tile.store(out, pid, acc + tile.load(out, pid, (8, 8)))
+"""
+
+
+def _mixed_ref(x: np.ndarray, y: np.ndarray, out0: np.ndarray, n: int) -> np.ndarray:
+    rows, cols = out0.shape
+    res = out0.copy()
+    for pr in range(-(-rows // 8)):
+        for pc in range(-(-cols // 8)):
+            t = np.full((8, 8), 0.5, np.float32)
+            for i in range(8):
+                for j in range(8):
+                    r, c = pr * 8 - 3 + i, pc * 8 + 1 + j
+                    if 0 <= r < x.shape[0] and 0 <= c < x.shape[1]:
+                        t[i, j] = x[r, c]
+            row = np.array([y[pc * 8 + j] if pc * 8 + j < len(y) else 0 for j in range(8)], np.float32)
+            t = t - t.max(1, keepdims=True)
+            t = t.T.copy()
+            t = t + row
+            for j in range(n):
+                t = np.where(t > 0, t * np.float32(0.5), t + t.min())
+                if j == 1:
+                    continue
+                t = t + t.sum(0, keepdims=True) * np.float32(0.001)
+            acc = t @ t.T + 1
+            for i in range(8):
+                for j in range(8):
+                    r, c = pr * 8 + i, pc * 8 + j
+                    if r < rows and c < cols:
+                        res[r, c] = acc[i, j] + out0[r, c]
+    return res
+
+
+@pytest.mark.parametrize("threads", [1, 32])
+def test_mixed_tile_program_matches_numpy(threads: int) -> None:
+    k = kernel_ir(MIXED, "mixed")
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((19, 21), dtype=np.float32)
+    y = rng.standard_normal(21, dtype=np.float32)
+    out = rng.standard_normal((19, 21), dtype=np.float32)
+    want = _mixed_ref(x, y, out, 4)
+    _run_lowered(k, threads, (3, 3), [x, y, out, 4])
+    np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
