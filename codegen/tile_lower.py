@@ -138,6 +138,7 @@ class _Lowering:
         self.pool: dict[tuple[str, int], list[ir.SharedRef]] = {}
         self.taken: list[tuple[tuple[str, int], ir.SharedRef]] = []
         self.uses_barrier = False
+        self.uses_warp = False
         # barrier placement: the accesses since the last barrier, array -> {(write, identity)}
         # (identity: element e of a loop touching flat element e, so always the same thread)
         self.pending: dict[str, set[tuple[bool, bool]]] = {}
@@ -208,6 +209,7 @@ class _Lowering:
             shared=tuple(self.shared.items()),
             uses_shared=bool(self.shared),
             uses_barrier=self.k.uses_barrier or self.uses_barrier,
+            uses_warp=self.k.uses_warp or self.uses_warp,
         )
 
     def barrier(self) -> list[ir.Stmt]:
@@ -487,23 +489,16 @@ class _Lowering:
         n = 1
         for d in extents:
             n *= d
-        parts = 1
-        while parts * 2 * x.ty.size <= self.T and parts * 2 <= n and parts < 64:
-            parts *= 2
         op = {"sum": "+", "max": "max", "min": "min"}[x.op]
+        warp_parts = self.T // x.ty.size if self.T % max(1, x.ty.size) == 0 else 0
+        if self.T > 1 and warp_parts >= 32 and warp_parts % 32 == 0 and warp_parts <= n and elem.bits in (32, 64) and not elem.is_bool:
+            return self.reduce_warps(x, src, sty, dest, elem, extents, n, op, warp_parts, out)
+        parts = 1
+        while parts * 2 * x.ty.size <= self.T and parts * 2 <= n:
+            parts *= 2
 
         def combine(acc: ir.Local, coords: list[ir.Expr], r: ir.Expr, pre: list[ir.Stmt]) -> None:
-            # reduced element `r` (flat over the reduced axes) of the result at `coords`
-            idx: dict[int, ir.Expr] = {}
-            rest = r
-            for a, d in reversed(list(zip(x.axes, extents, strict=True))):
-                idx[a] = rest if a == x.axes[0] else _bin("%", rest, _c(d))
-                rest = _bin("//", rest, _c(d))
-            at = [idx[a] if a in idx else coords[a] for a in range(sty.rank)]
-            v = self.ev(src, at, pre)
-            if v.ty != elem:
-                v = ir.Cast(v, elem)
-            pre.append(ir.Assign(acc.name, _bin(op, acc, v, elem)))
+            self.combine_into(x, src, sty, extents, elem, op, acc, coords, r, pre)
 
         if parts == 1:
             def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
@@ -542,6 +537,64 @@ class _Lowering:
             return [ir.Assign(acc.name, self.neutral(x.op, elem)),
                     ir.ForRange(p.name, _c(0), _c(parts), _c(1), (ir.Assign(acc.name, _bin(op, acc, read, elem)),)),
                     ir.SharedWrite(dest.ref, (e,), acc, False, -1)]
+
+        out += self.loop(x.ty, final)
+        return dest
+
+    def combine_into(self, x: TileReduce, src: Any, sty: TileTy, extents: list[int], elem: ScalarTy, op: str,
+                     acc: ir.Local, coords: list[ir.Expr], r: ir.Expr, pre: list[ir.Stmt]) -> None:
+        """`acc = acc op src[...]` for reduced element `r` (flat over the reduced axes) of the
+        result at `coords`."""
+        idx: dict[int, ir.Expr] = {}
+        rest = r
+        for a, d in reversed(list(zip(x.axes, extents, strict=True))):
+            idx[a] = rest if a == x.axes[0] else _bin("%", rest, _c(d))
+            rest = _bin("//", rest, _c(d))
+        at = [idx[a] if a in idx else coords[a] for a in range(sty.rank)]
+        v = self.ev(src, at, pre)
+        if v.ty != elem:
+            v = ir.Cast(v, elem)
+        pre.append(ir.Assign(acc.name, _bin(op, acc, v, elem)))
+
+    def reduce_warps(self, x: TileReduce, src: Any, sty: TileTy, dest: _Arr, elem: ScalarTy, extents: list[int],
+                     n: int, op: str, parts: int, out: list[ir.Stmt]) -> _Arr:
+        """Every thread folds a strided share of one result's elements (`parts` threads per
+        result, whole warps), the warp combines its lanes with `shfl.sync.bfly`, lane 0 of each
+        warp leaves the warp's value in shared memory, and one thread per result folds those."""
+        per = parts // 32
+        scratch = self.temp(TileTy(elem, (self.T // 32,)))
+        saved, self.acc = self.acc, _Access((), [])
+        try:
+            t = self.local(I64, "t")
+            acc = self.local(elem, "acc")
+            r = self.local(I64, "r")
+            res = _bin("//", t, _c(parts))
+            rc = [res] if x.ty.rank == 1 else [_bin("//", res, _c(x.ty.shape[1])), _bin("%", res, _c(x.ty.shape[1]))]
+            inner: list[ir.Stmt] = []
+            self.combine_into(x, src, sty, extents, elem, op, acc, rc, r, inner)
+            body: list[ir.Stmt] = [ir.Assign(t.name, self.tid()), ir.Assign(acc.name, self.neutral(x.op, elem)),
+                                   ir.ForRange(r.name, _bin("%", t, _c(parts)), _c(n), _c(parts), tuple(inner))]
+            for m in (16, 8, 4, 2, 1):
+                other = ir.WarpOp("shfl_xor", (acc, _c(m, I32)), elem)
+                body.append(ir.Assign(acc.name, _bin(op, acc, other, elem)))
+            lane0 = _eq(_bin("%", t, _c(32)), _c(0), I64)
+            body.append(ir.If(lane0, (ir.SharedWrite(scratch.ref, (_bin("//", t, _c(32)),), acc, False, -1),), ()))
+            self.note(scratch.ref.name, True, False)
+            seen = self.acc.seen
+        finally:
+            self.acc = saved
+        self.uses_warp = True
+        out += [*self.sync(seen), *body]
+
+        def final(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            a = self.local(elem, "acc")
+            p = self.local(I64, "p")
+            self.note(scratch.ref.name, False, False)
+            self.note(dest.ref.name, True, True)
+            read = ir.SharedRead(scratch.ref, (_bin("+", _bin("*", e, _c(per)), p),), False, -1, elem)
+            return [ir.Assign(a.name, self.neutral(x.op, elem)),
+                    ir.ForRange(p.name, _c(0), _c(per), _c(1), (ir.Assign(a.name, _bin(op, a, read, elem)),)),
+                    ir.SharedWrite(dest.ref, (e,), a, False, -1)]
 
         out += self.loop(x.ty, final)
         return dest
