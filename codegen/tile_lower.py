@@ -474,8 +474,26 @@ class _Lowering:
         if isinstance(t, (_Arr, TileFull)):
             return x
         tmp = self.temp(x.ty)
-        out += self.fill(tmp, x)
+        if isinstance(x, TileTrans) and x.ty.rank == 2 and not isinstance(x.value, TileTrans):
+            out += self.fill_transposed(tmp, x.value)
+        else:
+            out += self.fill(tmp, x)
         return tmp
+
+    def fill_transposed(self, dest: _Arr, tree: Any) -> list[ir.Stmt]:
+        """`dest = tree.T`, walking `tree`'s elements in its own order (so a load from global
+        memory stays coalesced) and writing each to its transposed place."""
+        ty: TileTy = tree.ty
+        dest_cols = dest.ty.shape[1]
+
+        def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            pre: list[ir.Stmt] = []
+            v = self.ev(tree, coords, pre)
+            self.note(dest.ref.name, True, False)
+            flat = _bin("+", _bin("*", coords[1], _c(dest_cols)), coords[0])
+            return [*pre, ir.SharedWrite(dest.ref, (flat,), v, False, -1)]
+
+        return self.loop(ty, body, self.all_inside(tree))
 
     def reduce(self, x: TileReduce, out: list[ir.Stmt]) -> _Arr:
         """A reduction: with fewer results than threads, `parts` threads share each result
