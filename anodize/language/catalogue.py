@@ -37,6 +37,7 @@ MESSAGES: dict[str, str] = {
     "cast-to-scalar": "`cast` converts to a scalar type, not `{ty}`",
     "math-int-exponent": "the exponent of `math.{name}` must be an integer",
     # ---- the Tile model (typer_tiles.py) ----
+    "tile-contract-no-block": "a tile kernel's contract takes no `{arg}`: the compiler picks the threads and shared memory of a tile kernel",
     "tile-simt": "`{name}` in a tile kernel (the compiler owns a tile kernel's threads, shared memory and barriers)",
     "tile-keyword": "the keyword `{kw}=` of `tile.{name}`",
     "tile-arity": "`tile.{name}` takes {want} positional arguments, got {got}",
@@ -269,6 +270,7 @@ MESSAGES: dict[str, str] = {
 
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
+    "tile-contract-example": "write `@az.launch_contract(domain=2)` (and `num_warps=` on `@az.tile_kernel` to choose the block size)",
     "tile-store-own": "store through the program id: `tile.store({name}, pid, value)` with `pid = tile.program_id_{rank}d()`",
     "tile-one-shape": "use one tile shape for every `tile.store` and `tile.load` of `{name}`",
     "tile-use-astype": "convert first: `value.astype({want})`",
