@@ -466,3 +466,104 @@ def test_mixed_tile_program_matches_numpy(threads: int) -> None:
     want = _mixed_ref(x, y, out, 4)
     _run_lowered(k, threads, (3, 3), [x, y, out, 4])
     np.testing.assert_allclose(out, want, rtol=1e-4, atol=1e-4)
+
+
+LOOPS = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=8)
+def two(a: Slice2D[f32], c: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(a, (pid.row * 16, pid.col * 32), (16, 32))
+    u = tile.zeros((32, 16), f32)
+    k = 0
+    while k < n:
+        u = u + t.T * 0.5
+        k += 1
+        if k > 100:
+            break
+    w = tile.matmul(t, u, allow_tf32=True)
+    v = tile.sum(w, axis=0) + tile.max(w, axis=1) + tile.min(w)
+    if pid.row == 0:
+        return
+    tile.store(c, pid, tile.matmul(v, tile.full((16, 32), 1.0, f32)) / 16.0 + t)
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 64])
+def test_while_break_return_and_reductions_of_every_shape(threads: int) -> None:
+    k = kernel_ir(LOOPS, "two")
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((40, 70), dtype=np.float32)
+    c = np.zeros((40, 70), np.float32)
+    _run_lowered(k, threads, (3, 3), [a, c, 3])
+    want = np.zeros_like(c)
+    for pr in range(1, 3):  # programs of row 0 return before storing
+        for pc in range(3):
+            t = np.zeros((16, 32), np.float32)
+            blk = a[pr * 16 : pr * 16 + 16, pc * 32 : pc * 32 + 32]
+            t[: blk.shape[0], : blk.shape[1]] = blk
+            u = np.zeros((32, 16), np.float32)
+            for _ in range(3):
+                u = u + t.T * np.float32(0.5)
+            w = t @ u
+            v = w.sum(0, keepdims=True) + w.max(1, keepdims=True) + w.min()
+            res = (v @ np.ones((16, 32), np.float32)) / 16 + t
+            r1, c1 = min(40, pr * 16 + 16), min(70, pc * 32 + 32)
+            want[pr * 16 : r1, pc * 32 : c1] = res[: r1 - pr * 16, : c1 - pc * 32]
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-3)
+
+
+MANY_TYPES = """
+from anodize import bf16, bool_, f64, i32, u8
+@az.launch_contract(domain=1)
+@az.tile_kernel(num_warps=2)
+def many(a: Slice[i32], b: Slice[f64], m: DisjointSlice[bool_], s: DisjointSlice[i32], d: DisjointSlice[f64], h: Slice[f16], g: DisjointSlice[bf16], q: Slice[u8]) -> None:
+    pid = tile.program_id_1d()
+    x = tile.load(a, pid, 64, other=-7)
+    y = tile.load(b, pid, 64)
+    tile.store(m, pid, (x > 3) and not (y < 0.5))
+    tot = tile.sum(x > 0)
+    mx = tile.max(x)
+    mn = tile.min(~x)
+    tile.store(s, pid, abs(-x) + (tot + mx + mn).astype(i32) + x % 5 - x // 3 + (x << 2) + (x >> 1) + (x & 3) + (x | 1) + (x ^ 5))
+    z = tile.where(x > 0, y, 2.0) + tile.full(64, 1.5, f64) ** 2.0 + math.pi
+    tile.store(d, pid, z + math.floor(2.5) + az.math.fma(y, y, y) + min(y, 3.0) + max(y, z) + tile.load(q, pid, 64).astype(f64))
+    hh = tile.load(h, pid, 64)
+    tile.store(g, pid, (hh * 2.0 + hh.astype(bf16)).astype(bf16))
+
+"""
+
+
+def test_tiles_of_every_scalar_kind_lower_on_both_targets() -> None:
+    """What the tile typer accepts compiles for the GPU (ptxas too, when present) and the CPU."""
+    k = kernel_ir(MANY_TYPES, "many")
+    art = compile_gpu(k, "sm_90")
+    assert ".entry many" in art.ptx
+    cpu = compile_cpu(k)
+    rng = np.random.default_rng(9)
+    import ml_dtypes
+
+    a = rng.integers(-20, 20, 100).astype(np.int32)
+    b = rng.random(100)
+    m = np.zeros(100, np.bool_)
+    s = np.zeros(100, np.int32)
+    d = np.zeros(100, np.float64)
+    h = rng.standard_normal(100).astype(np.float16)
+    g = np.zeros(100, ml_dtypes.bfloat16)
+    q = rng.integers(0, 255, 100).astype(np.uint8)
+    flat = []
+    for v in (a, b, m, s, d, h, g, q):
+        flat += [v, len(v)]
+    fault = np.zeros(64, np.uint8)
+    cpu.cpu_entry((2, 1, 1), (1, 1, 1), flat, fault.ctypes.data, 1)
+    assert not fault.any()
+    x = np.concatenate([a, np.full(28, -7, np.int32)])  # tiles of 64, padding `other=-7`
+    np.testing.assert_array_equal(m, (a > 3) & ~(b < 0.5))
+    want_s = np.zeros(100, np.int64)
+    for p in range(2):
+        t = x[p * 64 : p * 64 + 64].astype(np.int64)
+        extra = (t > 0).sum() + t.max() + (~t).min()
+        want_s[p * 64 : p * 64 + 64][: len(a[p * 64 : p * 64 + 64])] = (
+            abs(-t) + extra + t % 5 - t // 3 + (t << 2) + (t >> 1) + (t & 3) + (t | 1) + (t ^ 5)
+        )[: len(a[p * 64 : p * 64 + 64])]
+    np.testing.assert_array_equal(s, want_s.astype(np.int32))
