@@ -177,6 +177,10 @@ def test_every_tile_example_compiles_for_the_gpu_within_static_shared_memory() -
         assert ("bar.sync" in art.ptx) == (k.name != "add"), k.name
         if k.name == "add":
             assert art.static_shared_bytes == 0
+        if k.name == "gemm":  # a register block per thread: fused multiply-adds on f32 sums
+            assert art.ptx.count("fma.rn.f32") >= 32
+        if k.name in ("softmax", "layer_norm"):  # a row reduced by whole warps: shuffles
+            assert "shfl.sync.bfly" in art.ptx
         assert art.static_shared_bytes <= 48 * 1024, (k.name, art.static_shared_bytes)
         if find_ptxas() is not None:
             assert art.resources is not None and art.resources.spill_stores == 0, k.name
