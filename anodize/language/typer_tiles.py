@@ -244,6 +244,42 @@ class TileCompiler(_FnCompiler):
                 return self.lift(node, list(node.args), lambda: super(TileCompiler, self).visit_Call(node))
         return super().visit_Call(node)
 
+    def helper_call(self, helper: Any, node: ast.Call) -> ir.Expr:
+        """A scalar `@az.func` helper: it may read inputs and compute, but nothing that depends on
+        how many threads run a program (SIMT ids, shared memory, barriers, warp operations, writes,
+        `print`), since every thread of a program runs it on the GPU and one thread on the CPU."""
+        bad = self._simt_in(helper.fn, set())
+        if bad is not None:
+            self.unsupported(node, "tile-simt", name=f"{ast.unparse(node.func)} (which uses `{bad}`)")
+        for a in node.args:
+            if isinstance(a, ast.Name) and a.id in self.slices and self.slices[a.id].kind.output:
+                self.unsupported(a, "tile-simt", name=f"passing the output `{a.id}` to a helper")
+        return super().helper_call(helper, node)
+
+    def _simt_in(self, fdef: ast.FunctionDef | None, seen: set[int]) -> str | None:
+        """The first SIMT-only construct a helper (or a helper it calls) uses, else None."""
+        if fdef is None or id(fdef) in seen:
+            return None
+        seen.add(id(fdef))
+        for n in ast.walk(fdef):
+            if isinstance(n, ast.With):
+                return "with"
+            if isinstance(n, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                targets = n.targets if isinstance(n, ast.Assign) else [n.target]
+                if any(isinstance(t, ast.Subscript) for t in targets):
+                    return "an element write"
+            if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
+                if isinstance(n.func, ast.Attribute) and n.func.attr == "write_unchecked":
+                    return "write_unchecked"
+                sym = self.symbols.resolve(n.func)
+                if sym.kind == "intrinsic" and sym.tag and sym.tag[0] in _SIMT_KINDS | {"tile"}:
+                    return ast.unparse(n.func)
+                if sym.kind == "function" and sym.fn_kind == "func":
+                    inner = self._simt_in(sym.fn, seen)
+                    if inner is not None:
+                        return inner
+        return None
+
     # ---- statements -------------------------------------------------------------------------
     def statement_call(self, call: ast.Call) -> list[ir.Stmt] | None:
         tag = self.tag(call.func) if isinstance(call.func, (ast.Name, ast.Attribute)) else None

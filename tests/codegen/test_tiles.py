@@ -571,3 +571,42 @@ def test_tiles_of_every_scalar_kind_lower_on_both_targets() -> None:
             abs(-t) + extra + t % 5 - t // 3 + (t << 2) + (t >> 1) + (t & 3) + (t | 1) + (t ^ 5)
         )[: len(a[p * 64 : p * 64 + 64])]
     np.testing.assert_array_equal(s, want_s.astype(np.int32))
+
+
+def test_helpers_of_a_tile_kernel_are_scalar_code() -> None:
+    src = """
+@az.func
+def scale(v: f32, s: f32) -> f32:
+    return v * s
+
+@az.func
+def simt(v: f32) -> f32:
+    i = az.thread.index_1d()
+    return v + f32(i.get())
+
+@az.func
+def deeper(v: f32) -> f32:
+    return simt(v) * 2.0
+
+@az.func
+def put(c: DisjointSlice[f32], v: f32) -> None:
+    pass
+
+@az.launch_contract(domain=1)
+@az.tile_kernel
+def ok(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    pid = tile.program_id_1d()
+    tile.store(c, pid, tile.load(a, pid, 32) * scale(a[0], 2.0))
+
+@az.launch_contract(domain=1)
+@az.tile_kernel
+def bad(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    pid = tile.program_id_1d()
+    x = deeper(a[0])
+    put(c, 1.0)
+    tile.store(c, pid, tile.load(a, pid, 32))
+"""
+    assert typed(src, "ok").ir is not None
+    t = typed(src, "bad")
+    assert [d.code for d in t.diagnostics] == ["az-unsupported", "az-unsupported"]
+    assert "thread.index_1d" in t.diagnostics[0].message
