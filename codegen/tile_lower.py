@@ -152,8 +152,12 @@ class _Lowering(TileCompute):
         block_ok = _and(_eq(raw("ntid", "x"), _c(self.T, I32)), _eq(raw("ntid", "y"), _c(1, I32)), _eq(raw("ntid", "z"), _c(1, I32)))
         site = ir.FaultSite(self.k.path, self.k.line, 1, f"block: a tile kernel runs with blocks of exactly {self.T} threads here (num_warps * 32; launch it through the kernel object, which fills in the block)", "")
         check = ir.If(block_ok, (), (ir.Assert(ir.Const(False, BOOL), len(self.k.fault_sites)),))
+        contract = self.k.contract
+        if contract is not None and self.T > 1:  # the block is the compiler's: `.reqntid`, and launches checked against it
+            contract = replace(contract, block=(self.T,) + (1,) * (self.k.domain - 1))
         return replace(
             self.k,
+            contract=contract,
             tile_warps=0,  # plain IR now
             fault_sites=(*self.k.fault_sites, site),
             body=(*decls, check, ir.If(_and(block_ok, *conds), tuple(body), ())),
