@@ -27,9 +27,9 @@ def layer_norm(x: Slice2D[f32], w: Slice[f32], b: Slice[f32], y: DisjointSlice2D
     inside = t == tile.load(x, pid, (ROWS, cols), other=1.0)
     n = f32(len(w))
     mean = tile.sum(t, axis=1) / n
-    xc = tile.where(inside, t - mean, 0.0)
-    rstd = 1.0 / az.math.sqrt(tile.sum(xc * xc, axis=1) / n + eps)
-    tile.store(y, pid, xc * rstd * tile.load(w, 0, cols) + tile.load(b, 0, cols))
+    var = tile.sum(tile.where(inside, (t - mean) * (t - mean), 0.0), axis=1) / n
+    rstd = 1.0 / az.math.sqrt(var + eps)
+    tile.store(y, pid, (t - mean) * rstd * tile.load(w, 0, cols) + tile.load(b, 0, cols))
 
 
 def block_cols(cols: int) -> int:
