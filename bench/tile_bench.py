@@ -82,18 +82,22 @@ def triton_matmul():  # noqa: ANN201 - Triton's tutorial 03 kernel (fp16 in, fp3
     return run
 
 
-def cold_compile_ms() -> float:
+def cold_compile_ms() -> tuple[float, float]:
     """`gemm.specialize(T="f16").compile()` in a fresh interpreter with the compile cache off
-    (after `import anodize`): the checker, typing, tile lowering, LLVM, PTX and ptxas."""
+    (after `import anodize`): the checker, typing, tile lowering, LLVM, PTX and ptxas.  First
+    as the process's first compile (toolchain start-up included), then the bf16 specialisation
+    right after (the compile alone)."""
     code = (
         "import sys, time; sys.path.insert(0, {ex!r}); import anodize\n"
         "import tile_gemm\n"
-        "t0 = time.perf_counter(); tile_gemm.gemm.specialize(T='f16').compile('sm_90'); "
-        "print((time.perf_counter() - t0) * 1e3)\n"
+        "t0 = time.perf_counter(); tile_gemm.gemm.specialize(T='f16').compile('sm_90'); t1 = time.perf_counter()\n"
+        "tile_gemm.gemm.specialize(T='bf16').compile('sm_90'); t2 = time.perf_counter()\n"
+        "print((t1 - t0) * 1e3, (t2 - t1) * 1e3)\n"
     ).format(ex=str(ROOT / "examples"))
     env = {**os.environ, "ANODIZE_CACHE": "off"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    return float(out.stdout.strip().splitlines()[-1])
+    first, second = out.stdout.strip().splitlines()[-1].split()
+    return float(first), float(second)
 
 
 def main() -> None:
@@ -234,8 +238,9 @@ def main() -> None:
         attention(128)
 
     def cold() -> None:
-        ms = cold_compile_ms()
-        print(f"| cold compile, GEMM tile kernel | f16, sm_90 | {ms:.0f} ms | | | | <= 300 ms {'met' if ms <= 300 else 'missed'} |", flush=True)
+        first, second = cold_compile_ms()
+        print(f"| cold compile, GEMM tile kernel, first in the process | f16, sm_90 | {first:.0f} ms | | | | <= 300 ms {'met' if first <= 300 else 'missed'} |", flush=True)
+        print(f"| cold compile, GEMM tile kernel, next specialisation | bf16, sm_90 | {second:.0f} ms | | | | <= 300 ms {'met' if second <= 300 else 'missed'} |", flush=True)
 
     later: list = []  # type: ignore[type-arg]
     for fn in (add, softmax, layer_norm, gemm, attention64, attention128, cold):
