@@ -20,9 +20,9 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 ):
     __path__.append(_root)
 
-from anodize import block, local, math, shared, thread, warp
+from anodize import block, local, math, shared, thread, tile, warp
 from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
-from anodize.kernel import Func, Kernel, func, kernel, launch_contract, syncthreads, threadfence, unsafe
+from anodize.kernel import Func, Kernel, TileKernel, func, kernel, launch_contract, syncthreads, threadfence, tile_kernel, unsafe
 
 # The runtime (and NumPy with it) loads on first use of one of its names, so that the
 # checker, the mypy plugin and `anodize check` start without it.  Type checkers read
@@ -105,6 +105,9 @@ from anodize import tracebacks as _tracebacks
 _tracebacks.install()
 
 __all__ = [
+    "TileKernel",
+    "tile",
+    "tile_kernel",
     "AliasingError",
     "ArgumentError",
     "AtomicSlice",

@@ -16,7 +16,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 from anodize.language.errors import USER_ERRORS
 
@@ -30,7 +30,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 _K = TypeVar("_K")
 
-__all__ = ["kernel", "func", "launch_contract", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
+__all__ = ["kernel", "func", "launch_contract", "tile_kernel", "TileKernel", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
 
 
 @dataclass(frozen=True)
@@ -245,6 +245,57 @@ def launch_contract(
         raise TypeError("@launch_contract applies to a @kernel function")
 
     return apply
+
+
+class TileKernel(Kernel[P]):
+    """A tile kernel (`@az.tile_kernel`): one program per tile.  Its launches get their block
+    from the kernel (`num_warps * 32` threads, one dimension); only the grid of the config
+    counts (`az.LaunchConfig.for_tiles(shape, tile_shape)`)."""
+
+    def __init__(self, fn: Callable[P, None], num_warps: int = 4, contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None):
+        super().__init__(fn, contract, spec)
+        self.num_warps = num_warps
+
+    def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
+        hit = self._cache.get(("spec", key))
+        if hit is None:
+            hit = self._cache[("spec", key)] = TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
+        return hit  # type: ignore[no-any-return]
+
+    def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
+        """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its
+        rank as given)."""
+        from anodize.runtime.config import LaunchConfig
+
+        if not isinstance(config, LaunchConfig):
+            return config  # (the launch path reports it)
+        threads = self.num_warps * 32
+        if config.block == (threads, 1, 1):
+            return config
+        rank = config.rank
+        grid = config.grid[:rank] if rank > 1 else config.grid[0]
+        return LaunchConfig(grid, (threads,) + (1,) * (rank - 1) if rank > 1 else threads, config.shared_mem)
+
+    def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
+        return super().__getitem__(self.tile_config(config))
+
+    def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
+        """Launch without a contract (the block filled in, as for `kernel[config]`)."""
+        super().unsafe_launch(self.tile_config(config), *args, **kwargs)
+
+
+@overload
+def tile_kernel(fn: Callable[P, None], *, num_warps: int = 4) -> TileKernel[P]: ...
+@overload
+def tile_kernel(fn: None = None, *, num_warps: int = 4) -> Callable[[Callable[P, None]], TileKernel[P]]: ...
+
+
+def tile_kernel(fn: Callable[P, None] | None = None, *, num_warps: int = 4) -> Any:
+    """Mark `fn` as a tile kernel (`@az.tile_kernel` or `@az.tile_kernel(num_warps=8)`); see
+    `anodize.tile`."""
+    if fn is None:
+        return lambda f: TileKernel(f, num_warps)
+    return TileKernel(fn, num_warps)
 
 
 @contextlib.contextmanager

@@ -33,6 +33,7 @@ from anodize.language.diagnostics import Span
 from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
+from anodize.language.tile_vocab import TILE_FUNCS
 
 # Raw ids that differ between the threads of one block (the rest are block-uniform).
 THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
@@ -117,6 +118,7 @@ UNKNOWN = Val("unknown", tdep=True)
 # shared state (no race rule looks at it); an element read from it is a plain scalar that
 # may differ between threads, never a witness
 LOCAL_ARRAY = Val("local", tdep=True)
+TILE = Val("tile")  # a tile value of a tile kernel (checker/tile_model.py)
 NONE = Val("none")
 
 
@@ -422,7 +424,7 @@ class ModuleModel:
         contract = None
         for d in node.decorator_list:
             q = decorator_kind(self.names, d)
-            if q == "kernel" and not isinstance(d, ast.Call):
+            if (q == "kernel" and not isinstance(d, ast.Call)) or q == "tile_kernel":
                 kind, kdeco = "kernel", d
             elif q == "func" and not isinstance(d, ast.Call):
                 kind = "func" if kind != "kernel" else kind
@@ -942,6 +944,8 @@ class _Analyzer:
         if cls is ast.BinOp:
             a = self.ev(node.left, env)  # type: ignore[attr-defined]
             b = self.ev(node.right, env)  # type: ignore[attr-defined]
+            if a.kind == "tile" or b.kind == "tile":
+                return TILE  # element-wise over a tile (checker/tile_model.py)
             if not (a.tdep or b.tdep):
                 return UNIFORM
             if a.tid_x and self.warp_x and _warp_index_op(node):  # type: ignore[arg-type]
@@ -956,14 +960,16 @@ class _Analyzer:
         if cls is ast.Compare:
             lv = self.ev(node.left, env)  # type: ignore[attr-defined]
             t, lane = lv.tdep, lv.lane
+            tile = lv.kind == "tile"
             for c in node.comparators:  # type: ignore[attr-defined]
                 cv = self.ev(c, env)
                 t, lane = t or cv.tdep, lane or cv.lane
+                tile = tile or cv.kind == "tile"
             m.ctx[node] = self.here()
-            return _scalar3(t, lane)
+            return TILE if tile else _scalar3(t, lane)
         if cls is ast.UnaryOp:
             a = self.ev(node.operand, env)  # type: ignore[attr-defined]
-            return _scalar3(a.tdep, a.lane)
+            return TILE if a.kind == "tile" else _scalar3(a.tdep, a.lane)
         if cls is ast.BoolOp:
             values = node.values  # type: ignore[attr-defined]
             first = self.ev(values[0], env)
@@ -1056,6 +1062,10 @@ class _Analyzer:
             return Val("global", origin=node)
         base = self.ev(node.value, env)
         attr = node.attr
+        if base.kind == "tile_id":  # `pid.row` / `pid.col`: the same on every thread of the program
+            return UNIFORM
+        if base.kind == "tile":  # `x.T`
+            return base
         if base.kind in ("witness", "local_witness"):
             return VARYING
         if base.kind == "slice":
@@ -1069,10 +1079,11 @@ class _Analyzer:
         m.ctx[node] = self.here()
         callee = self.resolve(node, env)
         m.callees[node] = callee
-        anytdep = anylane = False
+        anytdep = anylane = anytile = False
         for a in node.args:
             av = self.ev(a.value if a.__class__ is ast.Starred else a, env)  # type: ignore[attr-defined]
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
+            anytile = anytile or av.kind == "tile"
         for kw in node.keywords:
             av = self.ev(kw.value, env)
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
@@ -1084,6 +1095,10 @@ class _Analyzer:
         if k == "grid_stride":
             self.fn.witness_uses.append((node, 1))
             return UNKNOWN
+        if k in ("tile", "tile_method"):
+            from .tile_model import tile_call
+
+            return tile_call(self, node, callee, env)
         if k == "rawid":
             self.fn.thread_dependent = True
             short = callee.name.split(".")[-1]
@@ -1123,6 +1138,8 @@ class _Analyzer:
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
                 return UNIFORM
+            if anytile:
+                return TILE
             return _scalar3(anytdep, anylane)
         if k == "atomic_op":
             self.fn.thread_dependent = True
@@ -1202,6 +1219,8 @@ class _Analyzer:
         if isinstance(f, ast.Attribute) and not self._module_path(f.value):
             base = self.ev(f.value, env)
             attr = f.attr
+            if base.kind in ("tile", "tile_id"):  # the Tile model (checker/tile_model.py)
+                return Callee("tile_method", attr)
             if base.kind == "witness":
                 if attr == "get":
                     return Callee("witness_get", attr)
@@ -1227,6 +1246,8 @@ class _Analyzer:
             return Callee("witness", q)
         if q == "thread.grid_stride":
             return Callee("grid_stride", q)
+        if q.startswith("tile.") and short in TILE_FUNCS:
+            return Callee("tile", q)
         if q.startswith("thread.") and short in RAW_IDS:
             return Callee("rawid", q)
         if q.startswith("warp.") and short in WARP_OPS:

@@ -39,6 +39,7 @@ from .mypy.fullnames import (
     CONFIG_FULLNAME,
     FUNC_CALL,
     KERNEL_CLASS,
+    TILE_KERNEL_CLASS,
     KERNEL_FULLNAME,
     LAUNCH_CLASS,
     REPORTING_CALLS,
@@ -104,18 +105,18 @@ class AnodizePlugin(Plugin):
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
             return _launches().launcher_signature  # type: ignore[no-any-return]
-        if fullname == f"{KERNEL_CLASS}.unsafe_launch":
+        if fullname in (f"{KERNEL_CLASS}.unsafe_launch", f"{TILE_KERNEL_CLASS}.unsafe_launch"):
             return _launches().unsafe_launch_signature  # type: ignore[no-any-return]
         if fullname == FUNC_CALL:
             return _kernels().helper_signature  # type: ignore[no-any-return]
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
-        if fullname == f"{KERNEL_CLASS}.__getitem__":
+        if fullname in (f"{KERNEL_CLASS}.__getitem__", f"{TILE_KERNEL_CLASS}.__getitem__"):
             return _launches().on_getitem  # type: ignore[no-any-return]
         if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
             return _launches().on_launch  # type: ignore[no-any-return]
-        if fullname == f"{KERNEL_CLASS}.unsafe_launch":
+        if fullname in (f"{KERNEL_CLASS}.unsafe_launch", f"{TILE_KERNEL_CLASS}.unsafe_launch"):
             return _launches().on_unsafe_launch  # type: ignore[no-any-return]
         if fullname == f"{CONFIG_FULLNAME}.for_num_elems":
             return _hostvalues().on_for_num_elems  # type: ignore[no-any-return]

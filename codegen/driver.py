@@ -21,6 +21,16 @@ def _typed(kernel: Any) -> ir.KernelIR:
     return kernel if isinstance(kernel, ir.KernelIR) else build_ir(kernel)
 
 
+def _tiles(k: ir.KernelIR, threads: int) -> ir.KernelIR:
+    """A tile kernel's plain IR for blocks of `threads` threads (codegen/tile_lower.py); `k` itself
+    for a SIMT kernel."""
+    if not getattr(k, "tile_warps", 0):
+        return k
+    from .tile_lower import lower_tiles
+
+    return lower_tiles(k, threads)
+
+
 def static_shared_bytes(k: ir.KernelIR) -> int:
     return sum(t.size * t.elem.info.mem_bits // 8 for _, t in k.shared if not t.dynamic)
 
@@ -61,6 +71,7 @@ def compile_gpu(
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
     k = _typed(kernel)
+    k = _tiles(k, k.tile_warps * 32)
     lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
     optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
@@ -99,6 +110,8 @@ def compile_cpu(
 
     t0 = time.perf_counter()
     k = _typed(kernel)
+    tile = getattr(k, "tile_warps", 0) > 0
+    k = _tiles(k, 1)  # a tile kernel: one host thread runs each program
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared
     if threaded and split_barriers:
         from .cpu_split import Unsplittable, plan_kernel
@@ -139,6 +152,10 @@ def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float) 
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
+    if tile:
+        from .tile_lower import ProgramsOnHost
+
+        out.cpu_entry = ProgramsOnHost(jit)  # one host thread per program
     out.compile_seconds = time.perf_counter() - t0
     return out
 
@@ -150,7 +167,13 @@ def compile_debug(kernel: Any) -> CompiledKernel:
 
     t0 = time.perf_counter()
     k = _typed(kernel)
+    tile = getattr(k, "tile_warps", 0) > 0
+    k = _tiles(k, 1)
     out = _artifact(k, "debug", "", 0, k.name)
     out.cpu_entry = InterpModule(k, out)
+    if tile:
+        from .tile_lower import ProgramsOnHost
+
+        out.cpu_entry = ProgramsOnHost(out.cpu_entry)  # one thread per program
     out.compile_seconds = time.perf_counter() - t0
     return out

@@ -88,6 +88,21 @@ class LaunchConfig(Generic[R]):
         grid = tuple(max(1, -(-n // b)) for n, b in zip(extents, block, strict=True))
         return LaunchConfig(grid, block, shared_mem)
 
+    @staticmethod
+    def for_tiles(shape: int | tuple[int, ...], tile_shape: int | tuple[int, ...]) -> LaunchConfig[Any]:
+        """One program per tile of `shape` (`(n,)` or `(rows, cols)`) cut into `tile_shape`
+        tiles: `grid = (ceil(cols / tile_cols), ceil(rows / tile_rows))` in CUDA order.  For
+        `@az.tile_kernel` kernels, which fill in their own block."""
+        s = (shape,) if isinstance(shape, int) else tuple(shape)
+        t = (tile_shape,) if isinstance(tile_shape, int) else tuple(tile_shape)
+        ok = lambda v, lo: isinstance(v, int) and not isinstance(v, bool) and v >= lo  # noqa: E731
+        if not 1 <= len(s) <= 2 or len(t) != len(s) or not all(ok(v, 0) for v in s) or not all(ok(v, 1) for v in t):
+            raise LaunchError(
+                f"`for_tiles` takes a 1-D or 2-D shape and a tile shape of the same rank (positive ints), got {shape!r} and {tile_shape!r}"
+            )
+        grid = tuple(max(1, -(-n // b)) for n, b in zip(s[::-1], t[::-1], strict=True))
+        return LaunchConfig(grid if len(grid) > 1 else grid[0], (1,) * len(grid) if len(grid) > 1 else 1)
+
     @property
     def threads_per_block(self) -> int:
         """The block's thread count (x * y * z)."""

@@ -17,7 +17,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 API = ROOT / "docs" / "api"
-PUBLIC_MODULES = ("anodize", "anodize.thread", "anodize.warp", "anodize.math", "anodize.shared", "anodize.local", "anodize.types")
+PUBLIC_MODULES = ("anodize", "anodize.thread", "anodize.tile", "anodize.warp", "anodize.math", "anodize.shared", "anodize.local", "anodize.types")
 
 
 # ---- the API reference ------------------------------------------------------------------

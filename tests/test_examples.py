@@ -38,6 +38,11 @@ SMALL: dict[str, dict[str, int]] = {
     "generic_saxpy": {"n": 2_001},
     "hashmap": {"n": 20_000},
     "print_assert": {"n": 1_000},
+    "tile_add": {"n": 5_003},
+    "tile_gemm": {"m": 96, "n": 80, "k": 64},
+    "tile_softmax": {"rows": 5, "cols": 300},
+    "tile_layernorm": {"rows": 5, "cols": 300},
+    "tile_attention": {"batch": 1, "heads": 2, "seq": 64, "d": 32},
 }
 
 

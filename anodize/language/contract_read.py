@@ -66,6 +66,11 @@ def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract |
             say(src.keyword_name_span(kw), "unknown-contract-argument", "domain-block-requires-min", arg=kw.arg)
         else:
             args[kw.arg] = kw.value
+    if front.symbols.tile_decorator(fdef) is not None:  # the compiler picks a tile kernel's block
+        for name in ("block", "shared_mem"):
+            if name in args:
+                say(args[name], "tile-contract-no-block", "tile-contract-example", arg=name)
+                del args[name]
     params = _params(front, fdef)
     domain = _domain(front, deco, args, say)
     block = _block(front, args, domain, say)

@@ -532,6 +532,7 @@ class KernelIR:
     uses_warp: bool = False
     uses_shared: bool = False
     shared: tuple[tuple[str, SharedTy], ...] = field(default=())
+    tile_warps: int = 0  # a tile kernel (`@az.tile_kernel`, language/tile_ir.py): its num_warps; 0 for SIMT
 
     @property
     def param_types(self) -> dict[str, Ty]:

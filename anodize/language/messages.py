@@ -28,6 +28,7 @@ KEYED: dict[str, int] = {
     "module_value": 2,
     "cpu_backend_unsupported": 1,
     "barrier_divergence": 1,
+    "tile_ownership": 1,
     "PromotionError": 0,
     "RequiresSyntaxError": 0,
 }
@@ -114,6 +115,17 @@ def _unsupported(span: Span, construct: str, *, help: str | None = None) -> Diag
 
 def type_error(span: Span, key: str, *, label: str = "", help: str | None = None, **values: object) -> Diagnostic:
     return make("az-type", text(key, values), span, label=label, help=help_text(help, values))
+
+
+def tile_ownership(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
+    """`az-disjoint-index` for a tile kernel's access outside the tile its program owns (the
+    Tile model's partition ownership: `tile.store` / `tile.load` of an output)."""
+    return make(
+        "az-disjoint-index", text(key, values), span, label="not this program's tile",
+        notes=("a tile kernel's program owns one tile of each output: the tile `pid * shape`, one tile shape "
+               "per output, so no element of an output has two writers",),
+        help=help_text(help, values),
+    )
 
 
 def promotion_error(span: Span, exc: object) -> Diagnostic:

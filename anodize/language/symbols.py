@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .names import Names
+from .tile_vocab import TILE_FUNCS
 from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, LOCAL_WITNESS_MAKERS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
@@ -78,6 +79,7 @@ _PREFIXES = (
     ("anodize.shared.", "shared."),
     ("anodize.local.", "local."),
     ("anodize.math.", "math."),
+    ("anodize.tile.", "tile."),
     ("anodize.types.", "az."),
     ("anodize.kernel.", "az."),
     ("anodize.runtime.config.", "az."),
@@ -145,6 +147,9 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["az.kernel"] = ("decorator", "kernel")
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")
+    t["az.tile_kernel"] = ("decorator", "tile_kernel")  # the Tile model: a kernel (tile_vocab.py)
+    for n in TILE_FUNCS:
+        t[f"tile.{n}"] = ("tile", n)
     return t
 
 
@@ -353,9 +358,18 @@ class ModuleSymbols:
             k = decorator_kind(self.names, d)
             if k == "kernel" and not isinstance(d, ast.Call):
                 return "kernel"
+            if k == "tile_kernel":  # `@az.tile_kernel` or `@az.tile_kernel(num_warps=8)`
+                return "kernel"
             if k == "func" and not isinstance(d, ast.Call):
                 kind = "func"
         return kind
+
+    def tile_decorator(self, fn: ast.FunctionDef) -> ast.expr | None:
+        """The `@az.tile_kernel` decorator of a tile kernel (called or not), else None."""
+        for d in fn.decorator_list:
+            if decorator_kind(self.names, d) == "tile_kernel":
+                return d
+        return None
 
     # -- values ----------------------------------------------------------------------------
     def constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:

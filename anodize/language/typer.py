@@ -764,7 +764,8 @@ def _type_kernel(
             k.diags.append(f.diag)
     if k.diags:
         raise CheckError(k.diags) from None
-    comp = _FnCompiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
+    compiler, warps = _tile_hook(front, fdef, ptypes)
+    comp = compiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
     body = comp.body(fdef.body)
     k.views.append(FnTypes(fdef, comp.exprs, comp.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
     if k.diags:
@@ -784,7 +785,22 @@ def _type_kernel(
         uses_warp=k.uses_warp,
         uses_shared=k.uses_shared,
         shared=tuple(k.shared.items()),
+        tile_warps=warps,
     )
+
+
+def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty]) -> tuple[type, int]:
+    """The function compiler of a kernel's body: the tile typer (`typer_tiles.py`) and its
+    `num_warps` for an `@az.tile_kernel`, else the SIMT one and 0."""
+    if front.symbols.tile_decorator(fdef) is None:
+        return _FnCompiler, 0
+    from anodize.language.typer_tiles import TileCompiler, check_tile_params, num_warps
+
+    warps, diags = num_warps(front, fdef)
+    diags += check_tile_params(front, fdef, ptypes)
+    if diags:
+        raise CheckError(diags) from None
+    return TileCompiler, warps
 
 
 def _equal_shapes(req: Requires, rank: int) -> list[set[str]]:

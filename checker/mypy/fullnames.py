@@ -11,8 +11,10 @@ FUNC_FULLNAME = "anodize.kernel.func"
 CONTRACT_FULLNAME = "anodize.kernel.launch_contract"
 CONFIG_FULLNAME = "anodize.runtime.config.LaunchConfig"
 KERNEL_CLASS = "anodize.kernel.Kernel"
+TILE_KERNEL_CLASS = "anodize.kernel.TileKernel"  # a Kernel whose launches fill in the block
+TILE_KERNEL_FULLNAME = "anodize.kernel.tile_kernel"
 LAUNCH_CLASS = "anodize.kernel.Launch"
 FUNC_CALL = "anodize.kernel.Func.__call__"
 RUNTIME_PREFIX = "anodize.runtime."
 # Calls after which the module's engine results are reported (kernel modules, host modules).
-REPORTING_CALLS = frozenset({FUNC_FULLNAME, CONTRACT_FULLNAME, "anodize.runtime.device.device"})
+REPORTING_CALLS = frozenset({FUNC_FULLNAME, CONTRACT_FULLNAME, TILE_KERNEL_FULLNAME, "anodize.runtime.device.device"})

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS
 from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
+from ..tile_model import TILE_SPACE
 from .base import Rule, RuleContext, slice_kinds
 
 _DISJOINT = {k.name: k.rank for k in SLICE_KINDS.values() if k.disjoint}
@@ -63,6 +64,15 @@ def k(a: Slice[f32], c: DisjointSlice[f32], d: DisjointSlice[f32], n: i32) -> No
     for j in thread.grid_stride(d):
         d[j] = a[j]
 """,
+        """
+@launch_contract(domain=2)
+@az.tile_kernel
+def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
+    pid = az.tile.program_id_2d()
+    x = az.tile.load(a, (pid.row * 16 - 1, pid.col * 16), (16, 16))
+    mine = az.tile.load(c, pid, (16, 16))
+    az.tile.store(c, pid, x + mine)
+""",
     ]
     INVALID = [
         """
@@ -98,6 +108,17 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     w = thread.index_1d()
     if w in c:
         put(c, w, 0.0)  # E: az-disjoint-index
+""",
+        """
+@launch_contract(domain=2)
+@az.tile_kernel
+def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
+    pid = az.tile.program_id_2d()
+    x = az.tile.load(a, pid, (16, 16))
+    az.tile.store(c, pid, x)
+    az.tile.store(c, (pid.row, pid.col + 1), x)  # E: az-disjoint-index
+    y = az.tile.load(c, (pid.row * 16 + 16, 0), (16, 16))  # E: az-disjoint-index
+    az.tile.store(c, pid, az.tile.load(a, pid, (16, 32)))  # E: az-disjoint-index
 """,
     ]
 
@@ -151,6 +172,12 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                         out.append(_Access(name, sp, node, None))
             elif isinstance(node, ast.Call):
                 callee = m.callees.get(node)
+                if callee is not None and callee.kind == "tile" and callee.name in ("tile.store", "tile.load") and node.args:
+                    base = m.values.get(node.args[0])
+                    if base is not None and base.kind == "slice":  # a tile of an output: the tile space
+                        for name in sorted(base.params & set(fn.params)):
+                            out.append(_Access(name, TILE_SPACE, node, None))
+                    continue
                 if callee is None or callee.kind != "helper" or callee.fn is None:
                     continue
                 h = callee.fn
@@ -188,6 +215,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 return text + " with " + ", ".join(f"`{p}` = `{b}`" for p, b in renamed)
             over = [n for n in sp.over if "." not in n]
             return text + (f" over `{over[0]}`" if len(over) == 1 and over[0] != code else "")
+        if sp.kind == "tile":
+            return "the program's tile (`tile.store` / `tile.load`)"
         if sp.kind == "param":
             return f"witness parameter `{sp.param}`"
         return f"`thread.{sp.kind}()`"
@@ -239,6 +268,9 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.model.callees.get(node)
+        if callee is not None and callee.kind == "tile":
+            self._tile_access(node, callee.name)
+            return
         if callee is None or callee.kind != "helper" or callee.fn is None:
             return
         fn = self.fn_of(node)
@@ -253,6 +285,28 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 if kind in _DISJOINT and (hp.slice_kind is None or hp.slice_kind.name != kind):
                     pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
                     self.report(messages.disjoint_passed(self.span(arg), name, kind, h.name, pname, pk))
+
+
+    def _tile_access(self, node: ast.Call, name: str) -> None:
+        """`tile.store(dst, pid, v)` needs this program's id; `tile.load` of an output too."""
+        fn = self.fn_of(node)
+        if fn is None or name not in ("tile.store", "tile.load") or len(node.args) < 2:
+            return
+        for pname, kind in slice_kinds(fn, self.val(node.args[0])):
+            if kind not in _DISJOINT:
+                continue
+            v = self.val(node.args[1])
+            if v is not None and v.kind == "tile_id" and v.domain == _DISJOINT[kind]:
+                continue
+            self.report(messages.tile_ownership(
+                self.span(node.args[1]), _tile_key(name), help="tile-store-own",
+                name=pname, index=self.model.code(node.args[1]), rank=_DISJOINT[kind],
+            ))
+
+
+def _tile_key(call: str) -> str:
+    """The message of an access of an output outside the program's tile (a catalogue key)."""
+    return "tile-store-not-own" if call == "tile.store" else "tile-load-foreign"
 
 
 def _space_order(sp: Space) -> tuple[str, int, int, str]:

@@ -346,6 +346,9 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if callee is None:
             return
         k = callee.kind
+        if k in ("tile", "tile_method"):  # tile shapes and offsets are tuples; the tile typer checks keywords
+            self.allowed_tuples.update(a for a in node.args if isinstance(a, ast.Tuple))
+            return
         if k in ("print", "atomic_op", "shared_atomic"):
             # string literals print; `scope=`/`order=` take strings: the typer checks both
             self.skip.update(id(a) for a in node.args if k == "print" and _is_str(a))

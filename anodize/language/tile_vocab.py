@@ -1,0 +1,40 @@
+"""The Tile model's vocabulary: the names of `az.tile` (canonical `tile.<name>`) and their rules.
+
+Read by the symbol table (`symbols.py`), the tile typer (`typer_tiles.py`), the checker's
+kernel model and the facade (`anodize/tile.py`)."""
+
+from __future__ import annotations
+
+# every function of `az.tile`: canonical name `tile.<name>` -> its positional arity (min, max)
+TILE_FUNCS: dict[str, tuple[int, int]] = {
+    "program_id_1d": (0, 0),
+    "program_id_2d": (0, 0),
+    "load": (3, 3),  # (src, offset, shape), keyword `other=`
+    "store": (3, 3),  # (dst, pid, value)
+    "zeros": (2, 2),  # (shape, T)
+    "full": (3, 3),  # (shape, value, T)
+    "sum": (1, 1),  # (x), keyword `axis=`
+    "max": (1, 1),
+    "min": (1, 1),
+    "where": (3, 3),  # (cond, x, y)
+    "matmul": (2, 3),  # (x, y[, acc]), keyword `allow_tf32=`
+}
+# the keywords each one takes (the only keywords of a tile kernel's calls)
+TILE_KEYWORDS: dict[str, frozenset[str]] = {
+    "load": frozenset({"other"}),
+    "sum": frozenset({"axis"}),
+    "max": frozenset({"axis"}),
+    "min": frozenset({"axis"}),
+    "matmul": frozenset({"allow_tf32"}),
+}
+TILE_REDUCTIONS = ("sum", "max", "min")
+PROGRAM_IDS = {"program_id_1d": 1, "program_id_2d": 2}
+# methods and attributes of a tile value
+TILE_METHODS = frozenset({"astype"})
+TILE_ATTRS = frozenset({"T"})
+# `tile.matmul` operand types (both operands alike); the accumulator and result are f32
+MATMUL_INPUTS = ("f16", "bf16", "f32")
+TILE_MAX_RANK = 2
+TILE_MAX_ELEMS = 1 << 16  # elements of one tile value (a tile lives in shared memory on the GPU)
+DEFAULT_NUM_WARPS = 4
+NUM_WARPS_CHOICES = (1, 2, 4, 8, 16, 32)
