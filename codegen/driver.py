@@ -121,7 +121,7 @@ def compile_cpu(
         except Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
             plan = None
         if plan is not None:
-            return _compile_regions(k, plan, bounds_checks, t0)
+            return _compile_regions(k, plan, bounds_checks, t0, tile)
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     target.coarsen = coarsen and not threaded
@@ -136,11 +136,15 @@ def compile_cpu(
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = jit
+    if tile:
+        from .tile_lower import ProgramsOnHost
+
+        out.cpu_entry = ProgramsOnHost(jit)  # one host thread per program
     out.compile_seconds = time.perf_counter() - t0
     return out
 
 
-def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float) -> CompiledKernel:
+def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False) -> CompiledKernel:
     """A kernel with barriers, shared memory or warp operations: one host thread per block,
     looping over the block's threads between synchronisation points (codegen/cpu_regions.py)."""
     from .cpu_regions_run import RegionModule, compile_regions
