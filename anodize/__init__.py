@@ -20,14 +20,47 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 ):
     __path__.append(_root)
 
-from anodize import block, local, math, shared, thread, tile, warp
 from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
+# eager: importing the submodule `anodize.kernel` binds the package attribute `kernel` to the
+# module, so the function must be bound here, after it
 from anodize.kernel import Func, Kernel, TileKernel, func, kernel, launch_contract, syncthreads, threadfence, tile_kernel, unsafe
 
-# The runtime (and NumPy with it) loads on first use of one of its names, so that the
-# checker, the mypy plugin and `anodize check` start without it.  Type checkers read
-# the imports below.
+# Everything else loads on first use (PEP 562), so that `import anodize` stays cheap for the
+# checker, the mypy plugin (mypy imports the package on every run, warm cache included) and
+# `anodize check`; the runtime (and NumPy with it) loads only when a name of it is used.
+# Type checkers read the imports below.
 if TYPE_CHECKING:
+    from anodize import block, local, math, shared, thread, tile, warp
+    from anodize.types import (
+        AtomicSlice,
+        BlockWitness1D,
+        LocalIndex,
+        LocalIndex2D,
+        Constant,
+        DisjointSlice,
+        DisjointSlice2D,
+        DisjointSlice3D,
+        Index1D,
+        Index2D,
+        Index3D,
+        LocalArray,
+        Slice,
+        Slice2D,
+        Slice3D,
+        bf16,
+        bool_,
+        f16,
+        f32,
+        f64,
+        i8,
+        i16,
+        i32,
+        i64,
+        u8,
+        u16,
+        u32,
+        u64,
+    )
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.device import Buffer, Device, device, devices
     # issue 7: lazy ops, stream pools, graph capture, ownership across time
@@ -36,6 +69,7 @@ if TYPE_CHECKING:
     from anodize.runtime.ops import Handle, Op, gather
     from anodize.runtime.streams import StreamPool, pinned_empty
 
+_SUBMODULES = ("block", "local", "math", "shared", "thread", "tile", "warp")
 _LAZY = {
     "LaunchConfig": "anodize.runtime.config",
     "Buffer": "anodize.runtime.device",
@@ -50,54 +84,54 @@ _LAZY = {
     "gather": "anodize.runtime.ops",
     "StreamPool": "anodize.runtime.streams",
     "pinned_empty": "anodize.runtime.streams",
+    "AtomicSlice": "anodize.types",
+    "BlockWitness1D": "anodize.types",
+    "LocalIndex": "anodize.types",
+    "LocalIndex2D": "anodize.types",
+    "Constant": "anodize.types",
+    "DisjointSlice": "anodize.types",
+    "DisjointSlice2D": "anodize.types",
+    "DisjointSlice3D": "anodize.types",
+    "Index1D": "anodize.types",
+    "Index2D": "anodize.types",
+    "Index3D": "anodize.types",
+    "LocalArray": "anodize.types",
+    "Slice": "anodize.types",
+    "Slice2D": "anodize.types",
+    "Slice3D": "anodize.types",
+    "bf16": "anodize.types",
+    "bool_": "anodize.types",
+    "f16": "anodize.types",
+    "f32": "anodize.types",
+    "f64": "anodize.types",
+    "i8": "anodize.types",
+    "i16": "anodize.types",
+    "i32": "anodize.types",
+    "i64": "anodize.types",
+    "u8": "anodize.types",
+    "u16": "anodize.types",
+    "u32": "anodize.types",
+    "u64": "anodize.types",
 }
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'anodize' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"anodize.{name}")
+    else:
+        module = _LAZY.get(name)
+        if module is None:
+            raise AttributeError(f"module 'anodize' has no attribute {name!r}")
+        value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | set(_SUBMODULES))
 
-
-from anodize.types import (
-    AtomicSlice,
-    BlockWitness1D,
-    LocalIndex,
-    LocalIndex2D,
-    Constant,
-    DisjointSlice,
-    DisjointSlice2D,
-    DisjointSlice3D,
-    Index1D,
-    Index2D,
-    Index3D,
-    LocalArray,
-    Slice,
-    Slice2D,
-    Slice3D,
-    bf16,
-    bool_,
-    f16,
-    f32,
-    f64,
-    i8,
-    i16,
-    i32,
-    i64,
-    u8,
-    u16,
-    u32,
-    u64,
-)
 
 from anodize.language import VERSION as __version__
 from anodize import tracebacks as _tracebacks

@@ -51,14 +51,19 @@ __all__ = ["AnodizePlugin", "plugin", "ERROR_CODES"]
 
 @cache
 def _rules_digest() -> str:
-    """A digest of the checker's own sources, so that mypy's cache drops stale results
-    whenever a rule or message changes (not only on a version bump)."""
+    """A digest of the checker's and the language's sources, so that mypy's cache drops stale
+    results whenever a rule, a typing rule or a message changes (not only on a version bump)."""
+    import anodize.language
+
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent  # the installed anodize.checker package
+    # the installed anodize.checker package, and the language package whose typer reports
+    # the type errors the plugin shows
+    roots = (Path(__file__).resolve().parent, Path(anodize.language.__file__).resolve().parent)
     try:
-        for entry in sorted(root.rglob("*.py")):
-            h.update(str(entry.relative_to(root)).encode())
-            h.update(entry.read_bytes())
+        for root in roots:
+            for entry in sorted(root.rglob("*.py")):
+                h.update(f"{root.name}/{entry.relative_to(root)}".encode())
+                h.update(entry.read_bytes())
     except OSError:
         return "unknown"
     return h.hexdigest()[:16]
