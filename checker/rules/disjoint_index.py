@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass
 
 from anodize.language import messages
-from anodize.language.vocab import SLICE_KINDS
+from anodize.language.vocab import SLICE_KINDS, TILE_MAKER
 from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
 from .base import Rule, RuleContext, slice_kinds
 
@@ -190,6 +190,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             return text + (f" over `{over[0]}`" if len(over) == 1 and over[0] != code else "")
         if sp.kind == "param":
             return f"witness parameter `{sp.param}`"
+        if sp.kind == TILE_MAKER:
+            return f"`thread.{TILE_MAKER}({sp.param})`"
         return f"`thread.{sp.kind}()`"
 
     # -- indices ---------------------------------------------------------------------------------

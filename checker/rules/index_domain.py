@@ -71,6 +71,8 @@ def k2(c: DisjointSlice[f32]) -> None:
                 maker = "thread.grid_stride()"
             elif callee is not None and callee.name == "thread.block_witness_1d":
                 maker = "thread.block_witness_1d()"
+            elif callee is not None and callee.kind == "tile":
+                maker = "thread.tile_2d()"
             if domain is not None:
                 if d != domain:
                     self.report(messages.index_domain(self.span(site), maker, d, domain, contract_span, via=helper))
