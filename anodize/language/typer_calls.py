@@ -259,7 +259,7 @@ class CallTyping(_Base):
                 continue
             if isinstance(e.ty, SharedTy):
                 self.unsupported(n, "passing-shared-array-helper")
-            typer_tiles.reject_tile_use(self, e, n)  # a tile stays in its kernel: pass `t.at(r, s)`
+            typer_tiles.reject_tile_arg(self, e, n, want, p.arg, hname)  # a tile stays in its kernel
             if isinstance(e.ty, LocalArrayTy) or isinstance(want, LocalArrayTy):  # by reference
                 if not isinstance(e.ty, LocalArrayTy) or (want is not None and not (isinstance(want, LocalArrayTy) and want.elem == e.ty.elem)):
                     self.type_error(n, "helper-arg-type", help="local-array-param-help", hname=hname, want=want, arg=p.arg, ty=e.ty)

@@ -82,3 +82,14 @@ def reject_tile_use(c: Any, e: ir.Expr, node: ast.expr) -> None:
     """A tile is not an index: only `t.at(r, s)` names an element."""
     if isinstance(e.ty, WitnessTy) and e.ty.tile is not None:
         c.fail(messages.type_error(c.span(node), "tile-not-index", help="tile-form", expr=ast.unparse(node)))
+
+
+def reject_tile_arg(c: Any, e: ir.Expr, node: ast.expr, want: Any, pname: str, hname: str) -> None:
+    """A tile passed to a helper: the checker's az-index-forge for a witness parameter (same code
+    and span), az-type otherwise; the helper takes `t.at(r, s)` instead."""
+    if not (isinstance(e.ty, WitnessTy) and e.ty.tile is not None):
+        return
+    if isinstance(want, WitnessTy):
+        c.fail(messages.index_forge(c.span(node), "passed-witness-index-d", arg=ast.unparse(node),
+                                    pname=pname, domain=want.rank, name=hname))
+    reject_tile_use(c, e, node)
