@@ -71,6 +71,7 @@ def __dir__() -> list[str]:
 from anodize.types import (
     AtomicSlice,
     BlockWitness1D,
+    Tile2D,
     LocalIndex,
     LocalIndex2D,
     Constant,
@@ -122,6 +123,7 @@ __all__ = [
     "InFlightError",
     "Index1D",
     "BlockWitness1D",
+    "Tile2D",
     "LocalIndex",
     "LocalIndex2D",
     "Index2D",
