@@ -30,7 +30,7 @@ SMALL: dict[str, dict[str, int]] = {
     "reduce_sum": {"n": 30_000},
     "reduce_sum_unsafe": {"n": 30_000},
     "sgemm": {"m": 40, "k": 33, "n": 29},
-    "softmax": {"rows": 1, "cols": 300},  # a block of 1024 threads (host threads on the CPU backend)
+    "softmax": {"rows": 2, "cols": 300},  # blocks of 512 threads (host threads on the CPU backend)
     "softmax_unsafe": {"rows": 5, "cols": 300},
     "scan": {"n": 3_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
