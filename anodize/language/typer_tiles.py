@@ -36,7 +36,7 @@ TILE_SHOWN = f"thread.{TILE_MAKER}"
 def make_tile(c: Any, node: ast.Call) -> ir.Expr:
     """`thread.tile_2d(TR, TC[, GR, GC])`: the extents and groups are constants."""
     if len(node.args) not in (2, 4):
-        c.type_error(node, "tile-arity", help="tile-form")
+        c.fail(messages.type_error(c.span(node), "tile-arity", help="tile-form"))
     unknown = any(isinstance(a, ast.Name) and a.id in c.k.unknown_consts for a in node.args)
     vals = [c.const_value(a) for a in node.args]
     if len(vals) == 2:
@@ -44,10 +44,10 @@ def make_tile(c: Any, node: ast.Call) -> ir.Expr:
     if not unknown:
         for a, v in zip(node.args, vals, strict=False):
             if type(v) is not int or not 1 <= v <= TILE_MAX_EXTENT:
-                c.type_error(a, "tile-extent", help="tile-form", got=ast.unparse(a), most=TILE_MAX_EXTENT)
+                c.fail(messages.type_error(c.span(a), "tile-extent", help="tile-form", got=ast.unparse(a), most=TILE_MAX_EXTENT))
         for k, (ext, grp) in enumerate(((vals[0], vals[2]), (vals[1], vals[3]))):
             if ext % grp != 0:
-                c.type_error(node.args[2 + k], "tile-group", help="tile-form", group=grp, extent=ext)
+                c.fail(messages.type_error(c.span(node.args[2 + k]), "tile-group", help="tile-form", group=grp, extent=ext))
     c.note_rank(2, node)
     shape = (int(vals[0]), int(vals[1]), int(vals[2]), int(vals[3]))
     return ir.MakeWitness(2, c.rank_site(node), WitnessTy(2, tile=shape), c.span(node))
@@ -61,12 +61,12 @@ def tile_at(c: Any, owner: ast.Name, node: ast.Call) -> ir.Expr:
     assert isinstance(tile.ty, WitnessTy) and tile.ty.tile is not None
     shape = tile.ty.tile
     if len(node.args) != 2 or node.keywords:
-        c.type_error(node, "tile-at-arity", help="tile-form", name=owner.id)
+        c.fail(messages.type_error(c.span(node), "tile-at-arity", help="tile-form", name=owner.id))
     parts = [c.as_index(c.expr(a), a) for a in node.args]
     checks = []
     for a, e, ext, axis in zip(node.args, parts, shape[:2], ("row", "column"), strict=True):
         if isinstance(e, ir.Const) and not 0 <= int(e.value) < ext:
-            c.type_error(a, "tile-at-constant", help="tile-form", index=e.value, axis=axis, name=owner.id, extent=ext)
+            c.fail(messages.type_error(c.span(a), "tile-at-constant", help="tile-form", index=e.value, axis=axis, name=owner.id, extent=ext))
         checks.append(not c.index_in_range((e,), [Lin(ZERO, ext)]))
     span = c.span(node)
     site = c.k.site(span, "tile index", f"{owner.id}.at") if any(checks) else -1
