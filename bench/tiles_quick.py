@@ -19,6 +19,25 @@ import anodize as az  # noqa: E402
 from suite import time_events  # noqa: E402
 
 
+def variant(name: str, tag: str, edits: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+    """examples/<name>.py with source edits, imported from its own file (kernels are read from source)."""
+    import importlib.util
+    import tempfile
+
+    src = (ROOT / "examples" / f"{name}.py").read_text()
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new)
+    path = Path(tempfile.mkdtemp()) / f"{name}_{tag}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def main(reps: int = 20) -> None:
     import torch
 
@@ -29,6 +48,18 @@ def main(reps: int = 20) -> None:
 
     dev = az.device(0)
     rng = np.random.default_rng(0)
+    for blk in (256, 1024):  # the example's BLOCK is 512
+        try:
+            softmax_once(variant("softmax", f"b{blk}", [("BLOCK = 512", f"BLOCK = {blk}")]), dev, rng, reps, f" (BLOCK={blk})")
+        except Exception as e:  # noqa: BLE001
+            print(f"softmax BLOCK={blk}: {type(e).__name__}: {e}")
+    softmax_once(S, dev, rng, reps, " (BLOCK=512, the example)")
+    sgemm_once(G, dev, rng, reps, "")
+
+
+def softmax_once(S, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]
+    import torch
+
     rows = cols = 4096
     x_h = rng.standard_normal((rows, cols), dtype=np.float32)
     x, out = dev.to_device(x_h), dev.empty((rows, cols), az.f32)
@@ -40,7 +71,11 @@ def main(reps: int = 20) -> None:
     ours = statistics.median(time_events(lambda: S.softmax[cfg](x, out, per), reps, "anodize", dev.stream))
     peer = statistics.median(time_events(lambda: torch.softmax(tx, dim=1), reps, "torch"))
     gbs = 2 * rows * cols * 4 / (ours * 1e-3) / 1e9
-    print(f"softmax {rows}x{cols}: anodize {ours:.4f} ms ({gbs:.0f} GB/s), torch {peer:.4f} ms, speed {peer / ours:.3f}x")
+    print(f"softmax{label} {rows}x{cols}: anodize {ours:.4f} ms ({gbs:.0f} GB/s), torch {peer:.4f} ms, speed {peer / ours:.3f}x")
+
+
+def sgemm_once(G, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]
+    import torch
 
     s = 4096
     a_h, b_h = rng.standard_normal((s, s), dtype=np.float32), rng.standard_normal((s, s), dtype=np.float32)
@@ -54,7 +89,7 @@ def main(reps: int = 20) -> None:
     ours = statistics.median(time_events(lambda: G.sgemm[gcfg](a, b, c), reps, "anodize", dev.stream))
     peer = statistics.median(time_events(lambda: torch.matmul(ta, tb), reps, "torch"))
     tf = 2 * s**3 / (ours * 1e-3) / 1e12
-    print(f"sgemm {s}^3: anodize {ours:.3f} ms ({tf:.1f} TFLOP/s, rel err {err:.1e}), cuBLAS f32 {peer:.3f} ms "
+    print(f"sgemm{label} {s}^3: anodize {ours:.3f} ms ({tf:.1f} TFLOP/s, rel err {err:.1e}), cuBLAS f32 {peer:.3f} ms "
           f"({2 * s**3 / (peer * 1e-3) / 1e12:.1f} TFLOP/s), speed {peer / ours:.3f}x")
 
 
