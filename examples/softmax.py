@@ -10,6 +10,7 @@ and the sum of exponentials with two block collectives (`az.block.reduce`), and 
 its elements.  `per` is a compile-time constant (`az.Constant[int]`), the least with
 `per * BLOCK >= cols`: `launch(x, out)` below picks it, and each value compiles once.
 
+A launch has at most 65535 rows (CUDA's grid y): `launch` splits longer inputs into row views.
 A row longer than `per * BLOCK` columns is not what this kernel is for: the tile would
 own only its first `per * BLOCK` columns (nothing is written twice, but the rest is
 not written); `launch` always passes a large enough `per`.  Very long rows (a `per` of
@@ -64,9 +65,18 @@ def per_thread(cols: int) -> int:
     return max(1, -(-cols // BLOCK))
 
 
+MAX_ROWS = 65535  # CUDA's largest grid y: longer inputs launch once per 65535 rows (row views)
+
+
 def launch(x: az.Buffer, out: az.Buffer) -> None:
     rows, cols = x.shape
-    softmax[config(rows)](x, out, per_thread(cols))
+    per = per_thread(cols)
+    for lo in range(0, rows, MAX_ROWS):
+        n = min(MAX_ROWS, rows - lo)
+        if lo == 0 and n == rows:
+            softmax[config(rows)](x, out, per)
+        else:
+            softmax[config(n)](x[lo : lo + n], out[lo : lo + n], per)
 
 
 # small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
