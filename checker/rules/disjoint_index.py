@@ -47,6 +47,16 @@ def k2(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
     ij = thread.index_2d()
     if ij in out:
         out[ij] = m[ij.row, ij.col]
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k3(out: DisjointSlice2D[f32]) -> None:
+    t = thread.tile_2d(8, 8, 4, 4)
+    for r in range(8):
+        for s in range(8):
+            ij = t.at(r, s)
+            if ij in out:
+                out[ij] = 1.0
 """,
         """
 @az.func
@@ -82,6 +92,14 @@ def k(c: DisjointSlice[f32], n: i32) -> None:
 def k(out: DisjointSlice2D[f32]) -> None:
     ij = thread.index_2d()
     out[ij.col, ij.row] = 1.0  # E: az-disjoint-index
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k2(out: DisjointSlice2D[f32]) -> None:
+    t = thread.tile_2d(4, 4)
+    u = thread.tile_2d(4, 4, 2, 2)
+    out[t.at(0, 0)] = 1.0
+    out[u.at(0, 0)] = 1.0  # E: az-disjoint-index
 """,
         """
 @az.func
