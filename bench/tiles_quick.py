@@ -48,13 +48,31 @@ def main(reps: int = 20) -> None:
 
     dev = az.device(0)
     rng = np.random.default_rng(0)
-    for blk in (256, 1024):  # the example's BLOCK is 512
-        try:
-            softmax_once(variant("softmax", f"b{blk}", [("BLOCK = 512", f"BLOCK = {blk}")]), dev, rng, reps, f" (BLOCK={blk})")
-        except Exception as e:  # noqa: BLE001
-            print(f"softmax BLOCK={blk}: {type(e).__name__}: {e}")
+    sgemm_once(G, dev, rng, reps, " (the example)")
     softmax_once(S, dev, rng, reps, " (BLOCK=512, the example)")
-    sgemm_once(G, dev, rng, reps, "")
+    tries = [
+        ("softmax BLOCK=1024", lambda: softmax_once(variant("softmax", "b1024", [("BLOCK = 512", "BLOCK = 1024")]), dev, rng, reps, " (BLOCK=1024)")),
+        ("sgemm no prefetch", lambda: sgemm_once(variant("sgemm", "noprefetch", NOPREFETCH), dev, rng, reps, " (no register prefetch)")),
+        ("softmax BLOCK=256", lambda: softmax_once(variant("softmax", "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, reps, " (BLOCK=256)")),
+    ]
+    for what, fn in tries:  # variants beside the examples; a failure here is only reported
+        try:
+            fn()
+        except Exception as e:  # noqa: BLE001
+            print(f"{what}: {type(e).__name__}: {e}")
+
+
+NOPREFETCH = [
+    ("""    for k0 in range(0, kk_n, BK):
+        sa0[w] = pa[0]""", """    for k0 in range(0, kk_n, BK):
+        for q in range(4):
+            pa[q] = a[a_row + q, k0 + a_col] if a_row + q < a.shape[0] and k0 + a_col < a.shape[1] else 0.0
+            pb[q] = b[k0 + b_row, b_col + q] if k0 + b_row < b.shape[0] and b_col + q < b.shape[1] else 0.0
+        sa0[w] = pa[0]"""),
+    ("""        for q in range(4):  # the next step's elements, in flight while this one computes
+            pa[q]""", """        for q in range(0):
+            pa[q]"""),
+]
 
 
 def softmax_once(S, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]
