@@ -427,6 +427,8 @@ class ExprTyping(_Base):
         if not (isinstance(snode, ast.Name) and snode.id in self.slices):
             self.unsupported(node, "other-than-witness-slice")
         sty = self.slices[snode.id]
+        if isinstance(w.ty, WitnessTy) and w.ty.tile is not None and sty.kind.disjoint:
+            self.fail(self.disjoint_error(node, snode.id, sty, "tested"))  # (the checker's code and span)
         typer_tiles.reject_tile_use(self, w, wnode)
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
             want = f"Index{sty.rank}D"
