@@ -51,6 +51,7 @@ def main(reps: int = 20) -> None:
     sgemm_once(G, dev, rng, reps, " (the example)")
     softmax_once(S, dev, rng, reps, " (BLOCK=512, the example)")
     tries = [
+        ("sgemm double-buffered", lambda: sgemm_once(__import__("sgemm_double_buffer"), dev, rng, reps, " (double-buffered shared)")),
         ("softmax BLOCK=1024", lambda: softmax_once(variant("softmax", "b1024", [("BLOCK = 512", "BLOCK = 1024")]), dev, rng, reps, " (BLOCK=1024)")),
         ("sgemm no prefetch", lambda: sgemm_once(variant("sgemm", "noprefetch", NOPREFETCH), dev, rng, reps, " (no register prefetch)")),
         ("softmax BLOCK=256", lambda: softmax_once(variant("softmax", "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, reps, " (BLOCK=256)")),
