@@ -41,6 +41,8 @@ def make_tile(c: Any, node: ast.Call) -> ir.Expr:
     vals = [c.const_value(a) for a in node.args]
     if len(vals) == 2:
         vals += [1, 1]
+    if unknown:  # an az.Constant checked without a value: the widest tile, checked again at specialisation
+        vals = [TILE_MAX_EXTENT, TILE_MAX_EXTENT, 1, 1]
     if not unknown:
         for a, v in zip(node.args, vals, strict=False):
             if type(v) is not int or not 1 <= v <= TILE_MAX_EXTENT:
