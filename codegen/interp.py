@@ -278,7 +278,7 @@ class Thread(LocalsInterp):
 
     def eval_MakeWitness(self, e: ir.MakeWitness) -> Any:
         if e.ty.tile is not None:  # thread.tile_2d(...)
-            from .tiles import eval_make_tile
+            from .thread_tiles import eval_make_tile
 
             return eval_make_tile(self, e)
         if getattr(e.ty, "local", False):  # thread.index_in_block(), index_in_block_2d()
@@ -303,7 +303,7 @@ class Thread(LocalsInterp):
         return collective(self, e)
 
     def eval_TileAt(self, e: ir.TileAt) -> Any:
-        from .tiles import eval_tile_at
+        from .thread_tiles import eval_tile_at
 
         return eval_tile_at(self, e)
 

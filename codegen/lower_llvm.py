@@ -36,7 +36,7 @@ from anodize.language.vocab import WITNESS_PARTS
 from . import halves
 
 from .collectives import lower_block_witness, lower_collective
-from .tiles import lower_make_tile, lower_tile_at
+from .thread_tiles import lower_make_tile, lower_tile_at
 from .lower_locals import LocalsLowering, tuple_type
 
 I1 = llir.IntType(1)

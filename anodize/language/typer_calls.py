@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_tiles
+from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -37,7 +37,7 @@ class CallTyping(_Base):
             owner = f.value.id
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
                 if self.vars[owner].tile is not None and f.attr == TILE_AT:  # type: ignore[union-attr]
-                    return typer_tiles.tile_at(self, f.value, node)
+                    return typer_thread_tiles.tile_at(self, f.value, node)
                 if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
                 self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
@@ -83,7 +83,7 @@ class CallTyping(_Base):
         if kind == "block_leader":
             return collectives.block_leader(self, node)
         if kind == "tile":  # thread.tile_2d(TR, TC[, GR, GC])
-            return typer_tiles.make_tile(self, node)
+            return typer_thread_tiles.make_tile(self, node)
         if kind == "raw":
             self.need_unsafe(node, f"`thread.{tag[1]}()`")
             self.arity(node, 0)
@@ -259,7 +259,7 @@ class CallTyping(_Base):
                 continue
             if isinstance(e.ty, SharedTy):
                 self.unsupported(n, "passing-shared-array-helper")
-            typer_tiles.reject_tile_arg(self, e, n, want, p.arg, hname)  # a tile stays in its kernel
+            typer_thread_tiles.reject_tile_arg(self, e, n, want, p.arg, hname)  # a tile stays in its kernel
             if isinstance(e.ty, LocalArrayTy) or isinstance(want, LocalArrayTy):  # by reference
                 if not isinstance(e.ty, LocalArrayTy) or (want is not None and not (isinstance(want, LocalArrayTy) and want.elem == e.ty.elem)):
                     self.type_error(n, "helper-arg-type", help="local-array-param-help", hname=hname, want=want, arg=p.arg, ty=e.ty)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_tiles
+from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -46,7 +46,7 @@ class ExprTyping(_Base):
         shared_safe.on_slice(self, e, node, name)
         if isinstance(e.ty, WitnessTy) and e.ty.tile is not None and disjoint:
             self.fail(self.disjoint_error(node, name, sty, access))  # a tile is not an index
-        typer_tiles.reject_tile_use(self, e, node)
+        typer_thread_tiles.reject_tile_use(self, e, node)
         if isinstance(e.ty, WitnessTy):
             if disjoint:
                 collectives.check_block_access(self, e, node, name, access)
@@ -429,7 +429,7 @@ class ExprTyping(_Base):
         sty = self.slices[snode.id]
         if isinstance(w.ty, WitnessTy) and w.ty.tile is not None and sty.kind.disjoint:
             self.fail(self.disjoint_error(node, snode.id, sty, "tested"))  # (the checker's code and span)
-        typer_tiles.reject_tile_use(self, w, wnode)
+        typer_thread_tiles.reject_tile_use(self, w, wnode)
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
             want = f"Index{sty.rank}D"
             self.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)

@@ -1,4 +1,4 @@
-"""Lowering of per-thread tiles (`thread.tile_2d`, `t.at(r, s)`; anodize/language/typer_tiles.py
+"""Lowering of per-thread tiles (`thread.tile_2d`, `t.at(r, s)`; anodize/language/typer_thread_tiles.py
 has the mapping and why it is injective), for the GPU and the CPU backend alike.
 
 The tile's value is the Index2D struct (row0, col0) = (by * BY * TR + ty * GR,
