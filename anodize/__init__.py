@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from anodize.types import (
         AtomicSlice,
         BlockWitness1D,
+        Tile2D,
         LocalIndex,
         LocalIndex2D,
         Constant,
@@ -86,6 +87,7 @@ _LAZY = {
     "pinned_empty": "anodize.runtime.streams",
     "AtomicSlice": "anodize.types",
     "BlockWitness1D": "anodize.types",
+    "Tile2D": "anodize.types",
     "LocalIndex": "anodize.types",
     "LocalIndex2D": "anodize.types",
     "Constant": "anodize.types",
@@ -159,6 +161,7 @@ __all__ = [
     "InFlightError",
     "Index1D",
     "BlockWitness1D",
+    "Tile2D",
     "LocalIndex",
     "LocalIndex2D",
     "Index2D",

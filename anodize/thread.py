@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NoReturn, TypeVar
 
-from anodize.types import AtomicSlice, BlockWitness1D, DisjointSlice, Index1D, Index2D, Index3D, LocalIndex, LocalIndex2D, Slice
+from anodize.types import AtomicSlice, BlockWitness1D, DisjointSlice, Index1D, Index2D, Index3D, LocalIndex, LocalIndex2D, Slice, Tile2D
 
 T = TypeVar("T")
 
@@ -19,6 +19,7 @@ __all__ = [
     "index_3d",
     "grid_stride",
     "block_witness_1d",
+    "tile_2d",
     "is_block_leader",
     "index_in_block",
     "index_in_block_2d",
@@ -68,6 +69,15 @@ def block_witness_1d() -> BlockWitness1D:
     kernels without a contract).  Every access through it must be under
     `if thread.is_block_leader():`, so exactly one thread of the block makes it."""
     _device_only("block_witness_1d")
+
+
+def tile_2d(rows: int, cols: int, group_rows: int = 1, group_cols: int = 1) -> Tile2D:
+    """This thread's `rows` x `cols` tile of every 2-D output (constants; groups of
+    `group_rows` x `group_cols` consecutive elements, the groups of a block's threads
+    interleaved): `t.at(r, s)` is the `Index2D` of its element (r, s).  Block (bx, by) owns
+    the (blockDim.y * rows) x (blockDim.x * cols) block tile at (by, bx).  2-D launches only
+    (checked at launch, and on the device for kernels without a contract)."""
+    _device_only("tile_2d")
 
 
 def index_in_block() -> LocalIndex:

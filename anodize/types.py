@@ -41,6 +41,7 @@ __all__ = [
     "Index2D",
     "Index3D",
     "BlockWitness1D",
+    "Tile2D",
     "LocalIndex",
     "LocalIndex2D",
     "CudaArray",
@@ -182,6 +183,22 @@ Constant = Annotated[_V, "anodize.Constant"]
 """`n: az.Constant[int]` (or `[float]`, `[bool]`): a compile-time parameter. Each value a
 launch passes compiles its own specialisation, in which `n` is a constant (it may size a
 `range` to unroll or a shared array). Type checkers read `Constant[int]` as `int`."""
+
+
+@final
+class Tile2D:
+    """This thread's tile of every 2-D output: only `thread.tile_2d(TR, TC[, GR, GC])` makes
+    one, and `t.at(r, s)` names its element (r, s), r in [0, TR), s in [0, TC).  A tile is
+    not itself an index."""
+
+    __slots__ = ("_Tile2D__value",)
+
+    def __init__(self) -> None:
+        _device_only("Tile2D")
+
+    def at(self, r: int, s: int) -> "Index2D":
+        """The `Index2D` of this thread's element (r, s) (checked in range unless proven)."""
+        _device_only("Tile2D.at")
 
 
 @final

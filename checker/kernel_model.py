@@ -30,7 +30,7 @@ from dataclasses import dataclass, field, replace
 import ast
 
 from anodize.language.diagnostics import Span
-from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
+from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, TILE_AT, TILE_MAKER, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES, SliceKindInfo
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.symbols import annotation_kind, canonical, decorator_kind
 from anodize.language.tile_vocab import TILE_FUNCS
@@ -166,10 +166,10 @@ def join_env(a: Env | None, b: Env | None) -> Env | None:
         else:
             # bound on one path only: using it on the other is an error at run time; keep the
             # known value but never as a witness
-            out[k] = VARYING if va.kind == "witness" else va
+            out[k] = VARYING if va.kind in ("witness", "thread_tile") else va
     for k, vb in b.items():
         if k not in a:
-            out[k] = VARYING if vb.kind == "witness" else vb
+            out[k] = VARYING if vb.kind in ("witness", "thread_tile") else vb
     return out
 
 
@@ -1099,6 +1099,13 @@ class _Analyzer:
             from .tile_model import tile_call
 
             return tile_call(self, node, callee, env)
+        if k == "thread_tile":  # thread.tile_2d(TR, TC[, GR, GC]): each shape is one index space
+            self.fn.witness_uses.append((node, 2))
+            return Val("thread_tile", domain=2, tdep=True, origin=node, spaces=tile_spaces(node))
+        if k == "tile_at":  # t.at(r, s): an Index2D of the tile's space
+            base = self.m.values.get(node.func.value)  # type: ignore[attr-defined]
+            spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
+            return Val("witness", domain=2, tdep=True, origin=node, spaces=spaces) if spaces else UNKNOWN
         if k == "rawid":
             self.fn.thread_dependent = True
             short = callee.name.split(".")[-1]
@@ -1225,6 +1232,8 @@ class _Analyzer:
                 if attr == "get":
                     return Callee("witness_get", attr)
                 return Callee("forge" if attr.startswith("_") else "unknown", attr)
+            if base.kind == "thread_tile":  # a per-thread tile: `t.at(r, s)`
+                return Callee("tile_at" if attr == TILE_AT else "unknown", attr)
             if base.kind == "local_witness":  # a block-local witness: `w.get()`
                 return Callee("witness_get" if attr == "get" else "unknown", attr)
             if base.kind == "shared" and attr in ATOMIC_METHODS:  # a block-shared atomic array
@@ -1248,6 +1257,8 @@ class _Analyzer:
             return Callee("grid_stride", q)
         if q.startswith("tile.") and short in TILE_FUNCS:
             return Callee("tile", q)
+        if q == f"thread.{TILE_MAKER}":
+            return Callee("thread_tile", q)
         if q.startswith("thread.") and short in RAW_IDS:
             return Callee("rawid", q)
         if q.startswith("warp.") and short in WARP_OPS:
@@ -1320,6 +1331,20 @@ def _warp_index_op(node: ast.BinOp) -> bool:
 
 
 _MAKER_SPACES: dict[str, frozenset[Space]] = {}
+
+
+def tile_spaces(node: ast.Call) -> frozenset[Space]:
+    """The index space of `thread.tile_2d(TR, TC[, GR, GC])`: one per shape (the mapping is fixed
+    by the shape and the launch), so two calls with one shape are one space."""
+    parts: list[str] = []
+    for a in node.args:
+        try:
+            parts.append(repr(ast.literal_eval(a)))
+        except ValueError:
+            parts.append(ast.unparse(a))
+    if len(parts) == 2:
+        parts += ["1", "1"]
+    return frozenset([Space(TILE_MAKER, param=", ".join(parts))])
 
 
 def maker_spaces(maker: str) -> frozenset[Space]:

@@ -122,7 +122,7 @@ def witness_local(e: ir.Expr) -> bool:
     the lane's index, and reading it has no effect."""
     if isinstance(e, ir.WitnessPart) and e.part == "get":
         e = e.witness
-    return isinstance(e, ir.Local) and isinstance(e.ty, WitnessTy) and not e.ty.block
+    return isinstance(e, ir.Local) and isinstance(e.ty, WitnessTy) and not e.ty.block and e.ty.tile is None
 
 
 def at_witness(index: tuple[ir.Expr, ...]) -> bool:
@@ -151,8 +151,10 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
             raise _No
         if isinstance(x, ir.Return) and in_kernel:
             raise _No  # a lane that returns would skip the lanes after it in lockstep
-        if isinstance(x, ir.MakeWitness):
-            if x.ty.block or x.site >= 0 or x.rank not in (1, 2):
+        if isinstance(x, (ir.MakeWitness, ir.TileAt)):
+            # a per-thread tile (`thread.tile_2d`, `t.at`) names several elements per thread:
+            # not a lane's one index
+            if isinstance(x, ir.TileAt) or x.ty.block or x.ty.tile is not None or x.site >= 0 or x.rank not in (1, 2):
                 raise _No
             ranks.add(x.rank)
         if isinstance(x, ir.Local) and isinstance(x.ty, WitnessTy) and x.ty.block:

@@ -277,6 +277,10 @@ class Thread(LocalsInterp):
         return -1 if rank == 1 else (-1,) * rank  # poisoned: admits no access
 
     def eval_MakeWitness(self, e: ir.MakeWitness) -> Any:
+        if e.ty.tile is not None:  # thread.tile_2d(...)
+            from .thread_tiles import eval_make_tile
+
+            return eval_make_tile(self, e)
         if getattr(e.ty, "local", False):  # thread.index_in_block(), index_in_block_2d()
             (tx, ty_, tz), (bx, by, bz_) = self.tid, self.run.block_dim
             if e.rank == 1:
@@ -297,6 +301,11 @@ class Thread(LocalsInterp):
         from .interp_collectives import collective
 
         return collective(self, e)
+
+    def eval_TileAt(self, e: ir.TileAt) -> Any:
+        from .thread_tiles import eval_tile_at
+
+        return eval_tile_at(self, e)
 
     def eval_WitnessPart(self, e: ir.WitnessPart) -> Any:
         w = self.eval(e.witness)

@@ -37,6 +37,7 @@ from anodize.language.vocab import WITNESS_PARTS
 from . import halves
 
 from .collectives import lower_block_witness, lower_collective
+from .thread_tiles import lower_make_tile, lower_tile_at
 from .lower_locals import LocalsLowering, tuple_type
 
 I1 = llir.IntType(1)
@@ -766,6 +767,8 @@ class Lowerer(LocalsLowering):
         return ok, dims
 
     def e_MakeWitness(self, e: ir.MakeWitness) -> llir.Value:
+        if e.ty.tile is not None:  # thread.tile_2d(...)
+            return lower_make_tile(self, e)
         if self.lanes is not None:  # a coarsened thread: the lane's index
             got = self.lanes.witness(self, e)
             if got is not None:
@@ -777,6 +780,9 @@ class Lowerer(LocalsLowering):
 
             return lower_local_witness(self, e)
         return self.witness(e.rank, e.site)
+
+    def e_TileAt(self, e: ir.TileAt) -> llir.Value:
+        return lower_tile_at(self, e)
 
     def e_WitnessPart(self, e: ir.WitnessPart) -> llir.Value:
         w = self.expr(e.witness)

@@ -1,17 +1,20 @@
-"""softmax: row-wise softmax in the safe tier (no `unsafe` anywhere).
+"""softmax: row-wise softmax in the safe tier (no `unsafe` anywhere), one block per row.
 
-A block of 1024 threads owns 1024 consecutive elements of one row (its
-`thread.index_2d()` witnesses: a launch of `for_shape((rows, cols), block=(1024, 1))`
-gives a row `ceil(cols / 1024)` blocks).  Every block reads its whole row in one
-coalesced pass (four loads in flight per thread), keeping a running maximum and a
-running sum of exponentials per thread (the "online" softmax: the sum is rescaled
-when the maximum grows), combines
-them with two block collectives (`az.block.reduce`, which end with a barrier), and
-writes its own elements.  The other blocks of the row read the same row from L2.
+Each block owns a whole row of `out` through a per-thread tile (`thread.tile_2d(1, per)`:
+with blocks of `BLOCK` threads and a grid of `(1, rows)`, thread `tx` of block `(0, b)`
+owns the columns `tx, tx + BLOCK, ..., tx + (per - 1) * BLOCK` of row `b`; docs/language.md,
+"Per-thread tiles").  A block reads its row from global memory once (coalesced: a warp
+reads 32 consecutive columns per load, `per` loads in flight per thread) into registers
+(`az.local.array(per, f32)`, indexed by unrolled constant loops), finds the row's maximum
+and the sum of exponentials with two block collectives (`az.block.reduce`), and writes
+its elements.  `per` is a compile-time constant (`az.Constant[int]`), the least with
+`per * BLOCK >= cols`: `launch(x, out)` below picks it, and each value compiles once.
 
-Why not one block per row: a thread writes only the element its witness names, so a
-block writes at most 1024 elements of `out`; one block per row writing a strided set
-of columns is examples/softmax_unsafe.py (`write_unchecked`).
+A launch has at most 65535 rows (CUDA's grid y): `launch` splits longer inputs into row views.
+A row longer than `per * BLOCK` columns is not what this kernel is for: the tile would
+own only its first `per * BLOCK` columns (nothing is written twice, but the rest is
+not written); `launch` always passes a large enough `per`.  Very long rows (a `per` of
+more than 64 columns per thread) keep the array in local memory instead of registers.
 """
 
 import numpy as np
@@ -19,7 +22,7 @@ import numpy as np
 import anodize as az
 from anodize import DisjointSlice2D, Slice2D, f32, kernel, launch_contract, thread
 
-BLOCK = 1024  # threads per block: the columns of a row one block owns
+BLOCK = 512  # threads per block (one block per row)
 
 
 @launch_contract(
@@ -28,34 +31,52 @@ BLOCK = 1024  # threads per block: the columns of a row one block owns
     requires=lambda x, out: x.shape[0] == out.shape[0] and x.shape[1] == out.shape[1],
 )
 @kernel
-def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
-    ij = thread.index_2d()  # this thread's element of `out`
-    w = thread.index_in_block()  # this thread's column within each 1024-column stretch
-    row = ij.row
-    n = x.shape[1] if row < x.shape[0] else 0  # a row past the end reads nothing
+def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], per: az.Constant[int]) -> None:
+    t = thread.tile_2d(1, per)  # block (0, b): row b, columns tx + s * BLOCK for s < per
+    v = az.local.array(per, f32)
     m = f32(-3.0e38)
-    s = f32(0.0)
-    j = w.get()
-    while j + 3 * BLOCK < n:  # the whole row, 1024 columns apart (coalesced), 4 loads in flight
-        v0 = x[row, j]
-        v1 = x[row, j + BLOCK]
-        v2 = x[row, j + 2 * BLOCK]
-        v3 = x[row, j + 3 * BLOCK]
-        bigger = max(m, max(max(v0, v1), max(v2, v3)))
-        e = az.math.exp(v0 - bigger) + az.math.exp(v1 - bigger) + az.math.exp(v2 - bigger) + az.math.exp(v3 - bigger)
-        s = s * az.math.exp(m - bigger) + e
-        m = bigger
-        j += 4 * BLOCK
-    while j < n:  # the rest of the row
-        v = x[row, j]
-        bigger = max(m, v)
-        s = s * az.math.exp(m - bigger) + az.math.exp(v - bigger)
-        m = bigger
-        j += BLOCK
+    for s in range(per):  # one coalesced read of the row, kept in registers
+        ij = t.at(0, s)
+        if ij in out:
+            v[s] = x[ij.row, ij.col]
+            m = max(m, v[s])
     rmax = az.block.reduce(m, "max")
-    total = az.block.reduce(s * az.math.exp(m - rmax), "sum")
-    if ij in out:
-        out[ij] = az.math.exp(x[ij] - rmax) / total
+    acc = f32(0.0)
+    for s in range(per):
+        ij = t.at(0, s)
+        if ij in out:
+            v[s] = az.math.exp(v[s] - rmax)
+            acc += v[s]
+    total = az.block.reduce(acc, "sum")
+    inv = f32(1.0) / total
+    for s in range(per):  # one write
+        ij = t.at(0, s)
+        if ij in out:
+            out[ij] = v[s] * inv
+
+
+def config(rows: int) -> az.LaunchConfig:
+    """One block per row."""
+    return az.LaunchConfig(grid=(1, rows), block=(BLOCK, 1))
+
+
+def per_thread(cols: int) -> int:
+    """The columns each thread holds: the least `per` with `per * BLOCK >= cols`."""
+    return max(1, -(-cols // BLOCK))
+
+
+MAX_ROWS = 65535  # CUDA's largest grid y: longer inputs launch once per 65535 rows (row views)
+
+
+def launch(x: az.Buffer, out: az.Buffer) -> None:
+    rows, cols = x.shape
+    per = per_thread(cols)
+    for lo in range(0, rows, MAX_ROWS):
+        n = min(MAX_ROWS, rows - lo)
+        if lo == 0 and n == rows:
+            softmax[config(rows)](x, out, per)
+        else:
+            softmax[config(n)](x[lo : lo + n], out[lo : lo + n], per)
 
 
 # small sizes for tools/sanitize.py (racecheck and synccheck run instrumented builds)
@@ -67,7 +88,7 @@ def main(rows: int = 64, cols: int = 1000) -> np.ndarray:
     x_h = np.random.default_rng(8).standard_normal((rows, cols), dtype=np.float32) * 4
     x = dev.to_device(x_h)
     out = dev.empty((rows, cols), az.f32)
-    softmax[az.LaunchConfig.for_shape((rows, cols), block=(BLOCK, 1))](x, out)
+    launch(x, out)
     res = out.to_host()
     e = np.exp(x_h.astype(np.float64) - x_h.max(axis=1, keepdims=True))
     ref = e / e.sum(axis=1, keepdims=True)

@@ -30,7 +30,7 @@ SMALL: dict[str, dict[str, int]] = {
     "reduce_sum": {"n": 1 << 20},
     "reduce_sum_unsafe": {"n": 1 << 20},
     "sgemm": {"m": 200, "k": 150, "n": 130},
-    "softmax": {"rows": 16, "cols": 1000},  # blocks of 1024 threads
+    "softmax": {"rows": 16, "cols": 1000},
     "softmax_unsafe": {"rows": 64, "cols": 1000},
     "scan": {"n": 50_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},

@@ -268,6 +268,12 @@ MESSAGES: dict[str, str] = {
     "local-array-dtype": "a local array's element type must be a scalar type, found `{ty}`",
     "local-array-too-large": "`{name}` takes {nbytes} bytes; a local array holds at most {limit} bytes per thread",
     "local-array-index-rank": "`{name}` is {rank}-D: index it with {rank} int{s}",
+    "tile-arity": "`thread.tile_2d` takes the tile's extents, and optionally its groups: `thread.tile_2d(TR, TC)` or `thread.tile_2d(TR, TC, GR, GC)`",
+    "tile-extent": "`{got}` must be a constant int from 1 to {most}",
+    "tile-group": "a group of {group} does not divide the tile extent {extent}",
+    "tile-at-arity": "`{name}.at` takes a row and a column of the tile: `{name}.at(r, s)`",
+    "tile-at-constant": "{axis} {index} is out of range for the tile `{name}` (extent {extent})",
+    "tile-not-index": "`{expr}` is a tile, not an index: name one of its elements with `.at(r, s)`",
     "local-array-index-constant": "index {index} is out of range for axis {axis} of `{name}` (length {length})",
     "local-array-bind": "cannot bind the local array `{name}` to another name",
     "local-array-return": "a helper cannot return the local array `{name}`",
@@ -302,6 +308,7 @@ MESSAGES: dict[str, str] = {
 
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
+    "tile-form": "`t = thread.tile_2d(TR, TC)` (or `thread.tile_2d(TR, TC, GR, GC)`, groups of GR rows and GC columns, GR dividing TR and GC dividing TC) gives this thread TR x TC elements of every 2-D output; `t.at(r, s)` with r in [0, TR) and s in [0, TC) is the `Index2D` of one of them",
     "local-array-index-help": "a local array's indices run from 0 to its length minus one on each axis",
     "local-array-escape-help": "a local array is private to its thread and lives in the function that declares it: index it (`{name}[i]`), or pass it to a helper, which takes it by reference (`LocalArray[T]` or an unannotated parameter)",
     "local-array-return-help": "declare the array in the caller and pass it to this helper, which fills it by reference",

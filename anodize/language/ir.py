@@ -192,6 +192,28 @@ class MakeWitness:
 
 
 @dataclass(frozen=True)
+class TileAt:
+    """`t.at(r, s)` of a tile `t` (`thread.tile_2d(TR, TC, GR, GC)`, shape = (TR, TC, GR, GC)):
+    the Index2D (row0 + (r // GR) * BY * GR + r % GR, col0 + (s // GC) * BX * GC + s % GC), where
+    (row0, col0) is the tile's value.  `check_r`/`check_s`: r in [0, TR) / s in [0, TC) is not
+    proven, so it is tested at run time (a fault at `site` and a poisoned index otherwise).
+    `block`: the contract's literal (BX, BY), else read from the launch.  `poisonable`: the tile
+    came from a device-checked launch (no contract), and a poisoned tile gives a poisoned index."""
+
+    tile: Expr
+    r: Expr
+    s: Expr
+    shape: tuple[int, int, int, int]
+    check_r: bool
+    check_s: bool
+    site: int
+    block: tuple[int, int] | None
+    poisonable: bool
+    ty: WitnessTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class WitnessPart:
     witness: Expr
     part: str  # "get" | "layer" | "row" | "col" (vocab.WITNESS_PARTS)
@@ -334,7 +356,7 @@ class Call:
 
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
-    | SharedRead | TableRead | MakeWitness | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
+    | SharedRead | TableRead | MakeWitness | TileAt | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
     | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )
 

@@ -32,7 +32,7 @@ from typing import Literal
 
 from .names import Names
 from .tile_vocab import TILE_FUNCS
-from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, LOCAL_WITNESS_MAKERS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, LOCAL_WITNESS_MAKERS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, TILE_MAKER, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "annotation_kind", "RESERVED_PREFIX"]
 
@@ -119,6 +119,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
         t[n] = ("collective", n)
     t[f"thread.{BLOCK_WITNESS_MAKER}"] = ("block_witness",)
     t[f"thread.{BLOCK_LEADER}"] = ("block_leader",)
+    t[f"thread.{TILE_MAKER}"] = ("thread_tile",)  # per-thread tiles (typer_thread_tiles.py)
     t["az.BlockWitness1D"] = ("block_witness_type",)
     t["az.unsafe"] = ("unsafe",)
     t["shared.array"] = ("shared_array",)

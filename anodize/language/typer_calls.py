@@ -7,12 +7,12 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe
+from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
-from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
+from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, TILE_AT, TILE_MAKER, WITNESS_MAKERS, WITNESS_PARTS
 
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _fold, _wrap_int
 
@@ -36,6 +36,8 @@ class CallTyping(_Base):
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
+                if self.vars[owner].tile is not None and f.attr == TILE_AT:  # type: ignore[union-attr]
+                    return typer_thread_tiles.tile_at(self, f.value, node)
                 if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
                 self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
@@ -80,6 +82,8 @@ class CallTyping(_Base):
             return collectives.block_witness(self, node)
         if kind == "block_leader":
             return collectives.block_leader(self, node)
+        if kind == "thread_tile":  # thread.tile_2d(TR, TC[, GR, GC])
+            return typer_thread_tiles.make_tile(self, node)
         if kind == "raw":
             self.need_unsafe(node, f"`thread.{tag[1]}()`")
             self.arity(node, 0)
@@ -195,6 +199,8 @@ class CallTyping(_Base):
             maker = "thread.grid_stride()" if called.endswith("grid_stride") else f"thread.index_{rank}d()"
             if called.endswith("block_witness_1d"):
                 maker = "thread.block_witness_1d()"
+            if called.endswith(TILE_MAKER):
+                maker = f"thread.{TILE_MAKER}()"
             self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
         self.k.ranks.add(rank)
 
@@ -253,6 +259,7 @@ class CallTyping(_Base):
                 continue
             if isinstance(e.ty, SharedTy):
                 self.unsupported(n, "passing-shared-array-helper")
+            typer_thread_tiles.reject_tile_arg(self, e, n, want, p.arg, hname)  # a tile stays in its kernel
             if isinstance(e.ty, LocalArrayTy) or isinstance(want, LocalArrayTy):  # by reference
                 if not isinstance(e.ty, LocalArrayTy) or (want is not None and not (isinstance(want, LocalArrayTy) and want.elem == e.ty.elem)):
                     self.type_error(n, "helper-arg-type", help="local-array-param-help", hname=hname, want=want, arg=p.arg, ty=e.ty)

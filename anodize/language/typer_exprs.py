@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe
+from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -44,6 +44,9 @@ class ExprTyping(_Base):
             return index, not self.slice_in_range(name, index)
         e = self.expr(node)
         shared_safe.on_slice(self, e, node, name)
+        if isinstance(e.ty, WitnessTy) and e.ty.tile is not None and disjoint:
+            self.fail(self.disjoint_error(node, name, sty, access))  # a tile is not an index
+        typer_thread_tiles.reject_tile_use(self, e, node)
         if isinstance(e.ty, WitnessTy):
             if disjoint:
                 collectives.check_block_access(self, e, node, name, access)
@@ -243,7 +246,7 @@ class ExprTyping(_Base):
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
         if isinstance(node.value, ast.Name) and node.value.id in self.vars:
             base = self.load_name(node.value)
-            if isinstance(base.ty, WitnessTy) and base.ty.rank >= 2 and node.attr in WITNESS_PARTS[base.ty.rank]:
+            if isinstance(base.ty, WitnessTy) and base.ty.rank >= 2 and base.ty.tile is None and node.attr in WITNESS_PARTS[base.ty.rank]:
                 return ir.WitnessPart(base, node.attr, I64, self.span(node))
             self.type_error(node, "no-attribute", ty=base.ty, attr=node.attr)
         if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
@@ -424,6 +427,9 @@ class ExprTyping(_Base):
         if not (isinstance(snode, ast.Name) and snode.id in self.slices):
             self.unsupported(node, "other-than-witness-slice")
         sty = self.slices[snode.id]
+        if isinstance(w.ty, WitnessTy) and w.ty.tile is not None and sty.kind.disjoint:
+            self.fail(self.disjoint_error(node, snode.id, sty, "tested"))  # (the checker's code and span)
+        typer_thread_tiles.reject_tile_use(self, w, wnode)
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
             want = f"Index{sty.rank}D"
             self.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)

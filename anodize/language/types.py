@@ -68,8 +68,12 @@ class WitnessTy:
     rank: int  # 1: Index1D, 2: Index2D, 3: Index3D
     block: bool = False  # BlockWitness1D: this block's index (rank 1), usable only by the block's leader
     local: bool = False  # LocalIndex / LocalIndex2D: this thread's slot in its block (shared arrays only)
+    # Tile2D (`thread.tile_2d(TR, TC, GR, GC)`): this thread's TR x TC elements, named by `t.at(r, s)`
+    tile: tuple[int, int, int, int] | None = None
 
     def __str__(self) -> str:
+        if self.tile is not None:
+            return "Tile2D"
         if self.block:
             return "BlockWitness1D"
         if self.local:

@@ -175,6 +175,10 @@ COLLECTIVE_SCRATCH_SLOTS = 32
 # one element per block) and `thread.is_block_leader()` (true on exactly thread 0 of the block).
 BLOCK_WITNESS_MAKER = "block_witness_1d"
 BLOCK_LEADER = "is_block_leader"
+# Per-thread tiles of a 2-D output: `t = thread.tile_2d(TR, TC[, GR, GC])`, `t.at(r, s)` (typer_thread_tiles.py).
+TILE_MAKER = "tile_2d"
+TILE_AT = "at"
+TILE_MAX_EXTENT = 1 << 20  # TR, TC at most this: `t.at(r, s)` then never overflows an i64
 UNSAFE_METHODS = {"write_unchecked"}
 
 # Math functions callable as `math.f` or `az.math.f`: name -> arity.  Every function of

@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass
 
 from anodize.language import messages
-from anodize.language.vocab import SLICE_KINDS
+from anodize.language.vocab import SLICE_KINDS, TILE_MAKER
 from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
 from ..tile_model import TILE_SPACE
 from .base import Rule, RuleContext, slice_kinds
@@ -48,6 +48,16 @@ def k2(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
     ij = thread.index_2d()
     if ij in out:
         out[ij] = m[ij.row, ij.col]
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k3(out: DisjointSlice2D[f32]) -> None:
+    t = thread.tile_2d(8, 8, 4, 4)
+    for r in range(8):
+        for s in range(8):
+            ij = t.at(r, s)
+            if ij in out:
+                out[ij] = 1.0
 """,
         """
 @az.func
@@ -92,6 +102,14 @@ def k(c: DisjointSlice[f32], n: i32) -> None:
 def k(out: DisjointSlice2D[f32]) -> None:
     ij = thread.index_2d()
     out[ij.col, ij.row] = 1.0  # E: az-disjoint-index
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def k2(out: DisjointSlice2D[f32]) -> None:
+    t = thread.tile_2d(4, 4)
+    u = thread.tile_2d(4, 4, 2, 2)
+    out[t.at(0, 0)] = 1.0
+    out[u.at(0, 0)] = 1.0  # E: az-disjoint-index
 """,
         """
 @az.func
@@ -219,6 +237,8 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
             return "the program's tile (`tile.store` / `tile.load`)"
         if sp.kind == "param":
             return f"witness parameter `{sp.param}`"
+        if sp.kind == TILE_MAKER:
+            return f"`thread.{TILE_MAKER}({sp.param})`"
         return f"`thread.{sp.kind}()`"
 
     # -- indices ---------------------------------------------------------------------------------

@@ -73,6 +73,8 @@ def k2(c: DisjointSlice[f32]) -> None:
                 maker = "thread.block_witness_1d()"
             elif callee is not None and callee.kind == "tile":  # a tile program id
                 maker = f"{callee.name}()"
+            elif callee is not None and callee.kind == "thread_tile":
+                maker = "thread.tile_2d()"
             if domain is not None:
                 if d != domain:
                     self.report(messages.index_domain(self.span(site), maker, d, domain, contract_span, via=helper))

@@ -380,3 +380,19 @@ def test_gpu_blur_matches_the_cpu_backend() -> None:
     cpu_out = np.zeros((37, 70), np.float32)
     run_cpu(compile_cpu(K.blur3x3), (3, 5), (32, 8), u_h, cpu_out, rank=2)
     np.testing.assert_array_equal(out.to_host(), cpu_out)
+
+
+def test_per_thread_tiles_are_not_coarsened() -> None:
+    """A `thread.tile_2d` witness names TR x TC elements per thread, not one lane's index:
+    a kernel using one keeps one thread per GPU thread (coarsening would remap it)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "accept" / "owned_tiles.py"
+    spec = importlib.util.spec_from_file_location("_owned_tiles_coarsen", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    kernels = [v for v in vars(mod).values() if type(v).__name__ == "Kernel" and v.generic is None]
+    assert len(kernels) >= 3
+    for k in kernels:
+        assert compile_gpu(k, "sm_90", ptxas=False).coarsen == 1, k.__name__

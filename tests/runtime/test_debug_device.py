@@ -35,7 +35,7 @@ SMALL: dict[str, dict[str, int]] = {
     "histogram": {"n": 2_000},
     "transpose": {"rows": 20, "cols": 13},
     "sgemm": {"m": 9, "k": 7, "n": 5},
-    "softmax": {"rows": 1, "cols": 70},  # one block of 1024 threads
+    "softmax": {"rows": 1, "cols": 70},  # one block of 512 threads
     "softmax_unsafe": {"rows": 3, "cols": 70},
     "scan": {"n": 600},
     "async_pipeline": {"n": 600, "chunks": 2, "lanes": 2, "iters": 4},

@@ -1,0 +1,97 @@
+"""Typing of per-thread tiles of a 2-D output (called from the typer's hooks).
+
+`t = thread.tile_2d(TR, TC)` / `thread.tile_2d(TR, TC, GR, GC)` gives this thread a TR x TC
+set of elements of every 2-D output; `t.at(r, s)` (r in [0, TR), s in [0, TC)) is the
+`Index2D` of one of them:
+
+    row = by * (BY * TR) + (r // GR) * (BY * GR) + ty * GR + r % GR
+    col = bx * (BX * TC) + (s // GC) * (BX * GC) + tx * GC + s % GC
+
+with (bx, by) the block index, (tx, ty) the thread index in the block and (BX, BY) the block's
+extents.  Block (bx, by) owns the contiguous (BY * TR) x (BX * TC) block tile; inside it a
+thread's rows come in TR / GR groups of GR consecutive rows, the groups of the block's threads
+interleaved (GR = 1: rows ty, ty + BY, ...; GR = TR: TR consecutive rows).  The map is a
+mixed-radix numbering of (by, r // GR, ty, r % GR), so every element has exactly one
+(thread, r): that is the ownership proof.  It needs r, s in range (proven, else checked at
+run time: a fault and a poisoned index) and a 2-D launch (a contract of domain 2, or the
+device check of a witness of rank 2).  Each tile shape is its own index space for the
+one-mapping rule (checker/kernel_model.py).
+
+The tile's own value is (row0, col0) = the terms without r and s; it is not an index: `t` is
+only ever used as `t.at(r, s)` (anything else is a located error).
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Any
+
+from anodize.language import ir, messages
+from anodize.language.types import I64, WitnessTy
+from anodize.language.vocab import TILE_MAKER, TILE_MAX_EXTENT
+
+TILE_SHOWN = f"thread.{TILE_MAKER}"
+
+
+def make_tile(c: Any, node: ast.Call) -> ir.Expr:
+    """`thread.tile_2d(TR, TC[, GR, GC])`: the extents and groups are constants."""
+    if len(node.args) not in (2, 4):
+        c.fail(messages.type_error(c.span(node), "tile-arity", help="tile-form"))
+    unknown = any(isinstance(a, ast.Name) and a.id in c.k.unknown_consts for a in node.args)
+    vals = [c.const_value(a) for a in node.args]
+    if len(vals) == 2:
+        vals += [1, 1]
+    if unknown:  # an az.Constant checked without a value: the widest tile, checked again at specialisation
+        vals = [TILE_MAX_EXTENT, TILE_MAX_EXTENT, 1, 1]
+    if not unknown:
+        for a, v in zip(node.args, vals, strict=False):
+            if type(v) is not int or not 1 <= v <= TILE_MAX_EXTENT:
+                c.fail(messages.type_error(c.span(a), "tile-extent", help="tile-form", got=ast.unparse(a), most=TILE_MAX_EXTENT))
+        for k, (ext, grp) in enumerate(((vals[0], vals[2]), (vals[1], vals[3]))):
+            if ext % grp != 0:
+                c.fail(messages.type_error(c.span(node.args[2 + k]), "tile-group", help="tile-form", group=grp, extent=ext))
+    c.note_rank(2, node)
+    shape = (int(vals[0]), int(vals[1]), int(vals[2]), int(vals[3]))
+    return ir.MakeWitness(2, c.rank_site(node), WitnessTy(2, tile=shape), c.span(node))
+
+
+def tile_at(c: Any, owner: ast.Name, node: ast.Call) -> ir.Expr:
+    """`t.at(r, s)`: the Index2D of this thread's element (r, s) of the tile."""
+    from anodize.language.ranges import ZERO, Lin
+
+    tile = c.load_name(owner)
+    assert isinstance(tile.ty, WitnessTy) and tile.ty.tile is not None
+    shape = tile.ty.tile
+    if len(node.args) != 2 or node.keywords:
+        c.fail(messages.type_error(c.span(node), "tile-at-arity", help="tile-form", name=owner.id))
+    parts = [c.as_index(c.expr(a), a) for a in node.args]
+    checks = []
+    for a, e, ext, axis in zip(node.args, parts, shape[:2], ("row", "column"), strict=True):
+        if isinstance(e, ir.Const) and not 0 <= int(e.value) < ext:
+            c.fail(messages.type_error(c.span(a), "tile-at-constant", help="tile-form", index=e.value, axis=axis, name=owner.id, extent=ext))
+        checks.append(not c.index_in_range((e,), [Lin(ZERO, ext)]))
+    span = c.span(node)
+    site = c.k.site(span, "tile index", f"{owner.id}.at") if any(checks) else -1
+    contract = c.k.contract
+    block = None
+    if contract is not None and contract.block is not None:
+        bx, by = (tuple(contract.block) + (1, 1))[:2]
+        block = (int(bx), int(by))
+    return ir.TileAt(tile, parts[0], parts[1], shape, checks[0], checks[1], site, block, contract is None, WitnessTy(2), span)
+
+
+def reject_tile_use(c: Any, e: ir.Expr, node: ast.expr) -> None:
+    """A tile is not an index: only `t.at(r, s)` names an element."""
+    if isinstance(e.ty, WitnessTy) and e.ty.tile is not None:
+        c.fail(messages.type_error(c.span(node), "tile-not-index", help="tile-form", expr=ast.unparse(node)))
+
+
+def reject_tile_arg(c: Any, e: ir.Expr, node: ast.expr, want: Any, pname: str, hname: str) -> None:
+    """A tile passed to a helper: the checker's az-index-forge for a witness parameter (same code
+    and span), az-type otherwise; the helper takes `t.at(r, s)` instead."""
+    if not (isinstance(e.ty, WitnessTy) and e.ty.tile is not None):
+        return
+    if isinstance(want, WitnessTy):
+        c.fail(messages.index_forge(c.span(node), "passed-witness-index-d", arg=ast.unparse(node),
+                                    pname=pname, domain=want.rank, name=hname))
+    reject_tile_use(c, e, node)
