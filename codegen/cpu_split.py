@@ -273,6 +273,10 @@ def plan_kernel(k: ir.KernelIR) -> Plan:
     """The split plan of a kernel; raises `Unsplittable` for a local without an LLVM value type
     (`lower_llvm.value_type`) and for the forms cpu_normalize.py names."""
     nk, n = normalize(k)
+    if any(isinstance(s, ir.LocalArrayDecl) for s in walk(nk.body)):
+        # one alloca serves every thread of a region loop: an `az.local.array` would be shared
+        # by the block's threads across a barrier (per-thread storage for arrays: not yet)
+        raise Unsplittable("a local array in a kernel with synchronisation points")
     for name, t in nk.locals:  # each local (inlined helpers' too) needs an LLVM type for its slots
         try:
             value_type(t)
