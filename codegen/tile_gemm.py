@@ -5,13 +5,14 @@
         acc = tile.matmul(tile.load(a, (r, k), (BM, BK)), tile.load(b, (k, c), (BK, BN)), acc)
     tile.store(out, pid, acc)                             # or acc.astype(f16 / bf16)
 
-`match_gemm` finds it in a statement list; `lower_gemm` lowers it.  Today `lower_gemm`
-returns None, so the generic tile lowering (codegen/tile_lower.py: shared staging, one
-thread per output element, f32 accumulation) handles it, correctly and slowly.  A
-tensor-core routine (mma.sync, ldmatrix, cp.async double buffering: `tc_gemm.emit_gemm_tile`)
-plugs in here: `form` names the two input slices, their load offsets as functions of the
-loop variable, the tile shape (BM, BN, BK), the loop bounds, the accumulator and the stored
-output with its element type, which is everything such a routine takes.
+`match_gemm` finds it in a statement list; `lower_gemm_at` / `lower_gemm` lower it.  On a
+GPU with tensor cores (the lowering's `tensor_cores`, from sm_80) a form with f16/bf16 inputs
+and a zero-initialised accumulator, whose tile shape `tc_gemm.emit_gemm_tile` supports,
+becomes one `TileGemm` statement (mma.sync, ldmatrix, cp.async; lowered by
+codegen/tile_gemm_llvm.py).  Everything else -- the CPU backend, the debug device, f32 inputs,
+other initial accumulators, unsupported tile shapes -- returns None, and the generic tile
+lowering (codegen/tile_lower.py: shared staging, a register block per thread, f32
+accumulation) handles it.  docs/tiles.md ("On tensor cores") lists the conditions.
 """
 
 from __future__ import annotations

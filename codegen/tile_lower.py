@@ -22,8 +22,8 @@ unchanged.  The scheme (docs/tiles.md):
 
 The canonical GEMM form (a K loop of `acc = tile.matmul(tile.load(a, ..), tile.load(b, ..),
 acc)` and a store of `acc` or `acc.astype(T)`) is recognised in one place,
-`tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm` (generic until a tensor-core
-routine is plugged in there).
+`tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm_at` onto tensor cores (GPU,
+sm_80+, f16/bf16 inputs, a supported tile shape) or else by the generic path here.
 """
 
 from __future__ import annotations
