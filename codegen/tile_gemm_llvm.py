@@ -8,8 +8,9 @@ and K is where the generic lowering's masked loads stop contributing:
 `ctaid.y` / `ctaid.x`, exactly the program id of the generic lowering.
 
 The emitter indexes with 32-bit integers: a launch with a dimension at or above
-`2**31 - 4096` records the statement's fault and skips the tile (the same on every thread of the
-block, so its barriers stay matched).
+`2**31 - 4096` records the statement's fault and skips the tile, and a program whose tile
+starts past C's edge skips it too (both the same on every thread of the block, so the
+emitter's barriers stay matched).
 """
 
 from __future__ import annotations
@@ -49,11 +50,16 @@ def lower_tile_gemm(lw: Any, s: Any) -> None:
     K = b.select(small, up, k_in)
     with b.if_then(b.not_(fits), likely=False):
         lw.fault(s.site, llir.Constant(I64T, 0), llir.Constant(I64T, 0))
-    with b.if_then(fits, likely=True):
+    # a program past C's edge stores nothing (generic lowering: every store masked off); skipping
+    # it keeps the emitter's 32-bit tile origin (ctaid * BM) from wrapping on a huge grid
+    row, col = lw.t.sreg(lw, "ctaid", "y"), lw.t.sreg(lw, "ctaid", "x")
+    own = b.and_(b.icmp_signed("<", b.mul(b.zext(row, I64T), llir.Constant(I64T, bm)), c_rows),
+                 b.icmp_signed("<", b.mul(b.zext(col, I64T), llir.Constant(I64T, bn)), c_cols))
+    with b.if_then(b.and_(fits, own), likely=True):
         emit_gemm_tile(
             b, lw.module, a_ptr=sa.ptr, b_ptr=sb.ptr, c_ptr=sc.ptr, M=c_rows, N=c_cols, K=K,
             lda=a_cols, ldb=b_cols, ldc=c_cols, a_rows=a_rows, b_cols=b_cols,
-            tile_row=lw.t.sreg(lw, "ctaid", "y"), tile_col=lw.t.sreg(lw, "ctaid", "x"), smem=gv,
+            tile_row=row, tile_col=col, smem=gv,
             in_dtype=s.in_dtype, out_dtype=s.out_dtype, tile_m=bm, tile_n=bn, tile_k=bk,
             num_warps=s.num_warps, stages=s.stages,
         )
