@@ -4,6 +4,7 @@ and (GPU twins) the results against NumPy and the CPU backend at ragged sizes.""
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import textwrap
 from pathlib import Path
@@ -100,9 +101,11 @@ def test_tile_gemm_ptx_on_sm_90_uses_tensor_cores_without_spills() -> None:
     assert ptx.count("mma.sync.aligned.m16n8k16") >= 32 and "ldmatrix" in ptx and "cp.async" in ptx
     assert "fma.rn.f32" not in ptx  # no generic FMA loop left beside it
     assert art.static_shared_bytes <= 48 * 1024
-    r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
-    if r.returncode == 0 or "0 bytes spill" in r.stderr:
-        assert "0 bytes spill stores, 0 bytes spill loads" in r.stderr and " spill stores" in r.stderr
+    if shutil.which("ptxas"):  # `ptxas -arch=sm_90 -v` on the PTX itself: no spills
+        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        gemm_part = r.stderr[r.stderr.index("'gemm'"):]
+        assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part.split("Function properties for __az_fault")[0]
     if art.resources is not None:
         assert art.resources.spill_stores == 0 and art.resources.spill_loads == 0
 
@@ -126,16 +129,22 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
 # ---- GPU twins -------------------------------------------------------------------------------------
 
 
+_MODULES: dict = {}  # type: ignore[type-arg]  # one module (one compile per device) per source
+
+
 def _module(tmp_path: Path, src: str):  # type: ignore[no-untyped-def]
     import importlib.util
     import sys
 
+    if src in _MODULES:
+        return _MODULES[src]
     p = tmp_path / f"tcgemm_{abs(hash(src))}.py"
     p.write_text(HEAD + textwrap.dedent(src))
     spec = importlib.util.spec_from_file_location(p.stem, p)
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[p.stem] = mod
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    _MODULES[src] = mod
     return mod
 
 
@@ -163,7 +172,7 @@ def test_tensor_core_tile_gemm_matches_numpy_and_the_cpu_backend(tmp_path: Path,
     got = {}
     for name in ("gpu", "cpu"):
         dev = az.device() if name == "gpu" else az.device("cpu")
-        c = dev.full((m, n), 7.0, getattr(az, t)) if hasattr(dev, "full") else dev.zeros((m, n), getattr(az, t))
+        c = dev.full((m, n), 7.0, getattr(az, t))  # every element of C is written
         mod.gemm[az.LaunchConfig.for_tiles((m, n), (64, 64))](dev.to_device(a), dev.to_device(b), c, kstop)
         got[name] = c.to_host().astype(np.float32)
     tol = 1e-2 if t == "f16" else 2e-2  # one rounding of an f32 sum to the output type
