@@ -191,3 +191,21 @@ def test_tensor_core_tile_gemm_f32_output_and_more_programs_than_tiles(tmp_path:
     c = dev.zeros((100, 70), az.f32)
     mod.gemm[az.LaunchConfig.for_tiles((300, 300), (64, 64))](dev.to_device(a), dev.to_device(b), c, 90)
     np.testing.assert_allclose(c.to_host(), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_tensor_core_tile_gemm_masks_each_operand_at_its_own_extent(tmp_path: Path) -> None:
+    # C larger than A's rows and B's columns, K past B's rows: the generic lowering reads zeros
+    # there (so C's extra rows and columns become 0); the tensor-core path must too
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((50, 96), dtype=np.float32).astype(np.float16)
+    b = rng.standard_normal((80, 70), dtype=np.float32).astype(np.float16)
+    want = np.zeros((100, 90), np.float32)
+    want[:50, :70] = a[:, :80].astype(np.float32) @ b.astype(np.float32)
+    for bm, warps in ((64, 4), (128, 8)):
+        mod = _module(tmp_path, gemm_src("f16", "f32", bm=bm, bn=bm, warps=warps))
+        # (128 x 128 on the generic lowering needs 80 KiB of shared memory: GPU only, tensor cores)
+        for dev in (az.device(), az.device("cpu")) if bm == 64 else (az.device(),):
+            c = dev.full((100, 90), 5.0, az.f32)
+            mod.gemm[az.LaunchConfig.for_tiles((100, 90), (bm, bm))](dev.to_device(a), dev.to_device(b), c, 96)
+            np.testing.assert_allclose(c.to_host(), want, rtol=1e-3, atol=1e-3, err_msg=f"{dev.describe()} {bm}")
