@@ -1,6 +1,6 @@
 """The tile examples on the GPU beside their peers (issue 17's table), in one run.
 
-    python3 bench/tile_bench.py [--reps 10] [--quick]
+    python3 bench/tile_bench.py [--reps 10] [--quick] [--only gemm,gemm-wide,...]
 
 Rows: tile add 2^28 f32 vs torch.add; GEMM 4096^3 f16 in / f32 accumulate / f16 out vs
 torch.matmul (cuBLAS) and Triton's tutorial matmul; fused softmax and layer norm 4096x4096
@@ -104,6 +104,8 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
+    ap.add_argument("--only", default="", help="comma-separated rows: add, softmax, layer_norm, gemm (the example's "
+                    "64x64x32 tile), gemm-wide (128x128x32, 8 warps), gemm-triton, attention64, attention128, cold")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -161,13 +163,13 @@ def main() -> None:
         torch.testing.assert_close(c, a + b)
         row("tile add", f"2^{n.bit_length() - 1} f32", ours(lambda: launch(a, b, c)), "torch.add(out=)", theirs(lambda: torch.add(a, b, out=c2)), "add")
 
-    def gemm() -> None:
+    def gemm(mod=tile_gemm, label="GEMM f16->f32 acc->f16") -> None:  # noqa: ANN001
         s = 1024 if args.quick else 4096
         a = torch.randn(s, s, device="cuda", dtype=torch.float16)
         b = torch.randn(s, s, device="cuda", dtype=torch.float16)
         c = torch.empty(s, s, device="cuda", dtype=torch.float16)
-        k = tile_gemm.gemm.specialize(T="f16")
-        launch = k[az.LaunchConfig.for_tiles((s, s), (tile_gemm.BM, tile_gemm.BN))]
+        k = mod.gemm.specialize(T="f16")
+        launch = k[az.LaunchConfig.for_tiles((s, s), (mod.BM, mod.BN))]
         launch(a, b, c, s)
         torch.cuda.synchronize()
         ref = a @ b
@@ -175,8 +177,14 @@ def main() -> None:
         r = 3 if not args.quick else reps
         t_ours = ours(lambda: launch(a, b, c, s), r)
         flops = 2.0 * s**3
-        row("GEMM f16->f32 acc->f16", f"{s}^3", t_ours, "torch.matmul (cuBLAS)", theirs(lambda: torch.matmul(a, b, out=ref), r), "gemm-cublas", flops)
-        later.append(lambda: gemm_triton(a, b, c, t_ours, r, s, flops))
+        row(f"{label} {mod.BM}x{mod.BN}x{mod.BK}", f"{s}^3", t_ours, "torch.matmul (cuBLAS)", theirs(lambda: torch.matmul(a, b, out=ref), r), "gemm-cublas", flops)
+        if mod is tile_gemm and (not only or "gemm_triton" in only):
+            later.append(lambda: gemm_triton(a, b, c, t_ours, r, s, flops))
+
+    def gemm_wide() -> None:
+        import tile_gemm_wide
+
+        gemm(tile_gemm_wide, "GEMM f16->f32 acc->f16, 8 warps")
 
     def gemm_triton(a, b, c, t_ours, r, s, flops) -> None:  # noqa: ANN001 - last: Triton's autotuning compiles
         try:
@@ -243,7 +251,10 @@ def main() -> None:
         print(f"| cold compile, GEMM tile kernel, next specialisation | bf16, sm_90 | {second:.0f} ms | | | | <= 300 ms {'met' if second <= 300 else 'missed'} |", flush=True)
 
     later: list = []  # type: ignore[type-arg]
-    for fn in (add, softmax, layer_norm, gemm, attention64, attention128, cold):
+    only = {x.strip().replace("-", "_") for x in args.only.split(",") if x.strip()}
+    for fn in (add, softmax, layer_norm, gemm, gemm_wide, attention64, attention128, cold):
+        if only and fn.__name__ not in only and not (fn is gemm and "gemm_triton" in only):
+            continue
         t0 = time.perf_counter()
         section(fn)
         print(f"  ({fn.__name__}: {time.perf_counter() - t0:.1f} s wall, first launch compiles)", flush=True)

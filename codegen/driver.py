@@ -21,14 +21,20 @@ def _typed(kernel: Any) -> ir.KernelIR:
     return kernel if isinstance(kernel, ir.KernelIR) else build_ir(kernel)
 
 
-def _tiles(k: ir.KernelIR, threads: int) -> ir.KernelIR:
+def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     """A tile kernel's plain IR for blocks of `threads` threads (codegen/tile_lower.py); `k` itself
-    for a SIMT kernel."""
+    for a SIMT kernel.  `arch`: the GPU's (tensor cores, mma.sync, from sm_80), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
     from .tile_lower import lower_tiles
 
-    return lower_tiles(k, threads)
+    return lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80)
+
+
+def _sm(arch: str) -> int:
+    """80 for "sm_80", 90 for "sm_90" / "sm_90a"; 0 when not an `sm_NN` name."""
+    digits = "".join(ch for ch in arch[3:] if ch.isdigit()) if arch.startswith("sm_") else ""
+    return int(digits) if digits else 0
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -71,7 +77,7 @@ def compile_gpu(
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
     k = _typed(kernel)
-    k = _tiles(k, k.tile_warps * 32)
+    k = _tiles(k, k.tile_warps * 32, arch)
     lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
     optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)

@@ -566,6 +566,12 @@ class Lowerer(LocalsLowering):
     def s_Breakpoint(self, s: ir.Breakpoint) -> None:
         """`breakpoint()` stops only on the debug device (codegen/interp.py); nothing here."""
 
+    def s_TileGemm(self, s: Any) -> None:
+        """A tile kernel's GEMM form on tensor cores (codegen/tile_gemm.py, GPU only)."""
+        from .tile_gemm_llvm import lower_tile_gemm
+
+        lower_tile_gemm(self, s)
+
     def s_SharedDecl(self, s: ir.SharedDecl) -> None:
         if s.name not in self.shared_gv:
             self.shared_gv[s.name] = self.t.shared_global(self, s.name, s.ty, s.span)

@@ -229,8 +229,12 @@ class _Tile:
 def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
                    tile_row, tile_col, smem, in_dtype: str = "f16", out_dtype: str = "f32", tile_m: int = 128,
                    tile_n: int = 128, tile_k: int = 32, num_warps: int = 8, stages: int = 3, b_trans: bool = False,
-                   aligned: bool | None = None, prefetch: bool = True) -> None:
+                   aligned: bool | None = None, prefetch: bool = True, a_rows=None, b_cols=None) -> None:
     """Emit the code computing C[tile] = A @ B (or A @ B.T with b_trans) for one block's tile.
+
+    `a_rows` / `b_cols` (default M / N): where A's rows and B's columns end when they differ
+    from C's (the tile GEMM of codegen/tile_gemm.py: loads masked at the inputs' own extents,
+    stores at the output's); past them the operands read as zero.
 
     Pointers are global pointers or i64 addresses; sizes and leading dimensions i32/i64 values or
     ints (element counts); tile_row/tile_col i32 values; `smem` an addrspace(3) pointer. The builder
@@ -242,6 +246,8 @@ def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_
     S = cfg.stages
     a_g, b_g, c_g = _as_i64(b, a_ptr), _as_i64(b, b_ptr), _as_i64(b, c_ptr)
     M, N, K = _as_i32(b, M), _as_i32(b, N), _as_i32(b, K)
+    a_rows = M if a_rows is None else _as_i32(b, a_rows)
+    b_cols = N if b_cols is None else _as_i32(b, b_cols)
     lda, ldb, ldc = _as_i64(b, lda), _as_i64(b, ldb), _as_i64(b, ldc)
     tile_row, tile_col = _as_i32(b, tile_row), _as_i32(b, tile_col)
     s0 = b.ptrtoint(smem, I32) if isinstance(smem.type, ir.PointerType) else _as_i32(b, smem)
@@ -265,12 +271,12 @@ def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_
     def load(stage: ir.Value, kt: ir.Value) -> None:
         base = b.add(s0, b.mul(stage, c32(cfg.stage_bytes())))
         k0 = b.mul(kt, c32(cfg.tile_k))
-        t.load_tile(base, cfg.tile_m, cfg.tile_k, a_g, lda, m0, k0, M, K)
+        t.load_tile(base, cfg.tile_m, cfg.tile_k, a_g, lda, m0, k0, a_rows, K)
         bb = b.add(base, c32(a_bytes))
         if cfg.b_trans:
-            t.load_tile(bb, cfg.tile_n, cfg.tile_k, b_g, ldb, n0, k0, N, K)
+            t.load_tile(bb, cfg.tile_n, cfg.tile_k, b_g, ldb, n0, k0, b_cols, K)
         else:
-            t.load_tile(bb, cfg.tile_k, cfg.tile_n, b_g, ldb, k0, n0, K, N)
+            t.load_tile(bb, cfg.tile_k, cfg.tile_n, b_g, ldb, k0, n0, K, b_cols)
 
     def mainloop(prefetch: bool) -> list:
         """Prologue and pipelined loop over K; returns the accumulators (f32 values).

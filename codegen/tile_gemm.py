@@ -5,13 +5,14 @@
         acc = tile.matmul(tile.load(a, (r, k), (BM, BK)), tile.load(b, (k, c), (BK, BN)), acc)
     tile.store(out, pid, acc)                             # or acc.astype(f16 / bf16)
 
-`match_gemm` finds it in a statement list; `lower_gemm` lowers it.  Today `lower_gemm`
-returns None, so the generic tile lowering (codegen/tile_lower.py: shared staging, one
-thread per output element, f32 accumulation) handles it, correctly and slowly.  A
-tensor-core routine (mma.sync, ldmatrix, cp.async double buffering: `tc_gemm.emit_gemm_tile`)
-plugs in here: `form` names the two input slices, their load offsets as functions of the
-loop variable, the tile shape (BM, BN, BK), the loop bounds, the accumulator and the stored
-output with its element type, which is everything such a routine takes.
+`match_gemm` finds it in a statement list; `lower_gemm_at` / `lower_gemm` lower it.  On a
+GPU with tensor cores (the lowering's `tensor_cores`, from sm_80) a form with f16/bf16 inputs
+and a zero-initialised accumulator, whose tile shape `tc_gemm.emit_gemm_tile` supports,
+becomes one `TileGemm` statement (mma.sync, ldmatrix, cp.async; lowered by
+codegen/tile_gemm_llvm.py).  Everything else -- the CPU backend, the debug device, f32 inputs,
+other initial accumulators, unsupported tile shapes -- returns None, and the generic tile
+lowering (codegen/tile_lower.py: shared staging, a register block per thread, f32
+accumulation) handles it.  docs/tiles.md ("On tensor cores") lists the conditions.
 """
 
 from __future__ import annotations
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileElem, TileLoad, TileMatmul, TileStore, TileTy
+from anodize.language.tile_ir import TileElem, TileFull, TileIdPart, TileLoad, TileMatmul, TileStore, TileTy
 
-__all__ = ["GemmForm", "match_gemm", "lower_gemm"]
+__all__ = ["GemmForm", "TileGemm", "match_gemm", "lower_gemm", "lower_gemm_at"]
 
 
 @dataclass(frozen=True)
@@ -104,18 +105,142 @@ def _mentions(e: Any, name: str) -> bool:
     return False
 
 
-def lower_gemm(lowering: Any, form: GemmForm) -> list[ir.Stmt] | None:
+@dataclass(frozen=True)
+class TileGemm:
+    """The tensor-core GEMM statement (plain IR, GPU only): C's tile (ctaid.y, ctaid.x) of
+    `a @ b`, f32 accumulation from zero, stored masked at C's edges as C's element type.
+    Operands read as zero past their own extents and past `k_stop` rounded up to BK (what the
+    generic lowering's masked loads sum).  Lowered by codegen/tile_gemm_llvm.py."""
+
+    a: ir.SliceRef
+    b: ir.SliceRef
+    c: ir.SliceRef
+    k_stop: ir.Expr  # the K loop's stop (an int)
+    tile: tuple[int, int, int]  # (BM, BN, BK)
+    num_warps: int
+    stages: int
+    in_dtype: str
+    out_dtype: str
+    smem: str  # the shared array (gemm_smem_bytes of it) the emitter stages through
+    site: int  # fault site: a dimension too large for the tensor-core routine's 32-bit indices
+    span: Any = None
+
+
+STATIC_SHARED = 48 * 1024  # a kernel's static shared memory, at most
+
+
+def lower_gemm_at(lowering: Any, body: tuple[ir.Stmt, ...], i: int) -> tuple[list[ir.Stmt], int] | None:
+    """The tensor-core statements of the GEMM form starting at `body[i]` (`acc = tile.zeros(...)`
+    then the K loop and the store) and the index past it, or None for the generic lowering."""
+    init = body[i]
+    if not (isinstance(init, ir.Assign) and isinstance(init.value, TileFull) and _is_zero(init.value.value)):
+        return None
+    form = match_gemm(body, i + 1, lowering)
+    if form is None or form.acc != init.name:
+        return None
+    done = lower_gemm(lowering, form, body=body, zero_init=True)
+    return None if done is None else (done, form.end)
+
+
+def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), zero_init: bool = False) -> list[ir.Stmt] | None:
     """The statements of `form` for `lowering` (codegen/tile_lower.py's pass: its `T` threads,
     `lowering.T == 1` on the CPU backend), or None for the generic lowering.
 
-    The tensor-core path belongs here, for `lowering.T > 1` and f16/bf16 inputs: return one
-    statement (a new IR node, say `TileGemm(form)`, lowered by a `Lowerer.s_TileGemm` that
-    calls `tc_gemm.emit_gemm_tile(builder, ...)` with `frame.slices[a].ptr` / `.dims` (the
-    leading dimension of a row-major 2-D slice is its cols), M = rows of C, N = cols of C,
-    K = `form.loop.stop`, the tile's row and column offsets (`form.a_row`, `form.b_col`,
-    lowered with `lw.expr`), and the accumulator's initial value (zeros when the statement
-    before the loop is `acc = tile.zeros(...)`, else `acc`'s array), then the store of
-    `form.store` (masked at the edges, to `pid * (BM, BN)`, converted to `form.out_elem`).
-    Keep the lowering's barrier bookkeeping: `lowering.pending = {}` after a statement that
-    ends with a barrier."""
-    return None
+    The tensor-core path (`TileGemm`, mma.sync through `tc_gemm.emit_gemm_tile`) takes a form
+    that every thread of the block reaches (a statement of the kernel's top level), on the GPU
+    with tensor cores (`lowering.tensor_cores`), with f16/bf16 inputs (both the same), an
+    accumulator starting at zero and not read after the store, loads at
+    `(pid.row * BM, k)` / `(k, pid.col * BN)` with `other` zero, a K loop from 0, and a tile
+    shape the emitter supports (powers of two, BK a multiple of 16, 16-byte copies that split
+    over the block).  Anything else: None, and the generic lowering runs."""
+    if not (zero_init and lowering.T > 1 and getattr(lowering, "tensor_cores", False)):
+        return None
+    k = lowering.k
+    if k.domain != 2 or not (form.start < len(k.body) and k.body[form.start] is form.loop and body is k.body):
+        return None
+    a, b, st = form.a, form.b, form.store
+    elems = {a.slice.ty.elem.name, b.slice.ty.elem.name}
+    if len(elems) != 1 or not elems <= {"f16", "bf16"}:
+        return None
+    if a.slice.ty.kind.output or b.slice.ty.kind.output or a.slice.ty.rank != 2 or b.slice.ty.rank != 2:
+        return None
+    if st.slice.ty.rank != 2 or st.slice.ty.elem.name != form.out_elem or form.out_elem not in ("f16", "bf16", "f32"):
+        return None
+    if not (_is_zero(a.other) and _is_zero(b.other) and _is_zero(form.loop.start)):
+        return None
+    bm, bn, bk = form.shape
+    if not (_pid_times(form.a_row, 0, bm) and _pid_times(form.b_col, 1, bn)):
+        return None
+    rest = body[form.end:]
+    if any(_uses(s, form.acc) or _uses(s, form.k_var) for s in rest) or _uses(form.loop.stop, form.k_var):
+        return None
+    from .tc_gemm import GemmConfig, gemm_smem_bytes
+
+    warps = lowering.T // 32
+    used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
+    for stages in (4, 3, 2):
+        nbytes = gemm_smem_bytes(tile_m=bm, tile_n=bn, tile_k=bk, stages=stages)
+        if used + nbytes <= STATIC_SHARED:
+            break
+    else:
+        return None
+    try:
+        GemmConfig(bm, bn, bk, warps, stages, a.slice.ty.elem.name, form.out_elem)
+    except ValueError:
+        return None
+    from dataclasses import replace
+
+    from anodize.language.types import I32, SharedTy
+
+    smem = lowering.fresh("gemm_smem")
+    lowering.shared[smem] = SharedTy(I32, (nbytes // 4,))
+    site = len(k.fault_sites)
+    span = form.loop.span
+    lowering.k = replace(k, fault_sites=(*k.fault_sites, ir.FaultSite(
+        k.path, span.line if span is not None else k.line, 1,
+        "gemm: a tile GEMM on tensor cores takes matrices of fewer than 2**31 - 4096 rows and columns", "")))
+    stop = lowering.scalar(form.loop.stop)
+    lowering.uses_barrier = True
+    # the emitter ends with a barrier (its shared memory is free again) and then stores C's tile
+    # from any thread: a later read of C's tile needs a barrier first
+    lowering.pending = {"global " + st.slice.name: {(True, False)}}
+    gemm = TileGemm(a.slice, b.slice, st.slice, stop, (bm, bn, bk), warps, stages, a.slice.ty.elem.name,
+                    form.out_elem, smem, site, span)
+    return [gemm]  # type: ignore[list-item]  # a codegen-only statement (lower_llvm's s_TileGemm)
+
+
+def _is_zero(e: Any) -> bool:
+    while isinstance(e, ir.Cast):
+        e = e.value
+    return isinstance(e, ir.Const) and e.value == 0 and not isinstance(e.value, bool)
+
+
+def _pid_times(e: Any, axis: int, n: int) -> bool:
+    """Is `e` the program id's `axis` times `n` (`pid.row * BM`)?"""
+    while isinstance(e, ir.Cast):
+        e = e.value
+    if not (isinstance(e, ir.BinOp) and e.op == "*"):
+        return False
+    for x, y in ((e.left, e.right), (e.right, e.left)):
+        while isinstance(x, ir.Cast):
+            x = x.value
+        if isinstance(x, TileIdPart) and x.rank == 2 and x.axis == axis and isinstance(y, ir.Const) and y.value == n:
+            return True
+    return False
+
+
+def _uses(node: Any, name: str) -> bool:
+    """Does `node` (a statement or expression, nested bodies included) name local `name`?"""
+    from dataclasses import fields, is_dataclass
+
+    if isinstance(node, ir.Local):
+        return node.name == name
+    if isinstance(node, tuple):
+        return any(_uses(x, name) for x in node)
+    if not is_dataclass(node):
+        return False
+    for f in fields(node):
+        v = getattr(node, f.name)
+        if (isinstance(v, str) and v == name and f.name in ("name", "var")) or _uses(v, name):
+            return True
+    return False

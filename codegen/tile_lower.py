@@ -22,8 +22,8 @@ unchanged.  The scheme (docs/tiles.md):
 
 The canonical GEMM form (a K loop of `acc = tile.matmul(tile.load(a, ..), tile.load(b, ..),
 acc)` and a store of `acc` or `acc.astype(T)`) is recognised in one place,
-`tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm` (generic until a tensor-core
-routine is plugged in there).
+`tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm_at` onto tensor cores (GPU,
+sm_80+, f16/bf16 inputs, a supported tile shape) or else by the generic path here.
 """
 
 from __future__ import annotations
@@ -56,12 +56,15 @@ def is_tile_kernel(k: ir.KernelIR) -> bool:
     return getattr(k, "tile_warps", 0) > 0
 
 
-def lower_tiles(k: ir.KernelIR, threads: int) -> ir.KernelIR:
+def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False) -> ir.KernelIR:
     """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
-    is not a tile kernel)."""
+    is not a tile kernel); `tensor_cores`: the GEMM form may lower to mma.sync (a GPU of
+    sm_80 or later; codegen/tile_gemm.py)."""
     if not is_tile_kernel(k):
         return k
-    return _Lowering(k, threads).run()
+    low = _Lowering(k, threads)
+    low.tensor_cores = tensor_cores and threads > 1
+    return low.run()
 
 
 class ProgramsOnHost:
@@ -96,6 +99,7 @@ class _Lowering(TileCompute):
         self.pending: dict[str, set[tuple[bool, bool]]] = {}
         self.acc: _Access | None = None  # the element loop being built
         self.unmasked = False  # building the fast variant of a loop whose tiles are all inside
+        self.tensor_cores = False  # the GEMM form may lower to mma.sync (lower_tiles)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -206,12 +210,17 @@ class _Lowering(TileCompute):
 
     # ---- statements ------------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
-        from .tile_gemm import lower_gemm, match_gemm
+        from .tile_gemm import lower_gemm, lower_gemm_at, match_gemm
 
         out: list[ir.Stmt] = []
         i = 0
         while i < len(body):
             s = body[i]
+            hit = lower_gemm_at(self, body, i)
+            if hit is not None:
+                out.extend(hit[0])
+                i = hit[1]
+                continue
             form = match_gemm(body, i, self)
             if form is not None:
                 done = lower_gemm(self, form)

@@ -1,8 +1,9 @@
 """tile_gemm: C = A @ B as a tile kernel, f16 or bf16 in, f32 accumulate, f16 out.
 
 One program per (BM, BN) tile of C; the K loop carries the f32 accumulator tile.  This is
-the canonical GEMM form the compiler recognises (codegen/tile_gemm.py), so it is the
-kernel a tensor-core lowering speeds up; one generic kernel serves both input types.
+the canonical GEMM form the compiler recognises (codegen/tile_gemm.py): on a GPU (sm_80 and
+later) it runs on tensor cores (mma.sync, ldmatrix, cp.async; docs/tiles.md "On tensor cores"),
+on the CPU backend on the generic lowering; one generic kernel serves both input types.
 
     python examples/tile_gemm.py
 """

@@ -1,0 +1,211 @@
+"""The tile GEMM form on tensor cores (codegen/tile_gemm.py `lower_gemm` -> `TileGemm` ->
+codegen/tile_gemm_llvm.py -> tc_gemm.emit_gemm_tile): which forms take it, the PTX it gives,
+and (GPU twins) the results against NumPy and the CPU backend at ragged sizes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.codegen.driver import compile_gpu
+from anodize.codegen.tile_gemm import TileGemm
+from anodize.codegen.tile_lower import lower_tiles
+from anodize.language.front import front_for_source
+
+HEAD = """
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, bf16, f16, f32, i64, tile
+"""
+
+GEMM = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps={warps})
+def gemm(a: Slice2D[{t}], b: Slice2D[{t}], c: DisjointSlice2D[{out}], k: i64) -> None:
+    pid = tile.program_id_2d()
+    acc = {init}
+    for kk in range(0, k, {bk}):
+        acc = tile.matmul(tile.load(a, (pid.row * {bm}, kk), ({bm}, {bk})), tile.load(b, (kk, pid.col * {bn}), ({bk}, {bn})), acc{tf32})
+    tile.store(c, pid, {stored})
+"""
+
+
+def gemm_src(t: str = "f16", out: str = "f16", bm: int = 64, bn: int = 64, bk: int = 32, warps: int = 4,
+             init: str = "", tf32: str = "", stored: str = "") -> str:
+    return GEMM.format(t=t, out=out, bm=bm, bn=bn, bk=bk, warps=warps, init=init or f"tile.zeros(({bm}, {bn}), f32)",
+                       tf32=tf32, stored=stored or (f"acc.astype({out})" if out != "f32" else "acc"))
+
+
+def kernel_ir(src: str):  # type: ignore[no-untyped-def]
+    text = HEAD + textwrap.dedent(src)
+    front = front_for_source(text, f"<tcgemm-{abs(hash(text))}>")
+    fdef = next(f for f in front.kernels() if f.name == "gemm")
+    t = front.typed(fdef, ())
+    assert t.ir is not None, [d.message for d in t.diagnostics]
+    return t.ir
+
+
+def gemms(k, threads: int, tensor_cores: bool = True) -> list[TileGemm]:  # type: ignore[no-untyped-def]
+    body = lower_tiles(k, threads, tensor_cores=tensor_cores).body
+    guard = body[-1]
+    return [s for s in guard.body if isinstance(s, TileGemm)]
+
+
+@pytest.mark.parametrize("t,out", [("f16", "f16"), ("bf16", "bf16"), ("f16", "f32"), ("bf16", "f16")])
+def test_f16_and_bf16_forms_lower_to_one_tensor_core_statement_on_the_gpu(t: str, out: str) -> None:
+    k = kernel_ir(gemm_src(t, out))
+    (g,) = gemms(k, 128)
+    assert g.tile == (64, 64, 32) and g.in_dtype == t and g.out_dtype == out and g.num_warps == 4
+    # the CPU backend and the debug device (one thread a program) keep the generic lowering
+    assert gemms(k, 1) == []
+    # and so does a GPU without tensor cores (the driver passes tensor_cores only from sm_80)
+    assert gemms(k, 128, tensor_cores=False) == []
+
+
+@pytest.mark.parametrize("src", [
+    gemm_src("f32", "f32"),  # f32 inputs (and f32 inputs with allow_tf32: not on this path)
+    gemm_src("f32", "f32", tf32=", allow_tf32=True"),
+    gemm_src(init="tile.full((64, 64), 1.0, f32)"),  # a non-zero initial accumulator
+    gemm_src(bm=48),  # not a power of two: the emitter has no layout for it
+    gemm_src(bm=32, bn=32, bk=32, warps=8),  # 16-byte copies do not split over 256 threads
+    gemm_src(stored="(acc * 2.0).astype(f16)"),  # the store is not of acc (or acc.astype)
+])
+def test_forms_the_emitter_does_not_take_stay_generic(src: str) -> None:
+    k = kernel_ir(src)
+    assert gemms(k, k.tile_warps * 32) == []
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+
+
+def test_offsets_other_than_the_programs_own_tile_stay_generic() -> None:
+    src = gemm_src().replace("(pid.row * 64, kk)", "(pid.row * 64 + 1, kk)")
+    assert gemms(kernel_ir(src), 128) == []
+    src = gemm_src().replace("range(0, k, 32)", "range(32, k, 32)")  # the K loop does not start at 0
+    assert gemms(kernel_ir(src), 128) == []
+
+
+def test_an_accumulator_read_after_the_store_stays_generic() -> None:
+    src = gemm_src() + "    tile.store(c, pid, (acc * 2.0).astype(f16))\n"
+    assert gemms(kernel_ir(src), 128) == []
+
+
+def test_tile_gemm_ptx_on_sm_90_uses_tensor_cores_without_spills() -> None:
+    k = kernel_ir(gemm_src())
+    art = compile_gpu(k, "sm_90", ptxas=None)
+    ptx = art.ptx
+    assert ptx.count("mma.sync.aligned.m16n8k16") >= 32 and "ldmatrix" in ptx and "cp.async" in ptx
+    assert "fma.rn.f32" not in ptx  # no generic FMA loop left beside it
+    assert art.static_shared_bytes <= 48 * 1024
+    if shutil.which("ptxas"):  # `ptxas -arch=sm_90 -v` on the PTX itself: no spills
+        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        gemm_part = r.stderr[r.stderr.index("'gemm'"):]
+        assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part.split("Function properties for __az_fault")[0]
+    if art.resources is not None:
+        assert art.resources.spill_stores == 0 and art.resources.spill_loads == 0
+
+
+def test_sm_75_keeps_the_generic_lowering() -> None:
+    ptx = compile_gpu(kernel_ir(gemm_src()), "sm_75", ptxas=False).ptx
+    assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
+
+
+def test_the_example_gemm_is_on_tensor_cores() -> None:
+    root = Path(__file__).resolve().parents[2]
+    path = root / "examples" / "tile_gemm.py"
+    front = front_for_source(path.read_text(), str(path))
+    fdef = next(f for f in front.kernels() if f.name == "gemm")
+    for t in ("f16", "bf16"):
+        k = front.typed(fdef, (("T", t),)).ir
+        assert k is not None
+        assert len(gemms(k, k.tile_warps * 32)) == 1
+
+
+# ---- GPU twins -------------------------------------------------------------------------------------
+
+
+_MODULES: dict = {}  # type: ignore[type-arg]  # one module (one compile per device) per source
+
+
+def _module(tmp_path: Path, src: str):  # type: ignore[no-untyped-def]
+    import importlib.util
+    import sys
+
+    if src in _MODULES:
+        return _MODULES[src]
+    p = tmp_path / f"tcgemm_{abs(hash(src))}.py"
+    p.write_text(HEAD + textwrap.dedent(src))
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[p.stem] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    _MODULES[src] = mod
+    return mod
+
+
+def _dtype(t: str):  # type: ignore[no-untyped-def]
+    if t == "f16":
+        return np.float16
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("t", ["f16", "bf16"])
+@pytest.mark.parametrize("m,n,k,kstop", [(77, 130, 65, 65), (256, 256, 256, 256), (64, 64, 32, 32), (1, 7, 3, 3),
+                                         (130, 77, 100, 40), (70, 66, 96, 0)])
+def test_tensor_core_tile_gemm_matches_numpy_and_the_cpu_backend(tmp_path: Path, t: str, m: int, n: int, k: int, kstop: int) -> None:
+    mod = _module(tmp_path, gemm_src(t, t))
+    rng = np.random.default_rng(m * 1000 + n + k)
+    dt = _dtype(t)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    # the generic path's masked loads sum K up to the loop's last BK step: ceil(kstop / 32) * 32
+    kk = min(k, -(-kstop // 32) * 32)
+    ref = a[:, :kk].astype(np.float32) @ b[:kk].astype(np.float32)
+    got = {}
+    for name in ("gpu", "cpu"):
+        dev = az.device() if name == "gpu" else az.device("cpu")
+        c = dev.full((m, n), 7.0, getattr(az, t))  # every element of C is written
+        mod.gemm[az.LaunchConfig.for_tiles((m, n), (64, 64))](dev.to_device(a), dev.to_device(b), c, kstop)
+        got[name] = c.to_host().astype(np.float32)
+    tol = 1e-2 if t == "f16" else 2e-2  # one rounding of an f32 sum to the output type
+    for name, res in got.items():
+        np.testing.assert_allclose(res, ref, rtol=tol, atol=tol * np.sqrt(max(kk, 1)), err_msg=name)
+    np.testing.assert_allclose(got["gpu"], got["cpu"], rtol=tol, atol=tol * np.sqrt(max(kk, 1)))
+
+
+@pytest.mark.gpu
+def test_tensor_core_tile_gemm_f32_output_and_more_programs_than_tiles(tmp_path: Path) -> None:
+    mod = _module(tmp_path, gemm_src("f16", "f32"))
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((100, 90), dtype=np.float32).astype(np.float16)
+    b = rng.standard_normal((90, 70), dtype=np.float32).astype(np.float16)
+    dev = az.device()
+    c = dev.zeros((100, 70), az.f32)
+    mod.gemm[az.LaunchConfig.for_tiles((300, 300), (64, 64))](dev.to_device(a), dev.to_device(b), c, 90)
+    np.testing.assert_allclose(c.to_host(), a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.gpu
+def test_tensor_core_tile_gemm_masks_each_operand_at_its_own_extent(tmp_path: Path) -> None:
+    # C larger than A's rows and B's columns, K past B's rows: the generic lowering reads zeros
+    # there (so C's extra rows and columns become 0); the tensor-core path must too
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((50, 96), dtype=np.float32).astype(np.float16)
+    b = rng.standard_normal((80, 70), dtype=np.float32).astype(np.float16)
+    want = np.zeros((100, 90), np.float32)
+    want[:50, :70] = a[:, :80].astype(np.float32) @ b.astype(np.float32)
+    for bm, warps in ((64, 4), (128, 8)):
+        mod = _module(tmp_path, gemm_src("f16", "f32", bm=bm, bn=bm, warps=warps))
+        # (128 x 128 on the generic lowering needs 80 KiB of shared memory: GPU only, tensor cores)
+        for dev in (az.device(), az.device("cpu")) if bm == 64 else (az.device(),):
+            c = dev.full((100, 90), 5.0, az.f32)
+            mod.gemm[az.LaunchConfig.for_tiles((100, 90), (bm, bm))](dev.to_device(a), dev.to_device(b), c, 96)
+            np.testing.assert_allclose(c.to_host(), want, rtol=1e-3, atol=1e-3, err_msg=f"{dev.describe()} {bm}")
