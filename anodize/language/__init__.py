@@ -12,4 +12,4 @@ Layers import in one direction only (tests/language/test_layering.py holds it):
 language <- checker <- runtime, language <- codegen <- runtime <- the `anodize` facade.
 """
 
-VERSION = "0.1.0"  # the package version (`anodize.__version__`); part of every cache key
+VERSION = "0.2.0"  # the package version (`anodize.__version__`); part of every cache key
