@@ -141,13 +141,19 @@ def compile_cpu(
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
-    out.cpu_entry = jit
-    if tile:
-        from .tile_lower import ProgramsOnHost
-
-        out.cpu_entry = ProgramsOnHost(jit)  # one host thread per program
+    out.cpu_entry = _host_entry(jit, tile)
     out.compile_seconds = time.perf_counter() - t0
     return out
+
+
+def _host_entry(entry: Any, tile: bool) -> Any:
+    """A tile kernel's host entry runs each program on one host thread, whatever block the
+    launch names (`tile_lower.ProgramsOnHost`); any other kernel's is `entry` itself."""
+    if not tile:
+        return entry
+    from .tile_lower import ProgramsOnHost
+
+    return ProgramsOnHost(entry)
 
 
 def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False) -> CompiledKernel:
@@ -161,11 +167,7 @@ def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, 
                        frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
     out.llvm_ir_optimized = jit.optimized_ir
-    out.cpu_entry = jit
-    if tile:
-        from .tile_lower import ProgramsOnHost
-
-        out.cpu_entry = ProgramsOnHost(jit)  # one host thread per program
+    out.cpu_entry = _host_entry(jit, tile)
     out.compile_seconds = time.perf_counter() - t0
     return out
 
@@ -180,10 +182,6 @@ def compile_debug(kernel: Any) -> CompiledKernel:
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)
     out = _artifact(k, "debug", "", 0, k.name)
-    out.cpu_entry = InterpModule(k, out)
-    if tile:
-        from .tile_lower import ProgramsOnHost
-
-        out.cpu_entry = ProgramsOnHost(out.cpu_entry)  # one thread per program
+    out.cpu_entry = _host_entry(InterpModule(k, out), tile)
     out.compile_seconds = time.perf_counter() - t0
     return out
