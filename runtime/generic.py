@@ -27,19 +27,13 @@ _BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.ite
 _DTYPE = operator.attrgetter("dtype")
 
 
-def _exact(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """`args -> tuple(args[i] for i in idx)`, exactly (itemgetter for two or more)."""
-    if len(idx) > 1:
-        return operator.itemgetter(*idx)
-    return lambda args: tuple(args[i] for i in idx)
-
-
 def _picker(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
-    """`args -> tuple(args[i] for i in idx)`, at C speed."""
-    if not idx:
-        return lambda args: ()
+    """`args -> tuple(args[i] for i in idx)`, exactly and at C speed (an itemgetter of one
+    slice for a single index, so the result is always a tuple)."""
     if len(idx) == 1:
-        return operator.itemgetter(idx[0], idx[0])  # a pair, so the result is always a tuple
+        return operator.itemgetter(slice(idx[0], idx[0] + 1))
+    if not idx:
+        return operator.itemgetter(slice(0, 0))
     return operator.itemgetter(*idx)
 
 
@@ -203,12 +197,11 @@ class GenericLaunch:
         self.kernel, self.config, self.sig = kernel, config, sig
         params = sig.params
         self._n = len(params)
-        # C-level pickers (itemgetter with the index twice when there is one, so each returns a tuple)
         self._slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
         self._scalars = _picker([i for i, p in enumerate(params) if (p in sig.typevar_of and not sig.is_slice[p]) or p in sig.constants])
         self._consts = _picker([i for i, p in enumerate(params) if p in sig.constants])
         keep = [i for i, p in enumerate(params) if p not in sig.constants]
-        self._keep = None if not sig.constants else _exact(keep)
+        self._keep = None if not sig.constants else _picker(keep)
         self._fast: dict[tuple[Any, ...], Any] = {}
 
     def _key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
