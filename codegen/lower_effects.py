@@ -17,7 +17,8 @@ both to `Target.emit_print`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as llir
 
@@ -54,24 +55,31 @@ def lower_atomic(lw: Lowerer, e: ir.Atomic) -> llir.Value | None:
     expected = lw.expr(e.expected) if e.expected is not None else None
     val = lw.expr(e.value) if e.value is not None else None
     ok, ptr, fidx, flen = lw.addr_dims(sv.ptr, mem_type(elem), list(sv.dims), [idx])
-    scope = lw.t.sync_scope(e.scope)
-    order = llvm_order(e.order)
-    b = lw.b
-    align = elem.info.mem_bits // 8
 
     def act() -> llir.Value | None:
-        if e.op == "load":
-            return b.load_atomic(ptr, scope + order, align, typ=reg_type(elem))
-        if e.op == "store":
-            # IRBuilder.store_atomic wants a typed pointer; build the instruction itself
-            b._insert(llir.instructions.StoreAtomicInstr(b.block, val, ptr, scope + order, align))
-            return None
-        if e.op == "compare_exchange":
-            pair = b.cmpxchg(ptr, expected, val, scope + order, _FAIL_ORDER.get(order, order))
-            return b.extract_value(pair, 0)
-        return lw.t.atomic_rmw(lw, e.op, ptr, val, elem, e.scope, e.order)
+        return atomic_at(lw, e, ptr, val, expected, elem, lambda: lw.t.atomic_rmw(lw, e.op, ptr, val, elem, e.scope, e.order))
 
     return lw.guarded(e.checked, ok, e.site, fidx, flen, act, None if e.op == "store" else reg_type(elem))
+
+
+def atomic_at(lw: Lowerer, e: Any, ptr: llir.Value, val: llir.Value | None, expected: llir.Value | None,
+              elem: Any, rmw: Callable[[], llir.Value]) -> llir.Value | None:
+    """The atomic `e.op` at `ptr` (global or shared): load, store and compare-exchange here,
+    read-modify-write through `rmw`, each with `e.scope` and `e.order`."""
+    b = lw.b
+    sem = lw.t.sync_scope(e.scope) + llvm_order(e.order)
+    align = elem.info.mem_bits // 8
+    if e.op == "load":
+        return b.load_atomic(ptr, sem, align, typ=reg_type(elem))
+    if e.op == "store":
+        # IRBuilder.store_atomic wants a typed pointer; build the instruction itself
+        b._insert(llir.instructions.StoreAtomicInstr(b.block, val, ptr, sem, align))
+        return None
+    if e.op == "compare_exchange":
+        order = llvm_order(e.order)
+        pair = b.cmpxchg(ptr, expected, val, sem, _FAIL_ORDER.get(order, order))
+        return b.extract_value(pair, 0)
+    return rmw()
 
 
 def printf_format(parts: tuple[str | ir.Expr, ...]) -> str:

@@ -24,7 +24,6 @@ from .lower_llvm import I64T, WITNESS_LL, reg_type
 if TYPE_CHECKING:
     from .lower_llvm import Lowerer
 
-_FAIL_ORDER = {"acq_rel": "acquire", "release": "monotonic"}
 
 
 def lower_local_witness(lw: Lowerer, e: ir.MakeWitness) -> llir.Value:
@@ -45,31 +44,22 @@ def lower_local_witness(lw: Lowerer, e: ir.MakeWitness) -> llir.Value:
 
 
 def lower_shared_atomic(lw: Lowerer, e: ir.SharedAtomic) -> llir.Value | None:
-    from .lower_effects import llvm_order, rmw_op
+    from .lower_effects import atomic_at, rmw_op
 
     elem = e.array.ty.elem
     expected = lw.expr(e.expected) if e.expected is not None else None
     val = lw.expr(e.value) if e.value is not None else None
     ok, ptr, fidx, flen = lw.shared_address(e.array, e.index)
-    scope = lw.t.sync_scope(e.scope)
-    order = llvm_order(e.order)
-    b = lw.b
-    align = elem.info.mem_bits // 8
 
-    def act() -> llir.Value | None:
-        if e.op == "load":
-            return b.load_atomic(ptr, scope + order, align, typ=reg_type(elem))
-        if e.op == "store":
-            b._insert(llir.instructions.StoreAtomicInstr(b.block, val, ptr, scope + order, align))
-            return None
-        if e.op == "compare_exchange":
-            pair = b.cmpxchg(ptr, expected, val, scope + order, _FAIL_ORDER.get(order, order))
-            return b.extract_value(pair, 0)
+    def rmw() -> llir.Value:
         assert val is not None
         if e.order == "relaxed" and e.scope in ("block", "device"):
             # shared memory is the block's: LLVM's relaxed atomicrmw is `atom.shared.<op>`
-            return b.atomic_rmw(rmw_op(e.op, elem), ptr, val, "monotonic")
-        return lw.t.atomic_rmw(lw, e.op, ptr, val, elem, e.scope, e.order)
+            return lw.b.atomic_rmw(rmw_op(e.op, elem), ptr, val, "monotonic")
+        return lw.t.atomic_rmw(lw, e.op, ptr, val, elem, e.scope, e.order)  # type: ignore[no-any-return]
+
+    def act() -> llir.Value | None:
+        return atomic_at(lw, e, ptr, val, expected, elem, rmw)
 
     result = None if e.op == "store" else reg_type(elem)
     return lw.guarded(e.checked, ok, e.site, fidx, flen, act, result)
