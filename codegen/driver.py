@@ -26,9 +26,15 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     for a SIMT kernel.  `arch`: the GPU's (tensor cores, mma.sync, from sm_80), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
+    from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES
+
     from .tile_lower import lower_tiles
 
-    return lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80)
+    out = lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80)
+    # the typer refused tiles whose bound (language/tile_storage.py) is over the limit, and the
+    # lowering stays within that bound: more here is a bug in the lowering, not the user's
+    assert static_shared_bytes(out) <= STATIC_SHARED_MAX_BYTES, f"tile lowering allocated {static_shared_bytes(out)} bytes"
+    return out
 
 
 def _sm(arch: str) -> int:

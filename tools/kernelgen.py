@@ -571,7 +571,12 @@ def _inject(src: str, ch: Chooser, kind: str) -> str:
 
 
 def gen_module(ch: Chooser, outside: bool = False) -> str:
-    """One module's source; `outside` injects one construct outside the subset."""
+    """One module's source; `outside` injects one construct outside the subset.  About one
+    module in eight is a tile kernel (tools/kernelgen_tiles.py)."""
+    if ch.integer(0, 7) == 0:
+        from kernelgen_tiles import gen_tile_module
+
+        return gen_tile_module(ch, outside)
     src = _Gen(ch).module()
     if outside:
         src = _inject(src, ch, ch.choice(OUTSIDE_KINDS))

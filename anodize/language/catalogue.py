@@ -266,6 +266,8 @@ MESSAGES: dict[str, str] = {
     "local-array-takes-shape": "`az.local.array` takes a shape and an element type: `az.local.array((4, 4), f32)`",
     "local-array-shape": "a local array's shape must be a positive constant int or a tuple of 1-3 positive constant ints, found `{expr}`",
     "local-array-dtype": "a local array's element type must be a scalar type, found `{ty}`",
+    "shared-too-large": "with `{name}` this kernel's static shared memory is {nbytes} bytes; a block has at most {limit}",
+    "tile-storage-too-large": "this tile kernel's tiles need up to {nbytes} bytes of shared memory; a block has at most {limit}",
     "local-array-too-large": "`{name}` takes {nbytes} bytes; a local array holds at most {limit} bytes per thread",
     "local-array-index-rank": "`{name}` is {rank}-D: index it with {rank} int{s}",
     "tile-arity": "`thread.tile_2d` takes the tile's extents, and optionally its groups: `thread.tile_2d(TR, TC)` or `thread.tile_2d(TR, TC, GR, GC)`",
@@ -308,6 +310,8 @@ MESSAGES: dict[str, str] = {
 
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
+    "shared-too-large": "put large buffers in dynamic shared memory (`az.shared.dynamic_array(T)`, sized by the contract's `shared_mem`), or use smaller arrays",
+    "tile-storage-too-large": "use smaller tiles (a tile of N f32 elements takes 4*N bytes), fewer tile locals, or fewer reductions",
     "tile-form": "`t = thread.tile_2d(TR, TC)` (or `thread.tile_2d(TR, TC, GR, GC)`, groups of GR rows and GC columns, GR dividing TR and GC dividing TC) gives this thread TR x TC elements of every 2-D output; `t.at(r, s)` with r in [0, TR) and s in [0, TC) is the `Index2D` of one of them",
     "local-array-index-help": "a local array's indices run from 0 to its length minus one on each axis",
     "local-array-escape-help": "a local array is private to its thread and lives in the function that declares it: index it (`{name}[i]`), or pass it to a helper, which takes it by reference (`LocalArray[T]` or an unannotated parameter)",

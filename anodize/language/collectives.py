@@ -22,6 +22,7 @@ from typing import Any
 
 from anodize.language import ir, messages
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy, WitnessTy
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
 from anodize.language.vocab import (
     BLOCK_COLLECTIVES,
     COLLECTIVE_OPS,
@@ -77,6 +78,10 @@ def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:
         k.uses_barrier = True
         k.uses_shared = True
         k.shared[COLLECTIVE_SCRATCH] = SCRATCH_TY
+        nbytes = static_shared_bytes(k.shared)
+        if nbytes > STATIC_SHARED_MAX_BYTES:
+            c.fail(messages.type_error(c.span(node), "shared-too-large", help="shared-too-large", name=shown, nbytes=nbytes,
+                                       limit=STATIC_SHARED_MAX_BYTES))
     return ir.Collective(name, op, v, threads, ty, inclusive, src, c.span(node))
 
 

@@ -33,6 +33,7 @@ from anodize.language.typer_calls import CallTyping
 from anodize.language.typer_effects import EffectsTyping
 from anodize.language.typer_exprs import ExprTyping
 from anodize.language.typer_locals import LocalsTyping
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes, tile_storage_bound
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 
 __all__ = ["build_ir", "parse_contract", "type_helper", "type_kernel"]
@@ -540,6 +541,10 @@ class _FnCompiler(ExprTyping, CallTyping, EffectsTyping, LocalsTyping, ast.NodeV
         shared_safe.check_decl(self, call, shape_node, ty)
         uname = name if name not in self.k.shared else f"{name}.{len(self.k.shared)}"
         self.k.shared[uname] = ty
+        nbytes = static_shared_bytes(self.k.shared)
+        if nbytes > STATIC_SHARED_MAX_BYTES:
+            self.k.diags.append(messages.type_error(self.span(call), "shared-too-large", help="shared-too-large", name=name,
+                                                    nbytes=nbytes, limit=STATIC_SHARED_MAX_BYTES))
         self.shared[name] = ty
         self.k.uses_shared = True
         self._shared_unique = getattr(self, "_shared_unique", {})
@@ -771,7 +776,7 @@ def _type_kernel(
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)
-    return ir.KernelIR(
+    kir = ir.KernelIR(
         name=fdef.name,
         params=tuple(params),
         locals=tuple(comp.locals.items()),
@@ -787,6 +792,10 @@ def _type_kernel(
         shared=tuple(k.shared.items()),
         tile_warps=warps,
     )
+    if warps and tile_storage_bound(kir) > STATIC_SHARED_MAX_BYTES:
+        raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
+                                              nbytes=tile_storage_bound(kir), limit=STATIC_SHARED_MAX_BYTES)])
+    return kir
 
 
 def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty]) -> tuple[type, int]:

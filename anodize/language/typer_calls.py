@@ -49,6 +49,11 @@ class CallTyping(_Base):
             self.unsupported(node, "write-unchecked-value")
         obj = self.sym(f)
         if obj.kind == "missing":
+            root = f
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and root.id in self.failed_names:
+                raise _Silent  # a method of a local whose assignment was refused: reported there
             self.type_error(f, "callee-undefined", callee=ast.unparse(f))
         if obj.kind == "typevar":  # `T(x)`: a cast to this specialisation's scalar
             return self.cast_call(self.resolve_type(f, "the cast"), node)  # type: ignore[arg-type]

@@ -213,6 +213,11 @@ class ExprTyping(_Base):
 
     def module_value(self, node: ast.expr) -> ir.Expr:
         """A module-level name read as a value: a constant, from the module's source."""
+        root = node
+        while isinstance(root, ast.Attribute):
+            root = root.value
+        if isinstance(root, ast.Name) and root.id in self.failed_names:
+            raise _Silent  # `t.T` of a local whose assignment was refused: reported there
         s = self.sym(node)
         text = ast.unparse(node)
         span = self.span(node)

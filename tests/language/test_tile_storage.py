@@ -1,0 +1,62 @@
+"""The on-chip memory bound: what the typer refuses is what ptxas would refuse, and the tile
+lowering never allocates more than the language's bound (language/tile_storage.py)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+
+from kernelgen import RandomChooser  # noqa: E402
+from kernelgen_tiles import gen_tile_module  # noqa: E402
+
+from anodize.checker.api import analyze_source  # noqa: E402
+from anodize.codegen.tile_lower import lower_tiles  # noqa: E402
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, tile_storage_bound  # noqa: E402
+
+
+def _typed_tile_kernels(src: str, path: str):
+    a = analyze_source(src, path)
+    if a.model is None:
+        return
+    front = a.model.front
+    for fdef in front.kernels():
+        t = front.typed(fdef)
+        if t.ir is not None and t.ir.tile_warps:
+            yield t.ir
+
+
+def _allocated(k, tensor_cores: bool) -> int:
+    low = lower_tiles(k, k.tile_warps * 32, tensor_cores=tensor_cores)
+    return sum(t.size * t.elem.info.mem_bits // 8 for name, t in low.shared if not t.dynamic and "gemm_smem" not in name)
+
+
+SOURCES = [(p.name, p.read_text()) for p in sorted((ROOT / "fixtures" / "accept").glob("*.py")) + sorted((ROOT / "examples").glob("tile_*.py"))]
+
+
+@pytest.mark.parametrize("seeds", [range(0, 120)])
+def test_the_lowering_stays_within_the_bound(seeds: range) -> None:
+    sources = [s for s in SOURCES if "tile_kernel" in s[1]] + [(f"gen{n}.py", gen_tile_module(RandomChooser(n))) for n in seeds]
+    checked = 0
+    for path, src in sources:
+        for k in _typed_tile_kernels(src, path):
+            bound = tile_storage_bound(k)
+            assert bound <= STATIC_SHARED_MAX_BYTES
+            for tc in (False, True):
+                used = _allocated(k, tc)
+                assert used <= bound, (path, k.name, used, bound)
+            checked += 1
+    assert checked > 60
+
+
+def test_static_shared_over_the_limit_is_a_located_type_error() -> None:
+    src = (ROOT / "fixtures" / "reject" / "shared_too_large.py").read_text()
+    a = analyze_source(src, "shared_too_large.py")
+    got = sorted((d.span.line, d.code) for d in a.diagnostics)
+    assert got == [(14, "az-type"), (26, "az-type"), (33, "az-type")]
+    texts = " ".join(d.message for d in a.diagnostics)
+    assert "65536 bytes" in texts and "49152" in texts

@@ -1,0 +1,253 @@
+"""Random tile-kernel modules for the agreement run (tools/agreement.py, tools/kernelgen.py).
+
+    gen_tile_module(ch, outside=False) -> str
+
+A module holds one `@az.tile_kernel` over 1-D or 2-D slices: loads of the program's own tile
+and at computed offsets (masked, `other=`), element-wise arithmetic with scalars and
+broadcasting, `math` functions, reductions that keep their axis, `tile.where`, `.astype`,
+`.T`, `tile.zeros/full`, a K loop carrying a `tile.matmul` accumulator, scalar `if`s, and one
+`tile.store` of the program's tile.  The generator tracks each tile's shape and element type,
+so most modules are accepted; `outside=True` injects one construct tile kernels refuse (a
+store outside the program's tile, a second store shape, a load of another program's output
+tile, SIMT constructs, mismatched shapes, an oversized tile, a bad axis, a tile indexed or
+passed to a helper, a matmul of f64 or with mismatched inner extents).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["gen_tile_module", "TILE_OUTSIDE_KINDS"]
+
+HEADER = (
+    "import math\n"
+    "import anodize as az\n"
+    "from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, bf16, f16, f32, f64, i32, i64, thread, tile\n"
+)
+EXTENTS = (1, 2, 4, 8, 16, 32, 64)
+IN_TYPES = ("f32", "f32", "f16", "bf16", "f64", "i32")
+MATH1 = ("exp", "sqrt", "tanh", "fabs", "log", "sin", "rsqrt")
+TILE_OUTSIDE_KINDS = (
+    "store_offset", "store_shape", "load_output", "barrier", "simt_witness", "shape_mismatch", "huge",
+    "bad_axis", "index_tile", "helper_tile", "matmul_f64", "matmul_inner", "shared", "atomic_param",
+)
+
+
+class _TileGen:
+    def __init__(self, ch: Any) -> None:
+        self.ch = ch
+        self.lines: list[str] = []
+        self.n = 0
+        self.tiles: dict[str, tuple[tuple[int, ...], str]] = {}  # name -> (shape, element type)
+
+    def fresh(self) -> str:
+        self.n += 1
+        return f"t{self.n}"
+
+    def emit(self, ind: int, text: str) -> None:
+        self.lines.append("    " * ind + text)
+
+    def shape_text(self, shape: tuple[int, ...]) -> str:
+        return f"({shape[0]},)" if len(shape) == 1 else f"({shape[0]}, {shape[1]})"
+
+    def pick(self, pred: Any = None) -> str | None:
+        names = [n for n, v in self.tiles.items() if pred is None or pred(v)]
+        return self.ch.choice(names) if names else None
+
+    def floats(self, shape: tuple[int, ...] | None = None) -> str | None:
+        return self.pick(lambda v: v[1] in ("f32", "f64", "f16", "bf16") and (shape is None or v[0] == shape))
+
+    def offset(self, src: str) -> str:
+        """A load offset: the program's own tile, or computed from the program id and scalars."""
+        ch = self.ch
+        if ch.coin(0.4):
+            return "pid"
+        if self.rank == 1:
+            base = ch.choice(("pid.get() * {e}", "k", "pid.get()", "0", "pid.get() * {e} - 3"))
+            return base.format(e=self.shape[0])
+        r = ch.choice(("pid.row * {r}", "0", "k", "pid.row * {r} + 1", "pid.col"))
+        c = ch.choice(("pid.col * {c}", "0", "k", "pid.col * {c} - 2", "pid.row"))
+        return f"({r.format(r=self.shape[0])}, {c.format(c=self.shape[1])})"
+
+    def load(self) -> None:
+        ch = self.ch
+        src = ch.choice(self.inputs)
+        name = self.fresh()
+        shape = self.shape if ch.coin(0.7) else tuple(ch.choice(EXTENTS) for _ in self.shape)
+        other = ch.choice(("", "", ", other=0.0", ", other=1", ", other=-math.inf")) if self.in_types[src] != "i32" else ""
+        self.emit(1, f"{name} = tile.load({src}, {self.offset(src)}, {self.shape_text(shape)}{other})")
+        self.tiles[name] = (shape, self.in_types[src])
+
+    def broadcastable(self, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+        if len(shape) == 1:
+            return [shape, (1,)]
+        return [shape, (shape[0], 1), (1, shape[1]), (1, 1)]
+
+    def elementwise(self) -> None:
+        ch = self.ch
+        x = self.pick()
+        if x is None:
+            return self.load()
+        shape, t = self.tiles[x]
+        name = self.fresh()
+        k = ch.choice(("binop", "binop", "scalar", "math", "where", "astype", "reduce", "transpose", "full", "minmax"))
+        is_float = t in ("f32", "f64", "f16", "bf16")
+        if k == "binop":
+            y = self.pick(lambda v: v[1] == t and v[0] in self.broadcastable(shape))
+            if y is None:
+                y = x
+            op = ch.choice(("+", "-", "*") + (("/",) if is_float else ("//", "%")))
+            self.emit(1, f"{name} = {x} {op} {y}")
+            self.tiles[name] = (shape, t)
+        elif k == "scalar":
+            lit = ch.choice(("s", "2.0", "0.5", "3")) if is_float else ch.choice(("3", "1", "k"))
+            op = ch.choice(("+", "-", "*"))
+            self.emit(1, f"{name} = {x} {op} {lit}")
+            self.tiles[name] = (shape, t if not (lit == "s" and t in ("f16", "bf16")) else "f32")
+            if lit == "k" and t == "i32":
+                self.tiles[name] = (shape, "i64")
+        elif k == "math" and is_float:
+            fn = ch.choice(MATH1)
+            self.emit(1, f"{name} = az.math.{fn}({x})")
+            self.tiles[name] = (shape, t)
+        elif k == "where":
+            y = self.pick(lambda v: v[1] == t and v[0] == shape) or x
+            zero = "0.0" if is_float else "0"
+            self.emit(1, f"{name} = tile.where({x} > {y}, {x}, {zero})")
+            self.tiles[name] = (shape, t)
+        elif k == "astype":
+            t2 = ch.choice(("f32", "f16", "f64", "i32", "bf16"))
+            self.emit(1, f"{name} = {x}.astype({t2})")
+            self.tiles[name] = (shape, t2)
+        elif k == "reduce":
+            fn = ch.choice(("sum", "max", "min"))
+            if len(shape) == 2 and ch.coin(0.8):
+                axis = ch.integer(0, 1)
+                out = (shape[0], 1) if axis == 1 else (1, shape[1])
+                self.emit(1, f"{name} = tile.{fn}({x}, axis={axis})")
+            else:
+                out = (1,) * len(shape)
+                self.emit(1, f"{name} = tile.{fn}({x})")
+            acc = "f32" if fn == "sum" and t in ("f16", "bf16") else t
+            self.tiles[name] = (out, acc)
+        elif k == "transpose" and len(shape) == 2:
+            self.emit(1, f"{name} = {x}.T")
+            self.tiles[name] = ((shape[1], shape[0]), t)
+        elif k == "full":
+            v = ch.choice(("1.5", "0.0", "s")) if is_float else "2"
+            fn = f"tile.full({self.shape_text(shape)}, {v}, {t})" if ch.coin() else f"tile.zeros({self.shape_text(shape)}, {t})"
+            self.emit(1, f"{name} = {fn}")
+            self.tiles[name] = (shape, t)
+        else:
+            fn = ch.choice(("min", "max"))
+            self.emit(1, f"{name} = {fn}({x}, {x})" if ch.coin() else f"{name} = abs({x})")
+            self.tiles[name] = (shape, t)
+
+    def matmul_loop(self) -> None:
+        ch = self.ch
+        if self.rank != 2 or len(self.mm_inputs) < 1:
+            return self.elementwise()
+        a, b = ch.choice(self.mm_inputs), ch.choice(self.mm_inputs)
+        if self.in_types[a] != self.in_types[b]:
+            b = a
+        m, n = self.shape
+        kk = ch.choice((8, 16, 32))
+        acc = self.fresh()
+        self.emit(1, f"{acc} = tile.zeros(({m}, {n}), f32)")
+        step = ch.choice(("k", str(kk)))
+        self.emit(1, f"for kk in range(0, {step} * 4, {kk}):" if step == "k" else f"for kk in range(0, k, {kk}):")
+        self.emit(2, f"{acc} = tile.matmul(tile.load({a}, (pid.row * {m}, kk), ({m}, {kk})), tile.load({b}, (kk, pid.col * {n}), ({kk}, {n})), {acc})")
+        self.tiles[acc] = (self.shape, "f32")
+
+    def scalar_if(self) -> None:
+        x = self.floats()
+        if x is None:
+            return self.elementwise()
+        shape, t = self.tiles[x]
+        self.emit(1, f"if s > {self.ch.choice(('0.0', '1.0', 'k'))}:")
+        self.emit(2, f"{x} = {x} * 2.0")
+
+    def module(self) -> str:
+        ch = self.ch
+        self.rank = ch.choice((1, 2, 2))
+        self.shape = (ch.choice(EXTENTS[2:]),) if self.rank == 1 else (ch.choice(EXTENTS), ch.choice(EXTENTS[1:]))
+        sl, dsl = ("Slice", "DisjointSlice") if self.rank == 1 else ("Slice2D", "DisjointSlice2D")
+        n_in = ch.integer(1, 3)
+        self.in_types = {f"a{j}": ch.choice(IN_TYPES) for j in range(n_in)}
+        self.inputs = list(self.in_types)
+        self.mm_inputs = [a for a, t in self.in_types.items() if t in ("f16", "bf16")]
+        self.out_t = ch.choice(("f32", "f32", "f16", "f64", "i32"))
+        params = [f"{a}: {sl}[{t}]" for a, t in self.in_types.items()] + [f"c: {dsl}[{self.out_t}]", "s: f32", "k: i64"]
+        self.lines = [HEADER]
+        self.emit(0, "")
+        self.emit(0, f"@az.launch_contract(domain={self.rank})")
+        self.emit(0, f"@az.tile_kernel(num_warps={ch.choice((1, 2, 4, 8))})")
+        self.emit(0, f"def kern({', '.join(params)}) -> None:")
+        self.emit(1, f"pid = tile.program_id_{self.rank}d()")
+        self.load()
+        for _ in range(ch.integer(1, 6)):
+            k = ch.choice(("load", "ew", "ew", "ew", "mm", "if"))
+            {"load": self.load, "ew": self.elementwise, "mm": self.matmul_loop, "if": self.scalar_if}[k]()
+        final = self.pick(lambda v: v[0] == self.shape)
+        if final is None:  # broadcast a tile that broadcasts to the program's shape, else load one
+            src = self.pick(lambda v: len(v[0]) == len(self.shape) and all(d in (1, e) for d, e in zip(v[0], self.shape)))
+            final = self.fresh()
+            if src is None:
+                src = self.inputs[0]
+                self.emit(1, f"{final} = tile.load({src}, pid, {self.shape_text(self.shape)})")
+                self.tiles[final] = (self.shape, self.in_types[src])
+            else:
+                self.emit(1, f"{final} = {src} + tile.zeros({self.shape_text(self.shape)}, {self.tiles[src][1]})")
+                self.tiles[final] = (self.shape, self.tiles[src][1])
+        value = final if self.tiles[final][1] == self.out_t else f"{final}.astype({self.out_t})"
+        self.emit(1, f"tile.store(c, pid, {value})")
+        return "\n".join(self.lines) + "\n"
+
+
+def _inject(src: str, ch: Any, kind: str) -> str:
+    lines = src.splitlines()
+    store = next(n for n, line in enumerate(lines) if line.strip().startswith("tile.store("))
+    two_d = "program_id_2d" in src
+    shape = "(8, 8)" if two_d else "(8,)"
+    at = ch.integer(next(n for n, line in enumerate(lines) if "pid = tile.program_id" in line) + 1, store)
+    stmts = {
+        "store_offset": "tile.store(c, " + ("(pid.row, 0)" if two_d else "0") + ", tile.zeros(" + shape + ", f32))",
+        "store_shape": "tile.store(c, pid, tile.zeros(" + ("(3, 5)" if two_d else "(3,)") + ", f32).astype(c.dtype))",
+        "load_output": "tq = tile.load(c, " + ("(0, 0)" if two_d else "0") + ", " + shape + ")",
+        "barrier": "az.syncthreads()",
+        "simt_witness": "w = thread.index_1d()",
+        "shape_mismatch": "tq = tile.zeros(" + ("(3, 5)" if two_d else "(3,)") + ", f32) + tile.zeros(" + ("(4, 7)" if two_d else "(5,)") + ", f32)",
+        "huge": "tq = tile.zeros(" + ("(512, 512)" if two_d else "(131072,)") + ", f32)",
+        "bad_axis": "tq = tile.sum(tile.zeros(" + shape + ", f32), axis=2)",
+        "index_tile": "tq = tile.zeros(" + shape + ", f32)[0]",
+        "helper_tile": "takes_tile(tile.zeros(" + shape + ", f32))",
+        "matmul_f64": "tq = tile.matmul(tile.zeros((16, 16), f64), tile.zeros((16, 16), f64))",
+        "matmul_inner": "tq = tile.matmul(tile.zeros((16, 8), f16), tile.zeros((16, 16), f16))",
+        "shared": "sq = az.shared.array(32, f32)",
+    }
+    if kind == "atomic_param":
+        k = next(n for n, line in enumerate(lines) if line.startswith("def kern("))
+        lines[k] = lines[k].replace(") -> None:", ", h: az.AtomicSlice[i32]) -> None:")
+    else:
+        lines.insert(at, "    " + stmts[kind])
+    if kind == "helper_tile":
+        k = next(n for n, line in enumerate(lines) if line.startswith("@az.launch_contract"))
+        lines[k:k] = ["@az.func", "def takes_tile(x: f32) -> None:", "    pass", "", ""]
+    return "\n".join(lines) + "\n"
+
+
+def gen_tile_module(ch: Any, outside: bool = False) -> str:
+    src = _TileGen(ch).module()
+    if outside:
+        src = _inject(src, ch, ch.choice(TILE_OUTSIDE_KINDS))
+    return src
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.path.insert(0, __file__.rsplit("/", 1)[0])
+    from kernelgen import RandomChooser
+
+    seed = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    print(gen_tile_module(RandomChooser(seed), outside=len(sys.argv) > 2))
