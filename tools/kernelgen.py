@@ -68,9 +68,10 @@ MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "fabs", "floor", "ceil", "r
 MATH2 = ("pow", "fmin", "fmax")
 
 from kernelgen_locals import LocalsGen  # noqa: E402  (needs the tables above)
+from kernelgen_shared import SharedGen  # noqa: E402
 
 
-class _Gen(LocalsGen):
+class _Gen(LocalsGen, SharedGen):
     """One module: kernel parameters, typed locals, and an indented line buffer."""
 
     def __init__(self, ch: Chooser) -> None:
@@ -85,6 +86,7 @@ class _Gen(LocalsGen):
         self.witness2: str | None = None
         self.loop_depth = 0
         self.in_helper = False
+        self.tiled = False  # a per-thread tile was generated (one mapping per output: at most one)
         self.arrays: dict[str, tuple[str, tuple[int, ...]]] = {}  # local arrays: name -> (elem, shape)
         self.tuple_helpers: list[tuple[str, str, str]] = []  # (name, t1, t2): (x: t1, y: t2) -> tuple[t1, t2]
         self.fill_helpers: list[tuple[str, str]] = []  # (name, elem): (acc: LocalArray[elem], v: elem) -> None
@@ -243,6 +245,10 @@ class _Gen(LocalsGen):
             opts.append("writer")
         if not self.in_helper and self.loop_depth == 0 and ind == 1:
             opts.append("unsafe")
+            if ch.coin(0.25):
+                opts += ["safe_shared", "shared_atomic"]
+            if self.witness2 and not self.tiled and ch.coin(0.2):
+                opts.append("thread_tile")
         opts += ["local_decl", "unpack"]
         if self.arrays:
             opts += ["local_write", "local_write", "local_loop"]
@@ -341,6 +347,13 @@ class _Gen(LocalsGen):
             self.local_stmt(k, ind, depth)
         elif k == "collective":
             self.collective(ind)
+        elif k == "safe_shared":
+            self.safe_shared(ind)
+        elif k == "shared_atomic":
+            self.shared_atomic(ind)
+        elif k == "thread_tile":
+            self.tiled = True
+            self.thread_tile(ind)
 
     def collective(self, ind: int) -> None:
         """`v = az.warp.reduce(...)` / `az.block.reduce|scan|broadcast(...)`, wherever it lands
