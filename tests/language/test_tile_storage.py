@@ -38,7 +38,7 @@ def _allocated(k, tensor_cores: bool) -> int:
 SOURCES = [(p.name, p.read_text()) for p in sorted((ROOT / "fixtures" / "accept").glob("*.py")) + sorted((ROOT / "examples").glob("tile_*.py"))]
 
 
-@pytest.mark.parametrize("seeds", [range(0, 120)])
+@pytest.mark.parametrize("seeds", [range(0, 60)])
 def test_the_lowering_stays_within_the_bound(seeds: range) -> None:
     sources = [s for s in SOURCES if "tile_kernel" in s[1]] + [(f"gen{n}.py", gen_tile_module(RandomChooser(n))) for n in seeds]
     checked = 0
@@ -50,7 +50,7 @@ def test_the_lowering_stays_within_the_bound(seeds: range) -> None:
                 used = _allocated(k, tc)
                 assert used <= bound, (path, k.name, used, bound)
             checked += 1
-    assert checked > 60
+    assert checked > 40
 
 
 def test_static_shared_over_the_limit_is_a_located_type_error() -> None:
