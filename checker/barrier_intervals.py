@@ -47,7 +47,8 @@ from .index_forms import (
 from .index_eval import FormEval, Named, _arg_values, _arith, _free_names
 from . import safe_shared
 from .typed_ints import IntView, wide
-from .kernel_model import FunctionInfo, ModuleModel, index_elements
+from .kernel_model import ModuleModel
+from .kernel_values import FunctionInfo, index_elements
 from anodize.language.walk import child_fields
 from anodize.language.vocab import BLOCK_COLLECTIVES
 
