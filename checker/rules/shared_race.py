@@ -6,7 +6,8 @@ import ast
 
 from anodize.language import messages
 from .. import safe_shared
-from ..barrier_intervals import DynPart, DynSummary, Intervals, Race
+from ..barrier_intervals import Intervals
+from ..barrier_state import DynPart, DynSummary, Race
 from ..index_forms import Block
 from ..kernel_values import FunctionInfo
 from ..typed_ints import IntView, views_of
