@@ -35,7 +35,8 @@ import ast
 from anodize.language.diagnostics import Span
 from anodize.language.vocab import SLICE_KINDS
 from anodize.language.front import ModuleFront, front_for_source
-from anodize.language.symbols import annotation_kind, canonical, decorator_kind
+from anodize.language.param_annotations import annotation_kind
+from anodize.language.symbols import canonical, decorator_kind
 
 from .kernel_interp import analyze
 from .kernel_values import Callee, ContractInfo, Ctx, FunctionInfo, KernelSummary, ParamInfo, Val

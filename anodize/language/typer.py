@@ -20,7 +20,8 @@ from typing import Any, NoReturn
 from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
-from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol, constant_param_type, constant_params
+from anodize.language.param_annotations import constant_param_type, constant_params
+from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol
 from anodize.language.halfbits import round_half
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
 from anodize.language.ir import FaultSite, ParamSpec
