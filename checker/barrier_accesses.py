@@ -3,7 +3,6 @@ order for effect (shared reads and writes, barriers, helper calls, escapes), whi
 arrays an expression may be, and whether two accesses conflict (index_forms.py decides).
 A mixin of `Intervals`."""
 
-
 from __future__ import annotations
 
 import ast

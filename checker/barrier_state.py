@@ -2,7 +2,6 @@
 pending since the last barrier, the dataflow `State` and its join, a found `Race`, each
 function's summary of its dynamic shared-memory accesses, and small literal readings."""
 
-
 from __future__ import annotations
 
 import ast

@@ -25,7 +25,6 @@ Here: `ModuleModel`; the values and records are in kernel_values.py, the interpr
 kernel_interp.py (statements: kernel_statements.py, expressions: kernel_exprs.py).
 """
 
-
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -40,6 +39,7 @@ from anodize.language.symbols import canonical, decorator_kind
 
 from .kernel_interp import analyze
 from .kernel_values import Callee, ContractInfo, Ctx, FunctionInfo, KernelSummary, ParamInfo, Val
+
 
 _MISSING = object()  # a cache's "not there yet" (None is a cached answer)
 

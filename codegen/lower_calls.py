@@ -2,7 +2,6 @@
 by compare-and-swap), print and assert, math functions, collectives and warp operations, and
 calls of helpers (inlined, with their own frame)."""
 
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

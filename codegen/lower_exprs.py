@@ -3,7 +3,6 @@ slices, shared arrays and constant tables, witnesses and the launch checks behin
 raw ids, operators with the target's integer and float semantics, comparisons, `and`/`or`,
 conditional expressions."""
 
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

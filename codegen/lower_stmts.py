@@ -2,7 +2,6 @@
 `break`/`continue`/`return`, barriers and fences, writes, and the bounds checks every access
 goes through (`guarded`, `address`, `shared_address`)."""
 
-
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any

@@ -3,7 +3,6 @@ witness structs, `reg_type` / `mem_type` / `value_type`, the `math` functions th
 intrinsics, the lowered slice (`SliceVal`) and a function's frame (`Frame`).  lower_llvm.py
 re-exports them."""
 
-
 from __future__ import annotations
 
 from dataclasses import dataclass, field

@@ -3,7 +3,6 @@ lanes (`_Ctx`: the lanes per device, ordering after in-flight work and after eac
 stream), and the `Handle` it returns polls, waits, awaits, releases the memory the op used and
 raises its kernels' `KernelFault`."""
 
-
 from __future__ import annotations
 
 import threading
