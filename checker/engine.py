@@ -26,7 +26,8 @@ from pathlib import Path
 from anodize.language import messages
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.front import cached_front, front_for_source
-from .kernel_model import KernelSummary, ModuleModel
+from .kernel_model import ModuleModel
+from .kernel_values import KernelSummary
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import parse as _parse
 from anodize.language.walk import walk_batched

@@ -14,7 +14,7 @@ from typing import Any
 
 from anodize.language.tile_vocab import PROGRAM_IDS
 
-from .kernel_model import NONE, TILE, UNIFORM, Space, Val
+from .kernel_values import NONE, TILE, UNIFORM, Space, Val
 
 TILE_SPACE = Space("tile")
 

@@ -17,7 +17,7 @@ import ast
 from typing import Any
 
 from anodize.language.fn_types import FnTypes
-from anodize.language.symbols import typevars_of
+from anodize.language.param_annotations import typevars_of
 from anodize.language.types import ScalarTy, Ty
 
 __all__ = ["IntView", "views_of", "sign", "wide"]

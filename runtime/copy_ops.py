@@ -17,7 +17,8 @@ from anodize.runtime import inflight
 from anodize.runtime import streams as S
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
-from anodize.runtime.ops import Leaf, Op, _Ctx, _describe_array
+from anodize.runtime.ops import Leaf, Op, _describe_array
+from anodize.runtime.submission import _Ctx
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device

@@ -51,7 +51,7 @@ def generic_signature(kernel: Kernel) -> GenericSignature | None:
     import ast
 
     from anodize.language.front import kernel_of
-    from anodize.language.symbols import constant_params, typevars_of
+    from anodize.language.param_annotations import constant_params, typevars_of
 
     front, fdef = kernel_of(kernel.fn)
     syms = front.symbols

@@ -33,6 +33,7 @@ import numpy as np
 from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime import inflight
 from anodize.runtime import ops as O
+from anodize.runtime import submission as Sub
 from anodize.runtime import streams as S
 from anodize.runtime.buffer import Buffer
 
@@ -92,9 +93,9 @@ class _Entry:
         self.tree = tree
         self.exe = exe
         self.used = tree.uses()
-        self.kernels = O._kernels_of(tree)
+        self.kernels = Sub._kernels_of(tree)
         self.devices = tree.devices()
-        self.last: O.Handle | None = None
+        self.last: Sub.Handle | None = None
 
     def destroy(self) -> None:
         from cuda.bindings import driver
@@ -138,7 +139,7 @@ class Graph:
         if dev.kind != "cuda":
             mapping = {id(t): a for t, a in zip(self.args, bound, strict=True)}
             tree = self._template._rebind(mapping)
-            handle = O._start(tree, S.SingleLane(dev, S.device_lane(dev)))
+            handle = Sub._start(tree, S.SingleLane(dev, S.device_lane(dev)))
             return handle.wait() if wait else handle
         return self._replay_gpu(bound, stream, wait)
 
@@ -192,8 +193,8 @@ class Graph:
         entry = self._entry(args)
         # (launches of one executable graph are ordered behind each other by the driver)
         # (`entry.used` holds the captured arrays: the same memory as `args`, kept alive by the cache)
-        handle = O.Handle(entry.tree, used=entry.used, kernels=entry.kernels)
-        lane = O._lane_for(dev, stream)
+        handle = Sub.Handle(entry.tree, used=entry.used, kernels=entry.kernels)
+        lane = Sub._lane_for(dev, stream)
         earlier = inflight.begin(handle, handle.used)
         try:
             assert isinstance(lane, S.GpuLane)
@@ -250,12 +251,12 @@ def _capture_gpu(tree: O.Op) -> Any:
     with pool._lock:
         origin = pool.first_lane()
         assert isinstance(origin, S.GpuLane)
-        scratch = O.Handle(tree, used=(), kernels=[])
+        scratch = Sub.Handle(tree, used=(), kernels=[])
         mode = driver.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
         check_cu(driver.cuStreamBeginCapture(origin.cu, mode), "cuStreamBeginCapture")
         failure: BaseException | None = None
         try:
-            ctx = O._Ctx(pool, scratch, [], capturing=True, others=_capture_pool)
+            ctx = Sub._Ctx(pool, scratch, [], capturing=True, others=_capture_pool)
             lane, pend = tree._emit(ctx, origin)
             for m in pend:
                 lane.wait(m)

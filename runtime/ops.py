@@ -24,22 +24,24 @@ came from; a gather branch of another device forks straight to a lane of that de
 submission first waits for the device's own stream (allocations, zero fills and
 plain launches queued there) and for in-flight submissions that write memory
 it uses (or use memory it writes).  The device's stream does not wait for
-submissions: await them before a plain launch touches their buffers.
+submissions: await them before a plain launch touches their buffers.  Submission and
+completion (`_start`, `_Ctx`, `Handle`) are in runtime/submission.py.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.errors import AliasingError, ArgumentError, KernelFault, LaunchError
+from anodize.language.errors import AliasingError, ArgumentError, LaunchError
 from anodize.runtime import inflight
 from anodize.runtime import streams as S
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
+from anodize.runtime.submission import Handle, _Ctx, _lane_for, _start
 
 if TYPE_CHECKING:
     from anodize.runtime.compile import LoadedKernel
@@ -415,250 +417,6 @@ def gather(*ops: Op) -> Op:
     if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
         ops = tuple(ops[0])
     return Gather(*ops)
-
-
-# ---- submission and completion -----------------------------------------------------------------
-
-
-def _single_lanes(dev: Device) -> Any:
-    return S.SingleLane(dev, S.device_lane(dev))
-
-
-class _Ctx:
-    """One submission being queued: its lanes (per device), handle and device-stream ordering.
-
-    `lanes` are the first device's (a `SingleLane` or a `StreamPool`); `others(dev)` gives
-    another device's (its own stream for `run`, a pool for `submit`, a capture pool)."""
-
-    def __init__(
-        self,
-        lanes: Any,
-        handle: Handle,
-        start: list[S.Marker],
-        capturing: bool = False,
-        others: Callable[[Device], Any] | None = None,
-    ):
-        self.lanes = lanes
-        self.handle = handle
-        self.start = start  # in-flight work that every lane waits for before its first step
-        self.capturing = capturing
-        self._others = others or (S.default_pool if isinstance(lanes, S.StreamPool) else _single_lanes)
-        self._by_dev: dict[int, Any] = {id(lanes.device): lanes}
-        self._home: dict[int, S.Lane] = {}  # device -> the lane its work continues on
-        self._dev_marks: dict[int, S.Marker] = {}
-        self._entered: set[int] = set()
-
-    def enter(self, lane: S.Lane) -> None:
-        """First use of `lane` in this submission: order it after the in-flight work it must
-        follow and after the work queued on its device's own stream (allocations, fills,
-        plain launches)."""
-        if id(lane) in self._entered:
-            return
-        self._entered.add(id(lane))
-        for m in self.start:
-            lane.wait(m)
-        dev = lane.device
-        if dev is None:
-            return
-        self._home.setdefault(id(dev), lane)
-        if dev.kind == "cuda" and not self.capturing:
-            dev_lane = S.device_lane(dev)
-            if lane is not dev_lane:
-                mark = self._dev_marks.get(id(dev))
-                if mark is None:
-                    mark = self._dev_marks[id(dev)] = dev_lane.record()
-                lane.wait(mark)
-
-    def lanes_of(self, dev: Device) -> Any:
-        hit = self._by_dev.get(id(dev))
-        if hit is None:
-            hit = self._by_dev[id(dev)] = self._others(dev)
-        return hit
-
-    def move(self, lane: S.Lane, dev: Device) -> S.Lane:
-        """Continue on `dev` after what `lane` has queued: an event recorded on `lane`,
-        waited for by `dev`'s lane (a cross-device stream wait on GPUs)."""
-        self.enter(lane)
-        mark = lane.record()
-        target = self._home.get(id(dev)) or self.lanes_of(dev).first_lane()
-        self.enter(target)
-        target.wait(mark)
-        return target
-
-    def branch_lane(self, dev: Device, busy: S.Lane) -> S.Lane:
-        """A lane of `dev` for a gather branch forking from `busy`."""
-        return self.lanes_of(dev).other_lane(busy)
-
-
-def _lane_for(dev: Device, stream: Any) -> S.Lane:
-    if stream is None:
-        return S.device_lane(dev)
-    if dev.kind != "cuda":
-        raise ArgumentError(
-            "`run(stream=...)` takes a CUDA stream, but this op runs on the CPU backend",
-            help="pass nothing, or an `az.StreamPool` (CPU pools run on worker threads)",
-        )
-    if not hasattr(stream, "record") or not hasattr(stream, "handle"):
-        raise ArgumentError(f"`run(stream=...)` takes a cuda.core Stream or an az.StreamPool, got {stream!r}")
-    return S.GpuLane(dev, stream)
-
-
-def _start(op: Op, lanes: Any, others: Callable[[Device], Any] | None = None) -> Handle:
-    op._claim_for_run()
-    dev = op.device
-    handle = Handle(op)
-    S.ensure_current(dev)
-    with lanes._lock:
-        earlier = inflight.begin(handle, handle.used)
-        try:
-            first = lanes.first_lane()
-            start = [e.marker for e in earlier]  # in-flight work on the same memory comes first
-            # (each lane also waits for its device's own stream when it is first used: `_Ctx.enter`)
-            ctx = _Ctx(lanes, handle, start, others=others)
-            lane, pend = op._emit(ctx, first)
-            for m in pend:
-                lane.wait(m)
-            done = lane.record()
-        except BaseException:
-            inflight.end(handle)
-            raise
-    handle.marker = done
-    op._handle = handle
-    return handle
-
-
-class Handle:
-    """A submitted op: poll with `done()`, wait with `wait()` / `result()`, or `await` it."""
-
-    def __init__(self, op: Op, *, used: tuple[Use, ...] | None = None, kernels: list[LoadedKernel] | None = None):
-        self.op = op
-        self.device = op.device
-        self.used = op.uses() if used is None else used
-        self.kernels = kernels if kernels is not None else _kernels_of(op)
-        self.marker: S.Marker | None = None
-        self.error: BaseException | None = None  # a CPU worker's exception
-        self.keep: list[Any] = []  # staging buffers, alive until completion
-        self.finalizers: list[Callable[[], None]] = []
-        self._settled = False
-        self._completed = False
-        self._fault: BaseException | None = None
-        self._value: Any = None
-        self._lock = threading.Lock()
-
-    def describe(self) -> str:
-        """What the handle's op does, in one line."""
-        return self.op.describe()
-
-    def __repr__(self) -> str:
-        return f"<anodize Handle for {self.op.describe()} ({'done' if self.done() else 'in flight'})>"
-
-    # -- CPU lanes run work through this -------------------------------------------------------
-    def run_item(self, fn: Callable[[], None]) -> None:
-        """Run one step of the op on a CPU lane; an exception is kept and raised at completion."""
-        if self.error is not None:
-            return  # an earlier step failed: skip the rest, but keep the lane's markers flowing
-        try:
-            fn()
-        except BaseException as e:  # noqa: BLE001 - reported at completion
-            self.error = e
-
-    # -- completion ----------------------------------------------------------------------------
-    def done(self) -> bool:
-        """True once the device finished the work (does not raise; use `wait()` for the result)."""
-        return self.poll()
-
-    def poll(self) -> bool:
-        """Whether the work finished; when it has, release what the op held (never raises)."""
-        if self._settled:
-            return True
-        m = self.marker
-        if m is None or not m.is_done:
-            return False
-        self._settle()
-        return True
-
-    def _settle(self) -> None:
-        """Release the memory the op used (its completion is known); run staging copies."""
-        with self._lock:
-            if self._settled:
-                return
-            fins, self.finalizers = self.finalizers, []
-            for f in fins:
-                try:
-                    f()
-                except BaseException as e:  # noqa: BLE001
-                    self.error = self.error or e
-            self._settled = True
-        inflight.end(self)
-        self.keep.clear()
-
-    def wait(self) -> Any:
-        """Block until the op completes; return its result; raise its `KernelFault` (or error)."""
-        if not self._settled:
-            assert self.marker is not None
-            self.marker.sync()
-        return self._complete()
-
-    result = wait
-
-    def _complete(self) -> Any:
-        if not self._completed:
-            self._settle()
-            with self._lock:
-                if not self._completed:
-                    self._completed = True
-                    try:
-                        if self.error is not None:
-                            raise self.error
-                        fault = _take_fault(self.kernels)
-                        if fault is not None:
-                            raise fault
-                        self._value = self.op._collect()
-                    except BaseException as e:  # noqa: BLE001
-                        self._fault = e
-        if self._fault is not None:
-            raise self._fault
-        return self._value
-
-    def __await__(self) -> Generator[Any, None, Any]:
-        return self._wait_async().__await__()
-
-    async def _wait_async(self) -> Any:
-        import asyncio
-
-        delay = 0.0
-        spins = 0
-        while not self.poll():
-            await asyncio.sleep(delay)  # never blocks the event loop
-            spins += 1
-            if spins > 8:
-                delay = min(2e-3, max(5e-5, delay * 2))
-        return self._complete()
-
-
-def _kernels_of(op: Op) -> list[LoadedKernel]:
-    seen: dict[int, LoadedKernel] = {}
-    for leaf in op.leaves():
-        if leaf.loaded is not None:
-            seen.setdefault(id(leaf.loaded), leaf.loaded)
-    return list(seen.values())
-
-
-def _take_fault(kernels: list[LoadedKernel]) -> KernelFault | None:
-    """The first fault recorded by these kernels, each on its own device (their slots are
-    reset); None when there is none."""
-    from anodize.codegen.artifact import FAULT_RECORD_BYTES
-    from anodize.runtime.faults import RECORD, _fault
-
-    first: KernelFault | None = None
-    for lk in kernels:
-        rec = np.zeros(1, dtype=RECORD)
-        S.read_device_bytes(lk.device, rec, lk.fault_address, FAULT_RECORD_BYTES)
-        if int(rec["count"][0]):
-            S.zero_device_bytes(lk.device, lk.fault_address, FAULT_RECORD_BYTES)
-            if first is None:
-                first = _fault(lk.compiled, rec[0])
-    return first
 
 
 # ---- a test hook: hold a CPU lane until released ----------------------------------------------

@@ -18,7 +18,8 @@ from anodize.language.contract import (
     BinOp, Contract, Len, Neg, Param, RequiresSyntaxError, Shape, SharedMem, parse_requires, parse_shared_mem,
 )
 from anodize.language.diagnostics import Diagnostic, Span
-from anodize.language.symbols import annotation_kind, decorator_kind
+from anodize.language.param_annotations import annotation_kind
+from anodize.language.symbols import decorator_kind
 from anodize.language.vocab import MAX_THREADS_PER_BLOCK, SLICE_KINDS
 
 if TYPE_CHECKING:

@@ -31,7 +31,8 @@ from anodize.language import messages
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.names import Names, first_line
-from anodize.language.symbols import ModuleSymbols, typevars_of
+from anodize.language.param_annotations import typevars_of
+from anodize.language.symbols import ModuleSymbols
 from anodize.language.syntax import Source, parse
 
 __all__ = [

@@ -7,7 +7,7 @@ import ast
 from anodize.language import messages
 from anodize.language.launch_rules import alias_pairs
 from anodize.language.diagnostics import Label
-from ..kernel_model import VIEW_METHODS, KernelSummary, dotted
+from ..kernel_values import VIEW_METHODS, KernelSummary, dotted
 from .base import HostRule
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
-from ..kernel_model import bind_args
+from ..kernel_interp import bind_args
 from .base import Rule, slice_kinds
 
 

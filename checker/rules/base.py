@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, ClassVar
 import ast
 
 from anodize.language.diagnostics import Diagnostic, Span
-from ..kernel_model import FunctionInfo, KernelSummary, ModuleModel, Val
+from ..kernel_model import ModuleModel
+from ..kernel_values import FunctionInfo, KernelSummary, Val
 
 if TYPE_CHECKING:
     from ..engine import Project

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS, TILE_MAKER
-from ..kernel_model import FunctionInfo, Space, bind_args, index_elements, substitute
+from ..kernel_interp import bind_args, substitute
+from ..kernel_values import FunctionInfo, Space, index_elements
 from ..tile_model import TILE_SPACE
 from .base import Rule, RuleContext, slice_kinds
 

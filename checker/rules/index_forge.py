@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
-from ..kernel_model import bind_args
+from ..kernel_interp import bind_args
 from anodize.language.vocab import WITNESS_TYPES
 from .base import Rule
 

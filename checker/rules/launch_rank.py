@@ -6,7 +6,7 @@ import ast
 
 from anodize.language import messages
 from anodize.language.launch_rules import launch_shape_problem
-from ..kernel_model import KernelSummary, literal_dims
+from ..kernel_values import KernelSummary, literal_dims
 from .base import HostRule
 
 

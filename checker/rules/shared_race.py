@@ -6,9 +6,10 @@ import ast
 
 from anodize.language import messages
 from .. import safe_shared
-from ..barrier_intervals import DynPart, DynSummary, Intervals, Race
+from ..barrier_intervals import Intervals
+from ..barrier_state import DynPart, DynSummary, Race
 from ..index_forms import Block
-from ..kernel_model import FunctionInfo
+from ..kernel_values import FunctionInfo
 from ..typed_ints import IntView, views_of
 from .base import Rule, RuleContext
 

@@ -6,7 +6,7 @@ import ast
 
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS
-from ..kernel_model import bind_args
+from ..kernel_interp import bind_args
 from .base import Rule, slice_kinds
 
 _RO = tuple(k.name for k in SLICE_KINDS.values() if not k.output)  # Slice, Slice2D, Slice3D

@@ -6,7 +6,7 @@ import ast
 
 from anodize.language import messages
 from anodize.language.diagnostics import Span
-from ..kernel_model import FunctionInfo
+from ..kernel_values import FunctionInfo
 from .base import Rule, divergence_reason
 
 

@@ -26,7 +26,9 @@ from anodize.language import catalogue, messages
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("anodize", "checker", "codegen", "runtime")
-CATALOGUE = {"anodize/language/messages.py", "anodize/language/catalogue.py", "anodize/language/diagnostics.py"}
+# the builders: messages.py and the modules it re-exports (messages_base.py, messages_rules.py, ...)
+BUILDERS = sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "anodize/language").glob("messages*.py"))
+CATALOGUE = {*BUILDERS, "anodize/language/catalogue.py", "anodize/language/diagnostics.py"}
 
 # Files allowed to pass text to their builders while a conversion lands; empty now (every
 # call site passes a key).  Do not add to it.
@@ -270,9 +272,9 @@ def _check_help(call: ast.Call, hlp: ast.expr | None, forwarded: set[str], where
 
 
 def _catalogue_uses(rep: Report) -> None:
-    """Keys the builders in messages.py use themselves (`HELPS["..."]`)."""
-    tree = ast.parse((ROOT / "anodize/language/messages.py").read_text(encoding="utf-8"))
-    for n in ast.walk(tree):
+    """Keys the builders in messages*.py use themselves (`HELPS["..."]`)."""
+    trees = [ast.parse((ROOT / rel).read_text(encoding="utf-8")) for rel in BUILDERS]
+    for n in (n for tree in trees for n in ast.walk(tree)):
         if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "phrase":
             if n.args and isinstance(n.args[0], ast.Constant):
                 rep.phrases_used.add(n.args[0].value)
