@@ -28,6 +28,7 @@ from anodize.language.fn_types import FnTypes
 
 from anodize.language import collectives, ir, shared_safe
 from anodize.language.ranges import RangeFacts
+from anodize.language.returns import may_fall_through
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _assigned, _fold, _wrap_int
 from anodize.language.typer_calls import CallTyping
 from anodize.language.typer_effects import EffectsTyping
@@ -624,6 +625,11 @@ def _compile_helper(
         c = _FnCompiler(k, fdef, ptypes, is_kernel=False, ret=ret)
         c.facts = set(facts)
         body = c.body(fdef.body)
+        if isinstance(c.ret, WitnessTy) and fdef.body and may_fall_through(fdef.body):
+            # falling off the end gives a zeroed value: for a witness, index 0 on every thread
+            last = fdef.body[-1]
+            k.diags.append(messages.type_error(k.front.src.span(last), "helper-witness-falls-off",
+                                               help="helper-witness-falls-off-help", name=fdef.name, ret=c.ret))
         k.views.append(FnTypes(fdef, c.exprs, c.vars, tuple(k.spec.items())))
         return ir.FuncIR(
             fdef.name,
