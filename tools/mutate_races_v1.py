@@ -20,6 +20,10 @@ reject every mutant:
   tile_mixed       a write `out[ij] = v` through a per-thread tile's `t.at(r, s)` is repeated
                    through `thread.index_2d()`: two mappings of one output, so an element
                    has two writers
+  slot_one_path    `w = thread.index_in_block()` -> `if _mut_parity() == 1: w = ...`: on the
+                   other path `w` holds slot 0 (zeros) in every such thread
+  witness_falls_off a helper's last `return <witness>` -> `if _mut_parity() == 1: return ...`:
+                   falling off the end gives the zero index to every such thread
 """
 
 from __future__ import annotations
@@ -28,8 +32,9 @@ import ast
 from pathlib import Path
 from typing import Any, Callable
 
-CLASSES = ("safe_read_next", "leader_widen", "barrier_leader", "grid_stride_exit", "range_exit", "tile_mixed")
-MARKERS = ("index_in_block", "is_block_leader", "grid_stride", "tile_2d", "range(")
+CLASSES = ("safe_read_next", "leader_widen", "barrier_leader", "grid_stride_exit", "range_exit", "tile_mixed",
+           "slot_one_path", "witness_falls_off")
+MARKERS = ("index_in_block", "is_block_leader", "grid_stride", "tile_2d", "range(", "-> Index", "-> az.Index")
 
 
 def _indent(line: str) -> str:
@@ -128,8 +133,23 @@ def v1_mutants(src: str, tree: ast.Module, block_of: Callable[[ast.FunctionDef],
     """(line, class, source) of every v1 mutant of a module."""
     out: list[tuple[int, str, str]] = []
     for fn in tree.body:
+        if isinstance(fn, ast.FunctionDef) and fn.returns is not None and "Index" in ast.unparse(fn.returns):
+            last = fn.body[-1] if fn.body else None
+            if isinstance(last, ast.Return) and last.value is not None:
+                lines = src.splitlines(keepends=True)
+                a = last.lineno - 1
+                ind = _indent(lines[a])
+                text = "".join(lines[:a]) + f"{ind}if _mut_parity() == 1:\n    " + "".join(lines[a:])
+                out.append((last.lineno, "witness_falls_off", text + parity(1)))
         if not isinstance(fn, ast.FunctionDef) or not any("kernel" in ast.unparse(d) for d in fn.decorator_list):
             continue
+        for s0 in fn.body:
+            if isinstance(s0, ast.Assign) and _calls(s0.value, "index_in_block") and _uses_slot(fn, s0):
+                lines = src.splitlines(keepends=True)
+                a = s0.lineno - 1
+                ind = _indent(lines[a])
+                text = "".join(lines[:a]) + f"{ind}if _mut_parity() == 1:\n    " + "".join(lines[a:])
+                out.append((s0.lineno, "slot_one_path", text + parity(domain_of(fn))))
         block = block_of(fn)
         nthreads = 1
         for b in block or ():
@@ -210,6 +230,15 @@ def v1_mutants(src: str, tree: ast.Module, block_of: Callable[[ast.FunctionDef],
                     out.append((s.lineno, "tile_mixed", text))
                     break
     return out
+
+
+def _uses_slot(fn: ast.FunctionDef, bind: ast.Assign) -> bool:
+    """Is the block-local witness bound by `bind` written through (`buf[w] = v`) in `fn`?"""
+    names = {t.id for t in bind.targets if isinstance(t, ast.Name)}
+    return any(
+        isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and isinstance(n.slice, ast.Name) and n.slice.id in names
+        for n in ast.walk(fn)
+    )
 
 
 def _loop_local(loop: ast.For, name: str) -> bool:
