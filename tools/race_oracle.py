@@ -1,0 +1,168 @@
+"""Differential race fuzzing: generated shared-memory kernels that `anodize check` accepts must
+run race-free on the debug device, whose interpreter reports every pair of conflicting
+accesses that no barrier orders (`az.device("debug")`, a `KernelFault` naming "data race").
+
+    python tools/race_oracle.py [--cases 200] [--seed 0] [--out DIR]
+
+Each case is one 1-D kernel of 64 threads over two shared arrays: safe-tier writes at the
+thread's own slot, reads at own, neighbouring, mirrored or constant slots, unsafe-tier writes
+at thread-id forms, barriers (some in a helper), block reductions, block-shared atomics, and
+`if`s on the thread (`w.get() < K`) or on a uniform parameter, `range` loops of constant trip
+count.  An accepted case that the debug device finds racy is a checker hole: its source is
+written to `--out` and the run exits 1.  Rejected cases are counted, not run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import random
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+HEAD = '''import anodize as az
+from anodize import DisjointSlice, Slice, f32, func, i64, kernel, launch_contract, thread, u32
+
+
+@func
+def _sync() -> None:
+    az.syncthreads()
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def case(a: Slice[f32], c: DisjointSlice[f32], n: i64) -> None:
+    i = thread.index_1d()
+    w = thread.index_in_block()
+    s = az.shared.array({ns}, f32)
+    r = az.shared.array(64, f32)
+    h = az.shared.atomic_array(4, u32)
+    v = a[i] if i in a else 0.0
+'''
+TAIL = '''    if i in c:
+        c[i] = v
+'''
+
+
+class Gen:
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+
+    def idx(self) -> str:
+        k = self.rng.randint(1, 63)
+        return self.rng.choice(["w", "w.get()", f"(w.get() + {k}) % 64", f"{k}", "63 - w.get()", "w.get() // 2"])
+
+    def raw_idx(self) -> str:
+        return self.rng.choice(["thread.tid_x()", "(thread.tid_x() + 1) % 64", "thread.tid_x() // 2", "63 - thread.tid_x()",
+                                "thread.tid_x() * 2 % 64", "thread.tid_x() + 64 * i64(n > 3)"])
+
+    def stmt(self, depth: int) -> list[str]:
+        rng = self.rng
+        arr = rng.choice(["s", "r"])
+        k = rng.randint(0, 63)
+        kind = rng.choices(
+            ["own", "read", "sync", "helper_sync", "tdep_if", "uni_if", "loop", "unsafe", "reduce", "atomic",
+             "strided", "slot_branch", "while"],
+            [5, 6, 4, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1],
+        )[0]
+        if kind == "strided":  # a strided loop of the unsafe tier, its variable used after it
+            stop = rng.choice(["n", "64", "128", str(k)])
+            after = rng.choice([f"{arr}[j] = v", "v = v + " + f"{arr}[j]", "pass"])
+            return ["with az.unsafe():", f"    j = {rng.choice(['0', 'thread.tid_x()'])}",
+                    f"    for j in range(thread.tid_x(), {stop}, 64):", f"        {arr}[j] = v", f"    {after}"]
+        if kind == "slot_branch":  # a block-local witness bound under a branch
+            cond = rng.choice([f"w.get() < {k}", f"n > {rng.randint(0, 6)}"])
+            return [f"if {cond}:", "    w2 = thread.index_in_block()", f"{arr}[w2] = v"]
+        if kind == "while" and depth < 2:
+            body = [ln for _ in range(rng.randint(1, 3)) for ln in self.stmt(depth + 1)]
+            return [f"m{depth} = 0", f"while m{depth} < {rng.randint(0, 2)}:"] + ["    " + ln for ln in body] + [f"    m{depth} += 1"]
+        if kind == "while":
+            kind = "read"
+        if depth >= 2 and kind in ("tdep_if", "uni_if", "loop"):
+            kind = "read"
+        if kind == "own":
+            return [f"{arr}[{rng.choice(['w', 'w.get()'])}] = v + {k}.0"]
+        if kind == "read":
+            return [f"v = v + {arr}[{self.idx()}]"]
+        if kind == "sync":
+            return ["az.syncthreads()"]
+        if kind == "helper_sync":
+            return ["_sync()"]
+        if kind == "reduce":
+            return ["x = az.block.reduce(v, \"sum\")", "v = v + x"]
+        if kind == "atomic":
+            return [f"h.add({rng.randint(0, 3)}, u32(1))"]
+        if kind == "unsafe":
+            return ["with az.unsafe():", f"    {arr}[{self.raw_idx()}] = v"]
+        body = [ln for _ in range(rng.randint(1, 3)) for ln in self.stmt(depth + 1)]
+        if kind == "tdep_if":
+            head = f"if w.get() < {rng.randint(1, 63)}:"
+        elif kind == "uni_if":
+            head = f"if n > {rng.randint(0, 6)}:"
+        else:
+            head = f"for _k{depth} in range({rng.randint(1, 3)}):"
+        return [head] + ["    " + ln for ln in body]
+
+    def module(self) -> str:
+        lines = [ln for _ in range(self.rng.randint(2, 7)) for ln in self.stmt(0)]
+        ns = self.rng.choice([64, 65, 128])
+        return HEAD.format(ns=ns) + "".join(f"    {ln}\n" for ln in lines) + TAIL
+
+
+def run_case(src: str, tmp: Path, n: int) -> str | None:
+    """The debug device's race report for an accepted case, else None."""
+    import numpy as np
+
+    import anodize as az
+
+    path = tmp / f"race_case_{n}.py"
+    path.write_text(src)
+    spec = importlib.util.spec_from_file_location(f"race_case_{n}", path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    dev = az.device("debug")
+    c = dev.zeros(64, az.f32)
+    a = dev.to_device(np.arange(64, dtype=np.float32))
+    try:
+        mod.case[az.LaunchConfig(grid=1, block=64)](a, c, n % 7)
+        dev.synchronize()
+    except az.KernelFault as e:
+        return str(e) if "data race" in str(e) else None
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    from anodize.checker.api import check_source
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--cases", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--out", default=None)
+    ns = ap.parse_args(argv)
+    rng = random.Random(ns.seed)
+    tmp = Path(tempfile.mkdtemp(prefix="anodize-race-oracle-"))
+    out = Path(ns.out) if ns.out else tmp
+    accepted = rejected = holes = 0
+    for n in range(ns.cases):
+        src = Gen(rng).module()
+        errs = [d for d in check_source(src, f"race_case_{n}.py") if d.severity == "error"]
+        if errs:
+            rejected += 1
+            continue
+        accepted += 1
+        report = run_case(src, tmp, n)
+        if report is not None:
+            holes += 1
+            (out / f"hole_{n}.py").write_text(f"# debug device: {report}\n" + src)
+            print(f"HOLE case {n}: {report[:160]}")
+    print(f"cases {ns.cases}: accepted {accepted} (run on the debug device), rejected {rejected}, holes {holes}"
+          + (f" (sources in {out})" if holes else ""))
+    return 1 if holes else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
