@@ -2,14 +2,17 @@
 run race-free on the debug device, whose interpreter reports every pair of conflicting
 accesses that no barrier orders (`az.device("debug")`, a `KernelFault` naming "data race").
 
-    python tools/race_oracle.py [--cases 200] [--seed 0] [--out DIR]
+    python tools/race_oracle.py [--kind shared|global] [--cases 200] [--seed 0] [--out DIR]
 
 Each case is one 1-D kernel of 64 threads over two shared arrays: safe-tier writes at the
 thread's own slot, reads at own, neighbouring, mirrored or constant slots, unsafe-tier writes
 at thread-id forms, barriers (some in a helper), block reductions, block-shared atomics, and
 `if`s on the thread (`w.get() < K`) or on a uniform parameter, `range` loops of constant trip
-count.  An accepted case that the debug device finds racy is a checker hole: its source is
-written to `--out` and the run exits 1.  Rejected cases are counted, not run.
+count.  `--kind global` generates kernels writing one output of 100 elements from 2 blocks
+of 64 threads through `index_1d`, helpers returning or taking a witness, grid-stride loops
+(with `break`, `continue`, and their variable after the loop) and rebinding.  An accepted
+case that the debug device finds racy is a checker hole: its source is written to `--out`
+and the run exits 1.  Rejected cases are counted, not run.
 """
 
 from __future__ import annotations
@@ -113,6 +116,75 @@ class Gen:
         return HEAD.format(ns=ns) + "".join(f"    {ln}\n" for ln in lines) + TAIL
 
 
+GHEAD = '''import anodize as az
+from anodize import DisjointSlice, Index1D, Slice, f32, func, i64, kernel, launch_contract, thread
+
+
+@func
+def _w() -> Index1D:
+    return thread.index_1d()
+
+
+@func
+def _put(c: DisjointSlice[f32], j: Index1D, v: f32) -> None:
+    if j in c:
+        c[j] = v
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def case(a: Slice[f32], c: DisjointSlice[f32], n: i64) -> None:
+    i = thread.index_1d()
+    v = a[i] if i in a else 0.0
+'''
+
+
+class GlobalGen(Gen):
+    """Kernels writing one output through witnesses: index_1d, helpers returning or taking one,
+    grid-stride loops (with break, continue, and their variable after the loop), rebinding."""
+
+    def stmt(self, depth: int) -> list[str]:
+        rng = self.rng
+        k = rng.randint(0, 9)
+        kind = rng.choices(
+            ["write", "bump", "helper_w", "put", "gs", "gs_after", "rebind", "tdep_if", "uni_if", "loop", "read"],
+            [4, 3, 2, 2, 2, 1, 1, 2, 2, 2, 2],
+        )[0]
+        if depth >= 2 and kind in ("tdep_if", "uni_if", "loop", "gs", "gs_after"):
+            kind = "write"
+        if kind == "write":
+            return ["if i in c:", f"    c[i] = v + {k}.0"]
+        if kind == "bump":
+            return ["if i in c:", "    c[i] += 1.0"]
+        if kind == "read":
+            return ["if i in c:", "    v = v + c[i]"]
+        if kind == "helper_w":
+            return ["j2 = _w()", "if j2 in c:", f"    c[j2] = v + {k}.0"]
+        if kind == "put":
+            return ["_put(c, i, v)"]
+        if kind == "rebind":
+            return [f"if {rng.choice(['i.get() < ' + str(k * 7), 'n > ' + str(k % 5)])}:", "    i = thread.index_1d()"]
+        if kind in ("gs", "gs_after"):
+            inner = rng.choice(["c[j] = v", "c[j] += 1.0", "if a[0] > 100.0:\n        break\n    c[j] = v",
+                                "if j.get() % 3 == 0:\n        continue\n    c[j] = v"])
+            out = ["for j in thread.grid_stride(c):"] + ["    " + ln for ln in inner.split("\n")]
+            if kind == "gs_after":
+                out += [rng.choice(["c[j] = v", "if j in c:\n    c[j] += 1.0"])]
+            return [ln for part in out for ln in part.split("\n")]
+        body = [ln for _ in range(rng.randint(1, 3)) for ln in self.stmt(depth + 1)]
+        if kind == "tdep_if":
+            head = f"if i.get() < {rng.randint(1, 100)}:"
+        elif kind == "uni_if":
+            head = f"if n > {rng.randint(0, 6)}:"
+        else:
+            head = f"for _k{depth} in range({rng.randint(1, 3)}):"
+        return [head] + ["    " + ln for ln in body]
+
+    def module(self) -> str:
+        lines = [ln for _ in range(self.rng.randint(1, 5)) for ln in self.stmt(0)]
+        return GHEAD + "".join(f"    {ln}\n" for ln in lines)
+
+
 def run_case(src: str, tmp: Path, n: int) -> str | None:
     """The debug device's race report for an accepted case, else None."""
     import numpy as np
@@ -125,10 +197,11 @@ def run_case(src: str, tmp: Path, n: int) -> str | None:
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     dev = az.device("debug")
-    c = dev.zeros(64, az.f32)
+    c = dev.zeros(64 if "shared" in src else 100, az.f32)
     a = dev.to_device(np.arange(64, dtype=np.float32))
+    grid = 1 if "shared" in src else 2
     try:
-        mod.case[az.LaunchConfig(grid=1, block=64)](a, c, n % 7)
+        mod.case[az.LaunchConfig(grid=grid, block=64)](a, c, n % 7)
         dev.synchronize()
     except az.KernelFault as e:
         return str(e) if "data race" in str(e) else None
@@ -142,13 +215,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
+    ap.add_argument("--kind", choices=("shared", "global"), default="shared")
     ns = ap.parse_args(argv)
+    make = Gen if ns.kind == "shared" else GlobalGen
     rng = random.Random(ns.seed)
     tmp = Path(tempfile.mkdtemp(prefix="anodize-race-oracle-"))
     out = Path(ns.out) if ns.out else tmp
     accepted = rejected = holes = 0
     for n in range(ns.cases):
-        src = Gen(rng).module()
+        src = make(rng).module()
         errs = [d for d in check_source(src, f"race_case_{n}.py") if d.severity == "error"]
         if errs:
             rejected += 1
