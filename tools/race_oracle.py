@@ -2,7 +2,7 @@
 run race-free on the debug device, whose interpreter reports every pair of conflicting
 accesses that no barrier orders (`az.device("debug")`, a `KernelFault` naming "data race").
 
-    python tools/race_oracle.py [--kind shared|global] [--cases 200] [--seed 0] [--out DIR]
+    python tools/race_oracle.py [--kind shared|global|shared2d] [--cases 200] [--seed 0] [--out DIR]
 
 Each case is one 1-D kernel of 64 threads over two shared arrays: safe-tier writes at the
 thread's own slot, reads at own, neighbouring, mirrored or constant slots, unsafe-tier writes
@@ -10,7 +10,8 @@ at thread-id forms, barriers (some in a helper), block reductions, block-shared 
 `if`s on the thread (`w.get() < K`) or on a uniform parameter, `range` loops of constant trip
 count.  `--kind global` generates kernels writing one output of 100 elements from 2 blocks
 of 64 threads through `index_1d`, helpers returning or taking a witness, grid-stride loops
-(with `break`, `continue`, and their variable after the loop) and rebinding.  An accepted
+(with `break`, `continue`, and their variable after the loop) and rebinding; `--kind shared2d` 8 x 8 blocks over a 2-D array at `index_in_block_2d()` and
+a 1-D one at the linear `index_in_block()`, with unsafe writes at raw ids.  An accepted
 case that the debug device finds racy is a checker hole: its source is written to `--out`
 and the run exits 1.  Rejected cases are counted, not run.
 """
@@ -185,6 +186,76 @@ class GlobalGen(Gen):
         return GHEAD + "".join(f"    {ln}\n" for ln in lines)
 
 
+THEAD = '''import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f32, func, i64, kernel, launch_contract, thread
+
+
+@func
+def _sync() -> None:
+    az.syncthreads()
+
+
+@launch_contract(domain=2, block=(8, 8))
+@kernel
+def case(a: Slice2D[f32], c: DisjointSlice2D[f32], n: i64) -> None:
+    ij = thread.index_2d()
+    w = thread.index_in_block_2d()
+    q = thread.index_in_block()
+    t = az.shared.array((8, {cols}), f32)
+    s = az.shared.array(64, f32)
+    v = a[ij] if ij in a else 0.0
+'''
+TTAIL = '''    if ij in c:
+        c[ij] = v
+'''
+
+
+class TileGen(Gen):
+    """2-D blocks (8 x 8): a 2-D array at `t[w]` / `t[w.row, w.col]`, a 1-D one at the linear
+    slot `s[q]`; reads at shifted, transposed and constant slots; unsafe writes at raw ids."""
+
+    def stmt(self, depth: int) -> list[str]:
+        rng = self.rng
+        k = rng.randint(1, 7)
+        kind = rng.choices(["own", "own1", "read", "read1", "sync", "helper_sync", "tdep_if", "uni_if", "loop", "unsafe", "reduce"],
+                           [4, 2, 5, 3, 4, 1, 2, 2, 2, 2, 1])[0]
+        if depth >= 2 and kind in ("tdep_if", "uni_if", "loop"):
+            kind = "read"
+        if kind == "own":
+            return [f"t[{rng.choice(['w', 'w.row, w.col'])}] = v + {k}.0"]
+        if kind == "own1":
+            return [f"s[{rng.choice(['q', 'q.get()'])}] = v + {k}.0"]
+        if kind == "read":
+            idx = rng.choice(["w", "w.row, w.col", f"w.row, (w.col + {k}) % 8", f"(w.row + {k}) % 8, w.col", "w.col, w.row", f"{k}, {k}"])
+            return [f"v = v + t[{idx}]"]
+        if kind == "read1":
+            idx = rng.choice(["q", "q.get()", f"(q.get() + {k}) % 64", "q.get() ^ 1", f"w.row * 8 + w.col", f"w.col * 8 + w.row"])
+            return [f"v = v + s[{idx}]"]
+        if kind == "sync":
+            return ["az.syncthreads()"]
+        if kind == "helper_sync":
+            return ["_sync()"]
+        if kind == "reduce":
+            return ["x = az.block.reduce(v, \"sum\")", "v = v + x"]
+        if kind == "unsafe":
+            idx = rng.choice(["thread.tid_y(), thread.tid_x()", "thread.tid_x(), thread.tid_y()", f"thread.tid_y(), (thread.tid_x() + {k}) % 8",
+                              "thread.tid_y() // 2, thread.tid_x()"])
+            one = rng.choice(["thread.tid_y() * 8 + thread.tid_x()", "thread.tid_x() * 8 + thread.tid_y()", "thread.tid_x() + thread.tid_y()"])
+            return ["with az.unsafe():", rng.choice([f"    t[{idx}] = v", f"    s[{one}] = v"])]
+        body = [ln for _ in range(rng.randint(1, 3)) for ln in self.stmt(depth + 1)]
+        if kind == "tdep_if":
+            head = rng.choice([f"if w.row < {k}:", f"if w.col < {k}:", f"if q.get() < {k * 8}:"])
+        elif kind == "uni_if":
+            head = f"if n > {rng.randint(0, 6)}:"
+        else:
+            head = f"for _k{depth} in range({rng.randint(1, 3)}):"
+        return [head] + ["    " + ln for ln in body]
+
+    def module(self) -> str:
+        lines = [ln for _ in range(self.rng.randint(2, 7)) for ln in self.stmt(0)]
+        return THEAD.format(cols=self.rng.choice([8, 9])) + "".join(f"    {ln}\n" for ln in lines) + TTAIL
+
+
 def run_case(src: str, tmp: Path, n: int) -> str | None:
     """The debug device's race report for an accepted case, else None."""
     import numpy as np
@@ -197,11 +268,16 @@ def run_case(src: str, tmp: Path, n: int) -> str | None:
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     dev = az.device("debug")
-    c = dev.zeros(64 if "shared" in src else 100, az.f32)
-    a = dev.to_device(np.arange(64, dtype=np.float32))
-    grid = 1 if "shared" in src else 2
     try:
-        mod.case[az.LaunchConfig(grid=grid, block=64)](a, c, n % 7)
+        if "index_in_block_2d" in src:
+            c = dev.zeros((8, 8), az.f32)
+            a = dev.to_device(np.arange(64, dtype=np.float32).reshape(8, 8))
+            mod.case[az.LaunchConfig.for_shape((8, 8), block=(8, 8))](a, c, n % 7)
+        else:
+            c = dev.zeros(64 if "shared" in src else 100, az.f32)
+            a = dev.to_device(np.arange(64, dtype=np.float32))
+            grid = 1 if "shared" in src else 2
+            mod.case[az.LaunchConfig(grid=grid, block=64)](a, c, n % 7)
         dev.synchronize()
     except az.KernelFault as e:
         return str(e) if "data race" in str(e) else None
@@ -215,9 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--kind", choices=("shared", "global"), default="shared")
+    ap.add_argument("--kind", choices=("shared", "global", "shared2d"), default="shared")
     ns = ap.parse_args(argv)
-    make = Gen if ns.kind == "shared" else GlobalGen
+    make = {"shared": Gen, "global": GlobalGen, "shared2d": TileGen}[ns.kind]
     rng = random.Random(ns.seed)
     tmp = Path(tempfile.mkdtemp(prefix="anodize-race-oracle-"))
     out = Path(ns.out) if ns.out else tmp

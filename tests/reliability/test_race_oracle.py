@@ -23,6 +23,10 @@ def test_accepted_generated_output_writers_run_race_free_on_the_debug_device() -
     assert main(["--kind", "global", "--cases", "30", "--seed", "12"]) == 0
 
 
+def test_accepted_generated_2d_block_kernels_run_race_free_on_the_debug_device() -> None:
+    assert main(["--kind", "shared2d", "--cases", "30", "--seed", "13"]) == 0
+
+
 def test_the_generator_makes_both_accepted_and_rejected_kernels() -> None:
     from anodize.checker.api import check_source
 
