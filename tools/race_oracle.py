@@ -2,7 +2,7 @@
 run race-free on the debug device, whose interpreter reports every pair of conflicting
 accesses that no barrier orders (`az.device("debug")`, a `KernelFault` naming "data race").
 
-    python tools/race_oracle.py [--kind shared|global|shared2d] [--cases 200] [--seed 0] [--out DIR]
+    python tools/race_oracle.py [--kind shared|global|shared2d|owned] [--cases 200] [--seed 0] [--out DIR]
 
 Each case is one 1-D kernel of 64 threads over two shared arrays: safe-tier writes at the
 thread's own slot, reads at own, neighbouring, mirrored or constant slots, unsafe-tier writes
@@ -11,7 +11,9 @@ at thread-id forms, barriers (some in a helper), block reductions, block-shared 
 count.  `--kind global` generates kernels writing one output of 100 elements from 2 blocks
 of 64 threads through `index_1d`, helpers returning or taking a witness, grid-stride loops
 (with `break`, `continue`, and their variable after the loop) and rebinding; `--kind shared2d` 8 x 8 blocks over a 2-D array at `index_in_block_2d()` and
-a 1-D one at the linear `index_in_block()`, with unsafe writes at raw ids.  An accepted
+a 1-D one at the linear `index_in_block()`, with unsafe writes at raw ids; `--kind owned`
+per-thread tiles of one 2-D output (literal and module-constant shapes, groups) beside
+`index_2d` and a helper taking the index, on a grid that covers the output unevenly.  An accepted
 case that the debug device finds racy is a checker hole: its source is written to `--out`
 and the run exits 1.  Rejected cases are counted, not run.
 """
@@ -256,6 +258,58 @@ class TileGen(Gen):
         return THEAD.format(cols=self.rng.choice([8, 9])) + "".join(f"    {ln}\n" for ln in lines) + TTAIL
 
 
+PHEAD = '''import anodize as az
+from anodize import DisjointSlice2D, Index2D, Slice2D, f32, func, i64, kernel, launch_contract, thread
+
+K = {k}
+
+
+@func
+def _put(c: DisjointSlice2D[f32], ij: Index2D, v: f32) -> None:
+    if ij in c:
+        c[ij] += v
+
+
+@launch_contract(domain=2, block=(4, 2))
+@kernel
+def case(a: Slice2D[f32], c: DisjointSlice2D[f32], n: i64) -> None:
+    v = f32(1.0)
+'''
+
+
+class OwnedGen(Gen):
+    """Per-thread tiles of one 2-D output (shapes from literals and a module constant, groups),
+    `t.at(r, s)` in constant and runtime loops, `index_2d`, helpers taking the index."""
+
+    def shape(self) -> str:
+        rng = self.rng
+        tr, tc = rng.choice([1, 2, 4]), rng.choice([1, 2, 4])
+        if rng.random() < 0.3:
+            return rng.choice(["K, 2", "2, K", "K, K"])
+        if rng.random() < 0.4:
+            return f"{tr}, {tc}, {rng.choice([d for d in (1, 2, 4) if tr % d == 0])}, {rng.choice([d for d in (1, 2, 4) if tc % d == 0])}"
+        return f"{tr}, {tc}"
+
+    def stmt(self, depth: int) -> list[str]:
+        rng = self.rng
+        kind = rng.choices(["tile", "plain", "helper", "uni_if"], [5, 2, 1, 1])[0]
+        if kind == "plain":
+            return ["ij = thread.index_2d()", "if ij in c:", "    c[ij] += v"]
+        name = f"t{rng.randint(0, 2)}"
+        r, q = rng.choice([("r", "q"), ("q", "r"), ("0", "q"), ("r", "0")])
+        loop = [f"{name} = thread.tile_2d({self.shape()})", "for r in range(2):", "    for q in range(2):",
+                f"        ij = {name}.at({r}, {q})"]
+        if kind == "helper":
+            return loop + ["        _put(c, ij, v)"]
+        if kind == "uni_if":
+            return [f"if n > {rng.randint(0, 6)}:"] + ["    " + ln for ln in loop + ["        if ij in c:", "            c[ij] += v"]]
+        return loop + ["        if ij in c:", "            c[ij] += v"]
+
+    def module(self) -> str:
+        lines = [ln for _ in range(self.rng.randint(1, 3)) for ln in self.stmt(0)]
+        return PHEAD.format(k=self.rng.choice([1, 2, 4])) + "".join(f"    {ln}\n" for ln in lines)
+
+
 def run_case(src: str, tmp: Path, n: int) -> str | None:
     """The debug device's race report for an accepted case, else None."""
     import numpy as np
@@ -269,7 +323,11 @@ def run_case(src: str, tmp: Path, n: int) -> str | None:
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     dev = az.device("debug")
     try:
-        if "index_in_block_2d" in src:
+        if "block=(4, 2)" in src:
+            c = dev.zeros((13, 11), az.f32)
+            a = dev.to_device(np.zeros((13, 11), np.float32))
+            mod.case[az.LaunchConfig((3, 2), (4, 2))](a, c, n % 7)
+        elif "index_in_block_2d" in src:
             c = dev.zeros((8, 8), az.f32)
             a = dev.to_device(np.arange(64, dtype=np.float32).reshape(8, 8))
             mod.case[az.LaunchConfig.for_shape((8, 8), block=(8, 8))](a, c, n % 7)
@@ -291,9 +349,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cases", type=int, default=200)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out", default=None)
-    ap.add_argument("--kind", choices=("shared", "global", "shared2d"), default="shared")
+    ap.add_argument("--kind", choices=("shared", "global", "shared2d", "owned"), default="shared")
     ns = ap.parse_args(argv)
-    make = {"shared": Gen, "global": GlobalGen, "shared2d": TileGen}[ns.kind]
+    make = {"shared": Gen, "global": GlobalGen, "shared2d": TileGen, "owned": OwnedGen}[ns.kind]
     rng = random.Random(ns.seed)
     tmp = Path(tempfile.mkdtemp(prefix="anodize-race-oracle-"))
     out = Path(ns.out) if ns.out else tmp

@@ -27,6 +27,10 @@ def test_accepted_generated_2d_block_kernels_run_race_free_on_the_debug_device()
     assert main(["--kind", "shared2d", "--cases", "30", "--seed", "13"]) == 0
 
 
+def test_accepted_generated_per_thread_tile_kernels_run_race_free_on_the_debug_device() -> None:
+    assert main(["--kind", "owned", "--cases", "30", "--seed", "14"]) == 0
+
+
 def test_the_generator_makes_both_accepted_and_rejected_kernels() -> None:
     from anodize.checker.api import check_source
 
