@@ -39,11 +39,20 @@ def _sync() -> None:
     az.syncthreads()
 
 
-@launch_contract(domain=1, block=64)
+@func
+def _h(x: f32) -> f32:
+    hs = az.shared.{harr}
+    hw = thread.index_in_block()
+    y = x
+{hbody}    return y
+
+
+@launch_contract(domain=1, block=64, shared_mem=lambda block: 256)
 @kernel
 def case(a: Slice[f32], c: DisjointSlice[f32], n: i64) -> None:
     i = thread.index_1d()
     w = thread.index_in_block()
+    d = az.shared.dynamic_array(f32)
     s = az.shared.array({ns}, f32)
     r = az.shared.array(64, f32)
     h = az.shared.atomic_array(4, u32)
@@ -68,12 +77,12 @@ class Gen:
 
     def stmt(self, depth: int) -> list[str]:
         rng = self.rng
-        arr = rng.choice(["s", "r"])
+        arr = rng.choice(["s", "r", "d"])
         k = rng.randint(0, 63)
         kind = rng.choices(
             ["own", "read", "sync", "helper_sync", "tdep_if", "uni_if", "loop", "unsafe", "reduce", "atomic",
-             "strided", "slot_branch", "while"],
-            [5, 6, 4, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1],
+             "strided", "slot_branch", "while", "call"],
+            [5, 6, 4, 1, 2, 2, 2, 2, 1, 1, 1, 1, 1, 3],
         )[0]
         if kind == "strided":  # a strided loop of the unsafe tier, its variable used after it
             stop = rng.choice(["n", "64", "128", str(k)])
@@ -92,6 +101,8 @@ class Gen:
             kind = "read"
         if kind == "own":
             return [f"{arr}[{rng.choice(['w', 'w.get()'])}] = v + {k}.0"]
+        if kind == "call":
+            return ["v = v + _h(v)"]
         if kind == "read":
             return [f"v = v + {arr}[{self.idx()}]"]
         if kind == "sync":
@@ -114,9 +125,14 @@ class Gen:
         return [head] + ["    " + ln for ln in body]
 
     def module(self) -> str:
-        lines = [ln for _ in range(self.rng.randint(2, 7)) for ln in self.stmt(0)]
-        ns = self.rng.choice([64, 65, 128])
-        return HEAD.format(ns=ns) + "".join(f"    {ln}\n" for ln in lines) + TAIL
+        rng = self.rng
+        lines = [ln for _ in range(rng.randint(2, 7)) for ln in self.stmt(0)]
+        ns = rng.choice([64, 65, 128])
+        harr = rng.choice(["array(64, f32)", "dynamic_array(f32)"])
+        hbody = [rng.choice(["hs[hw] = x", "az.syncthreads()", "y = y + hs[(hw.get() + 1) % 64]", "y = y + hs[hw]"])
+                 for _ in range(rng.randint(1, 4))]
+        return (HEAD.format(ns=ns, harr=harr, hbody="".join(f"    {ln}\n" for ln in hbody))
+                + "".join(f"    {ln}\n" for ln in lines) + TAIL)
 
 
 GHEAD = '''import anodize as az
@@ -335,7 +351,7 @@ def run_case(src: str, tmp: Path, n: int) -> str | None:
             c = dev.zeros(64 if "shared" in src else 100, az.f32)
             a = dev.to_device(np.arange(64, dtype=np.float32))
             grid = 1 if "shared" in src else 2
-            mod.case[az.LaunchConfig(grid=grid, block=64)](a, c, n % 7)
+            mod.case[az.LaunchConfig(grid=grid, block=64, shared_mem=256 if "dynamic" in src else 0)](a, c, n % 7)
         dev.synchronize()
     except az.KernelFault as e:
         return str(e) if "data race" in str(e) else None

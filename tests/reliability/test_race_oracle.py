@@ -45,5 +45,6 @@ def test_the_generator_makes_both_accepted_and_rejected_kernels() -> None:
 
 def test_the_debug_device_runs_an_accepted_case() -> None:
     # a safe case: own-slot writes, a barrier, then reads of other slots (no race report)
-    src = HEAD.format(ns=64) + "    s[w] = v\n    az.syncthreads()\n    v = v + s[(w.get() + 1) % 64]\n" + TAIL
+    head = HEAD.format(ns=64, harr="array(64, f32)", hbody="    hs[hw] = x\n")
+    src = head + "    s[w] = v\n    az.syncthreads()\n    v = v + s[(w.get() + 1) % 64]\n" + TAIL
     assert run_case(src, Path(tempfile.mkdtemp()), 1) is None
