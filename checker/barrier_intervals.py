@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import ast
 
-from .index_forms import Block, Div, Fact, Lin, Mod, Stride, pow2
+from .index_forms import Block, Div, Fact, Lin, Mod, Stride, pow2, join_forms
 from .index_eval import FormEval, Named
 from .typed_ints import IntView, wide
 from .kernel_model import ModuleModel
@@ -260,7 +260,20 @@ class Intervals(AccessWalk, FormEval):
             if var is not None and isinstance(target, ast.Name):
                 e.forms[target.id] = var  # `for j in range(tid, n, 256)`
 
-        return self.loop(st, head, s.body, s.orelse, False)
+        def leave(e: State) -> None:
+            # left from the head: after the last iteration the variable holds the last value
+            # (`var`'s form), after none the value from before the loop (the head state's
+            # form, joined with `var`'s over the iterations): only a form covering both holds
+            prev = e.forms.get(target.id) if isinstance(target, ast.Name) else None
+            head(e)
+            if var is not None and isinstance(target, ast.Name):
+                both = join_forms(prev[0], var[0]) if prev is not None and prev[0] is not None and var[0] is not None else None
+                if both is None:
+                    e.forms.pop(target.id, None)
+                else:
+                    e.forms[target.id] = (both, prev[1] | var[1])  # type: ignore[index]
+
+        return self.loop(st, head, s.body, s.orelse, False, leave)
 
     def if_(self, s: ast.If, st: State) -> State | None:
         self.ev(s.test, st)
@@ -305,7 +318,7 @@ class Intervals(AccessWalk, FormEval):
             del self.facts[n:]
 
     def loop(  # type: ignore[no-untyped-def]
-        self, entry: State, head, body: list[ast.stmt], orelse: list[ast.stmt], enters: bool
+        self, entry: State, head, body: list[ast.stmt], orelse: list[ast.stmt], enters: bool, leave=None
     ) -> State | None:
         state = entry.copy()
         lp = _Loop()
@@ -331,7 +344,7 @@ class Intervals(AccessWalk, FormEval):
         ex: State | None = None
         if exit_from is not None:
             ex = exit_from.copy()
-            head(ex)
+            (leave or head)(ex)
         if orelse and ex is not None:
             ex = self.block_(orelse, ex)
         for b in lp.breaks:

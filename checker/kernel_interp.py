@@ -111,7 +111,7 @@ class _Analyzer(StatementFlow, ExprFlow):
             return tile_call(self, node, callee, env)
         if k == "thread_tile":  # thread.tile_2d(TR, TC[, GR, GC]): each shape is one index space
             self.fn.witness_uses.append((node, 2))
-            return Val("thread_tile", domain=2, tdep=True, origin=node, spaces=tile_spaces(node))
+            return Val("thread_tile", domain=2, tdep=True, origin=node, spaces=tile_spaces(node, self.fn, self.m))
         if k == "tile_at":  # t.at(r, s): an Index2D of the tile's space
             base = self.m.values.get(node.func.value)  # type: ignore[attr-defined]
             spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
@@ -324,18 +324,45 @@ WARP_VOTES = {"ballot", "any", "all", "reduce"}
 _MAKER_SPACES: dict[str, frozenset[Space]] = {}
 
 
-def tile_spaces(node: ast.Call) -> frozenset[Space]:
+def tile_spaces(node: ast.Call, fn: FunctionInfo | None = None, m: ModuleModel | None = None) -> frozenset[Space]:
     """The index space of `thread.tile_2d(TR, TC[, GR, GC])`: one per shape (the mapping is fixed
-    by the shape and the launch), so two calls with one shape are one space."""
+    by the shape and the launch), so two calls with one shape are one space.  An argument that
+    is no literal and no module constant (an `az.Constant` parameter, a name the function binds)
+    has its value only in its function: the space is that function's (the same text in a helper
+    may name a module constant of another value, or nothing)."""
     parts: list[str] = []
+    scoped = False
     for a in node.args:
         try:
             parts.append(repr(ast.literal_eval(a)))
+            continue
         except ValueError:
+            pass
+        value = _module_constant(a, fn, m)
+        if value is not None:
+            parts.append(repr(value))
+        else:
             parts.append(ast.unparse(a))
+            scoped = True
     if len(parts) == 2:
         parts += ["1", "1"]
-    return frozenset([Space(TILE_MAKER, param=", ".join(parts))])
+    where = frozenset([("function", fn.name)]) if scoped and fn is not None else frozenset()
+    return frozenset([Space(TILE_MAKER, param=", ".join(parts), binding=where)])
+
+
+def _module_constant(node: ast.expr, fn: FunctionInfo | None, m: ModuleModel | None) -> object:
+    """The value of `node` when it is a module constant (arithmetic over them too) not shadowed
+    by a name of `fn`, else None."""
+    if m is None or fn is None:
+        return None
+    own = set(fn.params) | set(fn.locals)
+    if any(isinstance(n, ast.Name) and n.id in own for n in ast.walk(node)):
+        return None
+    try:
+        got = m.front.symbols.constant(node)
+    except Exception:  # noqa: BLE001 - a form the constant folder does not take: no value
+        return None
+    return got[0] if got is not None else None
 
 
 def maker_spaces(maker: str) -> frozenset[Space]:

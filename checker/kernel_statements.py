@@ -264,7 +264,13 @@ class StatementFlow(_Base):
             self.store(s.target, var, e)
             return _scalar3(loop_tdep is not None, loop_lane)
 
-        return self.loop(s, env, head, loop_tdep, s.body, s.orelse)
+        out = self.loop(s, env, head, loop_tdep, s.body, s.orelse)
+        if var.kind == "witness" and out is not None and isinstance(s.target, ast.Name) and s.target.id in out:
+            # past a grid-stride loop its variable is no index of this thread's: after no
+            # iteration it is the value from before the loop (or none), after the last one the
+            # backends leave the last index or the next, past the end
+            out[s.target.id] = VARYING
+        return out
 
     def loop(self, s, env: Env, head, head_div, body, orelse) -> Env | None:  # type: ignore[no-untyped-def]
         entry = dict(env)

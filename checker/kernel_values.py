@@ -125,6 +125,9 @@ def join(a: Val | None, b: Val | None) -> Val | None:
 Env = dict[str, Val]
 
 
+_WITNESS_KINDS = ("witness", "thread_tile", "local_witness")  # values that name this thread's elements
+
+
 def join_env(a: Env | None, b: Env | None) -> Env | None:
     if a is None:
         return None if b is None else dict(b)
@@ -136,12 +139,12 @@ def join_env(a: Env | None, b: Env | None) -> Env | None:
         if vb is not None:
             out[k] = join(va, vb)  # type: ignore[assignment]
         else:
-            # bound on one path only: using it on the other is an error at run time; keep the
-            # known value but never as a witness
-            out[k] = VARYING if va.kind in ("witness", "thread_tile") else va
+            # bound on one path only: on the other it holds zeros (every such thread the same
+            # index); keep the known value but never as a witness (a block-local one included)
+            out[k] = VARYING if va.kind in _WITNESS_KINDS else va
     for k, vb in b.items():
         if k not in a:
-            out[k] = VARYING if vb.kind in ("witness", "thread_tile") else vb
+            out[k] = VARYING if vb.kind in _WITNESS_KINDS else vb
     return out
 
 

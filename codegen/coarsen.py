@@ -122,7 +122,7 @@ def witness_local(e: ir.Expr) -> bool:
     the lane's index, and reading it has no effect."""
     if isinstance(e, ir.WitnessPart) and e.part == "get":
         e = e.witness
-    return isinstance(e, ir.Local) and isinstance(e.ty, WitnessTy) and not e.ty.block and e.ty.tile is None
+    return isinstance(e, ir.Local) and isinstance(e.ty, WitnessTy) and not e.ty.block and not e.ty.local and e.ty.tile is None
 
 
 def at_witness(index: tuple[ir.Expr, ...]) -> bool:
@@ -154,10 +154,12 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
         if isinstance(x, (ir.MakeWitness, ir.TileAt)):
             # a per-thread tile (`thread.tile_2d`, `t.at`) names several elements per thread:
             # not a lane's one index
-            if isinstance(x, ir.TileAt) or x.ty.block or x.ty.tile is not None or x.site >= 0 or x.rank not in (1, 2):
+            # a block-local witness (`thread.index_in_block()`) is the thread's slot in its block,
+            # which a coarsened block of four times the indices would no longer give each lane
+            if isinstance(x, ir.TileAt) or x.ty.block or x.ty.local or x.ty.tile is not None or x.site >= 0 or x.rank not in (1, 2):
                 raise _No
             ranks.add(x.rank)
-        if isinstance(x, ir.Local) and isinstance(x.ty, WitnessTy) and x.ty.block:
+        if isinstance(x, ir.Local) and isinstance(x.ty, WitnessTy) and (x.ty.block or x.ty.local):
             raise _No
         if isinstance(x, ir.ForRange):
             trips = _const_trips(x)

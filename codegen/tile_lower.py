@@ -317,6 +317,13 @@ class _Lowering(TileCompute):
         out: list[ir.Stmt] = []
         tree = self.prep(s.value, out)
         rank = ty.rank
+        if self.moved_load(tree, s.slice.name):
+            # the value reads the output's own tile at other elements (`tile.load(c, pid, s).T`):
+            # evaluated inline, element e's thread would read an element another thread (or a
+            # later element of its own loop) stores: read the whole tile into a temporary first
+            tmp = self.temp(ty)
+            out += self.fill(tmp, tree)
+            tree = tmp
 
         def body(e: ir.Expr, coords: list[ir.Expr]) -> list[ir.Stmt]:
             pre: list[ir.Stmt] = []
@@ -442,6 +449,17 @@ class _Lowering(TileCompute):
             return any(
                 (v.ty.shape != shape and self.reads(v, ref)) or self.hazard(v, ref, shape) for _, v in tree.inputs
             )
+        return False
+
+    def moved_load(self, tree: Any, name: str, moved: bool = False) -> bool:
+        """Does `tree` load slice `name` at coordinates other than the element being computed
+        (under a transpose, or broadcast)?"""
+        if isinstance(tree, TileLoad):
+            return moved and tree.slice.name == name
+        if isinstance(tree, TileTrans):
+            return self.moved_load(tree.value, name, True)
+        if isinstance(tree, TileElem):
+            return any(self.moved_load(v, name, moved or v.ty.shape != tree.ty.shape) for _, v in tree.inputs)
         return False
 
     def reads(self, tree: Any, ref: ir.SharedRef) -> bool:

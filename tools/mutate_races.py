@@ -21,6 +21,9 @@ diverges at a barrier) on real hardware, by machine integer semantics:
                   dynamic region at `(tid + 1) % n` is called right after the write
   helper_barrier  az.syncthreads() -> if parity() == 1: az.syncthreads()
 
+and the v1 features' classes of tools/mutate_races_v1.py (safe_read_next, leader_widen,
+barrier_leader, grid_stride_exit, range_exit, tile_mixed), over the modules that use them.
+
 `t` is an axis that is a plain thread id (`t = thread.tid_x()`, `thread.tid_y()`),
 on the block's x axis for `helper_index`/`unsigned_guard` (its extent even).  The
 checker must reject every mutant (`check_source` returns an error); survivors are
@@ -45,6 +48,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT))
 
 from mutate import _replace, barrier_mutants  # noqa: E402
+from mutate_races_v1 import CLASSES as V1_CLASSES, v1_mutants, v1_paths  # noqa: E402
 
 CLASSES = (
     "factor",
@@ -55,7 +59,7 @@ CLASSES = (
     "helper_index",
     "dynamic_helper",
     "helper_barrier",
-)
+) + V1_CLASSES
 _TIDS = {"tid_x": 0, "tid_y": 1, "tid_z": 2}
 
 
@@ -77,7 +81,8 @@ def _errors(src: str, path: str) -> list[Any]:
 
 def shared_paths() -> list[Path]:
     paths = sorted((ROOT / "examples").glob("*.py")) + sorted((ROOT / "fixtures" / "accept").glob("*.py"))
-    return [p for p in paths if "shared.array" in p.read_text()]
+    shared = [p for p in paths if "shared.array" in p.read_text()]
+    return shared + [p for p in v1_paths(ROOT) if p not in shared]
 
 
 # ---- sites -----------------------------------------------------------------------------------
@@ -208,12 +213,13 @@ def _domain(fn: ast.FunctionDef) -> int:
 
 
 def _parity_helper(domain: int) -> str:
-    get = "thread.index_2d().col" if domain == 2 else "thread.index_1d().get()"
+    make, get = ("index_2d", "w.col") if domain == 2 else ("index_1d", "w.get()")
     return f"""
 
 @az.func
 def _mut_parity() -> az.i32:
-    g = az.{get}
+    w = az.thread.{make}()
+    g = {get}
     if g % 2 == 0:
         return 1
     return 0
@@ -296,6 +302,9 @@ def mutants(path: Path) -> list[Mutant]:
                 n = min(shape.value, block[0])
                 text = "".join(tl[:wl]) + f"{indent}_mut_v = _mut_dyn_next()\n" + "".join(tl[wl:]) + _dyn_helper(elem, n)
                 add(line, "dynamic_helper", text)
+    # the v1 features' races (tools/mutate_races_v1.py)
+    for line, cls, text in v1_mutants(src, tree, _block, _domain, _parity_helper):
+        add(line, cls, text)
     # a barrier under a helper's thread-dependent result
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef):

@@ -104,6 +104,8 @@ MESSAGES: dict[str, str] = {
     "loop-variable-was-before": "loop variable `{var}` was a `{existing}` before",
     "helper-returns-return-needs": "this helper returns `{ret}`; `return` needs a value",
     "helper-return": "a helper cannot return a `{ty}`",
+    "grid-stride-after-loop": "`{name}` is a grid-stride loop's index: it is defined only inside its loop",
+    "helper-witness-falls-off": "`{name}` may reach its end without a `return`: a helper returning `{ret}` must return one on every path",
     "helper-returns-nothing-elsewhere": "this helper returns nothing elsewhere",
     "syncthreads-takes-arguments": "`syncthreads()` takes no arguments",
     "write-unchecked-nd": "a {rank}-D `write_unchecked` takes a `{axes}` tuple",
@@ -312,6 +314,8 @@ MESSAGES: dict[str, str] = {
 HELPS: dict[str, str] = {
     "shared-too-large": "put large buffers in dynamic shared memory (`az.shared.dynamic_array(T)`, sized by the contract's `shared_mem`), or use smaller arrays",
     "tile-storage-too-large": "use smaller tiles (a tile of N f32 elements takes 4*N bytes), fewer tile locals, or fewer reductions",
+    "grid-stride-after-loop-help": "use `{name}` inside the loop; to keep something for after it, assign it to another local there (`last = {name}.get()`)",
+    "helper-witness-falls-off-help": "end every path with `return` (falling off the end would give the zero index, the same on every thread that gets there); or return the witness's int (`i.get()`) and index the output with the caller's own witness",
     "tile-form": "`t = thread.tile_2d(TR, TC)` (or `thread.tile_2d(TR, TC, GR, GC)`, groups of GR rows and GC columns, GR dividing TR and GC dividing TC) gives this thread TR x TC elements of every 2-D output; `t.at(r, s)` with r in [0, TR) and s in [0, TC) is the `Index2D` of one of them",
     "local-array-index-help": "a local array's indices run from 0 to its length minus one on each axis",
     "local-array-escape-help": "a local array is private to its thread and lives in the function that declares it: index it (`{name}[i]`), or pass it to a helper, which takes it by reference (`LocalArray[T]` or an unannotated parameter)",
@@ -492,6 +496,8 @@ CHECKER_CONSTRUCTS: dict[str, str] = {
     "Starred": "a starred expression",
 }
 CHECKER_CONSTRUCT_HELPS: dict[str, str] = {
+    "grid-stride-after-loop-help": "use `{name}` inside the loop; to keep something for after it, assign it to another local there (`last = {name}.get()`)",
+    "helper-witness-falls-off-help": "end every path with `return` (falling off the end would give the zero index, the same on every thread that gets there); or return the witness's int (`i.get()`) and index the output with the caller's own witness",
     "Lambda": "write a `@az.func` helper instead",
     "Raise": "return early instead; faults are reported through `az.KernelFault`",
 }

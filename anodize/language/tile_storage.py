@@ -9,11 +9,13 @@ language counts an upper bound of that allocation, which the lowering must never
 
 - every tile local, once, at its type;
 - every reduction and matmul node, at its result's size (a temporary, when not computed in
-  place), its operands' sizes (staged when they are not tile locals) and a reduction's
-  cross-warp scratch (one 8-byte slot per warp);
-- one temporary per distinct tile type of an assignment that reads its own target (it may
-  read it at another element, so it goes through one); `acc = tile.matmul(x, y, acc)` is
-  computed in place.
+  place), a matmul's operands' sizes (staged when they are not tile locals or fills) and a
+  reduction's partials (one element per thread at most);
+- one temporary per distinct tile type of an assignment that reads its own target at another
+  element (transposed or broadcast), so goes through one; `acc = tile.matmul(x, y, acc)` is
+  computed in place;
+- a store whose value loads the output it stores to, at the value's size (the tile is read
+  whole into a temporary first).
 
 Tensor-core GEMM staging is not counted: the lowering takes that path only where its
 staging fits beside the rest (else the generic path runs).
@@ -25,7 +27,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileMatmul, TileReduce, TileTy
+from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileMatmul, TileReduce, TileStore, TileTrans, TileTy
 
 __all__ = ["STATIC_SHARED_MAX_BYTES", "static_shared_bytes", "tile_storage_bound"]
 
@@ -51,11 +53,42 @@ def _mentions(node: Any, name: str) -> bool:
     return False
 
 
+def _loads(node: Any, name: str) -> bool:
+    if isinstance(node, TileLoad):
+        return node.slice.name == name
+    if isinstance(node, (tuple, list)):
+        return any(_loads(x, name) for x in node)
+    if is_dataclass(node) and not isinstance(node, type):
+        return any(_loads(getattr(node, f.name), name) for f in fields(node) if f.name not in ("ty", "span"))
+    return False
+
+
+def _moved(node: Any, name: str, shape: tuple[int, ...]) -> bool:
+    """Does tile tree `node` read local `name` at an element other than the one computed (under
+    a transpose, or broadcast from another shape)?  Reductions and matmuls are computed whole
+    before, so reading it inside them is not."""
+    if isinstance(node, ir.Local):
+        return node.name == name and getattr(node.ty, "shape", shape) != shape
+    if isinstance(node, TileTrans):
+        return _mentions(node.value, name)
+    if isinstance(node, TileElem):
+        return any((v.ty.shape != shape and _mentions(v, name)) or _moved(v, name, shape) for _, v in node.inputs)
+    return False
+
+
 def _in_place(s: ir.Assign) -> bool:
-    """`acc = tile.matmul(x, y, acc)` with `x` and `y` not reading `acc`: computed into `acc`."""
+    """`acc = tile.matmul(x, y, acc * alpha)` with `x` and `y` not reading `acc`: computed into `acc`."""
     v = s.value
-    return (isinstance(v, TileMatmul) and not _mentions((v.x, v.y), s.name)
-            and (v.acc is None or isinstance(v.acc, ir.Local) or not _mentions(v.acc, s.name)))
+    return isinstance(v, TileMatmul) and not _mentions((v.x, v.y), s.name) and not (
+        v.acc is not None and _moved(v.acc, s.name, v.ty.shape))
+
+
+def _staged(x: Any) -> int:
+    """A matmul operand's staging: none for a tile local or a fill (transposed or not)."""
+    t = x
+    while isinstance(t, TileTrans):
+        t = t.value
+    return 0 if isinstance(t, (ir.Local, TileFull)) else _bytes(x.ty)
 
 
 def tile_storage_bound(k: ir.KernelIR) -> int:
@@ -68,17 +101,16 @@ def tile_storage_bound(k: ir.KernelIR) -> int:
         nonlocal total
         if isinstance(node, (TileReduce, TileMatmul)):
             total += 0 if node is in_place else _bytes(node.ty)
-            if isinstance(node, TileReduce):
-                # the operand, staged at the wider of its and the result's element type (an
-                # f16 sum accumulates in f32)
-                width = max(node.value.ty.elem.info.mem_bits, node.ty.elem.info.mem_bits) // 8
-                total += 8 * warps + node.value.ty.size * width
+            if isinstance(node, TileReduce):  # the partials: at most one per thread
+                total += 32 * warps * (node.ty.elem.info.mem_bits // 8)
             else:
-                total += _bytes(node.x.ty) + _bytes(node.y.ty)
+                total += _staged(node.x) + _staged(node.y)
+        if isinstance(node, TileStore) and _loads(node.value, node.slice.name):
+            total += _bytes(node.value.ty)  # read the output's own tile whole before storing it
         if isinstance(node, ir.Assign) and isinstance(node.value.ty, TileTy):
             if _in_place(node):
                 in_place = node.value
-            elif _mentions(node.value, node.name):  # may read its target at another element
+            elif _moved(node.value, node.name, node.value.ty.shape):  # reads its target at another element
                 key = (node.value.ty.elem.name, node.value.ty.size)
                 if key not in assigned:
                     assigned.add(key)

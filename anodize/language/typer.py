@@ -31,6 +31,7 @@ from anodize.language.fn_types import FnTypes
 
 from anodize.language import ir
 from anodize.language.ranges import RangeFacts
+from anodize.language.returns import may_fall_through
 from anodize.language.typer_base import _Fail, _Silent
 from anodize.language.typer_calls import CallTyping
 from anodize.language.typer_effects import EffectsTyping
@@ -241,6 +242,11 @@ def _compile_helper(
         c = _FnCompiler(k, fdef, ptypes, is_kernel=False, ret=ret)
         c.facts = set(facts)
         body = c.body(fdef.body)
+        if isinstance(c.ret, WitnessTy) and fdef.body and may_fall_through(fdef.body):
+            # falling off the end gives a zeroed value: for a witness, index 0 on every thread
+            last = fdef.body[-1]
+            k.diags.append(messages.type_error(k.front.src.span(last), "helper-witness-falls-off",
+                                               help="helper-witness-falls-off-help", name=fdef.name, ret=c.ret))
         k.views.append(FnTypes(fdef, c.exprs, c.vars, tuple(k.spec.items())))
         return ir.FuncIR(
             fdef.name,

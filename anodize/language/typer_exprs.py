@@ -200,6 +200,8 @@ class ExprTyping(_Base):
         if name in self.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
             return self.local_ref(name, node)
         if name in self.vars:
+            if name in self.__dict__.get("_past_loop", ()):
+                self.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
             return ir.Local(name, self.vars[name], span)
         if name in self.slices:
             return ir.SliceRef(name, self.slices[name], span)

@@ -37,6 +37,7 @@ class StmtTyping(_Base):
         return [ir.ExprStmt(self.expr(v), self.span(node))]
 
     def declare(self, name: str, ty: Ty, node: ast.AST) -> None:
+        self.past_loop().discard(name)
         if name in self.slices or name in self.shared:
             self.unsupported(node, "rebinding-slice", name=name)
         if name in self.arrays:
@@ -49,6 +50,7 @@ class StmtTyping(_Base):
             self.type_error(node, "local-retyped", name=name, old=old, ty=ty)
 
     def assign_value(self, name: str, value: ir.Expr, node: ast.AST) -> ir.Assign:
+        self.past_loop().discard(name)
         self.facts = {f for f in self.facts if f[0] != name}
         old = self.vars.get(name)
         if old is None:
@@ -260,7 +262,16 @@ class StmtTyping(_Base):
         self.facts = {f for f in self.facts if f[0] != var}
         self.kill_facts({var})
         body = self.loop_body(node.body, extra)
+        self.past_loop().add(var)  # its index is this thread's only inside the loop (typer_exprs.load_name)
         return ir.GridStride(var, ir.SliceRef(name, self.slices[name], self.span(call.args[0])), site, body, self.span(node))
+
+    def past_loop(self) -> set[str]:
+        """Grid-stride loop variables read after their loop is an error until bound again: their
+        value there differs between backends (the last index, or the one past the end)."""
+        got = self.__dict__.get("_past_loop")
+        if got is None:
+            got = self._past_loop = set()
+        return got
 
     def visit_Break(self, node: ast.Break) -> list[ir.Stmt]:
         if not self.loops:

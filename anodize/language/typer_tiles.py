@@ -55,7 +55,7 @@ __all__ = ["TileCompiler", "num_warps", "check_tile_params"]
 
 # intrinsic kinds (symbol tags) that belong to the SIMT model only
 _SIMT_KINDS = {"witness", "raw", "warp", "barrier", "fence", "shared_array", "collective", "block_witness",
-               "block_leader", "print", "unsafe"}
+               "block_leader", "print", "unsafe", "local_witness", "thread_tile"}
 
 
 def num_warps(front: Any, fdef: ast.FunctionDef) -> tuple[int, list[Any]]:
@@ -293,6 +293,13 @@ class TileCompiler(_FnCompiler):
 
     def visit_With(self, node: ast.With) -> list[ir.Stmt]:
         self.unsupported(node, "tile-simt", name="with az.unsafe()")
+
+    def shared_decl(self, name: str, call: ast.Call) -> list[ir.Stmt]:
+        # `b = az.shared.array(...)` (also dynamic and atomic ones) is a declaration statement, typed
+        # before any call is: refused here like the other SIMT constructs (each of the program's
+        # threads would hold its own slots and atomics' results, which the one-program model
+        # does not have)
+        self.unsupported(call, "tile-simt", name=ast.unparse(call.func))
 
     def visit_For(self, node: ast.For) -> list[ir.Stmt]:
         it = node.iter

@@ -177,3 +177,13 @@ def taps4(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             c[i] = a[j - 4] + a[j] + a[j + 4] + a[j + 1]
         else:
             c[i] = 0.0
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def block_slot(c: DisjointSlice[f32]) -> None:
+    # the thread's slot in its block: a coarsened block would hand lanes slots up to 4 * 64
+    i = thread.index_1d()
+    w = thread.index_in_block()
+    if i in c:
+        c[i] = f32(w.get())

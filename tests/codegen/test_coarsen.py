@@ -30,7 +30,7 @@ KERNELS = sorted(n for n, v in vars(K).items() if isinstance(v, Kernel))
 @pytest.mark.parametrize("name", KERNELS)
 def test_which_kernels_are_coarsened(name: str) -> None:
     """Raw thread ids, atomics, print, an early return, a long loop, a grid-stride loop and
-    a block witness each keep one index per thread."""
+    a block witness or a block-local witness each keep one index per thread."""
     plan = coarsen_plan(build_ir(getattr(K, name)))
     assert (plan is not None) == (name in COARSENED)
 

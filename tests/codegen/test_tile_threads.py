@@ -331,3 +331,29 @@ def bad(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     t = typed(src, "bad")
     assert [d.code for d in t.diagnostics] == ["az-unsupported", "az-unsupported"]
     assert "thread.index_1d" in t.diagnostics[0].message
+
+
+# ---- a store whose value reads the output's own tile at other elements (red-team finding) -------
+
+INPLACE_T = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=1)
+def tr(c: DisjointSlice2D[f32]) -> None:
+    pid = tile.program_id_2d()
+    tile.store(c, pid, tile.load(c, pid, (8, 8)).T + 1.0)
+"""
+
+
+@pytest.mark.parametrize("threads", [1, 8, 32])
+def test_a_store_reading_its_own_tile_transposed_reads_the_whole_tile_first(threads: int) -> None:
+    # inline, element (i, j)'s thread would read c[j, i] while (j, i)'s thread stores it (a race
+    # between the program's threads; with one thread, an in-place transpose gone wrong)
+    k = kernel_ir(INPLACE_T, "tr")
+    m = np.arange(16 * 16, dtype=np.float32).reshape(16, 16)
+    want = m.reshape(2, 8, 2, 8).transpose(0, 3, 2, 1).reshape(16, 16) + 1.0
+    c = m.copy()
+    _run_lowered(k, threads, (2, 2), [c])
+    np.testing.assert_array_equal(c, want)
+    if threads > 1:  # the temporary's fill and the store are apart by a barrier
+        body = walk(lower_tiles(k, threads).body)
+        assert any(isinstance(s, ir.Barrier) for s in body)

@@ -60,3 +60,16 @@ def test_static_shared_over_the_limit_is_a_located_type_error() -> None:
     assert got == [(14, "az-type"), (26, "az-type"), (33, "az-type")]
     texts = " ".join(d.message for d in a.diagnostics)
     assert "65536 bytes" in texts and "49152" in texts
+
+
+def test_the_tile_examples_fit_and_stay_within_the_bound() -> None:
+    sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    from tile_cases import _example_kernels
+
+    kernels = _example_kernels()
+    assert {k.name for k in kernels} >= {"attention", "gemm", "softmax", "layer_norm"}
+    for k in kernels:
+        bound = tile_storage_bound(k)
+        assert bound <= STATIC_SHARED_MAX_BYTES, (k.name, bound)
+        for tc in (False, True):
+            assert _allocated(k, tc) <= bound, (k.name, tc)

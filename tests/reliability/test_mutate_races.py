@@ -45,3 +45,32 @@ def test_each_class_is_caught_for_its_own_reason() -> None:
     for m in mutants(p):
         codes = {d.code for d in check_source(m.source, str(p))}
         assert want.get(m.cls, "az-shared-race") in codes, (m.cls, m.line, codes)
+
+
+def test_each_v1_class_is_caught_for_its_own_reason() -> None:
+    """The v1 features' classes (tools/mutate_races_v1.py): each mutant is rejected with the
+    code of the rule that owns its race (grid_stride_exit and range_exit were accepted before
+    the red-team fixes)."""
+    from anodize.checker.api import check_source
+    from mutate_races_v1 import CLASSES as V1
+
+    want = {
+        "safe_read_next": "az-shared-race",
+        "leader_widen": "az-disjoint-index",
+        "barrier_leader": "az-barrier-divergence",
+        "grid_stride_exit": "az-disjoint-index",
+        "range_exit": "az-shared-race",
+        "tile_mixed": "az-disjoint-index",
+        "slot_one_path": "az-shared-race",
+        "witness_falls_off": "az-type",
+    }
+    assert set(want) == set(V1)
+    seen: Counter[str] = Counter()
+    for p in shared_paths():
+        for m in mutants(p):
+            if m.cls not in want or seen[m.cls] >= 3:
+                continue
+            seen[m.cls] += 1
+            codes = {d.code for d in check_source(m.source, str(p))}
+            assert want[m.cls] in codes, (m.cls, m.path, m.line, codes)
+    assert set(seen) == set(want), seen
