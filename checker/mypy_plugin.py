@@ -22,7 +22,6 @@ asks for one of its hooks, and every rule, code and message comes from
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -70,18 +69,21 @@ def _rules_digest() -> str:
 
 
 # The hook modules load on the first hook mypy asks for: a run on a warm cache asks for none.
+@cache
 def _kernels() -> Any:
     from .mypy import kernels
 
     return kernels
 
 
+@cache
 def _launches() -> Any:
     from .mypy import launches
 
     return launches
 
 
+@cache
 def _hostvalues() -> Any:
     from .mypy import hostvalues
 
@@ -91,11 +93,11 @@ def _hostvalues() -> Any:
 class AnodizePlugin(Plugin):
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         """No extra dependencies; mypy calls this right after parsing a module, which is when
-        the engine starts on it in a worker (only with `ANODIZE_MYPY_WORKERS` set)."""
-        if os.environ.get("ANODIZE_MYPY_WORKERS"):  # engine_results reads how many (0: none)
-            from .mypy import engine_results
+        the engine starts on it in a worker (`engine_results`: none with one CPU or
+        `ANODIZE_MYPY_WORKERS=0`).  A run on a warm cache parses nothing and calls none."""
+        from .mypy import engine_results
 
-            engine_results.prefetch(file)
+        engine_results.prefetch(file)
         return []
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
