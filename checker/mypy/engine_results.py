@@ -75,6 +75,12 @@ def run_engine(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | No
         return (), f"the anodize checker failed on this module: {type(exc).__name__}: {exc}"
 
 
+def _worker_run(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | None]:
+    """`run_engine` in a worker (sent by name, so that the call in mypy's process is the only
+    one `run_engine` sees there)."""
+    return run_engine(source, path)
+
+
 def _digest(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 
@@ -181,7 +187,7 @@ def prefetch(tree: MypyFile) -> None:
     if cached is not None and cached.digest == digest:
         return
     try:
-        fut = pool.submit(run_engine, source, tree.path)
+        fut = pool.submit(_worker_run, source, tree.path)
     except Exception:  # a broken pool: fall back to in-process checks
         _disable_pool()
         return
