@@ -145,6 +145,8 @@ def measure(repeat: int) -> dict[str, object]:
         # CPU time (user + system) of mypy and of the plugin's worker: steadier than wall time
         # on a shared machine, and it counts the work the worker does beside mypy
         "cpu_median_s": {k: round(v, 3) for k, v in cmed.items()},
+        "runs_s": {k: [round(x, 3) for x in v] for k, v in times.items()},  # every run, in order
+        "cpu_runs_s": {k: [round(x, 3) for x in v] for k, v in cpus.items()},
         "cpu_ratio_cold": round(cmed["plugin_cold"] / cmed["plain_cold"], 3),
         "cpu_ratio_warm": round(cmed["plugin_warm"] / cmed["plain_warm"], 3),
         "cpu_counts_worker": reaper,
