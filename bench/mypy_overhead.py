@@ -12,7 +12,8 @@ with `PYTHONDONTWRITEBYTECODE` set (or a fresh checkout) every plugin run would 
 compile anodize's sources again (about 0.3 s a run), a cost no installed package has.
 The machine's load average is printed with the figures (the dev VM is shared), and so is
 the CPU time of mypy together with the plugin's engine worker (this script adopts the worker
-when mypy exits, Linux): steadier than wall time under load, and it hides no work.
+when mypy exits, Linux), so that the work the worker does beside mypy is counted too (on the
+shared dev VM it proved as noisy as wall time: both vary by 20-30% between identical runs).
 """
 
 from __future__ import annotations
@@ -142,8 +143,7 @@ def measure(repeat: int) -> dict[str, object]:
         "ratio_cold": round(med["plugin_cold"] / med["plain_cold"], 3),
         "ratio_warm": round(med["plugin_warm"] / med["plain_warm"], 3),
         "target": TARGET,
-        # CPU time (user + system) of mypy and of the plugin's worker: steadier than wall time
-        # on a shared machine, and it counts the work the worker does beside mypy
+        # CPU time (user + system) of mypy and of the plugin's worker: the work done beside mypy
         "cpu_median_s": {k: round(v, 3) for k, v in cmed.items()},
         "runs_s": {k: [round(x, 3) for x in v] for k, v in times.items()},  # every run, in order
         "cpu_runs_s": {k: [round(x, 3) for x in v] for k, v in cpus.items()},
