@@ -22,7 +22,6 @@ asks for one of its hooks, and every rule, code and message comes from
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -70,18 +69,21 @@ def _rules_digest() -> str:
 
 
 # The hook modules load on the first hook mypy asks for: a run on a warm cache asks for none.
+@cache
 def _kernels() -> Any:
     from .mypy import kernels
 
     return kernels
 
 
+@cache
 def _launches() -> Any:
     from .mypy import launches
 
     return launches
 
 
+@cache
 def _hostvalues() -> Any:
     from .mypy import hostvalues
 
@@ -91,14 +93,16 @@ def _hostvalues() -> Any:
 class AnodizePlugin(Plugin):
     def get_additional_deps(self, file: MypyFile) -> list[tuple[int, str, int]]:
         """No extra dependencies; mypy calls this right after parsing a module, which is when
-        the engine starts on it in a worker (only with `ANODIZE_MYPY_WORKERS` set)."""
-        if os.environ.get("ANODIZE_MYPY_WORKERS"):  # engine_results reads how many (0: none)
-            from .mypy import engine_results
+        the engine starts on it in a worker (`engine_results`: none with one CPU or
+        `ANODIZE_MYPY_WORKERS=0`).  A run on a warm cache parses nothing and calls none."""
+        from .mypy import engine_results
 
-            engine_results.prefetch(file)
+        engine_results.prefetch(file)
         return []
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
+        if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)
+            return None
         if fullname == KERNEL_FULLNAME:
             return _kernels().on_kernel  # type: ignore[no-any-return]
         if fullname in REPORTING_CALLS:
@@ -108,6 +112,8 @@ class AnodizePlugin(Plugin):
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
+        if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)
+            return None
         if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):
             return _launches().launcher_signature  # type: ignore[no-any-return]
         if fullname in (f"{KERNEL_CLASS}.unsafe_launch", f"{TILE_KERNEL_CLASS}.unsafe_launch"):
@@ -117,6 +123,8 @@ class AnodizePlugin(Plugin):
         return None
 
     def get_method_hook(self, fullname: str) -> Callable[[MethodContext], Type] | None:
+        if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)
+            return None
         if fullname in (f"{KERNEL_CLASS}.__getitem__", f"{TILE_KERNEL_CLASS}.__getitem__"):
             return _launches().on_getitem  # type: ignore[no-any-return]
         if fullname in (f"{LAUNCH_CLASS}.__call__", f"{LAUNCH_CLASS}.op"):

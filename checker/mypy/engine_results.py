@@ -6,10 +6,14 @@ that module's diagnostics at their own lines, columns, codes and messages whenev
 one of its hooks fires in the module (mypy drops the repeats), so an editor shows
 exactly what `anodize check` prints.
 
-The engine runs in mypy's process, once per module content.  With
-`ANODIZE_MYPY_WORKERS=N` (Linux) it instead starts early in N worker processes: when
-mypy has parsed a module that imports anodize (`get_additional_deps`), the module goes
-to a worker, which runs while mypy type-checks the standard library and NumPy.
+The engine runs once per module content, by default (Linux, two or more usable CPUs) in one
+forked worker process: when mypy has parsed a module that imports anodize
+(`get_additional_deps`), the module goes to the worker, which checks it while mypy
+type-checks the standard library and NumPy, so a cold run pays the engine on another core.
+`ANODIZE_MYPY_WORKERS=N` sets the number of workers; 0 runs the engine in mypy's process.
+A run on a warm cache parses no module, so it starts no worker.  A module whose errors
+mypy drops (an installed package, `ignore_errors`, a file-level `# type: ignore`) is
+not checked at all: mypy would show none of its diagnostics.
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ _pending: dict[str, tuple[str, int, Future[tuple[tuple[Diagnostic, ...], str | N
 _pool: ProcessPoolExecutor | None = None  # type: ignore[no-any-unimported,unused-ignore]
 _pool_broken = False
 # the module mypy is checking now: its tree and result (one entry; a new tree is a new check)
-_last: dict[str, tuple[MypyFile, ModuleResult]] = {}
+_last: dict[str, tuple[MypyFile, ModuleResult, tuple[str, ...]]] = {}  # (tree, result, the files it imports)
 
 
 # ---- the engine itself (runs in a worker or in-process) -------------------------------------
@@ -71,6 +75,12 @@ def run_engine(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | No
         return (), f"the anodize checker failed on this module: {type(exc).__name__}: {exc}"
 
 
+def _worker_run(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | None]:
+    """`run_engine` in a worker (sent by name, so that the call in mypy's process is the only
+    one `run_engine` sees there)."""
+    return run_engine(source, path)
+
+
 def _digest(source: str) -> str:
     return hashlib.sha256(source.encode()).hexdigest()
 
@@ -87,13 +97,19 @@ def read_source(path: str) -> str | None:
 
 
 def _workers() -> int:
-    """Worker processes for the engine: `ANODIZE_MYPY_WORKERS` (default 0: in mypy's process;
-    the engine checks about 27,000 lines/s, and a fork costs more than it saves on small
-    projects).  Workers start with `fork`, so they are used on Linux only."""
-    env = os.environ.get("ANODIZE_MYPY_WORKERS", "0")
+    """Worker processes for the engine: `ANODIZE_MYPY_WORKERS` if set, else 1 when this
+    process may run on two or more CPUs (mypy itself uses one), else 0 (in mypy's process).
+    Workers start with `fork` (mypy's parser threads have ended by then), so Linux only."""
     if sys.platform != "linux":
         return 0
-    return max(0, int(env)) if env.isdigit() else 0
+    env = os.environ.get("ANODIZE_MYPY_WORKERS", "").strip()
+    if env:
+        return int(env) if env.isdigit() else 0
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return 1 if cpus >= 2 else 0
 
 
 def _worker_init(parent: int) -> None:
@@ -107,6 +123,9 @@ def _worker_init(parent: int) -> None:
         pass
     if os.getppid() != parent:
         os._exit(0)
+    import gc
+
+    gc.freeze()  # mypy's heap, inherited: never traversed (nor copied page by page) by the collector here
     devnull = os.open(os.devnull, os.O_RDWR)  # never hold mypy's output pipes open
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)
@@ -171,7 +190,7 @@ def prefetch(tree: MypyFile) -> None:
     if cached is not None and cached.digest == digest:
         return
     try:
-        fut = pool.submit(run_engine, source, tree.path)
+        fut = pool.submit(_worker_run, source, tree.path)
     except Exception:  # a broken pool: fall back to in-process checks
         _disable_pool()
         return
@@ -189,9 +208,10 @@ def _disable_pool() -> None:
 # ---- results --------------------------------------------------------------------------------
 
 
-def _deps_unchanged(api: CheckerPluginInterface, tree: MypyFile, since_ns: int) -> bool:
-    """Whether no module that `tree` imports was written after `since_ns` (dmypy reuses results)."""
+def _dep_paths(api: CheckerPluginInterface, tree: MypyFile) -> tuple[str, ...]:
+    """The files of the user modules that `tree` imports (the engine reads their kernels)."""
     modules = getattr(api, "modules", {})
+    paths: list[str] = []
     for imp in tree.imports:
         names: list[str] = []
         if isinstance(imp, Import):
@@ -202,38 +222,57 @@ def _deps_unchanged(api: CheckerPluginInterface, tree: MypyFile, since_ns: int) 
             names = [imp.id]
         for name in names:
             dep = modules.get(name)
-            if dep is None or not dep.path or not is_user_module(dep):
-                continue
-            try:
-                if os.stat(dep.path).st_mtime_ns > since_ns:
-                    return False
-            except OSError:
+            if dep is not None and dep.path and is_user_module(dep):
+                paths.append(dep.path)
+    return tuple(paths)
+
+
+def _unchanged_since(paths: tuple[str, ...], since_ns: int) -> bool:
+    """Whether none of `paths` was written after `since_ns` (dmypy reuses results)."""
+    for path in paths:
+        try:
+            if os.stat(path).st_mtime_ns > since_ns:
                 return False
+        except OSError:
+            return False
     return True
+
+
+def _errors_dropped(api: CheckerPluginInterface, path: str) -> bool:
+    """Whether mypy drops every error of the module being checked (an installed package
+    such as anodize's own runtime, `ignore_errors`, a file-level `# type: ignore`): the
+    engine's results there would never show, so the engine does not run."""
+    skip = getattr(api, "can_skip_diagnostics", None)  # mypy's own test for the same thing
+    if isinstance(skip, bool):
+        return skip
+    options = getattr(api, "options", None)
+    errors = getattr(getattr(api, "msg", None), "errors", None)
+    return bool(getattr(options, "ignore_errors", False)) or path in getattr(errors, "ignored_files", ())
 
 
 def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
     """The engine's result for the module mypy is checking now (computed once per content)."""
     tree: MypyFile | None = getattr(api, "tree", None)
     path: str = getattr(api, "path", "") or ""
-    if tree is None or not path:
+    if tree is None or not path or _errors_dropped(api, path):
         return None
     last = _last.get(path)
-    if last is not None and last[0] is tree and _deps_unchanged(api, tree, last[1].started_ns):
+    if last is not None and last[0] is tree and _unchanged_since(last[2], last[1].started_ns):
         return last[1]  # a further hook in the module being checked: no second read of its file
     source = read_source(path)
     if source is None:
         return None
     digest = _digest(source)
-    cached = _results.get(os.path.abspath(path))
-    if cached is not None and cached.digest == digest and _deps_unchanged(api, tree, cached.started_ns):
-        _last.clear()
-        _last[path] = (tree, cached)
-        return cached
+    deps = _dep_paths(api, tree)
     key = os.path.abspath(path)
+    cached = _results.get(key)
+    if cached is not None and cached.digest == digest and _unchanged_since(deps, cached.started_ns):
+        _last.clear()
+        _last[path] = (tree, cached, deps)
+        return cached
     pending = _pending.pop(key, None)
     result: ModuleResult | None = None
-    if pending is not None and pending[0] == digest and _deps_unchanged(api, tree, pending[1]):
+    if pending is not None and pending[0] == digest and _unchanged_since(deps, pending[1]):
         try:
             diags, failure = pending[2].result()
             result = ModuleResult(digest, diags, failure, pending[1])
@@ -245,7 +284,7 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         result = ModuleResult(digest, diags, failure, started)
     _results[key] = result
     _last.clear()
-    _last[path] = (tree, result)
+    _last[path] = (tree, result, deps)
     return result
 
 

@@ -107,7 +107,18 @@ def requires_text(lam: LambdaExpr, path: str) -> str | None:
         parse_requires(found, front.src)  # type: ignore[arg-type]  # (the front's lines: split once)
     except RequiresSyntaxError:  # the rule engine reports it as az-contract
         return None
-    return ast.get_source_segment(front.source, found)
+    return _segment(front, found)
+
+
+def _segment(front: Any, node: ast.expr) -> str | None:
+    """`ast.get_source_segment(front.source, node)`, without splitting the whole module again
+    for a lambda on one ASCII line (byte columns are character columns there)."""
+    line, end, col, end_col = node.lineno, node.end_lineno, node.col_offset, node.end_col_offset
+    if line == end and end_col is not None:
+        text = front.src.line(line)
+        if text.isascii():
+            return str(text[col:end_col])
+    return ast.get_source_segment(front.source, node)
 
 
 def _at(node: ast.AST, lam: LambdaExpr) -> bool:

@@ -55,7 +55,7 @@ from anodize.language.contract import Env, Requires, RequiresOverflow, RequiresS
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.launch_rules import alias_pairs, launch_shape_problem, trim
 from anodize.language.vocab import SCALARS, SLICE_KINDS
-from anodize.checker.engine import anodize_ignored_codes
+from anodize.checker.ignore_comments import anodize_ignored_codes
 
 from . import meta
 from .codes import report

@@ -1,0 +1,108 @@
+"""Where the plugin runs the rule engine: one forked worker by default (Linux, two or more CPUs),
+mypy's own process with `ANODIZE_MYPY_WORKERS=0`.  Both give `anodize check`'s results, both
+follow a contract edited in an imported module, and neither runs the engine on a module whose
+errors mypy drops."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import mypy.api
+import pytest
+from incremental_cases import LAUNCH_LINES, config, errors_in_text, write
+
+from anodize.checker.mypy import engine_results
+
+NO_CONTRACT = {("host.py", line, "az-no-contract") for line in LAUNCH_LINES}
+ALIAS = {("host.py", LAUNCH_LINES[1], "az-alias")}
+LINUX = sys.platform == "linux"
+
+
+def _fresh_pool_state() -> None:
+    engine_results._disable_pool()
+    engine_results._pool = None
+    engine_results._pool_broken = False
+    engine_results._results.clear()
+    engine_results._pending.clear()
+    engine_results._last.clear()
+
+
+@pytest.fixture
+def in_process_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The paths the engine ran on in this (mypy's) process, with `ANODIZE_MYPY_WORKERS` set
+    to the test's parameter and no results left from earlier tests."""
+    monkeypatch.setenv("ANODIZE_MYPY_WORKERS", str(request.param))
+    _fresh_pool_state()
+    runs: list[str] = []
+    real = engine_results.run_engine
+
+    def spy(source: str, path: str) -> tuple[object, ...]:
+        runs.append(Path(path).name)
+        return real(source, path)
+
+    monkeypatch.setattr(engine_results, "run_engine", spy)
+    yield runs
+    _fresh_pool_state()  # later tests start their own worker
+
+
+def _mypy(root: Path, cache: Path, *files: str) -> tuple[set[tuple[str, int, str]], str]:
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(cache), *files])
+    finally:
+        os.chdir(old)
+    assert "INTERNAL ERROR" not in out + err, out + err
+    return errors_in_text(out), out
+
+
+@pytest.mark.parametrize("in_process_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
+def test_a_contract_edited_in_the_imported_module_changes_the_result(tmp_path: Path, in_process_runs: list[str]) -> None:
+    workers = int(os.environ["ANODIZE_MYPY_WORKERS"])
+    root = tmp_path / "proj"
+    root.mkdir()
+    write(root, contract=True, second="out")
+    assert _mypy(root, tmp_path / "cache", "kmod.py", "host.py")[0] == ALIAS
+    if workers and LINUX:
+        assert in_process_runs == [], "the worker should have checked both modules"
+        assert engine_results._pool is not None
+    else:
+        assert sorted(in_process_runs) == ["host.py", "kmod.py"]
+    # only the kernel's module changes (host.py's text does not): its launches' results follow
+    write(root, contract=False, second="out")
+    assert _mypy(root, tmp_path / "cache", "kmod.py", "host.py")[0] == NO_CONTRACT | ALIAS
+    write(root, contract=True, second="out")
+    assert _mypy(root, tmp_path / "cache", "kmod.py", "host.py")[0] == ALIAS
+
+
+@pytest.mark.parametrize("in_process_runs", [0], indirect=True)
+def test_no_engine_run_where_mypy_drops_every_error(tmp_path: Path, in_process_runs: list[str]) -> None:
+    root = tmp_path / "proj"
+    root.mkdir()
+    write(root, contract=False, second="out")
+    kmod = root / "kmod.py"
+    kmod.write_text("# mypy: ignore-errors\n" + kmod.read_text())
+    errors, out = _mypy(root, tmp_path / "cache", "kmod.py", "host.py")
+    assert errors == NO_CONTRACT | ALIAS, out  # host.py: checked as before
+    assert "kmod.py" not in out
+    assert in_process_runs == ["host.py"]
+
+
+def test_default_placement(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANODIZE_MYPY_WORKERS", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    assert engine_results._workers() == 1  # mypy on one CPU, the engine on another
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    assert engine_results._workers() == 0  # one CPU: a worker would only take turns with mypy
+    monkeypatch.setenv("ANODIZE_MYPY_WORKERS", "3")
+    assert engine_results._workers() == 3
+    monkeypatch.setenv("ANODIZE_MYPY_WORKERS", "0")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    assert engine_results._workers() == 0
+    monkeypatch.delenv("ANODIZE_MYPY_WORKERS")
+    monkeypatch.setattr(sys, "platform", "darwin")  # workers start with fork: Linux only
+    assert engine_results._workers() == 0
