@@ -11,6 +11,7 @@ from anodize.language import ir
 from anodize.language.typer import build_ir
 
 from .lower_llvm import lower_kernel
+from .toolchain import block_shared_limit, tc_gemm_engine
 
 __all__ = ["compile_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
 
@@ -23,18 +24,23 @@ def _typed(kernel: Any) -> ir.KernelIR:
 
 def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     """A tile kernel's plain IR for blocks of `threads` threads (codegen/tile_lower.py); `k` itself
-    for a SIMT kernel.  `arch`: the GPU's (tensor cores, mma.sync, from sm_80), "" elsewhere."""
+    for a SIMT kernel.  `arch`: the GPU's (tensor cores from sm_80: mma.sync, or wgmma on sm_90,
+    `toolchain.tc_gemm_engine`), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
     from .tile_lower import lower_tiles
 
-    return lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80)
+    engine = tc_gemm_engine(arch) if arch else ""
+    return lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
+                       shared_limit=block_shared_limit(arch) if arch else 48 * 1024)
 
 
-def _sm(arch: str) -> int:
-    """80 for "sm_80", 90 for "sm_90" / "sm_90a"; 0 when not an `sm_NN` name."""
-    digits = "".join(ch for ch in arch[3:] if ch.isdigit()) if arch.startswith("sm_") else ""
-    return int(digits) if digits else 0
+def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
+    """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
+    from .tile_gemm import TileGemm
+
+    gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileGemm)]
+    return max((s.dynamic_smem for s in gemms), default=0), any(s.engine == "wgmma" for s in gemms)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -78,15 +84,19 @@ def compile_gpu(
     t0 = time.perf_counter()
     k = _typed(kernel)
     k = _tiles(k, k.tile_warps * 32, arch)
+    dynamic_smem, wgmma = _tc_gemms(k)
+    # wgmma is in sm_90a only: a kernel holding it is built for that (it runs on sm_90 parts)
+    build = arch + "a" if wgmma and not arch.endswith("a") else arch
     lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
-    optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
+    optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
+    out.dynamic_shared_bytes = dynamic_smem
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        out.cubin, out.resources = run_ptxas(ptx, arch, line_info=line_info)
+        out.cubin, out.resources = run_ptxas(ptx, build, line_info=line_info)
     out.compile_seconds = time.perf_counter() - t0
     return out
 

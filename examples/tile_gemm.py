@@ -16,13 +16,13 @@ import anodize as az
 from anodize import DisjointSlice2D, Slice2D, bf16, f16, f32, i64, tile
 
 T = TypeVar("T", f16, bf16)
-BM = 64
-BN = 64
-BK = 32
+BM = 128
+BN = 256
+BK = 64
 
 
 @az.launch_contract(domain=2, requires=lambda a, b, c, k: a.shape[1] == k and b.shape[0] == k)
-@az.tile_kernel(num_warps=4)
+@az.tile_kernel(num_warps=8)
 def gemm(a: Slice2D[T], b: Slice2D[T], c: DisjointSlice2D[f16], k: i64) -> None:
     pid = tile.program_id_2d()
     acc = tile.zeros((BM, BN), f32)

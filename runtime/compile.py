@@ -100,7 +100,12 @@ def compile_for_gpu(
 ) -> CompiledKernel:
     """Check `kernel`, then compile it for `arch` (default: the current GPU's, else sm_90)."""
     arch = arch or default_arch()
-    key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt))
+    from anodize.codegen.toolchain import tc_gemm_engine
+
+    # the tensor-core routine of a tile GEMM (mma.sync or wgmma) is the compiler's choice per arch
+    # (and `ANODIZE_TC_GEMM`): part of the key, as the code differs
+    engine = tc_gemm_engine(arch) if getattr(kernel, "num_warps", None) is not None else ""
+    key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt), engine)
     hit = kernel._cache.get(key)
     if isinstance(hit, CompiledKernel):
         return hit
@@ -110,7 +115,7 @@ def compile_for_gpu(
 
     disk_key = None
     if diskcache.enabled():
-        options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt)}
+        options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt), "tc_gemm": engine}
         disk_key = artifact_store.cache_key(kernel, arch, options)
         loaded = artifact_store.load(disk_key, kernel)
         if loaded is not None:
@@ -161,7 +166,12 @@ def compile_for_device(
     opt: int = 3,
 ) -> LoadedKernel:
     """Compile for `device` and load the result there (once per kernel, device and options)."""
-    key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt))
+    engine = ""
+    if getattr(kernel, "num_warps", None) is not None and device.kind not in ("cpu", "debug"):
+        from anodize.codegen.toolchain import tc_gemm_engine
+
+        engine = tc_gemm_engine(str(getattr(device, "arch", "")))
+    key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt), engine)
     hit = kernel._cache.get(key)
     if isinstance(hit, LoadedKernel):
         return hit

@@ -50,8 +50,8 @@ def kernel_ir(src: str):  # type: ignore[no-untyped-def]
     return t.ir
 
 
-def gemms(k, threads: int, tensor_cores: bool = True) -> list[TileGemm]:  # type: ignore[no-untyped-def]
-    body = lower_tiles(k, threads, tensor_cores=tensor_cores).body
+def gemms(k, threads: int, tensor_cores: bool = True, **kw) -> list[TileGemm]:  # type: ignore[no-untyped-def]
+    body = lower_tiles(k, threads, tensor_cores=tensor_cores, **kw).body
     guard = body[-1]
     return [s for s in guard.body if isinstance(s, TileGemm)]
 
@@ -94,20 +94,78 @@ def test_an_accumulator_read_after_the_store_stays_generic() -> None:
     assert gemms(kernel_ir(src), 128) == []
 
 
-def test_tile_gemm_ptx_on_sm_90_uses_tensor_cores_without_spills() -> None:
+def test_tile_gemm_ptx_on_sm_80_uses_mma_sync_without_spills() -> None:
     k = kernel_ir(gemm_src())
-    art = compile_gpu(k, "sm_90", ptxas=None)
+    art = compile_gpu(k, "sm_80", ptxas=None)
     ptx = art.ptx
     assert ptx.count("mma.sync.aligned.m16n8k16") >= 32 and "ldmatrix" in ptx and "cp.async" in ptx
     assert "fma.rn.f32" not in ptx  # no generic FMA loop left beside it
     assert art.static_shared_bytes <= 48 * 1024
-    if shutil.which("ptxas"):  # `ptxas -arch=sm_90 -v` on the PTX itself: no spills
-        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    if shutil.which("ptxas"):  # `ptxas -arch=sm_80 -v` on the PTX itself: no spills
+        r = subprocess.run(["ptxas", "-arch=sm_80", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         gemm_part = r.stderr[r.stderr.index("'gemm'"):]
         assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part.split("Function properties for __az_fault")[0]
     if art.resources is not None:
         assert art.resources.spill_stores == 0 and art.resources.spill_loads == 0
+
+
+def _ptxas_log(ptx: str, arch: str) -> str:
+    r = subprocess.run(["ptxas", f"-arch={arch}", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("t,out,bm,bn,warps", [("f16", "f16", 128, 256, 8), ("bf16", "f32", 128, 256, 8),
+                                               ("f16", "bf16", 64, 64, 4), ("f16", "f16", 128, 128, 8)])
+def test_sm_90_lowers_the_gemm_to_wgmma_built_for_sm_90a(t: str, out: str, bm: int, bn: int, warps: int) -> None:
+    k = kernel_ir(gemm_src(t, out, bm=bm, bn=bn, bk=64 if bm == 128 else 32, warps=warps))
+    art = compile_gpu(k, "sm_90", ptxas=False)
+    ptx = art.ptx
+    assert ".target sm_90a" in ptx and ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{t}.{t}") == 4
+    assert "mma.sync" not in ptx and "fma.rn.f32" not in ptx
+    assert art.dynamic_shared_bytes > 48 * 1024 and art.static_shared_bytes == 0
+    assert art.arch == "sm_90"
+    if shutil.which("ptxas"):  # registers: no spills, and wgmma's pipeline not serialised
+        log = _ptxas_log(ptx, "sm_90a")
+        gemm_part = log[log.index("'gemm'"):].split("Function properties for __az_fault")[0]
+        assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part, log
+        assert "C7511" not in log and "C7514" not in log and "serialized" not in log, log
+
+
+def test_the_tensor_core_routine_is_part_of_the_compile_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from anodize.codegen.toolchain import tc_gemm_engine
+
+    assert (tc_gemm_engine("sm_90"), tc_gemm_engine("sm_90a"), tc_gemm_engine("sm_80"), tc_gemm_engine("sm_100"),
+            tc_gemm_engine("sm_75")) == ("wgmma", "wgmma", "mma", "mma", "")
+    mod = _module(tmp_path, gemm_src())
+    monkeypatch.setenv("ANODIZE_CACHE", "off")
+    first = mod.gemm.compile("sm_90")
+    monkeypatch.setenv("ANODIZE_TC_GEMM", "mma")  # mma.sync on sm_90 too
+    second = mod.gemm.compile("sm_90")
+    assert "wgmma.mma_async" in first.ptx and "mma.sync.aligned" in second.ptx and "wgmma" not in second.ptx
+    assert tc_gemm_engine("sm_90") == "mma"
+    monkeypatch.delenv("ANODIZE_TC_GEMM")
+    assert mod.gemm.compile("sm_90") is first  # the in-memory cache, keyed on the routine too
+
+
+def test_wgmma_takes_only_its_tile_shapes_else_mma_sync() -> None:
+    kw = {"wgmma": True, "shared_limit": 227 * 1024}
+    # BM must be 64 per warpgroup (16 per warp): 64 x 64 with 8 warps stays on mma.sync
+    (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=64, warps=8)), 256, **kw)
+    assert g.engine == "mma"
+    # BN above 2 * BM (B's copies do not split over the block): mma.sync
+    (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=256, warps=4)), 128, **kw)
+    assert g.engine == "mma"
+    (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=128, warps=4)), 128, **kw)
+    assert g.engine == "wgmma" and g.grouped
+
+
+def test_tiles_keep_program_order_when_another_statement_names_c() -> None:
+    src = gemm_src(out="f32", stored="acc").replace("    pid = tile.program_id_2d()\n",
+                                                      "    pid = tile.program_id_2d()\n    tile.store(c, pid, tile.zeros((64, 64), f32))\n")
+    (g,) = gemms(kernel_ir(src), 128, wgmma=True, shared_limit=227 * 1024)
+    assert g.engine == "wgmma" and not g.grouped
 
 
 def test_sm_75_keeps_the_generic_lowering() -> None:
@@ -123,7 +181,15 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
     for t in ("f16", "bf16"):
         k = front.typed(fdef, (("T", t),)).ir
         assert k is not None
-        assert len(gemms(k, k.tile_warps * 32)) == 1
+        # sm_90: wgmma, its ring in the compiler's dynamic shared memory, tiles in grouped order
+        (g,) = gemms(k, k.tile_warps * 32, wgmma=True, shared_limit=227 * 1024)
+        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (128, 256, 64), 4, True)
+        assert 48 * 1024 < g.dynamic_smem <= 227 * 1024 and g.smem == ""
+        # sm_80 (163 KiB a block): mma.sync, its ring dynamic too
+        (g,) = gemms(k, k.tile_warps * 32, shared_limit=163 * 1024)
+        assert g.engine == "mma" and g.dynamic_smem > 48 * 1024 and not g.grouped
+        # a 48 KiB part: that tile does not fit the mma.sync ring; the generic lowering
+        assert gemms(k, k.tile_warps * 32) == []
 
 
 # ---- GPU twins -------------------------------------------------------------------------------------
