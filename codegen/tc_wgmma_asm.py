@@ -56,6 +56,7 @@ class AsmGemmConfig:
     stages: int = 4
     in_dtype: str = "f16"
     out_dtype: str = "f16"
+    wg_n: int = 0  # N of one wgmma instruction (0: tile_n); tile_n / wg_n of them a k16 step
 
     def __post_init__(self) -> None:
         if self.in_dtype not in PTX_IN or self.out_dtype not in ELEM_BYTES:
@@ -66,6 +67,8 @@ class AsmGemmConfig:
             raise ValueError("tile_n must be 64, 128, 192 or 256")
         if self.tile_n & (self.tile_n - 1) or self.tile_n > 2 * self.tile_m:
             raise ValueError("tile_n must be a power of two, at most 2 * tile_m (B's copies split over the block)")
+        if self.wg_n and (self.tile_n % self.wg_n or self.wg_n % 64):
+            raise ValueError("wg_n must divide tile_n, a multiple of 64")
         if self.stages < 3:
             raise ValueError("stages must be at least 3 (a tile copied, one multiplied, one in wgmma)")
 
@@ -205,7 +208,6 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     # descriptor high bits: A K-major (8-row groups 1024 bytes apart), B MN-major (64-n blocks)
     hiA = _enc(16) << 16 | _enc(1024) << 32 | SW128
     hiB = _enc(BK * 128) << 16 | _enc(1024) << 32 | SW128
-    acc = ", ".join(f"%wf{i}" for i in range(nacc))
     e(f"AZW_LOOP_{u}:")
     e(f"setp.ge.s32 %wp1, {j}, {L};")  # %wp1: this iteration multiplies tile j - L
     e(f"@!%wp1 bra AZW_COPY_{u};")
@@ -270,11 +272,18 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"or.b64 {d(11)}, {d(11)}, {hiB};")
     e("wgmma.fence.sync.aligned;")
     e(f"setp.eq.u32 %wp5, {tid}, {tid};")  # scale-d: accumulate
+    wn = cfg.wg_n or BN
     for kk in range(BK // 16):
         if kk:
             e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
             e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
-        e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{acc}}}, {d(10)}, {d(11)}, %wp5, 1, 1, 0, 1;")
+        for part in range(BN // wn):  # columns part*wn ..: B's 64-column blocks 8 KiB apart
+            regs = ", ".join(f"%wf{i}" for i in range(part * wn // 2, (part + 1) * wn // 2))
+            db = d(11)
+            if part:
+                e(f"add.s64 {d(12)}, {d(11)}, {part * wn // 64 * BK * 128 >> 4};")
+                db = d(12)
+            e(f"wgmma.mma_async.sync.aligned.m64n{wn}k16.f32.{ty}.{ty} {{{regs}}}, {d(10)}, {db}, %wp5, 1, 1, 0, 1;")
     e("wgmma.commit_group.sync.aligned;")
     e("wgmma.wait_group.sync.aligned 1;")  # tile j - L - 1's wgmma is done
     e(f"add.u32 {rs}, {rs}, {SB};")
@@ -297,7 +306,7 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
 def _scalar_copy(e, tag: str, *, n: int, g: str, gstride: str, rowleft: str, rowstep: int, colleft: str,
                  dst: str, doff: str, dstep: int) -> None:
     """A loop over this thread's n chunks: 8 predicated 2-byte loads, one 16-byte shared store."""
-    i, ga, sa, w = "%wr40", "%wd12", "%wr41", ["%wr42", "%wr43", "%wr44", "%wr45"]
+    i, ga, sa, w = "%wr40", "%wd16", "%wr41", ["%wr42", "%wr43", "%wr44", "%wr45"]
     e(f"mov.u32 {i}, 0;")
     e(f"mov.b64 {ga}, {g};")
     e(f"add.u32 {sa}, {dst}, {doff};")
@@ -413,7 +422,7 @@ def emit_wgmma_asm(builder: ir.IRBuilder, *, a_ptr, b_ptr, c_ptr, M, N, K, lda, 
     b.asm(ir.FunctionType(VOID, [a.type for a in args]), text, cons, args, True)
 
 
-def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm") -> ir.Module:
+def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm", grouped: bool = True) -> ir.Module:
     """A standalone kernel `name(A, B, C, M, N, K, lda, ldb, ldc)` (pointers global, the rest
     i32) over a 1-D grid of tiles in grouped order, with `cfg.smem_bytes()` of dynamic shared
     memory: for tests and the benchmark (runtime/tc_gemm.py loads it)."""
@@ -432,14 +441,21 @@ def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm") -> ir.Module:
     a, bp, c, M, N, K, lda, ldb, ldc = fn.args
     b = ir.IRBuilder(fn.append_basic_block("entry"))
     smem = shared_buffer(mod)
-    row, col = tile_order(b, M, N, cfg.tile_m, cfg.tile_n)
+    if grouped:
+        row, col = tile_order(b, M, N, cfg.tile_m, cfg.tile_n)
+    else:  # row-major tile order
+        from .tc_ptx import c32, sreg
+
+        tiles_n = b.udiv(b.add(N, c32(cfg.tile_n - 1)), c32(cfg.tile_n))
+        pid = sreg(b, "ctaid.x")
+        row, col = b.udiv(pid, tiles_n), b.urem(pid, tiles_n)
     emit_wgmma_asm(b, a_ptr=a, b_ptr=bp, c_ptr=c, M=M, N=N, K=K, lda=lda, ldb=ldb, ldc=ldc, tile_row=row,
                    tile_col=col, smem=smem, cfg=cfg)
     b.ret_void()
     return mod
 
 
-def asm_gemm_ptx(cfg: AsmGemmConfig, name: str = "tc_gemm", opt: int = 3) -> str:
+def asm_gemm_ptx(cfg: AsmGemmConfig, name: str = "tc_gemm", opt: int = 3, grouped: bool = True) -> str:
     from .ptx import emit_ptx
 
-    return emit_ptx(str(asm_gemm_module(cfg, name)), name, "sm_90a", opt)[1]
+    return emit_ptx(str(asm_gemm_module(cfg, name, grouped)), name, "sm_90a", opt)[1]

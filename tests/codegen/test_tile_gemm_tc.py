@@ -275,3 +275,38 @@ def test_tensor_core_tile_gemm_masks_each_operand_at_its_own_extent(tmp_path: Pa
             c = dev.full((100, 90), 5.0, az.f32)
             mod.gemm[az.LaunchConfig.for_tiles((100, 90), (bm, bm))](dev.to_device(a), dev.to_device(b), c, 96)
             np.testing.assert_allclose(c.to_host(), want, rtol=1e-3, atol=1e-3, err_msg=f"{dev.describe()} {bm}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine", ["", "mma"])  # "": the arch's choice (wgmma on sm_90); "mma": ANODIZE_TC_GEMM=mma
+@pytest.mark.parametrize("t,out,m,n,k,kstop", [
+    ("f16", "f16", 300, 520, 200, 200),  # aligned rows, ragged tiles at every edge
+    ("bf16", "bf16", 77, 130, 65, 65),  # K and N odd multiples: the 2-byte copy path and C's element stores
+    ("f16", "f32", 129, 257, 192, 100),  # the loop stops at 100: K rounds up to 128 (BK 64)
+    ("bf16", "f16", 256, 512, 128, 128),  # whole tiles only
+    ("f16", "f16", 5, 3, 0, 0),  # K = 0: C is zero
+])
+def test_the_big_tile_matches_numpy_and_the_cpu_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
+                                                         t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
+    # the example's tile: 128 x 256 x 64, 8 warps (wgmma on sm_90; mma.sync with a dynamic ring otherwise)
+    if engine:
+        monkeypatch.setenv("ANODIZE_TC_GEMM", engine)
+    mod = _module(tmp_path, gemm_src(t, out, bm=128, bn=256, bk=64, warps=8))
+    rng = np.random.default_rng(m + 7 * n + 13 * k)
+    dt = _dtype(t)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    kk = min(k, -(-kstop // 64) * 64)
+    ref = a[:, :kk].astype(np.float32) @ b[:kk].astype(np.float32)
+    tol = {"f32": 1e-3, "f16": 1e-2, "bf16": 2e-2}[out]
+    got = {}
+    for name in ("gpu", "cpu"):
+        dev = az.device() if name == "gpu" else az.device("cpu")
+        c = dev.full((m, n), 7.0, getattr(az, out))
+        mod.gemm[az.LaunchConfig.for_tiles((m, n), (128, 256))](dev.to_device(a), dev.to_device(b), c, kstop)
+        got[name] = c.to_host().astype(np.float32)
+        np.testing.assert_allclose(got[name], ref, rtol=tol, atol=tol * np.sqrt(max(kk, 1)), err_msg=name)
+    np.testing.assert_allclose(got["gpu"], got["cpu"], rtol=tol, atol=tol * np.sqrt(max(kk, 1)))
+    art = mod.gemm.compile()  # this GPU's arch: the ring is in the compiler's dynamic shared memory
+    assert art.dynamic_shared_bytes > 48 * 1024 and ("wgmma" in art.ptx) == (art.arch == "sm_90" and not engine)
+
