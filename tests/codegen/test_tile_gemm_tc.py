@@ -179,7 +179,7 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
     front = front_for_source(path.read_text(), str(path))
     fdef = next(f for f in front.kernels() if f.name == "gemm")
     for t in ("f16", "bf16"):
-        k = front.typed(fdef, (("T", t),)).ir
+        k = front.typed(fdef, (("T", t), ("BM", 128), ("BN", 256), ("BK", 64))).ir
         assert k is not None
         # sm_90: wgmma, its ring in the compiler's dynamic shared memory, tiles in grouped order
         (g,) = gemms(k, k.tile_warps * 32, wgmma=True, shared_limit=227 * 1024)
