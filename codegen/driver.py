@@ -13,7 +13,7 @@ from anodize.language.typer import build_ir
 from .lower_llvm import lower_kernel
 from .toolchain import block_shared_limit, tc_gemm_engine
 
-__all__ = ["compile_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
+__all__ = ["compile_gpu", "start_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
 
 
 def _typed(kernel: Any) -> ir.KernelIR:
@@ -78,7 +78,47 @@ def compile_gpu(
 
     `ptxas=None` assembles a cubin (and fills `resources`) when ptxas is installed;
     `True` requires it, `False` skips it.  Raises CheckError for a kernel outside the language."""
-    from .ptx import NVPTXTarget, emit_ptx, features_for, find_ptxas, run_ptxas
+    from .ptx import find_ptxas, run_ptxas
+
+    pending = start_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt, ptxas=False)
+    out = pending.out
+    if ptxas is True or (ptxas is None and find_ptxas() is not None):
+        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info)
+    return pending.result()
+
+
+class PendingGpu:
+    """A GPU compile whose ptxas is still running (`start_gpu`): `result()` waits for the cubin
+    and gives the CompiledKernel; `cancel()` stops ptxas and drops it."""
+
+    def __init__(self, out: CompiledKernel, job: Any, t0: float, build: str):
+        self.out, self.job, self.t0 = out, job, t0
+        self.build = build  # the arch the PTX is for ("sm_90a" when it holds wgmma)
+
+    def result(self) -> CompiledKernel:
+        if self.job is not None:
+            self.out.cubin, self.out.resources = self.job.result()
+            self.job = None
+        self.out.compile_seconds = time.perf_counter() - self.t0
+        return self.out
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+            self.job = None
+
+
+def start_gpu(
+    kernel: Any,
+    arch: str = "sm_90",
+    *,
+    bounds_checks: bool = True,
+    line_info: bool = False,
+    opt: int = 3,
+    ptxas: bool | None = None,
+) -> PendingGpu:
+    """`compile_gpu` up to the PTX, with ptxas started in the background (see PendingGpu)."""
+    from .ptx import NVPTXTarget, PtxasJob, emit_ptx, features_for, find_ptxas
 
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
@@ -95,10 +135,10 @@ def compile_gpu(
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
     out.dynamic_shared_bytes = dynamic_smem
+    job = None
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        out.cubin, out.resources = run_ptxas(ptx, build, line_info=line_info)
-    out.compile_seconds = time.perf_counter() - t0
-    return out
+        job = PtxasJob(ptx, build, line_info=line_info)
+    return PendingGpu(out, job, t0, build)
 
 
 def compile_cpu(
