@@ -419,7 +419,8 @@ def emit_wgmma_asm(builder: ir.IRBuilder, *, a_ptr, b_ptr, c_ptr, M, N, K, lda, 
             *(_as_i32(b, v) for v in (M, N, K, a_rows, b_cols, tile_row, tile_col)), s0]
     text = gemm_asm_text(cfg, next(_ids)).replace("\n", "\\0A")
     cons = "l,l,l,l,l,l,r,r,r,r,r,r,r,r,~{memory}"
-    b.asm(ir.FunctionType(VOID, [a.type for a in args]), text, cons, args, True)
+    asm = ir.InlineAsm(ir.FunctionType(VOID, [a.type for a in args]), text, cons, side_effect=True)
+    b.call(asm, args, attrs=("convergent",))  # it holds bar.sync and .aligned wgmma: never duplicated into a branch
 
 
 def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm", grouped: bool = True) -> ir.Module:
