@@ -105,10 +105,9 @@ rc._enforce = timed("check", rc._enforce)
 driver._tiles = timed("lower", driver._tiles)
 driver.lower_kernel = timed("lower", driver.lower_kernel)
 ptx.emit_ptx = timed("llvm", ptx.emit_ptx)
-ptx.run_ptxas = timed("ptxas", ptx.run_ptxas)  # the synchronous path (a kernel checked before)
 _result = ptx.PtxasJob.result
 
-def job_result(self):  # the background path: ptxas's own wall time, overlapping the checker
+def job_result(self):  # ptxas's own wall time (run_ptxas runs a PtxasJob too)
     try:
         return _result(self)
     finally:
