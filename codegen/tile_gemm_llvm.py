@@ -83,5 +83,5 @@ def lower_tile_gemm(lw: Any, s: Any) -> None:
             lda=a_cols, ldb=b_cols, ldc=c_cols, a_rows=a_rows, b_cols=b_cols,
             tile_row=row, tile_col=col, smem=gv,
             in_dtype=s.in_dtype, out_dtype=s.out_dtype, tile_m=bm, tile_n=bn, tile_k=bk,
-            num_warps=s.num_warps, stages=s.stages,
+            num_warps=s.num_warps, stages=s.stages, prefetch=bm * bn / (32 * s.num_warps) < 128,
         )
