@@ -81,6 +81,7 @@ def main() -> None:
         ("256x128 S4 (16 warps)", AsmGemmConfig(256, 128, 16, 4), [], True),
         ("128x256 S4 ptxas -O1", AsmGemmConfig(128, 256, 8, 4), ["-O1"], True),
         ("256x128 S4 ptxas -O1", AsmGemmConfig(256, 128, 16, 4), ["-O1"], True),
+        ("128x256 S4 st.shared epi", AsmGemmConfig(128, 256, 8, 4, stmatrix=False), [], True),
         ("128x256 S4 f32 out", AsmGemmConfig(128, 256, 8, 4, out_dtype="f32"), [], True),
         ("128x256 S3", AsmGemmConfig(128, 256, 8, 3), [], True),
         ("128x256 S4 ungrouped", AsmGemmConfig(128, 256, 8, 4), [], False),

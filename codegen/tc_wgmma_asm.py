@@ -57,6 +57,7 @@ class AsmGemmConfig:
     in_dtype: str = "f16"
     out_dtype: str = "f16"
     wg_n: int = 0  # N of one wgmma instruction (0: tile_n); tile_n / wg_n of them a k16 step
+    stmatrix: bool = True  # 16-bit C: fragments to shared memory with stmatrix.x4 (else st.shared.b32)
 
     def __post_init__(self) -> None:
         if self.in_dtype not in PTX_IN or self.out_dtype not in ELEM_BYTES:
@@ -344,15 +345,37 @@ def _epilogue(e, cfg: AsmGemmConfig, u: str, *, acc_names, tid, warp, lane, wg, 
     e(f"mul.lo.u32 {r(34)}, {r(34)}, {2 * es};")
     e(f"mad.lo.u32 {cth}, {row}, {P}, {s0};")
     e(f"add.u32 {cth}, {cth}, {r(34)};")
-    for jj in range(BN // 8):
-        for h in range(2):
-            v0, v1 = acc_names[4 * jj + 2 * h], acc_names[4 * jj + 2 * h + 1]
-            off = h * 8 * P + jj * 8 * es
-            if out == "f32":
-                e(f"st.shared.v2.f32 [{cth}+{off}], {{{v0}, {v1}}};")
-            else:
-                e(f"cvt.rn.{out}x2.f32 {r(35)}, {v1}, {v0};")
-                e(f"st.shared.b32 [{cth}+{off}], {r(35)};")
+    if out != "f32" and cfg.stmatrix:
+        # stmatrix.x4: matrices (rows 0-7, n8 block j), (rows 8-15, j), (0-7, j+1), (8-15, j+1) of
+        # the warp's 16 rows; lane i gives the address of row i % 8 of matrix i / 8
+        sm = r(54)
+        e(f"and.b32 {sm}, {warp}, 3;")
+        e(f"shl.b32 {sm}, {sm}, 4;")
+        e(f"mad.lo.u32 {sm}, {wg}, 64, {sm};")
+        e(f"and.b32 {r(55)}, {lane}, 15;")  # 8 * ((lane >> 3) & 1) + (lane & 7)
+        e(f"add.u32 {sm}, {sm}, {r(55)};")
+        e(f"mad.lo.u32 {sm}, {sm}, {P}, {s0};")
+        e(f"shr.u32 {r(55)}, {lane}, 4;")
+        e(f"mad.lo.u32 {sm}, {r(55)}, 16, {sm};")
+        for jj in range(0, BN // 8, 2):
+            regs = []
+            for j2 in (jj, jj + 1):
+                for h in range(2):
+                    v0, v1 = acc_names[4 * j2 + 2 * h], acc_names[4 * j2 + 2 * h + 1]
+                    reg = r(56 + len(regs))
+                    e(f"cvt.rn.{out}x2.f32 {reg}, {v1}, {v0};")
+                    regs.append(reg)
+            e(f"stmatrix.sync.aligned.m8n8.x4.shared.b16 [{sm}+{jj * 16}], {{{', '.join(regs)}}};")
+    else:
+        for jj in range(BN // 8):
+            for h in range(2):
+                v0, v1 = acc_names[4 * jj + 2 * h], acc_names[4 * jj + 2 * h + 1]
+                off = h * 8 * P + jj * 8 * es
+                if out == "f32":
+                    e(f"st.shared.v2.f32 [{cth}+{off}], {{{v0}, {v1}}};")
+                else:
+                    e(f"cvt.rn.{out}x2.f32 {r(35)}, {v1}, {v0};")
+                    e(f"st.shared.b32 [{cth}+{off}], {r(35)};")
     e("bar.sync 0;")
     cpr = BN * es // 16  # 16-byte chunks a row
     epc = 16 // es  # elements a chunk
