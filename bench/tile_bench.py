@@ -85,8 +85,9 @@ def triton_matmul():  # noqa: ANN201 - Triton's tutorial 03 kernel (fp16 in, fp3
 _COLD = """
 import sys, time
 sys.path.insert(0, {ex!r})
+sys.path.insert(0, {bench!r})
 import anodize
-import tile_gemm
+import {module} as tile_gemm
 stages = {{"check": 0.0, "lower": 0.0, "llvm": 0.0, "ptxas": 0.0, "ptxas_wait": 0.0}}
 
 def timed(name, fn):
@@ -116,20 +117,20 @@ def job_result(self):  # ptxas's own wall time (run_ptxas runs a PtxasJob too)
 ptx.PtxasJob.result = job_result
 driver.PendingGpu.result = timed("ptxas_wait", driver.PendingGpu.result)
 t1 = time.perf_counter()
-k = tile_gemm.gemm.specialize(T="f16", BM=128, BN=256, BK=64).compile({arch!r})
+k = tile_gemm.gemm.specialize(T="f16"{extra}).compile({arch!r})
 t2 = time.perf_counter()
 first = dict(stages)
 for key in stages:
     stages[key] = 0.0
-tile_gemm.gemm.specialize(T="bf16", BM=128, BN=256, BK=64).compile({arch!r})
+tile_gemm.gemm.specialize(T="bf16"{extra}).compile({arch!r})
 t3 = time.perf_counter()
 print(repr({{"first": t2 - t0, "hooks": t1 - t0, "next": t3 - t2, "first_stages": first, "next_stages": dict(stages),
              "wgmma": "wgmma" in k.ptx, "registers": k.resources.registers, "spills": k.resources.spill_stores}}))
 """
 
 
-def cold_compile(arch: str = "sm_90") -> dict:  # type: ignore[type-arg]
-    """`gemm.specialize(T="f16", BM=128, BN=256, BK=64).compile(arch)` in a fresh interpreter with the compile cache off,
+def cold_compile(arch: str = "sm_90", module: str = "tile_gemm", extra: str = ", BM=256, BN=128, BK=64") -> dict:  # type: ignore[type-arg]
+    """`gemm.specialize(T="f16", BM=256, BN=128, BK=64).compile(arch)` in a fresh interpreter with the compile cache off,
     after `import anodize` and `import tile_gemm` (the cold import, excluded): the checker, the
     tile lowering, LLVM and PTX, ptxas, with the lazy imports of the checker, the codegen and
     llvmlite's binding and the toolchain's start-up (first in the process).  Then the bf16
@@ -139,7 +140,8 @@ def cold_compile(arch: str = "sm_90") -> dict:  # type: ignore[type-arg]
     import ast
 
     env = {**os.environ, "ANODIZE_CACHE": "off"}
-    out = subprocess.run([sys.executable, "-c", _COLD.format(ex=str(ROOT / "examples"), arch=arch)],
+    code = _COLD.format(ex=str(ROOT / "examples"), bench=str(ROOT / "bench"), arch=arch, module=module, extra=extra)
+    out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, env=env, check=True)
     return ast.literal_eval(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 

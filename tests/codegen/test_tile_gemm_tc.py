@@ -179,11 +179,11 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
     front = front_for_source(path.read_text(), str(path))
     fdef = next(f for f in front.kernels() if f.name == "gemm")
     for t in ("f16", "bf16"):
-        k = front.typed(fdef, (("T", t), ("BM", 128), ("BN", 256), ("BK", 64))).ir
+        k = front.typed(fdef, (("T", t), ("BM", 256), ("BN", 128), ("BK", 64))).ir
         assert k is not None
         # sm_90: wgmma, its ring in the compiler's dynamic shared memory, tiles in grouped order
         (g,) = gemms(k, k.tile_warps * 32, wgmma=True, shared_limit=227 * 1024)
-        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (128, 256, 64), 4, True)
+        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (256, 128, 64), 4, True)
         assert 48 * 1024 < g.dynamic_smem <= 227 * 1024 and g.smem == ""
         # sm_80 (163 KiB a block): mma.sync, its ring dynamic too
         (g,) = gemms(k, k.tile_warps * 32, shared_limit=163 * 1024)
@@ -308,3 +308,20 @@ def test_the_big_tile_matches_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     art = mod.gemm.compile()  # this GPU's arch: the ring is in the compiler's dynamic shared memory
     assert art.dynamic_shared_bytes > 48 * 1024 and ("wgmma" in art.ptx) == (art.arch == "sm_90" and not engine)
 
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("t,out,m,n,k,kstop", [("f16", "f16", 600, 300, 200, 200), ("bf16", "f32", 257, 129, 65, 65)])
+def test_the_example_tile_matches_numpy(tmp_path: Path, t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
+    # 256 x 128 x 64 over 16 warps (four warpgroups of 64 x 128): examples/tile_gemm.py's GPU tile
+    mod = _module(tmp_path, gemm_src(t, out, bm=256, bn=128, bk=64, warps=16))
+    rng = np.random.default_rng(m + n + k)
+    dt = _dtype(t)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    tol = {"f32": 1e-3, "f16": 1e-2, "bf16": 2e-2}[out]
+    dev = az.device()
+    c = dev.full((m, n), 7.0, getattr(az, out))
+    mod.gemm[az.LaunchConfig.for_tiles((m, n), (256, 128))](dev.to_device(a), dev.to_device(b), c, kstop)
+    np.testing.assert_allclose(c.to_host().astype(np.float32), ref, rtol=tol, atol=tol * np.sqrt(k))
