@@ -16,6 +16,6 @@ timeout 20 python3 bench/wgmma_sweep.py > "$OUTDIR/sweep.txt" 2>&1
 echo "== sweep rc=$? ($(( $(date +%s) - start )) s)"; cut -c1-220 "$OUTDIR/sweep.txt" | tail -14
 timeout 22 python3 bench/tile_bench.py --only gemm,gemm-wide > "$OUTDIR/bench.txt" 2>&1
 echo "== bench rc=$? ($(( $(date +%s) - start )) s)"; grep -E "^\||^  \(|FAILED|Error" "$OUTDIR/bench.txt" | cut -c1-260
-timeout $(left) python3 bench/cold_gemm.py --runs 2 --ptxas-options > "$OUTDIR/cold.txt" 2>&1
+timeout $(left) python3 bench/cold_gemm.py --runs 1 --ptxas-options > "$OUTDIR/cold.txt" 2>&1
 echo "== cold rc=$? ($(( $(date +%s) - start )) s)"; cut -c1-260 "$OUTDIR/cold.txt"
 echo "== wall $(( $(date +%s) - start )) s"

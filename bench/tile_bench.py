@@ -100,22 +100,23 @@ def timed(name, fn):
     return run
 
 t0 = time.perf_counter()
-from anodize.runtime import compile as rc
-from anodize.codegen import driver, ptx
-rc._enforce = timed("check", rc._enforce)
-driver._tiles = timed("lower", driver._tiles)
-driver.lower_kernel = timed("lower", driver.lower_kernel)
-ptx.emit_ptx = timed("llvm", ptx.emit_ptx)
-_result = ptx.PtxasJob.result
+if {hooks!r}:  # stage timers (they import the codegen up front: the figure comes from a run without)
+    from anodize.runtime import compile as rc
+    from anodize.codegen import driver, ptx
+    rc._enforce = timed("check", rc._enforce)
+    driver._tiles = timed("lower", driver._tiles)
+    driver.lower_kernel = timed("lower", driver.lower_kernel)
+    ptx.emit_ptx = timed("llvm", ptx.emit_ptx)
+    _result = ptx.PtxasJob.result
 
-def job_result(self):  # ptxas's own wall time (run_ptxas runs a PtxasJob too)
-    try:
-        return _result(self)
-    finally:
-        stages["ptxas"] += self.seconds
+    def job_result(self):  # ptxas's own wall time (run_ptxas runs a PtxasJob too)
+        try:
+            return _result(self)
+        finally:
+            stages["ptxas"] += self.seconds
 
-ptx.PtxasJob.result = job_result
-driver.PendingGpu.result = timed("ptxas_wait", driver.PendingGpu.result)
+    ptx.PtxasJob.result = job_result
+    driver.PendingGpu.result = timed("ptxas_wait", driver.PendingGpu.result)
 t1 = time.perf_counter()
 k = tile_gemm.gemm.specialize(T="f16"{extra}).compile({arch!r})
 t2 = time.perf_counter()
@@ -129,18 +130,19 @@ print(repr({{"first": t2 - t0, "hooks": t1 - t0, "next": t3 - t2, "first_stages"
 """
 
 
-def cold_compile(arch: str = "sm_90", module: str = "tile_gemm", extra: str = ", BM=256, BN=128, BK=64") -> dict:  # type: ignore[type-arg]
+def cold_compile(arch: str = "sm_90", module: str = "tile_gemm", extra: str = ", BM=256, BN=128, BK=64", hooks: bool = False) -> dict:  # type: ignore[type-arg]
     """`gemm.specialize(T="f16", BM=256, BN=128, BK=64).compile(arch)` in a fresh interpreter with the compile cache off,
     after `import anodize` and `import tile_gemm` (the cold import, excluded): the checker, the
     tile lowering, LLVM and PTX, ptxas, with the lazy imports of the checker, the codegen and
     llvmlite's binding and the toolchain's start-up (first in the process).  Then the bf16
     specialisation right after (the compile alone).  Stage times in the dict, in seconds:
     ptxas runs in the background while the checker runs, so "ptxas" overlaps "check" and
-    "ptxas_wait" is the time the compile still waited for it."""
+    "ptxas_wait" is the time the compile still waited for it.  With `hooks` the stages are timed
+    (their hooks import the codegen before the clock's first compile: a breakdown, not the figure)."""
     import ast
 
     env = {**os.environ, "ANODIZE_CACHE": "off"}
-    code = _COLD.format(ex=str(ROOT / "examples"), bench=str(ROOT / "bench"), arch=arch, module=module, extra=extra)
+    code = _COLD.format(ex=str(ROOT / "examples"), bench=str(ROOT / "bench"), arch=arch, module=module, extra=extra, hooks=hooks)
     out = subprocess.run([sys.executable, "-c", code],
                          capture_output=True, text=True, env=env, check=True)
     return ast.literal_eval(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -329,12 +331,14 @@ def main() -> None:
         attention(128)
 
     def cold() -> None:
-        r = cold_compile()
+        r = cold_compile()  # the figure: no stage hooks
+        br = cold_compile(hooks=True)  # the breakdown
+        r["first_stages"], r["next_stages"] = br["first_stages"], br["next_stages"]
         for key, label, spec in (("first", "first in the process", "f16"), ("next", "next specialisation", "bf16")):
             ms = r[key] * 1e3
             st = r[f"{key}_stages"]
             parts = ", ".join(f"{n} {v * 1e3:.0f}" for n, v in st.items())
-            print(f"| cold compile, GEMM tile kernel, {label} | {spec}, sm_90 | {ms:.0f} ms | | | | <= 300 ms {'met' if ms <= 300 else 'missed'} | ({parts} ms)", flush=True)
+            print(f"| cold compile, GEMM tile kernel, {label} | {spec}, sm_90 | {ms:.0f} ms | | | | <= 300 ms {'met' if ms <= 300 else 'missed'} | (a hooked run's stages: {parts} ms)", flush=True)
         print(f"  (cold compile: {'wgmma' if r['wgmma'] else 'not wgmma'}, {r['registers']} registers, {r['spills']} bytes spilled)", flush=True)
 
     only = {x.strip().replace("-", "_") for x in args.only.split(",") if x.strip()}

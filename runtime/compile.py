@@ -121,11 +121,25 @@ def compile_for_gpu(
         if loaded is not None:
             kernel._cache[key] = loaded
             return loaded
+    _preload_llvm()
     compiled = _checked_codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
     kernel._cache[key] = compiled
     if disk_key is not None:
         artifact_store.save(disk_key, compiled)
     return compiled
+
+
+def _preload_llvm() -> None:
+    """The first compile of a process loads llvmlite's LLVM library (a large shared object) on a
+    background thread, so the load -- outside the GIL -- overlaps the checker and the typing;
+    codegen's own `import llvmlite.binding` then waits for it on the import lock."""
+    import sys
+
+    if "llvmlite.binding" in sys.modules:
+        return
+    import threading
+
+    threading.Thread(target=__import__, args=("llvmlite.binding",), name="anodize-llvm-load", daemon=True).start()
 
 
 def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledKernel:
