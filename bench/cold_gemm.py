@@ -42,20 +42,20 @@ def main() -> None:
         nx = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in r["next_stages"].items())
         print(f"[{mode}] hooked: first {r['first'] * 1e3:.0f} ms ({st}; hooks' imports {r['hooks'] * 1e3:.0f})  next {r['next'] * 1e3:.0f} ms ({nx})", flush=True)
     os.environ.pop("ANODIZE_COMPILE_OVERLAP")
-    for _ in range(args.runs):  # the 128 x 256 tile over 8 warps (bench/tile_gemm_wide.py), checker first
+    for _ in range(args.runs):  # the 256 x 128 tile over 16 warps (bench/tile_gemm_wide.py), checker first
         r = cold_compile(args.arch, "tile_gemm_wide", "")
-        rows.setdefault("128x256 8 warps first", []).append(r["first"] * 1e3)
-        rows.setdefault("128x256 8 warps next", []).append(r["next"] * 1e3)
+        rows.setdefault("256x128 16 warps first", []).append(r["first"] * 1e3)
+        rows.setdefault("256x128 16 warps next", []).append(r["next"] * 1e3)
         r = cold_compile(args.arch, "tile_gemm_wide", "", hooks=True)
         st = ", ".join(f"{k} {v * 1e3:.0f}" for k, v in r["first_stages"].items())
-        print(f"[128x256, 8 warps] first {r['first'] * 1e3:.0f} ms ({st})  next {r['next'] * 1e3:.0f} ms", flush=True)
+        print(f"[256x128, 16 warps] first {r['first'] * 1e3:.0f} ms ({st})  next {r['next'] * 1e3:.0f} ms", flush=True)
     for key, xs in rows.items():
         print(f"cold compile, {key}: median {statistics.median(xs):.0f} ms, min {min(xs):.0f} ms ({len(xs)} runs)")
     if not args.ptxas_options:
         return
     import tile_gemm
 
-    art = tile_gemm.gemm.specialize(T="f16", BM=256, BN=128, BK=64).compile(args.arch)
+    art = tile_gemm.gemm.specialize(T="f16", BM=128, BN=256, BK=64).compile(args.arch)
     with tempfile.TemporaryDirectory() as d:
         src = Path(d, "k.ptx")
         src.write_text(art.ptx)

@@ -43,6 +43,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", default="", help="comma-separated substrings of the variant labels to run")
     args = ap.parse_args()
     import torch
     from cuda.bindings import driver
@@ -92,6 +93,9 @@ def main() -> None:
     ]
     if args.quick:
         variants = variants[:2]
+    if args.only:
+        keys = [k.strip() for k in args.only.split(",") if k.strip()]
+        variants = [v for v in variants if any(k in v[0] for k in keys)]
     for label, cfg, extra, grouped in variants:
         try:
             t0 = time.perf_counter()

@@ -83,7 +83,7 @@ def compile_gpu(
     pending = start_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt, ptxas=False)
     out = pending.out
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info)
+        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt)
     return pending.result()
 
 
@@ -94,6 +94,9 @@ class PendingGpu:
     def __init__(self, out: CompiledKernel, job: Any, t0: float, build: str):
         self.out, self.job, self.t0 = out, job, t0
         self.build = build  # the arch the PTX is for ("sm_90a" when it holds wgmma)
+        # ptxas -O1 for a kernel holding the wgmma tile: its loop is scheduled already, and on the
+        # H200 -O1 built it faster (128x256: 0.797x of cuBLAS against 0.780x) in ~60% of the time
+        self.ptxas_opt = 1 if build.endswith("a") and "wgmma.mma_async" in out.ptx else None
 
     def result(self) -> CompiledKernel:
         if self.job is not None:
@@ -135,10 +138,10 @@ def start_gpu(
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
     out.dynamic_shared_bytes = dynamic_smem
-    job = None
+    pending = PendingGpu(out, None, t0, build)
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        job = PtxasJob(ptx, build, line_info=line_info)
-    return PendingGpu(out, job, t0, build)
+        pending.job = PtxasJob(ptx, build, line_info=line_info, opt_level=pending.ptxas_opt)
+    return pending
 
 
 def compile_cpu(

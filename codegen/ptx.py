@@ -287,9 +287,11 @@ def parse_ptxas_log(log: str) -> Resources:
     return res
 
 
-def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None) -> tuple[bytes, Resources]:
-    """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected."""
-    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas).result()
+def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
+              opt_level: int | None = None) -> tuple[bytes, Resources]:
+    """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected.
+    `opt_level`: ptxas's `-O` (None: its default, 3)."""
+    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level).result()
 
 
 class PtxasJob:
@@ -297,7 +299,8 @@ class PtxasJob:
     caller does other work meanwhile: the compile path runs the checker); `result()` waits for
     it, `cancel()` stops it.  `seconds`: its wall time, once done."""
 
-    def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None):
+    def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
+                 opt_level: int | None = None):
         import time
 
         exe = ptxas or find_ptxas()
@@ -311,6 +314,8 @@ class PtxasJob:
         cmd = [exe, f"-arch={arch}", "-v", "-o", str(self._out), str(src)]
         if line_info:
             cmd.insert(1, "-lineinfo")
+        if opt_level is not None:
+            cmd.insert(1, f"-O{opt_level}")
         self._t0 = time.perf_counter()
         self.seconds = 0.0
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

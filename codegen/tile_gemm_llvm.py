@@ -71,7 +71,11 @@ def lower_tile_gemm(lw: Any, s: Any) -> None:
                  b.icmp_signed("<", b.mul(b.zext(col, I64T), llir.Constant(I64T, bn)), c_cols))
     with b.if_then(b.and_(fits, own), likely=True):
         if s.engine == "wgmma":
+            from .lower_llvm import add_attr
             from .tc_wgmma_asm import AsmGemmConfig, emit_wgmma_asm
+
+            # its ring holds one block an SM anyway: ptxas may give the block all the registers
+            add_attr(lw.fn.attributes, '"nvvm.minctasm"="1"')
 
             cfg = AsmGemmConfig(bm, bn, s.num_warps, s.stages, s.in_dtype, s.out_dtype)
             emit_wgmma_asm(b, a_ptr=sa.ptr, b_ptr=sb.ptr, c_ptr=sc.ptr, M=c_rows, N=c_cols, K=K, lda=a_cols,

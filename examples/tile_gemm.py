@@ -4,8 +4,8 @@ One program per (BM, BN) tile of C; the K loop carries the f32 accumulator tile.
 the canonical GEMM form the compiler recognises (codegen/tile_gemm.py): on an H200 (sm_90) it
 runs on wgmma, on other GPUs from sm_80 on mma.sync (docs/tiles.md "On tensor cores"), on the
 CPU backend on the generic lowering; one generic kernel serves both input types.  The tile
-shape is a constant of the kernel: 256 x 128 (BK 64) on a GPU, the tensor cores' tile for 16
-warps (four warpgroups of 64 rows); 64 x 64 (BK 32) on the CPU backend, whose generic lowering keeps every tile in 48 KiB
+shape is a constant of the kernel: 128 x 256 (BK 64) on a GPU, the tensor cores' tile for 8
+warps (two warpgroups of 64 x 256); 64 x 64 (BK 32) on the CPU backend, whose generic lowering keeps every tile in 48 KiB
 of block-shared memory.
 
     python examples/tile_gemm.py
@@ -22,7 +22,7 @@ T = TypeVar("T", f16, bf16)
 
 
 @az.launch_contract(domain=2, requires=lambda a, b, c, k: a.shape[1] == k and b.shape[0] == k)
-@az.tile_kernel(num_warps=16)
+@az.tile_kernel(num_warps=8)
 def gemm(a: Slice2D[T], b: Slice2D[T], c: DisjointSlice2D[f16], k: i64,
          BM: az.Constant[int], BN: az.Constant[int], BK: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
@@ -34,7 +34,7 @@ def gemm(a: Slice2D[T], b: Slice2D[T], c: DisjointSlice2D[f16], k: i64,
 
 def tiles_for(dev: Any) -> tuple[int, int, int]:
     """(BM, BN, BK) for a device: the tensor cores' tile on a GPU, a small one on the CPU."""
-    return (256, 128, 64) if dev.kind == "cuda" else (64, 64, 32)
+    return (128, 256, 64) if dev.kind == "cuda" else (64, 64, 32)
 
 
 def run(a: Any, b: Any, c: Any, m: int, n: int, k: int, dev: Any = None) -> None:

@@ -110,8 +110,8 @@ def test_tile_gemm_ptx_on_sm_80_uses_mma_sync_without_spills() -> None:
         assert art.resources.spill_stores == 0 and art.resources.spill_loads == 0
 
 
-def _ptxas_log(ptx: str, arch: str) -> str:
-    r = subprocess.run(["ptxas", f"-arch={arch}", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+def _ptxas_log(ptx: str, arch: str, *opts: str) -> str:
+    r = subprocess.run(["ptxas", f"-arch={arch}", "-v", *opts, "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     return r.stdout + r.stderr
 
@@ -126,8 +126,13 @@ def test_sm_90_lowers_the_gemm_to_wgmma_built_for_sm_90a(t: str, out: str, bm: i
     assert "mma.sync" not in ptx and "fma.rn.f32" not in ptx
     assert art.dynamic_shared_bytes > 48 * 1024 and art.static_shared_bytes == 0
     assert art.arch == "sm_90"
+    # one block an SM (its ring): ptxas may use every register; and it assembles at -O1
+    from anodize.codegen.driver import start_gpu
+
+    assert ".minnctapersm 1" in ptx and start_gpu(k, "sm_90", ptxas=False).ptxas_opt == 1
+    assert start_gpu(kernel_ir(gemm_src(t, out, bm=bm, bn=bn, warps=warps)), "sm_80", ptxas=False).ptxas_opt is None
     if shutil.which("ptxas"):  # registers: no spills, and wgmma's pipeline not serialised
-        log = _ptxas_log(ptx, "sm_90a")
+        log = _ptxas_log(ptx, "sm_90a") + _ptxas_log(ptx, "sm_90a", "-O1")
         gemm_part = log[log.index("'gemm'"):].split("Function properties for __az_fault")[0]
         assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part, log
         assert "C7511" not in log and "C7514" not in log and "serialized" not in log, log
@@ -179,11 +184,11 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
     front = front_for_source(path.read_text(), str(path))
     fdef = next(f for f in front.kernels() if f.name == "gemm")
     for t in ("f16", "bf16"):
-        k = front.typed(fdef, (("T", t), ("BM", 256), ("BN", 128), ("BK", 64))).ir
+        k = front.typed(fdef, (("T", t), ("BM", 128), ("BN", 256), ("BK", 64))).ir
         assert k is not None
         # sm_90: wgmma, its ring in the compiler's dynamic shared memory, tiles in grouped order
         (g,) = gemms(k, k.tile_warps * 32, wgmma=True, shared_limit=227 * 1024)
-        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (256, 128, 64), 4, True)
+        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (128, 256, 64), 4, True)
         assert 48 * 1024 < g.dynamic_smem <= 227 * 1024 and g.smem == ""
         # sm_80 (163 KiB a block): mma.sync, its ring dynamic too
         (g,) = gemms(k, k.tile_warps * 32, shared_limit=163 * 1024)
@@ -288,7 +293,7 @@ def test_tensor_core_tile_gemm_masks_each_operand_at_its_own_extent(tmp_path: Pa
 ])
 def test_the_big_tile_matches_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
                                     t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
-    # the example's tile: 128 x 256 x 64, 8 warps (wgmma on sm_90; mma.sync with a dynamic ring otherwise;
+    # examples/tile_gemm.py's GPU tile: 128 x 256 x 64, 8 warps (wgmma on sm_90; mma.sync with a dynamic ring otherwise;
     # the CPU backend's generic lowering would need 180 KiB of shared memory for it: the 64 x 64 twins
     # above compare the two backends)
     if engine:
@@ -312,8 +317,8 @@ def test_the_big_tile_matches_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("t,out,m,n,k,kstop", [("f16", "f16", 600, 300, 200, 200), ("bf16", "f32", 257, 129, 65, 65)])
-def test_the_example_tile_matches_numpy(tmp_path: Path, t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
-    # 256 x 128 x 64 over 16 warps (four warpgroups of 64 x 128): examples/tile_gemm.py's GPU tile
+def test_the_16_warp_tile_matches_numpy(tmp_path: Path, t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
+    # 256 x 128 x 64 over 16 warps (four warpgroups of 64 x 128): bench/tile_gemm_wide.py's tile
     mod = _module(tmp_path, gemm_src(t, out, bm=256, bn=128, bk=64, warps=16))
     rng = np.random.default_rng(m + n + k)
     dt = _dtype(t)

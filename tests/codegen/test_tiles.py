@@ -131,7 +131,7 @@ def _example_kernels() -> list[ir.KernelIR]:
         for fdef in front.kernels():
             spec: tuple = ()
             if fdef.name == "gemm":
-                spec = (("T", "f16"), ("BM", 256), ("BN", 128), ("BK", 64))  # tile_gemm.tiles_for a GPU
+                spec = (("T", "f16"), ("BM", 128), ("BN", 256), ("BK", 64))  # tile_gemm.tiles_for a GPU
             elif fdef.name in ("softmax", "layer_norm"):
                 spec = (("cols", 256),)
             elif fdef.name == "attention":
@@ -193,7 +193,7 @@ def test_gemm_form_is_recognised_in_one_place() -> None:
     found = [f for f in forms if f is not None]
     assert len(found) == 1
     form = found[0]
-    assert form.shape == (256, 128, 64) and form.out_elem == "f16" and form.acc == "acc"
+    assert form.shape == (128, 256, 64) and form.out_elem == "f16" and form.acc == "acc"
     assert form.a.slice.name == "a" and form.b.slice.name == "b"
     for name in ("softmax", "layer_norm", "attention"):
         b = ks[name].body
@@ -364,8 +364,8 @@ def test_specialisations_of_a_tile_kernel_fill_in_their_block() -> None:
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
     k = mod.gemm.specialize(T="f16", BM=64, BN=64, BK=32)
-    assert isinstance(k, az.TileKernel) and k.num_warps == 16
-    assert k.tile_config(az.LaunchConfig.for_tiles((100, 100), (64, 64))).block == (512, 1, 1)
+    assert isinstance(k, az.TileKernel) and k.num_warps == 8
+    assert k.tile_config(az.LaunchConfig.for_tiles((100, 100), (64, 64))).block == (256, 1, 1)
 
 
 def test_break_and_continue_settle_pending_accesses_and_ids_of_two_ranks_are_refused() -> None:
