@@ -126,8 +126,9 @@ def start_gpu(
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
     k = _typed(kernel)
+    tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, k.tile_warps * 32, arch)
-    dynamic_smem, wgmma = _tc_gemms(k)
+    dynamic_smem, wgmma = _tc_gemms(k) if tile else (0, False)  # (a SIMT kernel imports no tile code)
     # wgmma is in sm_90a only: a kernel holding it is built for that (it runs on sm_90 parts)
     build = arch + "a" if wgmma and not arch.endswith("a") else arch
     lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
