@@ -31,8 +31,6 @@ LIMIT = 2**31 - 4096
 def lower_tile_gemm(lw: Any, s: Any) -> None:
     from anodize.language.types import I64
 
-    from .tc_gemm import emit_gemm_tile
-
     b = lw.b
     sa, sb, sc = (lw.frame.slices[r.name] for r in (s.a, s.b, s.c))
     if not s.smem:  # the compiler's dynamic shared buffer (CompiledKernel.dynamic_shared_bytes)
@@ -82,6 +80,8 @@ def lower_tile_gemm(lw: Any, s: Any) -> None:
                            ldb=b_cols, ldc=c_cols, a_rows=a_rows, b_cols=b_cols, tile_row=row, tile_col=col,
                            smem=gv, cfg=cfg)
             return
+        from .tc_gemm import emit_gemm_tile
+
         emit_gemm_tile(
             b, lw.module, a_ptr=sa.ptr, b_ptr=sb.ptr, c_ptr=sc.ptr, M=c_rows, N=c_cols, K=K,
             lda=a_cols, ldb=b_cols, ldc=c_cols, a_rows=a_rows, b_cols=b_cols,
