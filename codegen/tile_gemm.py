@@ -7,9 +7,11 @@
 
 `match_gemm` finds it in a statement list; `lower_gemm_at` / `lower_gemm` lower it.  On a
 GPU with tensor cores (the lowering's `tensor_cores`, from sm_80) a form with f16/bf16 inputs
-and a zero-initialised accumulator, whose tile shape `tc_gemm.emit_gemm_tile` supports,
-becomes one `TileGemm` statement (mma.sync, ldmatrix, cp.async; lowered by
-codegen/tile_gemm_llvm.py).  Everything else -- the CPU backend, the debug device, f32 inputs,
+and a zero-initialised accumulator becomes one `TileGemm` statement (lowered by
+codegen/tile_gemm_llvm.py): on sm_90 (the lowering's `wgmma`) with wgmma where
+`tc_wgmma_asm.AsmGemmConfig` takes the user's (BM, BN) (the compiler picks BK = 64, the
+stages and the tile order; its ring is dynamic shared memory), else with mma.sync
+(`tc_gemm.emit_gemm_tile`, its ring static up to 48 KiB, dynamic past that).  Everything else -- the CPU backend, the debug device, f32 inputs,
 other initial accumulators, unsupported tile shapes -- returns None, and the generic tile
 lowering (codegen/tile_lower.py: shared staging, a register block per thread, f32
 accumulation) handles it.  docs/tiles.md ("On tensor cores") lists the conditions.
@@ -149,7 +151,7 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     """The statements of `form` for `lowering` (codegen/tile_lower.py's pass: its `T` threads,
     `lowering.T == 1` on the CPU backend), or None for the generic lowering.
 
-    The tensor-core path (`TileGemm`, mma.sync through `tc_gemm.emit_gemm_tile`) takes a form
+    The tensor-core path (`TileGemm`: wgmma on sm_90, else mma.sync) takes a form
     that every thread of the block reaches (a statement of the kernel's top level), on the GPU
     with tensor cores (`lowering.tensor_cores`), with f16/bf16 inputs (both the same), an
     accumulator starting at zero and not read after the store, loads at
