@@ -82,22 +82,86 @@ def triton_matmul():  # noqa: ANN201 - Triton's tutorial 03 kernel (fp16 in, fp3
     return run
 
 
-def cold_compile_ms() -> tuple[float, float]:
-    """`gemm.specialize(T="f16").compile()` in a fresh interpreter with the compile cache off
-    (after `import anodize`): the checker, typing, tile lowering, LLVM, PTX and ptxas.  First
-    as the process's first compile (toolchain start-up included), then the bf16 specialisation
-    right after (the compile alone)."""
-    code = (
-        "import sys, time; sys.path.insert(0, {ex!r}); import anodize\n"
-        "import tile_gemm\n"
-        "t0 = time.perf_counter(); tile_gemm.gemm.specialize(T='f16').compile('sm_90'); t1 = time.perf_counter()\n"
-        "tile_gemm.gemm.specialize(T='bf16').compile('sm_90'); t2 = time.perf_counter()\n"
-        "print((t1 - t0) * 1e3, (t2 - t1) * 1e3)\n"
-    ).format(ex=str(ROOT / "examples"))
+_COLD = """
+import sys, time
+sys.path.insert(0, {ex!r})
+sys.path.insert(0, {bench!r})
+import anodize
+import {module} as tile_gemm
+stages = {{"check": 0.0, "lower": 0.0, "llvm": 0.0, "ptxas": 0.0, "ptxas_wait": 0.0}}
+
+def timed(name, fn):
+    def run(*a, **kw):
+        t = time.perf_counter()
+        try:
+            return fn(*a, **kw)
+        finally:
+            stages[name] += time.perf_counter() - t
+    return run
+
+t0 = time.perf_counter()
+if {hooks!r}:  # stage timers (they import the codegen up front: the figure comes from a run without)
+    from anodize.runtime import compile as rc
+    from anodize.codegen import driver, ptx
+    rc._enforce = timed("check", rc._enforce)
+    driver._tiles = timed("lower", driver._tiles)
+    driver.lower_kernel = timed("lower", driver.lower_kernel)
+    ptx.emit_ptx = timed("llvm", ptx.emit_ptx)
+    _result = ptx.PtxasJob.result
+
+    def job_result(self):  # ptxas's own wall time (run_ptxas runs a PtxasJob too)
+        try:
+            return _result(self)
+        finally:
+            stages["ptxas"] += self.seconds
+
+    ptx.PtxasJob.result = job_result
+    driver.PendingGpu.result = timed("ptxas_wait", driver.PendingGpu.result)
+t1 = time.perf_counter()
+k = tile_gemm.gemm.specialize(T="f16"{extra}).compile({arch!r})
+t2 = time.perf_counter()
+first = dict(stages)
+for key in stages:
+    stages[key] = 0.0
+tile_gemm.gemm.specialize(T="bf16"{extra}).compile({arch!r})
+t3 = time.perf_counter()
+print(repr({{"first": t2 - t0, "hooks": t1 - t0, "next": t3 - t2, "first_stages": first, "next_stages": dict(stages),
+             "wgmma": "wgmma" in k.ptx, "registers": k.resources.registers, "spills": k.resources.spill_stores}}))
+"""
+
+
+def cold_compile(arch: str = "sm_90", module: str = "tile_gemm", extra: str = ", BM=128, BN=256, BK=64", hooks: bool = False) -> dict:  # type: ignore[type-arg]
+    """`gemm.specialize(T="f16", BM=128, BN=256, BK=64).compile(arch)` in a fresh interpreter with the compile cache off,
+    after `import anodize` and `import tile_gemm` (the cold import, excluded): the checker, the
+    tile lowering, LLVM and PTX, ptxas, with the lazy imports of the checker, the codegen and
+    llvmlite's binding and the toolchain's start-up (first in the process).  Then the bf16
+    specialisation right after (the compile alone).  Stage times in the dict, in seconds:
+    ptxas runs in the background while the checker runs, so "ptxas" overlaps "check" and
+    "ptxas_wait" is the time the compile still waited for it.  With `hooks` the stages are timed
+    (their hooks import the codegen before the clock's first compile: a breakdown, not the figure)."""
+    import ast
+
     env = {**os.environ, "ANODIZE_CACHE": "off"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
-    first, second = out.stdout.strip().splitlines()[-1].split()
-    return float(first), float(second)
+    code = _COLD.format(ex=str(ROOT / "examples"), bench=str(ROOT / "bench"), arch=arch, module=module, extra=extra, hooks=hooks)
+    out = subprocess.run([sys.executable, "-c", code],
+                         capture_output=True, text=True, env=env, check=True)
+    return ast.literal_eval(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def time_batched(fn, record, elapsed, sync, batches: int = 10, per: int = 10) -> list[float]:  # noqa: ANN001
+    """Milliseconds per call: `per` calls back to back between two recorded events (so the
+    host's launch cost overlaps the GPU's work), `batches` times, after a warm-up.
+    `record()` -> an event; `elapsed(e0, e1)` waits for e1 and gives the ms between them."""
+    fn()
+    sync()
+    out = []
+    for _ in range(batches):
+        e0 = record()
+        for _ in range(per):
+            fn()
+        e1 = record()
+        out.append(elapsed(e0, e1) / per)
+    return out
 
 
 def main() -> None:
@@ -105,7 +169,7 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated rows: add, softmax, layer_norm, gemm (the example's "
-                    "64x64x32 tile), gemm-wide (128x128x32, 8 warps), gemm-triton, attention64, attention128, cold")
+                    "GPU tile, 128x256x64 over 8 warps, with cuBLAS, Triton and the cold compile), gemm-wide (256x128x64, 16 warps), attention64, attention128, cold")
     args = ap.parse_args()
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -163,38 +227,59 @@ def main() -> None:
         torch.testing.assert_close(c, a + b)
         row("tile add", f"2^{n.bit_length() - 1} f32", ours(lambda: launch(a, b, c)), "torch.add(out=)", theirs(lambda: torch.add(a, b, out=c2)), "add")
 
+    def batched_ours(fn):  # noqa: ANN001, ANN202
+        from cuda.core import EventOptions
+
+        opts = EventOptions(timing_enabled=True)
+        return time_batched(fn, lambda: dev.stream.record(options=opts), lambda e0, e1: (e1.sync(), e1 - e0)[1], dev.stream.sync)
+
+    def batched_torch(fn):  # noqa: ANN001, ANN202
+        def record():  # noqa: ANN202
+            e = torch.cuda.Event(enable_timing=True)
+            e.record()
+            return e
+
+        return time_batched(fn, record, lambda e0, e1: (e1.synchronize(), e0.elapsed_time(e1))[1], torch.cuda.synchronize)
+
     def gemm(mod=tile_gemm, label="GEMM f16->f32 acc->f16") -> None:  # noqa: ANN001
         s = 1024 if args.quick else 4096
         a = torch.randn(s, s, device="cuda", dtype=torch.float16)
         b = torch.randn(s, s, device="cuda", dtype=torch.float16)
         c = torch.empty(s, s, device="cuda", dtype=torch.float16)
-        k = mod.gemm.specialize(T="f16")
-        launch = k[az.LaunchConfig.for_tiles((s, s), (mod.BM, mod.BN))]
+        if mod is tile_gemm:  # the example's tile on a GPU: a constant of the kernel
+            bm, bn, bk = tile_gemm.tiles_for(dev)
+            k = mod.gemm.specialize(T="f16", BM=bm, BN=bn, BK=bk)
+        else:
+            bm, bn, bk = mod.BM, mod.BN, mod.BK
+            k = mod.gemm.specialize(T="f16")
+        launch = k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
         launch(a, b, c, s)
         torch.cuda.synchronize()
         ref = a @ b
         torch.testing.assert_close(c.float(), ref.float(), rtol=2e-2, atol=0.5)
-        r = 3 if not args.quick else reps
-        t_ours = ours(lambda: launch(a, b, c, s), r)
+        art = k.compile()
+        engine = "wgmma" if "wgmma" in art.ptx else "mma.sync" if "mma.sync" in art.ptx else "generic"
+        print(f"  ({label} {bm}x{bn}x{bk}, {mod.gemm.num_warps} warps: {engine}, {art.resources.registers} registers, "
+              f"{art.resources.spill_stores} bytes spilled, {art.dynamic_shared_bytes} bytes of dynamic shared memory)", flush=True)
+        t_ours = batched_ours(lambda: launch(a, b, c, s))
         flops = 2.0 * s**3
-        row(f"{label} {mod.BM}x{mod.BN}x{mod.BK}", f"{s}^3", t_ours, "torch.matmul (cuBLAS)", theirs(lambda: torch.matmul(a, b, out=ref), r), "gemm-cublas", flops)
-        if mod is tile_gemm and (not only or "gemm_triton" in only):
-            later.append(lambda: gemm_triton(a, b, c, t_ours, r, s, flops))
+        row(f"{label} {bm}x{bn}x{bk}", f"{s}^3", t_ours, "torch.matmul (cuBLAS)", batched_torch(lambda: torch.matmul(a, b, out=ref)), "gemm-cublas", flops)
+        if mod is tile_gemm:
+            try:
+                tm = triton_matmul()
+            except ImportError as e:
+                print(f"(Triton unavailable: {e})", flush=True)
+                return
+            c3 = torch.empty_like(c)
+            tm(a, b, c3)
+            torch.cuda.synchronize()
+            torch.testing.assert_close(c3.float(), ref.float(), rtol=2e-2, atol=0.5)
+            row(f"{label} {bm}x{bn}x{bk}", f"{s}^3", t_ours, "Triton tutorial matmul", batched_torch(lambda: tm(a, b, c3)), "gemm-triton", flops)
 
     def gemm_wide() -> None:
         import tile_gemm_wide
 
-        gemm(tile_gemm_wide, "GEMM f16->f32 acc->f16, 8 warps")
-
-    def gemm_triton(a, b, c, t_ours, r, s, flops) -> None:  # noqa: ANN001 - last: Triton's autotuning compiles
-        try:
-            tm = triton_matmul()
-        except ImportError as e:
-            print(f"(Triton unavailable: {e})", flush=True)
-            return
-        c3 = torch.empty_like(c)
-        tm(a, b, c3)
-        row("GEMM f16->f32 acc->f16", f"{s}^3", t_ours, "Triton tutorial matmul", theirs(lambda: tm(a, b, c3), r), "gemm-triton", flops)
+        gemm(tile_gemm_wide, "GEMM f16->f32 acc->f16, 16 warps")
 
     def softmax() -> None:
         s = 4096
@@ -246,20 +331,25 @@ def main() -> None:
         attention(128)
 
     def cold() -> None:
-        first, second = cold_compile_ms()
-        print(f"| cold compile, GEMM tile kernel, first in the process | f16, sm_90 | {first:.0f} ms | | | | <= 300 ms {'met' if first <= 300 else 'missed'} |", flush=True)
-        print(f"| cold compile, GEMM tile kernel, next specialisation | bf16, sm_90 | {second:.0f} ms | | | | <= 300 ms {'met' if second <= 300 else 'missed'} |", flush=True)
+        r = cold_compile()  # the figure: no stage hooks
+        br = cold_compile(hooks=True)  # the breakdown
+        r["first_stages"], r["next_stages"] = br["first_stages"], br["next_stages"]
+        for key, label, spec in (("first", "first in the process", "f16"), ("next", "next specialisation", "bf16")):
+            ms = r[key] * 1e3
+            st = r[f"{key}_stages"]
+            parts = ", ".join(f"{n} {v * 1e3:.0f}" for n, v in st.items())
+            print(f"| cold compile, GEMM tile kernel, {label} | {spec}, sm_90 | {ms:.0f} ms | | | | <= 300 ms {'met' if ms <= 300 else 'missed'} | (a hooked run's stages: {parts} ms)", flush=True)
+        print(f"  (cold compile: {'wgmma' if r['wgmma'] else 'not wgmma'}, {r['registers']} registers, {r['spills']} bytes spilled)", flush=True)
 
-    later: list = []  # type: ignore[type-arg]
     only = {x.strip().replace("-", "_") for x in args.only.split(",") if x.strip()}
+    if "gemm" in only:
+        only.add("cold")  # `--only gemm`: anodize vs cuBLAS vs Triton, and the cold compile
     for fn in (add, softmax, layer_norm, gemm, gemm_wide, attention64, attention128, cold):
-        if only and fn.__name__ not in only and not (fn is gemm and "gemm_triton" in only):
+        if only and fn.__name__ not in only:
             continue
         t0 = time.perf_counter()
         section(fn)
         print(f"  ({fn.__name__}: {time.perf_counter() - t0:.1f} s wall, first launch compiles)", flush=True)
-    for fn in later:
-        section(fn)
 
 
 if __name__ == "__main__":

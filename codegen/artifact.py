@@ -72,6 +72,10 @@ class CompiledKernel:
     # one more hidden parameter, `i64 extent` (the user's grid_x * block_x), and is launched
     # with `ceil(grid_x / coarsen)` blocks along x (`launch_grid`)
     coarsen: int = 1
+    # shared memory the compiler owns beyond the static arrays (a tile GEMM on wgmma stages its
+    # operands there): every launch asks for at least this much dynamic shared memory, and the
+    # loader raises the kernel's limit to it (past the 48 KiB default)
+    dynamic_shared_bytes: int = 0
 
 
 def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, int, int]:

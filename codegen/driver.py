@@ -11,8 +11,9 @@ from anodize.language import ir
 from anodize.language.typer import build_ir
 
 from .lower_llvm import lower_kernel
+from .toolchain import block_shared_limit, tc_gemm_engine
 
-__all__ = ["compile_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
+__all__ = ["compile_gpu", "start_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
 
 
 def _typed(kernel: Any) -> ir.KernelIR:
@@ -23,24 +24,30 @@ def _typed(kernel: Any) -> ir.KernelIR:
 
 def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     """A tile kernel's plain IR for blocks of `threads` threads (codegen/tile_lower.py); `k` itself
-    for a SIMT kernel.  `arch`: the GPU's (tensor cores, mma.sync, from sm_80), "" elsewhere."""
+    for a SIMT kernel.  `arch`: the GPU's (tensor cores from sm_80: mma.sync, or wgmma on sm_90,
+    `toolchain.tc_gemm_engine`), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
     from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES
 
     from .tile_lower import lower_tiles
 
-    out = lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80)
+    engine = tc_gemm_engine(arch) if arch else ""
+    out = lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
+                      shared_limit=block_shared_limit(arch) if arch else 48 * 1024)
     # the typer refused tiles whose bound (language/tile_storage.py) is over the limit, and the
-    # lowering stays within that bound: more here is a bug in the lowering, not the user's
-    assert static_shared_bytes(out) <= STATIC_SHARED_MAX_BYTES, f"tile lowering allocated {static_shared_bytes(out)} bytes"
+    # lowering stays within that bound (tensor-core staging goes to dynamic shared memory when it
+    # does not fit beside): more static memory here is a bug in the lowering, not the user's
+    assert not arch or static_shared_bytes(out) <= STATIC_SHARED_MAX_BYTES, f"tile lowering allocated {static_shared_bytes(out)} bytes"
     return out
 
 
-def _sm(arch: str) -> int:
-    """80 for "sm_80", 90 for "sm_90" / "sm_90a"; 0 when not an `sm_NN` name."""
-    digits = "".join(ch for ch in arch[3:] if ch.isdigit()) if arch.startswith("sm_") else ""
-    return int(digits) if digits else 0
+def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
+    """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
+    from .tile_gemm import TileGemm
+
+    gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileGemm)]
+    return max((s.dynamic_smem for s in gemms), default=0), any(s.engine == "wgmma" for s in gemms)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -78,23 +85,71 @@ def compile_gpu(
 
     `ptxas=None` assembles a cubin (and fills `resources`) when ptxas is installed;
     `True` requires it, `False` skips it.  Raises CheckError for a kernel outside the language."""
-    from .ptx import NVPTXTarget, emit_ptx, features_for, find_ptxas, run_ptxas
+    from .ptx import find_ptxas, run_ptxas
+
+    pending = start_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt, ptxas=False)
+    out = pending.out
+    if ptxas is True or (ptxas is None and find_ptxas() is not None):
+        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt)
+    return pending.result()
+
+
+class PendingGpu:
+    """A GPU compile whose ptxas is still running (`start_gpu`): `result()` waits for the cubin
+    and gives the CompiledKernel; `cancel()` stops ptxas and drops it."""
+
+    def __init__(self, out: CompiledKernel, job: Any, t0: float, build: str):
+        self.out, self.job, self.t0 = out, job, t0
+        self.build = build  # the arch the PTX is for ("sm_90a" when it holds wgmma)
+        # ptxas -O1 for a kernel holding the wgmma tile: its loop is scheduled already, and on the
+        # H200 -O1 built it faster (128x256: 0.797x of cuBLAS against 0.780x) in ~60% of the time
+        self.ptxas_opt = 1 if build.endswith("a") and "wgmma.mma_async" in out.ptx else None
+
+    def result(self) -> CompiledKernel:
+        if self.job is not None:
+            self.out.cubin, self.out.resources = self.job.result()
+            self.job = None
+        self.out.compile_seconds = time.perf_counter() - self.t0
+        return self.out
+
+    def cancel(self) -> None:
+        if self.job is not None:
+            self.job.cancel()
+            self.job = None
+
+
+def start_gpu(
+    kernel: Any,
+    arch: str = "sm_90",
+    *,
+    bounds_checks: bool = True,
+    line_info: bool = False,
+    opt: int = 3,
+    ptxas: bool | None = None,
+) -> PendingGpu:
+    """`compile_gpu` up to the PTX, with ptxas started in the background (see PendingGpu)."""
+    from .ptx import NVPTXTarget, PtxasJob, emit_ptx, features_for, find_ptxas
 
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
     k = _typed(kernel)
+    tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, k.tile_warps * 32, arch)
+    dynamic_smem, wgmma = _tc_gemms(k) if tile else (0, False)  # (a SIMT kernel imports no tile code)
+    # wgmma is in sm_90a only: a kernel holding it is built for that (it runs on sm_90 parts)
+    build = arch + "a" if wgmma and not arch.endswith("a") else arch
     lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
-    optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, arch, opt)
+    optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
+    out.dynamic_shared_bytes = dynamic_smem
+    pending = PendingGpu(out, None, t0, build)
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        out.cubin, out.resources = run_ptxas(ptx, arch, line_info=line_info)
-    out.compile_seconds = time.perf_counter() - t0
-    return out
+        pending.job = PtxasJob(ptx, build, line_info=line_info, opt_level=pending.ptxas_opt)
+    return pending
 
 
 def compile_cpu(

@@ -287,20 +287,54 @@ def parse_ptxas_log(log: str) -> Resources:
     return res
 
 
-def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None) -> tuple[bytes, Resources]:
-    """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected."""
-    exe = ptxas or find_ptxas()
-    if exe is None:
-        raise FileNotFoundError("ptxas was not found on PATH or under CUDA_HOME")
-    with tempfile.TemporaryDirectory(prefix="anodize-") as d:
-        src = Path(d, "k.ptx")
-        out = Path(d, "k.cubin")
+def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
+              opt_level: int | None = None) -> tuple[bytes, Resources]:
+    """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected.
+    `opt_level`: ptxas's `-O` (None: its default, 3)."""
+    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level).result()
+
+
+class PtxasJob:
+    """`ptxas -v` on one PTX module, running as a child process from construction on (the
+    caller does other work meanwhile: the compile path runs the checker); `result()` waits for
+    it, `cancel()` stops it.  `seconds`: its wall time, once done."""
+
+    def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
+                 opt_level: int | None = None):
+        import time
+
+        exe = ptxas or find_ptxas()
+        if exe is None:
+            raise FileNotFoundError("ptxas was not found on PATH or under CUDA_HOME")
+        self.arch = arch
+        self._dir = tempfile.TemporaryDirectory(prefix="anodize-")
+        src = Path(self._dir.name, "k.ptx")
+        self._out = Path(self._dir.name, "k.cubin")
         src.write_text(ptx)
-        cmd = [exe, f"-arch={arch}", "-v", "-o", str(out), str(src)]
+        cmd = [exe, f"-arch={arch}", "-v", "-o", str(self._out), str(src)]
         if line_info:
             cmd.insert(1, "-lineinfo")
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        log = proc.stdout + proc.stderr
-        if proc.returncode != 0:
-            raise PtxasError(f"ptxas rejected the PTX for {arch}:\n{log}")
-        return out.read_bytes(), parse_ptxas_log(log)
+        if opt_level is not None:
+            cmd.insert(1, f"-O{opt_level}")
+        self._t0 = time.perf_counter()
+        self.seconds = 0.0
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> tuple[bytes, Resources]:
+        import time
+
+        try:
+            stdout, stderr = self._proc.communicate()
+            self.seconds = time.perf_counter() - self._t0
+            log = stdout + stderr
+            if self._proc.returncode != 0:
+                raise PtxasError(f"ptxas rejected the PTX for {self.arch}:\n{log}")
+            return self._out.read_bytes(), parse_ptxas_log(log)
+        finally:
+            self._dir.cleanup()
+
+    def cancel(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._dir.cleanup()

@@ -88,3 +88,17 @@ def tile_order(b: ir.IRBuilder, M: ir.Value, N: ir.Value, tile_m: int, tile_n: i
     gsize = b.select(b.icmp_signed("<", left, c32(GROUP_M)), left, c32(GROUP_M))
     inner = b.urem(pid, per_group)
     return b.add(first_m, b.urem(inner, gsize)), b.udiv(inner, gsize)
+
+
+def grouped_tile(b: ir.IRBuilder, y: ir.Value, x: ir.Value, gy: ir.Value, gx: ir.Value) -> tuple[ir.Value, ir.Value]:
+    """(row, col) for block (y, x) of a gy x gx grid in grouped order: the linear block id
+    y * gx + x walks GROUP_M rows down before moving one column right, a bijection of the
+    grid (the last group may be shorter).  i32 values; gx * gy < 2**31 (a CUDA grid)."""
+    pid = b.add(b.mul(y, gx), x)
+    per_group = b.mul(gx, c32(GROUP_M))
+    group = b.udiv(pid, per_group)
+    first = b.mul(group, c32(GROUP_M))
+    left = b.sub(gy, first)
+    gsize = b.select(b.icmp_signed("<", left, c32(GROUP_M)), left, c32(GROUP_M))
+    inner = b.urem(pid, per_group)
+    return b.add(first, b.urem(inner, gsize)), b.udiv(inner, gsize)

@@ -7,9 +7,11 @@
 
 `match_gemm` finds it in a statement list; `lower_gemm_at` / `lower_gemm` lower it.  On a
 GPU with tensor cores (the lowering's `tensor_cores`, from sm_80) a form with f16/bf16 inputs
-and a zero-initialised accumulator, whose tile shape `tc_gemm.emit_gemm_tile` supports,
-becomes one `TileGemm` statement (mma.sync, ldmatrix, cp.async; lowered by
-codegen/tile_gemm_llvm.py).  Everything else -- the CPU backend, the debug device, f32 inputs,
+and a zero-initialised accumulator becomes one `TileGemm` statement (lowered by
+codegen/tile_gemm_llvm.py): on sm_90 (the lowering's `wgmma`) with wgmma where
+`tc_wgmma_asm.AsmGemmConfig` takes the user's (BM, BN) (the compiler picks BK = 64, the
+stages and the tile order; its ring is dynamic shared memory), else with mma.sync
+(`tc_gemm.emit_gemm_tile`, its ring static up to 48 KiB, dynamic past that).  Everything else -- the CPU backend, the debug device, f32 inputs,
 other initial accumulators, unsupported tile shapes -- returns None, and the generic tile
 lowering (codegen/tile_lower.py: shared staging, a register block per thread, f32
 accumulation) handles it.  docs/tiles.md ("On tensor cores") lists the conditions.
@@ -121,9 +123,12 @@ class TileGemm:
     stages: int
     in_dtype: str
     out_dtype: str
-    smem: str  # the shared array (gemm_smem_bytes of it) the emitter stages through
+    smem: str  # the shared array (gemm_smem_bytes of it) the emitter stages through ("" for wgmma)
     site: int  # fault site: a dimension too large for the tensor-core routine's 32-bit indices
     span: Any = None
+    engine: str = "mma"  # "mma": mma.sync (tc_gemm.py); "wgmma": Hopper's wgmma (tc_wgmma_asm.py)
+    dynamic_smem: int = 0  # wgmma: the bytes of dynamic shared memory the compiler owns
+    grouped: bool = False  # tiles in grouped order (GROUP_M tile rows sweep N together, for L2)
 
 
 STATIC_SHARED = 48 * 1024  # a kernel's static shared memory, at most
@@ -146,7 +151,7 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     """The statements of `form` for `lowering` (codegen/tile_lower.py's pass: its `T` threads,
     `lowering.T == 1` on the CPU backend), or None for the generic lowering.
 
-    The tensor-core path (`TileGemm`, mma.sync through `tc_gemm.emit_gemm_tile`) takes a form
+    The tensor-core path (`TileGemm`: wgmma on sm_90, else mma.sync) takes a form
     that every thread of the block reaches (a statement of the kernel's top level), on the GPU
     with tensor cores (`lowering.tensor_cores`), with f16/bf16 inputs (both the same), an
     accumulator starting at zero and not read after the store, loads at
@@ -174,13 +179,22 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     rest = body[form.end:]
     if any(_uses(s, form.acc) or _uses(s, form.k_var) for s in rest) or _uses(form.loop.stop, form.k_var):
         return None
+    warps = lowering.T // 32
+    if getattr(lowering, "wgmma", False):
+        cfg = _wgmma_config(lowering, form, warps)
+        if cfg is not None:
+            grouped = _may_regroup(k.body, form, st.slice.name)
+            return _tile_gemm(lowering, form, warps, cfg.stages, "", "wgmma", cfg.smem_bytes(), grouped)
     from .tc_gemm import GemmConfig, gemm_smem_bytes
 
-    warps = lowering.T // 32
     used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
+    # static shared memory when the ring fits in 48 KiB; else the compiler's dynamic buffer, up to
+    # the block's opt-in limit on this arch (not beside a dynamic array of the kernel's own)
+    limit = max(STATIC_SHARED, getattr(lowering, "shared_limit", STATIC_SHARED))
+    own_dynamic = any(t.dynamic for t in lowering.shared.values())
     for stages in (4, 3, 2):
         nbytes = gemm_smem_bytes(tile_m=bm, tile_n=bn, tile_k=bk, stages=stages)
-        if used + nbytes <= STATIC_SHARED:
+        if used + nbytes <= STATIC_SHARED or (not own_dynamic and used + nbytes <= limit):
             break
     else:
         return None
@@ -188,12 +202,63 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
         GemmConfig(bm, bn, bk, warps, stages, a.slice.ty.elem.name, form.out_elem)
     except ValueError:
         return None
-    from dataclasses import replace
-
+    if used + nbytes > STATIC_SHARED:
+        return _tile_gemm(lowering, form, warps, stages, "", "mma", nbytes, False)
     from anodize.language.types import I32, SharedTy
 
     smem = lowering.fresh("gemm_smem")
     lowering.shared[smem] = SharedTy(I32, (nbytes // 4,))
+    return _tile_gemm(lowering, form, warps, stages, smem, "mma", 0, False)
+
+
+def _wgmma_config(lowering: Any, form: GemmForm, warps: int) -> Any:
+    """The wgmma tile for `form` on sm_90, or None (then mma.sync): the user's (BM, BN) -- the
+    programs are theirs -- with BM = 64 per warpgroup of 4 warps, BN 64, 128 or 256 and at most
+    2 * BM; the compiler's BK (64) and stages (4, else 3, in what shared memory is left).  The
+    kernel must have no dynamic shared array of its own (the compiler's would alias it)."""
+    from .tc_wgmma_asm import AsmGemmConfig
+
+    if any(t.dynamic for t in lowering.shared.values()):
+        return None
+    bm, bn, _ = form.shape
+    used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
+    for stages in (4, 3):
+        try:
+            cfg = AsmGemmConfig(bm, bn, warps, stages, form.a.slice.ty.elem.name, form.out_elem)
+        except ValueError:
+            return None
+        if used + cfg.smem_bytes() <= getattr(lowering, "shared_limit", 0):
+            return cfg
+    return None
+
+
+def _may_regroup(body: tuple[ir.Stmt, ...], form: GemmForm, c_name: str) -> bool:
+    """May the GEMM compute its tiles in grouped order (program p computing tile sigma(p), a
+    bijection of the grid)?  Only when no other statement of the kernel names C: then no
+    program's other work meets the tile another program stores."""
+    rest = body[: form.start - 1] + body[form.end :]
+    return not any(_names_slice(s, c_name) for s in rest)
+
+
+def _names_slice(node: Any, name: str) -> bool:
+    from dataclasses import fields, is_dataclass
+
+    if isinstance(node, ir.SliceRef):
+        return node.name == name
+    if isinstance(node, tuple):
+        return any(_names_slice(x, name) for x in node)
+    if not is_dataclass(node):
+        return False
+    return any(_names_slice(getattr(node, f.name), name) for f in fields(node))
+
+
+def _tile_gemm(lowering: Any, form: GemmForm, warps: int, stages: int, smem: str, engine: str,
+               dynamic_smem: int, grouped: bool) -> list[ir.Stmt]:
+    from dataclasses import replace
+
+    k = lowering.k
+    a, b, st = form.a, form.b, form.store
+    bm, bn, _ = form.shape
     site = len(k.fault_sites)
     span = form.loop.span
     lowering.k = replace(k, fault_sites=(*k.fault_sites, ir.FaultSite(
@@ -204,8 +269,8 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     # the emitter ends with a barrier (its shared memory is free again) and then stores C's tile
     # from any thread: a later read of C's tile needs a barrier first
     lowering.pending = {"global " + st.slice.name: {(True, False)}}
-    gemm = TileGemm(a.slice, b.slice, st.slice, stop, (bm, bn, bk), warps, stages, a.slice.ty.elem.name,
-                    form.out_elem, smem, site, span)
+    gemm = TileGemm(a.slice, b.slice, st.slice, stop, (bm, bn, form.shape[2]), warps, stages, a.slice.ty.elem.name,
+                    form.out_elem, smem, site, span, engine, dynamic_smem, grouped)
     return [gemm]  # type: ignore[list-item]  # a codegen-only statement (lower_llvm's s_TileGemm)
 
 

@@ -56,14 +56,19 @@ def is_tile_kernel(k: ir.KernelIR) -> bool:
     return getattr(k, "tile_warps", 0) > 0
 
 
-def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False) -> ir.KernelIR:
+def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma: bool = False,
+                shared_limit: int = 48 * 1024) -> ir.KernelIR:
     """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
     is not a tile kernel); `tensor_cores`: the GEMM form may lower to mma.sync (a GPU of
-    sm_80 or later; codegen/tile_gemm.py)."""
+    sm_80 or later; codegen/tile_gemm.py); `wgmma`: to Hopper's wgmma where its tile fits
+    (sm_90, built for sm_90a); `shared_limit`: the shared bytes a block may take with the
+    compiler's dynamic staging buffer (`toolchain.block_shared_limit`)."""
     if not is_tile_kernel(k):
         return k
     low = _Lowering(k, threads)
     low.tensor_cores = tensor_cores and threads > 1
+    low.wgmma = wgmma and low.tensor_cores
+    low.shared_limit = shared_limit
     return low.run()
 
 
@@ -100,6 +105,8 @@ class _Lowering(TileCompute):
         self.acc: _Access | None = None  # the element loop being built
         self.unmasked = False  # building the fast variant of a loop whose tiles are all inside
         self.tensor_cores = False  # the GEMM form may lower to mma.sync (lower_tiles)
+        self.wgmma = False  # ... or to wgmma (sm_90)
+        self.shared_limit = 48 * 1024  # a block's shared bytes, the compiler's dynamic buffer included
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:

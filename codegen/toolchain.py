@@ -10,7 +10,7 @@ import ctypes
 import os
 import sys
 
-__all__ = ["find_ptxas", "driver_version"]
+__all__ = ["find_ptxas", "driver_version", "tc_gemm_engine", "block_shared_limit"]
 
 
 def find_ptxas() -> str | None:
@@ -44,3 +44,33 @@ def driver_version() -> str:
         except AttributeError:
             continue
     return "none"
+
+
+def sm_number(arch: str) -> int:
+    """80 for "sm_80", 90 for "sm_90" / "sm_90a"; 0 when not an `sm_NN` name."""
+    digits = "".join(ch for ch in arch[3:] if ch.isdigit()) if arch.startswith("sm_") else ""
+    return int(digits) if digits else 0
+
+
+def tc_gemm_engine(arch: str) -> str:
+    """Which tensor-core routine a tile kernel's GEMM form lowers to on `arch`: "wgmma" on
+    sm_90 (built for sm_90a), "mma" (mma.sync) on the other archs from sm_80, "" below.
+    `ANODIZE_TC_GEMM=mma` keeps mma.sync on sm_90 too.  Part of every compile-cache key
+    (runtime/compile.py): the two build different code for one arch."""
+    sm = sm_number(arch)
+    if sm == 90 and os.environ.get("ANODIZE_TC_GEMM", "") != "mma":
+        return "wgmma"
+    return "mma" if sm >= 80 else ""
+
+
+def block_shared_limit(arch: str) -> int:
+    """The most shared memory one block may have on `arch` with the opt-in attribute (what a
+    tile GEMM's compiler-owned staging buffer may take, static arrays included)."""
+    sm = sm_number(arch)
+    if sm in (80, 87):
+        return 163 * 1024
+    if sm in (90, 100, 103):
+        return 227 * 1024
+    if sm >= 86:
+        return 99 * 1024
+    return 48 * 1024

@@ -80,6 +80,7 @@ def save(key: str, ck: CompiledKernel) -> None:
         "uses_barrier": ck.uses_barrier,
         "static_shared_bytes": ck.static_shared_bytes,
         "coarsen": ck.coarsen,
+        "dynamic_shared_bytes": ck.dynamic_shared_bytes,
         "resources": {
             "registers": ck.resources.registers,
             "spill_stores": ck.resources.spill_stores,
@@ -134,6 +135,7 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             source_path=meta["source_path"],
             source_line=int(meta["source_line"]),
             coarsen=int(meta.get("coarsen", 1)),
+            dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
         )
     except (KeyError, TypeError, ValueError, IndexError, UnicodeDecodeError):
         diskcache.evict(key)

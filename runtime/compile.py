@@ -100,7 +100,12 @@ def compile_for_gpu(
 ) -> CompiledKernel:
     """Check `kernel`, then compile it for `arch` (default: the current GPU's, else sm_90)."""
     arch = arch or default_arch()
-    key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt))
+    from anodize.codegen.toolchain import tc_gemm_engine
+
+    # the tensor-core routine of a tile GEMM (mma.sync or wgmma) is the compiler's choice per arch
+    # (and `ANODIZE_TC_GEMM`): part of the key, as the code differs
+    engine = tc_gemm_engine(arch) if getattr(kernel, "num_warps", None) is not None else ""
+    key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt), engine)
     hit = kernel._cache.get(key)
     if isinstance(hit, CompiledKernel):
         return hit
@@ -110,12 +115,13 @@ def compile_for_gpu(
 
     disk_key = None
     if diskcache.enabled():
-        options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt)}
+        options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt), "tc_gemm": engine}
         disk_key = artifact_store.cache_key(kernel, arch, options)
         loaded = artifact_store.load(disk_key, kernel)
         if loaded is not None:
             kernel._cache[key] = loaded
             return loaded
+    _preload_llvm()
     compiled = _checked_codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
     kernel._cache[key] = compiled
     if disk_key is not None:
@@ -123,10 +129,45 @@ def compile_for_gpu(
     return compiled
 
 
+def _preload_llvm() -> None:
+    """The first compile of a process loads llvmlite's LLVM library (a large shared object) on a
+    background thread, so the load -- outside the GIL -- overlaps the checker and the typing;
+    codegen's own `import llvmlite.binding` then waits for it on the import lock."""
+    import sys
+
+    if "llvmlite.binding" in sys.modules:
+        return
+    import threading
+
+    threading.Thread(target=__import__, args=("llvmlite.binding",), name="anodize-llvm-load", daemon=True).start()
+
+
 def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledKernel:
-    """The checker's verdict, then codegen's artifact of the typed model the checker passed."""
-    _enforce(kernel)
-    return _codegen_gpu(kernel, arch, **options)
+    """The checker's verdict, then codegen's artifact of the typed model the checker passed.
+
+    With `ANODIZE_COMPILE_OVERLAP=1` (a measurement, off by default: codegen then runs before the
+    checker's verdict), a kernel not checked yet has codegen run to the PTX first and ptxas
+    started in the background, then the checker runs while ptxas does.  No artifact leaves
+    here unless the checker passed either way, and when codegen fails the checker's error, if
+    it has one, is the one raised."""
+    import os
+
+    if kernel._cache.get("checked") == source_hash(kernel) or os.environ.get("ANODIZE_COMPILE_OVERLAP") != "1":
+        _enforce(kernel)
+        return _codegen_gpu(kernel, arch, **options)
+    from anodize.codegen.driver import start_gpu
+
+    try:
+        pending = start_gpu(kernel, arch, **options)
+    except Exception:
+        _enforce(kernel)
+        raise
+    try:
+        _enforce(kernel)
+    except BaseException:
+        pending.cancel()
+        raise
+    return pending.result()
 
 
 def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKernel:
@@ -161,7 +202,12 @@ def compile_for_device(
     opt: int = 3,
 ) -> LoadedKernel:
     """Compile for `device` and load the result there (once per kernel, device and options)."""
-    key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt))
+    engine = ""
+    if getattr(kernel, "num_warps", None) is not None and device.kind not in ("cpu", "debug"):
+        from anodize.codegen.toolchain import tc_gemm_engine
+
+        engine = tc_gemm_engine(str(getattr(device, "arch", "")))
+    key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt), engine)
     hit = kernel._cache.get(key)
     if isinstance(hit, LoadedKernel):
         return hit

@@ -163,7 +163,10 @@ class CudaDevice(Device):
         else:
             obj = ObjectCode.from_ptx(compiled.ptx.encode(), name=compiled.name)
         self._modules.append(obj)
-        return obj.get_kernel(compiled.entry)
+        kernel = obj.get_kernel(compiled.entry)
+        if compiled.dynamic_shared_bytes > 48 * 1024:  # the compiler's staging buffer (a tile GEMM on wgmma)
+            _raise_shared_limit(kernel, compiled.dynamic_shared_bytes, self._cu.device_id)
+        return kernel
 
     def launch_config(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int) -> Any:
         return _CuLaunchConfig(grid=grid, block=block, shmem_size=shared)
@@ -177,6 +180,17 @@ class CudaDevice(Device):
         if type(self).launch is not CudaDevice.launch:  # a subclass that launches its own way
             return (lambda *args: self.launch(handle, config, args)), ()
         return _cu_launch, (self._stream, config, handle)
+
+
+def _raise_shared_limit(kernel: Any, nbytes: int, device_id: int) -> None:
+    """Let `kernel` take `nbytes` of dynamic shared memory (past the 48 KiB default)."""
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = kernel.handle
+    if isinstance(handle, driver.CUkernel):  # cuda.core loads through the library API
+        dev = check_cu(driver.cuDeviceGet(device_id), "cuDeviceGet")
+        check_cu((driver.cuKernelSetAttribute(attr, nbytes, handle, dev)[0], None), "cuKernelSetAttribute")
+    else:
+        check_cu((driver.cuFuncSetAttribute(handle, attr, nbytes)[0], None), "cuFuncSetAttribute")
 
 
 def pointer_device(ptr: int) -> int | None:

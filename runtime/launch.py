@@ -305,7 +305,8 @@ class _Plan:
         if compiled.coarsen > 1:
             self.hidden += (np.int64(cfg.grid[0] * cfg.block[0]),)
         self.cu_config = (
-            None if self.is_cpu else dev.launch_config(launch_grid(compiled, cfg.grid), cfg.block, cfg.shared_mem)  # type: ignore[attr-defined]
+            None if self.is_cpu else dev.launch_config(launch_grid(compiled, cfg.grid), cfg.block,  # type: ignore[attr-defined]
+                                                       max(cfg.shared_mem, compiled.dynamic_shared_bytes))
         )
         # The launch itself: `call(*prefix, *flat, *suffix)`, one call with everything bound.
         self.call, self.prefix, self.suffix = _launch_call(self)

@@ -17,8 +17,10 @@ language counts an upper bound of that allocation, which the lowering must never
 - a store whose value loads the output it stores to, at the value's size (the tile is read
   whole into a temporary first).
 
-Tensor-core GEMM staging is not counted: the lowering takes that path only where its
-staging fits beside the rest (else the generic path runs).
+A GEMM form's accumulator and its operands' staging are not counted (`gemm_accumulators`):
+on a GPU with tensor cores (sm_80 and later) the GEMM keeps the accumulator in registers and
+stages operands in dynamic shared memory of its own.  On the CPU backend a tile kernel's
+"shared memory" is host memory, without the 48 KiB limit.
 """
 
 from __future__ import annotations
@@ -91,14 +93,64 @@ def _staged(x: Any) -> int:
     return 0 if isinstance(t, (ir.Local, TileFull)) else _bytes(x.ty)
 
 
+def _uses(node: Any, name: str, out: list[Any], parent: Any = None) -> None:
+    """Every (parent, node) pair where local `name` is read or assigned in `node`."""
+    if isinstance(node, ir.Local) and node.name == name:
+        out.append(parent)
+    if isinstance(node, ir.Assign) and node.name == name:
+        out.append(node)
+    if isinstance(node, (tuple, list)):
+        for x in node:
+            _uses(x, name, out, parent)
+    elif is_dataclass(node) and not isinstance(node, type):
+        for f in fields(node):
+            if f.name not in ("ty", "span"):
+                _uses(getattr(node, f.name), name, out, node)
+
+
+def gemm_accumulators(k: ir.KernelIR) -> set[str]:
+    """Tile locals that are a GEMM form's accumulator: set to `tile.zeros`, updated only by
+    `acc = tile.matmul(x, y, acc)` with f16/bf16 operands, and otherwise only stored (maybe
+    through `.astype`).  On a GPU with tensor cores they live in registers (the tensor-core
+    GEMM, codegen/tile_gemm.py), so the bound does not count them."""
+    out = set()
+    for name, t in k.locals:
+        if not isinstance(t, TileTy) or t.elem.name != "f32":
+            continue
+        uses: list[Any] = []
+        _uses(k.body, name, uses)
+        ok, matmuls, stores = True, 0, 0
+        for u in uses:
+            if isinstance(u, ir.Assign):
+                v = u.value
+                if isinstance(v, TileMatmul) and isinstance(v.acc, ir.Local) and v.acc.name == name and \
+                        v.x.ty.elem.name in ("f16", "bf16") and v.y.ty.elem.name == v.x.ty.elem.name:
+                    matmuls += 1
+                elif not isinstance(v, TileFull):
+                    ok = False
+            elif isinstance(u, TileMatmul) and isinstance(u.acc, ir.Local) and u.acc.name == name:
+                pass  # the accumulator operand of its own update
+            elif isinstance(u, TileStore) or (isinstance(u, TileElem) and len(u.inputs) == 1):
+                stores += 1
+            else:
+                ok = False
+        if ok and matmuls == 1 and stores == 1:
+            out.add(name)
+    return out
+
+
 def tile_storage_bound(k: ir.KernelIR) -> int:
-    """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles."""
-    total = sum(_bytes(t) for _, t in k.locals if isinstance(t, TileTy))
+    """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles (the
+    accumulators of GEMM forms aside: `gemm_accumulators`)."""
+    accs = gemm_accumulators(k)
+    total = sum(_bytes(t) for n, t in k.locals if isinstance(t, TileTy) and n not in accs)
     assigned: set[tuple[str, int]] = set()
     warps = max(k.tile_warps, 1)
 
     def visit(node: Any, in_place: Any = None) -> None:
         nonlocal total
+        if isinstance(node, TileMatmul) and isinstance(node.acc, ir.Local) and node.acc.name in accs:
+            return  # on tensor cores: its operands are staged by the GEMM, in its own memory
         if isinstance(node, (TileReduce, TileMatmul)):
             total += 0 if node is in_place else _bytes(node.ty)
             if isinstance(node, TileReduce):  # the partials: at most one per thread

@@ -50,8 +50,8 @@ def kernel_ir(src: str):  # type: ignore[no-untyped-def]
     return t.ir
 
 
-def gemms(k, threads: int, tensor_cores: bool = True) -> list[TileGemm]:  # type: ignore[no-untyped-def]
-    body = lower_tiles(k, threads, tensor_cores=tensor_cores).body
+def gemms(k, threads: int, tensor_cores: bool = True, **kw) -> list[TileGemm]:  # type: ignore[no-untyped-def]
+    body = lower_tiles(k, threads, tensor_cores=tensor_cores, **kw).body
     guard = body[-1]
     return [s for s in guard.body if isinstance(s, TileGemm)]
 
@@ -94,20 +94,83 @@ def test_an_accumulator_read_after_the_store_stays_generic() -> None:
     assert gemms(kernel_ir(src), 128) == []
 
 
-def test_tile_gemm_ptx_on_sm_90_uses_tensor_cores_without_spills() -> None:
+def test_tile_gemm_ptx_on_sm_80_uses_mma_sync_without_spills() -> None:
     k = kernel_ir(gemm_src())
-    art = compile_gpu(k, "sm_90", ptxas=None)
+    art = compile_gpu(k, "sm_80", ptxas=None)
     ptx = art.ptx
     assert ptx.count("mma.sync.aligned.m16n8k16") >= 32 and "ldmatrix" in ptx and "cp.async" in ptx
     assert "fma.rn.f32" not in ptx  # no generic FMA loop left beside it
     assert art.static_shared_bytes <= 48 * 1024
-    if shutil.which("ptxas"):  # `ptxas -arch=sm_90 -v` on the PTX itself: no spills
-        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    if shutil.which("ptxas"):  # `ptxas -arch=sm_80 -v` on the PTX itself: no spills
+        r = subprocess.run(["ptxas", "-arch=sm_80", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         gemm_part = r.stderr[r.stderr.index("'gemm'"):]
         assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part.split("Function properties for __az_fault")[0]
     if art.resources is not None:
         assert art.resources.spill_stores == 0 and art.resources.spill_loads == 0
+
+
+def _ptxas_log(ptx: str, arch: str, *opts: str) -> str:
+    r = subprocess.run(["ptxas", f"-arch={arch}", "-v", *opts, "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("t,out,bm,bn,warps", [("f16", "f16", 128, 256, 8), ("bf16", "f32", 128, 256, 8),
+                                               ("f16", "bf16", 64, 64, 4), ("f16", "f16", 128, 128, 8)])
+def test_sm_90_lowers_the_gemm_to_wgmma_built_for_sm_90a(t: str, out: str, bm: int, bn: int, warps: int) -> None:
+    k = kernel_ir(gemm_src(t, out, bm=bm, bn=bn, bk=64 if bm == 128 else 32, warps=warps))
+    art = compile_gpu(k, "sm_90", ptxas=False)
+    ptx = art.ptx
+    assert ".target sm_90a" in ptx and ptx.count(f"wgmma.mma_async.sync.aligned.m64n{bn}k16.f32.{t}.{t}") == 4
+    assert "mma.sync" not in ptx and "fma.rn.f32" not in ptx
+    assert art.dynamic_shared_bytes > 48 * 1024 and art.static_shared_bytes == 0
+    assert art.arch == "sm_90"
+    # one block an SM (its ring): ptxas may use every register; and it assembles at -O1
+    from anodize.codegen.driver import start_gpu
+
+    assert ".minnctapersm 1" in ptx and start_gpu(k, "sm_90", ptxas=False).ptxas_opt == 1
+    assert start_gpu(kernel_ir(gemm_src(t, out, bm=bm, bn=bn, warps=warps)), "sm_80", ptxas=False).ptxas_opt is None
+    if shutil.which("ptxas"):  # registers: no spills, and wgmma's pipeline not serialised
+        log = _ptxas_log(ptx, "sm_90a") + _ptxas_log(ptx, "sm_90a", "-O1")
+        gemm_part = log[log.index("'gemm'"):].split("Function properties for __az_fault")[0]
+        assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part, log
+        assert "C7511" not in log and "C7514" not in log and "serialized" not in log, log
+
+
+def test_the_tensor_core_routine_is_part_of_the_compile_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from anodize.codegen.toolchain import tc_gemm_engine
+
+    assert (tc_gemm_engine("sm_90"), tc_gemm_engine("sm_90a"), tc_gemm_engine("sm_80"), tc_gemm_engine("sm_100"),
+            tc_gemm_engine("sm_75")) == ("wgmma", "wgmma", "mma", "mma", "")
+    mod = _module(tmp_path, gemm_src())
+    monkeypatch.setenv("ANODIZE_CACHE", "off")
+    first = mod.gemm.compile("sm_90")
+    monkeypatch.setenv("ANODIZE_TC_GEMM", "mma")  # mma.sync on sm_90 too
+    second = mod.gemm.compile("sm_90")
+    assert "wgmma.mma_async" in first.ptx and "mma.sync.aligned" in second.ptx and "wgmma" not in second.ptx
+    assert tc_gemm_engine("sm_90") == "mma"
+    monkeypatch.delenv("ANODIZE_TC_GEMM")
+    assert mod.gemm.compile("sm_90") is first  # the in-memory cache, keyed on the routine too
+
+
+def test_wgmma_takes_only_its_tile_shapes_else_mma_sync() -> None:
+    kw = {"wgmma": True, "shared_limit": 227 * 1024}
+    # BM must be 64 per warpgroup (16 per warp): 64 x 64 with 8 warps stays on mma.sync
+    (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=64, warps=8)), 256, **kw)
+    assert g.engine == "mma"
+    # BN above 2 * BM (B's copies do not split over the block): mma.sync
+    (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=256, warps=4)), 128, **kw)
+    assert g.engine == "mma"
+    (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=128, warps=4)), 128, **kw)
+    assert g.engine == "wgmma" and g.grouped
+
+
+def test_tiles_keep_program_order_when_another_statement_names_c() -> None:
+    src = gemm_src(out="f32", stored="acc").replace("    pid = tile.program_id_2d()\n",
+                                                      "    pid = tile.program_id_2d()\n    tile.store(c, pid, tile.zeros((64, 64), f32))\n")
+    (g,) = gemms(kernel_ir(src), 128, wgmma=True, shared_limit=227 * 1024)
+    assert g.engine == "wgmma" and not g.grouped
 
 
 def test_sm_75_keeps_the_generic_lowering() -> None:
@@ -121,9 +184,17 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
     front = front_for_source(path.read_text(), str(path))
     fdef = next(f for f in front.kernels() if f.name == "gemm")
     for t in ("f16", "bf16"):
-        k = front.typed(fdef, (("T", t),)).ir
+        k = front.typed(fdef, (("T", t), ("BM", 128), ("BN", 256), ("BK", 64))).ir
         assert k is not None
-        assert len(gemms(k, k.tile_warps * 32)) == 1
+        # sm_90: wgmma, its ring in the compiler's dynamic shared memory, tiles in grouped order
+        (g,) = gemms(k, k.tile_warps * 32, wgmma=True, shared_limit=227 * 1024)
+        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (128, 256, 64), 4, True)
+        assert 48 * 1024 < g.dynamic_smem <= 227 * 1024 and g.smem == ""
+        # sm_80 (163 KiB a block): mma.sync, its ring dynamic too
+        (g,) = gemms(k, k.tile_warps * 32, shared_limit=163 * 1024)
+        assert g.engine == "mma" and g.dynamic_smem > 48 * 1024 and not g.grouped
+        # a 48 KiB part: that tile does not fit the mma.sync ring; the generic lowering
+        assert gemms(k, k.tile_warps * 32) == []
 
 
 # ---- GPU twins -------------------------------------------------------------------------------------
@@ -209,3 +280,53 @@ def test_tensor_core_tile_gemm_masks_each_operand_at_its_own_extent(tmp_path: Pa
             c = dev.full((100, 90), 5.0, az.f32)
             mod.gemm[az.LaunchConfig.for_tiles((100, 90), (bm, bm))](dev.to_device(a), dev.to_device(b), c, 96)
             np.testing.assert_allclose(c.to_host(), want, rtol=1e-3, atol=1e-3, err_msg=f"{dev.describe()} {bm}")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("engine", ["", "mma"])  # "": the arch's choice (wgmma on sm_90); "mma": ANODIZE_TC_GEMM=mma
+@pytest.mark.parametrize("t,out,m,n,k,kstop", [
+    ("f16", "f16", 300, 520, 200, 200),  # aligned rows, ragged tiles at every edge
+    ("bf16", "bf16", 77, 130, 65, 65),  # K and N odd multiples: the 2-byte copy path and C's element stores
+    ("f16", "f32", 129, 257, 192, 100),  # the loop stops at 100: K rounds up to 128 (BK 64)
+    ("bf16", "f16", 256, 512, 128, 128),  # whole tiles only
+    ("f16", "f16", 5, 3, 0, 0),  # K = 0: C is zero
+])
+def test_the_big_tile_matches_numpy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str,
+                                    t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
+    # examples/tile_gemm.py's GPU tile: 128 x 256 x 64, 8 warps (wgmma on sm_90; mma.sync with a dynamic ring otherwise;
+    # the CPU backend's generic lowering would need 180 KiB of shared memory for it: the 64 x 64 twins
+    # above compare the two backends)
+    if engine:
+        monkeypatch.setenv("ANODIZE_TC_GEMM", engine)
+    mod = _module(tmp_path, gemm_src(t, out, bm=128, bn=256, bk=64, warps=8))
+    rng = np.random.default_rng(m + 7 * n + 13 * k)
+    dt = _dtype(t)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    kk = min(k, -(-kstop // 64) * 64)
+    ref = a[:, :kk].astype(np.float32) @ b[:kk].astype(np.float32)
+    tol = {"f32": 1e-3, "f16": 1e-2, "bf16": 2e-2}[out]
+    dev = az.device()
+    c = dev.full((m, n), 7.0, getattr(az, out))  # every element of C is written
+    mod.gemm[az.LaunchConfig.for_tiles((m, n), (128, 256))](dev.to_device(a), dev.to_device(b), c, kstop)
+    np.testing.assert_allclose(c.to_host().astype(np.float32), ref, rtol=tol, atol=tol * np.sqrt(max(kk, 1)))
+    art = mod.gemm.compile()  # this GPU's arch: the ring is in the compiler's dynamic shared memory
+    assert art.dynamic_shared_bytes > 48 * 1024 and ("wgmma" in art.ptx) == (art.arch == "sm_90" and not engine)
+
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("t,out,m,n,k,kstop", [("f16", "f16", 600, 300, 200, 200), ("bf16", "f32", 257, 129, 65, 65)])
+def test_the_16_warp_tile_matches_numpy(tmp_path: Path, t: str, out: str, m: int, n: int, k: int, kstop: int) -> None:
+    # 256 x 128 x 64 over 16 warps (four warpgroups of 64 x 128): bench/tile_gemm_wide.py's tile
+    mod = _module(tmp_path, gemm_src(t, out, bm=256, bn=128, bk=64, warps=16))
+    rng = np.random.default_rng(m + n + k)
+    dt = _dtype(t)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(dt)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(dt)
+    ref = a.astype(np.float32) @ b.astype(np.float32)
+    tol = {"f32": 1e-3, "f16": 1e-2, "bf16": 2e-2}[out]
+    dev = az.device()
+    c = dev.full((m, n), 7.0, getattr(az, out))
+    mod.gemm[az.LaunchConfig.for_tiles((m, n), (256, 128))](dev.to_device(a), dev.to_device(b), c, kstop)
+    np.testing.assert_allclose(c.to_host().astype(np.float32), ref, rtol=tol, atol=tol * np.sqrt(k))

@@ -82,9 +82,9 @@ def test_specialisations_of_a_tile_kernel_fill_in_their_block() -> None:
     spec = importlib.util.spec_from_file_location("_tile_gemm_spec", ROOT / "examples" / "tile_gemm.py")
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    k = mod.gemm.specialize(T="f16")
-    assert isinstance(k, az.TileKernel) and k.num_warps == 4
-    assert k.tile_config(az.LaunchConfig.for_tiles((100, 100), (64, 64))).block == (128, 1, 1)
+    k = mod.gemm.specialize(T="f16", BM=64, BN=64, BK=32)
+    assert isinstance(k, az.TileKernel) and k.num_warps == 8
+    assert k.tile_config(az.LaunchConfig.for_tiles((100, 100), (64, 64))).block == (256, 1, 1)
 
 
 def test_break_and_continue_settle_pending_accesses_and_ids_of_two_ranks_are_refused() -> None:

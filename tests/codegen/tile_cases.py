@@ -44,7 +44,7 @@ def _example_kernels() -> list[ir.KernelIR]:
         for fdef in front.kernels():
             spec: tuple = ()
             if fdef.name == "gemm":
-                spec = (("T", "f16"),)
+                spec = (("T", "f16"), ("BM", 128), ("BN", 256), ("BK", 64))  # tile_gemm.tiles_for a GPU
             elif fdef.name in ("softmax", "layer_norm"):
                 spec = (("cols", 256),)
             elif fdef.name == "attention":

@@ -16,6 +16,7 @@ from kernelgen_tiles import gen_tile_module  # noqa: E402
 
 from anodize.checker.api import analyze_source  # noqa: E402
 from anodize.codegen.tile_lower import lower_tiles  # noqa: E402
+from anodize.language import ir  # noqa: E402
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, tile_storage_bound  # noqa: E402
 
 
@@ -30,8 +31,16 @@ def _typed_tile_kernels(src: str, path: str):
             yield t.ir
 
 
-def _allocated(k, tensor_cores: bool) -> int:
-    low = lower_tiles(k, k.tile_warps * 32, tensor_cores=tensor_cores)
+def _allocated(k, tensor_cores: bool) -> int | None:
+    """The static shared memory of `k`'s GPU lowering; None where the bound does not speak for
+    it: a GEMM form's accumulator (not counted) that this lowering keeps in shared memory."""
+    from anodize.codegen.tile_gemm import TileGemm
+    from anodize.language.tile_storage import gemm_accumulators
+
+    low = lower_tiles(k, k.tile_warps * 32, tensor_cores=tensor_cores, wgmma=tensor_cores, shared_limit=227 * 1024 if tensor_cores else 48 * 1024)
+    on_tc = any(isinstance(s, TileGemm) for s in ir.walk_stmts(low.body))
+    if gemm_accumulators(k) and not on_tc:
+        return None
     return sum(t.size * t.elem.info.mem_bits // 8 for name, t in low.shared if not t.dynamic and "gemm_smem" not in name)
 
 
@@ -48,7 +57,7 @@ def test_the_lowering_stays_within_the_bound(seeds: range) -> None:
             assert bound <= STATIC_SHARED_MAX_BYTES
             for tc in (False, True):
                 used = _allocated(k, tc)
-                assert used <= bound, (path, k.name, used, bound)
+                assert used is None or used <= bound, (path, k.name, used, bound)
             checked += 1
     assert checked > 40
 
@@ -72,4 +81,7 @@ def test_the_tile_examples_fit_and_stay_within_the_bound() -> None:
         bound = tile_storage_bound(k)
         assert bound <= STATIC_SHARED_MAX_BYTES, (k.name, bound)
         for tc in (False, True):
-            assert _allocated(k, tc) <= bound, (k.name, tc)
+            used = _allocated(k, tc)
+            assert used is None or used <= bound, (k.name, tc)
+        if k.name == "gemm":  # the example's 128x256 accumulator: in registers on tensor cores
+            assert _allocated(k, True) is not None
