@@ -28,7 +28,7 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
         return k
     from .tile_lower import lower_tiles
 
-    return lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80)
+    return lower_tiles(k, threads, tensor_cores=_sm(arch) >= 80, vectors=_sm(arch) > 0)
 
 
 def _sm(arch: str) -> int:

@@ -56,13 +56,17 @@ def is_tile_kernel(k: ir.KernelIR) -> bool:
     return getattr(k, "tile_warps", 0) > 0
 
 
-def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False) -> ir.KernelIR:
+def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, vectors: bool = False) -> ir.KernelIR:
     """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
     is not a tile kernel); `tensor_cores`: the GEMM form may lower to mma.sync (a GPU of
-    sm_80 or later; codegen/tile_gemm.py)."""
+    sm_80 or later; codegen/tile_gemm.py); `vectors`: row-shaped kernels (codegen/tile_rows.py)
+    may access chunks as 16-byte vectors (the GPU)."""
     if not is_tile_kernel(k):
         return k
-    low = _Lowering(k, threads)
+    from .tile_rows import RowLowering, row_plan
+
+    layout = row_plan(k, threads)
+    low = _Lowering(k, threads) if layout is None else RowLowering(k, threads, layout, vectors)
     low.tensor_cores = tensor_cores and threads > 1
     return low.run()
 

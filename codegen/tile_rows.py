@@ -1,0 +1,514 @@
+"""Row-shaped tile kernels with their tiles in registers (the GPU lowering's fast form).
+
+`tile_lower.py`'s generic scheme keeps every tile variable in a block-shared array and walks
+each tile statement with `for e in range(tid, size, threads)`.  For the kernels whose tiles
+are all one *main shape* S (or shapes that broadcast to it: (R, 1) row values, (1, C) and (C,)
+column values, (1, 1) scalars), with no matmul or transpose and reductions only along the
+rows or over everything, `row_plan` picks a fixed distribution of S over the block instead,
+and `RowLowering` keeps every tile in registers:
+
+* **The layout.**  With V lanes (4, else 2, else 1: a 16-byte chunk of f32) and T threads,
+  thread t owns the chunks `i * T + t` for i < K = R*C / (T*V), chunk j being the V
+  consecutive elements `j*V .. j*V + V - 1` of S in row-major order.  Either a row spans
+  whole passes of the block (`C % (T*V) == 0`, m = C / (T*V) chunks of a row per thread: the
+  row of chunk i is the constant i // m, and the row is shared by all T threads), or a pass
+  covers P = T*V / C rows (`T*V % C == 0`: row i*P + t // G, shared by G = C / V consecutive
+  threads).  A value of a broadcast shape has one register per distinct element the thread
+  touches (a row value one per row, not per element).
+* **Loads and stores.**  A statement's loads are all issued first, then its arithmetic, then
+  its stores.  When every tile the statement loads or stores is inside its slice (the same
+  test on every thread), they are unmasked; on the GPU, when in addition every slice is
+  16-byte aligned (a 2-D one with a column count divisible by V) and each load's column
+  offset is a multiple of V, each chunk is one vector access (`ld.global.nc.v4.f32`,
+  `st.global.v4.f32`: `TileVecLoad` / `TileVecStore`, lowered by `tile_rows_llvm.py`).
+  Otherwise every element is masked as in the generic lowering.
+* **Reductions.**  Each thread folds its own elements of a row in registers (in chunk, then
+  lane order), the G threads of the row combine theirs with `shfl.sync.bfly` (every lane ends
+  with the same bits: each butterfly step adds the same two operands on both partners), and
+  when G > 32 lane 0 of each warp leaves its value in a small shared array, one barrier, and
+  every thread folds the G / 32 warp values in the same order.  So every thread holds the
+  row's result, bit for bit the same, with one barrier per reduction at most and no shared
+  memory for the tiles themselves.
+* **Ownership.**  An element of S belongs to exactly one thread; an element of a broadcast
+  shape is stored by the thread holding the element of S at coordinate 0 of each broadcast
+  axis, so every stored element has one writer.  A load from an output slice is allowed only
+  of the program's own tile of S, in a kernel whose stores to that slice are all of S: the
+  thread reading an element is the one that writes it.
+
+Results can differ from the generic lowering and the CPU backend by the order of a float
+reduction's additions (the values are the same; `tests/codegen/test_tile_rows.py`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, is_dataclass
+from typing import Any
+
+from anodize.language import ir
+from anodize.language.tile_ir import (
+    TileElem,
+    TileFull,
+    TileLoad,
+    TileMatmul,
+    TileReduce,
+    TileStore,
+    TileTrans,
+    TileTy,
+)
+from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
+
+from .tile_compute import _Access, _and, _bin, _c, _eq, _le, _lt
+from .tile_lower import _Lowering
+
+__all__ = ["RowLayout", "RowLowering", "row_plan", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
+
+MAX_PER_THREAD = 64  # elements of S per thread (registers per full-shape tile); more: the generic lowering
+
+
+# ---- codegen-only plain-IR nodes (lowered by tile_rows_llvm.py; emitted for the GPU only) ---------
+
+
+@dataclass(frozen=True)
+class TileVecLoad:
+    """`dests[v] = slice[index + (0, .., v)]` for every lane v, as one vector access per 16 bytes
+    (the caller has checked the chunk inside and aligned)."""
+
+    slice: ir.SliceRef
+    index: tuple[ir.Expr, ...]
+    dests: tuple[str, ...]
+    elem: ScalarTy
+    span: Any = None
+
+
+@dataclass(frozen=True)
+class TileVecStore:
+    slice: ir.SliceRef
+    index: tuple[ir.Expr, ...]
+    values: tuple[ir.Expr, ...]
+    span: Any = None
+
+
+@dataclass(frozen=True)
+class TileAligned:
+    """True when every slice's base is aligned for `lanes`-element vector accesses (16 bytes at
+    most) and, for a 2-D slice, its column count is a multiple of `lanes` (every row aligned)."""
+
+    slices: tuple[ir.SliceRef, ...]
+    lanes: int
+    ty: ScalarTy = BOOL
+    span: Any = None
+
+
+# ---- the layout ------------------------------------------------------------------------------------
+
+
+class RowLayout:
+    """The distribution of main shape `shape` over `T` threads in chunks of `V` lanes."""
+
+    def __init__(self, shape: tuple[int, ...], T: int, V: int):
+        self.shape = shape
+        self.rank = len(shape)
+        self.R, self.C = (1, shape[0]) if self.rank == 1 else shape
+        self.T, self.V = T, V
+        self.K = self.R * self.C // (T * V)
+        self.spans = self.C % (T * V) == 0  # a row spans whole passes of the block
+        if self.spans:
+            self.m, self.G, self.P = self.C // (T * V), T, 0
+        else:
+            self.m, self.G, self.P = 0, self.C // V, T * V // self.C
+
+    @staticmethod
+    def fits(shape: tuple[int, ...], T: int, V: int) -> bool:
+        R, C = (1, shape[0]) if len(shape) == 1 else shape
+        if C % V or (R * C) % (T * V) or R * C < T * V or R * C // T > MAX_PER_THREAD:
+            return False
+        if C % (T * V) == 0:
+            return True
+        if (T * V) % C:
+            return False
+        G = C // V
+        return (G <= 32 and G & (G - 1) == 0) or G % 32 == 0
+
+    def tid(self) -> ir.Expr:
+        return ir.Cast(ir.RawId("tid", "x", I32), I64)
+
+    def row(self, i: int) -> ir.Expr:
+        if self.spans:
+            return _c(i // self.m)
+        return _bin("+", _c(i * self.P), _bin("//", self.tid(), _c(self.G)))
+
+    def col(self, i: int, v: int) -> ir.Expr:
+        if self.spans:
+            return _bin("+", _bin("*", self.tid(), _c(self.V)), _c((i % self.m) * self.T * self.V + v))
+        return _bin("+", _bin("*", _bin("%", self.tid(), _c(self.G)), _c(self.V)), _c(v))
+
+    def row_key(self, i: int) -> int:
+        return i // self.m if self.spans else i
+
+    def col_key(self, i: int, v: int) -> tuple[int, int]:
+        return (i % self.m if self.spans else 0, v)
+
+    def axes_of(self, shape: tuple[int, ...]) -> tuple[bool, bool]:
+        """(varies along S's rows, varies along S's columns) for a tile of `shape`."""
+        if self.rank == 1 or len(shape) == 1:
+            return False, shape[-1] > 1
+        return shape[0] > 1, shape[1] > 1
+
+    def key(self, shape: tuple[int, ...], i: int, v: int) -> tuple[Any, Any]:
+        r, c = self.axes_of(shape)
+        return (self.row_key(i) if r else None, self.col_key(i, v) if c else None)
+
+    def coords(self, shape: tuple[int, ...], i: int, v: int) -> list[ir.Expr]:
+        r, c = self.axes_of(shape)
+        col = self.col(i, v) if c else _c(0)
+        if len(shape) == 1:
+            return [col]
+        return [self.row(i) if r else _c(0), col]
+
+    def positions(self, shape: tuple[int, ...]) -> list[tuple[Any, tuple[int, int]]]:
+        """(key, first position (i, v) holding it) for every element of `shape` this thread holds."""
+        seen: dict[Any, tuple[int, int]] = {}
+        for i in range(self.K):
+            for v in range(self.V):
+                seen.setdefault(self.key(shape, i, v), (i, v))
+        return list(seen.items())
+
+    def owner(self, shape: tuple[int, ...], i: int, v: int) -> ir.Expr | None:
+        """The condition under which this thread stores the element of `shape` it holds at
+        position (i, v) (the first position of its key): coordinate 0 on every broadcast axis."""
+        r, c = self.axes_of(shape)
+        conds = []
+        if self.rank == 2 and not r:
+            row = self.row(i)
+            if not isinstance(row, ir.Const):  # a constant row is 0 here (the key's first position)
+                conds.append(_eq(row, _c(0), I64))
+        if not c:
+            conds.append(_eq(self.col(i, v), _c(0), I64))
+        return _and(*conds) if conds else None
+
+
+class _Reg:
+    """A tile held in registers: one local per key (`RowLayout.key`)."""
+
+    __slots__ = ("ty", "locs")
+
+    def __init__(self, ty: TileTy, locs: dict[Any, ir.Local]):
+        self.ty = ty
+        self.locs = locs
+
+
+# ---- the plan: is every tile of the kernel one main shape or a broadcast of it? ------------------
+
+
+def _nodes(x: Any, out: list[Any]) -> None:
+    if isinstance(x, (list, tuple)):
+        for y in x:
+            _nodes(y, out)
+        return
+    if not is_dataclass(x) or isinstance(x, type):
+        return
+    out.append(x)
+    if isinstance(x, (ir.FuncIR, ir.Const, ir.SliceRef, ir.SharedRef)):
+        return
+    for f in fields(x):
+        v = getattr(x, f.name)
+        if isinstance(v, (list, tuple)) or (is_dataclass(v) and not isinstance(v, type)):
+            _nodes(v, out)
+
+
+def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
+    if len(d) > len(s):
+        return False
+    return all(a == b or a == 1 for a, b in zip(d[::-1], s[::-1]))
+
+
+def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
+    """The register layout for tile kernel `k` on `threads` threads, or None when the generic
+    lowering must run it (a matmul or transpose, a reduction other than along the rows or over
+    everything, a shape that does not broadcast to the largest, too many elements per thread,
+    a load from an output that is not the program's own tile of S)."""
+    if threads <= 1:
+        return None
+    nodes: list[Any] = []
+    _nodes(k.body, nodes)
+    shapes = {t.shape for _, t in k.locals if isinstance(t, TileTy)}
+    stores: dict[str, set[tuple[int, ...]]] = {}
+    for n in nodes:
+        if isinstance(n, (TileMatmul, TileTrans)):
+            return None
+        ty = getattr(n, "ty", None)
+        if isinstance(ty, TileTy):
+            shapes.add(ty.shape)
+        if isinstance(n, TileStore):
+            shapes.add(n.value.ty.shape)
+            stores.setdefault(n.slice.name, set()).add(n.value.ty.shape)
+    if not shapes:
+        return None
+    main = max(shapes, key=lambda s: (_size(s), len(s)))
+    if any(not _broadcasts(s, main) for s in shapes):
+        return None
+    for n in nodes:
+        if isinstance(n, TileReduce):
+            vt = n.value.ty
+            full = len(n.axes) == vt.rank
+            rows = vt.rank == 2 and n.axes == (1,)
+            if vt.shape != main or not (full or rows) or n.ty.elem.bits not in (32, 64) or n.ty.elem.is_bool:
+                return None
+        if isinstance(n, TileLoad) and n.slice.ty.kind.output:
+            if n.ty.shape != main or not n.own or stores.get(n.slice.name, {main}) != {main}:
+                return None
+    for V in (4, 2, 1):
+        if RowLayout.fits(main, threads, V):
+            return RowLayout(main, threads, V)
+    return None
+
+
+def _size(s: tuple[int, ...]) -> int:
+    n = 1
+    for d in s:
+        n *= d
+    return n
+
+
+# ---- the lowering --------------------------------------------------------------------------------
+
+
+class RowLowering(_Lowering):
+    def __init__(self, k: ir.KernelIR, threads: int, layout: RowLayout, vectors: bool):
+        super().__init__(k, threads)
+        self.L = layout
+        self.vectors = vectors
+        self.regs: dict[str, _Reg] = {}
+
+    # ---- registers ----------------------------------------------------------------------------------
+    def reg_var(self, name: str, ty: TileTy) -> _Reg:
+        hit = self.regs.get(name)
+        if hit is None:
+            locs = {key: self.local(ty.elem, f"r_{name}_") for key, _ in self.L.positions(ty.shape)}
+            hit = self.regs[name] = _Reg(ty, locs)
+        return hit
+
+    def rprep(self, x: Any, out: list[ir.Stmt]) -> Any:
+        """`x` with its tile variables as registers and its reductions computed first."""
+        if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
+            return self.reg_var(x.name, x.ty)
+        if isinstance(x, TileElem):
+            return TileElem(x.template, tuple((n, self.rprep(v, out)) for n, v in x.inputs), x.ty, x.span)
+        if isinstance(x, TileFull):
+            return TileFull(self.scalar(x.value), x.ty, x.span)
+        if isinstance(x, TileLoad):
+            return TileLoad(x.slice, tuple(self.scalar(o) for o in x.offset), self.scalar(x.other), x.own, x.ty, x.span)
+        if isinstance(x, TileReduce):
+            return self.reduce_rows(x, out)
+        raise AssertionError(f"not a row-plan tile expression: {type(x).__name__}")
+
+    # ---- statements ---------------------------------------------------------------------------------
+    def assign_tile(self, name: str, value: ir.Expr) -> list[ir.Stmt]:
+        ty: TileTy = value.ty  # type: ignore[assignment]
+        out: list[ir.Stmt] = []
+        tree = self.rprep(value, out)
+        if isinstance(tree, _Reg):
+            vals: dict[Any, ir.Expr] = dict(tree.locs)
+        else:
+            temps = {key: self.local(ty.elem, "v") for key, _ in self.L.positions(ty.shape)}
+
+            def consume(key: Any, pos: tuple[int, int], v: ir.Expr, mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
+                return [ir.Assign(temps[key].name, v)]
+
+            out += self.over(tree, ty.shape, consume)
+            vals = dict(temps)
+        dest = self.reg_var(name, ty)
+        out += [ir.Assign(dest.locs[key].name, vals[key]) for key in dest.locs]
+        return out
+
+    def store(self, s: TileStore) -> list[ir.Stmt]:
+        ty: TileTy = s.value.ty  # type: ignore[assignment]
+        out: list[ir.Stmt] = []
+        tree = self.rprep(s.value, out)
+        shape, rank, L = ty.shape, ty.rank, self.L
+        vec = self.vectors and shape[-1] > 1 and not ty.elem.is_bool and L.V > 1
+
+        def where(pos: tuple[int, int]) -> list[ir.Expr]:
+            coords = L.coords(shape, *pos)
+            return [_bin("+", _bin("*", self.pid(rank, a), _c(shape[a])), coords[a]) for a in range(rank)]
+
+        def consume(key: Any, pos: tuple[int, int], v: ir.Expr, mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
+            i, lane = pos
+            if mode == "vec" and vec:
+                tmp = self.local(ty.elem, "st")
+                state.setdefault(i, {})[lane] = tmp
+                return [ir.Assign(tmp.name, v)]
+            at = where(pos)
+            write: ir.Stmt = ir.Write(s.slice, tuple(at), v, False, -1, s.span)
+            if mode == "masked":
+                write = ir.If(_and(*(_lt(w, ir.Len(s.slice, a, I64)) for a, w in enumerate(at))), (write,), ())
+            own = L.owner(shape, *pos)
+            return [write] if own is None else [ir.If(own, (write,), ())]
+
+        def finish(mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
+            if not (mode == "vec" and vec):
+                return []
+            res: list[ir.Stmt] = []
+            for i, lanes in state.items():
+                st: ir.Stmt = TileVecStore(s.slice, tuple(where((i, 0))), tuple(lanes[v] for v in range(L.V)), s.span)  # type: ignore[assignment]
+                own = L.owner(shape, i, 0)
+                res.append(st if own is None else ir.If(own, (st,), ()))
+            return res
+
+        own = [_le(_bin("*", self.pid(rank, a), _c(shape[a])), _bin("-", ir.Len(s.slice, a, I64), _c(shape[a])))
+               for a in range(rank)]
+        out += self.over(tree, shape, consume, finish, own, [s.slice] if vec else [])
+        return out
+
+    # ---- a statement over the thread's positions: loads first, then the values, then stores ----------
+    def over(self, tree: Any, shape: tuple[int, ...], consume: Any, finish: Any = None,
+            extra: list[ir.Expr] = (), vec_slices: list[ir.SliceRef] = ()) -> list[ir.Stmt]:  # type: ignore[assignment]
+        keys = self.L.positions(shape)
+        loads = self.loads_in(tree)
+        inside = self.all_inside(tree, list(extra))
+
+        def variant(mode: str) -> list[ir.Stmt]:
+            cache: dict[Any, ir.Expr] = {}
+            state: dict[Any, Any] = {}
+            body: list[ir.Stmt] = []
+            if mode != "masked":
+                body += self.preload(loads, keys, mode, cache)
+            for key, pos in keys:
+                pre: list[ir.Stmt] = []
+                v = self.at(tree, pos, pre, mode, cache)
+                body += pre
+                body += consume(key, pos, v, mode, state)
+            if finish is not None:
+                body += finish(mode, state)
+            return body
+
+        if inside is None:
+            return variant("plain")
+        vslices = list(vec_slices) + [ld.slice for ld in loads if self.vector_load(ld)]
+        if self.vectors and vslices:
+            uniq: dict[str, ir.SliceRef] = {}
+            for sl in vslices:
+                uniq.setdefault(sl.name, sl)
+            conds: list[ir.Expr] = [TileAligned(tuple(uniq.values()), self.L.V)]  # type: ignore[list-item]
+            for ld in loads:
+                if self.vector_load(ld):
+                    conds.append(_eq(_bin("%", ld.offset[-1], _c(self.L.V)), _c(0), I64))
+            fast: ir.Stmt = ir.If(_and(*conds), tuple(variant("vec")), tuple(variant("plain")))
+            return [ir.If(inside, (fast,), tuple(variant("masked")))]
+        return [ir.If(inside, tuple(variant("plain")), tuple(variant("masked")))]
+
+    def vector_load(self, ld: TileLoad) -> bool:
+        return self.vectors and self.L.V > 1 and ld.ty.shape[-1] > 1 and not ld.ty.elem.is_bool
+
+    def preload(self, loads: list[TileLoad], keys: list[Any], mode: str, cache: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
+        """Every load of the statement, unmasked, before any arithmetic: one vector per chunk
+        (mode "vec") or one scalar read per element."""
+        out: list[ir.Stmt] = []
+        L = self.L
+        for ld in loads:
+            shape = ld.ty.shape
+            for key, (i, v) in L.positions(shape):
+                if (id(ld), key) in cache:
+                    continue
+                if mode == "vec" and self.vector_load(ld):
+                    if v != 0:
+                        continue
+                    at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, 0), strict=True)]
+                    dests = [self.local(ld.ty.elem, "ld") for _ in range(L.V)]
+                    out.append(TileVecLoad(ld.slice, tuple(at), tuple(d.name for d in dests), ld.ty.elem, ld.span))  # type: ignore[arg-type]
+                    for lane in range(L.V):
+                        cache[(id(ld), L.key(shape, i, lane))] = dests[lane]
+                    continue
+                at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, v), strict=True)]
+                d = self.local(ld.ty.elem, "ld")
+                out.append(ir.Assign(d.name, ir.Read(ld.slice, tuple(at), False, -1, ld.ty.elem)))
+                cache[(id(ld), key)] = d
+        return out
+
+    def at(self, x: Any, pos: tuple[int, int], pre: list[ir.Stmt], mode: str, cache: dict) -> ir.Expr:  # type: ignore[type-arg]
+        """Element at position `pos` of tile tree `x` (statements it needs appended to `pre`)."""
+        L = self.L
+        if isinstance(x, _Reg):
+            return x.locs[L.key(x.ty.shape, *pos)]
+        if isinstance(x, TileFull):
+            return x.value  # type: ignore[no-any-return]
+        if isinstance(x, TileElem):
+            for name, v in x.inputs:
+                self.locals[name] = v.ty.elem
+                pre.append(ir.Assign(name, self.at(v, pos, pre, mode, cache)))
+            return self.scalar(x.template)  # type: ignore[no-any-return]
+        if isinstance(x, TileLoad):
+            key = L.key(x.ty.shape, *pos)
+            if mode != "masked":
+                return cache[(id(x), key)]  # type: ignore[no-any-return]
+            at = [_bin("+", o, c) for o, c in zip(x.offset, L.coords(x.ty.shape, *pos), strict=True)]
+            v = self.local(x.ty.elem, "ld")
+            slots = [self.local(I64, "at") for _ in at]
+            pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
+            inside = _and(*(
+                _and(ir.Compare(("<=",), (_c(0), s), BOOL, None, (I64,)), _lt(s, ir.Len(x.slice, axis, I64)))
+                for axis, s in enumerate(slots)
+            ))
+            pre += [ir.Assign(v.name, x.other),
+                    ir.If(inside, (ir.Assign(v.name, ir.Read(x.slice, tuple(slots), False, -1, x.ty.elem)),), ())]
+            return v
+        raise AssertionError(f"not evaluable at a position: {type(x).__name__}")
+
+    # ---- reductions ---------------------------------------------------------------------------------
+    def reduce_rows(self, x: TileReduce, out: list[ir.Stmt]) -> _Reg:
+        src = self.rprep(x.value, out)
+        L, elem = self.L, x.ty.elem
+        op = {"sum": "+", "max": "max", "min": "min"}[x.op]
+        rshape = x.ty.shape
+        parts = {key: self.local(elem, "part") for key, _ in L.positions(rshape)}
+
+        def consume(key: Any, pos: tuple[int, int], v: ir.Expr, mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
+            rk = L.key(rshape, *pos)
+            p = parts[rk]
+            if v.ty != elem:
+                v = ir.Cast(v, elem)
+            if rk not in state:
+                state[rk] = True
+                return [ir.Assign(p.name, v)]
+            return [ir.Assign(p.name, _bin(op, p, v, elem))]
+
+        if isinstance(src, _Reg):
+            st: dict[Any, Any] = {}
+            for key, pos in L.positions(src.ty.shape):
+                out += consume(key, pos, src.locs[key], "plain", st)
+        else:
+            out += self.over(src, x.value.ty.shape, consume)
+        full = len(x.axes) == x.value.ty.rank
+        G = L.T if full or L.rank == 1 else L.G
+        for mask in (16, 8, 4, 2, 1):
+            if mask < G:
+                for p in parts.values():
+                    out.append(ir.Assign(p.name, _bin(op, p, ir.WarpOp("shfl_xor", (p, _c(mask, I32)), elem), elem)))
+                self.uses_warp = True
+        if G <= 32:
+            return _Reg(x.ty, parts)
+        W = G // 32
+        slots = 1 if full or L.rank == 1 else L.R
+        name = self.fresh("red")
+        sty = SharedTy(elem, (slots * W,))
+        self.shared[name] = sty
+        ref = ir.SharedRef(name, sty)
+        t = L.tid()
+        warp = _bin("//", _bin("%", t, _c(G)), _c(32))
+        firsts = dict(L.positions(rshape))
+
+        def slot(rk: Any) -> ir.Expr:
+            return _c(0) if slots == 1 else L.row(firsts[rk][0])
+
+        out += self.sync({(name, True, False)})
+        writes = tuple(ir.SharedWrite(ref, (_bin("+", _bin("*", slot(rk), _c(W)), warp),), p, False, -1) for rk, p in parts.items())
+        out.append(ir.If(_eq(_bin("%", t, _c(32)), _c(0), I64), writes, ()))
+        out += self.sync({(name, False, False)})
+        res = {rk: self.local(elem, "red") for rk in parts}
+        for rk, r in res.items():
+            base = _bin("*", slot(rk), _c(W))
+            out.append(ir.Assign(r.name, ir.SharedRead(ref, (base,), False, -1, elem)))
+            for w in range(1, W):
+                read = ir.SharedRead(ref, (_bin("+", base, _c(w)),), False, -1, elem)
+                out.append(ir.Assign(r.name, _bin(op, r, read, elem)))
+        return _Reg(x.ty, res)

@@ -1,0 +1,183 @@
+"""Row-shaped tile kernels in registers (codegen/tile_rows.py): which kernels take the form, the
+layouts, and results against NumPy with real threads (the CPU backend's threaded runner runs the
+GPU lowering: real barriers, real warp shuffles), plus GPU twins (16-byte vector accesses)."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.codegen.driver import compile_cpu, compile_gpu
+from anodize.codegen.tile_lower import lower_tiles
+from anodize.codegen.tile_rows import RowLayout, row_plan
+from anodize.language import ir
+from anodize.language.front import front_for_source
+
+ROOT = Path(__file__).resolve().parents[2]
+
+HEAD = """
+import math
+import anodize as az
+from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, f64, i32, i64, tile
+"""
+
+ROWS = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=W)
+def rows(x: Slice2D[f32], w: Slice[f32], y: DisjointSlice2D[f32], s: DisjointSlice2D[f32], n: i64, R: az.Constant[int], C: az.Constant[int]) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, pid, (R, C), other=-1.0e30)
+    m = tile.max(t, axis=1)
+    e = az.math.exp(t - m)
+    k = 0
+    while k < n:                      # reductions inside a loop: the scratch is reused
+        e = e - tile.min(e, axis=1) * 0.25
+        k += 1
+    tot = tile.sum(e, axis=1)
+    tile.store(s, pid, tot + tile.sum(tile.load(x, pid, (R, C)), axis=1) * 0.0 + tile.max(t))
+    tile.store(y, pid, e / tot * tile.load(w, 0, C) + tile.load(y, pid, (R, C)))
+"""
+
+
+def _kernel(src: str, name: str, spec: tuple = ()) -> ir.KernelIR:  # type: ignore[type-arg]
+    text = HEAD + textwrap.dedent(src)
+    front = front_for_source(text, f"<rows-{abs(hash(text))}>")
+    fdef = next(f for f in front.kernels() if f.name == name)
+    t = front.typed(fdef, spec)
+    assert t.ir is not None, [d.message for d in t.diagnostics]
+    return t.ir
+
+
+def _run(k: ir.KernelIR, threads: int, grid: tuple[int, int], args: list) -> None:  # type: ignore[type-arg]
+    art = compile_cpu(lower_tiles(k, threads))
+    flat: list = []  # type: ignore[type-arg]
+    for a in args:
+        flat.append(a)
+        if isinstance(a, np.ndarray):
+            flat.extend(a.shape)
+    fault = np.zeros(64, np.uint8)
+    art.cpu_entry(grid + (1,), (threads, 1, 1), flat, fault.ctypes.data, 2)
+    assert not fault.any()
+
+
+def _rows_ref(x, w, y0, n, R, C):  # type: ignore[no-untyped-def]
+    rows, cols = x.shape
+    y, s = y0.copy(), np.zeros((rows, 1), np.float32)
+    for r0 in range(0, rows, R):
+        for c0 in range(0, cols, C):
+            t = np.full((R, C), -1.0e30, np.float32)
+            blk = x[r0 : r0 + R, c0 : c0 + C]
+            t[: blk.shape[0], : blk.shape[1]] = blk
+            e = np.exp(t - t.max(1, keepdims=True))
+            for _ in range(n):
+                e = e - e.min(1, keepdims=True) * np.float32(0.25)
+            tot = e.sum(1, keepdims=True)
+            res = e / tot * w[:C]
+            rr, cc = blk.shape
+            y[r0 : r0 + rr, c0 : c0 + cc] += res[:rr, :cc]
+            if c0 == 0:
+                s[r0 : r0 + rr, 0] = (tot + t.max())[:rr, 0]
+    return y, s
+
+
+# (R, C, warps, threads on the CPU runner): rows spanning the block, several rows per pass
+# (G = C / V threads a row: 16 with shuffles only, 64 across warps), one row, masked edges
+CASES = [(1, 256, 4, 128), (4, 64, 1, 32), (16, 64, 4, 128), (2, 512, 2, 64), (8, 32, 1, 32)]
+
+
+@pytest.mark.parametrize("R, C, warps, threads", CASES)
+def test_row_kernels_match_numpy_with_real_threads(R: int, C: int, warps: int, threads: int) -> None:
+    k = _kernel(ROWS.replace("num_warps=W", f"num_warps={warps}"), "rows", (("R", R), ("C", C)))
+    layout = row_plan(k, threads)
+    assert layout is not None and layout.K * layout.V <= 64
+    rng = np.random.default_rng(R * C)
+    rows, cols = 2 * R + 1, C  # the last row block is partly outside: masked
+    x = rng.standard_normal((rows, cols), dtype=np.float32)
+    w = rng.standard_normal(cols, dtype=np.float32)
+    y = rng.standard_normal((rows, cols), dtype=np.float32)
+    s = np.zeros((rows, 1), np.float32)
+    want_y, want_s = _rows_ref(x, w, y, 2, R, C)
+    _run(k, threads, (1, 3), [x, w, y, s, 2])
+    np.testing.assert_allclose(y, want_y, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(s, want_s, rtol=1e-4, atol=1e-4)
+
+
+def test_layouts_spread_rows_over_the_block_or_pack_rows_per_pass() -> None:
+    a = RowLayout((1, 4096), 128, 4)
+    assert (a.K, a.spans, a.m, a.G) == (8, True, 8, 128)
+    b = RowLayout((16, 64), 128, 4)
+    assert (b.K, b.spans, b.P, b.G) == (2, False, 8, 16)
+    assert RowLayout.fits((1, 4096), 128, 4) and not RowLayout.fits((1, 16384), 128, 4)  # 128 a thread: too many
+    assert not RowLayout.fits((3, 96), 128, 4)
+
+
+def _examples() -> dict[str, ir.KernelIR]:
+    out = {}
+    for name in ("tile_add", "tile_softmax", "tile_layernorm", "tile_gemm", "tile_attention"):
+        path = ROOT / "examples" / f"{name}.py"
+        front = front_for_source(path.read_text(), str(path))
+        for fdef in front.kernels():
+            spec: tuple = ()  # type: ignore[type-arg]
+            if fdef.name in ("softmax", "layer_norm"):
+                spec = (("cols", 4096),)
+            elif fdef.name == "gemm":
+                spec = (("T", "f16"),)
+            elif fdef.name == "attention":
+                spec = (("BM", 32), ("BN", 32), ("D", 64))
+            t = front.typed(fdef, spec)
+            assert t.ir is not None
+            out[fdef.name] = t.ir
+    return out
+
+
+def test_the_row_examples_take_the_register_form_and_matmuls_do_not() -> None:
+    ks = _examples()
+    for name in ("add", "softmax", "layer_norm"):
+        assert row_plan(ks[name], 128) is not None, name
+        assert row_plan(ks[name], 1) is None  # the CPU backend keeps one thread a program
+    for name in ("gemm", "attention"):
+        assert row_plan(ks[name], 128) is None, name
+
+
+def test_row_examples_on_the_gpu_target_use_vectors_and_few_barriers() -> None:
+    ks = _examples()
+    for name, bars in (("add", 0), ("softmax", 2), ("layer_norm", 2)):
+        art = compile_gpu(ks[name], "sm_90", ptxas=None)
+        ptx = art.ptx
+        assert "ld.global.nc.v4.b32" in ptx or "ld.global.nc.v4.f32" in ptx, name
+        assert "st.global.v4" in ptx, name
+        assert ptx.count("bar.sync") == bars, name  # one per cross-warp reduction
+        assert art.static_shared_bytes <= 64, name  # the tiles are in registers
+        if art.resources is not None:
+            assert art.resources.spill_stores == 0, name
+
+
+# ---- GPU twins -------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("R, C, warps, threads", CASES)
+def test_row_kernels_match_numpy_on_the_gpu(tmp_path: Path, R: int, C: int, warps: int, threads: int) -> None:
+    import importlib.util
+
+    p = tmp_path / f"rows_{R}_{C}_{warps}.py"
+    p.write_text(HEAD + textwrap.dedent(ROWS.replace("num_warps=W", f"num_warps={warps}")))
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    dev = az.device()
+    rng = np.random.default_rng(R + C)
+    rows, cols = 4 * R + 1, C
+    x = rng.standard_normal((rows, cols), dtype=np.float32)
+    w = rng.standard_normal(cols, dtype=np.float32)
+    y0 = rng.standard_normal((rows, cols), dtype=np.float32)
+    yd, sd = dev.to_device(y0), dev.zeros((rows, 1), az.f32)
+    launch = mod.rows.specialize(R=R, C=C)[az.LaunchConfig.for_tiles((rows, cols), (R, C))]
+    launch(dev.to_device(x), dev.to_device(w), yd, sd, 2)
+    want_y, want_s = _rows_ref(x, w, y0, 2, R, C)
+    np.testing.assert_allclose(yd.to_host(), want_y, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(sd.to_host(), want_s, rtol=1e-4, atol=1e-4)
