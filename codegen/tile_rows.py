@@ -48,6 +48,7 @@ from anodize.language import ir
 from anodize.language.tile_ir import (
     TileElem,
     TileFull,
+    TileIdPart,
     TileLoad,
     TileMatmul,
     TileReduce,
@@ -263,6 +264,33 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     return None
 
 
+def _sig(e: Any) -> Any:
+    """A structural key of a scalar expression made of constants, program ids and extents (None
+    for anything that may change value during the kernel)."""
+    if isinstance(e, ir.Const):
+        return ("c", e.value, e.ty.name)
+    if isinstance(e, TileIdPart):
+        return ("pid", e.rank, e.axis)
+    if isinstance(e, ir.Len):
+        return ("len", e.slice.name, e.axis)
+    if isinstance(e, ir.RawId):
+        return ("raw", e.reg, e.axis)
+    if isinstance(e, ir.Cast):
+        inner = _sig(e.value)
+        return None if inner is None else ("cast", inner, e.ty.name)
+    if isinstance(e, ir.BinOp):
+        a, b = _sig(e.left), _sig(e.right)
+        return None if a is None or b is None else ("bin", e.op, a, b, e.ty.name)
+    return None
+
+
+def _load_sig(ld: TileLoad) -> Any:
+    offs = tuple(_sig(o) for o in ld.offset)
+    if any(o is None for o in offs):
+        return None
+    return (ld.slice.name, offs, ld.ty.shape, ld.ty.elem.name)
+
+
 def _size(s: tuple[int, ...]) -> int:
     n = 1
     for d in s:
@@ -279,6 +307,17 @@ class RowLowering(_Lowering):
         self.L = layout
         self.vectors = vectors
         self.regs: dict[str, _Reg] = {}
+        # tiles loaded by a top-level `x = tile.load(...)` of an input, by (slice, offset, shape):
+        # a later load of the same elements reuses the registers where both are inside
+        self.loaded: dict[Any, _Reg] = {}
+        self.depth = 0
+
+    def body_of(self, body: tuple[ir.Stmt, ...], loop: bool) -> tuple[ir.Stmt, ...]:
+        self.depth += 1
+        try:
+            return super().body_of(body, loop)
+        finally:
+            self.depth -= 1
 
     # ---- registers ----------------------------------------------------------------------------------
     def reg_var(self, name: str, ty: TileTy) -> _Reg:
@@ -319,6 +358,11 @@ class RowLowering(_Lowering):
             vals = dict(temps)
         dest = self.reg_var(name, ty)
         out += [ir.Assign(dest.locs[key].name, vals[key]) for key in dest.locs]
+        self.loaded = {sig: r for sig, r in self.loaded.items() if r is not dest}
+        if self.depth == 0 and isinstance(tree, TileLoad) and not tree.slice.ty.kind.output:
+            sig = _load_sig(tree)
+            if sig is not None:
+                self.loaded[sig] = dest
         return out
 
     def store(self, s: TileStore) -> list[ir.Stmt]:
@@ -407,8 +451,12 @@ class RowLowering(_Lowering):
         L = self.L
         for ld in loads:
             shape = ld.ty.shape
+            again = self.loaded.get(_load_sig(ld))
             for key, (i, v) in L.positions(shape):
                 if (id(ld), key) in cache:
+                    continue
+                if again is not None:  # loaded before by a top-level statement (inside there too)
+                    cache[(id(ld), key)] = again.locs[key]
                     continue
                 if mode == "vec" and self.vector_load(ld):
                     if v != 0:
