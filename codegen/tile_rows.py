@@ -311,6 +311,10 @@ class RowLowering(_Lowering):
         # a later load of the same elements reuses the registers where both are inside
         self.loaded: dict[Any, _Reg] = {}
         self.depth = 0
+        self.assigned: dict[str, int] = {}  # how many statements assign each tile variable
+        for st in ir.walk_stmts(k.body):
+            if isinstance(st, ir.Assign) and isinstance(st.value.ty, TileTy):
+                self.assigned[st.name] = self.assigned.get(st.name, 0) + 1
 
     def body_of(self, body: tuple[ir.Stmt, ...], loop: bool) -> tuple[ir.Stmt, ...]:
         self.depth += 1
@@ -358,8 +362,9 @@ class RowLowering(_Lowering):
             vals = dict(temps)
         dest = self.reg_var(name, ty)
         out += [ir.Assign(dest.locs[key].name, vals[key]) for key in dest.locs]
-        self.loaded = {sig: r for sig, r in self.loaded.items() if r is not dest}
-        if self.depth == 0 and isinstance(tree, TileLoad) and not tree.slice.ty.kind.output:
+        # only a variable assigned once, by a top-level statement, keeps the loaded values for
+        # every later statement (a loop could otherwise come back to a load after a reassignment)
+        if self.depth == 0 and self.assigned.get(name) == 1 and isinstance(tree, TileLoad) and not tree.slice.ty.kind.output:
             sig = _load_sig(tree)
             if sig is not None:
                 self.loaded[sig] = dest

@@ -181,3 +181,27 @@ def test_row_kernels_match_numpy_on_the_gpu(tmp_path: Path, R: int, C: int, warp
     want_y, want_s = _rows_ref(x, w, y0, 2, R, C)
     np.testing.assert_allclose(yd.to_host(), want_y, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(sd.to_host(), want_s, rtol=1e-4, atol=1e-4)
+
+
+RELOAD = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=1)
+def reload(x: Slice2D[f32], y: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, pid, (2, 64))
+    k = 0
+    while k < n:
+        u = tile.load(x, pid, (2, 64), other=0.0)  # x itself, not t as the loop left it
+        t = t + u
+        k += 1
+    tile.store(y, pid, t + tile.load(x, pid, (2, 64)))
+"""
+
+
+def test_a_reassigned_tile_is_not_reused_for_a_later_load_of_the_same_elements() -> None:
+    k = _kernel(RELOAD, "reload")
+    assert row_plan(k, 32) is not None
+    x = np.random.default_rng(9).standard_normal((5, 64), dtype=np.float32)
+    y = np.zeros_like(x)
+    _run(k, 32, (1, 3), [x, y, 3])
+    np.testing.assert_allclose(y, x * 5, rtol=1e-6)
