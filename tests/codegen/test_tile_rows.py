@@ -52,8 +52,10 @@ def _kernel(src: str, name: str, spec: tuple = ()) -> ir.KernelIR:  # type: igno
     return t.ir
 
 
-def _run(k: ir.KernelIR, threads: int, grid: tuple[int, int], args: list) -> None:  # type: ignore[type-arg]
-    art = compile_cpu(lower_tiles(k, threads))
+def _run(k: ir.KernelIR, threads: int, grid: tuple[int, int], args: list, vectors: bool = True) -> None:  # type: ignore[type-arg]
+    """The GPU lowering for `threads` threads run by the CPU backend's threaded runner; with
+    `vectors`, the vector accesses too (LLVM vector loads and stores on the host)."""
+    art = compile_cpu(lower_tiles(k, threads, vectors=vectors))
     flat: list = []  # type: ignore[type-arg]
     for a in args:
         flat.append(a)
@@ -89,8 +91,8 @@ def _rows_ref(x, w, y0, n, R, C):  # type: ignore[no-untyped-def]
 CASES = [(1, 256, 4, 128), (4, 64, 1, 32), (16, 64, 4, 128), (2, 512, 2, 64), (8, 32, 1, 32)]
 
 
-@pytest.mark.parametrize("R, C, warps, threads", CASES)
-def test_row_kernels_match_numpy_with_real_threads(R: int, C: int, warps: int, threads: int) -> None:
+@pytest.mark.parametrize("R, C, warps, threads, vectors", [(*c, True) for c in CASES] + [(*c, False) for c in CASES[:2]])
+def test_row_kernels_match_numpy_with_real_threads(R: int, C: int, warps: int, threads: int, vectors: bool) -> None:
     k = _kernel(ROWS.replace("num_warps=W", f"num_warps={warps}"), "rows", (("R", R), ("C", C)))
     layout = row_plan(k, threads)
     assert layout is not None and layout.K * layout.V <= 64
@@ -101,7 +103,7 @@ def test_row_kernels_match_numpy_with_real_threads(R: int, C: int, warps: int, t
     y = rng.standard_normal((rows, cols), dtype=np.float32)
     s = np.zeros((rows, 1), np.float32)
     want_y, want_s = _rows_ref(x, w, y, 2, R, C)
-    _run(k, threads, (1, 3), [x, w, y, s, 2])
+    _run(k, threads, (1, 3), [x, w, y, s, 2], vectors)
     np.testing.assert_allclose(y, want_y, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(s, want_s, rtol=1e-4, atol=1e-4)
 
