@@ -37,155 +37,22 @@ and `RowLowering` keeps every tile in registers:
 
 Results can differ from the generic lowering and the CPU backend by the order of a float
 reduction's additions (the values are the same; `tests/codegen/test_tile_rows.py`).
+The layout and the choice of kernels are in `tile_rows_plan.py`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import (
-    TileElem,
-    TileFull,
-    TileIdPart,
-    TileLoad,
-    TileMatmul,
-    TileReduce,
-    TileStore,
-    TileTrans,
-    TileTy,
-)
-from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
+from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileReduce, TileStore, TileTy
+from anodize.language.types import BOOL, I32, I64, SharedTy
 
-from .tile_compute import _Access, _and, _bin, _c, _eq, _le, _lt
+from .tile_compute import _and, _bin, _c, _eq, _le, _lt
 from .tile_lower import _Lowering
+from .tile_rows_plan import MAX_PER_THREAD, RowLayout, TileAligned, TileVecLoad, TileVecStore, load_sig, row_plan
 
 __all__ = ["RowLayout", "RowLowering", "row_plan", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
-
-MAX_PER_THREAD = 64  # elements of S per thread (registers per full-shape tile); more: the generic lowering
-
-
-# ---- codegen-only plain-IR nodes (lowered by tile_rows_llvm.py; emitted for the GPU only) ---------
-
-
-@dataclass(frozen=True)
-class TileVecLoad:
-    """`dests[v] = slice[index + (0, .., v)]` for every lane v, as one vector access per 16 bytes
-    (the caller has checked the chunk inside and aligned)."""
-
-    slice: ir.SliceRef
-    index: tuple[ir.Expr, ...]
-    dests: tuple[str, ...]
-    elem: ScalarTy
-    span: Any = None
-
-
-@dataclass(frozen=True)
-class TileVecStore:
-    slice: ir.SliceRef
-    index: tuple[ir.Expr, ...]
-    values: tuple[ir.Expr, ...]
-    span: Any = None
-
-
-@dataclass(frozen=True)
-class TileAligned:
-    """True when every slice's base is aligned for `lanes`-element vector accesses (16 bytes at
-    most) and, for a 2-D slice, its column count is a multiple of `lanes` (every row aligned)."""
-
-    slices: tuple[ir.SliceRef, ...]
-    lanes: int
-    ty: ScalarTy = BOOL
-    span: Any = None
-
-
-# ---- the layout ------------------------------------------------------------------------------------
-
-
-class RowLayout:
-    """The distribution of main shape `shape` over `T` threads in chunks of `V` lanes."""
-
-    def __init__(self, shape: tuple[int, ...], T: int, V: int):
-        self.shape = shape
-        self.rank = len(shape)
-        self.R, self.C = (1, shape[0]) if self.rank == 1 else shape
-        self.T, self.V = T, V
-        self.K = self.R * self.C // (T * V)
-        self.spans = self.C % (T * V) == 0  # a row spans whole passes of the block
-        if self.spans:
-            self.m, self.G, self.P = self.C // (T * V), T, 0
-        else:
-            self.m, self.G, self.P = 0, self.C // V, T * V // self.C
-
-    @staticmethod
-    def fits(shape: tuple[int, ...], T: int, V: int) -> bool:
-        R, C = (1, shape[0]) if len(shape) == 1 else shape
-        if C % V or (R * C) % (T * V) or R * C < T * V or R * C // T > MAX_PER_THREAD:
-            return False
-        if C % (T * V) == 0:
-            return True
-        if (T * V) % C:
-            return False
-        G = C // V
-        return (G <= 32 and G & (G - 1) == 0) or G % 32 == 0
-
-    def tid(self) -> ir.Expr:
-        return ir.Cast(ir.RawId("tid", "x", I32), I64)
-
-    def row(self, i: int) -> ir.Expr:
-        if self.spans:
-            return _c(i // self.m)
-        return _bin("+", _c(i * self.P), _bin("//", self.tid(), _c(self.G)))
-
-    def col(self, i: int, v: int) -> ir.Expr:
-        if self.spans:
-            return _bin("+", _bin("*", self.tid(), _c(self.V)), _c((i % self.m) * self.T * self.V + v))
-        return _bin("+", _bin("*", _bin("%", self.tid(), _c(self.G)), _c(self.V)), _c(v))
-
-    def row_key(self, i: int) -> int:
-        return i // self.m if self.spans else i
-
-    def col_key(self, i: int, v: int) -> tuple[int, int]:
-        return (i % self.m if self.spans else 0, v)
-
-    def axes_of(self, shape: tuple[int, ...]) -> tuple[bool, bool]:
-        """(varies along S's rows, varies along S's columns) for a tile of `shape`."""
-        if self.rank == 1 or len(shape) == 1:
-            return False, shape[-1] > 1
-        return shape[0] > 1, shape[1] > 1
-
-    def key(self, shape: tuple[int, ...], i: int, v: int) -> tuple[Any, Any]:
-        r, c = self.axes_of(shape)
-        return (self.row_key(i) if r else None, self.col_key(i, v) if c else None)
-
-    def coords(self, shape: tuple[int, ...], i: int, v: int) -> list[ir.Expr]:
-        r, c = self.axes_of(shape)
-        col = self.col(i, v) if c else _c(0)
-        if len(shape) == 1:
-            return [col]
-        return [self.row(i) if r else _c(0), col]
-
-    def positions(self, shape: tuple[int, ...]) -> list[tuple[Any, tuple[int, int]]]:
-        """(key, first position (i, v) holding it) for every element of `shape` this thread holds."""
-        seen: dict[Any, tuple[int, int]] = {}
-        for i in range(self.K):
-            for v in range(self.V):
-                seen.setdefault(self.key(shape, i, v), (i, v))
-        return list(seen.items())
-
-    def owner(self, shape: tuple[int, ...], i: int, v: int) -> ir.Expr | None:
-        """The condition under which this thread stores the element of `shape` it holds at
-        position (i, v) (the first position of its key): coordinate 0 on every broadcast axis."""
-        r, c = self.axes_of(shape)
-        conds = []
-        if self.rank == 2 and not r:
-            row = self.row(i)
-            if not isinstance(row, ir.Const):  # a constant row is 0 here (the key's first position)
-                conds.append(_eq(row, _c(0), I64))
-        if not c:
-            conds.append(_eq(self.col(i, v), _c(0), I64))
-        return _and(*conds) if conds else None
 
 
 class _Reg:
@@ -196,106 +63,6 @@ class _Reg:
     def __init__(self, ty: TileTy, locs: dict[Any, ir.Local]):
         self.ty = ty
         self.locs = locs
-
-
-# ---- the plan: is every tile of the kernel one main shape or a broadcast of it? ------------------
-
-
-def _nodes(x: Any, out: list[Any]) -> None:
-    if isinstance(x, (list, tuple)):
-        for y in x:
-            _nodes(y, out)
-        return
-    if not is_dataclass(x) or isinstance(x, type):
-        return
-    out.append(x)
-    if isinstance(x, (ir.FuncIR, ir.Const, ir.SliceRef, ir.SharedRef)):
-        return
-    for f in fields(x):
-        v = getattr(x, f.name)
-        if isinstance(v, (list, tuple)) or (is_dataclass(v) and not isinstance(v, type)):
-            _nodes(v, out)
-
-
-def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
-    if len(d) > len(s):
-        return False
-    return all(a == b or a == 1 for a, b in zip(d[::-1], s[::-1]))
-
-
-def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
-    """The register layout for tile kernel `k` on `threads` threads, or None when the generic
-    lowering must run it (a matmul or transpose, a reduction other than along the rows or over
-    everything, a shape that does not broadcast to the largest, too many elements per thread,
-    a load from an output that is not the program's own tile of S)."""
-    if threads <= 1:
-        return None
-    nodes: list[Any] = []
-    _nodes(k.body, nodes)
-    shapes = {t.shape for _, t in k.locals if isinstance(t, TileTy)}
-    stores: dict[str, set[tuple[int, ...]]] = {}
-    for n in nodes:
-        if isinstance(n, (TileMatmul, TileTrans)):
-            return None
-        ty = getattr(n, "ty", None)
-        if isinstance(ty, TileTy):
-            shapes.add(ty.shape)
-        if isinstance(n, TileStore):
-            shapes.add(n.value.ty.shape)
-            stores.setdefault(n.slice.name, set()).add(n.value.ty.shape)
-    if not shapes:
-        return None
-    main = max(shapes, key=lambda s: (_size(s), len(s)))
-    if any(not _broadcasts(s, main) for s in shapes):
-        return None
-    for n in nodes:
-        if isinstance(n, TileReduce):
-            vt = n.value.ty
-            full = len(n.axes) == vt.rank
-            rows = vt.rank == 2 and n.axes == (1,)
-            if vt.shape != main or not (full or rows) or n.ty.elem.bits not in (32, 64) or n.ty.elem.is_bool:
-                return None
-        if isinstance(n, TileLoad) and n.slice.ty.kind.output:
-            if n.ty.shape != main or not n.own or stores.get(n.slice.name, {main}) != {main}:
-                return None
-    for V in (4, 2, 1):
-        if RowLayout.fits(main, threads, V):
-            return RowLayout(main, threads, V)
-    return None
-
-
-def _sig(e: Any) -> Any:
-    """A structural key of a scalar expression made of constants, program ids and extents (None
-    for anything that may change value during the kernel)."""
-    if isinstance(e, ir.Const):
-        return ("c", e.value, e.ty.name)
-    if isinstance(e, TileIdPart):
-        return ("pid", e.rank, e.axis)
-    if isinstance(e, ir.Len):
-        return ("len", e.slice.name, e.axis)
-    if isinstance(e, ir.RawId):
-        return ("raw", e.reg, e.axis)
-    if isinstance(e, ir.Cast):
-        inner = _sig(e.value)
-        return None if inner is None else ("cast", inner, e.ty.name)
-    if isinstance(e, ir.BinOp):
-        a, b = _sig(e.left), _sig(e.right)
-        return None if a is None or b is None else ("bin", e.op, a, b, e.ty.name)
-    return None
-
-
-def _load_sig(ld: TileLoad) -> Any:
-    offs = tuple(_sig(o) for o in ld.offset)
-    if any(o is None for o in offs):
-        return None
-    return (ld.slice.name, offs, ld.ty.shape, ld.ty.elem.name)
-
-
-def _size(s: tuple[int, ...]) -> int:
-    n = 1
-    for d in s:
-        n *= d
-    return n
 
 
 # ---- the lowering --------------------------------------------------------------------------------
@@ -365,7 +132,7 @@ class RowLowering(_Lowering):
         # only a variable assigned once, by a top-level statement, keeps the loaded values for
         # every later statement (a loop could otherwise come back to a load after a reassignment)
         if self.depth == 0 and self.assigned.get(name) == 1 and isinstance(tree, TileLoad) and not tree.slice.ty.kind.output:
-            sig = _load_sig(tree)
+            sig = load_sig(tree)
             if sig is not None:
                 self.loaded[sig] = dest
         return out
@@ -383,35 +150,38 @@ class RowLowering(_Lowering):
 
         def consume(key: Any, pos: tuple[int, int], v: ir.Expr, mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
             i, lane = pos
-            if mode == "vec" and vec:
+            if mode in ("vec", "chunked") and vec:  # a chunk is stored once its last lane is computed
                 tmp = self.local(ty.elem, "st")
-                state.setdefault(i, {})[lane] = tmp
-                return [ir.Assign(tmp.name, v)]
-            at = where(pos)
-            write: ir.Stmt = ir.Write(s.slice, tuple(at), v, False, -1, s.span)
-            if mode == "masked":
-                write = ir.If(_and(*(_lt(w, ir.Len(s.slice, a, I64)) for a, w in enumerate(at))), (write,), ())
+                lanes = state.setdefault(i, {})
+                lanes[lane] = tmp
+                return [ir.Assign(tmp.name, v), *(chunk_store(mode, i, lanes) if len(lanes) == L.V else [])]
+            write: ir.Stmt = masked_write(pos, v) if mode in ("masked", "chunked") else ir.Write(s.slice, tuple(where(pos)), v, False, -1, s.span)
             own = L.owner(shape, *pos)
             return [write] if own is None else [ir.If(own, (write,), ())]
 
-        def finish(mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
-            if not (mode == "vec" and vec):
-                return []
-            res: list[ir.Stmt] = []
-            for i, lanes in state.items():
-                st: ir.Stmt = TileVecStore(s.slice, tuple(where((i, 0))), tuple(lanes[v] for v in range(L.V)), s.span)  # type: ignore[assignment]
-                own = L.owner(shape, i, 0)
-                res.append(st if own is None else ir.If(own, (st,), ()))
-            return res
+        def masked_write(pos: tuple[int, int], v: ir.Expr) -> ir.Stmt:
+            at = where(pos)
+            write = ir.Write(s.slice, tuple(at), v, False, -1, s.span)
+            return ir.If(_and(*(_lt(w, ir.Len(s.slice, a, I64)) for a, w in enumerate(at))), (write,), ())
+
+        def chunk_store(mode: str, i: int, lanes: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
+            at = where((i, 0))
+            st: ir.Stmt = TileVecStore(s.slice, tuple(at), tuple(lanes[v] for v in range(L.V)), s.span)  # type: ignore[assignment]
+            if mode == "chunked":  # the chunk inside: one vector; else element by element
+                ok = _and(*(_lt(a, ir.Len(s.slice, ax, I64)) for ax, a in enumerate(at[:-1])),
+                          _le(at[-1], _bin("-", ir.Len(s.slice, len(at) - 1, I64), _c(L.V))))
+                st = ir.If(ok, (st,), tuple(masked_write((i, v), lanes[v]) for v in range(L.V)))
+            own = L.owner(shape, i, 0)
+            return [st if own is None else ir.If(own, (st,), ())]
 
         own = [_le(_bin("*", self.pid(rank, a), _c(shape[a])), _bin("-", ir.Len(s.slice, a, I64), _c(shape[a])))
                for a in range(rank)]
-        out += self.over(tree, shape, consume, finish, own, [s.slice] if vec else [])
+        out += self.over(tree, shape, consume, own, [s.slice] if vec else [])
         return out
 
     # ---- a statement over the thread's positions: loads first, then the values, then stores ----------
-    def over(self, tree: Any, shape: tuple[int, ...], consume: Any, finish: Any = None,
-            extra: list[ir.Expr] = (), vec_slices: list[ir.SliceRef] = ()) -> list[ir.Stmt]:  # type: ignore[assignment]
+    def over(self, tree: Any, shape: tuple[int, ...], consume: Any, extra: list[ir.Expr] = (),
+             vec_slices: list[ir.SliceRef] = ()) -> list[ir.Stmt]:  # type: ignore[assignment]
         keys = self.L.positions(shape)
         loads = self.loads_in(tree)
         inside = self.all_inside(tree, list(extra))
@@ -420,15 +190,13 @@ class RowLowering(_Lowering):
             cache: dict[Any, ir.Expr] = {}
             state: dict[Any, Any] = {}
             body: list[ir.Stmt] = []
-            if mode != "masked":
+            if mode in ("vec", "plain"):  # the edge variants load a chunk where it is first used
                 body += self.preload(loads, keys, mode, cache)
             for key, pos in keys:
                 pre: list[ir.Stmt] = []
                 v = self.at(tree, pos, pre, mode, cache)
                 body += pre
                 body += consume(key, pos, v, mode, state)
-            if finish is not None:
-                body += finish(mode, state)
             return body
 
         if inside is None:
@@ -442,41 +210,59 @@ class RowLowering(_Lowering):
             for ld in loads:
                 if self.vector_load(ld):
                     conds.append(_eq(_bin("%", ld.offset[-1], _c(self.L.V)), _c(0), I64))
-            fast: ir.Stmt = ir.If(_and(*conds), tuple(variant("vec")), tuple(variant("plain")))
-            return [ir.If(inside, (fast,), tuple(variant("masked")))]
+            aligned = _and(*conds)
+            fast: ir.Stmt = ir.If(aligned, tuple(variant("vec")), tuple(variant("plain")))
+            # not all inside (a row shorter than the tile): a vector per chunk that is inside
+            slow: ir.Stmt = ir.If(aligned, tuple(variant("chunked")), tuple(variant("masked")))
+            return [ir.If(inside, (fast,), (slow,))]
         return [ir.If(inside, tuple(variant("plain")), tuple(variant("masked")))]
 
     def vector_load(self, ld: TileLoad) -> bool:
         return self.vectors and self.L.V > 1 and ld.ty.shape[-1] > 1 and not ld.ty.elem.is_bool
 
     def preload(self, loads: list[TileLoad], keys: list[Any], mode: str, cache: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
-        """Every load of the statement, unmasked, before any arithmetic: one vector per chunk
-        (mode "vec") or one scalar read per element."""
+        """Every load of a statement before any arithmetic, unmasked (mode "vec": one vector a
+        chunk; "plain": one scalar read an element)."""
         out: list[ir.Stmt] = []
-        L = self.L
         for ld in loads:
-            shape = ld.ty.shape
-            again = self.loaded.get(_load_sig(ld))
-            for key, (i, v) in L.positions(shape):
+            again = self.loaded.get(load_sig(ld))
+            for key, pos in self.L.positions(ld.ty.shape):
                 if (id(ld), key) in cache:
                     continue
                 if again is not None:  # loaded before by a top-level statement (inside there too)
                     cache[(id(ld), key)] = again.locs[key]
                     continue
-                if mode == "vec" and self.vector_load(ld):
-                    if v != 0:
-                        continue
-                    at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, 0), strict=True)]
-                    dests = [self.local(ld.ty.elem, "ld") for _ in range(L.V)]
-                    out.append(TileVecLoad(ld.slice, tuple(at), tuple(d.name for d in dests), ld.ty.elem, ld.span))  # type: ignore[arg-type]
-                    for lane in range(L.V):
-                        cache[(id(ld), L.key(shape, i, lane))] = dests[lane]
-                    continue
-                at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, v), strict=True)]
-                d = self.local(ld.ty.elem, "ld")
-                out.append(ir.Assign(d.name, ir.Read(ld.slice, tuple(at), False, -1, ld.ty.elem)))
-                cache[(id(ld), key)] = d
+                self.load_at(ld, pos, mode, cache, out)
         return out
+
+    def load_at(self, ld: TileLoad, pos: tuple[int, int], mode: str, cache: dict, out: list[ir.Stmt]) -> None:  # type: ignore[type-arg]
+        """Load `ld` at position `pos` into `cache`: with vectors the whole chunk of `pos` (mode
+        "chunked": a vector where the chunk is inside, else element by element)."""
+        L = self.L
+        shape = ld.ty.shape
+        i, v = pos
+        if mode in ("vec", "chunked") and self.vector_load(ld):
+            at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, 0), strict=True)]
+            dests = [self.local(ld.ty.elem, "ld") for _ in range(L.V)]
+            vec: ir.Stmt = TileVecLoad(ld.slice, tuple(at), tuple(d.name for d in dests), ld.ty.elem, ld.span)  # type: ignore[assignment]
+            if mode == "chunked":
+                each: list[ir.Stmt] = []
+                for lane in range(L.V):
+                    each.append(ir.Assign(dests[lane].name, self.masked_read(ld, L.coords(shape, i, lane), each)))
+                ok = _and(*(ir.Compare(("<=",), (_c(0), a), BOOL, None, (I64,)) for a in at),
+                          *(_lt(a, ir.Len(ld.slice, ax, I64)) for ax, a in enumerate(at[:-1])),
+                          _le(at[-1], _bin("-", ir.Len(ld.slice, len(at) - 1, I64), _c(L.V))))
+                vec = ir.If(ok, (vec,), tuple(each))
+            out.append(vec)
+            for lane in range(L.V):
+                cache[(id(ld), L.key(shape, i, lane))] = dests[lane]
+        elif mode == "chunked":
+            cache[(id(ld), L.key(shape, i, v))] = self.masked_read(ld, L.coords(shape, i, v), out)
+        else:
+            at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, v), strict=True)]
+            d = self.local(ld.ty.elem, "ld")
+            out.append(ir.Assign(d.name, ir.Read(ld.slice, tuple(at), False, -1, ld.ty.elem)))
+            cache[(id(ld), L.key(shape, i, v))] = d
 
     def at(self, x: Any, pos: tuple[int, int], pre: list[ir.Stmt], mode: str, cache: dict) -> ir.Expr:  # type: ignore[type-arg]
         """Element at position `pos` of tile tree `x` (statements it needs appended to `pre`)."""
@@ -492,20 +278,27 @@ class RowLowering(_Lowering):
             return self.scalar(x.template)  # type: ignore[no-any-return]
         if isinstance(x, TileLoad):
             key = L.key(x.ty.shape, *pos)
+            if mode == "chunked" and (id(x), key) not in cache:
+                self.load_at(x, pos, mode, cache, pre)
             if mode != "masked":
                 return cache[(id(x), key)]  # type: ignore[no-any-return]
-            at = [_bin("+", o, c) for o, c in zip(x.offset, L.coords(x.ty.shape, *pos), strict=True)]
-            v = self.local(x.ty.elem, "ld")
-            slots = [self.local(I64, "at") for _ in at]
-            pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
-            inside = _and(*(
-                _and(ir.Compare(("<=",), (_c(0), s), BOOL, None, (I64,)), _lt(s, ir.Len(x.slice, axis, I64)))
-                for axis, s in enumerate(slots)
-            ))
-            pre += [ir.Assign(v.name, x.other),
-                    ir.If(inside, (ir.Assign(v.name, ir.Read(x.slice, tuple(slots), False, -1, x.ty.elem)),), ())]
-            return v
+            return self.masked_read(x, L.coords(x.ty.shape, *pos), pre)
         raise AssertionError(f"not evaluable at a position: {type(x).__name__}")
+
+    def masked_read(self, x: TileLoad, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Local:
+        """Element `coords` of load `x`: `src[offset + coords]` when inside `src`, else `other`
+        (a branch: an address outside is never formed into a load)."""
+        at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
+        v = self.local(x.ty.elem, "ld")
+        slots = [self.local(I64, "at") for _ in at]
+        pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
+        inside = _and(*(
+            _and(ir.Compare(("<=",), (_c(0), s), BOOL, None, (I64,)), _lt(s, ir.Len(x.slice, axis, I64)))
+            for axis, s in enumerate(slots)
+        ))
+        pre += [ir.Assign(v.name, x.other),
+                ir.If(inside, (ir.Assign(v.name, ir.Read(x.slice, tuple(slots), False, -1, x.ty.elem)),), ())]
+        return v
 
     # ---- reductions ---------------------------------------------------------------------------------
     def reduce_rows(self, x: TileReduce, out: list[ir.Stmt]) -> _Reg:
