@@ -20,8 +20,9 @@ and `RowLowering` keeps every tile in registers:
   test on every thread), they are unmasked; on the GPU, when in addition every slice is
   16-byte aligned (a 2-D one with a column count divisible by V) and each load's column
   offset is a multiple of V, each chunk is one vector access (`ld.global.nc.v4.f32`,
-  `st.global.v4.f32`: `TileVecLoad` / `TileVecStore`, lowered by `tile_rows_llvm.py`).
-  Otherwise every element is masked as in the generic lowering.
+  `st.global.v4.f32`: `TileVecLoad` / `TileVecStore`, lowered by `tile_rows_llvm.py`).  A
+  tile partly outside goes chunk by chunk (a vector for a chunk inside, else element by
+  element, masked); without the alignment every element is masked as in the generic lowering.
 * **Reductions.**  Each thread folds its own elements of a row in registers (in chunk, then
   lane order), the G threads of the row combine theirs with `shfl.sync.bfly` (every lane ends
   with the same bits: each butterfly step adds the same two operands on both partners), and
