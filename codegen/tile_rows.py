@@ -326,6 +326,8 @@ class RowLowering(_Lowering):
         else:
             out += self.over(src, x.value.ty.shape, consume)
         full = len(x.axes) == x.value.ty.rank
+        if not full and x.axes == (0,):
+            return self.reduce_columns(x, parts, op, out)
         G = L.T if full or L.rank == 1 else L.G
         for mask in (16, 8, 4, 2, 1):
             if mask < G:
@@ -358,4 +360,31 @@ class RowLowering(_Lowering):
             for w in range(1, W):
                 read = ir.SharedRead(ref, (_bin("+", base, _c(w)),), False, -1, elem)
                 out.append(ir.Assign(r.name, _bin(op, r, read, elem)))
+        return _Reg(x.ty, res)
+
+    def reduce_columns(self, x: TileReduce, parts: dict, op: str, out: list[ir.Stmt]) -> _Reg:  # type: ignore[type-arg]
+        """`tile.sum(x, axis=0)`: where a row spans the block each column has one owner, whose
+        partial is the result; else the T / G threads of a column (t, t + G, ...) leave their
+        partials in a shared array, one barrier, and each folds them in the same order."""
+        L, elem = self.L, x.ty.elem
+        if L.spans:
+            return _Reg(x.ty, parts)
+        keys = list(parts)  # one a lane: the thread's columns are (t % G) * V + v
+        name = self.fresh("red")
+        sty = SharedTy(elem, (L.T * len(keys),))
+        self.shared[name] = sty
+        ref = ir.SharedRef(name, sty)
+        t = L.tid()
+        out += self.sync({(name, True, False)})
+        for j, rk in enumerate(keys):
+            out.append(ir.SharedWrite(ref, (_bin("+", _bin("*", t, _c(len(keys))), _c(j)),), parts[rk], False, -1))
+        out += self.sync({(name, False, False)})
+        res = {rk: self.local(elem, "red") for rk in keys}
+        first = _bin("%", t, _c(L.G))
+        for j, rk in enumerate(keys):
+            r = res[rk]
+            for member in range(L.T // L.G):
+                at = _bin("+", _bin("*", _bin("+", first, _c(member * L.G)), _c(len(keys))), _c(j))
+                read = ir.SharedRead(ref, (at,), False, -1, elem)
+                out.append(ir.Assign(r.name, read if member == 0 else _bin(op, r, read, elem)))
         return _Reg(x.ty, res)

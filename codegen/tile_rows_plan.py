@@ -168,8 +168,7 @@ def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
 
 def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     """The register layout for tile kernel `k` on `threads` threads, or None when the generic
-    lowering must run it (a matmul or transpose, a reduction other than along the rows or over
-    everything, a shape that does not broadcast to the largest, too many elements per thread,
+    lowering must run it (a matmul or transpose, a reduction of another shape than S, a shape that does not broadcast to the largest, too many elements per thread,
     a load from an output that is not the program's own tile of S)."""
     if threads <= 1:
         return None
@@ -195,7 +194,7 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
         if isinstance(n, TileReduce):
             vt = n.value.ty
             full = len(n.axes) == vt.rank
-            rows = vt.rank == 2 and n.axes == (1,)
+            rows = vt.rank == 2 and len(n.axes) == 1  # along the rows, or down the columns
             if vt.shape != main or not (full or rows) or n.ty.elem.bits not in (32, 64) or n.ty.elem.is_bool:
                 return None
         if isinstance(n, TileLoad) and n.slice.ty.kind.output:

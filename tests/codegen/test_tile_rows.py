@@ -213,3 +213,58 @@ def test_a_reassigned_tile_is_not_reused_for_a_later_load_of_the_same_elements()
     y = np.zeros_like(x)
     _run(k, 32, (1, 3), [x, y, 3])
     np.testing.assert_allclose(y, x * 5, rtol=1e-6)
+
+
+COLS = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=W)
+def cols(x: Slice2D[f32], y: DisjointSlice2D[f32], c: DisjointSlice2D[f32], R: az.Constant[int], C: az.Constant[int]) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, pid, (R, C))
+    cs = tile.sum(t, axis=0)
+    tile.store(y, pid, t - cs * 0.5 + tile.max(t, axis=0))
+    tile.store(c, pid, cs)
+"""
+
+
+@pytest.mark.parametrize("R, C, warps, threads", [(4, 64, 1, 32), (16, 64, 4, 128), (2, 512, 2, 64)])
+def test_column_reductions_in_registers(R: int, C: int, warps: int, threads: int) -> None:
+    k = _kernel(COLS.replace("num_warps=W", f"num_warps={warps}"), "cols", (("R", R), ("C", C)))
+    assert row_plan(k, threads) is not None
+    rng = np.random.default_rng(R + C)
+    rows = 2 * R + 1
+    x = rng.standard_normal((rows, C), dtype=np.float32)
+    y = np.zeros_like(x)
+    c = np.zeros((3, C), np.float32)
+    _run(k, threads, (1, 3), [x, y, c])
+    want_y, want_c = np.zeros_like(x), np.zeros_like(c)
+    for b in range(3):
+        t = np.zeros((R, C), np.float32)
+        blk = x[b * R : b * R + R]
+        t[: len(blk)] = blk
+        cs = t.sum(0, keepdims=True)
+        want_y[b * R : b * R + len(blk)] = (t - cs * np.float32(0.5) + t.max(0, keepdims=True))[: len(blk)]
+        want_c[b] = cs[0]
+    np.testing.assert_allclose(y, want_y, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c, want_c, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.gpu
+def test_column_reductions_on_the_gpu(tmp_path: Path) -> None:
+    import importlib.util
+
+    p = tmp_path / "cols_mod.py"
+    p.write_text(HEAD + textwrap.dedent(COLS.replace("num_warps=W", "num_warps=4")))
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    dev = az.device()
+    x = np.random.default_rng(4).standard_normal((33, 64), dtype=np.float32)
+    y, c = dev.zeros((33, 64), az.f32), dev.zeros((3, 64), az.f32)
+    mod.cols.specialize(R=16, C=64)[az.LaunchConfig.for_tiles((33, 64), (16, 64))](dev.to_device(x), y, c)
+    t = np.zeros((48, 64), np.float32)
+    t[:33] = x
+    t = t.reshape(3, 16, 64)
+    cs = t.sum(1, keepdims=True)
+    np.testing.assert_allclose(y.to_host(), (t - cs * np.float32(0.5) + t.max(1, keepdims=True)).reshape(48, 64)[:33], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(c.to_host(), cs[:, 0], rtol=1e-5, atol=1e-5)
