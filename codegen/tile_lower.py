@@ -20,8 +20,8 @@ unchanged.  The scheme (docs/tiles.md):
   domain), so a launch with more threads or an unused grid dimension never gives a tile
   two writers.
 
-Row-shaped kernels (every tile one main shape or a broadcast of it, reductions along rows or
-over everything, no matmul or transpose) keep their tiles in registers instead, with 16-byte
+Row-shaped kernels (every tile one main shape or a broadcast of it, reductions of that shape
+along either axis or over everything, no matmul or transpose) keep their tiles in registers instead, with 16-byte
 vector accesses and shuffle reductions: `tile_rows.row_plan` / `tile_rows.RowLowering`, a
 subclass of the pass here (docs/tiles.md, "Row-shaped kernels in registers").
 

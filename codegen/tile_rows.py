@@ -3,8 +3,8 @@
 `tile_lower.py`'s generic scheme keeps every tile variable in a block-shared array and walks
 each tile statement with `for e in range(tid, size, threads)`.  For the kernels whose tiles
 are all one *main shape* S (or shapes that broadcast to it: (R, 1) row values, (1, C) and (C,)
-column values, (1, 1) scalars), with no matmul or transpose and reductions only along the
-rows or over everything, `row_plan` picks a fixed distribution of S over the block instead,
+column values, (1, 1) scalars), with no matmul or transpose and reductions of S only (along
+the rows, down the columns or over everything), `row_plan` picks a fixed distribution of S over the block instead,
 and `RowLowering` keeps every tile in registers:
 
 * **The layout.**  With V lanes (4, else 2, else 1: a 16-byte chunk of f32) and T threads,
@@ -29,7 +29,7 @@ and `RowLowering` keeps every tile in registers:
   when G > 32 lane 0 of each warp leaves its value in a small shared array, one barrier, and
   every thread folds the G / 32 warp values in the same order.  So every thread holds the
   row's result, bit for bit the same, with one barrier per reduction at most and no shared
-  memory for the tiles themselves.
+  memory for the tiles themselves.  Column reductions: `reduce_columns`.
 * **Ownership.**  An element of S belongs to exactly one thread; an element of a broadcast
   shape is stored by the thread holding the element of S at coordinate 0 of each broadcast
   axis, so every stored element has one writer.  A load from an output slice is allowed only
