@@ -6,10 +6,10 @@ OUTDIR=${OUTDIR:-/tmp/tilerow_out}
 mkdir -p "$OUTDIR"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$OUTDIR/gpu.txt" 2>&1
 t0=$(date +%s)
-timeout 40 python3 -m pytest -m gpu tests/codegen/test_tiles.py tests/codegen/test_tile_rows.py -x -q -p no:cacheprovider > "$OUTDIR/pytest.txt" 2>&1
+timeout 40 python3 -m pytest -m gpu tests/codegen/test_tiles.py tests/codegen/test_tile_rows.py tests/runtime/test_quick_tensors.py tests/runtime/test_launch_fastpath.py -q -p no:cacheprovider > "$OUTDIR/pytest.txt" 2>&1
 echo "pytest rc=$? ($(( $(date +%s) - t0 )) s)"; tail -3 "$OUTDIR/pytest.txt"
 t1=$(date +%s)
-timeout 25 python3 bench/tile_bench.py --only add,softmax,layer_norm --reps 10 > "$OUTDIR/bench.txt" 2>&1
+timeout 22 python3 bench/tile_bench.py --only add,softmax,layer_norm --reps 20 > "$OUTDIR/bench.txt" 2>&1
 echo "bench rc=$? ($(( $(date +%s) - t1 )) s)"; grep "^|" "$OUTDIR/bench.txt"; grep -A3 FAILED "$OUTDIR/bench.txt" | head -20
 timeout 10 python3 - > "$OUTDIR/host.txt" 2>&1 <<'PY'
 import sys, time
@@ -31,6 +31,6 @@ cat "$OUTDIR/host.txt" | tail -3
 t2=$(date +%s)
 left=$(( 86 - (t2 - t0) ))
 if [ "$left" -gt 8 ]; then
-  timeout "$left" python3 bench/tile_variants.py > "$OUTDIR/variants.txt" 2>&1
+  timeout "$left" python3 bench/tile_row_variants.py > "$OUTDIR/variants.txt" 2>&1
   echo "variants rc=$? ($(( $(date +%s) - t2 )) s)"; cat "$OUTDIR/variants.txt" | tail -25
 fi
