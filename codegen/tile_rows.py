@@ -43,6 +43,7 @@ The layout and the choice of kernels are in `tile_rows_plan.py`.
 
 from __future__ import annotations
 
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
@@ -51,7 +52,7 @@ from anodize.language.types import BOOL, I32, I64, SharedTy
 
 from .tile_compute import _and, _bin, _c, _eq, _le, _lt
 from .tile_lower import _Lowering
-from .tile_rows_plan import MAX_PER_THREAD, RowLayout, TileAligned, TileVecLoad, TileVecStore, load_sig, row_plan
+from .tile_rows_plan import MAX_PER_THREAD, RowLayout, TileAligned, TileVecLoad, TileVecStore, load_sig, row_plan, sig
 
 __all__ = ["RowLayout", "RowLowering", "row_plan", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
 
@@ -79,6 +80,8 @@ class RowLowering(_Lowering):
         # a later load of the same elements reuses the registers where both are inside
         self.loaded: dict[Any, _Reg] = {}
         self.depth = 0
+        self.once: set[str] = set()  # tile variables assigned once, at the top level, so far
+        self.remat: dict[str, Any] = {}  # masks recomputed at their uses (assign_tile)
         self.assigned: dict[str, int] = {}  # how many statements assign each tile variable
         for st in ir.walk_stmts(k.body):
             if isinstance(st, ir.Assign) and isinstance(st.value.ty, TileTy):
@@ -102,6 +105,8 @@ class RowLowering(_Lowering):
     def rprep(self, x: Any, out: list[ir.Stmt]) -> Any:
         """`x` with its tile variables as registers and its reductions computed first."""
         if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
+            if x.name in self.remat:
+                return self.rprep(self.remat[x.name], out)
             return self.reg_var(x.name, x.ty)
         if isinstance(x, TileElem):
             return TileElem(x.template, tuple((n, self.rprep(v, out)) for n, v in x.inputs), x.ty, x.span)
@@ -117,6 +122,12 @@ class RowLowering(_Lowering):
     def assign_tile(self, name: str, value: ir.Expr) -> list[ir.Stmt]:
         ty: TileTy = value.ty  # type: ignore[assignment]
         out: list[ir.Stmt] = []
+        once = self.depth == 0 and self.assigned.get(name) == 1
+        if once and ty.elem.is_bool and self.remat_ok(value):
+            # a mask (layer norm's `inside`): recomputed where it is used rather than kept in a
+            # register an element (predicates are few; its inputs never change after this)
+            self.remat[name] = value
+            return out
         tree = self.rprep(value, out)
         if isinstance(tree, _Reg):
             vals: dict[Any, ir.Expr] = dict(tree.locs)
@@ -132,11 +143,29 @@ class RowLowering(_Lowering):
         out += [ir.Assign(dest.locs[key].name, vals[key]) for key in dest.locs]
         # only a variable assigned once, by a top-level statement, keeps the loaded values for
         # every later statement (a loop could otherwise come back to a load after a reassignment)
-        if self.depth == 0 and self.assigned.get(name) == 1 and isinstance(tree, TileLoad) and not tree.slice.ty.kind.output:
-            sig = load_sig(tree)
-            if sig is not None:
-                self.loaded[sig] = dest
+        if once:
+            self.once.add(name)
+            if isinstance(tree, TileLoad) and not tree.slice.ty.kind.output:
+                sig = load_sig(tree)
+                if sig is not None:
+                    self.loaded[sig] = dest
         return out
+
+    def remat_ok(self, x: Any) -> bool:
+        """Is `x` the same value wherever it is evaluated after here: loads of inputs at fixed
+        offsets, constant fills, variables assigned once at the top level, element-wise
+        operations of those whose templates read nothing else?"""
+        if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
+            return x.name in self.once or x.name in self.remat
+        if isinstance(x, TileLoad):
+            return not x.slice.ty.kind.output and load_sig(x) is not None and sig(x.other) is not None
+        if isinstance(x, TileFull):
+            return sig(x.value) is not None
+        if isinstance(x, TileElem):
+            names = {n for n, _ in x.inputs}
+            locals_in = [e for e in _exprs(x.template) if isinstance(e, ir.Local)]
+            return all(e.name in names for e in locals_in) and all(self.remat_ok(v) for _, v in x.inputs)
+        return False
 
     def store(self, s: TileStore) -> list[ir.Stmt]:
         ty: TileTy = s.value.ty  # type: ignore[assignment]
@@ -388,3 +417,15 @@ class RowLowering(_Lowering):
                 read = ir.SharedRead(ref, (at,), False, -1, elem)
                 out.append(ir.Assign(r.name, read if member == 0 else _bin(op, r, read, elem)))
         return _Reg(x.ty, res)
+
+
+def _exprs(e: Any) -> list[Any]:
+    """`e` and every expression under it."""
+    out = [e]
+    if is_dataclass(e) and not isinstance(e, (ir.Const, ir.Local, ir.SliceRef, ir.SharedRef)):
+        for f in fields(e):
+            v = getattr(e, f.name)
+            for y in v if isinstance(v, tuple) else (v,):
+                if is_dataclass(y) and hasattr(y, "ty"):
+                    out += _exprs(y)
+    return out

@@ -14,7 +14,7 @@ from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .tile_compute import _and, _bin, _c, _eq
 
-__all__ = ["RowLayout", "row_plan", "load_sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
+__all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
 
 MAX_PER_THREAD = 64  # elements of S per thread (registers per full-shape tile); more: the generic lowering
 
@@ -206,7 +206,7 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     return None
 
 
-def _sig(e: Any) -> Any:
+def sig(e: Any) -> Any:
     """A structural key of a scalar expression made of constants, program ids and extents (None
     for anything that may change value during the kernel)."""
     if isinstance(e, ir.Const):
@@ -218,16 +218,16 @@ def _sig(e: Any) -> Any:
     if isinstance(e, ir.RawId):
         return ("raw", e.reg, e.axis)
     if isinstance(e, ir.Cast):
-        inner = _sig(e.value)
+        inner = sig(e.value)
         return None if inner is None else ("cast", inner, e.ty.name)
     if isinstance(e, ir.BinOp):
-        a, b = _sig(e.left), _sig(e.right)
+        a, b = sig(e.left), sig(e.right)
         return None if a is None or b is None else ("bin", e.op, a, b, e.ty.name)
     return None
 
 
 def load_sig(ld: TileLoad) -> Any:
-    offs = tuple(_sig(o) for o in ld.offset)
+    offs = tuple(sig(o) for o in ld.offset)
     if any(o is None for o in offs):
         return None
     return (ld.slice.name, offs, ld.ty.shape, ld.ty.elem.name)

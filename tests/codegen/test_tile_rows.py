@@ -268,3 +268,22 @@ def test_column_reductions_on_the_gpu(tmp_path: Path) -> None:
     cs = t.sum(1, keepdims=True)
     np.testing.assert_allclose(y.to_host(), (t - cs * np.float32(0.5) + t.max(1, keepdims=True)).reshape(48, 64)[:33], rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(c.to_host(), cs[:, 0], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cols, threads", [(256, 128), (200, 32), (252, 64)])
+def test_layer_norm_example_with_its_mask_recomputed_matches_numpy(cols: int, threads: int) -> None:
+    path = ROOT / "examples" / "tile_layernorm.py"
+    front = front_for_source(path.read_text(), str(path))
+    t = front.typed(next(iter(front.kernels())), (("cols", 256),))
+    assert t.ir is not None and row_plan(t.ir, threads) is not None
+    low = lower_tiles(t.ir, threads, vectors=True)
+    assert not any("r_inside_" in n for n, _ in low.locals)  # the mask has no registers: recomputed at its use
+    assert any("r_t_" in n for n, _ in low.locals)
+    rng = np.random.default_rng(cols)
+    x = rng.standard_normal((5, cols), dtype=np.float32) * 3 + 1
+    w, b = rng.standard_normal(cols, dtype=np.float32), rng.standard_normal(cols, dtype=np.float32)
+    y = np.zeros_like(x)
+    _run(t.ir, threads, (1, 5), [x, w, b, y, np.float32(1e-5)])
+    xd = x.astype(np.float64)
+    ref = (xd - xd.mean(1, keepdims=True)) / np.sqrt(xd.var(1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
