@@ -7,6 +7,7 @@ loaded at the top of the kernel (issued with the row, not after the two reductio
 
 from __future__ import annotations
 
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -41,14 +42,14 @@ def main() -> None:
         "    wt = tile.load(w, 0, cols)\n    bt = tile.load(b, 0, cols)\n    t = tile.load(x, pid, (ROWS, cols))\n",
     ).replace("* tile.load(w, 0, cols) + tile.load(b, 0, cols))", "* wt + bt)")
     for warps in (4, 8, 16):
-        m = variant(f"sm_{warps}", src["tile_softmax"].replace("num_warps=4", f"num_warps={warps}"))
+        m = variant(f"sm_{warps}", re.sub(r"num_warps=\d+", f"num_warps={warps}", src["tile_softmax"]))
         launch = m.softmax.specialize(cols=s)[az.LaunchConfig.for_tiles((s, s), (1, s))]
         launch(x, y)
         torch.testing.assert_close(y, torch.softmax(x, dim=1))
         ours = med(time_events(lambda: launch(x, y), 20, "anodize", dev.stream))
         print(f"softmax num_warps={warps}: {ours:.4f} ms, torch {p_sm:.4f} ms, ratio {p_sm / ours:.3f}", flush=True)
         for tag, text in (("", src["tile_layernorm"]), (" w,b first", early)):
-            m = variant(f"ln_{warps}_{len(tag)}", text.replace("num_warps=4", f"num_warps={warps}"))
+            m = variant(f"ln_{warps}_{len(tag)}", re.sub(r"num_warps=\d+", f"num_warps={warps}", text))
             launch2 = m.layer_norm.specialize(cols=s)[az.LaunchConfig.for_tiles((s, s), (1, s))]
             launch2(x, w, bb, y, eps)
             torch.testing.assert_close(y, F.layer_norm(x, (s,), w, bb, 1e-5), rtol=1e-4, atol=1e-4)
@@ -59,7 +60,8 @@ def main() -> None:
     c, c2 = torch.empty_like(a), torch.empty_like(a)
     peer = med(time_events(lambda: torch.add(a, b, out=c2), 10, "torch"))
     for block, warps in ((1024, 4), (1024, 8), (2048, 8)):
-        t = src["tile_add"].replace("BLOCK = 1024", f"BLOCK = {block}").replace("num_warps=4", f"num_warps={warps}")
+        t = src["tile_add"].replace("BLOCK = 1024", f"BLOCK = {block}")
+        t = re.sub(r"num_warps=\d+", f"num_warps={warps}", t)
         m = variant(f"add_{block}_{warps}", t)
         launch3 = m.add[az.LaunchConfig.for_tiles((n,), (block,))]
         launch3(a, b, c)
