@@ -263,7 +263,12 @@ def names_in(stmts: typing.Iterable) -> set[str]:
     for s in walk(stmts):
         # the local a statement assigns (`Assign.name`, a loop's `var`, ...): every string
         # field, so a statement kind added later is counted too (a non-local string is harmless)
-        out.update(v for f in dataclasses.fields(s) if isinstance(v := getattr(s, f.name), str))
+        for f in dataclasses.fields(s):
+            v = getattr(s, f.name)
+            if isinstance(v, str):
+                out.add(v)
+            elif isinstance(v, tuple) and v and all(isinstance(x, str) for x in v):  # several (tile_rows.TileVecLoad)
+                out.update(v)
         for e in exprs_of(s):
             out.update(x.name for x in walk_expr(e) if isinstance(x, ir.Local))
     return out

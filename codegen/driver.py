@@ -34,7 +34,8 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
 
     engine = tc_gemm_engine(arch) if arch else ""
     out = lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
-                      shared_limit=block_shared_limit(arch) if arch else 48 * 1024)
+                      shared_limit=block_shared_limit(arch) if arch else 48 * 1024,
+                      vectors=bool(arch))
     # the typer refused tiles whose bound (language/tile_storage.py) is over the limit, and the
     # lowering stays within that bound (tensor-core staging goes to dynamic shared memory when it
     # does not fit beside): more static memory here is a bug in the lowering, not the user's

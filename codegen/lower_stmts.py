@@ -146,6 +146,22 @@ class StmtLowering(_Base):
 
         lower_tile_gemm(self, s)
 
+    def s_TileVecLoad(self, s: Any) -> None:
+        """A chunk of a register tile loaded as one vector (codegen/tile_rows.py, GPU only)."""
+        from .tile_rows_llvm import vec_load
+
+        vec_load(self, s)
+
+    def s_TileVecStore(self, s: Any) -> None:
+        from .tile_rows_llvm import vec_store
+
+        vec_store(self, s)
+
+    def e_TileAligned(self, e: Any) -> llir.Value:
+        from .tile_rows_llvm import aligned
+
+        return aligned(self, e)
+
     def s_SharedDecl(self, s: ir.SharedDecl) -> None:
         if s.name not in self.shared_gv:
             self.shared_gv[s.name] = self.t.shared_global(self, s.name, s.ty, s.span)

@@ -20,6 +20,11 @@ unchanged.  The scheme (docs/tiles.md):
   domain), so a launch with more threads or an unused grid dimension never gives a tile
   two writers.
 
+Row-shaped kernels (every tile one main shape or a broadcast of it, reductions of that shape
+along either axis or over everything, no matmul or transpose) keep their tiles in registers instead, with 16-byte
+vector accesses and shuffle reductions: `tile_rows.row_plan` / `tile_rows.RowLowering`, a
+subclass of the pass here (docs/tiles.md, "Row-shaped kernels in registers").
+
 The canonical GEMM form (a K loop of `acc = tile.matmul(tile.load(a, ..), tile.load(b, ..),
 acc)` and a store of `acc` or `acc.astype(T)`) is recognised in one place,
 `tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm_at` onto tensor cores (GPU,
@@ -57,15 +62,19 @@ def is_tile_kernel(k: ir.KernelIR) -> bool:
 
 
 def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma: bool = False,
-                shared_limit: int = 48 * 1024) -> ir.KernelIR:
+                shared_limit: int = 48 * 1024, vectors: bool = False) -> ir.KernelIR:
     """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
     is not a tile kernel); `tensor_cores`: the GEMM form may lower to mma.sync (a GPU of
     sm_80 or later; codegen/tile_gemm.py); `wgmma`: to Hopper's wgmma where its tile fits
     (sm_90, built for sm_90a); `shared_limit`: the shared bytes a block may take with the
-    compiler's dynamic staging buffer (`toolchain.block_shared_limit`)."""
+    compiler's dynamic staging buffer (`toolchain.block_shared_limit`); `vectors`: row-shaped
+    kernels (codegen/tile_rows.py) may access chunks as 16-byte vectors (the GPU)."""
     if not is_tile_kernel(k):
         return k
-    low = _Lowering(k, threads)
+    from .tile_rows import RowLowering, row_plan
+
+    layout = row_plan(k, threads)
+    low = _Lowering(k, threads) if layout is None else RowLowering(k, threads, layout, vectors)
     low.tensor_cores = tensor_cores and threads > 1
     low.wgmma = wgmma and low.tensor_cores
     low.shared_limit = shared_limit

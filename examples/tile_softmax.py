@@ -20,7 +20,7 @@ ROWS = 1
 
 
 @az.launch_contract(domain=2, requires=lambda x, out: x.shape[0] == out.shape[0] and x.shape[1] == out.shape[1])
-@az.tile_kernel(num_warps=4)
+@az.tile_kernel(num_warps=8)
 def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], cols: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (ROWS, cols), other=-math.inf)

@@ -51,7 +51,9 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
     check, another device): the full path then raises the error or plans again.
     `memo(args, packed)` makes the Launcher's memo of an accepted launch."""
     if any(mode not in (_BUF, _SCALAR) for mode, _, _, _ in plan.steps):
-        return None, None
+        from anodize.runtime.quick_tensors import tensor_quick  # PyTorch CUDA tensors among them
+
+        return tensor_quick(plan, sample, (_BUF, _SCALAR, _OTHER))
     dev = plan.device
     off = len(plan.prefix)
     # one entry per parameter: (is_buffer, expected type or dtype, rank, converter)
