@@ -147,6 +147,9 @@ class NVPTXTarget(Target):
         if block:
             x, y, z = (tuple(block) + (1, 1))[:3]
             add_attr(fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
+        per_sm = getattr(self.contract, "min_blocks_per_sm", None)
+        if per_sm:  # `.minnctapersm`: ptxas keeps registers within 65536 / (threads * per_sm)
+            add_attr(fn.attributes, f'"nvvm.minctasm"="{per_sm}"')
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
         name = f"llvm.nvvm.read.ptx.sreg.{reg}" + (f".{axis}" if axis else "")
