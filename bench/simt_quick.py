@@ -19,7 +19,47 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 import anodize as az  # noqa: E402
-from thread_tiles_quick import sgemm_once, softmax_once, variant  # noqa: E402
+from thread_tiles_quick import sgemm_once, softmax_once  # noqa: E402
+
+
+def variant(path: str, tag: str, edits: list[tuple[str, str]]):  # type: ignore[no-untyped-def]
+    """A module file (examples/x.py, bench/x.py) with source edits, imported from its own file."""
+    import importlib.util
+    import tempfile
+
+    src = (ROOT / path).read_text()
+    for old, new in edits:
+        assert old in src, old
+        src = src.replace(old, new)
+    p = Path(tempfile.mkdtemp()) / f"{Path(path).stem}_{tag}.py"
+    p.write_text(src)
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[p.stem] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def softmax_warp_once(W, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]
+    """bench/softmax_warp.py's kernel (two constants: per, groups) beside torch.softmax."""
+    import statistics
+
+    import torch
+
+    from suite import time_events
+
+    rows = cols = 4096
+    x_h = rng.standard_normal((rows, cols), dtype=np.float32)
+    x, out = dev.to_device(x_h), dev.empty((rows, cols), az.f32)
+    cfg, per = W.config(rows), W.per_thread(cols)
+    W.softmax[cfg](x, out, per, per // W.CHUNK)
+    tx = torch.from_numpy(x_h).cuda()
+    np.testing.assert_allclose(out.to_host(), torch.softmax(tx, dim=1).cpu().numpy(), rtol=1e-4, atol=1e-7)
+    ours = statistics.median(time_events(lambda: W.softmax[cfg](x, out, per, per // W.CHUNK), reps, "anodize", dev.stream))
+    peer = statistics.median(time_events(lambda: torch.softmax(tx, dim=1), reps, "torch"))
+    gbs = 2 * rows * cols * 4 / (ours * 1e-3) / 1e9
+    print(f"softmax{label} {rows}x{cols}: anodize {ours:.4f} ms ({gbs:.0f} GB/s), torch {peer:.4f} ms, speed {peer / ours:.3f}x")
 
 
 def main() -> None:
@@ -41,9 +81,15 @@ def main() -> None:
     S.main(rows=64, cols=5000)
     sgemm_once(G, dev, rng, args.reps, " (the example)")
     softmax_once(S, dev, rng, args.reps, " (the example)")
+    W = "bench/softmax_warp.py"
     tries = [
-        ("sgemm, no min_blocks_per_sm", lambda: sgemm_once(variant("sgemm", "nohint", [("    min_blocks_per_sm=2,\n", "")]), dev, rng, args.reps, " (no min_blocks_per_sm)")),
+        ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, 4 rows a block)")),
+        ("softmax previous", lambda: softmax_once(__import__("softmax_prev"), dev, rng, args.reps, " (previous example)")),
+        ("sgemm, no min_blocks_per_sm", lambda: sgemm_once(variant("examples/sgemm.py", "nohint", [("    min_blocks_per_sm=2,\n", "")]), dev, rng, args.reps, " (no min_blocks_per_sm)")),
         ("sgemm previous", lambda: sgemm_once(__import__("sgemm_prev"), dev, rng, args.reps, " (previous example)")),
+        ("softmax warp, 2 rows", lambda: softmax_warp_once(variant(W, "r2", [("ROWS = 4", "ROWS = 2")]), dev, rng, args.reps, " (a warp a row, 2 rows a block)")),
+        ("softmax warp, 8 rows", lambda: softmax_warp_once(variant(W, "r8", [("ROWS = 4", "ROWS = 8")]), dev, rng, args.reps, " (a warp a row, 8 rows a block)")),
+        ("softmax BLOCK=256", lambda: softmax_once(variant("examples/softmax.py", "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, args.reps, " (BLOCK=256)")),
     ]
     for what, fn in tries:  # a failure here is only reported
         if time.perf_counter() - t0 > args.budget:

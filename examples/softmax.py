@@ -43,16 +43,16 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], per: az.Constant[int]) -
     rmax = az.block.reduce(m, "max")
     acc = f32(0.0)
     for s in range(per):
-        ij = t.at(0, s)
-        if ij in out:
+        ik = t.at(0, s)
+        if ik in out:
             v[s] = az.math.exp(v[s] - rmax)
             acc += v[s]
     total = az.block.reduce(acc, "sum")
     inv = f32(1.0) / total
     for s in range(per):  # one write
-        ij = t.at(0, s)
-        if ij in out:
-            out[ij] = v[s] * inv
+        io = t.at(0, s)
+        if io in out:
+            out[io] = v[s] * inv
 
 
 def config(rows: int) -> az.LaunchConfig:
