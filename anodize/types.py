@@ -200,6 +200,15 @@ class Tile2D:
         """The `Index2D` of this thread's element (r, s) (checked in range unless proven)."""
         _device_only("Tile2D.at")
 
+    def load(self, x: "Slice2D[T]", v: "LocalArray[T]", fill: float) -> None:
+        """v[r, s] = x[self.at(r, s)] for every element of the tile (`fill` outside `x`), runs
+        of consecutive columns 16 bytes at a time where they can."""
+        _device_only("Tile2D.load")
+
+    def store(self, out: "DisjointSlice2D[T]", v: "LocalArray[T]") -> None:
+        """out[self.at(r, s)] = v[r, s] for every element of the tile inside `out`."""
+        _device_only("Tile2D.store")
+
 
 @final
 class BlockWitness1D:

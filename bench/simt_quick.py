@@ -43,6 +43,12 @@ def variant(path: str, tag: str, edits: list[tuple[str, str]]):  # type: ignore[
 
 def softmax_warp_once(W, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]
     """bench/softmax_warp.py's kernel (two constants: per, groups) beside torch.softmax."""
+    cfg, per = W.config(4096), W.per_thread(4096)
+    softmax_any(lambda x, out: W.softmax[cfg](x, out, per, per // W.CHUNK), dev, rng, reps, label)
+
+
+def softmax_any(launch, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]
+    """`launch(x, out)` on 4096x4096 f32 beside torch.softmax."""
     import statistics
 
     import torch
@@ -52,11 +58,10 @@ def softmax_warp_once(W, dev, rng, reps: int, label: str) -> None:  # type: igno
     rows = cols = 4096
     x_h = rng.standard_normal((rows, cols), dtype=np.float32)
     x, out = dev.to_device(x_h), dev.empty((rows, cols), az.f32)
-    cfg, per = W.config(rows), W.per_thread(cols)
-    W.softmax[cfg](x, out, per, per // W.CHUNK)
+    launch(x, out)
     tx = torch.from_numpy(x_h).cuda()
     np.testing.assert_allclose(out.to_host(), torch.softmax(tx, dim=1).cpu().numpy(), rtol=1e-4, atol=1e-7)
-    ours = statistics.median(time_events(lambda: W.softmax[cfg](x, out, per, per // W.CHUNK), reps, "anodize", dev.stream))
+    ours = statistics.median(time_events(lambda: launch(x, out), reps, "anodize", dev.stream))
     peer = statistics.median(time_events(lambda: torch.softmax(tx, dim=1), reps, "torch"))
     gbs = 2 * rows * cols * 4 / (ours * 1e-3) / 1e9
     print(f"softmax{label} {rows}x{cols}: anodize {ours:.4f} ms ({gbs:.0f} GB/s), torch {peer:.4f} ms, speed {peer / ours:.3f}x")
@@ -82,13 +87,33 @@ def main() -> None:
     sgemm_once(G, dev, rng, args.reps, " (the example)")
     softmax_once(S, dev, rng, args.reps, " (the example)")
     W = "bench/softmax_warp.py"
+    V = "bench/softmax_vec.py"
+
+    def vec_block(block: int):  # type: ignore[no-untyped-def]
+        def run() -> None:
+            m = variant(V, f"b{block}", [("BLOCK = 512", f"BLOCK = {block}")])
+            softmax_any(lambda x, out: m.softmax_block[m.block_config(4096)](x, out, m.block_per(4096)), dev, rng, args.reps,
+                        f" (t.load/t.store 16-byte, block {block} a row)")
+
+        return run
+
+    def vec_warp():  # type: ignore[no-untyped-def]
+        m = variant(V, "w", [])
+        p = m.warp_per(4096)
+        return softmax_any(lambda x, out: m.softmax_warp[m.warp_config(4096)](x, out, p, p // m.CHUNK), dev, rng, args.reps,
+                           " (t.load/t.store 16-byte, a warp a row)")
+
     tries = [
+        ("softmax vec block 512", vec_block(512)),
+        ("softmax vec block 256", vec_block(256)),
+        ("softmax vec block 1024", vec_block(1024)),
         ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, 4 rows a block)")),
         ("softmax previous", lambda: softmax_once(__import__("softmax_prev"), dev, rng, args.reps, " (previous example)")),
         ("sgemm, no min_blocks_per_sm", lambda: sgemm_once(variant("examples/sgemm.py", "nohint", [("    min_blocks_per_sm=2,\n", "")]), dev, rng, args.reps, " (no min_blocks_per_sm)")),
         ("sgemm previous", lambda: sgemm_once(__import__("sgemm_prev"), dev, rng, args.reps, " (previous example)")),
         ("softmax warp, 2 rows", lambda: softmax_warp_once(variant(W, "r2", [("ROWS = 4", "ROWS = 2")]), dev, rng, args.reps, " (a warp a row, 2 rows a block)")),
         ("softmax warp, 8 rows", lambda: softmax_warp_once(variant(W, "r8", [("ROWS = 4", "ROWS = 8")]), dev, rng, args.reps, " (a warp a row, 8 rows a block)")),
+        ("softmax vec warp", vec_warp),
         ("softmax BLOCK=256", lambda: softmax_once(variant("examples/softmax.py", "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, args.reps, " (BLOCK=256)")),
     ]
     for what, fn in tries:  # a failure here is only reported

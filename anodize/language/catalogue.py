@@ -274,6 +274,11 @@ MESSAGES: dict[str, str] = {
     "tile-arity": "`thread.tile_2d` takes the tile's extents, and optionally its groups: `thread.tile_2d(TR, TC)` or `thread.tile_2d(TR, TC, GR, GC)`",
     "tile-extent": "`{got}` must be a constant int from 1 to {most}",
     "tile-group": "a group of {group} does not divide the tile extent {extent}",
+    "tile-io-arity-load": "`{name}.load` takes a `Slice2D`, a local array and a fill value: `{name}.load(x, v, fill)`",
+    "tile-io-arity-store": "`{name}.store` takes a `DisjointSlice2D` and a local array: `{name}.store(out, v)`",
+    "tile-io-slice-load": "`{name}.load` reads a `Slice2D` parameter, not `{got}`",
+    "tile-io-slice-store": "`{name}.store` writes a `DisjointSlice2D` parameter, not `{got}`",
+    "tile-io-array": "`{name}.{method}` needs a local array of {elem} shaped ({tr}, {tc}) (or ({tc},) for a one-row tile), not `{got}`",
     "tile-at-arity": "`{name}.at` takes a row and a column of the tile: `{name}.at(r, s)`",
     "tile-at-constant": "{axis} {index} is out of range for the tile `{name}` (extent {extent})",
     "tile-not-index": "`{expr}` is a tile, not an index: name one of its elements with `.at(r, s)`",
@@ -311,6 +316,7 @@ MESSAGES: dict[str, str] = {
 
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
+    "tile-io-form": "`t.load(x, v, fill)` reads this thread's elements of the `Slice2D` `x` into the local array `v = az.local.array((TR, TC), T)` (`fill` where an element is outside `x`); `t.store(out, v)` writes them to the `DisjointSlice2D` `out` (only the elements inside it); both move runs of consecutive columns 16 bytes at a time where they can",
     "tile-form": "`t = thread.tile_2d(TR, TC)` (or `thread.tile_2d(TR, TC, GR, GC)`, groups of GR rows and GC columns, GR dividing TR and GC dividing TC) gives this thread TR x TC elements of every 2-D output; `t.at(r, s)` with r in [0, TR) and s in [0, TC) is the `Index2D` of one of them",
     "local-array-index-help": "a local array's indices run from 0 to its length minus one on each axis",
     "local-array-escape-help": "a local array is private to its thread and lives in the function that declares it: index it (`{name}[i]`), or pass it to a helper, which takes it by reference (`LocalArray[T]` or an unannotated parameter)",
