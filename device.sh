@@ -5,8 +5,8 @@
 OUTDIR=${OUTDIR:-/tmp/simtperf_out}
 mkdir -p "$OUTDIR"
 export PYTHONUNBUFFERED=1
-timeout 62 python3 bench/simt_quick.py --reps 20 --budget 50 > "$OUTDIR/simt_quick.txt" 2>&1
+timeout 60 python3 bench/simt_quick.py --reps 20 --budget 48 > "$OUTDIR/simt_quick.txt" 2>&1
 echo "simt_quick rc=$?"
 grep -E "speed|Error|error|skipped|total" "$OUTDIR/simt_quick.txt" | cut -c1-200
-timeout 22 python3 -m pytest -q -x -m gpu tests/codegen/test_thread_tiles.py tests/codegen/test_tile_io.py > "$OUTDIR/pytest.txt" 2>&1
+timeout 24 python3 -m pytest -q -x -m gpu tests/codegen/test_thread_tiles.py tests/codegen/test_tile_io.py tests/codegen/test_collectives.py > "$OUTDIR/pytest.txt" 2>&1
 echo "pytest rc=$?"; tail -3 "$OUTDIR/pytest.txt"

@@ -133,6 +133,7 @@ class NVPTXTarget(Target):
     coarsen = True  # several indices per thread for element-wise kernels (coarsen.py)
     native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
     native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
+    collective_one_barrier = True  # block collectives alternate two scratch halves: one barrier each (collectives.py)
 
     def __init__(self, contract: Contract | None):
         self.contract = contract
