@@ -104,7 +104,6 @@ def main() -> None:
                            " (t.load/t.store 16-byte, a warp a row)")
 
     tries = [
-        ("softmax vec block 512", vec_block(512)),
         ("softmax vec block 256", vec_block(256)),
         ("softmax vec block 1024", vec_block(1024)),
         ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, 4 rows a block)")),
