@@ -52,12 +52,12 @@ class LocalsInterp(_Base):
     def eval_LocalArrayRef(self, e: ir.LocalArrayRef) -> Any:
         raise AssertionError("a local array is not a value")
 
-    def eval_TileLoad(self, e: ir.TileLoad) -> None:
+    def eval_ThreadTileLoad(self, e: ir.ThreadTileLoad) -> None:
         from .thread_tiles_io import exec_tile_move
 
         exec_tile_move(self, e)
 
-    def eval_TileStore(self, e: ir.TileStore) -> None:
+    def eval_ThreadTileStore(self, e: ir.ThreadTileStore) -> None:
         from .thread_tiles_io import exec_tile_move
 
         exec_tile_move(self, e)

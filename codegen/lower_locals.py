@@ -76,12 +76,12 @@ class LocalsLowering(_Base):
         raise AssertionError("a local array is not a value")
 
     # ---- a per-thread tile's whole-tile moves (codegen/thread_tiles_io.py) ---------------
-    def e_TileLoad(self, e: ir.TileLoad) -> None:
+    def e_ThreadTileLoad(self, e: ir.ThreadTileLoad) -> None:
         from .thread_tiles_io import lower_tile_move
 
         lower_tile_move(self, e)  # type: ignore[arg-type]
 
-    def e_TileStore(self, e: ir.TileStore) -> None:
+    def e_ThreadTileStore(self, e: ir.ThreadTileStore) -> None:
         from .thread_tiles_io import lower_tile_move
 
         lower_tile_move(self, e)  # type: ignore[arg-type]

@@ -41,7 +41,7 @@ def run_width(shape: tuple[int, int, int, int], elem: ScalarTy) -> int:
     return v if v > 1 and shape[3] % v == 0 else 1
 
 
-def _coords(lw: Lowerer, e: ir.TileLoad | ir.TileStore) -> tuple[Any, Any, Any, Any, Any]:
+def _coords(lw: Lowerer, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> tuple[Any, Any, Any, Any, Any]:
     """(row0, col0, BX, BY, live) of a tile move: the tile's value, the block's extents and
     whether the tile is not poisoned (None: it cannot be)."""
     from .thread_tiles import POISON, _block_dim
@@ -59,7 +59,7 @@ def _offset(k: int, group: int, dim: Any, lw: Lowerer) -> Any:
     return b.add(b.mul(llir.Constant(I64T, (k // group) * group), dim), llir.Constant(I64T, k % group))
 
 
-def lower_tile_move(lw: Lowerer, e: ir.TileLoad | ir.TileStore) -> None:
+def lower_tile_move(lw: Lowerer, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> None:
     """`t.load(src, dst, fill)` / `t.store(dst, src)`, row by row of the tile.  A row whose runs
     all lie inside the slice (the last run ends by `cols`; columns grow with s) and whose first
     run is 16-byte aligned (then every run is: runs start V elements, or a multiple of the
@@ -69,7 +69,7 @@ def lower_tile_move(lw: Lowerer, e: ir.TileLoad | ir.TileStore) -> None:
     from .lower_llvm import _align, mem_type
 
     b = lw.b
-    load = isinstance(e, ir.TileLoad)
+    load = isinstance(e, ir.ThreadTileLoad)
     sref = e.src if load else e.dst
     aref = e.dst if load else e.src
     sv = lw.frame.slices[sref.name]
@@ -79,7 +79,7 @@ def lower_tile_move(lw: Lowerer, e: ir.TileLoad | ir.TileStore) -> None:
     mt = mem_type(elem)
     al = _align(elem)
     fill = None
-    if isinstance(e, ir.TileLoad):
+    if isinstance(e, ir.ThreadTileLoad):
         fv = lw.expr(e.fill)
         fill = b.zext(fv, llir.IntType(8)) if elem.is_bool else fv
     row0, col0, bx, by, live = _coords(lw, e)
@@ -149,11 +149,11 @@ class _Mover:
 
 
 # ---- the debug device (codegen/interp.py) -------------------------------------------------------
-def exec_tile_move(th: Any, e: ir.TileLoad | ir.TileStore) -> None:
+def exec_tile_move(th: Any, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> None:
     """The debug device's twin: element by element, each access tracked as a plain one."""
     from . import interp_ops as ops
 
-    load = isinstance(e, ir.TileLoad)
+    load = isinstance(e, ir.ThreadTileLoad)
     sref = e.src if load else e.dst
     aref = e.dst if load else e.src
     mem = th.frame.slices[sref.name]

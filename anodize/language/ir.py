@@ -214,7 +214,7 @@ class TileAt:
 
 
 @dataclass(frozen=True)
-class TileLoad:
+class ThreadTileLoad:
     """`t.load(src, dst, fill)` of a tile `t` (shape = (TR, TC, GR, GC)): for every element (r, s)
     of the tile, dst[r, s] (dst[s] for a 1-D dst) = src[t.at(r, s)] where that element is inside
     `src`, else `fill`.  The lowering reads each run of consecutive columns 16 bytes at a time
@@ -233,10 +233,10 @@ class TileLoad:
 
 
 @dataclass(frozen=True)
-class TileStore:
+class ThreadTileStore:
     """`t.store(dst, src)`: dst[t.at(r, s)] = src[r, s] (src[s] for a 1-D src) for every element
     (r, s) of the tile inside `dst` (an output this thread owns those elements of), 16 bytes at
-    a time where a run of columns allows, as `TileLoad`."""
+    a time where a run of columns allows, as `ThreadTileLoad`."""
 
     tile: Expr
     dst: SliceRef
@@ -391,7 +391,7 @@ class Call:
 
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
-    | SharedRead | TableRead | MakeWitness | TileAt | TileLoad | TileStore | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
+    | SharedRead | TableRead | MakeWitness | TileAt | ThreadTileLoad | ThreadTileStore | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
     | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )
 

@@ -117,8 +117,8 @@ def tile_io(c: Any, owner: ast.Name, node: ast.Call, method: str) -> ir.Expr:
     span = c.span(node)
     if load:
         fill = c.coerce(c.expr(node.args[2]), sty.elem, node.args[2], "the fill value")
-        return ir.TileLoad(tile, src, arr, fill, shape, block, contract is None, VOID, span)
-    return ir.TileStore(tile, src, arr, shape, block, contract is None, VOID, span)
+        return ir.ThreadTileLoad(tile, src, arr, fill, shape, block, contract is None, VOID, span)
+    return ir.ThreadTileStore(tile, src, arr, shape, block, contract is None, VOID, span)
 
 
 def reject_tile_use(c: Any, e: ir.Expr, node: ast.expr) -> None:
