@@ -143,6 +143,10 @@ class NVPTXTarget(Target):
 
     def decorate_entry(self, lw: Lowerer, fn: llir.Function) -> None:
         fn.calling_convention = "ptx_kernel"
+        # no switch lookup tables: SimplifyCFG would build one of shared-array addresses (a
+        # chain of conditional expressions picking a shared array by a loop variable), a
+        # `.global` initialised with `.shared` symbols, which ptxas rejects
+        add_attr(fn.attributes, '"no-jump-tables"="true"')
         lw.module.data_layout = data_layout()
         block = self.contract.block if self.contract is not None else None
         if block:
