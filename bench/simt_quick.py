@@ -87,33 +87,14 @@ def main() -> None:
     sgemm_once(G, dev, rng, args.reps, " (the example)")
     softmax_once(S, dev, rng, args.reps, " (the example)")
     W = "bench/softmax_warp.py"
-    V = "bench/softmax_vec.py"
-
-    def vec_block(block: int):  # type: ignore[no-untyped-def]
-        def run() -> None:
-            m = variant(V, f"b{block}", [("BLOCK = 512", f"BLOCK = {block}")])
-            softmax_any(lambda x, out: m.softmax_block[m.block_config(4096)](x, out, m.block_per(4096)), dev, rng, args.reps,
-                        f" (t.load/t.store 16-byte, block {block} a row)")
-
-        return run
-
-    def vec_warp():  # type: ignore[no-untyped-def]
-        m = variant(V, "w", [])
-        p = m.warp_per(4096)
-        return softmax_any(lambda x, out: m.softmax_warp[m.warp_config(4096)](x, out, p, p // m.CHUNK), dev, rng, args.reps,
-                           " (t.load/t.store 16-byte, a warp a row)")
-
+    S_ = "examples/softmax.py"
     tries = [
-        ("softmax vec block 256", vec_block(256)),
-        ("softmax vec block 1024", vec_block(1024)),
-        ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, 4 rows a block)")),
-        ("softmax previous", lambda: softmax_once(__import__("softmax_prev"), dev, rng, args.reps, " (previous example)")),
         ("sgemm, no min_blocks_per_sm", lambda: sgemm_once(variant("examples/sgemm.py", "nohint", [("    min_blocks_per_sm=2,\n", "")]), dev, rng, args.reps, " (no min_blocks_per_sm)")),
         ("sgemm previous", lambda: sgemm_once(__import__("sgemm_prev"), dev, rng, args.reps, " (previous example)")),
-        ("softmax warp, 2 rows", lambda: softmax_warp_once(variant(W, "r2", [("ROWS = 4", "ROWS = 2")]), dev, rng, args.reps, " (a warp a row, 2 rows a block)")),
-        ("softmax warp, 8 rows", lambda: softmax_warp_once(variant(W, "r8", [("ROWS = 4", "ROWS = 8")]), dev, rng, args.reps, " (a warp a row, 8 rows a block)")),
-        ("softmax vec warp", vec_warp),
-        ("softmax BLOCK=256", lambda: softmax_once(variant("examples/softmax.py", "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, args.reps, " (BLOCK=256)")),
+        ("softmax previous", lambda: softmax_once(__import__("softmax_prev"), dev, rng, args.reps, " (previous example)")),
+        ("softmax BLOCK=256", lambda: softmax_once(variant(S_, "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, args.reps, " (BLOCK=256)")),
+        ("softmax BLOCK=1024", lambda: softmax_once(variant(S_, "b1024", [("BLOCK = 512", "BLOCK = 1024")]), dev, rng, args.reps, " (BLOCK=1024)")),
+        ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, scalar, 4 rows a block)")),
     ]
     for what, fn in tries:  # a failure here is only reported
         if time.perf_counter() - t0 > args.budget:
