@@ -5,12 +5,15 @@ their twins on the debug device.
 Element (r, s) of the tile is `t.at(r, s)` (codegen/thread_tiles.py): inside a group of GC
 columns the thread's columns are consecutive, so a group is split into runs of V elements,
 V = 16 bytes / the element's size when V divides GC (4 for f32, 2 for f64, 8 for f16), else 1.
-Each run is moved with one 16-byte vector access (`ld.global.nc.v4.f32`, `st.global.v4.f32`)
-when the whole run lies inside the slice (row < rows, col + V <= cols) and its address is
-16-byte aligned (a row of a slice whose width is not a multiple of V, or a view that starts
-mid-allocation, is not), and element by element otherwise: each element inside the slice is
-moved, each outside is `fill` (load) or left alone (store).  So the result is the scalar
-loop's whatever the alignment; the test costs a few integer instructions a run.
+Row by row of the tile: when the row is inside the slice, its last run ends by `cols`
+(columns grow with s, so every run is inside) and its first run's address is 16-byte aligned
+(then every run's is: runs start V elements, or a multiple of BX * GC columns, apart, both
+multiples of 16 bytes), each run is moved with one vector access (`ld.global.nc.v4.f32`,
+`st.global.v4.f32`), straight-line, so all the row's loads are in flight at once.  Any other
+row (a ragged right edge, a slice whose width is not a multiple of V, a row view that starts
+mid-allocation) moves element by element: each element inside the slice is moved, each
+outside is `fill` (load) or left alone (store).  So the result is the element loop's whatever
+the alignment; the test costs a few integer instructions a row.
 
 Every quantity is below 2^62 (row0, col0 and the offsets: thread_tiles.py), so `col + V` does
 not wrap; a poisoned tile (all ones: a launch that failed its device check) moves nothing, and
