@@ -10,7 +10,7 @@ export PYTHONUNBUFFERED=1
 timeout 34 python3 bench/examples_bench.py --only sgemm,softmax --reps 20 > "$OUTDIR/examples_bench.txt" 2>&1
 echo "examples_bench rc=$?"
 grep -E "^\| (sgemm|softmax)" "$OUTDIR/examples_bench.txt" | sed -E "s/ \\([0-9.]+-[0-9.]+\\)//g" | cut -c1-150
-timeout 34 python3 bench/simt_quick.py --reps 20 --budget 24 > "$OUTDIR/simt_quick.txt" 2>&1
+timeout 36 python3 bench/simt_quick.py --reps 20 --budget 26 > "$OUTDIR/simt_quick.txt" 2>&1
 echo "simt_quick rc=$?"
 timeout 18 python3 -m pytest -q -x -m gpu tests/codegen/test_thread_tiles.py tests/codegen/test_tile_io.py tests/codegen/test_collectives.py tests/codegen/test_ptx_tables.py > "$OUTDIR/pytest.txt" 2>&1
 echo "pytest rc=$? $(tail -1 "$OUTDIR/pytest.txt" | cut -c1-80)"

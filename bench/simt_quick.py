@@ -87,6 +87,13 @@ def main() -> None:
     sgemm_once(G, dev, rng, args.reps, " (the example)")
     softmax_once(S, dev, rng, args.reps, " (the example)")
     W = "bench/softmax_warp.py"
+
+    def warp_vec() -> None:
+        m = variant("bench/softmax_warp_vec.py", "wv", [])
+        p = m.warp_per(4096)
+        softmax_any(lambda x, out: m.softmax_warp[m.warp_config(4096)](x, out, p, p // m.CHUNK), dev, rng, args.reps,
+                    " (a warp a row, t.load/t.store)")
+
     S_ = "examples/softmax.py"
     tries = [
         ("sgemm, no min_blocks_per_sm", lambda: sgemm_once(variant("examples/sgemm.py", "nohint", [("    min_blocks_per_sm=2,\n", "")]), dev, rng, args.reps, " (no min_blocks_per_sm)")),
@@ -95,6 +102,7 @@ def main() -> None:
         ("softmax BLOCK=256", lambda: softmax_once(variant(S_, "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, args.reps, " (BLOCK=256)")),
         ("softmax BLOCK=1024", lambda: softmax_once(variant(S_, "b1024", [("BLOCK = 512", "BLOCK = 1024")]), dev, rng, args.reps, " (BLOCK=1024)")),
         ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, scalar, 4 rows a block)")),
+        ("softmax warp per row, t.load", warp_vec),
     ]
     for what, fn in tries:  # a failure here is only reported
         if time.perf_counter() - t0 > args.budget:

@@ -95,20 +95,23 @@ def lower_tile_move(lw: Lowerer, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> N
         if live is not None:
             row_ok = b.and_(row_ok, live)
         base = b.mul(row, cols)  # wraps harmlessly where the row is outside
-        cols_at = [b.add(col0, _offset(s, gc, bx, lw)) for s in range(0, tc)]
+
+        def cols_at(s: int) -> Any:  # computed where used: nothing held across the branch
+            return b.add(col0, _offset(s, gc, bx, lw))
+
         if v == 1:
-            mover.elements(r * tc, cols_at, base, row_ok)
+            mover.elements(r * tc, tc, cols_at, base, row_ok)
             continue
-        first = b.gep(sv.ptr, [b.add(base, cols_at[0])], source_etype=mt)
+        first = b.gep(sv.ptr, [b.add(base, col0)], source_etype=mt)
         aligned = b.icmp_unsigned("==", b.and_(b.ptrtoint(first, I64T), llir.Constant(I64T, VECTOR_BYTES - 1)), llir.Constant(I64T, 0))
-        inside = b.icmp_unsigned("<=", b.add(cols_at[tc - v], llir.Constant(I64T, v)), cols)
+        inside = b.icmp_unsigned("<=", b.add(cols_at(tc - v), llir.Constant(I64T, v)), cols)
         fast = b.and_(b.and_(row_ok, inside), aligned)
         with b.if_else(fast, likely=True) as (then, other):
             with then:
                 for s0 in range(0, tc, v):
-                    mover.vector(r * tc + s0, v, b.add(base, cols_at[s0]))
+                    mover.vector(r * tc + s0, v, b.add(base, cols_at(s0)))
             with other:
-                mover.elements(r * tc, cols_at, base, row_ok)
+                mover.elements(r * tc, tc, cols_at, base, row_ok)
 
 
 class _Mover:
@@ -135,10 +138,11 @@ class _Mover:
             vec = b.insert_element(vec, x, llir.Constant(llir.IntType(32), i))
         b.store(vec, ptr, align=VECTOR_BYTES)
 
-    def elements(self, flat0: int, cols_at: list[Any], base: Any, row_ok: Any) -> None:
+    def elements(self, flat0: int, n: int, cols_at: Any, base: Any, row_ok: Any) -> None:
         """Each element inside the slice is moved; each outside is `fill` (load) or skipped."""
         b = self.lw.b
-        for s, col in enumerate(cols_at):
+        for s in range(n):
+            col = cols_at(s)
             local = self.local(flat0 + s)
             ok = b.and_(row_ok, b.icmp_unsigned("<", col, self.cols))
             ptr = b.gep(self.base, [b.add(base, col)], source_etype=self.mt)
