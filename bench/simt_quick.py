@@ -96,13 +96,13 @@ def main() -> None:
 
     S_ = "examples/softmax.py"
     tries = [
+        ("softmax warp per row, t.load", warp_vec),
         ("sgemm, no min_blocks_per_sm", lambda: sgemm_once(variant("examples/sgemm.py", "nohint", [("    min_blocks_per_sm=2,\n", "")]), dev, rng, args.reps, " (no min_blocks_per_sm)")),
         ("sgemm previous", lambda: sgemm_once(__import__("sgemm_prev"), dev, rng, args.reps, " (previous example)")),
         ("softmax previous", lambda: softmax_once(__import__("softmax_prev"), dev, rng, args.reps, " (previous example)")),
         ("softmax BLOCK=256", lambda: softmax_once(variant(S_, "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, args.reps, " (BLOCK=256)")),
         ("softmax BLOCK=1024", lambda: softmax_once(variant(S_, "b1024", [("BLOCK = 512", "BLOCK = 1024")]), dev, rng, args.reps, " (BLOCK=1024)")),
         ("softmax warp per row", lambda: softmax_warp_once(variant(W, "r4", []), dev, rng, args.reps, " (a warp a row, scalar, 4 rows a block)")),
-        ("softmax warp per row, t.load", warp_vec),
     ]
     for what, fn in tries:  # a failure here is only reported
         if time.perf_counter() - t0 > args.budget:
