@@ -152,3 +152,14 @@ def test_gpu_poisoned_tile_and_one_row() -> None:
     with pytest.raises(az.KernelFault):
         out2.to_host()
     np.testing.assert_array_equal(out2.to_host(), 0)
+
+
+@pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
+def test_a_long_row_stays_in_registers() -> None:
+    """128 columns a thread, loaded and stored: each column is computed where it is used, so
+    nothing but the values is held across a row's branch (computed once before it, the
+    addresses made ptxas spill 2 KB)."""
+    ck = compile_gpu(one_row.specialize(tc=128), "sm_90", ptxas=True)
+    assert ck.resources.stack_frame == 0 and ck.resources.spill_stores == 0
+    assert ck.resources.registers <= 168
+    assert "ld.global.nc.v4" in ck.ptx and "st.global.v4" in ck.ptx
