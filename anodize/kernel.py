@@ -42,6 +42,7 @@ class ContractSpec:
     requires: Callable[..., bool] | None
     min_compute_capability: object
     shared_mem: Callable[..., int] | None = None
+    min_blocks_per_sm: object = None
 
 
 class Func(Generic[P, R]):
@@ -230,9 +231,10 @@ def launch_contract(
     requires: Callable[..., bool] | None = None,
     min_compute_capability: tuple[int, int] | None = None,
     shared_mem: Callable[..., int] | None = None,
+    min_blocks_per_sm: int | None = None,
 ) -> Callable[[_K], _K]:
     """Declare how a kernel may be launched; stacks above or below `@kernel`."""
-    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem)
+    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem, min_blocks_per_sm)
 
     def apply(target: Any) -> Any:
         if isinstance(target, Kernel):

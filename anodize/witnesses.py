@@ -6,7 +6,10 @@ calls it."""
 
 from __future__ import annotations
 
-from typing import NoReturn, final
+from typing import TYPE_CHECKING, NoReturn, final
+
+if TYPE_CHECKING:
+    from anodize.types import DisjointSlice2D, LocalArray, Slice2D, T
 
 
 def _device_only(name: str) -> NoReturn:
@@ -30,6 +33,15 @@ class Tile2D:
     def at(self, r: int, s: int) -> "Index2D":
         """The `Index2D` of this thread's element (r, s) (checked in range unless proven)."""
         _device_only("Tile2D.at")
+
+    def load(self, x: "Slice2D[T]", v: "LocalArray[T]", fill: float) -> None:
+        """v[r, s] = x[self.at(r, s)] for every element of the tile (`fill` outside `x`), runs
+        of consecutive columns 16 bytes at a time where they can."""
+        _device_only("Tile2D.load")
+
+    def store(self, out: "DisjointSlice2D[T]", v: "LocalArray[T]") -> None:
+        """out[self.at(r, s)] = v[r, s] for every element of the tile inside `out`."""
+        _device_only("Tile2D.store")
 
 
 @final

@@ -1,7 +1,7 @@
 """A short H200 timing of the two per-thread-tile examples beside their peers (issue 16):
 softmax 4096x4096 f32 against `torch.softmax`, sgemm 4096^3 f32 against cuBLAS f32
 (`torch.matmul` with TF32 off).  Median of event-timed reps; bench/examples_bench.py is the
-full table."""
+full table, bench/simt_quick.py the session-5 variants (it reuses `sgemm_once`/`softmax_once`)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,6 @@ def main(reps: int = 20) -> None:
     tries = [
         ("sgemm double-buffered", lambda: sgemm_once(__import__("sgemm_double_buffer"), dev, rng, reps, " (double-buffered shared)")),
         ("softmax BLOCK=1024", lambda: softmax_once(variant("softmax", "b1024", [("BLOCK = 512", "BLOCK = 1024")]), dev, rng, reps, " (BLOCK=1024)")),
-        ("sgemm no prefetch", lambda: sgemm_once(variant("sgemm", "noprefetch", NOPREFETCH), dev, rng, reps, " (no register prefetch)")),
         ("softmax BLOCK=256", lambda: softmax_once(variant("softmax", "b256", [("BLOCK = 512", "BLOCK = 256")]), dev, rng, reps, " (BLOCK=256)")),
     ]
     for what, fn in tries:  # variants beside the examples; a failure here is only reported
@@ -61,19 +60,6 @@ def main(reps: int = 20) -> None:
             fn()
         except Exception as e:  # noqa: BLE001
             print(f"{what}: {type(e).__name__}: {e}")
-
-
-NOPREFETCH = [
-    ("""    for k0 in range(0, kk_n, BK):
-        sa0[w] = pa[0]""", """    for k0 in range(0, kk_n, BK):
-        for q in range(4):
-            pa[q] = a[a_row + q, k0 + a_col] if a_row + q < a.shape[0] and k0 + a_col < a.shape[1] else 0.0
-            pb[q] = b[k0 + b_row, b_col + q] if k0 + b_row < b.shape[0] and b_col + q < b.shape[1] else 0.0
-        sa0[w] = pa[0]"""),
-    ("""        for q in range(4):  # the next step's elements, in flight while this one computes
-            pa[q]""", """        for q in range(0):
-            pa[q]"""),
-]
 
 
 def softmax_once(S, dev, rng, reps: int, label: str) -> None:  # type: ignore[no-untyped-def]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import ast
 
-from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, TILE_AT, TILE_MAKER, WARP_OPS, WITNESS_MAKERS
+from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, TILE_AT, TILE_IO, TILE_MAKER, WARP_OPS, WITNESS_MAKERS
 from anodize.language.tile_vocab import TILE_FUNCS
 
 from .kernel_exprs import ExprFlow
@@ -116,6 +116,8 @@ class _Analyzer(StatementFlow, ExprFlow):
             base = self.m.values.get(node.func.value)  # type: ignore[attr-defined]
             spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
             return Val("witness", domain=2, tdep=True, origin=node, spaces=spaces) if spaces else UNKNOWN
+        if k == "tile_io":  # t.load(x, v, fill) / t.store(out, v): the tile's elements, no value
+            return NONE
         if k == "rawid":
             self.fn.thread_dependent = True
             short = callee.name.split(".")[-1]
@@ -243,7 +245,7 @@ class _Analyzer(StatementFlow, ExprFlow):
                     return Callee("witness_get", attr)
                 return Callee("forge" if attr.startswith("_") else "unknown", attr)
             if base.kind == "thread_tile":  # a per-thread tile: `t.at(r, s)`
-                return Callee("tile_at" if attr == TILE_AT else "unknown", attr)
+                return Callee("tile_at" if attr == TILE_AT else "tile_io" if attr in TILE_IO else "unknown", attr)
             if base.kind == "local_witness":  # a block-local witness: `w.get()`
                 return Callee("witness_get" if attr == "get" else "unknown", attr)
             if base.kind == "shared" and attr in ATOMIC_METHODS:  # a block-shared atomic array

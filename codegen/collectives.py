@@ -15,6 +15,17 @@ block's shared buffer) run the same algorithm and get the same bits:
   on thread 0.
 * `block.broadcast`: thread `src` stores; barrier; every thread loads; barrier.
 
+On the GPU (`Target.collective_one_barrier`) the closing barrier goes: the scratch has two
+halves, and each thread counts the block collectives it has run (a local the compiler keeps
+in a register; every thread runs the same sequence, since a collective under thread-dependent
+control is az-barrier-divergence), so collective n uses half n % 2.  Collective n + 1 writes
+the other half, and collective n + 2, which writes this half again, does so only after
+passing collective n + 1's barrier, which every thread reaches only after its reads of
+collective n: so no write of the scratch races with a read.  The collective still counts as
+one barrier for the user's shared memory (the phase discipline): its one barrier separates
+everything before it from everything after it.  The CPU backends keep the closing barrier
+(their region splitter counts on it).
+
 Threads are numbered linearly (x fastest): warp = linear >> 5, lane = linear & 31 (the
 hardware's warps; the contract's block is a multiple of 32).  Bools travel as i32.
 """
@@ -28,7 +39,7 @@ from llvmlite import ir as llir
 from anodize.language import ir
 from anodize.language.collectives import SCRATCH_TY
 from anodize.language.types import I32, ScalarTy
-from anodize.language.vocab import BLOCK_COLLECTIVES, COLLECTIVE_SCRATCH
+from anodize.language.vocab import BLOCK_COLLECTIVES, COLLECTIVE_SCRATCH, COLLECTIVE_SCRATCH_SLOTS
 
 if TYPE_CHECKING:
     from .lower_llvm import Lowerer
@@ -55,16 +66,37 @@ def lower_collective(lw: Lowerer, e: ir.Collective) -> llir.Value:
         lane = b.and_(linear, llir.Constant(I32T, 31))
         nwarps = e.threads // 32
         assert e.kind in BLOCK_COLLECTIVES
+        count = _count(lw)
+        half = None
+        if count is not None:  # this collective's half of the scratch: COLLECTIVE_SCRATCH_SLOTS * (n % 2)
+            n = b.load(count, typ=I32T)
+            half = b.mul(b.and_(n, llir.Constant(I32T, 1)), llir.Constant(I32T, COLLECTIVE_SCRATCH_SLOTS))
+            b.store(b.add(n, llir.Constant(I32T, 1)), count)
+            scratch = b.gep(scratch, [b.zext(half, I64T)], inbounds=True, source_etype=I64T)
         if e.kind == "block.reduce":
             r = _block_reduce(lw, e, v, ty, scratch, warp, lane, nwarps)
         elif e.kind == "block.scan":
             r = _block_scan(lw, e, v, ty, scratch, warp, lane, nwarps)
         else:
             r = _broadcast(lw, e, v, ty, scratch, linear)
-        lw.t.barrier(lw, e.span)  # the collective ends with a barrier: its scratch is free again
+        if count is None:
+            lw.t.barrier(lw, e.span)  # the collective ends with a barrier: its scratch is free again
     if e.ty.is_bool:
         r = b.trunc(r, I1)
     return r
+
+
+def _count(lw: Lowerer) -> llir.Value | None:
+    """The kernel's count of block collectives run so far (an i32 local, 0 at entry; helpers are
+    lowered inline, so one count serves the whole kernel), or None where the target keeps the
+    closing barrier."""
+    if not getattr(lw.t, "collective_one_barrier", False):
+        return None
+    slot = getattr(lw, "_collective_count", None)
+    if slot is None:
+        slot = lw.alloca(I32T, "__az_collectives_run")
+        lw._collective_count = slot  # type: ignore[attr-defined]
+    return slot  # type: ignore[no-any-return]
 
 
 def _linear(lw: Lowerer) -> llir.Value:

@@ -52,6 +52,16 @@ class LocalsInterp(_Base):
     def eval_LocalArrayRef(self, e: ir.LocalArrayRef) -> Any:
         raise AssertionError("a local array is not a value")
 
+    def eval_ThreadTileLoad(self, e: ir.ThreadTileLoad) -> None:
+        from .thread_tiles_io import exec_tile_move
+
+        exec_tile_move(self, e)
+
+    def eval_ThreadTileStore(self, e: ir.ThreadTileStore) -> None:
+        from .thread_tiles_io import exec_tile_move
+
+        exec_tile_move(self, e)
+
     def eval_MakeTuple(self, e: ir.MakeTuple) -> Any:
         return tuple(ops.conv(self.eval(v), v.ty, t) for v, t in zip(e.values, e.ty.elems, strict=True))
 

@@ -75,6 +75,17 @@ class LocalsLowering(_Base):
     def e_LocalArrayRef(self, e: ir.LocalArrayRef) -> llir.Value:
         raise AssertionError("a local array is not a value")
 
+    # ---- a per-thread tile's whole-tile moves (codegen/thread_tiles_io.py) ---------------
+    def e_ThreadTileLoad(self, e: ir.ThreadTileLoad) -> None:
+        from .thread_tiles_io import lower_tile_move
+
+        lower_tile_move(self, e)  # type: ignore[arg-type]
+
+    def e_ThreadTileStore(self, e: ir.ThreadTileStore) -> None:
+        from .thread_tiles_io import lower_tile_move
+
+        lower_tile_move(self, e)  # type: ignore[arg-type]
+
     # ---- tuples --------------------------------------------------------------------------
     def e_MakeTuple(self, e: ir.MakeTuple) -> llir.Value:
         values = [self.expr(v) for v in e.values]  # every element first, left to right

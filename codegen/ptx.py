@@ -133,6 +133,7 @@ class NVPTXTarget(Target):
     coarsen = True  # several indices per thread for element-wise kernels (coarsen.py)
     native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
     native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
+    collective_one_barrier = True  # block collectives alternate two scratch halves: one barrier each (collectives.py)
 
     def __init__(self, contract: Contract | None):
         self.contract = contract
@@ -142,11 +143,18 @@ class NVPTXTarget(Target):
 
     def decorate_entry(self, lw: Lowerer, fn: llir.Function) -> None:
         fn.calling_convention = "ptx_kernel"
+        # no switch lookup tables: SimplifyCFG would build one of shared-array addresses (a
+        # chain of conditional expressions picking a shared array by a loop variable), a
+        # `.global` initialised with `.shared` symbols, which ptxas rejects
+        add_attr(fn.attributes, '"no-jump-tables"="true"')
         lw.module.data_layout = data_layout()
         block = self.contract.block if self.contract is not None else None
         if block:
             x, y, z = (tuple(block) + (1, 1))[:3]
             add_attr(fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
+        per_sm = getattr(self.contract, "min_blocks_per_sm", None)
+        if per_sm:  # `.minnctapersm`: ptxas keeps registers within 65536 / (threads * per_sm)
+            add_attr(fn.attributes, f'"nvvm.minctasm"="{per_sm}"')
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
         name = f"llvm.nvvm.read.ptx.sreg.{reg}" + (f".{axis}" if axis else "")

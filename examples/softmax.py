@@ -1,14 +1,18 @@
 """softmax: row-wise softmax in the safe tier (no `unsafe` anywhere), one block per row.
 
-Each block owns a whole row of `out` through a per-thread tile (`thread.tile_2d(1, per)`:
-with blocks of `BLOCK` threads and a grid of `(1, rows)`, thread `tx` of block `(0, b)`
-owns the columns `tx, tx + BLOCK, ..., tx + (per - 1) * BLOCK` of row `b`; docs/language.md,
-"Per-thread tiles").  A block reads its row from global memory once (coalesced: a warp
-reads 32 consecutive columns per load, `per` loads in flight per thread) into registers
-(`az.local.array(per, f32)`, indexed by unrolled constant loops), finds the row's maximum
-and the sum of exponentials with two block collectives (`az.block.reduce`), and writes
-its elements.  `per` is a compile-time constant (`az.Constant[int]`), the least with
-`per * BLOCK >= cols`: `launch(x, out)` below picks it, and each value compiles once.
+Each block owns a whole row of `out` through a per-thread tile (`thread.tile_2d(1, per, 1, 4)`:
+with blocks of `BLOCK` threads and a grid of `(1, rows)`, thread `tx` of block `(0, b)` owns
+the columns `4 tx .. 4 tx + 3`, `4 (tx + BLOCK) .. 4 (tx + BLOCK) + 3`, ... of row `b`, runs
+of 4; docs/language.md, "Per-thread tiles").  A block reads its row from global memory once
+with `t.load(x, v, fill)` into registers (`az.local.array(per, f32)`, indexed by unrolled
+constant loops): each run of 4 columns is one 16-byte load where the row is 16-byte aligned
+(a warp reads 512 consecutive bytes per load), element by element otherwise (then
+the result is the same).  It finds the row's maximum and the sum of exponentials with two
+block collectives (`az.block.reduce`, one barrier each) and writes the row back with
+`t.store(out, v)`, 16 bytes at a time alike.  Elements past the row's end load as -inf
+(exp gives 0), and are not written (a row of -inf gives NaN, as `torch.softmax` does).  `per` is a compile-time constant (`az.Constant[int]`),
+the least multiple of 4 with `per * BLOCK >= cols`: `launch(x, out)` below picks it, and
+each value compiles once.
 
 A launch has at most 65535 rows (CUDA's grid y): `launch` splits longer inputs into row views.
 A row longer than `per * BLOCK` columns is not what this kernel is for: the tile would
@@ -16,6 +20,8 @@ own only its first `per * BLOCK` columns (nothing is written twice, but the rest
 not written); `launch` always passes a large enough `per`.  Very long rows (a `per` of
 more than 64 columns per thread) keep the array in local memory instead of registers.
 """
+
+import math
 
 import numpy as np
 
@@ -32,27 +38,22 @@ BLOCK = 512  # threads per block (one block per row)
 )
 @kernel
 def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], per: az.Constant[int]) -> None:
-    t = thread.tile_2d(1, per)  # block (0, b): row b, columns tx + s * BLOCK for s < per
+    t = thread.tile_2d(1, per, 1, 4)  # block (0, b): row b, runs of 4 columns 4 * BLOCK apart
     v = az.local.array(per, f32)
-    m = f32(-3.0e38)
-    for s in range(per):  # one coalesced read of the row, kept in registers
-        ij = t.at(0, s)
-        if ij in out:
-            v[s] = x[ij.row, ij.col]
-            m = max(m, v[s])
+    t.load(x, v, -math.inf)  # one read of the row, 16 bytes at a time, kept in registers
+    m = f32(-math.inf)
+    for s in range(per):
+        m = max(m, v[s])
     rmax = az.block.reduce(m, "max")
     acc = f32(0.0)
     for s in range(per):
-        ij = t.at(0, s)
-        if ij in out:
-            v[s] = az.math.exp(v[s] - rmax)
-            acc += v[s]
+        v[s] = az.math.exp(v[s] - rmax)
+        acc += v[s]
     total = az.block.reduce(acc, "sum")
     inv = f32(1.0) / total
-    for s in range(per):  # one write
-        ij = t.at(0, s)
-        if ij in out:
-            out[ij] = v[s] * inv
+    for s in range(per):
+        v[s] = v[s] * inv
+    t.store(out, v)  # one write
 
 
 def config(rows: int) -> az.LaunchConfig:
@@ -61,8 +62,8 @@ def config(rows: int) -> az.LaunchConfig:
 
 
 def per_thread(cols: int) -> int:
-    """The columns each thread holds: the least `per` with `per * BLOCK >= cols`."""
-    return max(1, -(-cols // BLOCK))
+    """The columns each thread holds: the least multiple of 4 `per` with `per * BLOCK >= cols`."""
+    return 4 * max(1, -(-cols // (4 * BLOCK)))
 
 
 MAX_ROWS = 65535  # CUDA's largest grid y: longer inputs launch once per 65535 rows (row views)

@@ -30,7 +30,9 @@ from anodize.language.vocab import (
     COLLECTIVE_SCRATCH_SLOTS,
 )
 
-SCRATCH_TY = SharedTy(I64, (COLLECTIVE_SCRATCH_SLOTS,))
+# two halves of one slot per warp: the GPU lowering alternates between them, so a collective
+# needs no barrier after its reads of the scratch (codegen/collectives.py); the CPU uses the first
+SCRATCH_TY = SharedTy(I64, (2 * COLLECTIVE_SCRATCH_SLOTS,))
 
 
 def collective(c: Any, name: str, node: ast.Call) -> ir.Expr:

@@ -151,6 +151,9 @@ class Contract:
     requires: Requires | None = None
     min_compute_capability: tuple[int, int] | None = None
     shared_mem: SharedMem | None = None
+    # blocks of `block` that must fit on one SM at once: a register budget for the compiler
+    # (`.minnctapersm`), no change to what the kernel computes
+    min_blocks_per_sm: int | None = None
 
     @property
     def block_threads(self) -> int | None:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
 
-KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem")
+KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem", "min_blocks_per_sm")
 _INT_SCALARS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 
 
@@ -84,9 +84,35 @@ def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract |
             say(args["min_compute_capability"], "min-compute-capability-must", "write-min-compute-capability")
         else:
             cc = (v[0], v[1])
+    per_sm = _min_blocks(front, args, block, say)
     if diags or domain is None:
         return None, diags
-    return Contract(domain, block, requires, cc, shared_mem), diags
+    return Contract(domain, block, requires, cc, shared_mem, per_sm), diags
+
+
+MAX_THREADS_PER_SM = 2048  # every architecture the compiler targets (sm_70 to sm_120: 1536 to 2048)
+
+
+def _min_blocks(front: ModuleFront, args: dict[str, ast.expr], block: tuple[int, ...] | None, say) -> int | None:  # type: ignore[no-untyped-def]
+    """`min_blocks_per_sm=N`: N blocks of the contract's literal block resident on one SM at
+    once (the compiler caps registers to fit them: PTX `.minnctapersm N`)."""
+    node = args.get("min_blocks_per_sm")
+    if node is None:
+        return None
+    v = _ints(front, node)
+    if v is None or isinstance(node, ast.Tuple) or not 1 <= v[0] <= 32:
+        say(node, "min-blocks-per-sm-must", "write-min-blocks-per-sm")
+        return None
+    if block is None:
+        say(node, "min-blocks-per-sm-needs-block", "write-min-blocks-per-sm")
+        return None
+    threads = 1
+    for b in block:
+        threads *= b
+    if threads * v[0] > MAX_THREADS_PER_SM:
+        say(node, "min-blocks-per-sm-too-many", "write-min-blocks-per-sm", n=v[0], threads=threads, limit=MAX_THREADS_PER_SM)
+        return None
+    return v[0]
 
 
 def _params(front: ModuleFront, fdef: ast.FunctionDef) -> dict[str, tuple[str, str | None, str | None]]:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import Span
-from anodize.language.types import LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, WitnessTy
+from anodize.language.types import LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy
 from anodize.language.vocab import ScalarInfo, SliceKindInfo
 
 
@@ -214,6 +214,41 @@ class TileAt:
 
 
 @dataclass(frozen=True)
+class ThreadTileLoad:
+    """`t.load(src, dst, fill)` of a tile `t` (shape = (TR, TC, GR, GC)): for every element (r, s)
+    of the tile, dst[r, s] (dst[s] for a 1-D dst) = src[t.at(r, s)] where that element is inside
+    `src`, else `fill`.  The lowering reads each run of consecutive columns 16 bytes at a time
+    where the run is inside `src` and its address is 16-byte aligned, element by element
+    otherwise (codegen/thread_tiles_io.py).  `block`, `poisonable`: as for `TileAt`."""
+
+    tile: Expr
+    src: SliceRef
+    dst: LocalArrayRef
+    fill: Expr
+    shape: tuple[int, int, int, int]
+    block: tuple[int, int] | None
+    poisonable: bool
+    ty: VoidTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class ThreadTileStore:
+    """`t.store(dst, src)`: dst[t.at(r, s)] = src[r, s] (src[s] for a 1-D src) for every element
+    (r, s) of the tile inside `dst` (an output this thread owns those elements of), 16 bytes at
+    a time where a run of columns allows, as `ThreadTileLoad`."""
+
+    tile: Expr
+    dst: SliceRef
+    src: LocalArrayRef
+    shape: tuple[int, int, int, int]
+    block: tuple[int, int] | None
+    poisonable: bool
+    ty: VoidTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class WitnessPart:
     witness: Expr
     part: str  # "get" | "layer" | "row" | "col" (vocab.WITNESS_PARTS)
@@ -356,7 +391,7 @@ class Call:
 
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
-    | SharedRead | TableRead | MakeWitness | TileAt | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
+    | SharedRead | TableRead | MakeWitness | TileAt | ThreadTileLoad | ThreadTileStore | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
     | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )
 

@@ -12,7 +12,7 @@ from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
-from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, TILE_AT, TILE_MAKER, WITNESS_MAKERS, WITNESS_PARTS
+from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, TILE_AT, TILE_IO, TILE_MAKER, WITNESS_MAKERS, WITNESS_PARTS
 
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _fold, _wrap_int
 
@@ -38,6 +38,8 @@ class CallTyping(_Base):
             if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
                 if self.vars[owner].tile is not None and f.attr == TILE_AT:  # type: ignore[union-attr]
                     return typer_thread_tiles.tile_at(self, f.value, node)
+                if self.vars[owner].tile is not None and f.attr in TILE_IO:  # type: ignore[union-attr]
+                    return typer_thread_tiles.tile_io(self, f.value, node, f.attr)
                 if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
                     return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
                 self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)

@@ -444,8 +444,19 @@ class ExprTyping(_Base):
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         cond = self.truth(self.expr(node.test), node.test)
-        a = self.numeric(self.expr(node.body), node.body)
-        b = self.numeric(self.expr(node.orelse), node.orelse)
+        # each arm is evaluated only where the test says (every backend branches), so the
+        # test's facts narrow it as an `if` statement's do: `a[r, k] if 0 <= r < a.shape[0]
+        # and ... else 0.0` needs no bounds check (an expression assigns nothing to kill)
+        saved, saved_r = set(self.facts), self.rfacts
+        try:
+            self.facts = saved | self._guard_facts(node.test, negated=False)
+            self.rfacts = saved_r | self.guard_facts(cond, False)
+            a = self.numeric(self.expr(node.body), node.body)
+            self.facts = saved | self._guard_facts(node.test, negated=True)
+            self.rfacts = saved_r | self.guard_facts(cond, True)
+            b = self.numeric(self.expr(node.orelse), node.orelse)
+        finally:
+            self.facts, self.rfacts = saved, saved_r
         ty = self.unify(a, b, node)
         return ir.IfExp(cond, self.cast(a, ty), self.cast(b, ty), ty, self.span(node))
 

@@ -27,7 +27,7 @@ import ast
 from typing import Any
 
 from anodize.language import ir, messages
-from anodize.language.types import I64, WitnessTy
+from anodize.language.types import I64, VOID, LocalArrayTy, WitnessTy
 from anodize.language.vocab import TILE_MAKER, TILE_MAX_EXTENT
 
 TILE_SHOWN = f"thread.{TILE_MAKER}"
@@ -78,6 +78,47 @@ def tile_at(c: Any, owner: ast.Name, node: ast.Call) -> ir.Expr:
         bx, by = (tuple(contract.block) + (1, 1))[:2]
         block = (int(bx), int(by))
     return ir.TileAt(tile, parts[0], parts[1], shape, checks[0], checks[1], site, block, contract is None, WitnessTy(2), span)
+
+
+def tile_io(c: Any, owner: ast.Name, node: ast.Call, method: str) -> ir.Expr:
+    """`t.load(src, dst, fill)` (a `Slice2D` into a local array) and `t.store(out, src)` (a local
+    array into a `DisjointSlice2D`): every element of the tile at once, the local array shaped
+    (TR, TC), or (TC,) for a one-row tile; elements outside the slice are `fill` / not written."""
+    tile = c.load_name(owner)
+    assert isinstance(tile.ty, WitnessTy) and tile.ty.tile is not None
+    shape = tile.ty.tile
+    load = method == "load"
+    nargs = 3 if load else 2
+    if len(node.args) != nargs or node.keywords:
+        if load:
+            c.fail(messages.type_error(c.span(node), "tile-io-arity-load", help="tile-io-form", name=owner.id))
+        c.fail(messages.type_error(c.span(node), "tile-io-arity-store", help="tile-io-form", name=owner.id))
+    snode, anode = node.args[0], node.args[1]
+    sty = c.slices.get(snode.id) if isinstance(snode, ast.Name) else None
+    if sty is None or sty.kind.name != ("Slice2D" if load else "DisjointSlice2D"):
+        if load:
+            c.fail(messages.type_error(c.span(snode), "tile-io-slice-load", help="tile-io-form", name=owner.id, got=ast.unparse(snode)))
+        c.fail(messages.type_error(c.span(snode), "tile-io-slice-store", help="tile-io-form", name=owner.id, got=ast.unparse(snode)))
+    aty = c.arrays.get(anode.id) if isinstance(anode, ast.Name) else None
+    tr, tc = shape[0], shape[1]
+    fits = isinstance(aty, LocalArrayTy) and aty.elem == sty.elem and (aty.shape == (tr, tc) or (tr == 1 and aty.shape == (tc,)))
+    if c.k.unknown_consts and isinstance(aty, LocalArrayTy) and aty.elem == sty.elem and len(aty.shape) in (1, 2):
+        fits = True  # extents from an `az.Constant` checked without its value: again at specialisation
+    if not fits:
+        c.fail(messages.type_error(c.span(anode), "tile-io-array", help="tile-io-form", name=owner.id, method=method,
+                                   got=ast.unparse(anode), elem=sty.elem, tr=tr, tc=tc))
+    src = ir.SliceRef(snode.id, sty, c.span(snode))
+    arr = c.local_ref(anode.id, anode)
+    contract = c.k.contract
+    block = None
+    if contract is not None and contract.block is not None:
+        bx, by = (tuple(contract.block) + (1, 1))[:2]
+        block = (int(bx), int(by))
+    span = c.span(node)
+    if load:
+        fill = c.coerce(c.expr(node.args[2]), sty.elem, node.args[2], "the fill value")
+        return ir.ThreadTileLoad(tile, src, arr, fill, shape, block, contract is None, VOID, span)
+    return ir.ThreadTileStore(tile, src, arr, shape, block, contract is None, VOID, span)
 
 
 def reject_tile_use(c: Any, e: ir.Expr, node: ast.expr) -> None:

@@ -178,6 +178,7 @@ BLOCK_LEADER = "is_block_leader"
 # Per-thread tiles of a 2-D output: `t = thread.tile_2d(TR, TC[, GR, GC])`, `t.at(r, s)` (typer_thread_tiles.py).
 TILE_MAKER = "tile_2d"
 TILE_AT = "at"
+TILE_IO = ("load", "store")  # `t.load(src, dst, fill)`, `t.store(out, src)`: the whole tile at once
 TILE_MAX_EXTENT = 1 << 20  # TR, TC at most this: `t.at(r, s)` then never overflows an i64
 UNSAFE_METHODS = {"write_unchecked"}
 

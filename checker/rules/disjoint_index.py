@@ -197,6 +197,14 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
                         for name in sorted(base.params & set(fn.params)):
                             out.append(_Access(name, TILE_SPACE, node, None))
                     continue
+                if callee is not None and callee.kind == "tile_io" and node.args and isinstance(node.func, ast.Attribute):
+                    base = m.values.get(node.args[0])  # t.store(out, v) / t.load(x, v, fill): through t's space
+                    tile = m.values.get(node.func.value)
+                    if base is not None and base.kind == "slice" and tile is not None:
+                        for name in sorted(base.params & set(fn.params)):
+                            for sp in sorted(tile.spaces, key=_space_order):
+                                out.append(_Access(name, sp, node, None))
+                    continue
                 if callee is None or callee.kind != "helper" or callee.fn is None:
                     continue
                 h = callee.fn

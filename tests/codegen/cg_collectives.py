@@ -142,3 +142,22 @@ def block_partials(x: Slice[f32], partial: DisjointSlice[f32]) -> None:
     b = thread.block_witness_1d()
     if thread.is_block_leader():
         partial[b] = s
+
+
+@launch_contract(domain=1, block=256, requires=lambda a, out: len(a) == len(out))
+@kernel
+def rounds(a: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
+    """Block collectives back to back, one of them in a loop: on the GPU consecutive collectives
+    use alternate halves of the scratch with one barrier each (codegen/collectives.py), so a
+    wrong alternation would let a fast warp overwrite partials a slow warp still reads."""
+    i = thread.index_1d()
+    x = a[i] if i in out else f32(0.0)
+    acc = f32(0.0)
+    for k in range(n):
+        s = az.block.reduce(x + f32(k), "sum")
+        m = az.block.reduce(x * f32(k), "max")
+        acc += s - m
+    first = az.block.broadcast(x, 3)
+    pre = az.block.scan(x, "sum")
+    if i in out:
+        out[i] = acc + first + pre

@@ -176,3 +176,30 @@ def requires_offset_too_far(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     if i in c:
         c[i] = a[i + 3]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, c: len(a) == len(c))
+@kernel
+def ifexp_arms(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    """1 check: a conditional expression's test narrows its arms as an `if` does (`a[j + 1]`
+    after `j + 1 < len(a)`, `a[j - 1]` in the arm where `j < 1` is false), but the arm where
+    the test failed keeps its check (`a[j + 2]`)."""
+    i = thread.index_1d()
+    if i in c:
+        j = i.get()
+        x = a[j + 1] if j + 1 < len(a) else a[j + 2]
+        y = f32(0.0) if j < 1 else a[j - 1]
+        c[i] = x + y
+
+
+@launch_contract(domain=2, block=(16, 16))
+@kernel
+def ifexp_tile_rows(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
+    """0 checks: `x[r, k] if 0 <= r < rows and 0 <= k < cols else 0.0`, the staging load of
+    examples/sgemm.py, needs no check of its own."""
+    ij = thread.index_2d()
+    r = ij.row * 2
+    k = ij.col - 3
+    v = a[r, k] if 0 <= r < a.shape[0] and 0 <= k < a.shape[1] else f32(-1.0)
+    if ij in c:
+        c[ij] = v

@@ -149,3 +149,30 @@ def test_block_witness_contract_refuses_a_2d_grid_at_launch() -> None:
     dev = az.device("cpu")
     with pytest.raises((az.LaunchError, az.ContractViolation)):
         K.block_partials[az.LaunchConfig(grid=(2, 2), block=128)](dev.zeros(8, az.f32), dev.zeros(4, az.f32))
+
+
+@pytest.mark.parametrize("kind", _devices())
+def test_collectives_back_to_back_and_in_a_loop(kind: str) -> None:
+    """Eleven block collectives in a row (a loop of two, then two more): each sees its own
+    round's values (the GPU alternates scratch halves with one barrier a collective)."""
+    dev = _dev(kind)
+    a = np.random.default_rng(5).integers(0, 7, 1000).astype(np.float32)
+    out = dev.zeros(1000, az.f32)
+    K.rounds[az.LaunchConfig.for_num_elems(1000, block=256)](dev.to_device(a), out, 5)
+    pad = np.zeros(1024, np.float32)
+    pad[:1000] = a
+    want = np.zeros(1024, np.float32)
+    for blk in range(4):
+        x = pad[256 * blk : 256 * (blk + 1)]
+        acc = np.float32(0)
+        for k in range(5):
+            acc += (x + k).sum(dtype=np.float32) - (x * k).max()
+        want[256 * blk : 256 * (blk + 1)] = acc + x[3] + np.cumsum(x, dtype=np.float32)
+    np.testing.assert_allclose(out.to_host(), want[:1000], rtol=1e-6)
+
+
+def test_gpu_collectives_take_one_barrier_each() -> None:
+    from anodize.codegen.driver import compile_gpu
+
+    ptx = compile_gpu(K.rounds, "sm_90", ptxas=False).ptx
+    assert ptx.count("bar.sync") == 4  # the loop's two reductions, the broadcast, the scan

@@ -137,7 +137,7 @@ def test_grid_stride_without_contract_fails_closed(vector: bool) -> None:
 
 def test_dynamic_shared_access_is_checked_against_dynamic_smem_size() -> None:
     ck = compile_gpu(L.dyn_copy, ptxas=False)
-    assert ck.bounds_checks == 3  # x[i], and the dynamic write and read
+    assert ck.bounds_checks == 2  # the dynamic write and read (`x[i] if i.get() < len(x)` proves x[i])
     filecheck(
         ck.llvm_ir,
         textwrap.dedent(
@@ -158,7 +158,7 @@ def test_dynamic_shared_too_small_faults_instead_of_corrupting() -> None:
     out = np.zeros(256, np.float32)
     f = run_cpu(ck, (4,), (64,), x, out, dynamic_shared=16)  # room for 4 of the 64 elements
     assert f.count == 4 * 60 * 2  # each thread past the 4th: its write and its read
-    assert (f.site, f.index, f.length) == (1, f.index, 4) and 4 <= f.index < 64
+    assert (f.site, f.index, f.length) == (0, f.index, 4) and 4 <= f.index < 64  # site 0: the write
     expect = np.where(np.arange(256) % 64 < 4, x, 0)  # failed reads give 0
     np.testing.assert_array_equal(out, expect)
     out[:] = 0
@@ -177,7 +177,7 @@ def test_no_dynamic_shared_at_all_faults() -> None:
 
 def test_static_shared_out_of_range_faults() -> None:
     ck = compile_cpu(L.static_oob)
-    assert ck.bounds_checks == 3
+    assert ck.bounds_checks == 2  # the shared write and read (the guard proves x[i])
     x = np.arange(64, dtype=np.float32) + 1
     out = np.zeros(64, np.float32)
     f = run_cpu(ck, (1,), (64,), x, out)

@@ -40,6 +40,8 @@ EXPECTED = {
     "helper_boundary": ["a[j - 1]"],
     "requires_offset": [],
     "requires_offset_too_far": ["a[i + 3]"],
+    "ifexp_arms": ["a[j + 2]"],
+    "ifexp_tile_rows": [],
 }
 
 
@@ -255,6 +257,31 @@ def test_helper_and_requires_offsets_on_cpu() -> None:
     np.testing.assert_array_equal(c, a[:-2] + a[1:-1] + a[2:])
     f = _run1(compile_cpu(K.requires_offset_too_far), n, a, c)
     assert f.count == 1 and (f.index, f.length) == (n, n)  # type: ignore[attr-defined]
+
+
+def test_conditional_expression_arms_on_cpu() -> None:
+    """The narrowed arms compute what NumPy does; the failed arm's read past the end faults."""
+    n = 20
+    a = rng().random(n, dtype=np.float32)
+    c = np.zeros(n, np.float32)
+    f = _run1(compile_cpu(K.ifexp_arms), n, a, c)
+    assert f.count == 1 and (f.index, f.length) == (n + 1, n)  # type: ignore[attr-defined]  # a[j + 2] at j = n - 1
+    want = np.concatenate([a[1:], [0]]) + np.concatenate([[0], a[:-1]])
+    np.testing.assert_allclose(c[:-1], want[:-1], rtol=1e-6)
+
+
+def test_conditional_expression_tile_rows_on_cpu() -> None:
+    rows, cols = 9, 7
+    a = rng().random((rows, cols), dtype=np.float32)
+    out = np.zeros((rows, cols), np.float32)
+    f = run_cpu(compile_cpu(K.ifexp_tile_rows), (1, 1), (16, 16), a, out, rank=2)
+    assert f.count == 0
+    want = np.full((rows, cols), -1.0, np.float32)
+    for i in range(rows):
+        for j in range(cols):
+            if 2 * i < rows and 0 <= j - 3:
+                want[i, j] = a[2 * i, j - 3]
+    np.testing.assert_array_equal(out, want)
 
 
 # ---- the prover on its own -------------------------------------------------------------------

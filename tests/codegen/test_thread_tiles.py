@@ -93,16 +93,22 @@ def _example(name: str):  # type: ignore[no-untyped-def]
 @pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
 def test_examples_keep_their_tiles_in_registers() -> None:
     """`ptxas -arch=sm_90 -v`: the register-blocked sgemm and the one-block-per-row softmax
-    have no stack frame, no spills and no local memory; sgemm's inner loop is 512 FMAs per
-    8-wide step, and its shared reads carry no bounds check."""
+    have no stack frame, no spills and no local memory.  sgemm: two blocks an SM
+    (`min_blocks_per_sm=2`: `.minnctapersm 2`, at most 128 registers), 512 FMAs per 8-wide
+    step (two steps a round), its fragments read from shared memory 16 bytes at a time, and
+    no bounds check left anywhere (the guards prove the global loads, the layout the shared
+    reads).  softmax: 8 loads, two block reductions (4 barriers), no bounds check."""
     sg = compile_gpu(_example("sgemm").sgemm, "sm_90", ptxas=True)
     assert sg.resources.stack_frame == 0 and sg.resources.spill_stores == 0
-    assert ".local" not in sg.ptx
-    assert sg.ptx.count("fma.rn.f32") == 512
+    assert sg.resources.registers <= 128 and ".minnctapersm 2" in sg.ptx
+    assert ".local" not in sg.ptx and "__az_fault," not in sg.ptx
+    assert sg.ptx.count("fma.rn.f32") == 1024
+    assert sg.ptx.count("ld.shared.v4") == 64 and sg.ptx.count("bar.sync") == 3  # the first tile, then one a step
     sm = compile_gpu(_example("softmax").softmax.specialize(per=8), "sm_90", ptxas=True)
     assert sm.resources.stack_frame == 0 and sm.resources.spill_stores == 0
-    assert ".local" not in sm.ptx
-    assert sm.ptx.count("ld.global") == 8 and sm.ptx.count("bar.sync") == 4
+    assert ".local" not in sm.ptx and "__az_fault," not in sm.ptx
+    assert sm.ptx.count("bar.sync") == 2  # one a block reduction
+    assert sm.ptx.count("ld.global.nc.v4.b32") == 2 and sm.ptx.count("st.global.v4.b32") == 2  # the row, 16 bytes at a time
 
 
 # ---- GPU twins ----------------------------------------------------------------------------
