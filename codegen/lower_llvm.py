@@ -572,6 +572,12 @@ class Lowerer(LocalsLowering):
 
         lower_tile_gemm(self, s)
 
+    def s_TileAttention(self, s: Any) -> None:
+        """A tile kernel's attention form on tensor cores (codegen/tile_attention.py, GPU only)."""
+        from .tc_attention import lower_tile_attention
+
+        lower_tile_attention(self, s)
+
     def s_SharedDecl(self, s: ir.SharedDecl) -> None:
         if s.name not in self.shared_gv:
             self.shared_gv[s.name] = self.t.shared_global(self, s.name, s.ty, s.span)
