@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# attn device window: the attention sweep (timings + correctness vs SDPA), then the GPU twins.
+# attn device window: the GPU twins (correctness), then the attention sweep (timings + correctness vs SDPA).
 OUTDIR=${OUTDIR:-/tmp/attn_out}
 mkdir -p "$OUTDIR"
+export ANODIZE_CACHE=off
 T0=$(date +%s)
-timeout 50 python3 bench/tile_attention_sweep.py 2>&1 | tee "$OUTDIR/sweep.txt" | grep -v Warning
-LEFT=$(( 85 - ($(date +%s) - T0) ))
-echo "-- pytest (${LEFT}s left)"
-timeout $LEFT python3 -m pytest -q -x -m gpu tests/codegen/test_tile_attention_tc.py -p no:cacheprovider 2>&1 | tail -25 | tee "$OUTDIR/pytest.txt"
+timeout 32 python3 -m pytest -q -x -m gpu tests/codegen/test_tile_attention_tc.py -p no:cacheprovider 2>&1 | tail -25 > "$OUTDIR/pytest.txt"
+tail -4 "$OUTDIR/pytest.txt"
+LEFT=$(( 86 - ($(date +%s) - T0) ))
+echo "-- sweep (${LEFT}s left)"
+timeout $LEFT python3 bench/tile_attention_sweep.py 2>&1 | tee "$OUTDIR/sweep.txt" | grep -v Warning
 echo "-- total $(( $(date +%s) - T0 ))s"

@@ -6,6 +6,7 @@ kernel against torch SDPA (H200, batch 4, 16 heads, seq 4096, f16).  Device-wind
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -14,7 +15,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-DEFAULT = ["64:128x64x8", "64:64x64x4", "64:128x128x8", "128:128x64x8", "128:128x32x8", "128:64x64x4", "128:64x32x4"]
+# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS] (stages / min blocks: ANODIZE_ATTN_STAGES / _MINB, read at compile)
+DEFAULT = ["64:128x64x8", "128:128x64x8", "64:128x64x8:s2", "128:128x32x8:s2", "64:128x64x8:s2:b2", "128:64x64x4",
+           "128:128x32x8", "64:64x64x4:s2", "128:64x32x4:s2", "64:128x128x8", "64:128x32x8:s2:b2"]
 
 
 def main() -> None:
@@ -31,8 +34,10 @@ def main() -> None:
     bsz, heads, seq = 4, 16, 4096
     qkv: dict = {}
     for item in sys.argv[1:] or DEFAULT:
-        d_s, cfg = item.split(":")
+        d_s, cfg, *knobs = item.split(":")
         d = int(d_s)
+        os.environ["ANODIZE_ATTN_STAGES"] = next((x[1:] for x in knobs if x.startswith("s")), "")
+        os.environ["ANODIZE_ATTN_MINB"] = next((x[1:] for x in knobs if x.startswith("b")), "0")
         bm, bn, w = (int(x) for x in cfg.split("x"))
         if d not in qkv:
             torch.manual_seed(d)
@@ -53,10 +58,10 @@ def main() -> None:
             t_ours = sorted(time_events(lambda: launch(*flat, o, seq, scale), 5, "anodize", dev.stream))[2]
             t_peer = sorted(time_events(lambda: F.scaled_dot_product_attention(q, k, v), 5, "torch"))[2]
         except Exception as e:  # noqa: BLE001
-            print(f"d{d} {bm}x{bn} w{w}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+            print(f"{item}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
             continue
         fl = 4.0 * bsz * heads * seq * seq * d
-        print(f"d{d} {bm}x{bn} w{w}: maxerr {err:.2e} {'ok' if ok else 'WRONG'} | ours {t_ours:.3f} ms "
+        print(f"{item}: maxerr {err:.2e} {'ok' if ok else 'WRONG'} | ours {t_ours:.3f} ms "
               f"{fl / t_ours / 1e9:.1f} TFLOP/s | sdpa {t_peer:.3f} ms {fl / t_peer / 1e9:.1f} TFLOP/s | "
               f"ratio {t_peer / t_ours:.3f} | {time.perf_counter() - t0:.1f} s", flush=True)
 

@@ -48,9 +48,12 @@ class AttnConfig:
     tile_n: int
     head_dim: int
     num_warps: int
+    stages: int = 1  # K/V buffers: 1 (K[j+1] copied during the softmax and P V), 2 (a ring)
 
     def __post_init__(self) -> None:
         m, n, d, w = self.tile_m, self.tile_n, self.head_dim, self.num_warps
+        if self.stages not in (1, 2):
+            raise ValueError("stages must be 1 or 2")
         for name, v in (("BN", n), ("D", d)):
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name} must be a power of two, at least 16")
@@ -77,6 +80,7 @@ class AttnConfig:
         return self.mt * (d // 2 + d // 4 + n // 2 + n // 4)  # O, Q, S, P per thread
 
     def kv_bytes(self) -> int:
+        """One stage: a K and a V tile."""
         return 2 * self.tile_n * self.head_dim * 2
 
     def q_bytes(self) -> int:
@@ -84,8 +88,8 @@ class AttnConfig:
 
     def smem_bytes(self, avail: int) -> int:
         """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them."""
-        both = self.kv_bytes() + self.q_bytes()
-        return both if both <= avail else max(self.kv_bytes(), self.q_bytes())
+        kv = self.stages * self.kv_bytes()
+        return kv + self.q_bytes() if kv + self.q_bytes() <= avail else max(kv, self.q_bytes())
 
 
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value]) -> ir.Value:
@@ -149,7 +153,8 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     lane = b.and_(t.tid, c32(31))
     k_s = smem
     v_s = b.add(smem, c32(bn * d * 2))
-    q_s = b.add(smem, c32(cfg.kv_bytes())) if separate_q else smem
+    q_s = b.add(smem, c32(cfg.stages * cfg.kv_bytes())) if separate_q else smem
+    ring = cfg.stages == 2
     m0 = b.mul(tile_row, c32(bm))
     c0 = b.mul(tile_col, c32(d))
     ld_q, ld_k, ld_v = (b.sext(x, I64) for x in (q_cols, k_cols, v_cols))
@@ -167,8 +172,12 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     if not separate_q:
         P.barrier(b)  # every warp has its Q fragments before K overwrites the staging
 
-    def load_k(row0: ir.Value, row_lim: ir.Value) -> None:
-        t.load_tile(k_s, bn, d, k_g, ld_k, row0, zero, row_lim, k_cols)
+    def load_k(row0: ir.Value, row_lim: ir.Value, stage: ir.Value | None = None) -> None:
+        """K's tile at row0 (V's too with the ring: into `stage`'s buffers), masked at row_lim."""
+        ks = k_s if stage is None else b.add(k_s, stage)
+        t.load_tile(ks, bn, d, k_g, ld_k, row0, zero, row_lim, k_cols)
+        if ring:
+            t.load_tile(b.add(v_s, stage), bn, d, v_g, ld_v, row0, zero, b.select(b.icmp_signed(">", row_lim, zero), v_rows, zero), v_cols)
         P.cp_async_commit(b)
 
     # per-lane shared offsets.  The swizzle of a row depends on the row mod 8 only, so the
@@ -189,7 +198,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     fzero = ir.Constant(F32, 0.0)
     # K[0] (when there is a key tile at all: with none, `base` may be anything)
     has = b.icmp_signed(">", ntiles, zero)
-    load_k(base, b.select(has, k_rows, zero))
+    load_k(base, b.select(has, k_rows, zero), zero if ring else None)
 
     fn = b.function
     pre = b.block
@@ -202,22 +211,30 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     l_phi = [[b.phi(F32) for _ in range(2)] for _ in range(mt)]
     acc_phi = [[[b.phi(F32) for _ in range(4)] for _ in range(d // 8)] for _ in range(mt)]
 
-    P.cp_async_wait(b, 0)  # K[j] has landed (this thread's copies) ...
-    P.barrier(b)  # ... everyone's; and every warp is done with V[j-1]
+    P.cp_async_wait(b, 0)  # K[j] (and V[j] with the ring) has landed (this thread's copies) ...
+    P.barrier(b)  # ... everyone's; and every warp is done with V[j-1] (with the ring: with stage j-1)
     kv0 = b.add(base, b.mul(jt, c32(bn)))
-    t.load_tile(v_s, bn, d, v_g, ld_v, kv0, zero, v_rows, v_cols)
-    P.cp_async_commit(b)
+    jt1 = b.add(jt, c32(1))
+    more = b.icmp_signed("<", jt1, ntiles)
+    if ring:  # tile j+1 into the other stage, while this one computes
+        cur = b.mul(b.and_(jt, c32(1)), c32(cfg.kv_bytes()))
+        load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
+        k_cur = [b.add(x, cur) for x in k_off]
+    else:
+        t.load_tile(v_s, bn, d, v_g, ld_v, kv0, zero, v_rows, v_cols)
+        P.cp_async_commit(b)
+        k_cur = k_off
     s = [[[fzero] * 4 for _ in range(bn // 8)] for _ in range(mt)]
     for kk in range(d // 16):
         for np_ in range(bn // 16):
-            r = ldsm(b, k_off[kk], np_ * step16, False)
+            r = ldsm(b, k_cur[kk], np_ * step16, False)
             for mi in range(mt):
                 s[mi][2 * np_] = P.mma_16816(b, qf[mi][kk], r[0:2], s[mi][2 * np_], "f16")
                 s[mi][2 * np_ + 1] = P.mma_16816(b, qf[mi][kk], r[2:4], s[mi][2 * np_ + 1], "f16")
-    P.cp_async_wait(b, 0)  # V[j] has landed ...
-    P.barrier(b)  # ... everyone's; and every warp is done with K[j]
-    jt1 = b.add(jt, c32(1))
-    load_k(b.add(kv0, c32(bn)), b.select(b.icmp_signed("<", jt1, ntiles), k_rows, zero))
+    if not ring:
+        P.cp_async_wait(b, 0)  # V[j] has landed ...
+        P.barrier(b)  # ... everyone's; and every warp is done with K[j]
+        load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero))
 
     # the online softmax on the fragments: lane holds rows g (h = 0) and g + 8 (h = 1) of each
     # 16-row slice, two neighbouring columns per 8-column n-tile
@@ -246,14 +263,15 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     pk = [[[P.pack2(b, p[mi][2 * kt][0], p[mi][2 * kt][1], "f16"), P.pack2(b, p[mi][2 * kt][2], p[mi][2 * kt][3], "f16"),
             P.pack2(b, p[mi][2 * kt + 1][0], p[mi][2 * kt + 1][1], "f16"), P.pack2(b, p[mi][2 * kt + 1][2], p[mi][2 * kt + 1][3], "f16")]
            for kt in range(bn // 16)] for mi in range(mt)]
+    v_cur = [b.add(x, cur) for x in v_off] if ring else v_off
     for kt in range(bn // 16):
         for dp in range(d // 16):
-            r = ldsm(b, v_off[dp], kt * step16, True)
+            r = ldsm(b, v_cur[dp], kt * step16, True)
             for mi in range(mt):
                 acc[mi][2 * dp] = P.mma_16816(b, pk[mi][kt], r[0:2], acc[mi][2 * dp], "f16")
                 acc[mi][2 * dp + 1] = P.mma_16816(b, pk[mi][kt], r[2:4], acc[mi][2 * dp + 1], "f16")
     end = b.block
-    b.cbranch(b.icmp_signed("<", jt1, ntiles), loop, done)
+    b.cbranch(more, loop, done)
     jt.add_incoming(c32(0), pre)
     jt.add_incoming(jt1, end)
     for mi in range(mt):
@@ -298,7 +316,14 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
 
     b = lw.b
     bm, bn, d = s.tile
-    cfg = AttnConfig(bm, bn, d, s.num_warps)
+    import os
+
+    minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0"))
+    if minb:
+        from .ptx import add_attr
+
+        add_attr(b.function.attributes, f'"nvvm.minctasm"="{minb}"')
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages)
     sq, sk, sv, so = (lw.frame.slices[r.name] for r in (s.q, s.k, s.v, s.o))
     gv = lw.shared_gv[s.smem]
     gv.align = 128

@@ -82,6 +82,7 @@ class TileAttention:
     num_warps: int
     smem: str  # the shared array the emitter stages through
     separate_q: bool  # Q's staging beside the K and V buffers (else over them)
+    stages: int  # K/V buffers (tc_attention.AttnConfig.stages)
     site: int  # fault site: sizes too large for 32-bit indices
     span: Any = None
 
@@ -180,6 +181,13 @@ def _collect(node: Any, out: dict[str, ir.SliceRef]) -> None:
 STATIC_SHARED = 48 * 1024
 
 
+def _stage_choices() -> tuple[int, ...]:
+    import os
+
+    forced = os.environ.get("ANODIZE_ATTN_STAGES", "")  # (benchmarking: bench/tile_attention_sweep.py)
+    return (int(forced),) if forced in ("1", "2") else (2, 1)
+
+
 def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] | None:
     """The statements of the attention form for `lowering` (codegen/tile_lower.py's pass) when
     `body` is the kernel's whole body and the form takes the tensor-core path, else None."""
@@ -193,13 +201,16 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
 
     bm, bn, d = form.tile
     warps = lowering.T // 32
-    try:
-        cfg = AttnConfig(bm, bn, d, warps)
-    except ValueError:
-        return None
     used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
-    nbytes = cfg.smem_bytes(STATIC_SHARED - used)
-    if used + nbytes > STATIC_SHARED:
+    for stages in _stage_choices():
+        try:
+            cfg = AttnConfig(bm, bn, d, warps, stages)
+        except ValueError:
+            return None
+        nbytes = cfg.smem_bytes(STATIC_SHARED - used)
+        if used + nbytes <= STATIC_SHARED:
+            break
+    else:
         return None
     from dataclasses import replace
 
@@ -221,5 +232,5 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
         form.slices["q"], form.slices["k"], form.slices["v"], form.slices["o"],
         lowering.scalar(ir.Local(n["seq"], I64)), lowering.scalar(ir.Local(n["scale"], F32)),
         lowering.scalar(ir.Local(n["base"], I64)), (bm, bn, d), warps, smem,
-        nbytes >= cfg.kv_bytes() + cfg.q_bytes(), site, span)
+        nbytes >= cfg.stages * cfg.kv_bytes() + cfg.q_bytes(), cfg.stages, site, span)
     return [*out, att]  # type: ignore[list-item]  # a codegen-only statement (lower_llvm's s_TileAttention)
