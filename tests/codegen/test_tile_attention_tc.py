@@ -197,3 +197,13 @@ def test_the_emulation_matches_the_cpu_backend_at_ragged_sizes() -> None:
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.25))
     want = emulate(q, k, v, n, seq, 32, 16, 32, 0.25)[:, :cols]
     np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+def test_the_accept_fixture_with_module_constants_and_other_names_takes_the_form() -> None:
+    path = ROOT / "fixtures" / "accept" / "tile_attention_tensor_cores.py"
+    front = front_for_source(path.read_text(), str(path))
+    fdef = next(f for f in front.kernels() if f.name == "flash")
+    k = front.typed(fdef, ()).ir
+    assert k is not None
+    (a,) = attentions(k, 64)
+    assert a.tile == (32, 32, 32) and (a.q.name, a.o.name) == ("query", "out")
