@@ -39,7 +39,7 @@ from .tc_ptx import F32, I32, I64, c32, c64
 
 LOG2E = 1.4426950408889634
 LIMIT = 2**31 - 4096
-REG_BUDGET = 168  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
+REG_BUDGET = 192  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
 
 
 @dataclass(frozen=True)

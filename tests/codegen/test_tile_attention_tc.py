@@ -152,7 +152,7 @@ def _kernel(warps: int):  # type: ignore[no-untyped-def]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (64, 64, 64, 4), (128, 64, 128, 8), (128, 32, 128, 8)])
+@pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (128, 64, 64, 4), (128, 64, 128, 8), (128, 32, 128, 8)])
 def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int) -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -170,7 +170,7 @@ def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("seq,cols,bm,bn,d,warps", [(200, 64, 128, 64, 64, 8), (100, 128, 128, 32, 128, 8),
-                                                    (96, 60, 128, 64, 64, 8), (1, 64, 64, 64, 64, 4)])
+                                                    (96, 60, 128, 32, 64, 4), (1, 64, 64, 64, 64, 4)])
 def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int, warps: int) -> None:
     # seq not a multiple of the tiles (the loads past the head read the next head's rows, and
     # zeros past the matrix: the source says so), and rows of 60 halves (not 16-byte aligned:
