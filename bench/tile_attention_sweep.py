@@ -16,8 +16,29 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 # d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS] (stages / min blocks: ANODIZE_ATTN_STAGES / _MINB, read at compile)
-DEFAULT = ["64:128x64x8", "128:128x64x8", "64:128x64x4", "128:64x64x4", "128:128x32x8:s2", "64:128x64x8:s1",
-           "128:64x32x4:s2", "64:128x32x4:s2", "64:128x64x8:s2:b2", "64:128x128x8", "128:64x32x4:s1"]
+DEFAULT = ["128:64x64x4", "128:64x32x4:s1", "128:64x32x4", "128:64x32x4:s1:b3", "128:64x64x4:s1:b2",
+           "64:128x64x4", "64:64x64x4:s1", "64:64x64x4", "64:128x32x4", "64:128x64x8", "128:128x64x8", "64:64x32x4:s1:b3",
+           "64:128x64x8:s1:b2", "128:64x16x4:s1"]
+
+
+_MODS: dict = {}  # type: ignore[type-arg]
+
+
+def with_warps(w: int):  # type: ignore[no-untyped-def]  # the example with num_warps=w (read from source)
+    import importlib.util
+    import tempfile
+
+    if w not in _MODS:
+        text = (ROOT / "examples" / "tile_attention.py").read_text()
+        text = text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={w})")
+        path = Path(tempfile.mkdtemp()) / f"tile_attention_w{w}.py"
+        path.write_text(text)
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[path.stem] = mod
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        _MODS[w] = mod
+    return _MODS[w]
 
 
 def main() -> None:
@@ -26,9 +47,7 @@ def main() -> None:
     import torch.nn.functional as F  # noqa: N812
 
     import anodize as az
-    from anodize.kernel import TileKernel
     from suite import time_events
-    import tile_attention as ta
 
     dev = az.device(0)
     bsz, heads, seq = 4, 16, 4096
@@ -45,7 +64,7 @@ def main() -> None:
         q, k, v = qkv[d]
         o = torch.empty(bsz * heads * seq, d, device="cuda", dtype=torch.float16)
         flat = [t.reshape(bsz * heads * seq, d) for t in (q, k, v)]
-        kern = TileKernel(ta.attention.fn, w, ta.attention.contract_spec)
+        kern = with_warps(w).attention
         t0 = time.perf_counter()
         try:
             launch = kern.specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]

@@ -50,10 +50,12 @@ def attention(
 
 
 def tiles_for(d: int, tensor_cores: bool = False) -> tuple[int, int]:
-    """(BM, BN) for a head dimension: on tensor cores 128 queries (8 warps of 16) by 64 keys;
-    else small enough for the generic lowering, which keeps every tile in shared memory."""
+    """(BM, BN) for a head dimension: on tensor cores 16 queries a warp (32 with 4 warps and
+    d <= 64) by 64 keys; else small enough for the generic lowering, which keeps every tile in
+    shared memory."""
     if tensor_cores:
-        return (128, 64)
+        rows = 32 if d <= 64 and attention.num_warps <= 4 else 16
+        return (rows * attention.num_warps, 64)
     return (32, 32) if d <= 64 else (16, 32)
 
 
@@ -77,7 +79,7 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, d:
 
 def main(batch: int = 1, heads: int = 2, seq: int = 64, d: int = 32) -> np.ndarray:
     dev = az.device()
-    tc = has_tensor_cores(dev) and seq % 128 == 0  # (else the generic tiles: seq a multiple of 32)
+    tc = has_tensor_cores(dev) and seq % max(tiles_for(d, True)) == 0  # (else the generic tiles)
     bm, bn = tiles_for(d, tc)
     assert seq % bm == 0 and seq % bn == 0, "seq must be a multiple of the tile sizes"
     rng = np.random.default_rng(4)

@@ -143,25 +143,43 @@ def emulate(q, k, v, out_rows: int, seq: int, bm: int, bn: int, d: int, scale: f
     return o
 
 
-def _kernel(warps: int):  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(ROOT / "examples"))
-    import tile_attention as ta
-    from anodize.kernel import TileKernel
+_EXAMPLES: dict = {}  # type: ignore[type-arg]  # warps -> the example's module with that num_warps
 
-    return TileKernel(ta.attention.fn, warps, ta.attention.contract_spec)
+
+def _kernel(warps: int, stages: int = 0):  # type: ignore[no-untyped-def]
+    """examples/tile_attention.py's kernel with `num_warps=warps` (the decorator is read from
+    source, so the variant is a copy of the file with that one literal changed); `stages`: a
+    copy of its own (a kernel object of its own, so its compile follows ANODIZE_ATTN_STAGES)."""
+    import importlib.util
+    import tempfile
+
+    if (warps, stages) not in _EXAMPLES:
+        text = (ROOT / "examples" / "tile_attention.py").read_text()
+        assert "@az.tile_kernel(num_warps=8)" in text
+        path = Path(tempfile.mkdtemp()) / f"tile_attention_w{warps}_s{stages}.py"
+        path.write_text(text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={warps})"))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[path.stem] = mod
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        _EXAMPLES[(warps, stages)] = mod
+    return _EXAMPLES[(warps, stages)].attention
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (128, 64, 64, 4), (128, 64, 128, 8), (128, 32, 128, 8)])
-def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int) -> None:
+@pytest.mark.parametrize("bm,bn,d,warps,stages", [(128, 64, 64, 8, 1), (128, 64, 64, 4, 1), (128, 64, 128, 8, 1),
+                                                  (64, 64, 128, 4, 1), (128, 32, 128, 8, 2), (64, 32, 128, 4, 2)])
+def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int, stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+
+    monkeypatch.setenv("ANODIZE_ATTN_STAGES", str(stages))
     import torch.nn.functional as F  # noqa: N812
 
     bsz, heads, seq = 1, 3, 512
     q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
     o = torch.full((bsz * heads * seq, d), 7.0, device="cuda", dtype=torch.float16)
     flat = [t.reshape(-1, d) for t in (q, k, v)]
-    launch = _kernel(warps).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+    launch = _kernel(warps, stages).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
     launch(*flat, o, seq, np.float32(d ** -0.5))
     torch.cuda.synchronize()
     ref = F.scaled_dot_product_attention(q, k, v)
@@ -169,18 +187,21 @@ def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("seq,cols,bm,bn,d,warps", [(200, 64, 128, 64, 64, 8), (100, 128, 128, 32, 128, 8),
-                                                    (96, 60, 128, 32, 64, 4), (1, 64, 64, 64, 64, 4)])
-def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int, warps: int) -> None:
+@pytest.mark.parametrize("seq,cols,bm,bn,d,warps,stages", [
+    (200, 64, 128, 64, 64, 8, 1), (100, 128, 64, 32, 128, 4, 2), (96, 60, 128, 32, 64, 4, 1), (1, 64, 64, 64, 64, 4, 1),
+    (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1)])
+def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int, warps: int,
+                                                                stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # seq not a multiple of the tiles (the loads past the head read the next head's rows, and
     # zeros past the matrix: the source says so), and rows of 60 halves (not 16-byte aligned:
     # the 2-byte copy path; columns past 60 read as zero)
+    monkeypatch.setenv("ANODIZE_ATTN_STAGES", str(stages))
     rng = np.random.default_rng(seq + cols)
     n = 2 * seq
     q, k, v = (rng.standard_normal((n, cols), dtype=np.float32).astype(np.float16) for _ in range(3))
     dev = az.device()
     o = dev.full((n, cols), 7.0, az.f16)
-    launch = _kernel(warps).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
+    launch = _kernel(warps, stages).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.125))
     want = emulate(q, k, v, n, seq, bm, bn, d, 0.125)[:, :cols]
     np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=2e-2, atol=2e-2)
