@@ -16,9 +16,8 @@ sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
 # d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS] (stages / min blocks: ANODIZE_ATTN_STAGES / _MINB, read at compile)
-DEFAULT = ["128:64x64x4", "128:64x32x4:s1", "128:64x32x4", "128:64x32x4:s1:b3", "128:64x64x4:s1:b2",
-           "64:128x64x4", "64:64x64x4:s1", "64:64x64x4", "64:128x32x4", "64:128x64x8", "128:128x64x8", "64:64x32x4:s1:b3",
-           "64:128x64x8:s1:b2", "128:64x16x4:s1"]
+DEFAULT = ["128:64x32x4", "128:64x64x4", "64:128x64x8", "64:64x64x4", "64:128x64x4", "128:64x32x4:s1",
+           "128:64x16x4", "128:128x64x8", "128:128x32x8", "64:128x64x8:s1:b1", "64:128x128x8", "64:64x32x4"]
 
 
 _MODS: dict = {}  # type: ignore[type-arg]

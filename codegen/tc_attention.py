@@ -79,6 +79,13 @@ class AttnConfig:
         d, n = self.head_dim, self.tile_n
         return self.mt * (d // 2 + d // 4 + n // 2 + n // 4)  # O, Q, S, P per thread
 
+    def min_blocks(self) -> int:
+        """Blocks per SM to ask ptxas for (`.minnctapersm`): as many as 64K registers hold at the
+        fragments plus 32 registers a thread (addresses, softmax temporaries).  Without the hint
+        ptxas spends registers freely and a block too many stops fitting (H200: 8 warps at d 64
+        took 146 registers, one block per SM; capped at 128, two)."""
+        return max(1, 65536 // (self.threads * (self.regs() + 32)))
+
     def kv_bytes(self) -> int:
         """One stage: a K and a V tile."""
         return 2 * self.tile_n * self.head_dim * 2
@@ -119,6 +126,35 @@ def ldsm(b: ir.IRBuilder, addr: ir.Value, imm: int, trans: bool) -> list[ir.Valu
     return [b.extract_value(r, i) for i in range(4)]
 
 
+def ld_chunk_b16(b: ir.IRBuilder, addr: ir.Value, n: ir.Value) -> list[ir.Value]:
+    """The first `n` (0..8) halves at global `addr` (2-byte aligned), zero past them, as 4 b32
+    words: one asm, the per-half offsets and predicates inside it (no live predicate registers)."""
+    loads = " ".join(f"setp.gt.s32 p, $5, {j}; @p ld.global.b16 h{j}, [$4+{2 * j}];" for j in range(8))
+    text = ("{ .reg .pred p; .reg .b16 h<8>; mov.b16 h0, 0; mov.b16 h1, 0; mov.b16 h2, 0; mov.b16 h3, 0; "
+            "mov.b16 h4, 0; mov.b16 h5, 0; mov.b16 h6, 0; mov.b16 h7, 0; " + loads +
+            " mov.b32 $0, {h0, h1}; mov.b32 $1, {h2, h3}; mov.b32 $2, {h4, h5}; mov.b32 $3, {h6, h7}; }")
+    st = ir.LiteralStructType([I32] * 4)
+    r = b.asm(ir.FunctionType(st, [I64, I32]), text, "=r,=r,=r,=r,l,r,~{memory}", [addr, n], True)
+    return [b.extract_value(r, i) for i in range(4)]
+
+
+class _Narrow(_Tile):
+    """The 2-byte copy path of `_Tile.load_tile` with one asm a 16-byte chunk (tc_gemm's keeps
+    8 predicates a chunk live across the key loop: registers the fragments need)."""
+
+    def _copy_scalar(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked=False) -> None:  # type: ignore[no-untyped-def]
+        b = self.b
+        for r, c, off in self._chunks(rows, cols, blocked):
+            grow = b.add(row0, r)
+            gcol = b.add(col0, b.shl(c, c32(3)))
+            left = b.sub(col_lim, gcol)
+            left = b.select(b.icmp_signed("<", left, c32(8)), left, c32(8))
+            n = b.select(b.icmp_signed("<", grow, row_lim), left, c32(0))
+            elem = b.add(b.mul(b.sext(grow, I64), ld), b.sext(gcol, I64))
+            addr = b.select(b.icmp_signed(">", n, c32(0)), b.add(gbase, b.shl(elem, c64(1))), gbase)
+            P.st_shared_v4(b, b.add(sbase, off), ld_chunk_b16(b, addr, n))
+
+
 class _Threads:
     def __init__(self, threads: int):
         self.threads = threads
@@ -147,7 +183,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     the block must reach the call (it holds barriers)."""
     bm, bn, d, mt = cfg.tile_m, cfg.tile_n, cfg.head_dim, cfg.mt
     cpr = d // 8
-    t = _Tile(b, _Threads(cfg.threads), aligned)  # type: ignore[arg-type]  # (only .threads is read)
+    t = _Narrow(b, _Threads(cfg.threads), aligned)  # type: ignore[arg-type]  # (only .threads is read)
     t.tid = P.sreg(b, "tid.x")
     warp = b.lshr(t.tid, c32(5))
     lane = b.and_(t.tid, c32(31))
@@ -316,14 +352,14 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
 
     b = lw.b
     bm, bn, d = s.tile
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages)
     import os
 
-    minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0"))
-    if minb:
+    minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
+    if minb > 1:
         from .ptx import add_attr
 
         add_attr(b.function.attributes, f'"nvvm.minctasm"="{minb}"')
-    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages)
     sq, sk, sv, so = (lw.frame.slices[r.name] for r in (s.q, s.k, s.v, s.o))
     gv = lw.shared_gv[s.smem]
     gv.align = 128

@@ -185,7 +185,7 @@ def _stage_choices() -> tuple[int, ...]:
     import os
 
     forced = os.environ.get("ANODIZE_ATTN_STAGES", "")  # (benchmarking: bench/tile_attention_sweep.py)
-    return (int(forced),) if forced in ("1", "2") else (1,)  # (the ring costs registers: slower on the H200)
+    return (int(forced),) if forced in ("1", "2") else (2, 1)
 
 
 def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] | None:
