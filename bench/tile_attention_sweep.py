@@ -15,9 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS] (stages / min blocks: ANODIZE_ATTN_STAGES / _MINB, read at compile)
-DEFAULT = ["128:64x32x4", "128:64x64x4", "64:128x64x8", "64:64x64x4", "64:128x64x4", "128:64x32x4:s1",
-           "128:64x16x4", "128:128x64x8", "128:128x32x8", "64:128x64x8:s1:b1", "64:128x128x8", "64:64x32x4"]
+# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS][:l] (ANODIZE_ATTN_STAGES / _MINB / _LAZY, read at compile)
+DEFAULT = ["128:64x32x4", "128:64x64x4", "64:128x64x8", "64:64x64x4", "64:128x64x4", "128:64x32x4:l",
+           "128:64x64x4:l", "64:128x64x8:l", "128:128x64x8", "128:64x32x4:s1", "128:64x16x4", "128:128x64x8:l",
+           "64:64x64x4:l", "64:128x64x8:s1:b1", "128:128x32x8", "64:128x128x8"]
 
 
 _MODS: dict = {}  # type: ignore[type-arg]
@@ -56,6 +57,7 @@ def main() -> None:
         d = int(d_s)
         os.environ["ANODIZE_ATTN_STAGES"] = next((x[1:] for x in knobs if x.startswith("s")), "")
         os.environ["ANODIZE_ATTN_MINB"] = next((x[1:] for x in knobs if x.startswith("b")), "0")
+        os.environ["ANODIZE_ATTN_LAZY"] = "1" if "l" in knobs else ""
         bm, bn, w = (int(x) for x in cfg.split("x"))
         if d not in qkv:
             torch.manual_seed(d)

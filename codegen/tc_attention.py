@@ -49,6 +49,7 @@ class AttnConfig:
     head_dim: int
     num_warps: int
     stages: int = 1  # K/V buffers: 1 (K[j+1] copied during the softmax and P V), 2 (a ring)
+    lazy: bool = False  # rescale O only when a row of the warp has a new maximum
 
     def __post_init__(self) -> None:
         m, n, d, w = self.tile_m, self.tile_n, self.head_dim, self.num_warps
@@ -174,6 +175,14 @@ def _tree(b: ir.IRBuilder, vals: list[ir.Value], op: Any) -> ir.Value:
     return vals[0]
 
 
+def _rescale(b: ir.IRBuilder, acc: list, alphas: dict, mt: int, d: int) -> None:  # type: ignore[type-arg]
+    for mi in range(mt):
+        for h in range(2):
+            for nd in range(d // 8):
+                acc[mi][nd][2 * h] = b.fmul(acc[mi][nd][2 * h], alphas[(mi, h)])
+                acc[mi][nd][2 * h + 1] = b.fmul(acc[mi][nd][2 * h + 1], alphas[(mi, h)])
+
+
 def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g, q_rows, q_cols, k_rows, k_cols,
                         v_rows, v_cols, o_rows, o_cols, tile_row, tile_col, base, ntiles, scale, smem,
                         aligned: bool, separate_q: bool) -> None:
@@ -278,6 +287,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     l_new = [[None, None] for _ in range(mt)]
     acc = [[list(acc_phi[mi][nd]) for nd in range(d // 8)] for mi in range(mt)]
     p = [[[None] * 4 for _ in range(bn // 8)] for _ in range(mt)]
+    alphas: dict = {}  # type: ignore[type-arg]
     for mi in range(mt):
         for h in range(2):
             x = [b.fmul(s[mi][nt][2 * h + e], c2) for nt in range(bn // 8) for e in range(2)]
@@ -292,9 +302,31 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
             rs = _tree(b, list(ps), b.fadd)
             l_new[mi][h] = b.fadd(b.fmul(l_phi[mi][h], alpha), rs)
             m_new[mi][h] = mn
+            alphas[(mi, h)] = alpha
+    # O * alpha; with `lazy`, skipped when no row of the warp has a new maximum (alpha = 2**0 = 1
+    # for every row: the product would be O itself)
+    if cfg.lazy:
+        moved = None
+        for mi in range(mt):
+            for h in range(2):
+                ne = b.fcmp_unordered("!=", m_new[mi][h], m_phi[mi][h])
+                moved = ne if moved is None else b.or_(moved, ne)
+        anyv = b.asm(ir.FunctionType(I32, [I32]), "{ .reg .pred p, q; setp.ne.b32 p, $1, 0; vote.sync.any.pred q, p, -1; "
+                     "selp.b32 $0, 1, 0, q; }", "=r,r", [b.zext(moved, I32)], True)
+        before = b.block
+        kept = [[list(row) for row in acc_mi] for acc_mi in acc]
+        with b.if_then(b.icmp_unsigned("!=", anyv, c32(0)), likely=False):
+            _rescale(b, acc, alphas, mt, d)
+            scaled = b.block
+        for mi in range(mt):
             for nd in range(d // 8):
-                acc[mi][nd][2 * h] = b.fmul(acc[mi][nd][2 * h], alpha)
-                acc[mi][nd][2 * h + 1] = b.fmul(acc[mi][nd][2 * h + 1], alpha)
+                for e in range(4):
+                    ph = b.phi(F32)
+                    ph.add_incoming(acc[mi][nd][e], scaled)
+                    ph.add_incoming(kept[mi][nd][e], before)
+                    acc[mi][nd][e] = ph
+    else:
+        _rescale(b, acc, alphas, mt, d)
     # P (f16) as A fragments: n-tiles 2kt, 2kt+1 of S are k-step kt of P V
     pk = [[[P.pack2(b, p[mi][2 * kt][0], p[mi][2 * kt][1], "f16"), P.pack2(b, p[mi][2 * kt][2], p[mi][2 * kt][3], "f16"),
             P.pack2(b, p[mi][2 * kt + 1][0], p[mi][2 * kt + 1][1], "f16"), P.pack2(b, p[mi][2 * kt + 1][2], p[mi][2 * kt + 1][3], "f16")]
@@ -352,8 +384,9 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
 
     b = lw.b
     bm, bn, d = s.tile
-    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages)
     import os
+
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1")
 
     minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
     if minb > 1:

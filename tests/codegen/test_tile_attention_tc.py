@@ -187,6 +187,24 @@ def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn,d,warps", [(64, 32, 128, 4), (128, 64, 64, 8)])
+def test_lazy_rescaling_matches_sdpa(bm: int, bn: int, d: int, warps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    monkeypatch.setenv("ANODIZE_ATTN_LAZY", "1")
+    bsz, heads, seq = 2, 2, 1024
+    q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.full((bsz * heads * seq, d), 7.0, device="cuda", dtype=torch.float16)
+    flat = [t.reshape(-1, d) for t in (q, k, v)]
+    launch = _kernel(warps, 9).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+    launch(*flat, o, seq, np.float32(d ** -0.5))
+    torch.cuda.synchronize()
+    ref = F.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(o.view(bsz, heads, seq, d).float(), ref.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("seq,cols,bm,bn,d,warps,stages", [
     (200, 64, 128, 64, 64, 8, 1), (100, 128, 64, 32, 128, 4, 2), (96, 60, 128, 32, 64, 4, 1), (1, 64, 64, 64, 64, 4, 1),
     (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1)])
