@@ -24,21 +24,22 @@ DEFAULT = ["128:64x32x4", "128:64x64x4", "64:128x64x8", "64:64x64x4", "64:128x64
 _MODS: dict = {}  # type: ignore[type-arg]
 
 
-def with_warps(w: int):  # type: ignore[no-untyped-def]  # the example with num_warps=w (read from source)
+def with_warps(w: int, tag: str = ""):  # type: ignore[no-untyped-def]  # the example with num_warps=w (read from source)
     import importlib.util
     import tempfile
 
-    if w not in _MODS:
+    # a module (a kernel object, a compile) per knob setting: the knobs are read at compile time
+    if (w, tag) not in _MODS:
         text = (ROOT / "examples" / "tile_attention.py").read_text()
         text = text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={w})")
-        path = Path(tempfile.mkdtemp()) / f"tile_attention_w{w}.py"
+        path = Path(tempfile.mkdtemp()) / f"tile_attention_w{w}_{abs(hash(tag))}.py"
         path.write_text(text)
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules[path.stem] = mod
         spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        _MODS[w] = mod
-    return _MODS[w]
+        _MODS[(w, tag)] = mod
+    return _MODS[(w, tag)]
 
 
 def main() -> None:
@@ -65,7 +66,7 @@ def main() -> None:
         q, k, v = qkv[d]
         o = torch.empty(bsz * heads * seq, d, device="cuda", dtype=torch.float16)
         flat = [t.reshape(bsz * heads * seq, d) for t in (q, k, v)]
-        kern = with_warps(w).attention
+        kern = with_warps(w, ":".join(knobs)).attention
         t0 = time.perf_counter()
         try:
             launch = kern.specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
