@@ -310,7 +310,7 @@ def main() -> None:
         bsz, heads, seq = (1, 4, 1024) if args.quick else (4, 16, 4096)
         q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
         o = torch.empty(bsz * heads * seq, d, device="cuda", dtype=torch.float16)
-        bm, bn = tile_attention.tiles_for(d)
+        bm, bn = tile_attention.tiles_for(d, tile_attention.has_tensor_cores(dev))
         flat = [t.reshape(bsz * heads * seq, d) for t in (q, k, v)]
         cfg = az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))
         launch = tile_attention.attention.specialize(BM=bm, BN=bn, D=d)[cfg]

@@ -146,6 +146,12 @@ class StmtLowering(_Base):
 
         lower_tile_gemm(self, s)
 
+    def s_TileAttention(self, s: Any) -> None:
+        """A tile kernel's attention form on tensor cores (codegen/tile_attention.py, GPU only)."""
+        from .tc_attention import lower_tile_attention
+
+        lower_tile_attention(self, s)
+
     def s_TileVecLoad(self, s: Any) -> None:
         """A chunk of a register tile loaded as one vector (codegen/tile_rows.py, GPU only)."""
         from .tile_rows_llvm import vec_load

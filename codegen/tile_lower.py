@@ -226,8 +226,12 @@ class _Lowering(TileCompute):
 
     # ---- statements ------------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
+        from .tile_attention import lower_attention
         from .tile_gemm import lower_gemm, lower_gemm_at, match_gemm
 
+        att = lower_attention(self, body)  # the attention form: the whole kernel body, or None
+        if att is not None:
+            return att
         out: list[ir.Stmt] = []
         i = 0
         while i < len(body):

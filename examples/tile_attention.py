@@ -6,6 +6,11 @@ tiles, keeping a running row maximum `m`, a running normaliser `l` and the f32 o
 accumulator (the online softmax), so the seq x seq score matrix never exists.  `seq` must be a
 multiple of BM and BN (main() checks it); the tile sizes and head_dim are compile-time.
 
+On a GPU with tensor cores (sm_80+) this exact form is recognised and lowered to a
+flash-attention kernel on mma.sync (docs/tiles.md, "The attention form"): 128 queries a
+program, one warp per 16 of them, the scores kept in registers.  Elsewhere the generic tile
+lowering runs it with smaller tiles (every tile in shared memory).
+
     python examples/tile_attention.py
 """
 
@@ -21,7 +26,7 @@ from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
     domain=2,
     requires=lambda q, k, v, o, seq: k.shape[0] == q.shape[0] and v.shape[0] == q.shape[0] and o.shape[0] == q.shape[0] and seq > 0,
 )
-@az.tile_kernel(num_warps=4)
+@az.tile_kernel(num_warps=8)
 def attention(
     q: Slice2D[f16], k: Slice2D[f16], v: Slice2D[f16], o: DisjointSlice2D[f16], seq: i64, scale: f32,
     BM: az.Constant[int], BN: az.Constant[int], D: az.Constant[int],
@@ -44,13 +49,22 @@ def attention(
     tile.store(o, pid, result.astype(f16))
 
 
-def tiles_for(d: int) -> tuple[int, int]:
-    """(BM, BN) for a head dimension (the generic lowering keeps every tile in shared memory)."""
+def tiles_for(d: int, tensor_cores: bool = False) -> tuple[int, int]:
+    """(BM, BN) for a head dimension: on tensor cores 16 queries a warp (32 with 4 warps and
+    d <= 64) by 64 keys; else small enough for the generic lowering, which keeps every tile in
+    shared memory."""
+    if tensor_cores:
+        rows = 32 if d <= 64 and attention.num_warps <= 4 else 16
+        return (rows * attention.num_warps, 64)
     return (32, 32) if d <= 64 else (16, 32)
 
 
-def run(q: Any, k: Any, v: Any, o: Any, bh: int, seq: int, d: int) -> None:
-    bm, bn = tiles_for(d)
+def has_tensor_cores(dev: Any) -> bool:
+    return getattr(dev, "kind", "") == "cuda" and getattr(dev, "compute_capability", (0, 0)) >= (8, 0)
+
+
+def run(q: Any, k: Any, v: Any, o: Any, bh: int, seq: int, d: int, tensor_cores: bool = False) -> None:
+    bm, bn = tiles_for(d, tensor_cores)
     attention[az.LaunchConfig.for_tiles((bh * seq, d), (bm, d))](q, k, v, o, seq, d ** -0.5, bm, bn, d)
 
 
@@ -64,14 +78,15 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, d:
 
 
 def main(batch: int = 1, heads: int = 2, seq: int = 64, d: int = 32) -> np.ndarray:
-    bm, bn = tiles_for(d)
-    assert seq % bm == 0 and seq % bn == 0, "seq must be a multiple of the tile sizes"
     dev = az.device()
+    tc = has_tensor_cores(dev) and seq % max(tiles_for(d, True)) == 0  # (else the generic tiles)
+    bm, bn = tiles_for(d, tc)
+    assert seq % bm == 0 and seq % bn == 0, "seq must be a multiple of the tile sizes"
     rng = np.random.default_rng(4)
     bh = batch * heads
     q_h, k_h, v_h = (rng.standard_normal((bh * seq, d), dtype=np.float32).astype(np.float16) for _ in range(3))
     o = dev.empty((bh * seq, d), az.f16)
-    run(dev.to_device(q_h), dev.to_device(k_h), dev.to_device(v_h), o, bh, seq, d)
+    run(dev.to_device(q_h), dev.to_device(k_h), dev.to_device(v_h), o, bh, seq, d, tc)
     res = o.to_host().astype(np.float32)
     np.testing.assert_allclose(res, reference(q_h, k_h, v_h, bh, seq, d), rtol=2e-2, atol=2e-2)
     print(f"tile_attention on {dev.describe()}: batch {batch}, heads {heads}, seq {seq}, head dim {d}, matches NumPy")

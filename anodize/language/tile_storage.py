@@ -17,7 +17,9 @@ language counts an upper bound of that allocation, which the lowering must never
 - a store whose value loads the output it stores to, at the value's size (the tile is read
   whole into a temporary first).
 
-A GEMM form's accumulator and its operands' staging are not counted (`gemm_accumulators`):
+The attention form (language/tile_forms.py) is not checked against the bound at all: on a
+GPU with tensor cores its tiles live in registers.  A GEMM form's accumulator and its
+operands' staging are not counted (`gemm_accumulators`):
 on a GPU with tensor cores (sm_80 and later) the GEMM keeps the accumulator in registers and
 stages operands in dynamic shared memory of its own.  On the CPU backend a tile kernel's
 "shared memory" is host memory, without the 48 KiB limit.

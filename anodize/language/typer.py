@@ -37,6 +37,7 @@ from anodize.language.typer_calls import CallTyping
 from anodize.language.typer_effects import EffectsTyping
 from anodize.language.typer_exprs import ExprTyping
 from anodize.language.typer_locals import LocalsTyping
+from anodize.language.tile_forms import REFERENCE_PATH, match_attention
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, tile_storage_bound
 from anodize.language.types import BY_NAME, VOID, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
 from anodize.language.typer_stmts import StmtTyping
@@ -410,7 +411,7 @@ def _type_kernel(
         shared=tuple(k.shared.items()),
         tile_warps=warps,
     )
-    if warps and tile_storage_bound(kir) > STATIC_SHARED_MAX_BYTES:
+    if warps and front.path != REFERENCE_PATH and tile_storage_bound(kir) > STATIC_SHARED_MAX_BYTES and match_attention(kir) is None:
         raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
                                               nbytes=tile_storage_bound(kir), limit=STATIC_SHARED_MAX_BYTES)])
     return kir

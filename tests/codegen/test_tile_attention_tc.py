@@ -1,0 +1,255 @@
+"""The tile attention form on tensor cores (codegen/tile_attention.py `match_attention` ->
+`TileAttention` -> codegen/tc_attention.py): which kernels take it (exactly the reference form,
+up to names), the PTX it gives, and (GPU twins) results against torch SDPA and a NumPy
+emulation of the source's own semantics at ragged and unaligned sizes."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.codegen.driver import compile_gpu
+from anodize.codegen.tile_attention import REFERENCE, TileAttention, match_attention
+from anodize.codegen.tile_lower import lower_tiles
+from anodize.language.front import front_for_source
+
+ROOT = Path(__file__).resolve().parents[2]
+SPEC = lambda bm, bn, d: (("BM", bm), ("BN", bn), ("D", d))  # noqa: E731
+
+
+def kernel_ir(src: str, bm: int = 128, bn: int = 64, d: int = 64, warps: int = 8):  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    front = front_for_source(src, f"<tcattn-{abs(hash(src))}>")
+    fdef = next(f for f in front.kernels() if f.name == "attention")
+    t = front.typed(fdef, SPEC(bm, bn, d))
+    assert t.ir is not None, [x.message for x in t.diagnostics]
+    return replace(t.ir, tile_warps=warps)
+
+
+def attentions(k, threads: int, tensor_cores: bool = True) -> list[TileAttention]:  # type: ignore[no-untyped-def]
+    guard = lower_tiles(k, threads, tensor_cores=tensor_cores).body[-1]
+    return [s for s in guard.body if isinstance(s, TileAttention)]
+
+
+def test_the_example_is_the_reference_form() -> None:
+    path = ROOT / "examples" / "tile_attention.py"
+    front = front_for_source(path.read_text(), str(path))
+    fdef = next(f for f in front.kernels() if f.name == "attention")
+    for bm, bn, d in ((128, 64, 64), (128, 64, 128), (32, 32, 32)):
+        k = front.typed(fdef, SPEC(bm, bn, d)).ir
+        assert k is not None and match_attention(k) is not None
+
+
+@pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (64, 64, 64, 4), (128, 64, 128, 8), (128, 32, 128, 8)])
+def test_the_form_lowers_to_one_tensor_core_statement_on_the_gpu_only(bm: int, bn: int, d: int, warps: int) -> None:
+    k = kernel_ir(REFERENCE, bm, bn, d, warps)
+    (a,) = attentions(k, warps * 32)
+    assert a.tile == (bm, bn, d) and a.num_warps == warps
+    assert (a.q.name, a.k.name, a.v.name, a.o.name) == ("q", "k", "v", "o")
+    assert attentions(k, 1) == []  # the CPU backend and the debug device: generic
+    assert attentions(k, warps * 32, tensor_cores=False) == []  # before sm_80: generic
+
+
+def test_renamed_parameters_and_locals_still_match() -> None:
+    src = REFERENCE
+    for a, b in (("seq", "n_keys"), ("    q:", "    query:"), ("(q,", "(query,"), ("acc", "out_acc"), ("m_new", "mx"),
+                 (" j ", " kk "), ("+ j,", "+ kk,"), ("scale", "sm_scale"), ("base", "first")):
+        src = src.replace(a, b)
+    assert "query" in src and "n_keys" in src
+    assert len(attentions(kernel_ir(src), 256)) == 1
+
+
+@pytest.mark.parametrize("old,new", [
+    ("-1.0e30", "-1.0e29"),  # another initial maximum
+    ("tile.zeros((BM, 1), f32)", "tile.full((BM, 1), 1.0, f32)"),  # the normaliser not starting at 0
+    ("range(0, seq, BN)", "range(BN, seq, BN)"),  # the key loop not from 0
+    ("(base + j, 0), (BN, D)).T", "(base + j + 1, 0), (BN, D)).T"),  # K one row off
+    ("(v, (base + j, 0)", "(k, (base + j, 0)"),  # V is K
+    ("tile.sum(p, axis=1)", "tile.max(p, axis=1)"),  # not a sum
+    (") * scale", ") * scale * 2.0"),  # another scaling
+    ("p.astype(f16)", "(p * 2.0).astype(f16)"),
+    ("acc * alpha)", "acc)"),  # the accumulator not rescaled
+    ("result = acc / l", "result = acc / (l + 1.0)"),
+    ("az.math.exp(s - m_new)", "az.math.exp(s - m)"),
+    ("        m = m_new\n", "        m = m_new\n        l = l * 1.0\n"),  # an extra statement
+    ("base = (pid.row * BM // seq) * seq", "base = 0"),
+])
+def test_any_deviation_stays_generic(old: str, new: str) -> None:
+    assert old in REFERENCE
+    src = REFERENCE.replace(old, new)
+    k = kernel_ir(src, 32, 32, 32, 4)  # tiles the generic lowering holds in 48 KiB
+    assert attentions(k, 128) == []
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    assert "mma.sync" not in ptx
+    # at the tensor-core tile, a deviation's tiles would need shared memory a block cannot
+    # have: a located error when it is specialised, not a ptxas failure
+    front = front_for_source(src, f"<dev-{abs(hash(src))}>")
+    fdef = next(f for f in front.kernels() if f.name == "attention")
+    t = front.typed(fdef, SPEC(128, 64, 64))
+    assert t.ir is None and [d.code for d in t.diagnostics] == ["az-type"]
+    assert "shared memory" in t.diagnostics[0].message
+
+
+def test_tiles_the_emitter_does_not_take_stay_generic() -> None:
+    # (BM 48: not 16 or 32 rows a warp; D 128 with 32 rows a warp: too many registers)
+    assert attentions(kernel_ir(REFERENCE, 48, 16, 32, 1), 32) == []
+    assert attentions(kernel_ir(REFERENCE, 128, 64, 128, 4), 128) == []
+
+
+@pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (128, 64, 128, 8)])
+def test_attention_ptx_on_sm_90_uses_tensor_cores_without_spills(bm: int, bn: int, d: int, warps: int) -> None:
+    art = compile_gpu(kernel_ir(REFERENCE, bm, bn, d, warps), "sm_90", ptxas=None)
+    ptx = art.ptx
+    assert ptx.count("mma.sync.aligned.m16n8k16") >= 2 * (bn // 8) * (d // 16) and "ldmatrix" in ptx
+    assert "cp.async" in ptx and "ex2.approx" in ptx and "shfl.sync.bfly" in ptx
+    assert "fma.rn.f32" not in ptx  # no generic FMA loop beside it
+    assert art.static_shared_bytes <= 48 * 1024
+    if shutil.which("ptxas"):
+        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        part = r.stderr[r.stderr.index("properties for attention"):]
+        assert "0 bytes spill stores, 0 bytes spill loads" in part.split("\n")[1]
+
+
+# ---- GPU twins -------------------------------------------------------------------------------------
+
+
+def emulate(q, k, v, out_rows: int, seq: int, bm: int, bn: int, d: int, scale: float) -> np.ndarray:  # type: ignore[no-untyped-def]
+    """The reference kernel's semantics in NumPy: program t owns rows t*BM.., its keys start at
+    (t*BM // seq) * seq, every operand reads zero past its own extents."""
+    def rows(x, r0: int, n: int) -> np.ndarray:  # type: ignore[no-untyped-def]
+        out = np.zeros((n, d), np.float32)
+        part = x[max(r0, 0):r0 + n, :d].astype(np.float32)
+        out[:part.shape[0], :part.shape[1]] = part
+        return out
+
+    o = np.zeros((out_rows, d), np.float32)
+    for t in range(-(-out_rows // bm)):
+        r0 = t * bm
+        base = (r0 // seq) * seq
+        qt = rows(q, r0, bm)
+        m = np.full((bm, 1), -1.0e30, np.float32)
+        l = np.zeros((bm, 1), np.float32)
+        acc = np.zeros((bm, d), np.float32)
+        for j in range(0, seq, bn):
+            s = qt @ rows(k, base + j, bn).T * np.float32(scale)
+            m_new = np.maximum(m, s.max(1, keepdims=True))
+            p = np.exp(s - m_new)
+            alpha = np.exp(m - m_new)
+            l = l * alpha + p.sum(1, keepdims=True)
+            acc = p.astype(np.float16).astype(np.float32) @ rows(v, base + j, bn) + acc * alpha
+            m = m_new
+        o[r0:r0 + bm] = (acc / l)[:max(0, min(bm, out_rows - r0))]
+    return o
+
+
+_EXAMPLES: dict = {}  # type: ignore[type-arg]  # warps -> the example's module with that num_warps
+
+
+def _kernel(warps: int, stages: int = 0):  # type: ignore[no-untyped-def]
+    """examples/tile_attention.py's kernel with `num_warps=warps` (the decorator is read from
+    source, so the variant is a copy of the file with that one literal changed); `stages`: a
+    copy of its own (a kernel object of its own, so its compile follows ANODIZE_ATTN_STAGES)."""
+    import importlib.util
+    import tempfile
+
+    if (warps, stages) not in _EXAMPLES:
+        text = (ROOT / "examples" / "tile_attention.py").read_text()
+        assert "@az.tile_kernel(num_warps=8)" in text
+        path = Path(tempfile.mkdtemp()) / f"tile_attention_w{warps}_s{stages}.py"
+        path.write_text(text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={warps})"))
+        spec = importlib.util.spec_from_file_location(path.stem, path)
+        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[path.stem] = mod
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        _EXAMPLES[(warps, stages)] = mod
+    return _EXAMPLES[(warps, stages)].attention
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn,d,warps,stages", [(128, 64, 64, 8, 1), (128, 64, 64, 4, 1), (128, 64, 128, 8, 1),
+                                                  (64, 64, 128, 4, 1), (128, 32, 128, 8, 2), (64, 32, 128, 4, 2)])
+def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int, stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+
+    monkeypatch.setenv("ANODIZE_ATTN_STAGES", str(stages))
+    import torch.nn.functional as F  # noqa: N812
+
+    bsz, heads, seq = 1, 3, 512
+    q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.full((bsz * heads * seq, d), 7.0, device="cuda", dtype=torch.float16)
+    flat = [t.reshape(-1, d) for t in (q, k, v)]
+    launch = _kernel(warps, stages).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+    launch(*flat, o, seq, np.float32(d ** -0.5))
+    torch.cuda.synchronize()
+    ref = F.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(o.view(bsz, heads, seq, d).float(), ref.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("bm,bn,d,warps", [(64, 32, 128, 4), (128, 64, 64, 8)])
+def test_lazy_rescaling_matches_sdpa(bm: int, bn: int, d: int, warps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    monkeypatch.setenv("ANODIZE_ATTN_LAZY", "1")
+    bsz, heads, seq = 2, 2, 1024
+    q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
+    o = torch.full((bsz * heads * seq, d), 7.0, device="cuda", dtype=torch.float16)
+    flat = [t.reshape(-1, d) for t in (q, k, v)]
+    launch = _kernel(warps, 9).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+    launch(*flat, o, seq, np.float32(d ** -0.5))
+    torch.cuda.synchronize()
+    ref = F.scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(o.view(bsz, heads, seq, d).float(), ref.float(), rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seq,cols,bm,bn,d,warps,stages", [
+    (200, 64, 128, 64, 64, 8, 1), (100, 128, 64, 32, 128, 4, 2), (96, 60, 128, 32, 64, 4, 1), (1, 64, 64, 64, 64, 4, 1),
+    (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1)])
+def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int, warps: int,
+                                                                stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # seq not a multiple of the tiles (the loads past the head read the next head's rows, and
+    # zeros past the matrix: the source says so), and rows of 60 halves (not 16-byte aligned:
+    # the 2-byte copy path; columns past 60 read as zero)
+    monkeypatch.setenv("ANODIZE_ATTN_STAGES", str(stages))
+    rng = np.random.default_rng(seq + cols)
+    n = 2 * seq
+    q, k, v = (rng.standard_normal((n, cols), dtype=np.float32).astype(np.float16) for _ in range(3))
+    dev = az.device()
+    o = dev.full((n, cols), 7.0, az.f16)
+    launch = _kernel(warps, stages).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
+    launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.125))
+    want = emulate(q, k, v, n, seq, bm, bn, d, 0.125)[:, :cols]
+    np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+def test_the_emulation_matches_the_cpu_backend_at_ragged_sizes() -> None:
+    # the NumPy emulation the GPU twins compare against is the generic lowering's semantics
+    rng = np.random.default_rng(5)
+    seq, cols, n = 50, 30, 100
+    q, k, v = (rng.standard_normal((n, cols), dtype=np.float32).astype(np.float16) for _ in range(3))
+    dev = az.device("cpu")
+    o = dev.full((n, cols), 7.0, az.f16)
+    launch = _kernel(1).specialize(BM=32, BN=16, D=32)[az.LaunchConfig.for_tiles((n, cols), (32, 32))]
+    launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.25))
+    want = emulate(q, k, v, n, seq, 32, 16, 32, 0.25)[:, :cols]
+    np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=1e-2, atol=1e-2)
+
+
+def test_the_accept_fixture_with_module_constants_and_other_names_takes_the_form() -> None:
+    path = ROOT / "fixtures" / "accept" / "tile_attention_tensor_cores.py"
+    front = front_for_source(path.read_text(), str(path))
+    fdef = next(f for f in front.kernels() if f.name == "flash")
+    k = front.typed(fdef, ()).ir
+    assert k is not None
+    (a,) = attentions(k, 64)
+    assert a.tile == (32, 32, 32) and (a.q.name, a.o.name) == ("query", "out")
