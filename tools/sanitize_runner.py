@@ -18,6 +18,8 @@ from its parameters and its contract (`derive_launches`, which needs no device):
   specialisation from the arguments' dtypes and the Constants' values;
 * a `shared_mem=` contract gets exactly the bytes its expression asks for, at the chosen
   shapes and the block's thread count (a combination needing more than 48 KiB is skipped);
+  a kernel without one, in a module that declares a dynamic shared array, 8 bytes a thread;
+* integer inputs are small (0-2: they often index a table), float inputs in [0, 1);
 * the grid covers the largest slice: `for_num_elems` (domain 1), `for_shape` over the
   largest 2-D or 3-D output (domains 2 and 3), with the contract's block.
 
@@ -54,6 +56,9 @@ INT_CHOICES = (64, 3, 1024, 0)
 # local and shared arrays and unroll loops)
 CONST_CHOICES: dict[str, tuple[Any, ...]] = {"i64": (4, 2, 8, 1, 16, 3, 32, 64), "f64": (1.5, 0.5, 2.0), "bool_": (True, False)}
 MAX_SHARED = 48 * 1024  # dynamic shared memory a derived launch may ask for
+# dynamic shared memory per thread for a kernel without a `shared_mem=` contract whose module
+# declares a dynamic shared array (`az.shared.array(0, T)`, `az.shared.dynamic_array(T)`)
+DYNAMIC_SHARED_PER_THREAD = 8
 _SEARCH_LIMIT = 20000  # shape combinations tried per kernel
 _CONST_LIMIT = 64  # Constant combinations tried per specialisation
 
@@ -129,12 +134,20 @@ def _domain(contract: Any, params: list[Any]) -> int:
     return 3 if 3 in ranks else 2 if 2 in ranks else 1
 
 
-def shared_bytes(contract: Any, values: dict[str, Any], block_threads: int) -> int:
+def _uses_dynamic_shared(kernel: Any) -> bool:
+    from anodize.language.front import module_source
+
+    _, text = module_source(kernel.fn)
+    return "shared.array(0" in text or "shared.dynamic_array(" in text
+
+
+def shared_bytes(contract: Any, values: dict[str, Any], block_threads: int, dynamic: bool = False) -> int:
     """The dynamic shared memory the contract's `shared_mem=` asks for at these shapes and
-    scalars (0 without one)."""
+    scalars; without one, `DYNAMIC_SHARED_PER_THREAD` bytes a thread when `dynamic` (the
+    kernel's module declares a dynamic shared array), else 0."""
     sm = getattr(contract, "shared_mem", None)
     if sm is None:
-        return 0
+        return DYNAMIC_SHARED_PER_THREAD * block_threads if dynamic else 0
     from anodize.language.contract import Env, eval_expr
 
     shapes = {n: v for n, v in values.items() if isinstance(v, tuple)}
@@ -246,7 +259,8 @@ def derive_launches(kernel: Any, each_member: bool = False) -> list[LaunchPlan |
         plan = LaunchPlan(
             kernel=kernel, label=label, params=params, order=order, shapes=shapes, constants=constants,
             domain=domain, grid_shape=tuple(grid_shape), block=blk,
-            shared_mem=shared_bytes(contract, {**constants, **shapes}, threads), checked=contract is not None,
+            shared_mem=shared_bytes(contract, {**constants, **shapes}, threads, _uses_dynamic_shared(kernel)),
+            checked=contract is not None,
         )
         out.append(plan)
     return out
@@ -273,8 +287,8 @@ def make_args(dev: Any, params: list[Any], shapes: dict[str, Any], rng: np.rando
             host = rng.random(n).astype(dt)
         elif dt == np.bool_:
             host = rng.random(n) < 0.5
-        else:
-            host = rng.integers(0, max(1, min(n, 256)), n).astype(dt)
+        else:  # small: integer inputs often index a table or a local array (of 3 or 4 elements)
+            host = rng.integers(0, 3, n).astype(dt)
         args.append(dev.to_device(host.reshape(v)))
     return args
 
