@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 
@@ -35,3 +39,29 @@ def _isolated_disk_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     (tests/test_disk_cache_compile.py does, in a folder of its own)."""
     monkeypatch.setenv("ANODIZE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "anodize-cache"))
     monkeypatch.setenv("ANODIZE_CACHE", "off")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_cpu_compile_per_source() -> Iterator[None]:
+    """The runtime's CPU compile (`anodize.runtime.compile._codegen_cpu`) once per kernel source
+    for the whole session: the examples and fixtures are loaded afresh by several test files
+    (test_examples, test_accept_fixtures, test_debug_device, the sanitizer runner), each load a
+    new `Kernel` whose own cache is empty.  The key is the runtime's own `source_hash` (module
+    text, path, kernel, specialisation), the options and the codegen's one environment knob;
+    the checker still runs for every kernel object.  A test that replaces `_codegen_cpu`
+    (monkeypatch) replaces this too, for its duration."""
+    from anodize.runtime import compile as rc
+
+    real = rc._codegen_cpu
+    memo: dict[tuple[object, ...], object] = {}
+
+    def codegen(kernel: Any, **options: Any) -> Any:
+        key = (rc.source_hash(kernel), tuple(sorted(options.items())), os.environ.get("ANODIZE_COARSEN_CHUNKS"))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = real(kernel, **options)
+        return hit
+
+    rc._codegen_cpu = codegen  # type: ignore[assignment]
+    yield
+    rc._codegen_cpu = real  # type: ignore[assignment]
