@@ -28,6 +28,16 @@ def pytest_configure(config: pytest.Config) -> None:
     gc.set_threshold(50_000, 20, 20)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After each test file, what survives it (module-level kernels, the front's parsed
+    modules, compiled artifacts) leaves the collector's reach (`gc.freeze`): later files do
+    not rescan it.  Only cyclic garbage among those objects would stay; refcounting still
+    frees the rest."""
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
+        gc.freeze()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not any(item.get_closest_marker("gpu") for item in items):
         return
