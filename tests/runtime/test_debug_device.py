@@ -53,9 +53,10 @@ OWN_RUN = {"reduce_sum_unsafe", "generic_saxpy"}
 HALF_ONLY = {"tile_gemm", "tile_attention"}
 PRESENT = sorted(n for n in SMALL if (EXAMPLES / f"{n}.py").exists())  # (examples other branches add)
 # Interpreted blocks of many threads with barriers are the slow ones: sgemm (16x16 threads, a
-# shared tile per K step) runs under `-m slow`; transpose, scan and reduce_sum keep shared
-# memory and barriers in the default run.
-SLOW_ON_DEBUG = {"sgemm"}
+# shared tile per K step), softmax_unsafe and tile_layernorm run under `-m slow`; transpose,
+# scan, reduce_sum, softmax and tile_softmax keep shared memory, barriers and tiles in the
+# default run.
+SLOW_ON_DEBUG = {"sgemm", "softmax_unsafe", "tile_layernorm"}  # (softmax and tile_softmax stay)
 
 
 def _load(name: str) -> ModuleType:
