@@ -94,7 +94,8 @@ class LaunchPlan:
 
         if self.domain == 1:
             return az.LaunchConfig.for_num_elems(self.grid_shape[0], block=self.block, shared_mem=self.shared_mem)
-        return az.LaunchConfig.for_shape(self.grid_shape, block=self.block, shared_mem=self.shared_mem)
+        shape: Any = self.grid_shape  # (rows, cols) or (layers, rows, cols)
+        return az.LaunchConfig.for_shape(shape, block=self.block, shared_mem=self.shared_mem)
 
 
 def _say(text: str) -> None:
@@ -151,7 +152,7 @@ def shared_bytes(contract: Any, values: dict[str, Any], block_threads: int, dyna
     from anodize.language.contract import Env, eval_expr
 
     shapes = {n: v for n, v in values.items() if isinstance(v, tuple)}
-    scalars = {n: v for n, v in values.items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+    scalars = {n: int(v) for n, v in values.items() if isinstance(v, int) and not isinstance(v, bool)}  # the expression reads ints
     env = Env(lengths={n: s[0] for n, s in shapes.items()}, shapes=shapes, scalars={**scalars, "block": block_threads})
     return max(0, eval_expr(sm.expr, env))
 
