@@ -23,7 +23,8 @@ from its parameters and its contract (`derive_launches`, which needs no device):
 * the grid covers the largest slice: `for_num_elems` (domain 1), `for_shape` over the
   largest 2-D or 3-D output (domains 2 and 3), with the contract's block.
 
-Kernels without a contract use `unsafe_launch`.  Before each launch the runner prints
+Kernels without a contract use `unsafe_launch`.  A launch that raises `KernelFault` (a
+bounds check or assert caught on the device) is recorded as `fault: ...`, not as an error.  Before each launch the runner prints
 `@@AZ-BEGIN module::kernel` (a specialisation as `module::kernel[T=f32,k=4]`) and
 `@@AZ-END ... status` on stdout, flushed, and synchronizes after it, so tools/sanitize.py
 can attribute each sanitizer report to a kernel.
@@ -316,7 +317,11 @@ def launch_kernel(dev: Any, kernel: Any, rng: np.random.Generator) -> str:
 
 
 def _error(e: Exception) -> str:
-    return f"error: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    """A launch's status for an exception: "fault: ..." for a `KernelFault` (a bounds check or
+    assert caught it on the device: the safety net worked; fixtures such as owned_tiles.faulty
+    fault on purpose), "error: ..." for anything else."""
+    kind = "fault" if type(e).__name__ == "KernelFault" else "error"
+    return f"{kind}: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
 
 
 def run_module(
@@ -402,7 +407,11 @@ def main(argv: list[str] | None = None) -> int:
     if ns.json:
         Path(ns.json).write_text(json.dumps(rows, indent=1))
     bad = [r for r in rows if r["status"].startswith("error")]
-    _say(f"@@AZ-SUMMARY launched={sum(r['status'] == 'ok' for r in rows)} skipped={sum(r['status'].startswith('skip') for r in rows)} errors={len(bad)}")
+    faults = sum(r["status"].startswith("fault") for r in rows)
+    _say(
+        f"@@AZ-SUMMARY launched={sum(r['status'] == 'ok' for r in rows)} skipped={sum(r['status'].startswith('skip') for r in rows)} "
+        f"errors={len(bad)}" + (f" faults={faults}" if faults else "")
+    )
     return 1 if bad else 0
 
 

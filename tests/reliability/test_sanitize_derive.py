@@ -100,3 +100,25 @@ def test_the_derived_launches_run_on_the_cpu_backend(mods: dict[str, Any]) -> No
         "scale[T=f32]": "ok", "scale[T=f64]": "ok", "shift[I=i32,k=4]": "ok", "shift[I=i64,k=4]": "ok",
         "reverse_block": "ok", "scaled": "ok", "fill": "ok", "shift": "ok",
     }, got
+
+
+def test_a_kernel_fault_is_recorded_as_a_fault_not_an_error(tmp_path: Path) -> None:
+    src = """
+    import anodize as az
+    from anodize import DisjointSlice, Slice, i32, kernel, launch_contract, thread
+
+
+    @launch_contract(domain=1, block=32, requires=lambda k, c: len(k) == len(c))
+    @kernel
+    def pick(k: Slice[i32], c: DisjointSlice[i32]) -> None:
+        i = thread.index_1d()
+        if i in c:
+            t = az.local.array(2, i32)
+            for j in range(2):
+                t[j] = j
+            c[i] = t[k[i]]  # the derived inputs are 0-2: index 2 is out of range, a KernelFault
+    """
+    path = tmp_path / "faults.py"
+    path.write_text(textwrap.dedent(src))
+    (row,) = R.run_module(az.device("cpu"), path, call_main=False, rng=np.random.default_rng(0))
+    assert row["status"].startswith("fault: KernelFault"), row
