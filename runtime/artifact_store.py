@@ -2,7 +2,10 @@
 
 The key covers every source file the kernel can reach (its module and the
 modules of every `@az.func` helper or kernel reachable through globals), the
-target and options, and the anodize, llvmlite, ptxas and driver versions.  An
+target and options, the anodize, llvmlite, ptxas and driver versions, and a
+digest of the compiler's own sources (`compiler_digest`: the language, the
+checker, the codegen and the runtime modules that shape the artifact), so an
+edited or reinstalled compiler never loads a binary an older one built.  An
 entry is only ever written after the checker and codegen succeeded, so a hit
 is the same artifact the full path would build, and loading it skips both.
 """
@@ -35,6 +38,63 @@ def dependency_files(kernel: Kernel) -> list[str]:
     return [path] if path else []
 
 
+# The compiler's sources that decide an artifact (or whether there is one): every module of
+# these packages, and these modules of the runtime (the compile path, the specialisation of
+# generic kernels, the entry's format).  `anodize.checker.mypy` is the editor plugin: not in it.
+COMPILER_PACKAGES = ("anodize.language", "anodize.checker", "anodize.checker.rules", "anodize.codegen")
+COMPILER_RUNTIME_MODULES = ("compile.py", "generic.py", "artifact_store.py", "diskcache.py")
+
+
+def compiler_files() -> list[tuple[str, str]]:
+    """(name, path) of every source in the compiler digest, in a fixed order; the name
+    (`anodize.codegen/ptx.py`) does not depend on where anodize is installed."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    out: list[tuple[str, str]] = []
+    for pkg in COMPILER_PACKAGES:
+        if pkg == "anodize.checker.rules":  # found through its parent's folder: finding its spec would import the checker
+            folders = [os.path.join(d, "rules") for d in _folders("anodize.checker")]
+        else:
+            folders = _folders(pkg)
+        for folder in folders:
+            try:
+                names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
+            except OSError:
+                names = []
+            out += [(f"{pkg}/{n}", os.path.join(folder, n)) for n in names]
+    out += [(f"anodize.runtime/{n}", os.path.join(here, n)) for n in COMPILER_RUNTIME_MODULES]
+    return out
+
+
+def _folders(pkg: str) -> list[str]:
+    """A package's folders, without importing it (its parent is imported: `anodize`)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(pkg)
+    return list(spec.submodule_search_locations or []) if spec is not None else []
+
+
+def digest_files(files: list[tuple[str, str]]) -> str:
+    """SHA-256 over each file's name, length and bytes (a missing file counts as missing)."""
+    h = hashlib.sha256()
+    for name, path in files:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            h.update(f"{name}\0missing\0".encode())
+            continue
+        h.update(f"{name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=1)
+def compiler_digest() -> str:
+    """The digest of the compiler's own sources: computed once per process, on the first
+    disk-cache key (about 1 MB of Python read and hashed: a few milliseconds), never at import."""
+    return digest_files(compiler_files())
+
+
 @lru_cache(maxsize=1)
 def _toolchain() -> dict[str, str]:
     # Light on purpose (a cached load must not import llvmlite's binding, the codegen or
@@ -44,7 +104,7 @@ def _toolchain() -> dict[str, str]:
     from anodize.codegen.toolchain import driver_version, find_ptxas
     from anodize.language import VERSION
 
-    out = {"anodize": VERSION, "llvmlite": llvmlite.__version__}
+    out = {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite.__version__}
     exe = find_ptxas()
     if exe:
         st = os.stat(exe)

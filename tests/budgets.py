@@ -8,7 +8,7 @@ its `[quick]` case runs by default, its `[full]` case (marked `slow`) under
 Environment variables (README.md, "Tests"):
 
 * `ANODIZE_FUZZ_BUDGET=N`: Hypothesis examples of the checker fuzz's `[quick]` case
-  (tests/reliability/test_fuzz.py; default 200, the `[full]` case runs 2000).
+  (tests/reliability/test_fuzz.py; default 60, the `[full]` case runs 2000).
 """
 
 from __future__ import annotations

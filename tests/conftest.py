@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import gc
+import os
+from collections.abc import Iterator
+from typing import Any
+
 import pytest
 
 
@@ -16,6 +21,21 @@ def _gpu_available() -> bool:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU; skipped cleanly when none is present")
+    # The session holds many long-lived objects (parsed modules, typed IR, compiled kernels):
+    # with CPython's default thresholds (700, 10, 10) the cyclic collector rescans them over and
+    # over (about a tenth of the CPU time of the codegen and checker tests).  Collect the young
+    # generation less often and the old one rarely; tests that need garbage gone call gc.collect().
+    gc.set_threshold(50_000, 20, 20)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
+    """After each test file, what survives it (module-level kernels, the front's parsed
+    modules, compiled artifacts) leaves the collector's reach (`gc.freeze`): later files do
+    not rescan it.  Only cyclic garbage among those objects would stay; refcounting still
+    frees the rest."""
+    if nextitem is None or getattr(nextitem, "module", None) is not getattr(item, "module", None):
+        gc.freeze()
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -35,3 +55,29 @@ def _isolated_disk_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: 
     (tests/test_disk_cache_compile.py does, in a folder of its own)."""
     monkeypatch.setenv("ANODIZE_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "anodize-cache"))
     monkeypatch.setenv("ANODIZE_CACHE", "off")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _one_cpu_compile_per_source() -> Iterator[None]:
+    """The runtime's CPU compile (`anodize.runtime.compile._codegen_cpu`) once per kernel source
+    for the whole session: the examples and fixtures are loaded afresh by several test files
+    (test_examples, test_accept_fixtures, test_debug_device, the sanitizer runner), each load a
+    new `Kernel` whose own cache is empty.  The key is the runtime's own `source_hash` (module
+    text, path, kernel, specialisation), the options and the codegen's one environment knob;
+    the checker still runs for every kernel object.  A test that replaces `_codegen_cpu`
+    (monkeypatch) replaces this too, for its duration."""
+    from anodize.runtime import compile as rc
+
+    real = rc._codegen_cpu
+    memo: dict[tuple[object, ...], object] = {}
+
+    def codegen(kernel: Any, **options: Any) -> Any:
+        key = (rc.source_hash(kernel), tuple(sorted(options.items())), os.environ.get("ANODIZE_COARSEN_CHUNKS"))
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = real(kernel, **options)
+        return hit
+
+    rc._codegen_cpu = codegen  # type: ignore[assignment]
+    yield
+    rc._codegen_cpu = real  # type: ignore[assignment]

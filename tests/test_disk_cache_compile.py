@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -91,6 +93,59 @@ def test_source_change_invalidates(vecadd, tmp_path: Path, monkeypatch: pytest.M
 
     linecache.checkcache(str(path))
     assert artifact_store.cache_key(k, "sm_90", {"x": 1}) != key1
+
+
+def test_compiler_digest_covers_the_compiler_sources() -> None:
+    names = {n for n, _ in artifact_store.compiler_files()}
+    for must in ("anodize.language/typer.py", "anodize.language/front.py", "anodize.checker/engine.py",
+                 "anodize.checker.rules/disjoint_index.py", "anodize.codegen/lower_llvm.py", "anodize.codegen/ptx.py",
+                 "anodize.runtime/compile.py", "anodize.runtime/generic.py", "anodize.runtime/artifact_store.py"):
+        assert must in names, must
+    assert not any(n.startswith("anodize.checker.mypy") for n in names)  # the editor plugin
+    assert "anodize.runtime/launch.py" not in names  # the launch path does not shape the binary
+    assert all(os.path.isfile(p) for _, p in artifact_store.compiler_files())
+    assert artifact_store._toolchain()["compiler"] == artifact_store.compiler_digest()
+
+
+def test_a_changed_compiler_source_misses(vecadd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Edit one input of the compiler digest (a copy of codegen/ptx.py stands in for it): the next
+    compile misses the disk cache and runs the checker and codegen again; the old entry stays."""
+    calls = _count_calls(monkeypatch)
+    real = artifact_store.compiler_files()
+    (name, path) = next((n, p) for n, p in real if n == "anodize.codegen/ptx.py")
+    copy = tmp_path / "ptx_copy.py"
+    copy.write_bytes(Path(path).read_bytes())
+    monkeypatch.setattr(artifact_store, "compiler_files", lambda: [(n, str(copy) if n == name else p) for n, p in real])
+
+    def fresh_process() -> None:  # the digest is computed once per process
+        artifact_store.compiler_digest.cache_clear()
+        artifact_store._toolchain.cache_clear()
+
+    fresh_process()
+    _fresh(vecadd).compile("sm_90")
+    assert calls == {"check": 1, "codegen": 1}
+    fresh_process()
+    _fresh(vecadd).compile("sm_90")
+    assert calls == {"check": 1, "codegen": 1}  # same sources: a hit
+    copy.write_bytes(copy.read_bytes() + b"\n# a changed compiler\n")
+    fresh_process()
+    _fresh(vecadd).compile("sm_90")
+    assert calls == {"check": 2, "codegen": 2}  # a miss: built again
+    assert diskcache.info()["entries"] == 2
+    monkeypatch.undo()
+    fresh_process()
+
+
+def test_the_compiler_digest_is_computed_once_and_not_at_import() -> None:
+    code = (
+        "import sys, anodize\n"
+        "from anodize.runtime import artifact_store as a\n"
+        "print(a.compiler_digest.cache_info().currsize)\n"
+        "a.compiler_digest(); a.compiler_digest(); a._toolchain()\n"
+        "i = a.compiler_digest.cache_info(); print(i.misses, i.hits)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT)
+    assert out.stdout.split() == ["0", "1", "2"], out.stdout + out.stderr
 
 
 def test_corrupted_entry_is_rebuilt(vecadd, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,6 +1,7 @@
 """Run every accepted fixture and example kernel under compute-sanitizer; write a markdown report.
 
     python tools/sanitize.py [--out DIR] [--tools memcheck,racecheck,synccheck] [--mutants DIR] [--timeout S]
+                             [--jobs N] [--each-member] [--safe-shared] [--dry-run] [MODULE.py ...]
 
 One compute-sanitizer process per tool drives tools/sanitize_runner.py over all
 modules (fixtures/accept/*.py and examples/*.py):
@@ -9,7 +10,12 @@ modules (fixtures/accept/*.py and examples/*.py):
   synccheck  `--tool synccheck`
 memcheck also runs each module's `main()`; racecheck and synccheck the derived
 launches (small inputs: the instrumented -G builds are slow) and the `main()` of
-modules that set `SANITIZE_KWARGS` (small sizes), with those arguments.
+modules that set `SANITIZE_KWARGS` (small sizes), with those arguments.  The
+derived launches cover generic kernels (the first member of each type variable's
+constraint, `--each-member` for every member; the first small `az.Constant` value the
+compile path accepts), `shared_mem=` contracts (the bytes the contract asks for) and
+3-D contracts (tools/sanitize_runner.py, `derive_launches`).  The tools run at the
+same time, one process each on the one GPU (`--jobs 1` runs them one after another).
 `--safe-shared` runs only the safe-tier shared-memory modules (shared memory,
 barriers or block collectives, no `unsafe`): `python tools/sanitize.py --safe-shared`.
 `--mutants DIR` also runs racecheck over the barrier mutants that tools/mutate.py
@@ -25,6 +31,7 @@ sanitizer (what CI can test).
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import re
 import shutil
@@ -111,8 +118,12 @@ def parse(output: str) -> dict[str, Any]:
     return {"kernels": dict(per), "totals": totals}
 
 
-def run_tool(san: str | None, tool: str, modules: list[Path], out: Path, timeout: float, device: str, label: str = "") -> dict[str, Any]:
+def run_tool(
+    san: str | None, tool: str, modules: list[Path], out: Path, timeout: float, device: str, label: str = "", each_member: bool = False
+) -> dict[str, Any]:
     cmd = [sys.executable, str(RUNNER), "--device", device]
+    if each_member:
+        cmd.append("--each-member")
     if tool == "racecheck":
         cmd.append("--debug-build")
     if tool != "memcheck":  # racecheck/synccheck: the derived launches, and the mains that have small sizes
@@ -152,14 +163,17 @@ def render(results: dict[str, dict[str, Any]], sanitizer: str | None) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--out", default="/tmp/anodize-sanitize")
-    ap.add_argument("--tools", default="memcheck,racecheck,synccheck")
-    ap.add_argument("--mutants", default=None, help="folder of barrier mutants for an extra racecheck run")
-    ap.add_argument("--timeout", type=float, default=300)
+    head, _, rest = __doc__.partition("\n")
+    ap = argparse.ArgumentParser(description=head, epilog=rest.strip(), formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", default="/tmp/anodize-sanitize", help="folder for sanitize.md, sanitize.json and one log per tool (default: %(default)s)")
+    ap.add_argument("--tools", default="memcheck,racecheck,synccheck", help="comma-separated compute-sanitizer tools (default: %(default)s)")
+    ap.add_argument("--mutants", default=None, help="folder of barrier mutants (tools/mutate.py) for an extra racecheck run; each should show hazards")
+    ap.add_argument("--timeout", type=float, default=300, help="seconds per tool run before it is stopped and reported as timed out (default: %(default)s)")
+    ap.add_argument("--jobs", type=int, default=0, help="tool runs at the same time (default 0: all of them; 1: one after another)")
+    ap.add_argument("--each-member", action="store_true", help="launch a generic kernel once per member of each type variable's constraint (default: the first member)")
     ap.add_argument("--dry-run", action="store_true", help="no sanitizer; run the runner on the CPU backend")
     ap.add_argument("--safe-shared", action="store_true", help="only the safe-tier shared-memory examples and fixtures")
-    ap.add_argument("modules", nargs="*")
+    ap.add_argument("modules", nargs="*", help="modules to run (default: fixtures/accept/*.py and examples/*.py)")
     ns = ap.parse_args(argv)
     out = Path(ns.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -169,13 +183,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     device = "cpu" if ns.dry_run else "gpu"
     modules = [Path(m).resolve() for m in ns.modules] or (safe_shared_modules() if ns.safe_shared else default_modules())
-    results: dict[str, dict[str, Any]] = {}
-    for tool in [t for t in ns.tools.split(",") if t]:
-        results[tool] = run_tool(san, tool, modules, out, ns.timeout, device)
+    runs: dict[str, tuple[str, list[Path]]] = {t: (t, modules) for t in ns.tools.split(",") if t}
     if ns.mutants:
         muts = sorted(Path(ns.mutants).glob("*.py"))
         if muts:
-            results["racecheck-barrier-mutants"] = run_tool(san, "racecheck", muts, out, ns.timeout, device, "racecheck-barrier-mutants")
+            runs["racecheck-barrier-mutants"] = ("racecheck", muts)
+    jobs = ns.jobs if ns.jobs > 0 else max(1, len(runs))
+    t0 = time.time()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as pool:  # each run is its own process
+        futures = {
+            name: pool.submit(run_tool, san, tool, mods, out, ns.timeout, device, "" if name == tool else name, ns.each_member)
+            for name, (tool, mods) in runs.items()
+        }
+        results: dict[str, dict[str, Any]] = {name: f.result() for name, f in futures.items()}
+    print(f"sanitize: {len(runs)} run(s), {jobs} at a time, {time.time() - t0:.1f} s", file=sys.stderr)
     (out / "sanitize.json").write_text(json.dumps(results, indent=1, default=str))
     (out / "sanitize.md").write_text(render(results, san))
     print((out / "sanitize.md").read_text())

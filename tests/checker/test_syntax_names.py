@@ -52,9 +52,23 @@ def h():
 '''
 
 
-def _sources() -> list[tuple[str, str]]:
+def _sources() -> list[object]:
+    """Every fixture and example, and SCOPING.  The default run takes the accepted fixtures,
+    the examples, the host and fuzz fixtures, SCOPING and every third rejected fixture (they
+    share their import forms); the other rejected fixtures run under `-m slow` (libcst's
+    parse is the cost)."""
     files = sorted(REPO.glob("fixtures/**/*.py")) + sorted(REPO.glob("examples/*.py"))
-    return [(str(p.relative_to(REPO)), p.read_text(encoding="utf-8")) for p in files] + [("scoping", SCOPING)]
+    out: list[object] = []
+    rejected = 0
+    for p in files:
+        rel = str(p.relative_to(REPO))
+        marks = []
+        if rel.startswith("fixtures/reject/"):
+            rejected += 1
+            if rejected % 3 != 1:
+                marks = [pytest.mark.slow]
+        out.append(pytest.param(rel, p.read_text(encoding="utf-8"), marks=marks))
+    return [*out, ("scoping", SCOPING)]
 
 
 def _libcst_names(source: str) -> dict[tuple[int, int, int, int, str], set[str]]:

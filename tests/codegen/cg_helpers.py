@@ -16,6 +16,9 @@ import pytest
 from anodize.codegen.artifact import CompiledKernel
 
 ARCHS = ("sm_80", "sm_90")
+# ARCHS for the tests that run ptxas over many kernels: sm_90 by default, sm_80 (the same
+# lowering with other target features) under `-m slow`
+ARCH_PARAMS = [pytest.param("sm_80", marks=pytest.mark.slow), "sm_90"]
 
 
 def filecheck(text: str, checks: str, *, what: str = "module") -> None:
@@ -72,6 +75,23 @@ def run_cpu(
     ck.cpu_entry(tuple(grid), tuple(block), flat, rec.ctypes.data, rank, dynamic_shared)
     w = rec.view(np.uint32)
     return Fault(int(w[0]), int(w[1]), int(rec.view(np.int64)[1]), int(rec.view(np.int64)[2]))
+
+
+_CPU_COMPILED: dict[tuple[int, tuple[tuple[str, Any], ...]], tuple[Any, CompiledKernel]] = {}
+
+
+def compiled_cpu(kernel: Any, **options: Any) -> CompiledKernel:
+    """`driver.compile_cpu(kernel, **options)`, compiled once per kernel and options for the whole
+    test session (the CPU backend's O3 of a barrier-split kernel takes seconds; a test that
+    launches one kernel several times, or parametrises over its inputs, pays it once).  The
+    artifact is immutable; a test of the compile itself calls `compile_cpu`."""
+    from anodize.codegen.driver import compile_cpu
+
+    key = (id(kernel), tuple(sorted(options.items())))
+    hit = _CPU_COMPILED.get(key)
+    if hit is None or hit[0] is not kernel:  # (the kernel is kept alive, so its id is not reused)
+        hit = _CPU_COMPILED[key] = (kernel, compile_cpu(kernel, **options))
+    return hit[1]
 
 
 def rng() -> np.random.Generator:

@@ -213,7 +213,8 @@ def test_which_reads_are_neighbour_reads() -> None:
     assert "u" in plan.vector  # so the vector path tests it aligned
 
 
-@pytest.mark.parametrize("seed", range(24))
+# a CI share of 8 generated kernels by default, all 24 under `-m slow`
+@pytest.mark.parametrize("seed", [s if s < 8 else pytest.param(s, marks=pytest.mark.slow) for s in range(24)])
 def test_generated_kernels_coarsened_match_uncoarsened(seed: int) -> None:
     """tools/difftest.py's generated element-wise kernels (locals, branches, loops, math),
     coarsened and not, on the CPU backend: the same bits, aligned or not."""

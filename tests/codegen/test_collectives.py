@@ -24,8 +24,11 @@ def _blocks(a: np.ndarray, size: int) -> np.ndarray:
     return a.reshape(-1, size)
 
 
+# signed and unsigned, 32- and 64-bit, both floats by default; int64 and uint32 under -m slow
 @pytest.mark.parametrize("kind", _devices())
-@pytest.mark.parametrize("dtype", TYPES, ids=lambda t: np.dtype(t).name)
+@pytest.mark.parametrize(
+    "dtype", [pytest.param(t, marks=pytest.mark.slow) if t in (np.int64, np.uint32) else t for t in TYPES], ids=lambda t: np.dtype(t).name
+)
 def test_reduce_scan_broadcast_every_type(kind: str, dtype: type) -> None:
     dev = _dev(kind)
     n, bs = 192, 96

@@ -16,7 +16,7 @@ import cg_collectives as C
 import cg_regions as K
 import numpy as np
 import pytest
-from cg_helpers import Fault, rng, run_cpu
+from cg_helpers import Fault, compiled_cpu, rng, run_cpu
 
 from anodize.codegen.cpu_regions_run import RegionModule
 from anodize.codegen.cpu_split import Unsplittable, plan_kernel
@@ -30,7 +30,7 @@ def both(kernel: Any, grid: tuple[int, ...], block: tuple[int, ...], *args: Any,
     """Run on both CPU backends over copies of `args`; assert they agree; the region run's arrays."""
     results = []
     for split in (True, False):
-        ck = compile_cpu(kernel, split_barriers=split)
+        ck = compiled_cpu(kernel, split_barriers=split)
         assert isinstance(ck.cpu_entry, RegionModule) == split
         copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
         f = run_cpu(ck, grid, block, *copies, **kw)

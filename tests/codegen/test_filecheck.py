@@ -9,7 +9,7 @@ from pathlib import Path
 
 import cg_kernels as K
 import pytest
-from cg_helpers import ARCHS, filecheck
+from cg_helpers import ARCH_PARAMS, ARCHS, filecheck
 
 from anodize.codegen.driver import compile_gpu
 from anodize.kernel import Kernel
@@ -176,7 +176,7 @@ def test_line_info_emits_loc_directives() -> None:
     assert ".loc" not in plain.ptx
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCH_PARAMS)
 @pytest.mark.parametrize("name", ALL_KERNELS)
 def test_ptxas_accepts_every_kernel(name: str, arch: str, ptxas_ok: object) -> None:
     ck = compile_gpu(getattr(K, name), arch, ptxas=False)

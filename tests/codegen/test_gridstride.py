@@ -11,7 +11,7 @@ from typing import Any
 import cg_gridstride as K
 import numpy as np
 import pytest
-from cg_helpers import ARCHS, filecheck, rng, run_cpu
+from cg_helpers import ARCH_PARAMS, ARCHS, filecheck, rng, run_cpu
 
 from anodize.language import ir
 from anodize.codegen.driver import compile_cpu, compile_gpu
@@ -128,7 +128,7 @@ def test_other_bodies_keep_scalar_accesses(name: str) -> None:
     assert "<4 x" not in ck.llvm_ir and "<2 x" not in ck.llvm_ir
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCH_PARAMS)
 @pytest.mark.parametrize("name", GS_KERNELS)
 def test_ptxas_accepts_grid_stride_kernels(name: str, arch: str, ptxas_ok: object) -> None:
     ck = compile_gpu(getattr(K, name), arch, ptxas=False)

@@ -12,7 +12,7 @@ import cg_ranges as K
 import numpy as np
 import pytest
 from budgets import quick_and_full
-from cg_helpers import ARCHS, filecheck, rng, run_cpu
+from cg_helpers import ARCH_PARAMS, filecheck, rng, run_cpu
 
 from anodize.language.diagnostics import CheckError
 from anodize.codegen.driver import compile_cpu, compile_gpu
@@ -126,13 +126,13 @@ def test_unguarded_neighbour_keeps_its_check_in_ptx() -> None:
     filecheck(ck.ptx, "CHECK: .entry stencil_unguarded(\nCHECK: call.uni __az_fault\n", what="stencil_unguarded.ptx")
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCH_PARAMS)
 @pytest.mark.parametrize("name", RANGE_KERNELS)
 def test_ptxas_accepts_range_kernels(name: str, arch: str, ptxas_ok: object) -> None:
     ptxas_ok(compile_gpu(getattr(K, name), arch, ptxas=False).ptx, arch)  # type: ignore[operator]
 
 
-@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("arch", ARCH_PARAMS)
 def test_ptxas_accepts_stencil2d(arch: str, ptxas_ok: object) -> None:
     ptxas_ok(compile_gpu(stencil2d, arch, ptxas=False).ptx, arch)  # type: ignore[operator]
 

@@ -91,8 +91,12 @@ def test_aligned_only_has_no_scalar_path() -> None:
 @needs_ptxas
 @pytest.mark.parametrize(
     "cfg",
-    [DEFAULT, WIDE, GemmConfig(in_dtype="bf16", out_dtype="f16"), GemmConfig(b_trans=True, out_dtype="bf16")],
-    ids=["128x128x32", "128x256x32", "bf16", "b_trans"],
+    [
+        pytest.param(DEFAULT, id="128x128x32"),
+        pytest.param(WIDE, id="128x256x32", marks=pytest.mark.slow),  # ptxas of the widest tile: the slowest case
+        pytest.param(GemmConfig(in_dtype="bf16", out_dtype="f16"), id="bf16"),
+        pytest.param(GemmConfig(b_trans=True, out_dtype="bf16"), id="b_trans", marks=pytest.mark.slow),
+    ],
 )
 def test_ptxas_no_spills(cfg: GemmConfig) -> None:
     from anodize.codegen.ptx import run_ptxas

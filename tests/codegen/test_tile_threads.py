@@ -35,7 +35,8 @@ def _run_lowered(k: ir.KernelIR, threads: int, grid: tuple[int, int], args: list
     assert not fault.any()
 
 
-@pytest.mark.parametrize("threads", [1, 8, 32, 128])
+# 128 (the examples' num_warps=4) by default; 1, 8 (part of a warp) and 32 under -m slow
+@pytest.mark.parametrize("threads", [pytest.param(t, marks=pytest.mark.slow) for t in (1, 8, 32)] + [128])
 def test_gpu_lowering_barriers_with_real_threads(threads: int) -> None:
     ks = {k.name: k for k in _example_kernels()}
     rng = np.random.default_rng(5)

@@ -19,6 +19,7 @@ import ast
 import string
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +123,20 @@ def _literals(e: ast.expr, forwarded: set[str], key_fns: dict[str, list[str]] | 
     return None
 
 
+def _per_tree(fn: Any) -> Any:
+    """Memoise a function of one module tree (the report reads each module twice)."""
+    memo: dict[int, tuple[ast.Module, Any]] = {}
+
+    def once(tree: ast.Module) -> Any:
+        hit = memo.get(id(tree))
+        if hit is None or hit[0] is not tree:
+            hit = memo[id(tree)] = (tree, fn(tree))
+        return dict(hit[1])
+
+    return once
+
+
+@_per_tree
 def _key_functions(tree: ast.Module) -> dict[str, list[str]]:
     """File-local functions every `return` of which is a literal key (`_reason(node)`)."""
     found: dict[str, list[str]] = {}
@@ -153,21 +168,30 @@ def _is_text_expr(e: ast.expr) -> bool:
     return False
 
 
+_FUNCTIONS: dict[int, tuple[ast.Module, list[ast.FunctionDef | ast.AsyncFunctionDef]]] = {}
+
+
 def _functions(tree: ast.Module) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
-    return [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    """The module's functions (nested ones included), walked once per tree."""
+    hit = _FUNCTIONS.get(id(tree))
+    if hit is None or hit[0] is not tree:
+        hit = _FUNCTIONS[id(tree)] = (tree, [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))])
+    return hit[1]
 
 
+@_per_tree
 def _find_forwarders(tree: ast.Module) -> dict[str, Forwarder]:
     """Functions (file-local) that hand a parameter on as a key, to a builder or to another forwarder."""
     found: dict[str, Forwarder] = {}
+    # each function's parameters and calls, walked once (the fixpoint below revisits them)
+    fns = [(fn, _params(fn), [n for n in ast.walk(fn) if isinstance(n, ast.Call)]) for fn in _functions(tree)]
     changed = True
     while changed:
         changed = False
-        for fn in _functions(tree):
+        for fn, params, calls in fns:
             if fn.name in found:
                 continue
-            params = _params(fn)
-            for call in (n for n in ast.walk(fn) if isinstance(n, ast.Call)):
+            for call in calls:
                 k = _keyed(call, found)
                 if k is None:
                     continue

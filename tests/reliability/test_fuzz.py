@@ -1,6 +1,6 @@
 """The checker and the compiler never crash on generated kernels (tools/kernelgen.py).
 
-Hypothesis cases through `check_source` (a third just outside the subset): 200 in the
+Hypothesis cases through `check_source` (a third just outside the subset): 60 in the
 default run (`ANODIZE_FUZZ_BUDGET=N` sets another number), 2,000 under `-m slow`;
 then a fixed sample of accepted modules through the real compile path
 (`kernel.compile("sm_90")` with ptxas, and the CPU backend): 10 modules by default,
@@ -28,7 +28,7 @@ SETTINGS = settings(
 COUNTS = {"accepted": 0, "rejected": 0}
 
 
-@pytest.mark.parametrize("examples", quick_and_full(fuzz_budget(200), 2000))
+@pytest.mark.parametrize("examples", quick_and_full(fuzz_budget(60), 2000))
 def test_checker_never_crashes(examples: int) -> None:
     @settings(SETTINGS, max_examples=examples)
     @given(st.data(), st.integers(0, 2))

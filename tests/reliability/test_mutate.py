@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from budgets import quick_and_full
 from mutate import BARRIER_EXAMPLES, ROOT, barrier_mutants, default_paths, run, write_mutants
 
 
-def test_every_write_index_mutant_is_rejected(tmp_path: Path) -> None:
-    """All accepted fixtures and examples (takes about a minute on one core)."""
-    rep = run(default_paths(), None)
+@pytest.mark.parametrize("share,min_files,min_mutants", quick_and_full((3, 20, 50), (1, 35, 150)))
+def test_every_write_index_mutant_is_rejected(tmp_path: Path, share: int, min_files: int, min_mutants: int) -> None:
+    """Every `share`-th accepted fixture and example: a third by default, all of them (about a
+    minute on one core) under `-m slow`."""
+    rep = run(default_paths()[::share], None)
     w = rep["write"]
-    assert rep["files"] >= 35 and not rep["files_skipped_not_accepted"]
-    assert w["total"] >= 150
+    assert rep["files"] >= min_files and not rep["files_skipped_not_accepted"]
+    assert w["total"] >= min_mutants
     assert w["survivors"] == [], w["survivors"]
     assert w["rate"] == 1.0
 

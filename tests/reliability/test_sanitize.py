@@ -38,15 +38,21 @@ def test_parse_attributes_reports_to_kernels() -> None:
     assert r["totals"]["hazards"] == 1 and r["totals"]["errors"] == 1
 
 
-def test_runner_launches_fixture_kernels_with_derived_inputs(tmp_path: Path) -> None:
+def _runner(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """tools/sanitize_runner.py's command line, in this process (what the sanitizer runs)."""
+    from sanitize_runner import main
+
+    rc = main(args)
+    return rc, capsys.readouterr().out
+
+
+def test_runner_launches_fixture_kernels_with_derived_inputs(capsys: pytest.CaptureFixture[str]) -> None:
     mods = [ROOT / "fixtures" / "accept" / f for f in ("saxpy_scalar.py", "two_d.py", "atomic_histogram.py", "contract_forms.py", "unsafe_shared_reduce.py")]
-    out = subprocess.run(
-        [sys.executable, str(RUNNER), "--device", "cpu", "--no-main", *map(str, mods)], capture_output=True, text=True, timeout=600
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
-    ends = [line for line in out.stdout.splitlines() if line.startswith("@@AZ-END")]
+    rc, stdout = _runner(["--device", "cpu", "--no-main", *map(str, mods)], capsys)
+    assert rc == 0, stdout
+    ends = [line for line in stdout.splitlines() if line.startswith("@@AZ-END")]
     assert len(ends) >= 5 and all(line.endswith(" ok") for line in ends), ends
-    assert "@@AZ-SUMMARY launched=" in out.stdout
+    assert "@@AZ-SUMMARY launched=" in stdout
 
 
 def test_dry_run_report(tmp_path: Path) -> None:
@@ -74,16 +80,24 @@ def test_safe_shared_modules_are_the_safe_tier_shared_memory_examples() -> None:
     assert not {"reduce_sum_unsafe.py", "softmax_unsafe.py", "vecadd.py"} & names
 
 
-def test_small_main_runs_the_examples_mains_at_their_sanitize_sizes() -> None:
+def test_small_main_runs_the_examples_mains_at_their_sanitize_sizes(capsys: pytest.CaptureFixture[str]) -> None:
     mods = [ROOT / "examples" / f for f in ("transpose.py", "sgemm.py", "vecadd.py")]
+    rc, stdout = _runner(["--device", "cpu", "--small-main", *map(str, mods)], capsys)
+    assert rc == 0, stdout
+    assert "@@AZ-END transpose.py::main ok" in stdout and "100x70" in stdout  # SANITIZE_KWARGS
+    assert "@@AZ-END sgemm.py::main ok" in stdout
+    assert "vecadd.py::main" not in stdout  # no SANITIZE_KWARGS: its main is skipped
+    assert "@@AZ-END vecadd.py::vecadd ok" in stdout
+
+
+def test_runner_script_runs_as_a_command(tmp_path: Path) -> None:
+    """The command line the sanitizer starts (a subprocess, as under compute-sanitizer)."""
     out = subprocess.run(
-        [sys.executable, str(RUNNER), "--device", "cpu", "--small-main", *map(str, mods)], capture_output=True, text=True, timeout=600
+        [sys.executable, str(RUNNER), "--device", "cpu", "--no-main", "--json", str(tmp_path / "r.json"), str(ROOT / "fixtures" / "accept" / "vecadd.py")],
+        capture_output=True, text=True, timeout=600,
     )
     assert out.returncode == 0, out.stdout + out.stderr
-    assert "@@AZ-END transpose.py::main ok" in out.stdout and "100x70" in out.stdout  # SANITIZE_KWARGS
-    assert "@@AZ-END sgemm.py::main ok" in out.stdout
-    assert "vecadd.py::main" not in out.stdout  # no SANITIZE_KWARGS: its main is skipped
-    assert "@@AZ-END vecadd.py::vecadd ok" in out.stdout
+    assert "@@AZ-END vecadd.py::vecadd ok" in out.stdout and "@@AZ-SUMMARY launched=1 skipped=0 errors=0" in out.stdout
 
 
 @pytest.mark.gpu
