@@ -123,14 +123,14 @@ def main() -> None:
         cr = cp.asarray(r_h)
         t_peer = cupy_t(lambda: cp.sum(cr))
         add("reduce_sum", "2^26 f32", t_ours, "cp.sum", t_peer)
-        want = float(cp.sum(cr.astype(cp.float64)))
+        expect = float(cp.sum(cr.astype(cp.float64)))
         tot2 = dev.zeros(1, az.f32)
         launch_r(r, tot2)
-        assert abs(float(tot2.to_host()[0]) - want) < 1e-4 * want
+        assert abs(float(tot2.to_host()[0]) - expect) < 1e-4 * expect
         launch_u = reduce_sum_unsafe[az.LaunchConfig(grid=132 * 8, block=256)]
         tot3 = dev.zeros(1, az.f32)
         launch_u(r, tot3)
-        assert abs(float(tot3.to_host()[0]) - want) < 1e-4 * want
+        assert abs(float(tot3.to_host()[0]) - expect) < 1e-4 * expect
         t_ours = ours(lambda: launch_u(r, tot))
         add("reduce_sum_unsafe (beside)", "2^26 f32", t_ours, "cp.sum", t_peer)
         del cr
