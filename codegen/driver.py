@@ -8,6 +8,7 @@ from typing import Any
 from anodize.codegen.artifact import CompiledKernel
 
 from anodize.language import ir
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes as shared_bytes
 from anodize.language.typer import build_ir
 
 from .lower_llvm import lower_kernel
@@ -28,13 +29,11 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     `toolchain.tc_gemm_engine`), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
-    from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES
-
     from .tile_lower import lower_tiles
 
     engine = tc_gemm_engine(arch) if arch else ""
     out = lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
-                      shared_limit=block_shared_limit(arch) if arch else 48 * 1024,
+                      shared_limit=block_shared_limit(arch) if arch else STATIC_SHARED_MAX_BYTES,
                       vectors=bool(arch))
     # the typer refused tiles whose bound (language/tile_storage.py) is over the limit, and the
     # lowering stays within that bound (tensor-core staging goes to dynamic shared memory when it
@@ -52,7 +51,7 @@ def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
-    return sum(t.size * t.elem.info.mem_bits // 8 for _, t in k.shared if not t.dynamic)
+    return shared_bytes(dict(k.shared))
 
 
 def _artifact(k: ir.KernelIR, arch: str, llvm_ir: str, checks: int, entry: str) -> CompiledKernel:

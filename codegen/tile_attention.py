@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
 
 __all__ = ["REFERENCE", "TileAttention", "match_attention", "lower_attention"]
 
@@ -47,7 +48,7 @@ class TileAttention:
     span: Any = None
 
 
-STATIC_SHARED = 48 * 1024
+STATIC_SHARED = STATIC_SHARED_MAX_BYTES
 
 
 def _stage_choices() -> tuple[int, ...]:
@@ -70,7 +71,7 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
 
     bm, bn, d = form.tile
     warps = lowering.T // 32
-    used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
+    used = static_shared_bytes(lowering.shared)
     for stages in _stage_choices():
         try:
             cfg = AttnConfig(bm, bn, d, warps, stages)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
 from anodize.language.tile_ir import TileElem, TileFull, TileIdPart, TileLoad, TileMatmul, TileStore, TileTy
 
 __all__ = ["GemmForm", "TileGemm", "match_gemm", "lower_gemm", "lower_gemm_at"]
@@ -131,7 +132,7 @@ class TileGemm:
     grouped: bool = False  # tiles in grouped order (GROUP_M tile rows sweep N together, for L2)
 
 
-STATIC_SHARED = 48 * 1024  # a kernel's static shared memory, at most
+STATIC_SHARED = STATIC_SHARED_MAX_BYTES  # a kernel's static shared memory, at most
 
 
 def lower_gemm_at(lowering: Any, body: tuple[ir.Stmt, ...], i: int) -> tuple[list[ir.Stmt], int] | None:
@@ -187,7 +188,7 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
             return _tile_gemm(lowering, form, warps, cfg.stages, "", "wgmma", cfg.smem_bytes(), grouped)
     from .tc_gemm import GemmConfig, gemm_smem_bytes
 
-    used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
+    used = static_shared_bytes(lowering.shared)
     # static shared memory when the ring fits in 48 KiB; else the compiler's dynamic buffer, up to
     # the block's opt-in limit on this arch (not beside a dynamic array of the kernel's own)
     limit = max(STATIC_SHARED, getattr(lowering, "shared_limit", STATIC_SHARED))
@@ -221,7 +222,7 @@ def _wgmma_config(lowering: Any, form: GemmForm, warps: int) -> Any:
     if any(t.dynamic for t in lowering.shared.values()):
         return None
     bm, bn, _ = form.shape
-    used = sum(t.size * t.elem.info.mem_bits // 8 for t in lowering.shared.values() if not t.dynamic)
+    used = static_shared_bytes(lowering.shared)
     for stages in (4, 3):
         try:
             cfg = AsmGemmConfig(bm, bn, warps, stages, form.a.slice.ty.elem.name, form.out_elem)

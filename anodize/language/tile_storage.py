@@ -47,24 +47,29 @@ def static_shared_bytes(shared: Any) -> int:
     return sum(_bytes(t) for t in shared.values() if not t.dynamic)
 
 
-def _mentions(node: Any, name: str) -> bool:
-    if isinstance(node, ir.Local):
-        return node.name == name
+def _children(node: Any) -> Any:
+    """(field name, value) of each child of an IR node ("" for a tuple's items); types and
+    spans are not children."""
     if isinstance(node, (tuple, list)):
-        return any(_mentions(x, name) for x in node)
-    if is_dataclass(node) and not isinstance(node, type):
-        return any(_mentions(getattr(node, f.name), name) for f in fields(node) if f.name not in ("ty", "span"))
-    return False
+        for x in node:
+            yield "", x
+    elif is_dataclass(node) and not isinstance(node, type):
+        for f in fields(node):
+            if f.name not in ("ty", "span"):
+                yield f.name, getattr(node, f.name)
+
+
+def _any(node: Any, hit: Any) -> bool:
+    """Does `hit` hold for `node` or any node under it?"""
+    return hit(node) or any(_any(x, hit) for _, x in _children(node))
+
+
+def _mentions(node: Any, name: str) -> bool:
+    return _any(node, lambda n: isinstance(n, ir.Local) and n.name == name)
 
 
 def _loads(node: Any, name: str) -> bool:
-    if isinstance(node, TileLoad):
-        return node.slice.name == name
-    if isinstance(node, (tuple, list)):
-        return any(_loads(x, name) for x in node)
-    if is_dataclass(node) and not isinstance(node, type):
-        return any(_loads(getattr(node, f.name), name) for f in fields(node) if f.name not in ("ty", "span"))
-    return False
+    return _any(node, lambda n: isinstance(n, TileLoad) and n.slice.name == name)
 
 
 def _moved(node: Any, name: str, shape: tuple[int, ...]) -> bool:
@@ -101,13 +106,9 @@ def _uses(node: Any, name: str, out: list[Any], parent: Any = None) -> None:
         out.append(parent)
     if isinstance(node, ir.Assign) and node.name == name:
         out.append(node)
-    if isinstance(node, (tuple, list)):
-        for x in node:
-            _uses(x, name, out, parent)
-    elif is_dataclass(node) and not isinstance(node, type):
-        for f in fields(node):
-            if f.name not in ("ty", "span"):
-                _uses(getattr(node, f.name), name, out, node)
+    below = parent if isinstance(node, (tuple, list)) else node
+    for _, x in _children(node):
+        _uses(x, name, out, below)
 
 
 def gemm_accumulators(k: ir.KernelIR) -> set[str]:
@@ -169,13 +170,8 @@ def tile_storage_bound(k: ir.KernelIR) -> int:
                 if key not in assigned:
                     assigned.add(key)
                     total += _bytes(node.value.ty)
-        if isinstance(node, (tuple, list)):
-            for x in node:
-                visit(x)
-        elif is_dataclass(node) and not isinstance(node, type):
-            for f in fields(node):
-                if f.name not in ("ty", "span"):
-                    visit(getattr(node, f.name), in_place if f.name == "value" else None)
+        for field, x in _children(node):
+            visit(x, in_place if field == "value" else None)
 
     visit(k.body)
     return total

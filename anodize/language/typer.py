@@ -411,9 +411,10 @@ def _type_kernel(
         shared=tuple(k.shared.items()),
         tile_warps=warps,
     )
-    if warps and front.path != REFERENCE_PATH and tile_storage_bound(kir) > STATIC_SHARED_MAX_BYTES and match_attention(kir) is None:
+    bound = tile_storage_bound(kir) if warps and front.path != REFERENCE_PATH else 0
+    if bound > STATIC_SHARED_MAX_BYTES and match_attention(kir) is None:
         raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
-                                              nbytes=tile_storage_bound(kir), limit=STATIC_SHARED_MAX_BYTES)])
+                                              nbytes=bound, limit=STATIC_SHARED_MAX_BYTES)])
     return kir
 
 
