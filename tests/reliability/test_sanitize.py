@@ -101,6 +101,7 @@ def test_runner_script_runs_as_a_command(tmp_path: Path) -> None:
 
 
 @pytest.mark.gpu
+@pytest.mark.slow  # about 5 minutes on the H200: racecheck of the opt=0 sgemm dominates
 @pytest.mark.skipif(shutil.which("compute-sanitizer") is None and not Path("/usr/local/cuda/bin/compute-sanitizer").exists(), reason="no compute-sanitizer")
 def test_safe_shared_examples_are_sanitizer_clean(tmp_path: Path) -> None:
     from sanitize import main
