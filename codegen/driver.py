@@ -32,6 +32,13 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     from .tile_lower import lower_tiles
 
     engine = tc_gemm_engine(arch) if arch else ""
+    if arch and not engine:  # below sm_80 the GEMM form's accumulator is a tile in shared memory too
+        from anodize.language.errors import CheckError
+        from anodize.language.tile_storage import storage_error_without_tensor_cores
+
+        diag = storage_error_without_tensor_cores(k)
+        if diag is not None:
+            raise CheckError([diag])
     out = lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
                       shared_limit=block_shared_limit(arch) if arch else STATIC_SHARED_MAX_BYTES,
                       vectors=bool(arch))
@@ -54,7 +61,9 @@ def static_shared_bytes(k: ir.KernelIR) -> int:
     return shared_bytes(dict(k.shared))
 
 
-def _artifact(k: ir.KernelIR, arch: str, llvm_ir: str, checks: int, entry: str) -> CompiledKernel:
+def _artifact(k: ir.KernelIR, arch: str, llvm_ir: str, checks: int, entry: str, host_tiles: bool = False) -> CompiledKernel:
+    """`host_tiles`: a tile kernel on the CPU backend, whose tiles' "shared memory" is host
+    memory the compiler allocates (no block limit to check at launch: 0 static bytes)."""
     return CompiledKernel(
         name=k.name,
         entry=entry,
@@ -66,7 +75,7 @@ def _artifact(k: ir.KernelIR, arch: str, llvm_ir: str, checks: int, entry: str) 
         fault_sites=k.fault_sites,
         bounds_checks=checks,
         uses_barrier=k.uses_barrier,
-        static_shared_bytes=static_shared_bytes(k),
+        static_shared_bytes=0 if host_tiles else static_shared_bytes(k),
         source_path=k.path,
         source_line=k.line,
     )
@@ -199,7 +208,7 @@ def compile_cpu(
         add_launcher(lw)
     llvm_ir = str(lw.module)
     jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared)
-    out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
+    out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = _host_entry(jit, tile)
@@ -226,7 +235,7 @@ def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, 
     llvm_ir = str(lw.module)
     jit = RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
                        frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block)
-    out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name)
+    out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = _host_entry(jit, tile)
     out.compile_seconds = time.perf_counter() - t0

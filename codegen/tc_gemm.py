@@ -30,9 +30,12 @@ from dataclasses import dataclass
 
 import llvmlite.ir as ir
 
+from anodize.language.gemm_form import gemm_staging_bytes, gemm_tile_problem, gemm_warp_grid
+
 from . import tc_ptx as P
 from .tc_common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
 from .tc_ptx import F32, I32, I64, c32, c64
+
 
 @dataclass(frozen=True)
 class GemmConfig:
@@ -51,19 +54,11 @@ class GemmConfig:
             raise ValueError(f"in_dtype must be f16 or bf16, not {self.in_dtype!r}")
         if self.out_dtype not in P.ELEM_BYTES:
             raise ValueError(f"out_dtype must be f16, bf16 or f32, not {self.out_dtype!r}")
-        if self.tile_k % 16 or self.tile_k < 16:
-            raise ValueError("tile_k must be a multiple of 16")
         if self.stages < 2:
             raise ValueError("stages must be at least 2")
-        for name in ("tile_m", "tile_n", "tile_k"):
-            v = getattr(self, name)
-            if v & (v - 1):
-                raise ValueError(f"{name} must be a power of two, not {v}")
-        self.warp_grid()  # raises when no warp layout fits
-        t = self.threads
-        for rows, cols in (self._a_shape(), self._b_shape()):
-            if (rows * cols // 8) % t:
-                raise ValueError(f"a {rows}x{cols} tile does not split into 16-byte copies over {t} threads")
+        problem = gemm_tile_problem(self.tile_m, self.tile_n, self.tile_k, self.num_warps, self.b_trans)
+        if problem is not None:  # the language's condition (language/gemm_form.py), one meaning
+            raise ValueError(problem)
 
     @property
     def threads(self) -> int:
@@ -71,19 +66,10 @@ class GemmConfig:
 
     def warp_grid(self) -> tuple[int, int]:
         """(warps along M, warps along N): the layout with the fewest ldmatrix a k-step, ties to taller."""
-        best: tuple[int, int, int] | None = None
-        for wm in range(1, self.num_warps + 1):
-            if self.num_warps % wm:
-                continue
-            wn = self.num_warps // wm
-            if self.tile_m % (wm * 16) or self.tile_n % (wn * 16):
-                continue
-            cost = self.tile_m // wm // 16 + self.tile_n // wn // 16
-            if best is None or cost < best[0] or (cost == best[0] and wm < best[1]):
-                best = (cost, wm, wn)
-        if best is None:
+        grid = gemm_warp_grid(self.tile_m, self.tile_n, self.num_warps)
+        if grid is None:
             raise ValueError(f"no layout of {self.num_warps} warps over a {self.tile_m}x{self.tile_n} tile")
-        return best[1], best[2]
+        return grid
 
     def _a_shape(self) -> tuple[int, int]:
         return self.tile_m, self.tile_k
@@ -98,9 +84,7 @@ class GemmConfig:
         return self.stages * self.stage_bytes()
 
 
-def gemm_smem_bytes(*, tile_m: int = 128, tile_n: int = 128, tile_k: int = 32, stages: int = 3, **_: object) -> int:
-    """Shared bytes `emit_gemm_tile` needs for this tile shape (2-byte operands)."""
-    return stages * (tile_m * tile_k + tile_k * tile_n) * 2
+gemm_smem_bytes = gemm_staging_bytes  # the language's count (language/gemm_form.py)
 
 
 def _swizzle(b: ir.IRBuilder, row: ir.Value, cpr: int) -> ir.Value:

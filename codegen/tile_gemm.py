@@ -23,89 +23,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
-from anodize.language.tile_ir import TileElem, TileFull, TileIdPart, TileLoad, TileMatmul, TileStore, TileTy
+from anodize.language.gemm_form import GemmForm, gemm_staging_bytes, match_gemm, tensor_core_gemm_at
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, gemm_accumulators, static_shared_bytes
 
 __all__ = ["GemmForm", "TileGemm", "match_gemm", "lower_gemm", "lower_gemm_at"]
-
-
-@dataclass(frozen=True)
-class GemmForm:
-    loop: ir.ForRange  # the K loop
-    acc: str  # the accumulator variable (f32, (BM, BN))
-    a: TileLoad  # (BM, BK) tile of A at (row, k)
-    b: TileLoad  # (BK, BN) tile of B at (k, col)
-    store: TileStore  # of `acc` or `acc.astype(T)`
-    out_elem: str  # the stored element type ("f32", "f16", "bf16")
-    allow_tf32: bool
-    start: int  # index of the loop in the statement list
-    end: int  # index just past the store
-    k_var: str = ""  # the loop variable (the K offset of both loads)
-    a_row: ir.Expr | None = None  # A's row offset (independent of the loop)
-    b_col: ir.Expr | None = None  # B's column offset (independent of the loop)
-
-    @property
-    def shape(self) -> tuple[int, int, int]:
-        m, k = self.a.ty.shape
-        return m, self.b.ty.shape[1], k
-
-
-def _is_acc(e: Any, name: str) -> bool:
-    return isinstance(e, ir.Local) and e.name == name and isinstance(e.ty, TileTy)
-
-
-def match_gemm(body: tuple[ir.Stmt, ...], i: int, lowering: Any = None) -> GemmForm | None:
-    """The GEMM form starting at `body[i]` (the K loop), else None."""
-    loop = body[i]
-    if not isinstance(loop, ir.ForRange) or len(loop.body) != 1 or i + 1 >= len(body):
-        return None
-    s = loop.body[0]
-    if not (isinstance(s, ir.Assign) and isinstance(s.value, TileMatmul)):
-        return None
-    mm = s.value
-    if not (isinstance(mm.x, TileLoad) and isinstance(mm.y, TileLoad) and _is_acc(mm.acc, s.name)):
-        return None
-    if mm.x.slice.ty.kind.disjoint or mm.y.slice.ty.kind.disjoint:
-        return None
-    a, b, k = mm.x, mm.y, loop.var
-    # A at (row, k), B at (k, col): the loop variable is exactly the K offset of both, the step
-    # is BK, and the other offsets do not move with the loop
-    if not (_is_var(a.offset[1], k) and _is_var(b.offset[0], k) and not _mentions(a.offset[0], k) and not _mentions(b.offset[1], k)):
-        return None
-    if not (isinstance(loop.step, ir.Const) and loop.step.value == a.ty.shape[1]):
-        return None
-    st = body[i + 1]
-    if not isinstance(st, TileStore):
-        return None
-    v = st.value
-    if _is_acc(v, s.name):
-        out = "f32"
-    elif isinstance(v, TileElem) and len(v.inputs) == 1 and _is_acc(v.inputs[0][1], s.name) and isinstance(v.template, ir.Cast):
-        out = v.ty.elem.name
-    else:
-        return None
-    return GemmForm(loop, s.name, a, b, st, out, mm.allow_tf32, i, i + 2, k, a.offset[0], b.offset[1])
-
-
-def _is_var(e: Any, name: str) -> bool:
-    while isinstance(e, ir.Cast):
-        e = e.value
-    return isinstance(e, ir.Local) and e.name == name
-
-
-def _mentions(e: Any, name: str) -> bool:
-    from dataclasses import fields, is_dataclass
-
-    if isinstance(e, ir.Local):
-        return e.name == name
-    if not is_dataclass(e):
-        return False
-    for f in fields(e):
-        v = getattr(e, f.name)
-        for x in v if isinstance(v, tuple) else (v,):
-            if hasattr(x, "ty") and _mentions(x, name):
-                return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -137,14 +58,18 @@ STATIC_SHARED = STATIC_SHARED_MAX_BYTES  # a kernel's static shared memory, at m
 
 def lower_gemm_at(lowering: Any, body: tuple[ir.Stmt, ...], i: int) -> tuple[list[ir.Stmt], int] | None:
     """The tensor-core statements of the GEMM form starting at `body[i]` (`acc = tile.zeros(...)`
-    then the K loop and the store) and the index past it, or None for the generic lowering."""
-    init = body[i]
-    if not (isinstance(init, ir.Assign) and isinstance(init.value, TileFull) and _is_zero(init.value.value)):
+    then the K loop and the store) and the index past it, or None for the generic lowering.
+    The form is the language's (language/gemm_form.py): on a GPU with tensor cores, a form whose
+    accumulator the on-chip bound left out must lower here (else the bound would not hold)."""
+    k = lowering.k
+    if body is not k.body:
         return None
-    form = match_gemm(body, i + 1, lowering)
-    if form is None or form.acc != init.name:
+    form = tensor_core_gemm_at(k, i)
+    if form is None:
         return None
     done = lower_gemm(lowering, form, body=body, zero_init=True)
+    if done is None and lowering.T > 1 and getattr(lowering, "tensor_cores", False) and form.acc in gemm_accumulators(k):
+        raise AssertionError(f"the tensor-core GEMM form of `{k.name}` (accumulator `{form.acc}`) was not lowered onto tensor cores")
     return None if done is None else (done, form.end)
 
 
@@ -152,41 +77,24 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     """The statements of `form` for `lowering` (codegen/tile_lower.py's pass: its `T` threads,
     `lowering.T == 1` on the CPU backend), or None for the generic lowering.
 
-    The tensor-core path (`TileGemm`: wgmma on sm_90, else mma.sync) takes a form
-    that every thread of the block reaches (a statement of the kernel's top level), on the GPU
-    with tensor cores (`lowering.tensor_cores`), with f16/bf16 inputs (both the same), an
-    accumulator starting at zero and not read after the store, loads at
-    `(pid.row * BM, k)` / `(k, pid.col * BN)` with `other` zero, a K loop from 0, and a tile
-    shape the emitter supports (powers of two, BK a multiple of 16, 16-byte copies that split
-    over the block).  Anything else: None, and the generic lowering runs."""
+    The tensor-core path (`TileGemm`: wgmma on sm_90, else mma.sync) takes a form that the
+    language's `tensor_core_gemm_at` gave (language/gemm_form.py: every target-independent
+    condition), on the GPU with tensor cores (`lowering.tensor_cores`), at the kernel's top
+    level.  Anything else: None, and the generic lowering runs."""
     if not (zero_init and lowering.T > 1 and getattr(lowering, "tensor_cores", False)):
         return None
     k = lowering.k
-    if k.domain != 2 or not (form.start < len(k.body) and k.body[form.start] is form.loop and body is k.body):
+    if not (form.start < len(k.body) and k.body[form.start] is form.loop and body is k.body):
         return None
-    a, b, st = form.a, form.b, form.store
-    elems = {a.slice.ty.elem.name, b.slice.ty.elem.name}
-    if len(elems) != 1 or not elems <= {"f16", "bf16"}:
-        return None
-    if a.slice.ty.kind.output or b.slice.ty.kind.output or a.slice.ty.rank != 2 or b.slice.ty.rank != 2:
-        return None
-    if st.slice.ty.rank != 2 or st.slice.ty.elem.name != form.out_elem or form.out_elem not in ("f16", "bf16", "f32"):
-        return None
-    if not (_is_zero(a.other) and _is_zero(b.other) and _is_zero(form.loop.start)):
-        return None
+    a, st = form.a, form.store
     bm, bn, bk = form.shape
-    if not (_pid_times(form.a_row, 0, bm) and _pid_times(form.b_col, 1, bn)):
-        return None
-    rest = body[form.end:]
-    if any(_uses(s, form.acc) or _uses(s, form.k_var) for s in rest) or _uses(form.loop.stop, form.k_var):
-        return None
     warps = lowering.T // 32
     if getattr(lowering, "wgmma", False):
         cfg = _wgmma_config(lowering, form, warps)
         if cfg is not None:
             grouped = _may_regroup(k.body, form, st.slice.name)
             return _tile_gemm(lowering, form, warps, cfg.stages, "", "wgmma", cfg.smem_bytes(), grouped)
-    from .tc_gemm import GemmConfig, gemm_smem_bytes
+    from .tc_gemm import GemmConfig
 
     used = static_shared_bytes(lowering.shared)
     # static shared memory when the ring fits in 48 KiB; else the compiler's dynamic buffer, up to
@@ -194,7 +102,7 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     limit = max(STATIC_SHARED, getattr(lowering, "shared_limit", STATIC_SHARED))
     own_dynamic = any(t.dynamic for t in lowering.shared.values())
     for stages in (4, 3, 2):
-        nbytes = gemm_smem_bytes(tile_m=bm, tile_n=bn, tile_k=bk, stages=stages)
+        nbytes = gemm_staging_bytes(tile_m=bm, tile_n=bn, tile_k=bk, stages=stages)
         if used + nbytes <= STATIC_SHARED or (not own_dynamic and used + nbytes <= limit):
             break
     else:
@@ -275,38 +183,3 @@ def _tile_gemm(lowering: Any, form: GemmForm, warps: int, stages: int, smem: str
     return [gemm]  # type: ignore[list-item]  # a codegen-only statement (lower_llvm's s_TileGemm)
 
 
-def _is_zero(e: Any) -> bool:
-    while isinstance(e, ir.Cast):
-        e = e.value
-    return isinstance(e, ir.Const) and e.value == 0 and not isinstance(e.value, bool)
-
-
-def _pid_times(e: Any, axis: int, n: int) -> bool:
-    """Is `e` the program id's `axis` times `n` (`pid.row * BM`)?"""
-    while isinstance(e, ir.Cast):
-        e = e.value
-    if not (isinstance(e, ir.BinOp) and e.op == "*"):
-        return False
-    for x, y in ((e.left, e.right), (e.right, e.left)):
-        while isinstance(x, ir.Cast):
-            x = x.value
-        if isinstance(x, TileIdPart) and x.rank == 2 and x.axis == axis and isinstance(y, ir.Const) and y.value == n:
-            return True
-    return False
-
-
-def _uses(node: Any, name: str) -> bool:
-    """Does `node` (a statement or expression, nested bodies included) name local `name`?"""
-    from dataclasses import fields, is_dataclass
-
-    if isinstance(node, ir.Local):
-        return node.name == name
-    if isinstance(node, tuple):
-        return any(_uses(x, name) for x in node)
-    if not is_dataclass(node):
-        return False
-    for f in fields(node):
-        v = getattr(node, f.name)
-        if (isinstance(v, str) and v == name and f.name in ("name", "var")) or _uses(v, name):
-            return True
-    return False

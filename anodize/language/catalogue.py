@@ -273,6 +273,7 @@ MESSAGES: dict[str, str] = {
     "local-array-dtype": "a local array's element type must be a scalar type, found `{ty}`",
     "shared-too-large": "with `{name}` this kernel's static shared memory is {nbytes} bytes; a block has at most {limit}",
     "tile-storage-too-large": "this tile kernel's tiles need up to {nbytes} bytes of shared memory; a block has at most {limit}",
+    "tile-storage-too-large-no-tc": "on a GPU without tensor cores (below sm_80) this tile kernel's tiles, its GEMM's accumulator and operands included, need up to {nbytes} bytes of shared memory; a block has at most {limit}",
     "local-array-too-large": "`{name}` takes {nbytes} bytes; a local array holds at most {limit} bytes per thread",
     "local-array-index-rank": "`{name}` is {rank}-D: index it with {rank} int{s}",
     "tile-arity": "`thread.tile_2d` takes the tile's extents, and optionally its groups: `thread.tile_2d(TR, TC)` or `thread.tile_2d(TR, TC, GR, GC)`",

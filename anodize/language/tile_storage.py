@@ -18,10 +18,12 @@ language counts an upper bound of that allocation, which the lowering must never
   whole into a temporary first).
 
 The attention form (language/tile_forms.py) is not checked against the bound at all: on a
-GPU with tensor cores its tiles live in registers.  A GEMM form's accumulator and its
-operands' staging are not counted (`gemm_accumulators`):
-on a GPU with tensor cores (sm_80 and later) the GEMM keeps the accumulator in registers and
-stages operands in dynamic shared memory of its own.  On the CPU backend a tile kernel's
+GPU with tensor cores its tiles live in registers.  The tensor-core GEMM form's accumulator
+and its operands' staging are not counted (`gemm_accumulators`; language/gemm_form.py holds
+every target-independent condition of that lowering, so a form it names is on tensor cores on
+every GPU that has them): there (sm_80 and later) the GEMM keeps the accumulator in registers
+and stages operands in shared memory of its own.  A compile for a GPU without tensor cores
+counts them (`storage_error_without_tensor_cores`).  On the CPU backend a tile kernel's
 "shared memory" is host memory, without the 48 KiB limit.
 """
 
@@ -100,52 +102,40 @@ def _staged(x: Any) -> int:
     return 0 if isinstance(t, (ir.Local, TileFull)) else _bytes(x.ty)
 
 
-def _uses(node: Any, name: str, out: list[Any], parent: Any = None) -> None:
-    """Every (parent, node) pair where local `name` is read or assigned in `node`."""
-    if isinstance(node, ir.Local) and node.name == name:
-        out.append(parent)
-    if isinstance(node, ir.Assign) and node.name == name:
-        out.append(node)
-    below = parent if isinstance(node, (tuple, list)) else node
-    for _, x in _children(node):
-        _uses(x, name, out, below)
-
-
 def gemm_accumulators(k: ir.KernelIR) -> set[str]:
-    """Tile locals that are a GEMM form's accumulator: set to `tile.zeros`, updated only by
-    `acc = tile.matmul(x, y, acc)` with f16/bf16 operands, and otherwise only stored (maybe
-    through `.astype`).  On a GPU with tensor cores they live in registers (the tensor-core
-    GEMM, codegen/tile_gemm.py), so the bound does not count them."""
-    out = set()
-    for name, t in k.locals:
-        if not isinstance(t, TileTy) or t.elem.name != "f32":
-            continue
-        uses: list[Any] = []
-        _uses(k.body, name, uses)
-        ok, matmuls, stores = True, 0, 0
-        for u in uses:
-            if isinstance(u, ir.Assign):
-                v = u.value
-                if isinstance(v, TileMatmul) and isinstance(v.acc, ir.Local) and v.acc.name == name and \
-                        v.x.ty.elem.name in ("f16", "bf16") and v.y.ty.elem.name == v.x.ty.elem.name:
-                    matmuls += 1
-                elif not isinstance(v, TileFull):
-                    ok = False
-            elif isinstance(u, TileMatmul) and isinstance(u.acc, ir.Local) and u.acc.name == name:
-                pass  # the accumulator operand of its own update
-            elif isinstance(u, TileStore) or (isinstance(u, TileElem) and len(u.inputs) == 1):
-                stores += 1
-            else:
-                ok = False
-        if ok and matmuls == 1 and stores == 1:
-            out.add(name)
-    return out
+    """Tile locals that are the accumulator of the kernel's tensor-core GEMM form
+    (language/gemm_form.py): on a GPU with tensor cores they live in registers and the form's
+    operands are staged in the routine's own memory, so the bound does not count them."""
+    from anodize.language.gemm_form import tensor_core_gemms
+
+    return {f.acc for f in tensor_core_gemms(k, lambda accs: _bound(k, accs))}
 
 
 def tile_storage_bound(k: ir.KernelIR) -> int:
-    """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles (the
-    accumulators of GEMM forms aside: `gemm_accumulators`)."""
-    accs = gemm_accumulators(k)
+    """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles on a GPU
+    with tensor cores (the accumulator of the tensor-core GEMM form aside: `gemm_accumulators`)."""
+    return _bound(k, gemm_accumulators(k))
+
+
+def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:
+    """The located error (a Diagnostic) of a tile kernel whose tiles exceed the static limit on a
+    GPU without tensor cores (below sm_80), where the GEMM form's accumulator and operands are
+    tiles like any other; None when they fit.  The compile for such a target raises it
+    (codegen/driver.py); `anodize check`, which knows no target, checks the tensor-core bound."""
+    if not getattr(k, "tile_warps", 0):
+        return None
+    nbytes = _bound(k, set())
+    if nbytes <= STATIC_SHARED_MAX_BYTES:
+        return None
+    from anodize.language import messages
+    from anodize.language.diagnostics import Span
+
+    return messages.type_error(Span.point(k.path, k.line, 0), "tile-storage-too-large-no-tc", help="tile-storage-too-large",
+                               nbytes=nbytes, limit=STATIC_SHARED_MAX_BYTES)
+
+
+def _bound(k: ir.KernelIR, accs: set[str]) -> int:
+    """The bound with the tiles of `accs` (GEMM accumulators on tensor cores) not counted."""
     total = sum(_bytes(t) for n, t in k.locals if isinstance(t, TileTy) and n not in accs)
     assigned: set[tuple[str, int]] = set()
     warps = max(k.tile_warps, 1)

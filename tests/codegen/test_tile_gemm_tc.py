@@ -193,8 +193,23 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
         # sm_80 (163 KiB a block): mma.sync, its ring dynamic too
         (g,) = gemms(k, k.tile_warps * 32, shared_limit=163 * 1024)
         assert g.engine == "mma" and g.dynamic_smem > 48 * 1024 and not g.grouped
-        # a 48 KiB part: that tile does not fit the mma.sync ring; the generic lowering
-        assert gemms(k, k.tile_warps * 32) == []
+        # sm_86/89 (99 KiB, the least of the archs with tensor cores): mma.sync, its ring dynamic
+        (g,) = gemms(k, k.tile_warps * 32, shared_limit=99 * 1024)
+        assert g.engine == "mma" and g.stages == 2 and g.dynamic_smem > 48 * 1024
+
+
+def test_every_arch_with_tensor_cores_has_room_for_the_language_staging_limit() -> None:
+    """language/gemm_form.py leaves a form's accumulator out of the on-chip bound when its ring fits
+    in STAGING_LIMIT beside the other tiles: every arch whose GEMM runs on tensor cores must give a
+    block that much (else the lowering would decline a form the check accepted)."""
+    from anodize.codegen.toolchain import block_shared_limit, tc_gemm_engine
+    from anodize.language.gemm_form import STAGING_LIMIT
+
+    archs = [f"sm_{n}" for n in (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 120)]
+    with_tc = [a for a in archs if tc_gemm_engine(a)]
+    assert with_tc[0] == "sm_80" and "sm_75" not in with_tc
+    for arch in with_tc:
+        assert block_shared_limit(arch) >= STAGING_LIMIT, arch
 
 
 # ---- GPU twins -------------------------------------------------------------------------------------

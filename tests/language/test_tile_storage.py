@@ -32,14 +32,19 @@ def _typed_tile_kernels(src: str, path: str):
 
 
 def _allocated(k, tensor_cores: bool) -> int | None:
-    """The static shared memory of `k`'s GPU lowering; None where the bound does not speak for
-    it: a GEMM form's accumulator (not counted) that this lowering keeps in shared memory."""
+    """The static shared memory of `k`'s GPU lowering, the tensor-core GEMM's own ring aside.
+    On tensor cores every accumulator the bound leaves out is on them; None where the bound
+    does not speak for the lowering: without tensor cores, for a kernel with such an
+    accumulator (that compile counts it: `storage_error_without_tensor_cores`)."""
     from anodize.codegen.tile_gemm import TileGemm
     from anodize.language.tile_storage import gemm_accumulators
 
     low = lower_tiles(k, k.tile_warps * 32, tensor_cores=tensor_cores, wgmma=tensor_cores, shared_limit=227 * 1024 if tensor_cores else 48 * 1024)
     on_tc = any(isinstance(s, TileGemm) for s in ir.walk_stmts(low.body))
-    if gemm_accumulators(k) and not on_tc:
+    accs = gemm_accumulators(k)
+    if tensor_cores:
+        assert on_tc == bool(accs), (k.name, accs)
+    elif accs:
         return None
     return sum(t.size * t.elem.info.mem_bits // 8 for name, t in low.shared if not t.dynamic and "gemm_smem" not in name)
 
@@ -85,3 +90,31 @@ def test_the_tile_examples_fit_and_stay_within_the_bound() -> None:
             assert used is None or used <= bound, (k.name, tc)
         if k.name == "gemm":  # the example's 128x256 accumulator: in registers on tensor cores
             assert _allocated(k, True) is not None
+
+
+FORM = ROOT / "fixtures" / "accept" / "tile_gemm_big_accumulator.py"
+NOT_FORM = ROOT / "fixtures" / "reject" / "tile_gemm_not_the_form.py"
+
+
+def test_a_gemm_accumulator_is_left_out_only_when_the_tensor_core_path_takes_it() -> None:
+    """The same 64 KiB-accumulator GEMM twice: in the form its accumulator is in registers on
+    tensor cores (bound 0, the lowering keeps nothing in static shared memory); with A's tile at
+    `(pid.col * BM, k)` it is not the form, the accumulator is counted, and the check (not the
+    compile, with a traceback) refuses it at the kernel's name."""
+    a = analyze_source(NOT_FORM.read_text(), NOT_FORM.name)
+    assert [(d.span.line, d.code) for d in a.diagnostics] == [(13, "az-type")]
+    assert "81920 bytes" in a.diagnostics[0].message
+    (k,) = _typed_tile_kernels(FORM.read_text(), FORM.name)
+    assert tile_storage_bound(k) == 0 and _allocated(k, True) == 0
+
+
+def test_without_tensor_cores_the_compile_counts_the_accumulator() -> None:
+    from anodize.codegen.driver import compile_gpu
+    from anodize.language.errors import CheckError
+
+    (k,) = _typed_tile_kernels(FORM.read_text(), FORM.name)
+    compile_gpu(k, "sm_80", ptxas=False)  # tensor cores: the accumulator is in registers
+    with pytest.raises(CheckError) as e:
+        compile_gpu(k, "sm_75", ptxas=False)
+    (d,) = e.value.diagnostics
+    assert d.code == "az-type" and "below sm_80" in d.message and "81920 bytes" in d.message and d.span.line == 16
