@@ -132,6 +132,7 @@ class Plan:
     hidden: set[str] = field(default_factory=set)  # per-thread, never read before written
     regions: list[Region] = field(default_factory=list)
     leaves: bool = False  # some thread may stop early (return, break, continue, helper return)
+    arrays: dict = field(default_factory=dict)  # local array name -> LocalArrayTy (per-thread slots)
 
 
 # ---- pass 2: structure --------------------------------------------------------------------
@@ -270,18 +271,28 @@ def names_in(stmts: typing.Iterable) -> set[str]:
             elif isinstance(v, tuple) and v and all(isinstance(x, str) for x in v):  # several (tile_rows.TileVecLoad)
                 out.update(v)
         for e in exprs_of(s):
-            out.update(x.name for x in walk_expr(e) if isinstance(x, ir.Local))
+            out.update(x.name for x in walk_expr(e) if isinstance(x, (ir.Local, ir.LocalArrayRef)))
     return out
+
+
+def local_arrays(body: tuple) -> dict:
+    """name -> LocalArrayTy of the local arrays a (normalized) kernel declares; raises
+    `Unsplittable` for an array read or written under a name no declaration gives (a helper's
+    array parameter left un-inlined in a region would need its caller's slot)."""
+    decls = {s.name: s.ty for s in walk(body) if isinstance(s, ir.LocalArrayDecl)}
+    for s in walk(body):
+        for e in exprs_of(s):
+            for x in walk_expr(e):
+                if isinstance(x, ir.LocalArrayRef) and x.name not in decls:
+                    raise Unsplittable(f"a local array reached by reference: {x.name}")
+    return decls
 
 
 def plan_kernel(k: ir.KernelIR) -> Plan:
     """The split plan of a kernel; raises `Unsplittable` for a local without an LLVM value type
     (`lower_llvm.value_type`) and for the forms cpu_normalize.py names."""
     nk, n = normalize(k)
-    if any(isinstance(s, ir.LocalArrayDecl) for s in walk(nk.body)):
-        # one alloca serves every thread of a region loop: an `az.local.array` would be shared
-        # by the block's threads across a barrier (per-thread storage for arrays: not yet)
-        raise Unsplittable("a local array in a kernel with synchronisation points")
+    arrays = local_arrays(nk.body)  # each thread's own copy: a per-thread slot (cpu_regions.py)
     for name, t in nk.locals:  # each local (inlined helpers' too) needs an LLVM type for its slots
         try:
             value_type(t)
@@ -292,6 +303,7 @@ def plan_kernel(k: ir.KernelIR) -> Plan:
     plan = st.plan
     plan.kernel = dataclasses.replace(nk, locals=k.locals + tuple(n.new_locals))
     plan.nodes = nodes
+    plan.arrays = arrays
     _number(nodes, plan, False)
     plan.leaves = any(isinstance(s, (ir.Return, ir.Break, ir.Continue, Leave)) for r in plan.regions for s in walk(r.stmts))
     return plan
@@ -314,7 +326,7 @@ def classify(plan: Plan, params: set[str]) -> tuple[set[str], dict[int, set[str]
                 assigned.add(s.var)
     context: set[str] = set(plan.hidden)
     private: dict[int, set[str]] = {r.index: set() for r in plan.regions}
-    known = {n for n, _ in plan.kernel.locals} | params
+    known = {n for n, _ in plan.kernel.locals} | params | set(plan.arrays)
     for name, regions in seen.items():
         if name not in known or name in plan.uniform or name in plan.hidden:
             continue

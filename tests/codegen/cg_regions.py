@@ -187,3 +187,32 @@ def talk(x: Slice[f32], out: DisjointSlice[f32]) -> None:
         assert v >= 0.0, "negative input"
     if i in out:
         out[i] = v
+
+
+@launch_contract(domain=1, block=64)
+@kernel
+def arrays_across_barriers(x: Slice[f32], out: DisjointSlice[f32], n: i32) -> None:
+    """Each thread's own `az.local.array`, filled before a barrier and read after it (by a loop
+    of run-time trip count, so its indices are not constants), beside a second array that one
+    region alone uses; every thread's values differ, so one array shared by the block's threads
+    would show."""
+    i = thread.index_1d()
+    mine = az.local.array(4, f32)
+    with az.unsafe():
+        t = thread.tid_x()
+        tile = az.shared.array(64, f32)
+        for k in range(4):
+            mine[k] = (x[i] if i in x else f32(0.0)) * f32(k + 1) + f32(t)
+        tile[t] = mine[3]
+        az.syncthreads()
+        s = tile[(t + 1) % 64]
+        for k in range(n):
+            s = s + mine[k % 4]
+        az.syncthreads()
+        tile[t] = s
+        az.syncthreads()
+        scratch = az.local.array(2, f32)
+        scratch[0] = tile[63 - t]
+        scratch[1] = mine[0]
+    if i in out:
+        out[i] = scratch[0] + scratch[1]

@@ -247,6 +247,7 @@ GPU_CASES = [
     ("warps", (2,), 64, [("x", 128), ("out", 128), ("out", 128)], []),
     ("returns", (2,), 64, [("x", 100), ("out", 100)], [0]),
     ("short_circuit", (2,), 64, [("x", 65), ("out", 128)], [3]),
+    ("arrays_across_barriers", (3,), 64, [("x", 150), ("out", 150)], [6]),
 ]
 
 
@@ -267,3 +268,31 @@ def test_gpu_agrees_with_the_region_backend(name: str, grid: tuple[int, ...], bl
     assert az.device().kind == "cuda"
     for c, g in zip(*results, strict=True):
         np.testing.assert_allclose(g, c, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("n", [0, 3, 6])
+def test_each_thread_has_its_own_local_arrays_across_barriers(n: int) -> None:
+    """An `az.local.array` that lives across a barrier is a per-thread slot of the region
+    backend's frame (cpu_split.local_arrays), not one alloca the block's threads share."""
+    assert set(plan_kernel(build_ir(K.arrays_across_barriers)).arrays) == {"mine", "scratch"}
+    x = rng().random(150, dtype=np.float32)
+    (_, out), f = both(K.arrays_across_barriers, (3,), (64,), x, np.zeros(150, np.float32), n)
+    assert f.count == 0
+    xp = np.concatenate([x, np.zeros(42, np.float32)]).reshape(3, 64)
+    t = np.arange(64, dtype=np.float32)
+    mine = [xp * np.float32(k + 1) + t for k in range(4)]
+    s = mine[3][:, (np.arange(64) + 1) % 64]
+    for k in range(n):
+        s = s + mine[k % 4]
+    np.testing.assert_array_equal(out, (s[:, 63 - np.arange(64)] + mine[0]).ravel()[:150])
+
+
+def test_the_safe_sgemm_runs_on_the_region_backend() -> None:
+    """examples/sgemm.py (shared tiles and per-thread register blocks in local arrays) takes the
+    region backend: one host thread a block, not one a GPU thread."""
+    spec = importlib.util.spec_from_file_location("sgemm_example", ROOT / "examples" / "sgemm.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert isinstance(compile_cpu(mod.sgemm).cpu_entry, RegionModule)
+    mod.main(70, 50, 40)  # checks itself against NumPy
