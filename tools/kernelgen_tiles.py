@@ -10,14 +10,15 @@ broadcasting, `math` functions, reductions that keep their axis, `tile.where`, `
 so most modules are accepted; `outside=True` injects one construct tile kernels refuse (a
 store outside the program's tile, a second store shape, a load of another program's output
 tile, SIMT constructs, mismatched shapes, an oversized tile, a bad axis, a tile indexed or
-passed to a helper, a matmul of f64 or with mismatched inner extents).
+passed to a helper, a matmul of f64 or with mismatched inner extents).  One accepted-side
+module in five is `gen_gemm_module`'s: the tensor-core GEMM form or one step off it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["gen_tile_module", "TILE_OUTSIDE_KINDS"]
+__all__ = ["gen_gemm_module", "gen_tile_module", "TILE_OUTSIDE_KINDS"]
 
 HEADER = (
     "import math\n"
@@ -236,7 +237,38 @@ def _inject(src: str, ch: Any, kind: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def gen_gemm_module(ch: Any) -> str:
+    """A GEMM-shaped tile kernel near the tensor-core form (language/gemm_form.py): the form
+    itself at tile shapes up to 256 x 256 (accumulators far past 48 KiB) and num_warps 1-16,
+    or one step off it -- A at the wrong row, f32 inputs, a non-zero start, a K loop from 1, the
+    accumulator read after the store, a second form, a shape no routine takes -- whose
+    accumulator the on-chip bound then counts (so check and compile must agree on both)."""
+    bm, bn = ch.choice((16, 32, 64, 128, 256)), ch.choice((16, 32, 64, 128, 256))
+    bk = ch.choice((16, 32, 64, 8, 48))
+    warps = ch.choice((1, 2, 4, 8, 8, 16))
+    t = ch.choice(("f16", "f16", "bf16", "f32"))
+    out = ch.choice(("f32", "f16", "bf16"))
+    twist = ch.choice(("none", "none", "none", "row", "start", "k_from_1", "read_after", "twice"))
+    row = "pid.col" if twist == "row" else "pid.row"
+    init = "tile.full(({bm}, {bn}), 1.0, f32)" if twist == "start" else "tile.zeros(({bm}, {bn}), f32)"
+    lo = "1" if twist == "k_from_1" else "0"
+    lines = [HEADER, "", "@az.launch_contract(domain=2)", f"@az.tile_kernel(num_warps={warps})",
+             f"def kern(a: Slice2D[{t}], b: Slice2D[{t}], c: DisjointSlice2D[{out}], k: i64) -> None:",
+             "    pid = tile.program_id_2d()"]
+    for n in range(2 if twist == "twice" else 1):
+        lines += [f"    acc{n} = {init.format(bm=bm, bn=bn)}",
+                  f"    for kk in range({lo}, k, {bk}):",
+                  f"        acc{n} = tile.matmul(tile.load(a, ({row} * {bm}, kk), ({bm}, {bk})), tile.load(b, (kk, pid.col * {bn}), ({bk}, {bn})), acc{n})"]
+        value = f"acc{n}" if out == "f32" else f"acc{n}.astype({out})"
+        lines.append(f"    tile.store(c, pid, {value})")
+    if twist == "read_after":
+        lines.append(f"    tile.store(c, pid, (acc0 * 2.0).astype({out}))")
+    return "\n".join(lines) + "\n"
+
+
 def gen_tile_module(ch: Any, outside: bool = False) -> str:
+    if not outside and ch.integer(0, 4) == 0:
+        return gen_gemm_module(ch)
     src = _TileGen(ch).module()
     if outside:
         src = _inject(src, ch, ch.choice(TILE_OUTSIDE_KINDS))
