@@ -48,7 +48,7 @@ def main() -> None:
     peer = med(time_events(lambda: torch.add(a, b, out=c2), 10, "torch"))
     for block in (1024, 2048, 4096, 8192):
         for warps in (4, 8):
-            t = src["tile_add"].replace("BLOCK = 1024", f"BLOCK = {block}").replace("num_warps=4", f"num_warps={warps}")
+            t = src["tile_add"].replace("BLOCK = 1024", f"BLOCK = {block}").replace("num_warps=8", f"num_warps={warps}")
             m = variant(f"add_{block}_{warps}", t)
             launch = m.add[az.LaunchConfig.for_tiles((n,), (block,))]
             launch(a, b, c)
@@ -63,14 +63,14 @@ def main() -> None:
     p_ln = med(time_events(lambda: F.layer_norm(x, (s,), w, bb, 1e-5), 10, "torch"))
     for rows in (1, 2):
         for warps in (4, 8, 16):
-            t = src["tile_softmax"].replace("ROWS = 1", f"ROWS = {rows}").replace("num_warps=4", f"num_warps={warps}")
+            t = src["tile_softmax"].replace("ROWS = 1", f"ROWS = {rows}").replace("num_warps=8", f"num_warps={warps}")
             m = variant(f"sm_{rows}_{warps}", t)
             launch = m.softmax.specialize(cols=s)[az.LaunchConfig.for_tiles((s, s), (rows, s))]
             launch(x, y)
             ours = med(time_events(lambda: launch(x, y), 10, "anodize", dev.stream))
             torch.testing.assert_close(y, torch.softmax(x, dim=1))
             print(f"softmax ROWS={rows} num_warps={warps}: {ours:.4f} ms, torch {p_sm:.4f} ms, ratio {p_sm / ours:.3f}", flush=True)
-            t = src["tile_layernorm"].replace("ROWS = 1", f"ROWS = {rows}").replace("num_warps=4", f"num_warps={warps}")
+            t = src["tile_layernorm"].replace("ROWS = 1", f"ROWS = {rows}").replace("num_warps=8", f"num_warps={warps}")
             m = variant(f"ln_{rows}_{warps}", t)
             launch2 = m.layer_norm.specialize(cols=s)[az.LaunchConfig.for_tiles((s, s), (rows, s))]
             eps = __import__("numpy").float32(1e-5)
