@@ -67,3 +67,19 @@ def test_hooks_dispatch_to_transformers() -> None:
     assert p.get_method_signature_hook("anodize.kernel.Launch.__call__") is not None
     assert p.get_method_hook("anodize.runtime.device.Device.empty") is not None
     assert p.get_function_hook("builtins.len") is None
+
+
+def test_the_plugins_import_loads_no_engine_and_no_diagnostics_class() -> None:
+    """mypy imports the plugin on every run, a warm one included, where no hook fires: the
+    import must not load the rule engine, the language's front end or the error classes
+    (building their dataclasses was most of the plugin's cost on a warm run)."""
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    code = "import sys, anodize.checker.mypy_plugin; print(' '.join(sorted(m for m in sys.modules if m.startswith('anodize'))))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=repo, capture_output=True, text=True, check=True).stdout.split()
+    assert "anodize.checker.mypy_plugin" in out
+    for heavy in ("anodize.language.diagnostics", "anodize.language.errors", "anodize.language.front",
+                  "anodize.checker.engine", "anodize.checker.mypy.engine_results", "anodize.checker.mypy.kernels"):
+        assert heavy not in out, heavy
