@@ -6,9 +6,9 @@ against without it, measured in one run of this script.
 Each measurement runs `python -m mypy` over each folder with an empty cache (cold,
 the CI case) and then `--warm-runs` times again over the unchanged files (warm, the editor
 case: a warm run is 0.2 s a folder, so one sample per repeat is mostly the machine's noise).
-With and without the plugin alternate, so drift in the machine's load hits both; the ratio
-is of the medians (of `--repeat` cold and `--repeat` x `--warm-runs` warm samples a side).
-Target: cold and warm ratio <= 1.15.
+With and without the plugin alternate (cold runs pairwise, warm runs one by one), so drift
+in the machine's load hits both; the ratio is of the medians (of `--repeat` cold and
+`--repeat` x `--warm-runs` warm samples a side).  Target: cold and warm ratio <= 1.15.
 
 First the anodize that mypy imports is byte-compiled, as pip leaves an installed package:
 with `PYTHONDONTWRITEBYTECODE` set (or a fresh checkout) every plugin run would otherwise
@@ -131,12 +131,16 @@ def measure(repeat: int, warm_runs: int = 3) -> dict[str, object]:
         cfgs = {"plain": _config(root, False), "plugin": _config(root, True)}
         for i in range(repeat):
             order = ("plain", "plugin") if i % 2 == 0 else ("plugin", "plain")
-            for kind in order:
-                cache = tmp / f"cache-{kind}-{i}"
-                for phase in ("cold",) + ("warm",) * warm_runs:
-                    wall, cpu = _once(root, cfgs[kind], cache)
-                    times[f"{kind}_{phase}"].append(wall)
-                    cpus[f"{kind}_{phase}"].append(cpu)
+            # cold: each side on an empty cache of its own; then warm, on those caches, the two
+            # sides alternating run by run (a burst of the machine's other work then lands on
+            # both, not on one side's block of runs)
+            runs = [(kind, "cold") for kind in order]
+            for j in range(warm_runs):
+                runs += [(kind, "warm") for kind in (order if j % 2 == 0 else order[::-1])]
+            for kind, phase in runs:
+                wall, cpu = _once(root, cfgs[kind], tmp / f"cache-{kind}-{i}")
+                times[f"{kind}_{phase}"].append(wall)
+                cpus[f"{kind}_{phase}"].append(cpu)
     med = {k: statistics.median(v) for k, v in times.items()}
     cmed = {k: statistics.median(v) for k, v in cpus.items()}
     return {
