@@ -20,7 +20,6 @@ if not _os.path.isdir(_os.path.join(_here, "checker")) and _os.path.isfile(
 ):
     __path__.append(_root)
 
-from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
 # eager: importing the submodule `anodize.kernel` binds the package attribute `kernel` to the
 # module, so the function must be bound here, after it
 from anodize.kernel import Func, Kernel, TileKernel, func, kernel, launch_contract, syncthreads, threadfence, tile_kernel, unsafe
@@ -31,6 +30,7 @@ from anodize.kernel import Func, Kernel, TileKernel, func, kernel, launch_contra
 # Type checkers read the imports below.
 if TYPE_CHECKING:
     from anodize import block, local, math, shared, thread, tile, warp
+    from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
     from anodize.types import (
         AtomicSlice,
         BlockWitness1D,
@@ -72,6 +72,15 @@ if TYPE_CHECKING:
 
 _SUBMODULES = ("block", "local", "math", "shared", "thread", "tile", "warp")
 _LAZY = {
+    # the error classes: lazy too, so that the mypy plugin (imported by every mypy run, warm
+    # cache included) does not build the diagnostics' dataclasses it never uses there
+    "AliasingError": "anodize.language.errors",
+    "ArgumentError": "anodize.language.errors",
+    "CheckError": "anodize.language.errors",
+    "ContractViolation": "anodize.language.errors",
+    "KernelFault": "anodize.language.errors",
+    "LaunchError": "anodize.language.errors",
+    "OutOfMemoryError": "anodize.language.errors",
     "LaunchConfig": "anodize.runtime.config",
     "Buffer": "anodize.runtime.device",
     "Device": "anodize.runtime.device",

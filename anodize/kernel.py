@@ -18,13 +18,20 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
-from anodize.language.errors import USER_ERRORS
-
 if TYPE_CHECKING:
     from anodize.language.contract import Contract
     from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.ops import Op
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """The user errors the entry points re-raise without anodize's frames (an `except` clause
+    evaluates this only when an exception reaches it: `import anodize` loads no error class)."""
+    from anodize.language.errors import USER_ERRORS
+
+    return USER_ERRORS
+
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -148,7 +155,7 @@ class Kernel(Generic[P]):
                 self._cache["last_launcher"] = (config, launcher)
                 return launcher  # type: ignore[return-value]
             launcher = prepare(self, config, safe=True)
-        except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
+        except _user_errors() as e:  # a refused launch shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         self._cache["last_launcher"] = (config, launcher)
@@ -167,7 +174,7 @@ class Kernel(Generic[P]):
                 prepare(k, config, safe=False)(*rest)
                 return
             prepare(self, config, safe=False)(*args, **kwargs)
-        except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
+        except _user_errors() as e:  # a refused launch shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
 
@@ -194,7 +201,7 @@ class Kernel(Generic[P]):
                     help=f"`{self.__name__}.specialize({', '.join(x for x in (tvs, consts) if x)}).compile()`",
                 )
             return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
-        except USER_ERRORS as e:  # a check failure shows no anodize-internal frames
+        except _user_errors() as e:  # a check failure shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
 

@@ -17,9 +17,14 @@ import sys
 import types
 from typing import Any
 
-from anodize.language.errors import USER_ERRORS, KernelFault
 
-_OURS = (*USER_ERRORS, KernelFault)
+def _ours() -> tuple[type[BaseException], ...]:
+    """The errors whose tracebacks are filtered.  `import anodize` loads no error class: none
+    of them can have been raised before their module was loaded, so none is then."""
+    errors = sys.modules.get("anodize.language.errors")
+    if errors is None:
+        return ()
+    return (*errors.USER_ERRORS, errors.KernelFault)
 
 
 def _internal(frame: types.FrameType) -> bool:
@@ -42,7 +47,7 @@ def user_frames(tb: types.TracebackType | None) -> types.TracebackType | None:
 
 def _hook(previous: Any) -> Any:
     def excepthook(kind: type[BaseException], value: BaseException, tb: types.TracebackType | None) -> None:
-        if isinstance(value, _OURS):
+        if isinstance(value, _ours()):
             tb = user_frames(tb)
             value.__traceback__ = tb
         previous(kind, value, tb)

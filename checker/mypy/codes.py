@@ -6,12 +6,16 @@ Registering a code with mypy (constructing the `ErrorCode`) is what makes
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mypy.errorcodes import ErrorCode
 from mypy.nodes import Context
 from mypy.plugin import CheckerPluginInterface
 
-from anodize.language.diagnostics import Diagnostic
 from anodize.language.codes import CODES
+
+if TYPE_CHECKING:  # (the plugin's import, on every mypy run, builds no diagnostics class)
+    from anodize.language.diagnostics import Diagnostic
 
 CATEGORY = "anodize"
 

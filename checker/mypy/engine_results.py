@@ -19,11 +19,13 @@ not checked at all: mypy would show none of its diagnostics.
 from __future__ import annotations
 
 import atexit
+import gc
 import hashlib
 import os
 import sys
 import time
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
@@ -44,10 +46,14 @@ class ModuleResult:
     diagnostics: tuple[Diagnostic, ...]
     failure: str | None  # the engine could not run: why, in one line
     started_ns: int  # when the engine read the module (and the modules it imports)
+    # the `requires=` texts by the lambda's (line, column), read in the worker (`kernels.requires_texts`);
+    # None when the engine ran in this process (its front is cached here)
+    requires: Mapping[tuple[int, int], str | None] | None = None
 
 
 _results: dict[str, ModuleResult] = {}  # by absolute path; the process lives on under dmypy
-_pending: dict[str, tuple[str, int, Future[tuple[tuple[Diagnostic, ...], str | None]]]] = {}
+# by absolute path: (the tree mypy parsed, the digest of the source read right after, when, the future)
+_pending: dict[str, tuple[MypyFile, str, int, Future[_WorkerResult]]] = {}
 _pool: ProcessPoolExecutor | None = None  # type: ignore[no-any-unimported,unused-ignore]
 _pool_broken = False
 # the module mypy is checking now: its tree and result (one entry; a new tree is a new check)
@@ -62,11 +68,16 @@ _project: object | None = None  # the engine's import resolver, shared by a proc
 
 def run_engine(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | None]:
     global _project
-    try:
+    collecting = gc.isenabled()
+    gc.disable()  # the engine's first import builds hundreds of classes and functions: the
+    try:  # collector's passes over them cost 5-10% of a worker's CPU and free nothing
         from anodize.checker.api import check_source
         from anodize.checker.engine import Project
     except ImportError as exc:  # the engine is not installed: typing still works
         return (), f"the anodize rule engine is unavailable ({exc})"
+    finally:
+        if collecting:
+            gc.enable()
     try:
         if _project is None:
             _project = Project()
@@ -75,10 +86,25 @@ def run_engine(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | No
         return (), f"the anodize checker failed on this module: {type(exc).__name__}: {exc}"
 
 
-def _worker_run(source: str, path: str) -> tuple[tuple[Diagnostic, ...], str | None]:
+_WorkerResult = tuple[tuple[Diagnostic, ...], str | None, dict[tuple[int, int], str | None]]
+
+
+def _worker_run(source: str, path: str) -> _WorkerResult:
     """`run_engine` in a worker (sent by name, so that the call in mypy's process is the only
-    one `run_engine` sees there)."""
-    return run_engine(source, path)
+    one `run_engine` sees there), and the module's `requires=` texts, which mypy's process
+    would otherwise read from a second parse of the module (`kernels.requires_text`)."""
+    diags, failure = run_engine(source, path)
+    texts: dict[tuple[int, int], str | None] = {}
+    if failure is None and "lambda" in source:
+        try:
+            from anodize.language.front import front_for_source
+
+            from .kernels import requires_texts
+
+            texts = requires_texts(front_for_source(source, path))  # the engine's front: cached
+        except Exception:  # mypy's process reads them itself
+            texts = {}
+    return diags, failure, texts
 
 
 def _digest(source: str) -> str:
@@ -123,8 +149,6 @@ def _worker_init(parent: int) -> None:
         pass
     if os.getppid() != parent:
         os._exit(0)
-    import gc
-
     gc.freeze()  # mypy's heap, inherited: never traversed (nor copied page by page) by the collector here
     devnull = os.open(os.devnull, os.O_RDWR)  # never hold mypy's output pipes open
     for fd in (0, 1, 2):
@@ -194,7 +218,7 @@ def prefetch(tree: MypyFile) -> None:
     except Exception:  # a broken pool: fall back to in-process checks
         _disable_pool()
         return
-    _pending[key] = (digest, time.time_ns(), fut)
+    _pending[key] = (tree, digest, time.time_ns(), fut)
 
 
 def _disable_pool() -> None:
@@ -259,25 +283,34 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
     last = _last.get(path)
     if last is not None and last[0] is tree and _unchanged_since(last[2], last[1].started_ns):
         return last[1]  # a further hook in the module being checked: no second read of its file
-    source = read_source(path)
-    if source is None:
-        return None
-    digest = _digest(source)
-    deps = _dep_paths(api, tree)
     key = os.path.abspath(path)
-    cached = _results.get(key)
-    if cached is not None and cached.digest == digest and _unchanged_since(deps, cached.started_ns):
-        _last.clear()
-        _last[path] = (tree, cached, deps)
-        return cached
+    deps = _dep_paths(api, tree)
     pending = _pending.pop(key, None)
     result: ModuleResult | None = None
-    if pending is not None and pending[0] == digest and _unchanged_since(deps, pending[1]):
+    if pending is not None and pending[0] is tree and _unchanged_since(deps, pending[2]):
+        # the tree mypy checks is the one it parsed when the module went to the worker, whose
+        # source was read right then: no second read (a new parse would be a new tree)
         try:
-            diags, failure = pending[2].result()
-            result = ModuleResult(digest, diags, failure, pending[1])
+            diags, failure, texts = pending[3].result()
+            result = ModuleResult(pending[1], diags, failure, pending[2], texts)
         except Exception:  # the worker died: run it here instead
             _disable_pool()
+    if result is None:
+        source = read_source(path)
+        if source is None:
+            return None
+        digest = _digest(source)
+        cached = _results.get(key)
+        if cached is not None and cached.digest == digest and _unchanged_since(deps, cached.started_ns):
+            _last.clear()
+            _last[path] = (tree, cached, deps)
+            return cached
+        if pending is not None and pending[1] == digest and pending[0] is not tree and _unchanged_since(deps, pending[2]):
+            try:  # (the same text parsed again: the worker's result holds)
+                diags, failure, texts = pending[3].result()
+                result = ModuleResult(digest, diags, failure, pending[2], texts)
+            except Exception:
+                _disable_pool()
     if result is None:
         started = time.time_ns()
         diags, failure = run_engine(source, path)

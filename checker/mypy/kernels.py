@@ -8,6 +8,7 @@ from the decorator list (`@launch_contract` stacks in either order).
 from __future__ import annotations
 
 import ast
+from collections.abc import Mapping
 from typing import Any
 
 from mypy.nodes import CallExpr, Decorator, Expression, IntExpr, LambdaExpr, RefExpr, TupleExpr, UnaryExpr
@@ -25,7 +26,7 @@ from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME
 _SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
 
 def on_kernel(ctx: FunctionContext) -> Type:
-    report_module(ctx.api)
+    result = report_module(ctx.api)
     dec = ctx.context
     if not isinstance(dec, Decorator):  # `kernel(fn)` called by hand: no syntactic facts
         return ctx.default_return_type
@@ -36,7 +37,7 @@ def on_kernel(ctx: FunctionContext) -> Type:
     info: dict[str, Any] = {
         "name": dec.func.name,
         "module": tree.fullname if tree is not None else "",
-        "contract": contract_of(dec, path),
+        "contract": contract_of(dec, path, result.requires if result is not None else None),
     }
     return meta.attach(ctx.api, ctx.default_return_type, meta.KERNEL, info)
 
@@ -53,8 +54,9 @@ def decorator_fullname(d: Expression) -> str | None:
     return target.fullname if isinstance(target, RefExpr) and target.fullname else None
 
 
-def contract_of(dec: Decorator, path: str) -> dict[str, Any] | None:
-    """The `@launch_contract(...)` facts written literally; None when there is no contract."""
+def contract_of(dec: Decorator, path: str, known: Mapping[tuple[int, int], str | None] | None = None) -> dict[str, Any] | None:
+    """The `@launch_contract(...)` facts written literally; None when there is no contract.
+    `known`: the `requires` texts the engine's worker read (`requires_texts`), by position."""
     for d in dec.original_decorators or dec.decorators:
         if isinstance(d, CallExpr) and decorator_fullname(d) == CONTRACT_FULLNAME:
             kw = {name: arg for name, arg in zip(d.arg_names, d.args, strict=True) if name}
@@ -62,7 +64,7 @@ def contract_of(dec: Decorator, path: str) -> dict[str, Any] | None:
             return {
                 "domain": int_value(kw.get("domain")),
                 "block": block_value(kw.get("block")),
-                "requires": requires_text(requires, path) if isinstance(requires, LambdaExpr) else None,
+                "requires": requires_text(requires, path, known) if isinstance(requires, LambdaExpr) else None,
             }
     return None
 
@@ -86,10 +88,15 @@ def block_value(e: Expression | None) -> list[int] | None:
     return None
 
 
-def requires_text(lam: LambdaExpr, path: str) -> str | None:
+def requires_text(lam: LambdaExpr, path: str, known: Mapping[tuple[int, int], str | None] | None = None) -> str | None:
     """The lambda's source text, when it parses under the `requires` grammar.  Read from the
     module's one front (`anodize.language.front`: the tree the engine checked, cached per
-    source), so the plugin neither parses the module a second time nor walks all of it."""
+    source), so the plugin neither parses the module a second time nor walks all of it.
+    With the engine in a worker, the worker read the texts (`known`, by the lambda's line and
+    column, which mypy takes from Python's parser as the front does): mypy's process then
+    builds no front at all."""
+    if known is not None and (lam.line, lam.column) in known:
+        return known[(lam.line, lam.column)]
     front = _front(path)
     if front is None:
         return None
@@ -103,6 +110,27 @@ def requires_text(lam: LambdaExpr, path: str) -> str | None:
         found = next((n for n in ast.walk(front.tree) if _at(n, lam)), None)
     if found is None:
         return None
+    return _checked_text(front, found)
+
+
+def requires_texts(front: Any) -> dict[tuple[int, int], str | None]:
+    """`requires_text` for every lambda passed to a decorator in the module, by (line, column):
+    what the engine's worker sends back with the module's diagnostics.  A lambda not found
+    here (or whose reading failed) is read again by `requires_text` itself."""
+    out: dict[tuple[int, int], str | None] = {}
+    for _, fdef in front.functions():
+        for d in fdef.decorator_list:
+            for kw in d.keywords if isinstance(d, ast.Call) else ():
+                lam = kw.value
+                if isinstance(lam, ast.Lambda):
+                    try:
+                        out[(lam.lineno, lam.col_offset)] = _checked_text(front, lam)
+                    except Exception:  # left to `requires_text`, as without a worker
+                        out.pop((lam.lineno, lam.col_offset), None)
+    return out
+
+
+def _checked_text(front: Any, found: ast.expr) -> str | None:
     try:
         parse_requires(found, front.src)  # type: ignore[arg-type]  # (the front's lines: split once)
     except RequiresSyntaxError:  # the rule engine reports it as az-contract

@@ -106,3 +106,31 @@ def test_default_placement(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANODIZE_MYPY_WORKERS")
     monkeypatch.setattr(sys, "platform", "darwin")  # workers start with fork: Linux only
     assert engine_results._workers() == 0
+
+
+def test_the_workers_requires_texts_are_the_plugins_own_reading() -> None:
+    """With the engine in a worker, mypy's process takes the `requires=` texts the worker read
+    (by the lambda's line and column) instead of parsing the module again: they must be the
+    very texts `requires_text` reads from the module's front, for every fixture and example."""
+    from types import SimpleNamespace
+
+    from anodize.checker.mypy.kernels import requires_text, requires_texts
+    from anodize.language.front import front_for_source
+
+    repo = Path(__file__).resolve().parents[2]
+    seen = texts = 0
+    for path in sorted([*repo.joinpath("fixtures").rglob("*.py"), *repo.joinpath("examples").rglob("*.py")]):
+        source = path.read_text()
+        if "lambda" not in source:
+            continue
+        try:
+            front = front_for_source(source, str(path))
+        except SyntaxError:
+            continue
+        for (line, col), text in requires_texts(front).items():
+            lam = SimpleNamespace(line=line, column=col)
+            assert requires_text(lam, str(path)) == text, (path, line, col)  # type: ignore[arg-type]
+            assert requires_text(lam, str(path), {(line, col): text}) == text  # type: ignore[arg-type]
+            seen += 1
+            texts += text is not None
+    assert seen > 50 and texts > 50  # (about a hundred `requires=` lambdas; a few do not parse)
