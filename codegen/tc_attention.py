@@ -39,7 +39,7 @@ from .tc_ptx import F32, I32, I64, c32, c64
 
 LOG2E = 1.4426950408889634
 LIMIT = 2**31 - 4096
-REG_BUDGET = 192  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
+REG_BUDGET = 232  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class AttnConfig:
     num_warps: int
     stages: int = 1  # K/V buffers: 1 (K[j+1] copied during the softmax and P V), 2 (a ring)
     lazy: bool = False  # rescale O only when a row of the warp has a new maximum
+    q_regs: bool = True  # Q's fragments in registers for the whole loop (else ldmatrix'd from shared every key tile)
 
     def __post_init__(self) -> None:
         m, n, d, w = self.tile_m, self.tile_n, self.head_dim, self.num_warps
@@ -78,7 +79,8 @@ class AttnConfig:
 
     def regs(self) -> int:
         d, n = self.head_dim, self.tile_n
-        return self.mt * (d // 2 + d // 4 + n // 2 + n // 4)  # O, Q, S, P per thread
+        q = d // 4 if self.q_regs else 4  # Q: all its fragments, or one k-step's
+        return self.mt * (d // 2 + q + n // 2 + n // 4)  # O, Q, S, P per thread
 
     def min_blocks(self) -> int:
         """Blocks per SM to ask ptxas for (`.minnctapersm`): as many as 64K registers hold at the
@@ -95,9 +97,10 @@ class AttnConfig:
         return self.tile_m * self.head_dim * 2
 
     def smem_bytes(self, avail: int) -> int:
-        """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them."""
+        """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them
+        (Q read from shared every key tile: always beside them, however large)."""
         kv = self.stages * self.kv_bytes()
-        return kv + self.q_bytes() if kv + self.q_bytes() <= avail else max(kv, self.q_bytes())
+        return kv + self.q_bytes() if kv + self.q_bytes() <= avail or not self.q_regs else max(kv, self.q_bytes())
 
 
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value]) -> ir.Value:
@@ -124,6 +127,17 @@ def ldsm(b: ir.IRBuilder, addr: ir.Value, imm: int, trans: bool) -> list[ir.Valu
     st = ir.LiteralStructType([I32] * 4)
     r = b.asm(ir.FunctionType(st, [I32]), f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [$4+{imm}];",
               "=r,=r,=r,=r,r,~{memory}", [addr], True)
+    return [b.extract_value(r, i) for i in range(4)]
+
+
+def ldsm_xor(b: ir.IRBuilder, base: ir.Value, off: ir.Value, x: int, imm: int, trans: bool = False) -> list[ir.Value]:
+    """`ldmatrix.x4` at shared `base + (off ^ x) + imm`, the XOR and the add inside the asm (so no
+    register a k-step is hoisted out of the key loop)."""
+    st = ir.LiteralStructType([I32] * 4)
+    t = ".trans" if trans else ""
+    r = b.asm(ir.FunctionType(st, [I32, I32]), f"{{ .reg .b32 a; xor.b32 a, $4, {x}; add.s32 a, a, $5; "
+              f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [a+{imm}]; }}",
+              "=r,=r,=r,=r,r,r,~{memory}", [off, base], True)
     return [b.extract_value(r, i) for i in range(4)]
 
 
@@ -212,8 +226,15 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     P.barrier(b)
     wrow = b.mul(warp, c32(16 * mt))
     lr, hi = b.and_(lane, c32(15)), b.lshr(lane, c32(4))
-    qf = [[P.ldmatrix_x4(b, b.add(q_s, _rowmajor(b, b.add(wrow, b.add(c32(mi * 16), lr)), b.add(c32(kk * 2), hi), cpr)), False)
-           for kk in range(d // 16)] for mi in range(mt)]
+    if cfg.q_regs:
+        qf = [[P.ldmatrix_x4(b, b.add(q_s, _rowmajor(b, b.add(wrow, b.add(c32(mi * 16), lr)), b.add(c32(kk * 2), hi), cpr)), False)
+               for kk in range(d // 16)] for mi in range(mt)]
+    else:  # Q stays in shared (beside K and V): this lane's row offset; k-step kk is the chunk XOR 2 kk
+        assert separate_q
+        q_lane = _rowmajor(b, b.add(wrow, lr), hi, cpr)
+
+        def q_frag(mi: int, kk: int) -> list[ir.Value]:
+            return ldsm_xor(b, q_s, q_lane, (2 * kk) << 4, mi * 16 * cpr * 16)
     if not separate_q:
         P.barrier(b)  # every warp has its Q fragments before K overwrites the staging
 
@@ -237,6 +258,11 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     vx = b.xor(hi, _swizzle(b, lr, cpr))
     v_off = [b.add(v_s, b.add(b.mul(lr, c32(cpr * 16)), b.shl(b.xor(vx, c32(dp * 2)), c32(4)))) for dp in range(d // 16)]
     step16 = 16 * cpr * 16  # bytes of 16 rows
+    # with Q in shared (registers tight): one offset register per operand, the chunk XOR of a
+    # k-step inside the ldmatrix's asm (the row part is a multiple of the row's bytes, so the XOR
+    # of the chunk bits is the XOR of the offset's)
+    k_lane = b.add(b.mul(krow, c32(cpr * 16)), b.shl(kx, c32(4)))
+    v_lane = b.add(b.mul(lr, c32(cpr * 16)), b.shl(vx, c32(4)))
 
     c2 = b.fmul(scale, ir.Constant(F32, LOG2E))  # scores in the log2 domain: exp(x) = 2**(x log2 e)
     m_init = ir.Constant(F32, -1.0e30 * LOG2E)
@@ -265,17 +291,20 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
         cur = b.mul(b.and_(jt, c32(1)), c32(cfg.kv_bytes()))
         load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
         k_cur = [b.add(x, cur) for x in k_off]
+        k_base, v_base = b.add(k_s, cur), b.add(v_s, cur)
     else:
         t.load_tile(v_s, bn, d, v_g, ld_v, kv0, zero, v_rows, v_cols)
         P.cp_async_commit(b)
         k_cur = k_off
+        k_base, v_base = k_s, v_s
     s = [[[fzero] * 4 for _ in range(bn // 8)] for _ in range(mt)]
     for kk in range(d // 16):
+        qk = [qf[mi][kk] if cfg.q_regs else q_frag(mi, kk) for mi in range(mt)]
         for np_ in range(bn // 16):
-            r = ldsm(b, k_cur[kk], np_ * step16, False)
+            r = ldsm(b, k_cur[kk], np_ * step16, False) if cfg.q_regs else ldsm_xor(b, k_base, k_lane, (2 * kk) << 4, np_ * step16)
             for mi in range(mt):
-                s[mi][2 * np_] = P.mma_16816(b, qf[mi][kk], r[0:2], s[mi][2 * np_], "f16")
-                s[mi][2 * np_ + 1] = P.mma_16816(b, qf[mi][kk], r[2:4], s[mi][2 * np_ + 1], "f16")
+                s[mi][2 * np_] = P.mma_16816(b, qk[mi], r[0:2], s[mi][2 * np_], "f16")
+                s[mi][2 * np_ + 1] = P.mma_16816(b, qk[mi], r[2:4], s[mi][2 * np_ + 1], "f16")
     if not ring:
         P.cp_async_wait(b, 0)  # V[j] has landed ...
         P.barrier(b)  # ... everyone's; and every warp is done with K[j]
@@ -334,7 +363,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     v_cur = [b.add(x, cur) for x in v_off] if ring else v_off
     for kt in range(bn // 16):
         for dp in range(d // 16):
-            r = ldsm(b, v_cur[dp], kt * step16, True)
+            r = ldsm(b, v_cur[dp], kt * step16, True) if cfg.q_regs else ldsm_xor(b, v_base, v_lane, (2 * dp) << 4, kt * step16, True)
             for mi in range(mt):
                 acc[mi][2 * dp] = P.mma_16816(b, pk[mi][kt], r[0:2], acc[mi][2 * dp], "f16")
                 acc[mi][2 * dp + 1] = P.mma_16816(b, pk[mi][kt], r[2:4], acc[mi][2 * dp + 1], "f16")
@@ -386,7 +415,7 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
     bm, bn, d = s.tile
     import os
 
-    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1")
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1", s.q_regs)
 
     minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
     if minb > 1:
@@ -394,8 +423,13 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
 
         add_attr(b.function.attributes, f'"nvvm.minctasm"="{minb}"')
     sq, sk, sv, so = (lw.frame.slices[r.name] for r in (s.q, s.k, s.v, s.o))
-    gv = lw.shared_gv[s.smem]
-    gv.align = 128
+    if s.smem:
+        gv = lw.shared_gv[s.smem]
+        gv.align = 128
+    else:  # the compiler's dynamic shared buffer (CompiledKernel.dynamic_shared_bytes, 128-byte aligned)
+        from .tc_common import shared_buffer
+
+        gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
     dims = [b.sext(x, I64) if x.type.width < 64 else x for x in (*sq.dims, *sk.dims, *sv.dims, *so.dims)]
     lim = c64(LIMIT)
     fits = None
@@ -433,4 +467,30 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
             with fast:
                 emit_attention_tile(b, cfg, aligned=True, **args)
             with slow:
-                emit_attention_tile(b, cfg, aligned=False, **args)
+                if cfg.q_regs:
+                    emit_attention_tile(b, cfg, aligned=False, **args)
+                else:
+                    _call_out_of_line(b, cfg, args)
+
+
+def _call_out_of_line(b: ir.IRBuilder, cfg: AttnConfig, args: dict) -> None:  # type: ignore[type-arg]
+    """The 2-byte copy path as a call of its own function (noinline, convergent: it holds
+    barriers, and every thread of the block calls it or none does), so that ptxas allocates its
+    registers apart from the fast path's: at 32 query rows a warp and D 128 the two paths in one
+    function spilled where the fast path alone did not."""
+    keys = [k for k in args if k != "separate_q"]
+    fty = ir.FunctionType(ir.VoidType(), [args[k].type for k in keys])
+    mod = b.module
+    name = f"{b.function.name}_attn_narrow"
+    fn = mod.globals.get(name)
+    if fn is None:
+        fn = ir.Function(mod, fty, name)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("convergent")
+        inner = ir.IRBuilder(fn.append_basic_block("entry"))
+        emit_attention_tile(inner, cfg, aligned=False, separate_q=args["separate_q"],
+                            **{k: fn.args[i] for i, k in enumerate(keys)})
+        inner.ret_void()
+    call = b.call(fn, [args[k] for k in keys])
+    call.attributes.add("convergent") if hasattr(call, "attributes") else None

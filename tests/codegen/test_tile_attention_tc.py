@@ -175,7 +175,9 @@ def _kernel(warps: int, stages: int = 0):  # type: ignore[no-untyped-def]
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("bm,bn,d,warps,stages", [(128, 64, 64, 8, 1), (128, 64, 64, 4, 1), (128, 64, 128, 8, 1),
-                                                  (64, 64, 128, 4, 1), (128, 32, 128, 8, 2), (64, 32, 128, 4, 2)])
+                                                  (64, 64, 128, 4, 1), (128, 32, 128, 8, 2), (64, 32, 128, 4, 2),
+                                                  (256, 64, 128, 8, 2), (128, 64, 128, 4, 2), (256, 32, 128, 8, 1),
+                                                  (128, 64, 128, 8, 2), (256, 64, 64, 8, 2)])
 def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int, stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
@@ -214,7 +216,8 @@ def test_lazy_rescaling_matches_sdpa(bm: int, bn: int, d: int, warps: int, monke
 @pytest.mark.gpu
 @pytest.mark.parametrize("seq,cols,bm,bn,d,warps,stages", [
     (200, 64, 128, 64, 64, 8, 1), (100, 128, 64, 32, 128, 4, 2), (96, 60, 128, 32, 64, 4, 1), (1, 64, 64, 64, 64, 4, 1),
-    (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1)])
+    (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1),
+    (300, 128, 256, 64, 128, 8, 2), (100, 124, 128, 64, 128, 4, 2), (200, 120, 256, 32, 128, 8, 1)])
 def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int, warps: int,
                                                                 stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # seq not a multiple of the tiles (the loads past the head read the next head's rows, and
