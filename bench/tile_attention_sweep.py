@@ -17,8 +17,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 # d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS][:qQREGS][:y0][:l] (ANODIZE_ATTN_STAGES / _MINB / _QREGS /
 # _DYNAMIC=0 / _LAZY, read at compile; without them the compiler's choice)
-DEFAULT = ["128:128x64x8:y0", "128:128x64x8", "128:256x64x8", "128:256x32x8", "128:128x64x4:b2", "128:128x32x4",
-           "64:128x64x8", "64:256x64x8", "64:128x64x4"]
+DEFAULT = ["128:128x64x4", "128:256x64x8", "128:128x64x4:l", "128:256x32x8", "128:128x32x4", "128:128x64x8", "128:128x64x8:y0",
+           "64:128x64x8", "64:128x64x4", "64:256x64x8"]
 
 
 _MODS: dict = {}  # type: ignore[type-arg]

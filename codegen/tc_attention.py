@@ -170,6 +170,39 @@ class _Narrow(_Tile):
             P.st_shared_v4(b, b.add(sbase, off), ld_chunk_b16(b, addr, n))
 
 
+    def _copy_async(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked=False) -> None:  # type: ignore[no-untyped-def]
+        """tc_gemm's 16-byte copy with the per-chunk values derived in the loop: a thread's chunks
+        are one column chunk and rows `step` apart (threads a multiple of the row's chunks), so
+        their shared offsets are one register plus immediates (the swizzle repeats every 8 rows)
+        and their global addresses a chain of adds -- nothing per chunk for LLVM to hoist out of
+        the key loop into registers the fragments need."""
+        cpr = cols // 8
+        t = self.cfg.threads
+        step = t // cpr
+        if blocked or t % cpr or step % 8:
+            return super()._copy_async(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked)
+        b = self.b
+        r0 = b.lshr(self.tid, c32(cpr.bit_length() - 1))
+        c = b.and_(self.tid, c32(cpr - 1))
+        off0 = b.add(b.mul(r0, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r0, cpr)), c32(4)))
+        dst = b.add(sbase, off0)
+        gcol = b.add(col0, b.shl(c, c32(3)))
+        left = b.sub(col_lim, gcol)  # elements left in the row from gcol
+        col_ok = b.icmp_signed(">", left, c32(0))
+        full = b.shl(b.select(b.icmp_signed("<", left, c32(8)), left, c32(8)), c32(1))
+        grow0 = b.add(row0, r0)
+        rem = b.sub(row_lim, grow0)  # rows left from this thread's first one
+        addr = b.add(gbase, b.shl(b.add(b.mul(b.sext(grow0, I64), ld), b.sext(gcol, I64)), c64(1)))
+        stride = b.shl(b.mul(ld, c64(step)), c64(1))
+        for i in range(rows * cpr // t):
+            ok = b.and_(col_ok, b.icmp_signed(">", rem, c32(i * step)))
+            src = b.select(ok, addr, gbase)
+            _asm(b, ir.VoidType(), f"cp.async.cg.shared.global [$0+{i * step * cols * 2}], [$1], 16, $2;", "r,l,r,~{memory}",
+                 [dst, src, b.select(ok, full, c32(0))])
+            addr = b.add(addr, stride)
+        return None
+
+
 class _Threads:
     def __init__(self, threads: int):
         self.threads = threads
