@@ -33,8 +33,8 @@ def kernel_ir(src: str, bm: int = 128, bn: int = 64, d: int = 64, warps: int = 8
     return replace(t.ir, tile_warps=warps)
 
 
-def attentions(k, threads: int, tensor_cores: bool = True) -> list[TileAttention]:  # type: ignore[no-untyped-def]
-    guard = lower_tiles(k, threads, tensor_cores=tensor_cores).body[-1]
+def attentions(k, threads: int, tensor_cores: bool = True, limit: int = 48 * 1024) -> list[TileAttention]:  # type: ignore[no-untyped-def]
+    guard = lower_tiles(k, threads, tensor_cores=tensor_cores, shared_limit=limit).body[-1]
     return [s for s in guard.body if isinstance(s, TileAttention)]
 
 
@@ -98,9 +98,51 @@ def test_any_deviation_stays_generic(old: str, new: str) -> None:
 
 
 def test_tiles_the_emitter_does_not_take_stay_generic() -> None:
-    # (BM 48: not 16 or 32 rows a warp; D 128 with 32 rows a warp: too many registers)
+    # (BM 48: not 16 or 32 rows a warp; D 128 with 32 rows a warp: Q stays in shared beside K and
+    # V, 64 KiB, more than static shared memory holds -- and no dynamic buffer at this limit)
     assert attentions(kernel_ir(REFERENCE, 48, 16, 32, 1), 32) == []
     assert attentions(kernel_ir(REFERENCE, 128, 64, 128, 4), 128) == []
+    # 64 rows a warp: never
+    assert attentions(kernel_ir(REFERENCE, 256, 64, 64, 4), 128, limit=227 * 1024) == []
+
+
+H200 = 227 * 1024  # a block's opt-in shared limit on sm_90 (toolchain.block_shared_limit)
+
+
+@pytest.mark.parametrize("bm,bn,d,warps,q_regs,stages,dynamic", [
+    (128, 64, 64, 8, True, 2, 0),  # d 64: Q's fragments in registers, the ring in 48 KiB of static shared
+    (256, 64, 128, 8, False, 2, 128 * 1024),  # 32 rows a warp at d 128: Q from shared, beside the ring
+    (128, 64, 128, 4, False, 2, 96 * 1024),
+    (128, 64, 128, 8, True, 2, 96 * 1024),  # 16 rows a warp at d 128: Q's fragments fit; the ring is dynamic
+])
+def test_the_compiler_picks_q_placement_stages_and_shared_memory(bm: int, bn: int, d: int, warps: int, q_regs: bool,
+                                                                stages: int, dynamic: int) -> None:
+    (a,) = attentions(kernel_ir(REFERENCE, bm, bn, d, warps), warps * 32, limit=H200)
+    assert (a.q_regs, a.stages, a.dynamic_smem) == (q_regs, stages, dynamic)
+    assert a.separate_q or q_regs  # Q read every key tile must not be overwritten by K
+    assert (a.smem == "") == (dynamic > 0)
+
+
+def test_a_kernel_with_its_own_dynamic_array_keeps_static_staging() -> None:
+    from anodize.codegen.tile_attention import choose_config
+
+    assert choose_config(256, 64, 128, 8, 0, H200, own_dynamic=True) is None  # (the buffers would alias)
+    cfg, nbytes, dynamic = choose_config(128, 64, 128, 8, 0, H200, own_dynamic=True)
+    assert (cfg.q_regs, cfg.stages, nbytes, dynamic) == (True, 1, 32 * 1024, False)  # Q staged over K and V
+
+
+def test_q_from_shared_compiles_to_dynamic_shared_and_an_out_of_line_narrow_path() -> None:
+    art = compile_gpu(kernel_ir(REFERENCE, 256, 64, 128, 8), "sm_90", ptxas=False)
+    assert art.dynamic_shared_bytes == 128 * 1024 and art.static_shared_bytes <= 48 * 1024
+    ptx = art.ptx
+    assert ".extern .shared" in ptx and "__az_tc_smem" in ptx
+    # two copies of the loop (16- and 2-byte copies), each 2 m-tiles x (8 n-tiles x 8 k-steps + 16 x 4)
+    assert ptx.count("mma.sync.aligned.m16n8k16") == 2 * 2 * (8 * 8 + 16 * 4)
+    assert "xor.b32 a," in ptx  # k-step offsets inside the ldmatrix asm
+    assert "attention_attn_narrow" in ptx  # the 2-byte copy path in a function of its own
+    if shutil.which("ptxas"):
+        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (128, 64, 128, 8)])
