@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS][:qQREGS][:y0][:l] (ANODIZE_ATTN_STAGES / _MINB / _QREGS /
+# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS][:qQREGS][:gGROUPS][:y0][:l] (ANODIZE_ATTN_STAGES / _MINB / _QREGS / _GROUPS /
 # _DYNAMIC=0 / _LAZY, read at compile; without them the compiler's choice)
 DEFAULT = ["128:128x64x4", "128:256x64x8", "128:128x64x4:l", "128:256x32x8", "128:128x32x4", "128:128x64x8", "128:128x64x8:y0",
            "64:128x64x8", "64:128x64x4", "64:256x64x8"]
@@ -54,7 +54,8 @@ def main() -> None:
     bsz, heads, seq = 4, 16, 4096
     qkv: dict = {}
     sdpa: dict = {}
-    knobs_env = {"s": "ANODIZE_ATTN_STAGES", "b": "ANODIZE_ATTN_MINB", "q": "ANODIZE_ATTN_QREGS", "y": "ANODIZE_ATTN_DYNAMIC"}
+    knobs_env = {"s": "ANODIZE_ATTN_STAGES", "b": "ANODIZE_ATTN_MINB", "q": "ANODIZE_ATTN_QREGS", "y": "ANODIZE_ATTN_DYNAMIC",
+                 "g": "ANODIZE_ATTN_GROUPS"}
     for item in sys.argv[1:] or DEFAULT:
         d_s, cfg, *knobs = item.split(":")
         d = int(d_s)

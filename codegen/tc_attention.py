@@ -51,6 +51,7 @@ class AttnConfig:
     stages: int = 1  # K/V buffers: 1 (K[j+1] copied during the softmax and P V), 2 (a ring)
     lazy: bool = False  # rescale O only when a row of the warp has a new maximum
     q_regs: bool = True  # Q's fragments in registers for the whole loop (else ldmatrix'd from shared every key tile)
+    groups: int = 1  # warp groups splitting the key tiles (each all BM rows, its own K/V ring and barrier), merged at the end
 
     def __post_init__(self) -> None:
         m, n, d, w = self.tile_m, self.tile_n, self.head_dim, self.num_warps
@@ -61,17 +62,25 @@ class AttnConfig:
                 raise ValueError(f"{name} must be a power of two, at least 16")
         if d > 256 or n > 128:
             raise ValueError("D at most 256, BN at most 128")
-        if m % (16 * w) or self.mt not in (1, 2):
+        if self.groups not in (1, 2) or w % self.groups:
+            raise ValueError("one or two warp groups")
+        if m % (16 * (w // self.groups)) or self.mt not in (1, 2):
             raise ValueError("BM must be 16 or 32 rows a warp")
         t = w * 32
-        if (n * d // 8) % t or (m * d // 8) % t:
+        if (n * d // 8) % (t // self.groups) or (m * d // 8) % t:
             raise ValueError("tiles do not split into 16-byte copies over the block")
         if self.regs() > REG_BUDGET:
             raise ValueError("too many fragment registers")
+        if self.groups > 1 and self.merge_bytes() > self.groups * self.stages * self.kv_bytes() + self.q_bytes():
+            raise ValueError("the merge does not fit in the K/V and Q buffers")
 
     @property
     def mt(self) -> int:
-        return self.tile_m // (16 * self.num_warps)
+        return self.tile_m // (16 * (self.num_warps // self.groups))
+
+    def merge_bytes(self) -> int:
+        """A group's (m, l, O) fragments, handed to group 0 through shared memory at the end."""
+        return self.threads // self.groups * self.mt * (self.head_dim // 8 + 1) * 16
 
     @property
     def threads(self) -> int:
@@ -99,8 +108,9 @@ class AttnConfig:
     def smem_bytes(self, avail: int) -> int:
         """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them
         (Q read from shared every key tile: always beside them, however large)."""
-        kv = self.stages * self.kv_bytes()
-        return kv + self.q_bytes() if kv + self.q_bytes() <= avail or not self.q_regs else max(kv, self.q_bytes())
+        kv = self.groups * self.stages * self.kv_bytes()
+        n = kv + self.q_bytes() if kv + self.q_bytes() <= avail or not self.q_regs else max(kv, self.q_bytes())
+        return max(n, self.merge_bytes()) if self.groups > 1 else n
 
 
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value]) -> ir.Value:
@@ -239,13 +249,18 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     the block must reach the call (it holds barriers)."""
     bm, bn, d, mt = cfg.tile_m, cfg.tile_n, cfg.head_dim, cfg.mt
     cpr = d // 8
-    t = _Narrow(b, _Threads(cfg.threads), aligned)  # type: ignore[arg-type]  # (only .threads is read)
-    t.tid = P.sreg(b, "tid.x")
-    warp = b.lshr(t.tid, c32(5))
+    gt = cfg.threads // cfg.groups  # threads of a warp group
+    tq = _Narrow(b, _Threads(cfg.threads), aligned)  # type: ignore[arg-type]  # (only .threads is read)
+    tq.tid = P.sreg(b, "tid.x")
+    t = _Narrow(b, _Threads(gt), aligned)  # type: ignore[arg-type]  # K and V: the group's threads
+    grp = b.lshr(tq.tid, c32(gt.bit_length() - 1)) if cfg.groups > 1 else c32(0)
+    t.tid = b.and_(tq.tid, c32(gt - 1)) if cfg.groups > 1 else tq.tid
+    warp = b.lshr(t.tid, c32(5))  # within the group
     lane = b.and_(t.tid, c32(31))
-    k_s = smem
-    v_s = b.add(smem, c32(bn * d * 2))
-    q_s = b.add(smem, c32(cfg.stages * cfg.kv_bytes())) if separate_q else smem
+    gbar = (lambda: P.barrier(b)) if cfg.groups == 1 else (lambda: _bar_count(b, b.add(grp, c32(1)), gt))
+    k_s = b.add(smem, b.mul(grp, c32(cfg.stages * cfg.kv_bytes()))) if cfg.groups > 1 else smem
+    v_s = b.add(k_s, c32(bn * d * 2))
+    q_s = b.add(smem, c32(cfg.groups * cfg.stages * cfg.kv_bytes())) if separate_q else smem
     ring = cfg.stages == 2
     m0 = b.mul(tile_row, c32(bm))
     c0 = b.mul(tile_col, c32(d))
@@ -253,7 +268,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     zero = c32(0)
 
     # Q: staged once, then in registers as A fragments for the whole key loop
-    t.load_tile(q_s, bm, d, q_g, ld_q, m0, c0, q_rows, q_cols)
+    tq.load_tile(q_s, bm, d, q_g, ld_q, m0, c0, q_rows, q_cols)
     P.cp_async_commit(b)
     P.cp_async_wait(b, 0)
     P.barrier(b)
@@ -301,8 +316,8 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     m_init = ir.Constant(F32, -1.0e30 * LOG2E)
     fzero = ir.Constant(F32, 0.0)
     # K[0] (when there is a key tile at all: with none, `base` may be anything)
-    has = b.icmp_signed(">", ntiles, zero)
-    load_k(base, b.select(has, k_rows, zero), zero if ring else None)
+    has = b.icmp_signed(">", ntiles, grp)  # (group g takes key tiles g, g + groups, ...)
+    load_k(b.add(base, b.mul(grp, c32(bn))) if cfg.groups > 1 else base, b.select(has, k_rows, zero), zero if ring else None)
 
     fn = b.function
     pre = b.block
@@ -316,13 +331,14 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     acc_phi = [[[b.phi(F32) for _ in range(4)] for _ in range(d // 8)] for _ in range(mt)]
 
     P.cp_async_wait(b, 0)  # K[j] (and V[j] with the ring) has landed (this thread's copies) ...
-    P.barrier(b)  # ... everyone's; and every warp is done with V[j-1] (with the ring: with stage j-1)
+    gbar()  # ... everyone's; and every warp is done with V[j-1] (with the ring: with stage j-1)
     kv0 = b.add(base, b.mul(jt, c32(bn)))
-    jt1 = b.add(jt, c32(1))
+    jt1 = b.add(jt, c32(cfg.groups))
     more = b.icmp_signed("<", jt1, ntiles)
     if ring:  # tile j+1 into the other stage, while this one computes
-        cur = b.mul(b.and_(jt, c32(1)), c32(cfg.kv_bytes()))
-        load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
+        nth = b.lshr(jt, c32(cfg.groups.bit_length() - 1)) if cfg.groups > 1 else jt  # the group's count of tiles
+        cur = b.mul(b.and_(nth, c32(1)), c32(cfg.kv_bytes()))
+        load_k(b.add(kv0, c32(cfg.groups * bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
         k_cur = [b.add(x, cur) for x in k_off]
         k_base, v_base = b.add(k_s, cur), b.add(v_s, cur)
     else:
@@ -340,8 +356,8 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
                 s[mi][2 * np_ + 1] = P.mma_16816(b, qk[mi], r[2:4], s[mi][2 * np_ + 1], "f16")
     if not ring:
         P.cp_async_wait(b, 0)  # V[j] has landed ...
-        P.barrier(b)  # ... everyone's; and every warp is done with K[j]
-        load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero))
+        gbar()  # ... everyone's; and every warp is done with K[j]
+        load_k(b.add(kv0, c32(cfg.groups * bn)), b.select(more, k_rows, zero))
 
     # the online softmax on the fragments: lane holds rows g (h = 0) and g + 8 (h = 1) of each
     # 16-row slice, two neighbouring columns per 8-column n-tile
@@ -402,7 +418,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
                 acc[mi][2 * dp + 1] = P.mma_16816(b, pk[mi][kt], r[2:4], acc[mi][2 * dp + 1], "f16")
     end = b.block
     b.cbranch(more, loop, done)
-    jt.add_incoming(c32(0), pre)
+    jt.add_incoming(grp, pre)
     jt.add_incoming(jt1, end)
     for mi in range(mt):
         for h in range(2):
@@ -417,17 +433,33 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
 
     b.position_at_end(done)
     fin_l = [[b.phi(F32) for _ in range(2)] for _ in range(mt)]
+    fin_m = [[b.phi(F32) for _ in range(2)] for _ in range(mt)]
     fin = [[[b.phi(F32) for _ in range(4)] for _ in range(d // 8)] for _ in range(mt)]
     for mi in range(mt):
         for h in range(2):
             fin_l[mi][h].add_incoming(fzero, pre)
             fin_l[mi][h].add_incoming(l_new[mi][h], end)
+            fin_m[mi][h].add_incoming(m_init, pre)
+            fin_m[mi][h].add_incoming(m_new[mi][h], end)
         for nd in range(d // 8):
             for e in range(4):
                 fin[mi][nd][e].add_incoming(fzero, pre)
                 fin[mi][nd][e].add_incoming(acc[mi][nd][e], end)
     P.cp_async_wait(b, 0)  # the last (empty) K copy is done too
-    P.barrier(b)  # shared memory is free again
+    P.barrier(b)  # shared memory is free again (every group's)
+    fin_l = [list(x) for x in fin_l]
+    fin = [[list(x) for x in y] for y in fin]
+    if cfg.groups > 1:  # group 1 hands its (m, l, O) to group 0, which merges them and stores
+        _merge_groups(b, cfg, smem, grp, t.tid, fin_m, fin_l, fin)
+        with b.if_then(b.icmp_unsigned("==", grp, zero)):
+            _finish(b, cfg, fin_l, fin, o_g, o_rows, o_cols, m0, wrow, c0, lane)
+        return
+    _finish(b, cfg, fin_l, fin, o_g, o_rows, o_cols, m0, wrow, c0, lane)
+
+
+def _finish(b: ir.IRBuilder, cfg: AttnConfig, fin_l, fin, o_g, o_rows, o_cols, m0, wrow, c0, lane) -> None:  # type: ignore[no-untyped-def]
+    """O / l (l summed over the row's 4 lanes), stored as f16 masked at O's edges."""
+    mt, d = cfg.mt, cfg.head_dim
     out = [[[None] * 4 for _ in range(d // 8)] for _ in range(mt)]
     for mi in range(mt):
         for h in range(2):
@@ -448,7 +480,7 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
     bm, bn, d = s.tile
     import os
 
-    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1", s.q_regs)
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1", s.q_regs, s.groups)
 
     minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
     if minb > 1:
@@ -527,3 +559,70 @@ def _call_out_of_line(b: ir.IRBuilder, cfg: AttnConfig, args: dict) -> None:  # 
         inner.ret_void()
     call = b.call(fn, [args[k] for k in keys])
     call.attributes.add("convergent") if hasattr(call, "attributes") else None
+
+
+def _bar_count(b: ir.IRBuilder, bar_id: ir.Value, count: int) -> None:
+    """`bar.sync id, count`: a named barrier of `count` threads (a warp group's)."""
+    mod = b.module
+    name = "llvm.nvvm.barrier.cta.sync.aligned.count"
+    fn = mod.globals.get(name)
+    if fn is None:
+        fn = ir.Function(mod, ir.FunctionType(ir.VoidType(), [I32, I32]), name)
+        fn.attributes.add("convergent")
+        fn.attributes.add("nounwind")
+    b.call(fn, [bar_id, c32(count)])
+
+
+def _merge_groups(b: ir.IRBuilder, cfg: AttnConfig, smem, grp, gtid, fin_m, fin_l, fin) -> None:  # type: ignore[no-untyped-def]
+    """Group 1's (m, l, O) through shared memory (16-byte chunk i of group thread g at
+    (i * threads + g) * 16: the two groups' fragment layouts are the same, thread for thread),
+    merged into group 0's fragments in place: m = max(m0, m1), a_g = 2**(m_g - m),
+    l = l0 a0 + l1 a1, O = O0 a0 + O1 a1 (a group without key tiles has m = the initial
+    maximum, so its a is 0).  Every thread of the block reaches the barrier between."""
+    mt, d = cfg.mt, cfg.head_dim
+    gt = cfg.threads // cfg.groups
+    v4 = ir.LiteralStructType([F32] * 4)
+    chunks: list[list] = []  # type: ignore[type-arg]
+    for mi in range(mt):
+        chunks.append([fin_m[mi][0], fin_m[mi][1], fin_l[mi][0], fin_l[mi][1]])
+        chunks += [fin[mi][nd] for nd in range(d // 8)]
+    addr = [b.add(smem, b.shl(b.add(c32(i * gt), gtid), c32(4))) for i in range(len(chunks))]
+    with b.if_then(b.icmp_unsigned("!=", grp, c32(0))):
+        for a, vals in zip(addr, chunks):
+            b.asm(ir.FunctionType(ir.VoidType(), [I32, F32, F32, F32, F32]), "st.shared.v4.f32 [$0], {$1, $2, $3, $4};",
+                  "r,f,f,f,f,~{memory}", [a, *vals], True)
+    P.barrier(b)
+    before = b.block
+    merged: list[list] = [list(c) for c in chunks]  # type: ignore[type-arg]
+    with b.if_then(b.icmp_unsigned("==", grp, c32(0))):
+        other = []
+        for a in addr:
+            r = b.asm(ir.FunctionType(v4, [I32]), "ld.shared.v4.f32 {$0, $1, $2, $3}, [$4];", "=f,=f,=f,=f,r,~{memory}", [a], True)
+            other.append([b.extract_value(r, i) for i in range(4)])
+        k = 0
+        for mi in range(mt):
+            m0s, m1s = chunks[k], other[k]
+            alpha = []
+            for h in range(2):
+                mm = fmax(b, m0s[h], m1s[h])
+                alpha.append((ex2(b, b.fsub(m0s[h], mm)), ex2(b, b.fsub(m1s[h], mm))))
+            merged[k] = [m0s[0], m0s[1]] + [b.fadd(b.fmul(m0s[2 + h], alpha[h][0]), b.fmul(m1s[2 + h], alpha[h][1])) for h in range(2)]
+            for nd in range(d // 8):
+                c, o = chunks[k + 1 + nd], other[k + 1 + nd]
+                merged[k + 1 + nd] = [b.fadd(b.fmul(c[e], alpha[e // 2][0]), b.fmul(o[e], alpha[e // 2][1])) for e in range(4)]
+            k += 1 + d // 8
+        inside = b.block
+    k = 0
+    for mi in range(mt):  # phis: group 0's merged values (group 1's are not used past here)
+        for h in range(2):
+            ph = b.phi(F32)
+            ph.add_incoming(merged[k][2 + h], inside)
+            ph.add_incoming(chunks[k][2 + h], before)
+            fin_l[mi][h] = ph
+        for nd in range(d // 8):
+            for e in range(4):
+                ph = b.phi(F32)
+                ph.add_incoming(merged[k + 1 + nd][e], inside)
+                ph.add_incoming(chunks[k + 1 + nd][e], before)
+                fin[mi][nd][e] = ph
+        k += 1 + d // 8

@@ -123,6 +123,15 @@ def test_the_compiler_picks_q_placement_stages_and_shared_memory(bm: int, bn: in
     assert (a.smem == "") == (dynamic > 0)
 
 
+def test_two_warp_groups_lower_with_named_barriers_and_a_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_ATTN_GROUPS", "2")
+    (a,) = attentions(kernel_ir(REFERENCE, 128, 64, 128, 8), 256, limit=H200)
+    assert (a.groups, a.q_regs, a.stages) == (2, False, 2) and a.dynamic_smem == 2 * 2 * 32 * 1024 + 32 * 1024
+    ptx = compile_gpu(kernel_ir(REFERENCE, 128, 64, 128, 8), "sm_90", ptxas=False).ptx
+    assert "bar.sync \t%r" in ptx or "barrier.sync" in ptx  # the groups' named barriers (id 1 + group, 128 threads)
+    assert "st.shared.v4.f32" in ptx and "ld.shared.v4.f32" in ptx  # group 1's (m, l, O) to group 0
+
+
 def test_a_kernel_with_its_own_dynamic_array_keeps_static_staging() -> None:
     from anodize.codegen.tile_attention import choose_config
 
@@ -272,6 +281,25 @@ def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: 
     dev = az.device()
     o = dev.full((n, cols), 7.0, az.f16)
     launch = _kernel(warps, stages).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
+    launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.125))
+    want = emulate(q, k, v, n, seq, bm, bn, d, 0.125)[:, :cols]
+    np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seq,cols,bm,bn,d,warps", [
+    (320, 128, 128, 64, 128, 8), (64, 128, 128, 64, 128, 8), (200, 124, 128, 64, 128, 8), (300, 64, 128, 64, 64, 8)])
+def test_two_warp_groups_splitting_the_keys_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int,
+                                                                       warps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two warp groups take alternate key tiles (5 tiles: 3 and 2; 1 tile: group 1 has none) and
+    # merge at the end; rows of 124 halves take the 2-byte path
+    monkeypatch.setenv("ANODIZE_ATTN_GROUPS", "2")
+    rng = np.random.default_rng(seq + cols + 1)
+    n = 2 * seq
+    q, k, v = (rng.standard_normal((n, cols), dtype=np.float32).astype(np.float16) for _ in range(3))
+    dev = az.device()
+    o = dev.full((n, cols), 7.0, az.f16)
+    launch = _kernel(warps, 22).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.125))
     want = emulate(q, k, v, n, seq, bm, bn, d, 0.125)[:, :cols]
     np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=2e-2, atol=2e-2)
