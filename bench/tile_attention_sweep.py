@@ -15,10 +15,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS][:qQREGS][:gGROUPS][:y0][:l] (ANODIZE_ATTN_STAGES / _MINB / _QREGS / _GROUPS /
-# _DYNAMIC=0 / _LAZY, read at compile; without them the compiler's choice)
-DEFAULT = ["128:128x64x4", "128:256x64x8", "128:128x64x4:l", "128:256x32x8", "128:128x32x4", "128:128x64x8", "128:128x64x8:y0",
-           "64:128x64x8", "64:128x64x4", "64:256x64x8"]
+# d:BMxBNxWARPS[:sSTAGES][:bMINBLOCKS][:qQREGS][:gGROUPS][:y0][:l0|:l1] (ANODIZE_ATTN_STAGES / _MINB / _QREGS /
+# _GROUPS / _DYNAMIC=0 / _LAZY, read at compile; without them the compiler's choice)
+DEFAULT = ["128:128x64x4", "128:128x64x4:l0", "128:128x64x4:s1", "128:128x32x4", "128:128x64x8", "128:128x64x8:y0:l0",
+           "64:128x64x4", "64:128x64x4:l0", "64:128x64x8:l0", "64:256x64x8"]
 
 
 _MODS: dict = {}  # type: ignore[type-arg]
@@ -31,7 +31,7 @@ def with_warps(w: int, tag: str = ""):  # type: ignore[no-untyped-def]  # the ex
     # a module (a kernel object, a compile) per knob setting: the knobs are read at compile time
     if (w, tag) not in _MODS:
         text = (ROOT / "examples" / "tile_attention.py").read_text()
-        text = text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={w})")
+        text = text.replace("@az.tile_kernel(num_warps=4)", f"@az.tile_kernel(num_warps={w})")
         path = Path(tempfile.mkdtemp()) / f"tile_attention_w{w}_{abs(hash(tag))}.py"
         path.write_text(text)
         spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -61,7 +61,7 @@ def main() -> None:
         d = int(d_s)
         for key, var in knobs_env.items():
             os.environ[var] = next((x[1:] for x in knobs if x.startswith(key)), "0" if key == "b" else "")
-        os.environ["ANODIZE_ATTN_LAZY"] = "1" if "l" in knobs else ""
+        os.environ["ANODIZE_ATTN_LAZY"] = next(((x[1:] or "1") for x in knobs if x.startswith("l")), "")
         bm, bn, w = (int(x) for x in cfg.split("x"))
         fl = 4.0 * bsz * heads * seq * seq * d
         if d not in qkv:

@@ -482,7 +482,7 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
     bm, bn, d = s.tile
     import os
 
-    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1", s.q_regs, s.groups)
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, s.lazy, s.q_regs, s.groups)
 
     minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
     if minb > 1:

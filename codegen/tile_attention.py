@@ -49,6 +49,7 @@ class TileAttention:
     q_regs: bool = True  # Q's fragments in registers (else read from shared every key tile)
     dynamic_smem: int = 0  # the bytes of the compiler's dynamic shared buffer it stages through (smem "")
     groups: int = 1  # warp groups splitting the key tiles (tc_attention.AttnConfig.groups)
+    lazy: bool = True  # rescale O only when a row of the warp has a new maximum (AttnConfig.lazy)
 
 
 STATIC_SHARED = STATIC_SHARED_MAX_BYTES
@@ -74,12 +75,13 @@ def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, o
 
     q_knob, s_knob = _knob("ANODIZE_ATTN_QREGS", ("0", "1")), _knob("ANODIZE_ATTN_STAGES", ("1", "2"))
     g_knob = _knob("ANODIZE_ATTN_GROUPS", ("1", "2"))
+    lazy = _knob("ANODIZE_ATTN_LAZY", ("0", "1")) != "0"
     dyn_ok = not own_dynamic and _knob("ANODIZE_ATTN_DYNAMIC", ("0",)) == ""
     for groups in ((int(g_knob),) if g_knob else (1,)):
         for q_regs in ((q_knob == "1",) if q_knob else (True, False)):
             for stages in ((int(s_knob),) if s_knob else (2, 1)):
                 try:
-                    cfg = AttnConfig(bm, bn, d, warps, stages, q_regs=q_regs, groups=groups)
+                    cfg = AttnConfig(bm, bn, d, warps, stages, lazy=lazy, q_regs=q_regs, groups=groups)
                 except ValueError:
                     continue
                 nbytes = cfg.smem_bytes(STATIC_SHARED - used)
@@ -131,5 +133,5 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
         lowering.scalar(ir.Local(n["seq"], I64)), lowering.scalar(ir.Local(n["scale"], F32)),
         lowering.scalar(ir.Local(n["base"], I64)), (bm, bn, d), warps, smem,
         nbytes >= cfg.stages * cfg.kv_bytes() + cfg.q_bytes(), cfg.stages, site, span, cfg.q_regs,
-        nbytes if dynamic else 0, cfg.groups)
+        nbytes if dynamic else 0, cfg.groups, cfg.lazy)
     return [*out, att]  # type: ignore[list-item]  # a codegen-only statement (lower_llvm's s_TileAttention)

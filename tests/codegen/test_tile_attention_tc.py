@@ -118,7 +118,7 @@ H200 = 227 * 1024  # a block's opt-in shared limit on sm_90 (toolchain.block_sha
 def test_the_compiler_picks_q_placement_stages_and_shared_memory(bm: int, bn: int, d: int, warps: int, q_regs: bool,
                                                                 stages: int, dynamic: int) -> None:
     (a,) = attentions(kernel_ir(REFERENCE, bm, bn, d, warps), warps * 32, limit=H200)
-    assert (a.q_regs, a.stages, a.dynamic_smem) == (q_regs, stages, dynamic)
+    assert (a.q_regs, a.stages, a.dynamic_smem, a.groups, a.lazy) == (q_regs, stages, dynamic, 1, True)
     assert a.separate_q or q_regs  # Q read every key tile must not be overwritten by K
     assert (a.smem == "") == (dynamic > 0)
 
@@ -213,9 +213,9 @@ def _kernel(warps: int, stages: int = 0):  # type: ignore[no-untyped-def]
 
     if (warps, stages) not in _EXAMPLES:
         text = (ROOT / "examples" / "tile_attention.py").read_text()
-        assert "@az.tile_kernel(num_warps=8)" in text
+        assert "@az.tile_kernel(num_warps=4)" in text
         path = Path(tempfile.mkdtemp()) / f"tile_attention_w{warps}_s{stages}.py"
-        path.write_text(text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={warps})"))
+        path.write_text(text.replace("@az.tile_kernel(num_warps=4)", f"@az.tile_kernel(num_warps={warps})"))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules[path.stem] = mod
@@ -247,17 +247,18 @@ def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bm,bn,d,warps", [(64, 32, 128, 4), (128, 64, 64, 8)])
-def test_lazy_rescaling_matches_sdpa(bm: int, bn: int, d: int, warps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bm,bn,d,warps,lazy", [(64, 32, 128, 4, "1"), (128, 64, 64, 8, "1"), (128, 64, 128, 4, "0"),
+                                                (128, 64, 64, 4, "0")])
+def test_lazy_and_eager_rescaling_match_sdpa(bm: int, bn: int, d: int, warps: int, lazy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    monkeypatch.setenv("ANODIZE_ATTN_LAZY", "1")
+    monkeypatch.setenv("ANODIZE_ATTN_LAZY", lazy)  # (lazy is the compiler's default; "0": O rescaled every key tile)
     bsz, heads, seq = 2, 2, 1024
     q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
     o = torch.full((bsz * heads * seq, d), 7.0, device="cuda", dtype=torch.float16)
     flat = [t.reshape(-1, d) for t in (q, k, v)]
-    launch = _kernel(warps, 9).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+    launch = _kernel(warps, 9 + int(lazy)).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
     launch(*flat, o, seq, np.float32(d ** -0.5))
     torch.cuda.synchronize()
     ref = F.scaled_dot_product_attention(q, k, v)
