@@ -140,14 +140,19 @@ def ldsm(b: ir.IRBuilder, addr: ir.Value, imm: int, trans: bool) -> list[ir.Valu
     return [b.extract_value(r, i) for i in range(4)]
 
 
-def ldsm_xor(b: ir.IRBuilder, base: ir.Value, off: ir.Value, x: int, imm: int, trans: bool = False) -> list[ir.Value]:
-    """`ldmatrix.x4` at shared `base + (off ^ x) + imm`, the XOR and the add inside the asm (so no
-    register a k-step is hoisted out of the key loop)."""
+def ldsm_kstep(b: ir.IRBuilder, full: ir.Value, kk: int, imm: int, trans: bool = False) -> list[ir.Value]:
+    """`ldmatrix.x4` of k-step `kk` for a lane whose k-step-0 address is `full` (shared; the
+    buffer 128-byte aligned, the lane's chunk `c` < 8): chunk c ^ 2kk is c ^ 2(kk % 4) plus
+    8 (kk // 4), so the address is `full ^ (kk % 4) << 5` plus an immediate -- no XOR at all for
+    every fourth k-step, and one XOR (inside the asm: nothing to hoist) for the others."""
+    x, imm = (kk & 3) << 5, imm + (kk >> 2) * 128
+    if x == 0:
+        return ldsm(b, full, imm, trans)
     st = ir.LiteralStructType([I32] * 4)
     t = ".trans" if trans else ""
-    r = b.asm(ir.FunctionType(st, [I32, I32]), f"{{ .reg .b32 a; xor.b32 a, $4, {x}; add.s32 a, a, $5; "
+    r = b.asm(ir.FunctionType(st, [I32]), f"{{ .reg .b32 a; xor.b32 a, $4, {x}; "
               f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [a+{imm}]; }}",
-              "=r,=r,=r,=r,r,r,~{memory}", [off, base], True)
+              "=r,=r,=r,=r,r,~{memory}", [full], True)
     return [b.extract_value(r, i) for i in range(4)]
 
 
@@ -204,12 +209,24 @@ class _Narrow(_Tile):
         rem = b.sub(row_lim, grow0)  # rows left from this thread's first one
         addr = b.add(gbase, b.shl(b.add(b.mul(b.sext(grow0, I64), ld), b.sext(gcol, I64)), c64(1)))
         stride = b.shl(b.mul(ld, c64(step)), c64(1))
-        for i in range(rows * cpr // t):
-            ok = b.and_(col_ok, b.icmp_signed(">", rem, c32(i * step)))
-            src = b.select(ok, addr, gbase)
-            _asm(b, ir.VoidType(), f"cp.async.cg.shared.global [$0+{i * step * cols * 2}], [$1], 16, $2;", "r,l,r,~{memory}",
-                 [dst, src, b.select(ok, full, c32(0))])
-            addr = b.add(addr, stride)
+        n = rows * cpr // t
+        # every chunk of this thread inside the matrix (all but the edge tiles): plain 16-byte
+        # copies, no per-chunk masks (a thread's own choice: no barrier inside)
+        inside = b.and_(b.icmp_signed(">=", left, c32(8)), b.icmp_signed(">", rem, c32((n - 1) * step)))
+        with b.if_else(inside, likely=True) as (fast, edge):
+            with fast:
+                a = addr
+                for i in range(n):
+                    _asm(b, ir.VoidType(), f"cp.async.cg.shared.global [$0+{i * step * cols * 2}], [$1], 16;", "r,l,~{memory}", [dst, a])
+                    a = b.add(a, stride)
+            with edge:
+                a = addr
+                for i in range(n):
+                    ok = b.and_(col_ok, b.icmp_signed(">", rem, c32(i * step)))
+                    src = b.select(ok, a, gbase)
+                    _asm(b, ir.VoidType(), f"cp.async.cg.shared.global [$0+{i * step * cols * 2}], [$1], 16, $2;", "r,l,r,~{memory}",
+                         [dst, src, b.select(ok, full, c32(0))])
+                    a = b.add(a, stride)
         return None
 
 
@@ -281,10 +298,10 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
                for kk in range(d // 16)] for mi in range(mt)]
     else:  # Q stays in shared (beside K and V): this lane's row offset; k-step kk is the chunk XOR 2 kk
         assert separate_q
-        q_lane = _rowmajor(b, b.add(wrow, lr), hi, cpr)
+        q_full = b.add(q_s, _rowmajor(b, b.add(wrow, lr), hi, cpr))
 
         def q_frag(mi: int, kk: int) -> list[ir.Value]:
-            return ldsm_xor(b, q_s, q_lane, (2 * kk) << 4, mi * 16 * cpr * 16)
+            return ldsm_kstep(b, q_full, kk, mi * 16 * cpr * 16)
     if not separate_q:
         P.barrier(b)  # every warp has its Q fragments before K overwrites the staging
 
@@ -342,17 +359,17 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
         cur = b.mul(b.and_(nth, c32(1)), c32(cfg.kv_bytes()))
         load_k(b.add(kv0, c32(cfg.groups * bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
         k_cur = [b.add(x, cur) for x in k_off]
-        k_base, v_base = b.add(k_s, cur), b.add(v_s, cur)
+        k_full, v_full = b.add(b.add(k_s, cur), k_lane), b.add(b.add(v_s, cur), v_lane)
     else:
         t.load_tile(v_s, bn, d, v_g, ld_v, kv0, zero, v_rows, v_cols)
         P.cp_async_commit(b)
         k_cur = k_off
-        k_base, v_base = k_s, v_s
+        k_full, v_full = b.add(k_s, k_lane), b.add(v_s, v_lane)
     s = [[[fzero] * 4 for _ in range(bn // 8)] for _ in range(mt)]
     for kk in range(d // 16):
         qk = [qf[mi][kk] if cfg.q_regs else q_frag(mi, kk) for mi in range(mt)]
         for np_ in range(bn // 16):
-            r = ldsm(b, k_cur[kk], np_ * step16, False) if cfg.q_regs else ldsm_xor(b, k_base, k_lane, (2 * kk) << 4, np_ * step16)
+            r = ldsm(b, k_cur[kk], np_ * step16, False) if cfg.q_regs else ldsm_kstep(b, k_full, kk, np_ * step16)
             for mi in range(mt):
                 s[mi][2 * np_] = P.mma_16816(b, qk[mi], r[0:2], s[mi][2 * np_], "f16")
                 s[mi][2 * np_ + 1] = P.mma_16816(b, qk[mi], r[2:4], s[mi][2 * np_ + 1], "f16")
@@ -414,7 +431,7 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     v_cur = [b.add(x, cur) for x in v_off] if ring else v_off
     for kt in range(bn // 16):
         for dp in range(d // 16):
-            r = ldsm(b, v_cur[dp], kt * step16, True) if cfg.q_regs else ldsm_xor(b, v_base, v_lane, (2 * dp) << 4, kt * step16, True)
+            r = ldsm(b, v_cur[dp], kt * step16, True) if cfg.q_regs else ldsm_kstep(b, v_full, dp, kt * step16, True)
             for mi in range(mt):
                 acc[mi][2 * dp] = P.mma_16816(b, pk[mi][kt], r[0:2], acc[mi][2 * dp], "f16")
                 acc[mi][2 * dp + 1] = P.mma_16816(b, pk[mi][kt], r[2:4], acc[mi][2 * dp + 1], "f16")
