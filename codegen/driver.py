@@ -51,10 +51,12 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
 
 def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
     """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
+    from .tile_attention import TileAttention
     from .tile_gemm import TileGemm
 
     gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileGemm)]
-    return max((s.dynamic_smem for s in gemms), default=0), any(s.engine == "wgmma" for s in gemms)
+    atts = [s.dynamic_smem for s in ir.walk_stmts(k.body) if isinstance(s, TileAttention)]  # (its buffer is the same one)
+    return max((*(s.dynamic_smem for s in gemms), *atts), default=0), any(s.engine == "wgmma" for s in gemms)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:

@@ -39,7 +39,7 @@ from .tc_ptx import F32, I32, I64, c32, c64
 
 LOG2E = 1.4426950408889634
 LIMIT = 2**31 - 4096
-REG_BUDGET = 192  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
+REG_BUDGET = 232  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,8 @@ class AttnConfig:
     num_warps: int
     stages: int = 1  # K/V buffers: 1 (K[j+1] copied during the softmax and P V), 2 (a ring)
     lazy: bool = False  # rescale O only when a row of the warp has a new maximum
+    q_regs: bool = True  # Q's fragments in registers for the whole loop (else ldmatrix'd from shared every key tile)
+    groups: int = 1  # warp groups splitting the key tiles (each all BM rows, its own K/V ring and barrier), merged at the end
 
     def __post_init__(self) -> None:
         m, n, d, w = self.tile_m, self.tile_n, self.head_dim, self.num_warps
@@ -60,17 +62,25 @@ class AttnConfig:
                 raise ValueError(f"{name} must be a power of two, at least 16")
         if d > 256 or n > 128:
             raise ValueError("D at most 256, BN at most 128")
-        if m % (16 * w) or self.mt not in (1, 2):
+        if self.groups not in (1, 2) or w % self.groups:
+            raise ValueError("one or two warp groups")
+        if m % (16 * (w // self.groups)) or self.mt not in (1, 2):
             raise ValueError("BM must be 16 or 32 rows a warp")
         t = w * 32
-        if (n * d // 8) % t or (m * d // 8) % t:
+        if (n * d // 8) % (t // self.groups) or (m * d // 8) % t:
             raise ValueError("tiles do not split into 16-byte copies over the block")
         if self.regs() > REG_BUDGET:
             raise ValueError("too many fragment registers")
+        if self.groups > 1 and self.merge_bytes() > self.groups * self.stages * self.kv_bytes() + self.q_bytes():
+            raise ValueError("the merge does not fit in the K/V and Q buffers")
 
     @property
     def mt(self) -> int:
-        return self.tile_m // (16 * self.num_warps)
+        return self.tile_m // (16 * (self.num_warps // self.groups))
+
+    def merge_bytes(self) -> int:
+        """A group's (m, l, O) fragments, handed to group 0 through shared memory at the end."""
+        return self.threads // self.groups * self.mt * (self.head_dim // 8 + 1) * 16
 
     @property
     def threads(self) -> int:
@@ -78,7 +88,8 @@ class AttnConfig:
 
     def regs(self) -> int:
         d, n = self.head_dim, self.tile_n
-        return self.mt * (d // 2 + d // 4 + n // 2 + n // 4)  # O, Q, S, P per thread
+        q = d // 4 if self.q_regs else 4  # Q: all its fragments, or one k-step's
+        return self.mt * (d // 2 + q + n // 2 + n // 4)  # O, Q, S, P per thread
 
     def min_blocks(self) -> int:
         """Blocks per SM to ask ptxas for (`.minnctapersm`): as many as 64K registers hold at the
@@ -95,9 +106,11 @@ class AttnConfig:
         return self.tile_m * self.head_dim * 2
 
     def smem_bytes(self, avail: int) -> int:
-        """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them."""
-        kv = self.stages * self.kv_bytes()
-        return kv + self.q_bytes() if kv + self.q_bytes() <= avail else max(kv, self.q_bytes())
+        """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them
+        (Q read from shared every key tile: always beside them, however large)."""
+        kv = self.groups * self.stages * self.kv_bytes()
+        n = kv + self.q_bytes() if kv + self.q_bytes() <= avail or not self.q_regs else max(kv, self.q_bytes())
+        return max(n, self.merge_bytes()) if self.groups > 1 else n
 
 
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value]) -> ir.Value:
@@ -124,6 +137,22 @@ def ldsm(b: ir.IRBuilder, addr: ir.Value, imm: int, trans: bool) -> list[ir.Valu
     st = ir.LiteralStructType([I32] * 4)
     r = b.asm(ir.FunctionType(st, [I32]), f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [$4+{imm}];",
               "=r,=r,=r,=r,r,~{memory}", [addr], True)
+    return [b.extract_value(r, i) for i in range(4)]
+
+
+def ldsm_kstep(b: ir.IRBuilder, full: ir.Value, kk: int, imm: int, trans: bool = False) -> list[ir.Value]:
+    """`ldmatrix.x4` of k-step `kk` for a lane whose k-step-0 address is `full` (shared; the
+    buffer 128-byte aligned, the lane's chunk `c` < 8): chunk c ^ 2kk is c ^ 2(kk % 4) plus
+    8 (kk // 4), so the address is `full ^ (kk % 4) << 5` plus an immediate -- no XOR at all for
+    every fourth k-step, and one XOR (inside the asm: nothing to hoist) for the others."""
+    x, imm = (kk & 3) << 5, imm + (kk >> 2) * 128
+    if x == 0:
+        return ldsm(b, full, imm, trans)
+    st = ir.LiteralStructType([I32] * 4)
+    t = ".trans" if trans else ""
+    r = b.asm(ir.FunctionType(st, [I32]), f"{{ .reg .b32 a; xor.b32 a, $4, {x}; "
+              f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [a+{imm}]; }}",
+              "=r,=r,=r,=r,r,~{memory}", [full], True)
     return [b.extract_value(r, i) for i in range(4)]
 
 
@@ -154,6 +183,51 @@ class _Narrow(_Tile):
             elem = b.add(b.mul(b.sext(grow, I64), ld), b.sext(gcol, I64))
             addr = b.select(b.icmp_signed(">", n, c32(0)), b.add(gbase, b.shl(elem, c64(1))), gbase)
             P.st_shared_v4(b, b.add(sbase, off), ld_chunk_b16(b, addr, n))
+
+
+    def _copy_async(self, sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked=False) -> None:  # type: ignore[no-untyped-def]
+        """tc_gemm's 16-byte copy with the per-chunk values derived in the loop: a thread's chunks
+        are one column chunk and rows `step` apart (threads a multiple of the row's chunks), so
+        their shared offsets are one register plus immediates (the swizzle repeats every 8 rows)
+        and their global addresses a chain of adds -- nothing per chunk for LLVM to hoist out of
+        the key loop into registers the fragments need."""
+        cpr = cols // 8
+        t = self.cfg.threads
+        step = t // cpr
+        if blocked or t % cpr or step % 8:
+            return super()._copy_async(sbase, rows, cols, gbase, ld, row0, col0, row_lim, col_lim, blocked)
+        b = self.b
+        r0 = b.lshr(self.tid, c32(cpr.bit_length() - 1))
+        c = b.and_(self.tid, c32(cpr - 1))
+        off0 = b.add(b.mul(r0, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r0, cpr)), c32(4)))
+        dst = b.add(sbase, off0)
+        gcol = b.add(col0, b.shl(c, c32(3)))
+        left = b.sub(col_lim, gcol)  # elements left in the row from gcol
+        col_ok = b.icmp_signed(">", left, c32(0))
+        full = b.shl(b.select(b.icmp_signed("<", left, c32(8)), left, c32(8)), c32(1))
+        grow0 = b.add(row0, r0)
+        rem = b.sub(row_lim, grow0)  # rows left from this thread's first one
+        addr = b.add(gbase, b.shl(b.add(b.mul(b.sext(grow0, I64), ld), b.sext(gcol, I64)), c64(1)))
+        stride = b.shl(b.mul(ld, c64(step)), c64(1))
+        n = rows * cpr // t
+        # every chunk of this thread inside the matrix (all but the edge tiles): plain 16-byte
+        # copies, no per-chunk masks (a thread's own choice: no barrier inside)
+        inside = b.and_(b.icmp_signed(">=", left, c32(8)), b.icmp_signed(">", rem, c32((n - 1) * step)))
+        with b.if_else(inside, likely=True) as (fast, edge):
+            with fast:
+                a = addr
+                for i in range(n):
+                    _asm(b, ir.VoidType(), f"cp.async.cg.shared.global [$0+{i * step * cols * 2}], [$1], 16;", "r,l,~{memory}", [dst, a])
+                    a = b.add(a, stride)
+            with edge:
+                a = addr
+                for i in range(n):
+                    ok = b.and_(col_ok, b.icmp_signed(">", rem, c32(i * step)))
+                    src = b.select(ok, a, gbase)
+                    _asm(b, ir.VoidType(), f"cp.async.cg.shared.global [$0+{i * step * cols * 2}], [$1], 16, $2;", "r,l,r,~{memory}",
+                         [dst, src, b.select(ok, full, c32(0))])
+                    a = b.add(a, stride)
+        return None
 
 
 class _Threads:
@@ -190,15 +264,22 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     below 2**31 - 4096, `base + ntiles * BN` too); q_g .. o_g i64 addresses; `scale` f32;
     `smem` an i32 shared offset of cfg.smem_bytes(..) bytes, 128-byte aligned; every thread of
     the block must reach the call (it holds barriers)."""
+    from .tc_attention_groups import bar_count, merge_groups
+
     bm, bn, d, mt = cfg.tile_m, cfg.tile_n, cfg.head_dim, cfg.mt
     cpr = d // 8
-    t = _Narrow(b, _Threads(cfg.threads), aligned)  # type: ignore[arg-type]  # (only .threads is read)
-    t.tid = P.sreg(b, "tid.x")
-    warp = b.lshr(t.tid, c32(5))
+    gt = cfg.threads // cfg.groups  # threads of a warp group
+    tq = _Narrow(b, _Threads(cfg.threads), aligned)  # type: ignore[arg-type]  # (only .threads is read)
+    tq.tid = P.sreg(b, "tid.x")
+    t = _Narrow(b, _Threads(gt), aligned)  # type: ignore[arg-type]  # K and V: the group's threads
+    grp = b.lshr(tq.tid, c32(gt.bit_length() - 1)) if cfg.groups > 1 else c32(0)
+    t.tid = b.and_(tq.tid, c32(gt - 1)) if cfg.groups > 1 else tq.tid
+    warp = b.lshr(t.tid, c32(5))  # within the group
     lane = b.and_(t.tid, c32(31))
-    k_s = smem
-    v_s = b.add(smem, c32(bn * d * 2))
-    q_s = b.add(smem, c32(cfg.stages * cfg.kv_bytes())) if separate_q else smem
+    gbar = (lambda: P.barrier(b)) if cfg.groups == 1 else (lambda: bar_count(b, b.add(grp, c32(1)), gt))
+    k_s = b.add(smem, b.mul(grp, c32(cfg.stages * cfg.kv_bytes()))) if cfg.groups > 1 else smem
+    v_s = b.add(k_s, c32(bn * d * 2))
+    q_s = b.add(smem, c32(cfg.groups * cfg.stages * cfg.kv_bytes())) if separate_q else smem
     ring = cfg.stages == 2
     m0 = b.mul(tile_row, c32(bm))
     c0 = b.mul(tile_col, c32(d))
@@ -206,14 +287,21 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     zero = c32(0)
 
     # Q: staged once, then in registers as A fragments for the whole key loop
-    t.load_tile(q_s, bm, d, q_g, ld_q, m0, c0, q_rows, q_cols)
+    tq.load_tile(q_s, bm, d, q_g, ld_q, m0, c0, q_rows, q_cols)
     P.cp_async_commit(b)
     P.cp_async_wait(b, 0)
     P.barrier(b)
     wrow = b.mul(warp, c32(16 * mt))
     lr, hi = b.and_(lane, c32(15)), b.lshr(lane, c32(4))
-    qf = [[P.ldmatrix_x4(b, b.add(q_s, _rowmajor(b, b.add(wrow, b.add(c32(mi * 16), lr)), b.add(c32(kk * 2), hi), cpr)), False)
-           for kk in range(d // 16)] for mi in range(mt)]
+    if cfg.q_regs:
+        qf = [[P.ldmatrix_x4(b, b.add(q_s, _rowmajor(b, b.add(wrow, b.add(c32(mi * 16), lr)), b.add(c32(kk * 2), hi), cpr)), False)
+               for kk in range(d // 16)] for mi in range(mt)]
+    else:  # Q stays in shared (beside K and V): this lane's row offset; k-step kk is the chunk XOR 2 kk
+        assert separate_q
+        q_full = b.add(q_s, _rowmajor(b, b.add(wrow, lr), hi, cpr))
+
+        def q_frag(mi: int, kk: int) -> list[ir.Value]:
+            return ldsm_kstep(b, q_full, kk, mi * 16 * cpr * 16)
     if not separate_q:
         P.barrier(b)  # every warp has its Q fragments before K overwrites the staging
 
@@ -237,13 +325,18 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     vx = b.xor(hi, _swizzle(b, lr, cpr))
     v_off = [b.add(v_s, b.add(b.mul(lr, c32(cpr * 16)), b.shl(b.xor(vx, c32(dp * 2)), c32(4)))) for dp in range(d // 16)]
     step16 = 16 * cpr * 16  # bytes of 16 rows
+    # with Q in shared (registers tight): one offset register per operand, the chunk XOR of a
+    # k-step inside the ldmatrix's asm (the row part is a multiple of the row's bytes, so the XOR
+    # of the chunk bits is the XOR of the offset's)
+    k_lane = b.add(b.mul(krow, c32(cpr * 16)), b.shl(kx, c32(4)))
+    v_lane = b.add(b.mul(lr, c32(cpr * 16)), b.shl(vx, c32(4)))
 
     c2 = b.fmul(scale, ir.Constant(F32, LOG2E))  # scores in the log2 domain: exp(x) = 2**(x log2 e)
     m_init = ir.Constant(F32, -1.0e30 * LOG2E)
     fzero = ir.Constant(F32, 0.0)
     # K[0] (when there is a key tile at all: with none, `base` may be anything)
-    has = b.icmp_signed(">", ntiles, zero)
-    load_k(base, b.select(has, k_rows, zero), zero if ring else None)
+    has = b.icmp_signed(">", ntiles, grp)  # (group g takes key tiles g, g + groups, ...)
+    load_k(b.add(base, b.mul(grp, c32(bn))) if cfg.groups > 1 else base, b.select(has, k_rows, zero), zero if ring else None)
 
     fn = b.function
     pre = b.block
@@ -257,29 +350,33 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     acc_phi = [[[b.phi(F32) for _ in range(4)] for _ in range(d // 8)] for _ in range(mt)]
 
     P.cp_async_wait(b, 0)  # K[j] (and V[j] with the ring) has landed (this thread's copies) ...
-    P.barrier(b)  # ... everyone's; and every warp is done with V[j-1] (with the ring: with stage j-1)
+    gbar()  # ... everyone's; and every warp is done with V[j-1] (with the ring: with stage j-1)
     kv0 = b.add(base, b.mul(jt, c32(bn)))
-    jt1 = b.add(jt, c32(1))
+    jt1 = b.add(jt, c32(cfg.groups))
     more = b.icmp_signed("<", jt1, ntiles)
     if ring:  # tile j+1 into the other stage, while this one computes
-        cur = b.mul(b.and_(jt, c32(1)), c32(cfg.kv_bytes()))
-        load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
+        nth = b.lshr(jt, c32(cfg.groups.bit_length() - 1)) if cfg.groups > 1 else jt  # the group's count of tiles
+        cur = b.mul(b.and_(nth, c32(1)), c32(cfg.kv_bytes()))
+        load_k(b.add(kv0, c32(cfg.groups * bn)), b.select(more, k_rows, zero), b.xor(cur, c32(cfg.kv_bytes())))
         k_cur = [b.add(x, cur) for x in k_off]
+        k_full, v_full = b.add(b.add(k_s, cur), k_lane), b.add(b.add(v_s, cur), v_lane)
     else:
         t.load_tile(v_s, bn, d, v_g, ld_v, kv0, zero, v_rows, v_cols)
         P.cp_async_commit(b)
         k_cur = k_off
+        k_full, v_full = b.add(k_s, k_lane), b.add(v_s, v_lane)
     s = [[[fzero] * 4 for _ in range(bn // 8)] for _ in range(mt)]
     for kk in range(d // 16):
+        qk = [qf[mi][kk] if cfg.q_regs else q_frag(mi, kk) for mi in range(mt)]
         for np_ in range(bn // 16):
-            r = ldsm(b, k_cur[kk], np_ * step16, False)
+            r = ldsm(b, k_cur[kk], np_ * step16, False) if cfg.q_regs else ldsm_kstep(b, k_full, kk, np_ * step16)
             for mi in range(mt):
-                s[mi][2 * np_] = P.mma_16816(b, qf[mi][kk], r[0:2], s[mi][2 * np_], "f16")
-                s[mi][2 * np_ + 1] = P.mma_16816(b, qf[mi][kk], r[2:4], s[mi][2 * np_ + 1], "f16")
+                s[mi][2 * np_] = P.mma_16816(b, qk[mi], r[0:2], s[mi][2 * np_], "f16")
+                s[mi][2 * np_ + 1] = P.mma_16816(b, qk[mi], r[2:4], s[mi][2 * np_ + 1], "f16")
     if not ring:
         P.cp_async_wait(b, 0)  # V[j] has landed ...
-        P.barrier(b)  # ... everyone's; and every warp is done with K[j]
-        load_k(b.add(kv0, c32(bn)), b.select(more, k_rows, zero))
+        gbar()  # ... everyone's; and every warp is done with K[j]
+        load_k(b.add(kv0, c32(cfg.groups * bn)), b.select(more, k_rows, zero))
 
     # the online softmax on the fragments: lane holds rows g (h = 0) and g + 8 (h = 1) of each
     # 16-row slice, two neighbouring columns per 8-column n-tile
@@ -334,13 +431,13 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     v_cur = [b.add(x, cur) for x in v_off] if ring else v_off
     for kt in range(bn // 16):
         for dp in range(d // 16):
-            r = ldsm(b, v_cur[dp], kt * step16, True)
+            r = ldsm(b, v_cur[dp], kt * step16, True) if cfg.q_regs else ldsm_kstep(b, v_full, dp, kt * step16, True)
             for mi in range(mt):
                 acc[mi][2 * dp] = P.mma_16816(b, pk[mi][kt], r[0:2], acc[mi][2 * dp], "f16")
                 acc[mi][2 * dp + 1] = P.mma_16816(b, pk[mi][kt], r[2:4], acc[mi][2 * dp + 1], "f16")
     end = b.block
     b.cbranch(more, loop, done)
-    jt.add_incoming(c32(0), pre)
+    jt.add_incoming(grp, pre)
     jt.add_incoming(jt1, end)
     for mi in range(mt):
         for h in range(2):
@@ -355,17 +452,33 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
 
     b.position_at_end(done)
     fin_l = [[b.phi(F32) for _ in range(2)] for _ in range(mt)]
+    fin_m = [[b.phi(F32) for _ in range(2)] for _ in range(mt)]
     fin = [[[b.phi(F32) for _ in range(4)] for _ in range(d // 8)] for _ in range(mt)]
     for mi in range(mt):
         for h in range(2):
             fin_l[mi][h].add_incoming(fzero, pre)
             fin_l[mi][h].add_incoming(l_new[mi][h], end)
+            fin_m[mi][h].add_incoming(m_init, pre)
+            fin_m[mi][h].add_incoming(m_new[mi][h], end)
         for nd in range(d // 8):
             for e in range(4):
                 fin[mi][nd][e].add_incoming(fzero, pre)
                 fin[mi][nd][e].add_incoming(acc[mi][nd][e], end)
     P.cp_async_wait(b, 0)  # the last (empty) K copy is done too
-    P.barrier(b)  # shared memory is free again
+    P.barrier(b)  # shared memory is free again (every group's)
+    fin_l = [list(x) for x in fin_l]
+    fin = [[list(x) for x in y] for y in fin]
+    if cfg.groups > 1:  # group 1 hands its (m, l, O) to group 0, which merges them and stores
+        merge_groups(b, cfg, smem, grp, t.tid, fin_m, fin_l, fin)
+        with b.if_then(b.icmp_unsigned("==", grp, zero)):
+            _finish(b, cfg, fin_l, fin, o_g, o_rows, o_cols, m0, wrow, c0, lane)
+        return
+    _finish(b, cfg, fin_l, fin, o_g, o_rows, o_cols, m0, wrow, c0, lane)
+
+
+def _finish(b: ir.IRBuilder, cfg: AttnConfig, fin_l, fin, o_g, o_rows, o_cols, m0, wrow, c0, lane) -> None:  # type: ignore[no-untyped-def]
+    """O / l (l summed over the row's 4 lanes), stored as f16 masked at O's edges."""
+    mt, d = cfg.mt, cfg.head_dim
     out = [[[None] * 4 for _ in range(d // 8)] for _ in range(mt)]
     for mi in range(mt):
         for h in range(2):
@@ -386,7 +499,7 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
     bm, bn, d = s.tile
     import os
 
-    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, os.environ.get("ANODIZE_ATTN_LAZY", "") == "1")
+    cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, s.lazy, s.q_regs, s.groups)
 
     minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
     if minb > 1:
@@ -394,8 +507,13 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
 
         add_attr(b.function.attributes, f'"nvvm.minctasm"="{minb}"')
     sq, sk, sv, so = (lw.frame.slices[r.name] for r in (s.q, s.k, s.v, s.o))
-    gv = lw.shared_gv[s.smem]
-    gv.align = 128
+    if s.smem:
+        gv = lw.shared_gv[s.smem]
+        gv.align = 128
+    else:  # the compiler's dynamic shared buffer (CompiledKernel.dynamic_shared_bytes, 128-byte aligned)
+        from .tc_common import shared_buffer
+
+        gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
     dims = [b.sext(x, I64) if x.type.width < 64 else x for x in (*sq.dims, *sk.dims, *sv.dims, *so.dims)]
     lim = c64(LIMIT)
     fits = None
@@ -433,4 +551,31 @@ def lower_tile_attention(lw: Any, s: Any) -> None:
             with fast:
                 emit_attention_tile(b, cfg, aligned=True, **args)
             with slow:
-                emit_attention_tile(b, cfg, aligned=False, **args)
+                if cfg.q_regs:
+                    emit_attention_tile(b, cfg, aligned=False, **args)
+                else:
+                    _call_out_of_line(b, cfg, args)
+
+
+def _call_out_of_line(b: ir.IRBuilder, cfg: AttnConfig, args: dict) -> None:  # type: ignore[type-arg]
+    """The 2-byte copy path as a call of its own function (noinline, convergent: it holds
+    barriers, and every thread of the block calls it or none does), so that ptxas allocates its
+    registers apart from the fast path's: at 32 query rows a warp and D 128 the two paths in one
+    function spilled where the fast path alone did not."""
+    keys = [k for k in args if k != "separate_q"]
+    fty = ir.FunctionType(ir.VoidType(), [args[k].type for k in keys])
+    mod = b.module
+    name = f"{b.function.name}_attn_narrow"
+    fn = mod.globals.get(name)
+    if fn is None:
+        fn = ir.Function(mod, fty, name)
+        fn.linkage = "internal"
+        fn.attributes.add("noinline")
+        fn.attributes.add("convergent")
+        inner = ir.IRBuilder(fn.append_basic_block("entry"))
+        emit_attention_tile(inner, cfg, aligned=False, separate_q=args["separate_q"],
+                            **{k: fn.args[i] for i, k in enumerate(keys)})
+        inner.ret_void()
+    call = b.call(fn, [args[k] for k in keys])
+    call.attributes.add("convergent") if hasattr(call, "attributes") else None
+

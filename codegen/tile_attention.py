@@ -46,16 +46,51 @@ class TileAttention:
     stages: int  # K/V buffers (tc_attention.AttnConfig.stages)
     site: int  # fault site: sizes too large for 32-bit indices
     span: Any = None
+    q_regs: bool = True  # Q's fragments in registers (else read from shared every key tile)
+    dynamic_smem: int = 0  # the bytes of the compiler's dynamic shared buffer it stages through (smem "")
+    groups: int = 1  # warp groups splitting the key tiles (tc_attention.AttnConfig.groups)
+    lazy: bool = True  # rescale O only when a row of the warp has a new maximum (AttnConfig.lazy)
 
 
 STATIC_SHARED = STATIC_SHARED_MAX_BYTES
 
 
-def _stage_choices() -> tuple[int, ...]:
+def _knob(name: str, allowed: tuple[str, ...]) -> str:
     import os
 
-    forced = os.environ.get("ANODIZE_ATTN_STAGES", "")  # (benchmarking: bench/tile_attention_sweep.py)
-    return (int(forced),) if forced in ("1", "2") else (2, 1)
+    v = os.environ.get(name, "")  # (benchmarking: bench/tile_attention_sweep.py; not in the cache key)
+    return v if v in allowed else ""
+
+
+def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, own_dynamic: bool) -> tuple[Any, int, bool] | None:
+    """(the emitter's AttnConfig, its shared bytes, whether they are the compiler's dynamic
+    buffer) for a (BM, BN, D) tile over `warps` warps, or None (then the generic lowering).
+    `used`: the kernel's static shared bytes; `limit`: a block's opt-in shared limit on the
+    arch.  Q's fragments stay in registers when the register budget holds them (else Q is read
+    from shared every key tile, FlashAttention-2's choice); K/V take a two-stage ring when it
+    fits, else one stage; the buffers are static shared memory up to 48 KiB, else the
+    compiler's dynamic buffer -- when the kernel has no dynamic array of its own and the SM
+    holds the blocks the registers allow (`AttnConfig.min_blocks`)."""
+    from .tc_attention import AttnConfig
+
+    q_knob, s_knob = _knob("ANODIZE_ATTN_QREGS", ("0", "1")), _knob("ANODIZE_ATTN_STAGES", ("1", "2"))
+    g_knob = _knob("ANODIZE_ATTN_GROUPS", ("1", "2"))
+    lazy = _knob("ANODIZE_ATTN_LAZY", ("0", "1")) != "0"
+    dyn_ok = not own_dynamic and _knob("ANODIZE_ATTN_DYNAMIC", ("0",)) == ""
+    for groups in ((int(g_knob),) if g_knob else (1,)):
+        for q_regs in ((q_knob == "1",) if q_knob else (True, False)):
+            for stages in ((int(s_knob),) if s_knob else (2, 1)):
+                try:
+                    cfg = AttnConfig(bm, bn, d, warps, stages, lazy=lazy, q_regs=q_regs, groups=groups)
+                except ValueError:
+                    continue
+                nbytes = cfg.smem_bytes(STATIC_SHARED - used)
+                if used + nbytes <= STATIC_SHARED:
+                    return cfg, nbytes, False
+                nbytes = cfg.smem_bytes(limit - used)
+                if dyn_ok and (used + nbytes + 1024) * cfg.min_blocks() <= limit + 1024:
+                    return cfg, nbytes, True
+    return None
 
 
 def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] | None:
@@ -67,27 +102,22 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
     form = match_attention(k)
     if form is None:
         return None
-    from .tc_attention import AttnConfig
-
     bm, bn, d = form.tile
     warps = lowering.T // 32
     used = static_shared_bytes(lowering.shared)
-    for stages in _stage_choices():
-        try:
-            cfg = AttnConfig(bm, bn, d, warps, stages)
-        except ValueError:
-            return None
-        nbytes = cfg.smem_bytes(STATIC_SHARED - used)
-        if used + nbytes <= STATIC_SHARED:
-            break
-    else:
+    limit = max(STATIC_SHARED, getattr(lowering, "shared_limit", STATIC_SHARED))
+    chosen = choose_config(bm, bn, d, warps, used, limit, any(t.dynamic for t in lowering.shared.values()))
+    if chosen is None:
         return None
+    cfg, nbytes, dynamic = chosen
     from dataclasses import replace
 
     from anodize.language.types import F32, I32, I64, SharedTy
 
-    smem = lowering.fresh("attn_smem")
-    lowering.shared[smem] = SharedTy(I32, (nbytes // 4,))
+    smem = ""
+    if not dynamic:
+        smem = lowering.fresh("attn_smem")
+        lowering.shared[smem] = SharedTy(I32, (nbytes // 4,))
     site = len(k.fault_sites)
     loop = body[6]
     span = loop.span
@@ -102,5 +132,6 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
         form.slices["q"], form.slices["k"], form.slices["v"], form.slices["o"],
         lowering.scalar(ir.Local(n["seq"], I64)), lowering.scalar(ir.Local(n["scale"], F32)),
         lowering.scalar(ir.Local(n["base"], I64)), (bm, bn, d), warps, smem,
-        nbytes >= cfg.stages * cfg.kv_bytes() + cfg.q_bytes(), cfg.stages, site, span)
+        nbytes >= cfg.stages * cfg.kv_bytes() + cfg.q_bytes(), cfg.stages, site, span, cfg.q_regs,
+        nbytes if dynamic else 0, cfg.groups, cfg.lazy)
     return [*out, att]  # type: ignore[list-item]  # a codegen-only statement (lower_llvm's s_TileAttention)

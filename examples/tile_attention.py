@@ -8,8 +8,9 @@ multiple of BM and BN (main() checks it); the tile sizes and head_dim are compil
 
 On a GPU with tensor cores (sm_80+) this exact form is recognised and lowered to a
 flash-attention kernel on mma.sync (docs/tiles.md, "The attention form"): 128 queries a
-program, one warp per 16 of them, the scores kept in registers.  Elsewhere the generic tile
-lowering runs it with smaller tiles (every tile in shared memory).
+program over 4 warps, 32 of them a warp, the scores kept in registers (how Q, K and V are
+staged is the compiler's choice, from the tile and the head dimension).  Elsewhere the
+generic tile lowering runs it with smaller tiles (every tile in shared memory).
 
     python examples/tile_attention.py
 """
@@ -26,7 +27,7 @@ from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
     domain=2,
     requires=lambda q, k, v, o, seq: k.shape[0] == q.shape[0] and v.shape[0] == q.shape[0] and o.shape[0] == q.shape[0] and seq > 0,
 )
-@az.tile_kernel(num_warps=8)
+@az.tile_kernel(num_warps=4)
 def attention(
     q: Slice2D[f16], k: Slice2D[f16], v: Slice2D[f16], o: DisjointSlice2D[f16], seq: i64, scale: f32,
     BM: az.Constant[int], BN: az.Constant[int], D: az.Constant[int],
@@ -50,11 +51,11 @@ def attention(
 
 
 def tiles_for(d: int, tensor_cores: bool = False) -> tuple[int, int]:
-    """(BM, BN) for a head dimension: on tensor cores 16 queries a warp (32 with 4 warps and
-    d <= 64) by 64 keys; else small enough for the generic lowering, which keeps every tile in
-    shared memory."""
+    """(BM, BN) for a head dimension: on tensor cores 32 queries a warp (16 past d 128 or with
+    more than 4 warps) by 64 keys; else small enough for the generic lowering, which keeps
+    every tile in shared memory."""
     if tensor_cores:
-        rows = 32 if d <= 64 and attention.num_warps <= 4 else 16
+        rows = 32 if d <= 128 and attention.num_warps <= 4 else 16
         return (rows * attention.num_warps, 64)
     return (32, 32) if d <= 64 else (16, 32)
 

@@ -33,8 +33,8 @@ def kernel_ir(src: str, bm: int = 128, bn: int = 64, d: int = 64, warps: int = 8
     return replace(t.ir, tile_warps=warps)
 
 
-def attentions(k, threads: int, tensor_cores: bool = True) -> list[TileAttention]:  # type: ignore[no-untyped-def]
-    guard = lower_tiles(k, threads, tensor_cores=tensor_cores).body[-1]
+def attentions(k, threads: int, tensor_cores: bool = True, limit: int = 48 * 1024) -> list[TileAttention]:  # type: ignore[no-untyped-def]
+    guard = lower_tiles(k, threads, tensor_cores=tensor_cores, shared_limit=limit).body[-1]
     return [s for s in guard.body if isinstance(s, TileAttention)]
 
 
@@ -98,9 +98,60 @@ def test_any_deviation_stays_generic(old: str, new: str) -> None:
 
 
 def test_tiles_the_emitter_does_not_take_stay_generic() -> None:
-    # (BM 48: not 16 or 32 rows a warp; D 128 with 32 rows a warp: too many registers)
+    # (BM 48: not 16 or 32 rows a warp; D 128 with 32 rows a warp: Q stays in shared beside K and
+    # V, 64 KiB, more than static shared memory holds -- and no dynamic buffer at this limit)
     assert attentions(kernel_ir(REFERENCE, 48, 16, 32, 1), 32) == []
     assert attentions(kernel_ir(REFERENCE, 128, 64, 128, 4), 128) == []
+    # 64 rows a warp: never
+    assert attentions(kernel_ir(REFERENCE, 256, 64, 64, 4), 128, limit=227 * 1024) == []
+
+
+H200 = 227 * 1024  # a block's opt-in shared limit on sm_90 (toolchain.block_shared_limit)
+
+
+@pytest.mark.parametrize("bm,bn,d,warps,q_regs,stages,dynamic", [
+    (128, 64, 64, 8, True, 2, 0),  # d 64: Q's fragments in registers, the ring in 48 KiB of static shared
+    (256, 64, 128, 8, False, 2, 128 * 1024),  # 32 rows a warp at d 128: Q from shared, beside the ring
+    (128, 64, 128, 4, False, 2, 96 * 1024),
+    (128, 64, 128, 8, True, 2, 96 * 1024),  # 16 rows a warp at d 128: Q's fragments fit; the ring is dynamic
+])
+def test_the_compiler_picks_q_placement_stages_and_shared_memory(bm: int, bn: int, d: int, warps: int, q_regs: bool,
+                                                                stages: int, dynamic: int) -> None:
+    (a,) = attentions(kernel_ir(REFERENCE, bm, bn, d, warps), warps * 32, limit=H200)
+    assert (a.q_regs, a.stages, a.dynamic_smem, a.groups, a.lazy) == (q_regs, stages, dynamic, 1, True)
+    assert a.separate_q or q_regs  # Q read every key tile must not be overwritten by K
+    assert (a.smem == "") == (dynamic > 0)
+
+
+def test_two_warp_groups_lower_with_named_barriers_and_a_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_ATTN_GROUPS", "2")
+    (a,) = attentions(kernel_ir(REFERENCE, 128, 64, 128, 8), 256, limit=H200)
+    assert (a.groups, a.q_regs, a.stages) == (2, False, 2) and a.dynamic_smem == 2 * 2 * 32 * 1024 + 32 * 1024
+    ptx = compile_gpu(kernel_ir(REFERENCE, 128, 64, 128, 8), "sm_90", ptxas=False).ptx
+    assert "bar.sync \t%r" in ptx or "barrier.sync" in ptx  # the groups' named barriers (id 1 + group, 128 threads)
+    assert "st.shared.v4.f32" in ptx and "ld.shared.v4.f32" in ptx  # group 1's (m, l, O) to group 0
+
+
+def test_a_kernel_with_its_own_dynamic_array_keeps_static_staging() -> None:
+    from anodize.codegen.tile_attention import choose_config
+
+    assert choose_config(256, 64, 128, 8, 0, H200, own_dynamic=True) is None  # (the buffers would alias)
+    cfg, nbytes, dynamic = choose_config(128, 64, 128, 8, 0, H200, own_dynamic=True)
+    assert (cfg.q_regs, cfg.stages, nbytes, dynamic) == (True, 1, 32 * 1024, False)  # Q staged over K and V
+
+
+def test_q_from_shared_compiles_to_dynamic_shared_and_an_out_of_line_narrow_path() -> None:
+    art = compile_gpu(kernel_ir(REFERENCE, 256, 64, 128, 8), "sm_90", ptxas=False)
+    assert art.dynamic_shared_bytes == 128 * 1024 and art.static_shared_bytes <= 48 * 1024
+    ptx = art.ptx
+    assert ".extern .shared" in ptx and "__az_tc_smem" in ptx
+    # two copies of the loop (16- and 2-byte copies), each 2 m-tiles x (8 n-tiles x 8 k-steps + 16 x 4)
+    assert ptx.count("mma.sync.aligned.m16n8k16") == 2 * 2 * (8 * 8 + 16 * 4)
+    assert "xor.b32 a," in ptx  # k-step offsets inside the ldmatrix asm
+    assert "attention_attn_narrow" in ptx  # the 2-byte copy path in a function of its own
+    if shutil.which("ptxas"):
+        r = subprocess.run(["ptxas", "-arch=sm_90", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
 
 
 @pytest.mark.parametrize("bm,bn,d,warps", [(128, 64, 64, 8), (128, 64, 128, 8)])
@@ -162,9 +213,9 @@ def _kernel(warps: int, stages: int = 0):  # type: ignore[no-untyped-def]
 
     if (warps, stages) not in _EXAMPLES:
         text = (ROOT / "examples" / "tile_attention.py").read_text()
-        assert "@az.tile_kernel(num_warps=8)" in text
+        assert "@az.tile_kernel(num_warps=4)" in text
         path = Path(tempfile.mkdtemp()) / f"tile_attention_w{warps}_s{stages}.py"
-        path.write_text(text.replace("@az.tile_kernel(num_warps=8)", f"@az.tile_kernel(num_warps={warps})"))
+        path.write_text(text.replace("@az.tile_kernel(num_warps=4)", f"@az.tile_kernel(num_warps={warps})"))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         sys.modules[path.stem] = mod
@@ -175,7 +226,9 @@ def _kernel(warps: int, stages: int = 0):  # type: ignore[no-untyped-def]
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("bm,bn,d,warps,stages", [(128, 64, 64, 8, 1), (128, 64, 64, 4, 1), (128, 64, 128, 8, 1),
-                                                  (64, 64, 128, 4, 1), (128, 32, 128, 8, 2), (64, 32, 128, 4, 2)])
+                                                  (64, 64, 128, 4, 1), (128, 32, 128, 8, 2), (64, 32, 128, 4, 2),
+                                                  (256, 64, 128, 8, 2), (128, 64, 128, 4, 2), (256, 32, 128, 8, 1),
+                                                  (128, 64, 128, 8, 2), (256, 64, 64, 8, 2)])
 def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int, stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
 
@@ -194,17 +247,18 @@ def test_tensor_core_attention_matches_sdpa(bm: int, bn: int, d: int, warps: int
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("bm,bn,d,warps", [(64, 32, 128, 4), (128, 64, 64, 8)])
-def test_lazy_rescaling_matches_sdpa(bm: int, bn: int, d: int, warps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("bm,bn,d,warps,lazy", [(64, 32, 128, 4, "1"), (128, 64, 64, 8, "1"), (128, 64, 128, 4, "0"),
+                                                (128, 64, 64, 4, "0")])
+def test_lazy_and_eager_rescaling_match_sdpa(bm: int, bn: int, d: int, warps: int, lazy: str, monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
     import torch.nn.functional as F  # noqa: N812
 
-    monkeypatch.setenv("ANODIZE_ATTN_LAZY", "1")
+    monkeypatch.setenv("ANODIZE_ATTN_LAZY", lazy)  # (lazy is the compiler's default; "0": O rescaled every key tile)
     bsz, heads, seq = 2, 2, 1024
     q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
     o = torch.full((bsz * heads * seq, d), 7.0, device="cuda", dtype=torch.float16)
     flat = [t.reshape(-1, d) for t in (q, k, v)]
-    launch = _kernel(warps, 9).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+    launch = _kernel(warps, 9 + int(lazy)).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
     launch(*flat, o, seq, np.float32(d ** -0.5))
     torch.cuda.synchronize()
     ref = F.scaled_dot_product_attention(q, k, v)
@@ -214,7 +268,8 @@ def test_lazy_rescaling_matches_sdpa(bm: int, bn: int, d: int, warps: int, monke
 @pytest.mark.gpu
 @pytest.mark.parametrize("seq,cols,bm,bn,d,warps,stages", [
     (200, 64, 128, 64, 64, 8, 1), (100, 128, 64, 32, 128, 4, 2), (96, 60, 128, 32, 64, 4, 1), (1, 64, 64, 64, 64, 4, 1),
-    (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1)])
+    (96, 60, 128, 64, 64, 8, 2), (300, 128, 64, 64, 128, 4, 1),
+    (300, 128, 256, 64, 128, 8, 2), (100, 124, 128, 64, 128, 4, 2), (200, 120, 256, 32, 128, 8, 1)])
 def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int, warps: int,
                                                                 stages: int, monkeypatch: pytest.MonkeyPatch) -> None:
     # seq not a multiple of the tiles (the loads past the head read the next head's rows, and
@@ -227,6 +282,25 @@ def test_ragged_and_unaligned_sizes_match_the_sources_semantics(seq: int, cols: 
     dev = az.device()
     o = dev.full((n, cols), 7.0, az.f16)
     launch = _kernel(warps, stages).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
+    launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.125))
+    want = emulate(q, k, v, n, seq, bm, bn, d, 0.125)[:, :cols]
+    np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("seq,cols,bm,bn,d,warps", [
+    (320, 128, 128, 64, 128, 8), (64, 128, 128, 64, 128, 8), (200, 124, 128, 64, 128, 8), (300, 64, 128, 64, 64, 8)])
+def test_two_warp_groups_splitting_the_keys_match_the_sources_semantics(seq: int, cols: int, bm: int, bn: int, d: int,
+                                                                       warps: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # two warp groups take alternate key tiles (5 tiles: 3 and 2; 1 tile: group 1 has none) and
+    # merge at the end; rows of 124 halves take the 2-byte path
+    monkeypatch.setenv("ANODIZE_ATTN_GROUPS", "2")
+    rng = np.random.default_rng(seq + cols + 1)
+    n = 2 * seq
+    q, k, v = (rng.standard_normal((n, cols), dtype=np.float32).astype(np.float16) for _ in range(3))
+    dev = az.device()
+    o = dev.full((n, cols), 7.0, az.f16)
+    launch = _kernel(warps, 22).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((n, cols), (bm, d))]
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(0.125))
     want = emulate(q, k, v, n, seq, bm, bn, d, 0.125)[:, :cols]
     np.testing.assert_allclose(o.to_host().astype(np.float32), want, rtol=2e-2, atol=2e-2)
