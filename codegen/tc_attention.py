@@ -37,80 +37,10 @@ from .tc_common import _as_i32, _as_i64, store_fragments
 from .tc_gemm import _swizzle, _Tile
 from .tc_ptx import F32, I32, I64, c32, c64
 
+from anodize.language.attention_config import REG_BUDGET, AttnConfig  # noqa: F401,E402  (re-exported)
+
 LOG2E = 1.4426950408889634
 LIMIT = 2**31 - 4096
-REG_BUDGET = 232  # f32/b32 registers a thread may hold in fragments (S, P, O, Q) before we say no
-
-
-@dataclass(frozen=True)
-class AttnConfig:
-    tile_m: int
-    tile_n: int
-    head_dim: int
-    num_warps: int
-    stages: int = 1  # K/V buffers: 1 (K[j+1] copied during the softmax and P V), 2 (a ring)
-    lazy: bool = False  # rescale O only when a row of the warp has a new maximum
-    q_regs: bool = True  # Q's fragments in registers for the whole loop (else ldmatrix'd from shared every key tile)
-    groups: int = 1  # warp groups splitting the key tiles (each all BM rows, its own K/V ring and barrier), merged at the end
-
-    def __post_init__(self) -> None:
-        m, n, d, w = self.tile_m, self.tile_n, self.head_dim, self.num_warps
-        if self.stages not in (1, 2):
-            raise ValueError("stages must be 1 or 2")
-        for name, v in (("BN", n), ("D", d)):
-            if v < 16 or v & (v - 1):
-                raise ValueError(f"{name} must be a power of two, at least 16")
-        if d > 256 or n > 128:
-            raise ValueError("D at most 256, BN at most 128")
-        if self.groups not in (1, 2) or w % self.groups:
-            raise ValueError("one or two warp groups")
-        if m % (16 * (w // self.groups)) or self.mt not in (1, 2):
-            raise ValueError("BM must be 16 or 32 rows a warp")
-        t = w * 32
-        if (n * d // 8) % (t // self.groups) or (m * d // 8) % t:
-            raise ValueError("tiles do not split into 16-byte copies over the block")
-        if self.regs() > REG_BUDGET:
-            raise ValueError("too many fragment registers")
-        if self.groups > 1 and self.merge_bytes() > self.groups * self.stages * self.kv_bytes() + self.q_bytes():
-            raise ValueError("the merge does not fit in the K/V and Q buffers")
-
-    @property
-    def mt(self) -> int:
-        return self.tile_m // (16 * (self.num_warps // self.groups))
-
-    def merge_bytes(self) -> int:
-        """A group's (m, l, O) fragments, handed to group 0 through shared memory at the end."""
-        return self.threads // self.groups * self.mt * (self.head_dim // 8 + 1) * 16
-
-    @property
-    def threads(self) -> int:
-        return self.num_warps * 32
-
-    def regs(self) -> int:
-        d, n = self.head_dim, self.tile_n
-        q = d // 4 if self.q_regs else 4  # Q: all its fragments, or one k-step's
-        return self.mt * (d // 2 + q + n // 2 + n // 4)  # O, Q, S, P per thread
-
-    def min_blocks(self) -> int:
-        """Blocks per SM to ask ptxas for (`.minnctapersm`): as many as 64K registers hold at the
-        fragments plus 32 registers a thread (addresses, softmax temporaries).  Without the hint
-        ptxas spends registers freely and a block too many stops fitting (H200: 8 warps at d 64
-        took 146 registers, one block per SM; capped at 128, two)."""
-        return max(1, 65536 // (self.threads * (self.regs() + 32)))
-
-    def kv_bytes(self) -> int:
-        """One stage: a K and a V tile."""
-        return 2 * self.tile_n * self.head_dim * 2
-
-    def q_bytes(self) -> int:
-        return self.tile_m * self.head_dim * 2
-
-    def smem_bytes(self, avail: int) -> int:
-        """K and V buffers, and Q's staging beside them when it fits in `avail`, else over them
-        (Q read from shared every key tile: always beside them, however large)."""
-        kv = self.groups * self.stages * self.kv_bytes()
-        n = kv + self.q_bytes() if kv + self.q_bytes() <= avail or not self.q_regs else max(kv, self.q_bytes())
-        return max(n, self.merge_bytes()) if self.groups > 1 else n
 
 
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value]) -> ir.Value:

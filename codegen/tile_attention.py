@@ -62,6 +62,21 @@ def _knob(name: str, allowed: tuple[str, ...]) -> str:
     return v if v in allowed else ""
 
 
+def _knobs_set() -> bool:
+    import os
+
+    return any(os.environ.get(n) for n in ("ANODIZE_ATTN_QREGS", "ANODIZE_ATTN_STAGES", "ANODIZE_ATTN_GROUPS",
+                                            "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC"))
+
+
+def _left_out_of_bound(k: ir.KernelIR, warps: int) -> bool:
+    from anodize.language.attention_config import attention_on_tensor_cores
+    from anodize.language.gemm_form import STAGING_LIMIT
+
+    form = match_attention(k)
+    return form is not None and attention_on_tensor_cores(form.tile, warps, STAGING_LIMIT)
+
+
 def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, own_dynamic: bool) -> tuple[Any, int, bool] | None:
     """(the emitter's AttnConfig, its shared bytes, whether they are the compiler's dynamic
     buffer) for a (BM, BN, D) tile over `warps` warps, or None (then the generic lowering).
@@ -71,26 +86,16 @@ def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, o
     fits, else one stage; the buffers are static shared memory up to 48 KiB, else the
     compiler's dynamic buffer -- when the kernel has no dynamic array of its own and the SM
     holds the blocks the registers allow (`AttnConfig.min_blocks`)."""
-    from .tc_attention import AttnConfig
+    from anodize.language.attention_config import attention_choice
 
     q_knob, s_knob = _knob("ANODIZE_ATTN_QREGS", ("0", "1")), _knob("ANODIZE_ATTN_STAGES", ("1", "2"))
     g_knob = _knob("ANODIZE_ATTN_GROUPS", ("1", "2"))
     lazy = _knob("ANODIZE_ATTN_LAZY", ("0", "1")) != "0"
-    dyn_ok = not own_dynamic and _knob("ANODIZE_ATTN_DYNAMIC", ("0",)) == ""
-    for groups in ((int(g_knob),) if g_knob else (1,)):
-        for q_regs in ((q_knob == "1",) if q_knob else (True, False)):
-            for stages in ((int(s_knob),) if s_knob else (2, 1)):
-                try:
-                    cfg = AttnConfig(bm, bn, d, warps, stages, lazy=lazy, q_regs=q_regs, groups=groups)
-                except ValueError:
-                    continue
-                nbytes = cfg.smem_bytes(STATIC_SHARED - used)
-                if used + nbytes <= STATIC_SHARED:
-                    return cfg, nbytes, False
-                nbytes = cfg.smem_bytes(limit - used)
-                if dyn_ok and (used + nbytes + 1024) * cfg.min_blocks() <= limit + 1024:
-                    return cfg, nbytes, True
-    return None
+    return attention_choice(bm, bn, d, warps, used, limit, own_dynamic,
+                            groups=(int(g_knob),) if g_knob else (1,),
+                            q_regs=(q_knob == "1",) if q_knob else (True, False),
+                            stages=(int(s_knob),) if s_knob else (2, 1), lazy=lazy,
+                            dynamic=_knob("ANODIZE_ATTN_DYNAMIC", ("0",)) == "")
 
 
 def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] | None:
@@ -108,6 +113,11 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
     limit = max(STATIC_SHARED, getattr(lowering, "shared_limit", STATIC_SHARED))
     chosen = choose_config(bm, bn, d, warps, used, limit, any(t.dynamic for t in lowering.shared.values()))
     if chosen is None:
+        # the typer left the form's tiles out of the on-chip bound only when the language's choice
+        # takes it on every GPU with tensor cores: declining it there (no benchmarking knob set)
+        # would leave a kernel over the bound
+        if not _knobs_set() and _left_out_of_bound(k, warps):
+            raise AssertionError(f"the attention form of `{k.name}` was not lowered onto tensor cores")
         return None
     cfg, nbytes, dynamic = chosen
     from dataclasses import replace

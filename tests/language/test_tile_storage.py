@@ -118,3 +118,39 @@ def test_without_tensor_cores_the_compile_counts_the_accumulator() -> None:
         compile_gpu(k, "sm_75", ptxas=False)
     (d,) = e.value.diagnostics
     assert d.code == "az-type" and "below sm_80" in d.message and "81920 bytes" in d.message and d.span.line == 16
+
+
+def test_the_attention_choice_at_the_least_limit_holds_on_every_arch_with_tensor_cores() -> None:
+    """The typer leaves an attention form's tiles out of the bound when `attention_choice` takes
+    it at STAGING_LIMIT (99 KiB); the lowering decides with the arch's own limit: a tile taken at
+    the least limit must be taken at every larger one (else the compile would decline a kernel
+    the check accepted)."""
+    from anodize.language.attention_config import attention_choice
+    from anodize.language.gemm_form import STAGING_LIMIT
+
+    taken = 0
+    for bm in (16, 32, 64, 128, 256):
+        for bn in (16, 32, 64, 128):
+            for d in (16, 32, 64, 128, 256):
+                for warps in (1, 2, 4, 8, 16):
+                    if attention_choice(bm, bn, d, warps, 0, STAGING_LIMIT, False) is None:
+                        continue
+                    taken += 1
+                    for kib in (99, 163, 227):
+                        assert attention_choice(bm, bn, d, warps, 0, kib * 1024, False) is not None, (bm, bn, d, warps, kib)
+    assert taken > 50
+
+
+def test_an_attention_tile_no_tensor_core_routine_takes_is_counted() -> None:
+    """examples/tile_attention.py at BM=128, BN=128, D=256 over 4 warps: too many fragment
+    registers for the tensor-core routine, so its tiles (676 KiB) are counted and the
+    specialisation is a located az-type error (it used to pass and stop the compile)."""
+    path = ROOT / "examples" / "tile_attention.py"
+    a = analyze_source(path.read_text(), str(path))
+    front = a.model.front
+    fdef = next(f for f in front.kernels() if f.name == "attention")
+    bad = front.typed(fdef, (("BM", 128), ("BN", 128), ("D", 256)))
+    assert bad.ir is None and [(d.code, d.span.line) for d in bad.diagnostics] == [("az-type", fdef.lineno)]
+    assert "692224 bytes" in bad.diagnostics[0].message
+    good = front.typed(fdef, (("BM", 128), ("BN", 64), ("D", 128)))
+    assert good.ir is not None and tile_storage_bound(good.ir) > STATIC_SHARED_MAX_BYTES
