@@ -100,12 +100,15 @@ class PendingGpu:
 
     def __init__(self, out: CompiledKernel, job: Any, t0: float, build: str):
         self.out, self.job, self.t0 = out, job, t0
+        self.cancelled = False
         self.build = build  # the arch the PTX is for ("sm_90a" when it holds wgmma)
         # ptxas -O1 for a kernel holding the wgmma tile: its loop is scheduled already, and on the
         # H200 -O1 built it faster (128x256: 0.797x of cuBLAS against 0.780x) in ~60% of the time
         self.ptxas_opt = 1 if build.endswith("a") and "wgmma.mma_async" in out.ptx else None
 
     def result(self) -> CompiledKernel:
+        if self.cancelled:
+            raise RuntimeError("a cancelled compile has no result")
         if self.job is not None:
             self.out.cubin, self.out.resources = self.job.result()
             self.job = None
@@ -113,9 +116,12 @@ class PendingGpu:
         return self.out
 
     def cancel(self) -> None:
+        """Stop ptxas and drop the speculative artifact (its PTX with it): `result()` then raises."""
         if self.job is not None:
             self.job.cancel()
             self.job = None
+        self.cancelled = True
+        self.out = None  # type: ignore[assignment]
 
 
 def start_gpu(

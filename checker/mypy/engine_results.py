@@ -23,7 +23,7 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import TYPE_CHECKING
 
 from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
