@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import llvmlite.binding as llvm
 import llvmlite.ir as llir
 
 from anodize.language.contract import Contract
@@ -24,6 +24,13 @@ from anodize.codegen.artifact import Resources
 from .lower_llvm import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
 from .toolchain import find_ptxas
 from anodize.language.types import ScalarTy, SharedTy
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
+
+# llvmlite's binding (LLVM itself, a large shared library) is imported where it is used, not
+# here: a first compile loads it on a background thread (runtime/compile.py `_preload_llvm`)
+# while this thread types and lowers the kernel, and only emitting the PTX waits for it.
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_90"
@@ -58,6 +65,8 @@ _lock = threading.Lock()
 
 @functools.cache
 def _init() -> None:
+    import llvmlite.binding as llvm
+
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
 
@@ -71,6 +80,8 @@ def features_for(arch: str) -> str:
 @functools.cache
 def target_machine(arch: str = DEFAULT_ARCH, opt: int = 3) -> llvm.TargetMachine:
     """One NVPTX target machine per (arch, opt), reused by every compile."""
+    import llvmlite.binding as llvm
+
     _init()
     return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
 
@@ -117,6 +128,8 @@ def _libdevice() -> llvm.ModuleRef:
     """The parsed libdevice, parsed once; link it with `preserve=True`."""
     global _LIBDEVICE_MODULE
     if _LIBDEVICE_MODULE is None:
+        import llvmlite.binding as llvm
+
         mod = llvm.parse_bitcode(_libdevice_bitcode())
         mod.triple = TRIPLE
         mod.data_layout = data_layout()
@@ -236,6 +249,8 @@ def uses_libdevice(module_text: str) -> bool:
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[str]) -> None:
     """Internalise every definition but `keep`, then run the O`opt` pipeline."""
+    import llvmlite.binding as llvm
+
     for f in mod.functions:
         if f.name not in keep and not f.is_declaration:
             f.linkage = "internal"
@@ -256,6 +271,8 @@ def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -
     """Optimise a module (linking libdevice if it calls `__nv_*`) and emit PTX.
 
     Returns (optimised LLVM IR, PTX)."""
+    import llvmlite.binding as llvm
+
     tm = target_machine(arch, opt)
     with _lock:
         mod = llvm.parse_assembly(llvm_ir)
