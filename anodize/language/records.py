@@ -12,7 +12,7 @@ method with its own `exec` (six for a frozen class: `__init__`, `__repr__`, `__e
 about 0.6 ms a class, ~80 ms of the GEMM's cold compile.  Here the standard library still
 collects the fields (so `fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and
 `__dataclass_params__` are its own), with method generation switched off; `__init__` is then
-compiled from the same text the standard library would write (one `exec`), and `__repr__`,
+compiled from the same text the standard library would write (one `exec`, on its first use), and `__repr__`,
 `__eq__`, `__hash__` and the frozen `__setattr__` / `__delattr__` are closures over the field
 names, with the standard library's semantics (tests/language/test_records.py compares the two).
 
@@ -82,7 +82,10 @@ def _make(cls: Any, init: bool, repr_: bool, eq: bool, frozen: bool) -> Any:
     params = cls.__dataclass_params__
     params.init, params.repr, params.eq, params.frozen = init, repr_, eq, frozen
     fields = [f for f in cls.__dataclass_fields__.values() if f._field_type is _dc._FIELD]  # type: ignore[attr-defined]
-    made_init = init and not _set_new(cls, "__init__", _init_fn(cls, fields, frozen))
+    _check_defaults(fields)
+    made_init = init and "__init__" not in d
+    if made_init:
+        cls.__init__ = _LazyInit(cls, fields, frozen)
     if repr_:
         _set_new(cls, "__repr__", _repr_fn(tuple(f.name for f in fields if f.repr)))
     if eq:
@@ -122,14 +125,36 @@ def _getter(names: list[str]) -> Any:
     return attrgetter(*names)
 
 
-def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
-    """`__init__`, from the text `dataclasses._init_fn` writes for these fields (one exec)."""
+def _check_defaults(fields: list[Any]) -> None:
     seen_default = False
     for f in fields:
         if not (f.default is _MISSING and f.default_factory is _MISSING):
             seen_default = True
         elif seen_default:
             raise TypeError(f"non-default argument {f.name!r} follows default argument")
+
+
+class _LazyInit:
+    """A class's `__init__` until its first use: the first lookup (an instance made, or
+    `inspect.signature`) compiles it and puts the function in the class in its place.  Many of
+    a module's classes are never instantiated in a process; none pays for a compile it does
+    not use."""
+
+    __slots__ = ("cls", "fields", "frozen")
+
+    def __init__(self, cls: Any, fields: list[Any], frozen: bool):
+        self.cls, self.fields, self.frozen = cls, fields, frozen
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        fn = _init_fn(self.cls, self.fields, self.frozen)
+        fn.__qualname__ = f"{self.cls.__qualname__}.__init__"
+        if self.cls.__dict__.get("__init__") is self:
+            type.__setattr__(self.cls, "__init__", fn)
+        return fn if obj is None else fn.__get__(obj, owner)
+
+
+def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
+    """`__init__`, from the text `dataclasses._init_fn` writes for these fields (one exec)."""
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
     loc: dict[str, Any] = {f"_type_{f.name}": f.type for f in fields}
     loc.update({"MISSING": _MISSING, "_HAS_DEFAULT_FACTORY": _dc._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
