@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
 
 _PROBE = r"""
 import sys, time, os, resource, importlib.abc, importlib.util
@@ -102,6 +103,9 @@ print(repr({{"first": first, "next": (t2 - t1) * 1e3, "cpu": (c1 - c0) * 1e3,
 
 
 def probe(importtime: bool = False, env: dict[str, str] | None = None) -> tuple[dict, str]:  # type: ignore[type-arg]
+    from tile_bench import _bytecode  # the modules' bytecode, as an installed package has it
+
+    _bytecode()
     code = _PROBE.format(ex=str(ROOT / "examples"))
     cmd = [sys.executable] + (["-X", "importtime"] if importtime else []) + ["-c", code]
     out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "ANODIZE_CACHE": "off", **(env or {})},
