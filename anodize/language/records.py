@@ -12,7 +12,8 @@ method with its own `exec` (six for a frozen class: `__init__`, `__repr__`, `__e
 about 0.6 ms a class, ~80 ms of the GEMM's cold compile.  Here the standard library still
 collects the fields (so `fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and
 `__dataclass_params__` are its own), with method generation switched off; `__init__` is then
-compiled from the same text the standard library would write (one `exec`, on its first use), and `__repr__`,
+made from the same text the standard library would write (on its first use; compiled once
+per shape of fields, its names then renamed in the code object), and `__repr__`,
 `__eq__`, `__hash__` and the frozen `__setattr__` / `__delattr__` are closures over the field
 names, with the standard library's semantics (tests/language/test_records.py compares the two).
 
@@ -28,6 +29,7 @@ import dataclasses as _dc
 import sys
 from _thread import get_ident
 from operator import attrgetter
+from types import CellType, CodeType, FunctionType
 from typing import TYPE_CHECKING, Any
 
 __all__ = ["dataclass"]
@@ -153,22 +155,78 @@ class _LazyInit:
         return fn if obj is None else fn.__get__(obj, owner)
 
 
+_TEMPLATES: dict[tuple[bool, str, tuple[bool, ...]], Any] = {}
+_RESERVED = ("_az", "_dflt_", "__dataclass", "_HAS_DEFAULT_FACTORY", "__setattr__")
+# the names the standard library's text gives a field's default factory and the factory marker
+_DFLT, _FACTORY = ("__dataclass_dflt_{}__", "__dataclass_HAS_DEFAULT_FACTORY__") if sys.version_info >= (3, 12) else \
+    ("_dflt_{}", "_HAS_DEFAULT_FACTORY")
+
+
 def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
+    """`__init__` for these fields: the standard library's text (below), compiled once per shape
+    (how many fields, which have a default factory, frozen or not) with placeholder names that
+    each class's code object then renames; anything unusual compiles the text itself."""
+    if any(f.name.startswith(_RESERVED) for f in fields):
+        return _init_fn_exec(cls, fields, frozen)
+    self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
+    kinds = tuple(f.default_factory is not _MISSING for f in fields)
+    key = (frozen, self_name, kinds)
+    tpl = _TEMPLATES.get(key)
+    if tpl is None:
+        tpl = _TEMPLATES[key] = _template(frozen, self_name, kinds)
+    rename = {f"_az{i}_": f.name for i, f in enumerate(fields)}
+    rename.update({_DFLT.format(f"_az{i}_"): _DFLT.format(f.name) for i, f in enumerate(fields)})
+    code = tpl.replace(
+        co_varnames=tuple(rename.get(n, n) for n in tpl.co_varnames),
+        co_names=tuple(rename.get(n, n) for n in tpl.co_names),
+        co_freevars=tuple(rename.get(n, n) for n in tpl.co_freevars),
+        co_consts=tuple(rename.get(c, c) if type(c) is str else c for c in tpl.co_consts),
+    )
+    cells = {"__dataclass_builtins_object__": object, _FACTORY: _dc._HAS_DEFAULT_FACTORY}  # type: ignore[attr-defined]
+    cells.update({_DFLT.format(f"_az{i}_"): f.default_factory for i, f in enumerate(fields) if kinds[i]})
+    defaults = tuple(_dc._HAS_DEFAULT_FACTORY if k else f.default  # type: ignore[attr-defined]
+                     for f, k in zip(fields, kinds) if k or f.default is not _MISSING)
+    mod = sys.modules.get(cls.__module__)
+    fn = FunctionType(code, mod.__dict__ if mod is not None else {}, "__init__", defaults or None,
+                      tuple(CellType(cells[n]) for n in tpl.co_freevars))
+    fn.__annotations__ = {**{f.name: f.type for f in fields}, "return": None}
+    return fn
+
+
+def _template(frozen: bool, self_name: str, kinds: tuple[bool, ...]) -> Any:
+    """The code object of `__init__` for fields `_az0_`, `_az1_`, ... (`kinds[i]`: a factory)."""
+    body = []
+    for i, factory in enumerate(kinds):
+        name = f"_az{i}_"
+        value = f"{_DFLT.format(name)}() if {name} is {_FACTORY} else {name}" if factory else name
+        body.append(f"  __dataclass_builtins_object__.__setattr__({self_name},{name!r},{value})" if frozen
+                    else f"  {self_name}.{name}={value}")
+    outer = ["__dataclass_builtins_object__", _FACTORY] + [_DFLT.format(f"_az{i}_") for i, k in enumerate(kinds) if k]
+    params = ",".join([self_name] + [f"_az{i}_" for i in range(len(kinds))])
+    text = (f"def __create_fn__({', '.join(outer)}):\n def __init__({params}):\n"
+            + ("\n".join(body) or "  pass") + "\n return __init__")
+    module = compile(text, "<string>", "exec", dont_inherit=True)
+    create = next(c for c in module.co_consts if isinstance(c, CodeType))
+    return next(c for c in create.co_consts if isinstance(c, CodeType))
+
+
+def _init_fn_exec(cls: Any, fields: list[Any], frozen: bool) -> Any:
     """`__init__`, from the text `dataclasses._init_fn` writes for these fields (one exec)."""
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
     loc: dict[str, Any] = {f"_type_{f.name}": f.type for f in fields}
-    loc.update({"MISSING": _MISSING, "_HAS_DEFAULT_FACTORY": _dc._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
+    loc.update({"MISSING": _MISSING, _FACTORY: _dc._HAS_DEFAULT_FACTORY,  # type: ignore[attr-defined]
                 "__dataclass_builtins_object__": object, "_return_type": None})
     params, body = [self_name], []
     for f in fields:
         value = f.name
+        dflt = _DFLT.format(f.name)
         if f.default_factory is not _MISSING:
-            loc[f"_dflt_{f.name}"] = f.default_factory
-            value = f"_dflt_{f.name}() if {f.name} is _HAS_DEFAULT_FACTORY else {f.name}"
-            params.append(f"{f.name}:_type_{f.name}=_HAS_DEFAULT_FACTORY")
+            loc[dflt] = f.default_factory
+            value = f"{dflt}() if {f.name} is {_FACTORY} else {f.name}"
+            params.append(f"{f.name}:_type_{f.name}={_FACTORY}")
         elif f.default is not _MISSING:
-            loc[f"_dflt_{f.name}"] = f.default
-            params.append(f"{f.name}:_type_{f.name}=_dflt_{f.name}")
+            loc[dflt] = f.default
+            params.append(f"{f.name}:_type_{f.name}={dflt}")
         else:
             params.append(f"{f.name}:_type_{f.name}")
         body.append(f"  __dataclass_builtins_object__.__setattr__({self_name},{f.name!r},{value})" if frozen

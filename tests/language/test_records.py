@@ -90,6 +90,11 @@ def _shapes(dc: Any) -> dict[str, Any]:
         other: int = 2
 
     @dc(frozen=True)
+    class Reserved:  # a field name the shared __init__ code uses for its placeholders: compiled on its own
+        _az0_: int
+        other: tuple[int, ...] = dataclasses.field(default_factory=tuple)
+
+    @dc(frozen=True)
     class WithClassVar:  # falls back to the standard library
         K: ClassVar[int] = 3
         a: int = 1
@@ -114,7 +119,7 @@ def _shapes(dc: Any) -> dict[str, Any]:
         a: int
 
     return {c.__name__: c for c in (Plain, Documented, Mutable, Fieldopts, NoEq, OwnHash, OwnEq, OwnRepr, Empty, One,
-                                    Selfish, WithClassVar, Base, Derived, Post, Ordered)}
+                                    Selfish, Reserved, WithClassVar, Base, Derived, Post, Ordered)}
 
 
 ARGS: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {  # two argument lists: equal objects, then a different one
@@ -129,6 +134,7 @@ ARGS: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {  # two argument lis
     "Empty": ((), ()),
     "One": ((1.5,), (2.5,)),
     "Selfish": ((1,), (1, 3)),
+    "Reserved": ((1,), (2, (3,))),
     "WithClassVar": ((1,), (2,)),
     "Base": ((1,), (2,)),
     "Derived": ((1, 2), (1, 3)),
@@ -160,6 +166,17 @@ def _observe(cls: Any, args: tuple[Any, ...], other: tuple[Any, ...]) -> dict[st
         "copy": copy.deepcopy(a) == a,
         "is_dataclass": dataclasses.is_dataclass(cls) and dataclasses.is_dataclass(a),
     }
+    init = cls.__init__  # (made on first use)
+    code = getattr(init, "__code__", None)
+    if code is not None and code.co_filename == "<string>":  # the generated __init__, down to its bytecode
+        import dis
+
+        ops = [(i.opname, i.argval if i.opname != "LOAD_CONST" or not callable(i.argval) else "code")
+               for i in dis.get_instructions(code)]
+        out["init_code"] = (ops, code.co_varnames, code.co_names, sorted(code.co_freevars), code.co_argcount,
+                            [c for c in code.co_consts if isinstance(c, str)], code.co_name, code.co_qualname)
+        out["init_defaults"] = init.__defaults__, init.__kwdefaults__
+        out["init_closure"] = sorted((n, repr(c.cell_contents)) for n, c in zip(code.co_freevars, init.__closure__ or ()))
     frozen = cls.__dataclass_params__.frozen
     for what, act in (("set", lambda: setattr(a, "name", 1)), ("set_new", lambda: setattr(a, "zz", 1)),
                       ("del", lambda: delattr(a, "name"))):
