@@ -251,7 +251,7 @@ def _repr_fn(names: tuple[str, ...]) -> Any:
             return "..."
         running.add(key)
         try:
-            return self.__class__.__qualname__ + "(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
+            return f"{self.__class__.__qualname__}(" + ", ".join(f"{n}={getattr(self, n)!r}" for n in names) + ")"
         finally:
             running.discard(key)
 
@@ -311,6 +311,6 @@ def _std_doc(cls: Any) -> str:
     import inspect
 
     try:
-        return cls.__name__ + str(inspect.signature(cls)).replace(" -> None", "")
+        return f"{cls.__name__}" + str(inspect.signature(cls)).replace(" -> None", "")
     except (TypeError, ValueError):
-        return cls.__name__
+        return f"{cls.__name__}"
