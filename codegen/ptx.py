@@ -313,10 +313,11 @@ def parse_ptxas_log(log: str) -> Resources:
 
 
 def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
-              opt_level: int | None = None) -> tuple[bytes, Resources]:
+              opt_level: int | None = None, fast_compile: str | None = None) -> tuple[bytes, Resources]:
     """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected.
-    `opt_level`: ptxas's `-O` (None: its default, 3)."""
-    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level).result()
+    `opt_level`: ptxas's `-O` (None: its default, 3); `fast_compile`: its `-Ofc` level
+    ("min", "mid"; None: off), dropped for a ptxas too old to know the option."""
+    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level, fast_compile=fast_compile).result()
 
 
 class PtxasJob:
@@ -325,7 +326,7 @@ class PtxasJob:
     it, `cancel()` stops it.  `seconds`: its wall time, once done."""
 
     def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
-                 opt_level: int | None = None):
+                 opt_level: int | None = None, fast_compile: str | None = None):
         import time
 
         exe = ptxas or find_ptxas()
@@ -341,6 +342,10 @@ class PtxasJob:
             cmd.insert(1, "-lineinfo")
         if opt_level is not None:
             cmd.insert(1, f"-O{opt_level}")
+        self._fallback = list(cmd)  # the command without -Ofc, for a ptxas that does not know it
+        if fast_compile:
+            cmd[1:1] = ["-Ofc", fast_compile]
+        self.cmd = cmd
         self._t0 = time.perf_counter()
         self.seconds = 0.0
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -350,6 +355,11 @@ class PtxasJob:
 
         try:
             stdout, stderr = self._proc.communicate()
+            if self._proc.returncode != 0 and self.cmd != self._fallback and "Unknown option" in stderr:
+                # a ptxas from before --Ofast-compile (CUDA 12.8): the same run without it
+                self.cmd = self._fallback
+                self._proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout, stderr = self._proc.communicate()
             self.seconds = time.perf_counter() - self._t0
             log = stdout + stderr
             if self._proc.returncode != 0:
