@@ -62,7 +62,12 @@ def patch_compile(m):
     if os.environ.get("COLD_PROBE_NO_PRELOAD"):  # importtime's own times, without the LLVM-loading thread's share
         m._preload_llvm = lambda: None
 
-PATCH = {{"anodize.codegen.ptx": patch_ptx, "anodize.checker.api": patch_api, "anodize.runtime.compile": patch_compile}}
+def patch_driver(m):
+    if os.environ.get("COLD_PROBE_OFC"):  # ptxas -Ofc LEVEL for the wgmma tile (a measurement)
+        m.WGMMA_PTXAS_FAST_COMPILE = os.environ["COLD_PROBE_OFC"]
+
+PATCH = {{"anodize.codegen.ptx": patch_ptx, "anodize.checker.api": patch_api, "anodize.runtime.compile": patch_compile,
+          "anodize.codegen.driver": patch_driver}}
 
 class Hook(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
