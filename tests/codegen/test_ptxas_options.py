@@ -54,3 +54,4 @@ def test_other_failures_are_still_errors(tmp_path: Path) -> None:
         PtxasJob(".version 8.0\n", "sm_90a", ptxas=str(exe), fast_compile="mid").result()
     with pytest.raises(PtxasError):  # no -Ofc asked for: no retry
         PtxasJob(".version 8.0\n", "sm_90a", ptxas=str(exe)).result()
+
