@@ -15,7 +15,7 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:

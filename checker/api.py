@@ -11,7 +11,8 @@ import ast
 import fnmatch
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 from pathlib import Path
 from typing import Any
 

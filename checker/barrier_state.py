@@ -5,7 +5,8 @@ function's summary of its dynamic shared-memory accesses, and small literal read
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 from .index_forms import Fact, join_forms
 from .index_eval import Named, _free_names

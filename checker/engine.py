@@ -17,7 +17,7 @@ import ast
 import difflib
 import gc
 import os
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from pathlib import Path
 
 from anodize.language import messages

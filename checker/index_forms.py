@@ -35,7 +35,7 @@ touches nothing.
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from functools import cached_property
 
 TX, TY, TZ = "$x", "$y", "$z"

@@ -6,7 +6,8 @@ the literal readings of syntax the model and the rules share (`dotted`, `literal
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
+from anodize.language.records import dataclass
 
 import ast
 

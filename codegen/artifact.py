@@ -20,7 +20,8 @@ thread whose increment saw 0), `i64 index`, `i64 length`, `i64 reserved`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 from anodize.language.contract import Contract
 from anodize.language.ir import FaultSite, ParamSpec

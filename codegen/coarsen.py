@@ -46,7 +46,8 @@ compile time grows with it, and a body of libdevice calls is compute-bound anywa
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 from typing import Any
 
 import llvmlite.ir as llir

@@ -19,7 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import typing
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 from anodize.language import ir
 from anodize.language.types import BOOL, ScalarTy, SliceTy, Ty, WitnessTy

@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 from anodize.language import ir
 from anodize.language.types import BOOL, ScalarTy, Ty

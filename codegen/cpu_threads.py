@@ -32,7 +32,8 @@ import functools
 import itertools
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 from typing import Any
 
 import llvmlite.binding as llvm

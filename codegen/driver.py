@@ -101,8 +101,13 @@ def compile_gpu(
     pending = start_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt, ptxas=False)
     out = pending.out
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt)
+        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt,
+                                             fast_compile=pending.ptxas_fast)
     return pending.result()
+
+
+# ptxas's `-Ofc` level for the wgmma tile (None: off): see bench/RESULTS.md (2026-12-01, cold compile)
+WGMMA_PTXAS_FAST_COMPILE: str | None = None
 
 
 class PendingGpu:
@@ -111,12 +116,16 @@ class PendingGpu:
 
     def __init__(self, out: CompiledKernel, job: Any, t0: float, build: str):
         self.out, self.job, self.t0 = out, job, t0
+        self.cancelled = False
         self.build = build  # the arch the PTX is for ("sm_90a" when it holds wgmma)
         # ptxas -O1 for a kernel holding the wgmma tile: its loop is scheduled already, and on the
         # H200 -O1 built it faster (128x256: 0.797x of cuBLAS against 0.780x) in ~60% of the time
         self.ptxas_opt = 1 if build.endswith("a") and "wgmma.mma_async" in out.ptx else None
+        self.ptxas_fast = WGMMA_PTXAS_FAST_COMPILE if self.ptxas_opt == 1 else None
 
     def result(self) -> CompiledKernel:
+        if self.cancelled:
+            raise RuntimeError("a cancelled compile has no result")
         if self.job is not None:
             self.out.cubin, self.out.resources = self.job.result()
             self.job = None
@@ -124,9 +133,12 @@ class PendingGpu:
         return self.out
 
     def cancel(self) -> None:
+        """Stop ptxas and drop the speculative artifact (its PTX with it): `result()` then raises."""
         if self.job is not None:
             self.job.cancel()
             self.job = None
+        self.cancelled = True
+        self.out = None  # type: ignore[assignment]
 
 
 def start_gpu(
@@ -159,7 +171,7 @@ def start_gpu(
     out.dynamic_shared_bytes = dynamic_smem
     pending = PendingGpu(out, None, t0, build)
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        pending.job = PtxasJob(ptx, build, line_info=line_info, opt_level=pending.ptxas_opt)
+        pending.job = PtxasJob(ptx, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast)
     return pending
 
 

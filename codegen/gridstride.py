@@ -24,7 +24,8 @@ and a read of an output's element after the lane wrote it sees the lane's value.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 import llvmlite.ir as llir
 

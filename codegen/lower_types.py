@@ -5,7 +5,8 @@ re-exports them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 from typing import Any
 
 import llvmlite.ir as llir

@@ -13,8 +13,8 @@ import subprocess
 import tempfile
 import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import llvmlite.binding as llvm
 import llvmlite.ir as llir
 
 from anodize.language.contract import Contract
@@ -24,6 +24,13 @@ from anodize.codegen.artifact import Resources
 from .lower_llvm import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
 from .toolchain import find_ptxas
 from anodize.language.types import ScalarTy, SharedTy
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
+
+# llvmlite's binding (LLVM itself, a large shared library) is imported where it is used, not
+# here: a first compile loads it on a background thread (runtime/compile.py `_preload_llvm`)
+# while this thread types and lowers the kernel, and only emitting the PTX waits for it.
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_90"
@@ -58,6 +65,8 @@ _lock = threading.Lock()
 
 @functools.cache
 def _init() -> None:
+    import llvmlite.binding as llvm
+
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
 
@@ -71,6 +80,8 @@ def features_for(arch: str) -> str:
 @functools.cache
 def target_machine(arch: str = DEFAULT_ARCH, opt: int = 3) -> llvm.TargetMachine:
     """One NVPTX target machine per (arch, opt), reused by every compile."""
+    import llvmlite.binding as llvm
+
     _init()
     return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
 
@@ -117,6 +128,8 @@ def _libdevice() -> llvm.ModuleRef:
     """The parsed libdevice, parsed once; link it with `preserve=True`."""
     global _LIBDEVICE_MODULE
     if _LIBDEVICE_MODULE is None:
+        import llvmlite.binding as llvm
+
         mod = llvm.parse_bitcode(_libdevice_bitcode())
         mod.triple = TRIPLE
         mod.data_layout = data_layout()
@@ -236,6 +249,8 @@ def uses_libdevice(module_text: str) -> bool:
 
 def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[str]) -> None:
     """Internalise every definition but `keep`, then run the O`opt` pipeline."""
+    import llvmlite.binding as llvm
+
     for f in mod.functions:
         if f.name not in keep and not f.is_declaration:
             f.linkage = "internal"
@@ -256,6 +271,8 @@ def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -
     """Optimise a module (linking libdevice if it calls `__nv_*`) and emit PTX.
 
     Returns (optimised LLVM IR, PTX)."""
+    import llvmlite.binding as llvm
+
     tm = target_machine(arch, opt)
     with _lock:
         mod = llvm.parse_assembly(llvm_ir)
@@ -296,10 +313,11 @@ def parse_ptxas_log(log: str) -> Resources:
 
 
 def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
-              opt_level: int | None = None) -> tuple[bytes, Resources]:
+              opt_level: int | None = None, fast_compile: str | None = None) -> tuple[bytes, Resources]:
     """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected.
-    `opt_level`: ptxas's `-O` (None: its default, 3)."""
-    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level).result()
+    `opt_level`: ptxas's `-O` (None: its default, 3); `fast_compile`: its `-Ofc` level
+    ("min", "mid"; None: off), dropped for a ptxas too old to know the option."""
+    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level, fast_compile=fast_compile).result()
 
 
 class PtxasJob:
@@ -308,7 +326,7 @@ class PtxasJob:
     it, `cancel()` stops it.  `seconds`: its wall time, once done."""
 
     def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
-                 opt_level: int | None = None):
+                 opt_level: int | None = None, fast_compile: str | None = None):
         import time
 
         exe = ptxas or find_ptxas()
@@ -324,6 +342,10 @@ class PtxasJob:
             cmd.insert(1, "-lineinfo")
         if opt_level is not None:
             cmd.insert(1, f"-O{opt_level}")
+        self._fallback = list(cmd)  # the command without -Ofc, for a ptxas that does not know it
+        if fast_compile:
+            cmd[1:1] = ["-Ofc", fast_compile]
+        self.cmd = cmd
         self._t0 = time.perf_counter()
         self.seconds = 0.0
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -333,6 +355,11 @@ class PtxasJob:
 
         try:
             stdout, stderr = self._proc.communicate()
+            if self._proc.returncode != 0 and self.cmd != self._fallback and "Unknown option" in stderr:
+                # a ptxas from before --Ofast-compile (CUDA 12.8): the same run without it
+                self.cmd = self._fallback
+                self._proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout, stderr = self._proc.communicate()
             self.seconds = time.perf_counter() - self._t0
             log = stdout + stderr
             if self._proc.returncode != 0:

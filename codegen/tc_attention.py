@@ -27,7 +27,7 @@ checks the sizes fit the 32-bit indexing and picks the 16-byte copy path (aligne
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 import llvmlite.ir as ir

@@ -26,7 +26,7 @@ shows the inner loop's PTX.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 

@@ -20,7 +20,7 @@ includes that slack.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 

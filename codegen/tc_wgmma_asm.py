@@ -32,7 +32,7 @@ window address of `smem_bytes()` bytes (rounded up to 1024 inside: the swizzle's
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 

@@ -14,7 +14,7 @@ generic tile lowering (codegen/tile_lower.py), which computes the same thing wit
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir

@@ -19,7 +19,7 @@ accumulation) handles it.  docs/tiles.md ("On tensor cores") lists the condition
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir

@@ -5,7 +5,8 @@ plain-IR nodes of that lowering (vector accesses and their alignment test, lower
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir

@@ -16,7 +16,7 @@ kernel compiles again while a repeated launch does not.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anodize.codegen.artifact import CompiledKernel
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from anodize.kernel import Kernel
     from anodize.runtime.device import Device
 
-__all__ = ["compile_for_gpu", "compile_for_cpu", "compile_for_device", "LoadedKernel", "default_arch"]
+__all__ = ["compile_for_gpu", "compile_for_cpu", "compile_for_device", "LoadedKernel", "default_arch", "overlap_enabled"]
 
 DEFAULT_ARCH = "sm_90"
 
@@ -142,17 +142,32 @@ def _preload_llvm() -> None:
     threading.Thread(target=__import__, args=("llvmlite.binding",), name="anodize-llvm-load", daemon=True).start()
 
 
+def overlap_enabled() -> bool:
+    """Whether a first compile runs codegen and starts ptxas before the checker's verdict
+    (`_checked_codegen_gpu`): on unless `ANODIZE_COMPILE_OVERLAP=0`, and only where ptxas is
+    installed (without a background ptxas there is nothing to overlap)."""
+    import os
+
+    if os.environ.get("ANODIZE_COMPILE_OVERLAP", "1").strip().lower() in ("0", "off", "no", "false"):
+        return False
+    from anodize.codegen.toolchain import find_ptxas
+
+    return find_ptxas() is not None
+
+
 def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledKernel:
     """The checker's verdict, then codegen's artifact of the typed model the checker passed.
 
-    With `ANODIZE_COMPILE_OVERLAP=1` (a measurement, off by default: codegen then runs before the
-    checker's verdict), a kernel not checked yet has codegen run to the PTX first and ptxas
-    started in the background, then the checker runs while ptxas does.  No artifact leaves
-    here unless the checker passed either way, and when codegen fails the checker's error, if
-    it has one, is the one raised."""
-    import os
-
-    if kernel._cache.get("checked") == source_hash(kernel) or os.environ.get("ANODIZE_COMPILE_OVERLAP") != "1":
+    A kernel not checked yet (the first compile) has codegen run to the PTX first, from the same
+    typed model the checker reads (the module's one front types it once), and ptxas started
+    in the background; the checker then runs to completion while ptxas assembles.  That work
+    is speculative: the CompiledKernel leaves here only once the checker passed.  When the
+    checker rejects the kernel, ptxas is stopped and the PTX dropped, so a rejected kernel
+    never yields an artifact (returned, cached in memory or on disk, or loaded), and the
+    checker's CheckError is what the caller sees, the same one as without the overlap; when
+    codegen fails, the checker runs first too and its error, if it has one, is the one raised.
+    `ANODIZE_COMPILE_OVERLAP=0` runs the checker before codegen instead (docs/performance.md)."""
+    if kernel._cache.get("checked") == source_hash(kernel) or not overlap_enabled():
         _enforce(kernel)
         return _codegen_gpu(kernel, arch, **options)
     from anodize.codegen.driver import start_gpu
@@ -160,12 +175,12 @@ def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledK
     try:
         pending = start_gpu(kernel, arch, **options)
     except Exception:
-        _enforce(kernel)
+        _enforce(kernel)  # the checker's diagnostics come first
         raise
     try:
         _enforce(kernel)
     except BaseException:
-        pending.cancel()
+        pending.cancel()  # ptxas stopped, the speculative PTX dropped with `pending`
         raise
     return pending.result()
 

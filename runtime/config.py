@@ -12,7 +12,7 @@ ints is rank 1, with tuples the longer tuple's length (`(x, y, 1)` is rank 3).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from anodize.language.errors import LaunchError

@@ -8,7 +8,7 @@ nobody consumed is released by its own destructor, which calls `deleter` too.
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 import numpy as np

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import USER_ERRORS, ArgumentError

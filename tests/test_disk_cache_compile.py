@@ -50,6 +50,7 @@ def _count_calls(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
     monkeypatch.setattr(rc, "_enforce", enforce)
     monkeypatch.setattr(rc, "_codegen_gpu", codegen)
+    monkeypatch.setenv("ANODIZE_COMPILE_OVERLAP", "0")  # `_codegen_gpu` is the checker-first path's codegen
     return calls
 
 

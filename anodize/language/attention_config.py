@@ -13,9 +13,9 @@ kernel is counted like every tile kernel.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
+from anodize.language.records import dataclass
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES as STATIC_SHARED
 
 __all__ = ["REG_BUDGET", "AttnConfig", "attention_choice", "attention_on_tensor_cores"]

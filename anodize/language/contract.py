@@ -13,7 +13,8 @@ import ast
 from typing import Any
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 from anodize.language.catalogue import MESSAGES
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 import json
 import linecache
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 
 @dataclass(frozen=True, order=True)

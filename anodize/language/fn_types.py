@@ -15,7 +15,7 @@ type), of unknown type.
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language.types import ScalarTy, Ty

@@ -23,7 +23,7 @@ import linecache
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from functools import cached_property
 from typing import Any
 

@@ -25,10 +25,11 @@ routine supports (`gemm_tile_problem`), and its two-stage operand ring fitting i
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.records import dataclass
 from anodize.language.tile_ir import TileElem, TileFull, TileIdPart, TileLoad, TileMatmul, TileStore, TileTy
 
 __all__ = ["STAGING_LIMIT", "GemmForm", "gemm_staging_bytes", "gemm_tile_problem", "gemm_warp_grid", "match_gemm",

@@ -8,7 +8,8 @@ types of the call, and are inlined by the lowering.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import Span

@@ -11,7 +11,7 @@ own medium (a diagnostic, or a `ContractViolation`): one rule, one decision.
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Literal
 
 __all__ = ["ShapeProblem", "launch_shape_problem", "alias_pairs", "pad3", "trim"]

@@ -30,7 +30,7 @@ are dropped when a name they mention is assigned (see `frontend.py`).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 from anodize.language import ir
 from anodize.language.types import I64, ScalarTy, SliceTy, Ty, WitnessTy

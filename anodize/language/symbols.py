@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 import math
 from collections.abc import Iterator
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import Literal
 
 from .names import Names

@@ -13,7 +13,8 @@ with only local and parameter names free (one consistent renaming).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import fields, is_dataclass
+from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir

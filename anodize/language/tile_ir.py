@@ -12,7 +12,7 @@ program owns.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 from anodize.language.diagnostics import Span
 from anodize.language.ir import Expr, SliceRef

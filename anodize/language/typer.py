@@ -17,7 +17,8 @@ statements are in typer_stmts.py, expressions in typer_exprs.py, calls in typer_
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import field
+from anodize.language.records import dataclass
 from typing import Any, NoReturn
 
 from anodize.language import messages

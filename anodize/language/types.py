@@ -7,7 +7,7 @@ and signedness).  The promotion rules below are the ones docs/language.md
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 from anodize.language.catalogue import MESSAGES
 

@@ -6,7 +6,7 @@ tables instead of spelling names, dtypes or widths themselves.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 

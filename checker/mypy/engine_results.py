@@ -24,9 +24,10 @@ import hashlib
 import os
 import sys
 import time
-from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from anodize.language.records import dataclass
 
 from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import ast

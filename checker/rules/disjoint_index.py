@@ -4,7 +4,7 @@ and accessing one output through two index spaces (one mapping per output)."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from anodize.language.records import dataclass
 
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS, TILE_MAKER

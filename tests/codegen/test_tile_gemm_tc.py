@@ -129,8 +129,12 @@ def test_sm_90_lowers_the_gemm_to_wgmma_built_for_sm_90a(t: str, out: str, bm: i
     # one block an SM (its ring): ptxas may use every register; and it assembles at -O1
     from anodize.codegen.driver import start_gpu
 
-    assert ".minnctapersm 1" in ptx and start_gpu(k, "sm_90", ptxas=False).ptxas_opt == 1
-    assert start_gpu(kernel_ir(gemm_src(t, out, bm=bm, bn=bn, warps=warps)), "sm_80", ptxas=False).ptxas_opt is None
+    from anodize.codegen.driver import WGMMA_PTXAS_FAST_COMPILE
+
+    pending = start_gpu(k, "sm_90", ptxas=False)
+    assert ".minnctapersm 1" in ptx and pending.ptxas_opt == 1 and pending.ptxas_fast == WGMMA_PTXAS_FAST_COMPILE
+    other = start_gpu(kernel_ir(gemm_src(t, out, bm=bm, bn=bn, warps=warps)), "sm_80", ptxas=False)
+    assert other.ptxas_opt is None and other.ptxas_fast is None
     if shutil.which("ptxas"):  # registers: no spills, and wgmma's pipeline not serialised
         log = _ptxas_log(ptx, "sm_90a") + _ptxas_log(ptx, "sm_90a", "-O1")
         gemm_part = log[log.index("'gemm'"):].split("Function properties for __az_fault")[0]

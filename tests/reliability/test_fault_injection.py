@@ -79,6 +79,7 @@ def test_damaged_entry_is_detected_and_rebuilt(cached_vecadd, damage: str, monke
         return real(*a, **kw)
 
     monkeypatch.setattr(rc, "_codegen_gpu", counting)
+    monkeypatch.setenv("ANODIZE_COMPILE_OVERLAP", "0")  # `_codegen_gpu` is the checker-first path's codegen
     first = _fresh(cached_vecadd).compile("sm_90")
     DAMAGE[damage](_entry())
     again = _fresh(cached_vecadd).compile("sm_90")  # must not raise, must not return garbage

@@ -75,6 +75,7 @@ def test_compile_for_gpu_caches_by_arch_and_options(fake: None, monkeypatch: pyt
         return ck
 
     monkeypatch.setattr(rt_compile, "_codegen_gpu", codegen)
+    monkeypatch.setenv("ANODIZE_COMPILE_OVERLAP", "0")  # `_codegen_gpu` is the checker-first path's codegen
     a = vecadd.compile("sm_80")
     assert vecadd.compile("sm_80") is a and a.arch == "sm_80"
     vecadd.compile("sm_90")
