@@ -19,7 +19,8 @@ accumulator does not start at zero); `tensor_core_gemms` adds the zero start and
 target-independent conditions: domain 2, the same f16/bf16 element for both operands, loads
 from inputs at `(pid.row * BM, k)` / `(k, pid.col * BN)` reading zero past the edges, a K
 loop from 0, the accumulator and loop variable unused after the store, a tile shape the
-routine supports (`gemm_tile_problem`), and its two-stage operand ring fitting in
+routine supports (`gemm_tile_problem`) with the accumulator in a thread's registers
+(`accumulator_fits`), and its two-stage operand ring fitting in
 `STAGING_LIMIT` beside the kernel's other tiles.  At most one form per kernel is taken.
 """
 
@@ -38,6 +39,7 @@ __all__ = ["STAGING_LIMIT", "GemmForm", "gemm_staging_bytes", "gemm_tile_problem
 # the smallest shared memory a block may opt into on an arch with tensor cores (sm_86/89: 99 KiB;
 # sm_80/87: 163; sm_90: 227): the form's operand ring plus the kernel's other tiles fit in it
 STAGING_LIMIT = 99 * 1024
+ACC_HEADROOM = 32  # registers a thread needs beside its accumulator (measured: 36 on wgmma at 128 x 256 x 8 warps)
 
 
 @dataclass(frozen=True)
@@ -160,9 +162,19 @@ def tensor_core_gemm_at(k: ir.KernelIR, i: int) -> GemmForm | None:
     rest = body[form.end:]
     if any(_uses(s, form.acc) or _uses(s, form.k_var) for s in rest) or _uses(form.loop.stop, form.k_var):
         return None
-    if gemm_tile_problem(bm, bn, bk, max(k.tile_warps, 1)) is not None:
+    warps = max(k.tile_warps, 1)
+    if gemm_tile_problem(bm, bn, bk, warps) is not None or not accumulator_fits(bm, bn, warps):
         return None
     return form
+
+
+def accumulator_fits(bm: int, bn: int, warps: int) -> bool:
+    """Do a thread's accumulator registers (BM * BN / threads f32) leave the routines room
+    (`ACC_HEADROOM` for addresses, fragments, the pipeline) within a thread's registers (255,
+    and 64K a block)?  128 x 256 over 8 warps: 128 of 255 (the routines take 164 on wgmma, 254
+    on mma.sync); 256 x 256 over 16 warps: 128 of 128, which ptxas cannot assemble."""
+    threads = warps * 32
+    return bm * bn // threads + ACC_HEADROOM <= min(255, 65536 // threads)
 
 
 def tensor_core_gemms(k: ir.KernelIR, other_tiles: Any = None) -> list[GemmForm]:

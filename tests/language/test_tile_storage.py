@@ -154,3 +154,16 @@ def test_an_attention_tile_no_tensor_core_routine_takes_is_counted() -> None:
     assert "692224 bytes" in bad.diagnostics[0].message
     good = front.typed(fdef, (("BM", 128), ("BN", 64), ("D", 128)))
     assert good.ir is not None and tile_storage_bound(good.ir) > STATIC_SHARED_MAX_BYTES
+
+
+def test_an_accumulator_too_large_for_a_threads_registers_is_not_the_form() -> None:
+    """Found by the agreement run (seed 407825): a 256 x 256 accumulator over 16 warps is 128 f32
+    registers a thread of the 128 a 512-thread block allows, which ptxas cannot assemble; it is
+    not the tensor-core form, so it is counted and refused at the kernel's name."""
+    from anodize.language.gemm_form import accumulator_fits
+
+    assert accumulator_fits(128, 256, 8) and accumulator_fits(256, 128, 16)  # the example's tiles
+    assert not accumulator_fits(256, 256, 16) and not accumulator_fits(256, 256, 8)
+    src = FORM.read_text().replace("num_warps=8", "num_warps=16").replace("128", "256")
+    a = analyze_source(src, "big.py")
+    assert [(d.span.line, d.code) for d in a.diagnostics] == [(16, "az-type")]
