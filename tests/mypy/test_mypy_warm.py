@@ -92,7 +92,7 @@ def _engine_lines(root: Path) -> list[str]:
     return [f"kmod.py:{d.span.line}: {d.severity}: {d.message}  [{d.code}]" for d in check_source(source, "kmod.py")]
 
 
-@pytest.mark.parametrize("engine_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
+@pytest.mark.parametrize("engine_runs", [0, pytest.param(1, marks=pytest.mark.slow)], indirect=True, ids=["in-process", "worker"])  # (the worker: -m slow)
 def test_a_warm_run_prints_what_the_cold_run_printed(tmp_path: Path, engine_runs: list[str]) -> None:
     root = _project(tmp_path, bad=True)
     cold = _mypy(root, tmp_path / "cache")
@@ -108,7 +108,7 @@ def test_a_warm_run_prints_what_the_cold_run_printed(tmp_path: Path, engine_runs
     assert engine_runs == [] and not engine_results._pending  # replayed from mypy's cache
 
 
-@pytest.mark.parametrize("engine_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
+@pytest.mark.parametrize("engine_runs", [0, pytest.param(1, marks=pytest.mark.slow)], indirect=True, ids=["in-process", "worker"])  # (the worker: -m slow)
 def test_an_edit_between_two_runs_shows_its_new_diagnostic(tmp_path: Path, engine_runs: list[str]) -> None:
     root = _project(tmp_path, bad=False)
     first = _mypy(root, tmp_path / "cache")
