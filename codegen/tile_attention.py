@@ -18,7 +18,7 @@ from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, static_shared_bytes
 
 __all__ = ["REFERENCE", "TileAttention", "match_attention", "lower_attention"]
 
@@ -69,14 +69,6 @@ def _knobs_set() -> bool:
                                             "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC"))
 
 
-def _left_out_of_bound(k: ir.KernelIR, warps: int) -> bool:
-    from anodize.language.attention_config import attention_on_tensor_cores
-    from anodize.language.gemm_form import STAGING_LIMIT
-
-    form = match_attention(k)
-    return form is not None and attention_on_tensor_cores(form.tile, warps, STAGING_LIMIT)
-
-
 def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, own_dynamic: bool) -> tuple[Any, int, bool] | None:
     """(the emitter's AttnConfig, its shared bytes, whether they are the compiler's dynamic
     buffer) for a (BM, BN, D) tile over `warps` warps, or None (then the generic lowering).
@@ -116,7 +108,7 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
         # the typer left the form's tiles out of the on-chip bound only when the language's choice
         # takes it on every GPU with tensor cores: declining it there (no benchmarking knob set)
         # would leave a kernel over the bound
-        if not _knobs_set() and _left_out_of_bound(k, warps):
+        if not _knobs_set() and attention_tiles_in_registers(k):
             raise AssertionError(f"the attention form of `{k.name}` was not lowered onto tensor cores")
         return None
     cfg, nbytes, dynamic = chosen

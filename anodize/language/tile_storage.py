@@ -111,6 +111,19 @@ def gemm_accumulators(k: ir.KernelIR) -> set[str]:
     return {f.acc for f in tensor_core_gemms(k, lambda accs: _bound(k, accs))}
 
 
+def attention_tiles_in_registers(k: ir.KernelIR) -> bool:
+    """Is `k` the attention form (language/tile_forms.py) with a tile the tensor-core routine
+    takes on every GPU that has tensor cores (language/attention_config.py, at the least shared
+    memory such a GPU gives a block)?  Then its tiles live in registers there and the typer does
+    not hold them to the bound; the lowering must take it (codegen/tile_attention.py)."""
+    from anodize.language.attention_config import attention_on_tensor_cores
+    from anodize.language.gemm_form import STAGING_LIMIT
+    from anodize.language.tile_forms import match_attention
+
+    form = match_attention(k)
+    return form is not None and attention_on_tensor_cores(form.tile, max(k.tile_warps, 1), STAGING_LIMIT)
+
+
 def tile_storage_bound(k: ir.KernelIR) -> int:
     """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles on a GPU
     with tensor cores (the accumulator of the tensor-core GEMM form aside: `gemm_accumulators`)."""

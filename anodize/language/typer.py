@@ -38,8 +38,8 @@ from anodize.language.typer_calls import CallTyping
 from anodize.language.typer_effects import EffectsTyping
 from anodize.language.typer_exprs import ExprTyping
 from anodize.language.typer_locals import LocalsTyping
-from anodize.language.tile_forms import REFERENCE_PATH, match_attention
-from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, tile_storage_bound
+from anodize.language.tile_forms import REFERENCE_PATH
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, tile_storage_bound
 from anodize.language.types import BY_NAME, VOID, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
 from anodize.language.typer_stmts import StmtTyping
 
@@ -413,22 +413,10 @@ def _type_kernel(
         tile_warps=warps,
     )
     bound = tile_storage_bound(kir) if warps and front.path != REFERENCE_PATH else 0
-    if bound > STATIC_SHARED_MAX_BYTES and not _attention_on_tensor_cores(kir, warps):
+    if bound > STATIC_SHARED_MAX_BYTES and not attention_tiles_in_registers(kir):
         raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
                                               nbytes=bound, limit=STATIC_SHARED_MAX_BYTES)])
     return kir
-
-
-def _attention_on_tensor_cores(kir: ir.KernelIR, warps: int) -> bool:
-    """Is `kir` the attention form with a tile the tensor-core routine takes on every GPU that
-    has tensor cores (language/attention_config.py)?  Then its tiles are in registers there."""
-    form = match_attention(kir)
-    if form is None:
-        return False
-    from anodize.language.attention_config import attention_on_tensor_cores
-    from anodize.language.gemm_form import STAGING_LIMIT
-
-    return attention_on_tensor_cores(form.tile, warps, STAGING_LIMIT)
 
 
 def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty]) -> tuple[type, int]:
