@@ -7,7 +7,10 @@ torch.matmul (cuBLAS) and Triton's tutorial matmul; fused softmax and layer norm
 f32 vs torch; attention forward batch 4, 16 heads, seq 4096, head dim 64 and 128, f16, vs
 torch's scaled_dot_product_attention; and the cold compile time of the GEMM tile kernel.
 Each row checks the result against the peer first, then prints event-timed medians (ms) and
-ratio = peer time / our time (>= 1 means anodize is faster).  A row that fails prints why and
+ratio = peer time / our time (>= 1 means anodize is faster).  Times are per call over batches
+of 10 calls between two events (the host's launch cost overlaps the GPU's work); the add,
+softmax and layer norm rows interleave the two sides round by round (15 rounds) and time the
+peer in a third slot too, a control whose ratio to the peer's first slot is the run's noise.  A row that fails prints why and
 the run goes on.
 """
 
@@ -239,21 +242,41 @@ def main() -> None:
         launch(a, b, c)
         torch.cuda.synchronize()
         torch.testing.assert_close(c, a + b)
-        row("tile add", f"2^{n.bit_length() - 1} f32", ours(lambda: launch(a, b, c)), "torch.add(out=)", theirs(lambda: torch.add(a, b, out=c2)), "add")
+        c3 = torch.empty_like(a)
+        t_ours, t_peer, t_ctl = paired([lambda: launch(a, b, c), lambda: torch.add(a, b, out=c2), lambda: torch.add(a, b, out=c3)],
+                                       [batched_ours, batched_torch, batched_torch])
+        row("tile add", f"2^{n.bit_length() - 1} f32", t_ours, "torch.add(out=)", t_peer, "add")
+        spread(t_ours, t_peer, t_ctl)
 
-    def batched_ours(fn):  # noqa: ANN001, ANN202
+    def batched_ours(fn, batches: int = 10):  # noqa: ANN001, ANN202
         from cuda.core import EventOptions
 
         opts = EventOptions(timing_enabled=True)
-        return time_batched(fn, lambda: dev.stream.record(options=opts), lambda e0, e1: (e1.sync(), e1 - e0)[1], dev.stream.sync)
+        return time_batched(fn, lambda: dev.stream.record(options=opts), lambda e0, e1: (e1.sync(), e1 - e0)[1], dev.stream.sync, batches)
 
-    def batched_torch(fn):  # noqa: ANN001, ANN202
+    def batched_torch(fn, batches: int = 10):  # noqa: ANN001, ANN202
         def record():  # noqa: ANN202
             e = torch.cuda.Event(enable_timing=True)
             e.record()
             return e
 
-        return time_batched(fn, record, lambda e0, e1: (e1.synchronize(), e0.elapsed_time(e1))[1], torch.cuda.synchronize)
+        return time_batched(fn, record, lambda e0, e1: (e1.synchronize(), e0.elapsed_time(e1))[1], torch.cuda.synchronize, batches)
+
+    def paired(fns, timers, rounds: int = 15) -> list[list[float]]:  # noqa: ANN001
+        """Interleaved rounds: each round times every fn in one batch of 10 calls (order reversed
+        every other round), so drift of clocks and temperature falls on all sides alike."""
+        out: list[list[float]] = [[] for _ in fns]
+        for r in range(rounds):
+            order = list(range(len(fns)))[:: -1 if r % 2 else 1]
+            for i in order:
+                out[i] += timers[i](fns[i], batches=1)
+        return out
+
+    def spread(t_ours: list[float], t_peer: list[float], t_ctl: list[float]) -> None:
+        """The noise floor beside a ratio: the peer timed again in a third slot of the same rounds."""
+        mo, mp, mc = (statistics.median(x) for x in (t_ours, t_peer, t_ctl))
+        print(f"  (interleaved rounds of 10 calls; anodize {min(t_ours):.4f}-{max(t_ours):.4f} ms, peer {min(t_peer):.4f}-{max(t_peer):.4f}; "
+              f"control, the peer in a second slot: {mc:.4f} ms, {mp / mc:.4f}x the peer's first slot)", flush=True)
 
     def gemm(mod=tile_gemm, label="GEMM f16->f32 acc->f16") -> None:  # noqa: ANN001
         s = 1024 if args.quick else 4096
@@ -304,7 +327,10 @@ def main() -> None:
         launch(x, y)
         torch.cuda.synchronize()
         torch.testing.assert_close(y, torch.softmax(x, dim=1))
-        row("fused softmax", f"{s}x{s} f32", ours(lambda: launch(x, y)), "torch.softmax", theirs(lambda: torch.softmax(x, dim=1)), "softmax")
+        t_ours, t_peer, t_ctl = paired([lambda: launch(x, y), lambda: torch.softmax(x, dim=1), lambda: torch.softmax(x, dim=1)],
+                                       [batched_ours, batched_torch, batched_torch])
+        row("fused softmax", f"{s}x{s} f32", t_ours, "torch.softmax", t_peer, "softmax")
+        spread(t_ours, t_peer, t_ctl)
 
     def layer_norm() -> None:
         s = 4096
@@ -318,7 +344,10 @@ def main() -> None:
         launch(x, w, b, y, eps)
         torch.cuda.synchronize()
         torch.testing.assert_close(y, F.layer_norm(x, (s,), w, b, 1e-5), rtol=1e-4, atol=1e-4)
-        row("layer norm", f"{s}x{s} f32", ours(lambda: launch(x, w, b, y, eps)), "F.layer_norm", theirs(lambda: F.layer_norm(x, (s,), w, b, 1e-5)), "layer_norm")
+        t_ours, t_peer, t_ctl = paired([lambda: launch(x, w, b, y, eps), lambda: F.layer_norm(x, (s,), w, b, 1e-5),
+                                        lambda: F.layer_norm(x, (s,), w, b, 1e-5)], [batched_ours, batched_torch, batched_torch])
+        row("layer norm", f"{s}x{s} f32", t_ours, "F.layer_norm", t_peer, "layer_norm")
+        spread(t_ours, t_peer, t_ctl)
 
     def attention(d: int) -> None:
         bsz, heads, seq = (1, 4, 1024) if args.quick else (4, 16, 4096)

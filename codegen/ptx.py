@@ -170,6 +170,16 @@ class NVPTXTarget(Target):
             add_attr(fn.attributes, f'"nvvm.minctasm"="{per_sm}"')
 
     def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        block = self.contract.block if self.contract is not None else None
+        if block and axis in ("x", "y", "z") and reg in ("ntid", "tid"):
+            # `.reqntid` is exact: the driver refuses a launch with any other block
+            # (CUDA_ERROR_INVALID_VALUE, measured on the H200), so the block's extents are
+            # constants here and a thread index along an extent of 1 is 0
+            extent = (tuple(block) + (1, 1))[:3]["xyz".index(axis)]
+            if reg == "ntid":
+                return llir.Constant(I32T, extent)
+            if extent == 1:
+                return llir.Constant(I32T, 0)
         name = f"llvm.nvvm.read.ptx.sreg.{reg}" + (f".{axis}" if axis else "")
         return lw.intrinsic(name, I32T, [])
 

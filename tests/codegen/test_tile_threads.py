@@ -358,3 +358,16 @@ def test_a_store_reading_its_own_tile_transposed_reads_the_whole_tile_first(thre
     if threads > 1:  # the temporary's fill and the store are apart by a barrier
         body = walk(lower_tiles(k, threads).body)
         assert any(isinstance(s, ir.Barrier) for s in body)
+
+
+def test_gpu_block_guard_folds_into_reqntid() -> None:
+    """On the GPU the guard's block extents are `.reqntid`'s constants (the driver refuses any
+    other block), so the tile add reads no `%ntid` or `%tid.y/z` and calls no fault; the grid's
+    unused extents are still checked in the kernel (a launch may not widen the grid)."""
+    k = next(k for k in _example_kernels() if k.name == "add")
+    ptx = compile_gpu(k, ptxas=False).ptx
+    entry = ptx.split(".entry add(")[1].split(".func")[0]
+    assert ".reqntid 256, 1, 1" in entry
+    for reg in ("%ntid", "%tid.y", "%tid.z", "call.uni __az_fault"):
+        assert reg not in entry, reg
+    assert "%ctaid.y" in entry and "%ctaid.z" in entry
