@@ -195,9 +195,16 @@ def _interrupt_a_launch(launch: Callable[[int], None], iters: int) -> bool:
     try:  # one handler, so that no interrupt can escape between the launch and the wait
         launch(iters)
         finished = True
-        deadline = time.monotonic() + 10  # the launch finished before the signal: it lands here instead
+        # the launch finished before the signal: it lands here instead.  CPython drops a
+        # KeyboardInterrupt raised inside a finalizer (`__del__`, weakref callbacks: "Exception
+        # ignored in ..."), where a pending signal can land in a full run's garbage collections,
+        # so the signal is sent again each half second while waiting
+        deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            time.sleep(0.01)
+            again = time.monotonic() + 0.5
+            while time.monotonic() < again:
+                time.sleep(0.01)
+            _thread.interrupt_main()
     except KeyboardInterrupt:
         return not finished
     finally:
