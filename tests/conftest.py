@@ -97,9 +97,6 @@ def _one_llvm_build_per_module() -> Iterator[None]:
     one's engine."""
     from anodize.codegen import cpu, cpu_regions_run, ptx
 
-    if os.environ.get("AZ_NOMEMO"):
-        yield
-        return
     patched: list[tuple[Any, str, Any]] = []
 
     def memo_init(cls: Any) -> None:
