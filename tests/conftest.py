@@ -28,6 +28,26 @@ def pytest_configure(config: pytest.Config) -> None:
     gc.set_threshold(50_000, 20, 20)
 
 
+# Folders whose test files run on one pytest-xdist worker (pyproject's `-n 2 --dist loadfile`
+# gives each file to one worker): tests/mypy's files share the session's cold mypy run over
+# every fixture (tests/mypy/conftest.py, `fixtures_run`, 5 s), which a second worker would redo.
+ONE_WORKER_FOLDERS = ("tests/mypy/",)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class FilesAndFolders(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            folder = next((f for f in ONE_WORKER_FOLDERS if nodeid.startswith(f)), None)
+            return folder if folder is not None else super()._split_scope(nodeid)
+
+    return FilesAndFolders(config, log)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> None:
     """After each test file, what survives it (module-level kernels, the front's parsed
