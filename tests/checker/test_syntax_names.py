@@ -82,7 +82,7 @@ def _libcst_names(source: str) -> dict[tuple[int, int, int, int, str], set[str]]
         QualifiedNameProvider,
     )
 
-    w = MetadataWrapper(cst.parse_module(source))
+    w = MetadataWrapper(cst.parse_module(source), unsafe_skip_copy=True)  # (a fresh tree: no copy needed)
     ranges = w.resolve(PositionProvider)
     names = w.resolve(QualifiedNameProvider)
     ctx = w.resolve(ExpressionContextProvider)

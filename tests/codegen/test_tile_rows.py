@@ -97,7 +97,18 @@ CASES = [(1, 256, 4, 128, 256), (4, 64, 1, 32, 64), (16, 64, 4, 128, 64), (2, 51
          (1, 256, 4, 128, 252), (4, 64, 1, 32, 62), (2, 512, 2, 64, 300)]
 
 
-@pytest.mark.parametrize("R, C, warps, threads, cols, vectors", [(*c, True) for c in CASES] + [(*c, False) for c in CASES[:2]])
+def _row_cases() -> list[object]:
+    """Every case with vector accesses and the first two without.  The default run leaves two
+    compiles (2-3 s each) to `-m slow`: rows of 8 threads (the 16-thread rows of (4, 64) and
+    (16, 64) take the same packed-rows path, with another group width) and (4, 64) without
+    vectors ((1, 256) without vectors stays).  The cases that differ only in their data's
+    columns share one compile (tests/conftest.py)."""
+    slow = {(8, 32, 1, 32, 32, True), (4, 64, 1, 32, 64, False)}
+    cases = [(*c, True) for c in CASES] + [(*c, False) for c in CASES[:2]]
+    return [pytest.param(*c, marks=pytest.mark.slow) if c in slow else c for c in cases]
+
+
+@pytest.mark.parametrize("R, C, warps, threads, cols, vectors", _row_cases())
 def test_row_kernels_match_numpy_with_real_threads(R: int, C: int, warps: int, threads: int, cols: int, vectors: bool) -> None:
     k = _kernel(ROWS.replace("num_warps=W", f"num_warps={warps}"), "rows", (("R", R), ("C", C)))
     layout = row_plan(k, threads)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import shutil
 import textwrap
 from pathlib import Path
 
@@ -61,3 +62,24 @@ def config(root: Path) -> Path:
     cfg = root / "mypy.ini"
     cfg.write_text("[mypy]\nplugins = anodize.checker.mypy_plugin\nstrict = True\n")
     return cfg
+
+
+_BASE: list[Path] = []
+
+
+def use_warm_base(cache: Path) -> None:
+    """Start the tests' caches (`seeded`) from `cache`: tests/mypy/conftest.py gives the cache of
+    the session's cold run over every fixture (`fixtures_run`), which holds what kmod.py and
+    host.py import (anodize, the standard library, NumPy): a cold run over the two modules
+    checks all of it again (3 of its 3.2 s)."""
+    _BASE[:] = [cache]
+
+
+def seeded(cache: Path) -> Path:
+    """`cache`, started (when it does not exist yet) from a copy of the warm base: a test's
+    first run is cold for its own modules (kmod.py, host.py, and the plugin's engine on them)
+    and reads anodize and the standard library from the cache, as a project's run does once
+    any other project was checked.  The fixtures' run stays cold throughout."""
+    if _BASE and not cache.exists():
+        shutil.copytree(_BASE[0], cache)
+    return cache

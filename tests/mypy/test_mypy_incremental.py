@@ -10,8 +10,9 @@ from pathlib import Path
 
 import mypy.api
 import pytest
-from incremental_cases import LAUNCH_LINES, config, errors_in_text, write
+from incremental_cases import LAUNCH_LINES, config, errors_in_text, seeded, write
 
+pytestmark = pytest.mark.usefixtures("mypy_warm_base")  # each test's mypy cache starts warm for anodize and the standard library
 NO_CONTRACT = {("host.py", line, "az-no-contract") for line in LAUNCH_LINES}
 ALIAS = {("host.py", LAUNCH_LINES[1], "az-alias")}
 
@@ -20,7 +21,7 @@ def _mypy(root: Path, cache: Path) -> set[tuple[str, int, str]]:
     old = os.getcwd()
     os.chdir(root)
     try:
-        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(cache), "kmod.py", "host.py"])
+        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), "kmod.py", "host.py"])
     finally:
         os.chdir(old)
     assert "INTERNAL ERROR" not in out + err, out + err

@@ -11,12 +11,13 @@ from pathlib import Path
 
 import mypy.api
 import pytest
-from incremental_cases import KERNEL_MODULE, LAUNCH_LINES, config, errors_in_text, write
+from incremental_cases import KERNEL_MODULE, LAUNCH_LINES, config, errors_in_text, seeded, write
 
 from anodize.checker import mypy_plugin
 from anodize.checker.api import check_source
 from anodize.checker.mypy import engine_results
 
+pytestmark = pytest.mark.usefixtures("mypy_warm_base")  # each test's mypy cache starts warm for anodize and the standard library
 # a second kernel in kmod.py, writing a disjoint slice at a fixed index
 BAD_KERNEL = textwrap.dedent(
     """\
@@ -68,7 +69,7 @@ def _mypy(root: Path, cache: Path) -> str:
     old = os.getcwd()
     os.chdir(root)
     try:
-        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(cache), "kmod.py", "host.py"])
+        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), "kmod.py", "host.py"])
     finally:
         os.chdir(old)
     assert "INTERNAL ERROR" not in out + err, out + err
@@ -92,7 +93,7 @@ def _engine_lines(root: Path) -> list[str]:
     return [f"kmod.py:{d.span.line}: {d.severity}: {d.message}  [{d.code}]" for d in check_source(source, "kmod.py")]
 
 
-@pytest.mark.parametrize("engine_runs", [0, pytest.param(1, marks=pytest.mark.slow)], indirect=True, ids=["in-process", "worker"])  # (the worker: -m slow)
+@pytest.mark.parametrize("engine_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
 def test_a_warm_run_prints_what_the_cold_run_printed(tmp_path: Path, engine_runs: list[str]) -> None:
     root = _project(tmp_path, bad=True)
     cold = _mypy(root, tmp_path / "cache")
@@ -108,7 +109,7 @@ def test_a_warm_run_prints_what_the_cold_run_printed(tmp_path: Path, engine_runs
     assert engine_runs == [] and not engine_results._pending  # replayed from mypy's cache
 
 
-@pytest.mark.parametrize("engine_runs", [0, pytest.param(1, marks=pytest.mark.slow)], indirect=True, ids=["in-process", "worker"])  # (the worker: -m slow)
+@pytest.mark.parametrize("engine_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
 def test_an_edit_between_two_runs_shows_its_new_diagnostic(tmp_path: Path, engine_runs: list[str]) -> None:
     root = _project(tmp_path, bad=False)
     first = _mypy(root, tmp_path / "cache")

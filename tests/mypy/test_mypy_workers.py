@@ -12,10 +12,11 @@ from pathlib import Path
 
 import mypy.api
 import pytest
-from incremental_cases import LAUNCH_LINES, config, errors_in_text, write
+from incremental_cases import LAUNCH_LINES, config, errors_in_text, seeded, write
 
 from anodize.checker.mypy import engine_results
 
+pytestmark = pytest.mark.usefixtures("mypy_warm_base")  # each test's mypy cache starts warm for anodize and the standard library
 NO_CONTRACT = {("host.py", line, "az-no-contract") for line in LAUNCH_LINES}
 ALIAS = {("host.py", LAUNCH_LINES[1], "az-alias")}
 LINUX = sys.platform == "linux"
@@ -52,7 +53,7 @@ def _mypy(root: Path, cache: Path, *files: str) -> tuple[set[tuple[str, int, str
     old = os.getcwd()
     os.chdir(root)
     try:
-        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(cache), *files])
+        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), *files])
     finally:
         os.chdir(old)
     assert "INTERNAL ERROR" not in out + err, out + err
