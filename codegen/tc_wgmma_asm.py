@@ -58,6 +58,7 @@ class AsmGemmConfig:
     out_dtype: str = "f16"
     wg_n: int = 0  # N of one wgmma instruction (0: tile_n); tile_n / wg_n of them a k16 step
     stmatrix: bool = True  # 16-bit C: fragments to shared memory with stmatrix.x4 (else st.shared.b32)
+    k_loop: bool = True  # a k-tile's four k16 steps as a PTX loop (one wgmma written), else unrolled
 
     def __post_init__(self) -> None:
         if self.in_dtype not in PTX_IN or self.out_dtype not in ELEM_BYTES:
@@ -273,23 +274,45 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"shr.u32 {r(31)}, {r(31)}, 4;")
     e(f"cvt.u64.u32 {d(11)}, {r(31)};")
     e(f"or.b64 {d(11)}, {d(11)}, {hiB};")
-    e("wgmma.fence.sync.aligned;")
     e(f"setp.ne.s32 %wp5, {j}, {L};")  # scale-d of the k-tile's first k16 step: false for k-tile 0
     wn = cfg.wg_n or BN
-    for kk in range(BK // 16):
-        if kk:
-            e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
-            e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
-        for part in range(BN // wn):  # columns part*wn ..: B's 64-column blocks 8 KiB apart
+    steps = BK // 16
+
+    def step(scale_d: str) -> None:  # one k16 step: BN / wn wgmma, columns part*wn .. (B's 64-column blocks 8 KiB apart)
+        for part in range(BN // wn):
             regs = ", ".join(f"%wf{i}" for i in range(part * wn // 2, (part + 1) * wn // 2))
             db = d(11)
             if part:
                 e(f"add.s64 {d(12)}, {d(11)}, {part * wn // 64 * BK * 128 >> 4};")
                 db = d(12)
-            scale_d = "%wp5" if kk == 0 else "%wp13"
             e(f"wgmma.mma_async.sync.aligned.m64n{wn}k16.f32.{ty}.{ty} {{{regs}}}, {d(10)}, {db}, {scale_d}, 1, 1, 0, 1;")
-    e("wgmma.commit_group.sync.aligned;")
-    e("wgmma.wait_group.sync.aligned 1;")  # tile j - L - 1's wgmma is done
+
+    if cfg.k_loop:
+        # the k16 steps as a PTX loop, one group committed a step: ptxas's time grows with every
+        # wgmma instruction of the module (its register tuples: ~9 ms each for m64n256 on the
+        # dev VM), so one written wgmma instead of four is a third off its time
+        kk = r(63)
+        e(f"mov.u32 {kk}, 0;")
+        e(f"AZW_K_{u}:")
+        e("wgmma.fence.sync.aligned;")  # (ptxas would insert it: the loop's back edge writes wgmma's operands)
+        step("%wp5")
+        e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
+        e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
+        e("mov.pred %wp5, %wp13;")  # the next steps accumulate
+        e("wgmma.commit_group.sync.aligned;")
+        e(f"add.u32 {kk}, {kk}, 1;")
+        e(f"setp.lt.u32 %wp14, {kk}, {steps};")
+        e(f"@%wp14 bra AZW_K_{u};")
+        e(f"wgmma.wait_group.sync.aligned {steps};")  # tile j - L - 1's groups are done, tile j - L's in flight
+    else:
+        e("wgmma.fence.sync.aligned;")
+        for k16 in range(steps):
+            if k16:
+                e(f"add.s64 {d(10)}, {d(10)}, 2;")
+                e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")
+            step("%wp5" if k16 == 0 else "%wp13")
+        e("wgmma.commit_group.sync.aligned;")
+        e("wgmma.wait_group.sync.aligned 1;")  # tile j - L - 1's wgmma is done
     e(f"add.u32 {rs}, {rs}, {SB};")
     e(f"setp.eq.u32 %wp4, {rs}, {S * SB};")
     e(f"selp.b32 {rs}, 0, {rs}, %wp4;")
