@@ -58,12 +58,19 @@ def test_the_unrolled_form_is_kept_behind_its_switch() -> None:
     assert text.count(", %wp5, 1, 1, 0, 1;") == 1 and text.count(", %wp13, 1, 1, 0, 1;") == 3
 
 
+def test_the_copy_loop_switch() -> None:
+    looped = gemm_asm_text(AsmGemmConfig(128, 256, 8, 4, copy_loop=True))
+    unrolled = gemm_asm_text(AsmGemmConfig(128, 256, 8, 4, copy_loop=False))
+    assert looped.count("cp.async.cg.shared.global") == 2 and "AZW_CA0:" in looped and "AZW_CB0:" in looped
+    assert unrolled.count("cp.async.cg.shared.global") == 4 + 8  # A's 4 and B's 8 chunks a thread
+
+
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
-@pytest.mark.parametrize("k_loop", [True, False])
-def test_ptxas_takes_both_forms_without_injected_fences_or_spills(k_loop: bool) -> None:
+@pytest.mark.parametrize("k_loop,copy_loop", [(True, False), (False, False), (True, True)])
+def test_ptxas_takes_the_forms_without_injected_fences_or_spills(k_loop: bool, copy_loop: bool) -> None:
     from anodize.codegen.tc_wgmma_asm import asm_gemm_ptx
 
-    ptx = asm_gemm_ptx(AsmGemmConfig(128, 256, 8, 4, k_loop=k_loop))
+    ptx = asm_gemm_ptx(AsmGemmConfig(128, 256, 8, 4, k_loop=k_loop, copy_loop=copy_loop))
     with tempfile.TemporaryDirectory() as d:
         src = Path(d, "k.ptx")
         src.write_text(ptx)
