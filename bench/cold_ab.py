@@ -9,11 +9,11 @@ side by side in one machine session, runs interleaved so a drift of the machine 
         `import anodize` and `import tile_gemm`, the f16 128x256x64 compile for sm_90; then the
         bf16 one) with anodize imported from SITE (a directory holding the `anodize` package
         laid out as installed, byte-compiled: `site` below builds one).
-    python3 bench/cold_ab.py runtime OLD.ptx NEW.ptx [...] [--rounds 15]
+    python3 bench/cold_ab.py runtime OLD.ptx NEW.ptx [...] [--rounds 15] [--per 40]
         GEMM 4096^3 f16 (examples/tile_gemm.py's kernel) launched from each PTX module in one
         process: the module replaces the compile's PTX (same kernel, same parameters), each result
-        checked against torch; per round, 10 launches between two CUDA events for each module in
-        turn; median and min ms per launch.
+        checked against torch; after a warm-up, per round `--per` launches between two CUDA events
+        for each module in turn; median and min ms per launch.
     python3 bench/cold_ab.py site SRC DEST
         lay out SRC's packages (pyproject's package-dir map) as an installed `anodize` in DEST and
         compile them to bytecode.
@@ -103,7 +103,7 @@ def cold(sites: list[str], runs: int) -> None:
               f"({min(n):.0f}-{max(n):.0f})   {regs[s]} registers   [{', '.join(f'{x:.0f}' for x in f)}]")
 
 
-def runtime(files: list[str], rounds: int, per: int = 10) -> None:
+def runtime(files: list[str], rounds: int, per: int = 40) -> None:
     import importlib.util
 
     import torch
@@ -140,9 +140,10 @@ def runtime(files: list[str], rounds: int, per: int = 10) -> None:
         launches.append((f, lambda launch=launch, c=c: launch(a, b, c, s), art.resources.registers))
     opts = EventOptions(timing_enabled=True)
     times: dict[str, list[float]] = {f: [] for f, _, _ in launches}
-    for _, fn, _ in launches:  # warm-up
-        for _ in range(per):
-            fn()
+    for _ in range(3):  # warm-up (clocks up), every module
+        for _, fn, _ in launches:
+            for _ in range(per):
+                fn()
     dev.stream.sync()
     for _ in range(rounds):
         for f, fn, _ in launches:
@@ -166,13 +167,14 @@ def main() -> None:
     ap.add_argument("paths", nargs="+")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--per", type=int, default=40, help="launches between two events (runtime)")
     args = ap.parse_args()
     if args.what == "ptxas":
         ptxas_times(args.paths, args.runs)
     elif args.what == "cold":
         cold(args.paths, args.runs)
     elif args.what == "runtime":
-        runtime(args.paths, args.rounds)
+        runtime(args.paths, args.rounds, args.per)
     else:
         make_site(Path(args.paths[0]), Path(args.paths[1]))
 

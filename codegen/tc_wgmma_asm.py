@@ -58,8 +58,9 @@ class AsmGemmConfig:
     out_dtype: str = "f16"
     wg_n: int = 0  # N of one wgmma instruction (0: tile_n); tile_n / wg_n of them a k16 step
     stmatrix: bool = True  # 16-bit C: fragments to shared memory with stmatrix.x4 (else st.shared.b32)
-    k_loop: bool = True  # a k-tile's four k16 steps as a PTX loop (one wgmma written), else unrolled
-    copy_loop: bool = False  # each operand's 16-byte copies of a k-tile as a PTX loop, else unrolled
+    # a k-tile's four k16 steps as a PTX loop (one wgmma written, one group a step): ptxas ~30%
+    # faster, the GEMM 1.5-3% slower on the H200 (bench/RESULTS.md, 2026-12-01 session 7); off
+    k_loop: bool = False
 
     def __post_init__(self) -> None:
         if self.in_dtype not in PTX_IN or self.out_dtype not in ELEM_BYTES:
@@ -232,28 +233,22 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"setp.gt.s32 %wp3, {bleft}, 0;")
     e(f"@!%wp0 bra AZW_SCALAR_{u};")
     nb, sp = r(29), r(30)
-    if cfg.copy_loop:
-        _vector_copy_loop(e, f"A{u}", n=nA, g=gA, gstride=strideA, rowleft=aleft, rowstep=RA, ok="%wp2", nbytes=nbA,
-                          base="$0", dst=st, doff=sA, dstep=RA * 128, nb=nb, sp=sp, d=d)
-        _vector_copy_loop(e, f"B{u}", n=nB, g=gB, gstride=strideB, rowleft=kb, rowstep=RB, ok="%wp3", nbytes=nbB,
-                          base="$1", dst=st, doff=sB, dstep=RB * 128, nb=nb, sp=sp, d=d)
-    else:
-        for i in range(nA):
-            e(f"setp.gt.s32 %wp4, {aleft}, {i * RA};")
-            e("and.pred %wp4, %wp4, %wp2;")
-            e(f"selp.b32 {nb}, {nbA}, 0, %wp4;")
-            e(f"add.s64 {d(9)}, {d(9)}, {strideA};" if i else f"mov.b64 {d(9)}, {gA};")
-            e(f"selp.b64 {d(8)}, {d(9)}, $0, %wp4;")
-            e(f"add.u32 {sp}, {st}, {sA};")
-            e(f"cp.async.cg.shared.global [{sp}+{i * RA * 128}], [{d(8)}], 16, {nb};")
-        for i in range(nB):
-            e(f"setp.gt.s32 %wp4, {kb}, {i * RB};")
-            e("and.pred %wp4, %wp4, %wp3;")
-            e(f"selp.b32 {nb}, {nbB}, 0, %wp4;")
-            e(f"add.s64 {d(9)}, {d(9)}, {strideB};" if i else f"mov.b64 {d(9)}, {gB};")
-            e(f"selp.b64 {d(8)}, {d(9)}, $1, %wp4;")
-            e(f"add.u32 {sp}, {st}, {sB};")
-            e(f"cp.async.cg.shared.global [{sp}+{i * RB * 128}], [{d(8)}], 16, {nb};")
+    for i in range(nA):
+        e(f"setp.gt.s32 %wp4, {aleft}, {i * RA};")
+        e("and.pred %wp4, %wp4, %wp2;")
+        e(f"selp.b32 {nb}, {nbA}, 0, %wp4;")
+        e(f"add.s64 {d(9)}, {d(9)}, {strideA};" if i else f"mov.b64 {d(9)}, {gA};")
+        e(f"selp.b64 {d(8)}, {d(9)}, $0, %wp4;")
+        e(f"add.u32 {sp}, {st}, {sA};")
+        e(f"cp.async.cg.shared.global [{sp}+{i * RA * 128}], [{d(8)}], 16, {nb};")
+    for i in range(nB):
+        e(f"setp.gt.s32 %wp4, {kb}, {i * RB};")
+        e("and.pred %wp4, %wp4, %wp3;")
+        e(f"selp.b32 {nb}, {nbB}, 0, %wp4;")
+        e(f"add.s64 {d(9)}, {d(9)}, {strideB};" if i else f"mov.b64 {d(9)}, {gB};")
+        e(f"selp.b64 {d(8)}, {d(9)}, $1, %wp4;")
+        e(f"add.u32 {sp}, {st}, {sB};")
+        e(f"cp.async.cg.shared.global [{sp}+{i * RB * 128}], [{d(8)}], 16, {nb};")
     e(f"bra.uni AZW_COPIED_{u};")
     e(f"AZW_SCALAR_{u}:")
     # the unaligned path: chunk by chunk, 2-byte loads where the element is inside
@@ -297,7 +292,8 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     if cfg.k_loop:
         # the k16 steps as a PTX loop, one group committed a step: ptxas's time grows with every
         # wgmma instruction of the module (its register tuples: ~9 ms each for m64n256 on the
-        # dev VM), so one written wgmma instead of four is a third off its time
+        # dev VM), so one written wgmma instead of four is a third off its time -- but each
+        # step's fence and group cost the GEMM ~0.7% (H200), so the unrolled form is the default
         kk = r(63)
         e(f"mov.u32 {kk}, 0;")
         e(f"AZW_K_{u}:")
@@ -335,30 +331,6 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e("bar.sync 0;")  # shared memory is the caller's again
     e("}")
     return "\n\t".join(lines)
-
-
-def _vector_copy_loop(e, tag: str, *, n: int, g: str, gstride: str, rowleft: str, rowstep: int, ok: str, nbytes: str,
-                      base: str, dst: str, doff: str, dstep: int, nb: str, sp: str, d) -> None:
-    """The 16-byte copies of one operand's n chunks as a PTX loop (`copy_loop`): chunk i's row
-    is inside while rowleft - i * rowstep > 0; a chunk outside copies 0 bytes (zero fill) from
-    the operand's base address."""
-    i, left = "%wr62", "%wr61"
-    e(f"mov.u32 {i}, 0;")
-    e(f"mov.b64 {d(9)}, {g};")
-    e(f"add.u32 {sp}, {dst}, {doff};")
-    e(f"mov.u32 {left}, {rowleft};")
-    e(f"AZW_C{tag}:")
-    e(f"setp.gt.s32 %wp4, {left}, 0;")
-    e(f"and.pred %wp4, %wp4, {ok};")
-    e(f"selp.b32 {nb}, {nbytes}, 0, %wp4;")
-    e(f"selp.b64 {d(8)}, {d(9)}, {base}, %wp4;")
-    e(f"cp.async.cg.shared.global [{sp}], [{d(8)}], 16, {nb};")
-    e(f"add.s64 {d(9)}, {d(9)}, {gstride};")
-    e(f"add.u32 {sp}, {sp}, {dstep};")
-    e(f"sub.s32 {left}, {left}, {rowstep};")
-    e(f"add.u32 {i}, {i}, 1;")
-    e(f"setp.lt.u32 %wp4, {i}, {n};")
-    e(f"@%wp4 bra AZW_C{tag};")
 
 
 def _scalar_copy(e, tag: str, *, n: int, g: str, gstride: str, rowleft: str, rowstep: int, colleft: str,
