@@ -58,9 +58,10 @@ class AsmGemmConfig:
     out_dtype: str = "f16"
     wg_n: int = 0  # N of one wgmma instruction (0: tile_n); tile_n / wg_n of them a k16 step
     stmatrix: bool = True  # 16-bit C: fragments to shared memory with stmatrix.x4 (else st.shared.b32)
-    # a k-tile's four k16 steps as a PTX loop (one wgmma written, one group a step): ptxas ~30%
-    # faster, the GEMM 1.5-3% slower on the H200 (bench/RESULTS.md, 2026-12-01 session 7); off
-    k_loop: bool = False
+    # k16 steps written per pass of a loop over the k-tile's four (4: unrolled, no loop; 1 or 2: a
+    # PTX loop, one group a pass): fewer wgmma written is less ptxas time, but each pass's fence
+    # and group cost the GEMM (bench/RESULTS.md, 2026-12-01 session 7)
+    k_unroll: int = 4
 
     def __post_init__(self) -> None:
         if self.in_dtype not in PTX_IN or self.out_dtype not in ELEM_BYTES:
@@ -73,6 +74,8 @@ class AsmGemmConfig:
             raise ValueError("tile_n must be a power of two, at most 2 * tile_m (B's copies split over the block)")
         if self.wg_n and (self.tile_n % self.wg_n or self.wg_n % 64):
             raise ValueError("wg_n must divide tile_n, a multiple of 64")
+        if self.k_unroll not in (1, 2, 4):
+            raise ValueError("k_unroll must be 1, 2 or 4")
         if self.stages < 3:
             raise ValueError("stages must be at least 3 (a tile copied, one multiplied, one in wgmma)")
 
@@ -289,24 +292,27 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
                 db = d(12)
             e(f"wgmma.mma_async.sync.aligned.m64n{wn}k16.f32.{ty}.{ty} {{{regs}}}, {d(10)}, {db}, {scale_d}, 1, 1, 0, 1;")
 
-    if cfg.k_loop:
-        # the k16 steps as a PTX loop, one group committed a step: ptxas's time grows with every
+    ku = cfg.k_unroll
+    if ku < steps:
+        # the k16 steps as a PTX loop, one group committed a pass: ptxas's time grows with every
         # wgmma instruction of the module (its register tuples: ~9 ms each for m64n256 on the
         # dev VM), so one written wgmma instead of four is a third off its time -- but each
-        # step's fence and group cost the GEMM ~0.7% (H200), so the unrolled form is the default
+        # pass's fence and group cost the GEMM
         kk = r(63)
         e(f"mov.u32 {kk}, 0;")
         e(f"AZW_K_{u}:")
         e("wgmma.fence.sync.aligned;")  # (ptxas would insert it: the loop's back edge writes wgmma's operands)
-        step("%wp5")
-        e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
-        e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
-        e("mov.pred %wp5, %wp13;")  # the next steps accumulate
+        for k16 in range(ku):
+            step("%wp5" if k16 == 0 else "%wp13")
+            e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
+            e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
+            if k16 == 0:
+                e("mov.pred %wp5, %wp13;")  # the next passes accumulate
         e("wgmma.commit_group.sync.aligned;")
         e(f"add.u32 {kk}, {kk}, 1;")
-        e(f"setp.lt.u32 %wp14, {kk}, {steps};")
+        e(f"setp.lt.u32 %wp14, {kk}, {steps // ku};")
         e(f"@%wp14 bra AZW_K_{u};")
-        e(f"wgmma.wait_group.sync.aligned {steps};")  # tile j - L - 1's groups are done, tile j - L's in flight
+        e(f"wgmma.wait_group.sync.aligned {steps // ku};")  # tile j - L - 1's groups are done, tile j - L's in flight
     else:
         e("wgmma.fence.sync.aligned;")
         for k16 in range(steps):

@@ -2,7 +2,7 @@
 300 ms target), and its time grows with the code in the module (bench/RESULTS.md, 2026-12-01
 session 7).  These pin the shape: no zero fill of the accumulators (the first k-tile's first
 wgmma runs with scale-d false), the unaligned copy and C's edge stores as loops, four wgmma a
-k-tile (unrolled: the looped form, one wgmma written, is behind `k_loop`)."""
+k-tile (unrolled: the looped form, one wgmma written, is behind `k_unroll`)."""
 
 from __future__ import annotations
 
@@ -54,18 +54,18 @@ def test_the_example_tile_is_a_few_hundred_lines() -> None:
 
 
 def test_the_looped_form_behind_its_switch() -> None:
-    text = gemm_asm_text(AsmGemmConfig(128, 256, 8, 4, k_loop=True))
+    text = gemm_asm_text(AsmGemmConfig(128, 256, 8, 4, k_unroll=1))
     assert text.count("wgmma.mma_async") == 1 and "AZW_K_0:" in text
     assert text.count("wgmma.commit_group") == 1 and "wgmma.wait_group.sync.aligned 4;" in text
     assert "mov.pred %wp5, %wp13;" in text
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
-@pytest.mark.parametrize("k_loop", [False, True])
-def test_ptxas_takes_both_forms_without_injected_fences_or_spills(k_loop: bool) -> None:
+@pytest.mark.parametrize("k_unroll", [4, 2, 1])
+def test_ptxas_takes_the_forms_without_injected_fences_or_spills(k_unroll: int) -> None:
     from anodize.codegen.tc_wgmma_asm import asm_gemm_ptx
 
-    ptx = asm_gemm_ptx(AsmGemmConfig(128, 256, 8, 4, k_loop=k_loop))
+    ptx = asm_gemm_ptx(AsmGemmConfig(128, 256, 8, 4, k_unroll=k_unroll))
     with tempfile.TemporaryDirectory() as d:
         src = Path(d, "k.ptx")
         src.write_text(ptx)
