@@ -58,6 +58,10 @@ class AsmGemmConfig:
     out_dtype: str = "f16"
     wg_n: int = 0  # N of one wgmma instruction (0: tile_n); tile_n / wg_n of them a k16 step
     stmatrix: bool = True  # 16-bit C: fragments to shared memory with stmatrix.x4 (else st.shared.b32)
+    # k16 steps written per pass of a loop over the k-tile's four (4: unrolled, no loop; 1 or 2: a
+    # PTX loop, one group a pass): fewer wgmma written is less ptxas time, but each pass's fence
+    # and group cost the GEMM (bench/RESULTS.md, 2026-12-01 session 7)
+    k_unroll: int = 4
 
     def __post_init__(self) -> None:
         if self.in_dtype not in PTX_IN or self.out_dtype not in ELEM_BYTES:
@@ -70,6 +74,8 @@ class AsmGemmConfig:
             raise ValueError("tile_n must be a power of two, at most 2 * tile_m (B's copies split over the block)")
         if self.wg_n and (self.tile_n % self.wg_n or self.wg_n % 64):
             raise ValueError("wg_n must divide tile_n, a multiple of 64")
+        if self.k_unroll not in (1, 2, 4):
+            raise ValueError("k_unroll must be 1, 2 or 4")
         if self.stages < 3:
             raise ValueError("stages must be at least 3 (a tile copied, one multiplied, one in wgmma)")
 
@@ -203,9 +209,11 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"mov.u32 {rs}, 0;")
     e(f"add.s32 {jend}, $8, {BK - 1};")
     e(f"shr.s32 {jend}, {jend}, 6;")
+    e(f"max.s32 {jend}, {jend}, 1;")  # at least one k-tile (all zeros when K = 0): it initialises the accumulators
     e(f"add.s32 {jend}, {jend}, {L};")
-    for i in range(nacc):
-        e(f"mov.f32 %wf{i}, 0f00000000;")
+    # no zero fill of the accumulators: the first k-tile's first wgmma of each part runs with
+    # scale-d false (D = A B, D's old value unread); 128 movs fewer for ptxas
+    e(f"setp.eq.u32 %wp13, {tid}, {tid};")  # scale-d true: accumulate
     # descriptor high bits: A K-major (8-row groups 1024 bytes apart), B MN-major (64-n blocks)
     hiA = _enc(16) << 16 | _enc(1024) << 32 | SW128
     hiB = _enc(BK * 128) << 16 | _enc(1024) << 32 | SW128
@@ -271,22 +279,49 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"shr.u32 {r(31)}, {r(31)}, 4;")
     e(f"cvt.u64.u32 {d(11)}, {r(31)};")
     e(f"or.b64 {d(11)}, {d(11)}, {hiB};")
-    e("wgmma.fence.sync.aligned;")
-    e(f"setp.eq.u32 %wp5, {tid}, {tid};")  # scale-d: accumulate
+    e(f"setp.ne.s32 %wp5, {j}, {L};")  # scale-d of the k-tile's first k16 step: false for k-tile 0
     wn = cfg.wg_n or BN
-    for kk in range(BK // 16):
-        if kk:
-            e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
-            e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
-        for part in range(BN // wn):  # columns part*wn ..: B's 64-column blocks 8 KiB apart
+    steps = BK // 16
+
+    def step(scale_d: str) -> None:  # one k16 step: BN / wn wgmma, columns part*wn .. (B's 64-column blocks 8 KiB apart)
+        for part in range(BN // wn):
             regs = ", ".join(f"%wf{i}" for i in range(part * wn // 2, (part + 1) * wn // 2))
             db = d(11)
             if part:
                 e(f"add.s64 {d(12)}, {d(11)}, {part * wn // 64 * BK * 128 >> 4};")
                 db = d(12)
-            e(f"wgmma.mma_async.sync.aligned.m64n{wn}k16.f32.{ty}.{ty} {{{regs}}}, {d(10)}, {db}, %wp5, 1, 1, 0, 1;")
-    e("wgmma.commit_group.sync.aligned;")
-    e("wgmma.wait_group.sync.aligned 1;")  # tile j - L - 1's wgmma is done
+            e(f"wgmma.mma_async.sync.aligned.m64n{wn}k16.f32.{ty}.{ty} {{{regs}}}, {d(10)}, {db}, {scale_d}, 1, 1, 0, 1;")
+
+    ku = cfg.k_unroll
+    if ku < steps:
+        # the k16 steps as a PTX loop, one group committed a pass: ptxas's time grows with every
+        # wgmma instruction of the module (its register tuples: ~9 ms each for m64n256 on the
+        # dev VM), so one written wgmma instead of four is a third off its time -- but each
+        # pass's fence and group cost the GEMM
+        kk = r(63)
+        e(f"mov.u32 {kk}, 0;")
+        e(f"AZW_K_{u}:")
+        e("wgmma.fence.sync.aligned;")  # (ptxas would insert it: the loop's back edge writes wgmma's operands)
+        for k16 in range(ku):
+            step("%wp5" if k16 == 0 else "%wp13")
+            e(f"add.s64 {d(10)}, {d(10)}, 2;")  # 32 bytes further along K (16 elements)
+            e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")  # 16 k-rows further
+            if k16 == 0:
+                e("mov.pred %wp5, %wp13;")  # the next passes accumulate
+        e("wgmma.commit_group.sync.aligned;")
+        e(f"add.u32 {kk}, {kk}, 1;")
+        e(f"setp.lt.u32 %wp14, {kk}, {steps // ku};")
+        e(f"@%wp14 bra AZW_K_{u};")
+        e(f"wgmma.wait_group.sync.aligned {steps // ku};")  # tile j - L - 1's groups are done, tile j - L's in flight
+    else:
+        e("wgmma.fence.sync.aligned;")
+        for k16 in range(steps):
+            if k16:
+                e(f"add.s64 {d(10)}, {d(10)}, 2;")
+                e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")
+            step("%wp5" if k16 == 0 else "%wp13")
+        e("wgmma.commit_group.sync.aligned;")
+        e("wgmma.wait_group.sync.aligned 1;")  # tile j - L - 1's wgmma is done
     e(f"add.u32 {rs}, {rs}, {SB};")
     e(f"setp.eq.u32 %wp4, {rs}, {S * SB};")
     e(f"selp.b32 {rs}, 0, {rs}, %wp4;")
@@ -306,22 +341,31 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
 
 def _scalar_copy(e, tag: str, *, n: int, g: str, gstride: str, rowleft: str, rowstep: int, colleft: str,
                  dst: str, doff: str, dstep: int) -> None:
-    """A loop over this thread's n chunks: 8 predicated 2-byte loads, one 16-byte shared store."""
-    i, ga, sa, w = "%wr40", "%wd16", "%wr41", ["%wr42", "%wr43", "%wr44", "%wr45"]
+    """A loop over this thread's n chunks, each a loop over its 8 elements: a predicated 2-byte
+    load (zero outside) and a 2-byte shared store.  Kept a loop, not unrolled: it is the
+    unaligned fallback, and every instruction in the K loop is ptxas's work on every compile."""
+    i, ga, sa = "%wr40", "%wd16", "%wr41"
+    k, ea, es_ = "%wr60", "%wd17", "%wr61"
     e(f"mov.u32 {i}, 0;")
     e(f"mov.b64 {ga}, {g};")
     e(f"add.u32 {sa}, {dst}, {doff};")
     e(f"AZW_S{tag}:")
     e(f"mul.lo.u32 %wr46, {i}, {rowstep};")
     e(f"setp.lt.s32 %wp6, %wr46, {rowleft};")  # the chunk's row is inside
-    for k in range(8):
-        e(f"setp.gt.s32 %wp7, {colleft}, {k};")
-        e("and.pred %wp7, %wp7, %wp6;")
-        e(f"mov.b16 %wh{k}, 0;")
-        e(f"@%wp7 ld.global.b16 %wh{k}, [{ga}+{2 * k}];")
-    for k in range(4):
-        e(f"mov.b32 {w[k]}, {{%wh{2 * k}, %wh{2 * k + 1}}};")
-    e(f"st.shared.v4.b32 [{sa}], {{{', '.join(w)}}};")
+    e(f"mov.u32 {k}, 0;")
+    e(f"mov.b64 {ea}, {ga};")
+    e(f"mov.u32 {es_}, {sa};")
+    e(f"AZW_SE{tag}:")
+    e(f"setp.lt.s32 %wp7, {k}, {colleft};")  # the element's column is inside
+    e("and.pred %wp7, %wp7, %wp6;")
+    e("mov.b16 %wh0, 0;")
+    e(f"@%wp7 ld.global.b16 %wh0, [{ea}];")
+    e(f"st.shared.b16 [{es_}], %wh0;")
+    e(f"add.s64 {ea}, {ea}, 2;")
+    e(f"add.u32 {es_}, {es_}, 2;")
+    e(f"add.u32 {k}, {k}, 1;")
+    e(f"setp.lt.u32 %wp7, {k}, 8;")
+    e(f"@%wp7 bra AZW_SE{tag};")
     e(f"add.s64 {ga}, {ga}, {gstride};")
     e(f"add.u32 {sa}, {sa}, {dstep};")
     e(f"add.u32 {i}, {i}, 1;")
@@ -411,16 +455,23 @@ def _epilogue(e, cfg: AsmGemmConfig, u: str, *, acc_names, tid, warp, lane, wg, 
     e("and.pred %wp10, %wp10, %wp8;")
     e(f"@%wp10 st.global.v4.b32 [{d(14)}], {{%wr50, %wr51, %wr52, %wr53}};")
     e(f"@%wp10 bra AZW_OUTNEXT_{u};")
-    for k in range(epc):  # a chunk across C's edge (or C unaligned): element by element
-        e(f"setp.gt.s32 %wp11, {left}, {k};")
-        e("and.pred %wp11, %wp11, %wp9;")
-        word = f"%wr{50 + k * es // 4}"
-        if es == 4:
-            e(f"@%wp11 st.global.b32 [{d(14)}+{4 * k}], {word};")
-        else:
-            if k % 2 == 0:
-                e(f"mov.b32 {{%wh0, %wh1}}, {word};")
-            e(f"@%wp11 st.global.b16 [{d(14)}+{2 * k}], %wh{k % 2};")
+    # a chunk across C's edge (or C unaligned): element by element, a loop re-reading each from
+    # shared memory (kept a loop, not unrolled: fewer instructions for ptxas)
+    ek, es_, ea = "%wr60", "%wr61", "%wd17"
+    bits = 8 * es
+    e(f"mov.u32 {ek}, 0;")
+    e(f"mov.u32 {es_}, {src};")
+    e(f"mov.b64 {ea}, {d(14)};")
+    e(f"AZW_OE_{u}:")
+    e(f"setp.lt.s32 %wp11, {ek}, {left};")
+    e("and.pred %wp11, %wp11, %wp9;")
+    e(f"@%wp11 ld.shared.b{bits} {'%wr62' if es == 4 else '%wh0'}, [{es_}];")
+    e(f"@%wp11 st.global.b{bits} [{ea}], {'%wr62' if es == 4 else '%wh0'};")
+    e(f"add.u32 {es_}, {es_}, {es};")
+    e(f"add.s64 {ea}, {ea}, {es};")
+    e(f"add.u32 {ek}, {ek}, 1;")
+    e(f"setp.lt.u32 %wp11, {ek}, {epc};")
+    e(f"@%wp11 bra AZW_OE_{u};")
     e(f"AZW_OUTNEXT_{u}:")
     e(f"add.u32 {idx}, {idx}, {T};")
     e(f"add.u32 {it}, {it}, 1;")

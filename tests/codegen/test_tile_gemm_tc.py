@@ -140,6 +140,7 @@ def test_sm_90_lowers_the_gemm_to_wgmma_built_for_sm_90a(t: str, out: str, bm: i
         gemm_part = log[log.index("'gemm'"):].split("Function properties for __az_fault")[0]
         assert "0 bytes spill stores, 0 bytes spill loads" in gemm_part, log
         assert "C7511" not in log and "C7514" not in log and "serialized" not in log, log
+        assert "C7519" not in log, log  # no warpgroup.arrive injected
 
 
 def test_the_tensor_core_routine_is_part_of_the_compile_key(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
