@@ -27,6 +27,11 @@ _BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.ite
 _DTYPE = operator.attrgetter("dtype")
 
 
+def _float_bits(v: Any) -> Any:
+    """A float Constant's exact value as a key (`float.hex`), anything else as itself."""
+    return float.hex(v) if isinstance(v, float) else v
+
+
 def _picker(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """`args -> tuple(args[i] for i in idx)`, exactly and at C speed (an itemgetter of one
     slice for a single index, so the result is always a tuple)."""
@@ -187,9 +192,13 @@ class GenericLaunch:
     The specialisation is a function of the dtypes of the type-variable arguments (the type,
     for a Python number) and of the Constants' values, so a positional call looks its launcher
     up by those alone (`_fast`); the launcher then validates the arguments as on any launch.
+    The key holds each Constant's type beside its value (`True == 1` and `1 == 1.0`, with one
+    hash) and a float Constant's bits (`-0.0 == 0.0`).  `kernel[config]` keeps one
+    `GenericLaunch` per config (anodize/kernel.py), so a config built inline on every launch
+    keeps this memo too.
     """
 
-    __slots__ = ("kernel", "config", "sig", "_n", "_slices", "_scalars", "_consts", "_keep", "_fast")
+    __slots__ = ("kernel", "config", "sig", "_n", "_slices", "_scalars", "_consts", "_keep", "_fast", "_floats")
 
     _FAST_MAX = 256  # launchers remembered per config (Constants can take many values)
 
@@ -200,6 +209,8 @@ class GenericLaunch:
         self._slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
         self._scalars = _picker([i for i, p in enumerate(params) if (p in sig.typevar_of and not sig.is_slice[p]) or p in sig.constants])
         self._consts = _picker([i for i, p in enumerate(params) if p in sig.constants])
+        floats = [i for i, p in enumerate(params) if sig.constants.get(p) == "f64"]
+        self._floats = _picker(floats) if floats else None
         keep = [i for i, p in enumerate(params) if p not in sig.constants]
         self._keep = None if not sig.constants else _picker(keep)
         self._fast: dict[tuple[Any, ...], Any] = {}
@@ -208,7 +219,10 @@ class GenericLaunch:
         """What the specialisation depends on: the slices' dtypes, the scalars' types (a NumPy
         scalar's type names its dtype) and the Constants' values.  Raises AttributeError or
         TypeError where the slow path has something to say."""
-        return (tuple(map(_DTYPE, self._slices(args))), tuple(map(type, self._scalars(args))), self._consts(args))
+        key = (tuple(map(_DTYPE, self._slices(args))), tuple(map(type, self._scalars(args))), self._consts(args))
+        if self._floats is not None:  # -0.0 == 0.0, with one hash: a float Constant keys by its bits
+            key += (tuple(map(_float_bits, self._floats(args))),)
+        return key
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:
