@@ -23,7 +23,7 @@ Dim3 = tuple[int, int, int]
 
 
 def _dim3(v: int | tuple[int, ...], what: str) -> Dim3:
-    t = (v,) if isinstance(v, int) else tuple(v)
+    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else ()
     if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
         raise LaunchError(f"`{what}` must be an int or a tuple of 1 to 3 ints, got {v!r}")
     if any(x < 1 for x in t):
