@@ -153,6 +153,7 @@ def main() -> int:
                "per-call LaunchConfig(g, b)": "held SIMT launcher", "per-call generic (Constants)": "held generic launcher"}
     where = "CPU backend" if args.cpu else dev.describe()
     print(f"dispatch overhead on {where}: n={n}, {count} launches a round, median of {args.rounds} rounds, us a launch")
+    print(f"(anodize from {Path(az.__file__).parent})")
     print(f"{'form':<30} {'host us':>8} {'(min)':>7} {'vs held':>8} {'event us':>9}")
     rows = []
     for name in cases:
@@ -163,7 +164,7 @@ def main() -> int:
         rows.append({"form": name, "host_us": h, "host_min_us": min(host[name]), "event_us": e, "vs_held_us": extra})
         print(f"{name:<30} {h:>8.2f} {min(host[name]):>7.2f} {'' if extra is None else f'{extra:+8.2f}':>8} {'' if e is None else f'{e:9.2f}'}")
     if args.json is not None:
-        args.json.write_text(json.dumps({"device": where, "n": n, "launches": count, "rounds": args.rounds, "rows": rows}, indent=1))
+        args.json.write_text(json.dumps({"device": where, "anodize": az.__file__, "n": n, "launches": count, "rounds": args.rounds, "rows": rows}, indent=1))
     return 0
 
 
