@@ -54,30 +54,26 @@ def _exact_dim3(v: Any) -> Dim3 | None:
 
 # Every config is interned: equal arguments give the very same object, so a launch that builds
 # its config inline (`k[LaunchConfig.for_tiles((n,), (1024,))](...)`) finds the kernel's launcher
-# by identity, as a held one does.  Keys are exact ints only (see `_exact_dim3`); bounded.
+# by identity, as a held one does.  The key is flat, `(gx, gy, gz, bx, by, bz, shared_mem, rank)`,
+# of exact ints only (see `_exact_dim3`; a subclass's keys start with the class); bounded.
 _INTERN: dict[tuple[Any, ...], Any] = {}
 _INTERN_MAX = 4096
 
 
-def _interned(cls: type, grid: Dim3, block: Dim3, shared_mem: int, rank: int) -> Any:
-    """The one config of these (validated, exact-int) values."""
-    key = (cls, grid, block, shared_mem, rank)
-    hit = _INTERN.get(key)
-    if hit is None:
-        hit = object.__new__(cls)
-        object.__setattr__(hit, "grid", grid)
-        object.__setattr__(hit, "block", block)
-        object.__setattr__(hit, "shared_mem", shared_mem)
-        object.__setattr__(hit, "rank", rank)
-        object.__setattr__(hit, "_hash", hash((grid, block, shared_mem, rank)))
-        if len(_INTERN) >= _INTERN_MAX:
-            _INTERN.clear()  # the configs made so far stay valid, equal to new ones, only not shared
-        _INTERN[key] = hit
+def _make(key: tuple[Any, ...]) -> Any:
+    """The config of a flat key that `_INTERN` lacks: made, remembered, returned."""
+    cls, k = (key[0], key[1:]) if len(key) == 9 else (LaunchConfig, key)
+    hit = object.__new__(cls)
+    grid, block = k[0:3], k[3:6]
+    object.__setattr__(hit, "grid", grid)
+    object.__setattr__(hit, "block", block)
+    object.__setattr__(hit, "shared_mem", k[6])
+    object.__setattr__(hit, "rank", k[7])
+    object.__setattr__(hit, "_hash", hash((grid, block, k[6], k[7])))
+    if len(_INTERN) >= _INTERN_MAX:
+        _INTERN.clear()  # the configs made so far stay valid, equal to new ones, only not shared
+    _INTERN[key] = hit
     return hit
-
-
-def _ceil_div(n: int, b: int) -> int:
-    return max(1, -(-n // b))
 
 
 @dataclass(frozen=True, init=False)
@@ -92,6 +88,10 @@ class LaunchConfig(Generic[R]):
     rank: int = 1
 
     def __new__(cls, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0) -> LaunchConfig[Any]:
+        if type(grid) is int and type(block) is int and type(shared_mem) is int and cls is LaunchConfig:
+            if grid >= 1 and block >= 1 and shared_mem >= 0:  # `LaunchConfig(blocks, threads)`
+                key = (grid, 1, 1, block, 1, 1, shared_mem, 1)
+                return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         g = _exact_dim3(grid)
         b = _exact_dim3(block)
         if g is None or b is None or type(shared_mem) is not int or shared_mem < 0:
@@ -104,7 +104,8 @@ class LaunchConfig(Generic[R]):
             1 if isinstance(grid, int) else len(grid),
             1 if isinstance(block, int) else len(block),
         )
-        return _interned(cls, g, b, shared_mem, given)  # type: ignore[no-any-return]
+        key = (*g, *b, shared_mem, given) if cls is LaunchConfig else (cls, *g, *b, shared_mem, given)
+        return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
 
     def __init__(self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0):
         pass  # made (and checked) by `__new__`
@@ -120,7 +121,8 @@ class LaunchConfig(Generic[R]):
     def for_num_elems(n: int, block: int = 256, shared_mem: int = 0) -> LaunchConfig[Literal[1]]:
         """A 1-D launch with at least one thread per element."""
         if type(n) is int and type(block) is int and type(shared_mem) is int and n >= 0 and block >= 1 and shared_mem >= 0:
-            return _interned(LaunchConfig, (_ceil_div(n, block), 1, 1), (block, 1, 1), shared_mem, 1)  # type: ignore[no-any-return]
+            key = (-(-n // block) or 1, 1, 1, block, 1, 1, shared_mem, 1)
+            return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         if not isinstance(n, int) or n < 0:
             raise LaunchError(f"`n` must be a non-negative int, got {n!r}")
         if not isinstance(block, int) or block < 1:
@@ -134,6 +136,12 @@ class LaunchConfig(Generic[R]):
         """A 2-D launch over `(rows, cols)` with `block` in CUDA order `(bx, by)` (default
         (16, 16)), or a 3-D launch over `(layers, rows, cols)` with `block=(bx, by, bz)`
         (default (8, 8, 4)).  The config's rank is the number of extents of `shape`."""
+        if type(shape) is tuple and len(shape) == 2 and type(shared_mem) is int and shared_mem >= 0:  # the usual form
+            bx, by = (16, 16) if block is None else block if type(block) is tuple and len(block) == 2 else (0, 0)
+            r, c = shape
+            if type(r) is int and type(c) is int and type(bx) is int and type(by) is int and r >= 0 and c >= 0 and bx >= 1 and by >= 1:
+                key = (-(-c // bx) or 1, -(-r // by) or 1, 1, bx, by, 1, shared_mem, 2)
+                return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         if (
             not isinstance(shape, tuple)
             or len(shape) not in (2, 3)
@@ -160,11 +168,13 @@ class LaunchConfig(Generic[R]):
             if len(shape) == 1 and len(tile_shape) == 1:
                 n, t = shape[0], tile_shape[0]
                 if type(n) is int and type(t) is int and n >= 0 and t >= 1:
-                    return _interned(LaunchConfig, (_ceil_div(n, t), 1, 1), (1, 1, 1), 0, 1)  # type: ignore[no-any-return]
+                    key = (-(-n // t) or 1, 1, 1, 1, 1, 1, 0, 1)
+                    return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
             elif len(shape) == 2 and len(tile_shape) == 2:
                 (r, c), (tr, tc) = shape, tile_shape
                 if type(r) is int and type(c) is int and type(tr) is int and type(tc) is int and r >= 0 and c >= 0 and tr >= 1 and tc >= 1:
-                    return _interned(LaunchConfig, (_ceil_div(c, tc), _ceil_div(r, tr), 1), (1, 1, 1), 0, 2)  # type: ignore[no-any-return]
+                    key = (-(-c // tc) or 1, -(-r // tr) or 1, 1, 1, 1, 1, 0, 2)
+                    return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         s = (shape,) if isinstance(shape, int) else tuple(shape)
         t = (tile_shape,) if isinstance(tile_shape, int) else tuple(tile_shape)
         ok = lambda v, lo: isinstance(v, int) and not isinstance(v, bool) and v >= lo  # noqa: E731
