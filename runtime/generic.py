@@ -186,6 +186,26 @@ def _constant_value(kernel: str, param: str, scalar: str, v: Any) -> Any:
     return float(v) if scalar == "f64" else v
 
 
+def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`args -> key`: what the specialisation depends on, one flat tuple (each part at fixed
+    positions): the dtypes of the type-variable slices, the types of the scalars and Constants (a
+    NumPy scalar's type names its dtype; `True == 1` and `1 == 1.0` with one hash, so the type
+    keys beside the value), the Constants' values, and a float Constant's bits (`-0.0 == 0.0`).
+    Raises AttributeError (no dtype) or, on lookup, TypeError (unhashable) where the slow path
+    has something to say."""
+    params = sig.params
+    slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
+    scalar_idx = [i for i, p in enumerate(params) if p in sig.typevar_of and not sig.is_slice[p]]
+    const_idx = [i for i, p in enumerate(params) if p in sig.constants]
+    float_idx = [i for i, p in enumerate(params) if sig.constants.get(p) == "f64"]
+    scalars, consts, floats = _picker(scalar_idx + const_idx), _picker(const_idx), _picker(float_idx)
+    if float_idx:
+        return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *consts(args), *map(_float_bits, floats(args)))
+    if not scalar_idx:
+        return lambda args: (*map(_DTYPE, slices(args)), *map(type, c := consts(args)), *c)
+    return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *consts(args))
+
+
 class GenericLaunch:
     """What `generic_kernel[config]` returns: specialises on each call's arguments.
 
@@ -198,7 +218,7 @@ class GenericLaunch:
     keeps this memo too.
     """
 
-    __slots__ = ("kernel", "config", "sig", "_n", "_slices", "_scalars", "_consts", "_keep", "_fast", "_floats")
+    __slots__ = ("kernel", "config", "sig", "_n", "_keep", "_fast", "_key")
 
     _FAST_MAX = 256  # launchers remembered per config (Constants can take many values)
 
@@ -206,23 +226,10 @@ class GenericLaunch:
         self.kernel, self.config, self.sig = kernel, config, sig
         params = sig.params
         self._n = len(params)
-        self._slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
-        self._scalars = _picker([i for i, p in enumerate(params) if (p in sig.typevar_of and not sig.is_slice[p]) or p in sig.constants])
-        self._consts = _picker([i for i, p in enumerate(params) if p in sig.constants])
-        floats = [i for i, p in enumerate(params) if sig.constants.get(p) == "f64"]
-        self._floats = _picker(floats) if floats else None
         keep = [i for i, p in enumerate(params) if p not in sig.constants]
         self._keep = None if not sig.constants else _picker(keep)
         self._fast: dict[tuple[Any, ...], Any] = {}
-
-    def _key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """What the specialisation depends on: the slices' dtypes, the scalars' types (a NumPy
-        scalar's type names its dtype) and the Constants' values.  Raises AttributeError or
-        TypeError where the slow path has something to say."""
-        key = (tuple(map(_DTYPE, self._slices(args))), tuple(map(type, self._scalars(args))), self._consts(args))
-        if self._floats is not None:  # -0.0 == 0.0, with one hash: a float Constant keys by its bits
-            key += (tuple(map(_float_bits, self._floats(args))),)
-        return key
+        self._key = _key_function(sig)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:
