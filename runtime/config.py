@@ -92,11 +92,13 @@ class LaunchConfig(Generic[R]):
             if grid >= 1 and block >= 1 and shared_mem >= 0:  # `LaunchConfig(blocks, threads)`
                 key = (grid, 1, 1, block, 1, 1, shared_mem, 1)
                 return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
-        g = _exact_dim3(grid)
-        b = _exact_dim3(block)
-        if g is None or b is None or type(shared_mem) is not int or shared_mem < 0:
-            g = _dim3(grid, "grid")
-            b = _dim3(block, "block")
+        g: Dim3
+        b: Dim3
+        eg, eb = _exact_dim3(grid), _exact_dim3(block)
+        if eg is not None and eb is not None and type(shared_mem) is int and shared_mem >= 0:
+            g, b = eg, eb
+        else:
+            g, b = _dim3(grid, "grid"), _dim3(block, "block")
             if not isinstance(shared_mem, int) or shared_mem < 0:
                 raise LaunchError(f"`shared_mem` must be a non-negative int, got {shared_mem!r}")
             shared_mem = int(shared_mem)
@@ -104,8 +106,8 @@ class LaunchConfig(Generic[R]):
             1 if isinstance(grid, int) else len(grid),
             1 if isinstance(block, int) else len(block),
         )
-        key = (*g, *b, shared_mem, given) if cls is LaunchConfig else (cls, *g, *b, shared_mem, given)
-        return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
+        full: tuple[Any, ...] = (*g, *b, shared_mem, given) if cls is LaunchConfig else (cls, *g, *b, shared_mem, given)
+        return _INTERN.get(full) or _make(full)  # type: ignore[no-any-return]
 
     def __init__(self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0):
         pass  # made (and checked) by `__new__`
@@ -166,9 +168,9 @@ class LaunchConfig(Generic[R]):
         `@az.tile_kernel` kernels, which fill in their own block."""
         if type(shape) is tuple and type(tile_shape) is tuple:  # the usual forms, exact ints: no more to check
             if len(shape) == 1 and len(tile_shape) == 1:
-                n, t = shape[0], tile_shape[0]
-                if type(n) is int and type(t) is int and n >= 0 and t >= 1:
-                    key = (-(-n // t) or 1, 1, 1, 1, 1, 1, 0, 1)
+                n1, t1 = shape[0], tile_shape[0]
+                if type(n1) is int and type(t1) is int and n1 >= 0 and t1 >= 1:
+                    key = (-(-n1 // t1) or 1, 1, 1, 1, 1, 1, 0, 1)
                     return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
             elif len(shape) == 2 and len(tile_shape) == 2:
                 (r, c), (tr, tc) = shape, tile_shape
