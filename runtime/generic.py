@@ -197,10 +197,9 @@ def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[An
     slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
     scalar_idx = [i for i, p in enumerate(params) if p in sig.typevar_of and not sig.is_slice[p]]
     const_idx = [i for i, p in enumerate(params) if p in sig.constants]
-    float_idx = [i for i, p in enumerate(params) if sig.constants.get(p) == "f64"]
-    scalars, consts, floats = _picker(scalar_idx + const_idx), _picker(const_idx), _picker(float_idx)
-    if float_idx:
-        return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *consts(args), *map(_float_bits, floats(args)))
+    scalars, consts = _picker(scalar_idx + const_idx), _picker(const_idx)
+    if any(sig.constants[p] == "f64" for p in sig.constants):  # a float by its bits (a NaN too: one key)
+        return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *map(_float_bits, consts(args)))
     if not scalar_idx:
         return lambda args: (*map(_DTYPE, slices(args)), *map(type, c := consts(args)), *c)
     return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *consts(args))

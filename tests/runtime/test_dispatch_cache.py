@@ -304,3 +304,15 @@ def test_gpu_torch_tensors_per_call() -> None:
         tadd[LC.for_tiles((n,), (TILE,))](a, b, a)
     with pytest.raises(ContractViolation):
         tadd[LC.for_tiles((n,), (TILE,))](a, b, c[:-1])
+
+
+def test_a_nan_constant_is_one_key() -> None:
+    dev = az.device("cpu")
+    n = 10
+    x, out = dev.to_device(np.zeros(n)), dev.empty(n, az.f64)
+    g = consts[LC.for_num_elems(n, 64)]
+    before = len(g._fast)
+    for _ in range(3):
+        consts[LC.for_num_elems(n, 64)](x, out, 0, float("nan"), False)  # a new NaN object each time
+    assert len(g._fast) == before + 1
+    assert (out.to_host() == 20.0).all()  # copysign(2.0, nan) * 10: the NaN's sign bit is clear
