@@ -190,7 +190,7 @@ def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[An
     """`args -> key`: what the specialisation depends on, one flat tuple (each part at fixed
     positions): the dtypes of the type-variable slices, the types of the scalars and Constants (a
     NumPy scalar's type names its dtype; `True == 1` and `1 == 1.0` with one hash, so the type
-    keys beside the value), the Constants' values, and a float Constant's bits (`-0.0 == 0.0`).
+    keys beside the value) and the Constants' values, a float's by its bits (`-0.0 == 0.0`).
     Raises AttributeError (no dtype) or, on lookup, TypeError (unhashable) where the slow path
     has something to say."""
     params = sig.params
