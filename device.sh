@@ -6,14 +6,14 @@ set -u
 O=${OUTDIR:-/tmp/dispatch_out}
 mkdir -p "$O"
 nvidia-smi -L > "$O/gpu.txt" 2>&1
-echo "== after (this branch)"
-timeout 30 python3 bench/dispatch_overhead.py --json "$O/after.json" > "$O/after.txt" 2>&1; echo "rc=$?"
+echo "== after (this branch) $(date +%T)"
+timeout 35 python3 bench/dispatch_overhead.py --rounds 13 --json "$O/after.json" > "$O/after.txt" 2>&1; echo "rc=$?"
 cat "$O/after.txt"
 if [ -d .base/anodize ]; then
-  echo "== before (93a0526)"
-  PYTHONPATH="$PWD/.base${PYTHONPATH:+:$PYTHONPATH}" timeout 30 python3 bench/dispatch_overhead.py --json "$O/before.json" > "$O/before.txt" 2>&1; echo "rc=$?"
+  echo "== before (93a0526) $(date +%T)"
+  PYTHONPATH="$PWD/.base${PYTHONPATH:+:$PYTHONPATH}" timeout 35 python3 bench/dispatch_overhead.py --rounds 13 --json "$O/before.json" > "$O/before.txt" 2>&1; echo "rc=$?"
   cat "$O/before.txt"
 fi
-echo "== GPU tests"
+echo "== GPU tests $(date +%T)"
 timeout 20 python3 -m pytest -q -p no:cacheprovider tests/runtime/test_dispatch_cache.py > "$O/tests.txt" 2>&1; echo "rc=$?"
-tail -4 "$O/tests.txt"
+tail -4 "$O/tests.txt"; echo "end $(date +%T)"

@@ -154,15 +154,17 @@ def main() -> int:
     where = "CPU backend" if args.cpu else dev.describe()
     print(f"dispatch overhead on {where}: n={n}, {count} launches a round, median of {args.rounds} rounds, us a launch")
     print(f"(anodize from {Path(az.__file__).parent})")
-    print(f"{'form':<30} {'host us':>8} {'(min)':>7} {'vs held':>8} {'event us':>9}")
+    print(f"{'form':<30} {'host us':>8} {'(min)':>7} {'vs held':>8} {'event us':>9} {'(min)':>7}")
     rows = []
     for name in cases:
         h = statistics.median(host[name])
         e = statistics.median(event[name]) if event[name] else None
         held = held_of.get(name)
         extra = h - statistics.median(host[held]) if held else None
-        rows.append({"form": name, "host_us": h, "host_min_us": min(host[name]), "event_us": e, "vs_held_us": extra})
-        print(f"{name:<30} {h:>8.2f} {min(host[name]):>7.2f} {'' if extra is None else f'{extra:+8.2f}':>8} {'' if e is None else f'{e:9.2f}'}")
+        e_min = min(event[name]) if event[name] else None
+        rows.append({"form": name, "host_us": h, "host_min_us": min(host[name]), "event_us": e, "event_min_us": e_min, "vs_held_us": extra})
+        print(f"{name:<30} {h:>8.2f} {min(host[name]):>7.2f} {'' if extra is None else f'{extra:+8.2f}':>8} "
+              f"{'' if e is None else f'{e:9.2f}'} {'' if e_min is None else f'{e_min:7.2f}'}")
     if args.json is not None:
         args.json.write_text(json.dumps({"device": where, "anodize": az.__file__, "n": n, "launches": count, "rounds": args.rounds, "rows": rows}, indent=1))
     return 0
