@@ -135,31 +135,64 @@ class Kernel(Generic[P]):
 
     def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         """The cached specialisation for bindings already validated (sorted (name, value) pairs)."""
-        hit = self._cache.get(("spec", key))
+        from anodize.language.front import spec_key
+
+        ck = ("spec", spec_key(key))
+        hit = self._cache.get(ck)
         if hit is None:
-            hit = self._cache[("spec", key)] = Kernel(self.fn, self.contract_spec, spec=key)
+            hit = self._cache[ck] = Kernel(self.fn, self.contract_spec, spec=key)
         return hit  # type: ignore[no-any-return]
 
     # -- launching ------------------------------------------------------------------------
+    _LAUNCHES_MAX = 64  # launch objects remembered per kernel, by config (then forgotten at once)
+
     def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
-        last = self._cache.get("last_launcher")
+        cache = self._cache
+        last = cache.get("last_launcher")
         if last is not None and last[0] is config:  # the hot path: the same config object as last time
             return last[1]  # type: ignore[no-any-return]
-        from anodize.runtime.launch import prepare
-
+        # A config built on every launch (`k[LaunchConfig.for_tiles(...)]`) is interned, so it is
+        # usually the object of an earlier launch: its launch object (a `Launcher`, or a generic
+        # kernel's `GenericLaunch` with its per-dtype/Constant memo) is kept by config.
+        launches = cache.get("launches")
+        if launches is not None:
+            try:
+                hit = launches.get(config)
+            except TypeError:  # unhashable: not a LaunchConfig, which `_launch_for` reports
+                hit = None
+            if hit is not None:
+                cache["last_launcher"] = (config, hit)
+                return hit  # type: ignore[no-any-return]
         try:
-            if self.generic is not None:
-                from anodize.runtime.generic import GenericLaunch
-
-                launcher = GenericLaunch(self, config, self.generic)
-                self._cache["last_launcher"] = (config, launcher)
-                return launcher  # type: ignore[return-value]
-            launcher = prepare(self, config, safe=True)
+            return self._launch_for(config)
         except _user_errors() as e:  # a refused launch shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
-        self._cache["last_launcher"] = (config, launcher)
-        return launcher
+
+    def _launch_for(self, config: LaunchConfig[Any]) -> Launch[P]:
+        """The launch object for `config`, made (and its config checked) and remembered."""
+        from anodize.runtime.config import LaunchConfig
+        from anodize.runtime.launch import prepare
+
+        bound = self._bind_config(config)
+        if self.generic is not None:
+            from anodize.runtime.generic import GenericLaunch
+
+            launcher: Any = GenericLaunch(self, bound, self.generic)
+        else:
+            launcher = prepare(self, bound, safe=True)
+        cache = self._cache
+        if isinstance(config, LaunchConfig):
+            launches = cache.get("launches")
+            if launches is None or len(launches) >= self._LAUNCHES_MAX:
+                launches = cache["launches"] = {}
+            launches[config] = launcher
+        cache["last_launcher"] = (config, launcher)
+        return launcher  # type: ignore[no-any-return]
+
+    def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
+        """The config this kernel launches with for `config` (a tile kernel fills in its block)."""
+        return config
 
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
         """Launch without a contract; witnesses fail closed on a launch of the wrong rank
@@ -247,6 +280,9 @@ def launch_contract(
         if isinstance(target, Kernel):
             target.contract_spec = spec
             target._contract_parsed = False
+            # everything made under the old contract (launchers, specialisations, artifacts: the
+            # codegen trusts the contract) is stale
+            target._cache.clear()
             return target
         if callable(target):
             target.__az_contract__ = spec
@@ -266,9 +302,12 @@ class TileKernel(Kernel[P]):
         self.num_warps = num_warps
 
     def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
-        hit = self._cache.get(("spec", key))
+        from anodize.language.front import spec_key
+
+        ck = ("spec", spec_key(key))
+        hit = self._cache.get(ck)
         if hit is None:
-            hit = self._cache[("spec", key)] = TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
+            hit = self._cache[ck] = TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
         return hit  # type: ignore[no-any-return]
 
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
@@ -285,8 +324,8 @@ class TileKernel(Kernel[P]):
         grid = config.grid[:rank] if rank > 1 else config.grid[0]
         return LaunchConfig(grid, (threads,) + (1,) * (rank - 1) if rank > 1 else threads, config.shared_mem)
 
-    def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
-        return super().__getitem__(self.tile_config(config))
+    def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
+        return self.tile_config(config)
 
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
         """Launch without a contract (the block filled in, as for `kernel[config]`)."""

@@ -23,41 +23,108 @@ Dim3 = tuple[int, int, int]
 
 
 def _dim3(v: int | tuple[int, ...], what: str) -> Dim3:
-    t = (v,) if isinstance(v, int) else tuple(v)
+    t = (v,) if isinstance(v, int) else tuple(v) if isinstance(v, (tuple, list)) else ()
     if not 1 <= len(t) <= 3 or not all(isinstance(x, int) and not isinstance(x, bool) for x in t):
         raise LaunchError(f"`{what}` must be an int or a tuple of 1 to 3 ints, got {v!r}")
     if any(x < 1 for x in t):
         raise LaunchError(f"every dimension of `{what}` must be at least 1, got {v!r}")
-    return (t + (1, 1))[:3]  # type: ignore[return-value]
+    return tuple(int(x) for x in (t + (1, 1))[:3])  # type: ignore[return-value]
+
+
+def _exact_dim3(v: Any) -> Dim3 | None:
+    """`v` as `(x, y, z)` when it is an `int` >= 1 or a tuple of 1 to 3 of them, each exactly an
+    `int` (never a bool, a float or a NumPy integer: they compare and hash equal to ints, so a
+    key made of them would find an int's entry); None otherwise (then `_dim3` decides)."""
+    if type(v) is int:
+        return (v, 1, 1) if v >= 1 else None
+    if type(v) is tuple:
+        n = len(v)
+        if n == 1:
+            x = v[0]
+            return (x, 1, 1) if type(x) is int and x >= 1 else None
+        if n == 2:
+            x, y = v
+            return (x, y, 1) if type(x) is int and type(y) is int and x >= 1 and y >= 1 else None
+        if n == 3:
+            x, y, z = v
+            if type(x) is int and type(y) is int and type(z) is int and x >= 1 and y >= 1 and z >= 1:
+                return v  # type: ignore[no-any-return]
+    return None
+
+
+# Every config is interned: equal arguments give the very same object, so a launch that builds
+# its config inline (`k[LaunchConfig.for_tiles((n,), (1024,))](...)`) finds the kernel's launcher
+# by identity, as a held one does.  The key is flat, `(gx, gy, gz, bx, by, bz, shared_mem, rank)`,
+# of exact ints only (see `_exact_dim3`; a subclass's keys start with the class); bounded.
+_INTERN: dict[tuple[Any, ...], Any] = {}
+_INTERN_MAX = 4096
+
+
+def _make(key: tuple[Any, ...]) -> Any:
+    """The config of a flat key that `_INTERN` lacks: made, remembered, returned."""
+    cls, k = (key[0], key[1:]) if len(key) == 9 else (LaunchConfig, key)
+    hit = object.__new__(cls)
+    grid, block = k[0:3], k[3:6]
+    object.__setattr__(hit, "grid", grid)
+    object.__setattr__(hit, "block", block)
+    object.__setattr__(hit, "shared_mem", k[6])
+    object.__setattr__(hit, "rank", k[7])
+    object.__setattr__(hit, "_hash", hash((grid, block, k[6], k[7])))
+    if len(_INTERN) >= _INTERN_MAX:
+        _INTERN.clear()  # the configs made so far stay valid, equal to new ones, only not shared
+    _INTERN[key] = hit
+    return hit
 
 
 @dataclass(frozen=True, init=False)
 class LaunchConfig(Generic[R]):
     """`grid` and `block` in CUDA order; `rank` is the launch's index-space rank (1, 2 or 3):
-    the number of extents it was built with."""
+    the number of extents it was built with.  Immutable and interned: equal arguments give
+    the same object (so a config built inline on every launch costs a lookup, not a check)."""
 
     grid: Dim3
     block: Dim3
     shared_mem: int = 0
     rank: int = 1
 
-    def __init__(self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0):
-        g = _dim3(grid, "grid")
-        b = _dim3(block, "block")
-        if not isinstance(shared_mem, int) or shared_mem < 0:
-            raise LaunchError(f"`shared_mem` must be a non-negative int, got {shared_mem!r}")
+    def __new__(cls, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0) -> LaunchConfig[Any]:
+        if type(grid) is int and type(block) is int and type(shared_mem) is int and cls is LaunchConfig:
+            if grid >= 1 and block >= 1 and shared_mem >= 0:  # `LaunchConfig(blocks, threads)`
+                key = (grid, 1, 1, block, 1, 1, shared_mem, 1)
+                return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
+        g: Dim3
+        b: Dim3
+        eg, eb = _exact_dim3(grid), _exact_dim3(block)
+        if eg is not None and eb is not None and type(shared_mem) is int and shared_mem >= 0:
+            g, b = eg, eb
+        else:
+            g, b = _dim3(grid, "grid"), _dim3(block, "block")
+            if not isinstance(shared_mem, int) or shared_mem < 0:
+                raise LaunchError(f"`shared_mem` must be a non-negative int, got {shared_mem!r}")
+            shared_mem = int(shared_mem)
         given = max(
             1 if isinstance(grid, int) else len(grid),
             1 if isinstance(block, int) else len(block),
         )
-        object.__setattr__(self, "grid", g)
-        object.__setattr__(self, "block", b)
-        object.__setattr__(self, "shared_mem", shared_mem)
-        object.__setattr__(self, "rank", given)
+        full: tuple[Any, ...] = (*g, *b, shared_mem, given) if cls is LaunchConfig else (cls, *g, *b, shared_mem, given)
+        return _INTERN.get(full) or _make(full)  # type: ignore[no-any-return]
+
+    def __init__(self, grid: int | tuple[int, ...], block: int | tuple[int, ...], shared_mem: int = 0):
+        pass  # made (and checked) by `__new__`
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        r = self.rank  # the extents it was built with: the same rank back
+        return (type(self), (self.grid[:r] if r > 1 else self.grid[0], self.block[:r] if r > 1 else self.block[0], self.shared_mem))
 
     @staticmethod
     def for_num_elems(n: int, block: int = 256, shared_mem: int = 0) -> LaunchConfig[Literal[1]]:
         """A 1-D launch with at least one thread per element."""
+        if type(n) is int and type(block) is int and type(shared_mem) is int and n >= 0 and block >= 1 and shared_mem >= 0:
+            key = (-(-n // block) or 1, 1, 1, block, 1, 1, shared_mem, 1)
+            return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         if not isinstance(n, int) or n < 0:
             raise LaunchError(f"`n` must be a non-negative int, got {n!r}")
         if not isinstance(block, int) or block < 1:
@@ -71,6 +138,12 @@ class LaunchConfig(Generic[R]):
         """A 2-D launch over `(rows, cols)` with `block` in CUDA order `(bx, by)` (default
         (16, 16)), or a 3-D launch over `(layers, rows, cols)` with `block=(bx, by, bz)`
         (default (8, 8, 4)).  The config's rank is the number of extents of `shape`."""
+        if type(shape) is tuple and len(shape) == 2 and type(shared_mem) is int and shared_mem >= 0:  # the usual form
+            bx, by = (16, 16) if block is None else block if type(block) is tuple and len(block) == 2 else (0, 0)
+            r, c = shape
+            if type(r) is int and type(c) is int and type(bx) is int and type(by) is int and r >= 0 and c >= 0 and bx >= 1 and by >= 1:
+                key = (-(-c // bx) or 1, -(-r // by) or 1, 1, bx, by, 1, shared_mem, 2)
+                return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         if (
             not isinstance(shape, tuple)
             or len(shape) not in (2, 3)
@@ -93,6 +166,17 @@ class LaunchConfig(Generic[R]):
         """One program per tile of `shape` (`(n,)` or `(rows, cols)`) cut into `tile_shape`
         tiles: `grid = (ceil(cols / tile_cols), ceil(rows / tile_rows))` in CUDA order.  For
         `@az.tile_kernel` kernels, which fill in their own block."""
+        if type(shape) is tuple and type(tile_shape) is tuple:  # the usual forms, exact ints: no more to check
+            if len(shape) == 1 and len(tile_shape) == 1:
+                n1, t1 = shape[0], tile_shape[0]
+                if type(n1) is int and type(t1) is int and n1 >= 0 and t1 >= 1:
+                    key = (-(-n1 // t1) or 1, 1, 1, 1, 1, 1, 0, 1)
+                    return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
+            elif len(shape) == 2 and len(tile_shape) == 2:
+                (r, c), (tr, tc) = shape, tile_shape
+                if type(r) is int and type(c) is int and type(tr) is int and type(tc) is int and r >= 0 and c >= 0 and tr >= 1 and tc >= 1:
+                    key = (-(-c // tc) or 1, -(-r // tr) or 1, 1, 1, 1, 1, 0, 2)
+                    return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         s = (shape,) if isinstance(shape, int) else tuple(shape)
         t = (tile_shape,) if isinstance(tile_shape, int) else tuple(tile_shape)
         ok = lambda v, lo: isinstance(v, int) and not isinstance(v, bool) and v >= lo  # noqa: E731

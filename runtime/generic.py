@@ -27,6 +27,11 @@ _BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.ite
 _DTYPE = operator.attrgetter("dtype")
 
 
+def _float_bits(v: Any) -> Any:
+    """A float Constant's exact value as a key (`float.hex`), anything else as itself."""
+    return float.hex(v) if isinstance(v, float) else v
+
+
 def _picker(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """`args -> tuple(args[i] for i in idx)`, exactly and at C speed (an itemgetter of one
     slice for a single index, so the result is always a tuple)."""
@@ -181,15 +186,38 @@ def _constant_value(kernel: str, param: str, scalar: str, v: Any) -> Any:
     return float(v) if scalar == "f64" else v
 
 
+def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
+    """`args -> key`: what the specialisation depends on, one flat tuple (each part at fixed
+    positions): the dtypes of the type-variable slices, the types of the scalars and Constants (a
+    NumPy scalar's type names its dtype; `True == 1` and `1 == 1.0` with one hash, so the type
+    keys beside the value) and the Constants' values, a float's by its bits (`-0.0 == 0.0`).
+    Raises AttributeError (no dtype) or, on lookup, TypeError (unhashable) where the slow path
+    has something to say."""
+    params = sig.params
+    slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
+    scalar_idx = [i for i, p in enumerate(params) if p in sig.typevar_of and not sig.is_slice[p]]
+    const_idx = [i for i, p in enumerate(params) if p in sig.constants]
+    scalars, consts = _picker(scalar_idx + const_idx), _picker(const_idx)
+    if any(sig.constants[p] == "f64" for p in sig.constants):  # a float by its bits (a NaN too: one key)
+        return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *map(_float_bits, consts(args)))
+    if not scalar_idx:
+        return lambda args: (*map(_DTYPE, slices(args)), *map(type, c := consts(args)), *c)
+    return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *consts(args))
+
+
 class GenericLaunch:
     """What `generic_kernel[config]` returns: specialises on each call's arguments.
 
     The specialisation is a function of the dtypes of the type-variable arguments (the type,
     for a Python number) and of the Constants' values, so a positional call looks its launcher
     up by those alone (`_fast`); the launcher then validates the arguments as on any launch.
+    The key holds each Constant's type beside its value (`True == 1` and `1 == 1.0`, with one
+    hash) and a float Constant's bits (`-0.0 == 0.0`).  `kernel[config]` keeps one
+    `GenericLaunch` per config (anodize/kernel.py), so a config built inline on every launch
+    keeps this memo too.
     """
 
-    __slots__ = ("kernel", "config", "sig", "_n", "_slices", "_scalars", "_consts", "_keep", "_fast")
+    __slots__ = ("kernel", "config", "sig", "_n", "_keep", "_fast", "_key")
 
     _FAST_MAX = 256  # launchers remembered per config (Constants can take many values)
 
@@ -197,18 +225,10 @@ class GenericLaunch:
         self.kernel, self.config, self.sig = kernel, config, sig
         params = sig.params
         self._n = len(params)
-        self._slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
-        self._scalars = _picker([i for i, p in enumerate(params) if (p in sig.typevar_of and not sig.is_slice[p]) or p in sig.constants])
-        self._consts = _picker([i for i, p in enumerate(params) if p in sig.constants])
         keep = [i for i, p in enumerate(params) if p not in sig.constants]
         self._keep = None if not sig.constants else _picker(keep)
         self._fast: dict[tuple[Any, ...], Any] = {}
-
-    def _key(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
-        """What the specialisation depends on: the slices' dtypes, the scalars' types (a NumPy
-        scalar's type names its dtype) and the Constants' values.  Raises AttributeError or
-        TypeError where the slow path has something to say."""
-        return (tuple(map(_DTYPE, self._slices(args))), tuple(map(type, self._scalars(args))), self._consts(args))
+        self._key = _key_function(sig)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:

@@ -60,10 +60,13 @@ def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
             f"kernel `{kernel.__name__}` must be launched with an az.LaunchConfig, got {config!r}",
             help="use `kernel[az.LaunchConfig.for_num_elems(n)](...)` or `az.LaunchConfig(grid, block)`",
         )
-    key = ("launcher", config, safe)
-    hit = kernel._cache.get(key)
+    launchers = kernel._cache.get("launchers")
+    if launchers is None:
+        launchers = kernel._cache["launchers"] = {}
+    key = (config, safe)
+    hit = launchers.get(key)
     if hit is not None:
-        return hit
+        return hit  # type: ignore[no-any-return]
     check_limits(kernel.__name__, UNIVERSAL, "any CUDA device", config)
     contract: Contract | None = None
     if safe:
@@ -81,8 +84,13 @@ def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
     if contract is not None:
         check_contract(kernel.__name__, contract, config)
     launcher = Launcher(kernel, config, safe, contract)
-    kernel._cache[key] = launcher
+    if len(launchers) >= _LAUNCHERS_MAX:  # a loop over ever new sizes: forget, never grow without bound
+        launchers.clear()
+    launchers[key] = launcher
     return launcher
+
+
+_LAUNCHERS_MAX = 256  # launchers (with their plans) remembered per kernel, by config
 
 
 class Launcher:

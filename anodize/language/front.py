@@ -109,7 +109,7 @@ class ModuleFront:
     def typed(self, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], ...] = ()) -> TypedKernel:
         """The kernel's typed model for one specialisation (type variable -> scalar name,
         `az.Constant` parameter -> value; empty for a kernel that is not generic)."""
-        key = (id(fdef), spec)
+        key = (id(fdef), spec_key(spec))
         hit = self._typed.get(key)
         if hit is not None:
             return hit
@@ -250,3 +250,11 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
     fn.__module__ = "__anodize_source__"
     fn.__doc__ = ast.get_docstring(fdef)
     return fn
+
+
+def spec_key(spec: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
+    """A specialisation as a cache key: a float Constant by its exact bits (`-0.0 == 0.0` and
+    they hash alike, but they are two specialisations; every NaN is one)."""
+    if not any(isinstance(v, float) for _, v in spec):
+        return spec
+    return tuple((n, ("f64", float.hex(v)) if isinstance(v, float) else v) for n, v in spec)
