@@ -56,10 +56,12 @@ def real(request: pytest.FixtureRequest) -> Iterator[Device]:
 
 def _forged(grid: tuple[int, int, int], block: tuple[int, int, int], rank: int) -> LaunchConfig:
     """A config whose rank disagrees with its extents (LaunchConfig itself never builds one)."""
-    cfg = LaunchConfig(1, 1)
+    cfg = object.__new__(LaunchConfig)  # not `LaunchConfig(1, 1)`: that object is interned, shared by every launch
     object.__setattr__(cfg, "grid", grid)
     object.__setattr__(cfg, "block", block)
+    object.__setattr__(cfg, "shared_mem", 0)
     object.__setattr__(cfg, "rank", rank)
+    object.__setattr__(cfg, "_hash", hash((grid, block, 0, rank)))
     return cfg
 
 
