@@ -140,8 +140,12 @@ class Kernel(Generic[P]):
         ck = ("spec", spec_key(key))
         hit = self._cache.get(ck)
         if hit is None:
-            hit = self._cache[ck] = Kernel(self.fn, self.contract_spec, spec=key)
+            hit = self._cache[ck] = self._specialised(key)
         return hit  # type: ignore[no-any-return]
+
+    def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
+        """A new kernel object for the specialisation `key` (a subclass keeps its own options)."""
+        return Kernel(self.fn, self.contract_spec, spec=key)
 
     # -- launching ------------------------------------------------------------------------
     _LAUNCHES_MAX = 64  # launch objects remembered per kernel, by config (then forgotten at once)
@@ -301,14 +305,8 @@ class TileKernel(Kernel[P]):
         super().__init__(fn, contract, spec)
         self.num_warps = num_warps
 
-    def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
-        from anodize.language.front import spec_key
-
-        ck = ("spec", spec_key(key))
-        hit = self._cache.get(ck)
-        if hit is None:
-            hit = self._cache[ck] = TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
-        return hit  # type: ignore[no-any-return]
+    def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
+        return TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
 
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its

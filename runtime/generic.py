@@ -27,11 +27,6 @@ _BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.ite
 _DTYPE = operator.attrgetter("dtype")
 
 
-def _float_bits(v: Any) -> Any:
-    """A float Constant's exact value as a key (`float.hex`), anything else as itself."""
-    return float.hex(v) if isinstance(v, float) else v
-
-
 def _picker(idx: list[int]) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:
     """`args -> tuple(args[i] for i in idx)`, exactly and at C speed (an itemgetter of one
     slice for a single index, so the result is always a tuple)."""
@@ -193,13 +188,15 @@ def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[An
     keys beside the value) and the Constants' values, a float's by its bits (`-0.0 == 0.0`).
     Raises AttributeError (no dtype) or, on lookup, TypeError (unhashable) where the slow path
     has something to say."""
+    from anodize.language.front import constant_key  # the one float-by-bits key (the specialisation caches use it too)
+
     params = sig.params
     slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
     scalar_idx = [i for i, p in enumerate(params) if p in sig.typevar_of and not sig.is_slice[p]]
     const_idx = [i for i, p in enumerate(params) if p in sig.constants]
     scalars, consts = _picker(scalar_idx + const_idx), _picker(const_idx)
     if any(sig.constants[p] == "f64" for p in sig.constants):  # a float by its bits (a NaN too: one key)
-        return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *map(_float_bits, consts(args)))
+        return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *map(constant_key, consts(args)))
     if not scalar_idx:
         return lambda args: (*map(_DTYPE, slices(args)), *map(type, c := consts(args)), *c)
     return lambda args: (*map(_DTYPE, slices(args)), *map(type, scalars(args)), *consts(args))

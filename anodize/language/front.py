@@ -252,9 +252,14 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
     return fn
 
 
+def constant_key(v: Any) -> Any:
+    """A Constant's value as a cache key: a float by its exact bits (`-0.0 == 0.0` and they hash
+    alike, but they are two specialisations; every NaN is one key), anything else as itself."""
+    return ("f64", float.hex(v)) if isinstance(v, float) else v
+
+
 def spec_key(spec: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """A specialisation as a cache key: a float Constant by its exact bits (`-0.0 == 0.0` and
-    they hash alike, but they are two specialisations; every NaN is one)."""
+    """A specialisation as a cache key: each value by `constant_key`."""
     if not any(isinstance(v, float) for _, v in spec):
         return spec
-    return tuple((n, ("f64", float.hex(v)) if isinstance(v, float) else v) for n, v in spec)
+    return tuple((n, constant_key(v)) for n, v in spec)
