@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,3 +42,24 @@ def mypy_warm_base(fixtures_run: MypyRun) -> Path:
     """The warm base of `incremental_cases.seeded`: the fixtures' cold run's cache."""
     incremental_cases.use_warm_base(fixtures_run.cache)
     return fixtures_run.cache
+
+
+@pytest.fixture
+def engine_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """The modules the engine ran on in this (mypy's) process, with `ANODIZE_MYPY_WORKERS` from
+    the test's parameter and no results left from earlier tests; with a worker the list stays
+    empty and `engine_results._pending` shows what was sent."""
+    from anodize.checker.mypy import engine_results
+
+    monkeypatch.setenv("ANODIZE_MYPY_WORKERS", str(request.param))
+    incremental_cases.fresh_pool_state()
+    runs: list[str] = []
+    real = engine_results.run_engine
+
+    def spy(source: str, path: str) -> tuple[object, ...]:
+        runs.append(Path(path).name)
+        return real(source, path)
+
+    monkeypatch.setattr(engine_results, "run_engine", spy)
+    yield runs
+    incremental_cases.fresh_pool_state()  # later tests start their own worker

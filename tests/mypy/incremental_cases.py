@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import textwrap
@@ -83,3 +84,30 @@ def seeded(cache: Path) -> Path:
     if _BASE and not cache.exists():
         shutil.copytree(_BASE[0], cache)
     return cache
+
+
+def run_mypy(root: Path, cache: Path, *files: str) -> str:
+    """mypy's output (the plugin, `config(root)`) over `files` in `root` (kmod.py and host.py by
+    default), on the cache `seeded(cache)`; a run must never end in an internal error."""
+    import mypy.api
+
+    old = os.getcwd()
+    os.chdir(root)
+    try:
+        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), *(files or ("kmod.py", "host.py"))])
+    finally:
+        os.chdir(old)
+    assert "INTERNAL ERROR" not in out + err, out + err
+    return out
+
+
+def fresh_pool_state() -> None:
+    """The plugin's engine as in a new mypy process: no worker, no results kept."""
+    from anodize.checker.mypy import engine_results
+
+    engine_results._disable_pool()
+    engine_results._pool = None
+    engine_results._pool_broken = False
+    engine_results._results.clear()
+    engine_results._pending.clear()
+    engine_results._last.clear()

@@ -3,14 +3,12 @@ re-checks the module that launches it, and unchanged runs give the same errors."
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import mypy.api
 import pytest
-from incremental_cases import LAUNCH_LINES, config, errors_in_text, seeded, write
+from incremental_cases import LAUNCH_LINES, config, errors_in_text, run_mypy, write
 
 pytestmark = pytest.mark.usefixtures("mypy_warm_base")  # each test's mypy cache starts warm for anodize and the standard library
 NO_CONTRACT = {("host.py", line, "az-no-contract") for line in LAUNCH_LINES}
@@ -18,14 +16,7 @@ ALIAS = {("host.py", LAUNCH_LINES[1], "az-alias")}
 
 
 def _mypy(root: Path, cache: Path) -> set[tuple[str, int, str]]:
-    old = os.getcwd()
-    os.chdir(root)
-    try:
-        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), "kmod.py", "host.py"])
-    finally:
-        os.chdir(old)
-    assert "INTERNAL ERROR" not in out + err, out + err
-    return errors_in_text(out)
+    return errors_in_text(run_mypy(root, cache))
 
 
 def test_incremental_cache_follows_a_contract_change(tmp_path: Path) -> None:

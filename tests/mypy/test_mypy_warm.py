@@ -4,14 +4,11 @@ checked again, and a new rule set must re-check every module (the plugin's cache
 
 from __future__ import annotations
 
-import os
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 
-import mypy.api
 import pytest
-from incremental_cases import KERNEL_MODULE, LAUNCH_LINES, config, errors_in_text, seeded, write
+from incremental_cases import KERNEL_MODULE, LAUNCH_LINES, errors_in_text, run_mypy, write
 
 from anodize.checker import mypy_plugin
 from anodize.checker.api import check_source
@@ -34,46 +31,12 @@ BAD_KERNEL = textwrap.dedent(
 BAD_LINE = len(KERNEL_MODULE.format(contract="").splitlines()) + len(BAD_KERNEL.splitlines())
 
 
-def _fresh() -> None:
-    engine_results._disable_pool()
-    engine_results._pool = None
-    engine_results._pool_broken = False
-    engine_results._results.clear()
-    engine_results._pending.clear()
-    engine_results._last.clear()
-
-
-@pytest.fixture
-def engine_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The modules the engine ran on in this process (`ANODIZE_MYPY_WORKERS` from the test's
-    parameter; with a worker, the list stays empty and `_pending` shows what was sent)."""
-    monkeypatch.setenv("ANODIZE_MYPY_WORKERS", str(request.param))
-    _fresh()
-    runs: list[str] = []
-    real = engine_results.run_engine
-
-    def spy(source: str, path: str) -> tuple[object, ...]:
-        runs.append(Path(path).name)
-        return real(source, path)
-
-    monkeypatch.setattr(engine_results, "run_engine", spy)
-    yield runs
-    _fresh()
-
-
 def _mypy(root: Path, cache: Path) -> str:
     """mypy's full output over the two modules; the engine's in-process memory is cleared
     first, as in a new mypy process (the cold/warm difference is mypy's cache alone)."""
     engine_results._results.clear()
     engine_results._last.clear()
-    old = os.getcwd()
-    os.chdir(root)
-    try:
-        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), "kmod.py", "host.py"])
-    finally:
-        os.chdir(old)
-    assert "INTERNAL ERROR" not in out + err, out + err
-    return out
+    return run_mypy(root, cache)
 
 
 def _project(tmp_path: Path, *, bad: bool) -> Path:

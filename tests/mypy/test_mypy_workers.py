@@ -7,12 +7,10 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import mypy.api
 import pytest
-from incremental_cases import LAUNCH_LINES, config, errors_in_text, seeded, write
+from incremental_cases import LAUNCH_LINES, errors_in_text, run_mypy, write
 
 from anodize.checker.mypy import engine_results
 
@@ -22,56 +20,23 @@ ALIAS = {("host.py", LAUNCH_LINES[1], "az-alias")}
 LINUX = sys.platform == "linux"
 
 
-def _fresh_pool_state() -> None:
-    engine_results._disable_pool()
-    engine_results._pool = None
-    engine_results._pool_broken = False
-    engine_results._results.clear()
-    engine_results._pending.clear()
-    engine_results._last.clear()
-
-
-@pytest.fixture
-def in_process_runs(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
-    """The paths the engine ran on in this (mypy's) process, with `ANODIZE_MYPY_WORKERS` set
-    to the test's parameter and no results left from earlier tests."""
-    monkeypatch.setenv("ANODIZE_MYPY_WORKERS", str(request.param))
-    _fresh_pool_state()
-    runs: list[str] = []
-    real = engine_results.run_engine
-
-    def spy(source: str, path: str) -> tuple[object, ...]:
-        runs.append(Path(path).name)
-        return real(source, path)
-
-    monkeypatch.setattr(engine_results, "run_engine", spy)
-    yield runs
-    _fresh_pool_state()  # later tests start their own worker
-
-
 def _mypy(root: Path, cache: Path, *files: str) -> tuple[set[tuple[str, int, str]], str]:
-    old = os.getcwd()
-    os.chdir(root)
-    try:
-        out, err, _ = mypy.api.run(["--config-file", str(config(root)), "--cache-dir", str(seeded(cache)), *files])
-    finally:
-        os.chdir(old)
-    assert "INTERNAL ERROR" not in out + err, out + err
+    out = run_mypy(root, cache, *files)
     return errors_in_text(out), out
 
 
-@pytest.mark.parametrize("in_process_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
-def test_a_contract_edited_in_the_imported_module_changes_the_result(tmp_path: Path, in_process_runs: list[str]) -> None:
+@pytest.mark.parametrize("engine_runs", [0, 1], indirect=True, ids=["in-process", "worker"])
+def test_a_contract_edited_in_the_imported_module_changes_the_result(tmp_path: Path, engine_runs: list[str]) -> None:
     workers = int(os.environ["ANODIZE_MYPY_WORKERS"])
     root = tmp_path / "proj"
     root.mkdir()
     write(root, contract=True, second="out")
     assert _mypy(root, tmp_path / "cache", "kmod.py", "host.py")[0] == ALIAS
     if workers and LINUX:
-        assert in_process_runs == [], "the worker should have checked both modules"
+        assert engine_runs == [], "the worker should have checked both modules"
         assert engine_results._pool is not None
     else:
-        assert sorted(in_process_runs) == ["host.py", "kmod.py"]
+        assert sorted(engine_runs) == ["host.py", "kmod.py"]
     # only the kernel's module changes (host.py's text does not): its launches' results follow
     write(root, contract=False, second="out")
     assert _mypy(root, tmp_path / "cache", "kmod.py", "host.py")[0] == NO_CONTRACT | ALIAS
@@ -79,8 +44,8 @@ def test_a_contract_edited_in_the_imported_module_changes_the_result(tmp_path: P
     assert _mypy(root, tmp_path / "cache", "kmod.py", "host.py")[0] == ALIAS
 
 
-@pytest.mark.parametrize("in_process_runs", [0], indirect=True)
-def test_no_engine_run_where_mypy_drops_every_error(tmp_path: Path, in_process_runs: list[str]) -> None:
+@pytest.mark.parametrize("engine_runs", [0], indirect=True)
+def test_no_engine_run_where_mypy_drops_every_error(tmp_path: Path, engine_runs: list[str]) -> None:
     root = tmp_path / "proj"
     root.mkdir()
     write(root, contract=False, second="out")
@@ -89,7 +54,7 @@ def test_no_engine_run_where_mypy_drops_every_error(tmp_path: Path, in_process_r
     errors, out = _mypy(root, tmp_path / "cache", "kmod.py", "host.py")
     assert errors == NO_CONTRACT | ALIAS, out  # host.py: checked as before
     assert "kmod.py" not in out
-    assert in_process_runs == ["host.py"]
+    assert engine_runs == ["host.py"]
 
 
 def test_default_placement(monkeypatch: pytest.MonkeyPatch) -> None:
