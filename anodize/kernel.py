@@ -141,7 +141,7 @@ class Kernel(Generic[P]):
         hit = self._cache.get(ck)
         if hit is None:
             hit = self._cache[ck] = self._specialised(key)
-        return hit  # type: ignore[no-any-return]
+        return hit
 
     def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         """A new kernel object for the specialisation `key` (a subclass keeps its own options)."""
