@@ -32,18 +32,12 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "examples"))
 
 import anodize as az  # noqa: E402
-from anodize import DisjointSlice, Slice, f32, thread, tile  # noqa: E402
-
-BLOCK = 1024
-
-
-@az.launch_contract(domain=1, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
-@az.tile_kernel(num_warps=8)
-def add(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
-    pid = tile.program_id_1d()
-    tile.store(c, pid, tile.load(a, pid, BLOCK) + tile.load(b, pid, BLOCK))
+from anodize import DisjointSlice, Slice, f32, tile  # noqa: E402
+from tile_add import BLOCK, add  # noqa: E402  (the examples' kernels: the tile add, 1024 a tile over 8 warps)
+from vecadd import vecadd as vadd  # noqa: E402  (256 threads a block)
 
 
 @az.launch_contract(domain=1, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
@@ -51,14 +45,6 @@ def add(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
 def add4(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32], TILE: az.Constant[int], V: az.Constant[int]) -> None:
     pid = tile.program_id_1d()  # `V` only picks a specialisation, as in bench/tile_add_probe.py
     tile.store(c, pid, tile.load(a, pid, TILE) + tile.load(b, pid, TILE))
-
-
-@az.launch_contract(domain=1, block=256, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
-@az.kernel
-def vadd(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
-    i = thread.index_1d()
-    if i in c:
-        c[i] = a[i] + b[i]
 
 
 def forms(n: int, a: object, b: object, c: object, torch: object) -> dict[str, tuple[Callable[[], object], str]]:
