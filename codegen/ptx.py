@@ -161,21 +161,27 @@ class NVPTXTarget(Target):
         # `.global` initialised with `.shared` symbols, which ptxas rejects
         add_attr(fn.attributes, '"no-jump-tables"="true"')
         lw.module.data_layout = data_layout()
-        block = self.contract.block if self.contract is not None else None
+        block = self.reqntid()
         if block:
-            x, y, z = (tuple(block) + (1, 1))[:3]
+            x, y, z = block
             add_attr(fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
         per_sm = getattr(self.contract, "min_blocks_per_sm", None)
         if per_sm:  # `.minnctapersm`: ptxas keeps registers within 65536 / (threads * per_sm)
             add_attr(fn.attributes, f'"nvvm.minctasm"="{per_sm}"')
 
-    def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+    def reqntid(self) -> tuple[int, int, int] | None:
+        """The exact block the kernel is compiled for (its contract's `block`, as PTX
+        `.reqntid`), or None."""
         block = self.contract.block if self.contract is not None else None
+        return (tuple(block) + (1, 1))[:3] if block else None  # type: ignore[return-value]
+
+    def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        block = self.reqntid()
         if block and axis in ("x", "y", "z") and reg in ("ntid", "tid"):
             # `.reqntid` is exact: the driver refuses a launch with any other block
             # (CUDA_ERROR_INVALID_VALUE, measured on the H200), so the block's extents are
             # constants here and a thread index along an extent of 1 is 0
-            extent = (tuple(block) + (1, 1))[:3]["xyz".index(axis)]
+            extent = block["xyz".index(axis)]
             if reg == "ntid":
                 return llir.Constant(I32T, extent)
             if extent == 1:
