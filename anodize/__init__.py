@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         u64,
     )
     from anodize.runtime.config import LaunchConfig
+    from anodize.autotuning import Autotuned, Config, autotune
     from anodize.runtime.device import Buffer, Device, device, devices
     # issue 7: lazy ops, stream pools, graph capture, ownership across time
     from anodize.runtime.graphs import Graph, capture
@@ -82,6 +83,9 @@ _LAZY = {
     "LaunchError": "anodize.language.errors",
     "OutOfMemoryError": "anodize.language.errors",
     "LaunchConfig": "anodize.runtime.config",
+    "Autotuned": "anodize.autotuning",
+    "Config": "anodize.autotuning",
+    "autotune": "anodize.autotuning",
     "Buffer": "anodize.runtime.device",
     "Device": "anodize.runtime.device",
     "device": "anodize.runtime.device",
@@ -178,6 +182,9 @@ __all__ = [
     "Kernel",
     "KernelFault",
     "LaunchConfig",
+    "Autotuned",
+    "Config",
+    "autotune",
     "LaunchError",
     "LocalArray",
     "Op",

@@ -268,6 +268,9 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("action", choices=["info", "clear"])
     n = sub.add_parser("new", help="create a starter kernel file")
     n.add_argument("name")
+    from anodize.cli_tune import add_parser
+
+    add_parser(sub)
     return p
 
 
@@ -285,7 +288,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         print(f"anodize {anodize.__version__}")
         return 0
-    handlers = {"cache": cmd_cache, "compile": cmd_compile, "run": cmd_run, "doctor": cmd_doctor, "new": cmd_new}
+    from anodize.cli_tune import cmd_tune
+
+    handlers = {"cache": cmd_cache, "compile": cmd_compile, "run": cmd_run, "doctor": cmd_doctor, "new": cmd_new, "tune": cmd_tune}
     if args.cmd not in handlers:
         parser.print_help()
         return 2

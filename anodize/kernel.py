@@ -89,10 +89,15 @@ class Launch(Protocol[P]):
 class Kernel(Generic[P]):
     """A kernel: launch with `k[config](*args)` (needs a contract) or `k.unsafe_launch`."""
 
-    def __init__(self, fn: Callable[P, None], contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None):
+    def __init__(self, fn: Callable[P, None], contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None,
+                 options: tuple[tuple[str, Any], ...] = ()):
         self.fn = fn
         # a specialisation of a generic kernel: type variable -> scalar name, Constant -> value
+        # (and the compile options below, which every specialisation carries)
         self.spec = spec
+        # compile options baked into every specialisation (`num_warps=`, `num_stages=`: an autotuning
+        # configuration's, language/tile_vocab.py COMPILE_OPTIONS); () for a kernel as written
+        self.options = options
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -140,12 +145,12 @@ class Kernel(Generic[P]):
         ck = ("spec", spec_key(key))
         hit = self._cache.get(ck)
         if hit is None:
-            hit = self._cache[ck] = self._specialised(key)
+            hit = self._cache[ck] = self._specialised(tuple(sorted(key + self.options)) if self.options else key)
         return hit
 
     def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         """A new kernel object for the specialisation `key` (a subclass keeps its own options)."""
-        return Kernel(self.fn, self.contract_spec, spec=key)
+        return Kernel(self.fn, self.contract_spec, spec=key, options=self.options)
 
     # -- launching ------------------------------------------------------------------------
     _LAUNCHES_MAX = 64  # launch objects remembered per kernel, by config (then forgotten at once)
@@ -301,12 +306,13 @@ class TileKernel(Kernel[P]):
     from the kernel (`num_warps * 32` threads, one dimension); only the grid of the config
     counts (`az.LaunchConfig.for_tiles(shape, tile_shape)`)."""
 
-    def __init__(self, fn: Callable[P, None], num_warps: int = 4, contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None):
-        super().__init__(fn, contract, spec)
+    def __init__(self, fn: Callable[P, None], num_warps: int = 4, contract: ContractSpec | None = None, spec: tuple[tuple[str, Any], ...] | None = None,
+                 options: tuple[tuple[str, Any], ...] = ()):
+        super().__init__(fn, contract, spec, options)
         self.num_warps = num_warps
 
     def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
-        return TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key)
+        return TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key, options=self.options)
 
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its

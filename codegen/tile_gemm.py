@@ -101,7 +101,7 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     # the block's opt-in limit on this arch (not beside a dynamic array of the kernel's own)
     limit = max(STATIC_SHARED, getattr(lowering, "shared_limit", STATIC_SHARED))
     own_dynamic = any(t.dynamic for t in lowering.shared.values())
-    for stages in (4, 3, 2):
+    for stages in _stage_choices(k, (4, 3, 2)):
         nbytes = gemm_staging_bytes(tile_m=bm, tile_n=bn, tile_k=bk, stages=stages)
         if used + nbytes <= STATIC_SHARED or (not own_dynamic and used + nbytes <= limit):
             break
@@ -120,6 +120,13 @@ def lower_gemm(lowering: Any, form: GemmForm, body: tuple[ir.Stmt, ...] = (), ze
     return _tile_gemm(lowering, form, warps, stages, smem, "mma", 0, False)
 
 
+def _stage_choices(k: ir.KernelIR, choices: tuple[int, ...]) -> tuple[int, ...]:
+    """The ring depths to try, deepest first: the compiler's, or exactly the kernel's `num_stages`
+    (an autotuning configuration's) when it set one the routine can take."""
+    want = getattr(k, "tile_stages", 0)
+    return (want,) if want in choices else choices
+
+
 def _wgmma_config(lowering: Any, form: GemmForm, warps: int) -> Any:
     """The wgmma tile for `form` on sm_90, or None (then mma.sync): the user's (BM, BN) -- the
     programs are theirs -- with BM = 64 per warpgroup of 4 warps, BN 64, 128 or 256 and at most
@@ -131,7 +138,7 @@ def _wgmma_config(lowering: Any, form: GemmForm, warps: int) -> Any:
         return None
     bm, bn, _ = form.shape
     used = static_shared_bytes(lowering.shared)
-    for stages in (4, 3):
+    for stages in _stage_choices(lowering.k, (4, 3)):
         try:
             cfg = AsmGemmConfig(bm, bn, warps, stages, form.a.slice.ty.elem.name, form.out_elem)
         except ValueError:

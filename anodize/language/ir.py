@@ -591,6 +591,7 @@ class KernelIR:
     uses_shared: bool = False
     shared: tuple[tuple[str, SharedTy], ...] = field(default=())
     tile_warps: int = 0  # a tile kernel (`@az.tile_kernel`, language/tile_ir.py): its num_warps; 0 for SIMT
+    tile_stages: int = 0  # the most pipeline stages its loops may take (an autotuning config's `num_stages`); 0: the compiler's choice
 
     @property
     def param_types(self) -> dict[str, Ty]:

@@ -38,3 +38,10 @@ TILE_MAX_RANK = 2
 TILE_MAX_ELEMS = 1 << 16  # elements of one tile value (a tile lives in shared memory on the GPU)
 DEFAULT_NUM_WARPS = 4
 NUM_WARPS_CHOICES = (1, 2, 4, 8, 16, 32)
+# Compile options a specialisation may carry beside its type variables and Constants (an autotuning
+# configuration's `num_warps=` and `num_stages=`, anodize/autotuning.py).  Their keys end in `=`, so no
+# parameter name can collide with them; the typer reads them from the specialisation (`spec`).
+OPTION_NUM_WARPS = "num_warps="
+OPTION_NUM_STAGES = "num_stages="
+COMPILE_OPTIONS = (OPTION_NUM_WARPS, OPTION_NUM_STAGES)
+NUM_STAGES_CHOICES = (1, 2, 3, 4, 5, 6)

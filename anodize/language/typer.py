@@ -26,6 +26,7 @@ from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.param_annotations import constant_param_type, constant_params
 from anodize.language.symbols import MISSING, RESERVED_PREFIX, Symbol
+from anodize.language.tile_vocab import OPTION_NUM_STAGES, OPTION_NUM_WARPS
 from anodize.language.vocab import SLICE_KINDS
 from anodize.language.ir import FaultSite, ParamSpec
 from anodize.language.fn_types import FnTypes
@@ -389,7 +390,7 @@ def _type_kernel(
             k.diags.append(f.diag)
     if k.diags:
         raise CheckError(k.diags) from None
-    compiler, warps = _tile_hook(front, fdef, ptypes)
+    compiler, warps = _tile_hook(front, fdef, ptypes, spec)
     comp = compiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
     body = comp.body(fdef.body)
     k.views.append(FnTypes(fdef, comp.exprs, comp.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
@@ -411,6 +412,7 @@ def _type_kernel(
         uses_shared=k.uses_shared,
         shared=tuple(k.shared.items()),
         tile_warps=warps,
+        tile_stages=int(spec.get(OPTION_NUM_STAGES, 0)) if warps else 0,
     )
     bound = tile_storage_bound(kir) if warps and front.path != REFERENCE_PATH else 0
     if bound > STATIC_SHARED_MAX_BYTES and not attention_tiles_in_registers(kir):
@@ -419,14 +421,16 @@ def _type_kernel(
     return kir
 
 
-def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty]) -> tuple[type, int]:
+def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty], spec: dict[str, Any]) -> tuple[type, int]:
     """The function compiler of a kernel's body: the tile typer (`typer_tiles.py`) and its
-    `num_warps` for an `@az.tile_kernel`, else the SIMT one and 0."""
+    `num_warps` for an `@az.tile_kernel` (the decorator's, or the specialisation's compile option:
+    an autotuning configuration's), else the SIMT one and 0."""
     if front.symbols.tile_decorator(fdef) is None:
         return _FnCompiler, 0
     from anodize.language.typer_tiles import TileCompiler, check_tile_params, num_warps
 
     warps, diags = num_warps(front, fdef)
+    warps = int(spec.get(OPTION_NUM_WARPS, warps))
     diags += check_tile_params(front, fdef, ptypes)
     if diags:
         raise CheckError(diags) from None

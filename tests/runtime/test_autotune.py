@@ -1,0 +1,310 @@
+"""`@az.autotune` (anodize/autotuning.py, runtime/tuning.py, tune_cache.py, tune_model.py) on the
+CPU backend: every configuration is checked before it could run, refused ones are skipped with
+their reason and never launched, the choice is kept per key, and the CPU backend takes the first
+valid configuration untimed.  The timing and choice machinery itself runs here with wall-clock
+timing (`Tuner.timed_on_cpu`), the GPU's events in the `gpu` test."""
+
+from __future__ import annotations
+
+import json
+import os
+import textwrap
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.language.errors import ArgumentError
+from anodize.runtime import tune_cache
+from anodize.runtime.tune_model import estimate, resident_blocks
+from anodize.runtime.tuning import Tuner, TuneReport
+
+SRC = textwrap.dedent('''
+    import anodize as az
+    from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, i64, tile, thread
+
+    CONFIGS = [az.Config(BM=32, BN=16), az.Config(BM=256, BN=256), az.Config(BM=16, BN=16, num_warps=2),
+               az.Config(BM=8, BN=16, num_warps=4, num_stages=2)]
+
+    @az.autotune(configs=CONFIGS, key=["n"])
+    @az.launch_contract(domain=2)
+    @az.tile_kernel(num_warps=4)
+    def twice(x: Slice2D[f32], y: DisjointSlice2D[f32], n: i64, BM: az.Constant[int], BN: az.Constant[int]) -> None:
+        # two stores of y: one tile shape only when BM == BN (else two programs' tiles overlap)
+        pid = tile.program_id_2d()
+        t = tile.load(x, (pid.row * BM, pid.col * BN), (BM, BN))
+        tile.store(y, pid, t * 2.0)
+        u = tile.load(x, (pid.row * BN, pid.col * BM), (BN, BM))
+        tile.store(y, pid, u * 2.0)
+
+    @az.autotune(configs=[az.Config(BM=16, BN=16), az.Config(BM=8, BN=32, num_warps=2)], key=["x"])
+    @az.launch_contract(domain=2)
+    @az.tile_kernel(num_warps=4)
+    def accumulate(x: Slice2D[f32], y: DisjointSlice2D[f32], BM: az.Constant[int], BN: az.Constant[int]) -> None:
+        # reads its own output: timing it twice would double-count unless the outputs are restored
+        pid = tile.program_id_2d()
+        tile.store(y, pid, tile.load(y, pid, (BM, BN)) + tile.load(x, pid, (BM, BN)))
+
+    @az.autotune(configs=[az.Config(block=64), az.Config(block=128), az.Config(block=256)], key=["x"])
+    @az.launch_contract(domain=1, requires=lambda x, out: len(x) == len(out))
+    @az.kernel
+    def double(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i] * 2.0
+
+    @az.autotune(configs=[az.Config(block=64), az.Config(block=128)], key=["x"])
+    @az.launch_contract(domain=1, block=128, requires=lambda x, out: len(x) == len(out))
+    @az.kernel
+    def fixed(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i] + 1.0
+''')
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    import importlib.util
+    import sys
+
+    path = tmp_path_factory.mktemp("autotune") / "autotune_cases.py"
+    path.write_text(SRC)
+    spec = importlib.util.spec_from_file_location("autotune_cases", path)
+    assert spec is not None and spec.loader is not None
+    m = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = m
+    spec.loader.exec_module(m)
+    return m
+
+
+@pytest.fixture
+def timed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Tuner, "timed_on_cpu", True)
+
+
+@pytest.fixture
+def launched(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Every configuration the tuner builds a launcher for (a refused one must never appear)."""
+    seen: list[Any] = []
+    real = Tuner.launcher
+
+    def spy(self: Tuner, key: Any, c: Any, grid: Any, args: Any) -> Any:
+        seen.append(c)
+        return real(self, key, c, grid, args)
+
+    monkeypatch.setattr(Tuner, "launcher", spy)
+    return seen
+
+
+def _grid(n: int) -> Any:
+    return lambda c: az.LaunchConfig.for_tiles((n, n), (c.BM, c.BN))
+
+
+def test_refused_configurations_are_skipped_with_their_reason_and_never_run(mod: Any, timed: None, launched: list[Any]) -> None:
+    dev = az.device("cpu")
+    n = 48
+    xh = np.random.default_rng(0).random((n, n), dtype=np.float32)
+    x, y = dev.to_device(xh), dev.empty((n, n), az.f32)
+    report = mod.twice.tune(_grid(n), x, y, n)
+    by = {repr(r.config): r for r in report.records}
+    overlap = by["Config(BM=32, BN=16)"]
+    assert overlap.status == "skipped" and "az-disjoint-index" in overlap.reason and overlap.time_ms is None
+    budget = by["Config(BM=256, BN=256)"]
+    assert budget.status == "skipped" and "az-type" in budget.reason and "bytes of shared memory" in budget.reason
+    assert by["Config(BM=8, BN=16, num_warps=4, num_stages=2)"].status == "skipped"  # BM != BN: overlap again
+    assert by["Config(BM=16, BN=16, num_warps=2)"].status == "ran" and report.winner == az.Config(BM=16, BN=16, num_warps=2)
+    refused = {r.config for r in report.records if r.status == "skipped"}
+    assert refused and not refused & set(launched), "a refused configuration was launched"
+    assert report.source == "tuned" and report.compile_seconds > 0
+
+
+def test_cpu_backend_runs_the_first_valid_configuration_untimed(mod: Any, launched: list[Any]) -> None:
+    dev = az.device("cpu")
+    n = 40
+    xh = np.random.default_rng(1).random((n, n), dtype=np.float32)
+    x, y = dev.to_device(xh), dev.empty((n, n), az.f32)
+    mod.twice[_grid(n)](x, y, n)
+    np.testing.assert_allclose(y.to_host(), 2 * xh)
+    report = mod.twice.reports[(n, "float32", "float32")]
+    assert report.source == "first-valid" and report.winner == az.Config(BM=16, BN=16, num_warps=2)
+    statuses = [r.status for r in report.records]
+    assert statuses == ["skipped", "skipped", "untimed", "untimed"]
+    assert set(launched) == {az.Config(BM=16, BN=16, num_warps=2)}
+    # the same key again: no tuning, the chosen configuration's launcher
+    before = len(mod.twice.reports)
+    mod.twice[_grid(n)](x, y, n)
+    assert len(mod.twice.reports) == before and mod.twice.best(x, y, n) == az.Config(BM=16, BN=16, num_warps=2)
+
+
+def test_num_warps_of_a_configuration_reaches_the_typed_model(mod: Any) -> None:
+    from anodize.language.typer import build_ir
+
+    tuner = mod.twice._tuner
+    c = az.Config(BM=16, BN=16, num_warps=2)
+    v = tuner.variant(c)
+    assert v.num_warps == 2 and v.options == (("num_warps=", 2),)
+    k = v.specialize(BM=16, BN=16)
+    assert build_ir(k).tile_warps == 2 and k.spec == (("BM", 16), ("BN", 16), ("num_warps=", 2))
+    staged = tuner.variant(az.Config(BM=8, BN=8, num_stages=3)).specialize(BM=8, BN=8)
+    assert build_ir(staged).tile_stages == 3 and build_ir(k).tile_stages == 0
+
+
+def test_outputs_are_restored_after_timing(mod: Any, timed: None) -> None:
+    dev = az.device("cpu")
+    n = 32
+    xh = np.random.default_rng(2).random((n, n), dtype=np.float32)
+    yh = np.random.default_rng(3).random((n, n), dtype=np.float32)
+    x, y = dev.to_device(xh), dev.to_device(yh)
+    mod.accumulate[_grid(n)](x, y)  # tunes (several timed launches), then runs once for real
+    report = mod.accumulate.reports[((n, n), "float32", "float32")]
+    assert [r.status for r in report.records] == ["ran", "ran"]
+    np.testing.assert_allclose(y.to_host(), yh + xh, rtol=1e-6)
+
+
+def test_simt_block_configurations(mod: Any, timed: None) -> None:
+    dev = az.device("cpu")
+    n = 1000
+    xh = np.arange(n, dtype=np.float32)
+    x, out = dev.to_device(xh), dev.empty(n, az.f32)
+    mod.double[lambda c: az.LaunchConfig.for_num_elems(n, block=c.block)](x, out)
+    np.testing.assert_allclose(out.to_host(), 2 * xh)
+    assert {r.status for r in mod.double.reports[((n,), "float32", "float32")].records} == {"ran"}
+    with pytest.raises(ArgumentError, match="set `block`: pass a grid function"):
+        mod.double[az.LaunchConfig.for_num_elems(n, block=64)](x, dev.empty(n + 1, az.f32))
+    # the contract fixes block=128: block=64 is refused before anything compiles
+    mod.fixed[lambda c: az.LaunchConfig.for_num_elems(n, block=c.block)](x, out)
+    rec = {repr(r.config): r for r in mod.fixed.reports[((n,), "float32", "float32")].records}
+    assert rec["Config(block=64)"].status == "skipped" and "contract fixes block=(128,)" in rec["Config(block=64)"].reason
+    np.testing.assert_allclose(out.to_host(), xh + 1)
+
+
+def test_static_problems_and_launch_errors(mod: Any) -> None:
+    bad = [az.Config(BM=16), az.Config(BM=16, BN=16, BK=8), az.Config(BM=16, BN=16, block=64), az.Config(BM=16, BN=16, num_warps=3)]
+    t = az.autotune(configs=bad + [az.Config(BM=16, BN=16)], key=["n"])(mod.twice.kernel)
+    reasons = [t._tuner.static[c] for c in bad]
+    assert "binds no value for the `az.Constant` `BN`" in reasons[0]
+    assert "no `az.Constant` parameter `BK`" in reasons[1]
+    assert "`block` is a SIMT kernel's option" in reasons[2]
+    assert "`num_warps` must be one of" in reasons[3]
+    assert t._tuner.static[az.Config(BM=16, BN=16)] == ""
+    dev = az.device("cpu")
+    x, y = dev.empty((16, 16), az.f32), dev.empty((16, 16), az.f32)
+    with pytest.raises(ArgumentError, match="bound by each autotuning configuration"):
+        t[_grid(16)](x, y, 16, BM=16)
+    with pytest.raises(ArgumentError, match="takes 3 arguments"):
+        t[_grid(16)](x, y, 16, 16, 16)
+    with pytest.raises(ArgumentError, match="not a parameter"):
+        az.autotune(configs=[az.Config(BM=16, BN=16)], key=["m"])(mod.twice.kernel)
+    nothing = az.autotune(configs=[az.Config(BM=32, BN=16)], key=["n"])(mod.twice.kernel)
+    with pytest.raises(ArgumentError, match="no configuration of autotuned kernel `twice` is valid"):
+        nothing[_grid(32)](dev.empty((32, 32), az.f32), dev.empty((32, 32), az.f32), 32)
+    with pytest.raises(ArgumentError, match="two configurations are equal"):
+        az.autotune(configs=[az.Config(BM=1, BN=1), az.Config(BN=1, BM=1)])(mod.twice.kernel)
+    with pytest.raises(ArgumentError, match="positive int"):
+        az.Config(num_warps=0)
+
+
+def test_prune_configs_by_a_user_function(mod: Any) -> None:
+    seen: list[Any] = []
+
+    def prune(configs: list[Any], args: dict[str, Any]) -> list[Any]:
+        seen.append(sorted(args))
+        return [c for c in configs if c.BM == 8]
+
+    t = az.autotune(configs=[az.Config(BM=16, BN=16), az.Config(BM=8, BN=8)], key=["n"], prune_configs_by=prune)(mod.twice.kernel)
+    dev = az.device("cpu")
+    x, y = dev.to_device(np.ones((16, 16), np.float32)), dev.empty((16, 16), az.f32)
+    t[_grid(16)](x, y, 16)
+    r = t.reports[(16, "float32", "float32")]
+    assert [x.status for x in r.records] == ["pruned", "untimed"] and r.winner == az.Config(BM=8, BN=8)
+    assert seen == [["n", "x", "y"]]
+
+
+def test_seed_file_round_trip(mod: Any, tmp_path: Any) -> None:
+    configs = [az.Config(BM=16, BN=16), az.Config(BM=8, BN=8)]
+    a = az.autotune(configs=configs, key=["n"], prune_configs_by=lambda cs, _: cs[1:])(mod.twice.kernel)
+    dev = az.device("cpu")
+    x, y = dev.to_device(np.ones((16, 16), np.float32)), dev.empty((16, 16), az.f32)
+    a[_grid(16)](x, y, 16)
+    path = str(tmp_path / "seed.json")
+    assert a.export(path) == 1
+    b = az.autotune(configs=configs, key=["n"], seed=path)(mod.twice.kernel)
+    b[_grid(16)](x, y, 16)
+    rep = b.reports[(16, "float32", "float32")]
+    assert rep.source == "seed" and rep.winner == az.Config(BM=8, BN=8)
+    # a seed naming a configuration the decorator does not declare is ignored (tuned instead)
+    data = json.loads(open(path).read())
+    data["entries"][0]["config"] = {"BM": 4, "BN": 4}
+    open(path, "w").write(json.dumps(data))
+    c = az.autotune(configs=configs, key=["n"], seed=path)(mod.twice.kernel)
+    c[_grid(16)](x, y, 16)
+    assert c.reports[(16, "float32", "float32")].source == "first-valid"
+
+
+def test_persistent_cache_is_content_addressed_and_distrusted(mod: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_CACHE", "on")
+    monkeypatch.setenv("ANODIZE_CACHE_DIR", str(tmp_path))
+    gpu = SimpleNamespace(kind="cuda", name="Fake H200", compute_capability=(9, 0))
+    other = SimpleNamespace(kind="cuda", name="Fake A100", compute_capability=(8, 0))
+    t = mod.twice._tuner
+    key = (64, "float32", "float32")
+    win = az.Config(BM=16, BN=16, num_warps=2)
+    report = TuneReport(key, win, "tuned")
+    tune_cache.store(t, key, gpu, report)
+    assert tune_cache.load(t, key, gpu) == win
+    assert tune_cache.load(t, key, other) is None  # another GPU model: tuned again
+    assert tune_cache.load(t, (65, "float32", "float32"), gpu) is None
+    (entry,) = list((tmp_path / "tune").iterdir())
+    assert entry.name == tune_cache._digest(t, key, gpu) + ".json"
+    data = json.loads(entry.read_text())
+    data["config"] = {"BM": 4096, "BN": 4096}  # not a declared configuration: never trusted
+    entry.write_text(json.dumps(data))
+    assert tune_cache.load(t, key, gpu) is None
+    entry.write_text("{not json")
+    assert tune_cache.load(t, key, gpu) is None
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps({**data, "config": win.to_json()}))
+    entry.unlink()
+    os.symlink(target, entry)  # a link out of the cache is not followed
+    assert tune_cache.load(t, key, gpu) is None
+    monkeypatch.setenv("ANODIZE_CACHE", "off")
+    assert tune_cache.load(t, key, gpu) is None
+
+
+def test_the_model_prunes_spills_and_non_resident_blocks() -> None:
+    assert resident_blocks(256, 32, 0, (9, 0)) == 8  # the thread limit (2048)
+    assert resident_blocks(256, 128, 0, (9, 0)) == 2  # 65536 registers / (128 x 256)
+    assert resident_blocks(128, 64, 100 * 1024, (9, 0)) == 2  # 228 KiB of shared memory
+    assert resident_blocks(1024, 255, 0, (9, 0)) == 0
+    dev = SimpleNamespace(kind="cuda", compute_capability=(9, 0))
+
+    def art(regs: int, spills: int = 0, shared: int = 0, threads: int = 256) -> Any:
+        res = SimpleNamespace(registers=regs, spill_stores=spills, spill_loads=0)
+        return SimpleNamespace(resources=res, contract=SimpleNamespace(block=(threads,)), static_shared_bytes=shared, dynamic_shared_bytes=0)
+
+    assert "spills" in estimate(art(255, spills=64), dev).problem
+    assert "cannot be resident" in estimate(art(255, threads=1024), dev).problem
+    assert estimate(art(64), dev).score > estimate(art(128), dev).score
+
+
+def test_cli_tune(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    from anodize.cli import main
+
+    f = tmp_path / "tunable.py"
+    f.write_text(SRC.replace("key=[\"n\"])", "key=[\"n\"], inputs=make)", 1).replace(
+        "CONFIGS = [", textwrap.dedent('''
+        def make(dev, n):
+            x = dev.to_device(__import__("numpy").ones((n, n), "float32"))
+            return (lambda c: az.LaunchConfig.for_tiles((n, n), (c.BM, c.BN))), (x, dev.empty((n, n), az.f32), n)
+
+        CONFIGS = [''').strip("\n"), 1))
+    seed = tmp_path / "seed.json"
+    assert main(["tune", f"{f}:twice", "--shape", "n=32", "--export", str(seed)]) == 0
+    out = capsys.readouterr().out
+    assert "winner Config(BM=16, BN=16, num_warps=2)" in out and "az-disjoint-index" in out and "wrote 1 entry" in out
+    assert json.loads(seed.read_text())["entries"][0]["config"] == {"BM": 16, "BN": 16, "num_warps": 2}
+    assert main(["tune", f"{f}:twice", "--shape", "n=x"]) == 2
+    assert main(["tune", f"{f}:double", "--shape", "n=32"]) == 2  # no inputs= function
