@@ -36,7 +36,7 @@ def device_model(dev: Any) -> str:
     if dev.kind != "cuda":
         return dev.kind
     cc = getattr(dev, "compute_capability", None) or (0, 0)
-    return f"{getattr(dev, 'name', '?')} sm_{cc[0]}{cc[1]}"
+    return f"{getattr(dev, 'name', '?')} sm_{cc[0]}{cc[1]}"  # noqa: E501
 
 
 def _jsonable(x: Any) -> Any:

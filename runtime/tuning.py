@@ -117,6 +117,10 @@ class Tuner:
         # a Constant the launch passes changes the program: it keys the choice too
         keyed = list(at.key) + [c for c in kernel_consts if c not in self.constants and c not in at.key]
         self.key_pos = [self.launch_params.index(n) for n in keyed]
+        # the launch's Constants are baked into the specialisation: its launcher takes the rest
+        kept = [i for i, p in enumerate(self.launch_params) if p not in kernel_consts]
+        self.strip: Callable[[tuple[Any, ...]], tuple[Any, ...]] = (
+            (lambda a: a) if len(kept) == len(self.launch_params) else (lambda a: tuple(a[i] for i in kept)))
         self.static: dict[Config, str] = {c: self.static_problem(c) for c in at.configs}
         self._variants: dict[tuple[Any, ...], Kernel[Any]] = {}
         self.best: dict[tuple[Any, ...], Config] = {}
@@ -248,7 +252,7 @@ class Tuner:
                                 help="`k[lambda cfg: az.LaunchConfig.for_num_elems(n, block=cfg.block)](...)`")
         return grid
 
-    def launcher(self, key: tuple[Any, ...], c: Config, grid: Any, args: tuple[Any, ...]) -> Any:
+    def launcher(self, key: tuple[Any, ...] | None, c: Config, grid: Any, args: tuple[Any, ...]) -> Any:
         lc = self.config_for(grid, c)
         mk = (key, c, lc)
         try:
@@ -431,7 +435,7 @@ class Tuner:
             alive: list[tuple[Config, Any]] = []
             for c, launch in prepared:  # warm-up: the first launch also loads and checks the arguments
                 try:
-                    ms = timer(lambda launch=launch: launch(*args), 1)
+                    ms = timer(_calls(launch, self.strip(args)), 1)
                 except USER_ERRORS as e:
                     records[c] = self._skip(c, _first_line(e))
                     continue
@@ -442,7 +446,7 @@ class Tuner:
                 order = alive if r % 2 == 0 else alive[::-1]
                 for c, launch in order:
                     n = calls[c]
-                    times[c].append(timer(lambda launch=launch: launch(*args), n) / n)
+                    times[c].append(timer(_calls(launch, self.strip(args)), n) / n)
         finally:
             _restore_outputs(saved)
         best: Config | None = None
@@ -472,7 +476,7 @@ class TunedLaunch:
             c = t.best.get(key)
             if c is None:
                 c = t.choose(key, self.grid, args)
-            t.launcher(key, c, self.grid, args)(*args)
+            t.launcher(key, c, self.grid, args)(*t.strip(args))
         except USER_ERRORS as e:
             __tracebackhide__ = True
             raise e.with_traceback(None)
@@ -483,10 +487,17 @@ class TunedLaunch:
         args = t._bind(args, kwargs)
         key = t.key_of(args)
         c = t.best.get(key) or t.choose(key, self.grid, args)
-        return t.launcher(key, c, self.grid, args).op(*args)
+        return t.launcher(key, c, self.grid, args).op(*t.strip(args))
 
 
 # -- devices, timing, outputs ---------------------------------------------------------------
+
+
+def _calls(launch: Any, args: tuple[Any, ...]) -> Callable[[], None]:
+    def call() -> None:
+        launch(*args)
+
+    return call
 
 
 def _dims3(b: Any) -> tuple[int, ...]:

@@ -43,6 +43,8 @@ SMALL: dict[str, dict[str, int]] = {
     "tile_softmax": {"rows": 5, "cols": 300},
     "tile_layernorm": {"rows": 5, "cols": 300},
     "tile_attention": {"batch": 1, "heads": 2, "seq": 64, "d": 32},
+    "autotune_gemm": {"m": 96, "n": 80, "k": 64},
+    "autotune_softmax": {"rows": 6, "cols": 300},
 }
 
 

@@ -308,3 +308,36 @@ def test_cli_tune(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert json.loads(seed.read_text())["entries"][0]["config"] == {"BM": 16, "BN": 16, "num_warps": 2}
     assert main(["tune", f"{f}:twice", "--shape", "n=x"]) == 2
     assert main(["tune", f"{f}:double", "--shape", "n=32"]) == 2  # no inputs= function
+
+
+def test_a_launch_constant_keys_the_choice() -> None:
+    import importlib.util
+
+    path = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "autotune_softmax.py"
+    spec = importlib.util.spec_from_file_location("_autotune_softmax", path)
+    assert spec is not None and spec.loader is not None
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    t = m.softmax._tuner
+    assert set(t.constants) == {"ROWS"} and t.launch_params == ["x", "out", "cols"]
+    assert [t.launch_params[i] for i in t.key_pos] == ["x", "cols"]  # `cols` keys the choice too
+    assert t.strip(("a", "b", 256)) == ("a", "b")  # and is baked into the specialisation, not passed
+
+
+def test_the_docs_example_checks_and_runs(tmp_path: Any) -> None:
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from anodize.checker.api import check_source
+
+    root = Path(__file__).resolve().parents[2]
+    (block,) = re.findall(r"```python\n(.*?)```", (root / "docs" / "autotune.md").read_text(), re.S)
+    assert check_source(block, "autotune_doc.py") == []
+    script = tmp_path / "autotune_doc.py"  # kernels are read from their file
+    script.write_text(block)
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "ANODIZE_CACHE": "off"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "first-valid" in out.stdout and "ROWS=1" in out.stdout
