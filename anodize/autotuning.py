@@ -90,6 +90,7 @@ class Config:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Config:
+        """The configuration `to_json` wrote (raises on anything else)."""
         data = dict(data)
         block = data.pop("block", None)
         return cls(block=tuple(block) if isinstance(block, list) else block, **data)
