@@ -341,3 +341,16 @@ def test_the_docs_example_checks_and_runs(tmp_path: Any) -> None:
                          env={**os.environ, "ANODIZE_CACHE": "off"})
     assert out.returncode == 0, out.stderr[-2000:]
     assert "first-valid" in out.stdout and "ROWS=1" in out.stdout
+
+
+def test_debug_device_runs_the_first_valid_configuration(mod: Any) -> None:
+    dev = az.device("debug")
+    n = 16
+    xh = np.random.default_rng(5).random((n, n), dtype=np.float32)
+    x, y = dev.to_device(xh), dev.empty((n, n), az.f32)
+    t = az.autotune(configs=[az.Config(BM=16, BN=8), az.Config(BM=8, BN=8, num_warps=1)], key=["n"])(mod.twice.kernel)
+    t[_grid(n)](x, y, n)
+    report = t.reports[(n, "float32", "float32")]
+    assert report.source == "first-valid" and report.winner == az.Config(BM=8, BN=8, num_warps=1)
+    assert report.records[0].status == "skipped" and "az-disjoint-index" in report.records[0].reason
+    np.testing.assert_allclose(y.to_host(), 2 * xh)
