@@ -52,6 +52,14 @@ def capture(op: O.Op) -> Graph:
             f"`az.capture` takes an anodize op, got {type(op).__qualname__}",
             help="build one with `kernel[cfg].op(...)`, `dev.copy_op(...)`, `.then(...)` or `az.gather(...)`",
         )
+    from anodize.runtime.combinators import host_step
+
+    step = host_step(op)
+    if step is not None:
+        raise LaunchError(
+            f"a captured graph cannot hold a step that waits for the host ({step.describe()})",
+            help="capture the device part only, and run the host step after `graph.replay()`",
+        )
     return Graph(op)
 
 

@@ -27,7 +27,7 @@ from anodize.language.errors import LaunchError
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
 
-__all__ = ["InFlightError", "Use", "begin", "end", "order_launch", "check_host_write", "check_host_read", "in_flight"]
+__all__ = ["InFlightError", "Use", "begin", "extend", "end", "order_launch", "check_host_write", "check_host_read", "in_flight"]
 
 
 class InFlightError(LaunchError):
@@ -134,7 +134,9 @@ def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
             after.append(other)
         for other in after:
             # (never for work with staging memory of its own: that must stay registered and alive)
-            if not getattr(other, "keep", None) and not getattr(other, "finalizers", None) and _covers(
+            if not getattr(other, "keep", None) and not getattr(other, "finalizers", None) and not getattr(
+                other, "staged", None
+            ) and not _deferred(other) and _covers(
                 uses, _ACTIVE[id(other)][1]
             ):
                 # The new submission is ordered after `other` and uses all of its memory at least
@@ -146,6 +148,42 @@ def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
             if u.space == 0 and isinstance(u.obj, np.ndarray):
                 _lock_array(u.obj)
     return after
+
+
+def extend(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
+    """Register more uses of a submission that is already in flight (work an `and_then`
+    built while it was being queued); return the other in-flight submissions it must now be
+    ordered after, as `begin` does."""
+    after: list[Any] = []
+    with _lock:
+        entry = _ACTIVE.get(id(exe))
+        old = entry[1] if entry is not None else ()
+        for other, theirs in _ACTIVE.values():
+            if other is exe:
+                continue
+            if any((m.writes or t.writes) and _overlap(m, t) for m in uses for t in theirs):
+                if getattr(other, "marker", None) is None:
+                    raise InFlightError(
+                        f"cannot queue the work {exe.describe()} built: {other.describe()} uses the same "
+                        "memory and is still being submitted by another thread",
+                        help="submit work that shares buffers from one thread",
+                    )
+                after.append(other)
+        known = {(u.space, u.lo, u.hi) for u in old}
+        _ACTIVE[id(exe)] = (exe, _compact(old + uses))
+        for u in uses:
+            if u.space == 0 and isinstance(u.obj, np.ndarray) and (u.space, u.lo, u.hi) not in known:
+                known.add((u.space, u.lo, u.hi))
+                _lock_array(u.obj)
+    return after
+
+
+def _deferred(exe: Any) -> bool:
+    """Whether `exe` still has steps to queue (its completion marker is a future)."""
+    from anodize.runtime.deferred import FutureMarker
+
+    m = getattr(exe, "marker", None)
+    return isinstance(m, FutureMarker) and not m.is_done
 
 
 def _covers(new: tuple[Use, ...], old: tuple[Use, ...]) -> bool:
