@@ -141,8 +141,9 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     flight; the markers of other work it must wait for."""
     if scope[0] is not None:
         scope[0].admit(tagged_uses(op, scope[1]))
-    from anodize.runtime.submission import _kernels_of
+    from anodize.runtime.submission import _kernels_of, release_holds
 
+    release_holds(op)
     ctx.handle.kernels.extend(k for k in _kernels_of(op) if k not in ctx.handle.kernels)
     if ctx.capturing:
         return []

@@ -121,6 +121,7 @@ class Graph:
 
     def __init__(self, op: O.Op):
         op._claim(self)
+        Sub.release_holds(op)  # replays register their arrays themselves
         self.device: Device = op.device
         self._template = op
         found = _arguments(op)

@@ -191,6 +191,29 @@ class Launcher:
             raise e.with_traceback(None)
         return KernelOp(self, plan, args, record[0])
 
+    # issue 32: launchers that allocate the outputs the contract declares (runtime/outputs.py)
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Launch with the inputs; the contract's `outputs=` allocates the outputs, returned
+        (a tuple when several)."""
+        from anodize.runtime.outputs import call
+
+        try:
+            return call(self, args, kwargs)
+        except USER_ERRORS as e:
+            __tracebackhide__ = True
+            raise e.with_traceback(None)
+
+    def call_op(self, *args: Any, **kwargs: Any) -> Any:
+        """The lazy `call`: an op whose result is the allocated outputs; its arrays are guarded
+        from now until it completes."""
+        from anodize.runtime.outputs import call_op
+
+        try:
+            return call_op(self, args, kwargs)
+        except USER_ERRORS as e:
+            __tracebackhide__ = True
+            raise e.with_traceback(None)
+
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         return bind_keywords(self.kernel.__name__, tuple(self.kernel.signature.parameters), args, kwargs)
 

@@ -164,8 +164,19 @@ def _lane_for(dev: Device, stream: Any) -> S.Lane:
     return S.GpuLane(dev, stream)
 
 
+def release_holds(op: Op) -> None:
+    """`call_op` guards its arrays from when it is built (`inflight.Held`); the submission or
+    graph that takes the op registers them from now on."""
+    for leaf in op.leaves():
+        held = getattr(leaf, "_held", None)
+        if held is not None:
+            inflight.end(held)
+            leaf._held = None  # type: ignore[attr-defined]
+
+
 def _start(op: Op, lanes: Any, others: Callable[[Device], Any] | None = None) -> Handle:
     op._claim_for_run()
+    release_holds(op)
     dev = op.device
     handle = Handle(op)
     S.ensure_current(dev)
