@@ -248,6 +248,7 @@ class AndThen(Op):
             synced = False
             try:
                 nxt = self.fns[k](val)
+                ctx.after_user_code()
                 if not isinstance(nxt, Op):
                     raise ArgumentError(
                         f"the function given to `and_then` at {self.sites[k]} returned {type(nxt).__qualname__}, not an op",
@@ -315,6 +316,8 @@ class Map(Op):
         def run(real: list[Any]) -> None:
             if not ctx.stopped:
                 self._value = self.fn(_host_value(ctx, self.inner))
+                with ctx.lock:
+                    ctx.after_user_code()
             fut.resolve([])
 
         defer([*pend, lane.record()], run, host_sync=True, on_error=ctx.failing(fut, lane))

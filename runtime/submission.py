@@ -51,6 +51,8 @@ class _Ctx:
         self._home: dict[int, S.Lane] = {}  # device -> the lane its work continues on
         self._dev_marks: dict[int, S.Marker] = {}
         self._entered: set[int] = set()
+        self._lanes: dict[int, S.Lane] = {}
+        self._stamps: dict[int, tuple[Device, int]] = {}  # device -> its stream work when last marked
         self.lock = lanes._lock  # deferred steps (runtime/deferred.py) queue under it too
         self.scope: Any = None  # the gather branch being queued (runtime/combinators.py: Branch)
         self.tag = 0  # the `shared` op being queued (id), whose one execution what is built joins
@@ -116,6 +118,7 @@ class _Ctx:
         if id(lane) in self._entered:
             return
         self._entered.add(id(lane))
+        self._lanes[id(lane)] = lane
         for m in self.start:
             lane.wait(m)
         dev = lane.device
@@ -128,7 +131,18 @@ class _Ctx:
                 mark = self._dev_marks.get(id(dev))
                 if mark is None:
                     mark = self._dev_marks[id(dev)] = dev_lane.record()
+                    self._stamps[id(dev)] = (dev, dev.stream_work)
                 lane.wait(mark)
+
+    def after_user_code(self) -> None:
+        """User code ran while queueing (an `and_then` function): it may have allocated on a
+        device's stream (`call_op`'s outputs, `dev.empty`).  Lanes of that device wait for its
+        stream again before their next step."""
+        for key, (dev, seen) in list(self._stamps.items()):
+            if dev.stream_work != seen:
+                del self._stamps[key]
+                self._dev_marks.pop(key, None)
+                self._entered = {k for k in self._entered if self._lanes.get(k) is None or self._lanes[k].device is not dev}
 
     def lanes_of(self, dev: Device) -> Any:
         hit = self._by_dev.get(id(dev))
