@@ -48,12 +48,35 @@ if TYPE_CHECKING:
 __all__ = ["AndThen", "Map", "Value", "Zip", "Shared", "value", "zip_ops", "unzip", "Branch", "tagged_uses", "check_branches"]
 
 
-def build_site() -> str:
-    """`file:line` of the user code that built a combinator (the first frame outside anodize)."""
-    f = sys._getframe(1)
-    while f is not None and (f.f_globals.get("__name__", "").startswith("anodize.")):
-        f = f.f_back  # type: ignore[assignment]
-    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else "<unknown>"
+_OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
+
+
+class Site:
+    """Where user code built a combinator (the first frame outside anodize), as `file:line`
+    when printed; formatted only for a message."""
+
+    __slots__ = ("code", "line")
+
+    def __init__(self) -> None:
+        f = sys._getframe(2)
+        ours = _OURS
+        while f.f_back is not None:
+            hit = ours.get(f.f_code)
+            if hit is None:
+                hit = ours[f.f_code] = f.f_globals.get("__name__", "").startswith("anodize.")
+            if not hit:
+                break
+            f = f.f_back
+        self.code = f.f_code
+        self.line = f.f_lineno
+
+    def __str__(self) -> str:
+        return f"{self.code.co_filename}:{self.line}"
+
+
+def build_site() -> Site:
+    """The user's `file:line` that called the combinator calling this."""
+    return Site()
 
 
 # ---- independence of branches ------------------------------------------------------------------
@@ -89,7 +112,7 @@ def _conflict(mine: list[tuple[int, Use]], theirs: list[tuple[int, Use]], my_lea
     return None
 
 
-def _aliasing(what: str, site: str, i: int, j: int, a: Use, b: Use, built: bool) -> AliasingError:
+def _aliasing(what: str, site: object, i: int, j: int, a: Use, b: Use, built: bool) -> AliasingError:
     w, r, wi, ri = (a, b, i, j) if a.writes else (b, a, j, i)
     late = " (an op `and_then` built)" if built else ""
     return AliasingError(
@@ -101,7 +124,7 @@ def _aliasing(what: str, site: str, i: int, j: int, a: Use, b: Use, built: bool)
     )
 
 
-def check_branches(ops: tuple[Op, ...], what: str, site: str) -> None:
+def check_branches(ops: tuple[Op, ...], what: str, site: object) -> None:
     """Branches may run at the same time: none may write memory another one uses."""
     groups = [tagged_uses(o) for o in ops]
     leads = [leading(o) for o in ops]
@@ -116,7 +139,7 @@ class Branch:
     """The gather branch being queued: the uses of every branch (an `and_then` adds what it
     builds to its own), for the check of ops built while queueing."""
 
-    def __init__(self, parent: Branch | None, groups: list[list[tuple[int, Use]]], leads: list[set[int]], index: int, site: str):
+    def __init__(self, parent: Branch | None, groups: list[list[tuple[int, Use]]], leads: list[set[int]], index: int, site: object):
         self.parent = parent
         self.groups = groups
         self.leads = leads
@@ -141,13 +164,27 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     flight; the markers of other work it must wait for."""
     if scope[0] is not None:
         scope[0].admit(tagged_uses(op, scope[1]))
-    from anodize.runtime.submission import _kernels_of, release_holds
+    from anodize.runtime.submission import release_holds
 
     release_holds(op)
-    ctx.handle.kernels.extend(k for k in _kernels_of(op) if k not in ctx.handle.kernels)
+    handle = ctx.handle
+    known = handle.kernel_ids
+    for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
+        lk = leaf.loaded
+        if lk is not None and id(lk) not in known:
+            known.add(id(lk))
+            handle.kernels.append(lk)
     if ctx.capturing:
         return []
-    return [e.marker for e in inflight.extend(ctx.handle, op.uses())]
+    uses = op._uses if isinstance(op, Leaf) else op.uses()
+    seen = handle.registered
+    for u in uses:
+        if (u.space, u.lo, u.hi, u.writes) not in seen and (u.space, u.lo, u.hi, True) not in seen:
+            break
+    else:
+        return []  # no memory the submission did not register already: nothing new to order after
+    seen.update((u.space, u.lo, u.hi, u.writes) for u in uses)
+    return [e.marker for e in inflight.extend(handle, uses)]
 
 
 def _host_value(ctx: _Ctx, op: Op) -> Any:
@@ -185,7 +222,7 @@ class AndThen(Op):
         if isinstance(first, AndThen) and not first.built:  # a chain: one flat list, no recursion
             self.first: Op = first.first
             self.fns: list[Callable[[Any], Op]] = first.fns
-            self.sites: list[str] = first.sites
+            self.sites: list[Site] = first.sites
         else:
             self.first, self.fns, self.sites = first, [], []
         self.fns.append(fn)

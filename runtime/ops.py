@@ -281,13 +281,17 @@ class Leaf(Op):
 class KernelOp(Leaf):
     """`kernel[config].op(*args)`: a validated launch, recorded."""
 
-    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any]):
+    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any], uses_: tuple[Use, ...] | None = None):
         super().__init__(plan.device)
         self.launcher = launcher
         self.plan = plan
         self.args = args
         self.flat = flat
         self.loaded = launcher._loaded[id(plan.device)]
+        self.outputs: Any = None  # `k[cfg].call_op(...)`: the Buffers it allocated (its result)
+        if uses_ is not None:  # (the op memo: the same arrays as a recent op, runtime/op_memo.py)
+            self._uses = uses_
+            return
         name = plan.name
         uses: list[Use] = []
         for p, a in zip(plan.params, args, strict=True):
@@ -300,7 +304,6 @@ class KernelOp(Leaf):
                 uses.append(inflight.use_of_host(a, p.is_output, label))
             # foreign CUDA arrays (CuPy, PyTorch) are held alive, but not tracked
         self._uses = tuple(uses)
-        self.outputs: Any = None  # `k[cfg].call_op(...)`: the Buffers it allocated (its result)
 
     def describe(self) -> str:
         return f"kernel op `{self.plan.name}`"

@@ -138,6 +138,8 @@ class _Ctx:
         """User code ran while queueing (an `and_then` function): it may have allocated on a
         device's stream (`call_op`'s outputs, `dev.empty`).  Lanes of that device wait for its
         stream again before their next step."""
+        if not self._stamps:
+            return
         for key, (dev, seen) in list(self._stamps.items()):
             if dev.stream_work != seen:
                 del self._stamps[key]
@@ -181,6 +183,8 @@ def _lane_for(dev: Device, stream: Any) -> S.Lane:
 def release_holds(op: Op) -> None:
     """`call_op` guards its arrays from when it is built (`inflight.Held`); the submission or
     graph that takes the op registers them from now on."""
+    if not inflight._ACTIVE:
+        return  # nothing is held
     for leaf in op.leaves():
         held = getattr(leaf, "_held", None)
         if held is not None:
@@ -253,6 +257,10 @@ class Handle:
         self.device = op.device
         self.used = op.uses() if used is None else used
         self.kernels = kernels if kernels is not None else _kernels_of(op)
+        self.kernel_ids = {id(k) for k in self.kernels}
+        # what is registered in flight, (space, lo, hi, writes): work built while queueing
+        # (`and_then`) that uses no more than this is registered already
+        self.registered = {(u.space, u.lo, u.hi, u.writes) for u in self.used}
         self.marker: S.Marker | None = None
         self.end_lane: S.Lane | None = None  # where the work ended (a dependency-chain policy continues there)
         self.error: BaseException | None = None  # a CPU worker's exception
