@@ -14,6 +14,7 @@ import weakref
 from typing import Any
 
 from anodize.runtime.buffer import Buffer
+from anodize.runtime.inflight import Use
 
 __all__ = ["OpMemo"]
 
@@ -39,15 +40,19 @@ class OpMemo:
                 return False
         return True
 
-    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], Any] | None:
+    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[Use, ...]] | None:
         for e in (self._a, self._b):
             if e is not None and self._same(e[0], args):
-                return e[1], e[2], e[3]  # type: ignore[no-any-return]
+                # each use's array is the argument it came from (the memo holds none of them)
+                uses = tuple(Use(sp, lo, hi, w, label, args[k]) for sp, lo, hi, w, label, k in e[3])
+                return e[1], e[2], uses
         return None
 
-    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], uses: Any) -> None:
-        refs = tuple(weakref.ref(a) if isinstance(a, Buffer) else a for a in args)
+    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], uses: tuple[Use, ...]) -> None:
         if any(not isinstance(a, (Buffer, int, float, bool)) for a in args):
             return  # NumPy and foreign arrays can be written in place of their shape: not memoised
+        refs = tuple(weakref.ref(a) if isinstance(a, Buffer) else a for a in args)
+        where = {id(a): k for k, a in enumerate(args)}
+        spec = tuple((u.space, u.lo, u.hi, u.writes, u.label, where[id(u.obj)]) for u in uses)
         self._b = self._a
-        self._a = (refs, plan, flat, uses)
+        self._a = (refs, plan, flat, spec)

@@ -237,3 +237,19 @@ def test_set_policy_per_device(cpu: Device) -> None:
     finally:
         az.set_policy(cpu, None)
         policy.close()
+
+
+def test_op_memo_hits_only_the_very_same_arguments(cpu: Device) -> None:
+    """`k[cfg].op(...)` reuses the validation of one of its last two ops for the very same
+    Buffer and scalar objects only (runtime/op_memo.py); anything else is validated again."""
+    a, c = _ones(cpu), cpu.empty(N, az.f32)
+    k = 2.0
+    first = affine[CFG].op(a, c, k, 0.0)
+    again = affine[CFG].op(a, c, k, 0.0)
+    assert again.flat is first.flat and again._uses[0].obj is a
+    with pytest.raises(az.ContractViolation):
+        affine[CFG].op(a, cpu.empty(N - 1, az.f32), k, 0.0)
+    with pytest.raises(az.AliasingError):
+        affine[CFG].op(c, c, k, 0.0)
+    again.run()
+    np.testing.assert_array_equal(c.to_host(), np.full(N, 2, np.float32))
