@@ -253,3 +253,22 @@ def test_op_memo_hits_only_the_very_same_arguments(cpu: Device) -> None:
         affine[CFG].op(c, c, k, 0.0)
     again.run()
     np.testing.assert_array_equal(c.to_host(), np.full(N, 2, np.float32))
+
+
+def test_and_then_and_call_op_across_devices(cpu: Device) -> None:
+    """A chain that moves to a second device (a CPU stand-in for a second GPU): `call_op`
+    outputs on the first, a peer copy, a `call_op` on the second, a `shared` fan-out."""
+    from aop_kernels import vecadd_out
+
+    d1 = az.device("cpu", 1)
+    a = _ones(cpu, 2.0)
+    b1 = d1.empty(N, az.f32)
+    op = vecadd_out[CFG].call_op(a, a).and_then(lambda c: d1.copy_op(b1, c)).and_then(
+        lambda b: vecadd_out[CFG].call_op(b, b)
+    )
+    assert op.devices() == [cpu]  # what `and_then` builds is known once queued
+    s = op.shared()
+    with az.StreamPool(cpu, 2) as pool:
+        r = az.gather(s.and_then(lambda x: x.to_host_op()), s.map(lambda x: x.device)).submit(pool).wait()
+    np.testing.assert_array_equal(r[0], np.full(N, 8, np.float32))
+    assert r[1] is d1
