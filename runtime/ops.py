@@ -327,7 +327,7 @@ class KernelOp(Leaf):
         plan.entry(cfg.grid, cfg.block, self.flat, plan.fault, plan.rank, cfg.shared_mem)
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
-        op = self.launcher.op(*[mapping.get(id(a), a) for a in self.args])
+        op: KernelOp = self.launcher.op(*[mapping.get(id(a), a) for a in self.args])
         if self.outputs is not None:
             op.outputs = _rebound(self.outputs, mapping)
         return op

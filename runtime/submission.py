@@ -164,7 +164,8 @@ class _Ctx:
 
     def branch_lane(self, dev: Device, busy: S.Lane) -> S.Lane:
         """A lane of `dev` for a gather branch forking from `busy`."""
-        return self.lanes_of(dev).other_lane(busy)
+        lane: S.Lane = self.lanes_of(dev).other_lane(busy)
+        return lane
 
 
 def _lane_for(dev: Device, stream: Any) -> S.Lane:
