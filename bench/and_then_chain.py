@@ -1,6 +1,6 @@
 """Host cost of an `and_then` chain (issue 32): per op, beside plain launches and a graph replay.
 
-    python3 bench/and_then_chain.py [--device cpu|0] [--chain 1000] [--n 1024] [--rounds 5]
+    python3 bench/and_then_chain.py [--device cpu|0] [--chain 1000] [--n 1024] [--rounds 5] [--pipeline N]
 
 The chain copies a small vector back and forth between two buffers (`bench/kernels.py`'s
 `copy`), `--chain` kernels long, issued on the device's own stream four ways:
@@ -15,6 +15,10 @@ The chain copies a small vector back and forth between two buffers (`bench/kerne
 the kernels run inline, so it includes them), "wall" adds the wait for completion.  Both per
 kernel, median over rounds.  The target: and_then host <= plain host + 2 us per op, and the
 graph replay at the per-kernel cost of bench/graph_replay.py.
+
+`--pipeline N` then runs examples/async_double_buffer.py on N elements (16 chunks): the
+double-buffered `and_then` pipeline beside its serial form, in one run (target >= 1.8x on
+the H200).
 """
 
 from __future__ import annotations
@@ -55,6 +59,7 @@ def main() -> int:
     ap.add_argument("--chain", type=int, default=1000, help="kernels in the chain")
     ap.add_argument("--n", type=int, default=1024, help="vector length")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--pipeline", type=int, default=0, help="also run the double-buffered pipeline on N elements")
     args = ap.parse_args()
 
     import anodize as az
@@ -125,6 +130,14 @@ def main() -> int:
     extra = (h_and - h_plain) * us
     print(f"and_then host cost beyond a plain launch: {extra:.3f} us/op (target <= 2 us): {'met' if extra <= 2 else 'NOT met'}")
     print(f"graph replay wall vs plain: {w_graph / w_plain:.2f}x")
+    if args.pipeline:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_double_buffer", ROOT / "examples" / "async_double_buffer.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod.main(n=args.pipeline, chunks=16)
     return 0
 
 
