@@ -277,6 +277,7 @@ class AndThen(Op):
 
                 def resume(real: list[Any], lane: S.Lane = lane, cur: Op = cur, host: bool = need_host) -> None:
                     with ctx.lock:
+                        ctx.in_thread()
                         end, p = self._go(ctx, scope, lane, [] if host else real, cur, host)
                         fut.resolve(ctx.tail(lane, end, p))
 
@@ -298,7 +299,12 @@ class AndThen(Op):
             except BaseException as e:  # noqa: BLE001 - raised at the op's completion
                 ctx.fail(e)
                 break
-            lane, pend = ctx.chain(lane, pend, [nxt._emit])
+            saved = ctx.scope, ctx.tag
+            ctx.scope, ctx.tag = scope  # (a deferred step: the branch this chain is part of)
+            try:
+                lane, pend = ctx.chain(lane, pend, [nxt._emit])
+            finally:
+                ctx.scope, ctx.tag = saved
             cur = nxt
         return lane, pend
 

@@ -83,6 +83,7 @@ class _Ctx:
 
                 def resume(real: list[Any], lane: S.Lane = lane, k: int = k) -> None:
                     with self.lock:
+                        self.in_thread()
                         end, p = self.chain(lane, real, steps, k)
                         fut.resolve(self.tail(lane, end, p))
 
@@ -94,6 +95,10 @@ class _Ctx:
             lane, pend = steps[k](self, lane)
             k += 1
         return lane, pend
+
+    def in_thread(self) -> None:
+        """A deferred step queues from a helper thread: make the device's context current there."""
+        S.ensure_current(self.lanes.device)
 
     def tail(self, lane: S.Lane, end: S.Lane, pend: list[Any]) -> list[Any]:
         """What work that continues on `lane` waits for, after work that ended on `end` with `pend`."""
@@ -214,6 +219,7 @@ def _start(op: Op, lanes: Any, others: Callable[[Device], Any] | None = None) ->
 
                 def later(real: list[Any]) -> None:
                     with lanes._lock:
+                        ctx.in_thread()
                         ctx.start = real
                         fut.resolve([_emit_all(op, ctx, first)])
 
@@ -242,6 +248,7 @@ def _emit_all(op: Op, ctx: _Ctx, first: S.Lane) -> Any:
 
     def join(real: list[Any]) -> None:
         with ctx.lock:
+            ctx.in_thread()
             for m in real:
                 lane.wait(m)
             fut.resolve([lane.record()])
