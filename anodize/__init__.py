@@ -70,7 +70,7 @@ if TYPE_CHECKING:
     from anodize.runtime.ops import Handle, Op, gather
     from anodize.runtime.streams import StreamPool, pinned_empty
     # issue 32: combinators and scheduling policies
-    from anodize.runtime.combinators import value, zip
+    from anodize.runtime.combinators import select, value, zip
     from anodize.runtime.policies import DependencyChains, RoundRobin, SingleStream, set_policy
 
 _SUBMODULES = ("block", "local", "math", "shared", "thread", "tile", "warp")
@@ -97,6 +97,7 @@ _LAZY = {
     "gather": "anodize.runtime.ops",
     "StreamPool": "anodize.runtime.streams",
     "value": "anodize.runtime.combinators",
+    "select": "anodize.runtime.combinators",
     "zip": "anodize.runtime.combinators",
     "RoundRobin": "anodize.runtime.policies",
     "SingleStream": "anodize.runtime.policies",
@@ -198,6 +199,7 @@ __all__ = [
     "DependencyChains",
     "RoundRobin",
     "SingleStream",
+    "select",
     "set_policy",
     "value",
     "zip",

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from anodize.runtime.device import Device
     from anodize.runtime.submission import _Ctx
 
-__all__ = ["AndThen", "Map", "Value", "Zip", "Shared", "value", "zip_ops", "unzip", "Branch", "tagged_uses", "check_branches"]
+__all__ = ["AndThen", "Map", "Value", "Zip", "Shared", "Selection", "value", "zip_ops", "select", "unzip", "Branch", "tagged_uses", "check_branches"]
 
 
 _OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
@@ -552,6 +552,56 @@ class Shared(Op):
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         return Shared(self.inner._rebind(mapping))
+
+
+# ---- select: the first to complete ------------------------------------------------------------
+
+
+class Selection:
+    """`az.select(op1, op2, ...)`: each op submitted on its own; `wait()` (or `await`) gives
+    `(index, result)` of the first to complete.  The others keep running, each guarded by its
+    own handle (`selection.handles`) until it completes: wait for them before reusing their
+    memory from the host."""
+
+    def __init__(self, handles: list[Any]):
+        self.handles = handles
+
+    def _first(self) -> int | None:
+        for k, h in enumerate(self.handles):
+            if h.poll():
+                return k
+        return None
+
+    def wait(self, poll_s: float = 5e-5) -> tuple[int, Any]:
+        """Block until one op completes; its index and result (raising its error)."""
+        import time
+
+        delay = 0.0
+        while (k := self._first()) is None:
+            time.sleep(delay)
+            delay = min(2e-3, max(poll_s, delay * 2))
+        return k, self.handles[k].wait()
+
+    def __await__(self) -> Any:
+        return self._wait_async().__await__()
+
+    async def _wait_async(self) -> tuple[int, Any]:
+        import asyncio
+
+        delay = 0.0
+        while (k := self._first()) is None:
+            await asyncio.sleep(delay)  # never blocks the event loop
+            delay = min(2e-3, max(5e-5, delay * 2))
+        return k, self.handles[k].wait()
+
+
+def select(*ops: Op, policy: Any = None) -> Selection:
+    """`az.select(op1, op2, ...)`: submit each op (with `policy`, else each device's default)
+    and give the first to complete; see `Selection`."""
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = tuple(ops[0])
+    _common_device(ops, "`az.select`")
+    return Selection([o.submit(policy) for o in ops])
 
 
 zip = zip_ops  # noqa: A001 - `az.zip(*ops)`, the name LANGUAGE.md gives it (after every use of the builtin)

@@ -272,3 +272,21 @@ def test_and_then_and_call_op_across_devices(cpu: Device) -> None:
         r = az.gather(s.and_then(lambda x: x.to_host_op()), s.map(lambda x: x.device)).submit(pool).wait()
     np.testing.assert_array_equal(r[0], np.full(N, 8, np.float32))
     assert r[1] is d1
+
+
+def test_select_gives_the_first_to_complete(cpu: Device) -> None:
+    gate = threading.Event()
+    a = _ones(cpu)
+    c = cpu.empty(N, az.f32)
+    policy = az.RoundRobin(2)
+    sel = az.select(HoldOp(cpu, gate).then(az.value("slow", device=cpu)), affine[CFG].op(a, c, 3.0, 0.0).then(c.to_host_op()), policy=policy)
+    k, r = asyncio.run(_awaited(sel))
+    assert k == 1
+    np.testing.assert_array_equal(r, np.full(N, 3, np.float32))
+    gate.set()
+    assert sel.handles[0].wait() == "slow"
+    policy.close()
+
+
+async def _awaited(sel: object) -> object:
+    return await sel  # type: ignore[misc]
