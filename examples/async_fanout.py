@@ -62,10 +62,11 @@ def main(n: int = 1 << 20) -> tuple[float, float, float]:
     )
     with az.StreamPool(dev, 3) as pool:
         scaled, squares, clipped = fan.submit(pool).wait()
-    c = host.astype(np.float32) - np.float32(mean)
-    np.testing.assert_allclose(scaled, float((c * 3).astype(np.float64).sum()), rtol=1e-3, atol=1e-2)
-    np.testing.assert_allclose(squares, float((c * c).astype(np.float64).sum()), rtol=1e-4)
-    np.testing.assert_allclose(clipped, float(np.clip(c, -0.5, 0.5).astype(np.float64).sum()), rtol=1e-3, atol=1e-2)
+    c = host - np.float32(mean)
+    wide = c.astype(np.float64)
+    np.testing.assert_allclose(scaled, 3 * wide.sum(), rtol=1e-3, atol=1e-2)
+    np.testing.assert_allclose(squares, np.square(wide).sum(), rtol=1e-4)
+    np.testing.assert_allclose(clipped, np.clip(wide, -0.5, 0.5).sum(), rtol=1e-3, atol=1e-2)
     print(f"async_fanout on {dev.describe()}: n={n}, one shared upload + centring, three consumers; matches NumPy")
     return scaled, squares, clipped
 
