@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import fakecuda
 import numpy as np
@@ -201,3 +202,32 @@ def test_policies_on_cuda_lanes(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDrive
         np.testing.assert_array_equal(h2.wait(), np.full(N, 2, np.float32))
         h1.wait()
         policy.close()
+
+
+def test_and_then_that_allocates_waits_for_the_device_stream_again(
+    fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver],
+) -> None:
+    """`call_op` allocates its outputs on the device's stream: a pool lane that continues an
+    `and_then` chain after such a step waits for the device's stream again (one more
+    record + wait per allocating step); a step that allocates nothing adds no wait."""
+    from aop_kernels import vecadd_out
+
+    dev, drv = fake
+    a = dev.to_device(np.ones(N, np.float32))
+    t = dev.empty(N, az.f32)
+
+    def waits(build: Any) -> int:
+        before = drv.counts.get("wait", 0)
+        with az.StreamPool(dev, 2) as pool:
+            build().submit(pool).wait()
+        return drv.counts.get("wait", 0) - before
+
+    u = dev.empty(N, az.f32)
+    plain = waits(lambda: affine[CFG].op(a, t, 1.0, 0.0).and_then(lambda _: affine[CFG].op(t, u, 1.0, 0.0)))
+    allocating = waits(lambda: affine[CFG].op(a, t, 1.0, 0.0).and_then(lambda _: vecadd_out[CFG].call_op(t, t)))
+    assert allocating == plain + 1
+    # (before any step entered a lane, an allocation needs no extra wait: the lane's first
+    # wait for the device's stream comes after it)
+    assert waits(lambda: az.value(a).and_then(lambda x: vecadd_out[CFG].call_op(x, x))) == waits(
+        lambda: az.value(a).and_then(lambda x: affine[CFG].op(x, t, 1.0, 0.0))
+    )
