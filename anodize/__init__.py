@@ -70,6 +70,9 @@ if TYPE_CHECKING:
     from anodize.runtime.inflight import InFlightError
     from anodize.runtime.ops import Handle, Op, gather
     from anodize.runtime.streams import StreamPool, pinned_empty
+    # issue 32: combinators and scheduling policies
+    from anodize.runtime.combinators import select, value, zip
+    from anodize.runtime.policies import DependencyChains, RoundRobin, SingleStream, set_policy
 
 _SUBMODULES = ("block", "local", "math", "shared", "thread", "tile", "warp")
 _LAZY = {
@@ -97,6 +100,13 @@ _LAZY = {
     "Op": "anodize.runtime.ops",
     "gather": "anodize.runtime.ops",
     "StreamPool": "anodize.runtime.streams",
+    "value": "anodize.runtime.combinators",
+    "select": "anodize.runtime.combinators",
+    "zip": "anodize.runtime.combinators",
+    "RoundRobin": "anodize.runtime.policies",
+    "SingleStream": "anodize.runtime.policies",
+    "DependencyChains": "anodize.runtime.policies",
+    "set_policy": "anodize.runtime.policies",
     "pinned_empty": "anodize.runtime.streams",
     "AtomicSlice": "anodize.types",
     "BlockWitness1D": "anodize.types",
@@ -193,6 +203,13 @@ __all__ = [
     "Slice2D",
     "Slice3D",
     "StreamPool",
+    "DependencyChains",
+    "RoundRobin",
+    "SingleStream",
+    "select",
+    "set_policy",
+    "value",
+    "zip",
     "__version__",
     "bf16",
     "bool_",

@@ -50,6 +50,7 @@ class ContractSpec:
     min_compute_capability: object
     shared_mem: Callable[..., int] | None = None
     min_blocks_per_sm: object = None
+    outputs: Callable[..., dict[str, Any]] | None = None
 
 
 class Func(Generic[P, R]):
@@ -83,6 +84,15 @@ class Launch(Protocol[P]):
 
     def op(self, *args: Any, **kwargs: Any) -> Op:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
+        ...
+
+    def call(self, *args: Any, **kwargs: Any) -> Any:
+        """Launch with the inputs only: the contract's `outputs=` allocates the outputs, which
+        are returned (a tuple when several)."""
+        ...
+
+    def call_op(self, *args: Any, **kwargs: Any) -> Op:
+        """The lazy `call`: an op whose result is the allocated outputs."""
         ...
 
 
@@ -281,9 +291,11 @@ def launch_contract(
     min_compute_capability: tuple[int, int] | None = None,
     shared_mem: Callable[..., int] | None = None,
     min_blocks_per_sm: int | None = None,
+    outputs: Callable[..., dict[str, Any]] | None = None,
 ) -> Callable[[_K], _K]:
-    """Declare how a kernel may be launched; stacks above or below `@kernel`."""
-    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem, min_blocks_per_sm)
+    """Declare how a kernel may be launched; stacks above or below `@kernel`.  `outputs=`
+    declares how `kernel[cfg].call(...)` allocates the output parameters (docs/async.md)."""
+    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem, min_blocks_per_sm, outputs)
 
     def apply(target: Any) -> Any:
         if isinstance(target, Kernel):

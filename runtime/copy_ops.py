@@ -17,7 +17,7 @@ from anodize.runtime import inflight
 from anodize.runtime import streams as S
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
-from anodize.runtime.ops import Leaf, Op, _describe_array
+from anodize.runtime.ops import _UNSET, Leaf, Op, _describe_array
 from anodize.runtime.submission import _Ctx
 
 if TYPE_CHECKING:
@@ -143,13 +143,21 @@ class CopyOp(Leaf):
                 raise _pinned_error("destination")
             stage = S.pinned_empty(self.device, dst.shape, dst.dtype)
             user = dst
-            ctx.handle.finalizers.append(lambda: np.copyto(user, stage) if user.flags.writeable else _copy_locked(user, stage))
-            dst = stage
+            lane.copy(self.kind, self._addr(stage), self._addr(src), self.nbytes)
+            # filled when the copy is done: at completion, or before a host step that reads it
+            ctx.handle.staged.append(
+                (lane.record(), lambda: np.copyto(user, stage) if user.flags.writeable else _copy_locked(user, stage))
+            )
+            return
         lane.copy(self.kind, self._addr(dst), self._addr(src), self.nbytes)
 
     def _collect(self) -> Any:
         self._result = self.dst
         return self.dst
+
+    def _early(self) -> Any:
+        """A device destination is usable in stream order; a host one only once complete."""
+        return self.dst if isinstance(self.dst, Buffer) else _UNSET
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         return copy_op(self.device, mapping.get(id(self.dst), self.dst), mapping.get(id(self.src), self.src))

@@ -55,6 +55,7 @@ class Device:
     kind: str = ""
     name: str = ""
     index: int = 0
+    stream_work = 0  # allocations queued on the device's stream so far (a counter, issue 32)
     compute_capability: tuple[int, int] | None = None
     poison_empty: bool = False  # `empty` fills with `poison_pattern` (the CPU backend)
     limits: DeviceLimits
@@ -116,6 +117,7 @@ class Device:
             n *= s
         ptr, owner = self._alloc_or_raise(n * scalar.dtype.itemsize)
         _mark_used(self)
+        self.stream_work += 1  # (issue 32) work queued on the device's stream since: see runtime/submission.py
         return Buffer(self, ptr, shape, scalar, owner)
 
     def _alloc_or_raise(self, nbytes: int) -> tuple[int, object]:

@@ -52,6 +52,14 @@ def capture(op: O.Op) -> Graph:
             f"`az.capture` takes an anodize op, got {type(op).__qualname__}",
             help="build one with `kernel[cfg].op(...)`, `dev.copy_op(...)`, `.then(...)` or `az.gather(...)`",
         )
+    from anodize.runtime.combinators import host_step
+
+    step = host_step(op)
+    if step is not None:
+        raise LaunchError(
+            f"a captured graph cannot hold a step that waits for the host ({step.describe()})",
+            help="capture the device part only, and run the host step after `graph.replay()`",
+        )
     return Graph(op)
 
 
@@ -113,6 +121,7 @@ class Graph:
 
     def __init__(self, op: O.Op):
         op._claim(self)
+        Sub.release_holds(op)  # replays register their arrays themselves
         self.device: Device = op.device
         self._template = op
         found = _arguments(op)

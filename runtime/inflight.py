@@ -27,7 +27,7 @@ from anodize.language.errors import LaunchError
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
 
-__all__ = ["InFlightError", "Use", "begin", "end", "order_launch", "check_host_write", "check_host_read", "in_flight"]
+__all__ = ["InFlightError", "Use", "begin", "extend", "end", "order_launch", "check_host_write", "check_host_read", "in_flight"]
 
 
 class InFlightError(LaunchError):
@@ -124,6 +124,8 @@ def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
             )
             if hit is None:
                 continue
+            if getattr(other, "held", False):
+                raise _held_error(f"submit {exe.describe()}", hit[0], other, hit[1])
             if getattr(other, "marker", None) is None:
                 mine, t = hit
                 raise InFlightError(
@@ -134,7 +136,9 @@ def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
             after.append(other)
         for other in after:
             # (never for work with staging memory of its own: that must stay registered and alive)
-            if not getattr(other, "keep", None) and not getattr(other, "finalizers", None) and _covers(
+            if not getattr(other, "keep", None) and not getattr(other, "finalizers", None) and not getattr(
+                other, "staged", None
+            ) and not _deferred(other) and _covers(
                 uses, _ACTIVE[id(other)][1]
             ):
                 # The new submission is ordered after `other` and uses all of its memory at least
@@ -146,6 +150,83 @@ def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
             if u.space == 0 and isinstance(u.obj, np.ndarray):
                 _lock_array(u.obj)
     return after
+
+
+def extend(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
+    """Register more uses of a submission that is already in flight (work an `and_then`
+    built while it was being queued); return the other in-flight submissions it must now be
+    ordered after, as `begin` does."""
+    after: list[Any] = []
+    with _lock:
+        entry = _ACTIVE.get(id(exe))
+        old = entry[1] if entry is not None else ()
+        for other, theirs in _ACTIVE.values():
+            if other is exe:
+                continue
+            if any((m.writes or t.writes) and _overlap(m, t) for m in uses for t in theirs):
+                if getattr(other, "held", False):
+                    hit = next((m, t) for m in uses for t in theirs if (m.writes or t.writes) and _overlap(m, t))
+                    raise _held_error(f"queue the work {exe.describe()} built", hit[0], other, hit[1])
+                if getattr(other, "marker", None) is None:
+                    raise InFlightError(
+                        f"cannot queue the work {exe.describe()} built: {other.describe()} uses the same "
+                        "memory and is still being submitted by another thread",
+                        help="submit work that shares buffers from one thread",
+                    )
+                after.append(other)
+        known = {(u.space, u.lo, u.hi) for u in old}
+        _ACTIVE[id(exe)] = (exe, _compact(old + uses))
+        for u in uses:
+            if u.space == 0 and isinstance(u.obj, np.ndarray) and (u.space, u.lo, u.hi) not in known:
+                known.add((u.space, u.lo, u.hi))
+                _lock_array(u.obj)
+    return after
+
+
+class Held:
+    """The inputs and outputs of an op built by `k[cfg].call_op(...)`: handed to the op when it
+    is built, guarded until it completes.  Registered like a submission with no completion
+    marker (host reads and writes are refused, conflicting submissions and launches too) until
+    the op is submitted (its own registration takes over), captured, or dropped unrun."""
+
+    held = True
+    marker = None
+
+    def __init__(self, op: Any):
+        import weakref
+
+        self._op = weakref.ref(op)
+        self._what = op.describe()
+
+    def describe(self) -> str:
+        return f"{self._what} (built by `call_op`, not completed yet)"
+
+    def poll(self) -> bool:
+        return self._op() is None  # dropped without running: nothing holds the memory any more
+
+
+def hold(op: Any, uses: tuple[Use, ...]) -> Held:
+    """Guard `uses` for `op`, which has not been submitted yet (see `Held`)."""
+    h = Held(op)
+    with _lock:
+        _ACTIVE[id(h)] = (h, _compact(uses))
+    return h
+
+
+def _held_error(what: str, mine: Use, other: Any, t: Use) -> InFlightError:
+    return InFlightError(
+        f"cannot {what}: it {'writes' if mine.writes else 'reads'} {mine.label}, which was handed to "
+        f"{other.describe()} ({t.label})",
+        help="run that op first (`op.run()`, `await op`), or queue this work after it: `op.then(...)` / `op.and_then(...)`",
+    )
+
+
+def _deferred(exe: Any) -> bool:
+    """Whether `exe` still has steps to queue (its completion marker is a future)."""
+    from anodize.runtime.deferred import FutureMarker
+
+    m = getattr(exe, "marker", None)
+    return isinstance(m, FutureMarker) and not m.is_done
 
 
 def _covers(new: tuple[Use, ...], old: tuple[Use, ...]) -> bool:
@@ -257,6 +338,9 @@ def order_launch(dev: Any, uses: tuple[Use, ...]) -> None:
     lane = device_lane(dev)
     for exe in conflicts:
         marker = getattr(exe, "marker", None)
+        if getattr(exe, "held", False):
+            mine, t = next((m, t) for m in uses for t in _ACTIVE.get(id(exe), (None, ()))[1] if (m.writes or t.writes) and _overlap(m, t))
+            raise _held_error("launch", mine, exe, t)
         if marker is None:
             raise InFlightError(
                 f"cannot launch: {exe.describe()} uses the same memory and is still being submitted by another thread",

@@ -31,7 +31,7 @@ completion (`_start`, `_Ctx`, `Handle`) are in runtime/submission.py.
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -69,6 +69,34 @@ class Op:
         """`self`, then `other` (in stream order); the result is `other`'s."""
         return Seq(self, other)
 
+    def and_then(self, fn: Callable[[Any], Op]) -> Op:
+        """`fn(result)` returns the next op, built when `self` completes (in stream order: at
+        once for a device result, after the host saw a host result) and queued on the stream
+        `self` ended on.  See runtime/combinators.py."""
+        from anodize.runtime.combinators import AndThen
+
+        return AndThen(self, fn)
+
+    def map(self, fn: Callable[[Any], Any]) -> Op:
+        """An op whose result is `fn(result)`, run on the host after `self` completed (in a
+        helper thread: an awaiting event loop is never blocked)."""
+        from anodize.runtime.combinators import Map
+
+        return Map(self, fn)
+
+    def shared(self) -> Op:
+        """This op, runnable once and usable by many consumers (each ordered after it)."""
+        from anodize.runtime.combinators import Shared
+
+        return Shared(self)
+
+    def unzip(self, n: int | None = None) -> tuple[Op, ...]:
+        """One op per element of this op's tuple result (a zip, gather or `call_op` with
+        several outputs gives its arity; else pass `n`); the op itself runs once."""
+        from anodize.runtime.combinators import unzip
+
+        return unzip(self, n)
+
     # -- running --------------------------------------------------------------------------
     def run(self, stream: Any = None) -> Any:
         """Run and wait; return the result.  `stream`: None (the device's stream), a cuda.core
@@ -77,27 +105,36 @@ class Op:
             return self.submit(stream).wait()
         return _start(self, S.SingleLane(self.device, _lane_for(self.device, stream))).wait()
 
-    def submit(self, pool: S.StreamPool | list[S.StreamPool] | tuple[S.StreamPool, ...] | None = None) -> Handle:
-        """Start on `pool` (default: the device's default pool) and return a handle at once.
+    def submit(self, pool: Any = None) -> Handle:
+        """Start on `pool` and return a handle at once.  `pool`: a scheduling policy
+        (`az.RoundRobin(n)`, `az.SingleStream()`, `az.DependencyChains(n)`: runtime/policies.py),
+        an `az.StreamPool`, a list of pools (one per device), or None (the device's policy,
+        `az.set_policy`, else its default pool).
 
         An op that spans devices takes one pool per device (a list), or one pool for its
-        first device; its other devices then use their default pools."""
+        first device; its other devices then use their own policy or default pool."""
+        from anodize.runtime.policies import Policy, policy_of
+
+        if isinstance(pool, Policy):
+            return _start(self, pool.lanes(self.device), pool.lanes)
         given = list(pool) if isinstance(pool, (list, tuple)) else [] if pool is None else [pool]
         by_dev: dict[int, S.StreamPool] = {}
-        devs = self.devices()
+        devs = self.devices() or [self.device]
         for p in given:
             if not isinstance(p, S.StreamPool):
-                raise ArgumentError(f"`submit` takes an az.StreamPool (or a list of them), got {type(p).__qualname__}")
+                raise ArgumentError(
+                    f"`submit` takes a scheduling policy or an az.StreamPool (or a list of them), got {type(p).__qualname__}"
+                )
             if not any(p.device is d for d in devs):
                 raise ArgumentError(
                     f"{self.describe()} runs on {', '.join(d.describe() for d in devs)}, "
                     f"but the pool is on {p.device.describe()}"
                 )
             by_dev[id(p.device)] = p
-        first = by_dev.get(id(self.device)) or S.default_pool(self.device)
+        first = by_dev.get(id(self.device)) or policy_of(self.device)
 
         def pool_of(dev: Device) -> Any:
-            return by_dev.get(id(dev)) or S.default_pool(dev)
+            return by_dev.get(id(dev)) or policy_of(dev)
 
         return _start(self, first, pool_of)
 
@@ -165,6 +202,16 @@ class Op:
         """After completion: compute and store the result."""
         raise NotImplementedError
 
+    def _early(self) -> Any:
+        """Once queued: the result when it is known without waiting for the device (device
+        Buffers, `None`, an `az.value`), which later work may use in stream order; `_UNSET`
+        when only the completed work gives it (a host array)."""
+        return _UNSET
+
+    def _parts(self) -> tuple[Op, ...]:
+        """The ops this op is made of (built ones included)."""
+        return ()
+
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         """A fresh, validated copy of this op with arrays replaced (`mapping`: id(old) -> new)."""
         raise NotImplementedError
@@ -224,6 +271,9 @@ class Leaf(Op):
         self._result = None
         return None
 
+    def _early(self) -> Any:
+        return None
+
 
 # ---- kernels -----------------------------------------------------------------------------------
 
@@ -231,13 +281,17 @@ class Leaf(Op):
 class KernelOp(Leaf):
     """`kernel[config].op(*args)`: a validated launch, recorded."""
 
-    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any]):
+    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any], uses_: tuple[Use, ...] | None = None):
         super().__init__(plan.device)
         self.launcher = launcher
         self.plan = plan
         self.args = args
         self.flat = flat
         self.loaded = launcher._loaded[id(plan.device)]
+        self.outputs: Any = None  # `k[cfg].call_op(...)`: the Buffers it allocated (its result)
+        if uses_ is not None:  # (the op memo: the same arrays as a recent op, runtime/op_memo.py)
+            self._uses = uses_
+            return
         name = plan.name
         uses: list[Use] = []
         for p, a in zip(plan.params, args, strict=True):
@@ -254,6 +308,13 @@ class KernelOp(Leaf):
     def describe(self) -> str:
         return f"kernel op `{self.plan.name}`"
 
+    def _early(self) -> Any:
+        return self.outputs
+
+    def _collect(self) -> Any:
+        self._result = self.outputs
+        return self.outputs
+
     def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
         plan = self.plan
         plan.arena.dirty = True  # a later dev.check() reads the fault records too
@@ -266,7 +327,14 @@ class KernelOp(Leaf):
         plan.entry(cfg.grid, cfg.block, self.flat, plan.fault, plan.rank, cfg.shared_mem)
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
-        return self.launcher.op(*[mapping.get(id(a), a) for a in self.args])
+        op: KernelOp = self.launcher.op(*[mapping.get(id(a), a) for a in self.args])
+        if self.outputs is not None:
+            op.outputs = _rebound(self.outputs, mapping)
+        return op
+
+
+def _rebound(x: Any, mapping: dict[int, Any]) -> Any:
+    return tuple(mapping.get(id(b), b) for b in x) if isinstance(x, tuple) else mapping.get(id(x), x)
 
 
 # ---- copies ------------------------------------------------------------------------------------
@@ -326,13 +394,13 @@ class Seq(Op):
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        pend: list[S.Marker] = []
-        for c in self.children:
-            for m in pend:
-                ctx.enter(lane)
-                lane.wait(m)
-            lane, pend = c._emit(ctx, lane)
-        return lane, pend
+        return ctx.chain(lane, [], [c._emit for c in self.children])
+
+    def _early(self) -> Any:
+        return self.children[-1]._early()
+
+    def _parts(self) -> tuple[Op, ...]:
+        return self.children
 
     def _collect(self) -> Any:
         r = None
@@ -353,10 +421,15 @@ class Gather(Op):
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`az.gather`")
         super().__init__(dev)
-        _check_independent(ops)
+        from anodize.runtime.combinators import build_site, check_branches
+
+        self._site = build_site()
+        check_branches(ops, self._what, self._site)
         for o in ops:
             o._claim(self)
         self.children = tuple(ops)
+
+    _what = "`az.gather`"
 
     def describe(self) -> str:
         return f"gather of {len(self.children)} ops"
@@ -366,10 +439,16 @@ class Gather(Op):
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        from anodize.runtime.combinators import Branch, leading, tagged_uses
+
         ctx.enter(lane)
         fork = lane.record() if len(self.children) > 1 else None
         out: list[S.Marker] = []
+        outer = ctx.scope
+        groups = [tagged_uses(c) for c in self.children]  # an `and_then` branch adds what it builds
+        leads = [leading(c) for c in self.children]
         for k, c in enumerate(self.children):
+            ctx.scope = Branch(outer, groups, leads, k, self._site)
             if k == 0:
                 end, pend = c._emit(ctx, lane)
                 out.extend(pend)
@@ -384,32 +463,22 @@ class Gather(Op):
             out.extend(pend)
             if end is not lane:
                 out.append(end.record())
+        ctx.scope = outer
         return lane, out
 
     def _collect(self) -> Any:
         self._result = tuple(c._collect() for c in self.children)
         return self._result
 
+    def _early(self) -> Any:
+        vals = tuple(c._early() for c in self.children)
+        return _UNSET if any(v is _UNSET for v in vals) else vals
+
+    def _parts(self) -> tuple[Op, ...]:
+        return self.children
+
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         return Gather(*(c._rebind(mapping) for c in self.children))
-
-
-def _check_independent(ops: tuple[Op, ...]) -> None:
-    """Branches of a gather may run concurrently: none may write memory another branch uses."""
-    uses = [op.uses() for op in ops]
-    for i in range(len(ops)):
-        for j in range(i + 1, len(ops)):
-            for a in uses[i]:
-                for b in uses[j]:
-                    if (a.writes or b.writes) and a.space == b.space and a.lo < b.hi and b.lo < a.hi and a.hi > a.lo:
-                        w, r = (a, b) if a.writes else (b, a)
-                        wi, ri = (i, j) if a.writes else (j, i)
-                        raise AliasingError(
-                            f"`az.gather`: branch {wi} writes {w.label}, and branch {ri} "
-                            f"{'writes' if r.writes else 'reads'} the same memory ({r.label}); "
-                            "branches may run at the same time",
-                            help="order them with `first.then(second)`, or give each branch its own buffers",
-                        )
 
 
 def gather(*ops: Op) -> Op:

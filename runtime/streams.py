@@ -195,7 +195,12 @@ class GpuLane(Lane):
 
         from anodize.runtime.cuda_device import check_cu
 
-        assert isinstance(marker, CudaMarker)
+        if not isinstance(marker, CudaMarker):  # a future (runtime/deferred.py): its real markers
+            from anodize.runtime.deferred import settle
+
+            for m in settle([marker]):
+                self.wait(m)
+            return
         check_cu(driver.cuStreamWaitEvent(self.cu, marker.event, 0), "cuStreamWaitEvent")
 
     def submit(self, runner: Runner, fn: Callable[[], None]) -> None:  # pragma: no cover - GPU lanes queue CUDA work

@@ -12,8 +12,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anodize.language.errors import ArgumentError, KernelFault
+from anodize.language.errors import LaunchError
 from anodize.runtime import inflight
 from anodize.runtime import streams as S
+from anodize.runtime.deferred import FutureMarker, defer, unresolved
 from anodize.runtime.inflight import Use
 
 if TYPE_CHECKING:
@@ -49,6 +51,70 @@ class _Ctx:
         self._home: dict[int, S.Lane] = {}  # device -> the lane its work continues on
         self._dev_marks: dict[int, S.Marker] = {}
         self._entered: set[int] = set()
+        self._lanes: dict[int, S.Lane] = {}
+        self._stamps: dict[int, tuple[Device, int]] = {}  # device -> its stream work when last marked
+        self.lock = lanes._lock  # deferred steps (runtime/deferred.py) queue under it too
+        self.scope: Any = None  # the gather branch being queued (runtime/combinators.py: Branch)
+        self.tag = 0  # the `shared` op being queued (id), whose one execution what is built joins
+        self.stopped = False  # a step failed: queue nothing more
+
+    # -- steps that wait for the host (runtime/deferred.py) ---------------------------------
+    def fail(self, e: BaseException) -> None:
+        """A step of this submission failed: keep the first error (raised at completion)."""
+        if self.handle.error is None:
+            self.handle.error = e
+        self.stopped = True
+
+    def no_future(self, pend: list[Any]) -> None:
+        if self.capturing and unresolved(pend):
+            raise LaunchError(
+                "a captured graph cannot hold a step that waits for the host (`op.map(fn)`, or "
+                "`and_then` over a host value such as a `to_host_op` array)",
+                help="capture the device part only, and run the host step after `graph.replay()`",
+            )
+
+    def chain(self, lane: S.Lane, pend: list[Any], steps: list[Callable[[_Ctx, S.Lane], tuple[S.Lane, list[Any]]]], k: int = 0) -> tuple[S.Lane, list[Any]]:
+        """Queue `steps[k:]` one after another on `lane`, after `pend`; when `pend` holds a
+        future, the rest is queued later (a `FutureMarker` stands for it meanwhile)."""
+        while k < len(steps) and not self.stopped:
+            if unresolved(pend):
+                self.no_future(pend)
+                fut = FutureMarker()
+
+                def resume(real: list[Any], lane: S.Lane = lane, k: int = k) -> None:
+                    with self.lock:
+                        self.in_thread()
+                        end, p = self.chain(lane, real, steps, k)
+                        fut.resolve(self.tail(lane, end, p))
+
+                defer(pend, resume, host_sync=False, on_error=self.failing(fut, lane))
+                return lane, [fut]
+            for m in pend:
+                self.enter(lane)
+                lane.wait(m)
+            lane, pend = steps[k](self, lane)
+            k += 1
+        return lane, pend
+
+    def in_thread(self) -> None:
+        """A deferred step queues from a helper thread: make the device's context current there."""
+        S.ensure_current(self.lanes.device)
+
+    def tail(self, lane: S.Lane, end: S.Lane, pend: list[Any]) -> list[Any]:
+        """What work that continues on `lane` waits for, after work that ended on `end` with `pend`."""
+        if end is lane:
+            return list(pend)
+        self.enter(end)
+        return [*pend, end.record()]
+
+    def failing(self, fut: FutureMarker, lane: S.Lane) -> Callable[[BaseException], None]:
+        """The error path of a deferred step: keep the error and resolve `fut` (waiters go on)."""
+
+        def on_error(e: BaseException) -> None:
+            self.fail(e)
+            fut.resolve([])
+
+        return on_error
 
     def enter(self, lane: S.Lane) -> None:
         """First use of `lane` in this submission: order it after the in-flight work it must
@@ -57,6 +123,7 @@ class _Ctx:
         if id(lane) in self._entered:
             return
         self._entered.add(id(lane))
+        self._lanes[id(lane)] = lane
         for m in self.start:
             lane.wait(m)
         dev = lane.device
@@ -69,7 +136,20 @@ class _Ctx:
                 mark = self._dev_marks.get(id(dev))
                 if mark is None:
                     mark = self._dev_marks[id(dev)] = dev_lane.record()
+                    self._stamps[id(dev)] = (dev, dev.stream_work)
                 lane.wait(mark)
+
+    def after_user_code(self) -> None:
+        """User code ran while queueing (an `and_then` function): it may have allocated on a
+        device's stream (`call_op`'s outputs, `dev.empty`).  Lanes of that device wait for its
+        stream again before their next step."""
+        if not self._stamps:
+            return
+        for key, (dev, seen) in list(self._stamps.items()):
+            if dev.stream_work != seen:
+                del self._stamps[key]
+                self._dev_marks.pop(key, None)
+                self._entered = {k for k in self._entered if self._lanes.get(k) is None or self._lanes[k].device is not dev}
 
     def lanes_of(self, dev: Device) -> Any:
         hit = self._by_dev.get(id(dev))
@@ -89,7 +169,8 @@ class _Ctx:
 
     def branch_lane(self, dev: Device, busy: S.Lane) -> S.Lane:
         """A lane of `dev` for a gather branch forking from `busy`."""
-        return self.lanes_of(dev).other_lane(busy)
+        lane: S.Lane = self.lanes_of(dev).other_lane(busy)
+        return lane
 
 
 def _lane_for(dev: Device, stream: Any) -> S.Lane:
@@ -105,28 +186,75 @@ def _lane_for(dev: Device, stream: Any) -> S.Lane:
     return S.GpuLane(dev, stream)
 
 
+def release_holds(op: Op) -> None:
+    """`call_op` guards its arrays from when it is built (`inflight.Held`); the submission or
+    graph that takes the op registers them from now on."""
+    if not inflight._ACTIVE:
+        return  # nothing is held
+    for leaf in op.leaves():
+        held = getattr(leaf, "_held", None)
+        if held is not None:
+            inflight.end(held)
+            leaf._held = None  # type: ignore[attr-defined]
+
+
 def _start(op: Op, lanes: Any, others: Callable[[Device], Any] | None = None) -> Handle:
     op._claim_for_run()
+    release_holds(op)
     dev = op.device
     handle = Handle(op)
     S.ensure_current(dev)
     with lanes._lock:
         earlier = inflight.begin(handle, handle.used)
         try:
-            first = lanes.first_lane()
+            pick = getattr(lanes, "first_lane_after", None)  # a policy that follows dependencies
+            first = pick(earlier) if pick is not None else lanes.first_lane()
             start = [e.marker for e in earlier]  # in-flight work on the same memory comes first
             # (each lane also waits for its device's own stream when it is first used: `_Ctx.enter`)
+            if unresolved(start):  # earlier work with steps not queued yet: queue once they are
+                fut = FutureMarker()
+                ctx = _Ctx(lanes, handle, [], others=others)
+                handle.marker = fut
+                op._handle = handle
+
+                def later(real: list[Any]) -> None:
+                    with lanes._lock:
+                        ctx.in_thread()
+                        ctx.start = real
+                        fut.resolve([_emit_all(op, ctx, first)])
+
+                defer(start, later, host_sync=False, on_error=ctx.failing(fut, first))
+                return handle
             ctx = _Ctx(lanes, handle, start, others=others)
-            lane, pend = op._emit(ctx, first)
-            for m in pend:
-                lane.wait(m)
-            done = lane.record()
+            done = _emit_all(op, ctx, first)
         except BaseException:
             inflight.end(handle)
             raise
     handle.marker = done
     op._handle = handle
     return handle
+
+
+def _emit_all(op: Op, ctx: _Ctx, first: S.Lane) -> Any:
+    """Queue `op` from `first`; the marker of its completion (a future when a step is deferred)."""
+    lane, pend = op._emit(ctx, first)
+    ctx.handle.end_lane = lane
+    if not unresolved(pend):
+        for m in pend:
+            lane.wait(m)
+        ctx.enter(lane)
+        return lane.record()
+    fut = FutureMarker()
+
+    def join(real: list[Any]) -> None:
+        with ctx.lock:
+            ctx.in_thread()
+            for m in real:
+                lane.wait(m)
+            fut.resolve([lane.record()])
+
+    defer(pend, join, host_sync=False, on_error=ctx.failing(fut, lane))
+    return fut
 
 
 class Handle:
@@ -137,10 +265,16 @@ class Handle:
         self.device = op.device
         self.used = op.uses() if used is None else used
         self.kernels = kernels if kernels is not None else _kernels_of(op)
+        self.kernel_ids = {id(k) for k in self.kernels}
+        # what is registered in flight, (space, lo, hi, writes): work built while queueing
+        # (`and_then`) that uses no more than this is registered already
+        self.registered = {(u.space, u.lo, u.hi, u.writes) for u in self.used}
         self.marker: S.Marker | None = None
+        self.end_lane: S.Lane | None = None  # where the work ended (a dependency-chain policy continues there)
         self.error: BaseException | None = None  # a CPU worker's exception
         self.keep: list[Any] = []  # staging buffers, alive until completion
         self.finalizers: list[Callable[[], None]] = []
+        self.staged: list[tuple[S.Marker, Callable[[], None]]] = []  # finalizers due once a marker is done
         self._settled = False
         self._completed = False
         self._fault: BaseException | None = None
@@ -185,6 +319,8 @@ class Handle:
             if self._settled:
                 return
             fins, self.finalizers = self.finalizers, []
+            fins += [f for _, f in self.staged]
+            self.staged = []
             for f in fins:
                 try:
                     f()
@@ -193,6 +329,14 @@ class Handle:
             self._settled = True
         inflight.end(self)
         self.keep.clear()
+
+    def flush_ready(self) -> None:
+        """Run the staging copies whose work is done (a host step reads their arrays)."""
+        with self._lock:
+            ready = [f for m, f in self.staged if m.is_done]
+            self.staged = [(m, f) for m, f in self.staged if not m.is_done]
+        for f in ready:
+            f()
 
     def wait(self) -> Any:
         """Block until the op completes; return its result; raise its `KernelFault` (or error)."""

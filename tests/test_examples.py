@@ -34,6 +34,8 @@ SMALL: dict[str, dict[str, int]] = {
     "softmax_unsafe": {"rows": 64, "cols": 1000},
     "scan": {"n": 50_000},
     "async_pipeline": {"n": 6_000, "chunks": 4},
+    "async_double_buffer": {"n": 6_000, "chunks": 4, "iters": 16},
+    "async_fanout": {"n": 5_000},
     "data_parallel": {"n": 9_001},
     "generic_saxpy": {"n": 2_001},
     "hashmap": {"n": 20_000},

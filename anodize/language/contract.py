@@ -146,6 +146,29 @@ class SharedMem:
 
 
 @dataclass(frozen=True)
+class OutputDecl:
+    """One output a launcher allocates: `"c": ((len(a),), f32)`; `shape` in the `requires`
+    grammar over the inputs, `dtype` a scalar type name."""
+
+    name: str
+    shape: tuple[Expr, ...]
+    dtype: str
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """`outputs=lambda a, b: {"c": ((len(a),), f32)}`: how `k[cfg].call(a, b)` allocates the
+    kernel's output parameters from its inputs (runtime/outputs.py)."""
+
+    params: tuple[str, ...]
+    decls: tuple[OutputDecl, ...]
+    source: str
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(d.name for d in self.decls)
+
+
+@dataclass(frozen=True)
 class Contract:
     domain: int
     block: tuple[int, ...] | None  # CUDA order (x, y); None when not fixed
@@ -155,6 +178,7 @@ class Contract:
     # blocks of `block` that must fit on one SM at once: a register budget for the compiler
     # (`.minnctapersm`), no change to what the kernel computes
     min_blocks_per_sm: int | None = None
+    outputs: Outputs | None = None  # how `k[cfg].call(...)` allocates the outputs
 
     @property
     def block_threads(self) -> int | None:
@@ -207,6 +231,31 @@ def parse_shared_mem(lam: ast.Lambda, source: str | None = None) -> SharedMem:
     expr = _parse_expr(lam.body, params)
     text = _segment(source, lam.body)
     return SharedMem(params, expr, text or ast.unparse(lam.body))
+
+
+def parse_outputs(lam: ast.Lambda, scalar: Callable[[ast.expr], str | None], source: str | None = None) -> Outputs:
+    """Parse `outputs=lambda <inputs>: {"name": ((<len>, ...), <dtype>), ...}`; each length in
+    the `requires` grammar, each dtype a scalar type (`scalar` names it, None when it is not one).
+    Raise RequiresSyntaxError at the offending node."""
+    args = lam.args
+    if args.vararg or args.kwarg or args.kwonlyargs or args.defaults or args.posonlyargs:
+        raise RequiresSyntaxError("outputs-plain-lambda", lam)
+    params = tuple(a.arg for a in args.args)
+    body = lam.body
+    if not isinstance(body, ast.Dict):
+        raise RequiresSyntaxError("outputs-not-dict", body)
+    decls = []
+    for k, v in zip(body.keys, body.values, strict=True):
+        if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
+            raise RequiresSyntaxError("outputs-key", k if k is not None else v)
+        if not (isinstance(v, ast.Tuple) and len(v.elts) == 2 and isinstance(v.elts[0], ast.Tuple)):
+            raise RequiresSyntaxError("outputs-entry", v, name=k.value)
+        shape = tuple(_parse_expr(e, params) for e in v.elts[0].elts)
+        dtype = scalar(v.elts[1])
+        if dtype is None:
+            raise RequiresSyntaxError("outputs-dtype-name", v.elts[1], expr=ast.unparse(v.elts[1]))
+        decls.append(OutputDecl(k.value, shape, dtype))
+    return Outputs(params, tuple(decls), _segment(source, body) or ast.unparse(body))
 
 
 def launch_requires(contract: Contract, shared_mem: int, block_threads: int) -> Requires | None:

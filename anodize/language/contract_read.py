@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from anodize.language import messages
 from anodize.language.contract import (
-    BinOp, Contract, Len, Neg, Param, RequiresSyntaxError, Shape, SharedMem, parse_requires, parse_shared_mem,
+    BinOp, Contract, Len, Neg, Outputs, Param, RequiresSyntaxError, Shape, SharedMem, parse_outputs, parse_requires,
+    parse_shared_mem,
 )
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.param_annotations import annotation_kind
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["read_contract", "contract_decorators", "KNOWN_ARGS"]
 
-KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem", "min_blocks_per_sm")
+KNOWN_ARGS = ("domain", "block", "requires", "min_compute_capability", "shared_mem", "min_blocks_per_sm", "outputs")
 _INT_SCALARS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 
 
@@ -85,9 +86,10 @@ def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract |
         else:
             cc = (v[0], v[1])
     per_sm = _min_blocks(front, args, block, say)
+    outputs = _outputs(front, fdef, args, params, say, diags)
     if diags or domain is None:
         return None, diags
-    return Contract(domain, block, requires, cc, shared_mem, per_sm), diags
+    return Contract(domain, block, requires, cc, shared_mem, per_sm, outputs), diags
 
 
 MAX_THREADS_PER_SM = 2048  # every architecture the compiler targets (sm_70 to sm_120: 1536 to 2048)
@@ -235,6 +237,63 @@ def _shared_mem(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.e
             say(node, "shared-mem-bad-use", "shared-mem-example", name=_term_param(term))
             return None
     return sm
+
+
+def _outputs(front: ModuleFront, fdef: ast.FunctionDef, args: dict[str, ast.expr], params, say, diags) -> Outputs | None:  # type: ignore[no-untyped-def]
+    """`outputs=lambda <inputs>: {"<output>": ((<len>, ...), <dtype>)}`: each key an output slice
+    parameter (written: `DisjointSlice*`, `AtomicSlice`), its shape of the slice's rank and
+    its dtype the slice's element type; the lambda's parameters are the kernel's other
+    parameters, used as in `requires`."""
+    node = args.get("outputs")
+    if node is None:
+        return None
+    if not isinstance(node, ast.Lambda):
+        say(node, "outputs-not-lambda", "outputs-example")
+        return None
+
+    def scalar(e: ast.expr) -> str | None:
+        sym = front.symbols.resolve(e) if isinstance(e, (ast.Name, ast.Attribute)) else None
+        if sym is not None and sym.kind == "intrinsic" and sym.tag and sym.tag[0] == "scalar":
+            return str(sym.tag[1])
+        return None
+
+    try:
+        outs = parse_outputs(node, scalar, front.src)
+    except RequiresSyntaxError as e:
+        diags.append(messages.outputs_syntax(front.src.span(e.node), e))
+        return None
+    produced = set(outs.names())
+    for a in node.args.args:
+        if a.arg not in params:
+            say(a, "outputs-unknown-name", "outputs-example", name=a.arg, kernel=fdef.name)
+            return None
+        if a.arg in produced:
+            say(a, "outputs-takes-inputs", "outputs-example", name=a.arg)
+            return None
+    ok = True
+    for key, decl in zip(node.body.keys, outs.decls, strict=True):  # type: ignore[attr-defined]
+        p = params.get(decl.name)
+        if p is None:
+            say(key, "outputs-unknown-name", "outputs-example", name=decl.name, kernel=fdef.name)
+            ok = False
+            continue
+        kind, skind, elem = p
+        if kind != "slice" or not SLICE_KINDS[skind].output:
+            say(key, "outputs-not-output", "outputs-example", name=decl.name)
+            ok = False
+            continue
+        rank = SLICE_KINDS[skind].rank
+        if len(decl.shape) != rank:
+            say(key, "outputs-rank", "outputs-example", name=decl.name, rank=rank, got=len(decl.shape))
+            ok = False
+        if elem is not None and not elem.startswith("~") and elem != decl.dtype:
+            say(key, "outputs-dtype", "outputs-example", name=decl.name, want=elem, got=decl.dtype)
+            ok = False
+        for term in (t for e in decl.shape for t in _walk(e)):
+            if _misuse(term, params) is not None:
+                say(key, "outputs-bad-use", "outputs-example", name=_term_param(term))
+                ok = False
+    return outs if ok else None
 
 
 def _term_param(term) -> str:  # type: ignore[no-untyped-def]

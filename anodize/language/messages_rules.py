@@ -351,6 +351,11 @@ def requires_syntax(span: Span, exc: object) -> Diagnostic:
     return make("az-contract", str(exc), span, label="in this launch contract", help=HELPS["requires-example"])
 
 
+def outputs_syntax(span: Span, exc: object) -> Diagnostic:
+    """The `az-contract` error of a `RequiresSyntaxError` raised while parsing `outputs=`."""
+    return make("az-contract", str(exc), span, label="in this launch contract", help=help_text("outputs-example", {}))
+
+
 def no_contract(span: Span, kernel: str, decl: Span | None) -> Diagnostic:
     return make(
         "az-no-contract",

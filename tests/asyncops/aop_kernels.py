@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from anodize import DisjointSlice, Slice, f32, i32, kernel, launch_contract, thread
+from anodize import DisjointSlice, Slice, f32, i32, kernel, launch_contract, thread, tile, tile_kernel
 
 
 @launch_contract(domain=1, block=256, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
@@ -39,3 +39,33 @@ def spin(x: Slice[f32], out: DisjointSlice[f32], iters: i32) -> None:
             v = v * 0.999 + 0.001
             k += 1
         out[i] = v
+
+
+# ---- issue 32: contracts that declare their outputs (`k[cfg].call(...)`) ------------------
+
+
+@launch_contract(domain=1, block=256, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c),
+                 outputs=lambda a, b: {"c": ((len(a),), f32)})
+@kernel
+def vecadd_out(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i] + b[i]
+
+
+@launch_contract(domain=1, block=256, requires=lambda lo, x, hi: len(lo) == len(x) and len(hi) == len(x),
+                 outputs=lambda x, k: {"lo": ((len(x),), f32), "hi": ((len(x),), f32)})
+@kernel
+def split(lo: DisjointSlice[f32], x: Slice[f32], hi: DisjointSlice[f32], k: f32) -> None:
+    i = thread.index_1d()
+    if i in lo:
+        lo[i] = x[i] - k
+        hi[i] = x[i] + k
+
+
+@launch_contract(domain=1, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c),
+                 outputs=lambda a, b: {"c": ((len(a),), f32)})
+@tile_kernel(num_warps=4)
+def tile_add_out(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    pid = tile.program_id_1d()
+    tile.store(c, pid, tile.load(a, pid, 512) + tile.load(b, pid, 512))

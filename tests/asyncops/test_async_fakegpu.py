@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
+from typing import Any
 
 import fakecuda
 import numpy as np
@@ -158,3 +159,75 @@ def test_replay_loop_keeps_one_registry_entry(fake: tuple[fakecuda.FakeGpu, fake
     handles[-1].wait()
     np.testing.assert_array_equal(c.to_host(), np.full(N, 2, np.float32))
     assert drv.counts["graph_launch"] == 50
+
+
+# ---- issue 32: combinators on CUDA lanes ---------------------------------------------------
+
+
+def test_and_then_chain_map_and_shared_on_cuda_lanes(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """A device-value `and_then` chain queues back to back (no host wait); a `map` and an
+    `and_then` over a host value are deferred (a helper thread waits for the event); a
+    shared op runs once for its two consumers; a staged (pageable) copy is filled before a
+    host step reads it."""
+    from aop_kernels import vecadd_out
+
+    dev, drv = fake
+    a = dev.to_device(np.ones(N, np.float32))
+    op: az.Op = az.value(a)
+    for _ in range(5):
+        op = op.and_then(lambda x: vecadd_out[CFG].call_op(x, x))
+    out = op.and_then(lambda c: c.to_host_op()).map(lambda h: float(h[0]))
+    with az.StreamPool(dev, 2) as pool:
+        assert out.submit(pool).wait() == 32.0
+        host = np.zeros(N, np.float32)  # pageable: staged
+        b = dev.to_device(np.full(N, 3, np.float32))
+        t, u = dev.empty(N, az.f32), dev.empty(N, az.f32)
+        s = dev.copy_op(host, b).shared()
+        r = az.gather(
+            s.map(lambda h: float(h.sum())),
+            s.and_then(lambda h: dev.copy_op(t, h)).then(affine[CFG].op(t, u, 2.0, 0.0)).then(u.to_host_op()),
+        ).submit(pool).wait()
+    assert r[0] == 3.0 * N
+    np.testing.assert_array_equal(r[1], np.full(N, 6, np.float32))
+    assert drv.counts["launch"] >= 6
+
+
+def test_policies_on_cuda_lanes(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, _ = fake
+    a = dev.to_device(np.ones(N, np.float32))
+    for policy in (az.SingleStream(), az.RoundRobin(2), az.DependencyChains(2)):
+        t = dev.empty(N, az.f32)
+        h1 = affine[CFG].op(a, t, 2.0, 0.0).submit(policy)
+        h2 = t.to_host_op().submit(policy)
+        np.testing.assert_array_equal(h2.wait(), np.full(N, 2, np.float32))
+        h1.wait()
+        policy.close()
+
+
+def test_and_then_that_allocates_waits_for_the_device_stream_again(
+    fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver],
+) -> None:
+    """`call_op` allocates its outputs on the device's stream: a pool lane that continues an
+    `and_then` chain after such a step waits for the device's stream again (one more
+    record + wait per allocating step); a step that allocates nothing adds no wait."""
+    from aop_kernels import vecadd_out
+
+    dev, drv = fake
+    a = dev.to_device(np.ones(N, np.float32))
+    t = dev.empty(N, az.f32)
+
+    def waits(build: Any) -> int:
+        before = drv.counts.get("wait", 0)
+        with az.StreamPool(dev, 2) as pool:
+            build().submit(pool).wait()
+        return drv.counts.get("wait", 0) - before
+
+    u = dev.empty(N, az.f32)
+    plain = waits(lambda: affine[CFG].op(a, t, 1.0, 0.0).and_then(lambda _: affine[CFG].op(t, u, 1.0, 0.0)))
+    allocating = waits(lambda: affine[CFG].op(a, t, 1.0, 0.0).and_then(lambda _: vecadd_out[CFG].call_op(t, t)))
+    assert allocating == plain + 1
+    # (before any step entered a lane, an allocation needs no extra wait: the lane's first
+    # wait for the device's stream comes after it)
+    assert waits(lambda: az.value(a).and_then(lambda x: vecadd_out[CFG].call_op(x, x))) == waits(
+        lambda: az.value(a).and_then(lambda x: affine[CFG].op(x, t, 1.0, 0.0))
+    )

@@ -1,0 +1,145 @@
+"""Host cost of an `and_then` chain (issue 32): per op, beside plain launches and a graph replay.
+
+    python3 bench/and_then_chain.py [--device cpu|0] [--chain 1000] [--n 1024] [--rounds 5] [--pipeline N]
+
+The chain copies a small vector back and forth between two buffers (`bench/kernels.py`'s
+`copy`), `--chain` kernels long, issued on the device's own stream four ways:
+
+* plain:       `copy[cfg](x, y)`, `copy[cfg](y, x)`, ... (the safe launch)
+* then-chain:  `copy[cfg].op(...)` sequenced with `.then` (built per round, then queued)
+* and_then:    `az.value(None).and_then(lambda _: copy[cfg].op(...))` x chain: each step's op
+               is built by its function while the chain is queued
+* graph:       `az.capture` of the `and_then` chain, `graph.replay(wait=False)`
+
+"host" is the time to build and queue the work (until the call returns; on the CPU backend
+the kernels run inline, so it includes them), "wall" adds the wait for completion.  Both per
+kernel, median over rounds.  The target: and_then host <= plain host + 2 us per op, and the
+graph replay at the per-kernel cost of bench/graph_replay.py.
+
+`--pipeline N` then runs examples/async_double_buffer.py on N elements (16 chunks): the
+double-buffered `and_then` pipeline beside its serial form, in one run (target >= 1.8x on
+the H200).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "bench"))
+
+
+def _measure(issue: Callable[[], Any], wait: Callable[[Any], None], rounds: int) -> tuple[float, float]:
+    """Median over rounds of (host seconds to build and queue, wall seconds to completion)."""
+    wait(issue())  # warm-up
+    hosts: list[float] = []
+    walls: list[float] = []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        h = issue()
+        t1 = time.perf_counter()
+        wait(h)
+        t2 = time.perf_counter()
+        hosts.append(t1 - t0)
+        walls.append(t2 - t0)
+    return statistics.median(hosts), statistics.median(walls)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", default=None, help="cpu, or a GPU ordinal (default: the default device)")
+    ap.add_argument("--chain", type=int, default=1000, help="kernels in the chain")
+    ap.add_argument("--n", type=int, default=1024, help="vector length")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--pipeline", type=int, default=0, help="also run the double-buffered pipeline on N elements")
+    args = ap.parse_args()
+
+    import anodize as az
+    from anodize.runtime import streams as S
+    from anodize.runtime.submission import _start
+    from kernels import copy
+
+    dev = az.device() if args.device is None else az.device("cpu") if args.device == "cpu" else az.device(int(args.device))
+    n, chain = args.n, args.chain
+    cfg = az.LaunchConfig.for_num_elems(n, block=256)
+    data = np.random.default_rng(3).random(n, dtype=np.float32)
+    x, y = dev.to_device(data), dev.empty(n, az.f32)
+    launch = copy[cfg]
+
+    def on_stream(op: az.Op) -> Any:  # `op.run()` without its wait: queued on the device's stream
+        return _start(op, S.SingleLane(dev, S.device_lane(dev)))
+
+    def plain() -> None:
+        for k in range(chain):
+            if k % 2:
+                launch(y, x)
+            else:
+                launch(x, y)
+
+    def then_chain() -> Any:
+        op: az.Op = launch.op(x, y)
+        for k in range(1, chain):
+            op = op.then(launch.op(y, x) if k % 2 else launch.op(x, y))
+        return on_stream(op)
+
+    def step(k: int) -> Callable[[Any], az.Op]:
+        src, dst = (y, x) if k % 2 else (x, y)
+        return lambda _: launch.op(src, dst)
+
+    steps = [step(k) for k in range(chain)]
+
+    def and_then_op() -> az.Op:
+        op: az.Op = az.value(None, device=dev)
+        for f in steps:
+            op = op.and_then(f)
+        return op
+
+    def and_then() -> Any:
+        return on_stream(and_then_op())
+
+    graph = az.capture(and_then_op())
+
+    def replay() -> Any:
+        return graph.replay(wait=False)
+
+    def sync(_: Any = None) -> None:
+        dev.synchronize()
+
+    def wait(h: Any) -> None:
+        h.wait()
+
+    h_plain, w_plain = _measure(plain, sync, args.rounds)
+    h_then, w_then = _measure(then_chain, wait, args.rounds)
+    h_and, w_and = _measure(and_then, wait, args.rounds)
+    h_graph, w_graph = _measure(replay, wait, args.rounds)
+    np.testing.assert_array_equal(y.to_host(), data)  # an even chain ends with y == x == data
+
+    us = 1e6 / chain
+    print(f"and_then chain on {dev.describe()}: {chain} copy kernels (n={n}), median of {args.rounds} rounds")
+    print(f"{'mode':<12} {'host us/op':>11} {'wall us/op':>11}")
+    for name, h, w in (("plain", h_plain, w_plain), ("then-chain", h_then, w_then), ("and_then", h_and, w_and), ("graph", h_graph, w_graph)):
+        print(f"{name:<12} {h * us:>11.3f} {w * us:>11.3f}")
+    extra = (h_and - h_plain) * us
+    print(f"and_then host cost beyond a plain launch: {extra:.3f} us/op (target <= 2 us): {'met' if extra <= 2 else 'NOT met'}")
+    print(f"graph replay wall vs plain: {w_graph / w_plain:.2f}x")
+    if args.pipeline:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("_double_buffer", ROOT / "examples" / "async_double_buffer.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        mod.main(n=args.pipeline, chunks=16)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,102 @@
+"""Launchers that allocate their outputs: `k[cfg].call(a, b)` and `k[cfg].call_op(a, b)`.
+
+    @az.launch_contract(domain=1, block=256, outputs=lambda a, b: {"c": ((len(a),), az.f32)})
+    @az.kernel
+    def vecadd(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None: ...
+
+    c = vecadd[cfg].call(a, b)            # allocates c on the launch's device, launches, returns it
+    op = vecadd[cfg].call_op(a, b)        # the lazy form: `op.run()` / `await op` gives c
+
+The contract's `outputs=` (read by the front end: anodize/language/contract_read.py) names
+each output parameter with its shape (the `requires` grammar over the inputs) and element
+type.  `call` takes the other parameters, in order (or by keyword), allocates each output with
+`dev.empty` (on a GPU an allocation queued on the device's stream, the stream the launch uses),
+and launches; the result is the output, or a tuple of them in the order `outputs=` lists
+them.  `call_op` hands its arrays to the op: from the moment it is built until it completes,
+host reads and writes of them are refused and conflicting work is refused
+(runtime/inflight.py: `Held`), as for submitted work.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from anodize.language.contract import Env, RequiresOverflow, eval_expr
+from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import inflight
+from anodize.runtime.buffer import Buffer
+from anodize.runtime.launch_checks import bind_keywords
+
+if TYPE_CHECKING:
+    from anodize.runtime.launch import Launcher
+
+__all__ = ["call", "call_op", "allocate"]
+
+
+def allocate(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> tuple[tuple[Any, ...], Any]:
+    """The full argument tuple of the launch (outputs allocated) and the result to hand back."""
+    from anodize.runtime.launch import _launch_device
+
+    kernel = launcher.kernel
+    name = kernel.__name__
+    contract = launcher.contract if launcher.contract is not None else kernel.contract
+    decl = contract.outputs if contract is not None else None
+    if decl is None:
+        raise LaunchError(
+            f"`{name}[cfg].{what}` allocates the outputs the contract declares, but `{name}`'s contract has no `outputs=`",
+            help=f'add `outputs=lambda a, b: {{"c": ((len(a),), f32)}}` to its `@az.launch_contract`, or launch '
+            f"`{name}[cfg](...)` with every argument",
+        )
+    names = tuple(kernel.signature.parameters)
+    produced = decl.names()
+    inputs = tuple(n for n in names if n not in produced)
+    if len(args) + len(kwargs) != len(inputs) or set(kwargs) & set(produced):
+        raise ArgumentError(
+            f"`{name}[cfg].{what}` takes the inputs {', '.join(f'`{n}`' for n in inputs)} "
+            f"({len(inputs)}), got {len(args) + len(kwargs)} arguments",
+            help=f"the outputs {', '.join(f'`{n}`' for n in produced)} are allocated and returned",
+        )
+    bound = dict(zip(inputs, bind_keywords(name, inputs, args, kwargs), strict=True))
+    env = Env({}, {}, {})
+    for p in decl.params:
+        v = bound[p]
+        if isinstance(v, (Buffer, np.ndarray)) or hasattr(v, "shape"):
+            shape = tuple(int(s) for s in v.shape)
+            env.lengths[p] = shape[0] if shape else 0  # type: ignore[index]
+            env.shapes[p] = shape  # type: ignore[index]
+        elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
+            env.scalars[p] = int(v)  # type: ignore[index]
+    dev = _launch_device(tuple(bound.values()))
+    made: dict[str, Buffer] = {}
+    for d in decl.decls:
+        try:
+            shape = tuple(eval_expr(e, env) for e in d.shape)
+        except (KeyError, TypeError):
+            raise ArgumentError(
+                f"`{name}[cfg].{what}`: the shape of output `{d.name}` ({decl.source}) needs an array "
+                "or an integer where it was given something else"
+            ) from None
+        except (RequiresOverflow, ZeroDivisionError) as e:
+            raise ArgumentError(f"`{name}[cfg].{what}`: the shape of output `{d.name}` cannot be computed: {e}") from None
+        if any(n < 0 for n in shape):
+            raise ArgumentError(f"`{name}[cfg].{what}`: output `{d.name}` would have the negative shape {shape}")
+        made[d.name] = dev.empty(shape if len(shape) > 1 else shape[0], d.dtype)
+    full = tuple(made[n] if n in made else bound[n] for n in names)
+    outs = tuple(made[d.name] for d in decl.decls)
+    return full, (outs[0] if len(outs) == 1 else outs)
+
+
+def call(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    full, result = allocate(launcher, args, kwargs, "call")
+    launcher(*full)
+    return result
+
+
+def call_op(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    full, result = allocate(launcher, args, kwargs, "call_op")
+    op = launcher.op(*full)
+    op.outputs = result
+    op._held = inflight.hold(op, op._uses)
+    return op
