@@ -62,6 +62,7 @@ if TYPE_CHECKING:
         u32,
         u64,
     )
+    from anodize.bits import bitcast
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.device import Buffer, Device, device, devices
     # issue 7: lazy ops, stream pools, graph capture, ownership across time
@@ -81,6 +82,7 @@ _LAZY = {
     "KernelFault": "anodize.language.errors",
     "LaunchError": "anodize.language.errors",
     "OutOfMemoryError": "anodize.language.errors",
+    "bitcast": "anodize.bits",
     "LaunchConfig": "anodize.runtime.config",
     "Buffer": "anodize.runtime.device",
     "Device": "anodize.runtime.device",
@@ -188,6 +190,7 @@ __all__ = [
     "StreamPool",
     "__version__",
     "bf16",
+    "bitcast",
     "bool_",
     "capture",
     "device",

@@ -305,7 +305,7 @@ class _Analyzer(StatementFlow, ExprFlow):
             return Callee("builtin", short)
         if q == "builtins.range":
             return Callee("range", short)
-        if q == "typing.cast":
+        if q in ("typing.cast", "az.bitcast"):
             return Callee("cast", q)
         if "." not in q and m.front.symbols.own(q).kind == "typevar":
             return Callee("cast", q)  # `T(x)`: a cast to the specialisation's scalar

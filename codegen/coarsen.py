@@ -385,7 +385,7 @@ def neighbour_reads(k: ir.KernelIR, plan: CoarsePlan) -> dict[int, str]:
             for x in e.operands[:2]:
                 reads(x, env)
             return
-        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.MathCall)):
+        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.Bitcast, ir.MathCall)):
             for c in _nodes(e):
                 reads(c, env)
 

@@ -173,7 +173,7 @@ def _children(e: ir.Expr) -> list[ir.Expr]:
         return list(e.values)
     if isinstance(e, ir.IfExp):
         return [e.cond, e.then, e.orelse]
-    if isinstance(e, ir.Cast):
+    if isinstance(e, (ir.Cast, ir.Bitcast)):
         return [e.value]
     if isinstance(e, ir.WitnessPart):
         return [e.witness]

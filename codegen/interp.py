@@ -230,6 +230,9 @@ class Thread(LocalsInterp):
     def eval_Cast(self, e: ir.Cast) -> Any:
         return ops.conv(self.eval(e.value), e.value.ty, e.ty)
 
+    def eval_Bitcast(self, e: ir.Bitcast) -> Any:
+        return ops.bitcast(self.eval(e.value), e.value.ty, e.ty)  # type: ignore[arg-type]
+
     def eval_Len(self, e: ir.Len) -> Any:
         return self.frame.slices[e.slice.name].dims[e.axis]
 

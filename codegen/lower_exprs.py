@@ -51,6 +51,11 @@ class ExprLowering(_Base):
     def e_Cast(self, e: ir.Cast) -> llir.Value:
         return self.conv(self.expr(e.value), e.value.ty, e.ty)
 
+    def e_Bitcast(self, e: ir.Bitcast) -> llir.Value:
+        v = self.expr(e.value)
+        t = reg_type(e.ty)
+        return v if v.type == t else self.b.bitcast(v, t)  # f16/bf16 live as i16 already
+
     def e_Len(self, e: ir.Len) -> llir.Value:
         return self.frame.slices[e.slice.name].dims[e.axis]
 

@@ -341,12 +341,17 @@ class Buffer:
         self._device.check()
         return out[()]
 
-    def view(self, shape: int | tuple[int, ...] | None = None) -> Buffer:
-        """A new Buffer over the same memory, optionally reshaped (same number of elements)."""
+    def view(self, shape: int | tuple[int, ...] | object | None = None) -> Buffer:
+        """A new Buffer over the same memory: reshaped (`buf.view((r, c))`, same number of
+        elements) or, given an element type, its bytes reinterpreted as that type
+        (`buf.view(az.u32)`, `buf.view(np.uint8)`), as NumPy's `ndarray.view(dtype)` does: the
+        last axis scales by the ratio of the element sizes, which must divide its bytes."""
         if not self.is_contiguous:
             raise ArgumentError(
                 "cannot reshape a non-contiguous view", help="make a contiguous copy first: `view.copy()`"
             )
+        if shape is not None and not isinstance(shape, (int, np.integer, tuple)) or isinstance(shape, (bool, np.bool_)):
+            return self._view_dtype(resolve_dtype(shape))
         new = self._shape if shape is None else normalize_shape(shape)
         n = 1
         for s in new:
@@ -354,6 +359,23 @@ class Buffer:
         if n != self.size:
             raise ArgumentError(f"cannot view {self.size} elements as shape {new}")
         return Buffer(self._device, self._ptr, new, self._scalar, self._owner)
+
+    def _view_dtype(self, scalar: ScalarInfo) -> Buffer:
+        old, item = self._dtype.itemsize, scalar.dtype.itemsize
+        last = self._shape[-1] * old
+        if last % item:
+            raise ArgumentError(
+                f"cannot view a last axis of {self._shape[-1]} {self._scalar.name} ({last} bytes) as {scalar.name} "
+                f"({item} bytes each): the sizes do not divide",
+                help=f"view a buffer whose last axis holds a multiple of {item} bytes (slice it first: `buf[:k]`)",
+            )
+        if self._ptr % item and self._shape[-1]:
+            raise ArgumentError(
+                f"cannot view this buffer as {scalar.name}: its first element (address {self._ptr:#x}) "
+                f"is not aligned to {item} bytes",
+                help="view a slice that starts at a multiple of the new element size",
+            )
+        return Buffer(self._device, self._ptr, (*self._shape[:-1], last // item), scalar, self._owner)
 
     # -- interop --------------------------------------------------------------------------
     @property

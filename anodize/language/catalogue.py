@@ -36,6 +36,11 @@ MESSAGES: dict[str, str] = {
     "cast-two-arguments": "`cast` takes a type and a value: `cast(T, x)`",
     "cast-to-scalar": "`cast` converts to a scalar type, not `{ty}`",
     "math-int-exponent": "the exponent of `math.{name}` must be an integer",
+    # ---- az-type: bitcast (records.md / language.md "Bits") ----
+    "bitcast-two-arguments": "`az.bitcast` takes a value and a type: `az.bitcast(x, T)`",
+    "bitcast-to-scalar": "`az.bitcast` reinterprets as a scalar type, not `{ty}`",
+    "bitcast-sizes": "`az.bitcast` from `{src}` ({sb} bits) to `{dst}` ({db} bits): a bit reinterpretation keeps the size",
+    "bitcast-bool": "`az.bitcast` of a `bool_`: a kernel boolean has no bit pattern of its own",
     # ---- the Tile model (typer_tiles.py) ----
     "tile-contract-no-block": "a tile kernel's contract takes no `{arg}`: the compiler picks the threads and shared memory of a tile kernel",
     "tile-simt": "`{name}` in a tile kernel (the compiler owns a tile kernel's threads, shared memory and barriers)",
@@ -378,6 +383,8 @@ HELPS: dict[str, str] = {
     "domain-block-requires-min": "use `domain`, `block`, `requires`, `shared_mem`, `min_compute_capability` or `min_blocks_per_sm`",
     "shared-mem-example": "write `shared_mem=lambda block: block * 4` (bytes; `block` is the block's thread count)",
     "cast-spelling": "write `cast(T, x)` (from `typing`) or `f32(x)`",
+    "bitcast-same-size": "reinterpret between types of one size (`f32` and `i32`/`u32`, `f64` and `i64`/`u64`, `f16`/`bf16` and `i16`/`u16`); convert the value with `{dst}(x)`",
+    "bitcast-bool-help": "convert it instead: `u8(b)`",
     "use-len": "use `len({name})`",
     "make-plain-parameter": "make it a plain parameter",
     "write-result-disjointslice-output": "write the result to a `DisjointSlice` output and `return` without a value",

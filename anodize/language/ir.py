@@ -133,6 +133,15 @@ class Cast:
 
 
 @dataclass(frozen=True)
+class Bitcast:
+    """`az.bitcast(x, T)`: the bits of `value` read as `ty` (both scalars of one size, not bool)."""
+
+    value: Expr
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class Len:
     slice: SliceRef
     axis: int  # 0 for len() / shape[0], 1 for shape[1]
@@ -391,7 +400,7 @@ class Call:
 
 
 Expr = (
-    Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
+    Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Bitcast | Len | Read | SharedRef
     | SharedRead | TableRead | MakeWitness | TileAt | ThreadTileLoad | ThreadTileStore | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
     | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )

@@ -142,6 +142,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     for n in ("abs", "min", "max", "len", "range"):
         t[f"builtins.{n}"] = ("builtin", n)
     t["az.Constant"] = ("constant_type",)
+    t["az.bitcast"] = ("bitcast",)  # `az.bitcast(x, T)`: the bits of x as T (one size)
     t["typing.cast"] = ("typecast",)  # `cast(T, x)`: a conversion to T (the spelling type checkers accept)
     for n in DEBUG_BUILTINS:
         t[f"builtins.{n}"] = (n,)
