@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         u64,
     )
     from anodize.bits import bitcast
+    from anodize.record import Array, record
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.device import Buffer, Device, device, devices
     # issue 7: lazy ops, stream pools, graph capture, ownership across time
@@ -83,6 +84,8 @@ _LAZY = {
     "LaunchError": "anodize.language.errors",
     "OutOfMemoryError": "anodize.language.errors",
     "bitcast": "anodize.bits",
+    "Array": "anodize.record",
+    "record": "anodize.record",
     "LaunchConfig": "anodize.runtime.config",
     "Buffer": "anodize.runtime.device",
     "Device": "anodize.runtime.device",
@@ -153,6 +156,8 @@ _tracebacks.install()
 
 __all__ = [
     "TileKernel",
+    "Array",
+    "record",
     "tile",
     "tile_kernel",
     "AliasingError",

@@ -65,7 +65,7 @@ class ExprLowering(_Base):
             if got is not None:
                 return got  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
-        ok, ptr, fidx, flen = self.address(sv, e.index)
+        ok, ptr, fidx, flen = self.address(sv, e.index, e.offset)
         mt = mem_type(e.ty)
         v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
         assert v is not None

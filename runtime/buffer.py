@@ -35,6 +35,11 @@ def resolve_dtype(dtype: object) -> ScalarInfo:
         return SCALARS[dtype.__name__]
     if isinstance(dtype, str) and dtype in SCALARS:
         return SCALARS[dtype]
+    rec = getattr(dtype, "__az_record__", None)
+    if rec is not None:  # an `@az.record` class
+        return rec.info  # type: ignore[no-any-return]
+    if isinstance(dtype, np.dtype) and dtype.fields is not None:  # a structured dtype
+        return _structured(dtype)
     info = scalar_for_dtype(dtype)
     if info is None:
         raise ArgumentError(
@@ -42,6 +47,19 @@ def resolve_dtype(dtype: object) -> ScalarInfo:
             help="use one of " + ", ".join(f"az.{n}" for n in SCALARS) + " (or the matching NumPy dtype)",
         )
     return info
+
+
+def _structured(dtype: np.dtype) -> ScalarInfo:
+    from anodize.language.record_types import record_from_dtype
+
+    rec = record_from_dtype(dtype)
+    if rec is None:
+        raise ArgumentError(
+            f"the structured dtype {dtype} is not an anodize record: every field must be an anodize scalar, "
+            "a 1-D array of one or a structured field, at C's offsets",
+            help="build it as `np.dtype([...], align=True)` (or use an `@az.record` class's `.dtype`)",
+        )
+    return rec.info
 
 
 def normalize_shape(shape: object) -> tuple[int, ...]:

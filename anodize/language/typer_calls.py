@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
+from anodize.language import collectives, ir, messages, shared_safe, typer_records, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -31,6 +31,8 @@ class CallTyping(_Base):
         ctag = self.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
         if ctag is not None and ctag[0] == "collective":  # takes `inclusive=`: before the keyword check
             return collectives.collective(self, ctag[1], node)
+        if isinstance(f, (ast.Name, ast.Attribute)) and (rs := self.sym(f)).kind == "record":  # `Rec(x=..., v=...)`
+            return typer_records.construct(self, self.record_type(rs), node)
         if node.keywords and not self.takes_keywords(node):
             self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
