@@ -68,9 +68,13 @@ def record(cls: _C) -> _C:
 
     hints = typing.get_type_hints(cls)
     own = [n for n in cls.__dict__.get("__annotations__", {})]
-    fields = [(n, _field_type(hints[n], f"{cls.__name__}.{n}")) for n in own]
-    rec = layout(cls.__name__, fields)
     out = dataclasses.dataclass(cls)
+    try:
+        fields = [(n, _field_type(hints[n], f"{cls.__name__}.{n}")) for n in own]
+    except TypeError as e:  # `anodize check` reports it (az-type); buffers and kernels of it are refused
+        out.__az_record_error__ = str(e)  # type: ignore[attr-defined]
+        return out  # type: ignore[no-any-return]
+    rec = layout(cls.__name__, fields)
     out.__az_record__ = rec  # type: ignore[attr-defined]
     out.dtype = rec.info.dtype  # type: ignore[attr-defined]
     return out  # type: ignore[no-any-return]

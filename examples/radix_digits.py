@@ -29,7 +29,8 @@ def float_keys(x: np.ndarray) -> np.ndarray:
 
 def main(n: int = 1 << 20) -> np.ndarray:
     dev = az.device()
-    x_host = (np.random.default_rng(5).standard_normal(n) * 1e3).astype(np.float32)
+    rng = np.random.default_rng(5)
+    x_host = rng.standard_normal(n, dtype=np.float32) * np.float32(1e3)
     keys = dev.to_device(x_host)
     digit = dev.empty(n, az.u8)
     cfg = az.LaunchConfig.for_num_elems(n, block=256)
@@ -39,7 +40,7 @@ def main(n: int = 1 << 20) -> np.ndarray:
         hist = dev.zeros(256, az.u32)
         radix_digits[cfg](keys, shift, digit, hist)
         d = digit.to_host()
-        want = ((ref >> np.uint32(shift)) & np.uint32(255)).astype(np.uint8)
+        want = np.bitwise_and(ref >> np.uint32(shift), np.uint32(255)).astype(np.uint8)
         np.testing.assert_array_equal(d, want)
         np.testing.assert_array_equal(hist.to_host(), np.bincount(want, minlength=256))
         order = order[np.argsort(d[order], kind="stable")]  # one LSD pass

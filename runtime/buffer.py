@@ -378,6 +378,34 @@ class Buffer:
             raise ArgumentError(f"cannot view {self.size} elements as shape {new}")
         return Buffer(self._device, self._ptr, new, self._scalar, self._owner)
 
+    def field(self, name: str) -> Buffer:
+        """A view of one field of a record buffer (`@az.record` elements): the same memory, a
+        strided view of the field's elements (shape `buf.shape`, plus `(n,)` for an
+        `az.Array[T, n]` field); reads, writes and `to_host()` go through to the records.  Like
+        every strided view, a kernel launch refuses it (pass `view.copy()`)."""
+        from anodize.language.record_types import ArrayFieldTy, RecordTy, record_of_info
+
+        if self._scalar.kind != "r":
+            raise ArgumentError(f"`field` is for record buffers; this one holds {self._scalar.name}")
+        rec = record_of_info(self._scalar)
+        f = rec.field(name)
+        if f is None:
+            raise ArgumentError(f"the record {rec.name} has no field {name!r}", help="its fields: " + ", ".join(x.name for x in rec.fields))
+        ty = f.ty
+        if isinstance(ty, RecordTy):
+            info, size, extra, inner = ty.info, ty.size, (), ()
+        elif isinstance(ty, ArrayFieldTy):
+            info, size, extra, inner = ty.elem.info, ty.align, (ty.n,), (1,)
+        else:
+            info, size, extra, inner = ty.info, ty.info.mem_bits // 8, (), ()
+        if rec.size % size or len(self._shape) + len(extra) > MAX_RANK:
+            raise ArgumentError(
+                f"the field {name!r} ({size} bytes) cannot be viewed with element strides of a {rec.size}-byte record",
+                help="copy the records to the host (`buf.to_host()[name]`)",
+            )
+        strides = tuple(s * (rec.size // size) for s in self._strides) + inner
+        return StridedView(self._device, self._ptr + f.offset, (*self._shape, *extra), info, self._owner, strides)
+
     def _view_dtype(self, scalar: ScalarInfo) -> Buffer:
         old, item = self._dtype.itemsize, scalar.dtype.itemsize
         last = self._shape[-1] * old

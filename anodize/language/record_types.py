@@ -233,7 +233,7 @@ def _field_type(symbols: ModuleSymbols, ann: ast.expr, seen: tuple[str, ...]) ->
     raise RecordError(ann, "record-field-type", expr=ast.unparse(ann))
 
 
-def record_from_dtype(dtype: Any, name: str = "record") -> RecordTy | None:
+def record_from_dtype(dtype: Any, name: str = "Record") -> RecordTy | None:
     """The record type of a NumPy structured dtype, None when a field has no anodize type or
     the layout is not C's (a packed dtype: build it with `align=True`)."""
     from anodize.language.vocab import scalar_for_dtype
