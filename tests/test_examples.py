@@ -44,6 +44,7 @@ SMALL: dict[str, dict[str, int]] = {
     "tile_layernorm": {"rows": 5, "cols": 300},
     "tile_attention": {"batch": 1, "heads": 2, "seq": 64, "d": 32},
     "radix_digits": {"n": 20_000},
+    "particles": {"n": 10_007},
 }
 
 
