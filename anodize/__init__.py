@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         u64,
     )
     from anodize.bits import bitcast
+    from anodize.bundle import Bundle
     from anodize.record import Array, record
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.device import Buffer, Device, device, devices
@@ -84,6 +85,7 @@ _LAZY = {
     "LaunchError": "anodize.language.errors",
     "OutOfMemoryError": "anodize.language.errors",
     "bitcast": "anodize.bits",
+    "Bundle": "anodize.bundle",
     "Array": "anodize.record",
     "record": "anodize.record",
     "LaunchConfig": "anodize.runtime.config",
@@ -157,6 +159,7 @@ _tracebacks.install()
 __all__ = [
     "TileKernel",
     "Array",
+    "Bundle",
     "record",
     "tile",
     "tile_kernel",

@@ -38,6 +38,7 @@ from anodize.language import VERSION
 from .mypy.codes import ERROR_CODES
 from .mypy.fullnames import (
     ARRAY_FULLNAME,
+    BUNDLE_FULLNAME,
     CONFIG_FULLNAME,
     RECORD_FULLNAME,
     FUNC_CALL,
@@ -152,8 +153,16 @@ class AnodizePlugin(Plugin):
 
     def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
         # a record's constructor (the classes this process saw decorated: mypy/records.py)
-        if _records.cache_info().currsize and fullname in _records().RECORD_CLASSES:
-            return _records().record_signature  # type: ignore[no-any-return]
+        if _records.cache_info().currsize:
+            if fullname in _records().RECORD_CLASSES:
+                return _records().record_signature  # type: ignore[no-any-return]
+            if fullname in _records().BUNDLE_CLASSES:
+                return _records().bundle_signature  # type: ignore[no-any-return]
+        return None
+
+    def get_base_class_hook(self, fullname: str) -> Callable[[ClassDefContext], None] | None:
+        if fullname == BUNDLE_FULLNAME:  # `class State(az.Bundle)`: its host constructor
+            return _records().on_bundle_class  # type: ignore[no-any-return]
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:

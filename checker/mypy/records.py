@@ -9,8 +9,10 @@ from mypy.types import AnyType, FunctionLike, Instance, CallableType, Type, Type
 
 from .fullnames import ARRAY_FULLNAME
 
-# the fullnames of the `@az.record` classes mypy has seen (their constructors' hook)
+# the fullnames of the `@az.record` classes and `az.Bundle` subclasses mypy has seen (their
+# constructors' hooks)
 RECORD_CLASSES: set[str] = set()
+BUNDLE_CLASSES: set[str] = set()
 
 
 def on_array(ctx: AnalyzeTypeContext) -> Type:
@@ -25,6 +27,21 @@ def on_array(ctx: AnalyzeTypeContext) -> Type:
 
 def on_record_class(ctx: ClassDefContext) -> None:
     RECORD_CLASSES.add(ctx.cls.fullname)
+
+
+def on_bundle_class(ctx: ClassDefContext) -> None:
+    BUNDLE_CLASSES.add(ctx.cls.fullname)
+
+
+def bundle_signature(ctx: FunctionSigContext) -> FunctionLike:
+    """A bundle's constructor on the host: each slice field takes what a launch's slice
+    parameter takes (a Buffer, a CUDA array, ...), as `k[config](...)` types it."""
+    from .launches import host_type
+
+    sig = ctx.default_signature
+    if not isinstance(sig, CallableType):
+        return sig
+    return sig.copy_modified(arg_types=[host_type(ctx.api, t) for t in sig.arg_types])
 
 
 def record_signature(ctx: FunctionSigContext) -> FunctionLike:
@@ -46,4 +63,4 @@ def record_signature(ctx: FunctionSigContext) -> FunctionLike:
     return sig.copy_modified(arg_types=args)
 
 
-__all__ = ["RECORD_CLASSES", "on_array", "on_record_class", "record_signature"]
+__all__ = ["RECORD_CLASSES", "BUNDLE_CLASSES", "on_array", "on_record_class", "on_bundle_class", "record_signature", "bundle_signature"]
