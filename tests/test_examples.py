@@ -45,6 +45,7 @@ SMALL: dict[str, dict[str, int]] = {
     "tile_attention": {"batch": 1, "heads": 2, "seq": 64, "d": 32},
     "radix_digits": {"n": 20_000},
     "particles": {"n": 10_007},
+    "fluid2d": {"rows": 37, "cols": 53},
 }
 
 

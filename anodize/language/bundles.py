@@ -75,6 +75,7 @@ def _flatten_fn(fn: ast.FunctionDef | ast.AsyncFunctionDef, classes: dict[str, l
             fa = copy.deepcopy(fann)
             for n in ast.walk(fa):  # at the parameter's annotation: names resolve (and errors point) there
                 n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = ann.lineno, ann.col_offset, ann.end_lineno, ann.end_col_offset  # type: ignore[attr-defined]
+                n._az_bundle = True  # type: ignore[attr-defined]  # synthesized: not at its own text
             new = ast.arg(arg=name, annotation=fa)
             ast.copy_location(new, a)
             new.end_lineno, new.end_col_offset = a.end_lineno, a.end_col_offset
@@ -132,4 +133,5 @@ def _name(name: str, at: ast.expr) -> ast.Name:
     n = ast.Name(id=name, ctx=getattr(at, "ctx", ast.Load()))
     ast.copy_location(n, at)
     n.end_lineno, n.end_col_offset = at.end_lineno, at.end_col_offset
+    n._az_bundle = True  # type: ignore[attr-defined]  # synthesized (a field of a bundle parameter)
     return n
