@@ -17,6 +17,7 @@ argument.
 from __future__ import annotations
 
 import dataclasses
+import operator
 import typing
 from typing import Any, dataclass_transform
 
@@ -55,15 +56,35 @@ def expand(args: tuple[Any, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def bundle_positions(fn: Any) -> tuple[int, ...]:
+    """The positions of a kernel's bundle parameters."""
+    import inspect
+
+    hints = typing.get_type_hints(fn)
+    names = list(inspect.signature(fn).parameters)
+    return tuple(i for i, n in enumerate(names) if isinstance(hints.get(n), type) and issubclass(hints[n], Bundle))
+
+
 class BundleLaunch:
-    """A launch object of a kernel with a bundle parameter: bundles expanded, then launched."""
+    """A launch object of a kernel with a bundle parameter: bundles expanded, then launched.
+    A bundle first (the usual form) is unpacked by one `attrgetter` of its class, made on the
+    first launch: what a bundle adds to a launch with separate slices (bench/records_bench.py)."""
 
-    __slots__ = ("_inner",)
+    __slots__ = ("_inner", "_first", "_cls", "_get")
 
-    def __init__(self, inner: Any):
+    def __init__(self, inner: Any, positions: tuple[int, ...] = ()):
         self._inner = inner
+        self._first = positions == (0,)
+        self._cls: type | None = None
+        self._get: Any = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if args and args[0].__class__ is self._cls:
+            return self._inner(*self._get(args[0]), *args[1:], **kwargs)
+        if self._first and args and isinstance(args[0], Bundle):
+            fields = type(args[0]).__az_fields__
+            self._cls = type(args[0])
+            self._get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda b, f=fields[0]: (getattr(b, f),))
         return self._inner(*expand(args), **kwargs)
 
     def op(self, *args: Any, **kwargs: Any) -> Any:

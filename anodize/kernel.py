@@ -193,9 +193,9 @@ class Kernel(Generic[P]):
         else:
             launcher = prepare(self, bound, safe=True)
         if self._bundled:  # `State(...)` arguments: their fields (anodize/bundle.py)
-            from anodize.bundle import BundleLaunch
+            from anodize.bundle import BundleLaunch, bundle_positions
 
-            launcher = BundleLaunch(launcher)
+            launcher = BundleLaunch(launcher, bundle_positions(self.fn))
         cache = self._cache
         if isinstance(config, LaunchConfig):
             launches = cache.get("launches")
