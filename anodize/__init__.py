@@ -62,6 +62,9 @@ if TYPE_CHECKING:
         u32,
         u64,
     )
+    from anodize.bits import bitcast
+    from anodize.bundle import Bundle
+    from anodize.record import Array, record
     from anodize.runtime.config import LaunchConfig
     from anodize.autotuning import Autotuned, Config, autotune
     from anodize.runtime.device import Buffer, Device, device, devices
@@ -85,6 +88,10 @@ _LAZY = {
     "KernelFault": "anodize.language.errors",
     "LaunchError": "anodize.language.errors",
     "OutOfMemoryError": "anodize.language.errors",
+    "bitcast": "anodize.bits",
+    "Bundle": "anodize.bundle",
+    "Array": "anodize.record",
+    "record": "anodize.record",
     "LaunchConfig": "anodize.runtime.config",
     "Autotuned": "anodize.autotuning",
     "Config": "anodize.autotuning",
@@ -165,6 +172,9 @@ _tracebacks.install()
 
 __all__ = [
     "TileKernel",
+    "Array",
+    "Bundle",
+    "record",
     "tile",
     "tile_kernel",
     "AliasingError",
@@ -212,6 +222,7 @@ __all__ = [
     "zip",
     "__version__",
     "bf16",
+    "bitcast",
     "bool_",
     "capture",
     "device",

@@ -130,6 +130,13 @@ class Kernel(Generic[P]):
             self._contract_parsed = True
         return self._contract
 
+    @functools.cached_property
+    def _bundled(self) -> bool:
+        """Does a parameter take an `az.Bundle` (launched as its fields)?"""
+        from anodize.bundle import has_bundles
+
+        return has_bundles(self.fn)
+
     # -- generic kernels --------------------------------------------------------------------
     @functools.cached_property
     def generic(self) -> Any:
@@ -200,6 +207,10 @@ class Kernel(Generic[P]):
             launcher: Any = GenericLaunch(self, bound, self.generic)
         else:
             launcher = prepare(self, bound, safe=True)
+        if self._bundled:  # `State(...)` arguments: their fields (anodize/bundle.py)
+            from anodize.bundle import BundleLaunch, bundle_positions
+
+            launcher = BundleLaunch(launcher, bundle_positions(self.fn))
         cache = self._cache
         if isinstance(config, LaunchConfig):
             launches = cache.get("launches")
@@ -218,6 +229,10 @@ class Kernel(Generic[P]):
         (or with a grid or block dimension beyond their rank that is not 1)."""
         from anodize.runtime.launch import prepare
 
+        if self._bundled:
+            from anodize.bundle import expand
+
+            args = expand(args)
         try:
             if self.generic is not None:
                 from anodize.runtime.generic import specialise

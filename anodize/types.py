@@ -172,6 +172,9 @@ Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_ | f16 | bf16 | i8 | i16 | u8 
 
 T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16)
 
+# a slice's element: a scalar type or an `@az.record` class (`Slice[Particle]`)
+_E = TypeVar("_E")
+
 _V = TypeVar("_V", int, float, bool)
 Constant = Annotated[_V, "anodize.Constant"]
 """`n: az.Constant[int]` (or `[float]`, `[bool]`): a compile-time parameter. Each value a
@@ -179,7 +182,7 @@ launch passes compiles its own specialisation, in which `n` is a constant (it ma
 `range` to unroll or a shared array). Type checkers read `Constant[int]` as `int`."""
 
 
-class _SliceBase(Generic[T]):
+class _SliceBase(Generic[_E]):
     __slots__ = ()
 
     def __init__(self) -> None:
@@ -212,10 +215,10 @@ class LocalArray(Generic[T]):
 
 
 @final
-class Slice(_SliceBase[T]):
+class Slice(_SliceBase[_E]):
     """A shared, read-only 1-D input: `a[j]` reads, `len(a)`; no write of any kind."""
 
-    def __getitem__(self, j: int | Index1D) -> T:
+    def __getitem__(self, j: int | Index1D) -> _E:
         _device_only("Slice.__getitem__")
 
     def __contains__(self, j: int | Index1D) -> bool:
@@ -224,25 +227,25 @@ class Slice(_SliceBase[T]):
 
 
 @final
-class DisjointSlice(_SliceBase[T]):
+class DisjointSlice(_SliceBase[_E]):
     """A 1-D output in which each element has exactly one writer: this thread's witness."""
 
-    def __getitem__(self, i: Index1D | BlockWitness1D) -> T:
+    def __getitem__(self, i: Index1D | BlockWitness1D) -> _E:
         _device_only("DisjointSlice.__getitem__")
 
-    def __setitem__(self, i: Index1D | BlockWitness1D, v: T | float) -> None:
+    def __setitem__(self, i: Index1D | BlockWitness1D, v: _E | float) -> None:
         _device_only("DisjointSlice.__setitem__")
 
     def __contains__(self, i: Index1D | BlockWitness1D) -> bool:
         _device_only("DisjointSlice.__contains__")
 
-    def write_unchecked(self, j: int, v: T | float) -> None:
+    def write_unchecked(self, j: int, v: _E | float) -> None:
         """Unsafe tier only: write element `j` with no ownership proof."""
         _device_only("DisjointSlice.write_unchecked")
 
 
 @final
-class Slice2D(_SliceBase[T]):
+class Slice2D(_SliceBase[_E]):
     """A shared, read-only row-major 2-D input: `m[r, c]` reads, `.shape`."""
 
     @property
@@ -250,7 +253,7 @@ class Slice2D(_SliceBase[T]):
         """`(rows, cols)` of the slice."""
         _device_only("Slice2D.shape")
 
-    def __getitem__(self, rc: tuple[int, int] | Index2D) -> T:
+    def __getitem__(self, rc: tuple[int, int] | Index2D) -> _E:
         _device_only("Slice2D.__getitem__")
 
     def __contains__(self, rc: tuple[int, int] | Index2D) -> bool:
@@ -259,7 +262,7 @@ class Slice2D(_SliceBase[T]):
 
 
 @final
-class DisjointSlice2D(_SliceBase[T]):
+class DisjointSlice2D(_SliceBase[_E]):
     """A row-major 2-D output written only at this thread's `Index2D`."""
 
     @property
@@ -267,16 +270,16 @@ class DisjointSlice2D(_SliceBase[T]):
         """`(rows, cols)` of the slice."""
         _device_only("DisjointSlice2D.shape")
 
-    def __getitem__(self, i: Index2D) -> T:
+    def __getitem__(self, i: Index2D) -> _E:
         _device_only("DisjointSlice2D.__getitem__")
 
-    def __setitem__(self, i: Index2D, v: T | float) -> None:
+    def __setitem__(self, i: Index2D, v: _E | float) -> None:
         _device_only("DisjointSlice2D.__setitem__")
 
     def __contains__(self, i: Index2D) -> bool:
         _device_only("DisjointSlice2D.__contains__")
 
-    def write_unchecked(self, rc: tuple[int, int], v: T | float) -> None:
+    def write_unchecked(self, rc: tuple[int, int], v: _E | float) -> None:
         """Unsafe tier only: write element `(row, col)` with no ownership proof."""
         _device_only("DisjointSlice2D.write_unchecked")
 
@@ -286,7 +289,7 @@ AtomicOrder = Literal["relaxed", "acquire", "release", "acq_rel", "seq_cst"]
 
 
 @final
-class Slice3D(_SliceBase[T]):
+class Slice3D(_SliceBase[_E]):
     """A shared, read-only row-major 3-D input of shape `(layers, rows, cols)`:
     `v[l, r, c]` reads, `.shape`."""
 
@@ -295,7 +298,7 @@ class Slice3D(_SliceBase[T]):
         """`(layers, rows, cols)` of the 3-D slice, as ints."""
         _device_only("Slice3D.shape")
 
-    def __getitem__(self, lrc: tuple[int, int, int] | Index3D) -> T:
+    def __getitem__(self, lrc: tuple[int, int, int] | Index3D) -> _E:
         _device_only("Slice3D.__getitem__")
 
     def __contains__(self, lrc: tuple[int, int, int] | Index3D) -> bool:
@@ -304,7 +307,7 @@ class Slice3D(_SliceBase[T]):
 
 
 @final
-class DisjointSlice3D(_SliceBase[T]):
+class DisjointSlice3D(_SliceBase[_E]):
     """A row-major 3-D output `(layers, rows, cols)` written only at this thread's `Index3D`."""
 
     @property
@@ -312,16 +315,16 @@ class DisjointSlice3D(_SliceBase[T]):
         """`(layers, rows, cols)` of the 3-D slice, as ints."""
         _device_only("DisjointSlice3D.shape")
 
-    def __getitem__(self, i: Index3D) -> T:
+    def __getitem__(self, i: Index3D) -> _E:
         _device_only("DisjointSlice3D.__getitem__")
 
-    def __setitem__(self, i: Index3D, v: T | float) -> None:
+    def __setitem__(self, i: Index3D, v: _E | float) -> None:
         _device_only("DisjointSlice3D.__setitem__")
 
     def __contains__(self, i: Index3D) -> bool:
         _device_only("DisjointSlice3D.__contains__")
 
-    def write_unchecked(self, lrc: tuple[int, int, int], v: T | float) -> None:
+    def write_unchecked(self, lrc: tuple[int, int, int], v: _E | float) -> None:
         """Unsafe tier only: write element `(layer, row, col)` with no ownership proof."""
         _device_only("DisjointSlice3D.write_unchecked")
 

@@ -161,12 +161,15 @@ class ExprFlow(_Base):
         if sliced:
             return UNKNOWN
         if base.kind == "slice":
-            output = False
+            output = record = False
             for name in base.params:
                 p = self.fn.params.get(name)
                 if p is not None and p.slice_kind is not None and p.slice_kind.output:
                     output = True
-                    break
+                if p is not None and (p.scalar or "").startswith("@"):
+                    record = True  # an element of a `Slice[Rec]`: a record (language/typer_records.py)
+            if record:
+                return Val("record", tdep=True) if output else Val("record", tdep=tdep, wu=tdep and not lane)
             # an input is read-only for the whole launch: equal indices read equal values
             return VARYING if output else _scalar3(tdep, lane)
         if base.kind in ("scalar", "global"):
@@ -195,6 +198,8 @@ class ExprFlow(_Base):
             return UNIFORM if attr == "shape" else UNKNOWN
         if base.kind == "global":
             return Val("global", origin=node)
+        if base.kind == "record":  # a field (a scalar, a nested record or an array field): its record's dependence
+            return base
         return Val(base.kind if base.kind == "scalar" else "unknown", tdep=True)
 
 

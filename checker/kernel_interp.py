@@ -154,6 +154,8 @@ class _Analyzer(StatementFlow, ExprFlow):
             return NONE
         if k in ("unsafe", "print", "breakpoint"):
             return NONE
+        if k == "record":
+            return Val("record", tdep=anytdep, wu=anytdep and not anylane)
         if k in ("cast", "math", "builtin", "range"):
             if callee.name == "len":
                 return UNIFORM
@@ -305,8 +307,10 @@ class _Analyzer(StatementFlow, ExprFlow):
             return Callee("builtin", short)
         if q == "builtins.range":
             return Callee("range", short)
-        if q == "typing.cast":
+        if q in ("typing.cast", "az.bitcast"):
             return Callee("cast", q)
+        if "." not in q and m.front.symbols.own(q).kind == "record":
+            return Callee("record", q)  # `Rec(x=..., v=...)`: a record value (language/typer_records.py)
         if "." not in q and m.front.symbols.own(q).kind == "typevar":
             return Callee("cast", q)  # `T(x)`: a cast to the specialisation's scalar
         if q.startswith("builtins.") and short in DEBUG_BUILTINS:

@@ -11,7 +11,7 @@ import ast
 
 from anodize.language.vocab import WITNESS_TYPES
 
-from .kernel_values import LOCAL_ARRAY, MAX_FIXPOINT, NONE, UNIFORM, UNKNOWN, VARYING, Env, Space, Val, _scalar3, join, join_env
+from .kernel_values import LOCAL_ARRAY, MAX_FIXPOINT, NONE, UNIFORM, UNKNOWN, VARYING, Env, Space, Val, _scalar3, join, join_env, record_root
 
 if TYPE_CHECKING:
     from .kernel_interp import _Analyzer as _Base
@@ -90,7 +90,10 @@ class StatementFlow(_Base):
             else:
                 self.ev(s.target, env)
                 m.stores.add(s.target)
-                self._mark_write(getattr(s.target, "value", s.target), env)
+                root = record_root(s.target, m.values)
+                if root is not s.target:  # `out[i].v += x`
+                    m.stores.add(root)
+                self._mark_write(getattr(root, "value", root), env)
             return env
         if isinstance(s, ast.If):
             return self.if_(s, env)
@@ -197,7 +200,10 @@ class StatementFlow(_Base):
         else:  # subscript or attribute
             m.stores.add(target)
             self.ev(target, env)
-            self._mark_write(getattr(target, "value", target), env)
+            root = record_root(target, m.values)
+            if root is not target:  # `out[i].v = x`: a store of the element `out[i]`
+                m.stores.add(root)
+            self._mark_write(getattr(root, "value", root), env)
 
     def if_(self, s: ast.If, env: Env) -> Env | None:
         tv = self.ev(s.test, env)

@@ -20,6 +20,20 @@ VIEW_METHODS = {"view", "reshape", "ravel", "flatten", "transpose", "squeeze", "
 MAX_FIXPOINT = 8
 
 
+def record_root(target: ast.expr, values: dict[ast.AST, Val]) -> ast.expr:
+    """The element a store into a record's part writes (`out[i]` of `out[i].v[2] = x`), or
+    `target` itself when it is not a part of a record element."""
+    node = target
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        v = values.get(node.value)
+        if isinstance(node, ast.Subscript) and v is not None and v.kind == "slice":
+            return node
+        if v is None or v.kind != "record":
+            return target
+        node = node.value
+    return target
+
+
 def dotted(node: ast.AST) -> str | None:
     """`a.b.c` for a chain of names, else None."""
     if isinstance(node, ast.Name):
@@ -54,7 +68,8 @@ class Space:
 
 @dataclass(frozen=True)
 class Val:
-    """An abstract value.  kind: witness | local_witness | slice | shared | scalar | global | none | unknown."""
+    """An abstract value.  kind: witness | local_witness | slice | shared | scalar | record (a record's
+    value or a part of one: language/typer_records.py) | global | none | unknown."""
 
     kind: str
     domain: int = 0  # witness: its index space (1 or 2)
@@ -116,6 +131,8 @@ def join(a: Val | None, b: Val | None) -> Val | None:
         return Val("slice", params=a.params | b.params, tdep=a.tdep or b.tdep, origin=a.origin)
     if a.kind == b.kind == "scalar":
         return _scalar3(a.tdep or b.tdep, a.lane or b.lane)
+    if a.kind == b.kind == "record":
+        return Val("record", tdep=a.tdep or b.tdep, wu=(a.tdep or b.tdep) and not (a.lane or b.lane))
     if a.kind == b.kind and a.kind in ("shared", "global", "none"):
         return Val(a.kind, tdep=a.tdep or b.tdep)
     if {a.kind, b.kind} <= {"witness", "scalar"}:

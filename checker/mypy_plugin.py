@@ -30,14 +30,17 @@ from typing import Any
 
 import mypy
 from mypy.nodes import MypyFile
-from mypy.plugin import FunctionContext, MethodContext, MethodSigContext, Plugin, ReportConfigContext
+from mypy.plugin import AnalyzeTypeContext, ClassDefContext, FunctionContext, FunctionSigContext, MethodContext, MethodSigContext, Plugin, ReportConfigContext
 from mypy.types import FunctionLike, Type
 
 from anodize.language import VERSION
 
 from .mypy.codes import ERROR_CODES
 from .mypy.fullnames import (
+    ARRAY_FULLNAME,
+    BUNDLE_FULLNAME,
     CONFIG_FULLNAME,
+    RECORD_FULLNAME,
     FUNC_CALL,
     KERNEL_CLASS,
     TILE_KERNEL_CLASS,
@@ -104,6 +107,13 @@ def _launches() -> Any:
 
 
 @cache
+def _records() -> Any:
+    from .mypy import records
+
+    return records
+
+
+@cache
 def _hostvalues() -> Any:
     from .mypy import hostvalues
 
@@ -129,6 +139,30 @@ class AnodizePlugin(Plugin):
             return _kernels().on_anodize_call  # type: ignore[no-any-return]
         if fullname == CONFIG_FULLNAME:
             return _hostvalues().on_config_new  # type: ignore[no-any-return]
+        return None
+
+    def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
+        if fullname == ARRAY_FULLNAME:  # `az.Array[T, n]` in a record (mypy/records.py)
+            return _records().on_array  # type: ignore[no-any-return]
+        return None
+
+    def get_class_decorator_hook(self, fullname: str) -> Callable[[ClassDefContext], None] | None:
+        if fullname == RECORD_FULLNAME:
+            return _records().on_record_class  # type: ignore[no-any-return]
+        return None
+
+    def get_function_signature_hook(self, fullname: str) -> Callable[[FunctionSigContext], FunctionLike] | None:
+        # a record's constructor (the classes this process saw decorated: mypy/records.py)
+        if _records.cache_info().currsize:
+            if fullname in _records().RECORD_CLASSES:
+                return _records().record_signature  # type: ignore[no-any-return]
+            if fullname in _records().BUNDLE_CLASSES:
+                return _records().bundle_signature  # type: ignore[no-any-return]
+        return None
+
+    def get_base_class_hook(self, fullname: str) -> Callable[[ClassDefContext], None] | None:
+        if fullname == BUNDLE_FULLNAME:  # `class State(az.Bundle)`: its host constructor
+            return _records().on_bundle_class  # type: ignore[no-any-return]
         return None
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:

@@ -269,7 +269,7 @@ def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
 
     def fits_elem(name: str) -> bool:
         p = params[name]
-        return kinds[name].rank == rank and not p.scalar.kind == "b" and p.scalar.mem_bits in (32, 64)
+        return kinds[name].rank == rank and p.scalar.kind not in ("b", "r") and p.scalar.mem_bits in (32, 64)
 
     def fits(name: str) -> bool:
         """An input read anywhere else too, or an output accessed at the witness only."""
@@ -366,7 +366,7 @@ def neighbour_reads(k: ir.KernelIR, plan: CoarsePlan) -> dict[int, str]:
             p = params.get(name)
             if (
                 not e.checked and p is not None and p.slice_kind is not None and p.slice_kind.rank == plan.rank
-                and p.scalar.mem_bits == 32 and p.scalar.kind != "b" and not at_witness(e.index)
+                and p.scalar.mem_bits == 32 and p.scalar.kind not in ("b", "r") and not at_witness(e.index)
                 and len(e.index) == plan.rank
             ):
                 d = col(e.index[-1], env)
@@ -385,7 +385,7 @@ def neighbour_reads(k: ir.KernelIR, plan: CoarsePlan) -> dict[int, str]:
             for x in e.operands[:2]:
                 reads(x, env)
             return
-        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.MathCall)):
+        if isinstance(e, (ir.BinOp, ir.UnaryOp, ir.Cast, ir.Bitcast, ir.MathCall)):
             for c in _nodes(e):
                 reads(c, env)
 

@@ -157,7 +157,7 @@ def _stmt_syncs(s: object, memo: dict[int, bool]) -> bool:
     return any(_stmt_syncs(x, memo) for b in sub_bodies(s) for x in b)
 
 
-_SPECULABLE = (ir.Const, ir.Local, ir.UnaryOp, ir.Compare, ir.BoolOp, ir.IfExp, ir.Cast, ir.Len, ir.RawId,
+_SPECULABLE = (ir.Const, ir.Local, ir.UnaryOp, ir.Compare, ir.BoolOp, ir.IfExp, ir.Cast, ir.Bitcast, ir.Len, ir.RawId,
                ir.WitnessPart, ir.Contains, ir.MathCall, ir.WarpOp)
 
 

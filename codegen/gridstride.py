@@ -62,8 +62,8 @@ def _at_index(index: tuple[ir.Expr, ...], var: str) -> bool:
     return isinstance(e, ir.Local) and e.name == var and isinstance(e.ty, WitnessTy)
 
 
-def _elem_ok(ty: ScalarTy) -> bool:
-    return not ty.is_bool and ty.info.mem_bits in (32, 64)
+def _elem_ok(ty: object) -> bool:
+    return isinstance(ty, ScalarTy) and not ty.is_bool and ty.info.mem_bits in (32, 64)  # a record's: never
 
 
 def vector_plan(s: ir.GridStride) -> VectorPlan | None:
@@ -89,7 +89,7 @@ def vector_plan(s: ir.GridStride) -> VectorPlan | None:
         if isinstance(e, ir.Local) and e.name in carried and e.name not in defined:
             raise _NotElementwise  # read before this iteration assigns it: loop-carried
         if isinstance(e, ir.Read):
-            if e.checked or not _at_index(e.index, s.var) or not _elem_ok(e.ty):
+            if e.checked or not _at_index(e.index, s.var) or not _elem_ok(e.slice.ty.elem):
                 raise _NotElementwise
             if e.slice.name not in plan.reads:
                 plan.reads.append(e.slice.name)
@@ -173,7 +173,7 @@ def _children(e: ir.Expr) -> list[ir.Expr]:
         return list(e.values)
     if isinstance(e, ir.IfExp):
         return [e.cond, e.then, e.orelse]
-    if isinstance(e, ir.Cast):
+    if isinstance(e, (ir.Cast, ir.Bitcast)):
         return [e.value]
     if isinstance(e, ir.WitnessPart):
         return [e.witness]

@@ -190,7 +190,10 @@ class Thread(LocalsInterp):
         flat = self.bounds(mem.dims, idx, s, "write", mem.name)
         if flat is not None:
             self.run.track(self, mem, flat, True, s)
-            mem.store(flat, value)
+            if mem.record:
+                mem.store_field(flat, s.offset, s.value.ty, value)  # type: ignore[arg-type]
+            else:
+                mem.store(flat, value)
 
     def exec_SharedWrite(self, s: ir.SharedWrite) -> None:
         value = self.eval(s.value)
@@ -230,6 +233,9 @@ class Thread(LocalsInterp):
     def eval_Cast(self, e: ir.Cast) -> Any:
         return ops.conv(self.eval(e.value), e.value.ty, e.ty)
 
+    def eval_Bitcast(self, e: ir.Bitcast) -> Any:
+        return ops.bitcast(self.eval(e.value), e.value.ty, e.ty)  # type: ignore[arg-type]
+
     def eval_Len(self, e: ir.Len) -> Any:
         return self.frame.slices[e.slice.name].dims[e.axis]
 
@@ -239,7 +245,7 @@ class Thread(LocalsInterp):
         if flat is None:
             return ops.zero(e.ty)
         self.run.track(self, mem, flat, False, e)
-        return mem.load(flat)
+        return mem.load_field(flat, e.offset, e.ty) if mem.record else mem.load(flat)
 
     def eval_SharedRead(self, e: ir.SharedRead) -> Any:
         mem = self.block.shared_array(e.array.name, e.array.ty)

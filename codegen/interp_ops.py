@@ -16,10 +16,12 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import math
+import struct
 import threading
 from fractions import Fraction
 from typing import Any
 
+from anodize.language.halfbits import bits_to_float, round_bits
 from anodize.language.types import I64 as _I64, ScalarTy, Ty, WitnessTy
 
 _LOCAL = threading.local()
@@ -104,6 +106,23 @@ def conv(v: Any, src: Ty, dst: Ty) -> Any:
     return min(max(math.trunc(v), lo), hi)
 
 
+
+
+def bitcast(v: Any, src: ScalarTy, dst: ScalarTy) -> Any:
+    """`Lowerer.e_Bitcast`: the bits of `v` (of `src`) read as `dst`, a type of one size."""
+    bits = src.bits
+    if src.is_float:
+        if src.is_half:
+            raw = round_bits(v, src.name)
+        else:
+            raw = int.from_bytes(struct.pack("<f" if bits == 32 else "<d", v), "little")
+    else:
+        raw = v & ((1 << bits) - 1)
+    if not dst.is_float:
+        return wrap(raw, dst)
+    if dst.is_half:
+        return bits_to_float(raw, dst.name)
+    return struct.unpack("<f" if bits == 32 else "<d", raw.to_bytes(bits // 8, "little"))[0]
 
 
 def fdiv(a: float, c: float) -> float:

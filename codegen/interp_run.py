@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import itertools
+import struct
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -37,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from anodize.language import ir
+from anodize.language.halfbits import bits_to_float, round_bits
 from anodize.language.ir import FaultSite
 from anodize.language.types import ScalarTy, SharedTy
 
@@ -61,8 +63,11 @@ class Mem:
         self.dims = dims
         n = int(np.prod(dims)) if dims else 0
         nbytes = n * elem.info.mem_bits // 8
-        fmt = _FORMATS[(elem.info.kind, elem.info.mem_bits)]
+        self.record = elem.info.kind == "r"  # a record slice: its fields read and written by offset
+        self.itemsize = elem.info.mem_bits // 8
+        fmt = "B" if self.record else _FORMATS[(elem.info.kind, elem.info.mem_bits)]
         raw = memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B") if nbytes else None
+        self.raw = raw
         self.view: Any = raw.cast(fmt) if raw is not None else []  # type: ignore[call-overload]
         self.is_bool = elem.is_bool
         self.tracked = kind is not None and kind.output and not kind.atomic
@@ -76,6 +81,20 @@ class Mem:
 
     def store(self, i: int, v: Any) -> None:
         self.view[i] = (1 if v else 0) if self.is_bool else v
+
+    def load_field(self, i: int, offset: int, ty: ScalarTy) -> Any:
+        """A record element's scalar at `offset` bytes (ir.Read.offset)."""
+        fmt = "<H" if ty.is_half else "<" + _FORMATS[(ty.info.kind, ty.info.mem_bits)]
+        v = struct.unpack_from(fmt, self.raw, i * self.itemsize + offset)[0]  # type: ignore[arg-type]
+        if ty.is_half:
+            return bits_to_float(v, ty.name)
+        return v != 0 if ty.is_bool else v
+
+    def store_field(self, i: int, offset: int, ty: ScalarTy, v: Any) -> None:
+        fmt = "<H" if ty.is_half else "<" + _FORMATS[(ty.info.kind, ty.info.mem_bits)]
+        if ty.is_half:
+            v = round_bits(v, ty.name)
+        struct.pack_into(fmt, self.raw, i * self.itemsize + offset, (1 if v else 0) if ty.is_bool else v)  # type: ignore[arg-type]
 
 
 class SharedMem(Mem):

@@ -51,6 +51,11 @@ class ExprLowering(_Base):
     def e_Cast(self, e: ir.Cast) -> llir.Value:
         return self.conv(self.expr(e.value), e.value.ty, e.ty)
 
+    def e_Bitcast(self, e: ir.Bitcast) -> llir.Value:
+        v = self.expr(e.value)
+        t = reg_type(e.ty)
+        return v if v.type == t else self.b.bitcast(v, t)  # f16/bf16 live as i16 already
+
     def e_Len(self, e: ir.Len) -> llir.Value:
         return self.frame.slices[e.slice.name].dims[e.axis]
 
@@ -60,7 +65,7 @@ class ExprLowering(_Base):
             if got is not None:
                 return got  # type: ignore[no-any-return]
         sv = self.frame.slices[e.slice.name]
-        ok, ptr, fidx, flen = self.address(sv, e.index)
+        ok, ptr, fidx, flen = self.address(sv, e.index, e.offset)
         mt = mem_type(e.ty)
         v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
         assert v is not None

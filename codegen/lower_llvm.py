@@ -190,8 +190,8 @@ class Lowerer(StmtLowering, ExprLowering, CallLowering, LocalsLowering):
                 dims = tuple(args[i + 1 : i + 1 + p.slice_kind.rank])
                 for j, d in enumerate(dims):
                     d.name = f"{p.name}.{_DIM_NAMES[p.slice_kind.rank][j]}"
-                elem = ScalarTy(p.scalar)
-                frame.slices[p.name] = SliceVal(p.name, SliceTy(p.slice_kind, elem), data, dims)
+                sl = self.k.param_types[p.name] if p.scalar.kind == "r" else SliceTy(p.slice_kind, ScalarTy(p.scalar))
+                frame.slices[p.name] = SliceVal(p.name, sl, data, dims)  # type: ignore[arg-type]
                 i += 1 + p.slice_kind.rank
             else:
                 a = args[i]

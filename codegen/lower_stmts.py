@@ -177,8 +177,8 @@ class StmtLowering(_Base):
         value = self.expr(s.value)
         if self.lanes is not None and self.lanes.write(self, s, value):  # a lane's element: stored later
             return
-        ok, ptr, fidx, flen = self.address(sv, s.index)
-        elem = sv.ty.elem
+        ok, ptr, fidx, flen = self.address(sv, s.index, s.offset)
+        elem = s.value.ty if not isinstance(sv.ty.elem, ScalarTy) else sv.ty.elem  # a record's field: the value's type
         stored = self.b.zext(value, I8) if elem.is_bool else value
         self.guarded(s.checked, ok, s.site, fidx, flen, lambda: self.b.store(stored, ptr, align=_align(elem)), None)
 
@@ -222,8 +222,15 @@ class StmtLowering(_Base):
             return [self.b.extract_value(w, k) for k in range(index[0].ty.rank)]
         return [self.conv(self.expr(e), e.ty, I64) for e in index]
 
-    def address(self, sv: SliceVal, index: tuple[ir.Expr, ...]) -> tuple[llir.Value, llir.Value, llir.Value, llir.Value]:
-        return self.addr_dims(sv.ptr, mem_type(sv.ty.elem), list(sv.dims), self.index_values(index))
+    def address(self, sv: SliceVal, index: tuple[ir.Expr, ...], offset: int = 0) -> tuple[llir.Value, llir.Value, llir.Value, llir.Value]:
+        """The element's address (a record slice's: the field's, `offset` bytes in), its bounds test."""
+        elem = sv.ty.elem
+        if isinstance(elem, ScalarTy):
+            return self.addr_dims(sv.ptr, mem_type(elem), list(sv.dims), self.index_values(index))
+        ok, ptr, fidx, flen = self.addr_dims(sv.ptr, llir.ArrayType(I8, elem.size), list(sv.dims), self.index_values(index))
+        if offset:
+            ptr = self.b.gep(ptr, [llir.Constant(I64T, offset)], inbounds=True, source_etype=I8)
+        return ok, ptr, fidx, flen
 
     def addr_dims(self, base: llir.Value, elem: llir.Type, dims: list[llir.Value], idx: list[llir.Value]) -> tuple[llir.Value, llir.Value, llir.Value, llir.Value]:
         b = self.b

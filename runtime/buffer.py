@@ -35,6 +35,11 @@ def resolve_dtype(dtype: object) -> ScalarInfo:
         return SCALARS[dtype.__name__]
     if isinstance(dtype, str) and dtype in SCALARS:
         return SCALARS[dtype]
+    rec = getattr(dtype, "__az_record__", None)
+    if rec is not None:  # an `@az.record` class
+        return rec.info  # type: ignore[no-any-return]
+    if isinstance(dtype, np.dtype) and dtype.fields is not None:  # a structured dtype
+        return _structured(dtype)
     info = scalar_for_dtype(dtype)
     if info is None:
         raise ArgumentError(
@@ -42,6 +47,19 @@ def resolve_dtype(dtype: object) -> ScalarInfo:
             help="use one of " + ", ".join(f"az.{n}" for n in SCALARS) + " (or the matching NumPy dtype)",
         )
     return info
+
+
+def _structured(dtype: np.dtype) -> ScalarInfo:
+    from anodize.language.record_types import record_from_dtype
+
+    rec = record_from_dtype(dtype)
+    if rec is None:
+        raise ArgumentError(
+            f"the structured dtype {dtype} is not an anodize record: every field must be an anodize scalar, "
+            "a 1-D array of one or a structured field, at C's offsets",
+            help="build it as `np.dtype([...], align=True)` (or use an `@az.record` class's `.dtype`)",
+        )
+    return rec.info
 
 
 def normalize_shape(shape: object) -> tuple[int, ...]:
@@ -341,12 +359,17 @@ class Buffer:
         self._device.check()
         return out[()]
 
-    def view(self, shape: int | tuple[int, ...] | None = None) -> Buffer:
-        """A new Buffer over the same memory, optionally reshaped (same number of elements)."""
+    def view(self, shape: int | tuple[int, ...] | object | None = None) -> Buffer:
+        """A new Buffer over the same memory: reshaped (`buf.view((r, c))`, same number of
+        elements) or, given an element type, its bytes reinterpreted as that type
+        (`buf.view(az.u32)`, `buf.view(np.uint8)`), as NumPy's `ndarray.view(dtype)` does: the
+        last axis scales by the ratio of the element sizes, which must divide its bytes."""
         if not self.is_contiguous:
             raise ArgumentError(
                 "cannot reshape a non-contiguous view", help="make a contiguous copy first: `view.copy()`"
             )
+        if shape is not None and not isinstance(shape, (int, np.integer, tuple)) or isinstance(shape, (bool, np.bool_)):
+            return self._view_dtype(resolve_dtype(shape))
         new = self._shape if shape is None else normalize_shape(shape)
         n = 1
         for s in new:
@@ -354,6 +377,51 @@ class Buffer:
         if n != self.size:
             raise ArgumentError(f"cannot view {self.size} elements as shape {new}")
         return Buffer(self._device, self._ptr, new, self._scalar, self._owner)
+
+    def field(self, name: str) -> Buffer:
+        """A view of one field of a record buffer (`@az.record` elements): the same memory, a
+        strided view of the field's elements (shape `buf.shape`, plus `(n,)` for an
+        `az.Array[T, n]` field); reads, writes and `to_host()` go through to the records.  Like
+        every strided view, a kernel launch refuses it (pass `view.copy()`)."""
+        from anodize.language.record_types import ArrayFieldTy, RecordTy, record_of_info
+
+        if self._scalar.kind != "r":
+            raise ArgumentError(f"`field` is for record buffers; this one holds {self._scalar.name}")
+        rec = record_of_info(self._scalar)
+        f = rec.field(name)
+        if f is None:
+            raise ArgumentError(f"the record {rec.name} has no field {name!r}", help="its fields: " + ", ".join(x.name for x in rec.fields))
+        ty = f.ty
+        if isinstance(ty, RecordTy):
+            info, size, extra, inner = ty.info, ty.size, (), ()
+        elif isinstance(ty, ArrayFieldTy):
+            info, size, extra, inner = ty.elem.info, ty.align, (ty.n,), (1,)
+        else:
+            info, size, extra, inner = ty.info, ty.info.mem_bits // 8, (), ()
+        if rec.size % size or len(self._shape) + len(extra) > MAX_RANK:
+            raise ArgumentError(
+                f"the field {name!r} ({size} bytes) cannot be viewed with element strides of a {rec.size}-byte record",
+                help="copy the records to the host (`buf.to_host()[name]`)",
+            )
+        strides = tuple(s * (rec.size // size) for s in self._strides) + inner
+        return StridedView(self._device, self._ptr + f.offset, (*self._shape, *extra), info, self._owner, strides)
+
+    def _view_dtype(self, scalar: ScalarInfo) -> Buffer:
+        old, item = self._dtype.itemsize, scalar.dtype.itemsize
+        last = self._shape[-1] * old
+        if last % item:
+            raise ArgumentError(
+                f"cannot view a last axis of {self._shape[-1]} {self._scalar.name} ({last} bytes) as {scalar.name} "
+                f"({item} bytes each): the sizes do not divide",
+                help=f"view a buffer whose last axis holds a multiple of {item} bytes (slice it first: `buf[:k]`)",
+            )
+        if self._ptr % item and self._shape[-1]:
+            raise ArgumentError(
+                f"cannot view this buffer as {scalar.name}: its first element (address {self._ptr:#x}) "
+                f"is not aligned to {item} bytes",
+                help="view a slice that starts at a multiple of the new element size",
+            )
+        return Buffer(self._device, self._ptr, (*self._shape[:-1], last // item), scalar, self._owner)
 
     # -- interop --------------------------------------------------------------------------
     @property

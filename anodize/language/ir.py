@@ -9,6 +9,7 @@ types of the call, and are inlined by the lowering.
 from __future__ import annotations
 
 from dataclasses import field
+from typing import Any
 from anodize.language.records import dataclass
 
 from anodize.language.contract import Contract
@@ -133,6 +134,26 @@ class Cast:
 
 
 @dataclass(frozen=True)
+class Bitcast:
+    """`az.bitcast(x, T)`: the bits of `value` read as `ty` (both scalars of one size, not bool)."""
+
+    value: Expr
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class RecordValue:
+    """A record's value while it is typed (language/typer_records.py): one expression per
+    scalar leaf, in layout order (`RecordTy.leaves`).  The typer spreads it into per-leaf
+    locals, writes and arguments: it never reaches a statement of the typed model."""
+
+    ty: Any  # record_types.RecordTy
+    leaves: tuple[Expr, ...]
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class Len:
     slice: SliceRef
     axis: int  # 0 for len() / shape[0], 1 for shape[1]
@@ -150,6 +171,7 @@ class Read:
     site: int
     ty: ScalarTy
     span: Span | None = None
+    offset: int = 0  # a record slice's field (`p[i].x`): its scalar's byte offset in the element
 
 
 @dataclass(frozen=True)
@@ -391,7 +413,7 @@ class Call:
 
 
 Expr = (
-    Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Len | Read | SharedRef
+    Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Bitcast | Len | Read | SharedRef
     | SharedRead | TableRead | MakeWitness | TileAt | ThreadTileLoad | ThreadTileStore | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
     | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )
@@ -414,6 +436,7 @@ class Write:
     checked: bool
     site: int
     span: Span | None = None
+    offset: int = 0  # a record slice's field (`out[i].x = v`): its scalar's byte offset in the element
 
 
 @dataclass(frozen=True)
@@ -599,6 +622,11 @@ class KernelIR:
 
         out: dict[str, Ty] = {}
         for p in self.params:
+            if p.scalar.kind == "r":  # a record slice's element (language/record_types.py)
+                from anodize.language.record_types import record_of_info  # noqa: PLC0415
+
+                out[p.name] = SliceTy(p.slice_kind, record_of_info(p.scalar))  # type: ignore[arg-type]
+                continue
             elem = BY_NAME[p.scalar.name]
             out[p.name] = SliceTy(p.slice_kind, elem) if p.slice_kind else elem
         return out

@@ -47,6 +47,7 @@ KEYED: dict[str, int] = {
     "tile_ownership": 1,
     "PromotionError": 0,
     "RequiresSyntaxError": 0,
+    "RecordError": 1,
 }
 
 
@@ -103,6 +104,12 @@ def tile_ownership(span: Span, key: str, *, help: str | None = None, **values: o
 
 def promotion_error(span: Span, exc: object) -> Diagnostic:
     """The `az-type` error of a `types.PromotionError` (which carries a catalogue key)."""
+    return make("az-type", str(exc), span)
+
+
+def record_error(span: Span, exc: object) -> Diagnostic:
+    """The `az-type` error of a `record_types.RecordError` (a record declaration the compiler
+    cannot lay out; it carries a catalogue key)."""
     return make("az-type", str(exc), span)
 
 

@@ -26,6 +26,8 @@ def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, 
                 scalar = es.tag[1]
             elif es.kind == "typevar":
                 scalar = "~" + es.name  # a type variable: one scalar per specialisation
+            elif es.kind == "record":
+                scalar = "@" + es.name  # an `@az.record` class (record_types.py)
         return "slice", tag[1], scalar
     if elem is None and tag and tag[0] == "scalar":
         return "scalar", None, tag[1]
@@ -37,6 +39,8 @@ def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, 
     if elem is not None and tag and tag[0] == "constant_type":
         c = constant_param_type(symbols, ann)
         return ("scalar", None, c) if c is not None else ("bad", None, None)
+    if elem is None and sym.kind == "record":  # a record by value
+        return "scalar", None, "@" + sym.name
     if elem is None and sym.kind == "typevar":
         return "scalar", None, "~" + sym.name
     if elem is None and tag and tag[0] == "witness_type":

@@ -39,7 +39,7 @@ __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind"
 # identifiers the compiler uses for its own symbols; a user name may not start with it
 RESERVED_PREFIX = "__az"
 
-SymbolKind = Literal["intrinsic", "function", "constant", "table", "typevar", "rebound", "other", "missing"]
+SymbolKind = Literal["intrinsic", "function", "constant", "table", "typevar", "record", "rebound", "other", "missing"]
 FunctionKind = Literal["kernel", "func", "plain"]
 
 
@@ -63,6 +63,7 @@ class Symbol:
     table: Table | None = None
     where: tuple[ast.AST, ...] = ()  # rebound: the bindings
     constraints: tuple[str, ...] = ()  # typevar: the scalars it may be, in source order
+    cls: ast.ClassDef | None = None  # record: its `@az.record` class (record_types.record_of)
 
 
 MISSING = Symbol("missing")
@@ -142,12 +143,16 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     for n in ("abs", "min", "max", "len", "range"):
         t[f"builtins.{n}"] = ("builtin", n)
     t["az.Constant"] = ("constant_type",)
+    t["az.bitcast"] = ("bitcast",)  # `az.bitcast(x, T)`: the bits of x as T (one size)
     t["typing.cast"] = ("typecast",)  # `cast(T, x)`: a conversion to T (the spelling type checkers accept)
     for n in DEBUG_BUILTINS:
         t[f"builtins.{n}"] = (n,)
     t["az.kernel"] = ("decorator", "kernel")
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")
+    t["az.record"] = ("decorator", "record")  # `@az.record` classes (record_types.py)
+    t["az.Array"] = ("array_type",)  # a record's `az.Array[T, n]` field
+    t["az.Bundle"] = ("bundle_base",)  # `class State(az.Bundle)`: slices of several roles
     t["az.tile_kernel"] = ("decorator", "tile_kernel")  # the Tile model: a kernel (tile_vocab.py)
     for n in TILE_FUNCS:
         t[f"tile.{n}"] = ("tile", n)
@@ -322,6 +327,8 @@ class ModuleSymbols:
         s = stmts[0]
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return Symbol("function", name, fn=s, fn_kind=self.function_kind(s))  # type: ignore[arg-type]
+        if isinstance(s, ast.ClassDef) and any(decorator_kind(self.names, d) == "record" for d in s.decorator_list):
+            return Symbol("record", name, cls=s)
         if isinstance(s, (ast.Assign, ast.AnnAssign)) and (
             isinstance(s, ast.AnnAssign) or (len(s.targets) == 1 and isinstance(s.targets[0], ast.Name))
         ):

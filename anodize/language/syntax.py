@@ -45,8 +45,14 @@ def line_offsets(text: str) -> list[int]:
 
 
 def parse(source: str) -> ast.Module:
-    """`ast.parse` without the feature-version or type-comment extras."""
-    return compile(source, "<anodize>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)  # type: ignore[no-any-return]
+    """`ast.parse` without the feature-version or type-comment extras; a module with
+    `az.Bundle` classes gets its bundle parameters spread into their fields (bundles.py)."""
+    tree = compile(source, "<anodize>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    if "Bundle" in source:
+        from anodize.language.bundles import flatten
+
+        flatten(tree)
+    return tree  # type: ignore[no-any-return]
 
 
 class Source:

@@ -33,6 +33,7 @@ from anodize.language.fn_types import FnTypes
 
 from anodize.language import ir
 from anodize.language.ranges import RangeFacts
+from anodize.language.record_types import RecordError, RecordTy, record_of
 from anodize.language.returns import may_fall_through
 from anodize.language.typer_base import _Fail, _Silent
 from anodize.language.typer_calls import CallTyping
@@ -193,6 +194,14 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         s = self.sym(node)
         return s.tag if s.kind == "intrinsic" else None
 
+    def record_type(self, s: Symbol) -> RecordTy:
+        """The record type of an `@az.record` class (record_types.py); its layout errors are az-type."""
+        assert s.cls is not None
+        try:
+            return record_of(self.symbols, s.cls)
+        except RecordError as e:
+            self.fail(messages.record_error(self.span(e.node), e))
+
     def resolve_type(self, node: ast.expr | None, what: str) -> Ty:
         """A type annotation to a compiler type."""
         if node is None:
@@ -213,10 +222,16 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
             elem = self.resolve_type(node.slice, what)
             if base and base[0] == "slice" and isinstance(elem, ScalarTy):
                 return SliceTy(SLICE_KINDS[base[1]], elem)
+            if base and base[0] == "slice" and isinstance(elem, RecordTy):  # `Slice[Rec]` (typer_records.py)
+                if SLICE_KINDS[base[1]].atomic:
+                    self.type_error(node, "record-atomic", name=ast.unparse(node))
+                return SliceTy(SLICE_KINDS[base[1]], elem)  # type: ignore[arg-type]
             if base == ("local_array_type",) and isinstance(elem, ScalarTy):  # a helper's `LocalArray[T]`
                 return LocalArrayTy(elem, ())
             self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
         s = self.sym(node)
+        if s.kind == "record":
+            return self.record_type(s)  # type: ignore[no-any-return]
         if s.kind == "typevar":
             bound = self.k.spec.get(s.name)
             if bound is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
+from anodize.language import collectives, ir, messages, shared_safe, typer_records, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -31,6 +31,8 @@ class CallTyping(_Base):
         ctag = self.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
         if ctag is not None and ctag[0] == "collective":  # takes `inclusive=`: before the keyword check
             return collectives.collective(self, ctag[1], node)
+        if isinstance(f, (ast.Name, ast.Attribute)) and (rs := self.sym(f)).kind == "record":  # `Rec(x=..., v=...)`
+            return typer_records.construct(self, self.record_type(rs), node)
         if node.keywords and not self.takes_keywords(node):
             self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
@@ -77,6 +79,8 @@ class CallTyping(_Base):
                 self.type_error(node.args[0], "cast-to-scalar", ty=ty)
             one = ast.Call(func=node.func, args=[node.args[1]], keywords=[])
             return self.cast_call(ty, ast.copy_location(one, node))
+        if kind == "bitcast":
+            return self.bitcast_call(node)
         if kind == "builtin":
             return self.builtin(tag[1], node)
         if kind == "math":
@@ -125,6 +129,25 @@ class CallTyping(_Base):
         if isinstance(out, ir.Const):
             return ir.Const(out.value, ty, self.span(node), weak=False)
         return out
+
+    def bitcast_call(self, node: ast.Call) -> ir.Expr:
+        """`az.bitcast(x, T)`: the bits of `x` read as `T`, a scalar of `x`'s size.  A weak
+        literal takes its default type first (`1.0` is an f64, `1` an i64)."""
+        if len(node.args) != 2:
+            self.type_error(node, "bitcast-two-arguments")
+        ty = self.resolve_type(node.args[1], "the bitcast")
+        if not isinstance(ty, ScalarTy):
+            self.type_error(node.args[1], "bitcast-to-scalar", ty=ty)
+        e = self.numeric(self.expr(node.args[0]), node.args[0])
+        src = e.ty
+        assert isinstance(src, ScalarTy)
+        if src.is_bool or ty.is_bool:
+            self.type_error(node, "bitcast-bool", help="bitcast-bool-help")
+        if src.bits != ty.bits:
+            self.type_error(node, "bitcast-sizes", help="bitcast-same-size", src=src, sb=src.bits, dst=ty, db=ty.bits)
+        if src == ty:
+            return e
+        return ir.Bitcast(e, ty, self.span(node))
 
     def builtin(self, name: str, node: ast.Call) -> ir.Expr:
         span = self.span(node)

@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_thread_tiles
+from anodize.language import collectives, ir, messages, shared_safe, typer_records, typer_thread_tiles
+from anodize.language.record_types import RecordTy
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
 from anodize.language.symbols import MISSING, Symbol
@@ -70,6 +71,10 @@ class ExprTyping(_Base):
 
     def subscript(self, node: ast.Subscript, *, for_update: bool = False) -> ir.Expr:
         v = node.value
+        if isinstance(v, ast.Name) and typer_records.record_slice(self, v.id):  # `p[i]` of `Slice[Rec]`
+            return typer_records.read_element(self, v.id, node)
+        if isinstance(v, (ast.Attribute, ast.Subscript)) and typer_records.rooted(self, v):  # `p[i].ids[k]`
+            return typer_records.array_element(self, node)
         if (
             isinstance(v, ast.Attribute)
             and v.attr == "shape"
@@ -200,6 +205,8 @@ class ExprTyping(_Base):
         if name in self.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
             return self.local_ref(name, node)
         if name in self.vars:
+            if isinstance(self.vars[name], RecordTy):  # a record local: its leaves (typer_records.py)
+                return typer_records.load_local(self, name, node)
             if name in self.__dict__.get("_past_loop", ()):
                 self.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
             return ir.Local(name, self.vars[name], span)
@@ -251,6 +258,10 @@ class ExprTyping(_Base):
         return self.load_name(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
+        if typer_records.rooted(self, node.value):  # a record's field: `p[i].x`, `r.v`
+            base = self.expr(node.value)
+            if isinstance(base, ir.RecordValue):
+                return typer_records.member(self, base, node)
         if isinstance(node.value, ast.Name) and node.value.id in self.vars:
             base = self.load_name(node.value)
             if isinstance(base.ty, WitnessTy) and base.ty.rank >= 2 and base.ty.tile is None and node.attr in WITNESS_PARTS[base.ty.rank]:

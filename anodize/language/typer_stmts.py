@@ -8,7 +8,8 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
-from anodize.language import collectives, ir, messages, shared_safe
+from anodize.language import collectives, ir, messages, shared_safe, typer_records
+from anodize.language.record_types import RecordTy
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _assigned
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
 from anodize.language.types import I64, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy, promote
@@ -74,10 +75,14 @@ class StmtTyping(_Base):
             if isinstance(node.value, ast.Call) and self.tag(node.value.func) == ("local_array",):
                 return self.local_decl(target.id, node.value)
             value = self.expr(node.value)
+            if isinstance(value, ir.RecordValue):  # `r = p[i]`, `r = Rec(...)` (typer_records.py)
+                return typer_records.assign_local(self, target.id, value, node)
             self.local_escape(value, node.value)
             if isinstance(value.ty, TupleTy):
                 self.type_error(node.value, "tuple-bind", help="unpack-bind-help", ty=value.ty, name=target.id)
             return [self.assign_value(target.id, value, node)]
+        if isinstance(target, (ast.Attribute, ast.Subscript)) and typer_records.rooted(self, target):
+            return typer_records.store(self, target, node.value, node)  # `out[i] = Rec(...)`, `out[i].v = x`
         if isinstance(target, ast.Subscript):
             return [self.store(target, self.expr(node.value), node)]
         if isinstance(target, ast.Tuple):
@@ -88,6 +93,11 @@ class StmtTyping(_Base):
         if not isinstance(node.target, ast.Name):
             self.unsupported(node.target, "annotated-assignment-anything-name")
         ty = self.resolve_type(node.annotation, f"`{node.target.id}`")
+        if isinstance(ty, RecordTy) and node.value is not None:  # `r: Rec = p[i]`
+            value = self.expr(node.value)
+            if not (isinstance(value, ir.RecordValue) and value.ty == ty):
+                self.type_error(node.value, "expected-found", want=ty, what=f"`{node.target.id}`", got=value.ty)
+            return typer_records.assign_local(self, node.target.id, value, node)
         if not isinstance(ty, (ScalarTy, WitnessTy)):
             self.type_error(node.annotation, "local-s-annotation-must")
         self.declare(node.target.id, ty, node)
@@ -104,6 +114,8 @@ class StmtTyping(_Base):
             cur = self.load_name(node.target)
             val = self.exprs[node] = self.binop(op, cur, self.expr(node.value), node)  # (the operation's type)
             return [self.assign_value(node.target.id, val, node)]
+        if isinstance(node.target, (ast.Attribute, ast.Subscript)) and typer_records.rooted(self, node.target):
+            return typer_records.store(self, node.target, node.value, node, op=op)  # `out[i].v += x`
         if isinstance(node.target, ast.Subscript):
             cur = self.subscript(node.target, for_update=True)
             return [self.store(node.target, self.binop(op, cur, self.expr(node.value), node), node)]

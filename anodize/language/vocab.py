@@ -19,7 +19,7 @@ PUBLIC_MODULES = ("anodize", "anodize.types", "anodize.kernel", "anodize.thread"
 @dataclass(frozen=True)
 class ScalarInfo:
     name: str  # the public name, e.g. "f32"
-    kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool
+    kind: str  # "f" float, "i" signed int, "u" unsigned int, "b" bool, "r" record (record_types.py)
     bits: int  # width in registers (bool is 1 bit in registers, 8 in memory)
     mem_bits: int  # width in memory
     numpy_name: str  # NumPy's name for the dtype of a buffer element ("float32", ...)
@@ -29,6 +29,12 @@ class ScalarInfo:
         """NumPy dtype of a buffer element (computed once, then a plain attribute)."""
         import numpy
 
+        if self.kind == "r":  # a record (language/record_types.py): its structured dtype
+            import json
+
+            from anodize.language.record_types import dtype_of_spec
+
+            return dtype_of_spec(json.loads(self.numpy_name[len("record:"):]))
         if self.numpy_name == "bfloat16":  # NumPy has no bfloat16: ml_dtypes' (optional dependency)
             try:
                 import ml_dtypes

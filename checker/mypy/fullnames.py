@@ -16,5 +16,8 @@ TILE_KERNEL_FULLNAME = "anodize.kernel.tile_kernel"
 LAUNCH_CLASS = "anodize.kernel.Launch"
 FUNC_CALL = "anodize.kernel.Func.__call__"
 RUNTIME_PREFIX = "anodize.runtime."
+ARRAY_FULLNAME = "anodize.record.Array"  # a record's `az.Array[T, n]` field (mypy/records.py)
+RECORD_FULLNAME = "anodize.record.record"
+BUNDLE_FULLNAME = "anodize.bundle.Bundle"
 # Calls after which the module's engine results are reported (kernel modules, host modules).
 REPORTING_CALLS = frozenset({FUNC_FULLNAME, CONTRACT_FULLNAME, TILE_KERNEL_FULLNAME, "anodize.runtime.device.device"})

@@ -7,6 +7,7 @@ import ast
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS
 from ..kernel_interp import bind_args
+from ..kernel_values import record_root
 from .base import Rule, slice_kinds
 
 _RO = tuple(k.name for k in SLICE_KINDS.values() if not k.output)  # Slice, Slice2D, Slice3D
@@ -52,7 +53,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         fn = self.fn_of(target)
         if fn is None:
             return
-        for name, kind in slice_kinds(fn, self.val(target.value)):
+        target = record_root(target, self.model.values)  # `a[i].x = v` writes `a[i]`
+        for name, kind in slice_kinds(fn, self.val(target.value)):  # type: ignore[attr-defined]
             if kind in _RO:
                 self.report(messages.shared_write(self.span(target), name, kind, how, self.decl(fn, name)))
 

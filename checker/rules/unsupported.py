@@ -312,7 +312,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             elif isinstance(t, ast.Attribute):
                 v = self.val(t.value)
                 ro = [k for _, k in slice_kinds(self.fn, v) if k in _READ_ONLY]
-                if v is not None and v.kind not in ("global", "witness") and not ro:  # those have their own codes
+                if v is not None and v.kind not in ("global", "witness", "record") and not ro:  # those have their own codes
                     self._say(t, "attribute-assignment")
 
     def visit_Return(self, node: ast.Return) -> None:
@@ -346,6 +346,9 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if callee is None:
             return
         k = callee.kind
+        if k == "record":  # `Rec(x=..., ids=(1, 2))`: fields by keyword, an array field a tuple; the typer checks them
+            self.allowed_tuples.update(a for a in (*node.args, *(kw.value for kw in node.keywords)) if isinstance(a, ast.Tuple))
+            return
         if k in ("tile", "tile_method"):  # tile shapes and offsets are tuples; the tile typer checks keywords
             self.allowed_tuples.update(a for a in node.args if isinstance(a, ast.Tuple))
             return

@@ -108,7 +108,7 @@ def test_qualified_names_match_libcst(path: str, source: str) -> None:
             continue
         s = src.span(node)
         key = (s.line, s.col, s.end_line, s.end_col, type(node).__name__)
-        if key not in want:
+        if key not in want or getattr(node, "_az_bundle", False):  # a bundle field's annotation, copied to its parameter
             continue  # libcst does not give this node names (e.g. an attribute of a call)
         assert set(names.qualnames(node)) == want[key], (key, ast.dump(node)[:80])
         checked += 1

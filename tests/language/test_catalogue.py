@@ -35,7 +35,7 @@ CATALOGUE = {*BUILDERS, "anodize/language/catalogue.py", "anodize/language/diagn
 # call site passes a key).  Do not add to it.
 PENDING: set[str] = set()
 
-EXCEPTIONS = {"PromotionError", "RequiresSyntaxError"}  # carry a key; built into diagnostics in messages.py
+EXCEPTIONS = {"PromotionError", "RequiresSyntaxError", "RecordError"}  # carry a key; built into diagnostics in messages.py
 
 
 @dataclass

@@ -1,0 +1,94 @@
+"""`az.Bundle`: several slices of their own roles passed as one kernel parameter
+(docs/records.md, "Bundles").
+
+    class State(az.Bundle):
+        pos: Slice[f32]
+        vel: DisjointSlice[f32]
+
+    step[cfg](State(pos=a, vel=b), 0.01)
+
+A bundle class is a dataclass of its fields (buffers or any array a slice parameter takes);
+a launch passes its fields, in declaration order, as the kernel's parameters `s.pos`,
+`s.vel` (the front end reads a bundle parameter as its fields: language/bundles.py), so each
+field keeps its role and the aliasing check covers every pair of fields and every other
+argument.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import operator
+import typing
+from typing import Any, dataclass_transform
+
+__all__ = ["Bundle", "expand", "has_bundles"]
+
+
+@dataclass_transform()
+class Bundle:
+    """Base of a bundle class: its annotated fields, in order, each a slice type."""
+
+    __az_fields__: tuple[str, ...] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclasses.dataclass(cls)
+        cls.__az_fields__ = tuple(f.name for f in dataclasses.fields(cls))  # type: ignore[arg-type]
+
+
+def has_bundles(fn: Any) -> bool:
+    """Does the kernel function take a bundle parameter?"""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # noqa: BLE001 - an annotation the runtime cannot resolve: no bundle it can see
+        return False
+    return any(isinstance(h, type) and issubclass(h, Bundle) for h in hints.values())
+
+
+def expand(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A launch's arguments with each bundle replaced by its fields, in declaration order."""
+    out: list[Any] = []
+    for a in args:
+        if isinstance(a, Bundle):
+            out.extend(getattr(a, f) for f in a.__az_fields__)
+        else:
+            out.append(a)
+    return tuple(out)
+
+
+def bundle_positions(fn: Any) -> tuple[int, ...]:
+    """The positions of a kernel's bundle parameters."""
+    import inspect
+
+    hints = typing.get_type_hints(fn)
+    names = list(inspect.signature(fn).parameters)
+    return tuple(i for i, n in enumerate(names) if isinstance(hints.get(n), type) and issubclass(hints[n], Bundle))
+
+
+class BundleLaunch:
+    """A launch object of a kernel with a bundle parameter: bundles expanded, then launched.
+    A bundle first (the usual form) is unpacked by one `attrgetter` of its class, made on the
+    first launch: what a bundle adds to a launch with separate slices (bench/records_bench.py)."""
+
+    __slots__ = ("_inner", "_first", "_cls", "_get")
+
+    def __init__(self, inner: Any, positions: tuple[int, ...] = ()):
+        self._inner = inner
+        self._first = positions == (0,)
+        self._cls: type | None = None
+        self._get: Any = None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if args and args[0].__class__ is self._cls:
+            return self._inner(*self._get(args[0]), *args[1:], **kwargs)
+        if self._first and args and isinstance(args[0], Bundle):
+            fields = type(args[0]).__az_fields__
+            self._cls = type(args[0])
+            self._get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda b, f=fields[0]: (getattr(b, f),))
+        return self._inner(*expand(args), **kwargs)
+
+    def op(self, *args: Any, **kwargs: Any) -> Any:
+        return self._inner.op(*expand(args), **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
