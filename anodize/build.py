@@ -67,10 +67,13 @@ def build_package(module_path: Path, arch_text: str, out: Path, bindings: dict[s
     entries: dict[str, Any] = {}
     for qual, k in kernels.items():
         if k.generic is not None:
-            if not bindings:
-                log(f"anodize build: skipped generic kernel `{qual}`: name its specialisation with --specialize/--const")
+            wanted = [*k.generic.constraints, *k.generic.constants]
+            mine = {n: v for n, v in bindings.items() if n in wanted}
+            if len(mine) != len(wanted):
+                need = " ".join(f"--{'const' if n in k.generic.constants else 'specialize'} {n}=..." for n in wanted if n not in mine)
+                log(f"anodize build: skipped generic kernel `{qual}`: name its specialisation ({need})")
                 continue
-            k = k.specialize(**{n: v for n, v in bindings.items()})
+            k = k.specialize(**mine)
         targets: dict[str, Any] = {}
         first = None
         for arch in archs:
@@ -90,7 +93,7 @@ def build_package(module_path: Path, arch_text: str, out: Path, bindings: dict[s
             "params": params_json(first.params),
             "contract": contract_json(first.contract),
             "domain": first.domain,
-            "num_warps": getattr(k, "num_warps", None),
+            "num_warps": _tile_warps(k),
             "spec": [list(x) for x in (k.spec or ())],
             "doc": k.__doc__,
             "source": {"path": str(module_path.resolve()), "line": first.source_line, "sha256": sha256(source)},
@@ -115,6 +118,16 @@ def build_package(module_path: Path, arch_text: str, out: Path, bindings: dict[s
         "py.typed": "",
     }
     return _write_atomically(out, name, files, texts)
+
+
+def _tile_warps(k: Any) -> int | None:
+    """A tile kernel's `num_warps` (its launches take `num_warps * 32` threads), None for SIMT: read
+    from the typed model the compile just built (a kernel read from source is a plain `Kernel`)."""
+    from anodize.language.front import kernel_of
+
+    front, fdef = kernel_of(k.fn)
+    ir = front.typed(fdef, k.spec or ()).ir
+    return int(ir.tile_warps) if ir is not None and ir.tile_warps else None
 
 
 def _write_atomically(out: Path, name: str, files: dict[str, bytes], texts: dict[str, str]) -> Path:

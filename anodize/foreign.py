@@ -200,18 +200,29 @@ def _params(kernel: str, signature: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
 
 
 def _lambda_node(fn: Callable[..., Any]) -> tuple[ast.Lambda, str]:
-    """The `ast.Lambda` of a live lambda, from its source lines (the one whose parameters match)."""
-    lines, _ = inspect.getsourcelines(fn)
-    text = textwrap.dedent("".join(lines))
-    names = fn.__code__.co_varnames[: fn.__code__.co_argcount]
-    for attempt in (text, f"({text.strip().rstrip(',')})", text.strip().split("=", 1)[-1].strip().rstrip(",)")):
+    """The `ast.Lambda` of a live lambda: its module's source parsed, the lambda on its first line
+    whose parameters match (a lambda typed in a REPL: the lines `inspect` finds)."""
+    import linecache
+
+    code = fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    texts: list[str] = []
+    path = inspect.getsourcefile(fn)
+    if path:
+        texts.append("".join(linecache.getlines(path)))
+    try:
+        texts.append(textwrap.dedent("".join(inspect.getsourcelines(fn)[0])))
+    except (OSError, TypeError):
+        pass
+    for text in texts:
         try:
-            tree = ast.parse(attempt)
+            tree = ast.parse(text)
         except SyntaxError:
             continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Lambda) and tuple(a.arg for a in node.args.args) == names:
-                return node, attempt
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and tuple(a.arg for a in n.args.args) == names]
+        at_line = [n for n in found if n.lineno == code.co_firstlineno]
+        if len(at_line) == 1 or (len(found) == 1 and text is not texts[0]):
+            return (at_line or found)[0], text
     raise SyntaxError("no lambda found")
 
 

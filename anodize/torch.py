@@ -144,8 +144,10 @@ def _launch(torch: Any, kernel: Any, cfg: Any, args: list[Any]) -> None:
         return
     from anodize.runtime.device import cuda_device
 
-    dev = cuda_device(cuda.device.index or 0)
-    stream = torch.cuda.current_stream(cuda.device).cuda_stream
+    index = cuda.device.index or 0
+    dev = cuda_device(index)
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object
+    stream = raw(index) if raw is not None else torch.cuda.current_stream(cuda.device).cuda_stream
     if stream:  # not the legacy default stream (anodize's blocking stream is ordered with that one)
         dev.wait_for_stream(stream)  # type: ignore[attr-defined]
         kernel[cfg](*flat)

@@ -202,6 +202,39 @@ def test_build_refuses_a_rejected_kernel(tmp_path: Path, capsys: pytest.CaptureF
     assert cli_main(["build", str(src), "--arch", "gfx90a", "-o", str(tmp_path / "out")]) == 2
 
 
+def test_generic_and_tile_kernels_build_and_launch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A generic module built for one specialisation (a kernel still missing a binding is skipped
+    with a notice), and a tile kernel, whose launches get their block from the package."""
+    out = tmp_path / "out"
+    assert cli_main(["build", str(ROOT / "examples" / "generic_saxpy.py"), "--arch", "sm_90", "--specialize", "T=f32", "-o", str(out)]) == 0
+    assert "skipped generic kernel `power`: name its specialisation (--const k=...)" in capsys.readouterr().err
+    assert cli_main(["build", str(ROOT / "examples" / "tile_add.py"), "--arch", "sm_90", "-o", str(out)]) == 0
+    r = _run(out, """
+        import numpy as np
+        import anodize as az
+        import fakecuda
+        import generic_saxpy_kernels as G
+        import tile_add_kernels as T
+        assert sorted(G.__all__) == ["saxpy"]
+        dev, calls = fakecuda.record_launches(fakecuda.Patch())
+        n = 4096
+        x, y, out = (dev.to_device(np.ones(n, np.float32)) for _ in range(3))
+        G.saxpy[az.LaunchConfig.for_num_elems(n, block=256)](2.0, x, y, out)
+        try:
+            G.saxpy[az.LaunchConfig.for_num_elems(n, block=256)](2.0, dev.empty(n, az.f64), y, out)
+        except az.ArgumentError as e:
+            assert "parameter `x`" in str(e), e
+        else:
+            raise AssertionError("dtype not checked")
+        T.add[az.LaunchConfig.for_tiles((n,), (1024,))](x, y, out)
+        assert calls[-1][1].block == (256, 1, 1), calls[-1][1].block
+        assert len(calls) == 2, calls
+        print("OK", T.add.num_warps)
+    """)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "OK 8" in r.stdout
+
+
 @pytest.mark.gpu
 def test_built_vecadd_runs_on_the_gpu(built: Path) -> None:
     r = _run(built, """

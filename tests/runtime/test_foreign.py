@@ -124,6 +124,21 @@ def test_roles_and_contract_gate_the_safe_launch(monkeypatch: pytest.MonkeyPatch
     _refused(az.LaunchError, "CUDA GPUs only", lambda: _contracted(az.foreign.ptx(PTX, "vecadd_n", SIG))[cfg](x, x, cpu.empty(n, az.f32), n))
 
 
+def test_a_contract_over_several_lines(monkeypatch: pytest.MonkeyPatch) -> None:
+    dev, calls = fakecuda.record_launches(monkeypatch)
+    k = az.launch_contract(
+        domain=1,
+        block=64,
+        requires=lambda a, b, c, n: len(a) >= n
+        and len(b) >= n
+        and len(c) >= n * 2,
+    )(az.foreign.ptx(PTX, "vecadd_n", SIG))
+    assert k.contract is not None and k.contract.requires is not None
+    assert [r.source for r in k.contract.requires.relations] == ["len(a) >= n", "len(b) >= n", "len(c) >= n * 2"]
+    a = dev.to_device(np.ones(10, np.float32))
+    _refused(az.ContractViolation, "len(c) >= n * 2", lambda: k[az.LaunchConfig.for_num_elems(10, block=64)](a, a, dev.empty(10, az.f32), 10))
+
+
 def test_declaration_errors() -> None:
     _refused(az.ArgumentError, "no `.entry nope`", lambda: az.foreign.ptx(PTX, "nope", SIG))
     _refused(az.ArgumentError, "parameter `a`", lambda: az.foreign.ptx(PTX, "vecadd_n", {"a": np.float32}))
