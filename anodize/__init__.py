@@ -29,7 +29,7 @@ from anodize.kernel import Func, Kernel, TileKernel, func, kernel, launch_contra
 # `anodize check`; the runtime (and NumPy with it) loads only when a name of it is used.
 # Type checkers read the imports below.
 if TYPE_CHECKING:
-    from anodize import block, local, math, shared, thread, tile, warp
+    from anodize import block, foreign, local, math, shared, thread, tile, torch, warp
     from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
     from anodize.types import (
         AtomicSlice,
@@ -77,7 +77,8 @@ if TYPE_CHECKING:
     from anodize.runtime.combinators import select, value, zip
     from anodize.runtime.policies import DependencyChains, RoundRobin, SingleStream, set_policy
 
-_SUBMODULES = ("block", "local", "math", "shared", "thread", "tile", "warp")
+# `torch` (az.torch, anodize/torch.py) needs PyTorch: loaded on first use, never by `import *`
+_SUBMODULES = ("block", "foreign", "local", "math", "shared", "thread", "tile", "torch", "warp")
 _LAZY = {
     # the error classes: lazy too, so that the mypy plugin (imported by every mypy run, warm
     # cache included) does not build the diagnostics' dataclasses it never uses there
@@ -252,4 +253,5 @@ __all__ = [
     "unsafe",
     "warp",
     "block",
+    "foreign",
 ]

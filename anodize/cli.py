@@ -1,4 +1,4 @@
-"""The `anodize` command: check, compile, run, doctor, new.
+"""The `anodize` command: check, compile, build, run, doctor, new.
 
 Exit status: 0 success, 1 when anything is rejected or fails, 2 on usage errors.
 """
@@ -65,22 +65,9 @@ def cmd_compile(args: argparse.Namespace) -> int:
             _err(f"{path} defines no @kernel")
             return 1
         chosen = list(kernels.values())
-    bindings: dict[str, Any] = {}
-    for item in [*args.specialize, *args.const]:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            _err(f"expected NAME=VALUE, got `{item}`")
-            return 2
-        bindings[key] = value
-    for item in args.const:
-        key, _, value = item.partition("=")
-        try:
-            bindings[key] = int(value) if value.lstrip("-").isdigit() else {"True": True, "False": False}.get(value, None)
-            if bindings[key] is None:
-                bindings[key] = float(value)
-        except ValueError:
-            _err(f"--const {key}: `{value}` is not a number or True/False")
-            return 2
+    bindings = _bindings(args)
+    if bindings is None:
+        return 2
     try:
         if bindings:
             chosen = [k.specialize(**bindings) for k in chosen]
@@ -131,6 +118,53 @@ def cmd_compile(args: argparse.Namespace) -> int:
         Path(args.output).write_text(text)
     else:
         sys.stdout.write(text)
+    return 0
+
+
+def _bindings(args: argparse.Namespace) -> dict[str, Any] | None:
+    """`--specialize T=f32` and `--const N=64` as specialisation bindings; None (reported) when malformed."""
+    bindings: dict[str, Any] = {}
+    for item in [*args.specialize, *args.const]:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            _err(f"expected NAME=VALUE, got `{item}`")
+            return None
+        bindings[key] = value
+    for item in args.const:
+        key, _, value = item.partition("=")
+        try:
+            bindings[key] = int(value) if value.lstrip("-").isdigit() else {"True": True, "False": False}.get(value, None)
+            if bindings[key] is None:
+                bindings[key] = float(value)
+        except ValueError:
+            _err(f"--const {key}: `{value}` is not a number or True/False")
+            return None
+    return bindings
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    """`anodize build MODULE.py --arch sm_80,sm_90 -o OUT` (anodize/build.py)."""
+    from anodize.build import build_package
+
+    path = Path(args.module)
+    if not path.is_file():
+        _err(f"no such file: {args.module}")
+        return 2
+    bindings = _bindings(args)
+    if bindings is None:
+        return 2
+    try:
+        folder = build_package(path, args.arch, Path(args.output), bindings, lambda m: print(m, file=sys.stderr))
+    except CheckError as e:
+        print(str(e), file=sys.stderr)
+        return 1
+    except (ValueError, LaunchError) as e:
+        _err(str(e))
+        return 2
+    except SyntaxError as e:
+        _err(f"{path}:{e.lineno}:{e.offset}: invalid syntax: {e.msg}")
+        return 1
+    print(f"anodize build: wrote {folder}")
     return 0
 
 
@@ -260,6 +294,14 @@ def _parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true",
         help="print registers, spills, compile time (or that the cache had it) and the ptxas used",
     )
+    b = sub.add_parser("build", help="compile a module's kernels ahead of time into an importable package")
+    b.add_argument("module", metavar="MODULE.py")
+    b.add_argument("--arch", default="sm_80,sm_90", help="architectures, comma-separated (default: sm_80,sm_90)")
+    b.add_argument("-o", "--output", default="build", help="the folder the package `<module>_kernels/` goes in")
+    b.add_argument("--specialize", action="append", default=[], metavar="T=f32",
+                   help="the specialisation of the module's generic kernels to build (repeatable)")
+    b.add_argument("--const", action="append", default=[], metavar="N=64",
+                   help="an `az.Constant` parameter and its value (repeatable)")
     r = sub.add_parser("run", help="run a script and say which device it used")
     r.add_argument("file")
     r.add_argument("args", nargs=argparse.REMAINDER)
@@ -290,7 +332,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     from anodize.cli_tune import cmd_tune
 
-    handlers = {"cache": cmd_cache, "compile": cmd_compile, "run": cmd_run, "doctor": cmd_doctor, "new": cmd_new, "tune": cmd_tune}
+    handlers = {"build": cmd_build, "cache": cmd_cache, "compile": cmd_compile, "run": cmd_run, "doctor": cmd_doctor, "new": cmd_new,
+                "tune": cmd_tune}
     if args.cmd not in handlers:
         parser.print_help()
         return 2

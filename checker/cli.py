@@ -63,6 +63,11 @@ def run_check(argv: Sequence[str]) -> int:
         if a.diagnostics:
             sources[a.path] = a.source
             diags.extend(a.diagnostics)
+    from .stale_artifacts import stale_artifacts
+
+    stale, stale_sources = stale_artifacts(files)  # packages `anodize build` wrote, against their source
+    diags.extend(stale)
+    sources.update(stale_sources)
     errors = sum(1 for d in diags if d.severity == "error")
     if args.format == "json":
         print(render_json(diags))

@@ -77,6 +77,9 @@ class CompiledKernel:
     # operands there): every launch asks for at least this much dynamic shared memory, and the
     # loader raises the kernel's limit to it (past the 48 KiB default)
     dynamic_shared_bytes: int = 0
+    # "anodize": the ABI above; "foreign": a kernel anodize did not compile (anodize/foreign.py):
+    # each slice passes as its bare pointer, scalars as their values, no hidden parameters
+    abi: str = "anodize"
 
 
 def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -216,7 +216,11 @@ def compile_for_device(
     line_info: bool = False,
     opt: int = 3,
 ) -> LoadedKernel:
-    """Compile for `device` and load the result there (once per kernel, device and options)."""
+    """Compile for `device` and load the result there (once per kernel, device and options).
+    A kernel built ahead of time (anodize/built.py) is loaded from its package instead."""
+    prebuilt = getattr(kernel, "_load_prebuilt", None)
+    if prebuilt is not None:
+        return prebuilt(device)  # type: ignore[no-any-return]
     engine = ""
     if getattr(kernel, "num_warps", None) is not None and device.kind not in ("cpu", "debug"):
         from anodize.codegen.toolchain import tc_gemm_engine

@@ -44,7 +44,7 @@ from anodize.runtime.launch_checks import (
     check_device,
     check_limits,
 )
-from anodize.runtime.launch_fast import _BUF, _NUMPY, _OTHER, _SCALAR, _launch_call, _quick_path
+from anodize.runtime.launch_fast import _BUF, _NUMPY, _OTHER, _SCALAR, _foreign_call, _launch_call, _quick_path
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import ParamSpec
@@ -196,6 +196,11 @@ class Launcher:
                 self._plans[types] = plan
                 if not plan.run(args, record):  # pragma: no cover - the plan was made for this device
                     raise LaunchError("internal error: a launch plan rejected its own device")
+            if plan.foreign:  # a lazy op launches its recorded anodize-ABI arguments (runtime/ops.py)
+                raise LaunchError(
+                    f"foreign kernel `{self.kernel.__name__}` launches now only: `.op(...)` is not available for it",
+                    help="launch it with `k[config](...)`, ordered on the device's stream with the ops around it",
+                )
         except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
@@ -287,7 +292,7 @@ class _Plan:
     __slots__ = (
         "name", "device", "nargs", "steps", "alias_pairs", "params", "requires", "env", "req_slots",
         "flat_len", "entry", "handle", "cu_config", "fault", "rank", "rank_arg", "config", "arena", "is_cpu",
-        "call", "prefix", "suffix", "quick", "memo", "hidden",
+        "call", "prefix", "suffix", "quick", "memo", "hidden", "foreign",
     )
 
     def __init__(self, launcher: Launcher, loaded: LoadedKernel, args: tuple[Any, ...]):
@@ -344,7 +349,8 @@ class _Plan:
         self.handle = loaded.handle
         # A coarsened kernel (codegen/coarsen.py) runs ceil(grid_x / 4) blocks along x, each thread
         # taking 4 of the user's indices, and learns the user's extent from one more hidden argument.
-        self.hidden = (self.fault, self.rank_arg)
+        foreign = self.foreign = compiled.abi == "foreign"  # a foreign kernel (anodize/foreign.py): bare pointers, nothing hidden
+        self.hidden: tuple[Any, ...] = () if foreign else (self.fault, self.rank_arg)
         if compiled.coarsen > 1:
             self.hidden += (np.int64(cfg.grid[0] * cfg.block[0]),)
         self.cu_config = (
@@ -353,6 +359,8 @@ class _Plan:
         )
         # The launch itself: `call(*prefix, *flat, *suffix)`, one call with everything bound.
         self.call, self.prefix, self.suffix = _launch_call(self)
+        if foreign:
+            self.call = _foreign_call(self.call, len(self.prefix), params)
         self.quick, self.memo = _quick_path(self, args)
         from anodize.runtime.device import _mark_used
 

@@ -5,6 +5,7 @@ launches (`_memo_maker`, `_memo_for`: the same live objects relaunch the packed 
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
@@ -40,6 +41,25 @@ def _launch_call(plan: _Plan) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
         launch(handle, cu_config, flat)
 
     return run_on_device, (), suffix
+
+
+def _foreign_call(call: Any, nprefix: int, params: tuple[Any, ...]) -> Any:
+    """`call` for a foreign kernel (anodize/foreign.py): the packed arguments keep each slice's
+    extents (the checks read them there), the kernel takes only its pointer."""
+    keep = list(range(nprefix))
+    at = nprefix
+    for p in params:
+        keep.append(at)
+        at += 1 + p.rank
+    if len(keep) == 1:
+        only = keep[0]
+        return lambda *packed: call(packed[only])
+    pick = itemgetter(*keep)
+
+    def launch_foreign(*packed: Any) -> None:
+        call(*pick(packed))
+
+    return launch_foreign
 
 
 def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:

@@ -352,6 +352,8 @@ MESSAGES: dict[str, str] = {
     "ignore-bare": "`# anodize: ignore` without a code list silences nothing",
     "ignore-unknown-code": "`{code}` in this ignore comment is not an anodize code",
     "ignore-unused": "this ignore comment silences nothing: no `{code}` is reported on this line",
+    "stale-artifact": "the built package `{package}` no longer matches this source: {kernels} {verb} built from an earlier version of it",
+    "stale-artifact-note": "the package was built by `anodize build` (anodize {version}); its loader would launch the old code",
 }
 
 # key -> help template (filled with the same values as its message)
@@ -452,6 +454,7 @@ HELPS: dict[str, str] = {
     "ignore-did-you-mean": "did you mean `{close}`?",
     "ignore-codes-listed": "the codes are the `az-*` codes listed in docs/checker.md; mypy's own codes go in `# type: ignore[...]`",
     "ignore-remove": "remove `{code}` from the comment (or the comment itself)",
+    "stale-artifact-rebuild": "rebuild it: `anodize build {source} --arch {archs} -o {out}`",
     "collective-assign": "assign it first: `s = {name}(...)`, then use `s`",
     "collective-ops": "write `\"sum\"`, `\"max\"`, `\"min\"`, `\"and\"` or `\"or\"`",
     "collective-and-or": "use \"and\" / \"or\" on bools, or convert to an integer first",

@@ -27,6 +27,7 @@ CODES: dict[str, str] = {
     "az-shared-race": "shared-memory accesses that may race (no barrier between them)",
     "az-rebound": "a kernel reads or calls a module-level name that is bound more than once",
     "az-reserved": "a name the compiler reserves for itself",
+    "az-stale-artifact": "a package built by `anodize build` whose kernels' source changed since the build",
     "az-internal": "an internal compiler error (a bug in anodize, not in the kernel)",
     "az-ignore": "an ignore comment that cannot apply: inside a kernel, without codes, with an unknown code, or unused",
 }

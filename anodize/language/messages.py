@@ -231,6 +231,19 @@ def ignore_unused(span: Span, code: str) -> Diagnostic:
     )
 
 
+def stale_artifact(span: Span, package: str, kernels: tuple[str, ...], version: str, source: str, archs: str, out: str) -> Diagnostic:
+    """A built package (`anodize build`) whose recorded source hash is not the source's now."""
+    names = ", ".join(f"`{k}`" for k in kernels)
+    return make(
+        "az-stale-artifact",
+        MESSAGES["stale-artifact"].format(package=package, kernels=names, verb="was" if len(kernels) == 1 else "were"),
+        span,
+        label="changed since the build",
+        notes=(MESSAGES["stale-artifact-note"].format(version=version),),
+        help=HELPS["stale-artifact-rebuild"].format(source=source, archs=archs, out=out),
+    )
+
+
 def internal_error(span: Span, exc: BaseException) -> Diagnostic:
     return make(
         "az-internal",

@@ -1,0 +1,296 @@
+"""Foreign kernels: existing CUDA C++, PTX or cubins launched beside anodize kernels.
+
+    k = az.foreign.cuda(SOURCE, "vecadd", {"a": Slice[f32], "b": Slice[f32], "c": DisjointSlice[f32], "n": i32})
+    k = az.launch_contract(domain=1, block=256, requires=lambda a, b, c, n: len(a) >= n and len(b) >= n and len(c) >= n)(k)
+    k[az.LaunchConfig.for_num_elems(n, block=256)](a, b, c, np.int32(n))
+
+`signature` names each parameter's role and type as a kernel's annotations do.  The ABI is
+the C one the kernel was written for: a slice parameter passes as one device pointer (a
+`const float*` for `Slice[f32]`, a `float*` for `DisjointSlice[f32]`), a scalar as its
+value; no lengths and no hidden arguments.  What the host checks for a launch through
+`k[config]` is what it checks for an anodize kernel: each argument's kind, dtype and device,
+that no output aliases another argument, the contract's `requires`, rank, block and unused
+dimensions, the device's limits.  What it cannot check, and trusts, is the kernel's body:
+that it reads only within the lengths `requires` relates, writes only its outputs, each
+element of a `DisjointSlice` from one thread, and that `signature` matches the kernel's real
+parameter list.  Without a contract the kernel launches only through
+`k.unsafe_launch(config, *args)` (the argument checks still apply); without a signature
+(`signature=None`), only through `unsafe_launch` with raw arguments (Buffers pass as their
+pointers, NumPy scalars as their values), nothing checked.  Foreign kernels run on CUDA GPUs;
+the CPU backend has no code for them (a LaunchError says so).  docs/deploy.md has the details.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import os
+import textwrap
+import typing
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from anodize.kernel import Kernel
+
+if TYPE_CHECKING:
+    from anodize.codegen.artifact import CompiledKernel
+    from anodize.language.contract import Contract
+    from anodize.language.ir import ParamSpec
+    from anodize.runtime.compile import LoadedKernel
+    from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.device import Device
+
+__all__ = ["ForeignKernel", "cuda", "ptx", "cubin"]
+
+
+def _stub(*args: Any, **kwargs: Any) -> None:
+    raise TypeError("a foreign kernel has no Python body")
+
+
+class ForeignKernel(Kernel[Any]):
+    """A kernel from PTX, a cubin or CUDA C++ (`az.foreign.ptx/cubin/cuda`)."""
+
+    def __init__(self, name: str, signature: Mapping[str, Any] | None, code: Callable[[str], tuple[str, bytes]], what: str):
+        super().__init__(_stub, None, spec=None)
+        self.__name__ = self.__qualname__ = name
+        self.__module__ = "anodize.foreign"
+        self.what = what  # "PTX", "cubin", "CUDA C++"
+        self.params: tuple[ParamSpec, ...] | None = None if signature is None else _params(name, signature)
+        self._code = code  # arch -> (entry symbol, PTX text or cubin bytes)
+
+    @property
+    def contract(self) -> Contract | None:
+        if not self._contract_parsed:
+            self._contract = None if self.contract_spec is None else _contract(self.__name__, self.contract_spec, self.params or ())
+            self._contract_parsed = True
+        return self._contract
+
+    @property
+    def generic(self) -> Any:
+        return None
+
+    @property
+    def signature(self) -> inspect.Signature:
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+        return inspect.Signature([inspect.Parameter(p.name, kind) for p in self.params or ()])
+
+    def __getitem__(self, config: LaunchConfig[Any]) -> Any:
+        if self.params is None:
+            from anodize.language.errors import LaunchError
+
+            raise LaunchError(
+                f"foreign kernel `{self.__name__}` has no declared signature, so its launches cannot be checked",
+                help=f"give `signature={{...}}` (each parameter's role and type) and a launch contract, or launch it "
+                f"with `{self.__name__}.unsafe_launch(config, *args)`",
+            )
+        return super().__getitem__(config)
+
+    def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
+        if self.params is not None:
+            super().unsafe_launch(config, *args, **kwargs)
+            return
+        _raw_launch(self, config, args)
+
+    def compile(self, arch: str | None = None, **_options: Any) -> CompiledKernel:
+        """The kernel's code for `arch` (default: the current GPU's): a CompiledKernel whose ABI
+        is the foreign one (`abi="foreign"`)."""
+        from anodize.codegen.artifact import CompiledKernel
+        from anodize.runtime.compile import default_arch
+
+        arch = arch or default_arch()
+        key = ("foreign", arch)
+        hit = self._cache.get(key)
+        if hit is None:
+            entry, code = self._code(arch)
+            is_cubin = code.startswith(b"\x7fELF")
+            hit = self._cache[key] = CompiledKernel(
+                name=self.__name__, entry=entry, params=self.params or (), contract=self.contract,
+                domain=self.contract.domain if self.contract is not None else 1, arch=arch, llvm_ir="",
+                ptx="" if is_cubin else code.decode(), cubin=code if is_cubin else None, abi="foreign",
+            )
+        return hit
+
+    def _load_prebuilt(self, device: Device) -> LoadedKernel:
+        """Loaded on `device` (runtime/compile.py `compile_for_device` asks this instead of compiling)."""
+        from anodize.runtime.compile import LoadedKernel
+
+        key = ("loaded-foreign", id(device))
+        hit = self._cache.get(key)
+        if hit is not None:
+            return hit  # type: ignore[no-any-return]
+        if device.kind != "cuda":
+            from anodize.language.errors import LaunchError
+
+            raise LaunchError(
+                f"foreign kernel `{self.__name__}` ({self.what}) runs on CUDA GPUs only, not on {device.describe()}",
+                help="pass arrays on a GPU (`az.device(0)`); the CPU backend runs anodize kernels only",
+            )
+        compiled = self.compile(str(getattr(device, "arch", "")))
+        loaded = LoadedKernel(compiled, device, device.load(compiled), device.faults.register(compiled))  # type: ignore[attr-defined]
+        self._cache[key] = loaded
+        return loaded
+
+    def __repr__(self) -> str:
+        return f"<anodize foreign kernel {self.__name__} ({self.what})>"
+
+
+# ---- the constructors ---------------------------------------------------------------------
+
+
+def ptx(text_or_path: str | os.PathLike[str], name: str, signature: Mapping[str, Any] | None = None) -> ForeignKernel:
+    """A kernel from PTX text or a .ptx file; `name` is its `.entry` symbol."""
+    text = _read(text_or_path, "PTX") if _is_path(text_or_path) else str(text_or_path)
+    if f".entry {name}" not in text:
+        from anodize.language.errors import ArgumentError
+
+        raise ArgumentError(f"the PTX has no `.entry {name}`", help="`name` is the kernel's entry symbol, as the PTX spells it (mangled for C++)")
+    data = text.encode()
+    return ForeignKernel(name, signature, lambda arch: (name, data), "PTX")
+
+
+def cubin(path: str | os.PathLike[str], name: str, signature: Mapping[str, Any] | None = None) -> ForeignKernel:
+    """A kernel from a cubin file (built for the GPU's architecture); `name` is its symbol."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if not data.startswith(b"\x7fELF"):
+        from anodize.language.errors import ArgumentError
+
+        raise ArgumentError(f"{os.fspath(path)} is not a cubin (no ELF header)", help="pass a file `ptxas` or `nvcc -cubin` wrote")
+    return ForeignKernel(name, signature, lambda arch: (name, data), "cubin")
+
+
+def cuda(source: str, name: str, signature: Mapping[str, Any] | None = None, *, options: tuple[str, ...] = ()) -> ForeignKernel:
+    """A kernel from CUDA C++ source, compiled by NVRTC (cuda-python) for each GPU it loads on,
+    at the first launch there; `name` is the `__global__` function's name (C++ names are
+    resolved by NVRTC, `extern "C"` is not needed)."""
+    from anodize.runtime.nvrtc import compile_cuda
+
+    def code(arch: str) -> tuple[str, bytes]:
+        return compile_cuda(source, name, arch, options)
+
+    return ForeignKernel(name, signature, code, "CUDA C++")
+
+
+# ---- the declared signature and contract ---------------------------------------------------
+
+
+def _params(kernel: str, signature: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
+    from anodize.language.errors import ArgumentError
+    from anodize.language.ir import ParamSpec
+    from anodize.language.vocab import SCALARS, SLICE_KINDS
+
+    out: list[ParamSpec] = []
+    for pname, ann in signature.items():
+        origin = typing.get_origin(ann)
+        if origin is not None and getattr(origin, "__name__", "") in SLICE_KINDS:
+            (elem,) = typing.get_args(ann)
+            scalar = SCALARS.get(getattr(elem, "__name__", ""))
+            kind = SLICE_KINDS[origin.__name__]
+            if scalar is not None:
+                out.append(ParamSpec(pname, kind, scalar))
+                continue
+        elif getattr(ann, "__name__", "") in SCALARS:
+            out.append(ParamSpec(pname, None, SCALARS[ann.__name__]))
+            continue
+        raise ArgumentError(
+            f"foreign kernel `{kernel}`, parameter `{pname}`: `{ann!r}` is not a slice or scalar type",
+            help="write each parameter as a kernel annotates it: `Slice[f32]`, `DisjointSlice[f32]`, `i32`, ...",
+        )
+    return tuple(out)
+
+
+def _lambda_node(fn: Callable[..., Any]) -> tuple[ast.Lambda, str]:
+    """The `ast.Lambda` of a live lambda: its module's source parsed, the lambda on its first line
+    whose parameters match (a lambda typed in a REPL: the lines `inspect` finds)."""
+    import linecache
+
+    code = fn.__code__
+    names = code.co_varnames[: code.co_argcount]
+    texts: list[str] = []
+    path = inspect.getsourcefile(fn)
+    if path:
+        texts.append("".join(linecache.getlines(path)))
+    try:
+        texts.append(textwrap.dedent("".join(inspect.getsourcelines(fn)[0])))
+    except (OSError, TypeError):
+        pass
+    for text in texts:
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        found = [n for n in ast.walk(tree) if isinstance(n, ast.Lambda) and tuple(a.arg for a in n.args.args) == names]
+        at_line = [n for n in found if n.lineno == code.co_firstlineno]
+        if len(at_line) == 1 or (len(found) == 1 and text is not texts[0]):
+            return (at_line or found)[0], text
+    raise SyntaxError("no lambda found")
+
+
+def _contract(kernel: str, spec: Any, params: tuple[ParamSpec, ...]) -> Contract:
+    """The Contract of a `@launch_contract(...)` applied to a foreign kernel: the `requires` and
+    `shared_mem` lambdas read from their source with the language's own parser."""
+    from anodize.language.contract import Contract, RequiresSyntaxError, parse_requires, parse_shared_mem
+    from anodize.language.errors import ArgumentError
+
+    def fail(what: str) -> ArgumentError:
+        return ArgumentError(f"foreign kernel `{kernel}`: {what}", help="docs/language.md, Launch contracts, has the forms `requires` takes")
+
+    domain = spec.domain
+    if domain not in (1, 2, 3):
+        raise fail(f"`domain={domain!r}` must be 1, 2 or 3")
+    block = spec.block
+    if isinstance(block, int):
+        block = (block,)
+    if block is not None and not (isinstance(block, tuple) and all(isinstance(b, int) and b > 0 for b in block)):
+        raise fail(f"`block={spec.block!r}` must be a positive int or a tuple of them")
+    names = {p.name: p for p in params}
+    req = None
+    if spec.requires is not None:
+        try:
+            lam, text = _lambda_node(spec.requires)
+            req = parse_requires(lam, text)
+        except (OSError, TypeError, SyntaxError, RequiresSyntaxError):
+            raise fail("its `requires` cannot be read: write it as a `lambda` of the kernel's parameters, in a source file") from None
+        for n in req.params:
+            if n not in names:
+                raise fail(f"`requires` names `{n}`, which is not a parameter (the signature has {', '.join(names) or 'none'})")
+    shared = None
+    if spec.shared_mem is not None:
+        try:
+            lam, text = _lambda_node(spec.shared_mem)
+            shared = parse_shared_mem(lam, text)
+        except (OSError, TypeError, SyntaxError, RequiresSyntaxError):
+            raise fail("its `shared_mem` cannot be read: write it as a `lambda` of the kernel's parameters") from None
+    cc = spec.min_compute_capability
+    return Contract(int(domain), block, req, tuple(cc) if cc else None, shared)
+
+
+# ---- raw launches (no signature) ------------------------------------------------------------
+
+
+def _raw_launch(k: ForeignKernel, config: LaunchConfig[Any], args: tuple[Any, ...]) -> None:
+    from anodize.language.errors import LaunchError
+    from anodize.runtime import device as devmod
+    from anodize.runtime.buffer import Buffer
+    from anodize.runtime.config import LaunchConfig
+
+    if not isinstance(config, LaunchConfig):
+        raise LaunchError(f"foreign kernel `{k.__name__}` must be launched with an az.LaunchConfig, got {config!r}")
+    dev = next((a.device for a in args if isinstance(a, Buffer)), None) or devmod.device()
+    loaded = k._load_prebuilt(dev)
+    flat = tuple(a.ptr if isinstance(a, Buffer) else a for a in args)
+    handle_cfg = dev.launch_config(config.grid, config.block, config.shared_mem)  # type: ignore[attr-defined]
+    devmod._mark_used(dev)
+    dev.faults.dirty = True
+    dev.launch(loaded.handle, handle_cfg, flat)  # type: ignore[attr-defined]
+
+
+def _is_path(x: object) -> bool:
+    if isinstance(x, os.PathLike):
+        return True
+    return isinstance(x, str) and "\n" not in x and x.endswith(".ptx") and os.path.isfile(x)
+
+
+def _read(path: str | os.PathLike[str], what: str) -> str:
+    with open(path, encoding="utf-8") as f:
+        return f.read()

@@ -1,0 +1,189 @@
+"""`az.torch`: anodize kernels as PyTorch custom ops (`torch.library`), so `torch.compile` traces
+a model that calls them without a graph break, and autograd runs a backward you give.
+
+    import anodize as az
+
+    vecadd_op = az.torch.custom_op(
+        vecadd, name="mylib::vecadd",
+        outputs=lambda a, b: {"c": (a.shape, az.f32)},          # what the op allocates and returns
+        config=lambda a, b: az.LaunchConfig.for_num_elems(a.numel(), block=256),
+    )
+    c = vecadd_op(a, b)                                          # a, b: torch tensors
+
+The op's inputs are the kernel's parameters that `outputs` does not name, in order (tensors,
+or Python numbers for scalar parameters); it returns the outputs in parameter order (one
+tensor, or a tuple).  Its fake implementation (what `torch.compile` and meta tensors run)
+allocates the outputs from the same `outputs` function, so shapes may be symbolic.  The
+launch is the kernel's ordinary checked launch: CUDA tensors pass zero-copy (their
+`__cuda_array_interface__`) ordered after the work PyTorch queued on its current stream,
+and the outputs are ordered before what PyTorch queues next; CPU tensors pass zero-copy as
+NumPy views and run on the CPU backend.  Faults surface at the next synchronisation anodize
+sees (`dev.check()`, a `to_host`) or, on the CPU backend, at once.
+
+`backward(ctx, *grads)` (optional) gives autograd: `ctx.inputs` and `ctx.outputs` hold the
+forward's inputs and outputs; return one gradient per input (None for a scalar or an input
+without one).  It usually calls other anodize ops.
+
+PyTorch is an optional dependency: `pip install torch` (this module imports it on first use).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["custom_op"]
+
+_TORCH_SCALAR = {"f": "float", "i": "int", "u": "int", "b": "bool"}
+_LIBS: dict[str, Any] = {}  # namespace -> torch.library.Library (kept alive: dropping it unregisters)
+
+
+def _torch() -> Any:
+    try:
+        import torch
+    except ImportError:
+        from anodize.language.errors import LaunchError
+
+        raise LaunchError("az.torch needs PyTorch", help="`pip install torch`") from None
+    return torch
+
+
+def _torch_dtype(torch: Any, scalar: Any) -> Any:
+    from anodize.language.vocab import SCALARS
+
+    info = SCALARS[scalar if isinstance(scalar, str) else scalar.__name__]
+    return getattr(torch, "bool" if info.name == "bool_" else info.numpy_name)
+
+
+def custom_op(
+    kernel: Any,
+    name: str,
+    outputs: Callable[..., dict[str, tuple[Any, Any]]],
+    config: Callable[..., Any],
+    backward: Callable[..., Any] | None = None,
+) -> Any:
+    """Register `kernel`'s launch as the `torch.library` custom op `name` ("ns::op"); returns
+    `torch.ops.ns.op` (see the module's docstring)."""
+    torch = _torch()
+    from anodize.language.errors import ArgumentError
+
+    ns, sep, opname = name.partition("::")
+    if not sep or not ns.isidentifier() or not opname.isidentifier():
+        raise ArgumentError(f"custom op name `{name}` must be `namespace::op`", help='e.g. `name="mylib::vecadd"`')
+    params = _kernel_params(kernel)
+    probe = outputs.__code__.co_varnames[: outputs.__code__.co_argcount]
+    inputs = [p for p in params if p.name in probe or not p.is_output]
+    out_names = [p.name for p in params if p not in inputs]
+    if not out_names:
+        raise ArgumentError(f"kernel `{kernel.__name__}` has no output parameter left for the op to return",
+                            help="`outputs` names the outputs the op allocates: `outputs=lambda a: {\"c\": (a.shape, az.f32)}`")
+    schema_in = ", ".join(f"{'Tensor' if p.is_slice else _TORCH_SCALAR[p.scalar.kind]} {p.name}" for p in inputs)
+    schema_out = "Tensor" if len(out_names) == 1 else "(" + ", ".join("Tensor" for _ in out_names) + ")"
+    lib = _LIBS.get(ns)
+    if lib is None:
+        lib = _LIBS[ns] = torch.library.Library(ns, "FRAGMENT")
+    lib.define(f"{opname}({schema_in}) -> {schema_out}")
+    order = [p.name for p in params]
+    in_names = [p.name for p in inputs]
+
+    def allocate(args: tuple[Any, ...]) -> dict[str, Any]:
+        spec = outputs(*args)
+        missing = [n for n in out_names if n not in spec]
+        if missing:
+            raise ArgumentError(f"custom op `{name}`: `outputs` gives no shape and dtype for {', '.join(missing)}")
+        dev = next((a.device for a in args if isinstance(a, torch.Tensor)), None)
+        return {n: torch.empty(tuple(spec[n][0]), dtype=_torch_dtype(torch, spec[n][1]), device=dev) for n in out_names}
+
+    def result(outs: dict[str, Any]) -> Any:
+        return outs[out_names[0]] if len(out_names) == 1 else tuple(outs[n] for n in out_names)
+
+    def impl(*args: Any) -> Any:
+        outs = allocate(args)
+        values = dict(zip(in_names, args))
+        values.update(outs)
+        _launch(torch, kernel, config(*args), [values[n] for n in order])
+        return result(outs)
+
+    def fake(*args: Any) -> Any:
+        return result(allocate(args))
+
+    lib.impl(opname, impl, "CPU")
+    lib.impl(opname, impl, "CUDA")
+    torch.library.register_fake(name, fake, lib=lib)
+    if backward is not None:
+        _register_backward(torch, name, backward, len(in_names))
+    return getattr(getattr(torch.ops, ns), opname)
+
+
+def _kernel_params(kernel: Any) -> tuple[Any, ...]:
+    """The kernel's parameters (name, role, type) without compiling it: a built or foreign
+    kernel has them; a source kernel's are read by the front end."""
+    params = getattr(kernel, "params", None)
+    if params is not None:
+        return tuple(params)
+    if kernel.generic is not None:
+        from anodize.language.errors import ArgumentError
+
+        raise ArgumentError(f"kernel `{kernel.__name__}` is generic: register one specialisation of it",
+                            help=f"`az.torch.custom_op({kernel.__name__}.specialize(T=\"f32\"), ...)`")
+    from anodize.language.diagnostics import CheckError
+    from anodize.language.front import kernel_of
+
+    front, fdef = kernel_of(kernel.fn)
+    typed = front.typed(fdef, kernel.spec or ())
+    if typed.ir is None:
+        raise CheckError(list(typed.diagnostics), {front.path: front.source})
+    return tuple(typed.ir.params)
+
+
+def _launch(torch: Any, kernel: Any, cfg: Any, args: list[Any]) -> None:
+    cuda = next((a for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
+    flat = [_as_array(torch, a) for a in args]
+    if cuda is None:
+        kernel[cfg](*flat)
+        return
+    from anodize.runtime.device import cuda_device
+
+    index = cuda.device.index or 0
+    dev = cuda_device(index)
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object
+    stream = raw(index) if raw is not None else torch.cuda.current_stream(cuda.device).cuda_stream
+    if stream:  # not the legacy default stream (anodize's blocking stream is ordered with that one)
+        dev.wait_for_stream(stream)  # type: ignore[attr-defined]
+        kernel[cfg](*flat)
+        dev._export_sync(stream)
+    else:
+        kernel[cfg](*flat)
+
+
+def _as_array(torch: Any, a: Any) -> Any:
+    if not isinstance(a, torch.Tensor):
+        return a
+    if a.requires_grad:
+        a = a.detach()
+    if not a.is_contiguous():
+        a = a.contiguous()
+    return a if a.is_cuda else a.numpy()
+
+
+def _register_backward(torch: Any, name: str, backward: Callable[..., Any], n_inputs: int) -> None:
+    class _Ctx:
+        inputs: tuple[Any, ...] = ()
+        outputs: tuple[Any, ...] = ()
+
+    def setup_context(ctx: Any, inputs: tuple[Any, ...], output: Any) -> None:
+        ctx.az_inputs = inputs
+        ctx.az_outputs = output if isinstance(output, tuple) else (output,)
+
+    def bwd(ctx: Any, *grads: Any) -> Any:
+        view = _Ctx()
+        view.inputs, view.outputs = ctx.az_inputs, ctx.az_outputs
+        got = backward(view, *grads)
+        got = got if isinstance(got, tuple) else (got,)
+        if len(got) != n_inputs:
+            from anodize.language.errors import ArgumentError
+
+            raise ArgumentError(f"the backward of `{name}` returned {len(got)} gradients for {n_inputs} inputs")
+        return got
+
+    torch.library.register_autograd(name, bwd, setup_context=setup_context)

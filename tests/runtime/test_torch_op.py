@@ -1,0 +1,125 @@
+"""`az.torch.custom_op`: anodize kernels as `torch.library` custom ops, on PyTorch's CPU build
+(the CPU backend runs them); skipped cleanly without PyTorch.
+
+The op is checked by `torch.library.opcheck` (schema, fake implementation, autograd
+registration), traced by `torch.compile(fullgraph=True)` (which raises on a graph break) and
+`torch._dynamo.explain` (0 graph breaks), differentiated through a user backward made of
+other anodize ops, and keeps the kernel's launch checks.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import anodize as az  # noqa: E402
+from anodize import DisjointSlice, Slice, f32, kernel, launch_contract, thread  # noqa: E402
+
+
+@launch_contract(domain=1, block=256, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))
+@kernel
+def vmul(a: Slice[f32], b: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i] * b[i]
+
+
+@launch_contract(domain=1, block=256, requires=lambda a, s, c: len(a) == len(c))
+@kernel
+def scale(a: Slice[f32], s: f32, c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i] * s
+
+
+def _cfg(a: object, *_: object) -> az.LaunchConfig:
+    return az.LaunchConfig.for_num_elems(a.numel(), block=256)  # type: ignore[attr-defined]
+
+
+def _mul_backward(ctx: object, g: object) -> tuple[object, object]:
+    a, b = ctx.inputs  # type: ignore[attr-defined]
+    return MUL(g, b), MUL(g, a)
+
+
+MUL = az.torch.custom_op(vmul, name="aztest::vmul", outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=_cfg, backward=_mul_backward)
+SCALE = az.torch.custom_op(scale, name="aztest::scale", outputs=lambda a, s: {"c": (a.shape, az.f32)}, config=_cfg)
+
+
+@pytest.fixture(autouse=True)
+def _cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_DEVICE", "cpu")
+
+
+def test_op_runs_the_kernel() -> None:
+    a, b = torch.rand(1000), torch.rand(1000)
+    assert torch.equal(MUL(a, b), a * b)
+    assert torch.allclose(SCALE(a, 2.5), a * 2.5)
+    assert MUL(a, b).dtype == torch.float32 and MUL(a, b).shape == (1000,)
+
+
+def test_op_keeps_the_launch_checks() -> None:
+    a = torch.rand(100)
+    with pytest.raises(az.ContractViolation, match=r"len\(b\) == len\(c\)"):
+        MUL(a, torch.rand(99))
+    with pytest.raises(az.ArgumentError, match="parameter `b`"):
+        MUL(a, torch.rand(100, dtype=torch.float64))
+
+
+def test_opcheck() -> None:
+    a = torch.rand(64, requires_grad=True)
+    b = torch.rand(64, requires_grad=True)
+    torch.library.opcheck(MUL, (a, b))
+    torch.library.opcheck(SCALE, (torch.rand(64), 3.0))
+
+
+def test_fake_tensors_give_the_output_shape() -> None:
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        out = MUL(torch.empty(77), torch.empty(77))
+    assert out.shape == (77,) and out.dtype == torch.float32
+
+
+def test_torch_compile_fullgraph_has_no_graph_break() -> None:
+    def model(a: object, b: object) -> object:
+        return SCALE(MUL(a, b), 0.5).sum() + 1  # type: ignore[operator]
+
+    a, b = torch.rand(512), torch.rand(512)
+    compiled = torch.compile(model, fullgraph=True, backend="aot_eager")
+    assert torch.allclose(compiled(a, b), (a * b * 0.5).sum() + 1)
+    explained = torch._dynamo.explain(model)(a, b)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+
+
+def test_autograd_through_a_user_backward() -> None:
+    a = torch.rand(300, requires_grad=True)
+    b = torch.rand(300, requires_grad=True)
+    (MUL(a, b) * torch.arange(300.0)).sum().backward()
+    ga, gb = a.grad.clone(), b.grad.clone()  # type: ignore[union-attr]
+    a.grad = b.grad = None
+    (a * b * torch.arange(300.0)).sum().backward()
+    assert torch.allclose(ga, a.grad) and torch.allclose(gb, b.grad)  # type: ignore[arg-type]
+
+
+def test_registration_errors() -> None:
+    with pytest.raises(az.ArgumentError, match="namespace::op"):
+        az.torch.custom_op(vmul, name="novmul", outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=_cfg)
+    with pytest.raises(az.ArgumentError, match="no output parameter"):
+        az.torch.custom_op(vmul, name="aztest::vmul_all_in", outputs=lambda a, b, c: {}, config=_cfg)
+
+
+@pytest.mark.gpu
+def test_op_on_cuda_tensors_on_a_side_stream(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANODIZE_DEVICE", raising=False)
+    if not torch.cuda.is_available():
+        pytest.skip("this PyTorch has no CUDA")
+    a, b = torch.rand(1 << 20, device="cuda"), torch.rand(1 << 20, device="cuda")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c = MUL(a, b)
+        d = c * 2  # queued by PyTorch on the same stream, after the op
+    torch.cuda.synchronize()
+    assert torch.equal(d, a * b * 2)
+    assert np.array_equal(MUL(a, b).cpu().numpy(), (a * b).cpu().numpy())
