@@ -57,8 +57,11 @@ _results: dict[str, ModuleResult] = {}  # by absolute path; the process lives on
 _pending: dict[str, tuple[MypyFile, str, int, Future[_WorkerResult]]] = {}
 _pool: ProcessPoolExecutor | None = None  # type: ignore[no-any-unimported,unused-ignore]
 _pool_broken = False
-# the module mypy is checking now: its tree and result (one entry; a new tree is a new check)
-_last: dict[str, tuple[MypyFile, ModuleResult, tuple[str, ...]]] = {}  # (tree, result, the files it imports)
+# the module mypy is checking now: its tree, the tree's statements, its result and the files it
+# imports (one entry).  The statements list tells one parse from the next: dmypy's fine-grained
+# update parses an edited module again and merges the new tree into the old MypyFile object
+# (mypy.server.astmerge), so the tree alone stays the same object across edits.
+_last: dict[str, tuple[MypyFile, object, ModuleResult, tuple[str, ...]]] = {}
 
 
 # ---- the engine itself (runs in a worker or in-process) -------------------------------------
@@ -252,11 +255,17 @@ def _dep_paths(api: CheckerPluginInterface, tree: MypyFile) -> tuple[str, ...]:
     return tuple(paths)
 
 
+# File systems stamp writes with a coarse clock (a jiffy, some milliseconds, behind
+# `time.time_ns()`): a file written just after the engine started may carry an earlier time.
+_CLOCK_SLACK_NS = 50_000_000
+
+
 def _unchanged_since(paths: tuple[str, ...], since_ns: int) -> bool:
-    """Whether none of `paths` was written after `since_ns` (dmypy reuses results)."""
+    """Whether none of `paths` was written after `since_ns` (dmypy reuses results); a write
+    within the file system clock's slack before it counts as after (the engine runs again)."""
     for path in paths:
         try:
-            if os.stat(path).st_mtime_ns > since_ns:
+            if os.stat(path).st_mtime_ns > since_ns - _CLOCK_SLACK_NS:
                 return False
         except OSError:
             return False
@@ -282,8 +291,8 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
     if tree is None or not path or _errors_dropped(api, path):
         return None
     last = _last.get(path)
-    if last is not None and last[0] is tree and _unchanged_since(last[2], last[1].started_ns):
-        return last[1]  # a further hook in the module being checked: no second read of its file
+    if last is not None and last[0] is tree and last[1] is tree.defs and _unchanged_since(last[3], last[2].started_ns):
+        return last[2]  # a further hook in the same parse of the module: no second read of its file
     key = os.path.abspath(path)
     deps = _dep_paths(api, tree)
     pending = _pending.pop(key, None)
@@ -304,7 +313,7 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         cached = _results.get(key)
         if cached is not None and cached.digest == digest and _unchanged_since(deps, cached.started_ns):
             _last.clear()
-            _last[path] = (tree, cached, deps)
+            _last[path] = (tree, tree.defs, cached, deps)
             return cached
         if pending is not None and pending[1] == digest and pending[0] is not tree and _unchanged_since(deps, pending[2]):
             try:  # (the same text parsed again: the worker's result holds)
@@ -318,7 +327,7 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         result = ModuleResult(digest, diags, failure, started)
     _results[key] = result
     _last.clear()
-    _last[path] = (tree, result, deps)
+    _last[path] = (tree, tree.defs, result, deps)
     return result
 
 

@@ -34,11 +34,17 @@ def on_kernel(ctx: FunctionContext) -> Type:
     tree = getattr(ctx.api, "tree", None)
     # No line numbers here: the facts are part of the kernel's type, and an edit that only
     # moves the kernel must not re-check every module that launches it.
+    contract = contract_of(dec, path, result.requires if result is not None else None)
     info: dict[str, Any] = {
         "name": dec.func.name,
         "module": tree.fullname if tree is not None else "",
-        "contract": contract_of(dec, path, result.requires if result is not None else None),
+        "contract": contract,
     }
+    if contract is not None and result is not None and (contract["domain"] is None or contract["block"] is None):
+        # a contract that names module constants (`block=BLOCK`): the engine reads their values,
+        # which are no part of any type mypy compares, so the module's digest stands for them
+        # and a module that launches the kernel is checked again when the module changes
+        info["source"] = result.digest[:16]
     return meta.attach(ctx.api, ctx.default_return_type, meta.KERNEL, info)
 
 
