@@ -129,7 +129,9 @@ class AnodizePlugin(Plugin):
             return _kernels().on_anodize_call  # type: ignore[no-any-return]
         if fullname == CONFIG_FULLNAME:
             return _hostvalues().on_config_new  # type: ignore[no-any-return]
-        return None
+        # any other call of anodize (`thread.index_1d()` in a kernel body, which dmypy may check
+        # again on its own): the filter of mypy's repeats of the engine's errors is in place
+        return _kernels().on_other_call  # type: ignore[no-any-return]
 
     def get_method_signature_hook(self, fullname: str) -> Callable[[MethodSigContext], FunctionLike] | None:
         if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)

@@ -20,7 +20,7 @@ from anodize.language.front import front_for_source
 from anodize.language.vocab import SCALARS
 
 from . import meta
-from .engine_results import read_source, report_module
+from .engine_results import filter_doubles, module_result, read_source, report_module
 from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME
 
 _SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
@@ -51,6 +51,14 @@ def on_kernel(ctx: FunctionContext) -> Type:
 def on_anodize_call(ctx: FunctionContext) -> Type:
     """`@az.func`, `@launch_contract(...)`, `az.device()`: report the module's engine results."""
     report_module(ctx.api)
+    return ctx.default_return_type
+
+
+def on_other_call(ctx: FunctionContext) -> Type:
+    """Any other anodize function: no report, only the filter of mypy's repeats of the engine's
+    errors (`engine_results.filter_doubles`) for the module being checked."""
+    if module_result(ctx.api) is not None:
+        filter_doubles(ctx.api)
     return ctx.default_return_type
 
 
