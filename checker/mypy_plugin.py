@@ -38,6 +38,7 @@ from anodize.language import VERSION
 from .mypy.codes import ERROR_CODES
 from .mypy.fullnames import (
     CONFIG_FULLNAME,
+    ELEMENTWISE_CALLS,
     FUNC_CALL,
     KERNEL_CLASS,
     TILE_KERNEL_CLASS,
@@ -122,6 +123,8 @@ class AnodizePlugin(Plugin):
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)
+            if fullname in ELEMENTWISE_CALLS:
+                return _kernels().on_elementwise  # type: ignore[no-any-return]
             return None
         if fullname == KERNEL_FULLNAME:
             return _kernels().on_kernel  # type: ignore[no-any-return]

@@ -21,7 +21,7 @@ from anodize.language.vocab import SCALARS
 
 from . import meta
 from .engine_results import filter_doubles, module_result, read_source, report_module
-from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME
+from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME, TILE_CLASS
 
 _SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
 
@@ -59,6 +59,17 @@ def on_other_call(ctx: FunctionContext) -> Type:
     errors (`engine_results.filter_doubles`) for the module being checked."""
     if module_result(ctx.api) is not None:
         filter_doubles(ctx.api)
+    return ctx.default_return_type
+
+
+def on_elementwise(ctx: FunctionContext) -> Type:
+    """`math.exp(t)`, `abs(t)`, `max(t, 0.0)` with a tile `t`: a tile (typeshed says float),
+    as the tile model computes it element-wise; without a tile argument, typeshed's type."""
+    for types in ctx.arg_types:
+        for t in types:
+            p = get_proper_type(t)
+            if isinstance(p, Instance) and p.type.has_base(TILE_CLASS):
+                return t
     return ctx.default_return_type
 
 
