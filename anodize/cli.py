@@ -72,8 +72,12 @@ def cmd_compile(args: argparse.Namespace) -> int:
         if bindings:
             chosen = [k.specialize(**bindings) for k in chosen]
         for k in chosen:
-            if k.generic is not None:
-                k.compile()  # raises the ArgumentError that names what to give
+            if k.generic is not None:  # the command's spelling of what to give, not the Python API's
+                given = [f"--specialize {t}={c[0]}" for t, c in k.generic.constraints.items()]
+                given += [f"--const {c}=..." for c in k.generic.constants]
+                _err(f"kernel `{k.__name__}` is generic: compile one specialisation of it")
+                print(f"  help: anodize compile {target} {' '.join(given)}", file=sys.stderr)
+                return 2
     except LaunchError as e:
         print(f"anodize: error: {e}", file=sys.stderr)
         return 2
@@ -203,8 +207,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         if code:
             return code
     used = devmod.devices_used()
-    names = ", ".join(d.describe() for d in used) if used else "no device"
-    print(f"anodize: {path.name} ran on {names}", file=sys.stderr)
+    if used:
+        print(f"anodize: {path.name} ran on {', '.join(d.describe() for d in used)}", file=sys.stderr)
+    else:
+        print(f"anodize: {path.name} made no buffer and launched no kernel", file=sys.stderr)
     return 0
 
 

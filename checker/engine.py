@@ -164,10 +164,11 @@ class Project:
 
     A module `a.b` imported by `pkg/x.py` is looked up as `a/b.py` or `a/b/__init__.py`
     next to the importer and in its parent directories; a relative import from the
-    importer's package.  Each module is modelled once per (path, mtime)."""
+    importer's package.  Each module is modelled once per (path, mtime, size)."""
 
     def __init__(self) -> None:
-        self._models: dict[str, tuple[float, dict[str, KernelSummary]]] = {}
+        # by path: ((mtime in ns, size), the module's kernels); dmypy's worker keeps one Project
+        self._models: dict[str, tuple[tuple[int, int], dict[str, KernelSummary]]] = {}
 
     def lookup(self, importer: str, qualname: str) -> KernelSummary | None:
         module, _, name = qualname.rpartition(".")
@@ -180,9 +181,10 @@ class Project:
 
     def kernels(self, path: str) -> dict[str, KernelSummary]:
         try:
-            mtime = os.stat(path).st_mtime
+            st = os.stat(path)
         except OSError:
             return {}
+        mtime = (st.st_mtime_ns, st.st_size)
         hit = self._models.get(path)
         if hit is not None and hit[0] == mtime:
             return hit[1]

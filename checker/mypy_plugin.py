@@ -40,6 +40,7 @@ from .mypy.fullnames import (
     ARRAY_FULLNAME,
     BUNDLE_FULLNAME,
     CONFIG_FULLNAME,
+    ELEMENTWISE_CALLS,
     RECORD_FULLNAME,
     FUNC_CALL,
     KERNEL_CLASS,
@@ -132,6 +133,8 @@ class AnodizePlugin(Plugin):
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)
+            if fullname in ELEMENTWISE_CALLS:
+                return _kernels().on_elementwise  # type: ignore[no-any-return]
             return None
         if fullname == KERNEL_FULLNAME:
             return _kernels().on_kernel  # type: ignore[no-any-return]
@@ -139,7 +142,9 @@ class AnodizePlugin(Plugin):
             return _kernels().on_anodize_call  # type: ignore[no-any-return]
         if fullname == CONFIG_FULLNAME:
             return _hostvalues().on_config_new  # type: ignore[no-any-return]
-        return None
+        # any other call of anodize (`thread.index_1d()` in a kernel body, which dmypy may check
+        # again on its own): the filter of mypy's repeats of the engine's errors is in place
+        return _kernels().on_other_call  # type: ignore[no-any-return]
 
     def get_type_analyze_hook(self, fullname: str) -> Callable[[AnalyzeTypeContext], Type] | None:
         if fullname == ARRAY_FULLNAME:  # `az.Array[T, n]` in a record (mypy/records.py)

@@ -24,10 +24,9 @@ from dataclasses import field
 from anodize.language.records import dataclass
 
 from anodize.language.contract import Contract
+from anodize.language.errors import FAULT_RECORD_BYTES
 from anodize.language.ir import FaultSite, ParamSpec
 from anodize.language.vocab import ScalarInfo, SliceKindInfo
-
-FAULT_RECORD_BYTES = 32
 
 
 @dataclass

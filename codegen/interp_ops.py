@@ -21,8 +21,8 @@ import threading
 from fractions import Fraction
 from typing import Any
 
-from anodize.language.halfbits import bits_to_float, round_bits
-from anodize.language.types import I64 as _I64, ScalarTy, Ty, WitnessTy
+from anodize.language.halfbits import FORMATS, bits_to_float, round_bits, round_half
+from anodize.language.types import F32 as _F32, I64 as _I64, ScalarTy, Ty, WitnessTy
 
 _LOCAL = threading.local()
 
@@ -45,20 +45,32 @@ def wrap(v: int, ty: ScalarTy) -> int:
 
 
 def round_float(x: float, ty: ScalarTy) -> float:
-    return f32(x) if ty.bits == 32 else x
+    """`x` rounded once to the float type `ty` (f16 and bf16 as the GPU rounds them: to
+    nearest even from the exact result, `anodize.language.halfbits`)."""
+    if ty.bits == 32:
+        return f32(x)
+    if ty.bits == 16:
+        return round_half(x, ty.name)
+    return x
+
+
+_PRECISION = {64: 53, 32: 24}  # significand bits; the halves' from halfbits.FORMATS
 
 
 def int_to_float(v: int, ty: ScalarTy) -> float:
     """sitofp / uitofp: one rounding of the exact integer to the float type."""
-    if ty.bits == 64 or abs(v) <= 1 << 24:
-        return float(v) if ty.bits == 64 else f32(float(v))
+    p = _PRECISION.get(ty.bits) or FORMATS[ty.name][1] + 1
+    if abs(v) <= 1 << p:
+        return round_float(float(v), ty)  # exact in f64, then the one rounding
+    if ty.bits == 64:
+        return float(v)  # (Python rounds an int to nearest even itself)
     mag = abs(v)
-    shift = mag.bit_length() - 24
+    shift = mag.bit_length() - p
     q, r = divmod(mag, 1 << shift)
     half = 1 << (shift - 1)
     if r > half or (r == half and q & 1):
         q += 1
-    out = float(q << shift)
+    out = round_float(float(q << shift), ty)  # (exact: p bits; an overflow of a half to inf)
     return -out if v < 0 else out
 
 
@@ -281,7 +293,10 @@ def _fma(a: float, b: float, c: float, ty: ScalarTy) -> float:
 
 
 def math_call(name: str, args: list[Any], ty: ScalarTy, arg_types: list[ScalarTy]) -> Any:
-    """`Lowerer.e_MathCall` with the CPU backend's `CPUTarget.math`."""
+    """`Lowerer.e_MathCall` with the CPU backend's `CPUTarget.math` (a half's: f32's, rounded)."""
+    if ty.bits == 16:
+        v = math_call(name, args, _F32, [_F32 if t.bits == 16 else t for t in arg_types])
+        return round_float(v, ty) if isinstance(v, float) else v
     x = args[0]
     r = lambda v: round_float(v, ty)  # noqa: E731
     if name == "isnan":

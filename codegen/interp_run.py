@@ -65,7 +65,8 @@ class Mem:
         nbytes = n * elem.info.mem_bits // 8
         self.record = elem.info.kind == "r"  # a record slice: its fields read and written by offset
         self.itemsize = elem.info.mem_bits // 8
-        fmt = "B" if self.record else _FORMATS[(elem.info.kind, elem.info.mem_bits)]
+        fmt = "B" if self.record else "H" if elem.is_half else _FORMATS[(elem.info.kind, elem.info.mem_bits)]
+        self.half = elem.name if elem.is_half else None  # f16, bf16: 16-bit patterns in memory
         raw = memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B") if nbytes else None
         self.raw = raw
         self.view: Any = raw.cast(fmt) if raw is not None else []  # type: ignore[call-overload]
@@ -77,9 +78,14 @@ class Mem:
 
     def load(self, i: int) -> Any:
         v = self.view[i]
+        if self.half is not None:
+            return bits_to_float(v, self.half)
         return v != 0 if self.is_bool else v
 
     def store(self, i: int, v: Any) -> None:
+        if self.half is not None:
+            self.view[i] = round_bits(v, self.half)
+            return
         self.view[i] = (1 if v else 0) if self.is_bool else v
 
     def load_field(self, i: int, offset: int, ty: ScalarTy) -> Any:
@@ -105,6 +111,7 @@ class SharedMem(Mem):
         self.elem = ty.elem
         self.dims = (dynamic_bytes // (ty.elem.info.mem_bits // 8),) if ty.dynamic else ty.shape
         self.view = [ops.zero(ty.elem)] * int(np.prod(self.dims))
+        self.half = None  # (Python floats, each already rounded to the element type)
         self.is_bool = False
         self.tracked = True
         self.disjoint = False

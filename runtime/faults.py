@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from anodize.codegen.artifact import FAULT_RECORD_BYTES, CompiledKernel
-from anodize.language.errors import KernelFault
+from anodize.language.errors import FAULT_RECORD_BYTES, KernelFault
 
 if TYPE_CHECKING:
+    from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.device import Device
 
 SLOTS_PER_CHUNK = 1024

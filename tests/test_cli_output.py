@@ -84,3 +84,22 @@ def test_doctor_prints_the_compute_capability(capsys: pytest.CaptureFixture[str]
     assert cc is not None
     assert re.match(rf"(0: )?{cc[0]}\.{cc[1]} \(sm_\d+\)", info["compute capability"]), info
     assert not info["gpu"].startswith("NO GPU")
+
+
+def test_compile_of_a_generic_kernel_names_the_command_line_to_give(capsys: pytest.CaptureFixture[str]) -> None:
+    """The command's own spelling (`--specialize`), not the Python API's, and it then compiles."""
+    target = str(ROOT / "examples" / "generic_saxpy.py") + ":saxpy"
+    assert main(["compile", "--emit", "ptx", target]) == 2
+    err = capsys.readouterr().err
+    assert "is generic" in err and f"help: anodize compile {target} --specialize T=" in err, err
+    assert ".specialize(" not in err
+    hint = err.split("help: anodize compile ", 1)[1].split()
+    assert main(["compile", "--emit", "llvm", "--arch", "cpu", *hint, "-o", "/dev/null"]) == 0
+
+
+def test_run_of_a_program_that_used_no_device_says_so(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    prog = tmp_path / "plain.py"
+    prog.write_text("print('hello')\n")
+    assert main(["run", str(prog)]) == 0
+    err = capsys.readouterr().err
+    assert "made no buffer and launched no kernel" in err and "ran on no device" not in err, err

@@ -8,6 +8,10 @@ tools may refer to it.
 
 from __future__ import annotations
 
+from anodize.language.vocab import SCALARS
+
+_SCALAR_LIST = " ".join(SCALARS)  # every scalar type, in the vocabulary's order
+
 # key -> message template, grouped by the diagnostic code its builder reports
 MESSAGES: dict[str, str] = {
     "warp-narrow-value": "`warp.{name}` moves 32- or 64-bit values, not `{ty}`",
@@ -423,7 +427,7 @@ HELPS: dict[str, str] = {
     "write-result-disjointslice-output": "write the result to a `DisjointSlice` output and `return` without a value",
     "list-each-parameter": "list each parameter",
     "every-argument-passed-launch": "every argument is passed at launch; remove the default",
-    "write-f32": "write `{kind}[f32]`; scalar types are `f32 f64 i32 i64 u32 u64 bool_`",
+    "write-f32": "write `{kind}[f32]`; scalar types are `" + _SCALAR_LIST + "`",
     "define-module-level-az": "define a module-level `@az.func` helper",
     "tuples-2d-or-shape": "tuples are allowed only as 2-D and 3-D indices, shared- and local-array shapes, a helper's `return a, b` and in an unpacking `a, b = ...`",
     "index-element-time": "index one element at a time",
@@ -446,7 +450,7 @@ HELPS: dict[str, str] = {
     "annotate-param": "annotate it: `Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `AtomicSlice[T]` or a scalar type",
     "use-kernel-types": "use `Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `Slice3D[T]`, `DisjointSlice3D[T]`, `AtomicSlice[T]` or a scalar type",
     "use-kernel-types-or-witness": "use `Slice[T]`, `DisjointSlice[T]`, `Slice2D[T]`, `DisjointSlice2D[T]`, `Slice3D[T]`, `DisjointSlice3D[T]`, `AtomicSlice[T]` or a scalar type, or `Index1D`/`Index2D`/`Index3D` in a helper",
-    "scalar-types": "scalar types are `f32 f64 i32 i64 u32 u64 bool_`",
+    "scalar-types": "scalar types are `" + _SCALAR_LIST + "`",
     "kernel-returns-none": "a kernel returns `None` and writes its results to outputs",
     "contract-example": "write `@launch_contract(domain=1, block=256)` (or `domain=2, block=(16, 16)`)",
     "requires-example": "write `requires=lambda a, c: len(a) == len(c)`",

@@ -37,6 +37,12 @@ class ArgumentError(LaunchError):
     """An argument of the wrong kind, dtype, rank, shape, layout or device."""
 
 
+# The bytes of one kernel's fault record (its layout: codegen/artifact.py), whose first
+# fault a KernelFault reports; here, not with the artifact, so that the runtime's fault arena
+# needs no compiler module loaded to start (bench/startup.py)
+FAULT_RECORD_BYTES = 32
+
+
 class KernelFault(RuntimeError):
     """A fault the kernel recorded on the device (an out-of-bounds index, a witness of the
     wrong rank, a failed `assert`), raised at the next synchronisation point."""

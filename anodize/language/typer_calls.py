@@ -49,6 +49,12 @@ class CallTyping(_Base):
                 return self.slice_method(owner, f.attr, node)
             if owner in self.shared:  # a block-shared atomic array's methods
                 return shared_safe.atomic_method(self, owner, f.attr, node)
+        if isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Call) and not node.args:
+            # `thread.index_1d().get()` in one expression: the witness's index, as through a name
+            inner = self.expr(f.value)
+            if inner.ty in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
+                return ir.WitnessPart(inner, "get", I64, span)
+            self.type_error(node, "no-method-local", ty=inner.ty, attr=f.attr)
         if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
             self.unsupported(node, "write-unchecked-value")
         obj = self.sym(f)

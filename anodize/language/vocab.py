@@ -85,14 +85,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    """`SCALAR_BY_DTYPE` (dtype -> ScalarInfo) is built on first use, with NumPy."""
+    """`SCALAR_BY_DTYPE` (dtype -> ScalarInfo) is built on first use, with NumPy's dtypes only:
+    bf16's (ml_dtypes', whose import costs seconds) is recognised by name when a value has it
+    (`scalar_for_dtype`), so that the first buffer of any other type never imports ml_dtypes."""
     if name == "SCALAR_BY_DTYPE":
-        table = {}
-        for s in SCALARS.values():
-            try:
-                table[s.dtype] = s
-            except ImportError:  # bf16 without ml_dtypes: no host dtype maps to it
-                pass
+        table = {s.dtype: s for s in SCALARS.values() if s.numpy_name != "bfloat16"}
         globals()[name] = table
         return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -274,13 +271,17 @@ MAX_THREADS_PER_BLOCK = 1024
 
 def scalar_for_dtype(dtype: object) -> ScalarInfo | None:
     """The scalar type of a NumPy-compatible dtype, or None if anodize has none."""
-    try:
-        import numpy
+    import numpy
 
-        table: dict[Any, ScalarInfo] = globals().get("SCALAR_BY_DTYPE") or __getattr__("SCALAR_BY_DTYPE")
-        return table.get(numpy.dtype(dtype))  # type: ignore[call-overload]
-    except TypeError:
-        return None
+    try:
+        d = numpy.dtype(dtype)  # type: ignore[call-overload]
+    except TypeError:  # "bfloat16" before ml_dtypes registered it: the type all the same
+        return SCALARS["bf16"] if isinstance(dtype, str) and dtype == "bfloat16" else None
+    table: dict[Any, ScalarInfo] = globals().get("SCALAR_BY_DTYPE") or __getattr__("SCALAR_BY_DTYPE")
+    hit = table.get(d)
+    if hit is None and d.name == "bfloat16" and d.itemsize == 2 and d.kind == "V":
+        return SCALARS["bf16"]  # ml_dtypes.bfloat16, imported by whoever made the value
+    return hit
 
 # the most bytes one `az.local.array` may hold per thread (registers, or the thread's local
 # memory; the CPU backend keeps it on the host thread's stack)

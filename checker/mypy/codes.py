@@ -38,19 +38,39 @@ def located(line: int, col: int, end_line: int | None = None, end_col: int | Non
     return ctx
 
 
-def report(api: CheckerPluginInterface, diag: Diagnostic, ctx: Context | None = None) -> None:
+def report(api: CheckerPluginInterface, diag: Diagnostic, ctx: Context | None = None, *, final: bool = False) -> None:
     """Report `diag` through mypy at its own span (or at `ctx`), with its code and message.
 
     Errors become mypy errors; notes and warnings become mypy notes (a warning must not
     fail a mypy run).  A help line follows as a note on the same line.
+
+    `final`: the engine's result, whose ignore comments the engine has applied already (on
+    host lines they silence, inside a kernel they silence nothing: `with az.unsafe():` is the
+    escape hatch there).  mypy's own `# type: ignore` on the line must not hide it a second
+    time, so that mypy shows what `anodize check` prints; `--disable-error-code` still applies.
     """
     if ctx is None:
         s = diag.span
         ctx = located(s.line, s.col, s.end_line, s.end_col)
     code = error_code(diag.code)
-    if diag.severity == "error":
-        api.fail(diag.message, ctx, code=code)
-    else:
-        api.msg.note(diag.message, ctx, code=code)
+    severity = "error" if diag.severity == "error" else "note"
+    _report(api, diag.message, ctx, code, severity, final)
     if diag.help:
-        api.msg.note(f"help: {diag.help}", ctx, code=code)
+        _report(api, f"help: {diag.help}", ctx, code, "note", final)
+
+
+def _report(api: CheckerPluginInterface, msg: str, ctx: Context, code: ErrorCode, severity: str, final: bool) -> None:
+    errors = getattr(api.msg, "errors", None)
+    if final and errors is not None:
+        try:  # mypy applies ignore comments on the lines of `origin_span`: line 0 has none
+            errors.report(
+                ctx.line, ctx.column, msg, code=code, severity=severity, origin_span=[0],
+                end_line=ctx.end_line, end_column=ctx.end_column,
+            )
+            return
+        except TypeError:  # a mypy whose Errors.report differs: as any other error
+            pass
+    if severity == "error":
+        api.fail(msg, ctx, code=code)
+    else:
+        api.msg.note(msg, ctx, code=code)

@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from anodize.language.records import dataclass
 
@@ -57,8 +57,11 @@ _results: dict[str, ModuleResult] = {}  # by absolute path; the process lives on
 _pending: dict[str, tuple[MypyFile, str, int, Future[_WorkerResult]]] = {}
 _pool: ProcessPoolExecutor | None = None  # type: ignore[no-any-unimported,unused-ignore]
 _pool_broken = False
-# the module mypy is checking now: its tree and result (one entry; a new tree is a new check)
-_last: dict[str, tuple[MypyFile, ModuleResult, tuple[str, ...]]] = {}  # (tree, result, the files it imports)
+# the module mypy is checking now: its tree, the tree's statements, its result and the files it
+# imports (one entry).  The statements list tells one parse from the next: dmypy's fine-grained
+# update parses an edited module again and merges the new tree into the old MypyFile object
+# (mypy.server.astmerge), so the tree alone stays the same object across edits.
+_last: dict[str, tuple[MypyFile, object, ModuleResult, tuple[str, ...]]] = {}
 
 
 # ---- the engine itself (runs in a worker or in-process) -------------------------------------
@@ -252,11 +255,17 @@ def _dep_paths(api: CheckerPluginInterface, tree: MypyFile) -> tuple[str, ...]:
     return tuple(paths)
 
 
+# File systems stamp writes with a coarse clock (a jiffy, some milliseconds, behind
+# `time.time_ns()`): a file written just after the engine started may carry an earlier time.
+_CLOCK_SLACK_NS = 50_000_000
+
+
 def _unchanged_since(paths: tuple[str, ...], since_ns: int) -> bool:
-    """Whether none of `paths` was written after `since_ns` (dmypy reuses results)."""
+    """Whether none of `paths` was written after `since_ns` (dmypy reuses results); a write
+    within the file system clock's slack before it counts as after (the engine runs again)."""
     for path in paths:
         try:
-            if os.stat(path).st_mtime_ns > since_ns:
+            if os.stat(path).st_mtime_ns > since_ns - _CLOCK_SLACK_NS:
                 return False
         except OSError:
             return False
@@ -282,8 +291,8 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
     if tree is None or not path or _errors_dropped(api, path):
         return None
     last = _last.get(path)
-    if last is not None and last[0] is tree and _unchanged_since(last[2], last[1].started_ns):
-        return last[1]  # a further hook in the module being checked: no second read of its file
+    if last is not None and last[0] is tree and last[1] is tree.defs and _unchanged_since(last[3], last[2].started_ns):
+        return last[2]  # a further hook in the same parse of the module: no second read of its file
     key = os.path.abspath(path)
     deps = _dep_paths(api, tree)
     pending = _pending.pop(key, None)
@@ -303,8 +312,7 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         digest = _digest(source)
         cached = _results.get(key)
         if cached is not None and cached.digest == digest and _unchanged_since(deps, cached.started_ns):
-            _last.clear()
-            _last[path] = (tree, cached, deps)
+            _remember(path, tree, cached, deps)
             return cached
         if pending is not None and pending[1] == digest and pending[0] is not tree and _unchanged_since(deps, pending[2]):
             try:  # (the same text parsed again: the worker's result holds)
@@ -317,9 +325,14 @@ def module_result(api: CheckerPluginInterface) -> ModuleResult | None:
         diags, failure = run_engine(source, path)
         result = ModuleResult(digest, diags, failure, started)
     _results[key] = result
-    _last.clear()
-    _last[path] = (tree, result, deps)
+    _remember(path, tree, result, deps)
     return result
+
+
+def _remember(path: str, tree: MypyFile, result: ModuleResult, deps: tuple[str, ...]) -> None:
+    _last.clear()
+    _last[path] = (tree, tree.defs, result, deps)
+    _error_lines[path] = frozenset(d.span.line for d in result.diagnostics if d.severity == "error")
 
 
 def report_module(api: CheckerPluginInterface) -> ModuleResult | None:
@@ -327,12 +340,51 @@ def report_module(api: CheckerPluginInterface) -> ModuleResult | None:
     result = module_result(api)
     if result is None:
         return None
+    filter_doubles(api)
     if result.failure is not None:
         api.msg.note(f"anodize: {result.failure}", Context(1, 0))
         return result
     for diag in result.diagnostics:
-        report(api, diag)
+        report(api, diag, final=True)
     return result
+
+
+# ---- one report per root cause ---------------------------------------------------------------
+
+# by mypy's path of a module: the lines where the engine reports an error (the module's latest result)
+_error_lines: dict[str, frozenset[int]] = {}
+
+
+def _is_double(file: str, info: Any) -> bool:
+    """Whether mypy's own error `info` stands on a line where the engine reports an error: an
+    `[index]` beside `az-shared-write` for a write to a `Slice` (once per member of a
+    constrained TypeVar), an `[arg-type]` beside `az-launch-rank`.  `anodize check` shows
+    the one error; so does mypy.  The engine's errors themselves, and blockers, stay."""
+    if info.blocker or (info.code is not None and str(info.code.code).startswith("az-")):
+        return False
+    lines = _error_lines.get(file)
+    return lines is not None and info.line in lines
+
+
+def filter_doubles(api: CheckerPluginInterface) -> None:
+    """Put `_is_double` at the bottom of mypy's error-watcher stack (once per `Errors` state:
+    dmypy resets it on each update).  mypy checks function bodies after the module's top level,
+    so a filter in place before the body is checked is the only way to keep its repeats out."""
+    errors = getattr(api.msg, "errors", None)
+    watchers = getattr(errors, "_watchers", None)
+    if not isinstance(watchers, list) or any(w is _installed[0] for w in watchers[:1] if _installed):
+        return
+    try:
+        from mypy.errors import ErrorWatcher
+
+        watcher = ErrorWatcher(errors, filter_errors=_is_double)  # type: ignore[arg-type]
+    except Exception:  # a mypy without this API: the repeats stay
+        return
+    watchers.insert(0, watcher)
+    _installed[:] = [watcher]
+
+
+_installed: list[object] = []  # the watcher put in place last
 
 
 def engine_reported(api: CheckerPluginInterface, code: str, first_line: int, last_line: int) -> bool:
@@ -343,4 +395,4 @@ def engine_reported(api: CheckerPluginInterface, code: str, first_line: int, las
     return any(d.code == code and first_line <= d.span.line <= last_line for d in result.diagnostics)
 
 
-__all__ = ["ModuleResult", "engine_reported", "module_result", "prefetch", "report_module", "run_engine"]
+__all__ = ["ModuleResult", "engine_reported", "filter_doubles", "module_result", "prefetch", "report_module", "run_engine"]

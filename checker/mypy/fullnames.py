@@ -21,3 +21,16 @@ RECORD_FULLNAME = "anodize.record.record"
 BUNDLE_FULLNAME = "anodize.bundle.Bundle"
 # Calls after which the module's engine results are reported (kernel modules, host modules).
 REPORTING_CALLS = frozenset({FUNC_FULLNAME, CONTRACT_FULLNAME, TILE_KERNEL_FULLNAME, "anodize.runtime.device.device"})
+TILE_CLASS = "anodize.tile.Tile"
+# Element-wise on a tile as on a float: Python's `math` functions of the kernel vocabulary
+# (`anodize.math` names the same ones), and `abs`, `min`, `max`.  typeshed types them as
+# floats; with a tile argument the plugin types the result as a tile.
+ELEMENTWISE_CALLS = frozenset(
+    {"builtins.abs", "builtins.min", "builtins.max"}
+    | {f"math.{n}" for n in (
+        "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
+        "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
+        "gamma", "lgamma", "pow", "hypot", "copysign", "fmod", "remainder", "nextafter", "fabs", "floor",
+        "ceil", "trunc", "fma", "ldexp",
+    )}
+)  # fmt: skip

@@ -20,8 +20,8 @@ from anodize.language.front import front_for_source
 from anodize.language.vocab import SCALARS
 
 from . import meta
-from .engine_results import read_source, report_module
-from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME
+from .engine_results import filter_doubles, module_result, read_source, report_module
+from .fullnames import CONTRACT_FULLNAME, FUNC_FULLNAME, KERNEL_FULLNAME, TILE_CLASS
 
 _SCALARS = {f"anodize.types.{name}": info for name, info in SCALARS.items()}
 
@@ -34,17 +34,42 @@ def on_kernel(ctx: FunctionContext) -> Type:
     tree = getattr(ctx.api, "tree", None)
     # No line numbers here: the facts are part of the kernel's type, and an edit that only
     # moves the kernel must not re-check every module that launches it.
+    contract = contract_of(dec, path, result.requires if result is not None else None)
     info: dict[str, Any] = {
         "name": dec.func.name,
         "module": tree.fullname if tree is not None else "",
-        "contract": contract_of(dec, path, result.requires if result is not None else None),
+        "contract": contract,
     }
+    if contract is not None and result is not None and (contract["domain"] is None or contract["block"] is None):
+        # a contract that names module constants (`block=BLOCK`): the engine reads their values,
+        # which are no part of any type mypy compares, so the module's digest stands for them
+        # and a module that launches the kernel is checked again when the module changes
+        info["source"] = result.digest[:16]
     return meta.attach(ctx.api, ctx.default_return_type, meta.KERNEL, info)
 
 
 def on_anodize_call(ctx: FunctionContext) -> Type:
     """`@az.func`, `@launch_contract(...)`, `az.device()`: report the module's engine results."""
     report_module(ctx.api)
+    return ctx.default_return_type
+
+
+def on_other_call(ctx: FunctionContext) -> Type:
+    """Any other anodize function: no report, only the filter of mypy's repeats of the engine's
+    errors (`engine_results.filter_doubles`) for the module being checked."""
+    if module_result(ctx.api) is not None:
+        filter_doubles(ctx.api)
+    return ctx.default_return_type
+
+
+def on_elementwise(ctx: FunctionContext) -> Type:
+    """`math.exp(t)`, `abs(t)`, `max(t, 0.0)` with a tile `t`: a tile (typeshed says float),
+    as the tile model computes it element-wise; without a tile argument, typeshed's type."""
+    for types in ctx.arg_types:
+        for t in types:
+            p = get_proper_type(t)
+            if isinstance(p, Instance) and p.type.has_base(TILE_CLASS):
+                return t
     return ctx.default_return_type
 
 

@@ -20,6 +20,11 @@ from mypy import errorcodes
 from mypy.literals import literal_hash
 from mypy.nodes import (
     ARG_POS,
+    ARG_STAR,
+    ARG_STAR2,
+    IntExpr,
+    ListExpr,
+    TupleExpr,
     AssignmentStmt,
     Block,
     CallExpr,
@@ -32,6 +37,7 @@ from mypy.nodes import (
     MemberExpr,
     MypyFile,
     NameExpr,
+    StarExpr,
     Statement,
     TypeInfo,
     Var,
@@ -243,7 +249,9 @@ def _after_call(ctx: MethodContext, keep: int) -> Type:
             given.append((i, ctx.args[f][0], ctx.arg_types[f][0]))
     report_module(ctx.api)
     _check_dtypes(ctx, name, params, given, keep)
-    _check_alias(ctx, names, params, given)
+    # `k[cfg](*bufs)`: which buffer goes where is not written at the call (the engine leaves it alone too)
+    if not any(kind in (ARG_STAR, ARG_STAR2) for kinds in ctx.arg_kinds for kind in kinds):
+        _check_alias(ctx, names, params, given)
     contract = kinfo.get("contract")
     if isinstance(contract, dict) and isinstance(contract.get("requires"), str):
         _check_requires(ctx, name, contract["requires"], [n or "" for n in params.arg_names], given)
@@ -375,10 +383,26 @@ class LocalAliases:
                 expr = values[0]
                 continue
             return ("var", id(expr.node))
+        if isinstance(expr, IndexExpr):
+            items = self.container(expr.base)
+            if items is not None:  # an element of a list or tuple display (`bufs = [a, c]`)
+                at = expr.index.value if isinstance(expr.index, IntExpr) else None
+                if at is None or not -len(items) <= at < len(items):
+                    return None  # not known: left alone, never guessed
+                return self.key(items[at])
         base = view_base(expr)
         if base is not None:  # `c[2:]`, `c.view(...)`: the same memory as `c`
             return self.key(base)
         return literal_hash(expr)
+
+    def container(self, expr: Expression) -> list[Expression] | None:
+        """The elements of a list or tuple display, written here or bound once to this name."""
+        if isinstance(expr, NameExpr) and isinstance(expr.node, Var):
+            values = self.bound.get(expr.node, [])
+            expr = values[0] if len(values) == 1 else expr
+        if isinstance(expr, (ListExpr, TupleExpr)) and not any(isinstance(x, StarExpr) for x in expr.items):
+            return list(expr.items)
+        return None
 
 
 def view_base(expr: Expression) -> Expression | None:

@@ -7,7 +7,7 @@ import ast
 from anodize.language import messages
 from anodize.language.launch_rules import alias_pairs
 from anodize.language.diagnostics import Label
-from ..kernel_values import VIEW_METHODS, KernelSummary, dotted
+from ..kernel_values import VIEW_METHODS, KernelSummary, dotted, literal_int
 from .base import HostRule
 
 
@@ -92,7 +92,16 @@ def main(dev: az.Device, x: object) -> None:
                     continue
                 return e.id, via
             if isinstance(e, ast.Subscript):
-                e = e.value
+                items = self.container(e.value)
+                if items is None:  # a view of a buffer (`c[2:]`)
+                    e = e.value
+                    continue
+                # an element of a list or tuple display (`bufs = [a, c]`): that element when the
+                # index is a literal, else none that is known (left alone, never guessed)
+                at = literal_int(e.slice)
+                if at is None or not -len(items) <= at < len(items) or any(isinstance(x, ast.Starred) for x in items):
+                    return None, via
+                e = items[at]
             elif isinstance(e, ast.Attribute):
                 if e.attr in VIEW_METHODS:
                     e = e.value
@@ -103,6 +112,14 @@ def main(dev: az.Device, x: object) -> None:
             else:
                 return None, via
         return None, via
+
+
+    def container(self, e: ast.expr) -> list[ast.expr] | None:
+        """The elements of a list or tuple display, written here or bound once to this name."""
+        if isinstance(e, ast.Name):
+            b = self.binding(e.id)
+            e = b[0] if b is not None else e
+        return list(e.elts) if isinstance(e, (ast.List, ast.Tuple)) else None
 
 
 def _is_view_call(e: ast.expr) -> bool:

@@ -104,7 +104,24 @@ def test_block_violation(dev: Device) -> None:
     with pytest.raises(ContractViolation) as e:
         vecadd[az.LaunchConfig.for_num_elems(N, block=128)]
     assert "block 256" in e.value.message and "block 128" in e.value.message
-    assert e.value.help == "pass `block=256` to the LaunchConfig"
+    assert e.value.help == "pass `block=256` to the LaunchConfig (`LaunchConfig.for_num_elems(n, block=256)`: its default block is 256)"
+
+
+@az.launch_contract(domain=1, block=64)
+@az.kernel
+def block64(c: az.DisjointSlice[az.f32]) -> None:
+    i = az.thread.index_1d()
+    if i in c:
+        c[i] = 1.0
+
+
+def test_block_violation_of_for_num_elems_default_names_both_blocks(dev: Device) -> None:
+    """A `block=64` kernel launched with `for_num_elems(n)`: the error names both blocks and the
+    spelling that gives the contract's."""
+    with pytest.raises(ContractViolation) as e:
+        block64[az.LaunchConfig.for_num_elems(N)]
+    assert "block 64" in e.value.message and "block 256" in e.value.message
+    assert "for_num_elems(n, block=64)" in (e.value.help or "")
 
 
 def test_block_violation_2d(dev: Device) -> None:
