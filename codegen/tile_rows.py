@@ -47,7 +47,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileReduce, TileStore, TileTy
+from anodize.language.tile_ir import TileArange, TileElem, TileFull, TileLoad, TileReduce, TileReshape, TileStore, TileTy
 from anodize.language.types import BOOL, I32, I64, SharedTy
 
 from .tile_compute import _and, _bin, _c, _eq, _le, _lt
@@ -116,6 +116,8 @@ class RowLowering(_Lowering):
             return TileLoad(x.slice, tuple(self.scalar(o) for o in x.offset), self.scalar(x.other), x.own, x.ty, x.span)
         if isinstance(x, TileReduce):
             return self.reduce_rows(x, out)
+        if isinstance(x, (TileArange, TileReshape)):  # an arange, or one with unit axes added (row_plan)
+            return x
         raise AssertionError(f"not a row-plan tile expression: {type(x).__name__}")
 
     # ---- statements ---------------------------------------------------------------------------------
@@ -161,6 +163,8 @@ class RowLowering(_Lowering):
             return not x.slice.ty.kind.output and load_sig(x) is not None and sig(x.other) is not None
         if isinstance(x, TileFull):
             return sig(x.value) is not None
+        if isinstance(x, (TileArange, TileReshape)):
+            return True
         if isinstance(x, TileElem):
             names = {n for n, _ in x.inputs}
             locals_in = [e for e in _exprs(x.template) if isinstance(e, ir.Local)]
@@ -301,6 +305,10 @@ class RowLowering(_Lowering):
             return x.locs[L.key(x.ty.shape, *pos)]
         if isinstance(x, TileFull):
             return x.value  # type: ignore[no-any-return]
+        if isinstance(x, (TileArange, TileReshape)):  # the coordinate along the arange's one axis
+            shape = x.ty.shape
+            coords = L.coords(shape, *pos)
+            return ir.Cast(coords[max(range(len(shape)), key=lambda a: shape[a])], I32)
         if isinstance(x, TileElem):
             for name, v in x.inputs:
                 self.locals[name] = v.ty.elem

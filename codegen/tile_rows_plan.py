@@ -10,7 +10,7 @@ from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileIdPart, TileLoad, TileMatmul, TileReduce, TileStore, TileTrans, TileTy
+from anodize.language.tile_ir import TileArange, TileIdPart, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
 from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .tile_compute import _and, _bin, _c, _eq
@@ -170,23 +170,33 @@ def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
 def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     """The register layout for tile kernel `k` on `threads` threads, or None when the generic
     lowering must run it (a matmul or transpose, a reduction of another shape than S, a shape that does not broadcast to the largest, too many elements per thread,
-    a load from an output that is not the program's own tile of S)."""
+    a load from an output that is not the program's own tile of S, a reshape that its row
+    form (tile_rows_form.py) keeps, other than a unit axis added to `tile.arange`, a 3-D or
+    0-D tile).  `k` is read in its row form, which the lowering is then given."""
     if threads <= 1:
         return None
+    from .tile_rows_form import row_form
+
+    k = row_form(k)
     nodes: list[Any] = []
     _nodes(k.body, nodes)
     shapes = {t.shape for _, t in k.locals if isinstance(t, TileTy)}
     stores: dict[str, set[tuple[int, ...]]] = {}
+    under: set[int] = set()  # the aranges that reshapes give their axis (their own shape is moot)
     for n in nodes:
         if isinstance(n, (TileMatmul, TileTrans)):
             return None
+        if isinstance(n, TileReshape):
+            if not arange_axis(n):
+                return None
+            under.add(id(n.value))
         ty = getattr(n, "ty", None)
-        if isinstance(ty, TileTy):
+        if isinstance(ty, TileTy) and id(n) not in under:
             shapes.add(ty.shape)
         if isinstance(n, TileStore):
             shapes.add(n.value.ty.shape)
             stores.setdefault(n.slice.name, set()).add(n.value.ty.shape)
-    if not shapes:
+    if not shapes or any(not 1 <= len(s) <= 2 for s in shapes):
         return None
     main = max(shapes, key=lambda s: (_size(s), len(s)))
     if any(not _broadcasts(s, main) for s in shapes):
@@ -205,6 +215,11 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
         if RowLayout.fits(main, threads, V):
             return RowLayout(main, threads, V)
     return None
+
+
+def arange_axis(n: TileReshape) -> bool:
+    """Is `n` a `tile.arange` with axes of extent 1 added (`rows[:, None]`)?"""
+    return isinstance(n.value, TileArange) and [d for d in n.ty.shape if d != 1] == list(n.value.ty.shape)
 
 
 def sig(e: Any) -> Any:

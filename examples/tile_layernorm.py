@@ -26,8 +26,8 @@ def layer_norm(x: Slice2D[f32], w: Slice[f32], b: Slice[f32], y: DisjointSlice2D
     t = tile.load(x, pid, (ROWS, cols))
     inside = t == tile.load(x, pid, (ROWS, cols), other=1.0)
     n = f32(len(w))
-    mean = tile.sum(t, axis=1) / n
-    var = tile.sum(tile.where(inside, (t - mean) * (t - mean), 0.0), axis=1) / n
+    mean = tile.sum(t, axis=1, keepdims=True) / n  # (ROWS, 1): broadcasts against t
+    var = tile.sum(tile.where(inside, (t - mean) * (t - mean), 0.0), axis=1, keepdims=True) / n
     rstd = 1.0 / az.math.sqrt(var + eps)
     tile.store(y, pid, (t - mean) * rstd * tile.load(w, 0, cols) + tile.load(b, 0, cols))
 

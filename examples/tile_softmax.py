@@ -24,9 +24,9 @@ ROWS = 1
 def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], cols: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (ROWS, cols), other=-math.inf)
-    m = tile.max(t, axis=1)
-    s = tile.sum(az.math.exp(t - m), axis=1)  # the exponentials are recomputed below: no tile for them
-    tile.store(out, pid, az.math.exp(t - m) / s)
+    m = tile.max(t, axis=1)  # (ROWS,): the row maxima
+    s = tile.sum(az.math.exp(t - m[:, None]), axis=1)  # the exponentials are recomputed below: no tile for them
+    tile.store(out, pid, az.math.exp(t - m[:, None]) / s[:, None])
 
 
 def block_cols(cols: int) -> int:

@@ -31,15 +31,15 @@ ROWS = """
 def rows(x: Slice2D[f32], w: Slice[f32], y: DisjointSlice2D[f32], s: DisjointSlice2D[f32], n: i64, R: az.Constant[int], C: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (R, C), other=-1.0e30)
-    m = tile.max(t, axis=1)
+    m = tile.max(t, axis=1, keepdims=True)
     e = az.math.exp(t - m)
     k = 0
     while k < n:                      # reductions inside a loop: the scratch is reused
-        e = e - tile.min(e, axis=1) * 0.25
+        e = e - tile.min(e, axis=1)[:, None] * 0.25
         k += 1
-    tot = tile.sum(e, axis=1)
-    tile.store(s, pid, tot + tile.sum(tile.load(x, pid, (R, C)), axis=1) * 0.0 + tile.max(t))
-    tile.store(y, pid, e / tot * tile.load(w, 0, C) + tile.load(y, pid, (R, C)))
+    tot = tile.sum(e, axis=1)         # (R,): NumPy's keepdims=False, read back as (R, 1) below
+    tile.store(s, pid, tot[:, None] + tile.sum(tile.load(x, pid, (R, C)), axis=1, keepdims=True) * 0.0 + tile.max(t))
+    tile.store(y, pid, e / tot[:, None] * tile.load(w, 0, C) + tile.load(y, pid, (R, C)))
 """
 
 
@@ -232,7 +232,7 @@ COLS = """
 def cols(x: Slice2D[f32], y: DisjointSlice2D[f32], c: DisjointSlice2D[f32], R: az.Constant[int], C: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (R, C))
-    cs = tile.sum(t, axis=0)
+    cs = tile.sum(t, axis=0, keepdims=True)
     tile.store(y, pid, t - cs * 0.5 + tile.max(t, axis=0))
     tile.store(c, pid, cs)
 """
