@@ -53,7 +53,7 @@ MESSAGES: dict[str, str] = {
     "tile-keepdims-literal": "`keepdims=` must be `True` or `False`",
     "tile-reshape-size": "a tile of shape {shape} ({n} elements) cannot be reshaped to {want}",
     "tile-reshape-rank": "a tile may have at most {most} axes; this one would have {rank}",
-    "tile-index": "a tile is indexed only to add an axis of extent 1: `x[:, None]`, `x[None, :]` (every other axis a bare `:`), not `{expr}`",
+    "tile-index": "`{expr}`: indexing a tile other than adding axes of extent 1 (`x[:, None]`, `x[None, :]`, every other item a bare `:`)",
     "tile-arange": "`tile.arange(n)` needs a positive compile-time int of at most {most}, got `{expr}`",
     "tile-matmul-shape": "`tile.matmul` needs (M, K) @ (K, N) tiles with an (M, N) accumulator, got {x} @ {y}{acc}",
     "tile-matmul-dtype": "`tile.matmul` multiplies two tiles of one type among f16, bf16 and f32 (accumulating in f32), got `{x}` and `{y}`{acc}",

@@ -211,8 +211,8 @@ def test_row_plan_reads_through_keepdims_false_and_arange_masks() -> None:
     "body, key",
     [
         ("tile.store(y, pid, tile.load(x, pid, (4, 8)).reshape((4, 4)))", "cannot be reshaped"),
-        ("tile.store(y, pid, tile.load(x, pid, (4, 8))[1:, None])", "only to add an axis"),
-        ("tile.store(y, pid, tile.load(x, pid, (4, 8))[:, :, :])", "only to add an axis"),
+        ("tile.store(y, pid, tile.load(x, pid, (4, 8))[1:, None])", "other than adding axes"),
+        ("tile.store(y, pid, tile.load(x, pid, (4, 8))[:, :, :])", "other than adding axes"),
         ("tile.store(y, pid, tile.sum(tile.load(x, pid, (4, 8)), axis=1, keepdims=n > 0))", "`keepdims=` must be"),
         ("tile.store(y, pid, tile.load(x, pid, (4, 8)) + tile.arange(n))", "tile.arange(n)"),
         ("tile.store(y, pid, tile.expand_dims(tile.load(x, pid, (4, 8)), 3))", "out of range"),

@@ -50,7 +50,7 @@ def test_tile_types_have_constant_shapes_and_dtypes() -> None:
         ("tile.store(y, pid, tile.load(x, pid, (4, 8)) + tile.load(x, pid, (8, 4)))", "do not broadcast"),
         ("tile.store(y, pid, tile.sum(tile.load(x, pid, (4, 8)), axis=2))", "out of range"),
         ("tile.store(y, pid, tile.matmul(tile.load(x, pid, (4, 8)), tile.load(x, pid, (4, 8))))", "(M, K) @ (K, N)"),
-        ("tile.store(y, pid, tile.load(x, pid, (4, 8), other=1.0)[0])", "only to add an axis"),
+        ("tile.store(y, pid, tile.load(x, pid, (4, 8), other=1.0)[0])", "other than adding axes"),
         ("tile.store(y, pid, tile.load(x, pid, (4, 8)).foo)", "has no attribute"),
     ],
 )
