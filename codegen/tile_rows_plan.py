@@ -58,31 +58,55 @@ class TileAligned:
 
 
 class RowLayout:
-    """The distribution of main shape `shape` over `T` threads in chunks of `V` lanes."""
+    """The distribution of main shape `shape` over `T` threads in chunks of `V` lanes.
+
+    A *ragged* layout (`ragged`: a row length C that is neither a multiple of T * V nor a
+    divisor of it, say 5000 over 256 threads) spans the block like a multiple does, with
+    m = ceil(C / (T * V)) passes a row: in the last pass of each row thread t's chunk holds
+    columns past C when `(m - 1) * T * V + t * V >= C` (C a multiple of V: a chunk is all in or
+    all out).  Those positions exist in registers only: `valid(i)` is the condition, and the
+    lowering never loads, stores or reduces them."""
 
     def __init__(self, shape: tuple[int, ...], T: int, V: int):
         self.shape = shape
         self.rank = len(shape)
         self.R, self.C = (1, shape[0]) if self.rank == 1 else shape
         self.T, self.V = T, V
-        self.K = self.R * self.C // (T * V)
-        self.spans = self.C % (T * V) == 0  # a row spans whole passes of the block
+        self.ragged = self.C % (T * V) != 0 and not self.divides(self.C, T, V)
+        self.spans = self.C % (T * V) == 0 or self.ragged  # a row spans whole passes of the block
         if self.spans:
-            self.m, self.G, self.P = self.C // (T * V), T, 0
+            self.m, self.G, self.P = -(-self.C // (T * V)), T, 0
+            self.K = self.R * self.m
         else:
             self.m, self.G, self.P = 0, self.C // V, T * V // self.C
+            self.K = self.R * self.C // (T * V)
+
+    @staticmethod
+    def divides(C: int, T: int, V: int) -> bool:
+        """Does a pass of the block hold whole rows, G = C / V threads a row (G a power of two
+        up to 32, or a multiple of 32)?"""
+        if (T * V) % C or C % V:
+            return False
+        G = C // V
+        return (G <= 32 and G & (G - 1) == 0) or G % 32 == 0
 
     @staticmethod
     def fits(shape: tuple[int, ...], T: int, V: int) -> bool:
         R, C = (1, shape[0]) if len(shape) == 1 else shape
-        if C % V or (R * C) % (T * V) or R * C < T * V or R * C // T > MAX_PER_THREAD:
+        if C % V:
             return False
-        if C % (T * V) == 0:
-            return True
-        if (T * V) % C:
-            return False
-        G = C // V
-        return (G <= 32 and G & (G - 1) == 0) or G % 32 == 0
+        if C % (T * V) == 0 or RowLayout.divides(C, T, V):
+            return (R * C) % (T * V) == 0 and R * C >= T * V and R * C // T <= MAX_PER_THREAD
+        # ragged: m passes a row, every element a register (no padding to a power of two)
+        return R * -(-C // (T * V)) * V <= MAX_PER_THREAD
+
+    def valid(self, i: int) -> ir.Expr | None:
+        """The condition under which this thread's chunk i is inside the main shape (None:
+        always); only the last pass of a row of a ragged layout has one."""
+        if not self.ragged or i % self.m != self.m - 1:
+            return None
+        first = (self.m - 1) * self.T * self.V
+        return ir.Compare(("<",), (_bin("+", _c(first), _bin("*", self.tid(), _c(self.V))), _c(self.C)), BOOL, None, (I64,))
 
     def tid(self) -> ir.Expr:
         return ir.Cast(ir.RawId("tid", "x", I32), I64)

@@ -33,10 +33,10 @@ def layer_norm(x: Slice2D[f32], w: Slice[f32], b: Slice[f32], y: DisjointSlice2D
 
 
 def block_cols(cols: int) -> int:
-    width = 1
-    while width < cols:
-        width *= 2
-    return width
+    """The tile width: the row's own length (every row is one tile).  Rows of any length keep
+    their tiles in registers on the GPU without padding (docs/tiles.md, "Row-shaped kernels in
+    registers": a length that is not a multiple of the block's pass takes a ragged last pass)."""
+    return cols
 
 
 def run(x: Any, w: Any, b: Any, y: Any, rows: int, cols: int, eps: float = 1e-5) -> None:
