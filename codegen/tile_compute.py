@@ -43,6 +43,38 @@ def _bin(op: str, a: ir.Expr, b: ir.Expr, ty: ScalarTy = I64) -> ir.Expr:
     return ir.BinOp(op, a, b, ty)
 
 
+def _unflat(e: ir.Expr, shape: tuple[int, ...]) -> list[ir.Expr]:
+    """The coordinates of flat (row-major) element `e` of a tile of `shape` (a constant 0 on
+    an axis of extent 1)."""
+    out: list[ir.Expr] = []
+    inner = 1
+    for d in reversed(shape):
+        if d == 1:
+            out.append(_c(0))
+        else:
+            q = e if inner == 1 else _bin("//", e, _c(inner))
+            out.append(q if inner * d == _size(shape) else _bin("%", q, _c(d)))
+        inner *= d
+    return out[::-1]
+
+
+def _flat(coords: list[ir.Expr], shape: tuple[int, ...]) -> ir.Expr:
+    """The flat (row-major) index of element `coords` of a tile of `shape`."""
+    flat: ir.Expr | None = None
+    for c, d in zip(coords, shape, strict=True):
+        if d == 1:  # (its coordinate is 0)
+            continue
+        flat = c if flat is None else _bin("+", _bin("*", flat, _c(d)), c)
+    return _c(0) if flat is None else flat
+
+
+def _size(shape: tuple[int, ...]) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
 def _fma(a: ir.Expr, b: ir.Expr, c: ir.Expr) -> ir.Expr:
     """a * b + c in f32, rounded once (`fma.rn.f32`; the host's fused multiply-add on the CPU)."""
     return ir.MathCall("fma", (a, b, c), F32)
@@ -139,7 +171,7 @@ class TileCompute:
             acc = self.local(elem, "acc")
             r = self.local(I64, "r")
             res = _bin("//", e, _c(parts))
-            rc = [res] if x.ty.rank == 1 else [_bin("//", res, _c(x.ty.shape[1])), _bin("%", res, _c(x.ty.shape[1]))]
+            rc = _unflat(res, x.ty.shape)
             inner: list[ir.Stmt] = []
             combine(acc, rc, r, inner)
             self.note(scratch.ref.name, True, True)
@@ -190,7 +222,7 @@ class TileCompute:
             acc = self.local(elem, "acc")
             r = self.local(I64, "r")
             res = _bin("//", t, _c(parts))
-            rc = [res] if x.ty.rank == 1 else [_bin("//", res, _c(x.ty.shape[1])), _bin("%", res, _c(x.ty.shape[1]))]
+            rc = _unflat(res, x.ty.shape)
             inner: list[ir.Stmt] = []
             self.combine_into(x, src, sty, extents, elem, op, acc, rc, r, inner)
             body: list[ir.Stmt] = [ir.Assign(t.name, self.tid()), ir.Assign(acc.name, self.neutral(x.op, elem)),

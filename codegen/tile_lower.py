@@ -15,10 +15,14 @@ unchanged.  The scheme (docs/tiles.md):
   staged in shared memory when they are not arrays already;
 * `tile.store` writes element `e` of the program's tile `pid * shape` when it is inside the
   output (masked); `tile.load` reads `src[offset + e]` when inside, else `other`;
-* the program id is `ctaid` (x the column, y the row); the whole body runs under
-  `tid.x < threads and tid.y == tid.z == 0 and ctaid.z == 0` (and `ctaid.y == 0` for a 1-D
-  domain), so a launch with more threads or an unused grid dimension never gives a tile
-  two writers.
+* the program id is `ctaid` (x the column, y the row, z the layer); the whole body runs
+  under `tid.x < threads and tid.y == tid.z == 0` and `ctaid` 0 on every grid dimension the
+  domain does not use (z below 3-D, y for 1-D), so a launch with more threads or an unused
+  grid dimension never gives a tile two writers;
+* a reshape (`.reshape`, `expand_dims`, `x[:, None]`, a reduction without `keepdims`) keeps
+  the elements' row-major order: an array is read as it is at the same flat index, an inline
+  tree at the coordinates the flat index has in its own shape; `tile.arange(n)` is the
+  element's coordinate.
 
 Row-shaped kernels (every tile one main shape or a broadcast of it, reductions of that shape
 along either axis or over everything, no matmul or transpose) keep their tiles in registers instead, with 16-byte
@@ -38,6 +42,7 @@ from typing import Any
 
 from anodize.language import ir
 from anodize.language.tile_ir import (
+    TileArange,
     TileElem,
     TileFull,
     TileId,
@@ -45,6 +50,7 @@ from anodize.language.tile_ir import (
     TileLoad,
     TileMatmul,
     TileReduce,
+    TileReshape,
     TileStore,
     TileTrans,
     TileTy,
@@ -52,7 +58,7 @@ from anodize.language.tile_ir import (
 )
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
-from .tile_compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _le, _lt
+from .tile_compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
 __all__ = ["lower_tiles", "is_tile_kernel", "ProgramsOnHost"]
 
@@ -72,9 +78,10 @@ def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma:
     if not is_tile_kernel(k):
         return k
     from .tile_rows import RowLowering, row_plan
+    from .tile_rows_form import row_form
 
     layout = row_plan(k, threads)
-    low = _Lowering(k, threads) if layout is None else RowLowering(k, threads, layout, vectors)
+    low = _Lowering(k, threads) if layout is None else RowLowering(row_form(k), threads, layout, vectors)
     low.tensor_cores = tensor_cores and threads > 1
     low.wgmma = wgmma and low.tensor_cores
     low.shared_limit = shared_limit
@@ -155,7 +162,7 @@ class _Lowering(TileCompute):
         return ir.Cast(ir.RawId("tid", "x", I32), I64)
 
     def pid(self, rank: int, axis: int) -> ir.Expr:
-        cuda_axis = "x" if rank == 1 or axis == rank - 1 else "y"
+        cuda_axis = "xyz"[rank - 1 - axis]  # the column is x, the row y, the layer z
         return ir.Cast(ir.RawId("ctaid", cuda_axis, I32), I64)
 
     # ---- the kernel ------------------------------------------------------------------------------
@@ -163,7 +170,9 @@ class _Lowering(TileCompute):
         body = self.stmts(self.k.body)
         raw = lambda reg, axis: ir.RawId(reg, axis, I32)  # noqa: E731
         conds = [_lt(raw("tid", "x"), _c(self.T, I32), I32), _eq(raw("tid", "y"), _c(0, I32)),
-                 _eq(raw("tid", "z"), _c(0, I32)), _eq(raw("ctaid", "z"), _c(0, I32))]
+                 _eq(raw("tid", "z"), _c(0, I32))]
+        if self.k.domain < 3:
+            conds.append(_eq(raw("ctaid", "z"), _c(0, I32)))
         if self.k.domain == 1:
             conds.append(_eq(raw("ctaid", "y"), _c(0, I32)))
         decls = [ir.SharedDecl(n, t) for n, t in self.shared.items() if n not in dict(self.k.shared)]
@@ -365,7 +374,7 @@ class _Lowering(TileCompute):
     def loads_in(self, tree: Any) -> list[TileLoad]:
         if isinstance(tree, TileLoad):
             return [tree]
-        if isinstance(tree, TileTrans):
+        if isinstance(tree, (TileTrans, TileReshape)):
             return self.loads_in(tree.value)
         if isinstance(tree, TileElem):
             return [ld for _, v in tree.inputs for ld in self.loads_in(v)]
@@ -383,9 +392,7 @@ class _Lowering(TileCompute):
 
     # ---- element loops -----------------------------------------------------------------------------
     def coords(self, e: ir.Expr, shape: tuple[int, ...]) -> list[ir.Expr]:
-        if len(shape) == 1:
-            return [e]
-        return [_bin("//", e, _c(shape[1])), _bin("%", e, _c(shape[1]))]
+        return _unflat(e, shape)
 
     def loop(self, ty: TileTy, body: Any, inside: ir.Expr | None = None) -> list[ir.Stmt]:
         """`for e in range(tid, size, threads)`: body(e, coords of e) per element, after a
@@ -448,6 +455,13 @@ class _Lowering(TileCompute):
             return replace(x, inputs=tuple((n, self.prep(v, out)) for n, v in x.inputs))
         if isinstance(x, TileTrans):
             return replace(x, value=self.prep(x.value, out))
+        if isinstance(x, TileReshape):
+            inner = self.prep(x.value, out)
+            if isinstance(inner, _Arr):  # an array in row-major order is every shape of its size
+                return _Arr(inner.ref, x.ty)
+            return replace(x, value=inner)
+        if isinstance(x, TileArange):
+            return x
         if isinstance(x, TileFull):
             return replace(x, value=self.scalar(x.value))
         if isinstance(x, TileLoad):
@@ -463,7 +477,7 @@ class _Lowering(TileCompute):
         """Does `tree` read the array `ref` at an element other than the one being written?"""
         if isinstance(tree, _Arr):
             return tree.ref is ref and tree.ty.shape != shape
-        if isinstance(tree, TileTrans):
+        if isinstance(tree, (TileTrans, TileReshape)):
             return self.reads(tree.value, ref)
         if isinstance(tree, TileElem):
             return any(
@@ -476,7 +490,7 @@ class _Lowering(TileCompute):
         (under a transpose, or broadcast)?"""
         if isinstance(tree, TileLoad):
             return moved and tree.slice.name == name
-        if isinstance(tree, TileTrans):
+        if isinstance(tree, (TileTrans, TileReshape)):
             return self.moved_load(tree.value, name, True)
         if isinstance(tree, TileElem):
             return any(self.moved_load(v, name, moved or v.ty.shape != tree.ty.shape) for _, v in tree.inputs)
@@ -485,7 +499,7 @@ class _Lowering(TileCompute):
     def reads(self, tree: Any, ref: ir.SharedRef) -> bool:
         if isinstance(tree, _Arr):
             return tree.ref is ref
-        if isinstance(tree, TileTrans):
+        if isinstance(tree, (TileTrans, TileReshape)):
             return self.reads(tree.value, ref)
         if isinstance(tree, TileElem):
             return any(self.reads(v, ref) for _, v in tree.inputs)
@@ -496,13 +510,16 @@ class _Lowering(TileCompute):
         """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
         if isinstance(x, _Arr):
             shape = x.ty.shape
-            flat = coords[0] if len(shape) == 1 else _bin("+", _bin("*", coords[0], _c(shape[1])), coords[1])
             self.note(x.ref.name, False, self.identity(coords, shape))
-            return ir.SharedRead(x.ref, (flat,), False, -1, x.ty.elem)
+            return ir.SharedRead(x.ref, (_flat(coords, shape),), False, -1, x.ty.elem)
         if isinstance(x, TileFull):
             return x.value
         if isinstance(x, TileTrans):
             return self.ev(x.value, coords[::-1], pre)
+        if isinstance(x, TileReshape):
+            return self.ev(x.value, reshape_coords(coords, x.ty.shape, x.value.ty.shape), pre)  # type: ignore[union-attr]
+        if isinstance(x, TileArange):
+            return ir.Cast(coords[0], I32)
         if isinstance(x, TileElem):
             for name, v in x.inputs:
                 self.locals[name] = v.ty.elem
@@ -528,9 +545,25 @@ class _Lowering(TileCompute):
 
     @staticmethod
     def broadcast(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
-        lead = len(out) - len(inp)
-        return [_c(0) if d == 1 and out[lead + a] != 1 else coords[lead + a] for a, d in enumerate(inp)]
+        return broadcast_coords(coords, out, inp)
+
+
+def broadcast_coords(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
+    """The coordinates in a tile of shape `inp` of element `coords` of its broadcast to `out`."""
+    lead = len(out) - len(inp)
+    return [_c(0) if d == 1 and out[lead + a] != 1 else coords[lead + a] for a, d in enumerate(inp)]
+
+
+def reshape_coords(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
+    """The coordinates in a tile of shape `inp` of element `coords` of its reshape to `out`
+    (row-major order kept): where the two shapes differ only by axes of extent 1 these are
+    `coords` with those axes' zeros dropped or added, else the flat index taken apart."""
+    if [d for d in out if d != 1] == [d for d in inp if d != 1]:
+        kept = iter([c for c, d in zip(coords, out, strict=True) if d != 1])
+        return [_c(0) if d == 1 else next(kept) for d in inp]
+    return _unflat(_flat(coords, out), inp)
+
 
 
 # (the kinds of tile node the lowering knows; `TileId` only ever initialises a witness local)
-_KNOWN = (TileId, TileIdPart, TileLoad, TileFull, TileElem, TileTrans, TileReduce, TileMatmul, TileStore)
+_KNOWN = (TileId, TileIdPart, TileLoad, TileFull, TileElem, TileTrans, TileReduce, TileReshape, TileArange, TileMatmul, TileStore)

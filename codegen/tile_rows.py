@@ -47,7 +47,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileReduce, TileStore, TileTy
+from anodize.language.tile_ir import TileArange, TileElem, TileFull, TileLoad, TileReduce, TileReshape, TileStore, TileTy
 from anodize.language.types import BOOL, I32, I64, SharedTy
 
 from .tile_compute import _and, _bin, _c, _eq, _le, _lt
@@ -116,6 +116,8 @@ class RowLowering(_Lowering):
             return TileLoad(x.slice, tuple(self.scalar(o) for o in x.offset), self.scalar(x.other), x.own, x.ty, x.span)
         if isinstance(x, TileReduce):
             return self.reduce_rows(x, out)
+        if isinstance(x, (TileArange, TileReshape)):  # an arange, or one with unit axes added (row_plan)
+            return x
         raise AssertionError(f"not a row-plan tile expression: {type(x).__name__}")
 
     # ---- statements ---------------------------------------------------------------------------------
@@ -161,6 +163,8 @@ class RowLowering(_Lowering):
             return not x.slice.ty.kind.output and load_sig(x) is not None and sig(x.other) is not None
         if isinstance(x, TileFull):
             return sig(x.value) is not None
+        if isinstance(x, (TileArange, TileReshape)):
+            return True
         if isinstance(x, TileElem):
             names = {n for n, _ in x.inputs}
             locals_in = [e for e in _exprs(x.template) if isinstance(e, ir.Local)]
@@ -187,7 +191,7 @@ class RowLowering(_Lowering):
                 return [ir.Assign(tmp.name, v), *(chunk_store(mode, i, lanes) if len(lanes) == L.V else [])]
             write: ir.Stmt = masked_write(pos, v) if mode in ("masked", "chunked") else ir.Write(s.slice, tuple(where(pos)), v, False, -1, s.span)
             own = L.owner(shape, *pos)
-            return [write] if own is None else [ir.If(own, (write,), ())]
+            return self.in_tile(i, [write] if own is None else [ir.If(own, (write,), ())])
 
         def masked_write(pos: tuple[int, int], v: ir.Expr) -> ir.Stmt:
             at = where(pos)
@@ -202,7 +206,7 @@ class RowLowering(_Lowering):
                           _le(at[-1], _bin("-", ir.Len(s.slice, len(at) - 1, I64), _c(L.V))))
                 st = ir.If(ok, (st,), tuple(masked_write((i, v), lanes[v]) for v in range(L.V)))
             own = L.owner(shape, i, 0)
-            return [st if own is None else ir.If(own, (st,), ())]
+            return self.in_tile(i, [st if own is None else ir.If(own, (st,), ())])
 
         own = [_le(_bin("*", self.pid(rank, a), _c(shape[a])), _bin("-", ir.Len(s.slice, a, I64), _c(shape[a])))
                for a in range(rank)]
@@ -283,7 +287,7 @@ class RowLowering(_Lowering):
                           *(_lt(a, ir.Len(ld.slice, ax, I64)) for ax, a in enumerate(at[:-1])),
                           _le(at[-1], _bin("-", ir.Len(ld.slice, len(at) - 1, I64), _c(L.V))))
                 vec = ir.If(ok, (vec,), tuple(each))
-            out.append(vec)
+            out += self.in_tile(i, [vec], [ir.Assign(d.name, ld.other) for d in dests])
             for lane in range(L.V):
                 cache[(id(ld), L.key(shape, i, lane))] = dests[lane]
         elif mode == "chunked":
@@ -291,8 +295,17 @@ class RowLowering(_Lowering):
         else:
             at = [_bin("+", o, c) for o, c in zip(ld.offset, L.coords(shape, i, v), strict=True)]
             d = self.local(ld.ty.elem, "ld")
-            out.append(ir.Assign(d.name, ir.Read(ld.slice, tuple(at), False, -1, ld.ty.elem)))
+            out += self.in_tile(i, [ir.Assign(d.name, ir.Read(ld.slice, tuple(at), False, -1, ld.ty.elem))], [ir.Assign(d.name, ld.other)])
             cache[(id(ld), L.key(shape, i, v))] = d
+
+    def in_tile(self, i: int, body: list[ir.Stmt], orelse: list[ir.Stmt] = ()) -> list[ir.Stmt]:  # type: ignore[assignment]
+        """`body` where this thread's chunk i is inside the main shape (a ragged layout's last
+        pass: RowLayout.valid), else `orelse`: a position past the row is never loaded (its value
+        is `other`), stored or reduced."""
+        ok = self.L.valid(i)
+        if ok is None:
+            return body
+        return [ir.If(ok, tuple(body), tuple(orelse))]
 
     def at(self, x: Any, pos: tuple[int, int], pre: list[ir.Stmt], mode: str, cache: dict) -> ir.Expr:  # type: ignore[type-arg]
         """Element at position `pos` of tile tree `x` (statements it needs appended to `pre`)."""
@@ -301,6 +314,10 @@ class RowLowering(_Lowering):
             return x.locs[L.key(x.ty.shape, *pos)]
         if isinstance(x, TileFull):
             return x.value  # type: ignore[no-any-return]
+        if isinstance(x, (TileArange, TileReshape)):  # the coordinate along the arange's one axis
+            shape = x.ty.shape
+            coords = L.coords(shape, *pos)
+            return ir.Cast(coords[max(range(len(shape)), key=lambda a: shape[a])], I32)
         if isinstance(x, TileElem):
             for name, v in x.inputs:
                 self.locals[name] = v.ty.elem
@@ -338,15 +355,18 @@ class RowLowering(_Lowering):
         rshape = x.ty.shape
         parts = {key: self.local(elem, "part") for key, _ in L.positions(rshape)}
 
+        if L.ragged:  # a part may see no element of the row (every chunk of this thread past it)
+            out += [ir.Assign(p.name, self.neutral(x.op, elem)) for p in parts.values()]
+
         def consume(key: Any, pos: tuple[int, int], v: ir.Expr, mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
             rk = L.key(rshape, *pos)
             p = parts[rk]
             if v.ty != elem:
                 v = ir.Cast(v, elem)
-            if rk not in state:
+            if rk not in state and not L.ragged:
                 state[rk] = True
                 return [ir.Assign(p.name, v)]
-            return [ir.Assign(p.name, _bin(op, p, v, elem))]
+            return self.in_tile(pos[0], [ir.Assign(p.name, _bin(op, p, v, elem))])
 
         if isinstance(src, _Reg):
             st: dict[Any, Any] = {}

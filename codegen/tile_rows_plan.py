@@ -10,7 +10,7 @@ from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileIdPart, TileLoad, TileMatmul, TileReduce, TileStore, TileTrans, TileTy
+from anodize.language.tile_ir import TileArange, TileIdPart, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
 from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .tile_compute import _and, _bin, _c, _eq
@@ -58,31 +58,55 @@ class TileAligned:
 
 
 class RowLayout:
-    """The distribution of main shape `shape` over `T` threads in chunks of `V` lanes."""
+    """The distribution of main shape `shape` over `T` threads in chunks of `V` lanes.
+
+    A *ragged* layout (`ragged`: a row length C that is neither a multiple of T * V nor a
+    divisor of it, say 5000 over 256 threads) spans the block like a multiple does, with
+    m = ceil(C / (T * V)) passes a row: in the last pass of each row thread t's chunk holds
+    columns past C when `(m - 1) * T * V + t * V >= C` (C a multiple of V: a chunk is all in or
+    all out).  Those positions exist in registers only: `valid(i)` is the condition, and the
+    lowering never loads, stores or reduces them."""
 
     def __init__(self, shape: tuple[int, ...], T: int, V: int):
         self.shape = shape
         self.rank = len(shape)
         self.R, self.C = (1, shape[0]) if self.rank == 1 else shape
         self.T, self.V = T, V
-        self.K = self.R * self.C // (T * V)
-        self.spans = self.C % (T * V) == 0  # a row spans whole passes of the block
+        self.ragged = self.C % (T * V) != 0 and not self.divides(self.C, T, V)
+        self.spans = self.C % (T * V) == 0 or self.ragged  # a row spans whole passes of the block
         if self.spans:
-            self.m, self.G, self.P = self.C // (T * V), T, 0
+            self.m, self.G, self.P = -(-self.C // (T * V)), T, 0
+            self.K = self.R * self.m
         else:
             self.m, self.G, self.P = 0, self.C // V, T * V // self.C
+            self.K = self.R * self.C // (T * V)
+
+    @staticmethod
+    def divides(C: int, T: int, V: int) -> bool:
+        """Does a pass of the block hold whole rows, G = C / V threads a row (G a power of two
+        up to 32, or a multiple of 32)?"""
+        if (T * V) % C or C % V:
+            return False
+        G = C // V
+        return (G <= 32 and G & (G - 1) == 0) or G % 32 == 0
 
     @staticmethod
     def fits(shape: tuple[int, ...], T: int, V: int) -> bool:
         R, C = (1, shape[0]) if len(shape) == 1 else shape
-        if C % V or (R * C) % (T * V) or R * C < T * V or R * C // T > MAX_PER_THREAD:
+        if C % V:
             return False
-        if C % (T * V) == 0:
-            return True
-        if (T * V) % C:
-            return False
-        G = C // V
-        return (G <= 32 and G & (G - 1) == 0) or G % 32 == 0
+        if C % (T * V) == 0 or RowLayout.divides(C, T, V):
+            return (R * C) % (T * V) == 0 and R * C >= T * V and R * C // T <= MAX_PER_THREAD
+        # ragged: m passes a row, every element a register (no padding to a power of two)
+        return R * -(-C // (T * V)) * V <= MAX_PER_THREAD
+
+    def valid(self, i: int) -> ir.Expr | None:
+        """The condition under which this thread's chunk i is inside the main shape (None:
+        always); only the last pass of a row of a ragged layout has one."""
+        if not self.ragged or i % self.m != self.m - 1:
+            return None
+        first = (self.m - 1) * self.T * self.V
+        return ir.Compare(("<",), (_bin("+", _c(first), _bin("*", self.tid(), _c(self.V))), _c(self.C)), BOOL, None, (I64,))
 
     def tid(self) -> ir.Expr:
         return ir.Cast(ir.RawId("tid", "x", I32), I64)
@@ -170,23 +194,33 @@ def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
 def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     """The register layout for tile kernel `k` on `threads` threads, or None when the generic
     lowering must run it (a matmul or transpose, a reduction of another shape than S, a shape that does not broadcast to the largest, too many elements per thread,
-    a load from an output that is not the program's own tile of S)."""
+    a load from an output that is not the program's own tile of S, a reshape that its row
+    form (tile_rows_form.py) keeps, other than a unit axis added to `tile.arange`, a 3-D or
+    0-D tile).  `k` is read in its row form, which the lowering is then given."""
     if threads <= 1:
         return None
+    from .tile_rows_form import row_form
+
+    k = row_form(k)
     nodes: list[Any] = []
     _nodes(k.body, nodes)
     shapes = {t.shape for _, t in k.locals if isinstance(t, TileTy)}
     stores: dict[str, set[tuple[int, ...]]] = {}
+    under: set[int] = set()  # the aranges that reshapes give their axis (their own shape is moot)
     for n in nodes:
         if isinstance(n, (TileMatmul, TileTrans)):
             return None
+        if isinstance(n, TileReshape):
+            if not arange_axis(n):
+                return None
+            under.add(id(n.value))
         ty = getattr(n, "ty", None)
-        if isinstance(ty, TileTy):
+        if isinstance(ty, TileTy) and id(n) not in under:
             shapes.add(ty.shape)
         if isinstance(n, TileStore):
             shapes.add(n.value.ty.shape)
             stores.setdefault(n.slice.name, set()).add(n.value.ty.shape)
-    if not shapes:
+    if not shapes or any(not 1 <= len(s) <= 2 for s in shapes):
         return None
     main = max(shapes, key=lambda s: (_size(s), len(s)))
     if any(not _broadcasts(s, main) for s in shapes):
@@ -205,6 +239,11 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
         if RowLayout.fits(main, threads, V):
             return RowLayout(main, threads, V)
     return None
+
+
+def arange_axis(n: TileReshape) -> bool:
+    """Is `n` a `tile.arange` with axes of extent 1 added (`rows[:, None]`)?"""
+    return isinstance(n.value, TileArange) and [d for d in n.ty.shape if d != 1] == list(n.value.ty.shape)
 
 
 def sig(e: Any) -> Any:

@@ -40,10 +40,10 @@ def attention(
     acc = tile.zeros((BM, D), f32)
     for j in range(0, seq, BN):
         s = tile.matmul(qt, tile.load(k, (base + j, 0), (BN, D)).T) * scale
-        m_new = max(m, tile.max(s, axis=1))
+        m_new = max(m, tile.max(s, axis=1, keepdims=True))
         p = az.math.exp(s - m_new)
         alpha = az.math.exp(m - m_new)
-        l = l * alpha + tile.sum(p, axis=1)
+        l = l * alpha + tile.sum(p, axis=1, keepdims=True)
         acc = tile.matmul(p.astype(f16), tile.load(v, (base + j, 0), (BN, D)), acc * alpha)
         m = m_new
     result = acc / l

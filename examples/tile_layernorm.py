@@ -26,17 +26,17 @@ def layer_norm(x: Slice2D[f32], w: Slice[f32], b: Slice[f32], y: DisjointSlice2D
     t = tile.load(x, pid, (ROWS, cols))
     inside = t == tile.load(x, pid, (ROWS, cols), other=1.0)
     n = f32(len(w))
-    mean = tile.sum(t, axis=1) / n
-    var = tile.sum(tile.where(inside, (t - mean) * (t - mean), 0.0), axis=1) / n
+    mean = tile.sum(t, axis=1, keepdims=True) / n  # (ROWS, 1): broadcasts against t
+    var = tile.sum(tile.where(inside, (t - mean) * (t - mean), 0.0), axis=1, keepdims=True) / n
     rstd = 1.0 / az.math.sqrt(var + eps)
     tile.store(y, pid, (t - mean) * rstd * tile.load(w, 0, cols) + tile.load(b, 0, cols))
 
 
 def block_cols(cols: int) -> int:
-    width = 1
-    while width < cols:
-        width *= 2
-    return width
+    """The tile width: the row's own length (every row is one tile).  Rows of any length keep
+    their tiles in registers on the GPU without padding (docs/tiles.md, "Row-shaped kernels in
+    registers": a length that is not a multiple of the block's pass takes a ragged last pass)."""
+    return cols
 
 
 def run(x: Any, w: Any, b: Any, y: Any, rows: int, cols: int, eps: float = 1e-5) -> None:

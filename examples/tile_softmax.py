@@ -24,17 +24,16 @@ ROWS = 1
 def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], cols: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (ROWS, cols), other=-math.inf)
-    m = tile.max(t, axis=1)
-    s = tile.sum(az.math.exp(t - m), axis=1)  # the exponentials are recomputed below: no tile for them
-    tile.store(out, pid, az.math.exp(t - m) / s)
+    m = tile.max(t, axis=1)  # (ROWS,): the row maxima
+    s = tile.sum(az.math.exp(t - m[:, None]), axis=1)  # the exponentials are recomputed below: no tile for them
+    tile.store(out, pid, az.math.exp(t - m[:, None]) / s[:, None])
 
 
 def block_cols(cols: int) -> int:
-    """The tile width: the next power of two (every row is one tile)."""
-    width = 1
-    while width < cols:
-        width *= 2
-    return width
+    """The tile width: the row's own length (every row is one tile).  Rows of any length keep
+    their tiles in registers on the GPU without padding (docs/tiles.md, "Row-shaped kernels in
+    registers": a length that is not a multiple of the block's pass takes a ragged last pass)."""
+    return cols
 
 
 def run(x: Any, out: Any, rows: int, cols: int) -> None:

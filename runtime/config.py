@@ -163,9 +163,10 @@ class LaunchConfig(Generic[R]):
 
     @staticmethod
     def for_tiles(shape: int | tuple[int, ...], tile_shape: int | tuple[int, ...]) -> LaunchConfig[Any]:
-        """One program per tile of `shape` (`(n,)` or `(rows, cols)`) cut into `tile_shape`
-        tiles: `grid = (ceil(cols / tile_cols), ceil(rows / tile_rows))` in CUDA order.  For
-        `@az.tile_kernel` kernels, which fill in their own block."""
+        """One program per tile of `shape` (`(n,)`, `(rows, cols)` or `(layers, rows, cols)`) cut
+        into `tile_shape` tiles: `grid = (ceil(cols / tile_cols), ceil(rows / tile_rows),
+        ceil(layers / tile_layers))` in CUDA order.  For `@az.tile_kernel` kernels, which fill
+        in their own block."""
         if type(shape) is tuple and type(tile_shape) is tuple:  # the usual forms, exact ints: no more to check
             if len(shape) == 1 and len(tile_shape) == 1:
                 n1, t1 = shape[0], tile_shape[0]
@@ -180,9 +181,9 @@ class LaunchConfig(Generic[R]):
         s = (shape,) if isinstance(shape, int) else tuple(shape)
         t = (tile_shape,) if isinstance(tile_shape, int) else tuple(tile_shape)
         ok = lambda v, lo: isinstance(v, int) and not isinstance(v, bool) and v >= lo  # noqa: E731
-        if not 1 <= len(s) <= 2 or len(t) != len(s) or not all(ok(v, 0) for v in s) or not all(ok(v, 1) for v in t):
+        if not 1 <= len(s) <= 3 or len(t) != len(s) or not all(ok(v, 0) for v in s) or not all(ok(v, 1) for v in t):
             raise LaunchError(
-                f"`for_tiles` takes a 1-D or 2-D shape and a tile shape of the same rank (positive ints), got {shape!r} and {tile_shape!r}"
+                f"`for_tiles` takes a 1-D, 2-D or 3-D shape and a tile shape of the same rank (positive ints), got {shape!r} and {tile_shape!r}"
             )
         grid = tuple(max(1, -(-n // b)) for n, b in zip(s[::-1], t[::-1], strict=True))
         return LaunchConfig(grid if len(grid) > 1 else grid[0], (1,) * len(grid) if len(grid) > 1 else 1)

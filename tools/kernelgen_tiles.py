@@ -4,14 +4,19 @@
 
 A module holds one `@az.tile_kernel` over 1-D or 2-D slices: loads of the program's own tile
 and at computed offsets (masked, `other=`), element-wise arithmetic with scalars and
-broadcasting, `math` functions, reductions that keep their axis, `tile.where`, `.astype`,
-`.T`, `tile.zeros/full`, a K loop carrying a `tile.matmul` accumulator, scalar `if`s, and one
-`tile.store` of the program's tile.  The generator tracks each tile's shape and element type,
+broadcasting, `math` functions, reductions (NumPy's `keepdims=False`, or `keepdims=True`, or
+the dropped axis put back with `x[:, None]` / `tile.expand_dims`), `tile.arange` and causal
+masks built from it, `.reshape`, offsets from a slice's `.shape` / `len()`, `tile.where`,
+`.astype`, `.T`, `tile.zeros/full`, a K loop carrying a `tile.matmul` accumulator, scalar
+`if`s, and one `tile.store` of the program's tile.  The generator tracks each tile's shape and element type,
 so most modules are accepted; `outside=True` injects one construct tile kernels refuse (a
 store outside the program's tile, a second store shape, a load of another program's output
 tile, SIMT constructs, mismatched shapes, an oversized tile, a bad axis, a tile indexed or
-passed to a helper, a matmul of f64 or with mismatched inner extents).  One accepted-side
-module in five is `gen_gemm_module`'s: the tensor-core GEMM form or one step off it.
+passed to a helper, a matmul of f64 or with mismatched inner extents, a reshape to another
+size, a tile sliced, `keepdims=` or `tile.arange(n)` not constant, a 3-D program id in a 2-D
+kernel).  One accepted-side module in five is `gen_gemm_module`'s: the tensor-core GEMM form
+or one step off it; one in five `kernelgen_tiles3d.gen_batched_module`'s: a 3-D (batched)
+tile kernel.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ MATH1 = ("exp", "sqrt", "tanh", "fabs", "log", "sin", "rsqrt")
 TILE_OUTSIDE_KINDS = (
     "store_offset", "store_shape", "load_output", "barrier", "simt_witness", "shape_mismatch", "huge",
     "bad_axis", "index_tile", "helper_tile", "matmul_f64", "matmul_inner", "shared", "atomic_param",
+    "bad_reshape", "slice_tile", "keepdims_var", "arange_var", "pid_3d",
 )
 
 
@@ -49,7 +55,7 @@ class _TileGen:
         self.lines.append("    " * ind + text)
 
     def shape_text(self, shape: tuple[int, ...]) -> str:
-        return f"({shape[0]},)" if len(shape) == 1 else f"({shape[0]}, {shape[1]})"
+        return f"({shape[0]},)" if len(shape) == 1 else "(" + ", ".join(str(d) for d in shape) + ")"
 
     def pick(self, pred: Any = None) -> str | None:
         names = [n for n, v in self.tiles.items() if pred is None or pred(v)]
@@ -64,11 +70,11 @@ class _TileGen:
         if ch.coin(0.4):
             return "pid"
         if self.rank == 1:
-            base = ch.choice(("pid.get() * {e}", "k", "pid.get()", "0", "pid.get() * {e} - 3"))
-            return base.format(e=self.shape[0])
-        r = ch.choice(("pid.row * {r}", "0", "k", "pid.row * {r} + 1", "pid.col"))
-        c = ch.choice(("pid.col * {c}", "0", "k", "pid.col * {c} - 2", "pid.row"))
-        return f"({r.format(r=self.shape[0])}, {c.format(c=self.shape[1])})"
+            base = ch.choice(("pid.get() * {e}", "k", "pid.get()", "0", "pid.get() * {e} - 3", "len({s}) - {e}"))
+            return base.format(e=self.shape[0], s=src)
+        r = ch.choice(("pid.row * {r}", "0", "k", "pid.row * {r} + 1", "pid.col", "{s}.shape[0] - {r}"))
+        c = ch.choice(("pid.col * {c}", "0", "k", "pid.col * {c} - 2", "pid.row", "{s}.shape[1] // 2"))
+        return f"({r.format(r=self.shape[0], s=src)}, {c.format(c=self.shape[1], s=src)})"
 
     def load(self) -> None:
         ch = self.ch
@@ -80,9 +86,11 @@ class _TileGen:
         self.tiles[name] = (shape, self.in_types[src])
 
     def broadcastable(self, shape: tuple[int, ...]) -> list[tuple[int, ...]]:
+        if len(shape) == 0:
+            return [shape]
         if len(shape) == 1:
-            return [shape, (1,)]
-        return [shape, (shape[0], 1), (1, shape[1]), (1, 1)]
+            return [shape, (1,), ()]
+        return [shape, (shape[0], 1), (1, shape[1]), (1, 1), (shape[1],), ()]
 
     def elementwise(self) -> None:
         ch = self.ch
@@ -91,7 +99,8 @@ class _TileGen:
             return self.load()
         shape, t = self.tiles[x]
         name = self.fresh()
-        k = ch.choice(("binop", "binop", "scalar", "math", "where", "astype", "reduce", "transpose", "full", "minmax"))
+        k = ch.choice(("binop", "binop", "scalar", "math", "where", "astype", "reduce", "reduce", "transpose", "full",
+                       "minmax", "arange", "reshape"))
         is_float = t in ("f32", "f64", "f16", "bf16")
         if k == "binop":
             y = self.pick(lambda v: v[1] == t and v[0] in self.broadcastable(shape))
@@ -120,21 +129,46 @@ class _TileGen:
             t2 = ch.choice(("f32", "f16", "f64", "i32", "bf16"))
             self.emit(1, f"{name} = {x}.astype({t2})")
             self.tiles[name] = (shape, t2)
-        elif k == "reduce":
+        elif k == "reduce" and shape:
             fn = ch.choice(("sum", "max", "min"))
+            how = ch.choice(("keep", "drop", "back"))  # keepdims=True, NumPy's default, or put back
             if len(shape) == 2 and ch.coin(0.8):
                 axis = ch.integer(0, 1)
-                out = (shape[0], 1) if axis == 1 else (1, shape[1])
-                self.emit(1, f"{name} = tile.{fn}({x}, axis={axis})")
+                kept = (shape[0], 1) if axis == 1 else (1, shape[1])
+                call = f"tile.{fn}({x}, axis={axis}" + (", keepdims=True)" if how == "keep" else ")")
+                back = f"{call}[:, None]" if axis == 1 else ch.choice((f"{call}[None, :]", f"tile.expand_dims({call}, 0)"))
+                self.emit(1, f"{name} = {back if how == 'back' else call}")
+                out = kept if how != "drop" else (shape[1 - axis],)
             else:
-                out = (1,) * len(shape)
-                self.emit(1, f"{name} = tile.{fn}({x})")
+                keep = how == "keep"
+                self.emit(1, f"{name} = tile.{fn}({x}" + (", keepdims=True)" if keep else ")"))
+                out = (1,) * len(shape) if keep else ()
             acc = "f32" if fn == "sum" and t in ("f16", "bf16") else t
             self.tiles[name] = (out, acc)
+        elif k == "arange" and shape:
+            n = shape[-1]
+            if len(shape) == 2 and ch.coin():  # a causal mask
+                r = shape[0]
+                zero = "0.0" if is_float else "0"
+                self.emit(1, f"{name} = tile.where((pid.row * {r} + tile.arange({r}))[:, None] >= (pid.col * {n} + tile.arange({n}))[None, :], {x}, {zero})")
+                self.tiles[name] = (shape, t)
+            else:
+                wide = ch.coin()  # i32 * 2 + an i64 scalar: an i64 tile
+                self.emit(1, f"{name} = tile.arange({n})" + (" * 2 + k" if wide else ""))
+                self.tiles[name] = ((n,), "i64" if wide else "i32")
+        elif k == "reshape" and shape:
+            size = 1
+            for d in shape:
+                size *= d
+            choices = [(size,), (1, size)] + ([(shape[1], shape[0]), (shape[0] * shape[1] // 2, 2)] if len(shape) == 2 and size % 2 == 0 else [])
+            new = ch.choice(choices)
+            text = self.shape_text(new) if not (len(new) == 2 and ch.coin(0.3)) else f"({new[0]}, -1)"
+            self.emit(1, f"{name} = {x}.reshape({text})")
+            self.tiles[name] = (new, t)
         elif k == "transpose" and len(shape) == 2:
             self.emit(1, f"{name} = {x}.T")
             self.tiles[name] = ((shape[1], shape[0]), t)
-        elif k == "full":
+        elif k == "full" and shape:
             v = ch.choice(("1.5", "0.0", "s")) if is_float else "2"
             fn = f"tile.full({self.shape_text(shape)}, {v}, {t})" if ch.coin() else f"tile.zeros({self.shape_text(shape)}, {t})"
             self.emit(1, f"{name} = {fn}")
@@ -225,6 +259,11 @@ def _inject(src: str, ch: Any, kind: str) -> str:
         "matmul_f64": "tq = tile.matmul(tile.zeros((16, 16), f64), tile.zeros((16, 16), f64))",
         "matmul_inner": "tq = tile.matmul(tile.zeros((16, 8), f16), tile.zeros((16, 16), f16))",
         "shared": "sq = az.shared.array(32, f32)",
+        "bad_reshape": "tq = tile.zeros(" + shape + ", f32).reshape((3, 7))",
+        "slice_tile": "tq = tile.zeros(" + shape + ", f32)[1:]",
+        "keepdims_var": "tq = tile.sum(tile.zeros(" + shape + ", f32), axis=0, keepdims=k > 0)",
+        "arange_var": "tq = tile.arange(k)",
+        "pid_3d": "pq = tile.program_id_3d()",
     }
     if kind == "atomic_param":
         k = next(n for n, line in enumerate(lines) if line.startswith("def kern("))
@@ -269,6 +308,10 @@ def gen_gemm_module(ch: Any) -> str:
 def gen_tile_module(ch: Any, outside: bool = False) -> str:
     if not outside and ch.integer(0, 4) == 0:
         return gen_gemm_module(ch)
+    if ch.integer(0, 4) == 0:
+        from kernelgen_tiles3d import gen_batched_module
+
+        return gen_batched_module(ch, outside)
     src = _TileGen(ch).module()
     if outside:
         src = _inject(src, ch, ch.choice(TILE_OUTSIDE_KINDS))

@@ -1,11 +1,12 @@
 """The Tile model's types and typed-IR nodes (built by `typer_tiles.py`, lowered by
 `codegen/tile_lower.py` into the plain kernel IR before `lower_llvm.py` sees it).
 
-A tile value has a constant shape (rank 1 or 2) and an element type: `TileTy`.  Tile
+A tile value has a constant shape (rank 0 to 3; rank 0 is what a reduction over every axis
+leaves, rank 3 a batched tile) and an element type: `TileTy`.  Tile
 expressions are trees; element-wise operations are `TileElem` nodes whose `template` is an
 ordinary *scalar* IR expression (typed by the scalar typer itself, so promotion, weak literals
 and half-precision rounding are exactly those of scalar code) over placeholder locals, one per
-tile input.  A program's tile witness (`tile.program_id_1d/2d()`) has type `TileWitnessTy`;
+tile input.  A program's tile witness (`tile.program_id_1d/2d/3d()`) has type `TileWitnessTy`;
 it can only come from those calls, so `tile.store(dst, pid, v)` writes exactly the tile the
 program owns.
 """
@@ -36,7 +37,7 @@ class TileTy:
         return n
 
     def __str__(self) -> str:
-        return f"Tile[{self.elem}, {self.shape if self.rank > 1 else '(' + str(self.shape[0]) + ',)'}]"
+        return f"Tile[{self.elem}, {self.shape if self.rank != 1 else '(' + str(self.shape[0]) + ',)'}]"
 
 
 @dataclass(frozen=True)
@@ -52,7 +53,8 @@ class TileWitnessTy:
 
 @dataclass(frozen=True)
 class TileId:
-    """`tile.program_id_1d()` / `program_id_2d()`: this program's tile coordinates."""
+    """`tile.program_id_1d()` / `program_id_2d()` / `program_id_3d()`: this program's tile
+    coordinates."""
 
     rank: int
     ty: TileWitnessTy
@@ -61,8 +63,9 @@ class TileId:
 
 @dataclass(frozen=True)
 class TileIdPart:
-    """`pid.get()`, `pid.row`, `pid.col`: a tile coordinate (i64).  `axis` 0 is the row
-    (CUDA's y for a 2-D program id), the last axis the column (x)."""
+    """`pid.get()`, `pid.row`, `pid.col`, `pid.layer`: a tile coordinate (i64).  `axis` counts
+    from the outermost: for rank 2, 0 is the row (CUDA's y), 1 the column (x); for rank 3, 0 is
+    the layer (z), 1 the row (y), 2 the column (x)."""
 
     rank: int
     axis: int
@@ -111,12 +114,33 @@ class TileTrans:
 
 @dataclass(frozen=True)
 class TileReduce:
-    """`tile.sum/max/min(x, axis=)`: the reduced axis is kept with extent 1 (so the result
-    broadcasts against `x`); without `axis` every axis is reduced."""
+    """`tile.sum/max/min(x, axis=, keepdims=True)`: the reduced axes are kept with extent 1 (so
+    the result broadcasts against `x`); without `axis` every axis is reduced.  The language's
+    default, `keepdims=False`, is this node under a `TileReshape` that drops the reduced axes
+    (the typer builds it): a reduction node always has its operand's rank."""
 
     op: str  # "sum" | "max" | "min"
     value: Expr
     axes: tuple[int, ...]
+    ty: TileTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class TileReshape:
+    """`x.reshape(shape)`, `tile.expand_dims(x, axis)`, `x[:, None]`, and a reduction without
+    `keepdims`: the elements of `value` in row-major order, as a tile of `ty.shape` (the same
+    size, the same element type)."""
+
+    value: Expr
+    ty: TileTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
+class TileArange:
+    """`tile.arange(n)`: the 1-D i32 tile `0, 1, .., n - 1` (`ty` is `Tile[i32, (n,)]`)."""
+
     ty: TileTy
     span: Span | None = None
 
@@ -146,7 +170,7 @@ class TileStore:
     span: Span | None = None
 
 
-TILE_EXPRS = (TileId, TileIdPart, TileLoad, TileFull, TileElem, TileTrans, TileReduce, TileMatmul)
+TILE_EXPRS = (TileId, TileIdPart, TileLoad, TileFull, TileElem, TileTrans, TileReduce, TileReshape, TileArange, TileMatmul)
 
 
 def is_tile(e: object) -> bool:

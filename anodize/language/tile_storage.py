@@ -33,7 +33,7 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileMatmul, TileReduce, TileStore, TileTrans, TileTy
+from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
 
 __all__ = ["STATIC_SHARED_MAX_BYTES", "static_shared_bytes", "tile_storage_bound"]
 
@@ -80,7 +80,7 @@ def _moved(node: Any, name: str, shape: tuple[int, ...]) -> bool:
     before, so reading it inside them is not."""
     if isinstance(node, ir.Local):
         return node.name == name and getattr(node.ty, "shape", shape) != shape
-    if isinstance(node, TileTrans):
+    if isinstance(node, (TileTrans, TileReshape)):
         return _mentions(node.value, name)
     if isinstance(node, TileElem):
         return any((v.ty.shape != shape and _mentions(v, name)) or _moved(v, name, shape) for _, v in node.inputs)

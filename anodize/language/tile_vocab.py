@@ -9,6 +9,7 @@ from __future__ import annotations
 TILE_FUNCS: dict[str, tuple[int, int]] = {
     "program_id_1d": (0, 0),
     "program_id_2d": (0, 0),
+    "program_id_3d": (0, 0),
     "load": (3, 3),  # (src, offset, shape), keyword `other=`
     "store": (3, 3),  # (dst, pid, value)
     "zeros": (2, 2),  # (shape, T)
@@ -18,23 +19,27 @@ TILE_FUNCS: dict[str, tuple[int, int]] = {
     "min": (1, 1),
     "where": (3, 3),  # (cond, x, y)
     "matmul": (2, 3),  # (x, y[, acc]), keyword `allow_tf32=`
+    "arange": (1, 1),  # (n): the i32 tile 0..n-1
+    "expand_dims": (2, 2),  # (x, axis)
 }
 # the keywords each one takes (the only keywords of a tile kernel's calls)
 TILE_KEYWORDS: dict[str, frozenset[str]] = {
     "load": frozenset({"other"}),
-    "sum": frozenset({"axis"}),
-    "max": frozenset({"axis"}),
-    "min": frozenset({"axis"}),
+    "sum": frozenset({"axis", "keepdims"}),
+    "max": frozenset({"axis", "keepdims"}),
+    "min": frozenset({"axis", "keepdims"}),
     "matmul": frozenset({"allow_tf32"}),
 }
 TILE_REDUCTIONS = ("sum", "max", "min")
-PROGRAM_IDS = {"program_id_1d": 1, "program_id_2d": 2}
+PROGRAM_IDS = {"program_id_1d": 1, "program_id_2d": 2, "program_id_3d": 3}
+# the coordinates of a program id of each rank, outermost first (`pid.layer`, `pid.row`, `pid.col`)
+PROGRAM_ID_PARTS = {1: (), 2: ("row", "col"), 3: ("layer", "row", "col")}
 # methods and attributes of a tile value
-TILE_METHODS = frozenset({"astype"})
+TILE_METHODS = frozenset({"astype", "reshape"})
 TILE_ATTRS = frozenset({"T"})
 # `tile.matmul` operand types (both operands alike); the accumulator and result are f32
 MATMUL_INPUTS = ("f16", "bf16", "f32")
-TILE_MAX_RANK = 2
+TILE_MAX_RANK = 3  # of a tile value and of a tile kernel's slices (3: batched work over Slice3D)
 TILE_MAX_ELEMS = 1 << 16  # elements of one tile value (a tile lives in shared memory on the GPU)
 DEFAULT_NUM_WARPS = 4
 NUM_WARPS_CHOICES = (1, 2, 4, 8, 16, 32)

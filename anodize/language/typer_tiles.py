@@ -24,6 +24,7 @@ from typing import Any
 
 from anodize.language import ir, messages
 from anodize.language.tile_ir import (
+    TileArange,
     TileElem,
     TileFull,
     TileId,
@@ -31,6 +32,7 @@ from anodize.language.tile_ir import (
     TileLoad,
     TileMatmul,
     TileReduce,
+    TileReshape,
     TileStore,
     TileTrans,
     TileTy,
@@ -41,6 +43,7 @@ from anodize.language.tile_vocab import (
     DEFAULT_NUM_WARPS,
     MATMUL_INPUTS,
     NUM_WARPS_CHOICES,
+    PROGRAM_ID_PARTS,
     PROGRAM_IDS,
     TILE_FUNCS,
     TILE_KEYWORDS,
@@ -49,7 +52,7 @@ from anodize.language.tile_vocab import (
 )
 from anodize.language.typer import _FnCompiler
 from anodize.language.typer_base import _BINOPS
-from anodize.language.types import BOOL, F32, I64, ScalarTy, SliceTy, implicitly_converts
+from anodize.language.types import BOOL, F32, I32, I64, ScalarTy, SliceTy, implicitly_converts
 
 __all__ = ["TileCompiler", "num_warps", "check_tile_params"]
 
@@ -80,7 +83,7 @@ def num_warps(front: Any, fdef: ast.FunctionDef) -> tuple[int, list[Any]]:
 
 
 def check_tile_params(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Any]) -> list[Any]:
-    """A tile kernel's slices are 1-D or 2-D, and none is atomic."""
+    """A tile kernel's slices are 1-D, 2-D or 3-D, and none is atomic."""
     out = []
     for p in fdef.args.args:
         ty = ptypes.get(p.arg)
@@ -194,23 +197,62 @@ class TileCompiler(_FnCompiler):
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         return self.lift(node, [node.test, node.body, node.orelse], lambda: super(TileCompiler, self).visit_IfExp(node))
 
+    def _of_slice(self, node: ast.expr) -> bool:
+        """Is `node` a slice parameter or an attribute of one (`a.shape`: the SIMT rules)?"""
+        while isinstance(node, ast.Attribute):
+            node = node.value
+        return isinstance(node, ast.Name) and node.id in self.slices
+
     def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
-        if self._is_value(node.value) and not (isinstance(node.value, ast.Name) and node.value.id in self.slices):
+        if self._is_value(node.value) and not self._of_slice(node.value):
             base = self.expr(node.value)
-            if is_tile(base) or isinstance(base.ty, TileWitnessTy):
+            if is_tile(base):
+                return self.new_axes(base, node)
+            if isinstance(base.ty, TileWitnessTy):
                 self.unsupported(node, "tile-subscript")
         return super().visit_Subscript(node)
 
+    def new_axes(self, base: ir.Expr, node: ast.Subscript) -> ir.Expr:
+        """`x[:, None]`, `x[None, :]`, `x[None]`: `x` with axes of extent 1 inserted where the
+        index says `None` (every other item a bare `:`, one per axis of `x`, trailing ones
+        optional, as in NumPy)."""
+        items = list(node.slice.elts) if isinstance(node.slice, ast.Tuple) else [node.slice]
+        shape = base.ty.shape  # type: ignore[union-attr]
+        out: list[int] = []
+        axis = 0
+        for it in items:
+            if isinstance(it, ast.Constant) and it.value is None:
+                out.append(1)
+            elif isinstance(it, ast.Slice) and it.lower is None and it.upper is None and it.step is None and axis < len(shape):
+                out.append(shape[axis])
+                axis += 1
+            else:
+                self.unsupported(node, "tile-index", expr=ast.unparse(node))
+        out += shape[axis:]
+        return self.reshaped(base, tuple(out), node)
+
+    def reshaped(self, base: ir.Expr, shape: tuple[int, ...], node: ast.AST) -> ir.Expr:
+        """`base` as a tile of `shape` (its elements in row-major order; `base` itself when the
+        shape is the same)."""
+        bty: TileTy = base.ty  # type: ignore[assignment]
+        if len(shape) > TILE_MAX_RANK:
+            self.type_error(node, "tile-reshape-rank", most=TILE_MAX_RANK, rank=len(shape))
+        if shape == bty.shape:
+            return base
+        return TileReshape(base, TileTy(bty.elem, shape), self.span(node))
+
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
-        if self._is_value(node.value) and not (isinstance(node.value, ast.Name) and node.value.id in self.slices):
+        if self._is_value(node.value) and not self._of_slice(node.value):
             base = self.expr(node.value)
             if isinstance(base.ty, TileWitnessTy):
-                parts = ("row", "col") if base.ty.rank == 2 else ()
+                parts = PROGRAM_ID_PARTS[base.ty.rank]
                 if node.attr in parts:
                     return TileIdPart(base.ty.rank, parts.index(node.attr), I64, self.span(node))
                 self.type_error(node, "no-attribute", ty=base.ty, attr=node.attr)
             if is_tile(base):
                 if node.attr == "T":
+                    if base.ty.rank != 2:  # type: ignore[union-attr]
+                        self.type_error(node, "tile-transpose-rank", rank=base.ty.rank)  # type: ignore[union-attr]
                     shape = base.ty.shape[::-1]  # type: ignore[union-attr]
                     return TileTrans(base, TileTy(base.ty.elem, shape), self.span(node))  # type: ignore[union-attr]
                 self.type_error(node, "tile-no-attribute", attr=node.attr)
@@ -225,6 +267,10 @@ class TileCompiler(_FnCompiler):
                     return TileIdPart(1, 0, I64, self.span(node))
                 self.type_error(node, "no-method-local", ty=base.ty, attr=f.attr)
             if is_tile(base):
+                if f.attr == "reshape":
+                    if len(node.args) != 1 or node.keywords:
+                        self.type_error(node, "arity", name="reshape", n=1, s="", got=len(node.args))
+                    return self.reshape(base, node.args[0])
                 if f.attr != "astype":
                     self.type_error(node, "tile-no-attribute", attr=f.attr)
                 if len(node.args) != 1 or node.keywords:
@@ -331,6 +377,16 @@ class TileCompiler(_FnCompiler):
             return self.tile_load(node, kws.get("other"))
         if name == "store":
             self.unsupported(node, "statement-call-value", help="statement-call-own", call="tile.store")
+        if name == "arange":
+            n = self.const_int(node.args[0])
+            if type(n) is not int or not 1 <= n <= TILE_MAX_ELEMS:
+                self.type_error(node.args[0], "tile-arange", most=TILE_MAX_ELEMS, expr=ast.unparse(node.args[0]))
+            return TileArange(TileTy(I32, (n,)), span)
+        if name == "expand_dims":
+            x = self.tile_arg(node.args[0], "tile.expand_dims")
+            xs: tuple[int, ...] = x.ty.shape  # type: ignore[union-attr]
+            a = self.axis_value(node.args[1], len(xs) + 1)
+            return self.reshaped(x, xs[:a] + (1,) + xs[a:], node)
         if name in ("zeros", "full"):
             shape = self.tile_shape(node.args[0])
             ty = self.resolve_type(node.args[-1], "the tile's element type")
@@ -339,7 +395,7 @@ class TileCompiler(_FnCompiler):
             v: ir.Expr = ir.Const(0, ty, span) if name == "zeros" else self.coerce(self.numeric(self.expr(node.args[1]), node.args[1]), ty, node.args[1], "the tile's value")
             return TileFull(v, TileTy(ty, shape), span)
         if name in ("sum", "max", "min"):
-            return self.tile_reduce(name, node, kws.get("axis"))
+            return self.tile_reduce(name, node, kws.get("axis"), kws.get("keepdims"))
         if name == "where":
             c, x, y = node.args
             syn = ast.copy_location(ast.IfExp(test=c, body=x, orelse=y), node)
@@ -350,7 +406,7 @@ class TileCompiler(_FnCompiler):
     def program_id(self, rank: int, node: ast.Call) -> ir.Expr:
         c = self.k.contract
         if c is not None and c.domain != rank:
-            maker = "tile.program_id_1d()" if rank == 1 else "tile.program_id_2d()"
+            maker = f"tile.program_id_{rank}d()"
             self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
         first = getattr(self.k, "tile_id_site", None)
         if first is not None and first[0] != rank:  # 1-D and 2-D ids in one kernel: one could own nothing
@@ -360,14 +416,15 @@ class TileCompiler(_FnCompiler):
         self.k.ranks.add(rank)
         return TileId(rank, TileWitnessTy(rank), self.span(node))
 
-    def tile_shape(self, node: ast.expr) -> tuple[int, ...]:
+    def tile_shape(self, node: ast.expr, least: int = 1) -> tuple[int, ...]:
+        """A compile-time shape of 1 to 3 axes (`least` 0: `()` too, for `.reshape`)."""
         parts = node.elts if isinstance(node, ast.Tuple) else [node]
         vals = [self.const_int(p) for p in parts]
         v = tuple(vals) if isinstance(node, ast.Tuple) else vals[0]
         dims = (v,) if isinstance(v, int) and not isinstance(v, bool) else v
         if (
             not isinstance(dims, tuple)
-            or not 1 <= len(dims) <= TILE_MAX_RANK
+            or not least <= len(dims) <= TILE_MAX_RANK
             or not all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in dims)
         ):
             self.type_error(node, "tile-shape", expr=ast.unparse(node))
@@ -448,6 +505,43 @@ class TileCompiler(_FnCompiler):
             self.type_error(node, "tile-offset", expr=ast.unparse(node))
         return self.cast(e, I64)
 
+    def reshape(self, base: ir.Expr, shape_node: ast.expr) -> ir.Expr:
+        """`x.reshape(shape)`: one axis may be -1 (what the others leave, as in NumPy)."""
+        bty: TileTy = base.ty  # type: ignore[assignment]
+        parts = shape_node.elts if isinstance(shape_node, ast.Tuple) else [shape_node]
+        vals = [self.const_int(p) for p in parts]
+        free = [i for i, v in enumerate(vals) if v == -1 and type(v) is int]
+        if len(free) == 1:
+            rest = 1
+            for i, v in enumerate(vals):
+                if i != free[0] and type(v) is int and v > 0:
+                    rest *= v
+            vals[free[0]] = bty.size // rest if rest and bty.size % rest == 0 else 0
+        if isinstance(shape_node, ast.Tuple):
+            if not all(type(v) is int and v >= 1 for v in vals) or len(vals) > TILE_MAX_RANK:
+                self.type_error(shape_node, "tile-shape", expr=ast.unparse(shape_node))
+            shape = tuple(vals)
+        else:
+            shape = self.tile_shape(shape_node) if not free else (vals[0],)
+            if not all(type(v) is int and v >= 1 for v in shape):
+                self.type_error(shape_node, "tile-shape", expr=ast.unparse(shape_node))
+        n = 1
+        for d in shape:
+            n *= d
+        if n != bty.size:
+            self.type_error(shape_node, "tile-reshape-size", shape=bty.shape, n=bty.size, want=shape)
+        return self.reshaped(base, shape, shape_node)
+
+    def axis_value(self, node: ast.expr, rank: int) -> int:
+        """A compile-time axis of a `rank`-D tile (negative counts from the end)."""
+        v = self.symbols.constant(node) if not isinstance(node, ast.Constant) else (node.value, None)
+        if v is None or type(v[0]) is not int:
+            self.type_error(node, "tile-axis-literal")
+        a = int(v[0])  # type: ignore[index]
+        if not -rank <= a < rank:
+            self.type_error(node, "tile-axis", axis=a, rank=rank)
+        return a % rank
+
     def tile_store(self, call: ast.Call) -> ir.Stmt:
         if len(call.args) != 3:
             self.type_error(call, "tile-arity", name="store", want="3", got=len(call.args))
@@ -475,24 +569,26 @@ class TileCompiler(_FnCompiler):
         self.note_shape(name, vty.shape, call)
         return TileStore(ir.SliceRef(name, sty, self.span(dst)), value, self.span(call))
 
-    def tile_reduce(self, op: str, node: ast.Call, axis_node: ast.expr | None) -> ir.Expr:
+    def tile_reduce(self, op: str, node: ast.Call, axis_node: ast.expr | None, keep_node: ast.expr | None) -> ir.Expr:
+        """`tile.sum/max/min(x, axis=None, keepdims=False)`: NumPy's shapes (the reduced axes
+        dropped, or kept with extent 1 under `keepdims=True`); the node itself always keeps
+        them (tile_ir.TileReduce) and a `TileReshape` drops them."""
         x = self.tile_arg(node.args[0], f"tile.{op}")
         xty: TileTy = x.ty  # type: ignore[assignment]
-        if axis_node is None:
-            axes = tuple(range(xty.rank))
-        else:
-            v = self.symbols.constant(axis_node) if not isinstance(axis_node, ast.Constant) else (axis_node.value, None)
-            if v is None or type(v[0]) is not int:
-                self.type_error(axis_node, "tile-axis-literal")
-            a = int(v[0])  # type: ignore[index]
-            if not -xty.rank <= a < xty.rank:
-                self.type_error(axis_node, "tile-axis", axis=a, rank=xty.rank)
-            axes = (a % xty.rank,)
+        axes = tuple(range(xty.rank)) if axis_node is None else (self.axis_value(axis_node, xty.rank),)
+        keep = False
+        if keep_node is not None:
+            if not (isinstance(keep_node, ast.Constant) and isinstance(keep_node.value, bool)):
+                self.type_error(keep_node, "tile-keepdims-literal")
+            keep = bool(keep_node.value)  # type: ignore[union-attr]
         elem = xty.elem
         if op == "sum" and (elem.is_half or elem.is_bool):
             elem = F32 if elem.is_half else I64
         shape = tuple(1 if i in axes else d for i, d in enumerate(xty.shape))
-        return TileReduce(op, x, axes, TileTy(elem, shape), self.span(node))
+        red = TileReduce(op, x, axes, TileTy(elem, shape), self.span(node))
+        if keep:
+            return red
+        return self.reshaped(red, tuple(d for i, d in enumerate(xty.shape) if i not in axes), node)
 
     def tile_matmul(self, node: ast.Call, tf32_node: ast.expr | None) -> ir.Expr:
         x = self.tile_arg(node.args[0], "tile.matmul")

@@ -214,6 +214,11 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if not self.active:
             return
         sl = node.slice
+        base = self.model.values.get(node.value)
+        if base is not None and base.kind == "tile":  # `x[:, None]`: the typer's rules (typer_tiles.new_axes)
+            if isinstance(sl, ast.Tuple):
+                self.allowed_tuples.add(sl)
+            return
         if isinstance(sl, ast.Slice):
             self._say(sl, "slicing", "index-element-time")
         elif isinstance(sl, ast.Tuple):

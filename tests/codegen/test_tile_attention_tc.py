@@ -75,7 +75,7 @@ DEVIATIONS = [
     ("range(0, seq, BN)", "range(BN, seq, BN)"),  # the key loop not from 0
     ("(base + j, 0), (BN, D)).T", "(base + j + 1, 0), (BN, D)).T"),  # K one row off
     ("(v, (base + j, 0)", "(k, (base + j, 0)"),  # V is K
-    ("tile.sum(p, axis=1)", "tile.max(p, axis=1)"),  # not a sum
+    ("tile.sum(p, axis=1, keepdims=True)", "tile.max(p, axis=1, keepdims=True)"),  # not a sum
     (") * scale", ") * scale * 2.0"),  # another scaling
     ("p.astype(f16)", "(p * 2.0).astype(f16)"),
     ("acc * alpha)", "acc)"),  # the accumulator not rescaled

@@ -31,15 +31,15 @@ ROWS = """
 def rows(x: Slice2D[f32], w: Slice[f32], y: DisjointSlice2D[f32], s: DisjointSlice2D[f32], n: i64, R: az.Constant[int], C: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (R, C), other=-1.0e30)
-    m = tile.max(t, axis=1)
+    m = tile.max(t, axis=1, keepdims=True)
     e = az.math.exp(t - m)
     k = 0
     while k < n:                      # reductions inside a loop: the scratch is reused
-        e = e - tile.min(e, axis=1) * 0.25
+        e = e - tile.min(e, axis=1)[:, None] * 0.25
         k += 1
-    tot = tile.sum(e, axis=1)
-    tile.store(s, pid, tot + tile.sum(tile.load(x, pid, (R, C)), axis=1) * 0.0 + tile.max(t))
-    tile.store(y, pid, e / tot * tile.load(w, 0, C) + tile.load(y, pid, (R, C)))
+    tot = tile.sum(e, axis=1)         # (R,): NumPy's keepdims=False, read back as (R, 1) below
+    tile.store(s, pid, tot[:, None] + tile.sum(tile.load(x, pid, (R, C)), axis=1, keepdims=True) * 0.0 + tile.max(t))
+    tile.store(y, pid, e / tot[:, None] * tile.load(w, 0, C) + tile.load(y, pid, (R, C)))
 """
 
 
@@ -93,8 +93,10 @@ def _rows_ref(x, w, y0, n, R, C):  # type: ignore[no-untyped-def]
 # rows per pass (G = C / V threads a row: 16 with shuffles only, 64 across warps), one row; the
 # last row block is partly outside (masked), and rows shorter than the tile: 252 columns (chunks
 # inside are vectors, the rest element by element) or 300, 62 (rows not 16-byte aligned: all masked)
+# ragged rows (a length neither a multiple nor a divisor of threads * lanes, not padded): 200 over
+# 32 threads of 4 lanes (two passes, the second part past the row) and 96 (one pass, 24 threads)
 CASES = [(1, 256, 4, 128, 256), (4, 64, 1, 32, 64), (16, 64, 4, 128, 64), (2, 512, 2, 64, 512), (8, 32, 1, 32, 32),
-         (1, 256, 4, 128, 252), (4, 64, 1, 32, 62), (2, 512, 2, 64, 300)]
+         (1, 256, 4, 128, 252), (4, 64, 1, 32, 62), (2, 512, 2, 64, 300), (1, 200, 1, 32, 200), (2, 96, 1, 32, 90)]
 
 
 def _row_cases() -> list[object]:
@@ -103,7 +105,7 @@ def _row_cases() -> list[object]:
     (16, 64) take the same packed-rows path, with another group width) and (4, 64) without
     vectors ((1, 256) without vectors stays).  The cases that differ only in their data's
     columns share one compile (tests/conftest.py)."""
-    slow = {(8, 32, 1, 32, 32, True), (4, 64, 1, 32, 64, False)}
+    slow = {(8, 32, 1, 32, 32, True), (4, 64, 1, 32, 64, False), (2, 96, 1, 32, 90, True)}
     cases = [(*c, True) for c in CASES] + [(*c, False) for c in CASES[:2]]
     return [pytest.param(*c, marks=pytest.mark.slow) if c in slow else c for c in cases]
 
@@ -131,10 +133,39 @@ def test_layouts_spread_rows_over_the_block_or_pack_rows_per_pass() -> None:
     b = RowLayout((16, 64), 128, 4)
     assert (b.K, b.spans, b.P, b.G) == (2, False, 8, 16)
     assert RowLayout.fits((1, 4096), 128, 4) and not RowLayout.fits((1, 16384), 128, 4)  # 128 a thread: too many
-    assert not RowLayout.fits((3, 96), 128, 4)
+    assert not a.ragged and a.valid(7) is None
 
 
-def _examples() -> dict[str, ir.KernelIR]:
+def test_rows_of_any_length_are_not_padded() -> None:
+    # softmax / layer norm over rows of 5000 at 8 warps: 5 passes of 1024, the last one 904
+    # columns wide (threads 226.. hold no element there), 20 elements a thread (not 32 of 8192)
+    L = RowLayout((1, 5000), 256, 4)
+    assert (L.ragged, L.spans, L.m, L.K, L.V, L.C) == (True, True, 5, 5, 4, 5000)
+    assert [L.valid(i) is None for i in range(5)] == [True, True, True, True, False]
+    assert RowLayout((3, 96), 128, 4).ragged  # one pass, 24 of 128 threads a row
+    assert not RowLayout.fits((1, 5002), 256, 4) and RowLayout.fits((1, 5002), 256, 2)  # lanes divide the row
+    for name, warps in (("softmax", 256), ("layer_norm", 128)):
+        k = _examples(5000)[name]
+        plan = row_plan(k, warps)
+        assert plan is not None and plan.C == 5000 and plan.V == 4 and plan.K * plan.V <= 40, name
+    # 4096 keeps its exact layout (no ragged pass, no validity tests)
+    assert not row_plan(_examples(4096)["softmax"], 256).ragged  # type: ignore[union-attr]
+
+
+def test_ragged_rows_on_the_gpu_target_use_vectors_and_no_padding() -> None:
+    ks = _examples(5000)
+    for name in ("softmax", "layer_norm"):
+        art = compile_gpu(ks[name], "sm_90", ptxas=None)
+        ptx = art.ptx
+        assert "ld.global.nc.v4.b32" in ptx or "ld.global.nc.v4.f32" in ptx, name
+        assert "st.global.v4" in ptx, name
+        assert ptx.count("bar.sync") == 2, name  # one per cross-warp reduction, as at 4096
+        assert art.static_shared_bytes <= 64, name
+        if art.resources is not None:
+            assert art.resources.spill_stores == 0, name
+
+
+def _examples(cols: int = 4096) -> dict[str, ir.KernelIR]:
     out = {}
     for name in ("tile_add", "tile_softmax", "tile_layernorm", "tile_gemm", "tile_attention"):
         path = ROOT / "examples" / f"{name}.py"
@@ -142,7 +173,7 @@ def _examples() -> dict[str, ir.KernelIR]:
         for fdef in front.kernels():
             spec: tuple = ()  # type: ignore[type-arg]
             if fdef.name in ("softmax", "layer_norm"):
-                spec = (("cols", 4096),)
+                spec = (("cols", cols),)
             elif fdef.name == "gemm":
                 spec = (("T", "f16"),)
             elif fdef.name == "attention":
@@ -232,7 +263,7 @@ COLS = """
 def cols(x: Slice2D[f32], y: DisjointSlice2D[f32], c: DisjointSlice2D[f32], R: az.Constant[int], C: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (R, C))
-    cs = tile.sum(t, axis=0)
+    cs = tile.sum(t, axis=0, keepdims=True)
     tile.store(y, pid, t - cs * 0.5 + tile.max(t, axis=0))
     tile.store(c, pid, cs)
 """

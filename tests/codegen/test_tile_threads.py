@@ -140,7 +140,7 @@ def mixed(x: Slice2D[f32], y: Slice[f32], out: DisjointSlice2D[f32], n: i64) -> 
     pid = tile.program_id_2d()
     t = tile.load(x, (pid.row * 8 - 3, pid.col * 8 + 1), (8, 8), other=0.5)
     row = tile.load(y, pid.col * 8, 8)
-    t = t - tile.max(t, axis=1)          # in place with a broadcast of a reduction
+    t = t - tile.max(t, axis=1, keepdims=True)  # in place with a broadcast of a reduction
     t = t.T                               # in place through a temporary
     t = t + row                           # (8,) broadcast against rows
     for j in range(n):
@@ -208,7 +208,7 @@ def two(a: Slice2D[f32], c: DisjointSlice2D[f32], n: i64) -> None:
         if k > 100:
             break
     w = tile.matmul(t, u, allow_tf32=True)
-    v = tile.sum(w, axis=0) + tile.max(w, axis=1) + tile.min(w)
+    v = tile.sum(w, axis=0) + tile.max(w, axis=1, keepdims=True) + tile.min(w)
     if pid.row == 0:
         return
     tile.store(c, pid, tile.matmul(v, tile.full((16, 32), 1.0, f32)) / 16.0 + t)
