@@ -149,6 +149,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["az.func"] = ("decorator", "func")
     t["az.launch_contract"] = ("decorator", "launch_contract")
     t["az.tile_kernel"] = ("decorator", "tile_kernel")  # the Tile model: a kernel (tile_vocab.py)
+    t["az.Kernel"] = ("decorator", "kernel")  # `Kernel(fn)` is `az.kernel(fn)`
     for n in TILE_FUNCS:
         t[f"tile.{n}"] = ("tile", n)
     return t
@@ -247,6 +248,24 @@ def _global_writes(tree: ast.Module) -> Iterator[tuple[str, ast.stmt]]:
                 yield n, node
 
 
+def _wrapped_arg(call: ast.Call) -> ast.expr | None:
+    """The function a decorator called as a function wraps: `az.kernel(f)`, `az.kernel(*[f])`'s
+    `f`, `az.kernel(fn=f)`; None for a call with no argument."""
+    first = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+    return first.value if isinstance(first, ast.Starred) else first
+
+
+def wrapped_function(syms: ModuleSymbols, value: ast.expr) -> ast.Name | None:
+    """The module function a module-level call chain of anodize decorators wraps, else None."""
+    inner = value
+    while isinstance(inner, ast.Call) and syms.decorator_kind(inner.func) is not None:
+        arg = _wrapped_arg(inner)
+        if arg is None:
+            return None
+        inner = arg
+    return inner if inner is not value and isinstance(inner, ast.Name) else None
+
+
 class ModuleSymbols:
     """The module-level symbol table of one parsed module (see the module docstring)."""
 
@@ -260,14 +279,36 @@ class ModuleSymbols:
             for name, stmt in _global_writes(tree):
                 self.bindings.setdefault(name, []).append(stmt)
         self._own: dict[str, Symbol] = {}
-        # `h = az.func(f)` / `k = az.kernel(f)`: f is a helper / kernel too
+        # module-level names bound once to an anodize decorator: `gpu = az.kernel`,
+        # `c64 = az.launch_contract(domain=1, block=64)` (then `@gpu`, `@c64`)
+        self.decorator_aliases: dict[str, ast.expr] = {}
+        for name, stmts in self.bindings.items():
+            s = stmts[0]
+            if len(stmts) == 1 and isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                if decorator_kind(names, s.value.func if isinstance(s.value, ast.Call) else s.value) is not None:
+                    self.decorator_aliases[name] = s.value
+        # functions made kernels or helpers by calls at module level, with the decorators those
+        # calls apply (outermost first): `k = az.kernel(f)`, `k = Kernel(f)`, `h = az.func(f)`,
+        # `k = az.launch_contract(domain=1, block=64)(az.kernel(f))`
         self.wrapped: dict[str, FunctionKind] = {}
+        self.wrapping: dict[str, list[ast.expr]] = {}
         for s in tree.body:
-            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and s.value.args:
-                kind = decorator_kind(names, s.value.func)
-                first = s.value.args[0]
-                if kind in ("kernel", "func") and isinstance(first, ast.Name):
-                    self.wrapped[first.id] = kind  # type: ignore[assignment]
+            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
+                decos: list[ast.expr] = []
+                value: ast.expr = s.value
+                while isinstance(value, ast.Call) and self.decorator_kind(value.func) is not None:
+                    arg = _wrapped_arg(value)
+                    if arg is None:
+                        break
+                    decos.append(value.func)
+                    value = arg
+                if decos and isinstance(value, ast.Name):
+                    self.wrapping.setdefault(value.id, []).extend(decos)
+                    kinds = [self.decorator_kind(d) for d in decos if not isinstance(self.decorator_node(d), ast.Call)]
+                    if "kernel" in kinds or "tile_kernel" in kinds:
+                        self.wrapped[value.id] = "kernel"
+                    elif "func" in kinds and value.id not in self.wrapped:
+                        self.wrapped[value.id] = "func"
 
     # -- queries ---------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> Symbol:
@@ -293,6 +334,11 @@ class ModuleSymbols:
         q = quals[0]
         if "." not in q:
             return self.own(q)
+        head = q.split(".")[0]
+        mine = self.bindings.get(head, ())
+        if mine and "<locals>" not in q and not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in mine):
+            # the module's own `class thread:` (or `math = ...`): not the anodize namespace it spells
+            return Symbol("rebound", head, where=tuple(mine)) if len(mine) > 1 else Symbol("other", q)
         c = canonical(q)
         tag = _TABLE.get(c)
         if tag is not None:
@@ -327,12 +373,13 @@ class ModuleSymbols:
         ):
             value = s.value
             assert value is not None
-            if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
-                kind = decorator_kind(self.names, value.func)
-                if kind in ("kernel", "func"):
-                    target = self.own(value.args[0].id)
-                    if target.kind == "function" and target.fn is not None:
-                        return Symbol("function", name, fn=target.fn, fn_kind=kind)  # type: ignore[arg-type]
+            inner: ast.expr = value
+            while isinstance(inner, ast.Call) and self.decorator_kind(inner.func) is not None and _wrapped_arg(inner) is not None:
+                inner = _wrapped_arg(inner)  # type: ignore[assignment]
+            if inner is not value and isinstance(inner, ast.Name):
+                target = self.own(inner.id)
+                if target.kind == "function" and target.fn is not None:
+                    return Symbol("function", name, fn=target.fn, fn_kind=self.function_kind(target.fn))
             table = self._table(value)
             if table is not None:
                 return Symbol("table", name, table=table)
@@ -354,22 +401,49 @@ class ModuleSymbols:
         return hit  # type: ignore[no-any-return]
 
     def _function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
-        kind: FunctionKind = self.wrapped.get(fn.name, "plain")
+        kind: FunctionKind = self.wrapped.get(fn.name, "plain") if self._top_level(fn) else "plain"
         for d in fn.decorator_list:
-            k = decorator_kind(self.names, d)
-            if k == "kernel" and not isinstance(d, ast.Call):
+            k = self.decorator_kind(d)
+            called = isinstance(self.decorator_node(d), ast.Call)
+            if k == "kernel" and not called:
                 return "kernel"
             if k == "tile_kernel":  # `@az.tile_kernel` or `@az.tile_kernel(num_warps=8)`
                 return "kernel"
-            if k == "func" and not isinstance(d, ast.Call):
+            if k == "func" and not called:
                 kind = "func"
         return kind
+
+    def _top_level(self, fn: ast.FunctionDef) -> bool:
+        return fn in self.bindings.get(fn.name, ())  # type: ignore[comparison-overlap]
+
+    def decorator_kind(self, deco: ast.expr) -> str | None:
+        """`decorator_kind` through this module's aliases (`gpu = az.kernel` makes `@gpu` "kernel")."""
+        return decorator_kind(self.names, self.decorator_node(deco))
+
+    def decorator_node(self, deco: ast.expr) -> ast.expr:
+        """The decorator expression `deco` stands for: an alias's value (`@c64` is the call
+        `az.launch_contract(domain=1, block=64)` it was bound to), else `deco` itself."""
+        if isinstance(deco, ast.Name) and deco.id in self.decorator_aliases and decorator_kind(self.names, deco) is None:
+            return self.decorator_aliases[deco.id]
+        if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id in self.decorator_aliases:
+            alias = self.decorator_aliases[deco.func.id]
+            if not isinstance(alias, ast.Call):  # `lc = az.launch_contract`, then `@lc(domain=1, block=64)`
+                return ast.copy_location(ast.Call(func=alias, args=deco.args, keywords=deco.keywords), deco)
+        return deco
+
+    def decorators(self, fn: ast.FunctionDef) -> list[ast.expr]:
+        """`fn`'s anodize decorators as written (aliases resolved by `decorator_node`), the
+        ones module-level calls apply to it after them (`k = az.launch_contract(...)(az.kernel(fn))`)."""
+        out = [d for d in fn.decorator_list if self.decorator_kind(d) is not None]
+        if self._top_level(fn):
+            out.extend(self.wrapping.get(fn.name, ()))
+        return out
 
     def tile_decorator(self, fn: ast.FunctionDef) -> ast.expr | None:
         """The `@az.tile_kernel` decorator of a tile kernel (called or not), else None."""
         for d in fn.decorator_list:
-            if decorator_kind(self.names, d) == "tile_kernel":
-                return d
+            if self.decorator_kind(d) == "tile_kernel":
+                return self.decorator_node(d)
         return None
 
     # -- values ----------------------------------------------------------------------------
