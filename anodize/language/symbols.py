@@ -248,6 +248,32 @@ def _global_writes(tree: ast.Module) -> Iterator[tuple[str, ast.stmt]]:
                 yield n, node
 
 
+def _bound_value(s: ast.Assign | ast.AnnAssign, name: str) -> ast.expr | None:
+    """The expression a module-level assignment binds `name` to: `N = 8`, `N: Final = 8`,
+    `N: int = 8`, `M = N = 8` (each target), `BM, BN = 64, 32` (element by element); None
+    when it binds `name` to a part of a value (`BM, BN = dims`)."""
+    if isinstance(s, ast.AnnAssign):
+        return s.value if isinstance(s.target, ast.Name) and s.target.id == name else None
+    for t in s.targets:
+        got = _match_target(t, s.value, name)
+        if got is not None:
+            return got
+    return None
+
+
+def _match_target(t: ast.expr, v: ast.expr, name: str) -> ast.expr | None:
+    if isinstance(t, ast.Name):
+        return v if t.id == name else None
+    if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)) and len(t.elts) == len(v.elts):
+        if any(isinstance(e, ast.Starred) for e in (*t.elts, *v.elts)):
+            return None
+        for te, ve in zip(t.elts, v.elts):
+            got = _match_target(te, ve, name)
+            if got is not None:
+                return got
+    return None
+
+
 def _wrapped_arg(call: ast.Call) -> ast.expr | None:
     """The function a decorator called as a function wraps: `az.kernel(f)`, `az.kernel(*[f])`'s
     `f`, `az.kernel(fn=f)`; None for a call with no argument."""
@@ -368,11 +394,8 @@ class ModuleSymbols:
         s = stmts[0]
         if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)):
             return Symbol("function", name, fn=s, fn_kind=self.function_kind(s))  # type: ignore[arg-type]
-        if isinstance(s, (ast.Assign, ast.AnnAssign)) and (
-            isinstance(s, ast.AnnAssign) or (len(s.targets) == 1 and isinstance(s.targets[0], ast.Name))
-        ):
-            value = s.value
-            assert value is not None
+        value = _bound_value(s, name) if isinstance(s, (ast.Assign, ast.AnnAssign)) else None
+        if value is not None:
             inner: ast.expr = value
             while isinstance(inner, ast.Call) and self.decorator_kind(inner.func) is not None and _wrapped_arg(inner) is not None:
                 inner = _wrapped_arg(inner)  # type: ignore[assignment]
@@ -447,9 +470,28 @@ class ModuleSymbols:
         return None
 
     # -- values ----------------------------------------------------------------------------
-    def constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:
+    def constant(self, node: ast.expr, env: dict[str, int | float | bool] | None = None) -> tuple[int | float | bool, str | None] | None:
         """The compile-time value of `node` (a literal, a module constant, arithmetic over those)
-        with its scalar type (None: a weak literal); None when it is not one."""
+        with its scalar type (None: a weak literal); None when it is not one.  `env`: a kernel's
+        names with a value of their own (its `az.Constant` parameters), read before the module's."""
+        if env:
+            return self._with_env(node, env)
+        return self._constant(node)
+
+    def _with_env(self, node: ast.expr, env: dict[str, int | float | bool]) -> tuple[int | float | bool, str | None] | None:
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id], None
+        if isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant):
+            inner = self._with_env(node.operand, env)
+            if inner is None:
+                return None
+            return self._constant(ast.UnaryOp(op=node.op, operand=ast.Constant(inner[0]))) if inner[1] is None else None
+        if isinstance(node, ast.BinOp):
+            a, b = self._with_env(node.left, env), self._with_env(node.right, env)
+            if a is None or b is None or a[1] is not None or b[1] is not None:
+                return None
+            folded = fold(type(node.op), a[0], b[0])
+            return None if folded is None else (folded, None)
         return self._constant(node)
 
     def _constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:
