@@ -173,7 +173,7 @@ class AccessWalk(_Base):
         dims: list[int] = []
         for e in shape.elts if isinstance(shape, ast.Tuple) else [shape]:
             v = e.value if isinstance(e, ast.Starred) else e
-            n = _module_int(self.m, v) if v is not None else None
+            n = _module_int(self.m, v, self.fn) if v is not None else None
             if n is None:
                 return ALL
             dims.append(n)

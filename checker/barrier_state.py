@@ -11,6 +11,7 @@ from anodize.language.records import dataclass
 from .index_forms import Fact, join_forms
 from .index_eval import Named, _free_names
 from .kernel_model import ModuleModel
+from anodize.language.param_annotations import constant_param_type
 
 
 ALL = "*"  # an access to any shared array / every name dirty
@@ -134,18 +135,28 @@ def _int(node: ast.AST | None) -> int | None:
     return None
 
 
-def _module_int(m: ModuleModel, node: ast.expr) -> int | None:
-    """An int literal, or a module-level `NAME = <int>` bound once."""
-    if isinstance(node, ast.Constant):
-        return _int(node)
-    if not isinstance(node, ast.Name):
+def _module_int(m: ModuleModel, node: ast.expr, fn: object = None) -> int | None:
+    """A shape dimension as the front end reads constants (`ModuleSymbols.constant`: a literal,
+    a module constant of any binding form, arithmetic over those, `TILE + 1`); -1 (static, of
+    a size known once specialised) when it reads an `az.Constant` parameter of `fn` (a zero
+    size is refused at specialisation outside `unsafe`); None otherwise (a local, a value)."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    env: dict[str, int | float | bool] = {}
+    if fn is not None:
+        params = getattr(fn, "params", {})
+        local = getattr(fn, "locals", frozenset())
+        for n in names:
+            p = params.get(n)
+            if p is not None:
+                if constant_param_type(m.front.symbols, p.node.annotation) != "i64":
+                    return None
+                env[n] = 1
+            elif n in local:
+                return None
+    got = m.front.symbols.constant(node, env or None)
+    if got is None or type(got[0]) is not int:
         return None
-    name = node.id
-    found: list[int | None] = []
-    for stmt in m.tree.body:
-        if isinstance(stmt, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets):
-            found.append(_int(stmt.value))
-    return found[0] if len(found) == 1 else None
+    return -1 if env else got[0]
 
 
 class _Typed:

@@ -35,7 +35,7 @@ from anodize.language.diagnostics import Span
 from anodize.language.vocab import SLICE_KINDS
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.param_annotations import annotation_kind
-from anodize.language.symbols import canonical, decorator_kind
+from anodize.language.symbols import canonical, wrapped_function
 
 from .kernel_interp import analyze
 from .kernel_values import Callee, ContractInfo, Ctx, FunctionInfo, KernelSummary, ParamInfo, Val
@@ -160,21 +160,13 @@ class ModuleModel:
                             info.name = f"{stmt.name}.{info.name}"
                             self.functions[info.name] = info
                             self.by_node[inner] = info
-        # `k = az.kernel(f)` / `h = az.func(f)` at module level mark `f` too
+        # `k = az.kernel(f)`, `k = Kernel(f)`, `k = az.launch_contract(...)(az.kernel(f))` at module
+        # level: `k` names `f` (whose kind the front end's `function_kind` already says)
         for stmt in body:
             if isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call):
-                call = stmt.value
-                first = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
-                if first is None:
-                    continue
-                if isinstance(first, ast.Starred):
-                    first = first.value
-                q = self.qualname(call.func)
-                if q in ("az.kernel", "az.func") and isinstance(first, ast.Name) and first.id in self.functions:
+                first = wrapped_function(self.front.symbols, stmt.value)
+                if first is not None and first.id in self.functions:
                     target = self.functions[first.id]
-                    if target.kind == "plain":
-                        target.kind = "kernel" if q == "az.kernel" else "func"
-                        self._scope_facts(target)
                     for t in stmt.targets:
                         if isinstance(t, ast.Name) and t.id not in self.functions:
                             self.functions[t.id] = target
@@ -184,17 +176,18 @@ class ModuleModel:
                 analyze(self, fn)
 
     def _function(self, node: ast.FunctionDef) -> FunctionInfo:
-        kind = "plain"
+        # what the front end says: decorators through aliases, and calls that wrap `node` at
+        # module level (`k = Kernel(f)`, `k = az.launch_contract(...)(az.kernel(f))`)
+        syms = self.front.symbols
+        kind = syms.function_kind(node)
         kdeco = None
         contract = None
-        for d in node.decorator_list:
-            q = decorator_kind(self.names, d)
-            if (q == "kernel" and not isinstance(d, ast.Call)) or q == "tile_kernel":
-                kind, kdeco = "kernel", d
-            elif q == "func" and not isinstance(d, ast.Call):
-                kind = "func" if kind != "kernel" else kind
+        for d in syms.decorators(node):
+            q = syms.decorator_kind(d)
+            if kdeco is None and ((q == "kernel" and not isinstance(syms.decorator_node(d), ast.Call)) or q == "tile_kernel"):
+                kdeco = d
             elif q == "launch_contract" and contract is None:
-                contract = self._contract(d, node)
+                contract = self._contract(syms.decorator_node(d), node)
         params: dict[str, ParamInfo] = {}
         a = node.args
         for p in (*a.posonlyargs, *a.args, *a.kwonlyargs):

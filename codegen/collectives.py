@@ -111,8 +111,7 @@ def _combine(lw: Lowerer, op: str, a: llir.Value, c: llir.Value, ty: ScalarTy) -
     if ty.is_float:
         if op == "sum":
             return b.fadd(a, c)
-        fs = "f32" if ty.bits == 32 else "f64"
-        return lw.intrinsic(f"llvm.{op}num.{fs}", a.type, [a, c])
+        return lw.t.float_minmax(lw, op, a, c)
     if op == "sum":
         return b.add(a, c)
     if op == "and":

@@ -51,6 +51,36 @@ LAUNCH = "__az_launch"
 THREAD = "__az_thread"
 
 
+# The vector ISA the CPU backend optimises for (`ANODIZE_CPU_ISA`): the host's by default, or
+# a fixed x86-64 level, so that one machine runs the vectoriser's decisions for another: the
+# module is optimised for that level, and executes with its instructions where the host has
+# them, else lowered to the host's (the IR's vector widths stay those the level chose).
+CPU_ISA_VAR = "ANODIZE_CPU_ISA"
+CPU_ISAS: dict[str, tuple[str, str, str]] = {  # name: (LLVM cpu, features, the host feature it needs)
+    "sse4.2": ("x86-64-v2", "", "+sse4.2"),
+    "avx2": ("x86-64-v3", "", "+avx2"),
+    "avx512": ("x86-64-v4", "", "+avx512f"),
+}
+
+
+def cpu_isa() -> str:
+    """`ANODIZE_CPU_ISA` ("host", "sse4.2", "avx2", "avx512"); "host" when unset."""
+    import os
+
+    name = os.environ.get(CPU_ISA_VAR, "").strip() or "host"
+    if name != "host" and name not in CPU_ISAS:
+        raise ValueError(f"{CPU_ISA_VAR} must be one of host, {', '.join(CPU_ISAS)}; got {name!r}")
+    return name
+
+
+def isa_runs_here(isa: str) -> bool:
+    """Whether this host executes `isa`'s instructions (else its modules run lowered to the host's)."""
+    if isa == "host":
+        return True
+    _init()
+    return llvm.get_process_triple().startswith("x86_64") and llvm.get_host_cpu_features().get(CPU_ISAS[isa][2][1:], False)
+
+
 @functools.cache
 def _init() -> None:
     llvm.initialize_native_target()
@@ -63,18 +93,29 @@ def _init() -> None:
             pass
 
 
-def _new_host_tm() -> llvm.TargetMachine:
+def _new_host_tm(isa: str = "host", *, execute: bool = False) -> llvm.TargetMachine:
+    """A machine for `isa`'s level (the host's CPU when "host"); with `execute`, the host's
+    wherever the host lacks that level (the module keeps the vector widths it was optimised
+    for; the backend splits them into the host's registers)."""
     _init()
     target = llvm.Target.from_triple(llvm.get_process_triple())
+    if isa != "host" and not (execute and not isa_runs_here(isa)):
+        cpu, features, _ = CPU_ISAS[isa]
+        return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
     return target.create_target_machine(
         cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True
     )
 
 
+def engine_machine(isa: str = "host") -> llvm.TargetMachine:
+    """The machine of an MCJIT engine for a module optimised for `isa` (the engine owns and frees it)."""
+    return _new_host_tm(isa, execute=True)
+
+
 @functools.cache
-def host_target_machine() -> llvm.TargetMachine:
-    """The shared host machine for optimisation; an MCJIT engine owns (and frees) its own."""
-    return _new_host_tm()
+def host_target_machine(isa: str = "host") -> llvm.TargetMachine:
+    """The shared machine the CPU backend optimises for (the host's, or `isa`'s level)."""
+    return _new_host_tm(isa)
 
 
 class CPUTarget(Target):
@@ -111,10 +152,28 @@ class CPUTarget(Target):
         p = lw.b.gep(ctx, [llir.Constant(I64T, slot)], inbounds=True, source_etype=I32T)
         return lw.b.load(p, typ=I32T, align=4)
 
+    def float_minmax(self, lw: Lowerer, op: str, a: llir.Value, c: llir.Value) -> llir.Value:
+        """`llvm.minnum`/`llvm.maxnum` spelled as compares and selects: `a` if `c` is NaN or not
+        beyond it (ties give `a`, as x86's lowering of the intrinsic and the interpreter do), `c`
+        if `a` is NaN.  LLVM 22's loop vectoriser miscompiles a loop-carried `maxnum`/`minnum`
+        recurrence whose tail it folds with lane masks: for a small constant trip count it runs
+        one vector iteration and skips the rest (llvm/llvm-project#209159, fixed for LLVM 23 by
+        #209502), and it folds tails only where masked gathers are cheap, so on AVX-512 hosts
+        the 8-warp combine of a 256-thread `az.block.reduce(v, "max")` ran warps 0-4 only
+        (threads 160-255 ignored), as would a user's `m = az.math.fmax(m, x)` loop.  A select
+        recurrence without fast-math flags is no reduction LLVM vectorises, at any vector width
+        (tests/codegen/test_cpu_isa.py runs the collectives optimised for SSE4.2, AVX2 and
+        AVX-512); the lanes of a thread loop still vectorise (compares and selects)."""
+        b = lw.b
+        beyond = b.fcmp_ordered("<" if op == "min" else ">", c, a)
+        return b.select(b.fcmp_unordered("uno", a, a), c, b.select(beyond, c, a))
+
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
         t = args[0].type
         fs = "f32" if ty.bits == 32 else "f64"
         suffix = "f" if ty.bits == 32 else ""
+        if name in ("fmin", "fmax"):
+            return self.float_minmax(lw, name[1:], args[0], args[1])
         if name in INTRINSIC_MATH:
             return lw.intrinsic(f"llvm.{INTRINSIC_MATH[name]}.{fs}", t, args)
         if name == "rsqrt":
@@ -367,8 +426,10 @@ def _encode(value: Any, kind: str) -> int:
 class CpuModule:
     """A JIT-compiled kernel; keep it alive as long as its entry may be called."""
 
-    def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0):
-        tm = host_target_machine()
+    def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0,
+                 isa: str = "host"):
+        """`isa`: the vector level the module is optimised for (`cpu_isa()`)."""
+        tm = host_target_machine(isa)
         self.threaded = threaded
         self.static_shared = static_shared
         from .cpu_print import register_symbols as register_print
@@ -385,7 +446,7 @@ class CpuModule:
 
             optimize(mod, tm, 3, {THREAD if threaded else LAUNCH})
             self.optimized_ir = str(mod)
-            self.engine = llvm.create_mcjit_compiler(mod, _new_host_tm())
+            self.engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
             self.engine.finalize_object()
             addr = self.engine.get_function_address(THREAD if threaded else LAUNCH)
         if threaded:

@@ -19,7 +19,7 @@ import numpy as np
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from . import cpu_split as cs
-from .cpu import LAUNCH, _decode, _encode, _lock, _new_host_tm, host_target_machine
+from .cpu import LAUNCH, _decode, _encode, _lock, engine_machine, host_target_machine
 from .cpu_regions import CTX_BYTES, OFF_ERROR, OFF_FRAME, OFF_SHARED, RegionLowerer, SplitTarget, _c32, _c64
 from .lower_llvm import I1, I8, I32T, I64T
 
@@ -100,7 +100,7 @@ class RegionModule:
     threaded = False
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, static_shared: int,
-                 frame_per_thread: int, min_threads: int, block: tuple[int, ...] | None = None):
+                 frame_per_thread: int, min_threads: int, block: tuple[int, ...] | None = None, isa: str = "host"):
         from .cpu_print import register_symbols as register_print
         from .ptx import optimize
 
@@ -112,9 +112,9 @@ class RegionModule:
         with _lock:
             mod = llvm.parse_assembly(llvm_ir)
             mod.verify()
-            optimize(mod, host_target_machine(), 3, {LAUNCH})
+            optimize(mod, host_target_machine(isa), 3, {LAUNCH})
             self.optimized_ir = str(mod)
-            self.engine = llvm.create_mcjit_compiler(mod, _new_host_tm())
+            self.engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
             self.engine.finalize_object()
             addr = self.engine.get_function_address(LAUNCH)
         vp = ctypes.c_void_p

@@ -196,7 +196,7 @@ def compile_cpu(
 
     `coarsen=True` coarsens an element-wise kernel as the GPU does (`coarsen.py`): its
     `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it."""
-    from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry
+    from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry, cpu_isa
 
     t0 = time.perf_counter()
     k = _typed(kernel)
@@ -211,7 +211,7 @@ def compile_cpu(
         except Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
             plan = None
         if plan is not None:
-            return _compile_regions(k, plan, bounds_checks, t0, tile)
+            return _compile_regions(k, plan, bounds_checks, t0, tile, cpu_isa())
     target = CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     target.coarsen = coarsen and not threaded
@@ -221,7 +221,7 @@ def compile_cpu(
     else:
         add_launcher(lw)
     llvm_ir = str(lw.module)
-    jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared)
+    jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu_isa())
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
@@ -240,7 +240,7 @@ def _host_entry(entry: Any, tile: bool) -> Any:
     return ProgramsOnHost(entry)
 
 
-def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False) -> CompiledKernel:
+def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False, isa: str = "host") -> CompiledKernel:
     """A kernel with barriers, shared memory or warp operations: one host thread per block,
     looping over the block's threads between synchronisation points (codegen/cpu_regions.py)."""
     from .cpu_regions_run import RegionModule, compile_regions
@@ -248,7 +248,7 @@ def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, 
     lw, target = compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)
     jit = RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
-                       frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block)
+                       frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block, isa=isa)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = _host_entry(jit, tile)

@@ -246,7 +246,7 @@ class ExprLowering(_Base):
         if op in ("+", "-", "*", "/"):
             return {"+": b.fadd, "-": b.fsub, "*": b.fmul, "/": b.fdiv}[op](a, c)  # type: ignore[no-any-return]
         if op in ("min", "max"):
-            return self.intrinsic(f"llvm.{op}num.{_fs(ty)}", a.type, [a, c])
+            return self.t.float_minmax(self, op, a, c)
         if op in ("//", "%"):
             return self.float_divmod(op, a, c, ty)
         raise AssertionError(op)

@@ -75,6 +75,11 @@ class Target:
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
         raise NotImplementedError
 
+    def float_minmax(self, lw: Lowerer, op: str, a: llir.Value, c: llir.Value) -> llir.Value:
+        """`op` ("min"/"max") of two floats, a NaN operand ignored: `llvm.minnum`/`llvm.maxnum`."""
+        fs = "f32" if a.type == FLOAT else "f64"
+        return lw.intrinsic(f"llvm.{op}num.{fs}", a.type, [a, c])
+
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
         raise NotImplementedError
 

@@ -246,7 +246,9 @@ class NVPTXTarget(Target):
         lw.b.call(lw.declare("vprintf", I32T, [ptr, ptr]), [fmt, args])
 
     def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
-        sym = "__az_shared_" + re.sub(r"\W", "_", name)
+        # a helper's array inlined beside one of the same name is `name.N` (typer_stmts.shared_decl):
+        # `$`, which no Python name holds, keeps the symbols apart (`s.1` is not the user's `s_1`)
+        sym = "__az_shared_" + re.sub(r"\W", "$", name)
         if ty.dynamic:
             gv = llir.GlobalVariable(lw.module, llir.ArrayType(mem_type(ty.elem), 0), sym, addrspace=3)
             gv.linkage = "external"

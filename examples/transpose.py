@@ -26,7 +26,7 @@ TILE = 32
 def transpose(m: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
     ij = thread.index_2d()  # this thread's element of `out`
     w = thread.index_in_block_2d()  # its slot of the tile: (tid.y, tid.x)
-    tile = az.shared.array((32, 33), f32)  # (TILE, TILE + 1)
+    tile = az.shared.array((TILE, TILE + 1), f32)
     r0 = ij.row - w.row  # the block's first row and column of `out`
     c0 = ij.col - w.col
     r = c0 + w.row  # the block's tile of `m` is its tile of `out`, transposed

@@ -83,7 +83,7 @@ def _one_cpu_compile_per_source() -> Iterator[None]:
     for the whole session: the examples and fixtures are loaded afresh by several test files
     (test_examples, test_accept_fixtures, test_debug_device, the sanitizer runner), each load a
     new `Kernel` whose own cache is empty.  The key is the runtime's own `source_hash` (module
-    text, path, kernel, specialisation), the options and the codegen's one environment knob;
+    text, path, kernel, specialisation), the options and the codegen's environment knobs;
     the checker still runs for every kernel object.  A test that replaces `_codegen_cpu`
     (monkeypatch) replaces this too, for its duration."""
     from anodize.runtime import compile as rc
@@ -92,7 +92,7 @@ def _one_cpu_compile_per_source() -> Iterator[None]:
     memo: dict[tuple[object, ...], object] = {}
 
     def codegen(kernel: Any, **options: Any) -> Any:
-        key = (rc.source_hash(kernel), tuple(sorted(options.items())), os.environ.get("ANODIZE_COARSEN_CHUNKS"))
+        key = (rc.source_hash(kernel), tuple(sorted(options.items())), os.environ.get("ANODIZE_COARSEN_CHUNKS"), os.environ.get("ANODIZE_CPU_ISA"))
         hit = memo.get(key)
         if hit is None:
             hit = memo[key] = real(kernel, **options)

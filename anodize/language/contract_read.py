@@ -20,7 +20,6 @@ from anodize.language.contract import (
 )
 from anodize.language.diagnostics import Diagnostic, Span
 from anodize.language.param_annotations import annotation_kind
-from anodize.language.symbols import decorator_kind
 from anodize.language.vocab import MAX_THREADS_PER_BLOCK, SLICE_KINDS
 
 if TYPE_CHECKING:
@@ -33,7 +32,10 @@ _INT_SCALARS = {"i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"}
 
 
 def contract_decorators(front: ModuleFront, fdef: ast.FunctionDef) -> list[ast.expr]:
-    return [d for d in fdef.decorator_list if decorator_kind(front.names, d) == "launch_contract"]
+    """`fdef`'s `launch_contract` decorators (an alias's call in its place; then those that
+    module-level calls apply: `k = az.launch_contract(...)(az.kernel(fdef))`)."""
+    syms = front.symbols
+    return [syms.decorator_node(d) for d in syms.decorators(fdef) if syms.decorator_kind(d) == "launch_contract"]
 
 
 def read_contract(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Contract | None, list[Diagnostic]]:

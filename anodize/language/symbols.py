@@ -154,6 +154,7 @@ def _intrinsics() -> dict[str, tuple[str, ...]]:
     t["az.Array"] = ("array_type",)  # a record's `az.Array[T, n]` field
     t["az.Bundle"] = ("bundle_base",)  # `class State(az.Bundle)`: slices of several roles
     t["az.tile_kernel"] = ("decorator", "tile_kernel")  # the Tile model: a kernel (tile_vocab.py)
+    t["az.Kernel"] = ("decorator", "kernel")  # `Kernel(fn)` is `az.kernel(fn)`
     for n in TILE_FUNCS:
         t[f"tile.{n}"] = ("tile", n)
     return t
@@ -252,6 +253,50 @@ def _global_writes(tree: ast.Module) -> Iterator[tuple[str, ast.stmt]]:
                 yield n, node
 
 
+def _bound_value(s: ast.Assign | ast.AnnAssign, name: str) -> ast.expr | None:
+    """The expression a module-level assignment binds `name` to: `N = 8`, `N: Final = 8`,
+    `N: int = 8`, `M = N = 8` (each target), `BM, BN = 64, 32` (element by element); None
+    when it binds `name` to a part of a value (`BM, BN = dims`)."""
+    if isinstance(s, ast.AnnAssign):
+        return s.value if isinstance(s.target, ast.Name) and s.target.id == name else None
+    for t in s.targets:
+        got = _match_target(t, s.value, name)
+        if got is not None:
+            return got
+    return None
+
+
+def _match_target(t: ast.expr, v: ast.expr, name: str) -> ast.expr | None:
+    if isinstance(t, ast.Name):
+        return v if t.id == name else None
+    if isinstance(t, (ast.Tuple, ast.List)) and isinstance(v, (ast.Tuple, ast.List)) and len(t.elts) == len(v.elts):
+        if any(isinstance(e, ast.Starred) for e in (*t.elts, *v.elts)):
+            return None
+        for te, ve in zip(t.elts, v.elts):
+            got = _match_target(te, ve, name)
+            if got is not None:
+                return got
+    return None
+
+
+def _wrapped_arg(call: ast.Call) -> ast.expr | None:
+    """The function a decorator called as a function wraps: `az.kernel(f)`, `az.kernel(*[f])`'s
+    `f`, `az.kernel(fn=f)`; None for a call with no argument."""
+    first = call.args[0] if call.args else (call.keywords[0].value if call.keywords else None)
+    return first.value if isinstance(first, ast.Starred) else first
+
+
+def wrapped_function(syms: ModuleSymbols, value: ast.expr) -> ast.Name | None:
+    """The module function a module-level call chain of anodize decorators wraps, else None."""
+    inner = value
+    while isinstance(inner, ast.Call) and syms.decorator_kind(inner.func) is not None:
+        arg = _wrapped_arg(inner)
+        if arg is None:
+            return None
+        inner = arg
+    return inner if inner is not value and isinstance(inner, ast.Name) else None
+
+
 class ModuleSymbols:
     """The module-level symbol table of one parsed module (see the module docstring)."""
 
@@ -265,14 +310,36 @@ class ModuleSymbols:
             for name, stmt in _global_writes(tree):
                 self.bindings.setdefault(name, []).append(stmt)
         self._own: dict[str, Symbol] = {}
-        # `h = az.func(f)` / `k = az.kernel(f)`: f is a helper / kernel too
+        # module-level names bound once to an anodize decorator: `gpu = az.kernel`,
+        # `c64 = az.launch_contract(domain=1, block=64)` (then `@gpu`, `@c64`)
+        self.decorator_aliases: dict[str, ast.expr] = {}
+        for name, stmts in self.bindings.items():
+            s = stmts[0]
+            if len(stmts) == 1 and isinstance(s, ast.Assign) and len(s.targets) == 1 and isinstance(s.targets[0], ast.Name):
+                if decorator_kind(names, s.value.func if isinstance(s.value, ast.Call) else s.value) is not None:
+                    self.decorator_aliases[name] = s.value
+        # functions made kernels or helpers by calls at module level, with the decorators those
+        # calls apply (outermost first): `k = az.kernel(f)`, `k = Kernel(f)`, `h = az.func(f)`,
+        # `k = az.launch_contract(domain=1, block=64)(az.kernel(f))`
         self.wrapped: dict[str, FunctionKind] = {}
+        self.wrapping: dict[str, list[ast.expr]] = {}
         for s in tree.body:
-            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call) and s.value.args:
-                kind = decorator_kind(names, s.value.func)
-                first = s.value.args[0]
-                if kind in ("kernel", "func") and isinstance(first, ast.Name):
-                    self.wrapped[first.id] = kind  # type: ignore[assignment]
+            if isinstance(s, ast.Assign) and isinstance(s.value, ast.Call):
+                decos: list[ast.expr] = []
+                value: ast.expr = s.value
+                while isinstance(value, ast.Call) and self.decorator_kind(value.func) is not None:
+                    arg = _wrapped_arg(value)
+                    if arg is None:
+                        break
+                    decos.append(value.func)
+                    value = arg
+                if decos and isinstance(value, ast.Name):
+                    self.wrapping.setdefault(value.id, []).extend(decos)
+                    kinds = [self.decorator_kind(d) for d in decos if not isinstance(self.decorator_node(d), ast.Call)]
+                    if "kernel" in kinds or "tile_kernel" in kinds:
+                        self.wrapped[value.id] = "kernel"
+                    elif "func" in kinds and value.id not in self.wrapped:
+                        self.wrapped[value.id] = "func"
 
     # -- queries ---------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> Symbol:
@@ -298,6 +365,11 @@ class ModuleSymbols:
         q = quals[0]
         if "." not in q:
             return self.own(q)
+        head = q.split(".")[0]
+        mine = self.bindings.get(head, ())
+        if mine and "<locals>" not in q and not all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in mine):
+            # the module's own `class thread:` (or `math = ...`): not the anodize namespace it spells
+            return Symbol("rebound", head, where=tuple(mine)) if len(mine) > 1 else Symbol("other", q)
         c = canonical(q)
         tag = _TABLE.get(c)
         if tag is not None:
@@ -329,17 +401,15 @@ class ModuleSymbols:
             return Symbol("function", name, fn=s, fn_kind=self.function_kind(s))  # type: ignore[arg-type]
         if isinstance(s, ast.ClassDef) and any(decorator_kind(self.names, d) == "record" for d in s.decorator_list):
             return Symbol("record", name, cls=s)
-        if isinstance(s, (ast.Assign, ast.AnnAssign)) and (
-            isinstance(s, ast.AnnAssign) or (len(s.targets) == 1 and isinstance(s.targets[0], ast.Name))
-        ):
-            value = s.value
-            assert value is not None
-            if isinstance(value, ast.Call) and value.args and isinstance(value.args[0], ast.Name):
-                kind = decorator_kind(self.names, value.func)
-                if kind in ("kernel", "func"):
-                    target = self.own(value.args[0].id)
-                    if target.kind == "function" and target.fn is not None:
-                        return Symbol("function", name, fn=target.fn, fn_kind=kind)  # type: ignore[arg-type]
+        value = _bound_value(s, name) if isinstance(s, (ast.Assign, ast.AnnAssign)) else None
+        if value is not None:
+            inner: ast.expr = value
+            while isinstance(inner, ast.Call) and self.decorator_kind(inner.func) is not None and _wrapped_arg(inner) is not None:
+                inner = _wrapped_arg(inner)  # type: ignore[assignment]
+            if inner is not value and isinstance(inner, ast.Name):
+                target = self.own(inner.id)
+                if target.kind == "function" and target.fn is not None:
+                    return Symbol("function", name, fn=target.fn, fn_kind=self.function_kind(target.fn))
             table = self._table(value)
             if table is not None:
                 return Symbol("table", name, table=table)
@@ -361,28 +431,74 @@ class ModuleSymbols:
         return hit  # type: ignore[no-any-return]
 
     def _function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
-        kind: FunctionKind = self.wrapped.get(fn.name, "plain")
+        kind: FunctionKind = self.wrapped.get(fn.name, "plain") if self._top_level(fn) else "plain"
         for d in fn.decorator_list:
-            k = decorator_kind(self.names, d)
-            if k == "kernel" and not isinstance(d, ast.Call):
+            k = self.decorator_kind(d)
+            called = isinstance(self.decorator_node(d), ast.Call)
+            if k == "kernel" and not called:
                 return "kernel"
             if k == "tile_kernel":  # `@az.tile_kernel` or `@az.tile_kernel(num_warps=8)`
                 return "kernel"
-            if k == "func" and not isinstance(d, ast.Call):
+            if k == "func" and not called:
                 kind = "func"
         return kind
+
+    def _top_level(self, fn: ast.FunctionDef) -> bool:
+        return fn in self.bindings.get(fn.name, ())  # type: ignore[comparison-overlap]
+
+    def decorator_kind(self, deco: ast.expr) -> str | None:
+        """`decorator_kind` through this module's aliases (`gpu = az.kernel` makes `@gpu` "kernel")."""
+        return decorator_kind(self.names, self.decorator_node(deco))
+
+    def decorator_node(self, deco: ast.expr) -> ast.expr:
+        """The decorator expression `deco` stands for: an alias's value (`@c64` is the call
+        `az.launch_contract(domain=1, block=64)` it was bound to), else `deco` itself."""
+        if isinstance(deco, ast.Name) and deco.id in self.decorator_aliases and decorator_kind(self.names, deco) is None:
+            return self.decorator_aliases[deco.id]
+        if isinstance(deco, ast.Call) and isinstance(deco.func, ast.Name) and deco.func.id in self.decorator_aliases:
+            alias = self.decorator_aliases[deco.func.id]
+            if not isinstance(alias, ast.Call):  # `lc = az.launch_contract`, then `@lc(domain=1, block=64)`
+                return ast.copy_location(ast.Call(func=alias, args=deco.args, keywords=deco.keywords), deco)
+        return deco
+
+    def decorators(self, fn: ast.FunctionDef) -> list[ast.expr]:
+        """`fn`'s anodize decorators as written (aliases resolved by `decorator_node`), the
+        ones module-level calls apply to it after them (`k = az.launch_contract(...)(az.kernel(fn))`)."""
+        out = [d for d in fn.decorator_list if self.decorator_kind(d) is not None]
+        if self._top_level(fn):
+            out.extend(self.wrapping.get(fn.name, ()))
+        return out
 
     def tile_decorator(self, fn: ast.FunctionDef) -> ast.expr | None:
         """The `@az.tile_kernel` decorator of a tile kernel (called or not), else None."""
         for d in fn.decorator_list:
-            if decorator_kind(self.names, d) == "tile_kernel":
-                return d
+            if self.decorator_kind(d) == "tile_kernel":
+                return self.decorator_node(d)
         return None
 
     # -- values ----------------------------------------------------------------------------
-    def constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:
+    def constant(self, node: ast.expr, env: dict[str, int | float | bool] | None = None) -> tuple[int | float | bool, str | None] | None:
         """The compile-time value of `node` (a literal, a module constant, arithmetic over those)
-        with its scalar type (None: a weak literal); None when it is not one."""
+        with its scalar type (None: a weak literal); None when it is not one.  `env`: a kernel's
+        names with a value of their own (its `az.Constant` parameters), read before the module's."""
+        if env:
+            return self._with_env(node, env)
+        return self._constant(node)
+
+    def _with_env(self, node: ast.expr, env: dict[str, int | float | bool]) -> tuple[int | float | bool, str | None] | None:
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id], None
+        if isinstance(node, ast.UnaryOp) and not isinstance(node.operand, ast.Constant):
+            inner = self._with_env(node.operand, env)
+            if inner is None:
+                return None
+            return self._constant(ast.UnaryOp(op=node.op, operand=ast.Constant(inner[0]))) if inner[1] is None else None
+        if isinstance(node, ast.BinOp):
+            a, b = self._with_env(node.left, env), self._with_env(node.right, env)
+            if a is None or b is None or a[1] is not None or b[1] is not None:
+                return None
+            folded = fold(type(node.op), a[0], b[0])
+            return None if folded is None else (folded, None)
         return self._constant(node)
 
     def _constant(self, node: ast.expr) -> tuple[int | float | bool, str | None] | None:

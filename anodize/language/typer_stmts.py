@@ -373,20 +373,23 @@ class StmtTyping(_Base):
         return ir.SharedRef(uname, self.shared[name], self.span(node))
 
     def const_value(self, node: ast.expr) -> Any:
+        """A compile-time value: a literal, a tuple of them, a module constant (every binding form
+        `symbols.constant` reads), an `az.Constant` parameter, or arithmetic over those
+        (`(TILE, TILE + 1)`, `BM * 2`)."""
         try:
             return ast.literal_eval(node)
         except ValueError:
             pass
         if isinstance(node, ast.Tuple):
             return tuple(self.const_value(e) for e in node.elts)
-        if isinstance(node, ast.Name) and self.is_kernel:
-            if node.id in self.k.consts:
-                return self.k.consts[node.id]
-            if node.id in self.k.unknown_consts:
-                return 1  # checked without a value: the specialisation checks the real one
-        s = self.sym(node)
-        if s.kind == "constant":
-            return s.value
+        env: dict[str, Any] = {}
+        if self.is_kernel:
+            own = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            env = {n: self.k.consts[n] for n in own if n in self.k.consts}
+            env.update({n: 1 for n in own if n in self.k.unknown_consts})  # checked without a value: the specialisation checks the real one
+        got = self.symbols.constant(node, env)
+        if got is not None and not isinstance(got[0], bool):
+            return got[0]
         self.type_error(node, "must-compile-time-constant", expr=ast.unparse(node))
 
     # ---- calls used as statements --------------------------------------------------------

@@ -161,3 +161,23 @@ def rounds(a: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
     pre = az.block.scan(x, "sum")
     if i in out:
         out[i] = acc + first + pre
+
+
+@launch_contract(domain=1, block=256)
+@kernel
+def wide(a: Slice[T], rmax: DisjointSlice[T], rmin: DisjointSlice[T], rsum: DisjointSlice[T], scan: DisjointSlice[T]) -> None:
+    """Eight warps: the region backend combines them in a loop of 8 (7 after its first) whose
+    `maxnum`/`minnum` recurrence LLVM 22 tail-folded wrongly where masked gathers are cheap
+    (AVX-512: warps 5-7, threads 160-255, were skipped; `CPUTarget.float_minmax`)."""
+    i = thread.index_1d()
+    v = a[i] if i in a else T(0)
+    hi = az.block.reduce(v, "max")
+    lo = az.block.reduce(v, "min")
+    s = az.block.reduce(v, "sum")
+    p = az.block.scan(v, "max")
+    if i in rmax:
+        rmax[i] = hi
+        rmin[i] = lo
+        rsum[i] = s
+        scan[i] = p
+

@@ -87,7 +87,9 @@ def compiled_cpu(kernel: Any, **options: Any) -> CompiledKernel:
     artifact is immutable; a test of the compile itself calls `compile_cpu`."""
     from anodize.codegen.driver import compile_cpu
 
-    key = (id(kernel), tuple(sorted(options.items())))
+    from anodize.codegen.cpu import cpu_isa
+
+    key = (id(kernel), tuple(sorted(options.items())), cpu_isa())
     hit = _CPU_COMPILED.get(key)
     if hit is None or hit[0] is not kernel:  # (the kernel is kept alive, so its id is not reused)
         hit = _CPU_COMPILED[key] = (kernel, compile_cpu(kernel, **options))
