@@ -269,13 +269,18 @@ def cmd_cache(args: argparse.Namespace) -> int:
     from anodize.runtime import diskcache
 
     if args.action == "clear":
-        n = diskcache.clear()
-        print(f"removed {n} cache entr{'y' if n == 1 else 'ies'} from {diskcache.cache_dir()}")
+        if not diskcache.info()["tagged"]:
+            print(f"no anodize cache at {diskcache.cache_dir()} (no {diskcache.TAG}): nothing removed")
+            return 0
+        n, t = diskcache.clear()
+        print(f"removed {n} cache entr{'y' if n == 1 else 'ies'} and {t} unfinished write{'' if t == 1 else 's'} "
+              f"from {diskcache.cache_dir()}")
         return 0
     info = diskcache.info()
     print(f"directory  {info['directory']}")
     print(f"enabled    {info['enabled']}")
     print(f"entries    {info['entries']}")
+    print(f"unfinished {info['unfinished']}")
     print(f"size       {info['bytes'] / 1024:.1f} KiB")
     return 0
 

@@ -22,7 +22,7 @@ from anodize.language.diagnostics import Span
 from anodize.codegen.artifact import Resources
 
 from .lower_llvm import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
-from .toolchain import find_ptxas
+from .toolchain import find_libdevice, find_ptxas
 from anodize.language.types import ScalarTy, SharedTy
 
 if TYPE_CHECKING:
@@ -92,22 +92,8 @@ def data_layout() -> str:
 
 
 def libdevice_path() -> Path | None:
-    cands = []
-    for env in ("ANODIZE_LIBDEVICE",):
-        if os.environ.get(env):
-            cands.append(Path(os.environ[env]))
-    for env in ("CUDA_HOME", "CUDA_PATH"):
-        if os.environ.get(env):
-            cands.append(Path(os.environ[env]) / "nvvm" / "libdevice" / "libdevice.10.bc")
-    cands.append(Path("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc"))
-    try:
-        import nvidia.cuda_nvcc as nv  # type: ignore[import-not-found]
-
-        for root in nv.__path__:
-            cands.append(Path(root) / "nvvm" / "libdevice" / "libdevice.10.bc")
-    except ImportError:
-        pass
-    return next((c for c in cands if c.is_file()), None)
+    found = find_libdevice()
+    return Path(found) if found else None
 
 
 @functools.cache

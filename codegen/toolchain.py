@@ -10,7 +10,15 @@ import ctypes
 import os
 import sys
 
-__all__ = ["find_ptxas", "driver_version", "tc_gemm_engine", "block_shared_limit"]
+__all__ = ["find_ptxas", "find_libdevice", "driver_version", "tc_gemm_engine", "block_shared_limit", "CODE_SWITCHES"]
+
+# The environment switches that change the code a compile builds (each is in the compile-cache
+# key, runtime/artifact_store.py; tests/test_cache_security.py checks that every `ANODIZE_*` name
+# the compiler reads is either here or in `NON_CODE_SWITCHES`).
+CODE_SWITCHES = ("ANODIZE_TC_GEMM", "ANODIZE_COARSEN_CHUNKS", "ANODIZE_ATTN_QREGS", "ANODIZE_ATTN_STAGES", "ANODIZE_ATTN_GROUPS",
+                 "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC", "ANODIZE_ATTN_MINB", "ANODIZE_LIBDEVICE")
+NON_CODE_SWITCHES = ("ANODIZE_CACHE", "ANODIZE_CACHE_DIR", "ANODIZE_CACHE_SHARED", "ANODIZE_COMPILE_OVERLAP", "ANODIZE_DEVICE",
+                     "ANODIZE_IGNORE", "ANODIZE_MYPY_WORKERS", "ANODIZE_TRACEBACK")
 
 
 def find_ptxas() -> str | None:
@@ -24,6 +32,23 @@ def find_ptxas() -> str | None:
         if root and os.path.isfile(os.path.join(root, "bin", exe)):
             return os.path.join(root, "bin", exe)
     return None
+
+
+def find_libdevice() -> str | None:
+    """The libdevice bitcode a math kernel links: `ANODIZE_LIBDEVICE`, else under CUDA_HOME /
+    CUDA_PATH / /usr/local/cuda, else the `nvidia-cuda-nvcc` wheel's; None if absent."""
+    cands = [os.environ["ANODIZE_LIBDEVICE"]] if os.environ.get("ANODIZE_LIBDEVICE") else []
+    rel = os.path.join("nvvm", "libdevice", "libdevice.10.bc")
+    cands += [os.path.join(os.environ[e], rel) for e in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(e)]
+    cands.append(os.path.join("/usr/local/cuda", rel))
+    try:
+        import importlib.util
+
+        spec = importlib.util.find_spec("nvidia.cuda_nvcc")
+        cands += [os.path.join(r, rel) for r in (spec.submodule_search_locations or [])] if spec else []
+    except (ImportError, ValueError):
+        pass
+    return next((c for c in cands if os.path.isfile(c)), None)
 
 
 def driver_version() -> str:

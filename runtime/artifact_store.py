@@ -24,6 +24,7 @@ from anodize.language.contract import BinOp, Const, Contract, Expr, Len, Neg, Pa
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
 from anodize.runtime import diskcache
+from anodize.runtime.compile import spec_repr
 
 if TYPE_CHECKING:
     from anodize.kernel import Kernel
@@ -106,28 +107,51 @@ def _toolchain() -> dict[str, str]:
 
     out = {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite.__version__}
     exe = find_ptxas()
-    if exe:
-        st = os.stat(exe)
-        out["ptxas"] = f"{exe}:{st.st_size}:{int(st.st_mtime)}"
-    else:
-        out["ptxas"] = "none"
+    out["ptxas"] = _file_id(exe) if exe else "none"
     out["driver"] = driver_version()  # "none" without a driver: the key says so
     return out
 
 
-def cache_key(kernel: Kernel, arch: str, options: dict[str, object]) -> str:
+def _file_id(path: str) -> str:
+    """A tool or library file by its path, size and modification time (a reinstall changes it)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return f"{path}:missing"
+    return f"{path}:{st.st_size}:{st.st_mtime_ns}"
+
+
+def _switches() -> dict[str, str]:
+    """The libdevice a math kernel would link and every environment switch that changes the code
+    a compile builds (read per compile: a switch set mid-process is a new key)."""
+    from anodize.codegen.toolchain import CODE_SWITCHES, find_libdevice
+
+    lib = find_libdevice()
+    out = {"libdevice": _file_id(lib) if lib else "none"}
+    out.update({name: os.environ[name] for name in CODE_SWITCHES if name in os.environ})
+    return out
+
+
+def cache_inputs(kernel: Kernel, arch: str, options: dict[str, object]) -> dict[str, Any]:
+    """Everything that decides the artifact of `kernel` for `arch` and `options`: the entry's
+    inputs, stored in it and hashed into its name (`diskcache.make_key`)."""
     h = hashlib.sha256()
     for path in dependency_files(kernel):
-        h.update(path.encode() + b"\0")
-        h.update("".join(linecache.getlines(path)).encode())
-    return diskcache.make_key(
-        {"kind": "gpu", "sources": h.hexdigest(), "kernel": kernel.__qualname__,
-         "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "spec": repr(getattr(kernel, "spec", None)), "arch": arch, **options, **_toolchain()}
-    )
+        h.update(os.fsencode(path) + b"\0")
+        h.update("".join(linecache.getlines(path)).encode("utf-8", "surrogatepass"))
+    return {"kind": "gpu", "sources": h.hexdigest(), "kernel": kernel.__qualname__,
+            "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "spec": spec_repr(kernel),
+            "arch": arch, **options, **_toolchain(), "switches": _switches()}
 
 
-def save(key: str, ck: CompiledKernel) -> None:
+def cache_key(kernel: Kernel, arch: str, options: dict[str, object]) -> str:
+    return diskcache.make_key(cache_inputs(kernel, arch, options))
+
+
+def save(inputs: dict[str, Any], ck: CompiledKernel) -> None:
+    """Write `ck` under the key of `inputs` (a failure to write is no entry, never an error)."""
     meta = {
+        "inputs": inputs,
         "name": ck.name,
         "entry": ck.entry,
         "params": [
@@ -153,37 +177,42 @@ def save(key: str, ck: CompiledKernel) -> None:
         "source_line": ck.source_line,
         "contract": _contract_json(ck.contract),
     }
-    files = {"kernel.ptx": ck.ptx.encode(), "kernel.ll": ck.llvm_ir.encode()}
+    files = {"kernel.ptx": ck.ptx.encode("utf-8", "surrogatepass"), "kernel.ll": ck.llvm_ir.encode("utf-8", "surrogatepass")}
     if ck.cubin:
         files["kernel.cubin"] = ck.cubin
-    diskcache.store(key, meta, files)
+    diskcache.store(diskcache.make_key(inputs), meta, files)
 
 
-def load(key: str, kernel: Kernel) -> CompiledKernel | None:
+def load(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
+    """The artifact cached for `inputs`, or None.  The entry is confirmed, not trusted: its
+    inputs, content and payload hashes (runtime/diskcache.py), the kernel's name, its entry
+    symbol in the PTX, and its contract, which must equal the one parsed from the source
+    (`kernel.contract`): the contract that guards a launch always comes from the source."""
+    key = diskcache.make_key(inputs)
     got = diskcache.load(key)
     if got is None:
         return None
     meta, files = got
     try:
         params = tuple(
-            ParamSpec(name, SLICE_KINDS[kind] if kind else None, SCALARS[scalar])
+            ParamSpec(str(name), SLICE_KINDS[kind] if kind else None, SCALARS[scalar])
             for name, kind, scalar in meta["params"]
         )
-        # The contract comes from the entry (the key covers the kernel's source, so it is the
-        # contract `kernel.contract` would parse) and seeds the kernel's parsed contract: a
-        # cached load never imports the contract parser.
-        contract = _contract_from_json(meta["contract"]) if "contract" in meta else kernel.contract
-        if "contract" in meta and not kernel._contract_parsed:
-            kernel._contract, kernel._contract_parsed = contract, True
+        ptx = files["kernel.ptx"].decode()
+        if not meta["name"] == meta["entry"] == kernel.__name__ or f".entry {kernel.__name__}(" not in ptx:
+            raise ValueError("the entry is another kernel's")
+        contract = kernel.contract
+        if _contract_from_json(meta["contract"]) != contract:
+            raise ValueError("the entry's contract is not the source's")
         return CompiledKernel(
-            name=meta["name"],
-            entry=meta["entry"],
+            name=str(meta["name"]),
+            entry=str(meta["entry"]),
             params=params,
             contract=contract,
             domain=int(meta["domain"]),
-            arch=meta["arch"],
+            arch=str(meta["arch"]),
             llvm_ir=files["kernel.ll"].decode(),
-            ptx=files["kernel.ptx"].decode(),
+            ptx=ptx,
             cubin=files.get("kernel.cubin"),
             fault_sites=tuple(FaultSite(*s) for s in meta["fault_sites"]),
             bounds_checks=int(meta["bounds_checks"]),
@@ -192,12 +221,12 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             resources=Resources(**meta["resources"]),
             compile_seconds=0.0,
             from_cache=True,
-            source_path=meta["source_path"],
+            source_path=str(meta["source_path"]),
             source_line=int(meta["source_line"]),
             coarsen=int(meta.get("coarsen", 1)),
             dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
         )
-    except (KeyError, TypeError, ValueError, IndexError, UnicodeDecodeError):
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
         diskcache.evict(key)
         return None
 

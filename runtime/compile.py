@@ -50,10 +50,21 @@ def source_hash(kernel: Kernel) -> str:
 
     path, text = module_source(kernel.fn)
     line = getattr(kernel.fn.__code__, "co_firstlineno", 0)
-    spec = getattr(kernel, "spec", None)
+    spec = spec_repr(kernel)
     digest = hashlib.sha256(f"{kernel.__qualname__}\0{line}\0{spec!r}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
     kernel._cache["source_hash"] = digest
     return digest
+
+
+def spec_repr(kernel: Kernel) -> str:
+    """A specialisation's bindings as text for a key: floats by their bits (NaN and -NaN, 0.0
+    and -0.0 are two specialisations, and `repr` would print them alike)."""
+    spec = getattr(kernel, "spec", None)
+    if not spec:
+        return repr(spec)
+    from anodize.language.front import spec_key
+
+    return repr(spec_key(spec))
 
 
 def _enforce(kernel: Kernel) -> None:
@@ -113,19 +124,19 @@ def compile_for_gpu(
     # for exactly these sources, target, options and toolchain.
     from anodize.runtime import artifact_store, diskcache
 
-    disk_key = None
+    inputs = None
     if diskcache.enabled():
         options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt), "tc_gemm": engine}
-        disk_key = artifact_store.cache_key(kernel, arch, options)
-        loaded = artifact_store.load(disk_key, kernel)
+        inputs = artifact_store.cache_inputs(kernel, arch, options)
+        loaded = artifact_store.load(inputs, kernel)
         if loaded is not None:
             kernel._cache[key] = loaded
             return loaded
     _preload_llvm()
     compiled = _checked_codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
     kernel._cache[key] = compiled
-    if disk_key is not None:
-        artifact_store.save(disk_key, compiled)
+    if inputs is not None:
+        artifact_store.save(inputs, compiled)
     return compiled
 
 

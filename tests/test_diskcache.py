@@ -20,7 +20,7 @@ def _cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _entry(tag: str) -> tuple[dict[str, object], dict[str, bytes]]:
-    return {"name": tag}, {"kernel.ptx": f".version 8.0 // {tag}".encode(), "kernel.cubin": os.urandom(64)}
+    return {"name": tag, "inputs": {"src": tag}}, {"kernel.ptx": f".version 8.0 // {tag}".encode(), "kernel.cubin": os.urandom(64)}
 
 
 def test_miss_then_hit_roundtrip() -> None:
@@ -69,7 +69,7 @@ def test_corrupted_entry_is_a_miss_and_removed(damage: str, _cache_dir: Path) ->
 def _writer(args: tuple[str, str, int]) -> bool:
     cache, key, i = args
     os.environ["ANODIZE_CACHE_DIR"] = cache
-    meta = {"writer": i}
+    meta = {"writer": i, "inputs": {"src": "race"}}
     return diskcache.store(key, meta, {"kernel.ptx": b"same payload"}) is not None
 
 
@@ -91,7 +91,7 @@ def test_info_and_clear() -> None:
         diskcache.store(diskcache.make_key({"src": tag}), *_entry(tag))
     info = diskcache.info()
     assert info["entries"] == 3 and info["bytes"] > 0
-    assert diskcache.clear() == 3
+    assert diskcache.clear() == (3, 0)
     assert diskcache.info()["entries"] == 0
 
 

@@ -254,8 +254,13 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
 
 def constant_key(v: Any) -> Any:
     """A Constant's value as a cache key: a float by its exact bits (`-0.0 == 0.0` and they hash
-    alike, but they are two specialisations; every NaN is one key), anything else as itself."""
-    return ("f64", float.hex(v)) if isinstance(v, float) else v
+    alike, but they are two specialisations; so are NaN and -NaN, and NaNs of other payloads),
+    anything else as itself."""
+    if isinstance(v, float):
+        import struct
+
+        return ("f64", struct.pack("<d", v).hex())
+    return v
 
 
 def spec_key(spec: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:

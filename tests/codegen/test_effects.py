@@ -207,9 +207,9 @@ def test_assert_message_survives_the_disk_cache(tmp_path, monkeypatch: pytest.Mo
     monkeypatch.setenv("ANODIZE_CACHE_DIR", str(tmp_path))
     monkeypatch.setenv("ANODIZE_CACHE", "on")
     ck = compile_gpu(E.asserts, "sm_90", ptxas=False)
-    key = artifact_store.cache_key(E.asserts, "sm_90", {"test": "assert-message"})
-    artifact_store.save(key, ck)
-    back = artifact_store.load(key, E.asserts)
+    inputs = artifact_store.cache_inputs(E.asserts, "sm_90", {"test": "assert-message"})
+    artifact_store.save(inputs, ck)
+    back = artifact_store.load(inputs, E.asserts)
     assert back is not None
     assert [(s.kind, s.line, s.message) for s in back.fault_sites if s.kind == "assert"] == [
         ("assert", _line("assert"), "too big"), ("assert", _line("bare-assert"), ""), ("assert", _line("helper-assert"), "not positive")
