@@ -32,17 +32,14 @@ def inputs(dev: Any, rows: int, cols: int) -> tuple[Any, tuple[Any, ...]]:
 def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32], cols: az.Constant[int], ROWS: az.Constant[int]) -> None:
     pid = tile.program_id_2d()
     t = tile.load(x, pid, (ROWS, cols), other=-math.inf)
-    m = tile.max(t, axis=1)
-    s = tile.sum(az.math.exp(t - m), axis=1)
+    m = tile.max(t, axis=1, keepdims=True)  # (ROWS, 1): the row maxima
+    s = tile.sum(az.math.exp(t - m), axis=1, keepdims=True)
     tile.store(out, pid, az.math.exp(t - m) / s)
 
 
 def block_cols(cols: int) -> int:
-    """The tile width: the next power of two (every row is one tile)."""
-    width = 1
-    while width < cols:
-        width *= 2
-    return width
+    """The tile width: the row's own length (every row is one tile; no padding)."""
+    return cols
 
 
 def grid(rows: int, width: int) -> Any:
