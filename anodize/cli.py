@@ -205,7 +205,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code:
+            if not isinstance(e.code, int) and e.code is not None:
+                print(e.code, file=sys.stderr)  # (as the interpreter prints a SystemExit's message)
             return code
+    except BaseException as e:  # the program's own error: its frames only, as `python FILE` shows them
+        tb = e.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != str(path):  # this command's and runpy's
+            tb = tb.tb_next
+        if tb is not None:
+            e.__traceback__ = tb  # (what the interpreter's hook prints)
+        sys.excepthook(type(e), e, e.__traceback__)  # (anodize's own errors: the user's frames only)
+        return 130 if isinstance(e, KeyboardInterrupt) else 1
     used = devmod.devices_used()
     if used:
         print(f"anodize: {path.name} ran on {', '.join(d.describe() for d in used)}", file=sys.stderr)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anodize.language import ir
+from anodize.language.halfbits import bits_to_float
 from anodize.language.types import ScalarTy, WitnessTy
 
 from . import interp_ops as ops
@@ -50,6 +51,10 @@ def _view(mem: Any) -> Any:
     arr = np.asarray(mem.view) if len(mem.view) else np.empty(0)
     if mem.is_bool:
         arr = arr.view(np.bool_)
+    elif mem.half == "f16":  # (in place, as the other types)
+        arr = arr.view(np.float16)
+    elif mem.half is not None:  # bf16: the values (NumPy has no bfloat16 of its own)
+        arr = np.array([bits_to_float(int(b), mem.half) for b in arr.tolist()], dtype=np.float32)
     return arr.reshape(mem.dims) if len(mem.dims) == 2 else arr
 
 

@@ -28,6 +28,7 @@ kernel's typed IR through `interp.Thread`:
 
 from __future__ import annotations
 
+import bdb
 import ctypes
 import itertools
 import struct
@@ -364,4 +365,7 @@ class InterpModule:
         g = (tuple(int(x) for x in grid_xyz) + (1, 1, 1))[:3]
         bl = (tuple(int(x) for x in block_xyz) + (1, 1, 1))[:3]
         run = Run(self, g, bl, flat_args, int(fault_address), int(launch_rank), int(dynamic_shared))  # type: ignore[arg-type]
-        run.run()  # (races are found from the barrier intervals, whatever the interleaving)
+        try:
+            run.run()  # (races are found from the barrier intervals, whatever the interleaving)
+        except bdb.BdbQuit:  # `q` in pdb at a kernel's breakpoint(): the program ends, quietly
+            raise SystemExit(f"anodize: quit the debugger in kernel `{self.k.name}`") from None

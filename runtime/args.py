@@ -154,6 +154,9 @@ def _half_converter(kernel: str, p: ParamSpec) -> ScalarConverter:
 # ---- slices -----------------------------------------------------------------------------
 
 
+_TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64"}
+
+
 def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...] | None, unit: int) -> bool:
     """Row-major with no gaps; `strides` in units of `unit` bytes (1 for bytes, itemsize for elements)."""
     if strides is None:
@@ -166,8 +169,28 @@ def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...] | None, unit:
     return True
 
 
-def _expect(kernel: str, p: ParamSpec, dtype: np.dtype | None, shape: tuple[int, ...], dtype_text: str) -> None:
-    if dtype is None or dtype != p.scalar.dtype:
+def _element_matches(p: ParamSpec, dtype: np.dtype | None) -> bool:
+    """Whether `dtype` is the parameter's element type; bf16 by its name (ml_dtypes' dtype, which
+    whoever made the array imported: comparing with `p.scalar.dtype` would import it here)."""
+    if dtype is None:
+        return False
+    if p.scalar.numpy_name == "bfloat16":
+        return dtype.name == "bfloat16" and dtype.itemsize == 2
+    return bool(dtype == p.scalar.dtype)
+
+
+def _expect(
+    kernel: str, p: ParamSpec, dtype: np.dtype | None, shape: tuple[int, ...], dtype_text: str, bf16: bool = False
+) -> None:
+    """`bf16`: the producer says the elements are bf16 (DLPack's kDLBfloat; a 2-byte opaque
+    CUDA-array-interface type that DLPack confirmed), which has no NumPy dtype of its own."""
+    if not (p.scalar.numpy_name == "bfloat16" if bf16 else _element_matches(p, dtype)):
+        if p.scalar.numpy_name == "bfloat16" or bf16:
+            raise arg_error(
+                kernel, p, f"expects elements of {p.scalar.name}, got {dtype_text}",
+                help=f"convert it to {p.scalar.name} in its own library first "
+                f"(in PyTorch: `t.to(torch.{_TORCH_NAMES.get(p.scalar.name, p.scalar.numpy_name)})`)",
+            )
         raise arg_error(
             kernel, p, f"expects elements of {p.scalar.name} ({p.scalar.dtype}), got {dtype_text}",
             help=f"convert with `.astype(np.{p.scalar.dtype.name})` before the launch",
@@ -218,6 +241,11 @@ def cai_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
             dtype: np.dtype | None = np.dtype(typestr)
         except TypeError:
             dtype = None
+        if (dtype is None or dtype.kind == "V") and hasattr(a, "__dlpack__") and hasattr(a, "__dlpack_device__"):
+            # an element type the interface cannot spell (bf16 is `|V2` there): DLPack names it, zero-copy too
+            if not fallback:
+                fallback.append(dlpack_adapter(kernel, p, device))
+            return fallback[0](a)
         _expect(kernel, p, dtype, shape, str(dtype) if dtype is not None else typestr)
         assert dtype is not None
         strides = cai.get("strides")
@@ -273,14 +301,13 @@ def dlpack_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
         except Exception as e:  # e.g. a torch tensor that requires grad
             raise arg_error(kernel, p, f"its __dlpack__ failed: {e}") from None
         t = dlpack.read_capsule(capsule)
-        _expect(kernel, p, t.dtype, t.shape, t.dtype_text)
-        assert t.dtype is not None
+        _expect(kernel, p, t.dtype, t.shape, t.dtype_text, bf16=t.bf16)
         if not _c_contiguous(t.shape, t.strides, 1):
             raise arg_error(
                 kernel, p, f"expects a C-contiguous array, got element strides {t.strides} for shape {t.shape}",
                 help="pass a contiguous copy",
             )
-        nbytes = t.dtype.itemsize
+        nbytes = t.itemsize
         for s in t.shape:
             nbytes *= s
         return t.ptr, t.shape, nbytes

@@ -177,6 +177,8 @@ class ForeignTensor:
     device_type: int
     device_id: int
     dtype_text: str
+    itemsize: int = 0  # bytes per element (bf16's too, which has no NumPy dtype of its own)
+    bf16: bool = False  # DLPack's kDLBfloat, 16 bits: anodize's bf16 (no ml_dtypes needed)
 
 
 def read_capsule(capsule: object) -> ForeignTensor:
@@ -193,13 +195,7 @@ def read_capsule(capsule: object) -> ForeignTensor:
     kind = _CODE_KIND.get(code)
     dtype: np.dtype | None = None
     if code == _KDL_BFLOAT and bits == 16 and lanes == 1:
-        kind = "bf"
-        try:
-            from anodize.language.vocab import SCALARS
-
-            dtype = SCALARS["bf16"].dtype
-        except ImportError:
-            dtype = None
+        kind = "bf"  # (no NumPy dtype: the caller reads `bf16`, ml_dtypes stays unloaded)
     elif kind is not None and lanes == 1:
         try:
             dtype = np.dtype(f"{kind}{bits // 8}") if kind != "b" else np.dtype(np.bool_)
@@ -214,4 +210,6 @@ def read_capsule(capsule: object) -> ForeignTensor:
         device_type=int(t.device.device_type),
         device_id=int(t.device.device_id),
         dtype_text=text,
+        itemsize=bits * lanes // 8,
+        bf16=kind == "bf",
     )

@@ -25,7 +25,7 @@ import numpy as np
 
 __all__ = ["tensor_quick"]
 
-_NP_TO_TORCH = ("float32", "float64", "float16", "int8", "int16", "int32", "int64", "uint8")
+_NP_TO_TORCH = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8")
 
 
 def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]) -> tuple[Any, Any]:

@@ -57,6 +57,7 @@ def debug_default(monkeypatch: pytest.MonkeyPatch) -> None:
     from anodize.runtime import device
 
     monkeypatch.setenv("ANODIZE_DEVICE", "debug")
+    monkeypatch.setenv("PYTHONBREAKPOINT", "0")  # the fixtures' `breakpoint()`: no pdb here
     monkeypatch.setattr(device, "_DEFAULT", None)
 
 

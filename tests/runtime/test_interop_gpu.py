@@ -110,3 +110,50 @@ def test_torch_errors(gpu: Device) -> None:
         scale2d[az.LaunchConfig.for_shape((16, 32))](m.double(), torch.empty(16, 32, device="cuda"), 1.0)
     with pytest.raises(ArgumentError, match="host memory|lives"):
         scale2d[az.LaunchConfig.for_shape((16, 32))](m, torch.empty(16, 32), 1.0)
+
+
+_HALF_COPY = """
+from anodize import DisjointSlice, Slice, kernel, launch_contract, thread, {t}
+
+@launch_contract(domain=1, block=256)
+@kernel
+def twice_{t}(x: Slice[{t}], out: DisjointSlice[{t}]) -> None:
+    i = thread.index_1d()
+    if i in out:
+        out[i] = x[i] * {t}(2.0)
+"""
+
+
+def _half_kernel(t: str) -> Any:
+    ns: dict[str, Any] = {}
+    exec(_HALF_COPY.format(t=t), ns)  # noqa: S102  (one kernel per half type, by name)
+    return ns[f"twice_{t}"]
+
+
+@pytest.mark.parametrize("t", ["f16", "bf16"])
+def test_torch_half_tensors_zero_copy(gpu: Device, t: str) -> None:
+    """PyTorch f16 and bf16 CUDA tensors, through the CUDA array interface (bf16 is `|V2` there:
+    DLPack names it) and through DLPack alone; the kernel writes the tensor's own memory."""
+    torch = pytest.importorskip("torch")
+    k = _half_kernel(t)
+    dt = torch.float16 if t == "f16" else torch.bfloat16
+    x = torch.linspace(-3, 3, N, device="cuda").to(dt)
+    for wrap in (lambda v: v, DLPackOnly):
+        out = torch.zeros(N, dtype=dt, device="cuda")
+        ptr = out.data_ptr()
+        k[az.LaunchConfig.for_num_elems(N)](wrap(x), wrap(out))
+        gpu.synchronize()
+        assert out.data_ptr() == ptr
+        torch.testing.assert_close(out, x * 2)
+
+
+def test_jax_bf16_arrays_zero_copy(gpu: Device) -> None:
+    jnp = pytest.importorskip("jax.numpy")
+    jax = pytest.importorskip("jax")
+    if not any(d.platform == "gpu" for d in jax.devices()):
+        pytest.skip("JAX has no GPU here")
+    k = _half_kernel("bf16")
+    x = jnp.linspace(-3, 3, N, dtype=jnp.bfloat16)
+    out = gpu.empty(N, az.bf16)
+    k[az.LaunchConfig.for_num_elems(N)](x, out)
+    np.testing.assert_array_equal(out.to_host().astype(np.float32), np.asarray(x * 2).astype(np.float32))
