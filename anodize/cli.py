@@ -187,6 +187,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(str(e), file=sys.stderr)
         return 1
     except SystemExit as e:
+        if e.code is not None and not isinstance(e.code, int):  # `sys.exit("message")`: printed, status 1, as Python does
+            print(e.code, file=sys.stderr)
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code:
             return code
