@@ -30,9 +30,10 @@ def cmd_check(argv: list[str]) -> int:
 def _source_kernels(path: Path) -> dict[str, Any]:
     """The file's kernels as `Kernel` objects read from its source: the module is not run."""
     from anodize.kernel import Kernel
-    from anodize.language.front import front_for_source, stand_in_function
+    from anodize.language.front import front_or_error, stand_in_function
+    from anodize.language.syntax import read_source
 
-    front = front_for_source(path.read_text(encoding="utf-8"), str(path))
+    front = front_or_error(read_source(path), str(path))  # read as Python reads it (BOM, coding line)
     out: dict[str, Any] = {}
     for qual, fdef in front.functions():
         if front.symbols.function_kind(fdef) == "kernel":
@@ -49,11 +50,17 @@ def cmd_compile(args: argparse.Namespace) -> int:
         return 2
     try:
         kernels = _source_kernels(path)
-    except SyntaxError as e:
-        _err(f"{path}:{e.lineno}:{e.offset}: invalid syntax: {e.msg}")
+    except CheckError as e:  # does not parse, or nests deeper than anodize reads: as `anodize check` says
+        print(str(e), file=sys.stderr)
+        return 1
+    except SyntaxError as e:  # an unknown encoding on the coding line
+        _err(f"{path}:{e.lineno}: {e.msg}")
         return 1
     except UnicodeDecodeError as e:
-        _err(f"{path}: not UTF-8 ({e.reason})")
+        _err(f"{path}: not {e.encoding} ({e.reason})")
+        return 1
+    except OSError as e:
+        _err(f"{path}: cannot read: {e.strerror or e}")
         return 1
     if kname:
         if kname not in kernels:
@@ -115,13 +122,28 @@ def cmd_compile(args: argparse.Namespace) -> int:
         if not args.output:
             _err("--emit cubin writes binary data: give -o FILE")
             return 2
-        Path(args.output).write_bytes(data)
-        return 0
+        return _write_output(args.output, data)
     text = "\n".join(o if isinstance(o, str) else "" for o in outputs)
     if args.output:
-        Path(args.output).write_text(text)
-    else:
-        sys.stdout.write(text)
+        return _write_output(args.output, text.encode("utf-8", "surrogateescape"))
+    sys.stdout.write(text)
+    return 0
+
+
+def _write_output(path: str, data: bytes) -> int:
+    """Write `-o`'s file; a full disk or a folder that cannot be written is an error naming
+    the file (and no half-written file is left behind)."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as e:
+        _err(f"cannot write {path}: {e.strerror or e}")
+        if os.path.isfile(path) and not os.path.islink(path):
+            try:
+                os.remove(path)
+            except OSError:
+                pass
+        return 1
     return 0
 
 
@@ -203,6 +225,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(str(e), file=sys.stderr)
         return 1
     except SystemExit as e:
+        if e.code is not None and not isinstance(e.code, int):  # `sys.exit("message")`: printed, status 1, as Python does
+            print(e.code, file=sys.stderr)
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code:
             if not isinstance(e.code, int) and e.code is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from anodize.language import messages
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.front import ModuleFront, kernel_of
+from anodize.language.syntax import read_source
 from .engine import Analysis, Project, analyze_source
 
 __all__ = ["CheckConfig", "check_source", "check_paths", "collect_files", "enforce_kernel", "kernel_errors", "analysis_of", "CheckError"]
@@ -151,10 +152,17 @@ def check_paths(paths: Sequence[str | Path], config: CheckConfig | None = None) 
 
 
 def check_file(path: Path, project: Project | None = None) -> Analysis:
+    """One file's analysis; a file that cannot be read (a dangling link, no permission, a FIFO)
+    or decoded is one located diagnostic, never an exception: `anodize check DIR` goes on."""
+    where = Span.point(str(path), 1, 0)
     try:
-        source = path.read_text(encoding="utf-8")
+        source = read_source(path)
     except UnicodeDecodeError as e:
-        return Analysis("", str(path), None, [messages.not_utf8(Span.point(str(path), 1, 0), e.reason)])
+        return Analysis("", str(path), None, [messages.not_decodable(where, e.encoding, e.reason)])
+    except SyntaxError as e:  # an unknown encoding on the coding line
+        return Analysis("", str(path), None, [messages.syntax_error(Span.point(str(path), e.lineno or 1, 0), e.msg or "")])
+    except OSError as e:
+        return Analysis("", str(path), None, [messages.unreadable_file(where, e.strerror or str(e))])
     return analyze_source(source, str(path), project if project is not None else Project())
 
 

@@ -27,6 +27,7 @@ from .ignore_comments import anodize_ignored_codes, anodize_ignores, ignored_cod
 from .kernel_model import ModuleModel
 from .kernel_values import KernelSummary
 from .rules import ALL_RULES, RuleContext
+from anodize.language.syntax import NestingTooDeep, Source, read_source
 from anodize.language.syntax import parse as _parse
 from anodize.language.walk import walk_batched
 
@@ -45,6 +46,8 @@ def parse(source: str, path: str) -> tuple[ast.Module | None, Diagnostic | None]
     except SyntaxError as e:
         col = max((e.offset or 1) - 1, 0)
         return None, messages.syntax_error(Span.point(path, e.lineno or 1, col), (e.msg or "syntax error").rstrip("."))
+    except NestingTooDeep as e:  # deeper than the checker and the compiler read
+        return None, messages.nesting_too_deep(Source(source, path).span(e.node), e.limit)
     except (ValueError, RecursionError, MemoryError) as e:  # null bytes; absurd nesting
         return None, messages.syntax_error(Span.point(path, 1, 0), (str(e) or type(e).__name__).rstrip("."))
 
@@ -190,8 +193,8 @@ class Project:
             return hit[1]
         self._models[path] = (mtime, {})  # guards against import cycles
         try:
-            source = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+            source = read_source(path)
+        except (OSError, SyntaxError, UnicodeDecodeError):
             return {}
         table: dict[str, KernelSummary] = {}
         if "anodize" in source:

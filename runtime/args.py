@@ -109,15 +109,15 @@ def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConvert
         if s.bits == 32:
 
             def to_f32(v: Any) -> Any:
-                f = float(v)
+                f = _as_float(kernel, p, v)
                 if abs(f) > _F32_MAX and f == f and abs(f) != float("inf"):
-                    raise arg_error(kernel, p, f"{v!r} does not fit in f32 (largest finite value {_F32_MAX:.6g})")
+                    raise arg_error(kernel, p, f"{_short(v)} does not fit in f32 (largest finite value {_F32_MAX:.6g})")
                 return np.float32(f)
 
             return to_f32
         if s.is_half:
             return _half_converter(kernel, p)
-        return lambda v: np.float64(v)
+        return lambda v: np.float64(_as_float(kernel, p, v))
     lo, hi = _INT_RANGE[s.name]
     if isinstance(sample, (bool, np.bool_)) or not isinstance(sample, (int, np.integer)):
         raise arg_error(
@@ -128,7 +128,7 @@ def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConvert
     def to_int(v: Any) -> Any:
         n = int(v)
         if n < lo or n > hi:
-            raise arg_error(kernel, p, f"{n} does not fit in {s.name} (range {lo} to {hi})")
+            raise arg_error(kernel, p, f"{_short(n)} does not fit in {s.name} (range {lo} to {hi})")
         return np_type(n)
 
     return to_int
@@ -142,13 +142,30 @@ def _half_converter(kernel: str, p: ParamSpec) -> ScalarConverter:
     inf = 0x7C00 if name == "f16" else 0x7F80
 
     def to_half(v: Any) -> Any:
-        f = float(v)
+        f = _as_float(kernel, p, v)
         h = round_bits(f, name)
         if h & 0x7FFF == inf and f == f and abs(f) != float("inf"):
-            raise arg_error(kernel, p, f"{v!r} does not fit in {name} (it would round to infinity)")
+            raise arg_error(kernel, p, f"{_short(v)} does not fit in {name} (it would round to infinity)")
         return np.uint16(h)
 
     return to_half
+
+
+def _as_float(kernel: str, p: ParamSpec, v: Any) -> float:
+    """`float(v)`; an int too large for any float (`10**400`) is an ArgumentError, not an
+    OverflowError."""
+    try:
+        return float(v)
+    except OverflowError:
+        raise arg_error(kernel, p, f"{_short(v)} does not fit in {p.scalar.name} (it is beyond every float's range)") from None
+
+
+def _short(v: Any) -> str:
+    """A value for a message: a huge int by its first digits and its length."""
+    if isinstance(v, int) and not isinstance(v, bool) and abs(v) >= 10**24:
+        text = str(v)
+        return f"{text[:12]}... ({len(text.lstrip('-'))} digits)"
+    return repr(v)
 
 
 # ---- slices -----------------------------------------------------------------------------

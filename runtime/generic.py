@@ -178,7 +178,17 @@ def _constant_value(kernel: str, param: str, scalar: str, v: Any) -> Any:
             f"kernel `{kernel}`: `{param}` is an `az.Constant[{kind}]`, got {v!r}",
             help="a Constant is a compile-time value: pass a Python literal of its type (each value compiles once)",
         )
-    return float(v) if scalar == "f64" else v
+    if scalar == "i64" and not -(2**63) <= v < 2**63:
+        digits = f"{len(str(abs(v)))} digits" if abs(v) >= 10**24 else str(v)
+        raise ArgumentError(f"kernel `{kernel}`: `{param}` is an `az.Constant[int]`, got {digits}: it does not fit in i64",
+                            help="a Constant[int] is an i64 in the kernel: pass a value from -2**63 to 2**63 - 1")
+    if scalar == "f64":
+        try:
+            return float(v)
+        except OverflowError:
+            raise ArgumentError(f"kernel `{kernel}`: `{param}` is an `az.Constant[float]`, got an int beyond every float's range "
+                                f"({len(str(abs(v)))} digits)", help="pass a float literal within f64's range") from None
+    return v
 
 
 def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[Any, ...]]:

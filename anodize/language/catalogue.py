@@ -164,9 +164,12 @@ MESSAGES: dict[str, str] = {
     "shape-constant-axis": "`{name}.shape` has no constant axis {axis!r}",
     "float-literal-stored-into": "a float literal cannot be stored into {what} of type `{ty}`",
     "helper-arg-type": "`{hname}` expects `{want}` for `{arg}`, found `{ty}`",
+    "literal-out-of-range": "the literal `{value}` is out of range for `{ty}`",
     "mixing-needs-cast": "mixing `{a}` and `{b}` needs an explicit cast, e.g. `i64(x)` or `u64(x)`",
     "witness-not-number": "an `{ty}` is not a number; use {parts}",
     # ---- az-unsupported ----
+    "nesting-too-deep": "code nested more than {limit} levels deep",
+    "lone-surrogate": "a string with a lone surrogate (`{char}`)",
     "assign-to": "assignment to `{target}`",
     "augmented-assignment": "augmented assignment to `{target}`",
     "iteration-over-anything-range": "iteration over anything but `range(...)` or `thread.grid_stride(...)`",
@@ -368,6 +371,9 @@ MESSAGES: dict[str, str] = {
 
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
+    "literal-out-of-range-help": "a finite literal must fit the type it becomes (it would round to infinity); use a smaller value, a wider type, or `math.inf` for infinity",
+    "lone-surrogate-help": "a kernel's strings are printed as UTF-8, which cannot hold half of a surrogate pair; write the character itself (`\\U0001F600`), or drop it",
+    "nesting-too-deep": "Python compiles it, but anodize reads code nested at most {limit} levels deep (statements and expressions together); split the expression: assign parts of it to local variables",
     "shared-too-large": "put large buffers in dynamic shared memory (`az.shared.dynamic_array(T)`, sized by the contract's `shared_mem`), or use smaller arrays",
     "tile-storage-too-large": "use smaller tiles (a tile of N f32 elements takes 4*N bytes), fewer tile locals, or fewer reductions",
     "grid-stride-after-loop-help": "use `{name}` inside the loop; to keep something for after it, assign it to another local there (`last = {name}.get()`)",

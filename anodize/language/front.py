@@ -33,7 +33,7 @@ from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.names import Names, first_line
 from anodize.language.param_annotations import typevars_of
 from anodize.language.symbols import ModuleSymbols
-from anodize.language.syntax import Source, parse
+from anodize.language.syntax import NestingTooDeep, Source, parse
 
 __all__ = [
     "ModuleFront", "TypedKernel", "cached_front", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
@@ -203,10 +203,21 @@ def front_of_function(fn: Callable[..., Any]) -> ModuleFront:
     line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1) or 1
     if not text:
         raise CheckError([messages.kernel_source_unavailable(Span.point(path or "<unknown>", line, 0), name)]) from None
+    return front_or_error(text, path)
+
+
+def front_or_error(text: str, path: str) -> ModuleFront:
+    """The front of a module's source, or CheckError with the diagnostic `anodize check` gives
+    for a source that does not parse or nests deeper than anodize reads."""
     try:
         return front_for_source(text, path)
     except SyntaxError as e:
-        raise CheckError([messages.syntax_error(Span.point(path, e.lineno or 1, max((e.offset or 1) - 1, 0)), e.msg or "")]) from None
+        raise CheckError([messages.syntax_error(Span.point(path, e.lineno or 1, max((e.offset or 1) - 1, 0)), e.msg or "")],
+                         {path: text}) from None
+    except NestingTooDeep as e:
+        raise CheckError([messages.nesting_too_deep(Source(text, path).span(e.node), e.limit)], {path: text}) from None
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes; the parser's own limits
+        raise CheckError([messages.syntax_error(Span.point(path, 1, 0), (str(e) or type(e).__name__).rstrip("."))], {path: text}) from None
 
 
 def kernel_of(fn: Callable[..., Any]) -> tuple[ModuleFront, ast.FunctionDef]:

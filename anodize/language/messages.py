@@ -286,6 +286,24 @@ def not_utf8(span: Span, reason: str) -> Diagnostic:
     return syntax_error(span, f"not UTF-8 ({reason})")
 
 
+def not_decodable(span: Span, encoding: str, reason: str) -> Diagnostic:
+    """A source file that does not decode in the encoding its BOM or coding line names."""
+    return not_utf8(span, reason) if encoding.replace("_", "-").lower() in ("utf-8", "utf-8-sig") else syntax_error(span, f"not {encoding} ({reason})")
+
+
+def unreadable_file(span: Span, reason: str) -> Diagnostic:
+    """A file `anodize check` was given (or found) that cannot be read: a dangling link, no
+    permission, a FIFO or a device (`reason`: the OS's)."""
+    return make("az-syntax", f"cannot read this file: {reason}", span, label="not checked",
+                help="fix the file's permissions or remove it (a link must point at a regular file)")
+
+
+def nesting_too_deep(span: Span, limit: int) -> Diagnostic:
+    """Code nested deeper than anodize reads (`syntax.NESTING_LIMIT`)."""
+    return make("az-unsupported", MESSAGES["nesting-too-deep"].format(limit=limit) + " is not supported", span,
+                label="nested too deep", help=HELPS["nesting-too-deep"].format(limit=limit))
+
+
 # ---- codegen ----
 # codegen's frontend reports the language rules through the checker's builders below
 # (one code, one wording); only the backend-specific message lives here.

@@ -17,15 +17,18 @@ reported nodes ask for a span, so the conversion costs nothing on a clean module
 from __future__ import annotations
 
 import ast
+import errno
 import io
 import keyword
+import os
 import re
+import stat
 import tokenize
 from functools import cached_property
 
 from anodize.language.diagnostics import Span
 
-__all__ = ["Source", "parse", "in_source_order", "line_offsets", "NEWLINE"]
+__all__ = ["Source", "parse", "read_source", "NestingTooDeep", "NESTING_LIMIT", "in_source_order", "line_offsets", "NEWLINE"]
 
 # the line breaks Python's tokenizer counts
 NEWLINE = re.compile(r"\r\n|\r|\n")
@@ -38,21 +41,85 @@ _KEYWORDS = frozenset(keyword.kwlist) - {"True", "False", "None"}
 _NAME_AFTER = re.compile(r"\s*(?:\\\r?\n\s*)*")
 
 
+def read_source(path: str | os.PathLike[str]) -> str:
+    """A Python file's text as Python reads it: decoded by its BOM or PEP 263 coding line
+    (UTF-8 when it has neither; a BOM is dropped), with universal newlines, as `linecache`
+    and the import system give it.  Opened without blocking, and only a regular file is read
+    (a FIFO or a device is an OSError, never a hang).  Raises OSError, SyntaxError (an unknown
+    or contradictory coding line) and UnicodeDecodeError."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    finally:
+        os.close(fd)
+    encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    return io.IncrementalNewlineDecoder(None, translate=True).decode(data.decode(encoding), final=True)
+
+
 def line_offsets(text: str) -> list[int]:
     """Where each line of `text` starts (by the parser's line breaks), then `len(text)`:
     line n (1-based) is `text[offsets[n - 1] : offsets[n]]`, its line break included."""
     return [0, *(m.end() for m in NEWLINE.finditer(text)), len(text)]
 
 
+# How deep code may nest (statements and expressions together, counted in AST nodes from the
+# module down) for anodize to read it: the checker, the typer and codegen walk trees
+# recursively, and a 350-operator sum (which CPython compiles) would exhaust Python's stack.
+# Deeper code is one located `az-unsupported` (docs/language.md, "Limits").
+NESTING_LIMIT = 200
+_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+
+
+class NestingTooDeep(ValueError):
+    """Code nested deeper than NESTING_LIMIT: `node` is the outermost expression (or
+    statement) of the deep chain."""
+
+    def __init__(self, node: ast.AST, limit: int) -> None:
+        super().__init__(f"code nested more than {limit} levels deep")
+        self.node = node
+        self.limit = limit
+
+
 def parse(source: str) -> ast.Module:
-    """`ast.parse` without the feature-version or type-comment extras; a module with
-    `az.Bundle` classes gets its bundle parameters spread into their fields (bundles.py)."""
-    tree = compile(source, "<anodize>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    """`ast.parse` without the feature-version or type-comment extras; NestingTooDeep (a
+    ValueError) for code nested deeper than NESTING_LIMIT.  A module with `az.Bundle` classes
+    gets its bundle parameters spread into their fields (bundles.py)."""
+    tree: ast.Module = compile(source, "<anodize>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+    deep = too_deep(tree)
+    if deep is not None:
+        raise NestingTooDeep(deep, NESTING_LIMIT)
     if "Bundle" in source:
         from anodize.language.bundles import flatten
 
         flatten(tree)
-    return tree  # type: ignore[no-any-return]
+    return tree
+
+
+def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
+    """The outermost expression (else statement) of a chain of nodes deeper than `limit`, or
+    None.  Iterative, and it skips every subtree on one line too short to nest that deep (a
+    level of nesting takes at least one character), so it visits little more than the
+    statements of a module."""
+    stack: list[tuple[ast.AST, int, ast.AST | None]] = [(tree, 0, None)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node, depth, top = pop()
+        if depth > limit:
+            return top if top is not None else node
+        line = getattr(node, "lineno", None)
+        if line is not None and line == getattr(node, "end_lineno", None):
+            width = (getattr(node, "end_col_offset", 0) or 0) - (getattr(node, "col_offset", 0) or 0)
+            if 2 * width + 16 < limit - depth:
+                continue
+        if top is None and isinstance(node, ast.expr):
+            top = node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _LEAVES):
+                push((child, depth + 1, top))
+    return None
 
 
 class Source:

@@ -119,7 +119,7 @@ class EffectsTyping(_Base):
             if isinstance(a, ast.Starred):
                 self.unsupported(a, "argument-unpacking")
             if isinstance(a, ast.Constant) and isinstance(a.value, str):
-                parts.append(a.value)
+                parts.append(self._utf8(a, a.value))
                 continue
             e = self.expr(a)
             if isinstance(e.ty, ScalarTy):
@@ -130,6 +130,14 @@ class EffectsTyping(_Base):
                 self.unsupported(a, "print-witness", help="print-coordinates", ty=e.ty, get=get)
             self.unsupported(a, "print-other", help="print-scalars", ty=e.ty)
         return [ir.Print(tuple(parts), self.span(call))]
+
+    def _utf8(self, node: ast.expr, text: str) -> str:
+        """A string a kernel prints (or an assert reports): UTF-8, so no lone surrogate."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:
+            self.unsupported(node, "lone-surrogate", help="lone-surrogate-help", char=ascii(text[e.start])[1:-1])
+        return text
 
     def breakpoint_stmt(self, call: ast.Call) -> list[ir.Stmt]:
         if call.args or call.keywords:
@@ -143,7 +151,7 @@ class EffectsTyping(_Base):
             literal = _literal(node.msg)
             if literal is None:
                 self.unsupported(node.msg, "assert-message-literal", help="assert-message-help")
-            message = literal or ""
+            message = self._utf8(node.msg, literal or "")
         span = self.span(node)
         # no facts flow from an assert: a failed one records a fault and the thread goes on
         return [ir.Assert(cond, self.k.site(span, "assert", "", message), span)]

@@ -283,10 +283,8 @@ class ExprTyping(_Base):
             return e
         if isinstance(e, ir.Const) and isinstance(e.ty, ScalarTy):
             v = e.value
-            if ty.is_half:
-                return ir.Const(round_half(float(v), ty.name), ty, e.span, weak=e.weak)
             if ty.is_float:
-                return ir.Const(float(v), ty, e.span, weak=e.weak)
+                return ir.Const(self._float_in_range(e, ty), ty, e.span, weak=e.weak)
             if ty.is_bool:
                 return ir.Const(bool(v), ty, e.span, weak=e.weak)
             if isinstance(v, float):
@@ -301,6 +299,31 @@ class ExprTyping(_Base):
             if ty == I64:
                 return e
         return ir.Cast(e, ty, e.span)
+
+    def _float_in_range(self, e: ir.Const, ty: ScalarTy) -> float:
+        """A literal's value as the float type `ty` holds it; `az-type` when a finite literal is
+        out of the type's range (it would round to infinity: `10**400`, `1e39` as an f32)."""
+        v = e.value
+        try:
+            f = float(v)
+        except OverflowError:
+            f = float("inf")
+        if ty.is_half:
+            out = round_half(f, ty.name) if f == f and abs(f) != float("inf") else f
+        elif ty.bits == 32:
+            import struct
+
+            try:
+                out = struct.unpack("<f", struct.pack("<f", f))[0]
+            except OverflowError:
+                out = float("inf")
+        else:
+            out = f
+        if abs(out) == float("inf") and not (isinstance(v, float) and abs(v) == float("inf")):
+            text = repr(v) if not isinstance(v, int) or abs(v) < 10**24 else f"{str(v)[:12]}... ({len(str(abs(v)))} digits)"
+            self.fail(messages.type_error(e.span, "literal-out-of-range", label="out of range", help="literal-out-of-range-help",
+                                          value=text, ty=ty))
+        return out if ty.is_half else f
 
     def numeric(self, e: ir.Expr, node: ast.AST) -> ir.Expr:
         """A scalar operand (a 1-D witness in arithmetic reads as its int)."""
