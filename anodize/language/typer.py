@@ -193,13 +193,14 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         s = self.sym(node)
         return s.tag if s.kind == "intrinsic" else None
 
-    def record_type(self, s: Symbol) -> RecordTy:
-        """The record type of an `@az.record` class (record_types.py); its layout errors are az-type."""
+    def record_type(self, s: Symbol, use: ast.AST) -> RecordTy:
+        """The record type of an `@az.record` class (record_types.py); a declaration it cannot
+        lay out is az-type where the kernel uses the record (`use`), naming the field."""
         assert s.cls is not None
         try:
             return record_of(self.symbols, s.cls)
         except RecordError as e:
-            self.fail(messages.record_error(self.span(e.node), e))
+            self.fail(messages.record_error(self.span(use), e, s.name, getattr(e.node, "lineno", 0)))
 
     def resolve_type(self, node: ast.expr | None, what: str) -> Ty:
         """A type annotation to a compiler type."""
@@ -230,7 +231,7 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
             self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
         s = self.sym(node)
         if s.kind == "record":
-            return self.record_type(s)  # type: ignore[no-any-return]
+            return self.record_type(s, node)
         if s.kind == "typevar":
             bound = self.k.spec.get(s.name)
             if bound is None:

@@ -32,7 +32,7 @@ class CallTyping(_Base):
         if ctag is not None and ctag[0] == "collective":  # takes `inclusive=`: before the keyword check
             return collectives.collective(self, ctag[1], node)
         if isinstance(f, (ast.Name, ast.Attribute)) and (rs := self.sym(f)).kind == "record":  # `Rec(x=..., v=...)`
-            return typer_records.construct(self, self.record_type(rs), node)
+            return typer_records.construct(self, self.record_type(rs, f), node)
         if node.keywords and not self.takes_keywords(node):
             self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
