@@ -107,6 +107,10 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         self.slices: dict[str, SliceTy] = {n: t for n, t in params.items() if isinstance(t, SliceTy)}
         self.shared: dict[str, SharedTy] = {}
         self.arrays: dict[str, LocalArrayTy] = {n: t for n, t in params.items() if isinstance(t, LocalArrayTy)}
+        for n, t in params.items():  # a helper's record parameter: the record, and its leaves (typer_records.py)
+            if isinstance(t, RecordTy):
+                self.vars[n] = t  # type: ignore[assignment]
+                self.vars.update((f"{n}." + ".".join(p), lt) for p, lt, _ in t.leaves())
         self.locals: dict[str, Ty] = {}
         self.facts: set[tuple[str, str]] = set()
         self.unsafe = 0
@@ -252,6 +256,17 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
 
 
+def record_params(ptypes: dict[str, Ty]) -> list[tuple[str, Ty]]:
+    """A helper's parameters as its body receives them: a record parameter as its leaves."""
+    out: list[tuple[str, Ty]] = []
+    for n, t in ptypes.items():
+        if isinstance(t, RecordTy):
+            out.extend((f"{n}." + ".".join(p), lt) for p, lt, _ in t.leaves())
+        else:
+            out.append((n, t))
+    return out
+
+
 def _compile_helper(
     k: _KernelCtx, fdef: ast.FunctionDef, ptypes: dict[str, Ty], ret: Ty | None, facts: set[tuple[str, str]]
 ) -> ir.FuncIR:
@@ -268,7 +283,7 @@ def _compile_helper(
         k.views.append(FnTypes(fdef, c.exprs, c.vars, tuple(k.spec.items())))
         return ir.FuncIR(
             fdef.name,
-            tuple(ptypes.items()),
+            tuple(record_params(ptypes)),
             tuple(c.locals.items()),
             body,
             c.ret if c.ret is not None else VOID,
