@@ -38,6 +38,8 @@ class StatementFlow(_Base):
                 env[p.name] = Val("slice", params=frozenset([p.name]), origin=p.node)
             elif p.kind == "witness":
                 env[p.name] = Val("witness", domain=p.domain, tdep=True, origin=p.node, spaces=frozenset([Space("param", param=p.name)]))
+            elif p.kind == "scalar" and (p.scalar or "").startswith("@"):  # a record (typer_records.py)
+                env[p.name] = Val("record", tdep=self.fn.kind == "func")
             elif p.kind == "scalar":
                 # a helper's scalar may come from a thread-dependent value at its call site
                 env[p.name] = VARYING if self.fn.kind == "func" else UNIFORM

@@ -54,6 +54,7 @@ MESSAGES: dict[str, str] = {
     "cast-to-scalar": "`cast` converts to a scalar type, not `{ty}`",
     "math-int-exponent": "the exponent of `math.{name}` must be an integer",
     # ---- az-type: records (record_types.py, typer_records.py) ----
+    "record-declaration": "the record `{record}` cannot be laid out (line {line}): {why}",
     "record-recursive": "the record `{name}` contains itself",
     "record-body": "a record class holds annotated fields only (`x: f32`); `{name}` has something else",
     "record-empty": "the record `{name}` has no fields",

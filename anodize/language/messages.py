@@ -107,10 +107,10 @@ def promotion_error(span: Span, exc: object) -> Diagnostic:
     return make("az-type", str(exc), span)
 
 
-def record_error(span: Span, exc: object) -> Diagnostic:
+def record_error(span: Span, exc: object, record: str, line: int) -> Diagnostic:
     """The `az-type` error of a `record_types.RecordError` (a record declaration the compiler
-    cannot lay out; it carries a catalogue key)."""
-    return make("az-type", str(exc), span)
+    cannot lay out; it carries a catalogue key), at a use of the record."""
+    return make("az-type", MESSAGES["record-declaration"].format(record=record, line=line, why=exc), span)
 
 
 def signature(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:

@@ -108,6 +108,10 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         self.slices: dict[str, SliceTy] = {n: t for n, t in params.items() if isinstance(t, SliceTy)}
         self.shared: dict[str, SharedTy] = {}
         self.arrays: dict[str, LocalArrayTy] = {n: t for n, t in params.items() if isinstance(t, LocalArrayTy)}
+        for n, t in params.items():  # a helper's record parameter: the record, and its leaves (typer_records.py)
+            if isinstance(t, RecordTy):
+                self.vars[n] = t  # type: ignore[assignment]
+                self.vars.update((f"{n}." + ".".join(p), lt) for p, lt, _ in t.leaves())
         self.locals: dict[str, Ty] = {}
         self.facts: set[tuple[str, str]] = set()
         self.unsafe = 0
@@ -194,13 +198,14 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         s = self.sym(node)
         return s.tag if s.kind == "intrinsic" else None
 
-    def record_type(self, s: Symbol) -> RecordTy:
-        """The record type of an `@az.record` class (record_types.py); its layout errors are az-type."""
+    def record_type(self, s: Symbol, use: ast.AST) -> RecordTy:
+        """The record type of an `@az.record` class (record_types.py); a declaration it cannot
+        lay out is az-type where the kernel uses the record (`use`), naming the field."""
         assert s.cls is not None
         try:
             return record_of(self.symbols, s.cls)
         except RecordError as e:
-            self.fail(messages.record_error(self.span(e.node), e))
+            self.fail(messages.record_error(self.span(use), e, s.name, getattr(e.node, "lineno", 0)))
 
     def resolve_type(self, node: ast.expr | None, what: str) -> Ty:
         """A type annotation to a compiler type."""
@@ -231,7 +236,7 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
             self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
         s = self.sym(node)
         if s.kind == "record":
-            return self.record_type(s)  # type: ignore[no-any-return]
+            return self.record_type(s, node)
         if s.kind == "typevar":
             bound = self.k.spec.get(s.name)
             if bound is None:
@@ -252,6 +257,17 @@ class _FnCompiler(StmtTyping, ExprTyping, CallTyping, EffectsTyping, LocalsTypin
         self.type_error(node, "not-kernel-type", expr=ast.unparse(node))
 
 
+def record_params(ptypes: dict[str, Ty]) -> list[tuple[str, Ty]]:
+    """A helper's parameters as its body receives them: a record parameter as its leaves."""
+    out: list[tuple[str, Ty]] = []
+    for n, t in ptypes.items():
+        if isinstance(t, RecordTy):
+            out.extend((f"{n}." + ".".join(p), lt) for p, lt, _ in t.leaves())
+        else:
+            out.append((n, t))
+    return out
+
+
 def _compile_helper(
     k: _KernelCtx, fdef: ast.FunctionDef, ptypes: dict[str, Ty], ret: Ty | None, facts: set[tuple[str, str]]
 ) -> ir.FuncIR:
@@ -268,7 +284,7 @@ def _compile_helper(
         k.views.append(FnTypes(fdef, c.exprs, c.vars, tuple(k.spec.items())))
         return ir.FuncIR(
             fdef.name,
-            tuple(ptypes.items()),
+            tuple(record_params(ptypes)),
             tuple(c.locals.items()),
             body,
             c.ret if c.ret is not None else VOID,

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from anodize.language import collectives, ir, messages, shared_safe, typer_records, typer_thread_tiles
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.halfbits import round_half
+from anodize.language.record_types import RecordTy
 from anodize.language.symbols import MISSING, Symbol
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, TILE_AT, TILE_IO, TILE_MAKER, WITNESS_MAKERS, WITNESS_PARTS
@@ -32,7 +33,7 @@ class CallTyping(_Base):
         if ctag is not None and ctag[0] == "collective":  # takes `inclusive=`: before the keyword check
             return collectives.collective(self, ctag[1], node)
         if isinstance(f, (ast.Name, ast.Attribute)) and (rs := self.sym(f)).kind == "record":  # `Rec(x=..., v=...)`
-            return typer_records.construct(self, self.record_type(rs), node)
+            return typer_records.construct(self, self.record_type(rs, f), node)
         if node.keywords and not self.takes_keywords(node):
             self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
@@ -292,6 +293,12 @@ class CallTyping(_Base):
                     self.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
                 ptypes[p.arg] = e.ty
                 final.append(e)
+                continue
+            if isinstance(e, ir.RecordValue) or isinstance(want, RecordTy):  # a record: its leaves (typer_records.py)
+                if not isinstance(e, ir.RecordValue) or (want is not None and want != e.ty):
+                    self.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
+                ptypes[p.arg] = e.ty
+                final.extend(e.leaves)
                 continue
             if isinstance(e.ty, SharedTy):
                 self.unsupported(n, "passing-shared-array-helper")
