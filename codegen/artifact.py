@@ -19,6 +19,8 @@ thread whose increment saw 0), `i64 index`, `i64 length`, `i64 reserved`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Callable
 from dataclasses import field
 from anodize.language.records import dataclass
@@ -77,6 +79,10 @@ class CompiledKernel:
     # operands there): every launch asks for at least this much dynamic shared memory, and the
     # loader raises the kernel's limit to it (past the 48 KiB default)
     dynamic_shared_bytes: int = 0
+    # a tile kernel on a GPU: what each `tile.matmul` became (`anodize compile -v`), and the
+    # compile's warnings (`az-fma-matmul` diagnostics: a matmul on FP32 FMAs beside tensor cores)
+    matmuls: tuple[str, ...] = ()
+    warnings: tuple[Any, ...] = ()
 
 
 def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, int, int]:

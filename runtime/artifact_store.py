@@ -141,6 +141,7 @@ def save(key: str, ck: CompiledKernel) -> None:
         "static_shared_bytes": ck.static_shared_bytes,
         "coarsen": ck.coarsen,
         "dynamic_shared_bytes": ck.dynamic_shared_bytes,
+        "matmuls": list(ck.matmuls),
         "resources": {
             "registers": ck.resources.registers,
             "spill_stores": ck.resources.spill_stores,
@@ -196,6 +197,7 @@ def load(key: str, kernel: Kernel) -> CompiledKernel | None:
             source_line=int(meta["source_line"]),
             coarsen=int(meta.get("coarsen", 1)),
             dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
+            matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError, UnicodeDecodeError):
         diskcache.evict(key)

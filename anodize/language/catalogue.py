@@ -273,6 +273,7 @@ MESSAGES: dict[str, str] = {
     "local-array-dtype": "a local array's element type must be a scalar type, found `{ty}`",
     "shared-too-large": "with `{name}` this kernel's static shared memory is {nbytes} bytes; a block has at most {limit}",
     "tile-storage-too-large": "this tile kernel's tiles need up to {nbytes} bytes of shared memory; a block has at most {limit}",
+    "tile-matmul-fma": "this `tile.matmul` runs on FP32 FMAs, not on {arch}'s tensor cores: {why}",
     "tile-storage-too-large-no-tc": "on a GPU without tensor cores (below sm_80) this tile kernel's tiles, its GEMM's accumulator and operands included, need up to {nbytes} bytes of shared memory; a block has at most {limit}",
     "local-array-too-large": "`{name}` takes {nbytes} bytes; a local array holds at most {limit} bytes per thread",
     "local-array-index-rank": "`{name}` is {rank}-D: index it with {rank} int{s}",
@@ -322,6 +323,7 @@ MESSAGES: dict[str, str] = {
 # key -> help template (filled with the same values as its message)
 HELPS: dict[str, str] = {
     "shared-too-large": "put large buffers in dynamic shared memory (`az.shared.dynamic_array(T)`, sized by the contract's `shared_mem`), or use smaller arrays",
+    "tile-matmul-fma": "tensor cores take `acc = tile.matmul(x, y, acc)` with `x` and `y` each a `tile.load` of an f16 or bf16 input (or its `.T`) and `acc` used only element-wise (docs/tiles.md, \"What becomes which instruction\")",
     "tile-storage-too-large": "use smaller tiles (a tile of N f32 elements takes 4*N bytes), fewer tile locals, or fewer reductions",
     "grid-stride-after-loop-help": "use `{name}` inside the loop; to keep something for after it, assign it to another local there (`last = {name}.get()`)",
     "helper-witness-falls-off-help": "end every path with `return` (falling off the end would give the zero index, the same on every thread that gets there); or return the witness's int (`i.get()`) and index the output with the caller's own witness",
