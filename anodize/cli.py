@@ -111,6 +111,11 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 _err("no cubin: ptxas was not found (see `anodize doctor`)")
                 return 1
             outputs.append(compiled.cubin)
+        if compiled.warnings:
+            from anodize.language.diagnostics import render_one
+
+            for w in compiled.warnings:
+                print(render_one(w), file=sys.stderr)
         if args.verbose:
             print(describe_compiled(k.__name__, compiled), file=sys.stderr)
     if args.emit == "cubin":
@@ -207,7 +212,8 @@ def describe_compiled(name: str, compiled: Any) -> str:
         usage = f"registers={r.registers}, spills={r.spill_stores}/{r.spill_loads}"
     else:
         usage = "registers and spills unknown (no cubin)"
-    return f"{name}: {compiled.arch}, {usage}, {checks}, {how}\n  ptxas: {describe_ptxas()}"
+    text = f"{name}: {compiled.arch}, {usage}, {checks}, {how}\n  ptxas: {describe_ptxas()}"
+    return text + "".join(f"\n  {line}" for line in compiled.matmuls)
 
 
 def cmd_run(args: argparse.Namespace) -> int:

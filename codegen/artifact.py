@@ -19,6 +19,8 @@ thread whose increment saw 0), `i64 index`, `i64 length`, `i64 reserved`.
 
 from __future__ import annotations
 
+from typing import Any
+
 from collections.abc import Callable
 from dataclasses import field
 from anodize.language.records import dataclass
@@ -79,6 +81,10 @@ class CompiledKernel:
     # "anodize": the ABI above; "foreign": a kernel anodize did not compile (anodize/foreign.py):
     # each slice passes as its bare pointer, scalars as their values, no hidden parameters
     abi: str = "anodize"
+    # a tile kernel on a GPU: what each `tile.matmul` became (`anodize compile -v`), and the
+    # compile's warnings (`az-fma-matmul` diagnostics: a matmul on FP32 FMAs beside tensor cores)
+    matmuls: tuple[str, ...] = ()
+    warnings: tuple[Any, ...] = ()
 
 
 def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -51,10 +51,10 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
 
 def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
     """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
+    from .tile.mma import TileMma
     from .tile_attention import TileAttention
-    from .tile_gemm import TileGemm
 
-    gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileGemm)]
+    gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileMma)]
     atts = [s.dynamic_smem for s in ir.walk_stmts(k.body) if isinstance(s, TileAttention)]  # (its buffer is the same one)
     return max((*(s.dynamic_smem for s in gemms), *atts), default=0), any(s.engine == "wgmma" for s in gemms)
 
@@ -155,7 +155,7 @@ def start_gpu(
 
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
-    k = _typed(kernel)
+    k = typed = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, k.tile_warps * 32, arch)
     dynamic_smem, wgmma = _tc_gemms(k) if tile else (0, False)  # (a SIMT kernel imports no tile code)
@@ -169,6 +169,11 @@ def start_gpu(
     out.ptx = ptx
     out.llvm_ir_optimized = optimized
     out.dynamic_shared_bytes = dynamic_smem
+    if tile:
+        from .tile.report import matmul_report
+
+        lines, warnings = matmul_report(typed, k, arch, tc_gemm_engine(arch))
+        out.matmuls, out.warnings = tuple(lines), tuple(warnings)
     pending = PendingGpu(out, None, t0, build)
     if ptxas is True or (ptxas is None and find_ptxas() is not None):
         pending.job = PtxasJob(ptx, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast)

@@ -140,11 +140,11 @@ class StmtLowering(_Base):
     def s_Breakpoint(self, s: ir.Breakpoint) -> None:
         """`breakpoint()` stops only on the debug device (codegen/interp.py); nothing here."""
 
-    def s_TileGemm(self, s: Any) -> None:
-        """A tile kernel's GEMM form on tensor cores (codegen/tile_gemm.py, GPU only)."""
-        from .tile_gemm_llvm import lower_tile_gemm
+    def s_TileMma(self, s: Any) -> None:
+        """A tile kernel's matmul on tensor cores (codegen/tile/mma.py, GPU only)."""
+        from .tile.mma import lower_tile_mma
 
-        lower_tile_gemm(self, s)
+        lower_tile_mma(self, s)
 
     def s_TileAttention(self, s: Any) -> None:
         """A tile kernel's attention form on tensor cores (codegen/tile_attention.py, GPU only)."""

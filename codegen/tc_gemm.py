@@ -30,11 +30,32 @@ from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 
-from anodize.language.gemm_form import gemm_staging_bytes, gemm_tile_problem, gemm_warp_grid
+from anodize.language.tile_plan import gemm_warp_grid
 
 from . import tc_ptx as P
 from .tc_common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
 from .tc_ptx import F32, I32, I64, c32, c64
+
+
+def gemm_tile_problem(bm: int, bn: int, bk: int, warps: int, b_trans: bool = False) -> str | None:
+    """Why this routine cannot take a (bm, bn, bk) tile over `warps` warps, or None."""
+    if bk % 16 or bk < 16:
+        return "tile_k must be a multiple of 16"
+    for name, v in (("tile_m", bm), ("tile_n", bn), ("tile_k", bk)):
+        if v <= 0 or v & (v - 1):
+            return f"{name} must be a power of two, not {v}"
+    if gemm_warp_grid(bm, bn, warps) is None:
+        return f"no layout of {warps} warps over a {bm}x{bn} tile"
+    threads = warps * 32
+    for rows, cols in ((bm, bk), (bn, bk) if b_trans else (bk, bn)):
+        if (rows * cols // 8) % threads:
+            return f"a {rows}x{cols} tile does not split into 16-byte copies over {threads} threads"
+    return None
+
+
+def gemm_staging_bytes(*, tile_m: int = 128, tile_n: int = 128, tile_k: int = 32, stages: int = 3, **_: object) -> int:
+    """Shared bytes of this routine's operand ring for a tile shape (2-byte operands)."""
+    return stages * (tile_m * tile_k + tile_k * tile_n) * 2
 
 
 @dataclass(frozen=True)
@@ -57,7 +78,7 @@ class GemmConfig:
         if self.stages < 2:
             raise ValueError("stages must be at least 2")
         problem = gemm_tile_problem(self.tile_m, self.tile_n, self.tile_k, self.num_warps, self.b_trans)
-        if problem is not None:  # the language's condition (language/gemm_form.py), one meaning
+        if problem is not None:
             raise ValueError(problem)
 
     @property
@@ -84,7 +105,7 @@ class GemmConfig:
         return self.stages * self.stage_bytes()
 
 
-gemm_smem_bytes = gemm_staging_bytes  # the language's count (language/gemm_form.py)
+gemm_smem_bytes = gemm_staging_bytes
 
 
 def _swizzle(b: ir.IRBuilder, row: ir.Value, cpr: int) -> ir.Value:

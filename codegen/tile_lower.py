@@ -85,6 +85,10 @@ def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma:
     low.tensor_cores = tensor_cores and threads > 1
     low.wgmma = wgmma and low.tensor_cores
     low.shared_limit = shared_limit
+    if low.tensor_cores:
+        from .tile.lower import plan_for
+
+        plan_for(low)
     return low.run()
 
 
@@ -123,6 +127,11 @@ class _Lowering(TileCompute):
         self.tensor_cores = False  # the GEMM form may lower to mma.sync (lower_tiles)
         self.wgmma = False  # ... or to wgmma (sm_90)
         self.shared_limit = 48 * 1024  # a block's shared bytes, the compiler's dynamic buffer included
+        self.plan: Any = None  # the layout plan (language/tile_plan.py) on a GPU with tensor cores
+        self.layouts: dict[tuple[int, int], Any] = {}  # register-tile shape -> its MmaLayout
+        self.registers: dict[str, Any] = {}  # register tile -> its registers (codegen/tile/lower.py)
+        self.frag: Any = None  # the fragment loop being built: (register index, coordinates)
+        self.grouped: Any = None  # (row, col) locals of the grouped program order (group_programs)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -162,12 +171,42 @@ class _Lowering(TileCompute):
         return ir.Cast(ir.RawId("tid", "x", I32), I64)
 
     def pid(self, rank: int, axis: int) -> ir.Expr:
+        if self.grouped is not None and rank == 2:
+            return self.grouped[axis]
         cuda_axis = "xyz"[rank - 1 - axis]  # the column is x, the row y, the layer z
         return ir.Cast(ir.RawId("ctaid", cuda_axis, I32), I64)
 
+    def group_programs(self) -> list[ir.Stmt]:
+        """Program ids in grouped order for a 2-D kernel with tensor-core matmuls: block (y, x)
+        computes tile (row, col) of a bijection of the grid in which 8 tile rows sweep the
+        columns together, so the operand rows they share stay in L2.  Invisible to the
+        program: a tile kernel writes and reads back only its own tile of an output (the
+        typer's ownership rules), so which block computes which tile changes nothing else."""
+        from .tile_compute import _bin
+
+        g = 8
+        raw = lambda reg, axis: ir.Cast(ir.RawId(reg, axis, I32), I64)  # noqa: E731
+        gx, gy = raw("nctaid", "x"), raw("nctaid", "y")
+        p = self.local(I64, "pg")
+        per, first, gs, inner = (self.local(I64, n) for n in ("pper", "pfirst", "pgs", "pin"))
+        row, col = self.local(I64, "prow"), self.local(I64, "pcol")
+        left = _bin("-", gy, first)
+        out = [
+            ir.Assign(p.name, _bin("+", _bin("*", raw("ctaid", "y"), gx), raw("ctaid", "x"))),
+            ir.Assign(per.name, _bin("*", gx, _c(g))),
+            ir.Assign(first.name, _bin("*", _bin("//", p, per), _c(g))),
+            ir.Assign(gs.name, ir.IfExp(_lt(left, _c(g)), left, _c(g), I64)),
+            ir.Assign(inner.name, _bin("%", p, per)),
+            ir.Assign(row.name, _bin("+", first, _bin("%", inner, gs))),
+            ir.Assign(col.name, _bin("//", inner, gs)),
+        ]
+        self.grouped = (row, col)
+        return out
+
     # ---- the kernel ------------------------------------------------------------------------------
     def run(self) -> ir.KernelIR:
-        body = self.stmts(self.k.body)
+        pre = self.group_programs() if self.plan is not None and self.plan.sites and self.k.domain == 2 else []
+        body = pre + self.stmts(self.k.body)
         raw = lambda reg, axis: ir.RawId(reg, axis, I32)  # noqa: E731
         conds = [_lt(raw("tid", "x"), _c(self.T, I32), I32), _eq(raw("tid", "y"), _c(0, I32)),
                  _eq(raw("tid", "z"), _c(0, I32))]
@@ -236,30 +275,19 @@ class _Lowering(TileCompute):
     # ---- statements ------------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
         from .tile_attention import lower_attention
-        from .tile_gemm import lower_gemm, lower_gemm_at, match_gemm
 
         att = lower_attention(self, body)  # the attention form: the whole kernel body, or None
         if att is not None:
             return att
         out: list[ir.Stmt] = []
-        i = 0
-        while i < len(body):
-            s = body[i]
-            hit = lower_gemm_at(self, body, i)
-            if hit is not None:
-                out.extend(hit[0])
-                i = hit[1]
-                continue
-            form = match_gemm(body, i, self)
-            if form is not None:
-                done = lower_gemm(self, form)
-                if done is not None:
-                    out.extend(done)
-                    i = form.end
-                    continue
-            out.extend(self.stmt(s))
+        for s in body:
+            if self.plan is not None and id(s) in self.plan.pipelined:
+                from .tile.lower import pipelined_loop
+
+                out.extend(pipelined_loop(self, s))  # type: ignore[arg-type]
+            else:
+                out.extend(self.stmt(s))
             self.release()
-            i += 1
         return out
 
     def stmt(self, s: ir.Stmt) -> list[ir.Stmt]:
@@ -268,6 +296,10 @@ class _Lowering(TileCompute):
             if isinstance(ty, TileWitnessTy):
                 return []
             if isinstance(ty, TileTy):
+                if self.plan is not None and s.name in self.plan.registers:
+                    from .tile.lower import assign_registers
+
+                    return assign_registers(self, s)
                 return self.assign_tile(s.name, s.value)
             return [replace(s, value=self.scalar(s.value))]
         if isinstance(s, TileStore):
@@ -345,6 +377,11 @@ class _Lowering(TileCompute):
         ty: TileTy = s.value.ty  # type: ignore[assignment]
         out: list[ir.Stmt] = []
         tree = self.prep(s.value, out)
+        if self.plan is not None:
+            from .tile.lower import reads_registers, store_registers
+
+            if reads_registers(tree):
+                return out + store_registers(self, s, tree)
         rank = ty.rank
         if self.moved_load(tree, s.slice.name):
             # the value reads the output's own tile at other elements (`tile.load(c, pid, s).T`):
@@ -433,6 +470,8 @@ class _Lowering(TileCompute):
     def identity(self, coords: list[ir.Expr], shape: tuple[int, ...]) -> bool:
         """Are `coords` of a tile of `shape` the loop's own element (so this thread's)?"""
         a = self.acc
+        if self.frag is not None:
+            return False  # a fragment loop's thread is not the element loop's owner of the element
         return a is not None and shape == a.shape and len(coords) == len(a.coords) and all(
             c is d for c, d in zip(coords, a.coords, strict=True)
         )
@@ -450,6 +489,10 @@ class _Lowering(TileCompute):
     def prep(self, x: Any, out: list[ir.Stmt]) -> Any:
         """`x` with every reduction and matmul computed into an array first (statements to `out`)."""
         if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
+            if self.plan is not None and x.name in self.plan.registers:
+                from .tile.lower import registers_of
+
+                return registers_of(self, x.name, x.ty)
             return self.var(x.name, x.ty)
         if isinstance(x, TileElem):
             return replace(x, inputs=tuple((n, self.prep(v, out)) for n, v in x.inputs))
@@ -508,6 +551,10 @@ class _Lowering(TileCompute):
     # ---- one element of a tile tree ----------------------------------------------------------------
     def ev(self, x: Any, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Expr:
         """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
+        if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileElem, TileLoad)):
+            from .tile.lower import read_register
+
+            return read_register(self, x, coords)
         if isinstance(x, _Arr):
             shape = x.ty.shape
             self.note(x.ref.name, False, self.identity(coords, shape))

@@ -165,6 +165,7 @@ def save(inputs: dict[str, Any], ck: CompiledKernel) -> None:
         "static_shared_bytes": ck.static_shared_bytes,
         "coarsen": ck.coarsen,
         "dynamic_shared_bytes": ck.dynamic_shared_bytes,
+        "matmuls": list(ck.matmuls),
         "resources": {
             "registers": ck.resources.registers,
             "spill_stores": ck.resources.spill_stores,
@@ -225,6 +226,7 @@ def load(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
             source_line=int(meta["source_line"]),
             coarsen=int(meta.get("coarsen", 1)),
             dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
+            matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
         )
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
         diskcache.evict(key)

@@ -91,6 +91,13 @@ def type_error(span: Span, key: str, *, label: str = "", help: str | None = None
     return make("az-type", text(key, values), span, label=label, help=help_text(help, values))
 
 
+def fma_matmul(span: Span, why: str, arch: str) -> Diagnostic:
+    """`az-fma-matmul`, a warning of the compile for a GPU with tensor cores: a `tile.matmul` the
+    layout plan (language/tile_plan.py) leaves on the generic FP32 FMA path, and why."""
+    return make("az-fma-matmul", MESSAGES["tile-matmul-fma"].format(why=why, arch=arch), span,
+                label="FP32 FMAs here", help=HELPS["tile-matmul-fma"], severity="warning")
+
+
 def tile_ownership(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
     """`az-disjoint-index` for a tile kernel's access outside the tile its program owns (the
     Tile model's partition ownership: `tile.store` / `tile.load` of an output)."""

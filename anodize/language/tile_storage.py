@@ -102,23 +102,14 @@ def _staged(x: Any) -> int:
     return 0 if isinstance(t, (ir.Local, TileFull)) else _bytes(x.ty)
 
 
-def gemm_accumulators(k: ir.KernelIR) -> set[str]:
-    """Tile locals that are the accumulator of the kernel's tensor-core GEMM form
-    (language/gemm_form.py): on a GPU with tensor cores they live in registers and the form's
-    operands are staged in the routine's own memory, so the bound does not count them."""
-    from anodize.language.gemm_form import tensor_core_gemms
-
-    return {f.acc for f in tensor_core_gemms(k, lambda accs: _bound(k, accs))}
-
-
 def attention_tiles_in_registers(k: ir.KernelIR) -> bool:
     """Is `k` the attention form (language/tile_forms.py) with a tile the tensor-core routine
     takes on every GPU that has tensor cores (language/attention_config.py, at the least shared
     memory such a GPU gives a block)?  Then its tiles live in registers there and the typer does
     not hold them to the bound; the lowering must take it (codegen/tile_attention.py)."""
     from anodize.language.attention_config import attention_on_tensor_cores
-    from anodize.language.gemm_form import STAGING_LIMIT
     from anodize.language.tile_forms import match_attention
+    from anodize.language.tile_plan import STAGING_LIMIT
 
     form = match_attention(k)
     return form is not None and attention_on_tensor_cores(form.tile, max(k.tile_warps, 1), STAGING_LIMIT)
@@ -126,8 +117,14 @@ def attention_tiles_in_registers(k: ir.KernelIR) -> bool:
 
 def tile_storage_bound(k: ir.KernelIR) -> int:
     """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles on a GPU
-    with tensor cores (the accumulator of the tensor-core GEMM form aside: `gemm_accumulators`)."""
-    return _bound(k, gemm_accumulators(k))
+    with tensor cores: the register tiles and the tensor-core matmuls of the layout plan
+    (language/tile_plan.py) aside."""
+    from anodize.language.tile_plan import plan_tiles
+
+    if not getattr(k, "tile_warps", 0):
+        return _bound(k, set(), set())
+    plan = plan_tiles(k)
+    return _bound(k, set(plan.registers), set(plan.sites))
 
 
 def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:
@@ -137,7 +134,7 @@ def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:
     (codegen/driver.py); `anodize check`, which knows no target, checks the tensor-core bound."""
     if not getattr(k, "tile_warps", 0):
         return None
-    nbytes = _bound(k, set())
+    nbytes = _bound(k, set(), set())
     if nbytes <= STATIC_SHARED_MAX_BYTES:
         return None
     from anodize.language import messages
@@ -147,16 +144,17 @@ def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:
                                nbytes=nbytes, limit=STATIC_SHARED_MAX_BYTES)
 
 
-def _bound(k: ir.KernelIR, accs: set[str]) -> int:
-    """The bound with the tiles of `accs` (GEMM accumulators on tensor cores) not counted."""
+def _bound(k: ir.KernelIR, accs: set[str], sites: set[int]) -> int:
+    """The bound with the tiles of `accs` (register tiles) and the matmuls `sites` (ids of their
+    assignments: on tensor cores, their operands staged in the routine's own memory) not counted."""
     total = sum(_bytes(t) for n, t in k.locals if isinstance(t, TileTy) and n not in accs)
     assigned: set[tuple[str, int]] = set()
     warps = max(k.tile_warps, 1)
 
     def visit(node: Any, in_place: Any = None) -> None:
         nonlocal total
-        if isinstance(node, TileMatmul) and isinstance(node.acc, ir.Local) and node.acc.name in accs:
-            return  # on tensor cores: its operands are staged by the GEMM, in its own memory
+        if id(node) in sites:
+            return  # on tensor cores: its operands are staged by the routine, in its own memory
         if isinstance(node, (TileReduce, TileMatmul)):
             total += 0 if node is in_place else _bytes(node.ty)
             if isinstance(node, TileReduce):  # the partials: at most one per thread

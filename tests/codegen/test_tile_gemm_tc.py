@@ -1,6 +1,7 @@
-"""The tile GEMM form on tensor cores (codegen/tile_gemm.py `lower_gemm` -> `TileGemm` ->
-codegen/tile_gemm_llvm.py -> tc_gemm.emit_gemm_tile): which forms take it, the PTX it gives,
-and (GPU twins) the results against NumPy and the CPU backend at ragged sizes."""
+"""The canonical tile GEMM on tensor cores (language/tile_plan.py -> codegen/tile/lower.py
+`TileMma` -> codegen/tile/mma.py: mma.sync, codegen/tile/wgmma.py: wgmma): which matmuls take
+it, the PTX it gives, and (GPU twins) the results against NumPy and the CPU backend at ragged
+sizes.  tests/codegen/test_tile_mma.py covers the other programs of the class."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_gpu
-from anodize.codegen.tile_gemm import TileGemm
+from anodize.codegen.tile.mma import TileMma
+from anodize.language import ir
 from anodize.codegen.tile_lower import lower_tiles
 from anodize.language.front import front_for_source
 
@@ -50,17 +52,16 @@ def kernel_ir(src: str):  # type: ignore[no-untyped-def]
     return t.ir
 
 
-def gemms(k, threads: int, tensor_cores: bool = True, **kw) -> list[TileGemm]:  # type: ignore[no-untyped-def]
+def gemms(k, threads: int, tensor_cores: bool = True, **kw) -> list[TileMma]:  # type: ignore[no-untyped-def]
     body = lower_tiles(k, threads, tensor_cores=tensor_cores, **kw).body
-    guard = body[-1]
-    return [s for s in guard.body if isinstance(s, TileGemm)]
+    return [s for s in ir.walk_stmts(body) if isinstance(s, TileMma)]
 
 
 @pytest.mark.parametrize("t,out", [("f16", "f16"), ("bf16", "bf16"), ("f16", "f32"), ("bf16", "f16")])
 def test_f16_and_bf16_forms_lower_to_one_tensor_core_statement_on_the_gpu(t: str, out: str) -> None:
     k = kernel_ir(gemm_src(t, out))
     (g,) = gemms(k, 128)
-    assert g.tile == (64, 64, 32) and g.in_dtype == t and g.out_dtype == out and g.num_warps == 4
+    assert (g.layout.m, g.layout.n, g.k) == (64, 64, 32) and g.elem == t and g.warps == 4 and g.engine == "mma"
     # the CPU backend and the debug device (one thread a program) keep the generic lowering
     assert gemms(k, 1) == []
     # and so does a GPU without tensor cores (the driver passes tensor_cores only from sm_80)
@@ -70,28 +71,27 @@ def test_f16_and_bf16_forms_lower_to_one_tensor_core_statement_on_the_gpu(t: str
 @pytest.mark.parametrize("src", [
     gemm_src("f32", "f32"),  # f32 inputs (and f32 inputs with allow_tf32: not on this path)
     gemm_src("f32", "f32", tf32=", allow_tf32=True"),
-    gemm_src(init="tile.full((64, 64), 1.0, f32)"),  # a non-zero initial accumulator
     gemm_src(bm=48),  # not a power of two: the emitter has no layout for it
     gemm_src(bm=32, bn=32, bk=32, warps=8),  # 16-byte copies do not split over 256 threads
-    gemm_src(stored="(acc * 2.0).astype(f16)"),  # the store is not of acc (or acc.astype)
+    gemm_src(bk=8),  # K of the tile not a multiple of 16
 ])
-def test_forms_the_emitter_does_not_take_stay_generic(src: str) -> None:
+def test_matmuls_the_routines_do_not_take_stay_generic(src: str) -> None:
     k = kernel_ir(src)
     assert gemms(k, k.tile_warps * 32) == []
     ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
     assert "mma.sync" not in ptx and "fma.rn.f32" in ptx
 
 
-def test_offsets_other_than_the_programs_own_tile_stay_generic() -> None:
-    src = gemm_src().replace("(pid.row * 64, kk)", "(pid.row * 64 + 1, kk)")
-    assert gemms(kernel_ir(src), 128) == []
-    src = gemm_src().replace("range(0, k, 32)", "range(32, k, 32)")  # the K loop does not start at 0
-    assert gemms(kernel_ir(src), 128) == []
-
-
-def test_an_accumulator_read_after_the_store_stays_generic() -> None:
-    src = gemm_src() + "    tile.store(c, pid, (acc * 2.0).astype(f16))\n"
-    assert gemms(kernel_ir(src), 128) == []
+@pytest.mark.parametrize("src", [
+    gemm_src(init="tile.full((64, 64), 1.0, f32)"),  # a non-zero initial accumulator
+    gemm_src(stored="(acc * 2.0).astype(f16)"),  # an epilogue before the store
+    gemm_src().replace("(pid.row * 64, kk)", "(pid.row * 64 + 1, kk)"),  # any offsets
+    gemm_src().replace("range(0, k, 32)", "range(32, k, 32)"),  # a K loop not starting at 0
+    gemm_src() + "    tile.store(c, pid, (acc * 2.0).astype(f16))\n",  # the accumulator read after the store
+])
+def test_every_program_of_the_class_is_on_tensor_cores(src: str) -> None:
+    (g,) = gemms(kernel_ir(src), 128)
+    assert g.engine == "mma"
 
 
 def test_tile_gemm_ptx_on_sm_80_uses_mma_sync_without_spills() -> None:
@@ -168,14 +168,7 @@ def test_wgmma_takes_only_its_tile_shapes_else_mma_sync() -> None:
     (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=256, warps=4)), 128, **kw)
     assert g.engine == "mma"
     (g,) = gemms(kernel_ir(gemm_src(bm=64, bn=128, warps=4)), 128, **kw)
-    assert g.engine == "wgmma" and g.grouped
-
-
-def test_tiles_keep_program_order_when_another_statement_names_c() -> None:
-    src = gemm_src(out="f32", stored="acc").replace("    pid = tile.program_id_2d()\n",
-                                                      "    pid = tile.program_id_2d()\n    tile.store(c, pid, tile.zeros((64, 64), f32))\n")
-    (g,) = gemms(kernel_ir(src), 128, wgmma=True, shared_limit=227 * 1024)
-    assert g.engine == "wgmma" and not g.grouped
+    assert g.engine == "wgmma" and (g.layout.wm, g.layout.wn) == (4, 1)
 
 
 def test_sm_75_keeps_the_generic_lowering() -> None:
@@ -191,24 +184,24 @@ def test_the_example_gemm_is_on_tensor_cores() -> None:
     for t in ("f16", "bf16"):
         k = front.typed(fdef, (("T", t), ("BM", 128), ("BN", 256), ("BK", 64))).ir
         assert k is not None
-        # sm_90: wgmma, its ring in the compiler's dynamic shared memory, tiles in grouped order
+        # sm_90: wgmma, its ring in the compiler's dynamic shared memory
         (g,) = gemms(k, k.tile_warps * 32, wgmma=True, shared_limit=227 * 1024)
-        assert (g.engine, g.tile, g.stages, g.grouped) == ("wgmma", (128, 256, 64), 4, True)
-        assert 48 * 1024 < g.dynamic_smem <= 227 * 1024 and g.smem == ""
+        assert (g.engine, g.layout.m, g.layout.n, g.k, g.stages) == ("wgmma", 128, 256, 64, 4)
+        assert 48 * 1024 < g.dynamic_smem <= 227 * 1024
         # sm_80 (163 KiB a block): mma.sync, its ring dynamic too
         (g,) = gemms(k, k.tile_warps * 32, shared_limit=163 * 1024)
-        assert g.engine == "mma" and g.dynamic_smem > 48 * 1024 and not g.grouped
+        assert g.engine == "mma" and g.dynamic_smem > 48 * 1024
         # sm_86/89 (99 KiB, the least of the archs with tensor cores): mma.sync, its ring dynamic
         (g,) = gemms(k, k.tile_warps * 32, shared_limit=99 * 1024)
-        assert g.engine == "mma" and g.stages == 2 and g.dynamic_smem > 48 * 1024
+        assert g.engine == "mma" and g.stages == 3 and 48 * 1024 < g.dynamic_smem <= 99 * 1024
 
 
 def test_every_arch_with_tensor_cores_has_room_for_the_language_staging_limit() -> None:
-    """language/gemm_form.py leaves a form's accumulator out of the on-chip bound when its ring fits
-    in STAGING_LIMIT beside the other tiles: every arch whose GEMM runs on tensor cores must give a
-    block that much (else the lowering would decline a form the check accepted)."""
+    """language/tile_plan.py leaves register tiles and tensor-core operands out of the on-chip bound
+    when their two-stage ring fits in STAGING_LIMIT beside the other tiles: every arch whose matmuls
+    run on tensor cores must give a block that much (else the lowering could not hold the ring)."""
     from anodize.codegen.toolchain import block_shared_limit, tc_gemm_engine
-    from anodize.language.gemm_form import STAGING_LIMIT
+    from anodize.language.tile_plan import STAGING_LIMIT
 
     archs = [f"sm_{n}" for n in (70, 72, 75, 80, 86, 87, 89, 90, 100, 103, 120)]
     with_tc = [a for a in archs if tc_gemm_engine(a)]

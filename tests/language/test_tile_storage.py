@@ -36,12 +36,12 @@ def _allocated(k, tensor_cores: bool) -> int | None:
     On tensor cores every accumulator the bound leaves out is on them; None where the bound
     does not speak for the lowering: without tensor cores, for a kernel with such an
     accumulator (that compile counts it: `storage_error_without_tensor_cores`)."""
-    from anodize.codegen.tile_gemm import TileGemm
-    from anodize.language.tile_storage import gemm_accumulators
+    from anodize.codegen.tile.mma import TileMma
+    from anodize.language.tile_plan import plan_tiles
 
     low = lower_tiles(k, k.tile_warps * 32, tensor_cores=tensor_cores, wgmma=tensor_cores, shared_limit=227 * 1024 if tensor_cores else 48 * 1024)
-    on_tc = any(isinstance(s, TileGemm) for s in ir.walk_stmts(low.body))
-    accs = gemm_accumulators(k)
+    on_tc = any(isinstance(s, TileMma) for s in ir.walk_stmts(low.body))
+    accs = plan_tiles(k).registers
     if tensor_cores:
         assert on_tc == bool(accs), (k.name, accs)
     elif accs:
@@ -93,17 +93,20 @@ def test_the_tile_examples_fit_and_stay_within_the_bound() -> None:
 
 
 FORM = ROOT / "fixtures" / "accept" / "tile_gemm_big_accumulator.py"
-NOT_FORM = ROOT / "fixtures" / "reject" / "tile_gemm_not_the_form.py"
+NOT_FORM = ROOT / "fixtures" / "reject" / "tile_gemm_accumulator_reduced.py"
+ANY_OFFSETS = ROOT / "fixtures" / "accept" / "tile_gemm_any_offsets.py"
 
 
 def test_a_gemm_accumulator_is_left_out_only_when_the_tensor_core_path_takes_it() -> None:
-    """The same 64 KiB-accumulator GEMM twice: in the form its accumulator is in registers on
-    tensor cores (bound 0, the lowering keeps nothing in static shared memory); with A's tile at
-    `(pid.col * BM, k)` it is not the form, the accumulator is counted, and the check (not the
-    compile, with a traceback) refuses it at the kernel's name."""
+    """The same 64 KiB-accumulator GEMM three times: stored, its accumulator is in registers on
+    tensor cores (bound 0, the lowering keeps nothing in static shared memory), whatever the
+    operands' offsets; read by a reduction it stays a shared tile, is counted, and the check (not
+    the compile, with a traceback) refuses it at the kernel's name."""
     a = analyze_source(NOT_FORM.read_text(), NOT_FORM.name)
-    assert [(d.span.line, d.code) for d in a.diagnostics] == [(13, "az-type")]
-    assert "81920 bytes" in a.diagnostics[0].message
+    assert [(d.span.line, d.code) for d in a.diagnostics] == [(14, "az-type")]
+    (k,) = _typed_tile_kernels(ANY_OFFSETS.read_text(), ANY_OFFSETS.name)
+    assert tile_storage_bound(k) == 0 and _allocated(k, True) == 0
+    assert "83456 bytes" in a.diagnostics[0].message
     (k,) = _typed_tile_kernels(FORM.read_text(), FORM.name)
     assert tile_storage_bound(k) == 0 and _allocated(k, True) == 0
 
@@ -126,7 +129,7 @@ def test_the_attention_choice_at_the_least_limit_holds_on_every_arch_with_tensor
     the least limit must be taken at every larger one (else the compile would decline a kernel
     the check accepted)."""
     from anodize.language.attention_config import attention_choice
-    from anodize.language.gemm_form import STAGING_LIMIT
+    from anodize.language.tile_plan import STAGING_LIMIT
 
     taken = 0
     for bm in (16, 32, 64, 128, 256):
@@ -160,7 +163,7 @@ def test_an_accumulator_too_large_for_a_threads_registers_is_not_the_form() -> N
     """Found by the agreement run (seed 407825): a 256 x 256 accumulator over 16 warps is 128 f32
     registers a thread of the 128 a 512-thread block allows, which ptxas cannot assemble; it is
     not the tensor-core form, so it is counted and refused at the kernel's name."""
-    from anodize.language.gemm_form import accumulator_fits
+    from anodize.language.tile_plan import accumulator_fits
 
     assert accumulator_fits(128, 256, 8) and accumulator_fits(256, 128, 16)  # the example's tiles
     assert not accumulator_fits(256, 256, 16) and not accumulator_fits(256, 256, 8)

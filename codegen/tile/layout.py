@@ -1,0 +1,65 @@
+"""Distributed layouts of register tiles: which thread holds which (row, col) in which register.
+
+`MmaLayout` is the tensor-core accumulator layout (Triton's NvidiaMma v2/v3): the (M, N) tile
+is cut over a `wm x wn` grid of warps, each warp's (M / wm, N / wn) part into m16 x n8 blocks,
+and within a block lane l holds rows `l // 4` and `l // 4 + 8`, columns `2 * (l % 4)` and
+`+ 1`: register `i = (mi * nt + ni) * 4 + q` of a thread is element
+
+    row = warp_m * (M / wm) + 16 mi + l // 4 + 8 (q // 2)
+    col = warp_n * (N / wn) + 8 ni + 2 (l % 4) + q % 2
+
+(warp = tid // 32, warp_m = warp // wn, warp_n = warp % wn).  mma.sync m16n8k16's C/D
+fragments are exactly this; so are wgmma m64nNk16's for the grid (warps, 1) (a warpgroup's 4
+warps own 16 rows each, n8 block ni in registers 4 ni .. 4 ni + 3), so one layout serves both
+instructions and a register tile never moves between them.
+"""
+
+from __future__ import annotations
+
+from anodize.language.records import dataclass
+from anodize.language.tile_plan import gemm_warp_grid
+
+__all__ = ["MmaLayout", "choose_layout", "wgmma_shape_ok"]
+
+
+@dataclass(frozen=True)
+class MmaLayout:
+    m: int
+    n: int
+    wm: int  # warps along M
+    wn: int  # warps along N
+
+    @property
+    def mt(self) -> int:
+        return self.m // self.wm // 16
+
+    @property
+    def nt(self) -> int:
+        return self.n // self.wn // 8
+
+    @property
+    def count(self) -> int:
+        """Registers a thread holds."""
+        return self.mt * self.nt * 4
+
+    def offset(self, i: int) -> tuple[int, int]:
+        """(row, col) of register i relative to the thread's origin (`origin_exprs`)."""
+        mi, rest = divmod(i, self.nt * 4)
+        ni, q = divmod(rest, 4)
+        return mi * 16 + (q >> 1) * 8, ni * 8 + (q & 1)
+
+
+def wgmma_shape_ok(m: int, n: int, warps: int) -> bool:
+    """Does Hopper's wgmma take an (m, n) accumulator over `warps` warps (64 rows a warpgroup,
+    one m64nNk16 over the whole N)?"""
+    return warps % 4 == 0 and m == 16 * warps and n in (64, 128, 256) and n <= 2 * m
+
+
+def choose_layout(m: int, n: int, warps: int, wgmma: bool) -> MmaLayout:
+    """The accumulator layout of every register tile of shape (m, n): wgmma's warp grid where
+    the target has wgmma and the shape is one of its, else mma.sync's (fewest ldmatrix)."""
+    if wgmma and wgmma_shape_ok(m, n, warps):
+        return MmaLayout(m, n, warps, 1)
+    grid = gemm_warp_grid(m, n, warps)
+    assert grid is not None, (m, n, warps)
+    return MmaLayout(m, n, *grid)

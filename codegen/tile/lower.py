@@ -1,0 +1,234 @@
+"""The register half of the tile lowering (codegen/tile_lower.py's pass calls in here when the
+layout plan, language/tile_plan.py, puts tiles in registers).
+
+A register tile of shape (M, N) is `MmaLayout.count` f32 (or its element type's) scalar locals
+per thread, register i holding element `origin + layout.offset(i)`.  A statement producing or
+storing one is a *fragment loop*: the thread's registers unrolled, each element computed with the
+same inline evaluation as the generic element loops (`ev`: loads masked at the edges, broadcasts,
+element-wise templates), reading a register tile only at the element being computed (the plan
+guarantees it).  Everything else of the kernel (shared tiles, reductions, generic matmuls)
+stays as it was; a fragment loop reads a shared tile at any element (after a barrier where one
+is pending: its thread is never the element loop's owner of the element).
+
+A tensor-core matmul becomes a `TileMma` (codegen/tile/mma.py); a pipelined loop (only such
+matmuls, K advancing by the matmul's K each iteration) becomes one `TileMma` per matmul over
+the loop's whole K range, the loop variable set to its first value for the offsets and to its
+last value after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from anodize.language import ir
+from anodize.language.tile_ir import TileElem, TileTy
+from anodize.language.tile_plan import MmaSite, plan_tiles
+from anodize.language.types import BOOL, F32, I64
+
+from ..tile_compute import _and, _bin, _c, _lt, _le
+from .layout import MmaLayout, choose_layout, wgmma_shape_ok
+from .mma import MmaOperandIR, TileMma
+
+__all__ = ["assign_registers", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
+           "store_registers"]
+
+
+class _Frag:
+    """A register tile as a node of a tile tree."""
+
+    __slots__ = ("name", "ty", "regs", "layout")
+
+    def __init__(self, name: str, ty: TileTy, regs: list[str], layout: MmaLayout):
+        self.name, self.ty, self.regs, self.layout = name, ty, regs, layout
+
+
+def plan_for(low: Any) -> None:
+    """Attach the layout plan to the lowering `low` (a GPU with tensor cores), when it puts any
+    tile in registers."""
+    plan = plan_tiles(low.k)
+    if not plan.registers:
+        return
+    low.plan = plan
+    warps = low.T // 32
+    for shape in set(plan.registers.values()):
+        low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma)
+
+
+def registers_of(low: Any, name: str, ty: TileTy) -> _Frag:
+    hit = low.registers.get(name)
+    if hit is None:
+        lay = low.layouts[ty.shape]
+        regs = []
+        for i in range(lay.count):
+            r = low.fresh(f"r_{name}_{i}_")
+            low.locals[r] = ty.elem
+            regs.append(r)
+        hit = low.registers[name] = _Frag(name, ty, regs, lay)
+    return hit  # type: ignore[no-any-return]
+
+
+def reads_registers(tree: Any) -> bool:
+    if isinstance(tree, _Frag):
+        return True
+    if isinstance(tree, TileElem):
+        return any(reads_registers(v) for _, v in tree.inputs)
+    return False
+
+
+def read_register(low: Any, x: Any, coords: list[ir.Expr]) -> ir.Expr:
+    """`ev` of a register tile: the register of the fragment loop's element."""
+    assert isinstance(x, _Frag), type(x).__name__
+    assert low.frag is not None and all(c is d for c, d in zip(coords, low.frag[1], strict=True)), \
+        "a register tile read at another element than the fragment loop's (the plan forbids it)"
+    return ir.Local(x.regs[low.frag[0]], x.ty.elem)
+
+
+def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) -> list[ir.Stmt]:
+    """body(i, coords) for each register i of the layout (unrolled); with `inside`, an unmasked
+    copy runs when it holds (as the element loops do)."""
+    from ..tile_compute import _Access
+
+    tid = low.tid()
+    warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))
+    r0, c0 = low.local(I64, "fr"), low.local(I64, "fc")
+    origin = [
+        ir.Assign(r0.name, _bin("+", _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm)), _bin("//", lane, _c(4)))),
+        ir.Assign(c0.name, _bin("+", _bin("*", _bin("%", warp, _c(lay.wn)), _c(lay.n // lay.wn)),
+                                _bin("*", _bin("%", lane, _c(4)), _c(2)))),
+    ]
+    saved, low.acc = low.acc, _Access((lay.m, lay.n), [])
+    slow: list[ir.Stmt] = []
+    fast: list[ir.Stmt] = []
+    try:
+        for i in range(lay.count):
+            dr, dc = lay.offset(i)
+            coords = [_bin("+", r0, _c(dr)), _bin("+", c0, _c(dc))]
+            low.frag = (i, coords)
+            slow += body(i, coords)
+            if inside is not None:
+                low.unmasked = True
+                try:
+                    fast += body(i, coords)
+                finally:
+                    low.unmasked = False
+        seen = low.acc.seen
+    finally:
+        low.acc, low.frag = saved, None
+    run: list[ir.Stmt] = slow if inside is None else [ir.If(inside, tuple(fast), tuple(slow))]
+    return [*low.sync(seen), *origin, *run]
+
+
+def assign_registers(low: Any, s: ir.Assign) -> list[ir.Stmt]:
+    """`name = value` into a register tile: a tensor-core matmul, or a fragment loop."""
+    site = low.plan.sites.get(id(s))
+    if site is not None:
+        return _mma(low, site, _c(1))
+    ty: TileTy = s.value.ty  # type: ignore[assignment]
+    dest = registers_of(low, s.name, ty)
+    out: list[ir.Stmt] = []
+    tree = low.prep(s.value, out)
+
+    def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
+        # register i's new value reads the register tiles at element i only (the plan), so it
+        # is written in place
+        pre: list[ir.Stmt] = []
+        v = low.ev(tree, coords, pre)
+        return [*pre, ir.Assign(dest.regs[i], v)]
+
+    out += _fragment_loop(low, dest.layout, body, None)
+    return out
+
+
+def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
+    """`tile.store(dst, pid, value)` of a value reading register tiles: each thread stores the
+    elements it holds, each where it is inside `dst` (a row test per row the thread holds and a
+    column test per column, computed once; no unmasked twin: half the code for LLVM and ptxas,
+    and a predicated store costs nothing beside the tile's mainloop)."""
+    ty: TileTy = s.value.ty
+    lay = low.layouts[ty.shape]
+    assert ty.rank == 2
+    rows = sorted({lay.offset(i)[0] for i in range(lay.count)})
+    cols = sorted({lay.offset(i)[1] for i in range(lay.count)})
+    # the thread's first row and column of `dst` (pid * shape + its origin in the layout)
+    g0 = [low.local(I64, "gr"), low.local(I64, "gc")]
+    row_ok = {r: low.local(BOOL, "rok") for r in rows}
+    col_ok = {c: low.local(BOOL, "cok") for c in cols}
+
+    def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
+        dr, dc = lay.offset(i)
+        pre: list[ir.Stmt] = []
+        if i == 0:  # (the fragment loop's origin is assigned before its first element)
+            origin = [coords[0].left, coords[1].left]  # type: ignore[attr-defined]
+            for a in range(2):
+                pre.append(ir.Assign(g0[a].name, _bin("+", _bin("*", low.pid(2, a), _c(ty.shape[a])), origin[a])))
+            pre += [ir.Assign(row_ok[r].name, _lt(_bin("+", g0[0], _c(r)), ir.Len(s.slice, 0, I64))) for r in rows]
+            pre += [ir.Assign(col_ok[c].name, _lt(_bin("+", g0[1], _c(c)), ir.Len(s.slice, 1, I64))) for c in cols]
+        v = low.ev(tree, coords, pre)
+        where = (_bin("+", g0[0], _c(dr)), _bin("+", g0[1], _c(dc)))
+        low.note("global " + s.slice.name, True, False)
+        write = ir.Write(s.slice, where, v, False, -1, s.span)
+        return [*pre, ir.If(row_ok[dr], (ir.If(col_ok[dc], (write,), ()),), ())]
+
+    return _fragment_loop(low, lay, body, None)
+
+
+def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
+    """The `TileMma` of a tensor-core matmul over `trips` steps of its K."""
+    k = low.k
+    name = site.stmt.name
+    ty: TileTy = site.stmt.value.ty  # type: ignore[assignment]
+    dest = registers_of(low, name, ty)
+    out: list[ir.Stmt] = []
+    if site.stmt.value.acc is None:  # type: ignore[attr-defined]
+        out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
+    m, n, kk = site.shape
+    warps = low.T // 32
+    lay = dest.layout
+    engine = "mma"
+    if low.wgmma and lay.wn == 1 and wgmma_shape_ok(m, n, warps) and not site.x.trans and not site.y.trans:
+        engine = "wgmma"
+    ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset), op.load.ty.shape, op.trans)
+           for op in (site.x, site.y)]
+    stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
+    from anodize.language.tile_storage import tile_storage_bound
+
+    budget = max(low.shared_limit - tile_storage_bound(k), 2 * stage)
+    stages = next(st for st in ((4, 3) if engine == "wgmma" else (4, 3, 2)) if st * stage <= budget or st == 2)
+    if engine == "wgmma" and stages * stage > budget:
+        engine, stage = "mma", (m + n) * site.k_tile * 2
+        stages = next(st for st in (4, 3, 2) if st * stage <= budget or st == 2)
+    if engine == "mma" and stages == 4 and lay.count >= 128:
+        stages = 3
+    from .wgmma import smem_bytes
+
+    dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
+    site_i = len(k.fault_sites)
+    span = site.stmt.span
+    low.k = replace(k, fault_sites=(*k.fault_sites, ir.FaultSite(
+        k.path, span.line if span is not None else k.line, 1,
+        "matmul: a tile matmul on tensor cores takes operands of fewer than 2**31 - 4096 rows and columns", "")))
+    low.uses_barrier = True
+    low.pending = {}  # the statement ends with a barrier
+    out.append(TileMma(tuple(dest.regs), lay, ops[0], ops[1], kk, trips, site.k_tile, site.elem, warps, stages,
+                       engine, site_i, dyn, span))  # type: ignore[arg-type]
+    return out
+
+
+def pipelined_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt]:
+    """A loop of tensor-core matmuls only: one `TileMma` per matmul over the loop's K range."""
+    start, stop = low.scalar(loop.start), low.scalar(loop.stop)
+    step = loop.step.value  # type: ignore[attr-defined]
+    vty = dict(low.locals).get(loop.var, I64)
+    s0 = low.local(vty, "lo")
+    s1 = low.local(vty, "hi")
+    out: list[ir.Stmt] = [ir.Assign(s0.name, start), ir.Assign(s1.name, stop), ir.Assign(loop.var, s0)]
+    trips = _bin("//", _bin("+", _bin("-", s1, s0, vty), _c(step - 1, vty), vty), _c(step, vty), vty)
+    trips64 = trips if vty == I64 else ir.Cast(trips, I64)
+    for s in loop.body:
+        out += _mma(low, low.plan.sites[id(s)], trips64)
+        low.release()
+    last = _bin("+", s0, _bin("*", _bin("//", _bin("-", _bin("-", s1, s0, vty), _c(1, vty), vty), _c(step, vty), vty),
+                                   _c(step, vty), vty), vty)
+    out.append(ir.If(ir.Compare(("<",), (s0, s1), BOOL, None, (vty,)), (ir.Assign(loop.var, last),), ()))
+    return out

@@ -1,0 +1,140 @@
+"""The GEMM class on tensor cores, by operations (language/tile_plan.py -> codegen/tile/): every
+variant of tests/codegen/tile_mma_cases.py (fused epilogues, A @ B.T, A.T @ B, K counted in
+tiles, a non-zero accumulator, two matmuls a loop, a matmul outside any loop) lowers to wgmma
+(sm_90, the (warps, 1) layout, untransposed operands) or mma.sync, ptxas accepts it without
+spills, and on a GPU each matches NumPy in float64; the CPU backend runs every one too."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.codegen.driver import compile_gpu
+from anodize.language.front import front_for_source
+
+sys.path.insert(0, str(Path(__file__).parent))
+import tile_mma_cases as C  # noqa: E402
+
+
+def kernel_ir(text: str) -> Any:
+    front = front_for_source(text, f"<mma-{abs(hash(text))}>")
+    fdef = next(f for f in front.kernels() if f.name == "k")
+    t = front.typed(fdef, ())
+    assert t.ir is not None, [d.message for d in t.diagnostics]
+    return t.ir
+
+
+def ptxas_log(ptx: str, arch: str) -> str:
+    build = "sm_90a" if ".target sm_90a" in ptx else arch
+    r = subprocess.run(["ptxas", f"-arch={build}", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stderr
+
+
+# (variant, arch, tile, the instruction it must become); a CI share by default, the rest under -m slow
+_QUICK = [("canonical", "sm_90", (128, 256, 64, 8), "wgmma"), ("epilogue", "sm_90", (128, 256, 64, 8), "wgmma"),
+          ("b_trans", "sm_80", (64, 64, 32, 4), "mma.sync")]
+_FULL = [(n, "sm_90", (128, 256, 64, 8), "mma.sync" if n in ("a_trans", "b_trans") else "wgmma")
+         for n in C.NAMES if n not in ("canonical", "epilogue")] + \
+        [(n, "sm_80", (64, 64, 32, 4), "mma.sync") for n in C.NAMES if n != "b_trans"] + \
+        [(n, "sm_90", (128, 128, 64, 4), "mma.sync" if n in ("a_trans", "b_trans") else "wgmma")
+         for n in ("canonical", "a_trans", "acc_in")]
+
+
+@pytest.mark.parametrize("name,arch,tile,insn", [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in _QUICK] + [
+    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2][0]}x{c[2][1]}", marks=pytest.mark.slow) for c in _FULL])
+def test_the_variant_is_on_tensor_cores_and_ptxas_takes_it_without_spills(name: str, arch: str, tile: tuple[int, ...],
+                                                                            insn: str) -> None:
+    bm, bn, bk, warps = tile
+    ptx = compile_gpu(kernel_ir(C.source(name, bm, bn, bk, warps, "f16")), arch, ptxas=False).ptx
+    wg, mma = ptx.count("wgmma.mma_async"), ptx.count("mma.sync.aligned")
+    assert (wg > 0 and mma == 0) if insn == "wgmma" else (mma > 0 and wg == 0), (wg, mma)
+    if shutil.which("ptxas"):
+        log = ptxas_log(ptx, arch)
+        assert re.search(r" 0 bytes spill stores", log) and not re.search(r" [1-9]\d* bytes spill stores", log), log
+
+
+def test_k_counted_in_tiles_and_two_matmuls_are_pipelined_loops() -> None:
+    from anodize.language.tile_plan import plan_tiles
+
+    for name, loops, sites in (("k_tiles", 1, 1), ("two", 1, 2), ("one_shot", 0, 1), ("b_trans", 1, 1)):
+        plan = plan_tiles(kernel_ir(C.source(name, 64, 64, 32, 4, "f16")))
+        assert (len(plan.pipelined), len(plan.sites)) == (loops, sites), name
+
+
+def test_an_accumulator_read_by_a_reduction_stays_generic() -> None:
+    from anodize.language.tile_plan import plan_tiles
+
+    src = C.source("canonical", 64, 64, 32, 4, "f16").replace("    tile.store(c, pid, acc.astype(f16))",
+                                                               "    tile.store(c, pid, (acc - tile.max(acc, axis=1)).astype(f16))")
+    plan = plan_tiles(kernel_ir(src))
+    assert not plan.sites and not plan.registers and "reduction" in plan.generic[0][1]
+
+
+# ---- the CPU backend runs every variant (generic lowering) -----------------------------------------
+
+
+_MODULES: dict[str, Any] = {}
+
+
+def _module(tmp_path: Path, text: str) -> Any:
+    if text in _MODULES:
+        return _MODULES[text]
+    p = tmp_path / f"mma_{abs(hash(text))}.py"
+    p.write_text(text)
+    spec = importlib.util.spec_from_file_location(p.stem, p)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[p.stem] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    _MODULES[text] = mod
+    return mod
+
+
+def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int], m: int, n: int, k: int, t: str = "f16",
+             seed: int = 0) -> None:
+    bm, bn, bk, warps = tile
+    dt = np.float16 if t == "f16" else __import__("ml_dtypes").bfloat16
+    src, args, want, _ = C.case(name, m, n, k, dt, bk, seed)
+    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t))
+    out_i = max(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
+    dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
+    mod.k[az.LaunchConfig.for_tiles((m, n), (bm, bn))](*dargs)
+    got = dargs[out_i].to_host().astype(np.float64)
+    tol = 1e-2 if t == "f16" else 2e-2
+    kk = max(min(k, bk) if name == "one_shot" else k, 1)
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.sqrt(kk) * (2 if name == "two" else 1),
+                               err_msg=f"{name} {tile} {m}x{n}x{k} {t}")
+
+
+@pytest.mark.parametrize("name", C.NAMES)
+def test_the_cpu_backend_runs_the_variant(tmp_path: Path, name: str) -> None:
+    run_case(tmp_path, az.device("cpu"), name, (32, 32, 16, 4), 40, 50, 48)
+
+
+# ---- GPU twins --------------------------------------------------------------------------------------
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", C.NAMES)
+@pytest.mark.parametrize("tile", [(128, 256, 64, 8), (64, 64, 32, 4), (128, 128, 64, 4)], ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 300, 190), (64, 96, 4095)])
+def test_the_variant_matches_numpy_on_the_gpu(tmp_path: Path, name: str, tile: tuple[int, int, int, int], m: int, n: int,
+                                             k: int) -> None:
+    if name == "k_tiles" and k % tile[2]:
+        k = k // tile[2] * tile[2] + tile[2]  # (the reference sums whole tiles: any k works, this is more K)
+    run_case(tmp_path, az.device(), name, tile, m, n, k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["canonical", "b_trans", "acc_in"])
+def test_bf16_variants_match_numpy_on_the_gpu(tmp_path: Path, name: str) -> None:
+    run_case(tmp_path, az.device(), name, (128, 256, 64, 8), 300, 260, 200, "bf16")
