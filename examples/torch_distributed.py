@@ -71,7 +71,10 @@ def worker(rank: int, world: int, n: int = 10_000, port: int = 29512) -> float:
         partial = y.sum(dtype=torch.float64).reshape(1)
         dist.all_reduce(partial)  # every rank now holds the sum over all ranks' shards
         total = float(partial.item())
-        expect = sum(float((x.astype(np.float64) * w + 1.0).sum()) for x, w in (_shard(r, n) for r in range(world)))
+        expect = 0.0
+        for r in range(world):
+            x, w = _shard(r, n)
+            expect += float(np.sum(x.astype(np.float64) * w + 1.0))
         assert abs(total - expect) <= 1e-6 * abs(expect), (total, expect)
         print(f"rank {rank}/{world} on {device}: total {total:.3f} matches NumPy")
         return total
@@ -84,7 +87,7 @@ def _spawned(rank: int, world: int, n: int, port: int) -> None:
 
 
 def main_cli(argv: list[str] | None = None) -> Any:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p = argparse.ArgumentParser(description="anodize kernels in every process of a torch.distributed job")
     p.add_argument("--nprocs", type=int, default=0, help="spawn this many processes here (without torchrun)")
     p.add_argument("--n", type=int, default=10_000)
     p.add_argument("--port", type=int, default=29512)
