@@ -37,32 +37,56 @@ class Bundle:
 
 
 def has_bundles(fn: Any) -> bool:
-    """Does the kernel function take a bundle parameter?"""
+    """Does the kernel function take a bundle, or a record by value (both launched as their parts)?"""
     try:
         hints = typing.get_type_hints(fn)
     except Exception:  # noqa: BLE001 - an annotation the runtime cannot resolve: no bundle it can see
         return False
-    return any(isinstance(h, type) and issubclass(h, Bundle) for h in hints.values())
+    return any(isinstance(h, type) and (issubclass(h, Bundle) or hasattr(h, "__az_record__")) for h in hints.values())
 
 
-def expand(args: tuple[Any, ...]) -> tuple[Any, ...]:
-    """A launch's arguments with each bundle replaced by its fields, in declaration order."""
+def record_leaves(value: Any, rec: Any) -> list[Any]:
+    """The scalars of a record value (an `@az.record` instance, or a NumPy structured scalar),
+    in the record's layout order (`RecordTy.leaves`): a kernel's record parameter by value."""
+    import numpy as np
+
     out: list[Any] = []
-    for a in args:
+    for path, _, _ in rec.leaves():
+        v = value
+        for part in path:
+            if part.isdigit():
+                v = v[int(part)]
+            elif isinstance(v, np.void):  # a structured scalar (`arr[0]` of a record array)
+                v = v[part]
+            else:
+                v = getattr(v, part)
+        out.append(v)
+    return out
+
+
+def expand(args: tuple[Any, ...], records: dict[int, Any] | None = None) -> tuple[Any, ...]:
+    """A launch's arguments with each bundle replaced by its fields, in declaration order, and
+    each record value (at the positions of `records`: position -> its RecordTy) by its scalars."""
+    out: list[Any] = []
+    for k, a in enumerate(args):
         if isinstance(a, Bundle):
             out.extend(getattr(a, f) for f in a.__az_fields__)
+        elif records and k in records:
+            out.extend(record_leaves(a, records[k]))
         else:
             out.append(a)
     return tuple(out)
 
 
-def bundle_positions(fn: Any) -> tuple[int, ...]:
-    """The positions of a kernel's bundle parameters."""
+def bundle_positions(fn: Any) -> tuple[tuple[int, ...], dict[int, Any]]:
+    """The positions of a kernel's bundle parameters, and of its records by value (-> RecordTy)."""
     import inspect
 
     hints = typing.get_type_hints(fn)
     names = list(inspect.signature(fn).parameters)
-    return tuple(i for i, n in enumerate(names) if isinstance(hints.get(n), type) and issubclass(hints[n], Bundle))
+    bundles = tuple(i for i, n in enumerate(names) if isinstance(hints.get(n), type) and issubclass(hints[n], Bundle))
+    records = {i: hints[n].__az_record__ for i, n in enumerate(names) if hasattr(hints.get(n), "__az_record__")}
+    return bundles, records
 
 
 class BundleLaunch:
@@ -70,11 +94,12 @@ class BundleLaunch:
     A bundle first (the usual form) is unpacked by one `attrgetter` of its class, made on the
     first launch: what a bundle adds to a launch with separate slices (bench/records_bench.py)."""
 
-    __slots__ = ("_inner", "_first", "_cls", "_get")
+    __slots__ = ("_inner", "_first", "_cls", "_get", "_records")
 
-    def __init__(self, inner: Any, positions: tuple[int, ...] = ()):
+    def __init__(self, inner: Any, plan: tuple[tuple[int, ...], dict[int, Any]] = ((), {})):
         self._inner = inner
-        self._first = positions == (0,)
+        positions, self._records = plan
+        self._first = positions == (0,) and not self._records
         self._cls: type | None = None
         self._get: Any = None
 
@@ -85,10 +110,10 @@ class BundleLaunch:
             fields = type(args[0]).__az_fields__
             self._cls = type(args[0])
             self._get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda b, f=fields[0]: (getattr(b, f),))
-        return self._inner(*expand(args), **kwargs)
+        return self._inner(*expand(args, self._records), **kwargs)
 
     def op(self, *args: Any, **kwargs: Any) -> Any:
-        return self._inner.op(*expand(args), **kwargs)
+        return self._inner.op(*expand(args, self._records), **kwargs)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)

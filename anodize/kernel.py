@@ -230,9 +230,9 @@ class Kernel(Generic[P]):
         from anodize.runtime.launch import prepare
 
         if self._bundled:
-            from anodize.bundle import expand
+            from anodize.bundle import bundle_positions, expand
 
-            args = expand(args)
+            args = expand(args, bundle_positions(self.fn)[1])
         try:
             if self.generic is not None:
                 from anodize.runtime.generic import specialise

@@ -112,6 +112,10 @@ class ModuleModel:
         for p in fn.params.values():
             kind = p.slice_kind.name if p.slice_kind else (p.scalar or "?")
             params.append((p.name, kind))
+        if getattr(fn.node, "_az_bundles", None) or any(k.startswith("@") for _, k in params):
+            # a bundle or a record by value is one argument at the launch site but several
+            # parameters here (language/bundles.py): the launch site's binding is the runtime's
+            params = []
         c = fn.contract
         return KernelSummary(
             fn.name,

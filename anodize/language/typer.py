@@ -408,6 +408,8 @@ def _type_kernel(
                 params.append(ParamSpec(p.arg, ty.kind, ty.elem.info))
             elif isinstance(ty, ScalarTy):
                 params.append(ParamSpec(p.arg, None, ty.info))
+            elif isinstance(ty, RecordTy):  # a record by value: one scalar parameter per leaf (typer_records.py)
+                params.extend(ParamSpec(f"{p.arg}." + ".".join(path), None, lt.info) for path, lt, _ in ty.leaves())
             else:
                 raise _Fail(messages.signature(src.span(p), "kernel-param-type", arg=p.arg, ty=ty))
             ptypes[p.arg] = ty

@@ -49,3 +49,19 @@ def mixed(m: Slice[Mixed], out: DisjointSlice[Mixed]) -> None:
         out[i].big -= 0.5
         out[i].small = -m[i].small
         out[i].ids[2] = m[i].ids[0] + m[i].ids[1]
+
+
+@az.record
+class Params:
+    scale: f32
+    shift: az.Array[f32, 2]
+    n: i32
+
+
+@launch_contract(domain=1, block=128, requires=lambda p, a, out: len(a) == len(out))
+@kernel
+def apply(p: Params, a: Slice[f32], out: DisjointSlice[f32]) -> None:
+    """A record by value: its scalars are the kernel's parameters."""
+    i = thread.index_1d()
+    if i in out:
+        out[i] = a[i] * p.scale + p.shift[0] - p.shift[1] + f32(p.n)

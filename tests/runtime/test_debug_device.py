@@ -47,6 +47,9 @@ SMALL: dict[str, dict[str, int]] = {
     "tile_add": {"n": 1_500},
     "tile_softmax": {"rows": 3, "cols": 20},
     "tile_layernorm": {"rows": 3, "cols": 20},
+    "radix_digits": {"n": 700},
+    "particles": {"n": 500, "steps": 2},
+    "fluid2d": {"rows": 9, "cols": 13, "steps": 2},
 }
 OWN_RUN = {"reduce_sum_unsafe", "generic_saxpy"}
 # f16/bf16 slices: the debug device's memory model has no 16-bit floats yet (codegen/interp_run.py)

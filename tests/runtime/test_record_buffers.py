@@ -139,3 +139,17 @@ def test_ptx_assembles(name: str) -> None:
     ck = getattr(K, name).compile("sm_90")
     run_ptxas(ck.ptx, "sm_90")
     assert "ld.global.nc" in ck.ptx  # the input's fields: read-only loads
+
+
+@pytest.mark.parametrize("dev", ["cpu", "debug"])
+def test_record_by_value(dev: str) -> None:
+    d = az.device(dev)
+    x = np.arange(10, dtype=np.float32)
+    o = d.empty(10, az.f32)
+    cfg = az.LaunchConfig.for_num_elems(10, block=128)
+    K.apply[cfg](K.Params(scale=2.0, shift=(1.0, 0.5), n=3), d.to_device(x), o)
+    np.testing.assert_array_equal(o.to_host(), x * 2 + np.float32(0.5) + 3)
+    h = np.zeros(1, K.Params.dtype)  # a NumPy structured scalar works too
+    h[0]["scale"], h[0]["n"] = 3, 1
+    K.apply[cfg](h[0], d.to_device(x), o)
+    np.testing.assert_array_equal(o.to_host(), x * 3 + 1)
