@@ -193,7 +193,9 @@ class StmtTyping(_Base):
         self.facts = {f for f in self.facts if f[0] not in assigned}
         self.kill_facts(assigned)
         cond = self.truth(self.expr(node.test), node.test)
-        return [ir.While(cond, self.loop_body(node.body, rextra=self.guard_facts(cond, False)), self.span(node))]
+        loop = ir.While(cond, self.loop_body(node.body, rextra=self.guard_facts(cond, False)), self.span(node))
+        (self.k.unsafe_loops if self.unsafe else self.k.loops).append(loop)
+        return [loop]
 
     def visit_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
