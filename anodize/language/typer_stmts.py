@@ -378,7 +378,7 @@ class StmtTyping(_Base):
             env = {n: self.k.consts[n] for n in own if n in self.k.consts}
             env.update({n: 1 for n in own if n in self.k.unknown_consts})  # checked without a value: the specialisation checks the real one
         got = self.symbols.constant(node, env)
-        if got is not None and not isinstance(got[0], bool):
+        if got is not None:
             return got[0]
         self.type_error(node, "must-compile-time-constant", expr=ast.unparse(node))
 
