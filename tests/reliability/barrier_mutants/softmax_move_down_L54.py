@@ -1,4 +1,4 @@
-# barrier mutant of examples/softmax_unsafe.py: move_down of the barrier on line 39
+# barrier mutant of examples/softmax.py: move_down of the barrier on line 54
 """softmax: row-wise softmax, one block of 256 threads per row.
 
 Why unsafe: the row's max and sum are block-wide reductions through shared
@@ -37,8 +37,8 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         while s > 0:
             if tid < s:
                 red[tid] = max(red[tid], red[tid + s])
-            s = s // 2
             az.syncthreads()
+            s = s // 2
         rmax = red[0]
         az.syncthreads()
         acc = f32(0.0)
@@ -52,8 +52,8 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         while s > 0:
             if tid < s:
                 red[tid] = red[tid] + red[tid + s]
-            az.syncthreads()
             s = s // 2
+            az.syncthreads()
         total = red[0]
         j = tid
         while j < n:

@@ -1,4 +1,4 @@
-# barrier mutant of examples/reduce_sum_unsafe.py: move_up of the barrier on line 31
+# barrier mutant of examples/reduce_sum.py: move_up of the barrier on line 31
 """reduce_sum: sum of a vector with a grid-stride loop, warp shuffles and shared memory.
 
 Why unsafe: the block-level combine needs warp shuffles, a shared-memory array

@@ -1,4 +1,4 @@
-# barrier mutant of examples/softmax_unsafe.py: move_down of the barrier on line 42
+# barrier mutant of examples/softmax.py: move_down of the barrier on line 49
 """softmax: row-wise softmax, one block of 256 threads per row.
 
 Why unsafe: the row's max and sum are block-wide reductions through shared
@@ -40,15 +40,15 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
             az.syncthreads()
             s = s // 2
         rmax = red[0]
-        acc = f32(0.0)
         az.syncthreads()
+        acc = f32(0.0)
         j = tid
         while j < n:
             acc += az.math.exp(x[row, j] - rmax)
             j += 256
         red[tid] = acc
-        az.syncthreads()
         s = 128
+        az.syncthreads()
         while s > 0:
             if tid < s:
                 red[tid] = red[tid] + red[tid + s]

@@ -1,4 +1,4 @@
-# barrier mutant of examples/softmax_unsafe.py: move_down of the barrier on line 34
+# barrier mutant of examples/softmax.py: move_down of the barrier on line 39
 """softmax: row-wise softmax, one block of 256 threads per row.
 
 Why unsafe: the row's max and sum are block-wide reductions through shared
@@ -32,13 +32,13 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
             m = max(m, x[row, j])
             j += 256
         red[tid] = m
-        s = 128
         az.syncthreads()
+        s = 128
         while s > 0:
             if tid < s:
                 red[tid] = max(red[tid], red[tid + s])
-            az.syncthreads()
             s = s // 2
+            az.syncthreads()
         rmax = red[0]
         az.syncthreads()
         acc = f32(0.0)

@@ -1,4 +1,4 @@
-# barrier mutant of examples/softmax_unsafe.py: move_down of the barrier on line 54
+# barrier mutant of examples/softmax.py: move_down of the barrier on line 42
 """softmax: row-wise softmax, one block of 256 threads per row.
 
 Why unsafe: the row's max and sum are block-wide reductions through shared
@@ -40,8 +40,8 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
             az.syncthreads()
             s = s // 2
         rmax = red[0]
-        az.syncthreads()
         acc = f32(0.0)
+        az.syncthreads()
         j = tid
         while j < n:
             acc += az.math.exp(x[row, j] - rmax)
@@ -52,8 +52,8 @@ def softmax(x: Slice2D[f32], out: DisjointSlice2D[f32]) -> None:
         while s > 0:
             if tid < s:
                 red[tid] = red[tid] + red[tid + s]
-            s = s // 2
             az.syncthreads()
+            s = s // 2
         total = red[0]
         j = tid
         while j < n:
