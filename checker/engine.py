@@ -17,6 +17,7 @@ import ast
 import difflib
 import gc
 import os
+import re
 from anodize.language.records import dataclass
 from pathlib import Path
 
@@ -82,6 +83,7 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
     if model.imports_anodize or model.functions:
         walk_batched(front.tree, [rule(RuleContext(model, project, diags.append, typed.append)) for rule in ALL_RULES])
     if typed:  # one error per place: the rules' own wording wins where both found one
+        diags = _without_follow_ons(diags, typed, model)
         ruled = [d for d in diags if d.severity == "error"]
         taken_codes = {(d.span.line, d.code) for d in ruled}
         diags.extend(
@@ -89,6 +91,30 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
             if (d.span.line, d.code) not in taken_codes and not any(_covers(r.span, d.span) for r in ruled)
         )
     return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source, model))
+
+
+def _without_follow_ons(diags: list[Diagnostic], typed: list[Diagnostic], model: ModuleModel) -> list[Diagnostic]:
+    """One error per root cause: a shared array whose declaration the typer refused (its shape,
+    its element type) has no races of its own to report; the declaration's error is the one."""
+    failed: set[str] = set()
+    lines = {d.span.line for d in typed if d.severity == "error"}
+    for node in ast.walk(model.tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
+            if any(node.lineno <= ln <= (node.end_lineno or node.lineno) for ln in lines):
+                callee = model.callees.get(node.value)
+                if callee is not None and callee.name.startswith("shared."):
+                    failed.add(node.targets[0].id)
+    if not failed:
+        return diags
+    src = model.front.source.splitlines()
+
+    def about_failed(d: Diagnostic) -> bool:
+        if d.code != "az-shared-race" or not 0 < d.span.line <= len(src):
+            return False
+        m = re.match(r"[A-Za-z_][A-Za-z0-9_]*", src[d.span.line - 1][d.span.col:])
+        return m is not None and m.group(0) in failed
+
+    return [d for d in diags if not about_failed(d)]
 
 
 def _covers(outer: Span, inner: Span) -> bool:

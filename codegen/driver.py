@@ -207,8 +207,10 @@ def compile_cpu(
     k = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)  # a tile kernel: one host thread runs each program
-    threaded = k.uses_barrier or k.uses_warp or k.uses_shared
-    if threaded and split_barriers:
+    # a kernel whose `unsafe` code waits on other threads' writes runs one host thread per GPU
+    # thread (cpu_threads.py), never a block's threads in turn: so it ends wherever it ends on a GPU
+    threaded = k.uses_barrier or k.uses_warp or k.uses_shared or k.waits
+    if threaded and split_barriers and not k.waits:
         from .cpu_split import Unsplittable, plan_kernel
 
         try:

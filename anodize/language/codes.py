@@ -18,6 +18,7 @@ CODES: dict[str, str] = {
     "az-global-write": "a kernel writing state outside its arguments",
     "az-unsafe": "an unsafe-tier operation outside `with az.unsafe():`",
     "az-barrier-divergence": "a barrier reachable under thread-dependent control flow",
+    "az-spin-wait": "a loop whose exit waits on memory other threads write, outside `with az.unsafe():`",
     "az-warp-divergence": "a full-warp operation under lane-dependent control flow, or without a block of whole warps",
     "az-contract": "a malformed launch contract",
     "az-no-contract": "a safe launch of a kernel that has no launch contract",

@@ -612,6 +612,9 @@ class KernelIR:
     uses_barrier: bool = False
     uses_warp: bool = False
     uses_shared: bool = False
+    # an `unsafe` loop waits on memory other threads write (liveness.py): the CPU backend runs
+    # the block's threads as host threads, so the writer runs while the waiter spins
+    waits: bool = False
     shared: tuple[tuple[str, SharedTy], ...] = field(default=())
     tile_warps: int = 0  # a tile kernel (`@az.tile_kernel`, language/tile_ir.py): its num_warps; 0 for SIMT
     tile_stages: int = 0  # the most pipeline stages its loops may take (an autotuning config's `num_stages`); 0: the compiler's choice

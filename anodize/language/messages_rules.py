@@ -295,6 +295,21 @@ def barrier_divergence(span: Span, key: str, reason: Span, reason_key: str, **va
     )
 
 
+def spin_wait(span: Span, read: Span | None) -> Diagnostic:
+    """`az-spin-wait`: a loop whose exit depends on memory other threads write (liveness.py)."""
+    return make(
+        "az-spin-wait",
+        "this loop waits on memory other threads write: whether it ends depends on the scheduler",
+        span,
+        label="a spin-wait outside `with az.unsafe():`",
+        secondary=(Label(read, "its exit depends on this read"),) if read is not None else (),
+        notes=("the blocks of a grid need not be resident together, and the CPU backend runs a "
+               "block's threads in turn between barriers: a thread spinning on another's write may never see it",),
+        help="wait with a barrier (`az.syncthreads()`) or a block collective, or split the kernel in two "
+        "launches; or prove it live by hand in `with az.unsafe():`",
+    )
+
+
 def warp_divergence(span: Span, what: str, reason: Span, reason_key: str) -> Diagnostic:
     """`reason_key`: a PHRASES key, why the lanes diverge."""
     return make(

@@ -21,6 +21,7 @@ from dataclasses import field
 from anodize.language.records import dataclass
 from typing import Any, NoReturn
 
+from anodize.language.liveness import spin_read
 from anodize.language import messages
 from anodize.language.contract import Contract, Requires, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
@@ -74,6 +75,9 @@ class _KernelCtx:
     unknown_consts: set[str] = field(default_factory=set)  # Constant parameters checked without one
     kernel_name: str = ""
     views: list[FnTypes] = field(default_factory=list)  # each body's typing, keyed by its source (fn_types.py)
+    loops: list[ir.While] = field(default_factory=list)  # `while` loops outside `unsafe` (liveness.py)
+    unsafe_loops: list[ir.While] = field(default_factory=list)  # and inside it
+    unsafe_shared: set[str] = field(default_factory=set)  # shared arrays written in `unsafe`
 
     def site(self, span: Span, kind: str, param: str, message: str = "") -> int:
         self.sites.append(FaultSite(span.path, span.line, span.col + 1, kind, param, message))
@@ -427,6 +431,10 @@ def _type_kernel(
     comp = compiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
     body = comp.body(fdef.body)
     k.views.append(FnTypes(fdef, comp.exprs, comp.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
+    for loop in k.loops:  # liveness: no spin-wait outside `unsafe`
+        spins, read = spin_read(loop, frozenset(k.unsafe_shared))
+        if spins and loop.span is not None:
+            k.diags.append(messages.spin_wait(loop.span, read))
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)
@@ -443,6 +451,7 @@ def _type_kernel(
         uses_barrier=k.uses_barrier,
         uses_warp=k.uses_warp,
         uses_shared=k.uses_shared,
+        waits=any(spin_read(loop, frozenset(k.unsafe_shared))[0] for loop in k.unsafe_loops),
         shared=tuple(k.shared.items()),
         tile_warps=warps,
         tile_stages=int(spec.get(OPTION_NUM_STAGES, 0)) if warps else 0,

@@ -107,6 +107,8 @@ class ExprTyping(_Base):
             if table.kind == "table" and table.table is not None:
                 return self.table_read(table.name, table.table, node)
         if not (isinstance(v, ast.Name) and v.id in self.slices):
+            if isinstance(v, ast.Name) and v.id in self.failed_names:
+                raise _Silent  # an array whose declaration was refused: reported there
             self.unsupported(node, "indexing", help="slice-parameters-shared-arrays", expr=ast.unparse(v))
         name = v.id
         sty = self.slices[name]
@@ -166,12 +168,16 @@ class ExprTyping(_Base):
         if isinstance(v, ast.Name) and v.id in self.shared:
             shared_safe.plain_access(self, v.id, target, "written")
             arr = self.shared_ref(v.id, v)
+            if self.unsafe:
+                self.k.unsafe_shared.add(arr.name)
             index = self.shared_index(arr, target.slice)
             value = self.coerce(value, arr.ty.elem, node, f"an element of `{v.id}`")
             if self.shared_in_range(arr, index):
                 return ir.SharedWrite(arr, index, value, False, -1, self.span(node))
             return ir.SharedWrite(arr, index, value, True, self.k.site(span, "write", f"shared {v.id}"), self.span(node))
         if not (isinstance(v, ast.Name) and v.id in self.slices):
+            if isinstance(v, ast.Name) and v.id in self.failed_names:
+                raise _Silent  # an array whose declaration was refused: reported there
             self.unsupported(target, "assign-to", target=ast.unparse(target))
         name = v.id
         sty = self.slices[name]

@@ -205,7 +205,9 @@ class StmtTyping(_Base):
         self.facts = {f for f in self.facts if f[0] not in assigned}
         self.kill_facts(assigned)
         cond = self.truth(self.expr(node.test), node.test)
-        return [ir.While(cond, self.loop_body(node.body, rextra=self.guard_facts(cond, False)), self.span(node))]
+        loop = ir.While(cond, self.loop_body(node.body, rextra=self.guard_facts(cond, False)), self.span(node))
+        (self.k.unsafe_loops if self.unsafe else self.k.loops).append(loop)
+        return [loop]
 
     def visit_For(self, node: ast.For) -> list[ir.Stmt]:
         if node.orelse:
@@ -388,7 +390,7 @@ class StmtTyping(_Base):
             env = {n: self.k.consts[n] for n in own if n in self.k.consts}
             env.update({n: 1 for n in own if n in self.k.unknown_consts})  # checked without a value: the specialisation checks the real one
         got = self.symbols.constant(node, env)
-        if got is not None and not isinstance(got[0], bool):
+        if got is not None:
             return got[0]
         self.type_error(node, "must-compile-time-constant", expr=ast.unparse(node))
 

@@ -1,7 +1,9 @@
-"""Every way of making a kernel is checked by `anodize check` exactly as compile checks it:
+"""`anodize check` reports what compile reports, for the fixtures of issue 27: every way of
+making a kernel is checked as compile checks it:
 `@alias` of `az.kernel` or of a contract, `Kernel(fn)`, `launch_contract(...)(kernel(fn))`;
 and a module's own `thread` is not anodize's namespace (fixtures/reject/kernel_spellings.py,
-shadowed_thread.py: the `# E:` lines are what both report)."""
+shadowed_thread.py: the `# E:` lines are what both report); spin-waits (spin_wait*.py) and
+constants (module_constants.py) likewise."""
 
 from __future__ import annotations
 
@@ -17,7 +19,16 @@ from anodize.language.diagnostics import CheckError
 from anodize.runtime.compile import compile_for_cpu
 from harness import FIXTURES, expectations
 
-CASES = ["reject/kernel_spellings.py", "reject/shadowed_thread.py", "accept/kernel_spellings_run.py"]
+CASES = [
+    "reject/kernel_spellings.py",
+    "reject/shadowed_thread.py",
+    "accept/kernel_spellings_run.py",
+    "reject/spin_wait.py",
+    "accept/spin_wait_unsafe.py",
+    "reject/module_constants_refused.py",
+    "accept/module_constants.py",
+    "reject/one_error_per_cause.py",
+]
 
 
 def _compiled_diagnostics(path: Path) -> set[tuple[int, str]]:

@@ -179,3 +179,19 @@ def test_gpu_collectives_take_one_barrier_each() -> None:
 
     ptx = compile_gpu(K.rounds, "sm_90", ptxas=False).ptx
     assert ptx.count("bar.sync") == 4  # the loop's two reductions, the broadcast, the scan
+
+
+@pytest.mark.parametrize("kind", _devices())
+def test_eight_warp_block_min_max(kind: str) -> None:
+    """256-thread blocks (8 warps): every thread's value counts in `min`/`max` (the CPU backend
+    once skipped threads 160-255 on AVX-512 hosts: tests/codegen/test_cpu_isa.py)."""
+    dev = _dev(kind)
+    n, bs = 256 * 8, 256
+    a = (np.random.default_rng(11).random(n) * 100).astype(np.float32)
+    outs = [dev.zeros(n, az.f32) for _ in range(4)]
+    K.wide[az.LaunchConfig(grid=n // bs, block=bs)](dev.to_device(a), *outs)
+    rmax, rmin, _, scan = (o.to_host().reshape(-1, bs) for o in outs)
+    blk = _blocks(a, bs)
+    assert np.array_equal(rmax, np.repeat(blk.max(1, keepdims=True), bs, 1))
+    assert np.array_equal(rmin, np.repeat(blk.min(1, keepdims=True), bs, 1))
+    assert np.array_equal(scan, np.maximum.accumulate(blk, 1))
