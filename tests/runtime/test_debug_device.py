@@ -39,6 +39,8 @@ SMALL: dict[str, dict[str, int]] = {
     "softmax_unsafe": {"rows": 3, "cols": 70},
     "scan": {"n": 600},
     "async_pipeline": {"n": 600, "chunks": 2, "lanes": 2, "iters": 4},
+    "async_double_buffer": {"n": 600, "chunks": 3, "iters": 4},
+    "async_fanout": {"n": 500},
     "data_parallel": {"n": 901},
     "hashmap": {"n": 2_000},
     "print_assert": {"n": 300},
