@@ -125,6 +125,7 @@ class _Lowering(TileCompute):
         self.registers: dict[str, Any] = {}  # register tile -> its registers (codegen/tile/lower.py)
         self.frag: Any = None  # the fragment loop being built: (register index, coordinates)
         self.grouped: Any = None  # (row, col) locals of the grouped program order (group_programs)
+        self.frag_loads: Any = None  # the fragment loop element's masked loads, issued ahead (tile/lower.py)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -563,6 +564,8 @@ class _Lowering(TileCompute):
                 return ir.Read(x.slice, tuple(at), False, -1, x.ty.elem)
             v = self.local(x.ty.elem, "ld")
             slots = [self.local(I64, "at") for _ in at]
+            if self.frag is not None and self.frag_loads is not None:
+                pre = self.frag_loads  # a fragment loop issues a batch of elements' loads first (tile/lower.py)
             pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
             inside = _and(*(
                 _and(ir.Compare(("<=",), (_c(0), s), BOOL, None, (I64,)), _lt(s, ir.Len(x.slice, axis, I64)))

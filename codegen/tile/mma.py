@@ -130,6 +130,25 @@ def lower_tile_mma(lw: Any, s: TileMma) -> None:
             b.store(v, sl)
 
 
+def lower_pred_store(lw: Any, s: Any) -> None:
+    """`s_TilePredStore`: one predicated `st.global` where the index is inside the slice (the
+    address is formed either way, never dereferenced outside)."""
+    b = lw.b
+    sv = lw.frame.slices[s.slice.name]
+    v = lw.expr(s.value)
+    ok, ptr, _, _ = lw.address(sv, s.index)
+    elem = sv.ty.elem
+    bits = elem.info.mem_bits
+    kind = "f32" if elem.name == "f32" else "b16" if bits == 16 else ""
+    if not kind:
+        with b.if_then(ok):
+            b.store(b.zext(v, llir.IntType(8)) if elem.is_bool else v, ptr)
+        return
+    if kind == "b16" and v.type != llir.IntType(16):
+        v = b.bitcast(v, llir.IntType(16))
+    P.st_global(b, b.ptrtoint(ptr, I64), [v], kind, b.zext(ok, I32))
+
+
 # ---- mma.sync ------------------------------------------------------------------------------------
 
 
