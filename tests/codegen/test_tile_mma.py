@@ -114,7 +114,8 @@ def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int
                                err_msg=f"{name} {tile} {m}x{n}x{k} {t}")
 
 
-@pytest.mark.parametrize("name", C.NAMES)
+@pytest.mark.parametrize("name", [n if n in ("canonical", "b_trans", "a_trans", "acc_in", "two")
+                                  else pytest.param(n, marks=pytest.mark.slow) for n in C.NAMES])
 def test_the_cpu_backend_runs_the_variant(tmp_path: Path, name: str) -> None:
     run_case(tmp_path, az.device("cpu"), name, (32, 32, 16, 4), 40, 50, 48)
 
