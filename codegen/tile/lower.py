@@ -185,7 +185,7 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
         dr, dc = lay.offset(i)
         pre: list[ir.Stmt] = []
         if i == 0:  # (the fragment loop's origin is assigned before its first element)
-            origin = [coords[0].left, coords[1].left]  # type: ignore[attr-defined]
+            origin = [coords[0].left, coords[1].left]  # type: ignore[union-attr]
             for a in range(2):
                 pre.append(ir.Assign(g0[a].name, _bin("+", _bin("*", low.pid(2, a), _c(ty.shape[a])), origin[a])))
         v = low.ev(tree, coords, pre)
@@ -203,7 +203,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     ty: TileTy = site.stmt.value.ty  # type: ignore[assignment]
     dest = registers_of(low, name, ty)
     out: list[ir.Stmt] = []
-    if site.stmt.value.acc is None:  # type: ignore[attr-defined]
+    if site.stmt.value.acc is None:  # type: ignore[union-attr]
         out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
     m, n, kk = site.shape
     warps = low.T // 32
@@ -241,7 +241,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
 def pipelined_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt]:
     """A loop of tensor-core matmuls only: one `TileMma` per matmul over the loop's K range."""
     start, stop = low.scalar(loop.start), low.scalar(loop.stop)
-    step = loop.step.value  # type: ignore[attr-defined]
+    step = int(loop.step.value)  # type: ignore[union-attr, arg-type]  # (a positive int: tile_plan._pipelines)
     vty = dict(low.locals).get(loop.var, I64)
     s0 = low.local(vty, "lo")
     s1 = low.local(vty, "hi")

@@ -158,6 +158,7 @@ class _Operand:
     def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
                  origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value) -> None:
         self.b, self.threads, self.shape = b, threads, shape
+        self.tid: llir.Value = P.sreg(b, "tid.x")
         self.g, self.ld, self.kax = g, ld, kax
         self.origin = origin
         lims = list(lims)
@@ -234,7 +235,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
         lims = [b.trunc(d, I32) for d in dims]
         k_end = b.add(origin[kax], K)
         o = _Operand(b, threads, shape, b.ptrtoint(sv.ptr, I64), dims[1], origin, lims, kax, k_end)
-        o.tid = tid  # type: ignore[attr-defined]
+        o.tid = tid
         opnds.append(o)
     A, B = opnds
     stage_bytes = A.nbytes + B.nbytes

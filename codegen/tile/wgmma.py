@@ -48,7 +48,7 @@ class _Op:
     `args`: the PTX operands (slice address, leading dimension, origin along M/N, origin along
     K, extent along M/N); `rb`/`db`: the first b32 / b64 registers it may use (8 and 3)."""
 
-    def __init__(self, e, tag: str, kmajor: bool, width: int, T: int, sbase: int, args: tuple[str, ...], rb: int,
+    def __init__(self, e: Any, tag: str, kmajor: bool, width: int, T: int, sbase: int, args: tuple[str, ...], rb: int,
                  db: int) -> None:
         self.e, self.tag, self.kmajor, self.width, self.T, self.sbase = e, tag, kmajor, width, T, sbase
         self.ptr, self.ld, self.mn0, self.k0, self.lim = args
