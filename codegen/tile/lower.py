@@ -211,8 +211,8 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     engine = "mma"
     if low.wgmma and lay.wn == 1 and wgmma_shape_ok(m, n, warps):
         engine = "wgmma"
-    ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset), (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans)
-           for op in (site.x, site.y)]
+    ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
+                        (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
     stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
     from anodize.language.tile_storage import tile_storage_bound
 
