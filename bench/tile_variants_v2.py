@@ -126,12 +126,14 @@ def main() -> None:
     import anodize as az
 
     s = args.size
-    names = [n for n in C.NAMES if n != "one_shot"] + ["k4095", "bf16"]
+    # (bf16 is covered by tests/codegen/test_tile_mma.py: torch's bf16 tensors do not pass
+    # through DLPack to anodize's launch as bf16 yet)
+    names = [n for n in C.NAMES if n != "one_shot"] + ["k4095"]
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     tri = triton_kernel()
     h = torch.float16
-    print(f"GEMM class, {s}^3 unless named, f16 in (bf16 row: bf16), f32 accumulate; ours at {TILES}; Triton autotuned", flush=True)
+    print(f"GEMM class, {s}^3 unless named, f16 in, f32 accumulate; ours at {TILES}; Triton autotuned", flush=True)
     print(f"{'variant':14s} {'ours ms':>8s} {'tile':>14s} {'Triton ms':>9s} {'ratio':>6s} {'TFLOP/s':>8s}", flush=True)
     for name in names:
         try:

@@ -140,6 +140,12 @@ class StmtLowering(_Base):
     def s_Breakpoint(self, s: ir.Breakpoint) -> None:
         """`breakpoint()` stops only on the debug device (codegen/interp.py); nothing here."""
 
+    def s_TilePredStore(self, s: Any) -> None:
+        """A predicated store of a tile kernel's fragment loop (codegen/tile/lower.py, GPU only)."""
+        from .tile.mma import lower_pred_store
+
+        lower_pred_store(self, s)
+
     def s_TileMma(self, s: Any) -> None:
         """A tile kernel's matmul on tensor cores (codegen/tile/mma.py, GPU only)."""
         from .tile.mma import lower_tile_mma

@@ -238,7 +238,7 @@ def emit_gemm_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c_
     """Emit the code computing C[tile] = A @ B (or A @ B.T with b_trans) for one block's tile.
 
     `a_rows` / `b_cols` (default M / N): where A's rows and B's columns end when they differ
-    from C's (the tile GEMM of codegen/tile_gemm.py: loads masked at the inputs' own extents,
+    from C's (a tile kernel's matmul: loads masked at the inputs' own extents,
     stores at the output's); past them the operands read as zero.
 
     Pointers are global pointers or i64 addresses; sizes and leading dimensions i32/i64 values or

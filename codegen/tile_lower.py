@@ -29,10 +29,10 @@ along either axis or over everything, no matmul or transpose) keep their tiles i
 vector accesses and shuffle reductions: `tile_rows.row_plan` / `tile_rows.RowLowering`, a
 subclass of the pass here (docs/tiles.md, "Row-shaped kernels in registers").
 
-The canonical GEMM form (a K loop of `acc = tile.matmul(tile.load(a, ..), tile.load(b, ..),
-acc)` and a store of `acc` or `acc.astype(T)`) is recognised in one place,
-`tile_gemm.match_gemm`, and lowered by `tile_gemm.lower_gemm_at` onto tensor cores (GPU,
-sm_80+, f16/bf16 inputs, a supported tile shape) or else by the generic path here.
+On a GPU with tensor cores the language's layout plan (language/tile_plan.py) puts the
+accumulators of `tile.matmul`s whose operands are loads (and every tile computed from them
+element-wise) in registers; `codegen/tile/lower.py` lowers those statements (fragment loops,
+`TileMma`), everything else stays here.
 """
 
 from __future__ import annotations
@@ -70,8 +70,8 @@ def is_tile_kernel(k: ir.KernelIR) -> bool:
 def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma: bool = False,
                 shared_limit: int = 48 * 1024, vectors: bool = False) -> ir.KernelIR:
     """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
-    is not a tile kernel); `tensor_cores`: the GEMM form may lower to mma.sync (a GPU of
-    sm_80 or later; codegen/tile_gemm.py); `wgmma`: to Hopper's wgmma where its tile fits
+    is not a tile kernel); `tensor_cores`: the layout plan's matmuls lower to mma.sync (a GPU of
+    sm_80 or later; codegen/tile/); `wgmma`: to Hopper's wgmma where the layout allows
     (sm_90, built for sm_90a); `shared_limit`: the shared bytes a block may take with the
     compiler's dynamic staging buffer (`toolchain.block_shared_limit`); `vectors`: row-shaped
     kernels (codegen/tile_rows.py) may access chunks as 16-byte vectors (the GPU)."""
@@ -124,7 +124,7 @@ class _Lowering(TileCompute):
         self.pending: dict[str, set[tuple[bool, bool]]] = {}
         self.acc: _Access | None = None  # the element loop being built
         self.unmasked = False  # building the fast variant of a loop whose tiles are all inside
-        self.tensor_cores = False  # the GEMM form may lower to mma.sync (lower_tiles)
+        self.tensor_cores = False  # the layout plan's matmuls may lower to tensor cores (lower_tiles)
         self.wgmma = False  # ... or to wgmma (sm_90)
         self.shared_limit = 48 * 1024  # a block's shared bytes, the compiler's dynamic buffer included
         self.plan: Any = None  # the layout plan (language/tile_plan.py) on a GPU with tensor cores
@@ -132,6 +132,7 @@ class _Lowering(TileCompute):
         self.registers: dict[str, Any] = {}  # register tile -> its registers (codegen/tile/lower.py)
         self.frag: Any = None  # the fragment loop being built: (register index, coordinates)
         self.grouped: Any = None  # (row, col) locals of the grouped program order (group_programs)
+        self.frag_loads: Any = None  # the fragment loop element's masked loads, issued ahead (tile/lower.py)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -580,6 +581,8 @@ class _Lowering(TileCompute):
                 return ir.Read(x.slice, tuple(at), False, -1, x.ty.elem)
             v = self.local(x.ty.elem, "ld")
             slots = [self.local(I64, "at") for _ in at]
+            if self.frag is not None and self.frag_loads is not None:
+                pre = self.frag_loads  # a fragment loop issues a batch of elements' loads first (tile/lower.py)
             pre += [ir.Assign(s.name, a) for s, a in zip(slots, at, strict=True)]
             inside = _and(*(
                 _and(ir.Compare(("<=",), (_c(0), s), BOOL, None, (I64,)), _lt(s, ir.Len(x.slice, axis, I64)))

@@ -1,8 +1,8 @@
 """tile_gemm: C = A @ B as a tile kernel, f16 or bf16 in, f32 accumulate, f16 out.
 
 One program per (BM, BN) tile of C; the K loop carries the f32 accumulator tile.  This is
-the canonical GEMM form the compiler recognises (codegen/tile_gemm.py): on an H200 (sm_90) it
-runs on wgmma, on other GPUs from sm_80 on mma.sync (docs/tiles.md "On tensor cores"), on the
+an ordinary program: the layout plan (language/tile_plan.py) puts its accumulator in registers and
+its matmul on tensor cores (docs/tiles.md, "The layout plan"): on an H200 (sm_90) it runs on wgmma, on other GPUs from sm_80 on mma.sync (docs/tiles.md "On tensor cores"), on the
 CPU backend on the generic lowering; one generic kernel serves both input types.  The tile
 shape is a constant of the kernel: 128 x 256 (BK 64) on a GPU, the tensor cores' tile for 8
 warps (two warpgroups of 64 x 256); 64 x 64 (BK 32) on the CPU backend, whose generic lowering keeps every tile in 48 KiB

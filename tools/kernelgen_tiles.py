@@ -277,28 +277,49 @@ def _inject(src: str, ch: Any, kind: str) -> str:
 
 
 def gen_gemm_module(ch: Any) -> str:
-    """A GEMM-shaped tile kernel near the tensor-core form (language/gemm_form.py): the form
-    itself at tile shapes up to 256 x 256 (accumulators far past 48 KiB) and num_warps 1-16,
-    or one step off it -- A at the wrong row, f32 inputs, a non-zero start, a K loop from 1, the
-    accumulator read after the store, a second form, a shape no routine takes -- whose
-    accumulator the on-chip bound then counts (so check and compile must agree on both)."""
+    """A tile kernel of the GEMM class (the layout plan, language/tile_plan.py, decides what runs
+    on tensor cores): tile shapes up to 256 x 256 (accumulators far past 48 KiB) and num_warps
+    1-16, written as a user would -- A or B transposed (`.T` of a load), the K loop counted in
+    tiles, a non-zero start, a K loop from 1, a fused epilogue (bias, `tile.where`, a scale), two
+    matmuls a loop, the accumulator read after the store -- or one step outside the class (f32
+    inputs, the accumulator reduced, a shape no routine takes), whose accumulator the on-chip
+    bound then counts (so check and compile must agree on both)."""
     bm, bn = ch.choice((16, 32, 64, 128, 256)), ch.choice((16, 32, 64, 128, 256))
     bk = ch.choice((16, 32, 64, 8, 48))
     warps = ch.choice((1, 2, 4, 8, 8, 16))
     t = ch.choice(("f16", "f16", "bf16", "f32"))
     out = ch.choice(("f32", "f16", "bf16"))
-    twist = ch.choice(("none", "none", "none", "row", "start", "k_from_1", "read_after", "twice"))
+    twist = ch.choice(("none", "none", "row", "start", "k_from_1", "read_after", "twice", "a_trans", "b_trans",
+                       "k_tiles", "epilogue", "two", "reduced"))
     row = "pid.col" if twist == "row" else "pid.row"
     init = "tile.full(({bm}, {bn}), 1.0, f32)" if twist == "start" else "tile.zeros(({bm}, {bn}), f32)"
     lo = "1" if twist == "k_from_1" else "0"
+    extra = ", bias: Slice2D[f32]" if twist == "epilogue" else ""
     lines = [HEADER, "", "@az.launch_contract(domain=2)", f"@az.tile_kernel(num_warps={warps})",
-             f"def kern(a: Slice2D[{t}], b: Slice2D[{t}], c: DisjointSlice2D[{out}], k: i64) -> None:",
+             f"def kern(a: Slice2D[{t}], b: Slice2D[{t}], c: DisjointSlice2D[{out}], k: i64{extra}) -> None:",
              "    pid = tile.program_id_2d()"]
+    ka = f"tile.load(a, ({row} * {bm}, kk), ({bm}, {bk}))"
+    kb = f"tile.load(b, (kk, pid.col * {bn}), ({bk}, {bn}))"
+    if twist == "a_trans":
+        ka = f"tile.load(a, (kk, {row} * {bm}), ({bk}, {bm})).T"
+    if twist == "b_trans":
+        kb = f"tile.load(b, (pid.col * {bn}, kk), ({bn}, {bk})).T"
+    loop = f"range(k // {bk})" if twist == "k_tiles" else f"range({lo}, k, {bk})"
+    if twist == "k_tiles":
+        ka, kb = ka.replace("kk)", f"kk * {bk})").replace("(kk,", f"(kk * {bk},"), kb.replace("(kk,", f"(kk * {bk},")
     for n in range(2 if twist == "twice" else 1):
         lines += [f"    acc{n} = {init.format(bm=bm, bn=bn)}",
-                  f"    for kk in range({lo}, k, {bk}):",
-                  f"        acc{n} = tile.matmul(tile.load(a, ({row} * {bm}, kk), ({bm}, {bk})), tile.load(b, (kk, pid.col * {bn}), ({bk}, {bn})), acc{n})"]
-        value = f"acc{n}" if out == "f32" else f"acc{n}.astype({out})"
+                  f"    for kk in {loop}:",
+                  f"        acc{n} = tile.matmul({ka}, {kb}, acc{n})"]
+        if twist == "two":
+            lines.append(f"        acc{n} = tile.matmul({ka}, {kb}, acc{n})")
+        v = f"acc{n}"
+        if twist == "epilogue":
+            lines.append(f"    y = acc{n} * 0.5 + tile.load(bias, (0, pid.col * {bn}), (1, {bn}))")
+            v = "tile.where(y > 0.0, y, 0.0)"
+        if twist == "reduced":
+            v = f"(acc{n} - tile.max(acc{n}, axis=1))"
+        value = v if out == "f32" else f"{v}.astype({out})"
         lines.append(f"    tile.store(c, pid, {value})")
     if twist == "read_after":
         lines.append(f"    tile.store(c, pid, (acc0 * 2.0).astype({out}))")

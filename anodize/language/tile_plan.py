@@ -232,7 +232,7 @@ def _misused(body: Any, regs: dict[str, tuple[int, int]], cands: dict[int, MmaSi
         if not reads(e):
             return True
         if isinstance(e, ir.Local):
-            return e.ty.shape == shape  # type: ignore[union-attr, no-any-return]
+            return e.ty.shape == shape  # type: ignore[union-attr]
         if isinstance(e, TileElem) and e.ty.shape == shape:
             return all(elementwise(v, shape) for _, v in e.inputs)
         return False

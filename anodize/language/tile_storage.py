@@ -18,11 +18,11 @@ language counts an upper bound of that allocation, which the lowering must never
   whole into a temporary first).
 
 The attention form (language/tile_forms.py) is not checked against the bound at all: on a
-GPU with tensor cores its tiles live in registers.  The tensor-core GEMM form's accumulator
-and its operands' staging are not counted (`gemm_accumulators`; language/gemm_form.py holds
-every target-independent condition of that lowering, so a form it names is on tensor cores on
-every GPU that has them): there (sm_80 and later) the GEMM keeps the accumulator in registers
-and stages operands in shared memory of its own.  A compile for a GPU without tensor cores
+GPU with tensor cores its tiles live in registers.  The register tiles and tensor-core
+matmuls of the layout plan (language/tile_plan.py, which holds every target-independent
+condition of that lowering, so what it names is on tensor cores on every GPU that has them)
+are not counted: there (sm_80 and later) those tiles live in registers and the matmuls stage
+their operands in shared memory of their own.  A compile for a GPU without tensor cores
 counts them (`storage_error_without_tensor_cores`).  On the CPU backend a tile kernel's
 "shared memory" is host memory, without the 48 KiB limit.
 """
@@ -129,7 +129,7 @@ def tile_storage_bound(k: ir.KernelIR) -> int:
 
 def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:
     """The located error (a Diagnostic) of a tile kernel whose tiles exceed the static limit on a
-    GPU without tensor cores (below sm_80), where the GEMM form's accumulator and operands are
+    GPU without tensor cores (below sm_80), where the layout plan's register tiles and matmul operands are
     tiles like any other; None when they fit.  The compile for such a target raises it
     (codegen/driver.py); `anodize check`, which knows no target, checks the tensor-core bound."""
     if not getattr(k, "tile_warps", 0):

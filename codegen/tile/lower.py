@@ -22,16 +22,31 @@ from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.records import dataclass
 from anodize.language.tile_ir import TileElem, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
 from anodize.language.types import BOOL, F32, I64
 
-from ..tile_compute import _and, _bin, _c, _lt, _le
+from ..tile_compute import _bin, _c
 from .layout import MmaLayout, choose_layout, wgmma_shape_ok
 from .mma import MmaOperandIR, TileMma
 
 __all__ = ["assign_registers", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
            "store_registers"]
+
+
+LOAD_BATCH = 8  # elements whose loads a fragment loop issues together
+
+
+@dataclass(frozen=True)
+class TilePredStore:
+    """`slice[index] = value` where the index is inside `slice`, as one predicated store (no
+    branch): the fragment loops' stores (codegen/tile/mma.py `lower_pred_store`)."""
+
+    slice: ir.SliceRef
+    index: tuple[Any, ...]
+    value: Any
+    span: Any = None
 
 
 class _Frag:
@@ -100,21 +115,38 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
     saved, low.acc = low.acc, _Access((lay.m, lay.n), [])
     slow: list[ir.Stmt] = []
     fast: list[ir.Stmt] = []
+    batch: list[tuple[list[ir.Stmt], list[ir.Stmt]]] = []
+
+    def flush() -> None:
+        # a batch of elements' masked loads first, then their arithmetic and stores: the loads'
+        # latencies overlap (each load sits in its own branch, which nothing hoists)
+        for loads, _ in batch:
+            slow.extend(loads)
+        for _, rest in batch:
+            slow.extend(rest)
+        batch.clear()
+
     try:
         for i in range(lay.count):
             dr, dc = lay.offset(i)
             coords = [_bin("+", r0, _c(dr)), _bin("+", c0, _c(dc))]
             low.frag = (i, coords)
-            slow += body(i, coords)
+            low.frag_loads = []
+            rest = body(i, coords)
+            batch.append((low.frag_loads, rest))
+            low.frag_loads = None
+            if len(batch) == LOAD_BATCH:
+                flush()
             if inside is not None:
                 low.unmasked = True
                 try:
                     fast += body(i, coords)
                 finally:
                     low.unmasked = False
+        flush()
         seen = low.acc.seen
     finally:
-        low.acc, low.frag = saved, None
+        low.acc, low.frag, low.frag_loads = saved, None, None
     run: list[ir.Stmt] = slow if inside is None else [ir.If(inside, tuple(fast), tuple(slow))]
     return [*low.sync(seen), *origin, *run]
 
@@ -142,33 +174,24 @@ def assign_registers(low: Any, s: ir.Assign) -> list[ir.Stmt]:
 
 def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
     """`tile.store(dst, pid, value)` of a value reading register tiles: each thread stores the
-    elements it holds, each where it is inside `dst` (a row test per row the thread holds and a
-    column test per column, computed once; no unmasked twin: half the code for LLVM and ptxas,
-    and a predicated store costs nothing beside the tile's mainloop)."""
+    elements it holds, each as one predicated store where it is inside `dst` (no branch, no
+    unmasked twin: straight-line code for LLVM and ptxas beside the tile's mainloop)."""
     ty: TileTy = s.value.ty
     lay = low.layouts[ty.shape]
     assert ty.rank == 2
-    rows = sorted({lay.offset(i)[0] for i in range(lay.count)})
-    cols = sorted({lay.offset(i)[1] for i in range(lay.count)})
-    # the thread's first row and column of `dst` (pid * shape + its origin in the layout)
-    g0 = [low.local(I64, "gr"), low.local(I64, "gc")]
-    row_ok = {r: low.local(BOOL, "rok") for r in rows}
-    col_ok = {c: low.local(BOOL, "cok") for c in cols}
+    g0 = [low.local(I64, "gr"), low.local(I64, "gc")]  # the thread's first row and column of `dst`
 
     def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
         dr, dc = lay.offset(i)
         pre: list[ir.Stmt] = []
         if i == 0:  # (the fragment loop's origin is assigned before its first element)
-            origin = [coords[0].left, coords[1].left]  # type: ignore[attr-defined]
+            origin = [coords[0].left, coords[1].left]  # type: ignore[union-attr]
             for a in range(2):
                 pre.append(ir.Assign(g0[a].name, _bin("+", _bin("*", low.pid(2, a), _c(ty.shape[a])), origin[a])))
-            pre += [ir.Assign(row_ok[r].name, _lt(_bin("+", g0[0], _c(r)), ir.Len(s.slice, 0, I64))) for r in rows]
-            pre += [ir.Assign(col_ok[c].name, _lt(_bin("+", g0[1], _c(c)), ir.Len(s.slice, 1, I64))) for c in cols]
         v = low.ev(tree, coords, pre)
-        where = (_bin("+", g0[0], _c(dr)), _bin("+", g0[1], _c(dc)))
         low.note("global " + s.slice.name, True, False)
-        write = ir.Write(s.slice, where, v, False, -1, s.span)
-        return [*pre, ir.If(row_ok[dr], (ir.If(col_ok[dc], (write,), ()),), ())]
+        where = (_bin("+", g0[0], _c(dr)), _bin("+", g0[1], _c(dc)))
+        return [*pre, TilePredStore(s.slice, where, v, s.span)]  # type: ignore[list-item]
 
     return _fragment_loop(low, lay, body, None)
 
@@ -180,16 +203,16 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     ty: TileTy = site.stmt.value.ty  # type: ignore[assignment]
     dest = registers_of(low, name, ty)
     out: list[ir.Stmt] = []
-    if site.stmt.value.acc is None:  # type: ignore[attr-defined]
+    if site.stmt.value.acc is None:  # type: ignore[union-attr]
         out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
     m, n, kk = site.shape
     warps = low.T // 32
     lay = dest.layout
     engine = "mma"
-    if low.wgmma and lay.wn == 1 and wgmma_shape_ok(m, n, warps) and not site.x.trans and not site.y.trans:
+    if low.wgmma and lay.wn == 1 and wgmma_shape_ok(m, n, warps):
         engine = "wgmma"
-    ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset), op.load.ty.shape, op.trans)
-           for op in (site.x, site.y)]
+    ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
+                        (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
     stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
     from anodize.language.tile_storage import tile_storage_bound
 
@@ -218,7 +241,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
 def pipelined_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt]:
     """A loop of tensor-core matmuls only: one `TileMma` per matmul over the loop's K range."""
     start, stop = low.scalar(loop.start), low.scalar(loop.stop)
-    step = loop.step.value  # type: ignore[attr-defined]
+    step = int(loop.step.value)  # type: ignore[union-attr, arg-type]  # (a positive int: tile_plan._pipelines)
     vty = dict(low.locals).get(loop.var, I64)
     s0 = low.local(vty, "lo")
     s1 = low.local(vty, "hi")

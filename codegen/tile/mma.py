@@ -130,6 +130,25 @@ def lower_tile_mma(lw: Any, s: TileMma) -> None:
             b.store(v, sl)
 
 
+def lower_pred_store(lw: Any, s: Any) -> None:
+    """`s_TilePredStore`: one predicated `st.global` where the index is inside the slice (the
+    address is formed either way, never dereferenced outside)."""
+    b = lw.b
+    sv = lw.frame.slices[s.slice.name]
+    v = lw.expr(s.value)
+    ok, ptr, _, _ = lw.address(sv, s.index)
+    elem = sv.ty.elem
+    bits = elem.info.mem_bits
+    kind = "f32" if elem.name == "f32" else "b16" if bits == 16 else ""
+    if not kind:
+        with b.if_then(ok):
+            b.store(b.zext(v, llir.IntType(8)) if elem.is_bool else v, ptr)
+        return
+    if kind == "b16" and v.type != llir.IntType(16):
+        v = b.bitcast(v, llir.IntType(16))
+    P.st_global(b, b.ptrtoint(ptr, I64), [v], kind, b.zext(ok, I32))
+
+
 # ---- mma.sync ------------------------------------------------------------------------------------
 
 
@@ -139,6 +158,7 @@ class _Operand:
     def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
                  origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value) -> None:
         self.b, self.threads, self.shape = b, threads, shape
+        self.tid: llir.Value = P.sreg(b, "tid.x")
         self.g, self.ld, self.kax = g, ld, kax
         self.origin = origin
         lims = list(lims)
@@ -215,7 +235,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
         lims = [b.trunc(d, I32) for d in dims]
         k_end = b.add(origin[kax], K)
         o = _Operand(b, threads, shape, b.ptrtoint(sv.ptr, I64), dims[1], origin, lims, kax, k_end)
-        o.tid = tid  # type: ignore[attr-defined]
+        o.tid = tid
         opnds.append(o)
     A, B = opnds
     stage_bytes = A.nbytes + B.nbytes

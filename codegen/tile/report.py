@@ -33,8 +33,6 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
             continue
         if engine != "wgmma":
             why = "wgmma is sm_90 only" if engine else ""
-        elif s.a.trans or s.b.trans:
-            why = "wgmma takes untransposed operands here (a transposed one is ldmatrix.trans on mma.sync)"
         elif not wgmma_shape_ok(m, n, warps):
             why = f"a {m}x{n} accumulator over {warps} warps is not a wgmma shape (64 rows a warpgroup, N 64/128/256)"
         else:

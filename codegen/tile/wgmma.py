@@ -41,25 +41,142 @@ def smem_bytes(lay: MmaLayout, stages: int) -> int:
     return stages * (lay.m + lay.n) * BK * 2 + 1024
 
 
-def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int) -> str:
+class _Op:
+    """One operand's copies in the mainloop text: K-major (rows along M or N, 64 K elements a
+    128-byte row, 16-byte chunk c of row r at chunk c ^ (r % 8): A untransposed, B transposed)
+    or MN-major (64 K rows, 64-column blocks of 128-byte rows: B untransposed, A transposed).
+    `args`: the PTX operands (slice address, leading dimension, origin along M/N, origin along
+    K, extent along M/N); `rb`/`db`: the first b32 / b64 registers it may use (8 and 3)."""
+
+    def __init__(self, e: Any, tag: str, kmajor: bool, width: int, T: int, sbase: int, args: tuple[str, ...], rb: int,
+                 db: int) -> None:
+        self.e, self.tag, self.kmajor, self.width, self.T, self.sbase = e, tag, kmajor, width, T, sbase
+        self.ptr, self.ld, self.mn0, self.k0, self.lim = args
+        self.r = [f"%wr{rb + i}" for i in range(8)]
+        self.g, self.stride, self.step = (f"%wd{db + i}" for i in range(3))
+        if kmajor:
+            self.cpr, self.rstep = 8, T // 8
+        else:
+            self.cpr = width // 8
+            self.rstep = T // self.cpr
+        self.n = width * 8 // T
+        assert self.rstep % 8 == 0 and self.n * T == width * 8
+
+    def setup(self, tid: str, K: str) -> None:
+        e, r = self.e, self.r
+        c, r0, soff, row, left = r[0], r[1], r[2], r[3], r[4]
+        lg = self.cpr.bit_length() - 1
+        e(f"and.b32 {c}, {tid}, {self.cpr - 1};")
+        e(f"shr.u32 {r0}, {tid}, {lg};")
+        e(f"and.b32 {soff}, {r0}, 7;")
+        e(f"and.b32 {r[5]}, {c}, 7;")
+        e(f"xor.b32 {soff}, {soff}, {r[5]};")
+        e(f"shl.b32 {soff}, {soff}, 4;")
+        e(f"mad.lo.u32 {soff}, {r0}, 128, {soff};")
+        if not self.kmajor:
+            e(f"shr.u32 {r[5]}, {c}, 3;")
+            e(f"mad.lo.u32 {soff}, {r[5]}, {BK * 128}, {soff};")
+        e(f"add.u32 {soff}, {soff}, {self.sbase};")
+        if self.kmajor:  # row: M/N (inside when unsigned below the extent); K left in the chunk's row
+            e(f"add.s32 {row}, {self.mn0}, {r0};")
+            e(f"shl.b32 {left}, {c}, 3;")
+            e(f"sub.s32 {left}, {K}, {left};")
+            e(f"cvt.s64.s32 {self.g}, {row};")
+            e(f"mul.lo.s64 {self.g}, {self.g}, {self.ld};")
+            e(f"shl.b32 {r[5]}, {c}, 3;")
+            e(f"add.s32 {r[5]}, {r[5]}, {self.k0};")
+            e(f"cvt.s64.s32 %wd20, {r[5]};")
+            e(f"add.s64 {self.g}, {self.g}, %wd20;")
+            e(f"mov.b64 {self.step}, {BK * 2};")
+        else:  # row: K (inside while below K); the chunk's columns left in the row (none before column 0)
+            e(f"shl.b32 {r[5]}, {c}, 3;")
+            e(f"add.s32 {r[5]}, {r[5]}, {self.mn0};")
+            e(f"sub.s32 {left}, {self.lim}, {r[5]};")
+            e(f"setp.lt.s32 %wp4, {r[5]}, 0;")
+            e(f"selp.b32 {left}, 0, {left}, %wp4;")
+            e(f"sub.s32 {row}, {K}, {r0};")
+            e(f"add.s32 {r[6]}, {self.k0}, {r0};")
+            e(f"cvt.s64.s32 {self.g}, {r[6]};")
+            e(f"mul.lo.s64 {self.g}, {self.g}, {self.ld};")
+            e(f"cvt.s64.s32 %wd20, {r[5]};")
+            e(f"add.s64 {self.g}, {self.g}, %wd20;")
+            e(f"mul.lo.s64 {self.step}, {self.ld}, {BK * 2};")
+            e(f"max.s32 {r[7]}, {left}, 0;")  # the chunk's bytes (the same every k-tile)
+            e(f"min.s32 {r[7]}, {r[7]}, 8;")
+            e(f"shl.b32 {r[7]}, {r[7]}, 1;")
+        e(f"shl.b64 {self.g}, {self.g}, 1;")
+        e(f"add.s64 {self.g}, {self.g}, {self.ptr};")
+        e(f"mul.lo.s64 {self.stride}, {self.ld}, {self.rstep * 2};")
+
+    def copy(self, st: str, k0: str) -> None:
+        """k-tile k0 (elements past the origin) into the stage at `st`: 16-byte cp.async."""
+        e, r = self.e, self.r
+        row, left = r[3], r[4]
+        la, nb = "%wr26", "%wr28"
+        if self.kmajor:
+            e(f"sub.s32 {la}, {left}, {k0};")
+            e(f"max.s32 {nb}, {la}, 0;")
+            e(f"min.s32 {nb}, {nb}, 8;")
+            e(f"shl.b32 {nb}, {nb}, 1;")
+            e(f"setp.gt.s32 %wp2, {la}, 0;")
+        else:
+            e(f"sub.s32 {la}, {row}, {k0};")  # K rows left below the thread's first
+            e(f"setp.gt.s32 %wp2, {left}, 0;")
+        for i in range(self.n):
+            if self.kmajor:
+                e(f"add.s32 %wr31, {row}, {i * self.rstep};")
+                e(f"setp.lt.u32 %wp4, %wr31, {self.lim};")
+                e("and.pred %wp4, %wp4, %wp2;")
+                e(f"selp.b32 %wr29, {nb}, 0, %wp4;")
+            else:
+                e(f"setp.gt.s32 %wp4, {la}, {i * self.rstep};")
+                e("and.pred %wp4, %wp4, %wp2;")
+                e(f"selp.b32 %wr29, {r[7]}, 0, %wp4;")
+            e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
+            e(f"selp.b64 %wd8, %wd9, {self.ptr}, %wp4;")
+            e(f"add.u32 %wr30, {st}, {r[2]};")
+            e(f"cp.async.cg.shared.global [%wr30+{i * self.rstep * 128}], [%wd8], 16, %wr29;")
+
+    def copy_scalar(self, st: str, k0: str) -> None:
+        r = self.r
+        if self.kmajor:
+            self.e(f"sub.s32 %wr26, {r[4]}, {k0};")
+            _scalar_copy(self.e, self.tag, n=self.n, g=self.g, gstride=self.stride, rows=(r[3], self.lim),
+                         rowstep=self.rstep, colleft="%wr26", dst=st, doff=r[2], dstep=self.rstep * 128)
+        else:
+            self.e(f"sub.s32 %wr27, {r[3]}, {k0};")
+            _scalar_copy(self.e, self.tag, n=self.n, g=self.g, gstride=self.stride, rows=None, rowleft="%wr27",
+                         rowstep=self.rstep, colleft=r[4], dst=st, doff=r[2], dstep=self.rstep * 128)
+
+    def advance(self) -> None:
+        self.e(f"add.s64 {self.g}, {self.g}, {self.step};")
+
+    def desc_hi(self) -> int:
+        """The descriptor's high bits: leading byte offset (the 64-column block stride of an
+        MN-major tile; unused K-major), stride byte offset 1024 (8 rows), 128-byte swizzle."""
+        return _enc(16 if self.kmajor else BK * 128) << 16 | _enc(1024) << 32 | SW128
+
+    def k16_step(self) -> int:
+        """Descriptor increment (16-byte units) for 16 K: 32 bytes along a K-major row, 16 rows MN-major."""
+        return 2 if self.kmajor else (16 * 128) >> 4
+
+
+def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool = False, b_trans: bool = False) -> str:
     """The PTX of the mainloop; operands as `emit_wgmma` passes them: $0 .. $(n-1) the
-    accumulators (tied in and out), then at `base = 2 n`: a, b (u64 slice addresses), lda, ldb
-    (i64 elements), A's origin row, A's origin column (K), A's rows, B's origin row (K), B's
-    origin column, B's columns, K (the clamped length), the vector-path flag, smem."""
+    accumulators (tied in and out), then at `base = 2 n`: per operand (A, then B) its slice
+    address (u64), leading dimension (i64), origin along M (N), origin along K, extent along M
+    (N); then K (the clamped length), the vector-path flag, smem.  A is K-major unless
+    `a_trans` (MN-major, wgmma's transpose bit), B MN-major unless `b_trans` (K-major)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
     L = S - 2
     SB = (BM + BN) * BK * 2
     a_bytes = BM * BK * 2
     nacc = BN // 2
-    RA = T // 8
-    cprB = BN // 8
-    RB = T // cprB
-    nA, nB = BM * 8 // T, 8 * BN // T
-    assert RB % 8 == 0 and RA % 8 == 0 and lay.count == nacc
-    lg = lambda v: v.bit_length() - 1  # noqa: E731
+    assert lay.count == nacc
     base = 2 * nacc
-    a_p, b_p, lda, ldb, a_r0, a_k0, a_rows, b_k0, b_c0, b_cols, K, vec, smem = (f"${base + i}" for i in range(13))
+    ops = [f"${base + i}" for i in range(13)]
+    K, vec, smem = ops[10], ops[11], ops[12]
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
@@ -68,70 +185,18 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int) -> str:
     e(".reg .b16 %wh<8>;")
     e(".reg .b32 %wr<64>;")
     e(".reg .b64 %wd<24>;")
-    r = lambda i: f"%wr{i}"  # noqa: E731
-    d = lambda i: f"%wd{i}"  # noqa: E731
-    tid, warp, lane, wg, s0 = r(0), r(1), r(2), r(3), r(6)
+    tid, warp, wg, s0 = "%wr0", "%wr1", "%wr3", "%wr6"
     e(f"mov.u32 {tid}, %tid.x;")
     e(f"shr.u32 {warp}, {tid}, 5;")
-    e(f"and.b32 {lane}, {tid}, 31;")
     e(f"shr.u32 {wg}, {warp}, 2;")
     e(f"add.u32 {s0}, {smem}, 1023;")
     e(f"and.b32 {s0}, {s0}, -1024;")
     e(f"setp.ne.u32 %wp0, {vec}, 0;")  # %wp0: the 16-byte copy path
-    # A: rows a_r0 + rA0 + i*RA (inside when unsigned < A's rows), chunk cA of 8 along K
-    cA, rA0, sA, arow, kcA = r(7), r(8), r(9), r(10), r(11)
-    e(f"and.b32 {cA}, {tid}, 7;")
-    e(f"shr.u32 {rA0}, {tid}, 3;")
-    e(f"and.b32 {sA}, {rA0}, 7;")
-    e(f"xor.b32 {sA}, {sA}, {cA};")
-    e(f"shl.b32 {sA}, {sA}, 4;")
-    e(f"mad.lo.u32 {sA}, {rA0}, 128, {sA};")
-    e(f"add.s32 {arow}, {a_r0}, {rA0};")  # the thread's first A row
-    e(f"shl.b32 {kcA}, {cA}, 3;")
-    e(f"sub.s32 {kcA}, {K}, {kcA};")  # elements of K left in the chunk's row at k-tile 0
-    gA, strideA, gB, strideB, stepB = (d(i) for i in range(2, 7))
-    e(f"cvt.s64.s32 {gA}, {arow};")
-    e(f"mul.lo.s64 {gA}, {gA}, {lda};")
-    e(f"shl.b32 {r(12)}, {cA}, 3;")
-    e(f"add.s32 {r(12)}, {r(12)}, {a_k0};")
-    e(f"cvt.s64.s32 {d(7)}, {r(12)};")
-    e(f"add.s64 {gA}, {gA}, {d(7)};")
-    e(f"shl.b64 {gA}, {gA}, 1;")
-    e(f"add.s64 {gA}, {gA}, {a_p};")
-    e(f"mul.lo.s64 {strideA}, {lda}, {RA * 2};")
-    # B (64 x N a k-tile, stored MN-major as N/64 blocks of 64 k-rows x 128 bytes): rows b_k0 + rB0
-    # + i*RB (K: inside while below K), chunk cB (of N/8) at column b_c0 + 8 cB
-    cB, rB0, sB, bleft, kcB = r(13), r(14), r(15), r(16), r(17)
-    e(f"and.b32 {cB}, {tid}, {cprB - 1};")
-    e(f"shr.u32 {rB0}, {tid}, {lg(cprB)};")
-    e(f"and.b32 {sB}, {rB0}, 7;")
-    e(f"and.b32 {r(18)}, {cB}, 7;")
-    e(f"xor.b32 {sB}, {sB}, {r(18)};")
-    e(f"shl.b32 {sB}, {sB}, 4;")
-    e(f"mad.lo.u32 {sB}, {rB0}, 128, {sB};")
-    e(f"shr.u32 {r(18)}, {cB}, 3;")
-    e(f"mad.lo.u32 {sB}, {r(18)}, {BK * 128}, {sB};")
-    e(f"add.u32 {sB}, {sB}, {a_bytes};")
-    e(f"shl.b32 {r(18)}, {cB}, 3;")
-    e(f"add.s32 {r(18)}, {r(18)}, {b_c0};")  # the chunk's first column
-    e(f"sub.s32 {bleft}, {b_cols}, {r(18)};")  # columns left in B's row from there
-    e(f"setp.lt.s32 %wp4, {r(18)}, 0;")  # a chunk before B's first column: nothing (the caller
-    e(f"selp.b32 {bleft}, 0, {bleft}, %wp4;")  # faults a tile straddling column 0)
-    e(f"sub.s32 {kcB}, {K}, {rB0};")
-    e(f"add.s32 {r(19)}, {b_k0}, {rB0};")
-    e(f"cvt.s64.s32 {gB}, {r(19)};")
-    e(f"mul.lo.s64 {gB}, {gB}, {ldb};")
-    e(f"cvt.s64.s32 {d(7)}, {r(18)};")
-    e(f"add.s64 {gB}, {gB}, {d(7)};")
-    e(f"shl.b64 {gB}, {gB}, 1;")
-    e(f"add.s64 {gB}, {gB}, {b_p};")
-    e(f"mul.lo.s64 {strideB}, {ldb}, {RB * 2};")
-    e(f"mul.lo.s64 {stepB}, {ldb}, {BK * 2};")
-    nbB = r(19)
-    e(f"max.s32 {nbB}, {bleft}, 0;")
-    e(f"min.s32 {nbB}, {nbB}, 8;")
-    e(f"shl.b32 {nbB}, {nbB}, 1;")
-    j, ws, rs, jend, k0 = (r(i) for i in range(20, 25))
+    A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2)
+    B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5)
+    A.setup(tid, K)
+    B.setup(tid, K)
+    j, ws, rs, jend, k0, st = "%wr20", "%wr21", "%wr22", "%wr23", "%wr24", "%wr25"
     e(f"mov.u32 {j}, 0;")
     e(f"mov.u32 {ws}, 0;")
     e(f"mov.u32 {rs}, 0;")
@@ -139,8 +204,6 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int) -> str:
     e(f"shr.s32 {jend}, {jend}, 6;")
     e(f"add.s32 {jend}, {jend}, {L};")
     e(f"setp.eq.u32 %wp13, {tid}, {tid};")  # scale-d true: accumulate onto what came in
-    hiA = _enc(16) << 16 | _enc(1024) << 32 | SW128
-    hiB = _enc(BK * 128) << 16 | _enc(1024) << 32 | SW128
     e(f"AZM_LOOP_{u}:")
     e(f"setp.ge.s32 %wp1, {j}, {L};")
     e(f"@!%wp1 bra AZM_COPY_{u};")
@@ -148,67 +211,43 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int) -> str:
     e("fence.proxy.async.shared::cta;")
     e("bar.sync 0;")
     e(f"AZM_COPY_{u}:")
-    st, la, kb, nbA = r(25), r(26), r(27), r(28)
     e(f"shl.b32 {k0}, {j}, 6;")
     e(f"add.u32 {st}, {s0}, {ws};")
-    e(f"sub.s32 {la}, {kcA}, {k0};")
-    e(f"sub.s32 {kb}, {kcB}, {k0};")
-    e(f"max.s32 {nbA}, {la}, 0;")
-    e(f"min.s32 {nbA}, {nbA}, 8;")
-    e(f"shl.b32 {nbA}, {nbA}, 1;")
-    e(f"setp.gt.s32 %wp2, {la}, 0;")
-    e(f"setp.gt.s32 %wp3, {bleft}, 0;")
     e(f"@!%wp0 bra AZM_SCALAR_{u};")
-    nb, sp = r(29), r(30)
-    for i in range(nA):
-        e(f"add.s32 {r(31)}, {arow}, {i * RA};")
-        e(f"setp.lt.u32 %wp4, {r(31)}, {a_rows};")  # 0 <= row < A's rows
-        e("and.pred %wp4, %wp4, %wp2;")
-        e(f"selp.b32 {nb}, {nbA}, 0, %wp4;")
-        e(f"add.s64 {d(9)}, {d(9)}, {strideA};" if i else f"mov.b64 {d(9)}, {gA};")
-        e(f"selp.b64 {d(8)}, {d(9)}, {a_p}, %wp4;")
-        e(f"add.u32 {sp}, {st}, {sA};")
-        e(f"cp.async.cg.shared.global [{sp}+{i * RA * 128}], [{d(8)}], 16, {nb};")
-    for i in range(nB):
-        e(f"setp.gt.s32 %wp4, {kb}, {i * RB};")
-        e("and.pred %wp4, %wp4, %wp3;")
-        e(f"selp.b32 {nb}, {nbB}, 0, %wp4;")
-        e(f"add.s64 {d(9)}, {d(9)}, {strideB};" if i else f"mov.b64 {d(9)}, {gB};")
-        e(f"selp.b64 {d(8)}, {d(9)}, {b_p}, %wp4;")
-        e(f"add.u32 {sp}, {st}, {sB};")
-        e(f"cp.async.cg.shared.global [{sp}+{i * RB * 128}], [{d(8)}], 16, {nb};")
+    A.copy(st, k0)
+    B.copy(st, k0)
     e(f"bra.uni AZM_COPIED_{u};")
     e(f"AZM_SCALAR_{u}:")
-    _scalar_copy(e, f"A{u}", n=nA, g=gA, gstride=strideA, rows=(arow, a_rows), rowstep=RA, colleft=la,
-                 dst=st, doff=sA, dstep=RA * 128)
-    _scalar_copy(e, f"B{u}", n=nB, g=gB, gstride=strideB, rows=None, rowleft=kb, rowstep=RB, colleft=bleft,
-                 dst=st, doff=sB, dstep=RB * 128)
+    A.copy_scalar(st, k0)
+    B.copy_scalar(st, k0)
     e(f"AZM_COPIED_{u}:")
     e("cp.async.commit_group;")
-    e(f"add.s64 {gA}, {gA}, {BK * 2};")
-    e(f"add.s64 {gB}, {gB}, {stepB};")
+    A.advance()
+    B.advance()
     e(f"add.u32 {ws}, {ws}, {SB};")
     e(f"setp.eq.u32 %wp4, {ws}, {S * SB};")
     e(f"selp.b32 {ws}, 0, {ws}, %wp4;")
     e(f"@!%wp1 bra AZM_NEXT_{u};")
     e(f"add.u32 {st}, {s0}, {rs};")
-    e(f"mad.lo.u32 {r(31)}, {wg}, {64 * BK * 2}, {st};")
-    e(f"and.b32 {r(31)}, {r(31)}, 262143;")
-    e(f"shr.u32 {r(31)}, {r(31)}, 4;")
-    e(f"cvt.u64.u32 {d(10)}, {r(31)};")
-    e(f"or.b64 {d(10)}, {d(10)}, {hiA};")
-    e(f"add.u32 {r(31)}, {st}, {a_bytes};")
-    e(f"and.b32 {r(31)}, {r(31)}, 262143;")
-    e(f"shr.u32 {r(31)}, {r(31)}, 4;")
-    e(f"cvt.u64.u32 {d(11)}, {r(31)};")
-    e(f"or.b64 {d(11)}, {d(11)}, {hiB};")
+    # A: this warpgroup's 64 rows (K-major: 64 rows of 128 bytes; MN-major: its 64-column block)
+    e(f"mad.lo.u32 %wr31, {wg}, {64 * BK * 2}, {st};")
+    e("and.b32 %wr31, %wr31, 262143;")
+    e("shr.u32 %wr31, %wr31, 4;")
+    e("cvt.u64.u32 %wd10, %wr31;")
+    e(f"or.b64 %wd10, %wd10, {A.desc_hi()};")
+    e(f"add.u32 %wr31, {st}, {a_bytes};")
+    e("and.b32 %wr31, %wr31, 262143;")
+    e("shr.u32 %wr31, %wr31, 4;")
+    e("cvt.u64.u32 %wd11, %wr31;")
+    e(f"or.b64 %wd11, %wd11, {B.desc_hi()};")
     regs = ", ".join(f"${i}" for i in range(nacc))
     e("wgmma.fence.sync.aligned;")
     for k16 in range(BK // 16):
         if k16:
-            e(f"add.s64 {d(10)}, {d(10)}, 2;")
-            e(f"add.s64 {d(11)}, {d(11)}, {16 * 128 >> 4};")
-        e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{regs}}}, {d(10)}, {d(11)}, %wp13, 1, 1, 0, 1;")
+            e(f"add.s64 %wd10, %wd10, {A.k16_step()};")
+            e(f"add.s64 %wd11, %wd11, {B.k16_step()};")
+        e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{regs}}}, %wd10, %wd11, %wp13, 1, 1, "
+          f"{1 if a_trans else 0}, {0 if b_trans else 1};")
     e("wgmma.commit_group.sync.aligned;")
     e("wgmma.wait_group.sync.aligned 1;")
     e(f"add.u32 {rs}, {rs}, {SB};")
@@ -265,29 +304,34 @@ def _scalar_copy(e: Any, tag: str, *, n: int, g: str, gstride: str, rows: tuple[
 
 def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: list[list[llir.Value]],
                K: llir.Value) -> list[llir.Value]:
-    """The mainloop of `s` (non-transposed operands, the (warps, 1) layout) on wgmma; returns
-    the accumulator's registers after it.  A B tile starting before column 0 but reaching past
-    it records the statement's fault (the copies clamp whole 16-byte chunks)."""
+    """The mainloop of `s` (the (warps, 1) layout) on wgmma; returns the accumulator's registers
+    after it.  An MN-major tile (B, or a transposed A) starting before column 0 but reaching past
+    it records the statement's fault (its copies clamp whole 16-byte chunks)."""
     from ..tc_common import shared_buffer
 
     b = lw.b
     module = lw.module
-    (sa, da, _, _), (sb, db, _, _) = ops
-    (a_r0, a_k0), (b_k0, b_c0) = origins
-    straddle = b.and_(b.icmp_signed("<", b_c0, c32(0)), b.icmp_signed(">", b.add(b_c0, c32(s.layout.n)), c32(0)))
-    with b.if_then(straddle, likely=False):
-        lw.fault(s.site, c64(0), c64(0))
-    a_g, b_g = b.ptrtoint(sa.ptr, I64), b.ptrtoint(sb.ptr, I64)
-    lda, ldb = da[1], db[1]
-    bits = b.or_(b.or_(lda, ldb), b.lshr(b.or_(a_g, b_g), c64(1)))
-    bits = b.or_(bits, b.zext(b.or_(a_k0, b_c0), I64))
+    args: list[llir.Value] = []
+    bad = None
+    for (sv, dims, _, kax), origin, op, width in zip(ops, origins, (s.a, s.b), (s.layout.m, s.layout.n), strict=True):
+        mn0, k0 = origin[1 - kax], origin[kax]
+        if kax == 0:  # MN-major: a tile straddling column 0
+            straddle = b.and_(b.icmp_signed("<", mn0, c32(0)), b.icmp_signed(">", b.add(mn0, c32(width)), c32(0)))
+            bad = straddle if bad is None else b.or_(bad, straddle)
+        args += [b.ptrtoint(sv.ptr, I64), dims[1], mn0, k0, b.trunc(dims[1 - kax], I32)]
+    if bad is not None:
+        with b.if_then(bad, likely=False):
+            lw.fault(s.site, c64(0), c64(0))
+    (_, da, _, _), (_, db, _, _) = ops
+    a_g, b_g = args[0], args[5]
+    bits = b.or_(b.or_(da[1], db[1]), b.lshr(b.or_(a_g, b_g), c64(1)))
+    bits = b.or_(bits, b.zext(b.or_(origins[0][1], origins[1][1]), I64))
     vec = b.zext(b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0)), I32)
     gv = module.globals.get("__az_tc_smem") or shared_buffer(module)
-    s0 = b.ptrtoint(gv, I32)
-    args = [a_g, b_g, lda, ldb, a_r0, a_k0, b.trunc(da[0], I32), b_k0, b_c0, b.trunc(db[1], I32), K, vec, s0]
+    args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)
-    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids)).replace("\n", "\\0A")
-    cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "l", "l"] + ["r"] * 9 + ["~{memory}"])
+    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans).replace("\n", "\\0A")
+    cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3 + ["~{memory}"])
     ret = llir.LiteralStructType([F32] * n)
     fty = llir.FunctionType(ret, [F32] * n + [a.type for a in args])
     asm = llir.InlineAsm(fty, text, cons, side_effect=True)
