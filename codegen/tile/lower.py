@@ -223,6 +223,9 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
         stages = next(st for st in (4, 3, 2) if st * stage <= budget or st == 2)
     if engine == "mma" and stages == 4 and lay.count >= 128:
         stages = 3
+    want = getattr(k, "tile_stages", 0)  # an autotuning configuration's `num_stages` (anodize/autotuning.py)
+    if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
+        stages = want
     from .wgmma import smem_bytes
 
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage

@@ -354,3 +354,24 @@ def test_debug_device_runs_the_first_valid_configuration(mod: Any) -> None:
     assert report.source == "first-valid" and report.winner == az.Config(BM=8, BN=8, num_warps=1)
     assert report.records[0].status == "skipped" and "az-disjoint-index" in report.records[0].reason
     np.testing.assert_allclose(y.to_host(), 2 * xh)
+
+
+def test_num_stages_reaches_the_tensor_core_ring() -> None:
+    """A configuration's `num_stages` sets the depth of the matmul loop's cp.async ring (the
+    compiler's own choice without it): the GPU artifact's ring bytes differ by one stage."""
+    import importlib.util
+    from pathlib import Path
+
+    from anodize.runtime.compile import compile_for_gpu
+
+    path = Path(__file__).resolve().parents[2] / "examples" / "autotune_gemm.py"
+    spec = importlib.util.spec_from_file_location("_autotune_gemm_stages", path)
+    assert spec is not None and spec.loader is not None
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    t = m.gemm._tuner
+    ring = {}
+    for stages in (3, 4):
+        v = t.variant(az.Config(BM=128, BN=128, BK=64, num_warps=8, num_stages=stages))
+        ring[stages] = compile_for_gpu(v.specialize(T="f16", BM=128, BN=128, BK=64), "sm_90").dynamic_shared_bytes
+    assert ring[4] - ring[3] == (128 + 128) * 64 * 2  # one stage of A's 128 x 64 and B's 64 x 128 halves
