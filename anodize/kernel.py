@@ -160,9 +160,18 @@ class Kernel(Generic[P]):
         from anodize.language.front import spec_key
 
         ck = ("spec", spec_key(key))
-        hit = self._cache.get(ck)
+        specs = self._cache.get("specs")
+        if specs is None:
+            from collections import OrderedDict
+
+            specs = self._cache["specs"] = OrderedDict()
+        hit = specs.get(ck)
         if hit is None:
-            hit = self._cache[ck] = self._specialised(tuple(sorted(key + self.options)) if self.options else key)
+            hit = specs[ck] = self._specialised(tuple(sorted(key + self.options)) if self.options else key)
+            while len(specs) > self._SPECS_MAX:  # the least recently used goes (and, unless held elsewhere, its code)
+                specs.popitem(last=False)
+        else:
+            specs.move_to_end(ck)
         return hit
 
     def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
@@ -170,6 +179,9 @@ class Kernel(Generic[P]):
         return Kernel(self.fn, self.contract_spec, spec=key, options=self.options)
 
     # -- launching ------------------------------------------------------------------------
+    # specialisations kept per kernel (a bounded LRU, docs/performance.md "What is cached"): a
+    # loop over 1,000 values of one `az.Constant` compiles each once and keeps the last 32
+    _SPECS_MAX = 32
     _LAUNCHES_MAX = 64  # launch objects remembered per kernel, by config (then forgotten at once)
 
     def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:

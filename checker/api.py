@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import os
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import field
 from anodize.language.records import dataclass
@@ -168,16 +169,21 @@ def check_file(path: Path, project: Project | None = None) -> Analysis:
 
 # ---- the compile path --------------------------------------------------------------------------
 
-_CACHE: dict[str, tuple[str, Analysis]] = {}
+_CACHE: OrderedDict[str, tuple[str, Analysis]] = OrderedDict()
+_CACHE_KEEP = 64  # modules (as the front end's own cache): a process that compiles generated modules stays bounded
 
 
 def analysis_of(front: ModuleFront) -> Analysis:
     """The checker's analysis of one module front (once per path and source)."""
     hit = _CACHE.get(front.path)
     if hit is not None and hit[0] == front.digest and (hit[1].model is None or hit[1].model.front is front):
+        _CACHE.move_to_end(front.path)
         return hit[1]
     result = analyze_source(front.source, front.path, Project())
     _CACHE[front.path] = (front.digest, result)
+    _CACHE.move_to_end(front.path)
+    while len(_CACHE) > _CACHE_KEEP:
+        _CACHE.popitem(last=False)
     return result
 
 

@@ -370,20 +370,85 @@ def add_launcher(lw: Lowerer) -> None:
     def threads() -> None:
         loop(bl[2], lambda tz: loop(bl[1], lambda ty_: loop(bl[0], lambda tx: thread_body(tz, ty_, tx), "tx"), "ty"), "tz")
 
-    def bx_body(bx: llir.Value) -> None:
-        b.store(bx, slot(3))
+    def one_block(bxyz: tuple[llir.Value, llir.Value, llir.Value]) -> None:
+        for i in range(3):
+            b.store(bxyz[i], slot(3 + i))
         threads()
 
-    def by_body(by: llir.Value) -> None:
-        b.store(by, slot(4))
-        loop(g[0], bx_body, "bx")
-
-    def blocks(bz: llir.Value) -> None:
-        b.store(bz, slot(5))
-        loop(g[1], by_body, "by")
-
-    loop(g[2], blocks, "bz")
+    block_range(b, f, grid, g, one_block)
     b.ret_void()
+
+
+def block_range(b: llir.IRBuilder, f: llir.Function, grid: llir.Value, g: list[llir.Value],
+                body: Callable[[tuple[llir.Value, llir.Value, llir.Value]], None]) -> None:
+    """The launcher's loop over the blocks `grid[3] .. grid[4]` (a range of linear block ids, an
+    i64 each after the three i32 dims): `run_in_chunks` calls a launcher once per range, so
+    that Python runs between ranges and Ctrl-C stops a long launch (docs/architecture.md)."""
+    i64p = b.gep(grid, [llir.Constant(I64T, 2)], source_etype=I64T)  # bytes 16..32: start, end
+    start = b.load(i64p, typ=I64T)
+    end = b.load(b.gep(grid, [llir.Constant(I64T, 3)], source_etype=I64T), typ=I64T)
+    gx, gy = b.zext(g[0], I64T), b.zext(g[1], I64T)
+    blocks = b.mul(b.mul(gx, gy), b.zext(g[2], I64T))  # a coarsened launcher has fewer blocks along x than Python's grid
+    end = b.select(b.icmp_unsigned("<", end, blocks), end, blocks)
+    pre = b.block
+    head, bodyb, done = f.append_basic_block("blk.head"), f.append_basic_block("blk.body"), f.append_basic_block("blk.end")
+    b.branch(head)
+    b.position_at_end(head)
+    lin = b.phi(I64T, name="blk")
+    lin.add_incoming(start, pre)
+    b.cbranch(b.icmp_unsigned("<", lin, end), bodyb, done)
+    b.position_at_end(bodyb)
+    rest = b.udiv(lin, gx)
+    bxyz = (b.trunc(b.urem(lin, gx), I32T), b.trunc(b.urem(rest, gy), I32T), b.trunc(b.udiv(rest, gy), I32T))
+    body(bxyz)
+    lin.add_incoming(b.add(lin, llir.Constant(I64T, 1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)
+
+
+# A launcher call runs at most this long (about) before Python runs again: Ctrl-C's latency.
+CHUNK_SECONDS = 0.1
+
+
+def grid_words(g: Sequence[int]) -> Any:
+    """The launcher's `grid` argument: three u32 dims, a pad word, then the i64 block range."""
+    words = (ctypes.c_uint32 * 8)(*g, 0)
+    return words
+
+
+def run_in_chunks(call: Callable[[Any], Any], g: Sequence[int], threads_per_block: int) -> Any:
+    """Run a launcher over the whole grid `g`, a range of blocks per call, sized so each call
+    takes about CHUNK_SECONDS: between calls Python runs, so a KeyboardInterrupt (Ctrl-C)
+    stops the launch within about that long (after the blocks that ran; a block is never cut
+    short).  `call(grid_words)` returns non-zero to stop (its value is returned, with the
+    range's start), else None is returned."""
+    import time
+
+    total = g[0] * g[1] * g[2]
+    if total == 0:
+        return None
+    if total >= 2**62:
+        raise ValueError(f"grid {tuple(g)} has too many blocks")
+    words = grid_words(g)
+    rng = ctypes.cast(ctypes.addressof(words) + 16, ctypes.POINTER(ctypes.c_int64))
+    start = 0
+    # a small grid is one call; a large one starts with one block (a block of a heavy kernel may
+    # take long) and grows the range fourfold while a call is short
+    chunk = total if total * threads_per_block <= 4096 else 1
+    while start < total:
+        end = min(total, start + chunk)
+        rng[0], rng[1] = start, end
+        t0 = time.perf_counter()
+        bad = call(words)
+        if bad:
+            return start, bad
+        dt = time.perf_counter() - t0
+        if dt < CHUNK_SECONDS / 4:
+            chunk = min(chunk * 4, 1 << 40)
+        elif dt > CHUNK_SECONDS:
+            chunk = max(1, chunk // 2)
+        start = end
+    return None
 
 
 def _decode(b: llir.IRBuilder, raw: llir.Value, kind: str) -> llir.Value:
@@ -483,6 +548,6 @@ class CpuModule:
 
             run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared, int(dynamic_shared))
             return
-        grid = (ctypes.c_uint32 * 3)(*g)
         block = (ctypes.c_uint32 * 3)(*bl)
-        self._fn(ctypes.addressof(grid), ctypes.addressof(block), ctypes.addressof(argv), int(fault_address), int(launch_rank))
+        fn, bp, ap, fa, rk = self._fn, ctypes.addressof(block), ctypes.addressof(argv), int(fault_address), int(launch_rank)
+        run_in_chunks(lambda grid: fn(ctypes.addressof(grid), bp, ap, fa, rk), g, bl[0] * bl[1] * bl[2])

@@ -19,7 +19,7 @@ import numpy as np
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from . import cpu_split as cs
-from .cpu import LAUNCH, _decode, _encode, _lock, engine_machine, host_target_machine
+from .cpu import LAUNCH, _decode, _encode, _lock, block_range, engine_machine, host_target_machine, run_in_chunks
 from .cpu_regions import CTX_BYTES, OFF_ERROR, OFF_FRAME, OFF_SHARED, RegionLowerer, SplitTarget, _c32, _c64
 from .lower_llvm import I1, I8, I32T, I64T
 
@@ -54,20 +54,6 @@ def add_launcher(lw: RegionLowerer) -> None:
     done = f.append_basic_block("done")
     failed = f.append_basic_block("failed")
 
-    def loop(n: llir.Value, body: Callable[[llir.Value], None], name: str) -> None:
-        pre = b.block
-        head, bodyb, end = (f.append_basic_block(f"{name}.{x}") for x in ("head", "body", "end"))
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I32T, name=name)
-        i.add_incoming(_c32(0), pre)
-        b.cbranch(b.icmp_unsigned("<", i, n), bodyb, end)
-        b.position_at_end(bodyb)
-        body(i)
-        i.add_incoming(b.add(i, _c32(1)), b.block)
-        b.branch(head)
-        b.position_at_end(end)
-
     def one(bx: llir.Value) -> None:
         b.store(bx, at(12))
         with b.if_then(b.icmp_unsigned("!=", shared_bytes, _c64(0))):
@@ -78,15 +64,12 @@ def add_launcher(lw: RegionLowerer) -> None:
         b.cbranch(b.icmp_unsigned("!=", b.load(at(OFF_ERROR), typ=I32T), _c32(0)), failed, ok)
         b.position_at_end(ok)
 
-    def rows(by: llir.Value) -> None:
-        b.store(by, at(16))
-        loop(g[0], one, "bx")
+    def one_block(bxyz: tuple[llir.Value, llir.Value, llir.Value]) -> None:
+        b.store(bxyz[1], at(16))
+        b.store(bxyz[2], at(20))
+        one(bxyz[0])
 
-    def layers(bz: llir.Value) -> None:
-        b.store(bz, at(20))
-        loop(g[1], rows, "by")
-
-    loop(g[2], layers, "bz")
+    block_range(b, f, grid, g, one_block)  # the chunk of blocks `run_in_chunks` gives this call
     b.branch(done)
     b.position_at_end(done)
     b.ret(_c32(0))
@@ -140,12 +123,13 @@ class RegionModule:
         frame = np.zeros(max(16, nalloc * self.frame_per_thread), np.uint8)
         shared_bytes = self.static_shared + int(dynamic_shared)
         shared = np.zeros(max(16, shared_bytes), np.uint8)
-        grid = (ctypes.c_uint32 * 3)(*g)
         block = (ctypes.c_uint32 * 3)(*bl)
-        bad = self._fn(ctypes.addressof(grid), ctypes.addressof(block), ctypes.addressof(argv), int(fault_address),
-                       int(launch_rank), shared.ctypes.data, shared_bytes, frame.ctypes.data, int(dynamic_shared))
-        if bad:
-            lin = bad - 1
+        fn, bp, ap, fa, rk, sp, fp, dyn = (self._fn, ctypes.addressof(block), ctypes.addressof(argv), int(fault_address),
+                                           int(launch_rank), shared.ctypes.data, frame.ctypes.data, int(dynamic_shared))
+        stopped = run_in_chunks(lambda grid: fn(ctypes.addressof(grid), bp, ap, fa, rk, sp, shared_bytes, fp, dyn), g, threads)
+        if stopped:
+            start, bad = stopped
+            lin = start + bad - 1
             where = (lin % g[0], lin // g[0] % g[1], lin // (g[0] * g[1]))
             raise RuntimeError(
                 f"block {where} diverged: its threads disagreed on a condition or trip count around "

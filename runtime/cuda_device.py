@@ -21,7 +21,7 @@ from cuda.core import launch as _cu_launch
 from anodize.codegen.artifact import CompiledKernel
 from anodize.runtime.device import Device, DeviceLimits
 from anodize.runtime.faults import FaultArena
-from anodize.runtime.streams import ensure_current
+from anodize.runtime.streams import ensure_current, wait_gpu
 
 _OK = driver.CUresult.CUDA_SUCCESS
 
@@ -83,9 +83,14 @@ class CudaDevice(Device):
         """Before driver calls outside the launch path: our context, when several GPUs are in use."""
         ensure_current(self)
 
+    def _wait(self, what: str) -> None:
+        """Wait for this device's stream; Ctrl-C interrupts the wait (`streams.wait_gpu`)."""
+        s = self._cu_stream
+        wait_gpu(lambda: driver.cuStreamQuery(s), lambda: driver.cuStreamSynchronize(s), what)
+
     def check(self) -> None:
         self._current()
-        check_cu(driver.cuStreamSynchronize(self._cu_stream), "a kernel launched by anodize")
+        self._wait("a kernel launched by anodize")
         self.faults.check()
 
     # -- memory ---------------------------------------------------------------------------
@@ -98,13 +103,13 @@ class CudaDevice(Device):
         self._current()
         if nbytes:
             check_cu(driver.cuMemcpyHtoDAsync(ptr, host.ctypes.data, nbytes, self._cu_stream), "cuMemcpyHtoD")
-            check_cu(driver.cuStreamSynchronize(self._cu_stream), "cuMemcpyHtoD")
+            self._wait("cuMemcpyHtoD")
 
     def _download(self, out: np.ndarray, ptr: int, nbytes: int) -> None:
         self._current()
         if nbytes:
             check_cu(driver.cuMemcpyDtoHAsync(out.ctypes.data, ptr, nbytes, self._cu_stream), "cuMemcpyDtoH")
-        check_cu(driver.cuStreamSynchronize(self._cu_stream), "a kernel launched by anodize")
+        self._wait("a kernel launched by anodize")
 
     def _fill_zero(self, ptr: int, nbytes: int) -> None:
         self._current()

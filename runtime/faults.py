@@ -14,6 +14,7 @@ reset to zero.
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,31 +38,56 @@ class _Chunk:
     def __init__(self, ptr: int, owner: object):
         self.ptr = ptr
         self.owner = owner
-        self.kernels: list[CompiledKernel] = []
+        # each slot's kernel, weakly: a kernel nothing refers to any more is freed (its JIT
+        # engine or CUDA module with it), and its slot is reused after the next check
+        self.kernels: list[weakref.ref[CompiledKernel] | None] = []
 
 
 class FaultArena:
-    """The per-device fault records of every loaded kernel."""
+    """The per-device fault records of every loaded kernel.
+
+    The arena refers to kernels weakly: a compiled kernel that nothing else refers to is
+    freed, and its slot goes back to the free list at the next `check` (after its record was
+    read, so a fault of its last launch is still reported and never inherited)."""
 
     def __init__(self, device: Device):
         self._device = device
         self._chunks: list[_Chunk] = []
+        self._free: list[tuple[_Chunk, int]] = []
         self.dirty = False  # set by every launch, cleared by `check`
 
     def register(self, compiled: CompiledKernel) -> int:
         """Give `compiled` a zeroed slot; return the slot's address (the hidden `fault` argument)."""
+        if not self._free:
+            self._collect()
+        if self._free:
+            chunk, i = self._free.pop()
+            chunk.kernels[i] = weakref.ref(compiled)
+            return chunk.ptr + i * FAULT_RECORD_BYTES
         if not self._chunks or len(self._chunks[-1].kernels) == SLOTS_PER_CHUNK:
             nbytes = SLOTS_PER_CHUNK * FAULT_RECORD_BYTES
             ptr, owner = self._device._alloc(nbytes)
             self._device._fill_zero(ptr, nbytes)
             self._chunks.append(_Chunk(ptr, owner))
         chunk = self._chunks[-1]
-        chunk.kernels.append(compiled)
+        chunk.kernels.append(weakref.ref(compiled))
         return chunk.ptr + (len(chunk.kernels) - 1) * FAULT_RECORD_BYTES
 
     @property
     def slots(self) -> int:
-        return sum(len(c.kernels) for c in self._chunks)
+        """Slots held by live kernels."""
+        return sum(1 for c in self._chunks for r in c.kernels if r is not None and r() is not None)
+
+    def _collect(self) -> None:
+        """Free the slots of dead kernels, when no launch is unchecked (a dead kernel's last
+        launch may still write its record: `check` reads it first)."""
+        if self.dirty:
+            return
+        for chunk in self._chunks:
+            for i, r in enumerate(chunk.kernels):
+                if r is not None and r() is None:
+                    chunk.kernels[i] = None
+                    self._free.append((chunk, i))
 
     def check(self) -> None:
         """Raise the first recorded fault (and reset every slot); a no-op when nothing ran."""
@@ -79,9 +105,11 @@ class FaultArena:
             if hit.size == 0:
                 continue
             self._device._fill_zero(chunk.ptr, used * FAULT_RECORD_BYTES)
-            if first is None:
-                k = int(hit[0])
-                first = _fault(chunk.kernels[k], records[k])
+            for k in hit:
+                ref = chunk.kernels[int(k)]
+                compiled = ref() if ref is not None else None
+                if first is None and compiled is not None:
+                    first = _fault(compiled, records[int(k)])
         if first is not None:
             raise first
 

@@ -226,7 +226,7 @@ class GenericLaunch:
 
     __slots__ = ("kernel", "config", "sig", "_n", "_keep", "_fast", "_key")
 
-    _FAST_MAX = 256  # launchers remembered per config (Constants can take many values)
+    _FAST_MAX = 32  # launchers remembered per config (Constants can take many values): as many as the kernel keeps specialisations
 
     def __init__(self, kernel: Kernel, config: LaunchConfig[Any], sig: GenericSignature):
         self.kernel, self.config, self.sig = kernel, config, sig

@@ -160,9 +160,8 @@ class CudaMarker:
     def sync(self) -> None:
         from cuda.bindings import driver
 
-        from anodize.runtime.cuda_device import check_cu
-
-        check_cu(driver.cuEventSynchronize(self.event), "cuEventSynchronize")
+        ev = self.event
+        wait_gpu(lambda: driver.cuEventQuery(ev), lambda: driver.cuEventSynchronize(ev), "cuEventSynchronize")
 
     def __del__(self) -> None:
         try:
@@ -502,3 +501,47 @@ def _fault_stream(dev: Device) -> Any:
         flags = driver.CUstream_flags.CU_STREAM_NON_BLOCKING
         s = _FAULT_STREAMS[id(dev)] = check_cu(driver.cuStreamCreate(flags), "cuStreamCreate")
     return s
+
+
+# ---- waiting for the GPU, interruptibly ---------------------------------------------------------
+
+WAIT_SPIN_SECONDS = 200e-6  # a wait shorter than this is a few queries: no thread, no sleep
+WAIT_POLL_SECONDS = 0.05  # Ctrl-C's latency in a longer wait
+
+
+def wait_gpu(query: Callable[[], Any], sync: Callable[[], Any], what: str) -> None:
+    """Wait for a stream or event (`query`: cuStreamQuery/cuEventQuery; `sync`: the blocking call)
+    so that Ctrl-C interrupts it: a short wait spins on `query`; a longer one runs `sync` on a
+    helper thread while this thread waits on an event a slice at a time, where a
+    KeyboardInterrupt lands within WAIT_POLL_SECONDS.  After an interrupt the GPU work goes on
+    to its end (a kernel cannot be cancelled): its outputs are undefined until it does, later
+    work on the stream queues behind it, and the device stays usable (docs/async.md)."""
+    import time
+
+    from cuda.bindings import driver
+
+    from anodize.runtime.cuda_device import check_cu
+
+    not_ready = driver.CUresult.CUDA_ERROR_NOT_READY
+    end = time.perf_counter() + WAIT_SPIN_SECONDS
+    while True:
+        err = query()[0]
+        if err != not_ready:
+            check_cu((err, None), what)
+            return
+        if time.perf_counter() > end:
+            break
+    done = threading.Event()
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(sync())
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name="anodize-gpu-wait", daemon=True).start()
+    while not done.wait(WAIT_POLL_SECONDS):
+        pass
+    if out:
+        check_cu(out[0], what)

@@ -222,6 +222,10 @@ class FakeDriver:
         assert int(stream) not in self.capturing
         return (OK,)
 
+    def cuStreamQuery(self, stream: Any) -> tuple[Any]:
+        assert int(stream) not in self.capturing
+        return (OK,)
+
     def cuStreamCreate(self, flags: Any) -> tuple[Any, Any]:
         return OK, driver.CUstream(self.new_handle())
 
@@ -284,7 +288,7 @@ class FakeDriver:
 
 _CALLS = (
     "cuEventCreate cuEventRecord cuEventQuery cuEventSynchronize cuEventDestroy cuStreamWaitEvent "
-    "cuMemcpyHtoDAsync cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8Async cuStreamSynchronize "
+    "cuMemcpyHtoDAsync cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8Async cuStreamSynchronize cuStreamQuery "
     "cuStreamCreate cuMemHostAlloc cuMemFreeHost cuPointerGetAttribute cuStreamBeginCapture "
     "cuStreamEndCapture cuGraphInstantiate cuGraphDestroy cuGraphExecDestroy cuGraphLaunch"
 ).split()

@@ -52,6 +52,8 @@ class TypedKernel:
 
 
 class ModuleFront:
+    TYPED_KEEP = 32  # typed models kept per module; past it the oldest specialisations go (typed again on demand)
+
     def __init__(self, source: str, path: str, tree: ast.Module | None = None):
         self.source = source
         self.path = path
@@ -119,6 +121,9 @@ class ModuleFront:
                 from anodize.language.typer import type_kernel
 
                 hit = self._typed[key] = type_kernel(self, fdef, spec)
+                if spec and len(self._typed) > self.TYPED_KEEP:  # many values of one Constant: keep the newest
+                    for old in [k for k in self._typed if k[1]][: len(self._typed) - self.TYPED_KEEP]:
+                        del self._typed[old]
         return hit
 
     def helper_types(self, fdef: ast.FunctionDef) -> Any:
