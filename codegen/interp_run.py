@@ -190,7 +190,10 @@ class Run:
                 self.slices[p.name] = Mem(p.name, ScalarTy(p.scalar), ptr, dims, p.slice_kind)
             else:
                 ty = ScalarTy(p.scalar)
-                self.scalars[p.name] = ops.const(next(it), ty)
+                v = next(it)
+                if ty.is_half:  # (the ABI's 16-bit pattern: artifact.py)
+                    v = bits_to_float(int(v), ty.name)
+                self.scalars[p.name] = ops.const(v, ty)
 
     # ---- faults ------------------------------------------------------------------------
     def fault(self, site: int, index: int, length: int) -> None:

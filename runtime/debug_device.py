@@ -15,7 +15,8 @@ faults), as `az.device("cpu", n)` is for the CPU backend.
 from __future__ import annotations
 
 from anodize.language.errors import ArgumentError
-from anodize.runtime.device import CpuDevice
+from anodize.runtime.device import CpuDevice, DeviceLimits
+from anodize.runtime.launch_checks import UNIVERSAL
 
 __all__ = ["DebugDevice", "debug_device"]
 
@@ -28,6 +29,9 @@ class DebugDevice(CpuDevice):
     def __init__(self, index: int = 0) -> None:
         super().__init__(index)
         self.name = "Python interpreter of the typed kernel IR"
+        # the GPU's opt-in shared memory per block (launch_checks.UNIVERSAL): the interpreted IR
+        # counts a tile kernel's shared tiles as static, which the GPU's lowering makes dynamic
+        self.limits = DeviceLimits(max_shared_per_block=UNIVERSAL.max_shared_per_block)
 
     def describe(self) -> str:
         return f"debug:{self.index} ({self.name})" if self.index else f"debug ({self.name})"

@@ -377,7 +377,7 @@ def filter_doubles(api: CheckerPluginInterface) -> None:
     try:
         from mypy.errors import ErrorWatcher
 
-        watcher = ErrorWatcher(errors, filter_errors=_is_double)  # type: ignore[arg-type]
+        watcher = ErrorWatcher(errors, filter_errors=_is_double)
     except Exception:  # a mypy without this API: the repeats stay
         return
     watchers.insert(0, watcher)

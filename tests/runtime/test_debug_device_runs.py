@@ -41,7 +41,7 @@ TINY: dict[str, dict[str, int]] = {
     "tile_gemm": {"m": 32, "n": 32, "k": 32},
     "tile_softmax": {"rows": 2, "cols": 40},
     "tile_layernorm": {"rows": 2, "cols": 40},
-    "tile_attention": {"batch": 1, "heads": 1, "seq": 16, "d": 16},
+    "tile_attention": {"batch": 1, "heads": 1, "seq": 32, "d": 16},
 }
 QUICK_EXAMPLES = {"vecadd", "generic_saxpy", "transpose"}
 FIXTURE_RUNS = sorted(p for p in FIXTURES.glob("*.py") if "\ndef main()" in p.read_text())
