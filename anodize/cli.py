@@ -231,12 +231,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(str(e), file=sys.stderr)
         return 1
     except SystemExit as e:
-        if e.code is not None and not isinstance(e.code, int):  # `sys.exit("message")`: printed, status 1, as Python does
-            print(e.code, file=sys.stderr)
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if code:
             if not isinstance(e.code, int) and e.code is not None:
-                print(e.code, file=sys.stderr)  # (as the interpreter prints a SystemExit's message)
+                print(e.code, file=sys.stderr)  # `sys.exit("message")`: printed, status 1, as the interpreter does
             return code
     except BaseException as e:  # the program's own error: its frames only, as `python FILE` shows them
         tb = e.__traceback__

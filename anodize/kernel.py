@@ -178,6 +178,12 @@ class Kernel(Generic[P]):
         """A new kernel object for the specialisation `key` (a subclass keeps its own options)."""
         return Kernel(self.fn, self.contract_spec, spec=key, options=self.options)
 
+    def with_options(self, options: tuple[tuple[str, Any], ...], num_warps: int | None = None) -> Kernel[Any]:
+        """This kernel with compile options baked into every specialisation (an autotuning
+        configuration's, runtime/tuning.py; `num_warps` applies to a tile kernel).  A plain
+        kernel's options are its whole specialisation."""
+        return Kernel(self.fn, self.contract_spec, spec=None if self.generic is not None else options, options=options)
+
     # -- launching ------------------------------------------------------------------------
     # specialisations kept per kernel (a bounded LRU, docs/performance.md "What is cached"): a
     # loop over 1,000 values of one `az.Constant` compiles each once and keeps the last 32
@@ -352,6 +358,11 @@ class TileKernel(Kernel[P]):
 
     def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         return TileKernel(self.fn, self.num_warps, self.contract_spec, spec=key, options=self.options)
+
+    def with_options(self, options: tuple[tuple[str, Any], ...], num_warps: int | None = None) -> Kernel[Any]:
+        """This tile kernel with compile options (and the block `num_warps * 32` they name)."""
+        spec = None if self.generic is not None else options
+        return TileKernel(self.fn, num_warps or self.num_warps, self.contract_spec, spec=spec, options=options)
 
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its

@@ -22,7 +22,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from anodize.autotuning import Config
+    from anodize.runtime.tune_config import Config
     from anodize.runtime.tuning import TuneReport, Tuner
 
 __all__ = ["load", "store", "seeded", "export", "device_model"]
@@ -96,7 +96,7 @@ def _read_json(path: str) -> Any:
 
 def _config_in(t: Tuner, data: Any) -> Config | None:
     """The declared configuration `data` names, or None."""
-    from anodize.autotuning import Config
+    from anodize.runtime.tune_config import Config
 
     if not isinstance(data, dict):
         return None

@@ -34,15 +34,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import USER_ERRORS, ArgumentError, CheckError
+from anodize.runtime.tune_config import Config
 from anodize.language.tile_vocab import NUM_STAGES_CHOICES, NUM_WARPS_CHOICES, OPTION_NUM_STAGES, OPTION_NUM_WARPS
 
 if TYPE_CHECKING:
-    from anodize.autotuning import Autotuned, Config
+    from anodize.autotuning import Autotuned
     from anodize.kernel import Kernel
 
 __all__ = ["TuneRecord", "TuneReport", "Tuner"]
 
-log = logging.getLogger("anodize.autotuning")
+log = logging.getLogger("anodize.autotune")
 
 _MEMO_MAX = 256  # (key, launch config) -> launcher, remembered per tuned kernel
 _BATCH_MS = 0.5  # a timed batch runs at least this long (calls per batch from the warm-up's time)
@@ -93,12 +94,10 @@ class Tuner:
     timed_on_cpu = False  # tests: time on the CPU backend too (wall clock), to exercise the choice
 
     def __init__(self, at: Autotuned[Any]):
-        from anodize.kernel import TileKernel
-
         self.at = at
         base = at.kernel
         self.base = base
-        self.tile = isinstance(base, TileKernel)
+        self.tile = getattr(base, "num_warps", None) is not None  # a tile kernel
         self.sig = base.generic
         kernel_consts: dict[str, str] = dict(self.sig.constants) if self.sig is not None else {}
         self.kernel_constants = kernel_consts
@@ -162,8 +161,6 @@ class Tuner:
     def variant(self, c: Config) -> Kernel[Any]:
         """The kernel a configuration launches: the base kernel with the configuration's compile
         options (its Constants stay parameters, bound at launch)."""
-        from anodize.kernel import Kernel, TileKernel
-
         options: list[tuple[str, Any]] = []
         if self.tile and c.num_warps is not None:
             options.append((OPTION_NUM_WARPS, c.num_warps))
@@ -174,14 +171,7 @@ class Tuner:
         if hit is not None:
             return hit
         base = self.base
-        if not options:
-            v: Kernel[Any] = base
-        else:
-            spec = None if self.sig is not None else vk  # a plain kernel's options are its whole specialisation
-            if isinstance(base, TileKernel):
-                v = TileKernel(base.fn, c.num_warps or base.num_warps, base.contract_spec, spec=spec, options=vk)
-            else:
-                v = Kernel(base.fn, base.contract_spec, spec=spec, options=vk)
+        v: Kernel[Any] = base if not options else base.with_options(vk, num_warps=c.num_warps)
         self._variants[vk] = v
         return v
 

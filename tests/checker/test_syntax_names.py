@@ -52,12 +52,18 @@ def h():
 '''
 
 
+TOO_DEEP_FOR_LIBCST = {"nesting_too_deep.py"}
+
+
 def _sources() -> list[object]:
     """Every fixture and example, and SCOPING.  The default run takes the accepted fixtures,
     the examples, the host and fuzz fixtures, SCOPING and every third rejected fixture (they
     share their import forms); the other rejected fixtures run under `-m slow` (libcst's
     parse is the cost)."""
     files = sorted(REPO.glob("fixtures/**/*.py")) + sorted(REPO.glob("examples/*.py"))
+    # code nested past what libcst's recursive parser takes (the checker reports the nesting
+    # limit there, tests/reliability/test_bad_source.py): no oracle for these
+    files = [p for p in files if p.name not in TOO_DEEP_FOR_LIBCST]
     out: list[object] = []
     rejected = 0
     for p in files:

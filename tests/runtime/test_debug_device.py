@@ -52,10 +52,11 @@ SMALL: dict[str, dict[str, int]] = {
     "radix_digits": {"n": 700},
     "particles": {"n": 500, "steps": 2},
     "fluid2d": {"rows": 9, "cols": 13, "steps": 2},
+    "autotune_softmax": {"rows": 3, "cols": 20},
 }
 OWN_RUN = {"reduce_sum_unsafe", "generic_saxpy"}
 # f16/bf16 slices: the debug device's memory model has no 16-bit floats yet (codegen/interp_run.py)
-HALF_ONLY = {"tile_gemm", "tile_attention"}
+HALF_ONLY = {"tile_gemm", "tile_attention", "autotune_gemm"}
 PRESENT = sorted(n for n in SMALL if (EXAMPLES / f"{n}.py").exists())  # (examples other branches add)
 # Interpreted blocks of many threads with barriers are the slow ones: sgemm (16x16 threads, a
 # shared tile per K step), softmax_unsafe and tile_layernorm run under `-m slow`; transpose,

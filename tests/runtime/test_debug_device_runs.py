@@ -42,6 +42,13 @@ TINY: dict[str, dict[str, int]] = {
     "tile_softmax": {"rows": 2, "cols": 40},
     "tile_layernorm": {"rows": 2, "cols": 40},
     "tile_attention": {"batch": 1, "heads": 1, "seq": 32, "d": 16},
+    "radix_digits": {"n": 700},
+    "particles": {"n": 500, "steps": 2},
+    "fluid2d": {"rows": 9, "cols": 13, "steps": 2},
+    "async_double_buffer": {"n": 600, "chunks": 3, "iters": 4},
+    "async_fanout": {"n": 500},
+    "autotune_gemm": {"m": 32, "n": 32, "k": 32},
+    "autotune_softmax": {"rows": 2, "cols": 40},
 }
 QUICK_EXAMPLES = {"vecadd", "generic_saxpy", "transpose"}
 FIXTURE_RUNS = sorted(p for p in FIXTURES.glob("*.py") if "\ndef main()" in p.read_text())
