@@ -1,5 +1,5 @@
 """The Tile model: typing (language/typer_tiles.py), the lowering to plain IR
-(codegen/tile_lower.py) on both targets, the GEMM form (codegen/tile_gemm.py), launches.
+(codegen/tile_lower.py) on both targets, the tensor-core matmuls (codegen/tile/), launches.
 The lowering run with real threads: test_tile_threads.py; shared helpers: tile_cases.py."""
 
 from __future__ import annotations
