@@ -48,54 +48,6 @@ print(rep.table())
 """
 
 
-def triton_matmul(configs: list[dict[str, int]]):  # noqa: ANN201
-    import triton
-    import triton.language as tl
-
-    tcfgs = [triton.Config({"BLOCK_SIZE_M": c["BM"], "BLOCK_SIZE_N": c["BN"], "BLOCK_SIZE_K": c["BK"], "GROUP_SIZE_M": 8},
-                           num_stages=c["num_stages"], num_warps=c["num_warps"]) for c in configs]
-
-    @triton.autotune(configs=tcfgs, key=["M", "N", "K"])
-    @triton.jit
-    def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # noqa: ANN001
-                      BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-        num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-        num_pid_in_group = GROUP_SIZE_M * num_pid_n
-        group_id = pid // num_pid_in_group
-        first_pid_m = group_id * GROUP_SIZE_M
-        group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-        pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-        pid_n = (pid % num_pid_in_group) // group_size_m
-        offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-        offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-        offs_k = tl.arange(0, BLOCK_SIZE_K)
-        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-            acc = tl.dot(a, b, acc)
-            a_ptrs += BLOCK_SIZE_K * stride_ak
-            b_ptrs += BLOCK_SIZE_K * stride_bk
-        c = acc.to(tl.float16)
-        offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-        offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-        tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
-
-    def run(a, b, c):  # noqa: ANN001, ANN202
-        M, K = a.shape
-        _, N = b.shape
-        grid = lambda META: (triton.cdiv(M, META["BLOCK_SIZE_M"]) * triton.cdiv(N, META["BLOCK_SIZE_N"]),)  # noqa: E731
-        matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-        return c
-
-    return run
-
-
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--shapes", default=SHAPES)
@@ -157,6 +109,8 @@ def main() -> None:
         print(f"  {name:<24} {statistics.median(ts):7.2f} us/launch (min {min(ts):.2f})")
 
     print("\n== 3. GEMM shapes: autotuned anodize vs Triton autotuned over the same 8 points (f16, TFLOP/s)")
+    from tile_bench import triton_matmul  # Triton's tutorial kernel, the same program as ours
+
     tri = triton_matmul([c.to_json() for c in g.CONFIGS])
     for shape in args.shapes.split(";"):
         m, n, kk = (int(x) for x in shape.split(","))

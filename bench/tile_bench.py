@@ -34,17 +34,22 @@ sys.path.insert(0, str(ROOT / "bench"))
 TARGETS = {"add": 1.0, "gemm-cublas": 0.7, "gemm-triton": 0.8, "softmax": 1.0, "layer_norm": 1.0, "attention": 0.5}
 
 
-def triton_matmul():  # noqa: ANN201 - Triton's tutorial 03 kernel (fp16 in, fp32 accumulate; two of its configs)
+TUTORIAL_CONFIGS = [  # two of Triton's tutorial configs, as (BM, BN, BK, warps, stages)
+    {"BM": 128, "BN": 256, "BK": 64, "num_warps": 8, "num_stages": 3},
+    {"BM": 128, "BN": 128, "BK": 64, "num_warps": 4, "num_stages": 4},
+]
+
+
+def triton_matmul(configs: list[dict[str, int]] | None = None):  # noqa: ANN201
+    """Triton's tutorial 03 kernel (fp16 in, fp32 accumulate), autotuned over `configs`
+    (default: two of its tutorial configs; bench/autotune_bench.py passes anodize's 8)."""
     import triton
     import triton.language as tl
 
-    @triton.autotune(
-        configs=[
-            triton.Config({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 256, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}, num_stages=3, num_warps=8),
-            triton.Config({"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}, num_stages=4, num_warps=4),
-        ],
-        key=["M", "N", "K"],
-    )
+    tcfgs = [triton.Config({"BLOCK_SIZE_M": c["BM"], "BLOCK_SIZE_N": c["BN"], "BLOCK_SIZE_K": c["BK"], "GROUP_SIZE_M": 8},
+                           num_stages=c["num_stages"], num_warps=c["num_warps"]) for c in (configs or TUTORIAL_CONFIGS)]
+
+    @triton.autotune(configs=tcfgs, key=["M", "N", "K"])
     @triton.jit
     def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,  # noqa: ANN001
                       BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
