@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from anodize.kernel import Kernel
     from anodize.runtime.config import LaunchConfig
 
-__all__ = ["GenericSignature", "generic_signature", "specialise", "GenericLaunch"]
+__all__ = ["GenericSignature", "generic_signature", "specialise", "bind_arguments", "GenericLaunch"]
 
 _BY_DTYPE: dict[str, str] = {info.numpy_name: name for name, info in SCALARS.items()}
 _DTYPE = operator.attrgetter("dtype")
@@ -83,18 +83,7 @@ def _dtype_name(value: Any) -> str | None:
 def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Kernel, tuple[Any, ...]]:
     """The specialised kernel for these arguments, and the arguments it takes (Constants removed)."""
     name = kernel.__name__
-    if len(args) > len(sig.params):
-        raise ArgumentError(f"kernel `{name}` takes {len(sig.params)} arguments, got {len(args)}")
-    bound = dict(zip(sig.params, args, strict=False))
-    for k, v in kwargs.items():
-        if k not in sig.params:
-            raise ArgumentError(f"kernel `{name}` has no parameter `{k}` (parameters: {', '.join(sig.params)})")
-        if k in bound:
-            raise ArgumentError(f"kernel `{name}` got parameter `{k}` twice")
-        bound[k] = v
-    missing = [p for p in sig.params if p not in bound]
-    if missing:
-        raise ArgumentError(f"kernel `{name}` is missing argument(s) {', '.join(f'`{m}`' for m in missing)}")
+    bound = bind_arguments(name, sig.params, args, kwargs)
     chosen: dict[str, tuple[str, str]] = {}  # type variable -> (scalar, the parameter that decided it)
     pending: list[tuple[str, str, Any]] = []  # Python scalars for a type variable: decided by others
     for p, tv in sig.typevar_of.items():
@@ -135,6 +124,23 @@ def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwa
         kernel.specialize(**dict(spec))  # raises: names the type variable no parameter decided
     # validated above, as check_bindings would: take the cached specialisation without validating again
     return kernel._specialization(tuple(sorted(spec))), tuple(bound[p] for p in sig.params if p not in sig.constants)
+
+
+def bind_arguments(name: str, params: tuple[str, ...] | list[str], args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A launch's arguments by parameter name (positional, then keyword), each parameter once."""
+    if len(args) > len(params):
+        raise ArgumentError(f"kernel `{name}` takes {len(params)} arguments, got {len(args)}")
+    bound = dict(zip(params, args, strict=False))
+    for k, v in kwargs.items():
+        if k not in params:
+            raise ArgumentError(f"kernel `{name}` has no parameter `{k}` (parameters: {', '.join(params)})")
+        if k in bound:
+            raise ArgumentError(f"kernel `{name}` got parameter `{k}` twice")
+        bound[k] = v
+    missing = [p for p in params if p not in bound]
+    if missing:
+        raise ArgumentError(f"kernel `{name}` is missing argument(s) {', '.join(f'`{m}`' for m in missing)}")
+    return bound
 
 
 def check_bindings(kernel: Kernel, sig: GenericSignature | None, bindings: dict[str, Any]) -> tuple[tuple[str, Any], ...]:

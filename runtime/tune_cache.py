@@ -28,7 +28,6 @@ if TYPE_CHECKING:
 __all__ = ["load", "store", "seeded", "export", "device_model"]
 
 FORMAT = 1
-MAX_BYTES = 1 << 20  # a tuning file larger than this is not read
 
 
 def device_model(dev: Any) -> str:
@@ -66,32 +65,24 @@ def _digest(t: Tuner, key: tuple[Any, ...], dev: Any) -> str:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
 
 
-def _dir() -> str | None:
+def _dir(create: bool = False) -> str | None:
+    """The tuning folder inside the compile cache's directory, where diskcache allows that
+    directory (on, the user's own and not writable by others, or shared on purpose)."""
     from anodize.runtime import diskcache
 
-    if not diskcache.enabled():
-        return None
-    return os.path.join(str(diskcache.cache_dir()), "tune")
+    root = diskcache.usable_root(create)
+    return None if root is None else os.path.join(root, "tune")
 
 
-def _read_json(path: str) -> Any:
-    """A small regular file's JSON, or None (missing, a link, a special file, too large, damaged)."""
+def _read_json(folder: str, name: str) -> Any:
+    """A tuning file's JSON, read as the compile cache reads its entries' files (no link, no
+    special file, bounded); None when it is missing, refused or damaged."""
+    from anodize.runtime import diskcache
+
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-    except OSError:
-        return None
-    try:
-        import stat
-
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > MAX_BYTES:
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            return json.loads(f.read().decode("utf-8"))
+        return json.loads(diskcache._read(None, folder, name).decode("utf-8"))
     except (OSError, ValueError):
         return None
-    finally:
-        os.close(fd)
 
 
 def _config_in(t: Tuner, data: Any) -> Config | None:
@@ -111,14 +102,14 @@ def load(t: Tuner, key: tuple[Any, ...], dev: Any) -> Config | None:
     d = _dir()
     if d is None or not t.at.cache or dev.kind != "cuda":
         return None
-    data = _read_json(os.path.join(d, _digest(t, key, dev) + ".json"))
+    data = _read_json(d, _digest(t, key, dev) + ".json")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
     return _config_in(t, data.get("config"))
 
 
 def store(t: Tuner, key: tuple[Any, ...], dev: Any, report: TuneReport) -> None:
-    d = _dir()
+    d = _dir(create=True)
     if d is None or not t.at.cache or report.winner is None:
         return
     data = {
@@ -141,7 +132,7 @@ def store(t: Tuner, key: tuple[Any, ...], dev: Any, report: TuneReport) -> None:
 
 
 def _seed_entries(path: str) -> list[Any]:
-    data = _read_json(path)
+    data = _read_json(os.path.dirname(path) or ".", os.path.basename(path))
     if not isinstance(data, dict) or data.get("format") != FORMAT or not isinstance(data.get("entries"), list):
         return []
     return list(data["entries"])

@@ -212,14 +212,9 @@ class Tuner:
                 raise ArgumentError(f"autotuned kernel `{name}` takes {len(self.launch_params)} arguments "
                                     f"({', '.join(self.launch_params)}; the Constants come from the configurations), got {len(args)}")
             return args
-        bound = dict(zip(self.launch_params, args, strict=False))
-        for k, v in kwargs.items():
-            if k not in self.launch_params or k in bound:
-                raise ArgumentError(f"kernel `{name}`: unexpected or repeated argument `{k}`")
-            bound[k] = v
-        missing = [p for p in self.launch_params if p not in bound]
-        if missing:
-            raise ArgumentError(f"kernel `{name}` is missing argument(s) {', '.join(f'`{m}`' for m in missing)}")
+        from anodize.runtime.generic import bind_arguments
+
+        bound = bind_arguments(name, self.launch_params, args, kwargs)
         return tuple(bound[p] for p in self.launch_params)
 
     # -- launching --------------------------------------------------------------------------
