@@ -109,7 +109,7 @@ def runtime(files: list[str], rounds: int, per: int = 40) -> None:
     import torch
 
     import anodize as az
-    from anodize.codegen import ptx as ptxmod
+    from anodize.codegen.gpu import ptx as ptxmod
     from cuda.core import EventOptions
 
     os.environ["ANODIZE_CACHE"] = "off"

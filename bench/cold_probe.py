@@ -66,7 +66,7 @@ def patch_driver(m):
     if os.environ.get("COLD_PROBE_OFC"):  # ptxas -Ofc LEVEL for the wgmma tile (a measurement)
         m.WGMMA_PTXAS_FAST_COMPILE = os.environ["COLD_PROBE_OFC"]
 
-PATCH = {{"anodize.codegen.ptx": patch_ptx, "anodize.checker.api": patch_api, "anodize.runtime.compile": patch_compile,
+PATCH = {{"anodize.codegen.gpu.ptx": patch_ptx, "anodize.checker.api": patch_api, "anodize.runtime.compile": patch_compile,
           "anodize.codegen.driver": patch_driver}}
 
 class Hook(importlib.abc.MetaPathFinder):

@@ -55,7 +55,8 @@ def timed(name, fn):
 t2 = time.perf_counter()
 vecadd.vecadd.compile(arch={arch!r})
 t3 = time.perf_counter()
-from anodize.codegen import driver, ptx
+from anodize.codegen import driver
+from anodize.codegen.gpu import ptx
 rc._enforce = timed("check", rc._enforce)
 driver.build_ir = timed("codegen", driver.build_ir)
 driver.lower_kernel = timed("codegen", driver.lower_kernel)

@@ -16,7 +16,7 @@ def copy(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 @kernel
 def copy_gs(a: Slice[f32], c: DisjointSlice[f32]) -> None:
     """`copy` as a grid-stride loop: an elementwise body, so 16-byte loads and stores
-    of 4 elements per thread and step (codegen/gridstride.py)."""
+    of 4 elements per thread and step (codegen/llvm/gridstride.py)."""
     for i in thread.grid_stride(c):
         c[i] = a[i]
 

@@ -1,4 +1,4 @@
-"""Tensor-core GEMM (codegen/tc_gemm.py) against torch.matmul (cuBLAS), f16 4096^3, on one GPU.
+"""Tensor-core GEMM (codegen/tensorcore/gemm.py) against torch.matmul (cuBLAS), f16 4096^3, on one GPU.
 
     python3 bench/tc_gemm_bench.py              # sweep of tile configs, TFLOP/s and ratio to cuBLAS
     python3 bench/tc_gemm_bench.py --sanitize   # small ragged cases only (run under compute-sanitizer)
@@ -20,9 +20,9 @@ import time
 COLD = r"""
 import time, json
 t0 = time.perf_counter()
-from anodize.codegen.tc_gemm import GemmConfig, gemm_ptx
-from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
-from anodize.codegen.ptx import run_ptxas
+from anodize.codegen.tensorcore.gemm import GemmConfig, gemm_ptx
+from anodize.codegen.tensorcore.wgmma import WgmmaConfig, wgmma_ptx
+from anodize.codegen.gpu.ptx import run_ptxas
 t1 = time.perf_counter()
 cfg = CFG
 OPT = cfg.pop("opt", 3)
@@ -51,8 +51,8 @@ def sanitize_cases() -> None:
     sys.path.insert(0, "tests/codegen")
     from test_tc_gemm import _assert_close, run_gemm
 
-    from anodize.codegen.tc_gemm import GemmConfig
-    from anodize.codegen.tc_wgmma import WgmmaConfig
+    from anodize.codegen.tensorcore.gemm import GemmConfig
+    from anodize.codegen.tensorcore.wgmma import WgmmaConfig
 
     cases = [(77, 130, 65, 0), (77, 130, 65, 3), (96, 72, 37, 3), (200, 300, 136, 0), (5, 3, 1, 0)]
     for cfg in (GemmConfig(), GemmConfig(tile_n=256), GemmConfig(b_trans=True, out_dtype="f16", in_dtype="bf16"),
@@ -67,8 +67,8 @@ def sanitize_cases() -> None:
 def bench(size: int, reps: int) -> None:
     import torch
 
-    from anodize.codegen.tc_gemm import GemmConfig
-    from anodize.codegen.tc_wgmma import WgmmaConfig
+    from anodize.codegen.tensorcore.gemm import GemmConfig
+    from anodize.codegen.tensorcore.wgmma import WgmmaConfig
     from anodize.runtime.tc_gemm import TcGemm
 
     torch.manual_seed(0)

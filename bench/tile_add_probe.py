@@ -18,7 +18,7 @@ import torch  # noqa: E402
 
 import anodize as az  # noqa: E402
 from anodize import DisjointSlice, Slice, f32, tile  # noqa: E402
-from anodize.codegen import ptx as _ptx  # noqa: E402
+from anodize.codegen.gpu import ptx as _ptx  # noqa: E402
 from suite import time_events  # noqa: E402
 
 

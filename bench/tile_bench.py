@@ -110,7 +110,8 @@ def timed(name, fn):
 t0 = time.perf_counter()
 if {hooks!r}:  # stage timers (they import the codegen up front: the figure comes from a run without)
     from anodize.runtime import compile as rc
-    from anodize.codegen import driver, ptx
+    from anodize.codegen import driver
+    from anodize.codegen.gpu import ptx
     rc._enforce = timed("check", rc._enforce)
     driver._tiles = timed("lower", driver._tiles)
     driver.lower_kernel = timed("lower", driver.lower_kernel)

@@ -1,4 +1,4 @@
-"""Variants of the inline-PTX wgmma GEMM tile (codegen/tc_wgmma_asm.py) as standalone kernels:
+"""Variants of the inline-PTX wgmma GEMM tile (codegen/tensorcore/wgmma_asm.py) as standalone kernels:
 ptxas time and registers, then 4096^3 f16 TFLOP/s against cuBLAS in the same run.
 
     python3 bench/wgmma_sweep.py [--size 4096] [--quick]
@@ -48,8 +48,8 @@ def main() -> None:
     import torch
     from cuda.bindings import driver
 
-    from anodize.codegen import tc_wgmma_asm as A
-    from anodize.codegen.tc_wgmma_asm import AsmGemmConfig
+    from anodize.codegen.tensorcore import wgmma_asm as A
+    from anodize.codegen.tensorcore.wgmma_asm import AsmGemmConfig
     from anodize.runtime.tc_gemm import _check, ensure_context
 
     ensure_context()

@@ -10,7 +10,7 @@ Kernel ABI (the same for the GPU entry and the CPU backend):
 * then two hidden parameters: `ptr fault` (a `FAULT_RECORD_BYTES` device buffer,
   zeroed before first use) and `i32 launch_rank` (1, 2 or 3, the config's rank);
   a coarsened kernel (`CompiledKernel.coarsen > 1`) takes a third, `i64 extent`: the
-  user's `grid_x * block_x` (codegen/coarsen.py).
+  user's `grid_x * block_x` (codegen/llvm/coarsen.py).
 
 Fault record (little-endian, 32 bytes): `u32 count` (atomically incremented by
 every failed check), `u32 site` (id of the first fault's site; written by the
@@ -70,7 +70,7 @@ class CompiledKernel:
     source_path: str = ""
     source_line: int = 0
     llvm_ir_optimized: str = ""  # the module after linking libdevice and O3 (GPU) / O3 (CPU)
-    # indices per thread along x (codegen/coarsen.py): 1, or 4 for a coarsened kernel, which takes
+    # indices per thread along x (codegen/llvm/coarsen.py): 1, or 4 for a coarsened kernel, which takes
     # one more hidden parameter, `i64 extent` (the user's grid_x * block_x), and is launched
     # with `ceil(grid_x / coarsen)` blocks along x (`launch_grid`)
     coarsen: int = 1

@@ -11,7 +11,7 @@ from anodize.language import ir
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes as shared_bytes
 from anodize.language.typer import build_ir
 
-from .lower_llvm import lower_kernel
+from .llvm.lower import lower_kernel
 from .toolchain import block_shared_limit, tc_gemm_engine
 
 __all__ = ["compile_gpu", "start_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
@@ -24,12 +24,12 @@ def _typed(kernel: Any) -> ir.KernelIR:
 
 
 def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
-    """A tile kernel's plain IR for blocks of `threads` threads (codegen/tile_lower.py); `k` itself
+    """A tile kernel's plain IR for blocks of `threads` threads (codegen/tile/plain.py); `k` itself
     for a SIMT kernel.  `arch`: the GPU's (tensor cores from sm_80: mma.sync, or wgmma on sm_90,
     `toolchain.tc_gemm_engine`), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
-    from .tile_lower import lower_tiles
+    from .tile.plain import lower_tiles
 
     engine = tc_gemm_engine(arch) if arch else ""
     if arch and not engine:  # below sm_80 the GEMM form's accumulator is a tile in shared memory too
@@ -52,7 +52,7 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
 def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
     """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
     from .tile.mma import TileMma
-    from .tile_attention import TileAttention
+    from .tile.attention import TileAttention
 
     gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileMma)]
     atts = [s.dynamic_smem for s in ir.walk_stmts(k.body) if isinstance(s, TileAttention)]  # (its buffer is the same one)
@@ -96,7 +96,7 @@ def compile_gpu(
 
     `ptxas=None` assembles a cubin (and fills `resources`) when ptxas is installed;
     `True` requires it, `False` skips it.  Raises CheckError for a kernel outside the language."""
-    from .ptx import find_ptxas, run_ptxas
+    from .gpu.ptx import find_ptxas, run_ptxas
 
     pending = start_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt, ptxas=False)
     out = pending.out
@@ -151,7 +151,7 @@ def start_gpu(
     ptxas: bool | None = None,
 ) -> PendingGpu:
     """`compile_gpu` up to the PTX, with ptxas started in the background (see PendingGpu)."""
-    from .ptx import NVPTXTarget, PtxasJob, emit_ptx, features_for, find_ptxas
+    from .gpu.ptx import NVPTXTarget, PtxasJob, emit_ptx, features_for, find_ptxas
 
     features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
@@ -191,27 +191,27 @@ def compile_cpu(
     """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host.
 
     `vector_grid_stride=True` maps elementwise grid-stride loops as the GPU does
-    (16-byte chunks, `gridstride.py`); the default scalar mapping is as valid (any
+    (16-byte chunks, `codegen/llvm/gridstride.py`); the default scalar mapping is as valid (any
     disjoint assignment of indices to threads is) and is what the runtime uses.
 
     A kernel with barriers, shared memory or warp operations runs one host thread per block,
-    looping over the block's threads between synchronisation points (codegen/cpu_split.py,
-    cpu_regions.py); `split_barriers=False`, and the few forms `cpu_split` leaves out, run
-    one host thread per GPU thread instead (codegen/cpu_threads.py).
+    looping over the block's threads between synchronisation points (codegen/cpu/split.py,
+    codegen/cpu/regions.py); `split_barriers=False`, and the few forms `cpu.split` leaves out, run
+    one host thread per GPU thread instead (codegen/cpu/threads.py).
 
-    `coarsen=True` coarsens an element-wise kernel as the GPU does (`coarsen.py`): its
+    `coarsen=True` coarsens an element-wise kernel as the GPU does (`codegen/llvm/coarsen.py`): its
     `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it."""
-    from .cpu import CPUTarget, CpuModule, add_launcher, add_thread_entry, cpu_isa
+    from .cpu.backend import CPUTarget, CpuModule, add_launcher, add_thread_entry, cpu_isa
 
     t0 = time.perf_counter()
     k = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)  # a tile kernel: one host thread runs each program
     # a kernel whose `unsafe` code waits on other threads' writes runs one host thread per GPU
-    # thread (cpu_threads.py), never a block's threads in turn: so it ends wherever it ends on a GPU
+    # thread (codegen/cpu/threads.py), never a block's threads in turn: so it ends wherever it ends on a GPU
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared or k.waits
     if threaded and split_barriers and not k.waits:
-        from .cpu_split import Unsplittable, plan_kernel
+        from .cpu.split import Unsplittable, plan_kernel
 
         try:
             plan = plan_kernel(k)
@@ -239,18 +239,18 @@ def compile_cpu(
 
 def _host_entry(entry: Any, tile: bool) -> Any:
     """A tile kernel's host entry runs each program on one host thread, whatever block the
-    launch names (`tile_lower.ProgramsOnHost`); any other kernel's is `entry` itself."""
+    launch names (`tile.plain.ProgramsOnHost`); any other kernel's is `entry` itself."""
     if not tile:
         return entry
-    from .tile_lower import ProgramsOnHost
+    from .tile.plain import ProgramsOnHost
 
     return ProgramsOnHost(entry)
 
 
 def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False, isa: str = "host") -> CompiledKernel:
     """A kernel with barriers, shared memory or warp operations: one host thread per block,
-    looping over the block's threads between synchronisation points (codegen/cpu_regions.py)."""
-    from .cpu_regions_run import RegionModule, compile_regions
+    looping over the block's threads between synchronisation points (codegen/cpu/regions.py)."""
+    from .cpu.regions_run import RegionModule, compile_regions
 
     lw, target = compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)
@@ -265,8 +265,8 @@ def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, 
 
 def compile_debug(kernel: Any) -> CompiledKernel:
     """The debug device's artifact: no machine code; `cpu_entry` interprets the typed IR
-    (codegen/interp.py), one Python thread per GPU thread, every access checked."""
-    from .interp_run import InterpModule
+    (codegen/debug/interp.py), one Python thread per GPU thread, every access checked."""
+    from .debug.run import InterpModule
 
     t0 = time.perf_counter()
     k = _typed(kernel)

@@ -43,12 +43,13 @@ def dependency_files(kernel: Kernel) -> list[str]:
 # these packages, and these modules of the runtime (the compile path, the specialisation of
 # generic kernels, the entry's format).  `anodize.checker.mypy` is the editor plugin: not in it.
 COMPILER_PACKAGES = ("anodize.language", "anodize.checker", "anodize.checker.rules", "anodize.codegen")
+COMPILER_TREES = ("anodize.codegen",)  # with their sub-packages (codegen/llvm/, codegen/gpu/, ...)
 COMPILER_RUNTIME_MODULES = ("compile.py", "generic.py", "artifact_store.py", "diskcache.py")
 
 
 def compiler_files() -> list[tuple[str, str]]:
     """(name, path) of every source in the compiler digest, in a fixed order; the name
-    (`anodize.codegen/ptx.py`) does not depend on where anodize is installed."""
+    (`anodize.codegen/gpu/ptx.py`) does not depend on where anodize is installed."""
     here = os.path.dirname(os.path.abspath(__file__))
     out: list[tuple[str, str]] = []
     for pkg in COMPILER_PACKAGES:
@@ -57,13 +58,21 @@ def compiler_files() -> list[tuple[str, str]]:
         else:
             folders = _folders(pkg)
         for folder in folders:
-            try:
-                names = sorted(n for n in os.listdir(folder) if n.endswith(".py"))
-            except OSError:
-                names = []
+            names = _sources(folder, recursive=pkg in COMPILER_TREES)
             out += [(f"{pkg}/{n}", os.path.join(folder, n)) for n in names]
     out += [(f"anodize.runtime/{n}", os.path.join(here, n)) for n in COMPILER_RUNTIME_MODULES]
     return out
+
+
+def _sources(folder: str, *, recursive: bool) -> list[str]:
+    """The .py files of a package's folder (with its sub-packages' when `recursive`), as sorted
+    '/'-separated paths relative to it."""
+    out: list[str] = []
+    for here, dirs, files in os.walk(folder) if recursive else [next(os.walk(folder), (folder, [], []))]:
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        rel = os.path.relpath(here, folder).replace(os.sep, "/")
+        out += [n if rel == "." else f"{rel}/{n}" for n in files if n.endswith(".py")]
+    return sorted(out)
 
 
 def _folders(pkg: str) -> list[str]:

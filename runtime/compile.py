@@ -198,7 +198,7 @@ def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledK
 
 def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKernel:
     """Check `kernel`, then compile it for the CPU backend (llvmlite host JIT)."""
-    from anodize.codegen.cpu import cpu_isa
+    from anodize.codegen.cpu.backend import cpu_isa
 
     key = ("cpu", source_hash(kernel), bool(bounds_checks), cpu_isa())
     hit = kernel._cache.get(key)

@@ -7,7 +7,7 @@
 
 Its buffers are the CPU backend's (aligned host NumPy memory, `empty` poisoned); the
 launch path is the CPU backend's too (the same argument, aliasing, `requires` and
-dimension checks), but `compile_for_device` hands the kernel to `codegen/interp_run.py`
+dimension checks), but `compile_for_device` hands the kernel to `codegen/debug/run.py`
 instead of LLVM.  `az.device("debug", n)` is a second debug device (own memory, own
 faults), as `az.device("cpu", n)` is for the CPU backend.
 """

@@ -347,7 +347,7 @@ class _Plan:
         self.is_cpu = dev.kind in ("cpu", "debug")  # the debug device: the same call, interpreted
         self.entry = compiled.cpu_entry
         self.handle = loaded.handle
-        # A coarsened kernel (codegen/coarsen.py) runs ceil(grid_x / 4) blocks along x, each thread
+        # A coarsened kernel (codegen/llvm/coarsen.py) runs ceil(grid_x / 4) blocks along x, each thread
         # taking 4 of the user's indices, and learns the user's extent from one more hidden argument.
         foreign = self.foreign = compiled.abi == "foreign"  # a foreign kernel (anodize/foreign.py): bare pointers, nothing hidden
         self.hidden: tuple[Any, ...] = () if foreign else (self.fault, self.rank_arg)

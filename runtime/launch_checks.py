@@ -15,7 +15,7 @@ is built) or once per device (at its first launch there), never per launch:
 * `bind_keywords`: `k[config](a=x, c=z)`, bound to the kernel's parameters by name.
 
 A kernel compiled without a contract checks the same dimension rule on the
-device instead (`codegen/lower_llvm.py`, `Lowerer.witness`): its witnesses fail
+device instead (`codegen/llvm/lower.py`, `Lowerer.witness`): its witnesses fail
 closed.
 """
 

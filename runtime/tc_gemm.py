@@ -1,4 +1,4 @@
-"""Load and launch the standalone tensor-core GEMM kernel (codegen/tc_gemm.py) through the CUDA
+"""Load and launch the standalone tensor-core GEMM kernel (codegen/tensorcore/gemm.py) through the CUDA
 driver: for its tests and benchmark, and as the launch path the tile model can reuse.
 
 `TcGemm(cfg)` generates the kernel, assembles it with ptxas when ptxas is installed (else the
@@ -14,8 +14,8 @@ from typing import Any
 
 from cuda.bindings import driver
 
-from anodize.codegen.tc_gemm import GemmConfig, gemm_ptx
-from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
+from anodize.codegen.tensorcore.gemm import GemmConfig, gemm_ptx
+from anodize.codegen.tensorcore.wgmma import WgmmaConfig, wgmma_ptx
 from anodize.codegen.toolchain import find_ptxas
 
 _OK = driver.CUresult.CUDA_SUCCESS
@@ -44,7 +44,7 @@ class TcGemm:
     """One compiled GEMM kernel; `timings` holds the generate / ptxas / load milliseconds."""
 
     def __init__(self, cfg: GemmConfig | WgmmaConfig, *, aligned: bool | None = None, arch: str = "sm_90", name: str = "tc_gemm", opt: int = 3):
-        from anodize.codegen.ptx import run_ptxas
+        from anodize.codegen.gpu.ptx import run_ptxas
 
         ensure_context()
         self.cfg = cfg

@@ -115,7 +115,8 @@ def _one_llvm_build_per_module() -> Iterator[None]:
     that is the key; only LLVM's repeat of identical work is skipped (17 of its 94 CPU-seconds
     in the run this was measured on).  A cached JIT module is a new object sharing the first
     one's engine."""
-    from anodize.codegen import cpu, cpu_regions_run, ptx
+    from anodize.codegen.cpu import backend as cpu, regions_run as cpu_regions_run
+    from anodize.codegen.gpu import ptx
 
     patched: list[tuple[Any, str, Any]] = []
 

@@ -20,7 +20,7 @@ from anodize.runtime import artifact_store
 ROOT = Path(__file__).resolve().parent.parent
 
 HEAVY = ("anodize.checker.kernel_model", "llvmlite.binding", "anodize.language.typer",
-         "anodize.codegen.ptx", "anodize.checker.engine", "cuda.bindings")
+         "anodize.codegen.gpu.ptx", "anodize.checker.engine", "cuda.bindings")
 
 _PROBE = """
 import sys, time

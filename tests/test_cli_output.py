@@ -48,7 +48,8 @@ def test_compile_v_says_loaded_from_cache_and_names_ptxas(
 def test_compile_v_without_ptxas(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from anodize.codegen import ptx, toolchain
+    from anodize.codegen.gpu import ptx
+    from anodize.codegen import toolchain
 
     monkeypatch.setenv("ANODIZE_CACHE", "off")
     monkeypatch.setattr(toolchain, "find_ptxas", lambda: None)

@@ -25,7 +25,7 @@ def _run(code: str, **env: str) -> object:
 
 
 def test_importing_the_codegen_does_not_load_llvm() -> None:
-    loaded = _run("import sys, anodize.codegen.driver, anodize.codegen.ptx, anodize.runtime.compile\n"
+    loaded = _run("import sys, anodize.codegen.driver, anodize.codegen.gpu.ptx, anodize.runtime.compile\n"
                   "print(repr(sorted(m for m in ('llvmlite.binding', 'anodize.checker.engine') if m in sys.modules)))")
     assert loaded == []
 
@@ -47,7 +47,7 @@ class Hook(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path, target=None):
         if name == "anodize.checker.engine":
             events.append("checker engine imported")
-        if name != "anodize.codegen.ptx":
+        if name != "anodize.codegen.gpu.ptx":
             return None
         sys.meta_path.remove(self)
         try:

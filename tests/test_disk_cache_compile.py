@@ -99,7 +99,7 @@ def test_source_change_invalidates(vecadd, tmp_path: Path, monkeypatch: pytest.M
 def test_compiler_digest_covers_the_compiler_sources() -> None:
     names = {n for n, _ in artifact_store.compiler_files()}
     for must in ("anodize.language/typer.py", "anodize.language/front.py", "anodize.checker/engine.py",
-                 "anodize.checker.rules/disjoint_index.py", "anodize.codegen/lower_llvm.py", "anodize.codegen/ptx.py",
+                 "anodize.checker.rules/disjoint_index.py", "anodize.codegen/llvm/lower.py", "anodize.codegen/gpu/ptx.py", "anodize.codegen/tile/mma.py",
                  "anodize.runtime/compile.py", "anodize.runtime/generic.py", "anodize.runtime/artifact_store.py"):
         assert must in names, must
     assert not any(n.startswith("anodize.checker.mypy") for n in names)  # the editor plugin
@@ -109,11 +109,11 @@ def test_compiler_digest_covers_the_compiler_sources() -> None:
 
 
 def test_a_changed_compiler_source_misses(vecadd, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Edit one input of the compiler digest (a copy of codegen/ptx.py stands in for it): the next
+    """Edit one input of the compiler digest (a copy of codegen/gpu/ptx.py stands in for it): the next
     compile misses the disk cache and runs the checker and codegen again; the old entry stays."""
     calls = _count_calls(monkeypatch)
     real = artifact_store.compiler_files()
-    (name, path) = next((n, p) for n, p in real if n == "anodize.codegen/ptx.py")
+    (name, path) = next((n, p) for n, p in real if n == "anodize.codegen/gpu/ptx.py")
     copy = tmp_path / "ptx_copy.py"
     copy.write_bytes(Path(path).read_bytes())
     monkeypatch.setattr(artifact_store, "compiler_files", lambda: [(n, str(copy) if n == name else p) for n, p in real])

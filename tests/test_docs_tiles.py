@@ -1,6 +1,6 @@
 """The tile kernels of docs/language.md ("Tile kernels") and docs/tiles.md, as written there:
 `anodize check` accepts each block, every kernel in it types, and the kernels of docs/tiles.md
-take the register plan they are shown under (codegen/tile_rows_plan.py)."""
+take the register plan they are shown under (codegen/tile/rows_plan.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from anodize.codegen.tile_rows import row_plan
+from anodize.codegen.tile.rows import row_plan
 from anodize.language.front import front_for_source
 from checker.api import check_source
 

@@ -76,7 +76,7 @@ def test_example_passes_checker(name: str) -> None:
 
 
 # The CPU backend runs a kernel with barriers, shared memory or warp operations one block
-# at a time, looping over the block's threads between barriers (codegen/cpu_regions.py), so
+# at a time, looping over the block's threads between barriers (codegen/cpu/regions.py), so
 # the shared-memory examples run at their full default sizes here (they ran at a tenth of
 # them, and reduce_sum only under `-m slow`, when each GPU thread took a host thread).
 

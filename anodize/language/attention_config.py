@@ -3,8 +3,8 @@
 The attention form (language/tile_forms.py) keeps its tiles in registers and its operands in
 shared memory the tensor-core routine owns -- when that routine takes the form.  Whether it
 does depends on the tile shape, the head dimension and the warps alone (`AttnConfig`, the
-emitter's configuration: codegen/tc_attention.py lowers it) and on a block's shared memory;
-`attention_choice` makes that choice for the lowering (codegen/tile_attention.py) and, with
+emitter's configuration: codegen/tensorcore/attention.py lowers it) and on a block's shared memory;
+`attention_choice` makes that choice for the lowering (codegen/tile/attention.py) and, with
 the least shared memory any arch with tensor cores gives a block (`tile_plan.STAGING_LIMIT`),
 for the typer: a form `attention_on_tensor_cores` accepts is lowered onto tensor cores on
 every such GPU, so the on-chip bound need not count its tiles; any other attention-shaped

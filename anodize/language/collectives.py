@@ -31,7 +31,7 @@ from anodize.language.vocab import (
 )
 
 # two halves of one slot per warp: the GPU lowering alternates between them, so a collective
-# needs no barrier after its reads of the scratch (codegen/collectives.py); the CPU uses the first
+# needs no barrier after its reads of the scratch (codegen/llvm/collectives.py); the CPU uses the first
 SCRATCH_TY = SharedTy(I64, (2 * COLLECTIVE_SCRATCH_SLOTS,))
 
 

@@ -1,5 +1,5 @@
 """Rounding to the half types (f16, bf16) in Python: the reference the generated code
-(codegen/halves.py, the same algorithm in LLVM IR) and the typer's constant folding use.
+(codegen/llvm/halves.py, the same algorithm in LLVM IR) and the typer's constant folding use.
 
 Round to nearest, ties to even, from an f64, with subnormals, overflow to infinity and
 quiet NaNs; equal to NumPy's float16 and to ml_dtypes' bfloat16 conversions.

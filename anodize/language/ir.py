@@ -1,4 +1,4 @@
-"""The typed kernel IR: frozen dataclasses built by `typer.py`, lowered by `lower_llvm.py`.
+"""The typed kernel IR: frozen dataclasses built by `typer.py`, lowered by `codegen/llvm/lower.py`.
 
 Every expression carries its type (`ty`); every node carries the user's source
 span (`span`) so that lowering can emit debug locations and fault sites.  Helper
@@ -242,7 +242,7 @@ class ThreadTileLoad:
     of the tile, dst[r, s] (dst[s] for a 1-D dst) = src[t.at(r, s)] where that element is inside
     `src`, else `fill`.  The lowering reads each run of consecutive columns 16 bytes at a time
     where the run is inside `src` and its address is 16-byte aligned, element by element
-    otherwise (codegen/thread_tiles_io.py).  `block`, `poisonable`: as for `TileAt`."""
+    otherwise (codegen/llvm/thread_tiles_io.py).  `block`, `poisonable`: as for `TileAt`."""
 
     tile: Expr
     src: SliceRef

@@ -5,7 +5,7 @@ live (registers on tensor cores: language/tile_storage.py does not count them).
 A tile kernel whose whole body is, up to the names of its parameters and locals, the body of
 `REFERENCE` below (examples/tile_attention.py's kernel: flash-attention forward, online softmax
 over BN-row tiles of K and V, f16 in, f32 accumulate) is lowered, on a GPU with tensor cores,
-to one `TileAttention` statement (codegen/tile_attention.py, codegen/tc_attention.py).  The
+to one `TileAttention` statement (codegen/tile/attention.py, codegen/tensorcore/attention.py).  The
 recogniser is exact: the kernel's typed body is compared node by node with the reference's
 typed body for the same (BM, BN, D) -- every operator, constant, type, shape and offset --
 with only local and parameter names free (one consistent renaming).

@@ -1,5 +1,5 @@
 """The Tile model's types and typed-IR nodes (built by `typer_tiles.py`, lowered by
-`codegen/tile_lower.py` into the plain kernel IR before `lower_llvm.py` sees it).
+`codegen/tile/plain.py` into the plain kernel IR before `codegen/llvm/lower.py` sees it).
 
 A tile value has a constant shape (rank 0 to 3; rank 0 is what a reduction over every axis
 leaves, rank 3 a batched tile) and an element type: `TileTy`.  Tile

@@ -12,7 +12,7 @@ Two kinds of tile value exist after planning:
   (casts, arithmetic, broadcasts of loads or other tiles, `tile.where`) whose result is a
   register tile of the same shape or is stored.  A transpose, a reduction or a matmul operand
   of it would need a conversion to another layout: the local stays in shared memory then.
-- **everything else** lives where the generic lowering puts it (codegen/tile_lower.py:
+- **everything else** lives where the generic lowering puts it (codegen/tile/plain.py:
   block shared memory, element loops).
 
 A **tensor-core matmul** (`mma_sites`) is an assignment `acc = tile.matmul(x, y, acc)` (or

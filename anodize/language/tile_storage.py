@@ -4,7 +4,7 @@ what ptxas would refuse.
 A block has at most `STATIC_SHARED_MAX_BYTES` (48 KiB) of static shared memory on every
 architecture anodize targets.  A SIMT kernel's static arrays (`az.shared.array`,
 `az.shared.atomic_array`, the scratch buffer of `az.block.*`) are counted exactly.  A tile
-kernel's tiles live in shared memory the compiler allocates (codegen/tile_lower.py); the
+kernel's tiles live in shared memory the compiler allocates (codegen/tile/plain.py); the
 language counts an upper bound of that allocation, which the lowering must never exceed:
 
 - every tile local, once, at its type;
@@ -106,7 +106,7 @@ def attention_tiles_in_registers(k: ir.KernelIR) -> bool:
     """Is `k` the attention form (language/tile_forms.py) with a tile the tensor-core routine
     takes on every GPU that has tensor cores (language/attention_config.py, at the least shared
     memory such a GPU gives a block)?  Then its tiles live in registers there and the typer does
-    not hold them to the bound; the lowering must take it (codegen/tile_attention.py)."""
+    not hold them to the bound; the lowering must take it (codegen/tile/attention.py)."""
     from anodize.language.attention_config import attention_on_tensor_cores
     from anodize.language.tile_forms import match_attention
     from anodize.language.tile_plan import STAGING_LIMIT

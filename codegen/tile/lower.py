@@ -1,4 +1,4 @@
-"""The register half of the tile lowering (codegen/tile_lower.py's pass calls in here when the
+"""The register half of the tile lowering (codegen/tile/plain.py's pass calls in here when the
 layout plan, language/tile_plan.py, puts tiles in registers).
 
 A register tile of shape (M, N) is `MmaLayout.count` f32 (or its element type's) scalar locals
@@ -27,7 +27,7 @@ from anodize.language.tile_ir import TileElem, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
 from anodize.language.types import BOOL, F32, I64
 
-from ..tile_compute import _bin, _c
+from .compute import _bin, _c
 from .layout import MmaLayout, choose_layout, wgmma_shape_ok
 from .mma import MmaOperandIR, TileMma
 
@@ -102,7 +102,7 @@ def read_register(low: Any, x: Any, coords: list[ir.Expr]) -> ir.Expr:
 def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) -> list[ir.Stmt]:
     """body(i, coords) for each register i of the layout (unrolled); with `inside`, an unmasked
     copy runs when it holds (as the element loops do)."""
-    from ..tile_compute import _Access
+    from .compute import _Access
 
     tid = low.tid()
     warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))

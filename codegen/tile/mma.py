@@ -1,7 +1,7 @@
 """`TileMma`: one tensor-core matmul of a tile kernel, `acc += x @ y` over a K range, its
 accumulator in registers in the `MmaLayout` (codegen/tile/layout.py), and its LLVM lowering.
 
-The statement is plain IR made by the tile lowering (codegen/tile_lower.py) from the language's
+The statement is plain IR made by the tile lowering (codegen/tile/plain.py) from the language's
 layout plan (language/tile_plan.py): one per tensor-core matmul, or one per matmul of a
 pipelined loop (a loop of matmuls only, each over the whole K range the loop covers: `trips`
 steps of the matmul's K).  Each operand is described by operations, not by a form: its slice,
@@ -27,9 +27,9 @@ import llvmlite.ir as llir
 from anodize.language import ir
 from anodize.language.records import dataclass
 
-from .. import tc_ptx as P
-from ..tc_gemm import _swizzle
-from ..tc_ptx import F32, I32, I64, c32, c64
+from ..tensorcore import inline_ptx as P
+from ..tensorcore.gemm import _swizzle
+from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
 from .layout import MmaLayout
 
 __all__ = ["MmaOperandIR", "TileMma", "emit_mma_sync", "lower_tile_mma"]
@@ -71,7 +71,7 @@ class TileMma:
 
 
 def lower_tile_mma(lw: Any, s: TileMma) -> None:
-    """`s_TileMma` of the LLVM lowering (codegen/lower_stmts.py)."""
+    """`s_TileMma` of the LLVM lowering (codegen/llvm/stmts.py)."""
     from anodize.language.types import I64 as I64T
 
     b = lw.b
@@ -114,7 +114,7 @@ def lower_tile_mma(lw: Any, s: TileMma) -> None:
         o[1 - kax] = smin(smax(off[1 - kax], c64(-512)), c64(LIMIT))  # past an edge: still past it
         origins.append([b.trunc(v, I32) for v in o])
     K = b.trunc(kp, I32)
-    from ..lower_llvm import add_attr
+    from ..llvm.lower import add_attr
 
     # a block holds its ring and its register tiles: ptxas may give it every register it needs
     # (without the hint it trades registers for occupancy and spills the fragments)
@@ -215,7 +215,7 @@ def _rowmajor(b: llir.IRBuilder, row: llir.Value, chunk: llir.Value, cpr: int) -
 def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[llir.Value], ops: list[Any],
                   origins: list[list[llir.Value]], K: llir.Value) -> list[llir.Value]:
     """The mainloop of `s` on mma.sync: returns the accumulator's registers after it."""
-    from ..tc_common import shared_buffer
+    from ..tensorcore.common import shared_buffer
 
     lay = s.layout
     threads = s.warps * 32

@@ -4,7 +4,7 @@ unrolled pipeline), with the accumulators handed in and back as the block's tied
 registers stay in LLVM's hands for whatever the kernel does with them next (an epilogue, another
 matmul, a store), in the `MmaLayout` (warps, 1) that wgmma's m64nNk16 D fragments have.
 
-The block (the tc_wgmma_asm.py GEMM's mainloop, generalised to operands described by
+The block (the codegen/tensorcore/wgmma_asm.py GEMM's mainloop, generalised to operands described by
 operations): iteration j of one loop copies k-tile j (64 wide: one 128-byte swizzle row) of
 A (K-major, M x 64) and B (MN-major, 64 x N, 64-column blocks) into stage j % S with 16-byte
 `cp.async` (the byte count clamped at the edges; predicated 2-byte loads where a row or a
@@ -22,7 +22,7 @@ from typing import Any
 
 import llvmlite.ir as llir
 
-from ..tc_ptx import F32, I32, I64, c32, c64
+from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
 from .layout import MmaLayout
 
 __all__ = ["emit_wgmma", "mainloop_text", "smem_bytes"]
@@ -307,7 +307,7 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     """The mainloop of `s` (the (warps, 1) layout) on wgmma; returns the accumulator's registers
     after it.  An MN-major tile (B, or a transposed A) starting before column 0 but reaching past
     it records the statement's fault (its copies clamp whole 16-byte chunks)."""
-    from ..tc_common import shared_buffer
+    from ..tensorcore.common import shared_buffer
 
     b = lw.b
     module = lw.module

@@ -2,7 +2,7 @@
 GPU's vectorised grid-stride mapping on the CPU backend, and what the checker says about it.
 
 The CPU backend compiles with `vector_grid_stride=True` to the same 16-byte-chunk mapping
-as the GPU target (codegen/gridstride.py).  Its threads run one after another, so an
+as the GPU target (codegen/llvm/gridstride.py).  Its threads run one after another, so an
 element's counter ends at the number of threads that took it: every counter at 1 means
 the (thread, element) pairs partition the output."""
 
@@ -49,7 +49,7 @@ def _run(ck: Any, grid: int, n: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _vector_owners(n: int, threads: int) -> np.ndarray:
-    """codegen/gridstride.py's documented vector mapping: chunks of 4, then a scalar tail."""
+    """codegen/llvm/gridstride.py's documented vector mapping: chunks of 4, then a scalar tail."""
     idx = np.arange(n)
     tail = n & ~3
     return np.where(idx < tail, (idx // 4) % threads, (idx - tail) % threads)

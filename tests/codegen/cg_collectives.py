@@ -148,7 +148,7 @@ def block_partials(x: Slice[f32], partial: DisjointSlice[f32]) -> None:
 @kernel
 def rounds(a: Slice[f32], out: DisjointSlice[f32], n: i64) -> None:
     """Block collectives back to back, one of them in a loop: on the GPU consecutive collectives
-    use alternate halves of the scratch with one barrier each (codegen/collectives.py), so a
+    use alternate halves of the scratch with one barrier each (codegen/llvm/collectives.py), so a
     wrong alternation would let a fast warp overwrite partials a slow warp still reads."""
     i = thread.index_1d()
     x = a[i] if i in out else f32(0.0)

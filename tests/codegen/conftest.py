@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from anodize.codegen.ptx import find_ptxas, run_ptxas  # noqa: E402
+from anodize.codegen.gpu.ptx import find_ptxas, run_ptxas  # noqa: E402
 
 
 @pytest.fixture(scope="session")

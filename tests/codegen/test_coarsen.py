@@ -1,4 +1,4 @@
-"""Coarsening (codegen/coarsen.py): which kernels are coarsened, the index set a coarsened
+"""Coarsening (codegen/llvm/coarsen.py): which kernels are coarsened, the index set a coarsened
 launch visits (the GPU's mapping run on the CPU backend), its results on aligned and
 misaligned views, the 16-byte accesses in its PTX, and GPU twins."""
 
@@ -16,7 +16,7 @@ from cg_helpers import filecheck, run_cpu
 
 import anodize as az
 from anodize.codegen.artifact import hidden_args, launch_grid
-from anodize.codegen.coarsen import coarsen_plan
+from anodize.codegen.llvm.coarsen import coarsen_plan
 from anodize.codegen.driver import compile_cpu, compile_gpu
 from anodize.kernel import Kernel
 from anodize.language.typer import build_ir

@@ -303,9 +303,9 @@ def test_unsafe_tier_kernel_runs_on_the_threaded_cpu_backend() -> None:
 def test_sequential_cpu_target_refuses_barriers_as_an_internal_error() -> None:
     """The driver sends barrier kernels to the threaded backend: the one-loop target meeting
     one is a bug in anodize, reported as a located `az-internal`, never a user-facing code."""
-    from anodize.codegen.cpu import CPUTarget
+    from anodize.codegen.cpu.backend import CPUTarget
     from anodize.language.typer import build_ir
-    from anodize.codegen.lower_llvm import lower_kernel
+    from anodize.codegen.llvm.lower import lower_kernel
 
     k = build_ir(K.block_reduce)
     with pytest.raises(CheckError) as ei:

@@ -1,4 +1,4 @@
-"""The CPU backend's split at barriers (codegen/cpu_split.py, cpu_regions.py): one host thread
+"""The CPU backend's split at barriers (codegen/cpu/split.py, codegen/cpu/regions.py): one host thread
 per block, looping over the block's threads between synchronisation points.
 
 Each kernel runs on the region backend and on the one-host-thread-per-GPU-thread runner
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 from cg_helpers import Fault, compiled_cpu, rng, run_cpu
 
-from anodize.codegen.cpu_regions_run import RegionModule
-from anodize.codegen.cpu_split import Unsplittable, plan_kernel
+from anodize.codegen.cpu.regions_run import RegionModule
+from anodize.codegen.cpu.split import Unsplittable, plan_kernel
 from anodize.codegen.driver import compile_cpu
 from anodize.language.typer import build_ir
 

@@ -1,5 +1,5 @@
 """CPU backend: barriers, shared memory and warp operations (split at barriers by default,
-codegen/cpu_regions.py; `split_barriers=False` runs one host thread per GPU thread)."""
+codegen/cpu/regions.py; `split_barriers=False` runs one host thread per GPU thread)."""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def test_warp_shuffles_and_votes_follow_ptx_rules() -> None:
 def test_a_deadlocked_block_raises_instead_of_hanging(monkeypatch: object) -> None:
     import pytest
 
-    from anodize.codegen import cpu_threads
+    from anodize.codegen.cpu import threads as cpu_threads
 
     monkeypatch.setattr(cpu_threads, "TIMEOUT_S", 0.3)  # type: ignore[attr-defined]
     ck = compile_cpu(K.deadlock, split_barriers=False)

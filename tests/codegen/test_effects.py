@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import anodize as az
-from anodize.codegen.cpu_print import format_printf
+from anodize.codegen.cpu.printf import format_printf
 from anodize.codegen.driver import compile_gpu
 
 

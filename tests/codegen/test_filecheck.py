@@ -18,7 +18,7 @@ ALL_KERNELS = sorted(n for n, v in vars(K).items() if isinstance(v, Kernel))
 
 
 def test_vecadd_llvm_abi_and_aliasing_attributes() -> None:
-    ck = compile_gpu(K.vecadd, ptxas=False)  # coarsened (codegen/coarsen.py): one more hidden i64
+    ck = compile_gpu(K.vecadd, ptxas=False)  # coarsened (codegen/llvm/coarsen.py): one more hidden i64
     filecheck(
         ck.llvm_ir,
         textwrap.dedent(
@@ -150,7 +150,7 @@ def test_math_f32_stays_f32_and_libdevice_is_internalised() -> None:
 def test_kernel_without_math_does_not_link_libdevice() -> None:
     ck = compile_gpu(K.vecadd, ptxas=False)
     assert "__nv_" not in ck.llvm_ir_optimized
-    assert len(ck.llvm_ir_optimized) < 10_000  # coarsened (codegen/coarsen.py): a vector path and a lane loop; libdevice is ~1 MB
+    assert len(ck.llvm_ir_optimized) < 10_000  # coarsened (codegen/llvm/coarsen.py): a vector path and a lane loop; libdevice is ~1 MB
 
 
 def test_saturating_float_to_int_casts() -> None:

@@ -16,7 +16,7 @@ from cg_helpers import ARCH_PARAMS, ARCHS, filecheck, rng, run_cpu
 from anodize.language import ir
 from anodize.codegen.driver import compile_cpu, compile_gpu
 from anodize.language.typer import build_ir
-from anodize.codegen.gridstride import vector_plan
+from anodize.codegen.llvm.gridstride import vector_plan
 from anodize.kernel import Kernel
 
 GS_KERNELS = sorted(n for n, v in vars(K).items() if isinstance(v, Kernel))
@@ -248,7 +248,7 @@ def test_the_mapping_itself(n: int) -> None:
     np.testing.assert_array_equal(c, _owners(n, 3 * 64, False))
 
 
-# ---- non-elementwise bodies: unrolled by 4 on the GPU (codegen/gridstride_unroll.py) ------
+# ---- non-elementwise bodies: unrolled by 4 on the GPU (codegen/llvm/gridstride_unroll.py) ------
 
 
 def _loop(name: str) -> ir.GridStride:
@@ -257,7 +257,7 @@ def _loop(name: str) -> ir.GridStride:
 
 
 def test_which_bodies_are_unrolled() -> None:
-    from anodize.codegen.gridstride_unroll import unrollable
+    from anodize.codegen.llvm.gridstride_unroll import unrollable
 
     assert unrollable(_loop("reduction_gs")) and unrollable(_loop("atomic_gs")) and unrollable(_loop("neighbour_gs"))
     assert not unrollable(_loop("early_break_gs"))  # `break`: the scalar loop only

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import anodize as az
-from anodize.codegen import lower_locals
+from anodize.codegen.llvm import locals as lower_locals
 from anodize.codegen.driver import compile_gpu
 from anodize.codegen.toolchain import find_ptxas
 from anodize.language.typer import build_ir

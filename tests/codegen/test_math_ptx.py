@@ -16,8 +16,8 @@ from cg_helpers import ARCH_PARAMS, ARCHS, run_cpu
 import anodize as az
 from anodize import DisjointSlice, Slice, f32, kernel, launch_contract, thread
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.lower_llvm import INTRINSIC_MATH
-from anodize.codegen.ptx import libdevice_path, libdevice_symbol
+from anodize.codegen.llvm.lower import INTRINSIC_MATH
+from anodize.codegen.gpu.ptx import libdevice_path, libdevice_symbol
 from anodize.language.vocab import MATH_FUNCS, MATH_PREDICATES
 
 needs_libdevice = pytest.mark.skipif(libdevice_path() is None, reason="libdevice is not installed")

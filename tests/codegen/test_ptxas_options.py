@@ -1,4 +1,4 @@
-"""ptxas's options on the compile path (codegen/ptx.py PtxasJob): `-Ofc` is passed when asked
+"""ptxas's options on the compile path (codegen/gpu/ptx.py PtxasJob): `-Ofc` is passed when asked
 for and dropped, with the same run repeated, for a ptxas that does not know it."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from anodize.codegen.ptx import PtxasError, PtxasJob
+from anodize.codegen.gpu.ptx import PtxasError, PtxasJob
 
 _FAKE = """#!/bin/sh
 # a ptxas from before --Ofast-compile: refuses -Ofc, else writes the -o file and a log

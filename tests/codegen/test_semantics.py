@@ -92,7 +92,7 @@ def test_module_constants_numpy_scalars_keep_their_type() -> None:
 
 
 def test_every_opt_level_compiles_and_assembles() -> None:
-    from anodize.codegen.ptx import find_ptxas
+    from anodize.codegen.gpu.ptx import find_ptxas
 
     for opt in (0, 1, 2, 3):
         ck = compile_gpu(K.math32, "sm_80", opt=opt, ptxas=find_ptxas() is not None)

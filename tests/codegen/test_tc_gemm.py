@@ -1,4 +1,4 @@
-"""The tensor-core GEMM (codegen/tc_gemm.py): PTX shape and ptxas resources here, results on a GPU.
+"""The tensor-core GEMM (codegen/tensorcore/gemm.py): PTX shape and ptxas resources here, results on a GPU.
 
 GPU tolerance: inputs are exact in f16/bf16, products exact in f32, so an f32 result differs from
 NumPy's f32 reference only by summation order: |out - ref| <= 1e-3 + 1e-3 |ref| (observed ~1e-5).
@@ -13,8 +13,8 @@ import re
 import numpy as np
 import pytest
 
-from anodize.codegen.tc_gemm import GemmConfig, emit_gemm_kernel, gemm_module, gemm_ptx, gemm_smem_bytes
-from anodize.codegen.tc_wgmma import WgmmaConfig, wgmma_ptx
+from anodize.codegen.tensorcore.gemm import GemmConfig, emit_gemm_kernel, gemm_module, gemm_ptx, gemm_smem_bytes
+from anodize.codegen.tensorcore.wgmma import WgmmaConfig, wgmma_ptx
 from anodize.codegen.toolchain import find_ptxas
 
 needs_ptxas = pytest.mark.skipif(find_ptxas() is None, reason="ptxas is not installed")
@@ -99,7 +99,7 @@ def test_aligned_only_has_no_scalar_path() -> None:
     ],
 )
 def test_ptxas_no_spills(cfg: GemmConfig) -> None:
-    from anodize.codegen.ptx import run_ptxas
+    from anodize.codegen.gpu.ptx import run_ptxas
 
     for aligned in (None, True):
         _, res = run_ptxas(gemm_ptx(cfg, aligned=aligned), "sm_90")
@@ -110,7 +110,7 @@ def test_ptxas_no_spills(cfg: GemmConfig) -> None:
 
 def test_tile_into_a_callers_kernel() -> None:
     """emit_gemm_tile works inside a module with other code: two kernels, one shared buffer."""
-    from anodize.codegen.ptx import emit_ptx
+    from anodize.codegen.gpu.ptx import emit_ptx
 
     mod = gemm_module(DEFAULT, name="first")
     emit_gemm_kernel(mod, "second", GemmConfig(out_dtype="f16"))
@@ -220,7 +220,7 @@ WG = WgmmaConfig()  # 128x256x64, 2 warpgroups, 4 stages
 
 
 def test_wgmma_smem_bytes() -> None:
-    from anodize.codegen.tc_wgmma import wgmma_smem_bytes
+    from anodize.codegen.tensorcore.wgmma import wgmma_smem_bytes
 
     assert WG.smem_bytes() == wgmma_smem_bytes(tile_m=128, tile_n=256, stages=4) == 4 * (128 + 256) * 64 * 2 + 1024
     assert WG.smem_bytes() <= 227 * 1024  # the H100/H200 per-block opt-in limit
@@ -233,7 +233,7 @@ def test_wgmma_smem_bytes() -> None:
                                  WgmmaConfig(tile_n=128, stages=3, min_blocks=2)],
                          ids=["128x256", "b_trans", "128x128-bf16", "128x128-2perSM"])
 def test_wgmma_ptx(cfg: WgmmaConfig) -> None:
-    from anodize.codegen.ptx import run_ptxas
+    from anodize.codegen.gpu.ptx import run_ptxas
 
     ptx = wgmma_ptx(cfg, aligned=True)
     assert ".target sm_90a" in ptx

@@ -9,7 +9,7 @@ import llvmlite.ir as ir
 import numpy as np
 import pytest
 
-from anodize.codegen.tc_gemm import GemmConfig, _Tile
+from anodize.codegen.tensorcore.gemm import GemmConfig, _Tile
 
 
 class NumpyBuilder:
@@ -115,7 +115,7 @@ def test_copies_and_fragments_agree(cfg: GemmConfig) -> None:
 def test_wgmma_layouts_are_the_canonical_128b_swizzle(bn: int) -> None:
     """tc_wgmma's copies write the layouts its descriptors name: K-major A with 128-byte rows,
     chunk c of row r at c ^ (r % 8); MN-major B as 64-wide blocks of 64 k-rows, same swizzle."""
-    from anodize.codegen.tc_wgmma import WgmmaConfig
+    from anodize.codegen.tensorcore.wgmma import WgmmaConfig
 
     cfg = WgmmaConfig(tile_n=bn)
     t = _Tile(NumpyBuilder(), cfg, aligned=True)

@@ -1,5 +1,5 @@
-"""The tile attention form on tensor cores (codegen/tile_attention.py `match_attention` ->
-`TileAttention` -> codegen/tc_attention.py): which kernels take it (exactly the reference form,
+"""The tile attention form on tensor cores (codegen/tile/attention.py `match_attention` ->
+`TileAttention` -> codegen/tensorcore/attention.py): which kernels take it (exactly the reference form,
 up to names), the PTX it gives, and (GPU twins) results against torch SDPA and a NumPy
 emulation of the source's own semantics at ragged and unaligned sizes."""
 
@@ -15,8 +15,8 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_gpu
-from anodize.codegen.tile_attention import REFERENCE, TileAttention, match_attention
-from anodize.codegen.tile_lower import lower_tiles
+from anodize.codegen.tile.attention import REFERENCE, TileAttention, match_attention
+from anodize.codegen.tile.plain import lower_tiles
 from anodize.language.front import front_for_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,7 +115,7 @@ def test_a_deviation_lowers_to_generic_ptx(old: str, new: str) -> None:
 def test_tiles_the_emitter_does_not_take_stay_generic() -> None:
     # (BM 48: not 16 or 32 rows a warp; D 128 with 32 rows a warp: Q stays in shared beside K and
     # V, 64 KiB, more than static shared memory holds -- and no dynamic buffer at this limit)
-    from anodize.codegen.tile_attention import choose_config
+    from anodize.codegen.tile.attention import choose_config
 
     assert attentions(kernel_ir(REFERENCE, 48, 16, 32, 1), 32) == []
     assert choose_config(128, 64, 128, 4, 0, 48 * 1024, False) is None  # (every arch with tensor cores has >= 99 KiB)
@@ -152,7 +152,7 @@ def test_two_warp_groups_lower_with_named_barriers_and_a_merge(monkeypatch: pyte
 
 
 def test_a_kernel_with_its_own_dynamic_array_keeps_static_staging() -> None:
-    from anodize.codegen.tile_attention import choose_config
+    from anodize.codegen.tile.attention import choose_config
 
     assert choose_config(256, 64, 128, 8, 0, H200, own_dynamic=True) is None  # (the buffers would alias)
     cfg, nbytes, dynamic = choose_config(128, 64, 128, 8, 0, H200, own_dynamic=True)

@@ -15,7 +15,7 @@ import pytest
 import anodize as az
 from anodize import DisjointSlice2D, Slice2D, f16, f32, f64, i32, kernel, thread
 from anodize.codegen.driver import compile_gpu
-from anodize.codegen.thread_tiles_io import run_width
+from anodize.codegen.llvm.thread_tiles_io import run_width
 from anodize.codegen.toolchain import find_ptxas
 from anodize.language.types import BY_NAME
 

@@ -1,4 +1,4 @@
-"""Row-shaped tile kernels in registers (codegen/tile_rows.py): which kernels take the form, the
+"""Row-shaped tile kernels in registers (codegen/tile/rows.py): which kernels take the form, the
 layouts, and results against NumPy with real threads (the CPU backend's threaded runner runs the
 GPU lowering: real barriers, real warp shuffles), plus GPU twins (16-byte vector accesses)."""
 
@@ -12,8 +12,8 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.tile_lower import lower_tiles
-from anodize.codegen.tile_rows import RowLayout, row_plan
+from anodize.codegen.tile.plain import lower_tiles
+from anodize.codegen.tile.rows import RowLayout, row_plan
 from anodize.language import ir
 from anodize.language.front import front_for_source
 

@@ -1,7 +1,7 @@
 """What tile users write (issue 26, deliverable 3): `tile.program_id_3d()` over 3-D slices,
 `.reshape` / `tile.expand_dims` / `x[:, None]`, `tile.arange`, reductions with NumPy's
 `keepdims=False`, a slice's `.shape` / `len()` as values.  Each construct is typed once
-(typer_tiles.py) and run by the generic lowering (tile_lower.py) on the CPU backend, the debug
+(typer_tiles.py) and run by the generic lowering (codegen/tile/plain.py) on the CPU backend, the debug
 device and the GPU lowering in the CPU backend's threaded mode, against NumPy (f32: rtol 1e-5
 for element-wise work and reductions, 1e-4 for matmuls)."""
 
@@ -12,8 +12,8 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.tile_lower import lower_tiles
-from anodize.codegen.tile_rows import row_plan
+from anodize.codegen.tile.plain import lower_tiles
+from anodize.codegen.tile.rows import row_plan
 from anodize.language import ir
 from anodize.language.tile_ir import TileArange, TileReduce, TileReshape
 
@@ -200,7 +200,7 @@ def _exprs(e):  # type: ignore[no-untyped-def]
 
 def test_row_plan_reads_through_keepdims_false_and_arange_masks() -> None:
     # `m[:, None]` of a `keepdims=False` reduction and `rows[:, None] >= cols[None, :]` keep the
-    # register plan (tile_rows_form.py folds the unit-axis reshapes)
+    # register plan (codegen/tile/rows_form.py folds the unit-axis reshapes)
     assert row_plan(kernel_ir(SRC, "causal"), 128) is not None
     # a 3-D tile, a general reshape and a 1-D row result go to the generic lowering
     for name in ("bmm", "shapes", "row_sums"):

@@ -1,5 +1,5 @@
 """The Tile model: typing (language/typer_tiles.py), the lowering to plain IR
-(codegen/tile_lower.py) on both targets, the tensor-core matmuls (codegen/tile/), launches.
+(codegen/tile/plain.py) on both targets, the tensor-core matmuls (codegen/tile/), launches.
 The lowering run with real threads: test_tile_threads.py; shared helpers: tile_cases.py."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_gpu
-from anodize.codegen.tile_lower import lower_tiles
+from anodize.codegen.tile.plain import lower_tiles
 from anodize.language import ir
 from anodize.language.tile_ir import TileReduce, TileTy
 

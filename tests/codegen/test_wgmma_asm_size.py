@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from anodize.codegen.tc_wgmma_asm import AsmGemmConfig, gemm_asm_text
+from anodize.codegen.tensorcore.wgmma_asm import AsmGemmConfig, gemm_asm_text
 
 CONFIGS = [
     AsmGemmConfig(128, 256, 8, 4, "f16", "f16"),
@@ -63,7 +63,7 @@ def test_the_looped_form_behind_its_switch() -> None:
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas not installed")
 @pytest.mark.parametrize("k_unroll", [4, 2, 1])
 def test_ptxas_takes_the_forms_without_injected_fences_or_spills(k_unroll: int) -> None:
-    from anodize.codegen.tc_wgmma_asm import asm_gemm_ptx
+    from anodize.codegen.tensorcore.wgmma_asm import asm_gemm_ptx
 
     ptx = asm_gemm_ptx(AsmGemmConfig(128, 256, 8, 4, k_unroll=k_unroll))
     with tempfile.TemporaryDirectory() as d:

@@ -31,8 +31,8 @@ TESTS = ROOT / "tests"
 BLOCKER = textwrap.dedent(
     """
     import sys
-    BLOCKED = ("llvmlite", "anodize.checker", "anodize.codegen.lower_llvm", "anodize.codegen.driver",
-               "anodize.codegen.ptx", "anodize.codegen.cpu", "anodize.language.front", "anodize.language.typer")
+    BLOCKED = ("llvmlite", "anodize.checker", "anodize.codegen.llvm.lower", "anodize.codegen.driver",
+               "anodize.codegen.gpu.ptx", "anodize.codegen.cpu.backend", "anodize.language.front", "anodize.language.typer")
     class _Block:
         def find_spec(self, name, path=None, target=None):
             if any(name == b or name.startswith(b + ".") for b in BLOCKED):

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import anodize as az
-from anodize.codegen.ptx import find_ptxas
+from anodize.codegen.gpu.ptx import find_ptxas
 
 import rt_bundle_kernels as K
 

@@ -13,7 +13,7 @@ import pytest
 from rt_kernels import vecadd
 from rt_race_kernels import racy_sum
 
-from anodize.codegen import ptx as ptx_mod
+from anodize.codegen.gpu import ptx as ptx_mod
 from anodize.codegen import toolchain
 from anodize.language.diagnostics import CheckError
 from anodize.runtime import compile as rc

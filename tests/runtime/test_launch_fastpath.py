@@ -192,7 +192,7 @@ def test_gpu_fast_paths_launch_what_the_full_path_launches(monkeypatch: pytest.M
         for s, call in zip(sets * 2, calls, strict=True):
             stream, cu_cfg, handle, *flat = call
             assert stream is dev._stream and handle == ("kernel handle", loaded.compiled.entry)
-            # vecadd is coarsened (codegen/coarsen.py): a quarter of the blocks, and the extent
+            # vecadd is coarsened (codegen/llvm/coarsen.py): a quarter of the blocks, and the extent
             assert loaded.compiled.coarsen == 4
             assert tuple(cu_cfg.grid) == (-(-cfg.grid[0] // 4), 1, 1) and tuple(cu_cfg.block) == cfg.block
             a, b, c = s

@@ -9,7 +9,7 @@ import pytest
 
 import anodize as az
 from anodize import f16, f32, f64, i8, i16, i32, i64, u8, u16
-from anodize.codegen.ptx import find_ptxas, run_ptxas
+from anodize.codegen.gpu.ptx import find_ptxas, run_ptxas
 from anodize.language.record_types import layout, record_from_dtype
 from anodize.language.types import BY_NAME
 

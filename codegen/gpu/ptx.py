@@ -1,0 +1,379 @@
+"""The NVPTX backend: the GPU `Target`, O3 over the module (with libdevice when it is
+used), PTX emission, and an optional `ptxas` run for a cubin and resource usage.
+
+Target machines and the parsed libdevice are built once per process and reused.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import llvmlite.ir as llir
+
+from anodize.language.contract import Contract
+from anodize.language.diagnostics import Span
+from anodize.codegen.artifact import Resources
+
+from ..llvm.lower import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
+from ..toolchain import find_libdevice, find_ptxas
+from anodize.language.types import ScalarTy, SharedTy
+
+if TYPE_CHECKING:
+    import llvmlite.binding as llvm
+
+# llvmlite's binding (LLVM itself, a large shared library) is imported where it is used, not
+# here: a first compile loads it on a background thread (runtime/compile.py `_preload_llvm`)
+# while this thread types and lowers the kernel, and only emitting the PTX waits for it.
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DEFAULT_ARCH = "sm_90"
+
+# the lowest PTX ISA each architecture needs (LLVM's NVPTX feature names)
+_PTX_FOR_ARCH = {
+    "sm_70": "+ptx60",
+    "sm_72": "+ptx61",
+    "sm_75": "+ptx63",
+    "sm_80": "+ptx70",
+    "sm_86": "+ptx71",
+    "sm_87": "+ptx74",
+    "sm_89": "+ptx78",
+    "sm_90": "+ptx80",
+    "sm_90a": "+ptx80",
+    "sm_100": "+ptx86",
+    "sm_120": "+ptx87",
+}
+
+# `math.f` -> libdevice `__nv_<name>f` (f32) / `__nv_<name>` (f64), for every other function
+# of vocab.MATH_FUNCS but the classifications (an `fcmp`, llvm.calls: e_MathCall)
+LIBDEVICE_NAMES = {"gamma": "tgamma"}
+
+
+def libdevice_symbol(name: str, bits: int) -> str:
+    """The libdevice function that computes `math.<name>` on `bits`-wide floats."""
+    return f"__nv_{LIBDEVICE_NAMES.get(name, name)}{'f' if bits == 32 else ''}"
+
+
+_lock = threading.Lock()
+
+
+@functools.cache
+def _init() -> None:
+    import llvmlite.binding as llvm
+
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+def features_for(arch: str) -> str:
+    if arch not in _PTX_FOR_ARCH:
+        raise ValueError(f"unknown GPU architecture {arch!r}; known: {', '.join(sorted(_PTX_FOR_ARCH))}")
+    return _PTX_FOR_ARCH[arch]
+
+
+@functools.cache
+def target_machine(arch: str = DEFAULT_ARCH, opt: int = 3) -> llvm.TargetMachine:
+    """One NVPTX target machine per (arch, opt), reused by every compile."""
+    import llvmlite.binding as llvm
+
+    _init()
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
+
+
+@functools.cache
+def data_layout() -> str:
+    return str(target_machine().target_data)
+
+
+def libdevice_path() -> Path | None:
+    found = find_libdevice()
+    return Path(found) if found else None
+
+
+@functools.cache
+def _libdevice_bitcode() -> bytes:
+    p = libdevice_path()
+    if p is None:
+        raise RuntimeError(
+            "libdevice (libdevice.10.bc) was not found; install the CUDA toolkit or `pip install nvidia-cuda-nvcc`, "
+            "or set ANODIZE_LIBDEVICE"
+        )
+    return p.read_bytes()
+
+
+_LIBDEVICE_MODULE: llvm.ModuleRef | None = None
+
+
+def _libdevice() -> llvm.ModuleRef:
+    """The parsed libdevice, parsed once; link it with `preserve=True`."""
+    global _LIBDEVICE_MODULE
+    if _LIBDEVICE_MODULE is None:
+        import llvmlite.binding as llvm
+
+        mod = llvm.parse_bitcode(_libdevice_bitcode())
+        mod.triple = TRIPLE
+        mod.data_layout = data_layout()
+        _LIBDEVICE_MODULE = mod
+    return _LIBDEVICE_MODULE
+
+
+class NVPTXTarget(Target):
+    name = "nvptx"
+    global_as = 1
+    shared_as = 3
+    table_as = 4
+    vector_grid_stride = True  # 16-byte chunks for elementwise grid-stride loops (codegen/llvm/gridstride.py)
+    coarsen = True  # several indices per thread for element-wise kernels (codegen/llvm/coarsen.py)
+    native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
+    native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
+    collective_one_barrier = True  # block collectives alternate two scratch halves: one barrier each (codegen/llvm/collectives.py)
+
+    def __init__(self, contract: Contract | None):
+        self.contract = contract
+
+    def triple(self) -> str:
+        return TRIPLE
+
+    def decorate_entry(self, lw: Lowerer, fn: llir.Function) -> None:
+        fn.calling_convention = "ptx_kernel"
+        # no switch lookup tables: SimplifyCFG would build one of shared-array addresses (a
+        # chain of conditional expressions picking a shared array by a loop variable), a
+        # `.global` initialised with `.shared` symbols, which ptxas rejects
+        add_attr(fn.attributes, '"no-jump-tables"="true"')
+        lw.module.data_layout = data_layout()
+        block = self.reqntid()
+        if block:
+            x, y, z = block
+            add_attr(fn.attributes, f'"nvvm.reqntid"="{x},{y},{z}"')
+        per_sm = getattr(self.contract, "min_blocks_per_sm", None)
+        if per_sm:  # `.minnctapersm`: ptxas keeps registers within 65536 / (threads * per_sm)
+            add_attr(fn.attributes, f'"nvvm.minctasm"="{per_sm}"')
+
+    def reqntid(self) -> tuple[int, int, int] | None:
+        """The exact block the kernel is compiled for (its contract's `block`, as PTX
+        `.reqntid`), or None."""
+        block = self.contract.block if self.contract is not None else None
+        return (tuple(block) + (1, 1))[:3] if block else None  # type: ignore[return-value]
+
+    def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        block = self.reqntid()
+        if block and axis in ("x", "y", "z") and reg in ("ntid", "tid"):
+            # `.reqntid` is exact: the driver refuses a launch with any other block
+            # (CUDA_ERROR_INVALID_VALUE, measured on the H200), so the block's extents are
+            # constants here and a thread index along an extent of 1 is 0
+            extent = block["xyz".index(axis)]
+            if reg == "ntid":
+                return llir.Constant(I32T, extent)
+            if extent == 1:
+                return llir.Constant(I32T, 0)
+        name = f"llvm.nvvm.read.ptx.sreg.{reg}" + (f".{axis}" if axis else "")
+        return lw.intrinsic(name, I32T, [])
+
+    def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
+        t = args[0].type
+        fs = "f32" if ty.bits == 32 else "f64"
+        if name in INTRINSIC_MATH:
+            return lw.intrinsic(f"llvm.{INTRINSIC_MATH[name]}.{fs}", t, args)
+        return lw.intrinsic(libdevice_symbol(name, ty.bits), t, args)  # ldexp: (float, i32)
+
+    def barrier(self, lw: Lowerer, span: Span | None) -> None:
+        lw.intrinsic("llvm.nvvm.barrier0", llir.VoidType(), [], "convergent", "nounwind")
+
+    def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
+        if kind == "threadfence":  # membar.gl (= fence.sc.gpu on sm_70+)
+            lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")
+        else:  # warp_sync: bar.warp.sync 0xffffffff
+            lw.intrinsic("llvm.nvvm.bar.warp.sync", llir.VoidType(), [llir.Constant(I32T, -1)], "convergent", "nounwind")
+
+    def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
+        b = lw.b
+        full = llir.Constant(I32T, -1)
+        if op == "ballot":
+            return lw.intrinsic("llvm.nvvm.vote.ballot.sync", I32T, [full, args[0]], "convergent", "nounwind")
+        if op in ("any", "all"):
+            return lw.intrinsic(f"llvm.nvvm.vote.{op}.sync", I1, [full, args[0]], "convergent", "nounwind")
+        v, k = args
+        mode = {"shfl_down": "down", "shfl_up": "up", "shfl_xor": "bfly", "shfl_idx": "idx"}[op]
+        clamp = llir.Constant(I32T, 0 if mode == "up" else 0x1F)
+
+        def shfl32(x: llir.Value) -> llir.Value:
+            suffix = "f32" if x.type == FLOAT else "i32"
+            return lw.intrinsic(f"llvm.nvvm.shfl.sync.{mode}.{suffix}", x.type, [full, x, k, clamp], "convergent", "nounwind")
+
+        if ty.bits == 32:
+            return shfl32(v)
+        x = v if ty.is_int else b.bitcast(v, I64T)
+        lo = shfl32(b.trunc(x, I32T))
+        hi = shfl32(b.trunc(b.lshr(x, llir.Constant(I64T, 32)), I32T))
+        r = b.or_(b.zext(lo, I64T), b.shl(b.zext(hi, I64T), llir.Constant(I64T, 32)))
+        return r if ty.is_int else b.bitcast(r, v.type)
+
+    # atomics and print (codegen/llvm/effects.py, atomics.py)
+    string_as = 4  # printf formats live in the constant space
+
+    def sync_scope(self, scope: str) -> str:
+        from .atomics import sync_scope
+
+        return sync_scope(scope)
+
+    def atomic_rmw(self, lw: Lowerer, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy, scope: str, order: str) -> llir.Value:
+        from .atomics import atomic_rmw
+
+        return atomic_rmw(self, lw, op, ptr, val, ty, scope, order)
+
+    def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
+        ptr = llir.PointerType()
+        lw.b.call(lw.declare("vprintf", I32T, [ptr, ptr]), [fmt, args])
+
+    def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
+        # a helper's array inlined beside one of the same name is `name.N` (typer_stmts.shared_decl):
+        # `$`, which no Python name holds, keeps the symbols apart (`s.1` is not the user's `s_1`)
+        sym = "__az_shared_" + re.sub(r"\W", "$", name)
+        if ty.dynamic:
+            gv = llir.GlobalVariable(lw.module, llir.ArrayType(mem_type(ty.elem), 0), sym, addrspace=3)
+            gv.linkage = "external"
+        else:
+            gv = llir.GlobalVariable(lw.module, llir.ArrayType(mem_type(ty.elem), ty.size), sym, addrspace=3)
+            gv.linkage = "internal"
+            gv.initializer = llir.Constant(gv.value_type, llir.Undefined)
+        gv.align = 16
+        gv.type = llir.PointerType(addrspace=3)  # opaque, so element GEPs type-check
+        return gv
+
+
+def uses_libdevice(module_text: str) -> bool:
+    return "__nv_" in module_text
+
+
+def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[str]) -> None:
+    """Internalise every definition but `keep`, then run the O`opt` pipeline."""
+    import llvmlite.binding as llvm
+
+    for f in mod.functions:
+        if f.name not in keep and not f.is_declaration:
+            f.linkage = "internal"
+    for g in mod.global_variables:
+        if not g.is_declaration and g.name not in keep:
+            g.linkage = "internal"
+    pto = llvm.create_pipeline_tuning_options(speed_level=max(0, min(opt, 3)))
+    pb = llvm.create_pass_builder(tm, pto)
+    if opt <= 0:  # no optimisation, but drop the unused (internalised) libdevice functions
+        mpm = llvm.create_new_module_pass_manager()
+        mpm.add_global_dead_code_eliminate_pass()
+        mpm.run(mod, pb)
+        return
+    pb.getModulePassManager().run(mod, pb)
+
+
+def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -> tuple[str, str]:
+    """Optimise a module (linking libdevice if it calls `__nv_*`) and emit PTX.
+
+    Returns (optimised LLVM IR, PTX)."""
+    import llvmlite.binding as llvm
+
+    tm = target_machine(arch, opt)
+    with _lock:
+        mod = llvm.parse_assembly(llvm_ir)
+        if uses_libdevice(llvm_ir):
+            mod.link_in(_libdevice(), preserve=True)
+        mod.verify()
+        optimize(mod, tm, opt, {entry})
+        return str(mod), tm.emit_assembly(mod)
+
+
+# ---- ptxas ---------------------------------------------------------------------------------
+
+
+# `find_ptxas` lives in toolchain.py (standard library only, for the light cached-load path).
+
+
+class PtxasError(RuntimeError):
+    """ptxas rejected a PTX module (a compiler bug: report it with the PTX)."""
+
+
+_RE_REGS = re.compile(r"Used (\d+) registers")
+_RE_STACK = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_RE_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas_log(log: str) -> Resources:
+    res = Resources(ptxas_log=log)
+    m = _RE_REGS.search(log)
+    if m:
+        res.registers = int(m.group(1))
+    m = _RE_STACK.search(log)
+    if m:
+        res.stack_frame, res.spill_stores, res.spill_loads = (int(g) for g in m.groups())
+    m = _RE_SMEM.search(log)
+    if m:
+        res.shared_bytes = int(m.group(1))
+    return res
+
+
+def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
+              opt_level: int | None = None, fast_compile: str | None = None) -> tuple[bytes, Resources]:
+    """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected.
+    `opt_level`: ptxas's `-O` (None: its default, 3); `fast_compile`: its `-Ofc` level
+    ("min", "mid"; None: off), dropped for a ptxas too old to know the option."""
+    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level, fast_compile=fast_compile).result()
+
+
+class PtxasJob:
+    """`ptxas -v` on one PTX module, running as a child process from construction on (the
+    caller does other work meanwhile: the compile path runs the checker); `result()` waits for
+    it, `cancel()` stops it.  `seconds`: its wall time, once done."""
+
+    def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
+                 opt_level: int | None = None, fast_compile: str | None = None):
+        import time
+
+        exe = ptxas or find_ptxas()
+        if exe is None:
+            raise FileNotFoundError("ptxas was not found on PATH or under CUDA_HOME")
+        self.arch = arch
+        self._dir = tempfile.TemporaryDirectory(prefix="anodize-")
+        src = Path(self._dir.name, "k.ptx")
+        self._out = Path(self._dir.name, "k.cubin")
+        src.write_text(ptx)
+        cmd = [exe, f"-arch={arch}", "-v", "-o", str(self._out), str(src)]
+        if line_info:
+            cmd.insert(1, "-lineinfo")
+        if opt_level is not None:
+            cmd.insert(1, f"-O{opt_level}")
+        self._fallback = list(cmd)  # the command without -Ofc, for a ptxas that does not know it
+        if fast_compile:
+            cmd[1:1] = ["-Ofc", fast_compile]
+        self.cmd = cmd
+        self._t0 = time.perf_counter()
+        self.seconds = 0.0
+        self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> tuple[bytes, Resources]:
+        import time
+
+        try:
+            stdout, stderr = self._proc.communicate()
+            if self._proc.returncode != 0 and self.cmd != self._fallback and "Unknown option" in stderr:
+                # a ptxas from before --Ofast-compile (CUDA 12.8): the same run without it
+                self.cmd = self._fallback
+                self._proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout, stderr = self._proc.communicate()
+            self.seconds = time.perf_counter() - self._t0
+            log = stdout + stderr
+            if self._proc.returncode != 0:
+                raise PtxasError(f"ptxas rejected the PTX for {self.arch}:\n{log}")
+            return self._out.read_bytes(), parse_ptxas_log(log)
+        finally:
+            self._dir.cleanup()
+
+    def cancel(self) -> None:
+        if self._proc.poll() is None:
+            self._proc.kill()
+        self._proc.wait()
+        self._dir.cleanup()

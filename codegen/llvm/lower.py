@@ -1,0 +1,399 @@
+"""Typed IR to LLVM IR (llvmlite.ir), shared by the GPU and the CPU backends.
+
+The lowering follows the kernel ABI of `codegen/artifact.py` exactly: each
+parameter flattens (`ptr data, i64 len` / `ptr data, i64 rows, i64 cols` / the
+scalar), then the hidden `ptr fault` and `i32 launch_rank`.  A `Target`
+supplies what differs between backends: the global address space, thread ids,
+math functions, barriers and warp operations, and the entry's decoration.
+
+A failed bounds check never traps: it branches to a cold block (branch weights)
+that atomically increments the fault record's count and, in the thread whose
+increment saw 0, writes the site id, index and length (inline, not a call, so
+that no value is spilled around a call: `Lowerer.fault`).  A failed read yields 0; a failed write
+or atomic is skipped.  Shared arrays are checked like slices: a static one
+against its shape, a dynamic one against the launch's dynamic shared memory
+(`Target.sreg(lw, "dynamic_smem_size", "")`, in bytes, over the element size).
+
+A witness of a kernel without a contract checks the launch it was made in
+(`Lowerer.witness`): its rank, and that every grid and block extent beyond the
+witness's rank is 1; otherwise it records a `rank` fault and is poisoned (all
+ones), so it admits no access.
+
+Here: the `Target` interface and the `Lowerer`'s plumbing, entry, fault records, debug info
+and conversions; its statements are lowered in stmts.py, expressions in exprs.py,
+calls and effects in calls.py, local values in locals.py; the LLVM types are in
+types.py.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import llvmlite.ir as llir
+
+from anodize.language.diagnostics import Span
+
+from anodize.language import ir
+from anodize.language.types import BOOL, F32, F64, I32, I64, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy
+
+from . import halves
+
+from .locals import LocalsLowering
+from .calls import CallLowering
+from .exprs import ExprLowering
+from .stmts import StmtLowering
+# the LLVM types live in types.py; all re-exported here (codegen's modules import them from here)
+from .types import DOUBLE, FLOAT, I1, I8, I32T, I64T, INTRINSIC_MATH, W2, W3, WITNESS_LL, _DIM_NAMES, Frame, SliceVal, _align, _fs, add_attr, mem_type, reg_type, value_type
+
+
+class Target:
+    """What differs between the GPU and the CPU backends."""
+
+    name = "abstract"
+    global_as = 0
+    shared_as = 0
+    table_as = 0  # where module-level constant tables live (the GPU's constant space)
+    vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
+    coarsen = False  # several indices per thread for element-wise kernels (coarsen.py)
+    native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
+    native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/llvm/halves.py)
+
+    def triple(self) -> str:
+        raise NotImplementedError
+
+    def extra_params(self) -> list[llir.Type]:
+        return []
+
+    def decorate_entry(self, lw: Lowerer, fn: llir.Function) -> None:
+        pass
+
+    def sreg(self, lw: Lowerer, reg: str, axis: str) -> llir.Value:
+        """An i32 special register: `tid`, `ctaid`, `ntid`, `nctaid` (axis "x"/"y"/"z"),
+        `laneid` and `dynamic_smem_size` (axis "")."""
+        raise NotImplementedError
+
+    def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
+        raise NotImplementedError
+
+    def float_minmax(self, lw: Lowerer, op: str, a: llir.Value, c: llir.Value) -> llir.Value:
+        """`op` ("min"/"max") of two floats, a NaN operand ignored: `llvm.minnum`/`llvm.maxnum`."""
+        fs = "f32" if a.type == FLOAT else "f64"
+        return lw.intrinsic(f"llvm.{op}num.{fs}", a.type, [a, c])
+
+    def barrier(self, lw: Lowerer, span: Span | None) -> None:
+        raise NotImplementedError
+
+    def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
+        """`az.threadfence()` (kind "threadfence") or `az.warp.sync()` ("warp_sync")."""
+        raise NotImplementedError
+
+    def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
+        raise NotImplementedError
+
+    def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
+        raise NotImplementedError
+
+    # atomics and print (codegen/llvm/effects.py)
+    string_as = 0  # where constant strings (printf formats) live
+
+    def sync_scope(self, scope: str) -> str:
+        """The LLVM `syncscope(...) ` prefix of an atomic of `scope` ("" for the system scope)."""
+        return ""
+
+    def atomic_rmw(self, lw: Lowerer, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy, scope: str, order: str) -> llir.Value:
+        from .effects import llvm_order, rmw_op
+
+        return lw.b.atomic_rmw(rmw_op(op, ty), ptr, val, self.sync_scope(scope) + llvm_order(order))
+
+    def cstring(self, lw: Lowerer, text: str) -> llir.Value:
+        from .effects import global_string
+
+        return global_string(lw, text, self.string_as)
+
+    def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
+        """Print `fmt` (a printf format) with `args` (8-byte slots: i64, double or string pointer)."""
+        raise NotImplementedError
+
+
+class Lowerer(StmtLowering, ExprLowering, CallLowering, LocalsLowering):
+    def __init__(self, k: ir.KernelIR, target: Target, *, bounds_checks: bool = True, line_info: bool = False):
+        self.k = k
+        self.t = target
+        self.checks_on = bounds_checks
+        self.line_info = line_info
+        self.checks = 0
+        self.module = llir.Module(name=k.name)
+        self.module.triple = target.triple()
+        self.gptr = llir.PointerType(addrspace=target.global_as)
+        self.decls: dict[str, llir.Function] = {}
+        self.shared_gv: dict[str, llir.Value] = {}
+        self.tables: dict[str, llir.Value] = {}
+        self.entry_name = k.name
+        self.di_scope: Any = None
+        self._di_cache: dict[tuple[int, int], Any] = {}
+        self.lanes: Any = None  # gridstride.Lanes / coarsen.Lanes while lanes of a body are lowered
+        # coarsening (codegen/llvm/coarsen.py): each thread takes several indices along x
+        self.coarse: Any = None
+        if target.coarsen:
+            from .coarsen import coarsen_plan
+
+            self.coarse = coarsen_plan(k)
+
+    # ---- module plumbing ----------------------------------------------------------------
+    def declare(self, name: str, ret: llir.Type, args: list[llir.Type], *attrs: str) -> llir.Function:
+        f = self.decls.get(name)
+        if f is None:
+            f = self.module.globals.get(name)  # type: ignore[assignment]
+            if f is None:
+                f = llir.Function(self.module, llir.FunctionType(ret, args), name)
+                for a in attrs:
+                    add_attr(f.attributes, a)
+            self.decls[name] = f
+        return f
+
+    def intrinsic(self, name: str, ret: llir.Type, args: list[llir.Value], *attrs: str) -> llir.Value:
+        f = self.declare(name, ret, [a.type for a in args], *attrs)
+        return self.b.call(f, args)
+
+    def abi_types(self) -> list[llir.Type]:
+        out: list[llir.Type] = []
+        for p in self.k.params:
+            if p.slice_kind is not None:
+                out.append(self.gptr)
+                out.extend([I64T] * p.slice_kind.rank)
+            else:
+                out.append(I8 if p.scalar.kind == "b" else reg_type(ScalarTy(p.scalar)))
+        out.append(self.gptr)  # fault record
+        out.append(I32T)  # launch rank
+        if self.coarse is not None:
+            out.append(I64T)  # the user's extent along x (grid_x * block_x): codegen/llvm/coarsen.py
+        return out + self.t.extra_params()
+
+    # ---- entry ----------------------------------------------------------------------------
+    def lower(self) -> llir.Module:
+        fnty = llir.FunctionType(llir.VoidType(), self.abi_types())
+        fn = llir.Function(self.module, fnty, self.entry_name)
+        self.fn = fn
+        self.make_fault_fn()
+        entry = fn.append_basic_block("entry")
+        body = fn.append_basic_block("body")
+        self.alloca_b = llir.IRBuilder(entry)
+        self.b = llir.IRBuilder(body)
+        self.setup_debug(fn)
+        frame = Frame()
+        args = list(fn.args)
+        i = 0
+        for p in self.k.params:
+            if p.slice_kind is not None:
+                data = args[i]
+                data.name = f"{p.name}.data"
+                if not p.slice_kind.atomic:  # NVPTX would turn an atomic load of a noalias,
+                    add_attr(data.attributes, "noalias")  # never-stored buffer into ld.global.nc
+                add_attr(data.attributes, "nocapture")
+                if not p.slice_kind.output:
+                    add_attr(data.attributes, "readonly")
+                dims = tuple(args[i + 1 : i + 1 + p.slice_kind.rank])
+                for j, d in enumerate(dims):
+                    d.name = f"{p.name}.{_DIM_NAMES[p.slice_kind.rank][j]}"
+                sl = self.k.param_types[p.name] if p.scalar.kind == "r" else SliceTy(p.slice_kind, ScalarTy(p.scalar))
+                frame.slices[p.name] = SliceVal(p.name, sl, data, dims)  # type: ignore[arg-type]
+                i += 1 + p.slice_kind.rank
+            else:
+                a = args[i]
+                a.name = p.name
+                sty = ScalarTy(p.scalar)
+                v: llir.Value = self.b.icmp_unsigned("!=", a, llir.Constant(I8, 0)) if sty.is_bool else a
+                slot = self.alloca(reg_type(sty), p.name)
+                self.b.store(v, slot)
+                frame.vars[p.name] = (slot, sty)
+                i += 1
+        self.fault_ptr = args[i]
+        self.fault_ptr.name = "fault"
+        add_attr(self.fault_ptr.attributes, "noalias")
+        self.launch_rank = args[i + 1]
+        self.launch_rank.name = "launch_rank"
+        self.extra_args = args[i + 2 :]
+        if self.coarse is not None:
+            self.extent = args[i + 2]
+            self.extent.name = "extent"
+            self.extra_args = args[i + 3 :]
+        for name, ty in self.k.locals:
+            frame.vars[name] = (self.alloca(value_type(ty), name), ty)
+        ret_block = fn.append_basic_block("return")
+        frame.exit = ret_block
+        self.frame = frame
+        if self.coarse is not None:
+            from .coarsen_lower import lower_body
+
+            lower_body(self, self.coarse)
+        else:
+            self.stmts(self.k.body)
+        if not self.b.block.is_terminated:
+            self.b.branch(ret_block)
+        self.b.position_at_end(ret_block)
+        self.b.ret_void()
+        self.alloca_b.branch(body)
+        self.t.decorate_entry(self, fn)
+        return self.module
+
+    def alloca(self, ty: llir.Type, name: str) -> llir.Value:
+        slot = self.alloca_b.alloca(ty, name=name)
+        self.alloca_b.store(llir.Constant(ty, None), slot)
+        return slot
+
+    def make_fault_fn(self) -> None:
+        """`__az_fault(record, site, index, length)`: increment the record's count and, in the
+        thread whose increment saw 0, write site, index and length.  Cold and never inlined,
+        called from cold blocks (branch weights): `ptxas -arch=sm_90 -v` shows no spills for
+        a 3x3 blur with checks left, coarsened or not, or for a register-blocked GEMM with 24
+        unrolled checks; recording inline made that GEMM spill 20 bytes (56 registers, not 72)."""
+        fty = llir.FunctionType(llir.VoidType(), [self.gptr, I32T, I64T, I64T])
+        f = llir.Function(self.module, fty, "__az_fault")
+        f.linkage = "internal"
+        f.attributes.add("cold")
+        f.attributes.add("noinline")
+        rec, site, index, length = f.args
+        b = llir.IRBuilder(f.append_basic_block("entry"))
+        old = b.atomic_rmw("add", rec, llir.Constant(I32T, 1), "monotonic")
+        with b.if_then(b.icmp_unsigned("==", old, llir.Constant(I32T, 0)), likely=True):
+            p_site = b.gep(rec, [llir.Constant(I64T, 4)], inbounds=True, source_etype=I8)
+            b.store(site, p_site, align=4)
+            p_idx = b.gep(rec, [llir.Constant(I64T, 8)], inbounds=True, source_etype=I8)
+            b.store(index, p_idx, align=8)
+            p_len = b.gep(rec, [llir.Constant(I64T, 16)], inbounds=True, source_etype=I8)
+            b.store(length, p_len, align=8)
+        b.ret_void()
+        self.fault_fn = f
+
+    def fault(self, site: int, index: llir.Value, length: llir.Value) -> None:
+        """Record a fault here, in the cold block the caller branched to."""
+        self.b.call(self.fault_fn, [self.fault_ptr, llir.Constant(I32T, site), index, length])
+
+    # ---- debug info -------------------------------------------------------------------------
+    def setup_debug(self, fn: llir.Function) -> None:
+        if not self.line_info:
+            return
+        import os
+
+        m = self.module
+        path = self.k.path
+        difile = m.add_debug_info("DIFile", {"filename": os.path.basename(path), "directory": os.path.dirname(path)})
+        cu = m.add_debug_info(
+            "DICompileUnit",
+            {
+                "language": llir.DIToken("DW_LANG_Python"),
+                "file": difile,
+                "producer": "anodize",
+                "runtimeVersion": 0,
+                "isOptimized": True,
+                "emissionKind": llir.DIToken("DebugDirectivesOnly" if self.t.name == "nvptx" else "LineTablesOnly"),
+            },
+            is_distinct=True,
+        )
+        sty = m.add_debug_info("DISubroutineType", {"types": m.add_metadata([None])})
+        sp = m.add_debug_info(
+            "DISubprogram",
+            {
+                "name": self.k.name,
+                "file": difile,
+                "line": self.k.line,
+                "type": sty,
+                "isLocal": False,
+                "isDefinition": True,
+                "scopeLine": self.k.line,
+                "unit": cu,
+                "spFlags": llir.DIToken("DISPFlagDefinition | DISPFlagOptimized"),
+            },
+            is_distinct=True,
+        )
+        fn.set_metadata("dbg", sp)
+        m.add_named_metadata("llvm.dbg.cu", cu)
+        m.add_named_metadata("llvm.module.flags", m.add_metadata([llir.Constant(I32T, 2), "Dwarf Version", llir.Constant(I32T, 4)]))
+        m.add_named_metadata("llvm.module.flags", m.add_metadata([llir.Constant(I32T, 2), "Debug Info Version", llir.Constant(I32T, 3)]))
+        self.di_scope = sp
+
+    def locate(self, span: Span | None) -> None:
+        if self.di_scope is None or span is None or span.path != self.k.path:
+            return
+        key = (span.line, span.col)
+        loc = self._di_cache.get(key)
+        if loc is None:
+            loc = self.module.add_debug_info("DILocation", {"line": span.line, "column": span.col + 1, "scope": self.di_scope})
+            self._di_cache[key] = loc
+        self.b.debug_metadata = loc
+
+    # ---- conversions -------------------------------------------------------------------------
+    def conv(self, v: llir.Value, src: Ty, dst: Ty) -> llir.Value:
+        if src == dst:
+            return v
+        b = self.b
+        if isinstance(src, WitnessTy):
+            src = I64
+        assert isinstance(src, ScalarTy) and isinstance(dst, ScalarTy), (src, dst)
+        if src == dst:
+            return v
+        if dst.is_bool:
+            if src.is_float:
+                return b.fcmp_unordered("!=", v, llir.Constant(v.type, 0.0))
+            return b.icmp_unsigned("!=", v, llir.Constant(v.type, 0))
+        if src.is_half or dst.is_half:
+            return self.conv_half(v, src, dst)
+        dt = reg_type(dst)
+        if src.is_bool:
+            return b.uitofp(v, dt) if dst.is_float else b.zext(v, dt)
+        if src.is_int and dst.is_int:
+            if dst.bits < src.bits:
+                return b.trunc(v, dt)
+            if dst.bits > src.bits:
+                return b.sext(v, dt) if src.signed else b.zext(v, dt)
+            return v
+        if src.is_int and dst.is_float:
+            return b.sitofp(v, dt) if src.signed else b.uitofp(v, dt)
+        if src.is_float and dst.is_float:
+            return b.fpext(v, dt) if dst.bits > src.bits else b.fptrunc(v, dt)
+        # float -> int: saturating, NaN -> 0 (plain fptosi is poison out of range)
+        kind = "fptosi" if dst.signed else "fptoui"
+        fname = f"llvm.{kind}.sat.i{dst.bits}.{'f32' if src.bits == 32 else 'f64'}"
+        return self.intrinsic(fname, dt, [v])
+
+    def conv_half(self, v: llir.Value, src: ScalarTy, dst: ScalarTy) -> llir.Value:
+        """A conversion from or to f16/bf16 (neither side bool-to-bool or identity): through
+        f32 (exact from a half), or from f64 for ints and f64 (one rounding, not two)."""
+        b = self.b
+        if src.is_half:
+            if dst.is_bool:
+                return halves.nonzero(b, v)
+            return self.conv(self.half_to_f32(v, src.name), F32, dst)
+        if src.is_bool or src.is_int or src.bits == 64:
+            wide = v if src == F64 else self.conv(v, src, F64)
+            return self.half_from(wide, dst.name)
+        return self.half_from(v, dst.name)  # from f32
+
+    def widen(self, v: llir.Value, ty: ScalarTy) -> tuple[llir.Value, ScalarTy]:
+        """A half operand as f32 (other types unchanged)."""
+        return (self.half_to_f32(v, ty.name), F32) if ty.is_half else (v, ty)
+
+    def narrow(self, v: llir.Value, ty: ScalarTy) -> llir.Value:
+        """An f32 result rounded back to the half type `ty` (other types unchanged)."""
+        return self.half_from(v, ty.name) if ty.is_half else v
+
+    def half_to_f32(self, h: llir.Value, fmt: str) -> llir.Value:
+        if fmt == "f16" and self.t.native_f16_convert:  # cvt.f32.f16
+            return self.b.fpext(self.b.bitcast(h, llir.HalfType()), FLOAT)
+        return halves.widen_half(self.b, h, fmt)
+
+    def half_from(self, x: llir.Value, fmt: str) -> llir.Value:
+        """An f32 or f64 rounded to nearest even in `fmt`, as its i16 pattern."""
+        if fmt == "f16" and self.t.native_f16_convert:  # cvt.rn.f16.f32 / cvt.rn.f16.f64: one rounding
+            return self.b.bitcast(self.b.fptrunc(x, llir.HalfType()), halves.I16)
+        return halves.round_to_half(self.b, x, fmt)
+
+
+def lower_kernel(k: ir.KernelIR, target: Target, *, bounds_checks: bool = True, line_info: bool = False) -> Lowerer:
+    """Lower a kernel; the returned Lowerer holds `.module`, `.entry_name` and `.checks`."""
+    lw = Lowerer(k, target, bounds_checks=bounds_checks, line_info=line_info)
+    lw.lower()
+    return lw
+
+
+__all__ = ["Lowerer", "Target", "lower_kernel", "reg_type", "mem_type", "value_type", "BOOL", "I32"]
