@@ -25,6 +25,7 @@ class MathFunc:
     llvm: str | None = None  # the exact LLVM intrinsic `llvm.<llvm>.f32/f64` of every backend, if any
     c_name: str = ""  # the C library's and libdevice's name (`tgamma` for `gamma`); "" is `name`
     types: tuple[str, ...] = FLOAT_TYPES  # the float types it computes in
+    python: bool = True  # also a function of Python's `math` (anodize's own: only `az.math.<name>`)
 
     @property
     def libm(self) -> str:
@@ -44,7 +45,7 @@ def _rows(*rows: MathFunc) -> dict[str, MathFunc]:
 MATH: dict[str, MathFunc] = _rows(
     # one float argument, one float result
     MathFunc("sqrt", 1, llvm="sqrt"),
-    MathFunc("rsqrt", 1),
+    MathFunc("rsqrt", 1, python=False),
     MathFunc("cbrt", 1),
     MathFunc("exp", 1),
     MathFunc("exp2", 1),
@@ -81,8 +82,8 @@ MATH: dict[str, MathFunc] = _rows(
     MathFunc("fmod", 2),
     MathFunc("remainder", 2),
     MathFunc("nextafter", 2),
-    MathFunc("fmin", 2, llvm="minnum"),
-    MathFunc("fmax", 2, llvm="maxnum"),
+    MathFunc("fmin", 2, llvm="minnum", python=False),
+    MathFunc("fmax", 2, llvm="maxnum", python=False),
     MathFunc("fma", 3, llvm="fma"),
     # a float and an integer exponent: ldexp(x, n) = x * 2**n
     MathFunc("ldexp", 2, int_exponent=True),

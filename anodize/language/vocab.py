@@ -153,14 +153,8 @@ RAW_IDS = {
 
 WARP_OPS = {"shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"}
 
-# Qualified names (as anodize/language/names.py and mypy spell them) of the
-# operations that only `with az.unsafe():` may contain.  (Shared arrays and
-# `az.syncthreads()` are safe under the phase discipline checked by az-shared-race.)
-UNSAFE_QUALNAMES = (
-    {f"anodize.thread.{n}" for n in RAW_IDS}
-    | {f"anodize.warp.{n}" for n in WARP_OPS}
-)
-BARRIER_QUALNAMES = {"anodize.syncthreads"}
+# (which operations only `with az.unsafe():` may contain, and which are barriers: the
+# declarations' `unsafe` and `barrier`, language/intrinsics.py)
 
 # Safe collectives (called by every thread of the warp / block; each returns its result to every
 # participating thread): canonical name -> its positional arity.  `block.scan` also takes the
