@@ -12,7 +12,6 @@ from .index_forms import Stride, exact_or_oob, injective, join_forms, normalize,
 from .index_eval import FormEval, Named, _arg_values, _free_names
 from . import safe_shared
 from .kernel_values import index_elements
-from anodize.language.vocab import BLOCK_COLLECTIVES
 from .barrier_state import ALL, _LEAVES, Access, DynPart, Race, State, _add, _dynamic, _module_int, _reads_shared
 
 
@@ -79,8 +78,7 @@ class AccessWalk(_Base):
                 # meet this function's pending ones (at an index the check does not follow)
                 self.touch(self._summary_access(node, summary[0]), st)
             if not cond and (
-                kind == "barrier"
-                or (kind == "collective" and callee is not None and callee.name in BLOCK_COLLECTIVES)  # ends with one
+                (callee is not None and callee.decl is not None and callee.decl.barrier)  # or a block collective: ends with one
                 or (kind == "helper" and callee is not None and callee.fn is not None and self.must_barrier.get(callee.fn.name))
             ):
                 st.pending.clear()
@@ -151,7 +149,7 @@ class AccessWalk(_Base):
                 return st.shared[node.id]
         elif isinstance(node, ast.Call):
             c = self.m.callees.get(node)
-            if c is not None and c.kind == "shared":
+            if c is not None and c.kind == "shared_array":
                 return frozenset([self._allocation(node)])
         elif isinstance(node, ast.IfExp):
             a, b = self.shared_ids(node.body, st), self.shared_ids(node.orelse, st)

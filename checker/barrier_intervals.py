@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 
 from .index_forms import Block, Div, Fact, Lin, Mod, Stride, pow2, join_forms
+from anodize.language.intrinsics import RANGE
+
 from .index_eval import FormEval, Named
 from .typed_ints import IntView, wide
 from .kernel_model import ModuleModel
@@ -359,7 +361,7 @@ class Intervals(AccessWalk, FormEval):
         args = it.args
         if (
             c is None
-            or c.kind != "range"
+            or c.tag != RANGE
             or len(args) != 3
             or it.keywords
             or any(isinstance(a, ast.Starred) for a in args)

@@ -29,6 +29,6 @@ def tile_call(interp: Any, node: ast.Call, callee: Any, env: Any) -> Val:
         return Val("tile_id", domain=d, origin=node, spaces=frozenset([TILE_SPACE]))
     if name == "store":
         if node.args:
-            interp._mark_write(node.args[0], env)
+            interp.exprs.mark_write(node.args[0], env)
         return NONE
     return TILE
