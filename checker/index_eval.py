@@ -19,6 +19,7 @@ from anodize.language.types import ScalarTy
 from anodize.language.walk import child_fields
 from .index_forms import COMPS, MAX_EXTENT, TX, TY, TZ, Div, Fact, Form, Lin, Mod, Stride, pow2
 from .typed_ints import bounds, holds, sign, wide
+from . import safe_shared
 
 Named = tuple[Form | None, frozenset[str]]  # a form and the names it reads
 _TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}
@@ -28,16 +29,21 @@ _CASTS = frozenset({"scalar", "bitcast", "typecast", "typevar"})
 
 
 class FormEval:
-    """The forms half of `Intervals` (which sets `m`, `block`, `types` and `_uniform`)."""
+    """The index forms of the race walk (a collaborator of `Intervals`, over its `WalkState`)."""
 
-    m: Any
-    block: Any
-    types: Any
-    _uniform: dict[ast.expr, Named]
+    def __init__(self, st: Any):
+        self.m = st.m
+        self.fn = st.fn
+        self.block = st.block
+        self.types = st.types
+        self._uniform: dict[ast.expr, Named] = {}
 
     # ---- forms and facts -------------------------------------------------------------------
     def form(self, node: ast.expr, st: Any) -> Named:
         """The node's form in its own type (the typed model's), with its machine flags."""
+        got = safe_shared.form(self, node, st)  # a block-local witness
+        if got is not None:
+            return got
         none: Named = (None, frozenset())
         cls = node.__class__
         if cls is ast.Name:
