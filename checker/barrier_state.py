@@ -131,12 +131,6 @@ def _reads_shared(node: ast.AST, st: State) -> bool:
     return any(n in st.shared for n in _free_names(node))
 
 
-def _int(node: ast.AST | None) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    return None
-
-
 def _module_int(m: ModuleModel, node: ast.expr, fn: object = None) -> int | None:
     """A shape dimension as the front end reads constants (`ModuleSymbols.constant`: a literal,
     a module constant of any binding form, arithmetic over those, `TILE + 1`); -1 (static, of
