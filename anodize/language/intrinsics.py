@@ -10,6 +10,7 @@ its effects, which the checker's abstract interpreter reads instead of naming ca
 - `unsafe`: only inside `with az.unsafe():`;
 - `witness`: it makes this thread's witness of the index space of that rank (0: none);
 - `loop_only`: only as the iterable of a `for` loop (`range`, `thread.grid_stride`);
+- `writes`: the position of the argument whose elements it writes (`tile.store`'s destination);
 - `arity`: its positional arguments (min, max), where the vocabulary fixes them;
 - `callable`: a kernel may call it (False for the types and decorators that are no call).
 
@@ -46,6 +47,7 @@ class Intrinsic:
     unsafe: bool = False
     witness: int = 0
     loop_only: bool = False
+    writes: int | None = None
     arity: tuple[int, int] | None = None
     callable: bool = True
 
@@ -159,7 +161,7 @@ def _declare() -> dict[str, Intrinsic]:
     add("az.tile_kernel", "decorator", "tile_kernel", callable=False)  # the Tile model: a kernel (tile_vocab.py)
     add("az.Kernel", "decorator", "kernel", callable=False)  # `Kernel(fn)` is `az.kernel(fn)`
     for n, arity in TILE_FUNCS.items():
-        add(f"tile.{n}", "tile", n, arity=arity)
+        add(f"tile.{n}", "tile", n, arity=arity, writes=0 if n == "store" else None)
     assert set(BUILTIN_FUNCS) <= {n.split(".")[-1] for n in out}
     return out
 
