@@ -8,8 +8,11 @@
 from __future__ import annotations
 
 import ast
+import difflib
 import fnmatch
 import os
+import re
+import tomllib
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import field
@@ -41,8 +44,6 @@ class CheckConfig:
     def from_pyproject(cls, path: Path) -> CheckConfig:
         """The settings of `path`'s `[tool.anodize]` (defaults when it has none); ValueError,
         located, for a file that does not parse, an unknown key or a value of the wrong type."""
-        import tomllib
-
         try:
             text = path.read_text(encoding="utf-8")
             data = tomllib.loads(text)
@@ -53,8 +54,6 @@ class CheckConfig:
             raise ValueError(f"{path}: `tool.anodize` must be a table (`[tool.anodize]`)")
         for key in section:
             if key not in cls.KEYS:
-                import difflib
-
                 close = difflib.get_close_matches(key, cls.KEYS, n=1)
                 hint = f"; did you mean `{close[0]}`?" if close else ""
                 known = ", ".join(f"`{k}`" for k in cls.KEYS)
@@ -87,8 +86,6 @@ class CheckConfig:
 
 def _key_line(text: str, key: str) -> int:
     """The line of `key = ...` inside `[tool.anodize]` (1 when it cannot be found)."""
-    import re
-
     in_section = False
     for n, line in enumerate(text.splitlines(), start=1):
         s = line.strip()

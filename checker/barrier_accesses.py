@@ -1,7 +1,8 @@
 """The race walk's expressions and accesses (checker/barrier_intervals.py): evaluation in
 order for effect (shared reads and writes, barriers, helper calls, escapes), which shared
 arrays an expression may be, and whether two accesses conflict (index_forms.py decides).
-A mixin of `Intervals`."""
+A collaborator of `Intervals` over its `WalkState` (barrier_state.py); index forms are
+`FormEval`'s (index_eval.py)."""
 
 from __future__ import annotations
 
@@ -12,18 +13,26 @@ from .index_forms import Stride, exact_or_oob, injective, join_forms, normalize,
 from .index_eval import FormEval, Named, _arg_values, _free_names
 from . import safe_shared
 from .kernel_values import index_elements
-from anodize.language.vocab import BLOCK_COLLECTIVES
-from .barrier_state import ALL, _LEAVES, Access, DynPart, Race, State, _add, _dynamic, _module_int, _reads_shared
+from .barrier_state import ALL, _LEAVES, Access, DynPart, Race, State, WalkState, _add, _dynamic, _module_int, _reads_shared
 
 
 if TYPE_CHECKING:
-    from .barrier_intervals import Intervals as _Base
-else:
-    _Base = object
+    from .barrier_intervals import Intervals
 
 
-class AccessWalk(_Base):
+class AccessWalk:
     """The expressions and shared-memory accesses of the race walk."""
+
+    def __init__(self, st: WalkState, forms: FormEval, stmts: Intervals):
+        self.st = st
+        self.m = st.m
+        self.fn = st.fn
+        self.block = st.block
+        self.must_barrier = st.must_barrier
+        self.dynamic = st.dynamic
+        self.stmts = stmts
+        self.form = forms.form
+        self.facts_of = forms.facts_of
 
     # ---- expressions -----------------------------------------------------------------------
     def ev_any(self, node: ast.AST, st: State, cond: bool = False) -> None:
@@ -37,7 +46,7 @@ class AccessWalk(_Base):
         """Evaluate for effect: record shared reads, barriers and escapes, in evaluation order."""
         if isinstance(node, ast.Name):
             if node.id in st.shared and not alias_ok:
-                self.escapes.setdefault(node, node.id)
+                self.st.escapes.setdefault(node, node.id)
             return
         if isinstance(node, ast.Constant):
             return
@@ -54,7 +63,7 @@ class AccessWalk(_Base):
             if isinstance(v, ast.Name):  # `buf.shape` is no escape of `buf`; `buf.x` is
                 # (a block-shared atomic array's methods neither: atomics never race)
                 if v.id in st.shared and node.attr != "shape" and not self._atomic_method(node):
-                    self.escapes.setdefault(v, v.id)
+                    self.st.escapes.setdefault(v, v.id)
                 return
             self.ev(v, st, cond)
             return
@@ -79,8 +88,7 @@ class AccessWalk(_Base):
                 # meet this function's pending ones (at an index the check does not follow)
                 self.touch(self._summary_access(node, summary[0]), st)
             if not cond and (
-                kind == "barrier"
-                or (kind == "collective" and callee is not None and callee.name in BLOCK_COLLECTIVES)  # ends with one
+                (callee is not None and callee.decl is not None and callee.decl.barrier)  # or a block collective: ends with one
                 or (kind == "helper" and callee is not None and callee.fn is not None and self.must_barrier.get(callee.fn.name))
             ):
                 st.pending.clear()
@@ -108,12 +116,12 @@ class AccessWalk(_Base):
             return
         if isinstance(node, ast.IfExp):
             self.ev(node.test, st, cond)
-            self.under(self.facts_of(node.test, st, True), lambda: self.ev(node.body, st, True))
-            self.under(self.facts_of(node.test, st, False), lambda: self.ev(node.orelse, st, True))
+            self.st.under(self.facts_of(node.test, st, True), lambda: self.ev(node.body, st, True))
+            self.st.under(self.facts_of(node.test, st, False), lambda: self.ev(node.orelse, st, True))
             return
         if isinstance(node, ast.NamedExpr):
             self.ev(node.value, st, cond)
-            self.store(node.target, node.value, st)
+            self.stmts.store(node.target, node.value, st)
             return
         if isinstance(node, ast.Dict):  # key, value, key, value (`ast` lists the keys first)
             for key, val in zip(node.keys, node.values):
@@ -133,12 +141,6 @@ class AccessWalk(_Base):
             funcs = self._sa_funcs = {c.func for c, k in self.m.callees.items() if k.kind == "shared_atomic"}
         return node in funcs
 
-    def form(self, node: ast.expr, st: State) -> Named:  # type: ignore[override]
-        got = safe_shared.form(self, node, st)  # a block-local witness
-        if got is not None:
-            return got
-        return FormEval.form(self, node, st)
-
     def index_ev(self, node: ast.Subscript, st: State, cond: bool = False) -> None:
         self.ev(node.slice, st, cond)
 
@@ -151,7 +153,7 @@ class AccessWalk(_Base):
                 return st.shared[node.id]
         elif isinstance(node, ast.Call):
             c = self.m.callees.get(node)
-            if c is not None and c.kind == "shared":
+            if c is not None and c.kind == "shared_array":
                 return frozenset([self._allocation(node)])
         elif isinstance(node, ast.IfExp):
             a, b = self.shared_ids(node.body, st), self.shared_ids(node.orelse, st)
@@ -186,7 +188,7 @@ class AccessWalk(_Base):
     def access(self, node: ast.Subscript, write: bool, st: State, value: ast.expr | None = None) -> Access:
         ids = self.shared_ids(node.value, st) or frozenset([ALL])
         elems = index_elements(node)
-        facts = tuple([f for f in self.facts if f is not None])
+        facts = tuple([f for f in self.st.facts if f is not None])
         index = None
         ctx = self.m.ctx.get(node)
         safe = ctx is not None and not ctx.unsafe
@@ -201,25 +203,25 @@ class AccessWalk(_Base):
         return Access(node, write, ids, index, facts, vtext, vnames, safe, witness)
 
     def _summary_access(self, call: ast.Call, part: DynPart) -> Access:
-        facts = tuple([f for f in self.facts if f is not None])
+        facts = tuple([f for f in self.st.facts if f is not None])
         return Access(call, part[0], part[1], None, facts)  # type: ignore[arg-type]
 
     def touch(self, b: Access, st: State) -> None:
         summary = b.node.__class__ is ast.Call  # a helper's dynamic accesses, checked in its own walk
         if st.fresh and _dynamic(b.arrays):
-            self.head = _add(self.head, b)
-        if b.node not in self.races:
+            self.st.head = _add(self.st.head, b)
+        if b.node not in self.st.races:
             if b.write and not summary and self.conflict(b, frozenset(), b):
-                self.races[b.node] = Race(b, None)
+                self.st.races[b.node] = Race(b, None)
             else:
                 for a, dirty in st.pending.items():
                     if summary and a.node is b.node:
                         continue
                     if self.conflict(a, dirty, b):
-                        self.races[b.node] = Race(b, a)
+                        self.st.races[b.node] = Race(b, a)
                         break
         st.pending[b] = st.pending.get(b, frozenset())
-        self.log.append(b)
+        self.st.log.append(b)
 
     def conflict(self, a: Access, dirty: frozenset[str], b: Access) -> bool:
         if not (a.write or b.write):

@@ -16,8 +16,9 @@ start and past the loop), and each access is compared with every pending access
 and with itself (`index_forms.py` decides).  A helper's body also flows from its
 end back to its start, since its caller may call it again without a barrier.
 
-Here: the statements; the state and accesses are in barrier_state.py, expressions and
-the access comparison in barrier_accesses.py.
+Here: the statements (`Intervals`); the state record (`WalkState`) and accesses are in
+barrier_state.py, expressions and the access comparison in barrier_accesses.py
+(`AccessWalk`), index forms in index_eval.py (`FormEval`): collaborators over one state.
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from __future__ import annotations
 import ast
 
 from .index_forms import Block, Div, Fact, Lin, Mod, Stride, pow2, join_forms
+from anodize.language.intrinsics import RANGE
+
 from .index_eval import FormEval, Named
 from .typed_ints import IntView, wide
 from .kernel_model import ModuleModel
 from .kernel_values import FunctionInfo
 from .barrier_accesses import AccessWalk
-from .barrier_state import ALL, _MAX_PASSES, _OPAQUE, Access, DynPart, DynSummary, Race, State, _Typed, _add, _dynamic, join, _names_of, _same
+from .barrier_state import ALL, _MAX_PASSES, _OPAQUE, Access, DynPart, DynSummary, Race, State, WalkState, _Typed, _add, _dynamic, join, _names_of, _same
 
 
 class _Loop:
@@ -39,7 +42,10 @@ class _Loop:
         self.continues: list[State] = []
 
 
-class Intervals(AccessWalk, FormEval):
+class Intervals:
+    """The statements of the race walk over one function; its expressions and accesses are
+    `AccessWalk`'s, its index forms `FormEval`'s, all over one `WalkState`."""
+
     def __init__(
         self,
         model: ModuleModel,
@@ -49,33 +55,42 @@ class Intervals(AccessWalk, FormEval):
         dynamic: dict[str, DynSummary] | None = None,
         types: IntView | None = None,
     ):
+        self.st = WalkState(model, fn, block, must_barrier, dynamic or {}, types if types is not None else IntView(None))
         self.m = model
         self.fn = fn
-        self.block = block
-        self.must_barrier = must_barrier  # helper name -> reaches a barrier on every path
-        self.dynamic = dynamic or {}  # helper name -> its accesses of dynamic shared memory
-        # this function's own summary: dynamic accesses reachable from its entry, and pending at its exit
-        self.head: DynPart | None = None
-        self.tail: DynPart | None = None
-        self.races: dict[ast.Subscript, Race] = {}
-        self.escapes: dict[ast.Name, str] = {}
-        self.exits: list[State] = []
-        self.facts: list[tuple[Fact, frozenset[str]] | None] = []
+        self.types = self.st.types
+        self.forms = FormEval(self.st)
+        self.walk = AccessWalk(self.st, self.forms, self)
+        self.ev = self.walk.ev
         self.loops: list[_Loop] = []
-        self._uniform: dict[ast.expr, Named] = {}
-        self.types = types if types is not None else IntView(None)  # the typing of the body walked
-        self.log: list[Access] = []  # every access touched, in walk order (for `_across`)
         self._assigned: dict[ast.If, frozenset[str]] = {}
+
+    # what the walk found (read by rules/shared_race.py)
+    @property
+    def races(self) -> dict[ast.Subscript, Race]:
+        return self.st.races
+
+    @property
+    def escapes(self) -> dict[ast.Name, str]:
+        return self.st.escapes
+
+    @property
+    def head(self) -> DynPart | None:
+        return self.st.head
+
+    @property
+    def tail(self) -> DynPart | None:
+        return self.st.tail
 
     # ---- entry -----------------------------------------------------------------------------
     def run(self) -> bool:
         """Walk the body; record races and escapes.  True when every path reaches a barrier."""
         start = State()
         for _ in range(_MAX_PASSES):
-            self.exits = []
+            self.st.exits = []
             end = self.block_(self.fn.node.body, start.copy())
             out = end
-            for e in self.exits:
+            for e in self.st.exits:
                 out = join(out, e)
             if self.fn.kind != "func" or out is None:
                 break
@@ -88,7 +103,7 @@ class Intervals(AccessWalk, FormEval):
         if out is not None:
             for a in out.pending:
                 if _dynamic(a.arrays):
-                    self.tail = _add(self.tail, a)
+                    self.st.tail = _add(self.st.tail, a)
         return out is not None and not out.fresh
 
     # ---- statements ------------------------------------------------------------------------
@@ -131,7 +146,7 @@ class Intervals(AccessWalk, FormEval):
         if isinstance(s, ast.Return):
             if s.value is not None:
                 self.ev(s.value, st)
-            self.exits.append(st)
+            self.st.exits.append(st)
             return None
         if isinstance(s, (ast.Break, ast.Continue)):
             if self.loops:
@@ -153,27 +168,27 @@ class Intervals(AccessWalk, FormEval):
         if type(s) in _OPAQUE:
             return st  # nested definitions, `match`, `try`/`except*`: other rules reject them
         for child in ast.iter_child_nodes(s):  # pass, assert, global, import, ...
-            self.ev_any(child, st)
+            self.walk.ev_any(child, st)
         return st
 
     def aug(self, s: ast.AugAssign, st: State) -> State:
         self.ev(s.value, st)
         target = s.target
-        if isinstance(target, ast.Subscript) and self.shared_ids(target.value, st) is not None:
-            self.index_ev(target, st)
-            self.touch(self.access(target, False, st), st)
-            self.touch(self.access(target, True, st), st)
+        if isinstance(target, ast.Subscript) and self.walk.shared_ids(target.value, st) is not None:
+            self.walk.index_ev(target, st)
+            self.walk.touch(self.walk.access(target, False, st), st)
+            self.walk.touch(self.walk.access(target, True, st), st)
         elif isinstance(target, ast.Name):
             new = None
             t = self.types.int_ty(s)  # the operation's type (the typer records it at the statement)
             local = self.types.local(target.id)
             if t is not None and t.is_int and local is not None and isinstance(s.op, (ast.Add, ast.Sub)):
-                old = self._convert(self.form(target, st), self._local_expr(local), t)
-                val = self.typed(s.value, t, st)
+                old = self.forms._convert(self.forms.form(target, st), self._local_expr(local), t)
+                val = self.forms.typed(s.value, t, st)
                 if old[0] is not None and val[0] is not None:
-                    new = self._arith(old, val, isinstance(s.op, ast.Add), t)
+                    new = self.forms._arith(old, val, isinstance(s.op, ast.Add), t)
                     if new is not None:  # stored back into the local (converted to its type)
-                        new = self._convert(new, self._local_expr(t), local)
+                        new = self.forms._convert(new, self._local_expr(t), local)
             self.assign(target.id, st, new)
         else:
             self.ev(target, st)
@@ -181,14 +196,14 @@ class Intervals(AccessWalk, FormEval):
 
     def store(self, target: ast.expr, value: ast.expr | None, st: State) -> None:
         if isinstance(target, ast.Name):
-            ids = self.shared_ids(value, st) if value is not None else None
+            ids = self.walk.shared_ids(value, st) if value is not None else None
             form = self.stored(target.id, value, st) if value is not None else None
             self.assign(target.id, st, form)
             if ids is not None:
                 st.shared[target.id] = ids
-        elif isinstance(target, ast.Subscript) and self.shared_ids(target.value, st) is not None:
-            self.index_ev(target, st)
-            self.touch(self.access(target, True, st, value), st)
+        elif isinstance(target, ast.Subscript) and self.walk.shared_ids(target.value, st) is not None:
+            self.walk.index_ev(target, st)
+            self.walk.touch(self.walk.access(target, True, st, value), st)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for e in target.elts:
                 self.store(e, None, st)
@@ -208,9 +223,9 @@ class Intervals(AccessWalk, FormEval):
         st.forms.pop(name, None)
         st.shared.pop(name, None)
         st.consts.pop(name, None)
-        for i, f in enumerate(self.facts):
+        for i, f in enumerate(self.st.facts):
             if f is not None and name in f[1]:
-                self.facts[i] = None
+                self.st.facts[i] = None
         if form is None or form[0] is None:
             return
         val = form[0]
@@ -226,7 +241,7 @@ class Intervals(AccessWalk, FormEval):
         local = self.types.local(name)
         if local is None or not local.is_int:
             return None
-        return self._convert(self.form(value, st), self.types.exprs.get(value), local)
+        return self.forms._convert(self.forms.form(value, st), self.types.exprs.get(value), local)
 
     @staticmethod
     def _local_expr(t: object) -> object:
@@ -241,8 +256,8 @@ class Intervals(AccessWalk, FormEval):
         if not links or not links[0].is_int:
             return None
         lt = links[0]
-        a = self.typed(test.left, lt, st)[0]
-        b = self.typed(test.comparators[0], lt, st)[0]
+        a = self.forms.typed(test.left, lt, st)[0]
+        b = self.forms.typed(test.comparators[0], lt, st)[0]
         if not (isinstance(a, Lin) and isinstance(b, Lin) and a.is_const and b.is_const and a.exact and b.exact):
             return None
         x, y = a.const, b.const
@@ -278,16 +293,16 @@ class Intervals(AccessWalk, FormEval):
     def if_(self, s: ast.If, st: State) -> State | None:
         self.ev(s.test, st)
         memo: dict[ast.expr, Named] = {}  # the test's forms, for both sides (the state is the same)
-        pos = self.facts_of(s.test, st, True, memo)
-        neg = self.facts_of(s.test, st, False, memo)
-        start = len(self.log)
-        body = self.under(pos, lambda: self.block_(s.body, st.copy()))
+        pos = self.forms.facts_of(s.test, st, True, memo)
+        neg = self.forms.facts_of(s.test, st, False, memo)
+        start = len(self.st.log)
+        body = self.st.under(pos, lambda: self.block_(s.body, st.copy()))
         if not s.orelse:
             other: State | None = st.copy()
         else:  # `else:` or `elif` (a one-statement `else` holding an `if`)
-            mid = len(self.log)
-            other = self.under(neg, lambda: self.block_(s.orelse, st.copy()))
-            self._across(s, self.log[start:mid], self.log[mid:])
+            mid = len(self.st.log)
+            other = self.st.under(neg, lambda: self.block_(s.orelse, st.copy()))
+            self._across(s, self.st.log[start:mid], self.st.log[mid:])
         return join(body, other)
 
     def _across(self, s: ast.If, body: list[Access], orelse: list[Access]) -> None:
@@ -302,20 +317,12 @@ class Intervals(AccessWalk, FormEval):
                 n.id for part in (s.body, s.orelse) for st in part for n in ast.walk(st) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
             )
         for b in dict.fromkeys(orelse):
-            if b.node in self.races:
+            if b.node in self.st.races:
                 continue
             for a in dict.fromkeys(body):
-                if self.conflict(a, dirty, b):
-                    self.races[b.node] = Race(b, a)
+                if self.walk.conflict(a, dirty, b):
+                    self.st.races[b.node] = Race(b, a)
                     break
-
-    def under(self, facts, run):  # type: ignore[no-untyped-def]
-        n = len(self.facts)
-        self.facts.extend(facts)
-        try:
-            return run()
-        finally:
-            del self.facts[n:]
 
     def loop(  # type: ignore[no-untyped-def]
         self, entry: State, head, body: list[ast.stmt], orelse: list[ast.stmt], enters: bool, leave=None
@@ -359,7 +366,7 @@ class Intervals(AccessWalk, FormEval):
         args = it.args
         if (
             c is None
-            or c.kind != "range"
+            or c.tag != RANGE
             or len(args) != 3
             or it.keywords
             or any(isinstance(a, ast.Starred) for a in args)
@@ -368,8 +375,8 @@ class Intervals(AccessWalk, FormEval):
         var = self.types.local(target.id) if isinstance(target, ast.Name) else None
         if var is None or not var.is_int:
             return None
-        start = self.typed(args[0], var, st)  # the loop variable's type (range's arguments are converted)
-        step = self.typed(args[2], var, st)
+        start = self.forms.typed(args[0], var, st)  # the loop variable's type (range's arguments are converted)
+        step = self.forms.typed(args[2], var, st)
         if not (isinstance(start[0], Lin) and start[0].thread() and not start[1]):
             return None
         if not (isinstance(step[0], Lin) and step[0].is_const and step[0].exact and pow2(step[0].const)):

@@ -8,9 +8,11 @@ import ast
 from dataclasses import field
 from anodize.language.records import dataclass
 
-from .index_forms import Fact, join_forms
+from .index_forms import Block, Fact, join_forms
 from .index_eval import Named, _free_names
 from .kernel_model import ModuleModel
+from .kernel_values import FunctionInfo
+from .typed_ints import IntView
 from anodize.language.param_annotations import constant_param_type
 
 
@@ -129,12 +131,6 @@ def _reads_shared(node: ast.AST, st: State) -> bool:
     return any(n in st.shared for n in _free_names(node))
 
 
-def _int(node: ast.AST | None) -> int | None:
-    if isinstance(node, ast.Constant) and type(node.value) is int:
-        return node.value
-    return None
-
-
 def _module_int(m: ModuleModel, node: ast.expr, fn: object = None) -> int | None:
     """A shape dimension as the front end reads constants (`ModuleSymbols.constant`: a literal,
     a module constant of any binding form, arithmetic over those, `TILE + 1`); -1 (static, of
@@ -157,6 +153,47 @@ def _module_int(m: ModuleModel, node: ast.expr, fn: object = None) -> int | None
     if got is None or type(got[0]) is not int:
         return None
     return -1 if env else got[0]
+
+
+class WalkState:
+    """The race walk's state over one function, one record shared by its collaborators (the
+    statements, `Intervals`; the expressions and accesses, `AccessWalk`; the index forms,
+    `FormEval`): the function, its block and typing, the helpers' summaries it reads, and what
+    the walk finds (races, escapes, this function's dynamic-memory summary, the exits, the log
+    of accesses) and the facts in force at the current point."""
+
+    def __init__(
+        self,
+        model: ModuleModel,
+        fn: FunctionInfo,
+        block: Block,
+        must_barrier: dict[str, bool],
+        dynamic: dict[str, DynSummary],
+        types: IntView,
+    ):
+        self.m = model
+        self.fn = fn
+        self.block = block
+        self.types = types  # the typing of the body walked
+        self.must_barrier = must_barrier  # helper name -> reaches a barrier on every path
+        self.dynamic = dynamic  # helper name -> its accesses of dynamic shared memory
+        # this function's own summary: dynamic accesses reachable from its entry, and pending at its exit
+        self.head: DynPart | None = None
+        self.tail: DynPart | None = None
+        self.races: dict[ast.Subscript, Race] = {}
+        self.escapes: dict[ast.Name, str] = {}
+        self.exits: list[State] = []
+        self.facts: list[tuple[Fact, frozenset[str]] | None] = []
+        self.log: list[Access] = []  # every access touched, in walk order (for `Intervals._across`)
+
+    def under(self, facts, run):  # type: ignore[no-untyped-def]
+        """`run()` with `facts` in force."""
+        n = len(self.facts)
+        self.facts.extend(facts)
+        try:
+            return run()
+        finally:
+            del self.facts[n:]
 
 
 class _Typed:

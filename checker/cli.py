@@ -16,6 +16,7 @@ from pathlib import Path
 from .api import CheckConfig, check_file, collect_files
 from anodize.language.diagnostics import render_concise, render_full, render_json
 from .engine import Project
+from .stale_artifacts import stale_artifacts
 
 
 def find_config(start: Path) -> CheckConfig:
@@ -63,8 +64,6 @@ def run_check(argv: Sequence[str]) -> int:
         if a.diagnostics:
             sources[a.path] = a.source
             diags.extend(a.diagnostics)
-    from .stale_artifacts import stale_artifacts
-
     stale, stale_sources = stale_artifacts(files)  # packages `anodize build` wrote, against their source
     diags.extend(stale)
     sources.update(stale_sources)

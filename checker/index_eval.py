@@ -19,23 +19,31 @@ from anodize.language.types import ScalarTy
 from anodize.language.walk import child_fields
 from .index_forms import COMPS, MAX_EXTENT, TX, TY, TZ, Div, Fact, Form, Lin, Mod, Stride, pow2
 from .typed_ints import bounds, holds, sign, wide
+from . import safe_shared
 
 Named = tuple[Form | None, frozenset[str]]  # a form and the names it reads
 _TIDS = {"tid_x": TX, "tid_y": TY, "tid_z": TZ}
 _DIMS = {"block_dim_x": 0, "block_dim_y": 1, "block_dim_z": 2}
+# the callee kinds of a conversion: `i32(x)`, `az.bitcast(x, T)`, `cast(T, x)`, `T(x)` (a type variable)
+_CASTS = frozenset({"scalar", "bitcast", "typecast", "typevar"})
 
 
 class FormEval:
-    """The forms half of `Intervals` (which sets `m`, `block`, `types` and `_uniform`)."""
+    """The index forms of the race walk (a collaborator of `Intervals`, over its `WalkState`)."""
 
-    m: Any
-    block: Any
-    types: Any
-    _uniform: dict[ast.expr, Named]
+    def __init__(self, st: Any):
+        self.m = st.m
+        self.fn = st.fn
+        self.block = st.block
+        self.types = st.types
+        self._uniform: dict[ast.expr, Named] = {}
 
     # ---- forms and facts -------------------------------------------------------------------
     def form(self, node: ast.expr, st: Any) -> Named:
         """The node's form in its own type (the typed model's), with its machine flags."""
+        got = safe_shared.form(self, node, st)  # a block-local witness
+        if got is not None:
+            return got
         none: Named = (None, frozenset())
         cls = node.__class__
         if cls is ast.Name:
@@ -161,7 +169,7 @@ class FormEval:
         if c is None:
             return None
         short = c.name.split(".")[-1]
-        if c.kind == "rawid":
+        if c.kind == "raw":
             if short in _TIDS:
                 return Lin(((_TIDS[short], 1),), 0, True, True, sign(t)), frozenset()
             if short == "lane_id":
@@ -172,7 +180,7 @@ class FormEval:
             ext = self.block.ext[_DIMS[short]] if short in _DIMS else None
             if ext is not None:
                 return Lin((), ext, True, True, sign(t)), frozenset()
-        elif c.kind == "cast" and not node.keywords:
+        elif c.kind in _CASTS and not node.keywords:
             # `i32(x)`, `T(x)` (a type variable), `cast(T, x)`: the typed model gives both types
             args = node.args
             src = args[1] if len(args) == 2 and c.name == "typing.cast" else args[0] if len(args) == 1 else None

@@ -1,6 +1,7 @@
 """The kernel model's abstract interpreter, expressions: names, constants, arithmetic (the
 warp-uniform `tid_x() // 32`), comparisons, short-circuit operators, subscripts and
-attributes.  A mixin of `_Analyzer` (checker/kernel_interp.py)."""
+attributes.  `ExprFlow` is a collaborator of the interpreter over its shared state
+(`FlowState`, checker/kernel_state.py); calls are `CallFlow`'s (checker/kernel_interp.py)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,12 @@ from typing import TYPE_CHECKING
 
 import ast
 
+from .kernel_state import FlowState
 from .kernel_values import NONE, TILE, UNIFORM, UNKNOWN, VARYING, WARP_UNIFORM, Env, Val, _scalar3, join, literal_int
 
 if TYPE_CHECKING:
-    from .kernel_interp import _Analyzer as _Base
-else:
-    _Base = object
+    from .kernel_interp import CallFlow
+    from .kernel_statements import StatementFlow
 
 
 _SYNTHETIC: dict[tuple[int, int], ast.BoolOp] = {}
@@ -37,8 +38,16 @@ def _bool_prefix(node: ast.BoolOp, k: int) -> ast.AST:
     return hit
 
 
-class ExprFlow(_Base):
+class ExprFlow:
     """The expressions of the kernel model's abstract interpreter."""
+
+    calls: CallFlow  # wired by the interpreter (kernel_interp._Analyzer)
+    stmts: StatementFlow
+
+    def __init__(self, st: FlowState):
+        self.st = st
+        self.m = st.m
+        self.fn = st.fn
 
     # expressions ----------------------------------------------------------------------------
     def ev(self, node: ast.expr, env: Env) -> Val:
@@ -71,13 +80,13 @@ class ExprFlow(_Base):
                 return TILE  # element-wise over a tile (checker/tile_model.py)
             if not (a.tdep or b.tdep):
                 return UNIFORM
-            if a.tid_x and self.warp_x and _warp_index_op(node):  # type: ignore[arg-type]
+            if a.tid_x and self.st.warp_x and _warp_index_op(node):  # type: ignore[arg-type]
                 return WARP_UNIFORM  # `tid_x() // 32` (or `>> 5`): the warp's index in its row
             return _scalar3(True, a.lane or b.lane)
         if cls is ast.Subscript:
             return self.subscript(node, env)  # type: ignore[arg-type]
         if cls is ast.Call:
-            return self.call(node, env)  # type: ignore[arg-type]
+            return self.calls.call(node, env)  # type: ignore[arg-type]
         if cls is ast.Attribute:
             return self.attribute(node, env)  # type: ignore[arg-type]
         if cls is ast.Compare:
@@ -88,7 +97,7 @@ class ExprFlow(_Base):
                 cv = self.ev(c, env)
                 t, lane = t or cv.tdep, lane or cv.lane
                 tile = tile or cv.kind == "tile"
-            m.ctx[node] = self.here()
+            m.ctx[node] = self.st.here()
             return TILE if tile else _scalar3(t, lane)
         if cls is ast.UnaryOp:
             a = self.ev(node.operand, env)  # type: ignore[attr-defined]
@@ -99,20 +108,20 @@ class ExprFlow(_Base):
             tdep, lane = first.tdep, first.lane
             for k in range(1, len(values)):
                 if tdep:
-                    self.push_cond(_bool_prefix(node, k), lane)  # type: ignore[arg-type]
+                    self.st.push_cond(_bool_prefix(node, k), lane)  # type: ignore[arg-type]
                 b = self.ev(values[k], env)
                 if tdep:
-                    self.pop_cond()
+                    self.st.pop_cond()
                 tdep, lane = tdep or b.tdep, lane or b.lane
             return _scalar3(tdep, lane)
         if cls is ast.IfExp:
             cv = self.ev(node.test, env)  # type: ignore[attr-defined]
             if cv.tdep:
-                self.push_cond(node.test, cv.lane)  # type: ignore[attr-defined]
+                self.st.push_cond(node.test, cv.lane)  # type: ignore[attr-defined]
             a = self.ev(node.body, env)  # type: ignore[attr-defined]
             b = self.ev(node.orelse, env)  # type: ignore[attr-defined]
             if cv.tdep:
-                self.pop_cond()
+                self.st.pop_cond()
             j = join(a, b) or UNKNOWN
             return j.tainted(cv.lane) if cv.tdep and j.kind == "scalar" else j
         if cls in (ast.Tuple, ast.List, ast.Set):
@@ -123,7 +132,7 @@ class ExprFlow(_Base):
             return Val("unknown", tdep=True)
         if cls is ast.NamedExpr:
             v = self.ev(node.value, env)  # type: ignore[attr-defined]
-            self.store(node.target, v, env)  # type: ignore[attr-defined]
+            self.stmts.store(node.target, v, env)  # type: ignore[attr-defined]
             return v
         if cls is ast.JoinedStr:
             return UNIFORM
@@ -137,8 +146,8 @@ class ExprFlow(_Base):
 
     def subscript(self, node: ast.Subscript, env: Env) -> Val:
         m = self.m
-        m.ctx[node] = self.here()
-        m.guards[node] = frozenset(self.guards)
+        m.ctx[node] = self.st.here()
+        m.guards[node] = frozenset(self.st.guards)
         base = self.ev(node.value, env)
         tdep = False
         lane = False
@@ -176,6 +185,12 @@ class ExprFlow(_Base):
             return _scalar3(base.tdep or tdep, base.lane or lane)
         return VARYING  # shared memory and anything unknown: assume it differs between threads
 
+    def mark_write(self, target: ast.expr, env: Env) -> None:
+        """The slice parameters `target` may be are written by this function."""
+        v = self.m.values.get(target) or self.ev(target, env)
+        if v.kind == "slice":
+            self.fn.writes.update(v.params & set(self.fn.params))
+
     def _slice_parts(self, sl: ast.Slice, env: Env) -> None:
         for part in (sl.lower, sl.upper, sl.step):
             if part is not None:
@@ -183,8 +198,8 @@ class ExprFlow(_Base):
 
     def attribute(self, node: ast.Attribute, env: Env) -> Val:
         m = self.m
-        m.ctx[node] = self.here()
-        if self._module_path(node.value):
+        m.ctx[node] = self.st.here()
+        if self.st.module_path(node.value):
             return Val("global", origin=node)
         base = self.ev(node.value, env)
         attr = node.attr

@@ -1,92 +1,67 @@
-"""The kernel model's abstract interpreter: its context (unsafe, thread- and lane-dependent
-control), calls and what they resolve to (`resolve`: intrinsics by canonical name, helpers,
-kernels), helper summaries at their calls (`bind_args`, `substitute`), and `analyze`.
-Statements are in kernel_statements.py, expressions in kernel_exprs.py."""
+"""The kernel model's abstract interpreter: `analyze` runs it over one function.
+
+Its state is one record (`FlowState`, checker/kernel_state.py) shared by three collaborators:
+`StatementFlow` (kernel_statements.py), `ExprFlow` (kernel_exprs.py) and `CallFlow` (here):
+a call's callee (`resolve`: an intrinsic by its declaration in language/intrinsics.py, a
+method of a value, a helper or kernel of the module) and its value, by the handler registered
+for the callee's kind (`_HANDLERS`); helper summaries at their calls (`bind_args`, `substitute`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import ast
 
-from anodize.language.vocab import ATOMIC_METHODS, BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, MATH_FUNCS, RAW_IDS, SCALARS, TILE_AT, TILE_IO, TILE_MAKER, WARP_OPS, WITNESS_MAKERS
-from anodize.language.tile_vocab import TILE_FUNCS
+from anodize.language.intrinsics import INTRINSICS
+from anodize.language.vocab import ATOMIC_METHODS, TILE_AT, TILE_IO, TILE_MAKER
 
 from .kernel_exprs import ExprFlow
-from .kernel_statements import StatementFlow, _Loop
-from .kernel_values import LOCAL_ARRAY, NONE, THREAD_VARYING_IDS, TID_X, TILE, UNIFORM, UNKNOWN, VARYING, WARP_UNIFORM, Callee, Ctx, Env, FunctionInfo, Space, Val, _scalar, _scalar3
+from .kernel_state import FlowState
+from .kernel_statements import StatementFlow
+from .kernel_values import LOCAL_ARRAY, NONE, TID_X, TILE, UNIFORM, UNKNOWN, VARYING, WARP_UNIFORM, Callee, Env, FunctionInfo, Space, Val, _scalar, _scalar3
+from .tile_model import tile_call
 
 if TYPE_CHECKING:
     from .kernel_model import ModuleModel
 
+# What a call's arguments are: may one differ between threads, between the lanes of a warp;
+# is one a tile value.
+Args = tuple[bool, bool, bool]
+Handler = Callable[["CallFlow", ast.Call, Callee, Env, Args], Val]
+# the value of a call, by its callee's kind (registered once each by `handles`); a kind with
+# no handler (a fence, a forge, a kernel or plain function, an unknown call) is UNKNOWN
+_HANDLERS: dict[str, Handler] = {}
+# an intrinsic's kinds whose callee is named by its tag's last part: the scalar a cast makes
+# (`az.f32` and `float` as `f32`, `f64`), a builtin as written (`len`, `range`), `print`
+_SHORT_NAMED = frozenset({"scalar", "builtin", "print", "breakpoint"})
+_BY_VARIES = {"uniform": UNIFORM, "warp": WARP_UNIFORM, "lane": VARYING}
 
-class _Analyzer(StatementFlow, ExprFlow):
-    def __init__(self, model: ModuleModel, fn: FunctionInfo):
-        self.m = model
-        self.fn = fn
-        self.unsafe = False
-        self.cond: list[ast.AST] = []  # thread-dependent conditions in force
-        self.cond_lane: list[bool] = []  # for each: may it differ between the lanes of a warp
-        self.loops: list[_Loop] = []
-        self.div_return: ast.AST | None = None
-        self.lane_return: ast.AST | None = None  # a lane-dependent return
-        self.guards: list[tuple[str, str]] = []
-        self._ctxs: dict[tuple[bool, ast.AST | None, ast.AST | None], Ctx] = {}
-        block = fn.contract.block if fn.kind == "kernel" and fn.contract is not None else None
-        dims = (tuple(block) + (1, 1, 1))[:3] if block else None
-        # raw ids equal on the lanes of a warp under this kernel's literal block (warps are
-        # 32 consecutive linear thread ids, x fastest)
-        self.warp_uniform_ids: frozenset[str] = frozenset()
-        self.warp_x = bool(dims and dims[0] % 32 == 0)  # `tid_x() // 32` is the warp's index
-        if dims:
-            self.warp_uniform_ids = frozenset(
-                n for n, ok in (("tid_y", dims[0] % 32 == 0), ("tid_z", dims[0] * dims[1] % 32 == 0)) if ok
-            )
 
-    # context ------------------------------------------------------------------------------
-    def divergent(self) -> ast.AST | None:
-        if self.cond:
-            return self.cond[-1]
-        if self.div_return is not None:
-            return self.div_return
-        for lp in reversed(self.loops):
-            if lp.divergent is not None:
-                return lp.divergent
-        return None
+def handles(*kinds: str) -> Callable[[Handler], Handler]:
+    def register(f: Handler) -> Handler:
+        for k in kinds:
+            assert k not in _HANDLERS, k
+            _HANDLERS[k] = f
+        return f
 
-    def lane_divergent(self) -> ast.AST | None:
-        for c, lane in zip(reversed(self.cond), reversed(self.cond_lane)):
-            if lane:
-                return c
-        if self.lane_return is not None:
-            return self.lane_return
-        for lp in reversed(self.loops):
-            if lp.lane_divergent is not None:
-                return lp.lane_divergent
-        return None
+    return register
 
-    def push_cond(self, node: ast.AST, lane: bool) -> None:
-        self.cond.append(node)
-        self.cond_lane.append(lane)
 
-    def pop_cond(self) -> None:
-        self.cond.pop()
-        self.cond_lane.pop()
+class CallFlow:
+    """The calls of the kernel model's abstract interpreter."""
 
-    def here(self) -> Ctx:
-        # one `Ctx` per distinct context of this function (equal contexts are equal values)
-        d = self.divergent()
-        ld = self.lane_divergent() if d is not None else None
-        key = (self.unsafe, d, ld)
-        ctx = self._ctxs.get(key)
-        if ctx is None:
-            ctx = self._ctxs[key] = Ctx(self.fn, self.unsafe, d, ld)
-        return ctx
+    def __init__(self, st: FlowState, exprs: ExprFlow):
+        self.st = st
+        self.m = st.m
+        self.fn = st.fn
+        self.exprs = exprs
+        self.ev = exprs.ev
 
     def call(self, node: ast.Call, env: Env) -> Val:
         m = self.m
-        m.ctx[node] = self.here()
+        m.ctx[node] = self.st.here()
         callee = self.resolve(node, env)
         m.callees[node] = callee
         anytdep = anylane = anytile = False
@@ -97,147 +72,165 @@ class _Analyzer(StatementFlow, ExprFlow):
         for kw in node.keywords:
             av = self.ev(kw.value, env)
             anytdep, anylane = av.tdep or anytdep, av.lane or anylane
-        k = callee.kind
-        if k == "witness":
-            d = 1 if callee.name == f"thread.{BLOCK_WITNESS_MAKER}" else WITNESS_MAKERS[callee.name.split(".")[-1]]
-            self.fn.witness_uses.append((node, d))
-            return Val("witness", domain=d, tdep=True, origin=node, spaces=maker_spaces(callee.name))
-        if k == "grid_stride":
-            self.fn.witness_uses.append((node, 1))
-            return UNKNOWN
-        if k in ("tile", "tile_method"):
-            from .tile_model import tile_call
+        handler = _HANDLERS.get(callee.kind)
+        return UNKNOWN if handler is None else handler(self, node, callee, env, (anytdep, anylane, anytile))
 
-            return tile_call(self, node, callee, env)
-        if k == "thread_tile":  # thread.tile_2d(TR, TC[, GR, GC]): each shape is one index space
-            self.fn.witness_uses.append((node, 2))
-            return Val("thread_tile", domain=2, tdep=True, origin=node, spaces=tile_spaces(node, self.fn, self.m))
-        if k == "tile_at":  # t.at(r, s): an Index2D of the tile's space
-            base = self.m.values.get(node.func.value)  # type: ignore[attr-defined]
-            spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
-            return Val("witness", domain=2, tdep=True, origin=node, spaces=spaces) if spaces else UNKNOWN
-        if k == "tile_io":  # t.load(x, v, fill) / t.store(out, v): the tile's elements, no value
-            return NONE
-        if k == "rawid":
-            self.fn.thread_dependent = True
-            short = callee.name.split(".")[-1]
-            if short not in THREAD_VARYING_IDS:
-                return UNIFORM
-            if short == "tid_x":
-                return TID_X
-            return WARP_UNIFORM if short in self.warp_uniform_ids else VARYING
-        if k == "warp":
-            self.fn.thread_dependent = True
-            self.m.warp_ops[node] = self.here()
+    def effects(self, node: ast.Call, callee: Callee) -> None:
+        """An intrinsic's declared effects on its function: a barrier, a full-warp operation, a
+        result that depends on the thread."""
+        d = callee.decl
+        assert d is not None
+        if d.barrier:
+            self.m.barriers[node] = self.st.here()
+            self.fn.has_barrier = True
+        if d.warp_wide:
+            self.m.warp_ops[node] = self.st.here()
             if self.fn.warp_op is None:
                 self.fn.warp_op = node
-            # a vote gives every lane of the warp the same answer; a shuffle gives each its own
-            return WARP_UNIFORM if callee.name.split(".")[-1] in WARP_VOTES else VARYING
-        if k == "shared":
-            return Val("shared", tdep=True, origin=node)
-        if k == "local":  # az.local.array: private to the thread, never shared state
-            return LOCAL_ARRAY
-        if k == "local_witness":  # this thread's slot in its block (safe shared memory)
+        if d.thread_dependent:
             self.fn.thread_dependent = True
-            return Val("local_witness", domain=2 if callee.name.endswith("_2d") else 1, tdep=True, origin=node)
-        if k == "shared_atomic":
-            self.fn.thread_dependent = True
-            return VARYING
-        if k == "collective":  # az.warp.reduce, az.block.reduce/scan/broadcast
-            return self.collective(node, callee.name)
-        if k == "leader":  # thread.is_block_leader(): true on one thread of the block
-            self.fn.thread_dependent = True
-            return VARYING
-        if k == "barrier":
-            m.barriers[node] = self.here()
-            self.fn.has_barrier = True
-            return NONE
-        if k in ("unsafe", "print", "breakpoint"):
-            return NONE
-        if k == "record":
-            return Val("record", tdep=anytdep, wu=anytdep and not anylane)
-        if k in ("cast", "math", "builtin", "range"):
-            if callee.name == "len":
-                return UNIFORM
-            if anytile:
-                return TILE
-            return _scalar3(anytdep, anylane)
-        if k == "atomic_op":
-            self.fn.thread_dependent = True
-            if callee.name != "load":  # an atomic load reads
-                self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
-            return VARYING
-        if k == "write_unchecked":
-            self._mark_write(node.func.value, env)  # type: ignore[attr-defined]
-            return NONE
-        if k == "witness_get":
-            return VARYING
-        if k == "helper" and callee.fn is not None:
-            h = callee.fn
-            if not h.analyzed:
-                analyze(m, h)
-            self.fn.helper_calls.append((node, h))
-            if h.has_barrier:
-                self.fn.has_barrier = True
-                m.helper_barrier_calls[node] = self.here()
-            if h.warp_op is not None:
-                m.helper_warp_calls[node] = self.here()
-                if self.fn.warp_op is None:
-                    self.fn.warp_op = node
-            if h.thread_dependent:
-                self.fn.thread_dependent = True
-            # slices passed to parameters the helper writes are written here
-            for pname, arg in bind_args(h, node):
-                if pname in h.writes:
-                    self._mark_write(arg, env)
-            ret = h.returns or NONE
-            if ret.kind == "witness":
-                return Val("witness", domain=ret.domain, tdep=True, origin=node, spaces=self.call_spaces(h, node, ret.spaces))
-            if ret.kind == "scalar":
-                return _scalar(anytdep or h.thread_dependent or ret.tdep)
-            return ret if ret.kind == "none" else UNKNOWN
-        return UNKNOWN
 
-    def collective(self, node: ast.Call, name: str) -> Val:
-        """A block collective is a barrier (every thread of the block must reach it) whose
-        result is the same on every thread, but for a scan's; `warp.reduce` is a full-warp
-        operation whose result is the same on the warp's lanes."""
-        if name in BLOCK_COLLECTIVES:
-            self.m.barriers[node] = self.here()
-            self.fn.has_barrier = True
-            if name == "block.scan":
-                self.fn.thread_dependent = True
-                return VARYING
+    # intrinsics -------------------------------------------------------------------------------
+    @handles("witness", "block_witness")
+    def witness(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        d = callee.decl.witness  # type: ignore[union-attr]
+        self.fn.witness_uses.append((node, d))
+        if callee.decl.loop_only:  # type: ignore[union-attr]
+            return UNKNOWN  # thread.grid_stride(): its loop binds the witnesses (StatementFlow.for_)
+        return Val("witness", domain=d, tdep=True, origin=node, spaces=maker_spaces(callee.name))
+
+    @handles("tile", "tile_method")
+    def tile(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        return tile_call(self, node, callee, env)
+
+    @handles("thread_tile")
+    def thread_tile(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """thread.tile_2d(TR, TC[, GR, GC]): each shape is one index space."""
+        self.fn.witness_uses.append((node, callee.decl.witness))  # type: ignore[union-attr]
+        return Val("thread_tile", domain=2, tdep=True, origin=node, spaces=tile_spaces(node, self.fn, self.m))
+
+    @handles("raw")
+    def raw_id(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        self.effects(node, callee)
+        d = callee.decl
+        assert d is not None
+        if d.varies == "uniform":
             return UNIFORM
+        if d.tag[1] == "tid_x":
+            return TID_X
+        return WARP_UNIFORM if d.tag[1] in self.st.warp_uniform_ids else VARYING
+
+    @handles("warp", "collective", "block_leader")
+    def by_effects(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """A full-warp operation, a collective, the block leader's test: its declared effects,
+        and a value as uniform as declared (a vote's, a reduction's)."""
+        self.effects(node, callee)
+        return _BY_VARIES[callee.decl.varies]  # type: ignore[union-attr]
+
+    @handles("barrier")
+    def barrier(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        self.effects(node, callee)
+        return NONE
+
+    @handles("shared_array")
+    def shared_array(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        return Val("shared", tdep=True, origin=node)
+
+    @handles("local_array")
+    def local_array(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        return LOCAL_ARRAY  # private to the thread, never shared state
+
+    @handles("local_witness")
+    def local_witness(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """This thread's slot in its block (safe shared memory)."""
+        self.effects(node, callee)
+        return Val("local_witness", domain=int(callee.tag[1]), tdep=True, origin=node)
+
+    @handles("unsafe", "print", "breakpoint")
+    def no_value(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        return NONE
+
+    @handles("scalar", "bitcast", "typecast", "typevar", "math", "builtin")
+    def arithmetic(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """A cast, a math function, a builtin: as its arguments (a tile's element-wise)."""
+        anytdep, anylane, anytile = args
+        if callee.name == "len":
+            return UNIFORM
+        if anytile:
+            return TILE
+        return _scalar3(anytdep, anylane)
+
+    # methods of values ------------------------------------------------------------------------
+    @handles("tile_at")
+    def tile_at(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """t.at(r, s): an Index2D of the tile's space."""
+        base = self.m.values.get(node.func.value)  # type: ignore[attr-defined]
+        spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
+        return Val("witness", domain=2, tdep=True, origin=node, spaces=spaces) if spaces else UNKNOWN
+
+    @handles("tile_io", "write_unchecked")
+    def writes_elements(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """t.load(x, v, fill) / t.store(out, v): the tile's elements; `s.write_unchecked(i, v)`."""
+        if callee.kind == "write_unchecked":
+            self.exprs.mark_write(node.func.value, env)  # type: ignore[attr-defined]
+        return NONE
+
+    @handles("shared_atomic")
+    def shared_atomic(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
         self.fn.thread_dependent = True
-        self.m.warp_ops[node] = self.here()
-        if self.fn.warp_op is None:
-            self.fn.warp_op = node
-        return WARP_UNIFORM
+        return VARYING
 
-    def call_spaces(self, h: FunctionInfo, node: ast.Call, spaces: frozenset[Space]) -> frozenset[Space]:
-        """`spaces` of helper `h` as seen at its call `node` (see `substitute`)."""
-        return substitute(spaces, h, node, self.m.values)
+    @handles("atomic_op")
+    def atomic_op(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        self.fn.thread_dependent = True
+        if callee.name != "load":  # an atomic load reads
+            self.exprs.mark_write(node.func.value, env)  # type: ignore[attr-defined]
+        return VARYING
 
-    def _module_path(self, node: ast.expr) -> bool:
-        """Is `node` a name chain naming anodize, one of its modules or classes, or `math`?"""
-        if isinstance(node, ast.Name):
-            if node.id in self.fn.locals:
-                return False
-        elif not isinstance(node, ast.Attribute):
-            return False
-        q = self.m.qualname(node) or ""
-        return q in ("anodize", "math") or q.startswith(("az.", "math."))
+    @handles("witness_get")
+    def witness_get(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        return VARYING
 
-    def _mark_write(self, target: ast.expr, env: Env) -> None:
-        v = self.m.values.get(target) or self.ev(target, env)
-        if v.kind == "slice":
-            self.fn.writes.update(v.params & set(self.fn.params))
+    # the module's own ---------------------------------------------------------------------------
+    @handles("record")
+    def record(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        anytdep, anylane, _ = args
+        return Val("record", tdep=anytdep, wu=anytdep and not anylane)
 
+    @handles("helper")
+    def helper(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        h = callee.fn
+        if h is None:
+            return UNKNOWN
+        m = self.m
+        if not h.analyzed:
+            analyze(m, h)
+        self.fn.helper_calls.append((node, h))
+        if h.has_barrier:
+            self.fn.has_barrier = True
+            m.helper_barrier_calls[node] = self.st.here()
+        if h.warp_op is not None:
+            m.helper_warp_calls[node] = self.st.here()
+            if self.fn.warp_op is None:
+                self.fn.warp_op = node
+        if h.thread_dependent:
+            self.fn.thread_dependent = True
+        # slices passed to parameters the helper writes are written here
+        for pname, arg in bind_args(h, node):
+            if pname in h.writes:
+                self.exprs.mark_write(arg, env)
+        ret = h.returns or NONE
+        if ret.kind == "witness":
+            return Val("witness", domain=ret.domain, tdep=True, origin=node, spaces=substitute(ret.spaces, h, node, m.values))
+        if ret.kind == "scalar":
+            return _scalar(args[0] or h.thread_dependent or ret.tdep)
+        return ret if ret.kind == "none" else UNKNOWN
+
+    # what a call calls --------------------------------------------------------------------------
     def resolve(self, node: ast.Call, env: Env) -> Callee:
         m = self.m
         f = node.func
-        if isinstance(f, ast.Attribute) and not self._module_path(f.value):
+        if isinstance(f, ast.Attribute) and not self.st.module_path(f.value):
             base = self.ev(f.value, env)
             attr = f.attr
             if base.kind in ("tile", "tile_id"):  # the Tile model (checker/tile_model.py)
@@ -264,57 +257,21 @@ class _Analyzer(StatementFlow, ExprFlow):
                 q = f.id
             else:
                 return Callee("unknown", m.code(f))
-        short = q.split(".")[-1]
-        if q in ("thread.index_1d", "thread.index_2d", "thread.index_3d", f"thread.{BLOCK_WITNESS_MAKER}"):
-            return Callee("witness", q)
-        if q == "thread.grid_stride":
-            return Callee("grid_stride", q)
-        if q.startswith("tile.") and short in TILE_FUNCS:
-            return Callee("tile", q)
-        if q == f"thread.{TILE_MAKER}":
-            return Callee("thread_tile", q)
-        if q.startswith("thread.") and short in RAW_IDS:
-            return Callee("rawid", q)
-        if q.startswith("warp.") and short in WARP_OPS:
-            return Callee("warp", q)
-        if q in ("shared.array", "shared.dynamic_array", "shared.atomic_array"):
-            return Callee("shared", q)
-        if q == "local.array":
-            return Callee("local", q)
-        if q in ("thread.index_in_block", "thread.index_in_block_2d"):
-            return Callee("local_witness", q)
-        if q in COLLECTIVES:
-            return Callee("collective", q)
-        if q == f"thread.{BLOCK_LEADER}":
-            return Callee("leader", q)
-        if q == "az.syncthreads":
-            return Callee("barrier", q)
-        if q == "az.threadfence":
-            return Callee("fence", q)
-        if q == "warp.sync":
-            return Callee("warp_sync", q)
-        if q == "az.unsafe":
-            return Callee("unsafe", q)
-        if q.startswith(("az.Index1D", "az.Index2D", "az.Index3D", "az.BlockWitness1D")):
-            return Callee("forge", q)
-        if q.startswith("az.") and short in SCALARS and q.count(".") == 1:
-            return Callee("cast", short)
-        if q.startswith("math.") and short in MATH_FUNCS:
-            return Callee("math", q)
-        if q in ("builtins.int", "builtins.float", "builtins.bool"):
-            return Callee("cast", {"int": "i64", "float": "f64", "bool": "bool_"}[short])
-        if q in ("builtins.abs", "builtins.min", "builtins.max", "builtins.len"):
-            return Callee("builtin", short)
-        if q == "builtins.range":
-            return Callee("range", short)
-        if q in ("typing.cast", "az.bitcast"):
-            return Callee("cast", q)
-        if "." not in q and m.front.symbols.own(q).kind == "record":
-            return Callee("record", q)  # `Rec(x=..., v=...)`: a record value (language/typer_records.py)
-        if "." not in q and m.front.symbols.own(q).kind == "typevar":
-            return Callee("cast", q)  # `T(x)`: a cast to the specialisation's scalar
-        if q.startswith("builtins.") and short in DEBUG_BUILTINS:
-            return Callee(short, short)
+        decl = INTRINSICS.get(q)
+        if decl is None and q.startswith("az."):  # `az.Index1D.x(...)`: through a witness type, a forge too
+            decl = INTRINSICS.get(".".join(q.split(".", 2)[:2]))
+            if decl is not None and decl.kind not in ("witness_type", "block_witness_type"):
+                decl = None
+        if decl is not None:
+            if not decl.callable:
+                return Callee("unknown", m.code(f))
+            return Callee(decl.kind, decl.tag[-1] if decl.kind in _SHORT_NAMED else q, decl=decl)
+        if "." not in q:
+            own = m.front.symbols.own(q).kind
+            if own == "record":
+                return Callee("record", q)  # `Rec(x=..., v=...)`: a record value (language/typer_records.py)
+            if own == "typevar":
+                return Callee("typevar", q)  # `T(x)`: a cast to the specialisation's scalar
         target = m.functions.get(q)
         if target is not None:
             if target.kind == "func":
@@ -323,8 +280,19 @@ class _Analyzer(StatementFlow, ExprFlow):
         return Callee("unknown", m.code(f))
 
 
-# warp operations whose result is the same on every lane (`reduce` once the vocabulary has it)
-WARP_VOTES = {"ballot", "any", "all", "reduce"}
+class _Analyzer:
+    """The interpreter over one function: its state and the collaborators that share it."""
+
+    def __init__(self, model: ModuleModel, fn: FunctionInfo):
+        self.st = FlowState(model, fn)
+        self.exprs = ExprFlow(self.st)
+        self.stmts = StatementFlow(self.st, self.exprs)
+        self.calls = CallFlow(self.st, self.exprs)
+        self.exprs.stmts = self.stmts
+        self.exprs.calls = self.calls
+
+    def run(self) -> None:
+        self.stmts.run()
 
 
 _MAKER_SPACES: dict[str, frozenset[Space]] = {}

@@ -1,34 +1,31 @@
 """The kernel model's abstract interpreter, statements: assignments, branches, loops to a
-fixed point, returns and breaks under thread-dependent control, `with az.unsafe()`.  A mixin
-of `_Analyzer` (checker/kernel_interp.py)."""
+fixed point, returns and breaks under thread-dependent control, `with az.unsafe()`.
+`StatementFlow` is a collaborator of the interpreter over its shared state (`FlowState`,
+checker/kernel_state.py); expressions are `ExprFlow`'s (checker/kernel_exprs.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import ast
 
+from anodize.language.intrinsics import GRID_STRIDE, RANGE
 from anodize.language.vocab import WITNESS_TYPES
 
+from .kernel_exprs import ExprFlow
+from .kernel_state import FlowState, Loop
 from .kernel_values import LOCAL_ARRAY, MAX_FIXPOINT, NONE, UNIFORM, UNKNOWN, VARYING, Env, Space, Val, _scalar3, join, join_env, record_root
 
-if TYPE_CHECKING:
-    from .kernel_interp import _Analyzer as _Base
-else:
-    _Base = object
 
-
-class _Loop:
-    def __init__(self) -> None:
-        self.divergent: ast.AST | None = None  # a thread-dependent break/continue/return
-        self.lane_divergent: ast.AST | None = None  # a lane-dependent one (or head)
-        self.break_envs: list[Env] = []
-        self.continue_envs: list[Env] = []
-
-
-class StatementFlow(_Base):
+class StatementFlow:
     """The statements of the kernel model's abstract interpreter."""
+
+    def __init__(self, st: FlowState, exprs: ExprFlow):
+        self.st = st
+        self.m = st.m
+        self.fn = st.fn
+        self.exprs = exprs
+        self.ev = exprs.ev
 
     # entry ----------------------------------------------------------------------------------
     def run(self) -> None:
@@ -66,8 +63,8 @@ class StatementFlow(_Base):
         return env
 
     def assign_name(self, name: str, val: Val, env: Env) -> None:
-        if val.kind == "scalar" and self.divergent() is not None:
-            val = val.tainted(self.lane_divergent() is not None)
+        if val.kind == "scalar" and self.st.divergent() is not None:
+            val = val.tainted(self.st.lane_divergent() is not None)
         env[name] = val
 
     def statement(self, s: ast.stmt, env: Env) -> Env | None:
@@ -85,7 +82,7 @@ class StatementFlow(_Base):
             if isinstance(s.target, ast.Name):
                 old = self.ev(s.target, env)
                 m.stores.add(s.target)
-                m.ctx[s.target] = self.here()
+                m.ctx[s.target] = self.st.here()
                 p = self.fn.params.get(s.target.id)
                 if p is None or p.kind != "slice":  # rebinding a slice parameter is an error
                     self.assign_name(s.target.id, _scalar3(old.tdep or rhs.tdep, old.lane or rhs.lane), env)
@@ -95,7 +92,7 @@ class StatementFlow(_Base):
                 root = record_root(s.target, m.values)
                 if root is not s.target:  # `out[i].v += x`
                     m.stores.add(root)
-                self._mark_write(getattr(root, "value", root), env)
+                self.exprs.mark_write(getattr(root, "value", root), env)
             return env
         if isinstance(s, ast.If):
             return self.if_(s, env)
@@ -112,7 +109,7 @@ class StatementFlow(_Base):
             self.store(s.target, val, env)
             return env
         if isinstance(s, ast.Return):
-            d = self.divergent()
+            d = self.st.divergent()
             if s.value is not None:
                 v = self.ev(s.value, env)
                 if d is not None and v.kind == "scalar":
@@ -123,22 +120,22 @@ class StatementFlow(_Base):
             else:
                 self.fn.returns = join(self.fn.returns, NONE)
             if d is not None:
-                if self.div_return is None:
-                    self.div_return = s
-                for lp in self.loops:
+                if self.st.div_return is None:
+                    self.st.div_return = s
+                for lp in self.st.loops:
                     lp.divergent = lp.divergent or s
-                if self.lane_divergent() is not None:
-                    if self.lane_return is None:
-                        self.lane_return = s
-                    for lp in self.loops:
+                if self.st.lane_divergent() is not None:
+                    if self.st.lane_return is None:
+                        self.st.lane_return = s
+                    for lp in self.st.loops:
                         lp.lane_divergent = lp.lane_divergent or s
             return None
         if isinstance(s, (ast.Break, ast.Continue)):
-            if self.loops:
-                lp = self.loops[-1]
-                if self.divergent() is not None and lp.divergent is None:
+            if self.st.loops:
+                lp = self.st.loops[-1]
+                if self.st.divergent() is not None and lp.divergent is None:
                     lp.divergent = s
-                if self.lane_divergent() is not None and lp.lane_divergent is None:
+                if self.st.lane_divergent() is not None and lp.lane_divergent is None:
                     lp.lane_divergent = s
                 (lp.break_envs if isinstance(s, ast.Break) else lp.continue_envs).append(dict(env))
             return None
@@ -152,17 +149,17 @@ class StatementFlow(_Base):
                     unsafe = True
                 if item.optional_vars is not None:
                     self.store(item.optional_vars, UNKNOWN, env)
-            prev = self.unsafe
-            self.unsafe = prev or unsafe
+            prev = self.st.unsafe
+            self.st.unsafe = prev or unsafe
             out = self.block(s.body, env)
-            self.unsafe = prev
+            self.st.unsafe = prev
             return out
         if isinstance(s, ast.Delete):
             for t in s.targets:
                 for tgt in _targets(t):
                     self.ev(tgt, env)
                     m.stores.add(tgt)
-                    self._mark_write(getattr(tgt, "value", tgt), env)
+                    self.exprs.mark_write(getattr(tgt, "value", tgt), env)
                     if isinstance(tgt, ast.Name):
                         env.pop(tgt.id, None)
             return env
@@ -185,7 +182,7 @@ class StatementFlow(_Base):
         if isinstance(target, ast.Name):
             m.stores.add(target)
             m.values[target] = val
-            m.ctx[target] = self.here()
+            m.ctx[target] = self.st.here()
             name = target.id
             p = self.fn.params.get(name)
             if p is not None and p.kind == "slice":
@@ -205,20 +202,20 @@ class StatementFlow(_Base):
             root = record_root(target, m.values)
             if root is not target:  # `out[i].v = x`: a store of the element `out[i]`
                 m.stores.add(root)
-            self._mark_write(getattr(root, "value", root), env)
+            self.exprs.mark_write(getattr(root, "value", root), env)
 
     def if_(self, s: ast.If, env: Env) -> Env | None:
         tv = self.ev(s.test, env)
         tdep = tv.tdep
         guards = self._guards_of(s.test, env)
         if tdep:
-            self.push_cond(s.test, tv.lane)
-        self.guards.extend(guards)
+            self.st.push_cond(s.test, tv.lane)
+        self.st.guards.extend(guards)
         body = self.block(s.body, dict(env))
-        del self.guards[len(self.guards) - len(guards) :]
+        del self.st.guards[len(self.st.guards) - len(guards) :]
         other: Env | None = self.block(s.orelse, dict(env)) if s.orelse else dict(env)
         if tdep:
-            self.pop_cond()
+            self.st.pop_cond()
             # values bound on only one side of a thread-dependent branch differ between threads
             for e in (body, other):
                 if e is not None:
@@ -248,7 +245,7 @@ class StatementFlow(_Base):
         it = self.ev(s.iter, env)
         callee = self.m.callees.get(s.iter) if isinstance(s.iter, ast.Call) else None
         loop_tdep: ast.AST | None
-        if callee is not None and callee.kind == "grid_stride":
+        if callee is not None and callee.tag == GRID_STRIDE:
             over = self.m.values.get(s.iter.args[0]) if isinstance(s.iter, ast.Call) and s.iter.args else None  # type: ignore[union-attr]
             # one space per slice the loop may iterate: a loop over a slice chosen at run time
             # maps each choice its own way
@@ -259,14 +256,14 @@ class StatementFlow(_Base):
             )
             var = Val("witness", domain=1, tdep=True, origin=s.iter, spaces=spaces)
             loop_tdep = s.iter  # each thread runs its own number of iterations
-        elif callee is not None and callee.kind == "range":
+        elif callee is not None and callee.tag == RANGE:
             var = _scalar3(it.tdep, it.lane)
             loop_tdep = s.iter if it.tdep else None
         else:
             var = UNKNOWN
             loop_tdep = s.iter
         # a grid-stride loop's trip count differs between the lanes; a range's as its bounds
-        loop_lane = callee is None or callee.kind != "range" or it.lane
+        loop_lane = callee is None or callee.tag != RANGE or it.lane
 
         def head(e: Env) -> Val:
             self.store(s.target, var, e)
@@ -283,11 +280,11 @@ class StatementFlow(_Base):
     def loop(self, s, env: Env, head, head_div, body, orelse) -> Env | None:  # type: ignore[no-untyped-def]
         entry = dict(env)
         state: Env = dict(env)
-        lp = _Loop()
-        self.loops.append(lp)
+        lp = Loop()
+        self.st.loops.append(lp)
         exit_env: Env | None = None
         for _ in range(MAX_FIXPOINT):
-            before = (dict(state), lp.divergent, self.div_return, lp.lane_divergent, self.lane_return)
+            before = (dict(state), lp.divergent, self.st.div_return, lp.lane_divergent, self.st.lane_return)
             lp.break_envs, lp.continue_envs = [], []
             iter_env = dict(state)
             hv = head(iter_env)
@@ -297,10 +294,10 @@ class StatementFlow(_Base):
             if div is not None and hv.lane and lp.lane_divergent is None:
                 lp.lane_divergent = div
             if div is not None:
-                self.push_cond(div, hv.lane)
+                self.st.push_cond(div, hv.lane)
             out = self.block(body, dict(iter_env))
             if div is not None:
-                self.pop_cond()
+                self.st.pop_cond()
             back = out
             for ce in lp.continue_envs:
                 back = join_env(back, ce)
@@ -312,7 +309,7 @@ class StatementFlow(_Base):
             exit_env = dict(iter_env)
             for be in lp.break_envs:
                 exit_env = join_env(exit_env, be)
-            if (new_state, lp.divergent, self.div_return, lp.lane_divergent, self.lane_return) == before:
+            if (new_state, lp.divergent, self.st.div_return, lp.lane_divergent, self.st.lane_return) == before:
                 break
             state = new_state
         else:
@@ -326,13 +323,13 @@ class StatementFlow(_Base):
             lp.break_envs, lp.continue_envs = [], []
             iter_env = dict(state)
             head(iter_env)
-            self.push_cond(s, True)
+            self.st.push_cond(s, True)
             self.block(body, dict(iter_env))
-            self.pop_cond()
+            self.st.pop_cond()
             exit_env = dict(iter_env)
             for be in lp.break_envs:
                 exit_env = join_env(exit_env, be)
-        self.loops.pop()
+        self.st.loops.pop()
         if orelse:
             exit_env = self.block(orelse, exit_env) if exit_env is not None else None
         # after the loop every thread is back together: only the values carry the divergence

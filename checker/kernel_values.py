@@ -12,10 +12,9 @@ from anodize.language.records import dataclass
 import ast
 
 from anodize.language.diagnostics import Span
+from anodize.language.intrinsics import Intrinsic
 from anodize.language.vocab import SLICE_KINDS, SliceKindInfo
 
-# Raw ids that differ between the threads of one block (the rest are block-uniform).
-THREAD_VARYING_IDS = {"tid_x", "tid_y", "tid_z", "lane_id"}
 VIEW_METHODS = {"view", "reshape", "ravel", "flatten", "transpose", "squeeze", "T", "real", "imag", "base"}
 MAX_FIXPOINT = 8
 
@@ -198,13 +197,21 @@ class Ctx:
 
 @dataclass(frozen=True)
 class Callee:
-    """kind: helper | kernel | function | witness | grid_stride | rawid | warp | warp_sync | shared | collective | leader |
-    barrier | fence | unsafe | cast | math | builtin | range | atomic_op | write_unchecked | witness_get | forge |
-    print | breakpoint | unknown"""
+    """What a call calls.  An intrinsic's kind is its tag's kind (`decl`, its declaration in
+    language/intrinsics.py: "witness", "raw", "warp", "collective", "barrier", "math", ...);
+    a method of a value: tile_method | tile_at | tile_io | witness_get | forge (a private
+    attribute of a witness) | shared_atomic | atomic_op | write_unchecked | method; a name of
+    the module: helper | kernel | function | record | typevar (a cast to it); else unknown."""
 
     kind: str
     name: str
     fn: FunctionInfo | None = None
+    decl: Intrinsic | None = None
+
+    @property
+    def tag(self) -> tuple[str, ...]:
+        """The intrinsic's tag (`("builtin", "range")`), `()` for anything else."""
+        return self.decl.tag if self.decl is not None else ()
 
 
 @dataclass(eq=False)

@@ -27,8 +27,9 @@ def tile_call(interp: Any, node: ast.Call, callee: Any, env: Any) -> Val:
         d = PROGRAM_IDS[name]
         interp.fn.witness_uses.append((node, d))
         return Val("tile_id", domain=d, origin=node, spaces=frozenset([TILE_SPACE]))
-    if name == "store":
-        if node.args:
-            interp._mark_write(node.args[0], env)
+    written = callee.decl.writes
+    if written is not None:  # tile.store(dst, pid, value): writes `dst`, no value
+        if len(node.args) > written:
+            interp.exprs.mark_write(node.args[written], env)
         return NONE
     return TILE

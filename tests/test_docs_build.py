@@ -190,3 +190,16 @@ def test_readme_precommit_local_hook_is_usable_as_written() -> None:
     assert {"id", "name", "entry", "language"} <= set(hook)  # what pre-commit requires of a local hook
     published = [r for c in configs for r in c["repos"] if r["repo"].startswith("https://")]
     assert published and all("rev" in r and [h["id"] for h in r["hooks"]] == ["anodize-check"] for r in published)
+
+
+def test_checker_code_table_lists_every_code() -> None:
+    """docs/checker.md's "Codes" table has one row per code of anodize/language/codes.py, and no
+    row for a code that does not exist."""
+    from anodize.language.codes import CODES
+
+    text = (ROOT / "docs" / "checker.md").read_text(encoding="utf-8")
+    table = text.split("## Codes", 1)[1].split("\n\n", 2)[1]
+    rows = set(re.findall(r"^\| `(az-[a-z0-9-]+)`", table, re.M))
+    assert rows, "no code table under '## Codes'"
+    assert sorted(set(CODES) - rows) == [], "codes missing from docs/checker.md's table"
+    assert sorted(rows - set(CODES)) == [], "rows of docs/checker.md's table that are no code"

@@ -67,7 +67,7 @@ class KernelFault(RuntimeError):
         super().__init__(text)
 
 
-# ADDED for issue 9 (reliability): a clear error instead of a raw MemoryError / CUDA error.
+# a clear error instead of a raw MemoryError / CUDA error
 class OutOfMemoryError(MemoryError):
     """A buffer allocation the device cannot satisfy; nothing was allocated."""
 

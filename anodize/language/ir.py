@@ -338,7 +338,7 @@ class RawId:
 
 @dataclass(frozen=True)
 class MathCall:
-    name: str  # a key of checker.model.MATH_FUNCS
+    name: str  # a key of language/math_table.MATH
     args: tuple[Expr, ...]
     ty: ScalarTy
     span: Span | None = None

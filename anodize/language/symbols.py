@@ -32,8 +32,8 @@ from typing import Literal
 
 from .module_bindings import _bound_value, _global_writes, _module_bindings
 from .names import Names
-from .tile_vocab import TILE_FUNCS
-from .vocab import BLOCK_LEADER, BLOCK_WITNESS_MAKER, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES, LOCAL_WITNESS_MAKERS, MATH_FUNCS, RAW_IDS, SCALARS, SLICE_KINDS, TILE_MAKER, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES
+from .intrinsics import INTRINSICS, canonical
+from .vocab import SCALARS
 
 __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind", "RESERVED_PREFIX"]
 
@@ -71,97 +71,9 @@ MISSING = Symbol("missing")
 _OTHER = Symbol("other")
 
 
-# ---- canonical names and the intrinsic table ---------------------------------------------
+# ---- the intrinsic table (language/intrinsics.py declares each intrinsic once) -------------
 
-_CANONICAL: dict[str, str] = {}
-_PREFIXES = (
-    ("anodize.thread.", "thread."),
-    ("anodize.warp.", "warp."),
-    ("anodize.block.", "block."),
-    ("anodize.shared.", "shared."),
-    ("anodize.local.", "local."),
-    ("anodize.math.", "math."),
-    ("anodize.tile.", "tile."),
-    ("anodize.types.", "az."),
-    ("anodize.kernel.", "az."),
-    ("anodize.runtime.config.", "az."),
-    ("anodize.", "az."),
-)
-
-
-def canonical(qualname: str) -> str:
-    """`anodize.thread.index_1d` -> `thread.index_1d`, `anodize.types.Slice` -> `az.Slice`."""
-    hit = _CANONICAL.get(qualname)
-    if hit is None:
-        hit = qualname
-        if qualname.startswith("anodize"):
-            for prefix, short in _PREFIXES:
-                if qualname.startswith(prefix):
-                    hit = short + qualname[len(prefix) :]
-                    break
-        if len(_CANONICAL) < 65536:
-            _CANONICAL[qualname] = hit
-    return hit
-
-
-def _intrinsics() -> dict[str, tuple[str, ...]]:
-    t: dict[str, tuple[str, ...]] = {}
-    for n in WITNESS_MAKERS:
-        t[f"thread.{n}"] = ("witness", n)
-    for n in RAW_IDS:
-        t[f"thread.{n}"] = ("raw", n)
-    for n in WARP_OPS:
-        t[f"warp.{n}"] = ("warp", n)
-    for n in MATH_FUNCS:
-        t[f"math.{n}"] = ("math", n)
-    for qual, kind in FENCE_QUALNAMES.items():  # az.threadfence(), az.warp.sync(): safe
-        t[canonical(qual)] = ("fence", kind)
-    t["az.syncthreads"] = ("barrier",)
-    for n in COLLECTIVES:  # az.warp.reduce, az.block.reduce/scan/broadcast: safe
-        t[n] = ("collective", n)
-    t[f"thread.{BLOCK_WITNESS_MAKER}"] = ("block_witness",)
-    t[f"thread.{BLOCK_LEADER}"] = ("block_leader",)
-    t[f"thread.{TILE_MAKER}"] = ("thread_tile",)  # per-thread tiles (typer_thread_tiles.py)
-    t["az.BlockWitness1D"] = ("block_witness_type",)
-    t["az.unsafe"] = ("unsafe",)
-    t["shared.array"] = ("shared_array",)
-    t["local.array"] = ("local_array",)  # az.local.array(shape, T): per-thread (typer_locals.py)
-    t["az.LocalArray"] = t["local.LocalArray"] = ("local_array_type",)
-    t["builtins.tuple"] = t["typing.Tuple"] = ("tuple_type",)  # a helper's `-> tuple[f32, i32]`
-    t["shared.dynamic_array"] = ("shared_array", "dynamic")
-    t["shared.atomic_array"] = ("shared_array", "atomic")
-    for n, rank in LOCAL_WITNESS_MAKERS.items():  # block-local witnesses (safe shared memory)
-        t[f"thread.{n}"] = ("local_witness", str(rank))
-    for n in SCALARS:
-        t[f"az.{n}"] = ("scalar", n)
-    for n in SLICE_KINDS:
-        t[f"az.{n}"] = ("slice", n)
-    for n, rank in WITNESS_TYPES.items():
-        t[f"az.{n}"] = ("witness_type", str(rank))
-    t["builtins.int"] = ("scalar", "i64")
-    t["builtins.float"] = ("scalar", "f64")
-    t["builtins.bool"] = ("scalar", "bool_")
-    for n in ("abs", "min", "max", "len", "range"):
-        t[f"builtins.{n}"] = ("builtin", n)
-    t["az.Constant"] = ("constant_type",)
-    t["az.bitcast"] = ("bitcast",)  # `az.bitcast(x, T)`: the bits of x as T (one size)
-    t["typing.cast"] = ("typecast",)  # `cast(T, x)`: a conversion to T (the spelling type checkers accept)
-    for n in DEBUG_BUILTINS:
-        t[f"builtins.{n}"] = (n,)
-    t["az.kernel"] = ("decorator", "kernel")
-    t["az.func"] = ("decorator", "func")
-    t["az.launch_contract"] = ("decorator", "launch_contract")
-    t["az.record"] = ("decorator", "record")  # `@az.record` classes (record_types.py)
-    t["az.Array"] = ("array_type",)  # a record's `az.Array[T, n]` field
-    t["az.Bundle"] = ("bundle_base",)  # `class State(az.Bundle)`: slices of several roles
-    t["az.tile_kernel"] = ("decorator", "tile_kernel")  # the Tile model: a kernel (tile_vocab.py)
-    t["az.Kernel"] = ("decorator", "kernel")  # `Kernel(fn)` is `az.kernel(fn)`
-    for n in TILE_FUNCS:
-        t[f"tile.{n}"] = ("tile", n)
-    return t
-
-
-_TABLE = _intrinsics()
+_TABLE = {name: decl.tag for name, decl in INTRINSICS.items()}
 # float constants of `math` and NumPy a kernel may read (weak f64 literals)
 _FLOAT_CONSTANTS = {
     f"{mod}.{n}": getattr(math, n) for mod in ("math", "numpy") for n in ("pi", "e", "tau", "inf", "nan")

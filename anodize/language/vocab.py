@@ -6,6 +6,7 @@ tables instead of spelling names, dtypes or widths themselves.
 
 from __future__ import annotations
 
+from anodize.language.math_table import MATH
 from anodize.language.records import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -152,14 +153,8 @@ RAW_IDS = {
 
 WARP_OPS = {"shfl_down", "shfl_up", "shfl_xor", "shfl_idx", "ballot", "any", "all"}
 
-# Qualified names (as anodize/language/names.py and mypy spell them) of the
-# operations that only `with az.unsafe():` may contain.  (Shared arrays and
-# `az.syncthreads()` are safe under the phase discipline checked by az-shared-race.)
-UNSAFE_QUALNAMES = (
-    {f"anodize.thread.{n}" for n in RAW_IDS}
-    | {f"anodize.warp.{n}" for n in WARP_OPS}
-)
-BARRIER_QUALNAMES = {"anodize.syncthreads"}
+# (which operations only `with az.unsafe():` may contain, and which are barriers: the
+# declarations' `unsafe` and `barrier`, language/intrinsics.py)
 
 # Safe collectives (called by every thread of the warp / block; each returns its result to every
 # participating thread): canonical name -> its positional arity.  `block.scan` also takes the
@@ -185,67 +180,11 @@ TILE_IO = ("load", "store")  # `t.load(src, dst, fill)`, `t.store(out, src)`: th
 TILE_MAX_EXTENT = 1 << 20  # TR, TC at most this: `t.at(r, s)` then never overflows an i64
 UNSAFE_METHODS = {"write_unchecked"}
 
-# Math functions callable as `math.f` or `az.math.f`: name -> arity.  Every function of
-# Python's `math` module with a libdevice (`__nv_*f` / `__nv_*`) or LLVM counterpart,
-# plus `rsqrt`, `fmin`, `fmax` and `fma` (anodize's own, in `anodize.math`).  f32
-# arguments stay f32.  `floor`/`ceil`/`trunc` return the float type, not a Python int;
-# `log` takes one argument; `hypot` two.
-MATH_FUNCS = {
-    # one float argument, one float result
-    "sqrt": 1,
-    "rsqrt": 1,
-    "cbrt": 1,
-    "exp": 1,
-    "exp2": 1,
-    "expm1": 1,
-    "log": 1,
-    "log2": 1,
-    "log10": 1,
-    "log1p": 1,
-    "sin": 1,
-    "cos": 1,
-    "tan": 1,
-    "asin": 1,
-    "acos": 1,
-    "atan": 1,
-    "sinh": 1,
-    "cosh": 1,
-    "tanh": 1,
-    "asinh": 1,
-    "acosh": 1,
-    "atanh": 1,
-    "erf": 1,
-    "erfc": 1,
-    "gamma": 1,
-    "lgamma": 1,
-    "fabs": 1,
-    "floor": 1,
-    "ceil": 1,
-    "trunc": 1,
-    # two float arguments
-    "pow": 2,
-    "atan2": 2,
-    "hypot": 2,
-    "copysign": 2,
-    "fmod": 2,
-    "remainder": 2,
-    "nextafter": 2,
-    "fmin": 2,
-    "fmax": 2,
-    "fma": 3,
-    # a float and an integer exponent (MATH_INT_EXPONENT)
-    "ldexp": 2,
-    # a float argument, a `bool_` result (MATH_PREDICATES)
-    "isnan": 1,
-    "isinf": 1,
-    "isfinite": 1,
-}
-
-# Math functions whose result is `bool_` (whatever the float type of the argument).
-MATH_PREDICATES = frozenset({"isnan", "isinf", "isfinite"})
-
-# Math functions whose last argument is an integer exponent: `ldexp(x, n)` = x * 2**n.
-MATH_INT_EXPONENT = frozenset({"ldexp"})
+# Math functions callable as `math.f` or `az.math.f` (language/math_table.py, one row each):
+# name -> arity; those whose result is `bool_`; those whose last argument is an integer exponent.
+MATH_FUNCS = {f.name: f.arity for f in MATH.values()}
+MATH_PREDICATES = frozenset(f.name for f in MATH.values() if f.predicate)
+MATH_INT_EXPONENT = frozenset(f.name for f in MATH.values() if f.int_exponent)
 
 # Memory-ordering statements, safe in every tier: qualified name -> kind.
 # `az.threadfence()` orders this thread's memory accesses device-wide (`membar.gl`);

@@ -6,6 +6,8 @@ no hook fires, and the plugin then costs only its own import."""
 
 from __future__ import annotations
 
+from anodize.language.math_table import MATH
+
 KERNEL_FULLNAME = "anodize.kernel.kernel"
 FUNC_FULLNAME = "anodize.kernel.func"
 CONTRACT_FULLNAME = "anodize.kernel.launch_contract"
@@ -23,14 +25,9 @@ BUNDLE_FULLNAME = "anodize.bundle.Bundle"
 REPORTING_CALLS = frozenset({FUNC_FULLNAME, CONTRACT_FULLNAME, TILE_KERNEL_FULLNAME, "anodize.runtime.device.device"})
 TILE_CLASS = "anodize.tile.Tile"
 # Element-wise on a tile as on a float: Python's `math` functions of the kernel vocabulary
-# (`anodize.math` names the same ones), and `abs`, `min`, `max`.  typeshed types them as
-# floats; with a tile argument the plugin types the result as a tile.
+# (language/math_table.py; `anodize.math` names the same ones) but its classifications, and
+# `abs`, `min`, `max`.  typeshed types them as floats; with a tile argument the plugin types
+# the result as a tile.
 ELEMENTWISE_CALLS = frozenset(
-    {"builtins.abs", "builtins.min", "builtins.max"}
-    | {f"math.{n}" for n in (
-        "sqrt", "cbrt", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sin", "cos", "tan",
-        "asin", "acos", "atan", "atan2", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh", "erf", "erfc",
-        "gamma", "lgamma", "pow", "hypot", "copysign", "fmod", "remainder", "nextafter", "fabs", "floor",
-        "ceil", "trunc", "fma", "ldexp",
-    )}
-)  # fmt: skip
+    {"builtins.abs", "builtins.min", "builtins.max"} | {f"math.{n}" for n, f in MATH.items() if f.python and not f.predicate}
+)

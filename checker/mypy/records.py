@@ -8,6 +8,7 @@ from mypy.plugin import AnalyzeTypeContext, ClassDefContext, FunctionSigContext
 from mypy.types import AnyType, FunctionLike, Instance, CallableType, Type, TypeOfAny, UnboundType, UnionType, get_proper_type
 
 from .fullnames import ARRAY_FULLNAME
+from .launches import host_type
 
 # the fullnames of the `@az.record` classes and `az.Bundle` subclasses mypy has seen (their
 # constructors' hooks)
@@ -36,8 +37,6 @@ def on_bundle_class(ctx: ClassDefContext) -> None:
 def bundle_signature(ctx: FunctionSigContext) -> FunctionLike:
     """A bundle's constructor on the host: each slice field takes what a launch's slice
     parameter takes (a Buffer, a CUDA array, ...), as `k[config](...)` types it."""
-    from .launches import host_type
-
     sig = ctx.default_signature
     if not isinstance(sig, CallableType):
         return sig

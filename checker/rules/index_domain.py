@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
+from anodize.language.intrinsics import GRID_STRIDE
 from .base import Rule
 
 
@@ -67,7 +68,7 @@ def k2(c: DisjointSlice[f32]) -> None:
             seen.add((site, d))
             maker = f"thread.index_{d}d()"
             callee = self.model.callees.get(site) if isinstance(site, ast.Call) else None
-            if callee is not None and callee.kind == "grid_stride":
+            if callee is not None and callee.tag == GRID_STRIDE:
                 maker = "thread.grid_stride()"
             elif callee is not None and callee.name == "thread.block_witness_1d":
                 maker = "thread.block_witness_1d()"

@@ -59,7 +59,7 @@ def k(c: DisjointSlice[f32]) -> None:
         fn = self.fn_of(node)
         if fn is None:
             return
-        if callee.kind == "forge" and callee.name.startswith("az.Index"):
+        if callee.kind == "witness_type":
             self.report(messages.index_forge(self.span(node), "construct-witness", func=self.model.src.quote(node.func)))
         elif callee.kind == "helper" and callee.fn is not None:
             for pname, arg in bind_args(callee.fn, node):

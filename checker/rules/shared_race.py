@@ -217,7 +217,7 @@ def broadcast(v: f32) -> f32:
             return
         if self._with_shared is None:
             self._with_shared = {
-                c.fn for call, kind in self.model.callees.items() if kind.kind == "shared" and (c := self.model.ctx.get(call))
+                c.fn for call, kind in self.model.callees.items() if kind.kind == "shared_array" and (c := self.model.ctx.get(call))
             }
         must = self._barriers(fn)
         if fn not in self._with_shared and not any(h.name in self._dynamic for _, h in fn.helper_calls):
@@ -315,7 +315,7 @@ def broadcast(v: f32) -> f32:
         (every dynamic array of a kernel is one region, its helpers' too)."""
         if self._with_shared is None:
             self._with_shared = {
-                c.fn for call, kind in self.model.callees.items() if kind.kind == "shared" and (c := self.model.ctx.get(call))
+                c.fn for call, kind in self.model.callees.items() if kind.kind == "shared_array" and (c := self.model.ctx.get(call))
             }
         for _, h in fn.helper_calls:
             if h.name not in self._must_barrier:

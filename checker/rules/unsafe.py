@@ -11,7 +11,6 @@ import ast
 from anodize.language import messages
 from .base import Rule
 
-_UNSAFE_KINDS = {"rawid", "warp", "write_unchecked"}
 
 
 class Unsafe(Rule):
@@ -48,6 +47,6 @@ def k(c: DisjointSlice[f32]) -> None:
         ctx = self.model.ctx.get(node)
         if callee is None or ctx is None or ctx.unsafe:
             return
-        if callee.kind in _UNSAFE_KINDS:
+        if callee.kind == "write_unchecked" or (callee.decl is not None and callee.decl.unsafe):
             name = self.model.src.quote(node.func)
             self.report(messages.unsafe_op(self.span(node), name, call=True))

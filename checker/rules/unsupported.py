@@ -272,7 +272,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             self._say(node, "async-for")
         it = node.iter
         callee = self.model.callees.get(it) if isinstance(it, ast.Call) else None
-        if callee is None or callee.kind not in ("range", "grid_stride"):
+        if callee is None or callee.decl is None or not callee.decl.loop_only:
             self._say(it, "loop-over-anything-range")
         else:
             self.iter_calls.add(it)
@@ -368,7 +368,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 self.skip.add(id(node.args[1]))
             if not star and all(kw.arg == "inclusive" for kw in node.keywords) and callee.name == "block.scan":
                 return
-        if k in ("shared", "write_unchecked", "local", "shared_atomic"):
+        if k in ("shared_array", "write_unchecked", "local_array", "shared_atomic"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
                 if isinstance(e, ast.Tuple):
@@ -380,7 +380,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             self._say(f, "call-az-func-helper", "decorate-az-func", name=callee.name)
         elif k == "kernel":
             self._say(f, "call-kernel", "move-shared-code-into", name=callee.name)
-        elif k in ("range", "grid_stride") and node not in self.iter_calls:
+        elif callee.decl is not None and callee.decl.loop_only and node not in self.iter_calls:
             self._say(f, "outside-iterable-loop", name=callee.name)
         elif k == "unsafe" and node not in self.with_calls:
             self._say(f, "az-unsafe-outside-statement")

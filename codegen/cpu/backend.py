@@ -28,6 +28,7 @@ import llvmlite.ir as llir
 
 from anodize.language import messages
 from anodize.language.diagnostics import CheckError, Span
+from anodize.language.math_table import MATH
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from anodize.language import ir
@@ -44,7 +45,6 @@ _AXIS = {"x": 0, "y": 1, "z": 2}
 # global `signgam` from several host threads).  `rsqrt` and f64 `cbrt` (glibc's is off by
 # up to ~4 ulp, CUDA promises 1) take one Newton step on an exactly computed residual;
 # f32 `gamma` is f64 `tgamma` rounded once.
-_LIBM_NAMES = {"gamma": "tgamma"}
 
 _lock = threading.Lock()
 LAUNCH = "__az_launch"
@@ -187,7 +187,7 @@ class CPUTarget(Target):
             sign = lw.alloca_b.alloca(I32T, name="lgamma.sign")
             f = lw.declare(f"lgamma{suffix}_r", t, [t, llir.PointerType()])
             return lw.b.call(f, [args[0], sign])
-        return lw.intrinsic(_LIBM_NAMES.get(name, name) + suffix, t, args)  # ldexp: (float, i32)
+        return lw.intrinsic(MATH[name].libm + suffix, t, args)  # ldexp: (float, i32)
 
     def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
         if kind == "threadfence":

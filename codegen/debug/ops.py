@@ -21,6 +21,7 @@ import threading
 from fractions import Fraction
 from typing import Any
 
+from anodize.language.math_table import MATH
 from anodize.language.halfbits import FORMATS, bits_to_float, round_bits, round_half
 from anodize.language.types import F32 as _F32, I64 as _I64, ScalarTy, Ty, WitnessTy
 
@@ -267,7 +268,6 @@ def compare(op: str, a: Any, c: Any) -> bool:
 # ---- math ----------------------------------------------------------------------------------
 
 _LIBM = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-_LIBM_NAMES = {"gamma": "tgamma"}
 _FN: dict[tuple[str, int], Any] = {}
 
 
@@ -276,7 +276,7 @@ def _libm(name: str, bits: int, nargs: int, int_last: bool = False) -> Any:
     f = _FN.get(key)
     if f is None:
         ct = ctypes.c_float if bits == 32 else ctypes.c_double
-        f = getattr(_LIBM, _LIBM_NAMES.get(name, name) + ("f" if bits == 32 else ""))
+        f = getattr(_LIBM, MATH[name].libm + ("f" if bits == 32 else ""))
         f.restype = ct
         f.argtypes = [ct] * (nargs - 1) + [ctypes.c_int if int_last else ct]
         _FN[key] = f

@@ -19,6 +19,7 @@ import llvmlite.ir as llir
 
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import Span
+from anodize.language.math_table import MATH
 from anodize.codegen.artifact import Resources
 
 from ..llvm.lower import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
@@ -50,14 +51,10 @@ _PTX_FOR_ARCH = {
     "sm_120": "+ptx87",
 }
 
-# `math.f` -> libdevice `__nv_<name>f` (f32) / `__nv_<name>` (f64), for every other function
-# of vocab.MATH_FUNCS but the classifications (an `fcmp`, llvm.calls: e_MathCall)
-LIBDEVICE_NAMES = {"gamma": "tgamma"}
-
-
 def libdevice_symbol(name: str, bits: int) -> str:
-    """The libdevice function that computes `math.<name>` on `bits`-wide floats."""
-    return f"__nv_{LIBDEVICE_NAMES.get(name, name)}{'f' if bits == 32 else ''}"
+    """The libdevice function that computes `math.<name>` on `bits`-wide floats (every function
+    of language/math_table.py but the LLVM intrinsics and the classifications, an `fcmp`)."""
+    return f"__nv_{MATH[name].libdevice}{'f' if bits == 32 else ''}"
 
 
 _lock = threading.Lock()

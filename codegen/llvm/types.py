@@ -11,6 +11,7 @@ from typing import Any
 
 import llvmlite.ir as llir
 
+from anodize.language.math_table import MATH
 from anodize.language.types import ScalarTy, SliceTy, TupleTy, Ty, WitnessTy
 
 from . import halves
@@ -29,19 +30,9 @@ W3 = llir.LiteralStructType([I64T, I64T, I64T])
 WITNESS_LL = {1: I64T, 2: W2, 3: W3}
 
 # `math.f` -> the LLVM intrinsic `llvm.<name>.f32/f64` on every backend (exact operations, 0 ulp);
-# the other functions of vocab.MATH_FUNCS are the target's (`Target.math`) but the
+# the other functions of language/math_table.py are the target's (`Target.math`) but the
 # classifications `isnan`/`isinf`/`isfinite`, an `fcmp` (`Lowerer.e_MathCall`)
-INTRINSIC_MATH = {
-    "sqrt": "sqrt",
-    "fabs": "fabs",
-    "floor": "floor",
-    "ceil": "ceil",
-    "trunc": "trunc",
-    "copysign": "copysign",
-    "fma": "fma",
-    "fmin": "minnum",
-    "fmax": "maxnum",
-}
+INTRINSIC_MATH = {f.name: f.llvm for f in MATH.values() if f.llvm}
 
 
 def reg_type(ty: ScalarTy) -> llir.Type:
