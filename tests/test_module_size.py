@@ -1,8 +1,8 @@
 """Modules stay small: no .py file of the packages (anodize/, checker/, codegen/, runtime/) grows
 past 650 lines.  The standard is ~600 lines, one subject per module, named for what it does;
-a module that outgrows it is split by moving whole functions or classes (mixins for a class
-whose methods group by construct: language/typer.py, codegen/llvm/lower.py; or collaborators over one
-state record: checker/kernel_interp.py)."""
+a module that outgrows it is split by moving whole functions or classes: a class whose methods
+group by construct becomes collaborators holding a declared state record (the typer: language/
+typer_fn.py), never mixins (tests/test_no_mixins.py)."""
 
 from __future__ import annotations
 

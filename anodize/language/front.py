@@ -20,15 +20,19 @@ import ast
 import hashlib
 import inspect
 import linecache
+import struct
 import threading
+import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from anodize.language.records import dataclass
 from functools import cached_property
+from itertools import product
 from typing import Any
 
 from anodize.language import messages
 from anodize.language.contract import Contract
+from anodize.language.contract_read import read_contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.names import Names, first_line
 from anodize.language.param_annotations import typevars_of
@@ -103,8 +107,6 @@ class ModuleFront:
     def contract(self, fdef: ast.FunctionDef) -> tuple[Contract | None, list[Diagnostic]]:
         hit = self._contracts.get(id(fdef))
         if hit is None:
-            from anodize.language.contract_read import read_contract
-
             hit = self._contracts[id(fdef)] = read_contract(self, fdef)
         return hit
 
@@ -141,8 +143,6 @@ class ModuleFront:
     def members(self, fdef: ast.FunctionDef, limit: int = 64) -> list[tuple[tuple[str, Any], ...]]:
         """Every specialisation `anodize check` types: each member of each type variable's
         constraint (their product, at most `limit`), Constant parameters left unknown."""
-        from itertools import product
-
         key = (id(fdef), limit)
         hit = self._members.get(key)
         if hit is not None:  # (the checker's rules and the compile path ask per kernel)
@@ -256,8 +256,6 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
     """A function object that names `fdef` (file, first line, qualified name) without running
     its module: what `anodize compile FILE` wraps in a `Kernel`, so that compiling a script
     never runs it.  Its body is empty; the front end reads the real one from the source."""
-    import types
-
     line = first_line(fdef)
     stub = compile("\n" * (line - 1) + f"def {fdef.name}():\n    pass\n", front.path, "exec")
     code = next(c for c in stub.co_consts if isinstance(c, types.CodeType))
@@ -273,8 +271,6 @@ def constant_key(v: Any) -> Any:
     alike, but they are two specialisations; so are NaN and -NaN, and NaNs of other payloads),
     anything else as itself."""
     if isinstance(v, float):
-        import struct
-
         return ("f64", struct.pack("<d", v).hex())
     return v
 

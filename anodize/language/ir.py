@@ -14,7 +14,8 @@ from anodize.language.records import dataclass
 
 from anodize.language.contract import Contract
 from anodize.language.diagnostics import Span
-from anodize.language.types import LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy
+from anodize.language.record_types import record_of_info
+from anodize.language.types import BY_NAME, LocalArrayTy, ScalarTy, SharedTy, SliceTy, TupleTy, Ty, VoidTy, WitnessTy
 from anodize.language.vocab import ScalarInfo, SliceKindInfo
 
 
@@ -621,13 +622,9 @@ class KernelIR:
 
     @property
     def param_types(self) -> dict[str, Ty]:
-        from anodize.language.types import BY_NAME  # noqa: PLC0415
-
         out: dict[str, Ty] = {}
         for p in self.params:
             if p.scalar.kind == "r":  # a record slice's element (language/record_types.py)
-                from anodize.language.record_types import record_of_info  # noqa: PLC0415
-
                 out[p.name] = SliceTy(p.slice_kind, record_of_info(p.scalar))  # type: ignore[arg-type]
                 continue
             elem = BY_NAME[p.scalar.name]

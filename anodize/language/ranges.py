@@ -23,18 +23,25 @@ An index `e` is in range for an extent `n` when the facts prove `0 <= e` and
 `e <= n - 1` (shortest paths over the constraint graph, Bellman-Ford; a
 contradictory set of facts proves nothing).
 
-The frontend owns scoping: facts live in the region their guard dominates and
-are dropped when a name they mention is assigned (see `frontend.py`).
+The typer owns scoping: facts live in the region their guard dominates and
+are dropped when a name they mention is assigned (typer_stmts.py, with `RangeFacts` below).
 """
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
-from anodize.language.records import dataclass
+from typing import TYPE_CHECKING
 
+from anodize.language import contract as C
 from anodize.language import ir
-from anodize.language.types import I64, ScalarTy, SliceTy, Ty, WitnessTy
+from anodize.language.records import dataclass
+from anodize.language.types import I64, ScalarTy, WitnessTy
 from anodize.language.vocab import WITNESS_PARTS
+from anodize.language.walk import child_fields
+
+if TYPE_CHECKING:
+    from anodize.language.typer_state import FnState
 
 Atom = tuple[str, ...]
 ZERO: Atom = ("0",)
@@ -44,7 +51,7 @@ I64_MIN = -(1 << 63)
 I64_MAX = (1 << 63) - 1
 LEN_DOMAIN = (0, I64_MAX)
 
-__all__ = ["Atom", "ZERO", "Edge", "Lin", "Prover", "RangeEnv", "type_range", "le_edge", "I64_MAX", "I64_MIN"]
+__all__ = ["Atom", "ZERO", "Edge", "Lin", "Prover", "RangeEnv", "RangeFacts", "type_range", "le_edge", "I64_MAX", "I64_MIN"]
 
 
 def type_range(ty: ScalarTy) -> tuple[int, int]:
@@ -190,7 +197,9 @@ class Prover:
 
 
 class RangeEnv:
-    """How one function's IR names map to atoms; subclassed by the frontend's compiler."""
+    """How one function's IR names map to atoms (these answer none: the typer's `RangeFacts`
+    below names its locals, witnesses and raw ids), and the linear forms and guard facts
+    over them."""
 
     def local_atom(self, name: str) -> Atom | None:
         """The atom of an immutable integer local, or None."""
@@ -322,16 +331,12 @@ def mentions(edge: Edge, names: set[str]) -> bool:
     return False
 
 
-# ---- the frontend's side: scoped facts per compiled function -------------------------------------
+# ---- the typer's side: scoped facts per typed function body ----------------------------------------
 
 
 def _bindings(fdef: object) -> dict[str, int]:
     """How many times each name is bound in a function: parameters, assignments (plain,
     annotated with or without a value, augmented) and `for` targets."""
-    import ast
-
-    from anodize.language.walk import child_fields
-
     assert isinstance(fdef, ast.FunctionDef)
     out: dict[str, int] = {}
     for a in fdef.args.args:
@@ -371,41 +376,44 @@ _RAW_DOMAIN = {
 
 
 class RangeFacts(RangeEnv):
-    """Mixed into the frontend's function compiler, which provides `vars`, `slices`,
-    `facts` (proven (witness, slice) pairs), `is_kernel`, `k.contract` and `fdef`.
+    """The typer's range facts for one function body (typer_fn.py's `FnTyper.ranges`): atoms of
+    its names, the facts at the current point and the bounds queries.
 
-    `rfacts` are the difference constraints true at the current point; the compiler
-    scopes them exactly like `facts` (saved and restored around branches and loops,
-    dropped for every name a region assigns)."""
+    The state it reads is the body's (`FnState`, typer_state.py): `vars`, `slices`, `facts`
+    (proven (witness, slice) pairs), `is_kernel`, `k.contract`, `fdef`, and `rfacts`, the
+    difference constraints true at the current point, which the statement typer scopes exactly
+    like `facts` (saved and restored around branches and loops, dropped for every name a
+    region assigns)."""
 
-    rfacts: frozenset[Edge] = frozenset()
-    vars: dict[str, Ty]
-    slices: dict[str, SliceTy]
-    facts: set[tuple[str, str]]
-    is_kernel: bool
+    def __init__(self, st: FnState):
+        self.st = st
+        self._bindings: dict[str, int] | None = None  # how often each name of the body is bound
+        self._nonneg: set[str] = set()  # witnesses a contract makes (never poisoned: >= 0)
+        self._req_edges: list[Edge] | None = None  # `requires` relations (kernels only)
+        self._provers: dict[object, Prover] = {}  # one per distinct state of the facts
 
     # -- atoms ------------------------------------------------------------------------------
     def _immutable(self, name: str) -> bool:
-        b = self.__dict__.get("_range_bindings")
+        b = self._bindings
         if b is None:
             # once per `def` (every specialisation and helper call types the same tree): kept
             # on the node, whose lifetime is the module front's
-            fdef = self.fdef  # type: ignore[attr-defined]
+            fdef = self.st.fdef
             b = getattr(fdef, "_az_bindings", None)
             if b is None:
                 b = _bindings(fdef)
-                fdef._az_bindings = b
-            self.__dict__["_range_bindings"] = b
+                fdef._az_bindings = b  # type: ignore[attr-defined]
+            self._bindings = b
         return b.get(name, 0) == 1
 
     def local_atom(self, name: str) -> Atom | None:
-        ty = self.vars.get(name)
+        ty = self.st.vars.get(name)
         if isinstance(ty, ScalarTy) and ty.is_int and self._immutable(name):
             return ("var", name)
         return None
 
     def witness_atom(self, name: str, part: str) -> Atom | None:
-        ty = self.vars.get(name)
+        ty = self.st.vars.get(name)
         if isinstance(ty, WitnessTy) and self._immutable(name):
             if (ty.rank == 1) == (part == "get"):
                 return ("wpart", name, part)
@@ -415,7 +423,7 @@ class RangeFacts(RangeEnv):
         return ("raw", reg, axis)
 
     def _block(self) -> tuple[int, int, int] | None:
-        c = self.k.contract if self.is_kernel else None  # type: ignore[attr-defined]
+        c = self.st.k.contract if self.st.is_kernel else None
         if c is None or not c.block:
             return None
         return (tuple(c.block) + (1, 1))[:3]  # type: ignore[return-value]
@@ -425,10 +433,10 @@ class RangeFacts(RangeEnv):
         if kind == "len":
             return LEN_DOMAIN
         if kind == "var":
-            ty = self.vars.get(a[1])
+            ty = self.st.vars.get(a[1])
             return type_range(ty) if isinstance(ty, ScalarTy) else (I64_MIN, I64_MAX)
         if kind == "wpart":
-            return (0, I64_MAX) if a[1] in self.__dict__.get("_nonneg", ()) else (I64_MIN, I64_MAX)
+            return (0, I64_MAX) if a[1] in self._nonneg else (I64_MIN, I64_MAX)
         if kind == "raw":
             reg, axis = a[1], a[2]
             if reg in _RAW_DOMAIN:
@@ -445,13 +453,11 @@ class RangeFacts(RangeEnv):
     def _requires_edges(self) -> list[Edge]:
         """Relations of `requires` between extents and literals (kernels only): they hold
         over the integers at every launch (the evaluator rejects overflow)."""
-        hit = self.__dict__.get("_req_edges")
+        hit = self._req_edges
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
-        from anodize.language import contract as C
-
+            return hit
         out: list[Edge] = []
-        c = self.k.contract if self.is_kernel else None  # type: ignore[attr-defined]
+        c = self.st.k.contract if self.st.is_kernel else None
         req = c.requires if c is not None else None
 
         def lin(e: C.Expr) -> Lin | None:
@@ -459,7 +465,7 @@ class RangeFacts(RangeEnv):
                 return Lin(ZERO, e.value)
             if isinstance(e, (C.Len, C.Shape)):
                 axis = e.axis if isinstance(e, C.Shape) else 0
-                s = self.slices.get(e.param)
+                s = self.st.slices.get(e.param)
                 if s is None or axis >= s.rank:
                     return None
                 return Lin(("len", e.param, str(axis)), 0)
@@ -480,14 +486,14 @@ class RangeFacts(RangeEnv):
             a, b = lin(rel.left), lin(rel.right)
             if a is not None and b is not None:
                 out.extend(relation(rel.op, a, b))
-        self.__dict__["_req_edges"] = out
+        self._req_edges = out
         return out
 
     def _witness_edges(self) -> list[Edge]:
         """`(w, s)` proofs (`w in s`, grid-stride indices) as ranges of the witness's parts."""
         out: list[Edge] = []
-        for w, s in self.facts:
-            sty = self.slices.get(s)
+        for w, s in self.st.facts:
+            sty = self.st.slices.get(s)
             if sty is None:
                 continue
             parts = WITNESS_PARTS[sty.rank]
@@ -501,44 +507,45 @@ class RangeFacts(RangeEnv):
 
     def prover(self) -> Prover:
         """The facts at this point (one Prover per distinct state, so searches are reused)."""
-        cache: dict[object, Prover] = self.__dict__.setdefault("_provers", {})
-        key = (self.rfacts, frozenset(self.facts), frozenset(self.__dict__.get("_nonneg", ())))
+        st = self.st
+        cache = self._provers
+        key = (st.rfacts, frozenset(st.facts), frozenset(self._nonneg))
         p = cache.get(key)
         if p is None:
-            p = Prover([*self.rfacts, *self._witness_edges(), *self._requires_edges()], self.atom_domain)
+            p = Prover([*st.rfacts, *self._witness_edges(), *self._requires_edges()], self.atom_domain)
             cache[key] = p
         return p
 
     def guard_facts(self, cond: ir.Expr, negated: bool) -> frozenset[Edge]:
         """The facts that hold where `cond` is true (false when `negated`)."""
         base = [*self._witness_edges(), *self._requires_edges()]
-        return frozenset(self.guard_edges(cond, negated, list(self.rfacts), lambda es: Prover(base + es, self.atom_domain)))
+        return frozenset(self.guard_edges(cond, negated, list(self.st.rfacts), lambda es: Prover(base + es, self.atom_domain)))
 
     def kill_facts(self, names: set[str]) -> None:
         """Drop every fact about a name that is (re)assigned."""
-        if names and self.rfacts:
-            self.rfacts = frozenset(e for e in self.rfacts if not mentions(e, names))
+        if names and self.st.rfacts:
+            self.st.rfacts = frozenset(e for e in self.st.rfacts if not mentions(e, names))
 
     def note_assign(self, name: str, value: ir.Expr) -> None:
         """After `name = value`: forget old facts; an immutable int local equals its value."""
         self.kill_facts({name})
         if isinstance(value, ir.MakeWitness) and value.site < 0 and self._immutable(name):
-            self.__dict__.setdefault("_nonneg", set()).add(name)  # a contract's witness is >= 0
+            self._nonneg.add(name)  # a contract's witness is >= 0
             return
         atom = self.local_atom(name)
         if atom is None:
             return
         p = self.prover()
         v = self.linear(value, p)
-        ty = self.vars[name]
+        ty = self.st.vars[name]
         if v is not None and isinstance(ty, ScalarTy) and p.fits(v, ty):
-            self.rfacts = self.rfacts | frozenset(relation("==", Lin(atom, 0), v))
+            self.st.rfacts = self.st.rfacts | frozenset(relation("==", Lin(atom, 0), v))
 
     def note_range_loop(self, var: str, start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> frozenset[Edge]:
         """Facts inside `for var in range(start, stop, step)` with a constant step:
         `start <= var < stop` (step > 0) or `stop < var <= start` (step < 0)."""
         atom = self.local_atom(var)
-        ty = self.vars.get(var)
+        ty = self.st.vars.get(var)
         if atom is None or not isinstance(step, ir.Const) or not isinstance(ty, ScalarTy):
             return frozenset()
         p = self.prover()
@@ -570,5 +577,5 @@ class RangeFacts(RangeEnv):
         return True
 
     def slice_in_range(self, name: str, index: tuple[ir.Expr, ...]) -> bool:
-        rank = self.slices[name].rank
+        rank = self.st.slices[name].rank
         return self.index_in_range(index, [Lin(("len", name, str(d)), 0) for d in range(rank)])

@@ -22,9 +22,10 @@ import ast
 import json
 from typing import TYPE_CHECKING, Any
 
+from anodize.language.catalogue import MESSAGES
 from anodize.language.records import dataclass
 from anodize.language.types import BY_NAME, ScalarTy
-from anodize.language.vocab import ScalarInfo
+from anodize.language.vocab import ScalarInfo, scalar_for_dtype
 
 if TYPE_CHECKING:
     from anodize.language.symbols import ModuleSymbols
@@ -186,8 +187,6 @@ class RecordError(Exception):
     catalogue, at `node` (a field's annotation or the class)."""
 
     def __init__(self, node: ast.AST, key: str, **values: object):
-        from anodize.language.catalogue import MESSAGES
-
         super().__init__(MESSAGES[key].format(**values))
         self.node, self.key, self.values = node, key, values
 
@@ -236,8 +235,6 @@ def _field_type(symbols: ModuleSymbols, ann: ast.expr, seen: tuple[str, ...]) ->
 def record_from_dtype(dtype: Any, name: str = "Record") -> RecordTy | None:
     """The record type of a NumPy structured dtype, None when a field has no anodize type or
     the layout is not C's (a packed dtype: build it with `align=True`)."""
-    from anodize.language.vocab import scalar_for_dtype
-
     if dtype.fields is None:
         return None
     fields: list[tuple[str, Any]] = []

@@ -8,6 +8,7 @@ from typing import Any
 
 from anodize.language.diagnostics import Diagnostic
 from anodize.language.types import ScalarTy
+from anodize.language.walk import child_fields
 
 __all__ = ["_Fail", "_Silent", "_BINOPS", "_CMPOPS", "_AXES_TEXT", "_wrap_int", "_fold", "_assigned"]
 
@@ -102,8 +103,6 @@ _FIELDS: dict[type, tuple[str, ...]] = {}
 def _child_fields(cls: type) -> tuple[str, ...]:
     fields = _FIELDS.get(cls)
     if fields is None:
-        from anodize.language.walk import child_fields
-
         fields = _FIELDS[cls] = child_fields(cls)
     return fields
 

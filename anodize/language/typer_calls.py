@@ -1,89 +1,89 @@
 """The typer's calls: intrinsics (casts, builtins, math, witnesses, warp operations),
-slice methods and `@az.func` helpers (typed per call, inlined by the lowering).  A mixin of
-`_FnCompiler` (typer.py)."""
+slice methods and `@az.func` helpers (typed per call, inlined by the lowering).  `CallTyper` is
+the typer's collaborator for them (`FnTyper.calls`, typer_fn.py)."""
 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_records, typer_thread_tiles
-from anodize.language.diagnostics import CheckError, Diagnostic, Span
-from anodize.language.halfbits import round_half
+from anodize.language import ir, messages
 from anodize.language.record_types import RecordTy
-from anodize.language.symbols import MISSING, Symbol
-from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, LocalArrayTy, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
-from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, TILE_AT, TILE_IO, TILE_MAKER, WITNESS_MAKERS, WITNESS_PARTS
+from anodize.language.symbols import Symbol
+from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy, promote
+from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, TILE_AT, TILE_IO, TILE_MAKER, WITNESS_MAKERS
 
-from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _fold, _wrap_int
+from anodize.language.typer_base import _Silent
 
 if TYPE_CHECKING:
-    from anodize.language.typer import _FnCompiler as _Base  # type: ignore[attr-defined]
-else:
-    _Base = object
+    from anodize.language.typer_fn import FnTyper
 
 
-class CallTyping(_Base):
-    """Calls of the typer's function compiler."""
+class CallTyper:
+    """Calls of one function body (`visit_Call`)."""
+
+    def __init__(self, fn: FnTyper):
+        self.fn = fn
+        self.st = fn.st
 
     def visit_Call(self, node: ast.Call) -> ir.Expr:
-        span = self.span(node)
+        span = self.st.span(node)
         f = node.func
-        ctag = self.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
+        ctag = self.fn.names.tag(f) if isinstance(f, (ast.Name, ast.Attribute)) else None
         if ctag is not None and ctag[0] == "collective":  # takes `inclusive=`: before the keyword check
-            return collectives.collective(self, ctag[1], node)
-        if isinstance(f, (ast.Name, ast.Attribute)) and (rs := self.sym(f)).kind == "record":  # `Rec(x=..., v=...)`
-            return typer_records.construct(self, self.record_type(rs, f), node)
-        if node.keywords and not self.takes_keywords(node):
-            self.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
+            return self.fn.collectives.collective(ctag[1], node)
+        if isinstance(f, (ast.Name, ast.Attribute)) and (rs := self.fn.names.sym(f)).kind == "record":  # `Rec(x=..., v=...)`
+            return self.fn.records.construct(self.fn.names.record_type(rs, f), node)
+        if node.keywords and not self.fn.effects.takes_keywords(node):
+            self.st.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
-            if owner in self.vars and isinstance(self.vars[owner], WitnessTy):
-                if self.vars[owner].tile is not None and f.attr == TILE_AT:  # type: ignore[union-attr]
-                    return typer_thread_tiles.tile_at(self, f.value, node)
-                if self.vars[owner].tile is not None and f.attr in TILE_IO:  # type: ignore[union-attr]
-                    return typer_thread_tiles.tile_io(self, f.value, node, f.attr)
-                if f.attr == "get" and not node.args and self.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
-                    return ir.WitnessPart(self.load_name(f.value), "get", I64, span)
-                self.type_error(node, "no-method-local", ty=self.vars[owner], attr=f.attr)
-            if owner in self.slices:
+            if owner in self.st.vars and isinstance(self.st.vars[owner], WitnessTy):
+                if self.st.vars[owner].tile is not None and f.attr == TILE_AT:  # type: ignore[union-attr]
+                    return self.fn.thread_tiles.tile_at(f.value, node)
+                if self.st.vars[owner].tile is not None and f.attr in TILE_IO:  # type: ignore[union-attr]
+                    return self.fn.thread_tiles.tile_io(f.value, node, f.attr)
+                if f.attr == "get" and not node.args and self.st.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
+                    return ir.WitnessPart(self.fn.exprs.load_name(f.value), "get", I64, span)
+                self.st.type_error(node, "no-method-local", ty=self.st.vars[owner], attr=f.attr)
+            if owner in self.st.slices:
                 return self.slice_method(owner, f.attr, node)
-            if owner in self.shared:  # a block-shared atomic array's methods
-                return shared_safe.atomic_method(self, owner, f.attr, node)
+            if owner in self.st.shared:  # a block-shared atomic array's methods
+                return self.fn.shared_mem.atomic_method(owner, f.attr, node)
         if isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Call) and not node.args:
             # `thread.index_1d().get()` in one expression: the witness's index, as through a name
-            inner = self.expr(f.value)
+            inner = self.fn.expr(f.value)
             if inner.ty in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
                 return ir.WitnessPart(inner, "get", I64, span)
-            self.type_error(node, "no-method-local", ty=inner.ty, attr=f.attr)
+            self.st.type_error(node, "no-method-local", ty=inner.ty, attr=f.attr)
         if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
-            self.unsupported(node, "write-unchecked-value")
-        obj = self.sym(f)
+            self.st.unsupported(node, "write-unchecked-value")
+        obj = self.fn.names.sym(f)
         if obj.kind == "missing":
             root = f
             while isinstance(root, ast.Attribute):
                 root = root.value
-            if isinstance(root, ast.Name) and root.id in self.failed_names:
+            if isinstance(root, ast.Name) and root.id in self.st.failed_names:
                 raise _Silent  # a method of a local whose assignment was refused: reported there
-            self.type_error(f, "callee-undefined", callee=ast.unparse(f))
+            self.st.type_error(f, "callee-undefined", callee=ast.unparse(f))
         if obj.kind == "typevar":  # `T(x)`: a cast to this specialisation's scalar
-            return self.cast_call(self.resolve_type(f, "the cast"), node)  # type: ignore[arg-type]
+            return self.cast_call(self.fn.names.resolve_type(f, "the cast"), node)  # type: ignore[arg-type]
         if obj.kind == "function" and obj.fn_kind == "func":
             return self.helper_call(obj, node)
         if obj.kind == "function" and obj.fn_kind == "kernel":
-            self.unsupported(node, "calling-kernel-from-kernel", help="make-callee-az-func")
+            self.st.unsupported(node, "calling-kernel-from-kernel", help="make-callee-az-func")
         tag = obj.tag if obj.kind == "intrinsic" else None
         if tag is None or tag[0] == "decorator":
-            self.unsupported(node, "calling", help="kernels-call-az-func", callee=ast.unparse(f))
+            self.st.unsupported(node, "calling", help="kernels-call-az-func", callee=ast.unparse(f))
         kind = tag[0]
         if kind == "scalar":
             return self.cast_call(BY_NAME[tag[1]], node)
         if kind == "typecast":  # `cast(T, x)`: converts `x` to `T` (a type variable or a scalar)
             if len(node.args) != 2:
-                self.type_error(node, "cast-two-arguments", help="cast-spelling")
-            ty = self.resolve_type(node.args[0], "the cast")
+                self.st.type_error(node, "cast-two-arguments", help="cast-spelling")
+            ty = self.fn.names.resolve_type(node.args[0], "the cast")
             if not isinstance(ty, ScalarTy):
-                self.type_error(node.args[0], "cast-to-scalar", ty=ty)
+                self.st.type_error(node.args[0], "cast-to-scalar", ty=ty)
             one = ast.Call(func=node.func, args=[node.args[1]], keywords=[])
             return self.cast_call(ty, ast.copy_location(one, node))
         if kind == "bitcast":
@@ -95,142 +95,142 @@ class CallTyping(_Base):
         if kind == "witness":
             return self.witness(tag[1], node)
         if kind == "local_witness":  # thread.index_in_block(), thread.index_in_block_2d()
-            return shared_safe.local_witness(self, int(tag[1]), node)
+            return self.fn.shared_mem.local_witness(int(tag[1]), node)
         if kind == "block_witness":
-            return collectives.block_witness(self, node)
+            return self.fn.collectives.block_witness(node)
         if kind == "block_leader":
-            return collectives.block_leader(self, node)
+            return self.fn.collectives.block_leader(node)
         if kind == "thread_tile":  # thread.tile_2d(TR, TC[, GR, GC])
-            return typer_thread_tiles.make_tile(self, node)
+            return self.fn.thread_tiles.make_tile(node)
         if kind == "raw":
-            self.need_unsafe(node, f"`thread.{tag[1]}()`")
+            self.st.need_unsafe(node, f"`thread.{tag[1]}()`")
             self.arity(node, 0)
             reg, axis = RAW_IDS[tag[1]]
             return ir.RawId(reg, axis, I32, span)
         if kind == "warp":
             return self.warp(tag[1], node)
         if kind == "barrier":
-            self.unsupported(node, "syncthreads-value")
+            self.st.unsupported(node, "syncthreads-value")
         if kind == "fence":
-            self.unsupported(node, "fence-value", call=ast.unparse(f))
+            self.st.unsupported(node, "fence-value", call=ast.unparse(f))
         if kind in ("print", "breakpoint"):
-            self.unsupported(node, "statement-call-value", help="statement-call-own", call=kind)
+            self.st.unsupported(node, "statement-call-value", help="statement-call-own", call=kind)
         if kind == "shared_array":
-            self.unsupported(node, "shared-array-outside-plain")
+            self.st.unsupported(node, "shared-array-outside-plain")
         if kind == "local_array":
-            self.unsupported(node, "local-array-outside-plain")
-        self.unsupported(node, "calling", callee=ast.unparse(f))
+            self.st.unsupported(node, "local-array-outside-plain")
+        self.st.unsupported(node, "calling", callee=ast.unparse(f))
 
     def arity(self, node: ast.Call, n: int, name: str = "") -> None:
         if len(node.args) != n:
-            self.type_error(node, "arity", name=name or ast.unparse(node.func), n=n, s='s' if n != 1 else '', got=len(node.args))
+            self.st.type_error(node, "arity", name=name or ast.unparse(node.func), n=n, s='s' if n != 1 else '', got=len(node.args))
 
     def cast_call(self, ty: ScalarTy, node: ast.Call) -> ir.Expr:
         self.arity(node, 1, ty.name)
-        e = self.numeric(self.expr(node.args[0]), node.args[0])
+        e = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
         if ty.is_bool:
-            return self.truth(e, node)
+            return self.fn.exprs.truth(e, node)
         if isinstance(e, ir.Const) and isinstance(e.value, float) and ty.is_int and (e.value != e.value or abs(e.value) == float("inf")):
-            return ir.Cast(e, ty, self.span(node))
-        out = self.cast(e, ty)
+            return ir.Cast(e, ty, self.st.span(node))
+        out = self.fn.exprs.cast(e, ty)
         if isinstance(out, ir.Const):
-            return ir.Const(out.value, ty, self.span(node), weak=False)
+            return ir.Const(out.value, ty, self.st.span(node), weak=False)
         return out
 
     def bitcast_call(self, node: ast.Call) -> ir.Expr:
         """`az.bitcast(x, T)`: the bits of `x` read as `T`, a scalar of `x`'s size.  A weak
         literal takes its default type first (`1.0` is an f64, `1` an i64)."""
         if len(node.args) != 2:
-            self.type_error(node, "bitcast-two-arguments")
-        ty = self.resolve_type(node.args[1], "the bitcast")
+            self.st.type_error(node, "bitcast-two-arguments")
+        ty = self.fn.names.resolve_type(node.args[1], "the bitcast")
         if not isinstance(ty, ScalarTy):
-            self.type_error(node.args[1], "bitcast-to-scalar", ty=ty)
-        e = self.numeric(self.expr(node.args[0]), node.args[0])
+            self.st.type_error(node.args[1], "bitcast-to-scalar", ty=ty)
+        e = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
         src = e.ty
         assert isinstance(src, ScalarTy)
         if src.is_bool or ty.is_bool:
-            self.type_error(node, "bitcast-bool", help="bitcast-bool-help")
+            self.st.type_error(node, "bitcast-bool", help="bitcast-bool-help")
         if src.bits != ty.bits:
-            self.type_error(node, "bitcast-sizes", help="bitcast-same-size", src=src, sb=src.bits, dst=ty, db=ty.bits)
+            self.st.type_error(node, "bitcast-sizes", help="bitcast-same-size", src=src, sb=src.bits, dst=ty, db=ty.bits)
         if src == ty:
             return e
-        return ir.Bitcast(e, ty, self.span(node))
+        return ir.Bitcast(e, ty, self.st.span(node))
 
     def builtin(self, name: str, node: ast.Call) -> ir.Expr:
-        span = self.span(node)
+        span = self.st.span(node)
         if name == "len":
             self.arity(node, 1, "len")
             a = node.args[0]
-            if isinstance(a, ast.Name) and a.id in self.slices:
-                return ir.Len(ir.SliceRef(a.id, self.slices[a.id], self.span(a)), 0, I64, span)
-            if isinstance(a, ast.Name) and a.id in self.arrays:  # a local array: its first axis
-                return ir.Const(self.arrays[a.id].shape[0], I64, span, weak=True)
-            if isinstance(a, ast.Name) and a.id in self.shared and not self.shared[a.id].dynamic:
-                return ir.Const(self.shared[a.id].shape[0], I64, span, weak=True)
+            if isinstance(a, ast.Name) and a.id in self.st.slices:
+                return ir.Len(ir.SliceRef(a.id, self.st.slices[a.id], self.st.span(a)), 0, I64, span)
+            if isinstance(a, ast.Name) and a.id in self.st.arrays:  # a local array: its first axis
+                return ir.Const(self.st.arrays[a.id].shape[0], I64, span, weak=True)
+            if isinstance(a, ast.Name) and a.id in self.st.shared and not self.st.shared[a.id].dynamic:
+                return ir.Const(self.st.shared[a.id].shape[0], I64, span, weak=True)
             if isinstance(a, (ast.Name, ast.Attribute)):
-                table = self.sym(a)
+                table = self.fn.names.sym(a)
                 if table.kind == "table" and table.table is not None:
                     return ir.Const(len(table.table.values), I64, span, weak=True)
-            self.type_error(a, "len-takes-slice-parameter")
+            self.st.type_error(a, "len-takes-slice-parameter")
         if name == "abs":
             self.arity(node, 1, "abs")
-            e = self.numeric(self.expr(node.args[0]), node.args[0])
+            e = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
             assert isinstance(e.ty, ScalarTy)
             if isinstance(e, ir.Const) and e.weak:
-                return self.py_constant(abs(e.value), node)
+                return self.fn.exprs.py_constant(abs(e.value), node)
             ty = I64 if e.ty.is_bool else e.ty
             if ty.is_int and not ty.signed:
-                return self.cast(e, ty)
-            return ir.UnaryOp("abs", self.cast(e, ty), ty, span)
+                return self.fn.exprs.cast(e, ty)
+            return ir.UnaryOp("abs", self.fn.exprs.cast(e, ty), ty, span)
         if name in ("min", "max"):
             if len(node.args) < 2:
-                self.type_error(node, "takes-two-more-arguments", name=name)
-            acc = self.numeric(self.expr(node.args[0]), node.args[0])
+                self.st.type_error(node, "takes-two-more-arguments", name=name)
+            acc = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
             for a in node.args[1:]:
-                b = self.numeric(self.expr(a), a)
+                b = self.fn.exprs.numeric(self.fn.expr(a), a)
                 if isinstance(acc, ir.Const) and isinstance(b, ir.Const) and acc.weak and b.weak:
-                    acc = self.py_constant((min if name == "min" else max)(acc.value, b.value), node)
+                    acc = self.fn.exprs.py_constant((min if name == "min" else max)(acc.value, b.value), node)
                     continue
-                ty = self.unify(acc, b, node)
+                ty = self.fn.exprs.unify(acc, b, node)
                 if ty.is_bool:
                     ty = I64
-                acc = ir.BinOp(name, self.cast(acc, ty), self.cast(b, ty), ty, span)
+                acc = ir.BinOp(name, self.fn.exprs.cast(acc, ty), self.fn.exprs.cast(b, ty), ty, span)
             return acc
-        self.unsupported(node, "call-here", help="range-allowed-loop-s", name=name)
+        self.st.unsupported(node, "call-here", help="range-allowed-loop-s", name=name)
 
     def math_call(self, name: str, node: ast.Call) -> ir.Expr:
         n = MATH_FUNCS[name]
         self.arity(node, n, f"math.{name}")
-        args = [self.numeric(self.expr(a), a) for a in node.args]
-        span = self.span(node)
+        args = [self.fn.exprs.numeric(self.fn.expr(a), a) for a in node.args]
+        span = self.st.span(node)
         if name in MATH_INT_EXPONENT:  # ldexp(x, n): a float and an integer exponent, kept as it is
             e = args[-1]
             assert isinstance(e.ty, ScalarTy)
             if e.ty.is_float:
-                self.type_error(node.args[-1], "math-int-exponent", name=name)
-            args[-1] = self.cast(e, I32) if e.ty.is_bool or (isinstance(e, ir.Const) and e.weak) else e
+                self.st.type_error(node.args[-1], "math-int-exponent", name=name)
+            args[-1] = self.fn.exprs.cast(e, I32) if e.ty.is_bool or (isinstance(e, ir.Const) and e.weak) else e
             x = args[0]
             ty = x.ty if x.ty.is_float and not (isinstance(x, ir.Const) and x.weak) else F64  # type: ignore[union-attr]
-            return ir.MathCall(name, (self.cast(x, ty), args[-1]), ty, span)  # type: ignore[arg-type]
+            return ir.MathCall(name, (self.fn.exprs.cast(x, ty), args[-1]), ty, span)  # type: ignore[arg-type]
         strong = [a.ty for a in args if not (isinstance(a, ir.Const) and a.weak) and a.ty.is_float]  # type: ignore[union-attr]
         ty = F64
         if strong:
             ty = strong[0]  # type: ignore[assignment]
             for t in strong[1:]:
                 ty = promote(ty, t)  # type: ignore[arg-type]
-        cast = tuple(self.cast(a, ty) for a in args)
+        cast = tuple(self.fn.exprs.cast(a, ty) for a in args)
         return ir.MathCall(name, cast, BOOL if name in MATH_PREDICATES else ty, span)
 
     def witness(self, name: str, node: ast.Call) -> ir.Expr:
         if name == "grid_stride":
-            self.unsupported(node, "thread-grid-stride-outside")
+            self.st.unsupported(node, "thread-grid-stride-outside")
         self.arity(node, 0, f"thread.{name}")
         rank = WITNESS_MAKERS[name]
         self.note_rank(rank, node)
-        return ir.MakeWitness(rank, self.rank_site(node), WitnessTy(rank), self.span(node))
+        return ir.MakeWitness(rank, self.rank_site(node), WitnessTy(rank), self.st.span(node))
 
     def note_rank(self, rank: int, node: ast.AST) -> None:
-        c = self.k.contract
+        c = self.st.k.contract
         if c is not None and c.domain != rank:
             called = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
             maker = "thread.grid_stride()" if called.endswith("grid_stride") else f"thread.index_{rank}d()"
@@ -238,94 +238,92 @@ class CallTyping(_Base):
                 maker = "thread.block_witness_1d()"
             if called.endswith(TILE_MAKER):
                 maker = f"thread.{TILE_MAKER}()"
-            self.fail(messages.index_domain(self.span(node), maker, rank, c.domain, None))
-        self.k.ranks.add(rank)
+            self.st.fail(messages.index_domain(self.st.span(node), maker, rank, c.domain, None))
+        self.st.k.ranks.add(rank)
 
     def rank_site(self, node: ast.AST) -> int:
-        if self.k.contract is not None:
+        if self.st.k.contract is not None:
             return -1
-        return self.k.site(self.span(node), "rank", "")
+        return self.st.k.site(self.st.span(node), "rank", "")
 
     def warp(self, name: str, node: ast.Call) -> ir.Expr:
-        self.need_unsafe(node, f"`warp.{name}`")
-        self.k.uses_warp = True
-        span = self.span(node)
+        self.st.need_unsafe(node, f"`warp.{name}`")
+        self.st.k.uses_warp = True
+        span = self.st.span(node)
         if name in ("ballot", "any", "all"):
             self.arity(node, 1, f"warp.{name}")
-            pred = self.truth(self.expr(node.args[0]), node.args[0])
+            pred = self.fn.exprs.truth(self.fn.expr(node.args[0]), node.args[0])
             return ir.WarpOp(name, (pred,), U32 if name == "ballot" else BOOL, span)
         self.arity(node, 2, f"warp.{name}")
-        v = self.numeric(self.expr(node.args[0]), node.args[0])
-        k = self.numeric(self.expr(node.args[1]), node.args[1])
+        v = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
+        k = self.fn.exprs.numeric(self.fn.expr(node.args[1]), node.args[1])
         assert isinstance(v.ty, ScalarTy) and isinstance(k.ty, ScalarTy)
         if k.ty.is_float:
-            self.type_error(node.args[1], "lane-argument-warp-must", name=name)
+            self.st.type_error(node.args[1], "lane-argument-warp-must", name=name)
         ty = I64 if v.ty.is_bool else v.ty
         if ty.bits < 32:
             wide = "f32" if ty.is_float else "i32"
-            self.type_error(node.args[0], "warp-narrow-value", help="convert-it-and-back", name=name, ty=ty, wide=wide)
-        return ir.WarpOp(name, (self.cast(v, ty), self.cast(k, I32)), ty, span)
+            self.st.type_error(node.args[0], "warp-narrow-value", help="convert-it-and-back", name=name, ty=ty, wide=wide)
+        return ir.WarpOp(name, (self.fn.exprs.cast(v, ty), self.fn.exprs.cast(k, I32)), ty, span)
 
     def slice_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
         if method == "write_unchecked":
-            self.unsupported(node, "write-unchecked-value")
-        return self.atomic_method(name, method, node)
+            self.st.unsupported(node, "write-unchecked-value")
+        return self.fn.effects.atomic_method(name, method, node)
 
     def helper_call(self, helper: Symbol, node: ast.Call) -> ir.Expr:
-        args = [self.expr(a) for a in node.args]
+        args = [self.fn.expr(a) for a in node.args]
         fdef = helper.fn
         assert fdef is not None
         hname = fdef.name
         a = fdef.args
         if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
-            self.fail(messages.signature(self.span(fdef), "helper-takes-plain-positional"))
+            self.st.fail(messages.signature(self.st.span(fdef), "helper-takes-plain-positional"))
         if len(a.args) != len(args):
-            self.type_error(node, "helper-arity", hname=hname, n=len(a.args), got=len(args))
-        from anodize.language.typer import _compile_helper, _FnCompiler  # (the typer's module: imported at run time)
-
-        sub = _FnCompiler(self.k, fdef, {}, is_kernel=False)
+            self.st.type_error(node, "helper-arity", hname=hname, n=len(a.args), got=len(args))
+        sub = self.fn.signature_typer(fdef)
         ptypes: dict[str, Ty] = {}
         final: list[ir.Expr] = []
         for p, e, n in zip(a.args, args, node.args, strict=True):
-            want = sub.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
+            want = sub.names.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
             if isinstance(e.ty, SliceTy):
                 if want is not None and want != e.ty:
-                    self.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
+                    self.st.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
                 ptypes[p.arg] = e.ty
                 final.append(e)
                 continue
             if isinstance(e, ir.RecordValue) or isinstance(want, RecordTy):  # a record: its leaves (typer_records.py)
                 if not isinstance(e, ir.RecordValue) or (want is not None and want != e.ty):
-                    self.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
+                    self.st.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
                 ptypes[p.arg] = e.ty
                 final.extend(e.leaves)
                 continue
             if isinstance(e.ty, SharedTy):
-                self.unsupported(n, "passing-shared-array-helper")
-            typer_thread_tiles.reject_tile_arg(self, e, n, want, p.arg, hname)  # a tile stays in its kernel
+                self.st.unsupported(n, "passing-shared-array-helper")
+            self.fn.thread_tiles.reject_tile_arg(e, n, want, p.arg, hname)  # a tile stays in its kernel
             if isinstance(e.ty, LocalArrayTy) or isinstance(want, LocalArrayTy):  # by reference
                 if not isinstance(e.ty, LocalArrayTy) or (want is not None and not (isinstance(want, LocalArrayTy) and want.elem == e.ty.elem)):
-                    self.type_error(n, "helper-arg-type", help="local-array-param-help", hname=hname, want=want, arg=p.arg, ty=e.ty)
+                    self.st.type_error(n, "helper-arg-type", help="local-array-param-help", hname=hname, want=want, arg=p.arg, ty=e.ty)
                 ptypes[p.arg] = e.ty
                 final.append(e)
                 continue
             if want is None:
                 want = e.ty if not (isinstance(e, ir.Const) and e.weak) else e.ty
-            final.append(self.coerce(e, want, n, f"parameter `{p.arg}`"))
+            final.append(self.fn.exprs.coerce(e, want, n, f"parameter `{p.arg}`"))
             ptypes[p.arg] = want
         # proofs flow into the helper: a proven (witness, slice) pair passed as two parameters
         facts: set[tuple[str, str]] = set()
         for pw, nw in zip(a.args, node.args, strict=True):
             if isinstance(ptypes[pw.arg], WitnessTy) and isinstance(nw, ast.Name):
                 for ps, ns in zip(a.args, node.args, strict=True):
-                    if isinstance(ptypes[ps.arg], SliceTy) and isinstance(ns, ast.Name) and (nw.id, ns.id) in self.facts:
+                    if isinstance(ptypes[ps.arg], SliceTy) and isinstance(ns, ast.Name) and (nw.id, ns.id) in self.st.facts:
                         facts.add((pw.arg, ps.arg))
         key = (fdef, tuple(ptypes.values()), frozenset(facts))
-        fir = self.k.helpers.get(key)
+        fir = self.st.k.helpers.get(key)
         if fir is None:
-            if fdef in self.k.stack:
-                self.unsupported(node, "recursion-calls-itself", hname=hname)
-            ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
-            fir = _compile_helper(self.k, fdef, ptypes, ret, facts)
-            self.k.helpers[key] = fir
-        return ir.Call(fir, tuple(final), fir.ret, self.span(node))
+            if fdef in self.st.k.stack:
+                self.st.unsupported(node, "recursion-calls-itself", hname=hname)
+            ret = sub.names.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
+            fir = self.fn.compile_helper(fdef, ptypes, ret, facts)
+            self.st.k.helpers[key] = fir
+        return ir.Call(fir, tuple(final), fir.ret, self.st.span(node))

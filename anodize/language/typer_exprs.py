@@ -1,35 +1,38 @@
 """The typer's subscripts and expressions: slice, shared-array and table accesses with their
 bounds proofs, names, constants, arithmetic with the promotion rules, comparisons and
-conversions.  A mixin of `_FnCompiler` (typer.py)."""
+conversions.  `ExprTyper` is the typer's collaborator for them (`FnTyper.exprs`, typer_fn.py)."""
 
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Any, NoReturn
+import struct
+from typing import TYPE_CHECKING, Any
 
-from anodize.language import collectives, ir, messages, shared_safe, typer_records, typer_thread_tiles
+from anodize.language import ir, messages
+from anodize.language.ranges import ZERO, Lin
 from anodize.language.record_types import RecordTy
-from anodize.language.diagnostics import CheckError, Diagnostic, Span
+from anodize.language.diagnostics import Diagnostic
 from anodize.language.halfbits import round_half
-from anodize.language.symbols import MISSING, Symbol
-from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, VOID, PromotionError, ScalarTy, SharedTy, SliceTy, Ty, VoidTy, WitnessTy, implicitly_converts, promote
-from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, SLICE_KINDS, WITNESS_MAKERS, WITNESS_PARTS
+from anodize.language.types import BOOL, BY_NAME, F64, I64, PromotionError, ScalarTy, SliceTy, Ty, WitnessTy, implicitly_converts, promote
+from anodize.language.vocab import WITNESS_PARTS
 
-from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Fail, _Silent, _fold, _wrap_int
+from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Silent, _fold, _wrap_int
 
 if TYPE_CHECKING:
-    from anodize.language.typer import _FnCompiler as _Base  # type: ignore[attr-defined]
-else:
-    _Base = object
+    from anodize.language.typer_fn import FnTyper
 
 
-class ExprTyping(_Base):
-    """Subscripts and expressions of the typer's function compiler."""
+class ExprTyper:
+    """Subscripts and expressions of one function body."""
+
+    def __init__(self, fn: FnTyper):
+        self.fn = fn
+        self.st = fn.st
 
     # ---- subscripts ------------------------------------------------------------------------
     def disjoint_error(self, node: ast.expr, name: str, sty: SliceTy, access: str) -> Diagnostic:
         return messages.disjoint_index(
-            self.span(node), name, sty.kind.name, ast.unparse(node), access, messages.NOT_OWN_WITNESS, domain=sty.rank
+            self.st.span(node), name, sty.kind.name, ast.unparse(node), access, messages.NOT_OWN_WITNESS, domain=sty.rank
         )
 
     def index_of(
@@ -38,100 +41,98 @@ class ExprTyping(_Base):
         """The index expressions of `name[node]`, and whether a check is still needed."""
         if sty.rank >= 2 and isinstance(node, ast.Tuple):
             if disjoint:
-                self.fail(self.disjoint_error(node, name, sty, access))
+                self.st.fail(self.disjoint_error(node, name, sty, access))
             if len(node.elts) != sty.rank:
-                self.type_error(node, "index-nd", name=name, rank=sty.rank, axes=_AXES_TEXT[sty.rank][1:-1])
+                self.st.type_error(node, "index-nd", name=name, rank=sty.rank, axes=_AXES_TEXT[sty.rank][1:-1])
             index = tuple(self.as_index(self.expr(e), e) for e in node.elts)
-            return index, not self.slice_in_range(name, index)
+            return index, not self.fn.ranges.slice_in_range(name, index)
         e = self.expr(node)
-        shared_safe.on_slice(self, e, node, name)
+        self.fn.shared_mem.on_slice(e, node, name)
         if isinstance(e.ty, WitnessTy) and e.ty.tile is not None and disjoint:
-            self.fail(self.disjoint_error(node, name, sty, access))  # a tile is not an index
-        typer_thread_tiles.reject_tile_use(self, e, node)
+            self.st.fail(self.disjoint_error(node, name, sty, access))  # a tile is not an index
+        self.fn.thread_tiles.reject_tile_use(e, node)
         if isinstance(e.ty, WitnessTy):
             if disjoint:
-                collectives.check_block_access(self, e, node, name, access)
+                self.fn.collectives.check_block_access(e, node, name, access)
             if e.ty.rank != sty.rank:
-                self.type_error(node, "witness-rank-mismatch", ty=e.ty, rank=sty.rank, name=name)
-            proven = isinstance(node, ast.Name) and (node.id, name) in self.facts
-            return (e,), not (proven or self.slice_in_range(name, (e,)))
+                self.st.type_error(node, "witness-rank-mismatch", ty=e.ty, rank=sty.rank, name=name)
+            proven = isinstance(node, ast.Name) and (node.id, name) in self.st.facts
+            return (e,), not (proven or self.fn.ranges.slice_in_range(name, (e,)))
         if disjoint:
-            self.fail(self.disjoint_error(node, name, sty, access))
+            self.st.fail(self.disjoint_error(node, name, sty, access))
         if sty.rank >= 2:
-            self.type_error(node, "index-nd-slice-or-witness", name=name, rank=sty.rank, axes=_AXES_TEXT[sty.rank][1:-1])
+            self.st.type_error(node, "index-nd-slice-or-witness", name=name, rank=sty.rank, axes=_AXES_TEXT[sty.rank][1:-1])
         index = (self.as_index(e, node),)
-        return index, not self.slice_in_range(name, index)
+        return index, not self.fn.ranges.slice_in_range(name, index)
 
     def as_index(self, e: ir.Expr, node: ast.expr) -> ir.Expr:
         if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
             return ir.WitnessPart(e, "get", I64, e.span)
         if not isinstance(e.ty, ScalarTy) or e.ty.is_float:
-            self.type_error(node, "index-must-integer-found", ty=e.ty)
+            self.st.type_error(node, "index-must-integer-found", ty=e.ty)
         return self.cast(e, I64)
 
     def subscript(self, node: ast.Subscript, *, for_update: bool = False) -> ir.Expr:
         v = node.value
-        if isinstance(v, ast.Name) and typer_records.record_slice(self, v.id):  # `p[i]` of `Slice[Rec]`
-            return typer_records.read_element(self, v.id, node)
-        if isinstance(v, (ast.Attribute, ast.Subscript)) and typer_records.rooted(self, v):  # `p[i].ids[k]`
-            return typer_records.array_element(self, node)
+        if isinstance(v, ast.Name) and self.fn.records.record_slice(v.id):  # `p[i]` of `Slice[Rec]`
+            return self.fn.records.read_element(v.id, node)
+        if isinstance(v, (ast.Attribute, ast.Subscript)) and self.fn.records.rooted(v):  # `p[i].ids[k]`
+            return self.fn.records.array_element(node)
         if (
             isinstance(v, ast.Attribute)
             and v.attr == "shape"
             and isinstance(v.value, ast.Name)
-            and (v.value.id in self.slices or v.value.id in self.shared)
+            and (v.value.id in self.st.slices or v.value.id in self.st.shared)
         ):
-            axis = self.const_value(node.slice)
+            axis = self.fn.names.const_value(node.slice)
             name = v.value.id
-            if name in self.shared:
-                shape = self.shared[name].shape
-                if not isinstance(axis, int) or not 0 <= axis < len(shape) or self.shared[name].dynamic:
-                    self.type_error(node.slice, "shape-constant-axis", name=name, axis=axis)
-                return ir.Const(shape[axis], I64, self.span(node), weak=True)
-            sty = self.slices[name]
+            if name in self.st.shared:
+                shape = self.st.shared[name].shape
+                if not isinstance(axis, int) or not 0 <= axis < len(shape) or self.st.shared[name].dynamic:
+                    self.st.type_error(node.slice, "shape-constant-axis", name=name, axis=axis)
+                return ir.Const(shape[axis], I64, self.st.span(node), weak=True)
+            sty = self.st.slices[name]
             if not isinstance(axis, int) or not 0 <= axis < sty.rank:
-                self.type_error(node.slice, "shape-axis-es-index", name=name, rank=sty.rank)
-            return ir.Len(ir.SliceRef(name, sty, self.span(v.value)), axis, I64, self.span(node))
-        if isinstance(v, ast.Name) and v.id in self.arrays:
-            return self.local_read(v, node)
-        if isinstance(v, ast.Name) and v.id in self.shared:
-            shared_safe.plain_access(self, v.id, node, "read")
-            arr = self.shared_ref(v.id, v)
+                self.st.type_error(node.slice, "shape-axis-es-index", name=name, rank=sty.rank)
+            return ir.Len(ir.SliceRef(name, sty, self.st.span(v.value)), axis, I64, self.st.span(node))
+        if isinstance(v, ast.Name) and v.id in self.st.arrays:
+            return self.fn.local_values.local_read(v, node)
+        if isinstance(v, ast.Name) and v.id in self.st.shared:
+            self.fn.shared_mem.plain_access(v.id, node, "read")
+            arr = self.fn.shared_mem.shared_ref(v.id, v)
             index = self.shared_index(arr, node.slice)
-            span = self.span(node)
+            span = self.st.span(node)
             if self.shared_in_range(arr, index):
                 return ir.SharedRead(arr, index, False, -1, arr.ty.elem, span)
-            return ir.SharedRead(arr, index, True, self.k.site(span, "read", f"shared {v.id}"), arr.ty.elem, span)
-        if isinstance(v, (ast.Name, ast.Attribute)) and not (isinstance(v, ast.Name) and v.id in self.slices):
-            table = self.sym(v)
+            return ir.SharedRead(arr, index, True, self.st.k.site(span, "read", f"shared {v.id}"), arr.ty.elem, span)
+        if isinstance(v, (ast.Name, ast.Attribute)) and not (isinstance(v, ast.Name) and v.id in self.st.slices):
+            table = self.fn.names.sym(v)
             if table.kind == "table" and table.table is not None:
                 return self.table_read(table.name, table.table, node)
-        if not (isinstance(v, ast.Name) and v.id in self.slices):
-            if isinstance(v, ast.Name) and v.id in self.failed_names:
+        if not (isinstance(v, ast.Name) and v.id in self.st.slices):
+            if isinstance(v, ast.Name) and v.id in self.st.failed_names:
                 raise _Silent  # an array whose declaration was refused: reported there
-            self.unsupported(node, "indexing", help="slice-parameters-shared-arrays", expr=ast.unparse(v))
+            self.st.unsupported(node, "indexing", help="slice-parameters-shared-arrays", expr=ast.unparse(v))
         name = v.id
-        sty = self.slices[name]
+        sty = self.st.slices[name]
         if sty.kind.atomic:
-            self.fail(messages.atomic_plain(self.span(node), name, "read"))
+            self.st.fail(messages.atomic_plain(self.st.span(node), name, "read"))
         index, checked = self.index_of(sty, name, node.slice, disjoint=sty.kind.disjoint)
-        span = self.span(node)
-        site = self.k.site(span, "read", name) if checked else -1
-        return ir.Read(ir.SliceRef(name, sty, self.span(v)), index, checked, site, sty.elem, span)
+        span = self.st.span(node)
+        site = self.st.k.site(span, "read", name) if checked else -1
+        return ir.Read(ir.SliceRef(name, sty, self.st.span(v)), index, checked, site, sty.elem, span)
 
     def table_read(self, name: str, table: Any, node: ast.Subscript) -> ir.Expr:
         """`TABLE[i]`: a bounds-checked read of a module-level constant table."""
-        from anodize.language.ranges import ZERO, Lin
-
         if isinstance(node.slice, ast.Tuple):
-            self.type_error(node.slice, "table-1d-index", name=name)
+            self.st.type_error(node.slice, "table-1d-index", name=name)
         index = (self.as_index(self.expr(node.slice), node.slice),)
-        span = self.span(node)
+        span = self.st.span(node)
         ty = BY_NAME[table.scalar]
         if isinstance(index[0], ir.Const) and 0 <= int(index[0].value) < len(table.values):
             return ir.Const(table.values[int(index[0].value)], ty, span)
-        proven = self.index_in_range(index, [Lin(ZERO, len(table.values))])
-        site = -1 if proven else self.k.site(span, "read", f"table {name}")
+        proven = self.fn.ranges.index_in_range(index, [Lin(ZERO, len(table.values))])
+        site = -1 if proven else self.st.k.site(span, "read", f"table {name}")
         return ir.TableRead(name, table.values, index, not proven, site, ty, span)
 
     def shared_in_range(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
@@ -139,91 +140,89 @@ class ExprTyping(_Base):
         `shared_mem`, unknown here: never proven, so every access is checked on the device)."""
         if arr.ty.dynamic:
             return False
-        if shared_safe.witness_in_range(self, arr, index):  # `buf[w]` inside the contract's block
+        if self.fn.shared_mem.witness_in_range(arr, index):  # `buf[w]` inside the contract's block
             return True
-        from anodize.language.ranges import ZERO, Lin
-
-        return self.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])
+        return self.fn.ranges.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])
 
     def shared_index(self, arr: ir.SharedRef, node: ast.expr) -> tuple[ir.Expr, ...]:
         rank = len(arr.ty.shape)
         if not isinstance(node, ast.Tuple):  # a block-local witness: one part per axis
             e = self.expr(node)
-            parts = shared_safe.shared_index(self, arr, e, node)
+            parts = self.fn.shared_mem.shared_index(arr, e, node)
             if parts is not None:
                 return parts
             if rank == 1:
                 return (self.as_index(e, node),)
         if rank == 2:
             if not isinstance(node, ast.Tuple) or len(node.elts) != 2:
-                self.type_error(node, "shared-2d-index")
+                self.st.type_error(node, "shared-2d-index")
             return tuple(self.as_index(self.expr(e), e) for e in node.elts)
         return (self.as_index(self.expr(node), node),)
 
     def store(self, target: ast.Subscript, value: ir.Expr, node: ast.AST) -> ir.Stmt:
         v = target.value
-        span = self.span(target)
-        if isinstance(v, ast.Name) and v.id in self.arrays:
-            return self.local_store(target, value, node)
-        if isinstance(v, ast.Name) and v.id in self.shared:
-            shared_safe.plain_access(self, v.id, target, "written")
-            arr = self.shared_ref(v.id, v)
-            if self.unsafe:
-                self.k.unsafe_shared.add(arr.name)
+        span = self.st.span(target)
+        if isinstance(v, ast.Name) and v.id in self.st.arrays:
+            return self.fn.local_values.local_store(target, value, node)
+        if isinstance(v, ast.Name) and v.id in self.st.shared:
+            self.fn.shared_mem.plain_access(v.id, target, "written")
+            arr = self.fn.shared_mem.shared_ref(v.id, v)
+            if self.st.unsafe:
+                self.st.k.unsafe_shared.add(arr.name)
             index = self.shared_index(arr, target.slice)
             value = self.coerce(value, arr.ty.elem, node, f"an element of `{v.id}`")
             if self.shared_in_range(arr, index):
-                return ir.SharedWrite(arr, index, value, False, -1, self.span(node))
-            return ir.SharedWrite(arr, index, value, True, self.k.site(span, "write", f"shared {v.id}"), self.span(node))
-        if not (isinstance(v, ast.Name) and v.id in self.slices):
-            if isinstance(v, ast.Name) and v.id in self.failed_names:
+                return ir.SharedWrite(arr, index, value, False, -1, self.st.span(node))
+            return ir.SharedWrite(arr, index, value, True, self.st.k.site(span, "write", f"shared {v.id}"), self.st.span(node))
+        if not (isinstance(v, ast.Name) and v.id in self.st.slices):
+            if isinstance(v, ast.Name) and v.id in self.st.failed_names:
                 raise _Silent  # an array whose declaration was refused: reported there
-            self.unsupported(target, "assign-to", target=ast.unparse(target))
+            self.st.unsupported(target, "assign-to", target=ast.unparse(target))
         name = v.id
-        sty = self.slices[name]
+        sty = self.st.slices[name]
         if sty.kind.atomic:
-            self.fail(messages.atomic_plain(span, name, "write"))
+            self.st.fail(messages.atomic_plain(span, name, "write"))
         if not sty.kind.output:
-            self.fail(messages.shared_write(span, name, sty.kind.name, "how-write-to"))
+            self.st.fail(messages.shared_write(span, name, sty.kind.name, "how-write-to"))
         index, checked = self.index_of(sty, name, target.slice, disjoint=True, access="written")
         value = self.coerce(value, sty.elem, node, f"an element of `{name}`")
-        site = self.k.site(span, "write", name) if checked else -1
-        return ir.Write(ir.SliceRef(name, sty, self.span(v)), index, value, checked, site, self.span(node))
+        site = self.st.k.site(span, "write", name) if checked else -1
+        return ir.Write(ir.SliceRef(name, sty, self.st.span(v)), index, value, checked, site, self.st.span(node))
 
     # ---- expressions -----------------------------------------------------------------------
     def expr(self, node: ast.expr) -> ir.Expr:
-        return self.visit(node)  # type: ignore[no-any-return]
+        return self.fn.visit(node)  # type: ignore[no-any-return]
 
     def visit_Constant(self, node: ast.Constant) -> ir.Expr:
         v = node.value
-        span = self.span(node)
+        span = self.st.span(node)
         if isinstance(v, bool):
             return ir.Const(v, BOOL, span, weak=True)
         if isinstance(v, int):
             return ir.Const(v, I64, span, weak=True)
         if isinstance(v, float):
             return ir.Const(v, F64, span, weak=True)
-        self.fail(messages.unsupported_literal(span, v))
+        self.st.fail(messages.unsupported_literal(span, v))
 
     def load_name(self, node: ast.Name) -> ir.Expr:
         name = node.id
-        span = self.span(node)
-        if name in self.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
-            return self.local_ref(name, node)
-        if name in self.vars:
-            if isinstance(self.vars[name], RecordTy):  # a record local: its leaves (typer_records.py)
-                return typer_records.load_local(self, name, node)
-            if name in self.__dict__.get("_past_loop", ()):
-                self.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
-            return ir.Local(name, self.vars[name], span)
-        if name in self.slices:
-            return ir.SliceRef(name, self.slices[name], span)
-        if name in self.shared:
-            return self.shared_ref(name, node)
-        if name in self.failed_names:
+        span = self.st.span(node)
+        if name in self.st.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
+            return self.fn.local_values.local_ref(name, node)
+        if name in self.st.vars:
+            if isinstance(self.st.vars[name], RecordTy):  # a record local: its leaves (typer_records.py)
+                return self.fn.records.load_local(name, node)
+            if name in self.st.past_loop:
+                self.st.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
+            return ir.Local(name, self.st.vars[name], span)
+        if name in self.st.slices:
+            return ir.SliceRef(name, self.st.slices[name], span)
+        if name in self.st.shared:
+            return self.fn.shared_mem.shared_ref(name, node)
+        if name in self.st.failed_names:
             raise _Silent
-        if self.is_kernel and name in self.k.consts:
-            return self.py_constant(self.k.consts[name], node)
+        if self.st.is_kernel and name in self.st.k.consts:
+            return self.py_constant(self.st.k.consts[name], node)
         return self.module_value(node)
 
     def module_value(self, node: ast.expr) -> ir.Expr:
@@ -231,57 +230,57 @@ class ExprTyping(_Base):
         root = node
         while isinstance(root, ast.Attribute):
             root = root.value
-        if isinstance(root, ast.Name) and root.id in self.failed_names:
+        if isinstance(root, ast.Name) and root.id in self.st.failed_names:
             raise _Silent  # `t.T` of a local whose assignment was refused: reported there
-        s = self.sym(node)
+        s = self.fn.names.sym(node)
         text = ast.unparse(node)
-        span = self.span(node)
+        span = self.st.span(node)
         if s.kind == "constant":
             if s.scalar is not None:  # a NumPy scalar keeps its type: `SCALE = np.float32(0.5)`
                 return self.cast(ir.Const(s.value, F64 if BY_NAME[s.scalar].is_half else BY_NAME[s.scalar], span), BY_NAME[s.scalar])  # type: ignore[arg-type]
             return self.py_constant(s.value, node)
         if s.kind == "missing":
-            self.type_error(node, "name-undefined", help="assign-before", name=text)
+            self.st.type_error(node, "name-undefined", help="assign-before", name=text)
         if s.kind == "table":
-            self.fail(messages.module_value(span, text, "module-table", name=text))
+            self.st.fail(messages.module_value(span, text, "module-table", name=text))
         if s.kind in ("function", "intrinsic"):
-            self.unsupported(node, "name-as-value", name=text)
+            self.st.unsupported(node, "name-as-value", name=text)
         if "." in s.name and not s.name.startswith(("az.", "thread.", "warp.", "shared.", "math.")):
-            self.fail(messages.module_value(span, text, "module-foreign"))
-        self.fail(messages.module_value(span, text, "module-not-constant"))
+            self.st.fail(messages.module_value(span, text, "module-foreign"))
+        self.st.fail(messages.module_value(span, text, "module-not-constant"))
 
     def py_constant(self, obj: Any, node: ast.AST) -> ir.Expr:
-        span = self.span(node)
+        span = self.st.span(node)
         if isinstance(obj, bool):
             return ir.Const(obj, BOOL, span, weak=True)
         if isinstance(obj, int):
             return ir.Const(int(obj), I64, span, weak=True)
         if isinstance(obj, float):
             return ir.Const(float(obj), F64, span, weak=True)
-        self.unsupported(node, "using-value", help="kernels-read-module-constants", expr=ast.unparse(node))
+        self.st.unsupported(node, "using-value", help="kernels-read-module-constants", expr=ast.unparse(node))
 
     def visit_Name(self, node: ast.Name) -> ir.Expr:
         return self.load_name(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> ir.Expr:
-        if typer_records.rooted(self, node.value):  # a record's field: `p[i].x`, `r.v`
+        if self.fn.records.rooted(node.value):  # a record's field: `p[i].x`, `r.v`
             base = self.expr(node.value)
             if isinstance(base, ir.RecordValue):
-                return typer_records.member(self, base, node)
-        if isinstance(node.value, ast.Name) and node.value.id in self.vars:
+                return self.fn.records.member(base, node)
+        if isinstance(node.value, ast.Name) and node.value.id in self.st.vars:
             base = self.load_name(node.value)
             if isinstance(base.ty, WitnessTy) and base.ty.rank >= 2 and base.ty.tile is None and node.attr in WITNESS_PARTS[base.ty.rank]:
-                return ir.WitnessPart(base, node.attr, I64, self.span(node))
-            self.type_error(node, "no-attribute", ty=base.ty, attr=node.attr)
-        if isinstance(node.value, ast.Name) and node.value.id in self.slices and node.attr == "shape":
-            self.unsupported(node, "shape-value", help="index-m-shape-0")
+                return ir.WitnessPart(base, node.attr, I64, self.st.span(node))
+            self.st.type_error(node, "no-attribute", ty=base.ty, attr=node.attr)
+        if isinstance(node.value, ast.Name) and node.value.id in self.st.slices and node.attr == "shape":
+            self.st.unsupported(node, "shape-value", help="index-m-shape-0")
         return self.module_value(node)
 
     def visit_Subscript(self, node: ast.Subscript) -> ir.Expr:
         return self.subscript(node)
 
     def visit_Tuple(self, node: ast.Tuple) -> ir.Expr:
-        self.unsupported(node, "tuple-value", help="tuples-2d-only")
+        self.st.unsupported(node, "tuple-value", help="tuples-2d-only")
 
     # -- arithmetic --------------------------------------------------------------------------
     def cast(self, e: ir.Expr, ty: ScalarTy) -> ir.Expr:
@@ -317,8 +316,6 @@ class ExprTyping(_Base):
         if ty.is_half:
             out = round_half(f, ty.name) if f == f and abs(f) != float("inf") else f
         elif ty.bits == 32:
-            import struct
-
             try:
                 out = struct.unpack("<f", struct.pack("<f", f))[0]
             except OverflowError:
@@ -327,7 +324,7 @@ class ExprTyping(_Base):
             out = f
         if abs(out) == float("inf") and not (isinstance(v, float) and abs(v) == float("inf")):
             text = repr(v) if not isinstance(v, int) or abs(v) < 10**24 else f"{str(v)[:12]}... ({len(str(abs(v)))} digits)"
-            self.fail(messages.type_error(e.span, "literal-out-of-range", label="out of range", help="literal-out-of-range-help",
+            self.st.fail(messages.type_error(e.span, "literal-out-of-range", label="out of range", help="literal-out-of-range-help",
                                           value=text, ty=ty))
         return out if ty.is_half else f
 
@@ -336,7 +333,7 @@ class ExprTyping(_Base):
         if isinstance(e.ty, WitnessTy) and e.ty.rank == 1:
             return ir.WitnessPart(e, "get", I64, e.span)
         if not isinstance(e.ty, ScalarTy):
-            self.type_error(node, "not-a-number", ty=e.ty)
+            self.st.type_error(node, "not-a-number", ty=e.ty)
         return e
 
     def as_int(self, e: ir.Expr) -> ir.Expr:
@@ -361,12 +358,12 @@ class ExprTyping(_Base):
                 return ta if not (ta.is_bool and not tb.is_bool) else tb
             return promote(ta, tb)
         except PromotionError as exc:
-            self.fail(messages.promotion_error(self.span(node), exc))
+            self.st.fail(messages.promotion_error(self.st.span(node), exc))
 
     def binop(self, op: str, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ir.Expr:
         a = self.numeric(a, node)
         b = self.numeric(b, node)
-        span = self.span(node)
+        span = self.st.span(node)
         if isinstance(a, ir.Const) and isinstance(b, ir.Const) and a.weak and b.weak:
             folded = _fold(op, a.value, b.value)
             if folded is not None:
@@ -381,7 +378,7 @@ class ExprTyping(_Base):
                 ty = F64
             return ir.BinOp(op, self.cast(a, ty), self.cast(b, ty), ty, span)
         if op in ("<<", ">>", "&", "|", "^") and ty.is_float:
-            self.type_error(node, "needs-integer-operands-found", op=op, left=a.ty, right=b.ty)
+            self.st.type_error(node, "needs-integer-operands-found", op=op, left=a.ty, right=b.ty)
         if op in ("<<", ">>"):
             lty = a.ty if not (isinstance(a, ir.Const) and a.weak) else ty
             assert isinstance(lty, ScalarTy)
@@ -397,20 +394,20 @@ class ExprTyping(_Base):
                 for _ in range(int(b.value)):
                     result = base if isinstance(result, ir.Const) else ir.BinOp("*", result, base, ty, span)
                 return result
-            self.unsupported(node, "integer-non-constant-negative", help="math-pow-floats")
+            self.st.unsupported(node, "integer-non-constant-negative", help="math-pow-floats")
         site = -1
         if op in ("//", "%") and ty.is_int:
-            site = self.k.site(span, "divide", "")
+            site = self.st.k.site(span, "divide", "")
         return ir.BinOp(op, self.cast(a, ty), self.cast(b, ty), ty, span, site)
 
     def visit_BinOp(self, node: ast.BinOp) -> ir.Expr:
         op = _BINOPS.get(type(node.op))
         if op is None:
-            self.generic_visit(node.op)
+            self.fn.generic_visit(node.op)
         return self.binop(op, self.expr(node.left), self.expr(node.right), node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ir.Expr:
-        span = self.span(node)
+        span = self.st.span(node)
         if isinstance(node.op, ast.Not):
             inner = self.truth(self.expr(node.operand), node.operand)
             if isinstance(inner, ir.Const):
@@ -431,9 +428,9 @@ class ExprTyping(_Base):
             return ir.UnaryOp("-", self.cast(e, ty), ty, span)
         if isinstance(node.op, ast.Invert):
             if ty.is_float:
-                self.type_error(node, "needs-integer-operand-found", ty=ty)
+                self.st.type_error(node, "needs-integer-operand-found", ty=ty)
             return ir.UnaryOp("~", self.cast(e, ty), ty, span)
-        self.generic_visit(node.op)
+        self.fn.generic_visit(node.op)
 
     def truth(self, e: ir.Expr, node: ast.AST) -> ir.Expr:
         e = self.numeric(e, node)
@@ -447,10 +444,10 @@ class ExprTyping(_Base):
     def visit_BoolOp(self, node: ast.BoolOp) -> ir.Expr:
         op = "and" if isinstance(node.op, ast.And) else "or"
         values = tuple(self.truth(self.expr(v), v) for v in node.values)
-        return ir.BoolOp(op, values, BOOL, self.span(node))
+        return ir.BoolOp(op, values, BOOL, self.st.span(node))
 
     def visit_Compare(self, node: ast.Compare) -> ir.Expr:
-        span = self.span(node)
+        span = self.st.span(node)
         if len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn)):
             c = self.contains(node.left, node.comparators[0], node)
             return c if isinstance(node.ops[0], ast.In) else ir.UnaryOp("not", c, BOOL, span)
@@ -460,7 +457,7 @@ class ExprTyping(_Base):
         for i, op in enumerate(node.ops):
             sym = _CMPOPS.get(type(op))
             if sym is None:
-                self.generic_visit(op)
+                self.fn.generic_visit(op)
             ops.append(sym)
             types.append(self.unify(operands[i], operands[i + 1], node))
         if all(isinstance(o, ir.Const) for o in operands):
@@ -471,34 +468,34 @@ class ExprTyping(_Base):
 
     def contains(self, wnode: ast.expr, snode: ast.expr, node: ast.AST) -> ir.Expr:
         w = self.expr(wnode)
-        if not (isinstance(snode, ast.Name) and snode.id in self.slices):
-            self.unsupported(node, "other-than-witness-slice")
-        sty = self.slices[snode.id]
+        if not (isinstance(snode, ast.Name) and snode.id in self.st.slices):
+            self.st.unsupported(node, "other-than-witness-slice")
+        sty = self.st.slices[snode.id]
         if isinstance(w.ty, WitnessTy) and w.ty.tile is not None and sty.kind.disjoint:
-            self.fail(self.disjoint_error(node, snode.id, sty, "tested"))  # (the checker's code and span)
-        typer_thread_tiles.reject_tile_use(self, w, wnode)
+            self.st.fail(self.disjoint_error(node, snode.id, sty, "tested"))  # (the checker's code and span)
+        self.fn.thread_tiles.reject_tile_use(w, wnode)
         if not isinstance(w.ty, WitnessTy) or w.ty.rank != sty.rank:
             want = f"Index{sty.rank}D"
-            self.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)
-        return ir.Contains(w, ir.SliceRef(snode.id, sty, self.span(snode)), BOOL, self.span(node))
+            self.st.type_error(wnode, "needs-witness-found", name=snode.id, want=want, ty=w.ty)
+        return ir.Contains(w, ir.SliceRef(snode.id, sty, self.st.span(snode)), BOOL, self.st.span(node))
 
     def visit_IfExp(self, node: ast.IfExp) -> ir.Expr:
         cond = self.truth(self.expr(node.test), node.test)
         # each arm is evaluated only where the test says (every backend branches), so the
         # test's facts narrow it as an `if` statement's do: `a[r, k] if 0 <= r < a.shape[0]
         # and ... else 0.0` needs no bounds check (an expression assigns nothing to kill)
-        saved, saved_r = set(self.facts), self.rfacts
+        saved, saved_r = set(self.st.facts), self.st.rfacts
         try:
-            self.facts = saved | self._guard_facts(node.test, negated=False)
-            self.rfacts = saved_r | self.guard_facts(cond, False)
+            self.st.facts = saved | self.fn.stmts.witness_guard_facts(node.test, negated=False)
+            self.st.rfacts = saved_r | self.fn.ranges.guard_facts(cond, False)
             a = self.numeric(self.expr(node.body), node.body)
-            self.facts = saved | self._guard_facts(node.test, negated=True)
-            self.rfacts = saved_r | self.guard_facts(cond, True)
+            self.st.facts = saved | self.fn.stmts.witness_guard_facts(node.test, negated=True)
+            self.st.rfacts = saved_r | self.fn.ranges.guard_facts(cond, True)
             b = self.numeric(self.expr(node.orelse), node.orelse)
         finally:
-            self.facts, self.rfacts = saved, saved_r
+            self.st.facts, self.st.rfacts = saved, saved_r
         ty = self.unify(a, b, node)
-        return ir.IfExp(cond, self.cast(a, ty), self.cast(b, ty), ty, self.span(node))
+        return ir.IfExp(cond, self.cast(a, ty), self.cast(b, ty), ty, self.st.span(node))
 
     def coerce(self, e: ir.Expr, ty: Ty, node: ast.AST, what: str) -> ir.Expr:
         """`e` stored into a location of type `ty` (a local, an element, an argument)."""
@@ -509,15 +506,15 @@ class ExprTyping(_Base):
         if isinstance(ty, ScalarTy) and isinstance(e.ty, ScalarTy):
             if isinstance(e, ir.Const) and e.weak:
                 if ty.is_int and isinstance(e.value, float):
-                    self.type_error(node, "float-literal-stored-into", help="cast-it", what=what, ty=ty)
+                    self.st.type_error(node, "float-literal-stored-into", help="cast-it", what=what, ty=ty)
                 return self.cast(e, ty)
             if implicitly_converts(e.ty, ty):
                 return self.cast(e, ty)
-            self.type_error(
+            self.st.type_error(
                 node,
                 "store-into-type-without",
                 help="convert-explicitly", got=e.ty, what=what, want=ty,
             )
-        self.type_error(node, "expected-found", want=ty, what=what, got=e.ty)
+        self.st.type_error(node, "expected-found", want=ty, what=what, got=e.ty)
 
     # -- calls -------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The typer's records (`@az.record`, language/record_types.py): a record slice's elements
-and fields, record locals and `Rec(...)` values.  Functions of the function compiler `c`
-(typer.py's `_FnCompiler`), as shared_safe.py's are.
+and fields, record locals and `Rec(...)` values.  `RecordTyper` is the typer's
+collaborator for them (`FnTyper.records`, typer_fn.py).
 
 A record value is typed as an `ir.RecordValue`: one expression per scalar leaf.  It is
 spread where it goes, so the typed model holds scalars only:
@@ -17,30 +17,16 @@ spread where it goes, so the typed model holds scalars only:
 from __future__ import annotations
 
 import ast
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir, messages
 from anodize.language.record_types import ArrayFieldTy, RecordTy
 from anodize.language.types import ScalarTy, SliceTy
 
+if TYPE_CHECKING:
+    from anodize.language.typer_fn import FnTyper
+
 __all__ = ["record_slice", "rooted", "load_local", "read_element", "member", "array_element", "construct", "assign_local", "store"]
-
-
-def record_slice(c: Any, name: str) -> RecordTy | None:
-    sty = c.slices.get(name)
-    return sty.elem if isinstance(sty, SliceTy) and isinstance(sty.elem, RecordTy) else None
-
-
-def rooted(c: Any, node: ast.expr) -> bool:
-    """Is `node` (an attribute or subscript chain) a part of a record value: rooted at a
-    record local, an element of a record slice, or a call (`Rec(...).x`)?"""
-    while isinstance(node, (ast.Attribute, ast.Subscript)):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and record_slice(c, node.value.id):
-            return True
-        node = node.value
-    if isinstance(node, ast.Name):
-        return isinstance(c.vars.get(node.id), RecordTy)
-    return isinstance(node, ast.Call) and c.sym(node.func).kind == "record"
 
 
 def _count(ty: Any) -> int:
@@ -53,206 +39,217 @@ def leaf_name(base: str, path: tuple[str, ...]) -> str:
     return base + "." + ".".join(path)
 
 
-def load_local(c: Any, name: str, node: ast.AST) -> ir.RecordValue:
-    rec = c.vars[name]
-    span = c.span(node)
-    return ir.RecordValue(rec, tuple(ir.Local(leaf_name(name, p), t, span) for p, t, _ in rec.leaves()), span)
-
-
-def read_element(c: Any, name: str, node: ast.Subscript) -> ir.RecordValue:
-    """`p[i]` of a record slice: every leaf read at `i` (one bounds check site for all)."""
-    sty = c.slices[name]
-    rec: RecordTy = sty.elem
-    if sty.kind.atomic:
-        c.fail(messages.type_error(c.span(node), "record-atomic", name=name))
-    index, checked = c.index_of(sty, name, node.slice, disjoint=sty.kind.disjoint)
-    span = c.span(node)
-    site = c.k.site(span, "read", name) if checked else -1
-    ref = ir.SliceRef(name, sty, c.span(node.value))
-    return ir.RecordValue(rec, tuple(ir.Read(ref, index, checked, site, t, span, off) for _, t, off in rec.leaves()), span)
-
-
-def member(c: Any, base: ir.RecordValue, node: ast.Attribute) -> ir.Expr:
-    """`r.x` of a record value: the field's leaf, a nested record or an array field's leaves."""
-    rec = base.ty
-    if not isinstance(rec, RecordTy):
-        c.fail(messages.type_error(c.span(node), "record-array-whole", expr=ast.unparse(node.value)))
-    at = 0
-    for f in rec.fields:
-        n = _count(f.ty)
-        if f.name == node.attr:
-            leaves = base.leaves[at : at + n]
-            if isinstance(f.ty, ScalarTy):
-                return leaves[0]
-            return ir.RecordValue(f.ty, leaves, c.span(node))
-        at += n
-    c.fail(messages.type_error(c.span(node), "record-no-field", ty=rec, attr=node.attr, fields=", ".join(f"`{f.name}`" for f in rec.fields)))
-
-
-def _const_index(c: Any, node: ast.expr, n: int, what: str) -> int:
-    k = c.const_value(node)
-    if not isinstance(k, int) or isinstance(k, bool):
-        c.fail(messages.unsupported(c.span(node), "record-array-index", what=what))
-    if not 0 <= k < n:
-        c.fail(messages.type_error(c.span(node), "record-array-bounds", what=what, k=k, n=n))
-    return int(k)
-
-
-def array_element(c: Any, node: ast.Subscript) -> ir.Expr:
-    """`p[i].ids[k]` / `r.ids[k]`: an element of an `az.Array` field, at a constant `k`."""
-    base = c.expr(node.value)
-    if not (isinstance(base, ir.RecordValue) and isinstance(base.ty, ArrayFieldTy)):
-        c.fail(messages.type_error(c.span(node), "record-index-not-array", expr=ast.unparse(node.value), ty=base.ty))
-    return base.leaves[_const_index(c, node.slice, base.ty.n, ast.unparse(node.value))]  # type: ignore[no-any-return]
-
-
-def construct(c: Any, rec: RecordTy, node: ast.Call) -> ir.RecordValue:
-    """`Rec(x=..., v=...)` (or positional, in field order): every field given once; an array
-    field takes a tuple of its elements, a nested record a record value."""
-    given: dict[str, ast.expr] = {}
-    if len(node.args) > len(rec.fields):
-        c.fail(messages.type_error(c.span(node), "record-ctor-arity", name=rec.name, n=len(rec.fields), got=len(node.args)))
-    for f, a in zip(rec.fields, node.args):
-        given[f.name] = a
-    for kw in node.keywords:
-        if kw.arg is None or rec.field(kw.arg) is None:
-            c.fail(messages.type_error(c.span(kw), "record-no-field", ty=rec, attr=kw.arg or "**", fields=", ".join(f"`{f.name}`" for f in rec.fields)))
-        if kw.arg in given:
-            c.fail(messages.type_error(c.span(kw), "record-ctor-twice", name=rec.name, field=kw.arg))
-        given[kw.arg] = kw.value
-    leaves: list[ir.Expr] = []
-    for f in rec.fields:
-        a = given.get(f.name)
-        if a is None:
-            c.fail(messages.type_error(c.span(node), "record-ctor-missing", name=rec.name, field=f.name))
-        leaves.extend(_value_leaves(c, f.ty, a, f"field `{f.name}` of `{rec.name}`"))
-    return ir.RecordValue(rec, tuple(leaves), c.span(node))
-
-
-def _value_leaves(c: Any, ty: Any, node: ast.expr, what: str) -> list[ir.Expr]:
-    """The leaves of a value of `ty` given by `node` (coerced as a store into `ty`)."""
-    if isinstance(ty, ArrayFieldTy):
-        if not isinstance(node, ast.Tuple) or len(node.elts) != ty.n:
-            v = c.expr(node)
-            if isinstance(v, ir.RecordValue) and v.ty == ty:
-                return list(v.leaves)
-            c.fail(messages.type_error(c.span(node), "record-array-value", what=what, ty=ty, n=ty.n))
-        return [c.coerce(c.expr(e), ty.elem, e, what) for e in node.elts]
-    v = c.expr(node)
-    if isinstance(ty, RecordTy):
-        if not (isinstance(v, ir.RecordValue) and v.ty == ty):
-            c.fail(messages.type_error(c.span(node), "expected-found", want=ty, what=what, got=v.ty))
-        return list(v.leaves)
-    if isinstance(v, ir.RecordValue):
-        c.fail(messages.type_error(c.span(node), "expected-found", want=ty, what=what, got=v.ty))
-    return [c.coerce(v, ty, node, what)]
-
-
-def assign_local(c: Any, name: str, value: ir.RecordValue, node: ast.AST) -> list[ir.Stmt]:
-    """`r = <record>`: the record local's leaves assigned (declared on its first binding)."""
-    old = c.vars.get(name)
-    if old is None:
-        if name in c.slices or name in c.shared or name in c.arrays:
-            c.fail(messages.unsupported(c.span(node), "rebinding-slice", name=name))
-        c.vars[name] = value.ty  # the record: its leaves are the locals
-        for p, t, _ in value.ty.leaves():
-            c.vars[leaf_name(name, p)] = c.locals[leaf_name(name, p)] = t
-    elif old != value.ty:
-        c.fail(messages.type_error(c.span(node), "local-retyped", name=name, old=old, ty=value.ty))
-    span = c.span(node)
-    return [ir.Assign(leaf_name(name, p), v, span) for (p, _, _), v in zip(value.ty.leaves(), value.leaves)]
-
-
-def _path(c: Any, node: ast.expr) -> tuple[ast.expr, list[tuple[str, ast.AST]]]:
-    """(root, steps) of a store target: the root a record slice's subscript or a record local's
-    name, each step an attribute (`("attr", node)`) or an array index (`("index", node)`)."""
-    steps: list[tuple[str, ast.AST]] = []
-    while True:
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and record_slice(c, node.value.id):
-            return node, steps[::-1]
-        if isinstance(node, ast.Name) and isinstance(c.vars.get(node.id), RecordTy):
-            return node, steps[::-1]
-        if isinstance(node, ast.Attribute):
-            steps.append(("attr", node))
-            node = node.value
-        elif isinstance(node, ast.Subscript):
-            steps.append(("index", node))
-            node = node.value
-        else:
-            c.fail(messages.unsupported(c.span(node), "assign-to", target=ast.unparse(node)))
-
-
-def _walk(c: Any, rec: RecordTy, steps: list[tuple[str, ast.AST]]) -> tuple[Any, int, int]:
-    """The type at the end of `steps` from `rec`, its byte offset and its first leaf's number."""
-    ty: Any = rec
-    off = leaf = 0
-    for kind, n in steps:
-        if kind == "attr":
-            assert isinstance(n, ast.Attribute)
-            if not isinstance(ty, RecordTy):
-                c.fail(messages.type_error(c.span(n), "record-array-whole", expr=ast.unparse(n.value)))
-            f = ty.field(n.attr)
-            if f is None:
-                c.fail(messages.type_error(c.span(n), "record-no-field", ty=ty, attr=n.attr, fields=", ".join(f"`{x.name}`" for x in ty.fields)))
-            leaf += sum(_count(x.ty) for x in ty.fields[: ty.fields.index(f)])
-            off += f.offset
-            ty = f.ty
-        else:
-            assert isinstance(n, ast.Subscript)
-            if not isinstance(ty, ArrayFieldTy):
-                c.fail(messages.type_error(c.span(n), "record-index-not-array", expr=ast.unparse(n.value), ty=ty))
-            k = _const_index(c, n.slice, ty.n, ast.unparse(n.value))
-            off += k * ty.align
-            leaf += k
-            ty = ty.elem
-    return ty, off, leaf
-
-
-def store(c: Any, target: ast.expr, value_node: ast.expr | None, node: ast.AST, op: str | None = None) -> list[ir.Stmt]:
-    """`out[i] = <record>`, `out[i].x = v`, `out[i].ids[2] = v`, `r.x = v` (and `op=` forms:
-    the current value read first).  A record slice is written only where a scalar output is."""
-    root, steps = _path(c, target)
-    span = c.span(node)
-    if isinstance(root, ast.Name):
-        name = root.id
-        ty, _, leaf = _walk(c, c.vars[name], steps)
-        leaves = c.vars[name].leaves()
-        names = [leaf_name(name, p) for p, _, _ in leaves[leaf : leaf + _count(ty)]]
-        cur: ir.Expr = load_local(c, name, root)
-        for kind, n in steps:
-            cur = member(c, cur, n) if kind == "attr" else cur.leaves[_const_index(c, n.slice, cur.ty.n, "")]  # type: ignore[arg-type, attr-defined]
-        vals = _store_values(c, ty, cur, value_node, node, op, f"`{ast.unparse(target)}`")
-        return [ir.Assign(nm, v, span) for nm, v in zip(names, vals)]
-    assert isinstance(root, ast.Subscript) and isinstance(root.value, ast.Name)
-    name = root.value.id
-    sty = c.slices[name]
-    rec: RecordTy = sty.elem
-    if sty.kind.atomic:
-        c.fail(messages.type_error(c.span(root), "record-atomic", name=name))
-    if not sty.kind.output:
-        c.fail(messages.shared_write(c.span(root), name, sty.kind.name, "how-write-to"))
-    ty, off, _ = _walk(c, rec, steps)
-    index, checked = c.index_of(sty, name, root.slice, disjoint=True, access="written")
-    site = c.k.site(c.span(root), "write", name) if checked else -1
-    ref = ir.SliceRef(name, sty, c.span(root.value))
-    base_leaves = [(t, o) for _, t, o in rec.leaves() if off <= o < off + _size(ty)]
-    cur = None
-    if op is not None:
-        rsite = c.k.site(c.span(root), "read", name) if checked else -1
-        reads = tuple(ir.Read(ref, index, checked, rsite, t, span, o) for t, o in base_leaves)
-        cur = reads[0] if isinstance(ty, ScalarTy) else ir.RecordValue(ty, reads, span)
-    vals = _store_values(c, ty, cur, value_node, node, op, f"`{ast.unparse(target)}`")
-    return [ir.Write(ref, index, v, checked, site, span, o) for (_, o), v in zip(base_leaves, vals)]
-
-
 def _size(ty: Any) -> int:
     return ty.size if isinstance(ty, (RecordTy, ArrayFieldTy)) else ty.info.mem_bits // 8
 
 
-def _store_values(c: Any, ty: Any, cur: ir.Expr | None, value_node: ast.expr | None, node: ast.AST, op: str | None, what: str) -> list[ir.Expr]:
-    assert value_node is not None
-    if op is None:
-        return _value_leaves(c, ty, value_node, what)
-    if not isinstance(ty, ScalarTy) or cur is None:
-        c.fail(messages.type_error(c.span(node), "record-augmented", what=what))
-    return [c.coerce(c.binop(op, cur, c.expr(value_node), node), ty, node, what)]
+class RecordTyper:
+    """Records of one function body (module docstring)."""
+
+    def __init__(self, fn: FnTyper):
+        self.fn = fn
+        self.st = fn.st
+
+    def record_slice(self, name: str) -> RecordTy | None:
+        sty = self.st.slices.get(name)
+        return sty.elem if isinstance(sty, SliceTy) and isinstance(sty.elem, RecordTy) else None
+
+    def rooted(self, node: ast.expr) -> bool:
+        """Is `node` (an attribute or subscript chain) a part of a record value: rooted at a
+        record local, an element of a record slice, or a call (`Rec(...).x`)?"""
+        while isinstance(node, (ast.Attribute, ast.Subscript)):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and self.record_slice(node.value.id):
+                return True
+            node = node.value
+        if isinstance(node, ast.Name):
+            return isinstance(self.st.vars.get(node.id), RecordTy)
+        return isinstance(node, ast.Call) and self.fn.names.sym(node.func).kind == "record"
+
+    def load_local(self, name: str, node: ast.AST) -> ir.RecordValue:
+        rec = self.st.vars[name]
+        span = self.st.span(node)
+        return ir.RecordValue(rec, tuple(ir.Local(leaf_name(name, p), t, span) for p, t, _ in rec.leaves()), span)
+
+    def read_element(self, name: str, node: ast.Subscript) -> ir.RecordValue:
+        """`p[i]` of a record slice: every leaf read at `i` (one bounds check site for all)."""
+        sty = self.st.slices[name]
+        rec: RecordTy = sty.elem
+        if sty.kind.atomic:
+            self.st.fail(messages.type_error(self.st.span(node), "record-atomic", name=name))
+        index, checked = self.fn.exprs.index_of(sty, name, node.slice, disjoint=sty.kind.disjoint)
+        span = self.st.span(node)
+        site = self.st.k.site(span, "read", name) if checked else -1
+        ref = ir.SliceRef(name, sty, self.st.span(node.value))
+        return ir.RecordValue(rec, tuple(ir.Read(ref, index, checked, site, t, span, off) for _, t, off in rec.leaves()), span)
+
+    def member(self, base: ir.RecordValue, node: ast.Attribute) -> ir.Expr:
+        """`r.x` of a record value: the field's leaf, a nested record or an array field's leaves."""
+        rec = base.ty
+        if not isinstance(rec, RecordTy):
+            self.st.fail(messages.type_error(self.st.span(node), "record-array-whole", expr=ast.unparse(node.value)))
+        at = 0
+        for f in rec.fields:
+            n = _count(f.ty)
+            if f.name == node.attr:
+                leaves = base.leaves[at : at + n]
+                if isinstance(f.ty, ScalarTy):
+                    return leaves[0]
+                return ir.RecordValue(f.ty, leaves, self.st.span(node))
+            at += n
+        self.st.fail(messages.type_error(self.st.span(node), "record-no-field", ty=rec, attr=node.attr, fields=", ".join(f"`{f.name}`" for f in rec.fields)))
+
+    def _const_index(self, node: ast.expr, n: int, what: str) -> int:
+        k = self.fn.names.const_value(node)
+        if not isinstance(k, int) or isinstance(k, bool):
+            self.st.fail(messages.unsupported(self.st.span(node), "record-array-index", what=what))
+        if not 0 <= k < n:
+            self.st.fail(messages.type_error(self.st.span(node), "record-array-bounds", what=what, k=k, n=n))
+        return int(k)
+
+    def array_element(self, node: ast.Subscript) -> ir.Expr:
+        """`p[i].ids[k]` / `r.ids[k]`: an element of an `az.Array` field, at a constant `k`."""
+        base = self.fn.expr(node.value)
+        if not (isinstance(base, ir.RecordValue) and isinstance(base.ty, ArrayFieldTy)):
+            self.st.fail(messages.type_error(self.st.span(node), "record-index-not-array", expr=ast.unparse(node.value), ty=base.ty))
+        return base.leaves[self._const_index(node.slice, base.ty.n, ast.unparse(node.value))]  # type: ignore[no-any-return]
+
+    def construct(self, rec: RecordTy, node: ast.Call) -> ir.RecordValue:
+        """`Rec(x=..., v=...)` (or positional, in field order): every field given once; an array
+        field takes a tuple of its elements, a nested record a record value."""
+        given: dict[str, ast.expr] = {}
+        if len(node.args) > len(rec.fields):
+            self.st.fail(messages.type_error(self.st.span(node), "record-ctor-arity", name=rec.name, n=len(rec.fields), got=len(node.args)))
+        for f, a in zip(rec.fields, node.args):
+            given[f.name] = a
+        for kw in node.keywords:
+            if kw.arg is None or rec.field(kw.arg) is None:
+                self.st.fail(messages.type_error(self.st.span(kw), "record-no-field", ty=rec, attr=kw.arg or "**", fields=", ".join(f"`{f.name}`" for f in rec.fields)))
+            if kw.arg in given:
+                self.st.fail(messages.type_error(self.st.span(kw), "record-ctor-twice", name=rec.name, field=kw.arg))
+            given[kw.arg] = kw.value
+        leaves: list[ir.Expr] = []
+        for f in rec.fields:
+            a = given.get(f.name)
+            if a is None:
+                self.st.fail(messages.type_error(self.st.span(node), "record-ctor-missing", name=rec.name, field=f.name))
+            leaves.extend(self._value_leaves(f.ty, a, f"field `{f.name}` of `{rec.name}`"))
+        return ir.RecordValue(rec, tuple(leaves), self.st.span(node))
+
+    def _value_leaves(self, ty: Any, node: ast.expr, what: str) -> list[ir.Expr]:
+        """The leaves of a value of `ty` given by `node` (coerced as a store into `ty`)."""
+        if isinstance(ty, ArrayFieldTy):
+            if not isinstance(node, ast.Tuple) or len(node.elts) != ty.n:
+                v = self.fn.expr(node)
+                if isinstance(v, ir.RecordValue) and v.ty == ty:
+                    return list(v.leaves)
+                self.st.fail(messages.type_error(self.st.span(node), "record-array-value", what=what, ty=ty, n=ty.n))
+            return [self.fn.exprs.coerce(self.fn.expr(e), ty.elem, e, what) for e in node.elts]
+        v = self.fn.expr(node)
+        if isinstance(ty, RecordTy):
+            if not (isinstance(v, ir.RecordValue) and v.ty == ty):
+                self.st.fail(messages.type_error(self.st.span(node), "expected-found", want=ty, what=what, got=v.ty))
+            return list(v.leaves)
+        if isinstance(v, ir.RecordValue):
+            self.st.fail(messages.type_error(self.st.span(node), "expected-found", want=ty, what=what, got=v.ty))
+        return [self.fn.exprs.coerce(v, ty, node, what)]
+
+    def assign_local(self, name: str, value: ir.RecordValue, node: ast.AST) -> list[ir.Stmt]:
+        """`r = <record>`: the record local's leaves assigned (declared on its first binding)."""
+        old = self.st.vars.get(name)
+        if old is None:
+            if name in self.st.slices or name in self.st.shared or name in self.st.arrays:
+                self.st.fail(messages.unsupported(self.st.span(node), "rebinding-slice", name=name))
+            self.st.vars[name] = value.ty  # the record: its leaves are the locals
+            for p, t, _ in value.ty.leaves():
+                self.st.vars[leaf_name(name, p)] = self.st.locals[leaf_name(name, p)] = t
+        elif old != value.ty:
+            self.st.fail(messages.type_error(self.st.span(node), "local-retyped", name=name, old=old, ty=value.ty))
+        span = self.st.span(node)
+        return [ir.Assign(leaf_name(name, p), v, span) for (p, _, _), v in zip(value.ty.leaves(), value.leaves)]
+
+    def _path(self, node: ast.expr) -> tuple[ast.expr, list[tuple[str, ast.AST]]]:
+        """(root, steps) of a store target: the root a record slice's subscript or a record local's
+        name, each step an attribute (`("attr", node)`) or an array index (`("index", node)`)."""
+        steps: list[tuple[str, ast.AST]] = []
+        while True:
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and self.record_slice(node.value.id):
+                return node, steps[::-1]
+            if isinstance(node, ast.Name) and isinstance(self.st.vars.get(node.id), RecordTy):
+                return node, steps[::-1]
+            if isinstance(node, ast.Attribute):
+                steps.append(("attr", node))
+                node = node.value
+            elif isinstance(node, ast.Subscript):
+                steps.append(("index", node))
+                node = node.value
+            else:
+                self.st.fail(messages.unsupported(self.st.span(node), "assign-to", target=ast.unparse(node)))
+
+    def _walk(self, rec: RecordTy, steps: list[tuple[str, ast.AST]]) -> tuple[Any, int, int]:
+        """The type at the end of `steps` from `rec`, its byte offset and its first leaf's number."""
+        ty: Any = rec
+        off = leaf = 0
+        for kind, n in steps:
+            if kind == "attr":
+                assert isinstance(n, ast.Attribute)
+                if not isinstance(ty, RecordTy):
+                    self.st.fail(messages.type_error(self.st.span(n), "record-array-whole", expr=ast.unparse(n.value)))
+                f = ty.field(n.attr)
+                if f is None:
+                    self.st.fail(messages.type_error(self.st.span(n), "record-no-field", ty=ty, attr=n.attr, fields=", ".join(f"`{x.name}`" for x in ty.fields)))
+                leaf += sum(_count(x.ty) for x in ty.fields[: ty.fields.index(f)])
+                off += f.offset
+                ty = f.ty
+            else:
+                assert isinstance(n, ast.Subscript)
+                if not isinstance(ty, ArrayFieldTy):
+                    self.st.fail(messages.type_error(self.st.span(n), "record-index-not-array", expr=ast.unparse(n.value), ty=ty))
+                k = self._const_index(n.slice, ty.n, ast.unparse(n.value))
+                off += k * ty.align
+                leaf += k
+                ty = ty.elem
+        return ty, off, leaf
+
+    def store(self, target: ast.expr, value_node: ast.expr | None, node: ast.AST, op: str | None = None) -> list[ir.Stmt]:
+        """`out[i] = <record>`, `out[i].x = v`, `out[i].ids[2] = v`, `r.x = v` (and `op=` forms:
+        the current value read first).  A record slice is written only where a scalar output is."""
+        root, steps = self._path(target)
+        span = self.st.span(node)
+        if isinstance(root, ast.Name):
+            name = root.id
+            ty, _, leaf = self._walk(self.st.vars[name], steps)
+            leaves = self.st.vars[name].leaves()
+            names = [leaf_name(name, p) for p, _, _ in leaves[leaf : leaf + _count(ty)]]
+            cur: ir.Expr = self.load_local(name, root)
+            for kind, n in steps:
+                cur = self.member(cur, n) if kind == "attr" else cur.leaves[self._const_index(n.slice, cur.ty.n, "")]  # type: ignore[arg-type, attr-defined]
+            vals = self._store_values(ty, cur, value_node, node, op, f"`{ast.unparse(target)}`")
+            return [ir.Assign(nm, v, span) for nm, v in zip(names, vals)]
+        assert isinstance(root, ast.Subscript) and isinstance(root.value, ast.Name)
+        name = root.value.id
+        sty = self.st.slices[name]
+        rec: RecordTy = sty.elem
+        if sty.kind.atomic:
+            self.st.fail(messages.type_error(self.st.span(root), "record-atomic", name=name))
+        if not sty.kind.output:
+            self.st.fail(messages.shared_write(self.st.span(root), name, sty.kind.name, "how-write-to"))
+        ty, off, _ = self._walk(rec, steps)
+        index, checked = self.fn.exprs.index_of(sty, name, root.slice, disjoint=True, access="written")
+        site = self.st.k.site(self.st.span(root), "write", name) if checked else -1
+        ref = ir.SliceRef(name, sty, self.st.span(root.value))
+        base_leaves = [(t, o) for _, t, o in rec.leaves() if off <= o < off + _size(ty)]
+        cur = None
+        if op is not None:
+            rsite = self.st.k.site(self.st.span(root), "read", name) if checked else -1
+            reads = tuple(ir.Read(ref, index, checked, rsite, t, span, o) for t, o in base_leaves)
+            cur = reads[0] if isinstance(ty, ScalarTy) else ir.RecordValue(ty, reads, span)
+        vals = self._store_values(ty, cur, value_node, node, op, f"`{ast.unparse(target)}`")
+        return [ir.Write(ref, index, v, checked, site, span, o) for (_, o), v in zip(base_leaves, vals)]
+
+    def _store_values(self, ty: Any, cur: ir.Expr | None, value_node: ast.expr | None, node: ast.AST, op: str | None, what: str) -> list[ir.Expr]:
+        assert value_node is not None
+        if op is None:
+            return self._value_leaves(ty, value_node, what)
+        if not isinstance(ty, ScalarTy) or cur is None:
+            self.st.fail(messages.type_error(self.st.span(node), "record-augmented", what=what))
+        return [self.fn.exprs.coerce(self.fn.exprs.binop(op, cur, self.fn.expr(value_node), node), ty, node, what)]

@@ -66,10 +66,13 @@ def _modules() -> list[tuple[str, ast.Module]]:
 
 
 def _callee(call: ast.Call) -> tuple[str | None, str]:
-    """(receiver, name): `messages.signature(...)` -> ("messages", "signature")."""
+    """(receiver, name): `messages.signature(...)` -> ("messages", "signature"),
+    `self.st.type_error(...)` -> ("self.st", "type_error") (the typer's state, typer_state.py)."""
     f = call.func
     if isinstance(f, ast.Name):
         return None, f.id
+    if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Attribute) and isinstance(f.value.value, ast.Name) and f.value.value.id == "self":
+        return f"self.{f.value.attr}", f.attr
     if isinstance(f, ast.Attribute):
         return (f.value.id if isinstance(f.value, ast.Name) else "?"), f.attr
     return "?", ""
@@ -87,7 +90,7 @@ def _keyed(call: ast.Call, forwarders: dict[str, Forwarder]) -> tuple[int, str |
         return messages.KEYED[name], "key", None, f"messages.{name}"
     if recv is None and name in EXCEPTIONS:
         return messages.KEYED[name], "key", None, name
-    if recv in (None, "self") and name in forwarders:
+    if recv in (None, "self", "self.st") and name in forwarders:
         fw = forwarders[name]
         return fw.key_pos, fw.key_param, fw.help_pos, name
     return None
@@ -232,8 +235,8 @@ def _check_module(
     rel: str, tree: ast.Module, rep: Report, shared: dict[str, Forwarder] | None = None,
     shared_keys: dict[str, list[str]] | None = None,
 ) -> None:
-    # the module's own forwarders, and `self.<name>` methods a mixin inherits from another
-    # module's class (the typer's `type_error`/`unsupported` in `typer_effects.py`); key
+    # the module's own forwarders, and methods of another module's class (the typer's state's
+    # `self.st.type_error`/`unsupported`, typer_state.py, in `typer_effects.py`); key
     # functions likewise (the rules' shared `divergence_reason` in `checker/rules/base.py`)
     forwarders = {**(shared or {}), **_find_forwarders(tree)}
     key_fns = {**(shared_keys or {}), **_key_functions(tree)}
