@@ -99,11 +99,11 @@ class ForeignKernel(Kernel[Any]):
 
         arch = arch or default_arch()
         key = ("foreign", arch)
-        hit = self._cache.get(key)
+        hit = self.store.compiled.get(key)
         if hit is None:
             entry, code = self._code(arch)
             is_cubin = code.startswith(b"\x7fELF")
-            hit = self._cache[key] = CompiledKernel(
+            hit = self.store.compiled[key] = CompiledKernel(
                 name=self.__name__, entry=entry, params=self.params or (), contract=self.contract,
                 domain=self.contract.domain if self.contract is not None else 1, arch=arch, llvm_ir="",
                 ptx="" if is_cubin else code.decode(), cubin=code if is_cubin else None, abi="foreign",
@@ -115,9 +115,9 @@ class ForeignKernel(Kernel[Any]):
         from anodize.runtime.compile import LoadedKernel
 
         key = ("loaded-foreign", id(device))
-        hit = self._cache.get(key)
+        hit = self.store.loaded.get(key)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
+            return hit
         if device.kind != "cuda":
             from anodize.language.errors import LaunchError
 
@@ -127,7 +127,7 @@ class ForeignKernel(Kernel[Any]):
             )
         compiled = self.compile(str(getattr(device, "arch", "")))
         loaded = LoadedKernel(compiled, device, device.load(compiled), device.faults.register(compiled))  # type: ignore[attr-defined]
-        self._cache[key] = loaded
+        self.store.loaded[key] = loaded
         return loaded
 
     def __repr__(self) -> str:

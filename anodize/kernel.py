@@ -16,6 +16,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from anodize.language.records import dataclass
+from anodize.runtime.kernel_store import KernelStore
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
@@ -116,7 +117,7 @@ class Kernel(Generic[P]):
         self.contract_spec = contract or getattr(fn, "__az_contract__", None)
         self._contract: Contract | None = None
         self._contract_parsed = False
-        self._cache: dict[object, Any] = {}  # runtime-owned: compiled artifacts and launch plans
+        self.store = KernelStore()  # runtime-owned: compiled artifacts and launch plans (runtime/kernel_store.py)
 
     # -- the contract, parsed from source once --------------------------------------------
     @property
@@ -160,11 +161,7 @@ class Kernel(Generic[P]):
         from anodize.language.front import spec_key
 
         ck = ("spec", spec_key(key))
-        specs = self._cache.get("specs")
-        if specs is None:
-            from collections import OrderedDict
-
-            specs = self._cache["specs"] = OrderedDict()
+        specs = self.store.specs
         hit = specs.get(ck)
         if hit is None:
             hit = specs[ck] = self._specialised(tuple(sorted(key + self.options)) if self.options else key)
@@ -191,21 +188,21 @@ class Kernel(Generic[P]):
     _LAUNCHES_MAX = 64  # launch objects remembered per kernel, by config (then forgotten at once)
 
     def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
-        cache = self._cache
-        last = cache.get("last_launcher")
+        store = self.store
+        last = store.last_launcher
         if last is not None and last[0] is config:  # the hot path: the same config object as last time
             return last[1]  # type: ignore[no-any-return]
         # A config built on every launch (`k[LaunchConfig.for_tiles(...)]`) is interned, so it is
         # usually the object of an earlier launch: its launch object (a `Launcher`, or a generic
         # kernel's `GenericLaunch` with its per-dtype/Constant memo) is kept by config.
-        launches = cache.get("launches")
-        if launches is not None:
+        launches = store.launches
+        if launches:
             try:
                 hit = launches.get(config)
             except TypeError:  # unhashable: not a LaunchConfig, which `_launch_for` reports
                 hit = None
             if hit is not None:
-                cache["last_launcher"] = (config, hit)
+                store.last_launcher = (config, hit)
                 return hit  # type: ignore[no-any-return]
         try:
             return self._launch_for(config)
@@ -229,13 +226,12 @@ class Kernel(Generic[P]):
             from anodize.bundle import BundleLaunch, bundle_positions
 
             launcher = BundleLaunch(launcher, bundle_positions(self.fn))
-        cache = self._cache
+        store = self.store
         if isinstance(config, LaunchConfig):
-            launches = cache.get("launches")
-            if launches is None or len(launches) >= self._LAUNCHES_MAX:
-                launches = cache["launches"] = {}
-            launches[config] = launcher
-        cache["last_launcher"] = (config, launcher)
+            if len(store.launches) >= self._LAUNCHES_MAX:
+                store.launches.clear()
+            store.launches[config] = launcher
+        store.last_launcher = (config, launcher)
         return launcher  # type: ignore[no-any-return]
 
     def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
@@ -336,7 +332,7 @@ def launch_contract(
             target._contract_parsed = False
             # everything made under the old contract (launchers, specialisations, artifacts: the
             # codegen trusts the contract) is stale
-            target._cache.clear()
+            target.store.clear()
             return target
         if callable(target):
             target.__az_contract__ = spec

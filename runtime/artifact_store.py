@@ -27,7 +27,7 @@ from anodize.runtime import diskcache
 from anodize.runtime.compile import spec_repr
 
 if TYPE_CHECKING:
-    from anodize.kernel import Kernel
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
 
 def dependency_files(kernel: Kernel) -> list[str]:
