@@ -15,12 +15,14 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from anodize.language.records import dataclass
 from anodize.runtime.kernel_store import KernelStore
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from anodize.language.contract import Contract
+    from anodize.language.contract_schema import LaunchContractArgs
     from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.ops import Op
@@ -41,17 +43,29 @@ _K = TypeVar("_K")
 __all__ = ["kernel", "func", "launch_contract", "tile_kernel", "TileKernel", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
 
 
-@dataclass(frozen=True)
 class ContractSpec:
-    """The raw arguments of `@launch_contract`, before the source-level parse."""
+    """The raw arguments of `@launch_contract`, before the source-level parse: by the contract's
+    field names (language/contract_schema.py `FIELDS`); `spec.requires` reads one (None when
+    not given)."""
 
-    domain: object
-    block: object
-    requires: Callable[..., bool] | None
-    min_compute_capability: object
-    shared_mem: Callable[..., int] | None = None
-    min_blocks_per_sm: object = None
-    outputs: Callable[..., dict[str, Any]] | None = None
+    __slots__ = ("args",)
+
+    def __init__(self, args: dict[str, Any]):
+        self.args = args
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.args.get(name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ContractSpec) and other.args == self.args
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, id(v)) for k, v in self.args.items())))
+
+    def __repr__(self) -> str:
+        return f"ContractSpec({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
 
 
 class Func(Generic[P, R]):
@@ -312,19 +326,13 @@ def func(fn: Callable[P, R]) -> Func[P, R]:
     return Func(fn)
 
 
-def launch_contract(
-    *,
-    domain: int,
-    block: int | tuple[int, int] | tuple[int, int, int] | None = None,
-    requires: Callable[..., bool] | None = None,
-    min_compute_capability: tuple[int, int] | None = None,
-    shared_mem: Callable[..., int] | None = None,
-    min_blocks_per_sm: int | None = None,
-    outputs: Callable[..., dict[str, Any]] | None = None,
-) -> Callable[[_K], _K]:
-    """Declare how a kernel may be launched; stacks above or below `@kernel`.  `outputs=`
-    declares how `kernel[cfg].call(...)` allocates the output parameters (docs/async.md)."""
-    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem, min_blocks_per_sm, outputs)
+def launch_contract(**contract: Unpack[LaunchContractArgs]) -> Callable[[_K], _K]:
+    """Declare how a kernel may be launched; stacks above or below `@kernel`.  The keywords are
+    the contract's fields (language/contract_schema.py: `domain`, `block`, `requires`,
+    `shared_mem`, `min_compute_capability`, `min_blocks_per_sm`, `outputs`), read and validated
+    from the kernel's source (az-contract).  `outputs=` declares how `kernel[cfg].call(...)`
+    allocates the output parameters (docs/async.md)."""
+    spec = ContractSpec(dict(contract))
 
     def apply(target: Any) -> Any:
         if isinstance(target, Kernel):

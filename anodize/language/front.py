@@ -103,7 +103,7 @@ class ModuleFront:
     def contract(self, fdef: ast.FunctionDef) -> tuple[Contract | None, list[Diagnostic]]:
         hit = self._contracts.get(id(fdef))
         if hit is None:
-            from anodize.language.contract_read import read_contract
+            from anodize.language.contract_schema import read_contract
 
             hit = self._contracts[id(fdef)] = read_contract(self, fdef)
         return hit
