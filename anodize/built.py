@@ -109,9 +109,9 @@ class BuiltKernel(Kernel[P]):
 
         arch = arch or default_arch()
         key = ("built", arch)
-        hit = self._cache.get(key)
+        hit = self.store.compiled.get(key)
         if hit is None:
-            hit = self._cache[key] = compiled_from_manifest(self.folder, self.manifest, self.__name__, arch)
+            hit = self.store.compiled[key] = compiled_from_manifest(self.folder, self.manifest, self.__name__, arch)
         return hit
 
     def _load_prebuilt(self, device: Device) -> LoadedKernel:
@@ -120,9 +120,9 @@ class BuiltKernel(Kernel[P]):
         from anodize.runtime.compile import LoadedKernel
 
         key = ("loaded-built", id(device))
-        hit = self._cache.get(key)
+        hit = self.store.loaded.get(key)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
+            return hit
         if device.kind != "cuda":
             from anodize.language.errors import LaunchError
 
@@ -135,7 +135,7 @@ class BuiltKernel(Kernel[P]):
         compiled = self.compile(str(getattr(device, "arch", "")))
         handle = device.load(compiled)  # type: ignore[attr-defined]
         loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled))
-        self._cache[key] = loaded
+        self.store.loaded[key] = loaded
         return loaded
 
     def __repr__(self) -> str:

@@ -99,11 +99,11 @@ class ForeignKernel(Kernel[Any]):
 
         arch = arch or default_arch()
         key = ("foreign", arch)
-        hit = self._cache.get(key)
+        hit = self.store.compiled.get(key)
         if hit is None:
             entry, code = self._code(arch)
             is_cubin = code.startswith(b"\x7fELF")
-            hit = self._cache[key] = CompiledKernel(
+            hit = self.store.compiled[key] = CompiledKernel(
                 name=self.__name__, entry=entry, params=self.params or (), contract=self.contract,
                 domain=self.contract.domain if self.contract is not None else 1, arch=arch, llvm_ir="",
                 ptx="" if is_cubin else code.decode(), cubin=code if is_cubin else None, abi="foreign",
@@ -115,9 +115,9 @@ class ForeignKernel(Kernel[Any]):
         from anodize.runtime.compile import LoadedKernel
 
         key = ("loaded-foreign", id(device))
-        hit = self._cache.get(key)
+        hit = self.store.loaded.get(key)
         if hit is not None:
-            return hit  # type: ignore[no-any-return]
+            return hit
         if device.kind != "cuda":
             from anodize.language.errors import LaunchError
 
@@ -127,7 +127,7 @@ class ForeignKernel(Kernel[Any]):
             )
         compiled = self.compile(str(getattr(device, "arch", "")))
         loaded = LoadedKernel(compiled, device, device.load(compiled), device.faults.register(compiled))  # type: ignore[attr-defined]
-        self._cache[key] = loaded
+        self.store.loaded[key] = loaded
         return loaded
 
     def __repr__(self) -> str:
@@ -227,42 +227,51 @@ def _lambda_node(fn: Callable[..., Any]) -> tuple[ast.Lambda, str]:
 
 
 def _contract(kernel: str, spec: Any, params: tuple[ParamSpec, ...]) -> Contract:
-    """The Contract of a `@launch_contract(...)` applied to a foreign kernel: the `requires` and
-    `shared_mem` lambdas read from their source with the language's own parser."""
+    """The Contract of a `@launch_contract(...)` applied to a foreign kernel, field by field of
+    the contract's schema (language/contract_schema.py `FIELDS`, each by its `live` reading):
+    the `requires` and `shared_mem` lambdas read from their source with the language's own
+    parser.  A field with no live reading (it needs the kernel's source) is refused."""
     from anodize.language.contract import Contract, RequiresSyntaxError, parse_requires, parse_shared_mem
+    from anodize.language.contract_schema import FIELDS
     from anodize.language.errors import ArgumentError
 
     def fail(what: str) -> ArgumentError:
         return ArgumentError(f"foreign kernel `{kernel}`: {what}", help="docs/language.md, Launch contracts, has the forms `requires` takes")
 
-    domain = spec.domain
-    if domain not in (1, 2, 3):
-        raise fail(f"`domain={domain!r}` must be 1, 2 or 3")
-    block = spec.block
-    if isinstance(block, int):
-        block = (block,)
-    if block is not None and not (isinstance(block, tuple) and all(isinstance(b, int) and b > 0 for b in block)):
-        raise fail(f"`block={spec.block!r}` must be a positive int or a tuple of them")
     names = {p.name: p for p in params}
-    req = None
-    if spec.requires is not None:
-        try:
-            lam, text = _lambda_node(spec.requires)
-            req = parse_requires(lam, text)
-        except (OSError, TypeError, SyntaxError, RequiresSyntaxError):
-            raise fail("its `requires` cannot be read: write it as a `lambda` of the kernel's parameters, in a source file") from None
-        for n in req.params:
-            if n not in names:
-                raise fail(f"`requires` names `{n}`, which is not a parameter (the signature has {', '.join(names) or 'none'})")
-    shared = None
-    if spec.shared_mem is not None:
-        try:
-            lam, text = _lambda_node(spec.shared_mem)
-            shared = parse_shared_mem(lam, text)
-        except (OSError, TypeError, SyntaxError, RequiresSyntaxError):
-            raise fail("its `shared_mem` cannot be read: write it as a `lambda` of the kernel's parameters") from None
-    cc = spec.min_compute_capability
-    return Contract(int(domain), block, req, tuple(cc) if cc else None, shared)
+    parsers = {"requires": parse_requires, "shared_mem": parse_shared_mem}
+    values: dict[str, Any] = {}
+    for f in FIELDS:
+        raw = spec.args.get(f.name)
+        if raw is None:
+            values[f.name] = None
+            continue
+        if f.live == "domain":
+            if raw not in (1, 2, 3):
+                raise fail(f"`domain={raw!r}` must be 1, 2 or 3")
+            values[f.name] = int(raw)
+        elif f.live == "block":
+            block = (raw,) if isinstance(raw, int) else raw
+            if not (isinstance(block, tuple) and all(isinstance(b, int) and b > 0 for b in block)):
+                raise fail(f"`block={raw!r}` must be a positive int or a tuple of them")
+            values[f.name] = block
+        elif f.live == "pair":
+            values[f.name] = tuple(raw)
+        elif f.live == "lambda":
+            try:
+                lam, text = _lambda_node(raw)
+                values[f.name] = parsed = parsers[f.name](lam, text)
+            except (OSError, TypeError, SyntaxError, RequiresSyntaxError):
+                raise fail(f"its `{f.name}` cannot be read: write it as a `lambda` of the kernel's parameters, in a source file") from None
+            if f.name == "requires":
+                for n in parsed.params:
+                    if n not in names:
+                        raise fail(f"`requires` names `{n}`, which is not a parameter (the signature has {', '.join(names) or 'none'})")
+        else:
+            raise fail(f"a foreign kernel's contract takes no `{f.name}`: it needs the kernel's source")
+    if values["domain"] is None:
+        raise fail("`domain=None` must be 1, 2 or 3")
+    return Contract(**values)
 
 
 # ---- raw launches (no signature) ------------------------------------------------------------

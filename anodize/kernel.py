@@ -15,11 +15,14 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from anodize.language.records import dataclass
+from anodize.runtime.kernel_store import KernelStore
 from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
 
 if TYPE_CHECKING:
+    from typing import Unpack
+
     from anodize.language.contract import Contract
+    from anodize.language.contract_schema import LaunchContractArgs
     from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.ops import Op
@@ -40,17 +43,29 @@ _K = TypeVar("_K")
 __all__ = ["kernel", "func", "launch_contract", "tile_kernel", "TileKernel", "Kernel", "Func", "Launch", "unsafe", "syncthreads", "threadfence", "ContractSpec"]
 
 
-@dataclass(frozen=True)
 class ContractSpec:
-    """The raw arguments of `@launch_contract`, before the source-level parse."""
+    """The raw arguments of `@launch_contract`, before the source-level parse: by the contract's
+    field names (language/contract_schema.py `FIELDS`); `spec.requires` reads one (None when
+    not given)."""
 
-    domain: object
-    block: object
-    requires: Callable[..., bool] | None
-    min_compute_capability: object
-    shared_mem: Callable[..., int] | None = None
-    min_blocks_per_sm: object = None
-    outputs: Callable[..., dict[str, Any]] | None = None
+    __slots__ = ("args",)
+
+    def __init__(self, args: dict[str, Any]):
+        self.args = args
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return self.args.get(name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ContractSpec) and other.args == self.args
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, id(v)) for k, v in self.args.items())))
+
+    def __repr__(self) -> str:
+        return f"ContractSpec({', '.join(f'{k}={v!r}' for k, v in self.args.items())})"
 
 
 class Func(Generic[P, R]):
@@ -116,7 +131,7 @@ class Kernel(Generic[P]):
         self.contract_spec = contract or getattr(fn, "__az_contract__", None)
         self._contract: Contract | None = None
         self._contract_parsed = False
-        self._cache: dict[object, Any] = {}  # runtime-owned: compiled artifacts and launch plans
+        self.store = KernelStore()  # runtime-owned: compiled artifacts and launch plans (runtime/kernel_store.py)
 
     # -- the contract, parsed from source once --------------------------------------------
     @property
@@ -160,11 +175,7 @@ class Kernel(Generic[P]):
         from anodize.language.front import spec_key
 
         ck = ("spec", spec_key(key))
-        specs = self._cache.get("specs")
-        if specs is None:
-            from collections import OrderedDict
-
-            specs = self._cache["specs"] = OrderedDict()
+        specs = self.store.specs
         hit = specs.get(ck)
         if hit is None:
             hit = specs[ck] = self._specialised(tuple(sorted(key + self.options)) if self.options else key)
@@ -191,21 +202,21 @@ class Kernel(Generic[P]):
     _LAUNCHES_MAX = 64  # launch objects remembered per kernel, by config (then forgotten at once)
 
     def __getitem__(self, config: LaunchConfig[Any]) -> Launch[P]:
-        cache = self._cache
-        last = cache.get("last_launcher")
+        store = self.store
+        last = store.last_launcher
         if last is not None and last[0] is config:  # the hot path: the same config object as last time
             return last[1]  # type: ignore[no-any-return]
         # A config built on every launch (`k[LaunchConfig.for_tiles(...)]`) is interned, so it is
         # usually the object of an earlier launch: its launch object (a `Launcher`, or a generic
         # kernel's `GenericLaunch` with its per-dtype/Constant memo) is kept by config.
-        launches = cache.get("launches")
-        if launches is not None:
+        launches = store.launches
+        if launches:
             try:
                 hit = launches.get(config)
             except TypeError:  # unhashable: not a LaunchConfig, which `_launch_for` reports
                 hit = None
             if hit is not None:
-                cache["last_launcher"] = (config, hit)
+                store.last_launcher = (config, hit)
                 return hit  # type: ignore[no-any-return]
         try:
             return self._launch_for(config)
@@ -229,13 +240,12 @@ class Kernel(Generic[P]):
             from anodize.bundle import BundleLaunch, bundle_positions
 
             launcher = BundleLaunch(launcher, bundle_positions(self.fn))
-        cache = self._cache
+        store = self.store
         if isinstance(config, LaunchConfig):
-            launches = cache.get("launches")
-            if launches is None or len(launches) >= self._LAUNCHES_MAX:
-                launches = cache["launches"] = {}
-            launches[config] = launcher
-        cache["last_launcher"] = (config, launcher)
+            if len(store.launches) >= self._LAUNCHES_MAX:
+                store.launches.clear()
+            store.launches[config] = launcher
+        store.last_launcher = (config, launcher)
         return launcher  # type: ignore[no-any-return]
 
     def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
@@ -316,19 +326,13 @@ def func(fn: Callable[P, R]) -> Func[P, R]:
     return Func(fn)
 
 
-def launch_contract(
-    *,
-    domain: int,
-    block: int | tuple[int, int] | tuple[int, int, int] | None = None,
-    requires: Callable[..., bool] | None = None,
-    min_compute_capability: tuple[int, int] | None = None,
-    shared_mem: Callable[..., int] | None = None,
-    min_blocks_per_sm: int | None = None,
-    outputs: Callable[..., dict[str, Any]] | None = None,
-) -> Callable[[_K], _K]:
-    """Declare how a kernel may be launched; stacks above or below `@kernel`.  `outputs=`
-    declares how `kernel[cfg].call(...)` allocates the output parameters (docs/async.md)."""
-    spec = ContractSpec(domain, block, requires, min_compute_capability, shared_mem, min_blocks_per_sm, outputs)
+def launch_contract(**contract: Unpack[LaunchContractArgs]) -> Callable[[_K], _K]:
+    """Declare how a kernel may be launched; stacks above or below `@kernel`.  The keywords are
+    the contract's fields (language/contract_schema.py: `domain`, `block`, `requires`,
+    `shared_mem`, `min_compute_capability`, `min_blocks_per_sm`, `outputs`), read and validated
+    from the kernel's source (az-contract).  `outputs=` declares how `kernel[cfg].call(...)`
+    allocates the output parameters (docs/async.md)."""
+    spec = ContractSpec(dict(contract))
 
     def apply(target: Any) -> Any:
         if isinstance(target, Kernel):
@@ -336,7 +340,7 @@ def launch_contract(
             target._contract_parsed = False
             # everything made under the old contract (launchers, specialisations, artifacts: the
             # codegen trusts the contract) is stale
-            target._cache.clear()
+            target.store.clear()
             return target
         if callable(target):
             target.__az_contract__ = spec

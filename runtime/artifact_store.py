@@ -20,14 +20,14 @@ import types
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from anodize.language.contract import BinOp, Const, Contract, Expr, Len, Neg, Param, Relation, Requires, Shape, SharedMem
+from anodize.language.contract_schema import codegen_view, decode_contract, encode_contract
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
 from anodize.runtime import diskcache
 from anodize.runtime.compile import spec_repr
 
 if TYPE_CHECKING:
-    from anodize.kernel import Kernel
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
 
 def dependency_files(kernel: Kernel) -> list[str]:
@@ -185,7 +185,7 @@ def save(inputs: dict[str, Any], ck: CompiledKernel) -> None:
         "compile_seconds": ck.compile_seconds,
         "source_path": ck.source_path,
         "source_line": ck.source_line,
-        "contract": _contract_json(ck.contract),
+        "contract": encode_contract(ck.contract),
     }
     files = {"kernel.ptx": ck.ptx.encode("utf-8", "surrogatepass"), "kernel.ll": ck.llvm_ir.encode("utf-8", "surrogatepass")}
     if ck.cubin:
@@ -211,9 +211,9 @@ def load(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
         ptx = files["kernel.ptx"].decode()
         if not meta["name"] == meta["entry"] == kernel.__name__ or f".entry {kernel.__name__}(" not in ptx:
             raise ValueError("the entry is another kernel's")
-        contract = kernel.contract
-        if _contract_from_json(meta["contract"]) != contract:
-            raise ValueError("the entry's contract is not the source's")
+        contract = kernel.contract  # the contract a launch checks is always the source's
+        if codegen_view(decode_contract(meta["contract"])) != codegen_view(contract):
+            raise ValueError("the entry was compiled under another contract")
         return CompiledKernel(
             name=str(meta["name"]),
             entry=str(meta["entry"]),
@@ -240,73 +240,3 @@ def load(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
         diskcache.evict(key)
         return None
-
-
-# ---- the contract as JSON (no pickle): the `requires` tree node by node --------------------------
-
-
-def _contract_json(c: Contract | None) -> Any:
-    if c is None:
-        return None
-    req = c.requires
-    return {
-        "domain": c.domain,
-        "block": list(c.block) if c.block is not None else None,
-        "min_compute_capability": list(c.min_compute_capability) if c.min_compute_capability else None,
-        "requires": None
-        if req is None
-        else {
-            "params": list(req.params),
-            "source": req.source,
-            "relations": [[r.op, _expr_json(r.left), _expr_json(r.right), r.source] for r in req.relations],
-        },
-        "shared_mem": None
-        if c.shared_mem is None
-        else {"params": list(c.shared_mem.params), "expr": _expr_json(c.shared_mem.expr), "source": c.shared_mem.source},
-    }
-
-
-def _expr_json(e: Expr) -> Any:
-    if isinstance(e, Len):
-        return ["len", e.param]
-    if isinstance(e, Shape):
-        return ["shape", e.param, e.axis]
-    if isinstance(e, Param):
-        return ["param", e.name]
-    if isinstance(e, Const):
-        return ["const", e.value]
-    if isinstance(e, Neg):
-        return ["neg", _expr_json(e.operand)]
-    return ["binop", e.op, _expr_json(e.left), _expr_json(e.right)]
-
-
-def _contract_from_json(d: Any) -> Contract | None:
-    if d is None:
-        return None
-    r = d["requires"]
-    req = None
-    if r is not None:
-        rels = tuple(Relation(op, _expr_from_json(left), _expr_from_json(right), src) for op, left, right, src in r["relations"])
-        req = Requires(tuple(r["params"]), rels, r["source"])
-    block = tuple(int(b) for b in d["block"]) if d["block"] is not None else None
-    cc = d["min_compute_capability"]
-    sm = d.get("shared_mem")
-    shared = SharedMem(tuple(sm["params"]), _expr_from_json(sm["expr"]), sm["source"]) if sm else None
-    return Contract(int(d["domain"]), block, req, (int(cc[0]), int(cc[1])) if cc else None, shared)
-
-
-def _expr_from_json(e: Any) -> Expr:
-    tag = e[0]
-    if tag == "len":
-        return Len(str(e[1]))
-    if tag == "shape":
-        return Shape(str(e[1]), int(e[2]))
-    if tag == "param":
-        return Param(str(e[1]))
-    if tag == "const":
-        return Const(int(e[1]))
-    if tag == "neg":
-        return Neg(_expr_from_json(e[1]))
-    if tag == "binop" and e[1] in ("+", "-", "*", "//"):
-        return BinOp(e[1], _expr_from_json(e[2]), _expr_from_json(e[3]))
-    raise ValueError(f"unknown `requires` node {tag!r} in a cache entry")

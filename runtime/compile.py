@@ -8,8 +8,8 @@ gets an artifact, and the checker's error is what the caller sees.  The checker
 hands back the kernel's typed model (the one typing of the module's one front,
 `anodize/language/front.py`), and codegen lowers exactly that.
 
-The artifact cache lives on the Kernel object (`_cache`) and is keyed by the
-kernel's source hash, the target and the options, so an edited and re-decorated
+The artifact cache lives on the kernel object (its `KernelStore`, runtime/kernel_store.py) and is
+keyed by the kernel's source hash, the target and the options, so an edited and re-decorated
 kernel compiles again while a repeated launch does not.
 """
 
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from anodize.codegen.artifact import CompiledKernel
 
 if TYPE_CHECKING:
-    from anodize.kernel import Kernel
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
     from anodize.runtime.device import Device
 
 __all__ = ["compile_for_gpu", "compile_for_cpu", "compile_for_device", "LoadedKernel", "default_arch", "overlap_enabled"]
@@ -43,8 +43,8 @@ class LoadedKernel:
 def source_hash(kernel: Kernel) -> str:
     """SHA-256 of the kernel's module source (its helpers and tables live there too), its
     qualified name and first line (two kernels of one name are two kernels)."""
-    cached = kernel._cache.get("source_hash")
-    if isinstance(cached, str):
+    cached = kernel.store.source_hash
+    if cached is not None:
         return cached
     from anodize.language.front import module_source
 
@@ -52,7 +52,7 @@ def source_hash(kernel: Kernel) -> str:
     line = getattr(kernel.fn.__code__, "co_firstlineno", 0)
     spec = spec_repr(kernel)
     digest = hashlib.sha256(f"{kernel.__qualname__}\0{line}\0{spec!r}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
-    kernel._cache["source_hash"] = digest
+    kernel.store.source_hash = digest
     return digest
 
 
@@ -69,12 +69,12 @@ def spec_repr(kernel: Kernel) -> str:
 
 def _enforce(kernel: Kernel) -> None:
     """The gate: the checker's rules and the typing of the kernel pass, or CheckError."""
-    if kernel._cache.get("checked") == source_hash(kernel):
+    if kernel.store.checked == source_hash(kernel):
         return
     from anodize.checker.api import enforce_kernel
 
     enforce_kernel(kernel)
-    kernel._cache["checked"] = source_hash(kernel)
+    kernel.store.checked = source_hash(kernel)
 
 
 def _codegen_gpu(kernel: Kernel, arch: str, *, bounds_checks: bool, line_info: bool, opt: int) -> CompiledKernel:
@@ -117,8 +117,8 @@ def compile_for_gpu(
     # (and `ANODIZE_TC_GEMM`): part of the key, as the code differs
     engine = tc_gemm_engine(arch) if getattr(kernel, "num_warps", None) is not None else ""
     key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt), engine)
-    hit = kernel._cache.get(key)
-    if isinstance(hit, CompiledKernel):
+    hit = kernel.store.compiled.get(key)
+    if hit is not None:
         return hit
     # The persistent cache: a hit is an artifact that passed the checker and codegen
     # for exactly these sources, target, options and toolchain.
@@ -130,11 +130,11 @@ def compile_for_gpu(
         inputs = artifact_store.cache_inputs(kernel, arch, options)
         loaded = artifact_store.load(inputs, kernel)
         if loaded is not None:
-            kernel._cache[key] = loaded
+            kernel.store.compiled[key] = loaded
             return loaded
     _preload_llvm()
     compiled = _checked_codegen_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
-    kernel._cache[key] = compiled
+    kernel.store.compiled[key] = compiled
     if inputs is not None:
         artifact_store.save(inputs, compiled)
     return compiled
@@ -178,7 +178,7 @@ def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledK
     checker's CheckError is what the caller sees, the same one as without the overlap; when
     codegen fails, the checker runs first too and its error, if it has one, is the one raised.
     `ANODIZE_COMPILE_OVERLAP=0` runs the checker before codegen instead (docs/performance.md)."""
-    if kernel._cache.get("checked") == source_hash(kernel) or not overlap_enabled():
+    if kernel.store.checked == source_hash(kernel) or not overlap_enabled():
         _enforce(kernel)
         return _codegen_gpu(kernel, arch, **options)
     from anodize.codegen.driver import start_gpu
@@ -201,12 +201,12 @@ def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKe
     from anodize.codegen.cpu.backend import cpu_isa
 
     key = ("cpu", source_hash(kernel), bool(bounds_checks), cpu_isa())
-    hit = kernel._cache.get(key)
-    if isinstance(hit, CompiledKernel):
+    hit = kernel.store.compiled.get(key)
+    if hit is not None:
         return hit
     _enforce(kernel)
     compiled = _codegen_cpu(kernel, bounds_checks=bounds_checks)
-    kernel._cache[key] = compiled
+    kernel.store.compiled[key] = compiled
     return compiled
 
 
@@ -240,8 +240,8 @@ def compile_for_device(
 
         engine = tc_gemm_engine(str(getattr(device, "arch", "")))
     key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt), engine)
-    hit = kernel._cache.get(key)
-    if isinstance(hit, LoadedKernel):
+    hit = kernel.store.loaded.get(key)
+    if hit is not None:
         return hit
     if device.kind == "debug":  # the debug device: the checked typed IR, interpreted (no LLVM)
         compiled = compile_for_debug(kernel)
@@ -257,5 +257,5 @@ def compile_for_device(
         )
         handle = device.load(compiled)  # type: ignore[attr-defined]
     loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled))
-    kernel._cache[key] = loaded
+    kernel.store.loaded[key] = loaded
     return loaded

@@ -18,7 +18,7 @@ from anodize.language.errors import USER_ERRORS, ArgumentError
 from anodize.language.vocab import SCALARS
 
 if TYPE_CHECKING:
-    from anodize.kernel import Kernel
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
     from anodize.runtime.config import LaunchConfig
 
 __all__ = ["GenericSignature", "generic_signature", "specialise", "bind_arguments", "GenericLaunch"]

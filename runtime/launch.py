@@ -48,7 +48,7 @@ from anodize.runtime.launch_fast import _BUF, _NUMPY, _OTHER, _SCALAR, _foreign_
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import ParamSpec
-    from anodize.kernel import Kernel
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
     from anodize.runtime.device import Device
 
 __all__ = ["prepare", "Launcher"]
@@ -60,9 +60,7 @@ def prepare(kernel: Kernel, config: LaunchConfig, safe: bool) -> Launcher:
             f"kernel `{kernel.__name__}` must be launched with an az.LaunchConfig, got {config!r}",
             help="use `kernel[az.LaunchConfig.for_num_elems(n)](...)` or `az.LaunchConfig(grid, block)`",
         )
-    launchers = kernel._cache.get("launchers")
-    if launchers is None:
-        launchers = kernel._cache["launchers"] = {}
+    launchers = kernel.store.launchers
     key = (config, safe)
     hit = launchers.get(key)
     if hit is not None:

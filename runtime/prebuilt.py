@@ -24,6 +24,7 @@ from typing import Any
 from anodize.codegen.artifact import CompiledKernel, Resources
 from anodize.language.ir import FaultSite, ParamSpec
 from anodize.language.contract import Contract
+from anodize.language.contract_schema import decode_contract, encode_contract
 from anodize.language.errors import LaunchError
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 
@@ -46,15 +47,11 @@ def params_from_json(rows: list[list[Any]]) -> tuple[ParamSpec, ...]:
 
 
 def contract_json(c: Contract | None) -> Any:
-    from anodize.runtime.artifact_store import _contract_json
-
-    return _contract_json(c)
+    return encode_contract(c)
 
 
 def contract_from_json(d: Any) -> Contract | None:
-    from anodize.runtime.artifact_store import _contract_from_json
-
-    return _contract_from_json(d)
+    return decode_contract(d)
 
 
 def target_json(ck: CompiledKernel, files: dict[str, str]) -> dict[str, Any]:

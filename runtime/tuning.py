@@ -31,15 +31,14 @@ import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from anodize.language.errors import USER_ERRORS, ArgumentError, CheckError
 from anodize.runtime.tune_config import Config
 from anodize.language.tile_vocab import NUM_STAGES_CHOICES, NUM_WARPS_CHOICES, OPTION_NUM_STAGES, OPTION_NUM_WARPS
 
 if TYPE_CHECKING:
-    from anodize.autotuning import Autotuned
-    from anodize.kernel import Kernel
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
 __all__ = ["TuneRecord", "TuneReport", "Tuner"]
 
@@ -88,12 +87,28 @@ def _first_line(e: BaseException) -> str:
     return text[0] if text else type(e).__name__
 
 
+class TunedKernel(Protocol):
+    """What a `Tuner` reads of the autotuned kernel it serves (anodize/autotuning.py `Autotuned`,
+    the facade's, implements it: the runtime does not import the facade)."""
+
+    kernel: Kernel
+    configs: tuple[Config, ...]
+    key: tuple[str, ...]
+    prune_configs_by: Any
+    restore: bool
+    rounds: int
+    inputs: Callable[..., Any] | None
+    seed: str | None
+    cache: bool
+    __name__: str
+
+
 class Tuner:
     """The state of one autotuned kernel: its variants, the chosen configuration per key, reports."""
 
     timed_on_cpu = False  # tests: time on the CPU backend too (wall clock), to exercise the choice
 
-    def __init__(self, at: Autotuned[Any]):
+    def __init__(self, at: TunedKernel):
         self.at = at
         base = at.kernel
         self.base = base
@@ -121,7 +136,7 @@ class Tuner:
         self.strip: Callable[[tuple[Any, ...]], tuple[Any, ...]] = (
             (lambda a: a) if len(kept) == len(self.launch_params) else (lambda a: tuple(a[i] for i in kept)))
         self.static: dict[Config, str] = {c: self.static_problem(c) for c in at.configs}
-        self._variants: dict[tuple[Any, ...], Kernel[Any]] = {}
+        self._variants: dict[tuple[Any, ...], Kernel] = {}
         self.best: dict[tuple[Any, ...], Config] = {}
         self.reports: dict[tuple[Any, ...], TuneReport] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
@@ -158,7 +173,7 @@ class Tuner:
                 return f"the contract fixes block={fixed}; this configuration asks for block={c.block}"
         return ""
 
-    def variant(self, c: Config) -> Kernel[Any]:
+    def variant(self, c: Config) -> Kernel:
         """The kernel a configuration launches: the base kernel with the configuration's compile
         options (its Constants stay parameters, bound at launch)."""
         options: list[tuple[str, Any]] = []
@@ -171,11 +186,11 @@ class Tuner:
         if hit is not None:
             return hit
         base = self.base
-        v: Kernel[Any] = base if not options else base.with_options(vk, num_warps=c.num_warps)
+        v: Kernel = base if not options else base.with_options(vk, num_warps=c.num_warps)
         self._variants[vk] = v
         return v
 
-    def _specialised(self, c: Config, args: tuple[Any, ...]) -> tuple[Kernel[Any], tuple[Any, ...]]:
+    def _specialised(self, c: Config, args: tuple[Any, ...]) -> tuple[Kernel, tuple[Any, ...]]:
         """The specialised kernel `c` runs for `args` (the launch's, Constants omitted)."""
         v = self.variant(c)
         if v.generic is None:

@@ -1,7 +1,7 @@
 """The cached load stays light: a warm disk-cache hit in a fresh interpreter imports neither the
 checker's engine, the codegen, llvmlite's binding nor cuda.bindings, and the contract it
 launches with is the one the source parse gives (the contract is always read from the source,
-`anodize.language.contract_read`; the entry's copy only confirms it: issue 34)."""
+`anodize.language.contract_schema`; the entry's copy only confirms it: issue 34)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from anodize.language.contract import parse_requires
+from anodize.language.contract_schema import _expr_from_json, decode_contract, encode_contract
 from anodize.runtime import artifact_store
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,12 +69,12 @@ def test_contract_round_trips_through_json(source: str) -> None:
         Contract(2, (16, 16), parse_requires(lam, source)),
         Contract(1, None, None),
     ):
-        text = json.dumps(artifact_store._contract_json(contract))
-        assert artifact_store._contract_from_json(json.loads(text)) == contract
-    assert artifact_store._contract_from_json(None) is None
+        text = json.dumps(encode_contract(contract))
+        assert decode_contract(json.loads(text)) == contract
+    assert decode_contract(None) is None
 
 
 def test_unknown_requires_node_is_rejected() -> None:
     """`load` turns this ValueError into a miss (the entry is evicted and rebuilt)."""
     with pytest.raises(ValueError):
-        artifact_store._expr_from_json(["call", "os.system"])
+        _expr_from_json(["call", "os.system"])

@@ -431,7 +431,7 @@ HELPS: dict[str, str] = {
     "convert-it-and-back": "convert it: `{wide}(...)`, and back after",
     "atomic-keywords-only": "only the atomic methods take keywords (`scope=`, `order=`)",
     "statement-call-own": "call `{call}(...)` as a statement of its own",
-    "domain-block-requires-min": "use `domain`, `block`, `requires`, `shared_mem`, `min_compute_capability`, `min_blocks_per_sm` or `outputs`",
+    "use-contract-fields": "use {fields}",  # the contract's fields (language/contract_schema.py FIELDS)
     "outputs-example": "write `outputs=lambda a, b: {{\"c\": ((len(a),), f32)}}`: each output parameter's shape (lengths in the `requires` grammar) and element type",
     "shared-mem-example": "write `shared_mem=lambda block: block * 4` (bytes; `block` is the block's thread count)",
     "cast-spelling": "write `cast(T, x)` (from `typing`) or `f32(x)`",

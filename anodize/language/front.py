@@ -32,7 +32,7 @@ from typing import Any
 
 from anodize.language import messages
 from anodize.language.contract import Contract
-from anodize.language.contract_read import read_contract
+from anodize.language.contract_schema import read_contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.names import Names, first_line
 from anodize.language.param_annotations import typevars_of

@@ -8,7 +8,7 @@ from the decorator list (`@launch_contract` stacks in either order).
 from __future__ import annotations
 
 import ast
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from mypy.nodes import CallExpr, Decorator, Expression, IntExpr, LambdaExpr, RefExpr, TupleExpr, UnaryExpr
@@ -16,6 +16,7 @@ from mypy.plugin import CheckerPluginInterface, FunctionContext, MethodSigContex
 from mypy.types import FunctionLike, Instance, Type, UnionType, get_proper_type
 
 from anodize.language.contract import RequiresSyntaxError, parse_requires
+from anodize.language import contract_schema
 from anodize.language.front import front_for_source
 from anodize.language.vocab import SCALARS
 
@@ -85,12 +86,8 @@ def contract_of(dec: Decorator, path: str, known: Mapping[tuple[int, int], str |
     for d in dec.original_decorators or dec.decorators:
         if isinstance(d, CallExpr) and decorator_fullname(d) == CONTRACT_FULLNAME:
             kw = {name: arg for name, arg in zip(d.arg_names, d.args, strict=True) if name}
-            requires = kw.get("requires")
-            return {
-                "domain": int_value(kw.get("domain")),
-                "block": block_value(kw.get("block")),
-                "requires": requires_text(requires, path, known) if isinstance(requires, LambdaExpr) else None,
-            }
+            # the fields a launch site checks, by their schema's `mypy` reading (language/contract_schema.py)
+            return {f.name: _READINGS[f.mypy](kw.get(f.name), path, known) for f in contract_schema.FIELDS if f.mypy is not None}
     return None
 
 
@@ -111,6 +108,17 @@ def block_value(e: Expression | None) -> list[int] | None:
         if all(v is not None for v in vals):
             return [v for v in vals if v is not None]
     return None
+
+
+def _requires_value(e: Expression | None, path: str, known: Mapping[tuple[int, int], str | None] | None) -> str | None:
+    return requires_text(e, path, known) if isinstance(e, LambdaExpr) else None
+
+
+_READINGS: dict[str, Callable[[Expression | None, str, Mapping[tuple[int, int], str | None] | None], Any]] = {
+    "int": lambda e, path, known: int_value(e),
+    "block": lambda e, path, known: block_value(e),
+    "requires": _requires_value,
+}
 
 
 def requires_text(lam: LambdaExpr, path: str, known: Mapping[tuple[int, int], str | None] | None = None) -> str | None:

@@ -38,7 +38,7 @@ def gpu() -> Iterator[Device]:
 
     for v in vars(aop_kernels).values():
         if isinstance(v, Kernel):
-            v._cache.clear()
+            v.store.clear()
     yield _drain(device(0))
 
 

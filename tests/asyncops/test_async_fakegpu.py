@@ -26,10 +26,10 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fa
 
     kernels = [v for v in vars(aop_kernels).values() if isinstance(v, Kernel)]
     for k in kernels:
-        k._cache.clear()
+        k.store.clear()
     yield fakecuda.install(monkeypatch)
     for k in kernels:
-        k._cache.clear()
+        k.store.clear()
     assert inflight.in_flight() == 0
 
 
@@ -137,7 +137,7 @@ def test_async_pipeline_example_on_cuda_lanes(
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     monkeypatch.setattr(mod.az, "device", lambda *a: dev)
-    mod.transform._cache.clear()
+    mod.transform.store.clear()
     out = mod.main(n=5000, chunks=4, lanes=3, iters=3)
     assert out.shape == (5000,)  # main() itself compares with NumPy
     # 4 chunks x (warm-up, serial, 2 pipelined runs): every chunk uploads and launches each time

@@ -119,7 +119,7 @@ def test_every_collective_test_at_every_vector_level(isa: str, dtype: type) -> N
     def forget() -> None:  # the kernels' launch objects and specialisations, of another level
         for k in vars(K).values():
             if isinstance(k, Kernel):
-                k._cache.clear()
+                k.store.clear()
 
     forget()
     try:

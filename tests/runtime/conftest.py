@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib.util
 import sys
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -29,29 +30,29 @@ def _kernels() -> list[Kernel]:
 
 def _reset_kernels() -> None:
     for k in _kernels():
-        k._cache.clear()
+        k.store.clear()
 
 
 # The real codegen's artifacts of rt_kernels, kept across the `cpu-real` tests (a test-only
 # speedup: each kernel is checked and compiled once per session, not once per test).  Only
 # the artifacts and the checker's verdict travel; launchers, plans and loaded kernels are
 # made fresh in every test, as before.
-_REAL_ARTIFACTS: dict[int, dict[object, object]] = {}
+_REAL_ARTIFACTS: dict[int, tuple[dict[tuple[object, ...], Any], str | None, str | None]] = {}
 
 
 def _restore_real_artifacts() -> None:
     for k in _kernels():
-        k._cache.update(_REAL_ARTIFACTS.get(id(k), {}))
+        kept = _REAL_ARTIFACTS.get(id(k))
+        if kept is not None:
+            k.store.compiled.update(kept[0])
+            k.store.checked, k.store.source_hash = kept[1], kept[2]
 
 
 def _keep_real_artifacts() -> None:
-    from anodize.codegen.artifact import CompiledKernel
-
     for k in _kernels():
-        kept = _REAL_ARTIFACTS.setdefault(id(k), {})
-        for key, value in k._cache.items():
-            if isinstance(value, CompiledKernel) or key in ("checked", "source_hash"):
-                kept[key] = value
+        compiled, checked, digest = _REAL_ARTIFACTS.get(id(k), ({}, None, None))
+        compiled.update(k.store.compiled)
+        _REAL_ARTIFACTS[id(k)] = (compiled, k.store.checked or checked, k.store.source_hash or digest)
 
 
 def real_codegen_present() -> bool:

@@ -118,7 +118,7 @@ def test_loader_without_llvmlite_or_source_keeps_every_check(built: Path) -> Non
             x = cpu.to_device(np.ones(n, np.float32))
             refused(az.LaunchError, lambda: K.vecadd[cfg](x, x, cpu.empty(n, az.f32)), "no code for")
             # a fault recorded by the kernel surfaces at the next synchronisation, located in its source
-            loaded = K.vecadd._cache[("loaded-built", id(dev))]
+            loaded = K.vecadd.store.loaded[("loaded-built", id(dev))]
             rec = (ctypes.c_uint32 * 2).from_address(loaded.fault_address)
             rec[0] = 1
             dev.faults.dirty = True

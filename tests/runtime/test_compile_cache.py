@@ -101,7 +101,7 @@ def test_real_checker_gates_the_launch(cpu: Device, monkeypatch: pytest.MonkeyPa
     reached: list[str] = []
     real = rt_compile._codegen_cpu
     monkeypatch.setattr(rt_compile, "_codegen_cpu", lambda k, **kw: reached.append(k.__name__) or real(k, **kw))
-    writes_input._cache.clear()
+    writes_input.store.clear()
     a, c = cpu.to_device(np.ones(8, np.float32)), cpu.empty(8, az.f32)
     with pytest.raises(CheckError) as e:
         writes_input[az.LaunchConfig.for_num_elems(8)](a, c)
@@ -116,11 +116,11 @@ def test_real_compile_for_gpu_without_a_gpu() -> None:
         pytest.skip("needs anodize.codegen.driver and anodize.checker.api")
     from rt_bad_kernels import writes_input
 
-    vecadd._cache.clear()
+    vecadd.store.clear()
     ck = vecadd.compile("sm_90")
     assert ck.arch == "sm_90" and ".entry" in ck.ptx and ck.params[2].is_output
     assert vecadd.compile("sm_90") is ck
-    writes_input._cache.clear()
+    writes_input.store.clear()
     with pytest.raises(CheckError, match="az-shared-write"):
         writes_input.compile("sm_90")
-    vecadd._cache.clear()
+    vecadd.store.clear()

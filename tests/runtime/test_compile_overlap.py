@@ -24,10 +24,10 @@ def _fresh(monkeypatch: pytest.MonkeyPatch) -> Any:
     monkeypatch.setenv("ANODIZE_CACHE", "off")
     monkeypatch.delenv("ANODIZE_COMPILE_OVERLAP", raising=False)
     for k in (vecadd, racy_sum):
-        k._cache.clear()
+        k.store.clear()
     yield
     for k in (vecadd, racy_sum):
-        k._cache.clear()
+        k.store.clear()
 
 
 class FakeJob:
@@ -72,7 +72,7 @@ def _check_error() -> CheckError:
 
 
 def _no_artifact(kernel: Any) -> bool:
-    return not any(isinstance(v, (rc.CompiledKernel, rc.LoadedKernel)) for v in kernel._cache.values()) and "checked" not in kernel._cache
+    return not kernel.store.compiled and not kernel.store.loaded and kernel.store.checked is None
 
 
 def test_the_overlap_is_the_default_where_ptxas_is(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -120,7 +120,7 @@ def test_the_overlap_raises_the_same_error_as_checking_first(fake_ptxas: type[Fa
     with pytest.raises(CheckError) as overlapped:
         rc.compile_for_gpu(racy_sum, "sm_90")
     assert fake_ptxas.made, "the overlap did not run"
-    racy_sum._cache.clear()
+    racy_sum.store.clear()
     monkeypatch.setenv("ANODIZE_COMPILE_OVERLAP", "0")
     fake_ptxas.made.clear()
     with pytest.raises(CheckError) as first:
@@ -250,7 +250,7 @@ def test_a_passing_kernel_is_cached_once_the_checker_passed(fake_ptxas: type[Fak
     monkeypatch.setenv("ANODIZE_CACHE", "on")
     monkeypatch.setenv("ANODIZE_CACHE_DIR", str(tmp_path / "cache"))
     first = rc.compile_for_gpu(vecadd, "sm_90")
-    assert rc.compile_for_gpu(vecadd, "sm_90") is first and vecadd._cache.get("checked")
+    assert rc.compile_for_gpu(vecadd, "sm_90") is first and vecadd.store.checked
     assert len(fake_ptxas.made) == 1 and diskcache.info()["entries"] == 1
     again = rc.compile_for_gpu(Kernel(vecadd.fn, vecadd.contract_spec), "sm_90")  # a new process's kernel object
     assert len(fake_ptxas.made) == 1 and again.ptx == first.ptx and again.cubin == b"cubin"

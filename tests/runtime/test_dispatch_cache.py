@@ -218,7 +218,7 @@ def test_per_call_generic_launches_the_held_specialisation(which: Any) -> None:
     dev = _dev(which)
     n = 100
     x, out = dev.to_device(np.ones(n)), dev.empty(n, az.f64)
-    consts._cache.clear()
+    consts.store.clear()
     held = consts[LC.for_num_elems(n, 64)]
     held(x, out, 3, 0.5, False)
     consts[LC.for_num_elems(n, 64)](x, out, 3, 0.5, False)
@@ -248,7 +248,7 @@ def test_launch_contract_on_a_kernel_drops_its_launchers() -> None:
     held = k[LC.for_num_elems(n, 64)]
     held(a, b, c)
     az.launch_contract(domain=1, block=64, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))(k)
-    assert "launches" not in k._cache and k[LC.for_num_elems(n, 64)] is not held
+    assert not k.store.launches and k[LC.for_num_elems(n, 64)] is not held
     k[LC.for_num_elems(n, 64)](a, b, c)
     np.testing.assert_array_equal(c.to_host(), 2 * np.arange(n, dtype=np.float32))
 
@@ -261,7 +261,7 @@ def test_the_launch_maps_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
         a, b, c = _f32(dev, n)
         vadd[LC(-(-n // 64), 64)](a, b, c)
         np.testing.assert_array_equal(c.to_host(), np.arange(n, dtype=np.float32) + 2)
-    assert len(vadd._cache["launches"]) <= 4 and len(vadd._cache["launchers"]) <= 6
+    assert len(vadd.store.launches) <= 4 and len(vadd.store.launchers) <= 6
 
 
 @az.launch_contract(domain=1, block=64, requires=lambda a, b, c: len(a) == len(c) and len(b) == len(c))

@@ -40,7 +40,7 @@ def test_each_dtype_compiles_once(gs) -> None:  # type: ignore[no-untyped-def]
             out = dev.empty(n, sc)
             gs.saxpy[cfg](dt(2.0), x, x, out)
             assert np.allclose(out.to_host(), 3.0 * np.arange(n))
-    specs = set(gs.saxpy._cache.get("specs", {}))  # the LRU of specialisations (anodize/kernel.py)
+    specs = set(gs.saxpy.store.specs)  # the LRU of specialisations (anodize/kernel.py)
     assert {s[1] for s in specs} == {(("T", "f32"),), (("T", "f64"),)}
 
 
@@ -144,7 +144,7 @@ def test_f16_saxpy_within_the_stated_tolerance(gs) -> None:  # type: ignore[no-u
     rtol, atol = gs.TOLERANCE[np.float16]
     assert np.all(np.abs(got.astype(np.float64) - exact) <= rtol * np.abs(exact) + atol)
     assert np.mean(got.astype(np.float64) != exact.astype(np.float32)) > 0.3  # really computed in f16
-    specs = {k[1] for k in gs.saxpy._cache.get("specs", {})}
+    specs = {k[1] for k in gs.saxpy.store.specs}
     assert (("T", "f16"),) in specs
 
 

@@ -28,7 +28,7 @@ N = 1024
 def _reset() -> None:
     for v in vars(R).values():
         if isinstance(v, Kernel):
-            v._cache.clear()
+            v.store.clear()
 
 
 def _drain(d: Device) -> Device:

@@ -182,7 +182,7 @@ def test_gpu_fast_paths_launch_what_the_full_path_launches(monkeypatch: pytest.M
     dev, calls = fakecuda.record_launches(monkeypatch)
     cfg = az.LaunchConfig.for_num_elems(N)
     sets = [_bufs(dev) for _ in range(3)]
-    vecadd._cache.clear()
+    vecadd.store.clear()
     try:
         launcher = vecadd[cfg]
         for _ in range(2):
@@ -203,7 +203,7 @@ def test_gpu_fast_paths_launch_what_the_full_path_launches(monkeypatch: pytest.M
             launcher(sets[0][0], sets[0][1], sets[0][0])
         assert len(calls) == 6
     finally:
-        vecadd._cache.clear()
+        vecadd.store.clear()
 
 
 # ---- `requires`, compiled: the same verdict as the evaluator ------------------------------------

@@ -56,7 +56,7 @@ def _drain(dev: Device) -> Device:
 @pytest.fixture
 def two_cpus() -> Iterator[tuple[Device, Device]]:
     for k in (vecadd, shift_read):
-        k._cache.clear()
+        k.store.clear()
     d0, d1 = _drain(cpu_device(0)), _drain(cpu_device(1))
     yield d0, d1
     _drain(d0), _drain(d1)
@@ -275,7 +275,7 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, Any, 
     from anodize.runtime.compile import LoadedKernel
 
     for k in (vecadd, shift_read):
-        k._cache.clear()
+        k.store.clear()
     g0, state = fake_cuda.install(monkeypatch)
     g1 = fake_cuda.FakeGpu(state)
     g1.index = 1
@@ -313,7 +313,7 @@ def fake_gpus(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, Any, Any, 
     state.records = records
     yield g0, g1, state, waits
     for k in (vecadd, shift_read):
-        k._cache.clear()
+        k.store.clear()
 
 
 def _stream(dev: Any) -> int:
@@ -390,7 +390,7 @@ def test_data_parallel_example_on_two_cpu_devices(monkeypatch: pytest.MonkeyPatc
 @pytest.fixture
 def gpus() -> Iterator[tuple[Device, Device]]:
     for k in (vecadd, shift_read):
-        k._cache.clear()
+        k.store.clear()
     g0, g1 = az.device(0), az.device(1)
     yield _drain(g0), _drain(g1)
     _drain(g0), _drain(g1)
