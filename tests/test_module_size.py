@@ -1,7 +1,8 @@
 """Modules stay small: no .py file of the packages (anodize/, checker/, codegen/, runtime/) grows
 past 650 lines.  The standard is ~600 lines, one subject per module, named for what it does;
 a module that outgrows it is split by moving whole functions or classes (mixins for a class
-whose methods group by construct: checker/kernel_interp.py, language/typer.py, codegen/llvm/lower.py)."""
+whose methods group by construct: checker/kernel_interp.py, language/typer.py; or, as codegen's
+`Lowerer` does, collaborators holding the shared state: codegen/llvm/lower.py)."""
 
 from __future__ import annotations
 
