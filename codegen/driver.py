@@ -1,17 +1,26 @@
-"""The compiler's public entry points: a kernel to a `CompiledKernel` for a GPU or the CPU."""
+"""The compiler's public entry points: a kernel to a `CompiledKernel` for a GPU or the CPU.
+
+The GPU path is imported with this module; the tile compiler (codegen/tile/), the CPU backend
+(codegen/cpu/: llvmlite's binding, loaded at import) and the debug device (codegen/debug/) are
+each imported where a compile first needs them (`_tile_compiler`, `_cpu_backend`,
+`compile_debug`): a SIMT kernel's GPU compile loads none of them, and llvmlite's binding loads
+on a background thread meanwhile (runtime/compile.py `_preload_llvm`)."""
 
 from __future__ import annotations
 
 import time
+from types import ModuleType, SimpleNamespace
 from typing import Any
 
 from anodize.codegen.artifact import CompiledKernel
 
 from anodize.language import ir
-from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes as shared_bytes
+from anodize.language.errors import CheckError
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes as shared_bytes, storage_error_without_tensor_cores
 from anodize.language.typer import build_ir
 
-from .llvm.lower import lower_kernel
+from .gpu import ptx
+from .lowerings import lower_kernel
 from .toolchain import block_shared_limit, tc_gemm_engine
 
 __all__ = ["compile_gpu", "start_gpu", "compile_cpu", "compile_debug", "static_shared_bytes"]
@@ -29,17 +38,12 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     `toolchain.tc_gemm_engine`), "" elsewhere."""
     if not getattr(k, "tile_warps", 0):
         return k
-    from .tile.plain import lower_tiles
-
     engine = tc_gemm_engine(arch) if arch else ""
     if arch and not engine:  # below sm_80 the GEMM form's accumulator is a tile in shared memory too
-        from anodize.language.errors import CheckError
-        from anodize.language.tile_storage import storage_error_without_tensor_cores
-
         diag = storage_error_without_tensor_cores(k)
         if diag is not None:
             raise CheckError([diag])
-    out = lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
+    out = _tile_compiler().lower_tiles(k, threads, tensor_cores=bool(engine), wgmma=engine == "wgmma",
                       shared_limit=block_shared_limit(arch) if arch else STATIC_SHARED_MAX_BYTES,
                       vectors=bool(arch))
     # the typer refused tiles whose bound (language/tile_storage.py) is over the limit, and the
@@ -49,14 +53,19 @@ def _tiles(k: ir.KernelIR, threads: int, arch: str = "") -> ir.KernelIR:
     return out
 
 
-def _tc_gemms(k: ir.KernelIR) -> tuple[int, bool]:
-    """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
-    from .tile.mma import TileMma
-    from .tile.attention import TileAttention
+def _tile_compiler() -> ModuleType:
+    """The tile compiler's entry (codegen/tile/entry.py), imported for tile kernels only; with it
+    the lowerings of the nodes it makes register."""
+    from .tile import entry
 
-    gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileMma)]
-    atts = [s.dynamic_smem for s in ir.walk_stmts(k.body) if isinstance(s, TileAttention)]  # (its buffer is the same one)
-    return max((*(s.dynamic_smem for s in gemms), *atts), default=0), any(s.engine == "wgmma" for s in gemms)
+    return entry
+
+
+def _cpu_backend() -> Any:
+    """The CPU backend's modules (codegen/cpu/), imported for a CPU compile only."""
+    from .cpu import backend, regions_run, split
+
+    return SimpleNamespace(backend=backend, regions_run=regions_run, split=split)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -96,12 +105,10 @@ def compile_gpu(
 
     `ptxas=None` assembles a cubin (and fills `resources`) when ptxas is installed;
     `True` requires it, `False` skips it.  Raises CheckError for a kernel outside the language."""
-    from .gpu.ptx import find_ptxas, run_ptxas
-
     pending = start_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt, ptxas=False)
     out = pending.out
-    if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        out.cubin, out.resources = run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt,
+    if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
+        out.cubin, out.resources = ptx.run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt,
                                              fast_compile=pending.ptxas_fast)
     return pending.result()
 
@@ -151,32 +158,28 @@ def start_gpu(
     ptxas: bool | None = None,
 ) -> PendingGpu:
     """`compile_gpu` up to the PTX, with ptxas started in the background (see PendingGpu)."""
-    from .gpu.ptx import NVPTXTarget, PtxasJob, emit_ptx, features_for, find_ptxas
-
-    features_for(arch)  # validate the arch before any work
+    ptx.features_for(arch)  # validate the arch before any work
     t0 = time.perf_counter()
     k = typed = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, k.tile_warps * 32, arch)
-    dynamic_smem, wgmma = _tc_gemms(k) if tile else (0, False)  # (a SIMT kernel imports no tile code)
+    dynamic_smem, wgmma = _tile_compiler().tensor_core_shared(k) if tile else (0, False)  # (a SIMT kernel imports no tile code)
     # wgmma is in sm_90a only: a kernel holding it is built for that (it runs on sm_90 parts)
     build = arch + "a" if wgmma and not arch.endswith("a") else arch
-    lw = lower_kernel(k, NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
+    lw = lower_kernel(k, ptx.NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
-    optimized, ptx = emit_ptx(llvm_ir, lw.entry_name, build, opt)
+    optimized, ptx_text = ptx.emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
-    out.ptx = ptx
+    out.ptx = ptx_text
     out.llvm_ir_optimized = optimized
     out.dynamic_shared_bytes = dynamic_smem
     if tile:
-        from .tile.report import matmul_report
-
-        lines, warnings = matmul_report(typed, k, arch, tc_gemm_engine(arch))
+        lines, warnings = _tile_compiler().matmul_report(typed, k, arch, tc_gemm_engine(arch))
         out.matmuls, out.warnings = tuple(lines), tuple(warnings)
     pending = PendingGpu(out, None, t0, build)
-    if ptxas is True or (ptxas is None and find_ptxas() is not None):
-        pending.job = PtxasJob(ptx, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast)
+    if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
+        pending.job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast)
     return pending
 
 
@@ -201,8 +204,7 @@ def compile_cpu(
 
     `coarsen=True` coarsens an element-wise kernel as the GPU does (`codegen/llvm/coarsen.py`): its
     `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it."""
-    from .cpu.backend import CPUTarget, CpuModule, add_launcher, add_thread_entry, cpu_isa
-
+    cpu = _cpu_backend()
     t0 = time.perf_counter()
     k = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
@@ -211,24 +213,22 @@ def compile_cpu(
     # thread (codegen/cpu/threads.py), never a block's threads in turn: so it ends wherever it ends on a GPU
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared or k.waits
     if threaded and split_barriers and not k.waits:
-        from .cpu.split import Unsplittable, plan_kernel
-
         try:
-            plan = plan_kernel(k)
-        except Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
+            plan = cpu.split.plan_kernel(k)
+        except cpu.split.Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
             plan = None
         if plan is not None:
-            return _compile_regions(k, plan, bounds_checks, t0, tile, cpu_isa())
-    target = CPUTarget(k, threaded=threaded)
+            return _compile_regions(cpu, k, plan, bounds_checks, t0, tile, cpu.backend.cpu_isa())
+    target = cpu.backend.CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     target.coarsen = coarsen and not threaded
     lw = lower_kernel(k, target, bounds_checks=bounds_checks)
     if threaded:
-        add_thread_entry(lw)
+        cpu.backend.add_thread_entry(lw)
     else:
-        add_launcher(lw)
+        cpu.backend.add_launcher(lw)
     llvm_ir = str(lw.module)
-    jit = CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu_isa())
+    jit = cpu.backend.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.backend.cpu_isa())
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir
@@ -240,21 +240,15 @@ def compile_cpu(
 def _host_entry(entry: Any, tile: bool) -> Any:
     """A tile kernel's host entry runs each program on one host thread, whatever block the
     launch names (`tile.plain.ProgramsOnHost`); any other kernel's is `entry` itself."""
-    if not tile:
-        return entry
-    from .tile.plain import ProgramsOnHost
-
-    return ProgramsOnHost(entry)
+    return _tile_compiler().ProgramsOnHost(entry) if tile else entry
 
 
-def _compile_regions(k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False, isa: str = "host") -> CompiledKernel:
+def _compile_regions(cpu: Any, k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False, isa: str = "host") -> CompiledKernel:
     """A kernel with barriers, shared memory or warp operations: one host thread per block,
     looping over the block's threads between synchronisation points (codegen/cpu/regions.py)."""
-    from .cpu.regions_run import RegionModule, compile_regions
-
-    lw, target = compile_regions(plan, bounds_checks=bounds_checks)
+    lw, target = cpu.regions_run.compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)
-    jit = RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
+    jit = cpu.regions_run.RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
                        frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block, isa=isa)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.llvm_ir_optimized = jit.optimized_ir

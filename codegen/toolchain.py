@@ -7,6 +7,7 @@ and a cached load must stay light: this module uses only the standard library.
 from __future__ import annotations
 
 import ctypes
+import importlib.util
 import os
 import sys
 
@@ -43,8 +44,6 @@ def find_libdevice() -> str | None:
     cands += [os.path.join(os.environ[e], rel) for e in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(e)]
     cands.append(os.path.join("/usr/local/cuda", rel))
     try:
-        import importlib.util
-
         spec = importlib.util.find_spec("nvidia.cuda_nvcc")
         cands += [os.path.join(r, rel) for r in (spec.submodule_search_locations or [])] if spec else []
     except (ImportError, ValueError):

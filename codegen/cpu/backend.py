@@ -16,10 +16,12 @@ thread (`CPUTarget(threaded=True)`, threads.py).
 from __future__ import annotations
 
 import ctypes
+import os
 import ctypes.util
 import functools
 import struct
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -33,7 +35,11 @@ from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from anodize.language import ir
 from ..llvm.lower import DOUBLE, FLOAT, I8, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, reg_type
-from anodize.language.types import ScalarTy, SharedTy
+from anodize.language.halfbits import round_bits
+from anodize.language.types import BY_NAME, ScalarTy, SharedTy
+
+from ..llvm.binding import optimize
+from . import printf, threads
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
 # i32 slots of `ctx` that hold one value: the lane id, and (threaded backend only: the only one
@@ -65,8 +71,6 @@ CPU_ISAS: dict[str, tuple[str, str, str]] = {  # name: (LLVM cpu, features, the 
 
 def cpu_isa() -> str:
     """`ANODIZE_CPU_ISA` ("host", "sse4.2", "avx2", "avx512"); "host" when unset."""
-    import os
-
     name = os.environ.get(CPU_ISA_VAR, "").strip() or "host"
     if name != "host" and name not in CPU_ISAS:
         raise ValueError(f"{CPU_ISA_VAR} must be one of host, {', '.join(CPU_ISAS)}; got {name!r}")
@@ -193,9 +197,7 @@ class CPUTarget(Target):
         if kind == "threadfence":
             lw.b.fence("seq_cst")
         elif self.threaded:  # warp_sync: a vote of the warp's live lanes is a rendezvous of them
-            from .threads import VOTE_MODES
-
-            mode = llir.Constant(I32T, VOTE_MODES["any"])
+            mode = llir.Constant(I32T, threads.VOTE_MODES["any"])
             lw.intrinsic("__az_cpu_vote", I32T, [lw.extra_args[0], mode, llir.Constant(I32T, 0)])
         # (the typer marks a kernel with `warp.sync` as using warps, so it runs threaded)
 
@@ -213,27 +215,23 @@ class CPUTarget(Target):
     def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
         if not self.threaded:
             self._refuse(span, f"`warp.{op}`")
-        from .threads import SHFL_MODES, VOTE_MODES
-
         b = lw.b
         ctx = lw.extra_args[0]
-        if op in VOTE_MODES:
+        if op in threads.VOTE_MODES:
             pred = b.zext(args[0], I32T)
-            r = lw.intrinsic("__az_cpu_vote", I32T, [ctx, llir.Constant(I32T, VOTE_MODES[op]), pred])
+            r = lw.intrinsic("__az_cpu_vote", I32T, [ctx, llir.Constant(I32T, threads.VOTE_MODES[op]), pred])
             return r if op == "ballot" else b.icmp_unsigned("!=", r, llir.Constant(I32T, 0))
         v, k = args
         it = llir.IntType(ty.bits)
         x = b.bitcast(v, it) if ty.is_float else v
         x64 = b.zext(x, I64T) if ty.bits == 32 else x
-        r = lw.intrinsic("__az_cpu_shfl", I64T, [ctx, llir.Constant(I32T, SHFL_MODES[op]), x64, k])
+        r = lw.intrinsic("__az_cpu_shfl", I64T, [ctx, llir.Constant(I32T, threads.SHFL_MODES[op]), x64, k])
         r = b.trunc(r, it) if ty.bits == 32 else r
         return b.bitcast(r, v.type) if ty.is_float else r
 
     def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
-        from .printf import SYMBOL
-
         ptr = llir.PointerType()
-        lw.b.call(lw.declare(SYMBOL, llir.VoidType(), [ptr, ptr]), [fmt, args])
+        lw.b.call(lw.declare(printf.SYMBOL, llir.VoidType(), [ptr, ptr]), [fmt, args])
 
     def shared_global(self, lw: Lowerer, name: str, ty: SharedTy, span: Span | None = None) -> llir.Value:
         if not self.threaded:
@@ -367,13 +365,13 @@ def add_launcher(lw: Lowerer) -> None:
         b.store(b.and_(linear, llir.Constant(I32T, 31)), slot(12))
         b.call(lw.fn, args + [ctx])
 
-    def threads() -> None:
+    def block_threads() -> None:
         loop(bl[2], lambda tz: loop(bl[1], lambda ty_: loop(bl[0], lambda tx: thread_body(tz, ty_, tx), "tx"), "ty"), "tz")
 
     def one_block(bxyz: tuple[llir.Value, llir.Value, llir.Value]) -> None:
         for i in range(3):
             b.store(bxyz[i], slot(3 + i))
-        threads()
+        block_threads()
 
     block_range(b, f, grid, g, one_block)
     b.ret_void()
@@ -422,8 +420,6 @@ def run_in_chunks(call: Callable[[Any], Any], g: Sequence[int], threads_per_bloc
     stops the launch within about that long (after the blocks that ran; a block is never cut
     short).  `call(grid_words)` returns non-zero to stop (its value is returned, with the
     range's start), else None is returned."""
-    import time
-
     total = g[0] * g[1] * g[2]
     if total == 0:
         return None
@@ -462,8 +458,6 @@ def _decode(b: llir.IRBuilder, raw: llir.Value, kind: str) -> llir.Value:
         return b.bitcast(b.trunc(raw, I32T), FLOAT)
     if kind == "f64":
         return b.bitcast(raw, DOUBLE)
-    from anodize.language.types import BY_NAME
-
     t = reg_type(BY_NAME[kind])
     return raw if t == I64T else b.trunc(raw, t)
 
@@ -482,8 +476,6 @@ def _encode(value: Any, kind: str) -> int:
     if kind == "bool_":
         return 1 if bool(value) else 0
     if kind in ("f16", "bf16") and not hasattr(type(value), "__index__"):
-        from anodize.language.halfbits import round_bits
-
         return round_bits(float(value), kind)  # a number; an integer is taken as the bit pattern
     return int(value) & (2**64 - 1)
 
@@ -497,27 +489,19 @@ class CpuModule:
         tm = host_target_machine(isa)
         self.threaded = threaded
         self.static_shared = static_shared
-        from .printf import register_symbols as register_print
-
-        register_print()
+        printf.register_symbols()
         if threaded:
-            from .threads import register_symbols
-
-            register_symbols()
+            threads.register_symbols()
         with _lock:
             mod = llvm.parse_assembly(llvm_ir)
             mod.verify()
-            from ..gpu.ptx import optimize
-
             optimize(mod, tm, 3, {THREAD if threaded else LAUNCH})
             self.optimized_ir = str(mod)
             self.engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
             self.engine.finalize_object()
             addr = self.engine.get_function_address(THREAD if threaded else LAUNCH)
         if threaded:
-            from .threads import thread_proto
-
-            self._fn = thread_proto()(addr)
+            self._fn = threads.thread_proto()(addr)
         else:
             proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
             self._fn = proto(addr)
@@ -544,9 +528,7 @@ class CpuModule:
             raise ValueError(f"dynamic shared memory of {dynamic_shared} bytes is out of range")
         argv = (ctypes.c_uint64 * max(1, len(self.kinds)))(*[_encode(v, k) for v, k in zip(flat_args, self.kinds, strict=True)])
         if self.threaded:
-            from .threads import run_grid
-
-            run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared, int(dynamic_shared))
+            threads.run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared, int(dynamic_shared))
             return
         block = (ctypes.c_uint32 * 3)(*bl)
         fn, bp, ap, fa, rk = self._fn, ctypes.addressof(block), ctypes.addressof(argv), int(fault_address), int(launch_rank)

@@ -43,7 +43,7 @@ from anodize.language.vocab import COLLECTIVE_SCRATCH
 
 from . import split as cs
 from .backend import CPUTarget, host_target_machine
-from ..llvm.lower import I1, I8, I32T, I64T, Lowerer, value_type
+from ..llvm.lower import I1, I8, I32T, I64T, Lowerer, mem_type, value_type
 from .regions_warp import RegionCollectives, _c32, _c64
 
 OFF_SHARED, OFF_FRAME, OFF_ERROR = 56, 64, 72
@@ -102,10 +102,22 @@ class _Loop:
     leaves: dict[int, llir.Block]
 
 
-class RegionLowerer(RegionCollectives, Lowerer):
+class RegionLowerer(Lowerer):
+    """The ordinary `Lowerer` specialised for a region-split plan: the thread loops, the
+    per-thread slots, and its own lowering of `return`/`break`/`continue` (leaving a split
+    construct), of local array declarations and of the plan's `Scope`/`Leave` nodes
+    (`overrides`, below the class); its collectives and warp operations are `self.warps`."""
+
+    # a context array lives in the frame, indexed by thread, where SROA cannot keep it in
+    # registers, so unrolling constant loops for it (llvm/locals.py: unrolled_for) would only
+    # grow the module (sgemm's: 4.9 MB of IR and 37 s of O3 unrolled, against 4.7 s)
+    unroll_for_local_arrays = False
+    node_lowerings: dict[type, Callable[..., None]]  # the plan's nodes: set below the class
+
     def __init__(self, plan: cs.Plan, target: SplitTarget, *, bounds_checks: bool = True):
         super().__init__(dataclasses.replace(plan.kernel, body=(_Root(),)), target, bounds_checks=bounds_checks)
         self.plan = plan
+        self.warps = RegionCollectives(self)
         params = {p.name for p in plan.kernel.params if not p.is_slice}
         self.context, self.private = cs.classify(plan, params)
         self.types: dict[str, Ty] = dict(plan.kernel.locals) | dict(plan.arrays)
@@ -147,22 +159,14 @@ class RegionLowerer(RegionCollectives, Lowerer):
         """A context local's slot: its register type, or a local array's whole storage."""
         ty = self.types[name]
         if name in self.plan.arrays:
-            from ..llvm.lower import mem_type
-
             return llir.ArrayType(mem_type(ty.elem), ty.size)  # type: ignore[attr-defined]
         return value_type(ty)
-
-    def has_local_arrays(self) -> bool:
-        """False: a context array lives in the frame, indexed by thread, where SROA cannot keep
-        it in registers, so unrolling constant loops for it (llvm/locals.py: unrolled_for) would
-        only grow the module (sgemm's: 4.9 MB of IR and 37 s of O3 unrolled, against 4.7 s)."""
-        return False
 
     def s_LocalArrayDecl(self, s: ir.LocalArrayDecl) -> None:
         """A context array is the thread's slot (bound by the region): zero it where the
         declaration runs; a region's private array is an alloca as in any kernel."""
         if s.name not in self.context:
-            super().s_LocalArrayDecl(s)
+            self.locals.s_LocalArrayDecl(s)
             return
         slot, _ = self.frame.vars[s.name]
         self.b.store(llir.Constant(self.slot_type(s.name), None), slot)
@@ -368,7 +372,7 @@ class RegionLowerer(RegionCollectives, Lowerer):
         for node in nodes:
             if self.b.block.is_terminated:
                 self.b.position_at_end(self.fn.append_basic_block("dead"))
-            getattr(self, "n_" + type(node).__name__)(node, lo, hi)
+            self.node_lowerings[type(node)](self, node, lo, hi)
 
     def n_Sync(self, node: cs.Sync, lo: llir.Value, hi: llir.Value) -> None:
         pass
@@ -482,7 +486,7 @@ class RegionLowerer(RegionCollectives, Lowerer):
 
     def s_Return(self, s: ir.Return) -> None:
         if self.frame is not self.kframe:
-            super().s_Return(s)
+            self.statements.s_Return(s)
         else:
             self.b.branch(self.leave_block(cs.RET))
 
@@ -491,14 +495,14 @@ class RegionLowerer(RegionCollectives, Lowerer):
         if isinstance(top, _SplitLoop):
             self.b.branch(self.leave_block(top.brk))
         else:
-            super().s_Break(s)
+            self.statements.s_Break(s)
 
     def s_Continue(self, s: ir.Continue) -> None:
         top = self.frame.loops[-1]
         if isinstance(top, _SplitLoop):
             self.b.branch(self.leave_block(top.cont))
         else:
-            super().s_Continue(s)
+            self.statements.s_Continue(s)
 
     def s_Scope(self, s: cs.Scope) -> None:
         end = self.fn.append_basic_block(f"scope.{s.id}")
@@ -521,3 +525,19 @@ def _all_nodes(nodes: list) -> list:
         for f in ("body", "then", "orelse", "tail"):
             out.extend(_all_nodes(getattr(n, f, [])))
     return out
+
+
+# the region lowerer's own node lowerings, before the registry's (`Lowerer.overrides`)
+RegionLowerer.overrides = {
+    ir.Return: RegionLowerer.s_Return, ir.Break: RegionLowerer.s_Break, ir.Continue: RegionLowerer.s_Continue,
+    ir.LocalArrayDecl: RegionLowerer.s_LocalArrayDecl, cs.Scope: RegionLowerer.s_Scope, cs.Leave: RegionLowerer.s_Leave,
+    _Root: RegionLowerer.s__Root,
+}
+# the plan's nodes (codegen/cpu/split.py)
+RegionLowerer.node_lowerings = {
+    cs.Sync: RegionLowerer.n_Sync, cs.Region: RegionLowerer.n_Region, cs.WarpRegion: RegionLowerer.n_WarpRegion,
+    cs.UIf: RegionLowerer.n_UIf, cs.UWhile: RegionLowerer.n_UWhile, cs.UFor: RegionLowerer.n_UFor,
+    cs.UScope: RegionLowerer.n_UScope,
+    cs.Coll: lambda lw, node, lo, hi: lw.warps.n_Coll(node, lo, hi),
+    cs.Xchg: lambda lw, node, lo, hi: lw.warps.n_Xchg(node, lo, hi),
+}

@@ -18,10 +18,12 @@ import numpy as np
 
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
-from . import split as cs
+from . import printf, split as cs
 from .backend import LAUNCH, _decode, _encode, _lock, block_range, engine_machine, host_target_machine, run_in_chunks
 from .regions import CTX_BYTES, OFF_ERROR, OFF_FRAME, OFF_SHARED, RegionLowerer, SplitTarget, _c32, _c64
-from ..llvm.lower import I1, I8, I32T, I64T
+from ..llvm.binding import optimize
+from ..llvm.types import I1, I8, I32T, I64T
+from ..lowerings import REGISTERING  # noqa: F401  (the node lowerings the region lowerer dispatches to)
 
 
 def add_launcher(lw: RegionLowerer) -> None:
@@ -84,10 +86,7 @@ class RegionModule:
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, static_shared: int,
                  frame_per_thread: int, min_threads: int, block: tuple[int, ...] | None = None, isa: str = "host"):
-        from .printf import register_symbols as register_print
-        from ..gpu.ptx import optimize
-
-        register_print()
+        printf.register_symbols()
         self.static_shared = static_shared
         self.frame_per_thread = frame_per_thread
         self.min_threads = min_threads

@@ -16,10 +16,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir
+from anodize.language.halfbits import round_half
 from anodize.language.types import I64, LocalArrayTy, ScalarTy, SliceTy, TupleTy, WitnessTy
 
 from . import ops
-from .locals import LocalsInterp, zero_value
+from .collectives import collective
+from .thread_tiles import eval_make_tile, eval_tile_at, exec_tile_move
 
 if TYPE_CHECKING:
     from .run import BlockCtx, Run
@@ -42,7 +44,7 @@ class Frame:
         self.slices: dict[str, Any] = {}  # name -> run.Mem (a kernel parameter's memory)
 
 
-class Thread(LocalsInterp):
+class Thread:
     """One GPU thread: its ids, its frames, and the evaluator."""
 
     def __init__(self, run: Run, block: BlockCtx, tid: tuple[int, int, int]):
@@ -284,8 +286,6 @@ class Thread(LocalsInterp):
 
     def eval_MakeWitness(self, e: ir.MakeWitness) -> Any:
         if e.ty.tile is not None:  # thread.tile_2d(...)
-            from ..llvm.thread_tiles import eval_make_tile
-
             return eval_make_tile(self, e)
         if getattr(e.ty, "local", False):  # thread.index_in_block(), index_in_block_2d()
             (tx, ty_, tz), (bx, by, bz_) = self.tid, self.run.block_dim
@@ -304,13 +304,9 @@ class Thread(LocalsInterp):
         return self.witness(e.rank, e.site)
 
     def eval_Collective(self, e: ir.Collective) -> Any:
-        from .collectives import collective
-
         return collective(self, e)
 
     def eval_TileAt(self, e: ir.TileAt) -> Any:
-        from ..llvm.thread_tiles import eval_tile_at
-
         return eval_tile_at(self, e)
 
     def eval_WitnessPart(self, e: ir.WitnessPart) -> Any:
@@ -466,6 +462,59 @@ class Thread(LocalsInterp):
     def eval_SharedRef(self, e: ir.SharedRef) -> Any:
         raise AssertionError("a shared array is not a value")
 
+    # ---- local values: per-thread local arrays (a Python list per declaration run, private to
+    # the thread, bounds-checked whatever the compiler proved), tuples and unpacking
+    # (codegen/llvm/locals.py is the lowering's twin)
+    def exec_LocalArrayDecl(self, s: ir.LocalArrayDecl) -> None:
+        self.frame.vars[s.name] = [ops.zero(s.ty.elem)] * s.ty.size  # zeroed each time it runs
+        self.frame.types[s.name] = s.ty
+
+    def local_data(self, ref: ir.LocalArrayRef) -> list[Any]:
+        """The array's elements; one whose declaration has not run on this path (declared in a
+        branch not taken) is all zeros, as the lowering's entry-block `alloca` is."""
+        data = self.frame.vars.get(ref.name)
+        if data is None:
+            data = self.frame.vars[ref.name] = [ops.zero(ref.ty.elem)] * ref.ty.size
+            self.frame.types[ref.name] = ref.ty
+        return data  # type: ignore[no-any-return]
+
+    def _local(self, ref: ir.LocalArrayRef, index: tuple[ir.Expr, ...], node: Any, kind: str) -> tuple[list[Any], int | None]:
+        data = self.local_data(ref)
+        return data, self.bounds(ref.ty.shape, self.index(index), node, kind, f"local {ref.name}")
+
+    def eval_LocalArrayRead(self, e: ir.LocalArrayRead) -> Any:
+        data, flat = self._local(e.array, e.index, e, "read")
+        return ops.zero(e.ty) if flat is None else data[flat]
+
+    def exec_LocalArrayWrite(self, s: ir.LocalArrayWrite) -> None:
+        value = self.eval(s.value)
+        elem = s.array.ty.elem
+        if elem.is_half:  # stored as the type's bits, as memory stores it (run.Mem)
+            value = round_half(float(value), elem.name)
+        data, flat = self._local(s.array, s.index, s, "write")
+        if flat is not None:
+            data[flat] = value
+
+    def eval_LocalArrayRef(self, e: ir.LocalArrayRef) -> Any:
+        raise AssertionError("a local array is not a value")
+
+    def eval_ThreadTileLoad(self, e: ir.ThreadTileLoad) -> None:
+        exec_tile_move(self, e)
+
+    def eval_ThreadTileStore(self, e: ir.ThreadTileStore) -> None:
+        exec_tile_move(self, e)
+
+    def eval_MakeTuple(self, e: ir.MakeTuple) -> Any:
+        return tuple(ops.conv(self.eval(v), v.ty, t) for v, t in zip(e.values, e.ty.elems, strict=True))
+
+    def exec_Unpack(self, s: ir.Unpack) -> None:
+        value = self.eval(s.value)
+        ty = s.value.ty
+        assert isinstance(ty, TupleTy)
+        f = self.frame
+        for name, v, src in zip(s.names, value, ty.elems, strict=True):
+            f.vars[name] = ops.conv(v, src, f.types[name])
+
 
 def _table(prefix: str) -> dict[type, Any]:
     out: dict[type, Any] = {}
@@ -479,3 +528,10 @@ def _table(prefix: str) -> dict[type, Any]:
 
 _EVAL = _table("eval_")
 _EXEC = _table("exec_")
+
+
+def zero_value(ty: Any) -> Any:
+    """A helper's result when it falls off its end without a `return` (the lowering's zeroed slot)."""
+    if isinstance(ty, TupleTy):
+        return tuple(ops.zero(t) for t in ty.elems)
+    return ops.zero(ty)

@@ -44,6 +44,7 @@ from anodize.language.ir import FaultSite
 from anodize.language.types import ScalarTy, SharedTy
 
 from . import ops
+from .breakpoint import stop
 from ..artifact import CompiledKernel, flat_abi
 from ..cpu.threads import TIMEOUT_S, BlockState
 from .interp import Thread
@@ -279,8 +280,6 @@ class Run:
 
     # ---- breakpoint() ------------------------------------------------------------------
     def breakpoint(self, t: Thread, s: ir.Breakpoint) -> None:
-        from .breakpoint import stop
-
         with _DEBUGGER:
             _PAUSED[0] += 1
             try:

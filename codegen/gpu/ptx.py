@@ -12,6 +12,7 @@ import re
 import subprocess
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,15 +24,16 @@ from anodize.language.math_table import MATH
 from anodize.codegen.artifact import Resources
 
 from ..llvm.lower import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
+from ..llvm.binding import binding, optimize
 from ..toolchain import find_libdevice, find_ptxas
+from . import atomics
 from anodize.language.types import ScalarTy, SharedTy
 
 if TYPE_CHECKING:
     import llvmlite.binding as llvm
 
-# llvmlite's binding (LLVM itself, a large shared library) is imported where it is used, not
-# here: a first compile loads it on a background thread (runtime/compile.py `_preload_llvm`)
-# while this thread types and lowers the kernel, and only emitting the PTX waits for it.
+# llvmlite's binding (LLVM itself, a large shared library) is not imported here:
+# codegen/llvm/binding.py says why
 
 TRIPLE = "nvptx64-nvidia-cuda"
 DEFAULT_ARCH = "sm_90"
@@ -62,8 +64,7 @@ _lock = threading.Lock()
 
 @functools.cache
 def _init() -> None:
-    import llvmlite.binding as llvm
-
+    llvm = binding()
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
 
@@ -77,8 +78,7 @@ def features_for(arch: str) -> str:
 @functools.cache
 def target_machine(arch: str = DEFAULT_ARCH, opt: int = 3) -> llvm.TargetMachine:
     """One NVPTX target machine per (arch, opt), reused by every compile."""
-    import llvmlite.binding as llvm
-
+    llvm = binding()
     _init()
     return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
 
@@ -111,8 +111,7 @@ def _libdevice() -> llvm.ModuleRef:
     """The parsed libdevice, parsed once; link it with `preserve=True`."""
     global _LIBDEVICE_MODULE
     if _LIBDEVICE_MODULE is None:
-        import llvmlite.binding as llvm
-
+        llvm = binding()
         mod = llvm.parse_bitcode(_libdevice_bitcode())
         mod.triple = TRIPLE
         mod.data_layout = data_layout()
@@ -215,14 +214,10 @@ class NVPTXTarget(Target):
     string_as = 4  # printf formats live in the constant space
 
     def sync_scope(self, scope: str) -> str:
-        from .atomics import sync_scope
-
-        return sync_scope(scope)
+        return atomics.sync_scope(scope)
 
     def atomic_rmw(self, lw: Lowerer, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy, scope: str, order: str) -> llir.Value:
-        from .atomics import atomic_rmw
-
-        return atomic_rmw(self, lw, op, ptr, val, ty, scope, order)
+        return atomics.atomic_rmw(self, lw, op, ptr, val, ty, scope, order)
 
     def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
         ptr = llir.PointerType()
@@ -248,32 +243,11 @@ def uses_libdevice(module_text: str) -> bool:
     return "__nv_" in module_text
 
 
-def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[str]) -> None:
-    """Internalise every definition but `keep`, then run the O`opt` pipeline."""
-    import llvmlite.binding as llvm
-
-    for f in mod.functions:
-        if f.name not in keep and not f.is_declaration:
-            f.linkage = "internal"
-    for g in mod.global_variables:
-        if not g.is_declaration and g.name not in keep:
-            g.linkage = "internal"
-    pto = llvm.create_pipeline_tuning_options(speed_level=max(0, min(opt, 3)))
-    pb = llvm.create_pass_builder(tm, pto)
-    if opt <= 0:  # no optimisation, but drop the unused (internalised) libdevice functions
-        mpm = llvm.create_new_module_pass_manager()
-        mpm.add_global_dead_code_eliminate_pass()
-        mpm.run(mod, pb)
-        return
-    pb.getModulePassManager().run(mod, pb)
-
-
 def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -> tuple[str, str]:
     """Optimise a module (linking libdevice if it calls `__nv_*`) and emit PTX.
 
     Returns (optimised LLVM IR, PTX)."""
-    import llvmlite.binding as llvm
-
+    llvm = binding()
     tm = target_machine(arch, opt)
     with _lock:
         mod = llvm.parse_assembly(llvm_ir)
@@ -328,8 +302,6 @@ class PtxasJob:
 
     def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
                  opt_level: int | None = None, fast_compile: str | None = None):
-        import time
-
         exe = ptxas or find_ptxas()
         if exe is None:
             raise FileNotFoundError("ptxas was not found on PATH or under CUDA_HOME")
@@ -352,8 +324,6 @@ class PtxasJob:
         self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def result(self) -> tuple[bytes, Resources]:
-        import time
-
         try:
             stdout, stderr = self._proc.communicate()
             if self._proc.returncode != 0 and self.cmd != self._fallback and "Unknown option" in stderr:

@@ -46,6 +46,7 @@ compile time grows with it, and a body of libdevice calls is compute-bound anywa
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import field
 from anodize.language.records import dataclass
 from typing import Any
@@ -55,7 +56,7 @@ import llvmlite.ir as llir
 from anodize.language import ir
 from anodize.language.types import WitnessTy
 
-from .lower import INTRINSIC_MATH
+from .types import INTRINSIC_MATH
 
 CHUNK = 4  # consecutive indices per 16-byte chunk (of 4-byte elements)
 # chunks per thread: 1, or 2 (a block then covers two runs of block_x chunks, as Triton's
@@ -138,8 +139,6 @@ _REFUSED = (
 
 def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
     """The plan for coarsening `k`, or None when it is not element-wise (see the module doc)."""
-    import os
-
     chunks = int(os.environ.get("ANODIZE_COARSEN_CHUNKS", CHUNKS))
     if chunks <= 0 or k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
         return None

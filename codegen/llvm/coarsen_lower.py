@@ -13,6 +13,7 @@ import llvmlite.ir as llir
 
 from anodize.language import ir
 
+from .types import I32T, I64T, WITNESS_LL, Frame, mem_type
 from .coarsen import CHUNK, MAX_LOCKSTEP_DEPTH, VECTOR_BYTES, CoarsePlan, _nodes, at_witness, fold, witness_local
 
 
@@ -36,15 +37,13 @@ class Lanes:
         return name in which and lw.frame.slices.get(name) is self.sv.get(name)
 
     def read(self, lw: Any, e: ir.Read) -> llir.Value | None:
-        from .lower import I32T, mem_type
-
         if self.vector and at_witness(e.index) and self._planned(lw, e.slice.name, self.plan.reads):
             return lw.b.load(self.slots[e.slice.name][self.lane], typ=mem_type(e.ty))  # type: ignore[no-any-return]
         name = self.plan.rows.get(id(e))
         if self.vector and self.lockstep and name is not None and lw.frame.slices.get(name) is self.sv.get(name, lw.frame.slices.get(name)):
             if self.lane % CHUNK == 0:  # a chunk's first lane: its address; the next three lanes read on
                 sv = lw.frame.slices[name]
-                _, ptr, _, _ = lw.address(sv, e.index)
+                _, ptr, _, _ = lw.bounds.address(sv, e.index)
                 v = lw.b.load(ptr, typ=llir.VectorType(mem_type(e.ty), CHUNK), align=VECTOR_BYTES)
                 self.row_cache[id(e)] = [lw.b.extract_element(v, llir.Constant(I32T, j)) for j in range(CHUNK)]
             return self.row_cache[id(e)][self.lane % CHUNK]
@@ -67,8 +66,6 @@ class Lanes:
 
 def lower_body(lw: Any, plan: CoarsePlan) -> None:
     """Lower the kernel's body as a coarsened thread (the Lowerer calls this from `lower`)."""
-    from .lower import I64T, WITNESS_LL, Frame
-
     b = lw.b
     F = plan.factor
     one = lw.frame
@@ -134,8 +131,6 @@ def lower_body(lw: Any, plan: CoarsePlan) -> None:
         lanes.vector = True
         for name in plan.vector:
             sv = one.slices[name]
-            from .lower import mem_type
-
             mt = mem_type(sv.ty.elem)
             lanes.slots[name] = [lw.alloca(mt, f"{name}.lane{k}") for k in range(F)]
         for name in plan.reads:
@@ -202,16 +197,12 @@ def _pure(st: ir.Stmt, lanes: Lanes) -> bool:
 
 
 def _address(lw: Any, sv: Any, row: llir.Value | None, col: llir.Value) -> llir.Value:
-    from .lower import mem_type
-
     b = lw.b
     flat = col if row is None else b.add(b.mul(row, sv.dims[-1]), col)
     return b.gep(sv.ptr, [flat], inbounds=True, source_etype=mem_type(sv.ty.elem))
 
 
 def _vector_load(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value]) -> None:
-    from .lower import I32T, I64T, mem_type
-
     b = lw.b
     mt = mem_type(sv.ty.elem)
     per = VECTOR_BYTES * 8 // sv.ty.elem.info.mem_bits
@@ -224,8 +215,6 @@ def _vector_load(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slo
 
 
 def _vector_store(lw: Any, sv: Any, row: llir.Value | None, base: llir.Value, slots: list[llir.Value]) -> None:
-    from .lower import I32T, I64T, mem_type
-
     b = lw.b
     mt = mem_type(sv.ty.elem)
     per = VECTOR_BYTES * 8 // sv.ty.elem.info.mem_bits

@@ -218,7 +218,7 @@ def lower_block_witness(lw: Lowerer, e: ir.MakeWitness) -> llir.Value:
     v = lw.sreg64("ctaid", "x")
     if e.site < 0:
         return v
-    ok, dims = lw.launch_dims_ok(1)
+    ok, dims = lw.expressions.launch_dims_ok(1)
     with b.if_then(b.not_(ok), likely=False):
         lw.fault(e.site, dims, llir.Constant(I64T, 1))
     return b.select(ok, v, llir.Constant(I64T, -1))

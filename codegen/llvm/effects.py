@@ -25,7 +25,8 @@ import llvmlite.ir as llir
 from anodize.language import ir
 from anodize.language.types import I64, ScalarTy
 
-from .lower import DOUBLE, I8, I32T, I64T, mem_type, reg_type
+from .registry import lowers
+from .types import DOUBLE, I8, I32T, I64T, mem_type, reg_type
 
 if TYPE_CHECKING:
     from .lower import Lowerer
@@ -54,12 +55,12 @@ def lower_atomic(lw: Lowerer, e: ir.Atomic) -> llir.Value | None:
     idx = lw.conv(lw.expr(e.index), e.index.ty, I64)
     expected = lw.expr(e.expected) if e.expected is not None else None
     val = lw.expr(e.value) if e.value is not None else None
-    ok, ptr, fidx, flen = lw.addr_dims(sv.ptr, mem_type(elem), list(sv.dims), [idx])
+    ok, ptr, fidx, flen = lw.bounds.addr_dims(sv.ptr, mem_type(elem), list(sv.dims), [idx])
 
     def act() -> llir.Value | None:
         return atomic_at(lw, e, ptr, val, expected, elem, lambda: lw.t.atomic_rmw(lw, e.op, ptr, val, elem, e.scope, e.order))
 
-    return lw.guarded(e.checked, ok, e.site, fidx, flen, act, None if e.op == "store" else reg_type(elem))
+    return lw.bounds.guarded(e.checked, ok, e.site, fidx, flen, act, None if e.op == "store" else reg_type(elem))
 
 
 def atomic_at(lw: Lowerer, e: Any, ptr: llir.Value, val: llir.Value | None, expected: llir.Value | None,
@@ -95,6 +96,7 @@ def printf_format(parts: tuple[str | ir.Expr, ...]) -> str:
     return " ".join(out) + "\n"
 
 
+@lowers(ir.Print)
 def lower_print(lw: Lowerer, s: ir.Print) -> None:
     b = lw.b
     values = [p for p in s.parts if not isinstance(p, str)]
@@ -118,6 +120,7 @@ def lower_print(lw: Lowerer, s: ir.Print) -> None:
     lw.t.emit_print(lw, fmt, buf)
 
 
+@lowers(ir.Assert)
 def lower_assert(lw: Lowerer, s: ir.Assert) -> None:
     b = lw.b
     cond = lw.expr(s.cond)

@@ -25,12 +25,20 @@ and a read of an output's element after the lane wrote it sees the lane's value.
 from __future__ import annotations
 
 from dataclasses import field
+from typing import TYPE_CHECKING
 from anodize.language.records import dataclass
 
 import llvmlite.ir as llir
 
 from anodize.language import ir
 from anodize.language.types import ScalarTy, WitnessTy
+
+from .gridstride_unroll import lower_unrolled, unrollable
+from .registry import lowers
+from .types import I32T, I64T, mem_type
+
+if TYPE_CHECKING:
+    from .lower import Lowerer
 
 CHUNK = 4  # indices per thread per vector step: 16 bytes of 4-byte elements
 VECTOR_BYTES = 16
@@ -216,18 +224,14 @@ class Lanes:
         return None
 
 
-def lower(lw: object, s: ir.GridStride) -> None:
-    """Lower `s` (the Lowerer calls this for every grid-stride loop)."""
-    from .lower import I64T, Lowerer
-
-    assert isinstance(lw, Lowerer)
+@lowers(ir.GridStride)
+def lower(lw: Lowerer, s: ir.GridStride) -> None:
+    """Lower `s`: the lowering of every grid-stride loop."""
     plan = vector_plan(s) if lw.t.vector_grid_stride and lw.lanes is None else None
-    first = lw.witness(1, s.site)
+    first = lw.expressions.witness(1, s.site)
     stride = lw.b.mul(lw.sreg64("nctaid", "x"), lw.sreg64("ntid", "x"))
     if plan is None:
         if lw.t.vector_grid_stride and lw.lanes is None:  # the GPU: a reduction's loads in flight together
-            from .gridstride_unroll import lower_unrolled, unrollable
-
             if unrollable(s):
                 first = lower_unrolled(lw, s, first, stride)
         _scalar_loop(lw, s, first, stride)
@@ -275,10 +279,7 @@ def lower(lw: object, s: ir.GridStride) -> None:
     _scalar_loop(lw, s, start, stride)
 
 
-def _scalar_loop(lw: object, s: ir.GridStride, first: llir.Value, stride: llir.Value) -> None:
-    from .lower import I64T, Lowerer
-
-    assert isinstance(lw, Lowerer)
+def _scalar_loop(lw: Lowerer, s: ir.GridStride, first: llir.Value, stride: llir.Value) -> None:
     b = lw.b
     slot, _ = lw.frame.vars[s.var]
     sv = lw.frame.slices[s.slice.name]
@@ -307,11 +308,8 @@ def _scalar_loop(lw: object, s: ir.GridStride, first: llir.Value, stride: llir.V
     b.position_at_end(end)
 
 
-def _vector_chunk(lw: object, s: ir.GridStride, plan: VectorPlan, base: llir.Value) -> None:
+def _vector_chunk(lw: Lowerer, s: ir.GridStride, plan: VectorPlan, base: llir.Value) -> None:
     """One chunk of CHUNK lanes at `base`: vector loads, the body per lane, vector stores."""
-    from .lower import I32T, I64T, Lowerer, mem_type
-
-    assert isinstance(lw, Lowerer)
     b = lw.b
     lanes = Lanes(s.var)
     for name in plan.slices:

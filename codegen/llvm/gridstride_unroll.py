@@ -14,9 +14,16 @@ loop, barrier, helper call, collective or warp operation (`unrollable`).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import llvmlite.ir as llir
 
 from anodize.language import ir
+
+from .types import I64T
+
+if TYPE_CHECKING:
+    from .lower import Lowerer
 
 UNROLL = 4
 _MAX_STMTS = 8
@@ -67,11 +74,8 @@ def _plain(e: ir.Expr) -> bool:
 _EXPR_TYPES = tuple(t for t in ir.Expr.__args__)  # type: ignore[attr-defined]
 
 
-def lower_unrolled(lw: object, s: ir.GridStride, first: llir.Value, stride: llir.Value) -> llir.Value:
+def lower_unrolled(lw: Lowerer, s: ir.GridStride, first: llir.Value, stride: llir.Value) -> llir.Value:
     """The unrolled part of the loop from `first`; returns the index the scalar loop resumes at."""
-    from .lower import I64T, Lowerer
-
-    assert isinstance(lw, Lowerer)
     b = lw.b
     slot, _ = lw.frame.vars[s.var]
     n = lw.frame.slices[s.slice.name].dims[0]

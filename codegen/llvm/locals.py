@@ -1,4 +1,4 @@
-"""Lowering of the local values (a mixin of `lower.Lowerer`): per-thread local arrays,
+"""Lowering of the local values (a collaborator of `lower.Lowerer`, `lw.locals`): per-thread local arrays,
 tuples and unpacking, and the unroll hint of constant `range` loops.
 
 A local array is an `alloca` in the entry block (one per function instance: a helper's
@@ -20,87 +20,76 @@ import llvmlite.ir as llir
 from anodize.language import ir
 from anodize.language.types import I64, LocalArrayTy, ScalarTy, TupleTy
 
+from .registry import handles, part
+from .types import I8, _align, mem_type, reg_type, tuple_type
+
 if TYPE_CHECKING:
-    from .lower import Lowerer as _Base
-else:
-    _Base = object
+    from .lower import Lowerer
 
 UNROLL_MAX_TRIPS = 64  # the most iterations a loop is unrolled for
 UNROLL_MAX_COST = 1024  # the most statements (nested loops counted per iteration) its copies may hold
 
 
-def tuple_type(ty: TupleTy) -> llir.Type:
-    from .lower import reg_type
+@part("locals")
+class LocalsLowering:
+    """The local values of the lowering."""
 
-    return llir.LiteralStructType([reg_type(e) for e in ty.elems])
+    def __init__(self, lw: Lowerer) -> None:
+        self.lw = lw
+        self._has_local: bool | None = None
 
-
-class LocalsLowering(_Base):
     # ---- local arrays --------------------------------------------------------------------
+    @handles(ir.LocalArrayDecl)
     def s_LocalArrayDecl(self, s: ir.LocalArrayDecl) -> None:
-        from .lower import mem_type
-
         arr = llir.ArrayType(mem_type(s.ty.elem), s.ty.size)
-        slot = self.alloca(arr, s.name)  # in the entry block, zeroed there
+        slot = self.lw.alloca(arr, s.name)  # in the entry block, zeroed there
         slot.type = llir.PointerType()  # opaque, so element GEPs type-check (as for tables)
-        self.b.store(llir.Constant(arr, None), slot)  # zeroed where the declaration runs
-        self.frame.vars[s.name] = (slot, s.ty)
+        self.lw.b.store(llir.Constant(arr, None), slot)  # zeroed where the declaration runs
+        self.lw.frame.vars[s.name] = (slot, s.ty)
 
     def local_address(self, ref: ir.LocalArrayRef, index: tuple[ir.Expr, ...]) -> tuple[llir.Value, llir.Value, llir.Value, llir.Value]:
-        from .lower import mem_type
-
-        slot, ty = self.frame.vars[ref.name]
+        slot, ty = self.lw.frame.vars[ref.name]
         assert isinstance(ty, LocalArrayTy)
         dims: list[llir.Value] = [llir.Constant(llir.IntType(64), d) for d in ty.shape]
-        return self.addr_dims(slot, mem_type(ty.elem), dims, self.index_values(index))
+        return self.lw.bounds.addr_dims(slot, mem_type(ty.elem), dims, self.lw.bounds.index_values(index))
 
+    @handles(ir.LocalArrayRead)
     def e_LocalArrayRead(self, e: ir.LocalArrayRead) -> llir.Value:
-        from .lower import I8, _align, mem_type
-
         ok, ptr, fidx, flen = self.local_address(e.array, e.index)
         mt = mem_type(e.ty)
-        v = self.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
+        v = self.lw.bounds.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.lw.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
         assert v is not None
-        return self.b.icmp_unsigned("!=", v, llir.Constant(I8, 0)) if e.ty.is_bool else v
+        return self.lw.b.icmp_unsigned("!=", v, llir.Constant(I8, 0)) if e.ty.is_bool else v
 
+    @handles(ir.LocalArrayWrite)
     def s_LocalArrayWrite(self, s: ir.LocalArrayWrite) -> None:
-        from .lower import I8, _align
-
-        value = self.expr(s.value)
+        value = self.lw.expr(s.value)
         ok, ptr, fidx, flen = self.local_address(s.array, s.index)
         elem = s.array.ty.elem
-        stored = self.b.zext(value, I8) if elem.is_bool else value
-        self.guarded(s.checked, ok, s.site, fidx, flen, lambda: self.b.store(stored, ptr, align=_align(elem)), None)
+        stored = self.lw.b.zext(value, I8) if elem.is_bool else value
+        self.lw.bounds.guarded(s.checked, ok, s.site, fidx, flen, lambda: self.lw.b.store(stored, ptr, align=_align(elem)), None)
 
+    @handles(ir.LocalArrayRef)
     def e_LocalArrayRef(self, e: ir.LocalArrayRef) -> llir.Value:
         raise AssertionError("a local array is not a value")
 
-    # ---- a per-thread tile's whole-tile moves (codegen/llvm/thread_tiles_io.py) ---------------
-    def e_ThreadTileLoad(self, e: ir.ThreadTileLoad) -> None:
-        from .thread_tiles_io import lower_tile_move
-
-        lower_tile_move(self, e)  # type: ignore[arg-type]
-
-    def e_ThreadTileStore(self, e: ir.ThreadTileStore) -> None:
-        from .thread_tiles_io import lower_tile_move
-
-        lower_tile_move(self, e)  # type: ignore[arg-type]
-
     # ---- tuples --------------------------------------------------------------------------
+    @handles(ir.MakeTuple)
     def e_MakeTuple(self, e: ir.MakeTuple) -> llir.Value:
-        values = [self.expr(v) for v in e.values]  # every element first, left to right
+        values = [self.lw.expr(v) for v in e.values]  # every element first, left to right
         out: llir.Value = llir.Constant(tuple_type(e.ty), None)
         for k, (v, src, dst) in enumerate(zip(values, e.values, e.ty.elems, strict=True)):
-            out = self.b.insert_value(out, self.conv(v, src.ty, dst), k)
+            out = self.lw.b.insert_value(out, self.lw.conv(v, src.ty, dst), k)
         return out
 
+    @handles(ir.Unpack)
     def s_Unpack(self, s: ir.Unpack) -> None:
-        v = self.expr(s.value)
+        v = self.lw.expr(s.value)
         assert isinstance(s.value.ty, TupleTy)
-        parts = [self.b.extract_value(v, k) for k in range(len(s.names))]
+        parts = [self.lw.b.extract_value(v, k) for k in range(len(s.names))]
         for name, x, src in zip(s.names, parts, s.value.ty.elems, strict=True):
-            slot, ty = self.frame.vars[name]
-            self.b.store(self.conv(x, src, ty), slot)
+            slot, ty = self.lw.frame.vars[name]
+            self.lw.b.store(self.lw.conv(x, src, ty), slot)
 
     # ---- unrolling -----------------------------------------------------------------------
     def unrolled_for(self, s: ir.ForRange) -> bool:
@@ -114,26 +103,24 @@ class LocalsLowering(_Base):
             return False
         if not self.has_local_arrays():
             return False
-        slot, ty = self.frame.vars[s.var]
+        slot, ty = self.lw.frame.vars[s.var]
         assert isinstance(ty, ScalarTy)
         start, stop, step = (self.const_in(x, ty) for x in (s.start, s.stop, s.step))  # type: ignore[arg-type]
         values = list(range(start, stop, step)) if step else []
         if not 1 <= len(values) <= UNROLL_MAX_TRIPS or len(values) * _cost(s.body) > UNROLL_MAX_COST:
             return False
-        from .lower import reg_type
-
-        end = self.fn.append_basic_block("unroll.end")
+        end = self.lw.fn.append_basic_block("unroll.end")
         for v in values:
-            nxt = self.fn.append_basic_block("unroll.next")
-            self.b.store(llir.Constant(reg_type(ty), v & ((1 << ty.bits) - 1)), slot)
-            self.frame.loops.append((nxt, end))  # `continue`: the next copy; `break`: past the last
-            self.stmts(s.body)
-            self.frame.loops.pop()
-            if not self.b.block.is_terminated:
-                self.b.branch(nxt)
-            self.b.position_at_end(nxt)
-        self.b.branch(end)
-        self.b.position_at_end(end)
+            nxt = self.lw.fn.append_basic_block("unroll.next")
+            self.lw.b.store(llir.Constant(reg_type(ty), v & ((1 << ty.bits) - 1)), slot)
+            self.lw.frame.loops.append((nxt, end))  # `continue`: the next copy; `break`: past the last
+            self.lw.stmts(s.body)
+            self.lw.frame.loops.pop()
+            if not self.lw.b.block.is_terminated:
+                self.lw.b.branch(nxt)
+            self.lw.b.position_at_end(nxt)
+        self.lw.b.branch(end)
+        self.lw.b.position_at_end(end)
         return True
 
     @staticmethod
@@ -143,10 +130,12 @@ class LocalsLowering(_Base):
         return v - (1 << ty.bits) if ty.signed and v >> (ty.bits - 1) else v
 
     def has_local_arrays(self) -> bool:
-        cached = getattr(self, "_has_local", None)
-        if cached is None:
-            cached = self._has_local = _mentions_local(self.k.body, set())
-        return cached
+        """Whether the kernel has a local array whose constant loops unrolling keeps in
+        registers (never where the lowerer keeps local arrays in memory:
+        `Lowerer.unroll_for_local_arrays`)."""
+        if self._has_local is None:
+            self._has_local = self.lw.unroll_for_local_arrays and _mentions_local(self.lw.k.body, set())
+        return self._has_local
 
 
 def _cost(body: tuple[ir.Stmt, ...]) -> int:
@@ -181,4 +170,4 @@ def _mentions_local(node: Any, seen: set[int]) -> bool:
     return False
 
 
-__all__ = ["LocalsLowering", "UNROLL_MAX_TRIPS", "tuple_type", "I64", "ScalarTy"]
+__all__ = ["LocalsLowering", "UNROLL_MAX_TRIPS", "I64", "ScalarTy"]

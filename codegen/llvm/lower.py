@@ -19,14 +19,19 @@ A witness of a kernel without a contract checks the launch it was made in
 witness's rank is 1; otherwise it records a `rank` fault and is poisoned (all
 ones), so it admits no access.
 
-Here: the `Target` interface and the `Lowerer`'s plumbing, entry, fault records, debug info
-and conversions; its statements are lowered in stmts.py, expressions in exprs.py,
-calls and effects in calls.py, local values in locals.py; the LLVM types are in
-types.py.
+Here: the `Target` interface and the `Lowerer`: the state of the function being built (module,
+function, builders, frame, target) with its plumbing, entry, fault records, debug info and
+conversions, and the dispatch of each IR node to its lowering, looked up by the node's type in
+registry.py.  The Lowerer holds its collaborators, each a class of its own module that reaches
+the state through `lw`: `lw.statements` (stmts.py), `lw.expressions` (exprs.py), `lw.calls`
+(calls.py), `lw.locals` (locals.py) and `lw.bounds` (bounds.py: the bounds checks); other node
+types are lowered by the modules that register for them (codegen/lowerings.py lists them all).
+The LLVM types are in types.py.
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import llvmlite.ir as llir
@@ -38,9 +43,14 @@ from anodize.language.types import BOOL, F32, F64, I32, I64, ScalarTy, SharedTy,
 
 from . import halves
 
-from .locals import LocalsLowering
+from .bounds import BoundsChecks
 from .calls import CallLowering
+from .coarsen import coarsen_plan
+from .coarsen_lower import lower_body
+from .effects import global_string, llvm_order, rmw_op
 from .exprs import ExprLowering
+from .locals import LocalsLowering
+from .registry import LOWERINGS, Handler, missing
 from .stmts import StmtLowering
 # the LLVM types live in types.py; all re-exported here (codegen's modules import them from here)
 from .types import DOUBLE, FLOAT, I1, I8, I32T, I64T, INTRINSIC_MATH, W2, W3, WITNESS_LL, _DIM_NAMES, Frame, SliceVal, _align, _fs, add_attr, mem_type, reg_type, value_type
@@ -101,13 +111,9 @@ class Target:
         return ""
 
     def atomic_rmw(self, lw: Lowerer, op: str, ptr: llir.Value, val: llir.Value, ty: ScalarTy, scope: str, order: str) -> llir.Value:
-        from .effects import llvm_order, rmw_op
-
         return lw.b.atomic_rmw(rmw_op(op, ty), ptr, val, self.sync_scope(scope) + llvm_order(order))
 
     def cstring(self, lw: Lowerer, text: str) -> llir.Value:
-        from .effects import global_string
-
         return global_string(lw, text, self.string_as)
 
     def emit_print(self, lw: Lowerer, fmt: llir.Value, args: llir.Value) -> None:
@@ -115,8 +121,21 @@ class Target:
         raise NotImplementedError
 
 
-class Lowerer(StmtLowering, ExprLowering, CallLowering, LocalsLowering):
+class Lowerer:
+    """The state of one kernel's lowering, its plumbing, and the dispatch of IR nodes to their
+    lowerings (registry.py), with `overrides` first: the node lowerings of a specialised
+    lowerer (the CPU backend's `cpu.regions.RegionLowerer`)."""
+
+    overrides: dict[type, Handler] = {}
+    unroll_for_local_arrays = True  # locals.py: unroll constant loops of kernels with local arrays
+
     def __init__(self, k: ir.KernelIR, target: Target, *, bounds_checks: bool = True, line_info: bool = False):
+        self.lowerings: dict[type, Handler] = LOWERINGS | self.overrides
+        self.statements = StmtLowering(self)
+        self.expressions = ExprLowering(self)
+        self.calls = CallLowering(self)
+        self.locals = LocalsLowering(self)
+        self.bounds = BoundsChecks(self)
         self.k = k
         self.t = target
         self.checks_on = bounds_checks
@@ -135,9 +154,30 @@ class Lowerer(StmtLowering, ExprLowering, CallLowering, LocalsLowering):
         # coarsening (codegen/llvm/coarsen.py): each thread takes several indices along x
         self.coarse: Any = None
         if target.coarsen:
-            from .coarsen import coarsen_plan
-
             self.coarse = coarsen_plan(k)
+
+    # ---- dispatch ---------------------------------------------------------------------------
+    def stmts(self, body: tuple[ir.Stmt, ...]) -> None:
+        for s in body:
+            if self.b.block.is_terminated:
+                self.b.position_at_end(self.fn.append_basic_block("dead"))
+            self.locate(s.span)
+            try:
+                lower = self.lowerings[type(s)]
+            except KeyError:
+                raise missing(s) from None
+            lower(self, s)
+
+    def expr(self, e: ir.Expr) -> llir.Value:
+        try:
+            lower = self.lowerings[type(e)]
+        except KeyError:
+            raise missing(e) from None
+        return lower(self, e)  # type: ignore[no-any-return]
+
+    def sreg64(self, reg: str, axis: str) -> llir.Value:
+        """A special register (`Target.sreg`) as i64."""
+        return self.b.zext(self.t.sreg(self, reg, axis), I64T)
 
     # ---- module plumbing ----------------------------------------------------------------
     def declare(self, name: str, ret: llir.Type, args: list[llir.Type], *attrs: str) -> llir.Function:
@@ -223,8 +263,6 @@ class Lowerer(StmtLowering, ExprLowering, CallLowering, LocalsLowering):
         frame.exit = ret_block
         self.frame = frame
         if self.coarse is not None:
-            from .coarsen_lower import lower_body
-
             lower_body(self, self.coarse)
         else:
             self.stmts(self.k.body)
@@ -273,8 +311,6 @@ class Lowerer(StmtLowering, ExprLowering, CallLowering, LocalsLowering):
     def setup_debug(self, fn: llir.Function) -> None:
         if not self.line_info:
             return
-        import os
-
         m = self.module
         path = self.k.path
         difile = m.add_debug_info("DIFile", {"filename": os.path.basename(path), "directory": os.path.dirname(path)})

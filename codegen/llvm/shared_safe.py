@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING
 import llvmlite.ir as llir
 
 from anodize.language import ir
-from .lower import I64T, WITNESS_LL, reg_type
+from .effects import atomic_at, rmw_op
+from .registry import lowers
+from .types import I64T, WITNESS_LL, reg_type
 
 if TYPE_CHECKING:
     from .lower import Lowerer
@@ -43,13 +45,12 @@ def lower_local_witness(lw: Lowerer, e: ir.MakeWitness) -> llir.Value:
     return b.select(ok, v, llir.Constant(WITNESS_LL[2], [poison, poison]))
 
 
+@lowers(ir.SharedAtomic)
 def lower_shared_atomic(lw: Lowerer, e: ir.SharedAtomic) -> llir.Value | None:
-    from .effects import atomic_at, rmw_op
-
     elem = e.array.ty.elem
     expected = lw.expr(e.expected) if e.expected is not None else None
     val = lw.expr(e.value) if e.value is not None else None
-    ok, ptr, fidx, flen = lw.shared_address(e.array, e.index)
+    ok, ptr, fidx, flen = lw.bounds.shared_address(e.array, e.index)
 
     def rmw() -> llir.Value:
         assert val is not None
@@ -62,7 +63,7 @@ def lower_shared_atomic(lw: Lowerer, e: ir.SharedAtomic) -> llir.Value | None:
         return atomic_at(lw, e, ptr, val, expected, elem, rmw)
 
     result = None if e.op == "store" else reg_type(elem)
-    return lw.guarded(e.checked, ok, e.site, fidx, flen, act, result)
+    return lw.bounds.guarded(e.checked, ok, e.site, fidx, flen, act, result)
 
 
 __all__ = ["lower_local_witness", "lower_shared_atomic"]

@@ -17,6 +17,10 @@ from typing import TYPE_CHECKING
 from llvmlite import ir as llir
 
 from anodize.language import ir
+from anodize.language.types import I64
+
+from .registry import lowers
+from .types import WITNESS_LL
 
 if TYPE_CHECKING:
     from .lower import Lowerer
@@ -32,8 +36,6 @@ def _block_dim(lw: Lowerer, axis: str, block: tuple[int, int] | None) -> llir.Va
 
 
 def lower_make_tile(lw: Lowerer, e: ir.MakeWitness) -> llir.Value:
-    from .lower import WITNESS_LL
-
     b = lw.b
     assert e.ty.tile is not None
     tr, tc, gr, gc = e.ty.tile
@@ -43,7 +45,7 @@ def lower_make_tile(lw: Lowerer, e: ir.MakeWitness) -> llir.Value:
     col0 = b.add(b.mul(lw.sreg64("ctaid", "x"), b.mul(_block_dim(lw, "x", block), llir.Constant(I64T, tc))),
                  b.mul(lw.sreg64("tid", "x"), llir.Constant(I64T, gc)))
     if e.site >= 0:
-        ok, dims = lw.launch_dims_ok(2)
+        ok, dims = lw.expressions.launch_dims_ok(2)
         with b.if_then(b.not_(ok), likely=False):
             lw.fault(e.site, dims, llir.Constant(I64T, 2))
         row0 = b.select(ok, row0, POISON)
@@ -61,11 +63,8 @@ def _contract_block(contract: object) -> tuple[int, int] | None:
     return int(bx), int(by)
 
 
+@lowers(ir.TileAt)
 def lower_tile_at(lw: Lowerer, e: ir.TileAt) -> llir.Value:
-    from anodize.language.types import I64
-
-    from .lower import WITNESS_LL
-
     b = lw.b
     tr, tc, gr, gc = e.shape
     t = lw.expr(e.tile)
@@ -96,30 +95,3 @@ def lower_tile_at(lw: Lowerer, e: ir.TileAt) -> llir.Value:
     v = llir.Constant(WITNESS_LL[2], None)
     v = b.insert_value(v, row, 0)
     return b.insert_value(v, col, 1)
-
-
-# ---- the debug device (codegen/debug/interp.py) -------------------------------------------------------
-def eval_make_tile(fr: object, e: ir.MakeWitness) -> tuple[int, int]:
-    """The tile's (row0, col0) on the debug device, as `lower_make_tile` computes it."""
-    assert e.ty.tile is not None
-    tr, tc, gr, gc = e.ty.tile
-    (tx, ty_, _), (cx, cy, _), (bx, by, _) = fr.tid, fr.ctaid, fr.run.block_dim  # type: ignore[attr-defined]
-    if e.site >= 0:
-        w = fr.witness(2, e.site)  # type: ignore[attr-defined]  # the launch check (faults, poisons)
-        if w == (-1, -1):
-            return (-1, -1)
-    return (cy * by * tr + ty_ * gr, cx * bx * tc + tx * gc)
-
-
-def eval_tile_at(fr: object, e: ir.TileAt) -> tuple[int, int]:
-    tr, tc, gr, gc = e.shape
-    row0, col0 = fr.eval(e.tile)  # type: ignore[attr-defined]
-    r, s = int(fr.eval(e.r)), int(fr.eval(e.s))  # type: ignore[attr-defined]
-    bx, by = e.block if e.block is not None else fr.run.block_dim[:2]  # type: ignore[attr-defined]
-    if (e.check_r or e.check_s) and not (0 <= r < tr and 0 <= s < tc):
-        bad_r = not 0 <= r < tr
-        fr.run.fault(e.site, r if bad_r else s, tr if bad_r else tc)  # type: ignore[attr-defined]
-        return (-1, -1)
-    if e.poisonable and row0 == -1:
-        return (-1, -1)
-    return (row0 + (r // gr) * by * gr + r % gr, col0 + (s // gc) * bx * gc + s % gc)

@@ -30,6 +30,10 @@ from llvmlite import ir as llir
 from anodize.language import ir
 from anodize.language.types import ScalarTy
 
+from .registry import lowers
+from .thread_tiles import POISON, _block_dim
+from .types import _align, mem_type
+
 if TYPE_CHECKING:
     from .lower import Lowerer
 
@@ -47,8 +51,6 @@ def run_width(shape: tuple[int, int, int, int], elem: ScalarTy) -> int:
 def _coords(lw: Lowerer, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> tuple[Any, Any, Any, Any, Any]:
     """(row0, col0, BX, BY, live) of a tile move: the tile's value, the block's extents and
     whether the tile is not poisoned (None: it cannot be)."""
-    from .thread_tiles import POISON, _block_dim
-
     b = lw.b
     t = lw.expr(e.tile)
     row0, col0 = b.extract_value(t, 0), b.extract_value(t, 1)
@@ -62,6 +64,7 @@ def _offset(k: int, group: int, dim: Any, lw: Lowerer) -> Any:
     return b.add(b.mul(llir.Constant(I64T, (k // group) * group), dim), llir.Constant(I64T, k % group))
 
 
+@lowers(ir.ThreadTileLoad, ir.ThreadTileStore)
 def lower_tile_move(lw: Lowerer, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> None:
     """`t.load(src, dst, fill)` / `t.store(dst, src)`, row by row of the tile.  A row whose runs
     all lie inside the slice (the last run ends by `cols`; columns grow with s) and whose first
@@ -69,8 +72,6 @@ def lower_tile_move(lw: Lowerer, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> N
     block's BX * GC columns, apart, both multiples of 16 bytes) moves each run with one vector
     access, straight-line, so the loads are all in flight at once; any other row moves element
     by element."""
-    from .lower import _align, mem_type
-
     b = lw.b
     load = isinstance(e, ir.ThreadTileLoad)
     sref = e.src if load else e.dst
@@ -153,40 +154,3 @@ class _Mover:
             else:
                 with b.if_then(ok):
                     b.store(b.load(local, typ=self.mt, align=self.al), ptr, align=self.al)
-
-
-# ---- the debug device (codegen/debug/interp.py) -------------------------------------------------------
-def exec_tile_move(th: Any, e: ir.ThreadTileLoad | ir.ThreadTileStore) -> None:
-    """The debug device's twin: element by element, each access tracked as a plain one."""
-    from ..debug import ops
-
-    load = isinstance(e, ir.ThreadTileLoad)
-    sref = e.src if load else e.dst
-    aref = e.dst if load else e.src
-    mem = th.frame.slices[sref.name]
-    rows, cols = mem.dims[0], mem.dims[1]
-    data = th.local_data(aref)
-    row0, col0 = th.eval(e.tile)
-    fill = th.eval(e.fill) if load else None  # type: ignore[union-attr]
-    if load and sref.ty.elem.is_half:
-        from anodize.language.halfbits import round_half
-
-        fill = round_half(float(fill), sref.ty.elem.name)
-    tr, tc, gr, gc = e.shape
-    bx, by = e.block if e.block is not None else th.run.block_dim[:2]
-    for r in range(tr):
-        for s in range(tc):
-            flat = r * tc + s
-            inside = row0 != -1 or not e.poisonable
-            row = row0 + (r // gr) * by * gr + r % gr
-            col = col0 + (s // gc) * bx * gc + s % gc
-            inside = inside and 0 <= row < rows and 0 <= col < cols
-            if load:
-                if inside:
-                    th.run.track(th, mem, row * cols + col, False, e)
-                    data[flat] = mem.load(row * cols + col)
-                else:
-                    data[flat] = fill if fill is not None else ops.zero(sref.ty.elem)
-            elif inside:
-                th.run.track(th, mem, row * cols + col, True, e)
-                mem.store(row * cols + col, data[flat])

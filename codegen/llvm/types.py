@@ -16,8 +16,6 @@ from anodize.language.types import ScalarTy, SliceTy, TupleTy, Ty, WitnessTy
 
 from . import halves
 
-from .locals import tuple_type
-
 
 I1 = llir.IntType(1)
 I8 = llir.IntType(8)
@@ -55,6 +53,11 @@ def value_type(ty: Ty) -> llir.Type:
     if isinstance(ty, TupleTy):
         return tuple_type(ty)
     raise TypeError(f"no register type for {ty}")
+
+
+def tuple_type(ty: TupleTy) -> llir.Type:
+    """A tuple: an LLVM literal struct of the elements' register types."""
+    return llir.LiteralStructType([reg_type(e) for e in ty.elems])
 
 
 def add_attr(attrs: Any, name: str) -> None:

@@ -27,17 +27,27 @@ checks the sizes fit the 32-bit indexing and picks the 16-byte copy path (aligne
 
 from __future__ import annotations
 
-from anodize.language.records import dataclass
-from typing import Any
+import os
+from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as ir
 
+from anodize.language.records import dataclass
+from anodize.language.types import F32 as F32T, I64 as I64T
+
+from ..llvm.registry import lowers
+from ..llvm.types import add_attr
+from ..tile.attention import TileAttention
 from . import inline_ptx as P
-from .common import _as_i32, _as_i64, store_fragments
+from .attention_groups import bar_count, merge_groups
+from .common import _as_i32, _as_i64, shared_buffer, store_fragments
 from .gemm import _swizzle, _Tile
-from .inline_ptx import F32, I32, I64, c32, c64
+from .inline_ptx import F32, I32, I64, c32, c64, ex2, fmax
 
 from anodize.language.attention_config import REG_BUDGET, AttnConfig  # noqa: F401,E402  (re-exported)
+
+if TYPE_CHECKING:
+    from ..llvm.lower import Lowerer
 
 LOG2E = 1.4426950408889634
 LIMIT = 2**31 - 4096
@@ -45,14 +55,6 @@ LIMIT = 2**31 - 4096
 
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value]) -> ir.Value:
     return b.asm(ir.FunctionType(ret, [a.type for a in args]), text, cons, args, False)
-
-
-def ex2(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
-    return _asm(b, F32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", [x])
-
-
-def fmax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
-    return _asm(b, F32, "max.f32 $0, $1, $2;", "=f,f,f", [x, y])
 
 
 def shfl_xor(b: ir.IRBuilder, x: ir.Value, lane_mask: int) -> ir.Value:
@@ -194,8 +196,6 @@ def emit_attention_tile(b: ir.IRBuilder, cfg: AttnConfig, *, q_g, k_g, v_g, o_g,
     below 2**31 - 4096, `base + ntiles * BN` too); q_g .. o_g i64 addresses; `scale` f32;
     `smem` an i32 shared offset of cfg.smem_bytes(..) bytes, 128-byte aligned; every thread of
     the block must reach the call (it holds barriers)."""
-    from .attention_groups import bar_count, merge_groups
-
     bm, bn, d, mt = cfg.tile_m, cfg.tile_n, cfg.head_dim, cfg.mt
     cpr = d // 8
     gt = cfg.threads // cfg.groups  # threads of a warp group
@@ -420,29 +420,21 @@ def _finish(b: ir.IRBuilder, cfg: AttnConfig, fin_l, fin, o_g, o_rows, o_cols, m
     store_fragments(b, "f16", out, mt, d // 8, o_g, b.sext(o_cols, I64), o_rows, o_cols, b.add(m0, wrow), c0, lane)
 
 
-def lower_tile_attention(lw: Any, s: Any) -> None:
+@lowers(TileAttention)
+def lower_tile_attention(lw: Lowerer, s: TileAttention) -> None:
     """`TileAttention` (codegen/tile/attention.py) to LLVM inside the LLVM lowering's function."""
-    from anodize.language.types import F32 as F32T
-    from anodize.language.types import I64 as I64T
-
     b = lw.b
     bm, bn, d = s.tile
-    import os
-
     cfg = AttnConfig(bm, bn, d, s.num_warps, s.stages, s.lazy, s.q_regs, s.groups)
 
     minb = int(os.environ.get("ANODIZE_ATTN_MINB", "0")) or cfg.min_blocks()
     if minb > 1:
-        from ..gpu.ptx import add_attr
-
         add_attr(b.function.attributes, f'"nvvm.minctasm"="{minb}"')
     sq, sk, sv, so = (lw.frame.slices[r.name] for r in (s.q, s.k, s.v, s.o))
     if s.smem:
         gv = lw.shared_gv[s.smem]
         gv.align = 128
     else:  # the compiler's dynamic shared buffer (CompiledKernel.dynamic_shared_bytes, 128-byte aligned)
-        from .common import shared_buffer
-
         gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
     dims = [b.sext(x, I64) if x.type.width < 64 else x for x in (*sq.dims, *sk.dims, *sv.dims, *so.dims)]
     lim = c64(LIMIT)

@@ -8,8 +8,9 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from . import inline_ptx as P
-from .attention import AttnConfig, ex2, fmax
-from .inline_ptx import F32, I32, c32
+from anodize.language.attention_config import AttnConfig
+
+from .inline_ptx import F32, I32, c32, ex2, fmax
 
 
 def bar_count(b: ir.IRBuilder, bar_id: ir.Value, count: int) -> None:

@@ -30,6 +30,8 @@ from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 
+from ..gpu import ptx as nvptx
+
 from anodize.language.tile_plan import gemm_warp_grid
 
 from . import inline_ptx as P
@@ -435,17 +437,13 @@ def emit_gemm_kernel(module: ir.Module, name: str, cfg: GemmConfig, aligned: boo
 
 def gemm_module(cfg: GemmConfig, name: str = "tc_gemm", aligned: bool | None = None) -> ir.Module:
     """A module holding one standalone GEMM kernel."""
-    from ..gpu.ptx import TRIPLE, data_layout
-
     mod = ir.Module(name=name)
-    mod.triple = TRIPLE
-    mod.data_layout = data_layout()
+    mod.triple = nvptx.TRIPLE
+    mod.data_layout = nvptx.data_layout()
     emit_gemm_kernel(mod, name, cfg, aligned)
     return mod
 
 
 def gemm_ptx(cfg: GemmConfig, name: str = "tc_gemm", arch: str = "sm_90", aligned: bool | None = None, opt: int = 3) -> str:
     """PTX for a standalone GEMM kernel (LLVM O3 through codegen/gpu/ptx.py)."""
-    from ..gpu.ptx import emit_ptx
-
-    return emit_ptx(str(gemm_module(cfg, name, aligned)), name, arch, opt)[1]
+    return nvptx.emit_ptx(str(gemm_module(cfg, name, aligned)), name, arch, opt)[1]

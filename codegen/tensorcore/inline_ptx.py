@@ -38,6 +38,14 @@ def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Valu
     return b.asm(fty, text, cons, args, side_effect)
 
 
+def ex2(b: ir.IRBuilder, x: ir.Value) -> ir.Value:
+    return _asm(b, F32, "ex2.approx.ftz.f32 $0, $1;", "=f,f", [x], side_effect=False)
+
+
+def fmax(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return _asm(b, F32, "max.f32 $0, $1, $2;", "=f,f,f", [x, y], side_effect=False)
+
+
 def barrier(b: ir.IRBuilder) -> None:
     """`bar.sync 0` through the NVVM intrinsic (convergent, so LLVM never duplicates it into a branch)."""
     mod = b.module

@@ -24,6 +24,8 @@ from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 
+from ..gpu import ptx as nvptx
+
 from . import inline_ptx as P
 from .common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
 from .gemm import _Tile
@@ -220,10 +222,8 @@ def emit_wgmma_kernel(module: ir.Module, name: str, cfg: WgmmaConfig, aligned: b
 
 
 def wgmma_ptx(cfg: WgmmaConfig, name: str = "tc_gemm", arch: str = "sm_90a", aligned: bool | None = None, opt: int = 3) -> str:
-    from ..gpu.ptx import TRIPLE, data_layout, emit_ptx
-
     mod = ir.Module(name=name)
-    mod.triple = TRIPLE
-    mod.data_layout = data_layout()
+    mod.triple = nvptx.TRIPLE
+    mod.data_layout = nvptx.data_layout()
     emit_wgmma_kernel(mod, name, cfg, aligned)
-    return emit_ptx(str(mod), name, arch, opt)[1]
+    return nvptx.emit_ptx(str(mod), name, arch, opt)[1]

@@ -36,8 +36,10 @@ from anodize.language.records import dataclass
 
 import llvmlite.ir as ir
 
-from .common import _as_i32, _as_i64
-from .inline_ptx import ELEM_BYTES, PTX_IN, VOID
+from ..gpu import ptx as nvptx
+
+from .common import _as_i32, _as_i64, shared_buffer, tile_order
+from .inline_ptx import ELEM_BYTES, I32, PTX_IN, VOID, c32, sreg
 
 SW128 = 1 << 62  # descriptor bits 62-63: 128-byte swizzle
 BK = 64  # one 128-byte swizzle row of 2-byte elements
@@ -501,13 +503,9 @@ def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm", grouped: bool = T
     """A standalone kernel `name(A, B, C, M, N, K, lda, ldb, ldc)` (pointers global, the rest
     i32) over a 1-D grid of tiles in grouped order, with `cfg.smem_bytes()` of dynamic shared
     memory: for tests and the benchmark (runtime/tc_gemm.py loads it)."""
-    from ..gpu.ptx import TRIPLE, data_layout
-    from .common import shared_buffer, tile_order
-    from .inline_ptx import I32
-
     mod = ir.Module(name=name)
-    mod.triple = TRIPLE
-    mod.data_layout = data_layout()
+    mod.triple = nvptx.TRIPLE
+    mod.data_layout = nvptx.data_layout()
     gptr = ir.PointerType(addrspace=1)
     fn = ir.Function(mod, ir.FunctionType(VOID, [gptr, gptr, gptr] + [I32] * 6), name)
     fn.calling_convention = "ptx_kernel"
@@ -519,8 +517,6 @@ def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm", grouped: bool = T
     if grouped:
         row, col = tile_order(b, M, N, cfg.tile_m, cfg.tile_n)
     else:  # row-major tile order
-        from .inline_ptx import c32, sreg
-
         tiles_n = b.udiv(b.add(N, c32(cfg.tile_n - 1)), c32(cfg.tile_n))
         pid = sreg(b, "ctaid.x")
         row, col = b.udiv(pid, tiles_n), b.urem(pid, tiles_n)
@@ -531,6 +527,4 @@ def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm", grouped: bool = T
 
 
 def asm_gemm_ptx(cfg: AsmGemmConfig, name: str = "tc_gemm", opt: int = 3, grouped: bool = True) -> str:
-    from ..gpu.ptx import emit_ptx
-
-    return emit_ptx(str(asm_gemm_module(cfg, name, grouped)), name, "sm_90a", opt)[1]
+    return nvptx.emit_ptx(str(asm_gemm_module(cfg, name, grouped)), name, "sm_90a", opt)[1]

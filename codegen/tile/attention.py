@@ -14,8 +14,13 @@ generic tile lowering (codegen/tile/plain.py), which computes the same thing wit
 
 from __future__ import annotations
 
-from anodize.language.records import dataclass
+import os
+from dataclasses import replace
 from typing import Any
+
+from anodize.language.attention_config import attention_choice
+from anodize.language.records import dataclass
+from anodize.language.types import F32, I32, I64, SharedTy
 
 from anodize.language import ir
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, static_shared_bytes
@@ -56,15 +61,11 @@ STATIC_SHARED = STATIC_SHARED_MAX_BYTES
 
 
 def _knob(name: str, allowed: tuple[str, ...]) -> str:
-    import os
-
     v = os.environ.get(name, "")  # (benchmarking: bench/tile_attention_sweep.py; not in the cache key)
     return v if v in allowed else ""
 
 
 def _knobs_set() -> bool:
-    import os
-
     return any(os.environ.get(n) for n in ("ANODIZE_ATTN_QREGS", "ANODIZE_ATTN_STAGES", "ANODIZE_ATTN_GROUPS",
                                             "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC"))
 
@@ -78,8 +79,6 @@ def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, o
     fits, else one stage; the buffers are static shared memory up to 48 KiB, else the
     compiler's dynamic buffer -- when the kernel has no dynamic array of its own and the SM
     holds the blocks the registers allow (`AttnConfig.min_blocks`)."""
-    from anodize.language.attention_config import attention_choice
-
     q_knob, s_knob = _knob("ANODIZE_ATTN_QREGS", ("0", "1")), _knob("ANODIZE_ATTN_STAGES", ("1", "2"))
     g_knob = _knob("ANODIZE_ATTN_GROUPS", ("1", "2"))
     lazy = _knob("ANODIZE_ATTN_LAZY", ("0", "1")) != "0"
@@ -112,10 +111,6 @@ def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] |
             raise AssertionError(f"the attention form of `{k.name}` was not lowered onto tensor cores")
         return None
     cfg, nbytes, dynamic = chosen
-    from dataclasses import replace
-
-    from anodize.language.types import F32, I32, I64, SharedTy
-
     smem = ""
     if not dynamic:
         smem = lowering.fresh("attn_smem")

@@ -22,31 +22,22 @@ from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.records import dataclass
 from anodize.language.tile_ir import TileElem, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
 from anodize.language.types import BOOL, F32, I64
 
-from .compute import _bin, _c
+from anodize.language.tile_storage import tile_storage_bound
+
+from .compute import _Access, _bin, _c
 from .layout import MmaLayout, choose_layout, wgmma_shape_ok
-from .mma import MmaOperandIR, TileMma
+from .mma import MmaOperandIR, TileMma, TilePredStore
+from .wgmma import smem_bytes
 
 __all__ = ["assign_registers", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
            "store_registers"]
 
 
 LOAD_BATCH = 8  # elements whose loads a fragment loop issues together
-
-
-@dataclass(frozen=True)
-class TilePredStore:
-    """`slice[index] = value` where the index is inside `slice`, as one predicated store (no
-    branch): the fragment loops' stores (codegen/tile/mma.py `lower_pred_store`)."""
-
-    slice: ir.SliceRef
-    index: tuple[Any, ...]
-    value: Any
-    span: Any = None
 
 
 class _Frag:
@@ -102,8 +93,6 @@ def read_register(low: Any, x: Any, coords: list[ir.Expr]) -> ir.Expr:
 def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) -> list[ir.Stmt]:
     """body(i, coords) for each register i of the layout (unrolled); with `inside`, an unmasked
     copy runs when it holds (as the element loops do)."""
-    from .compute import _Access
-
     tid = low.tid()
     warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))
     r0, c0 = low.local(I64, "fr"), low.local(I64, "fc")
@@ -214,8 +203,6 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
     stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
-    from anodize.language.tile_storage import tile_storage_bound
-
     budget = max(low.shared_limit - tile_storage_bound(k), 2 * stage)
     stages = next(st for st in ((4, 3) if engine == "wgmma" else (4, 3, 2)) if st * stage <= budget or st == 2)
     if engine == "wgmma" and stages * stage > budget:
@@ -226,8 +213,6 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     want = getattr(k, "tile_stages", 0)  # an autotuning configuration's `num_stages` (anodize/autotuning.py)
     if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
         stages = want
-    from .wgmma import smem_bytes
-
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
     site_i = len(k.fault_sites)
     span = site.stmt.span

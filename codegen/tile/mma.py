@@ -20,17 +20,26 @@ B or a transposed A) and `mma.sync.m16n8k16` (`emit_mma_sync`), or Hopper's wgmm
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as llir
 
 from anodize.language import ir
 from anodize.language.records import dataclass
 
+from anodize.language.types import I64 as I64T
+
+from ..llvm.registry import lowers
+from ..llvm.types import add_attr
 from ..tensorcore import inline_ptx as P
+from ..tensorcore.common import shared_buffer
 from ..tensorcore.gemm import _swizzle
 from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
 from .layout import MmaLayout
+from .wgmma import emit_wgmma
+
+if TYPE_CHECKING:
+    from ..llvm.lower import Lowerer
 
 __all__ = ["MmaOperandIR", "TileMma", "emit_mma_sync", "lower_tile_mma"]
 
@@ -70,10 +79,20 @@ class TileMma:
 # ---- the LLVM lowering ---------------------------------------------------------------------------
 
 
-def lower_tile_mma(lw: Any, s: TileMma) -> None:
-    """`s_TileMma` of the LLVM lowering (codegen/llvm/stmts.py)."""
-    from anodize.language.types import I64 as I64T
+@dataclass(frozen=True)
+class TilePredStore:
+    """`slice[index] = value` where the index is inside `slice`, as one predicated store (no
+    branch): the fragment loops' stores (codegen/tile/mma.py `lower_pred_store`)."""
 
+    slice: ir.SliceRef
+    index: tuple[Any, ...]
+    value: Any
+    span: Any = None
+
+
+@lowers(TileMma)
+def lower_tile_mma(lw: Lowerer, s: TileMma) -> None:
+    """`s_TileMma` of the LLVM lowering (codegen/llvm/stmts.py)."""
     b = lw.b
     slots = [lw.frame.vars[n][0] for n in s.acc]
     acc = [b.load(sl) for sl in slots]
@@ -114,15 +133,11 @@ def lower_tile_mma(lw: Any, s: TileMma) -> None:
         o[1 - kax] = smin(smax(off[1 - kax], c64(-512)), c64(LIMIT))  # past an edge: still past it
         origins.append([b.trunc(v, I32) for v in o])
     K = b.trunc(kp, I32)
-    from ..llvm.lower import add_attr
-
     # a block holds its ring and its register tiles: ptxas may give it every register it needs
     # (without the hint it trades registers for occupancy and spills the fragments)
     add_attr(lw.fn.attributes, '"nvvm.minctasm"="1"')
     with b.if_then(fits, likely=True):
         if s.engine == "wgmma":
-            from .wgmma import emit_wgmma
-
             out = emit_wgmma(lw, s, acc, ops, origins, K)
         else:
             out = emit_mma_sync(b, lw.module, s, acc, ops, origins, K)
@@ -130,13 +145,14 @@ def lower_tile_mma(lw: Any, s: TileMma) -> None:
             b.store(v, sl)
 
 
-def lower_pred_store(lw: Any, s: Any) -> None:
+@lowers(TilePredStore)
+def lower_pred_store(lw: Lowerer, s: TilePredStore) -> None:
     """`s_TilePredStore`: one predicated `st.global` where the index is inside the slice (the
     address is formed either way, never dereferenced outside)."""
     b = lw.b
     sv = lw.frame.slices[s.slice.name]
     v = lw.expr(s.value)
-    ok, ptr, _, _ = lw.address(sv, s.index)
+    ok, ptr, _, _ = lw.bounds.address(sv, s.index)
     elem = sv.ty.elem
     bits = elem.info.mem_bits
     kind = "f32" if elem.name == "f32" else "b16" if bits == 16 else ""
@@ -215,8 +231,6 @@ def _rowmajor(b: llir.IRBuilder, row: llir.Value, chunk: llir.Value, cpr: int) -
 def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[llir.Value], ops: list[Any],
                   origins: list[list[llir.Value]], K: llir.Value) -> list[llir.Value]:
     """The mainloop of `s` on mma.sync: returns the accumulator's registers after it."""
-    from ..tensorcore.common import shared_buffer
-
     lay = s.layout
     threads = s.warps * 32
     tk = s.k_tile

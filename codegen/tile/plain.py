@@ -58,38 +58,11 @@ from anodize.language.tile_ir import (
 )
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
+from .attention import lower_attention
+from .lower import assign_registers, pipelined_loop, read_register, reads_registers, registers_of, store_registers
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
-__all__ = ["lower_tiles", "is_tile_kernel", "ProgramsOnHost"]
-
-
-def is_tile_kernel(k: ir.KernelIR) -> bool:
-    return getattr(k, "tile_warps", 0) > 0
-
-
-def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma: bool = False,
-                shared_limit: int = 48 * 1024, vectors: bool = False) -> ir.KernelIR:
-    """The plain IR of tile kernel `k` for a block of `threads` threads (`k` itself when it
-    is not a tile kernel); `tensor_cores`: the layout plan's matmuls lower to mma.sync (a GPU of
-    sm_80 or later; codegen/tile/); `wgmma`: to Hopper's wgmma where the layout allows
-    (sm_90, built for sm_90a); `shared_limit`: the shared bytes a block may take with the
-    compiler's dynamic staging buffer (`toolchain.block_shared_limit`); `vectors`: row-shaped
-    kernels (codegen/tile/rows.py) may access chunks as 16-byte vectors (the GPU)."""
-    if not is_tile_kernel(k):
-        return k
-    from .rows import RowLowering, row_plan
-    from .rows_form import row_form
-
-    layout = row_plan(k, threads)
-    low = _Lowering(k, threads) if layout is None else RowLowering(row_form(k), threads, layout, vectors)
-    low.tensor_cores = tensor_cores and threads > 1
-    low.wgmma = wgmma and low.tensor_cores
-    low.shared_limit = shared_limit
-    if low.tensor_cores:
-        from .lower import plan_for
-
-        plan_for(low)
-    return low.run()
+__all__ = ["ProgramsOnHost"]
 
 
 class ProgramsOnHost:
@@ -107,10 +80,11 @@ class ProgramsOnHost:
         self.inner(grid_xyz, (1, 1, 1), flat_args, fault_address, launch_rank, dynamic_shared)
 
 
-class _Lowering(TileCompute):
+class _Lowering:
     def __init__(self, k: ir.KernelIR, threads: int):
         self.k = k
         self.T = threads
+        self.compute = TileCompute(self)  # the loops that cannot be evaluated inline (compute.py)
         self.locals: dict[str, Any] = {n: t for n, t in k.locals if not isinstance(t, (TileTy, TileWitnessTy))}
         self.shared: dict[str, SharedTy] = dict(k.shared)
         self.arrays: dict[str, _Arr] = {}
@@ -183,8 +157,6 @@ class _Lowering(TileCompute):
         columns together, so the operand rows they share stay in L2.  Invisible to the
         program: a tile kernel writes and reads back only its own tile of an output (the
         typer's ownership rules), so which block computes which tile changes nothing else."""
-        from .compute import _bin
-
         g = 8
         raw = lambda reg, axis: ir.Cast(ir.RawId(reg, axis, I32), I64)  # noqa: E731
         gx, gy = raw("nctaid", "x"), raw("nctaid", "y")
@@ -275,16 +247,12 @@ class _Lowering(TileCompute):
 
     # ---- statements ------------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt]:
-        from .attention import lower_attention
-
         att = lower_attention(self, body)  # the attention form: the whole kernel body, or None
         if att is not None:
             return att
         out: list[ir.Stmt] = []
         for s in body:
             if self.plan is not None and id(s) in self.plan.pipelined:
-                from .lower import pipelined_loop
-
                 out.extend(pipelined_loop(self, s))  # type: ignore[arg-type]
             else:
                 out.extend(self.stmt(s))
@@ -298,8 +266,6 @@ class _Lowering(TileCompute):
                 return []
             if isinstance(ty, TileTy):
                 if self.plan is not None and s.name in self.plan.registers:
-                    from .lower import assign_registers
-
                     return assign_registers(self, s)
                 return self.assign_tile(s.name, s.value)
             return [replace(s, value=self.scalar(s.value))]
@@ -364,7 +330,7 @@ class _Lowering(TileCompute):
         ty: TileTy = value.ty  # type: ignore[assignment]
         dest = self.var(name, ty)
         out: list[ir.Stmt] = []
-        tree = self.matmul(value, out, want=dest) if isinstance(value, TileMatmul) else self.prep(value, out)
+        tree = self.compute.matmul(value, out, want=dest) if isinstance(value, TileMatmul) else self.prep(value, out)
         if isinstance(tree, _Arr) and tree.ref is dest.ref:
             return out  # computed in place (a matmul or reduction into its own variable)
         if self.hazard(tree, dest.ref, ty.shape):
@@ -379,8 +345,6 @@ class _Lowering(TileCompute):
         out: list[ir.Stmt] = []
         tree = self.prep(s.value, out)
         if self.plan is not None:
-            from .lower import reads_registers, store_registers
-
             if reads_registers(tree):
                 return out + store_registers(self, s, tree)
         rank = ty.rank
@@ -491,8 +455,6 @@ class _Lowering(TileCompute):
         """`x` with every reduction and matmul computed into an array first (statements to `out`)."""
         if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
             if self.plan is not None and x.name in self.plan.registers:
-                from .lower import registers_of
-
                 return registers_of(self, x.name, x.ty)
             return self.var(x.name, x.ty)
         if isinstance(x, TileElem):
@@ -511,9 +473,9 @@ class _Lowering(TileCompute):
         if isinstance(x, TileLoad):
             return replace(x, offset=tuple(self.scalar(o) for o in x.offset), other=self.scalar(x.other))
         if isinstance(x, TileReduce):
-            return self.reduce(x, out)
+            return self.compute.reduce(x, out)
         if isinstance(x, TileMatmul):
-            return self.matmul(x, out)
+            return self.compute.matmul(x, out)
         raise AssertionError(f"not a tile expression: {type(x).__name__}")
 
     # ---- hazards -----------------------------------------------------------------------------------
@@ -553,8 +515,6 @@ class _Lowering(TileCompute):
     def ev(self, x: Any, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Expr:
         """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
         if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileElem, TileLoad)):
-            from .lower import read_register
-
             return read_register(self, x, coords)
         if isinstance(x, _Arr):
             shape = x.ty.shape

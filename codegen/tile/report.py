@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from anodize.language import ir
+from anodize.language import ir, messages
 from anodize.language.tile_plan import plan_tiles
 
 from .layout import wgmma_shape_ok
@@ -18,8 +18,6 @@ __all__ = ["matmul_report"]
 def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: str) -> tuple[list[str], list[Any]]:
     """(one line per matmul, the warnings) for tile kernel `typed` lowered to `lowered` for `arch`
     (`engine`: toolchain.tc_gemm_engine's "wgmma" / "mma" / "" below sm_80)."""
-    from anodize.language import messages
-
     lines: list[tuple[int, str]] = []
     warps = max(typed.tile_warps, 1)
     for s in ir.walk_stmts(lowered.body):

@@ -50,7 +50,7 @@ from anodize.language import ir
 from anodize.language.tile_ir import TileArange, TileElem, TileFull, TileLoad, TileReduce, TileReshape, TileStore, TileTy
 from anodize.language.types import BOOL, I32, I64, SharedTy
 
-from .compute import _and, _bin, _c, _eq, _le, _lt
+from .compute import TileCompute, _and, _bin, _c, _eq, _le, _lt
 from .plain import _Lowering
 from .rows_plan import MAX_PER_THREAD, RowLayout, TileAligned, TileVecLoad, TileVecStore, load_sig, row_plan, sig
 
@@ -356,7 +356,7 @@ class RowLowering(_Lowering):
         parts = {key: self.local(elem, "part") for key, _ in L.positions(rshape)}
 
         if L.ragged:  # a part may see no element of the row (every chunk of this thread past it)
-            out += [ir.Assign(p.name, self.neutral(x.op, elem)) for p in parts.values()]
+            out += [ir.Assign(p.name, TileCompute.neutral(x.op, elem)) for p in parts.values()]
 
         def consume(key: Any, pos: tuple[int, int], v: ir.Expr, mode: str, state: dict) -> list[ir.Stmt]:  # type: ignore[type-arg]
             rk = L.key(rshape, *pos)

@@ -15,6 +15,10 @@ from typing import Any
 
 import llvmlite.ir as llir
 
+from ..llvm.registry import lowers
+from ..llvm.types import mem_type
+from .rows_plan import TileAligned, TileVecLoad, TileVecStore
+
 I64T = llir.IntType(64)
 I32T = llir.IntType(32)
 VECTOR_BYTES = 16
@@ -22,14 +26,13 @@ VECTOR_BYTES = 16
 
 def _piece(sv: Any, lanes: int) -> tuple[Any, int, int]:
     """(memory type, lanes per piece, bytes per piece) for a chunk of `lanes` elements of `sv`."""
-    from ..llvm.lower import mem_type
-
     size = sv.ty.elem.info.mem_bits // 8
     nbytes = min(VECTOR_BYTES, lanes * size)
     return mem_type(sv.ty.elem), nbytes // size, nbytes
 
 
-def aligned(lw: Any, e: Any) -> llir.Value:
+@lowers(TileAligned)
+def aligned(lw: Any, e: TileAligned) -> llir.Value:
     b = lw.b
     ok: llir.Value = llir.Constant(llir.IntType(1), 1)
     for ref in e.slices:
@@ -44,10 +47,11 @@ def aligned(lw: Any, e: Any) -> llir.Value:
     return ok
 
 
-def vec_load(lw: Any, s: Any) -> None:
+@lowers(TileVecLoad)
+def vec_load(lw: Any, s: TileVecLoad) -> None:
     b = lw.b
     sv = lw.frame.slices[s.slice.name]
-    _, ptr, _, _ = lw.address(sv, s.index)
+    _, ptr, _, _ = lw.bounds.address(sv, s.index)
     mt, per, nbytes = _piece(sv, len(s.dests))
     vt = llir.VectorType(mt, per)
     for part in range(len(s.dests) // per):
@@ -58,11 +62,12 @@ def vec_load(lw: Any, s: Any) -> None:
             b.store(b.extract_element(v, llir.Constant(I32T, j)), slot)
 
 
-def vec_store(lw: Any, s: Any) -> None:
+@lowers(TileVecStore)
+def vec_store(lw: Any, s: TileVecStore) -> None:
     b = lw.b
     sv = lw.frame.slices[s.slice.name]
     values = [lw.conv(lw.expr(x), x.ty, sv.ty.elem) for x in s.values]
-    _, ptr, _, _ = lw.address(sv, s.index)
+    _, ptr, _, _ = lw.bounds.address(sv, s.index)
     mt, per, nbytes = _piece(sv, len(values))
     vt = llir.VectorType(mt, per)
     for part in range(len(values) // per):

@@ -14,6 +14,7 @@ from anodize.language.tile_ir import TileArange, TileIdPart, TileLoad, TileMatmu
 from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .compute import _and, _bin, _c, _eq
+from .rows_form import row_form
 
 __all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
 
@@ -199,8 +200,6 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     0-D tile).  `k` is read in its row form, which the lowering is then given."""
     if threads <= 1:
         return None
-    from .rows_form import row_form
-
     k = row_form(k)
     nodes: list[Any] = []
     _nodes(k.body, nodes)

@@ -22,6 +22,7 @@ from typing import Any
 
 import llvmlite.ir as llir
 
+from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
 from .layout import MmaLayout
 
@@ -307,8 +308,6 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     """The mainloop of `s` (the (warps, 1) layout) on wgmma; returns the accumulator's registers
     after it.  An MN-major tile (B, or a transposed A) starting before column 0 but reaching past
     it records the statement's fault (its copies clamp whole 16-byte chunks)."""
-    from ..tensorcore.common import shared_buffer
-
     b = lw.b
     module = lw.module
     args: list[llir.Value] = []

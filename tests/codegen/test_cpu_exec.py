@@ -305,7 +305,7 @@ def test_sequential_cpu_target_refuses_barriers_as_an_internal_error() -> None:
     one is a bug in anodize, reported as a located `az-internal`, never a user-facing code."""
     from anodize.codegen.cpu.backend import CPUTarget
     from anodize.language.typer import build_ir
-    from anodize.codegen.llvm.lower import lower_kernel
+    from anodize.codegen.lowerings import lower_kernel
 
     k = build_ir(K.block_reduce)
     with pytest.raises(CheckError) as ei:

@@ -16,7 +16,7 @@ import pytest
 import anodize as az
 from anodize.codegen.driver import compile_gpu
 from anodize.codegen.tile.attention import REFERENCE, TileAttention, match_attention
-from anodize.codegen.tile.plain import lower_tiles
+from anodize.codegen.tile.entry import lower_tiles
 from anodize.language.front import front_for_source
 
 ROOT = Path(__file__).resolve().parents[2]

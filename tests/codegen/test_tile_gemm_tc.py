@@ -17,7 +17,7 @@ import anodize as az
 from anodize.codegen.driver import compile_gpu
 from anodize.codegen.tile.mma import TileMma
 from anodize.language import ir
-from anodize.codegen.tile.plain import lower_tiles
+from anodize.codegen.tile.entry import lower_tiles
 from anodize.language.front import front_for_source
 
 HEAD = """

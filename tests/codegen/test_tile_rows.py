@@ -12,7 +12,7 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.tile.plain import lower_tiles
+from anodize.codegen.tile.entry import lower_tiles
 from anodize.codegen.tile.rows import RowLayout, row_plan
 from anodize.language import ir
 from anodize.language.front import front_for_source

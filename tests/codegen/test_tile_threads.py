@@ -10,7 +10,7 @@ import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_cpu, compile_gpu
-from anodize.codegen.tile.plain import lower_tiles
+from anodize.codegen.tile.entry import lower_tiles
 from anodize.language import ir
 
 from tile_cases import ROOT, _example_kernels, kernel_ir, typed, walk

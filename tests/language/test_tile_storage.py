@@ -15,7 +15,7 @@ from kernelgen import RandomChooser  # noqa: E402
 from kernelgen_tiles import gen_tile_module  # noqa: E402
 
 from anodize.checker.api import analyze_source  # noqa: E402
-from anodize.codegen.tile.plain import lower_tiles  # noqa: E402
+from anodize.codegen.tile.entry import lower_tiles  # noqa: E402
 from anodize.language import ir  # noqa: E402
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, tile_storage_bound  # noqa: E402
 
