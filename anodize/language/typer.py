@@ -18,6 +18,7 @@ from anodize.language import ir, messages
 from anodize.language.contract import Contract, Requires, Shape, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic
 from anodize.language.fn_types import FnTypes
+from anodize.language.front import TypedKernel, kernel_contract, kernel_of  # (the front imports this module lazily: it stays light)
 from anodize.language.ir import ParamSpec
 from anodize.language.liveness import spin_read
 from anodize.language.param_annotations import constant_params
@@ -43,8 +44,6 @@ def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], 
     (`spec`: type variable -> scalar name, `az.Constant` parameter -> value; a Constant
     without a value is typed as an unknown value): its IR, or the located diagnostics that
     stopped it.  Call `front.typed(fdef, spec)`, which caches it."""
-    from anodize.language.front import TypedKernel
-
     contract, cdiags = front.contract(fdef)
     if cdiags:
         return TypedKernel(None, tuple(cdiags))
@@ -82,8 +81,6 @@ def build_ir(kernel: Any) -> ir.KernelIR:
     """Type a kernel object's `def` (a `Kernel`, or its Python function) for its
     specialisation (`kernel.spec`): its module's one front (`front.py`).  Raises CheckError
     with located diagnostics."""
-    from anodize.language.front import kernel_of
-
     fn = getattr(kernel, "fn", kernel)
     front, fdef = kernel_of(fn)
     typed = front.typed(fdef, tuple(getattr(kernel, "spec", None) or ()))
@@ -94,8 +91,6 @@ def build_ir(kernel: Any) -> ir.KernelIR:
 
 def parse_contract(kernel: Any) -> Contract | None:
     """A kernel object's contract, as the front end reads it (CheckError when malformed)."""
-    from anodize.language.front import kernel_contract
-
     return kernel_contract(kernel)
 
 
