@@ -28,7 +28,7 @@ from anodize.language.tile_forms import REFERENCE_PATH
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, tile_storage_bound
 from anodize.language.tile_vocab import OPTION_NUM_STAGES, OPTION_NUM_WARPS
 from anodize.language.typer_base import _Fail, _Silent
-from anodize.language.typer_fn import FnTyper, compile_helper
+from anodize.language.typer_fn import FnTyper, compile_helper, signature_names
 from anodize.language.typer_state import KernelCtx
 from anodize.language.typer_tiles import TileFnTyper, check_tile_params, num_warps
 from anodize.language.types import VOID, ScalarTy, SliceTy, Ty
@@ -62,10 +62,10 @@ def type_helper(front: Any, fdef: ast.FunctionDef) -> FnTypes | None:
     a = fdef.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         return None
-    sig = FnTyper(k, fdef, {}, is_kernel=False)
+    sig = signature_names(k, fdef)
     try:
-        ptypes = {p.arg: sig.names.resolve_type(p.annotation, p.arg) for p in a.args if p.annotation is not None}
-        ret = sig.names.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
+        ptypes = {p.arg: sig.resolve_type(p.annotation, p.arg) for p in a.args if p.annotation is not None}
+        ret = sig.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
     except (_Fail, CheckError):
         return None
     if len(ptypes) != len(a.args):
@@ -130,12 +130,12 @@ def _type_kernel(
     reserved = _reserved_names(front, fdef)
     if reserved:
         raise CheckError(reserved)
-    comp = FnTyper(k, fdef, {}, is_kernel=True)
+    names = signature_names(k, fdef, is_kernel=True)
     params: list[ParamSpec] = []
     ptypes: dict[str, Ty] = {}
     for p in a.args:
         try:
-            ty = comp.names.resolve_type(p.annotation, f"kernel parameter `{p.arg}`")
+            ty = names.resolve_type(p.annotation, f"kernel parameter `{p.arg}`")
             if p.arg in k.consts:  # baked into this specialisation: not an argument of the entry
                 continue
             if p.annotation is None:
@@ -153,7 +153,7 @@ def _type_kernel(
             k.diags.append(f.diag)
     if fdef.returns is not None:
         try:
-            if comp.names.resolve_type(fdef.returns, "the return") != VOID:
+            if names.resolve_type(fdef.returns, "the return") != VOID:
                 k.diags.append(messages.signature(src.span(fdef.returns), "kernel-must-return-none"))
         except _Fail as f:
             k.diags.append(f.diag)
@@ -161,7 +161,10 @@ def _type_kernel(
         raise CheckError(k.diags) from None
     compiler, warps = _tile_hook(front, fdef, ptypes, spec)
     comp = compiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
-    body = comp.body(fdef.body)
+    try:
+        body = comp.body(fdef.body)
+    finally:
+        comp.release()
     k.views.append(FnTypes(fdef, comp.st.typed, comp.st.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
     for loop in k.loops:  # liveness: no spin-wait outside `unsafe`
         spins, read = spin_read(loop, frozenset(k.unsafe_shared))
