@@ -14,6 +14,7 @@ it (one `visit_<Node>` method per supported construct, Triton's code_generator s
     shared_mem    SharedTyper       safe shared memory                        (shared_safe.py)
     thread_tiles  ThreadTileTyper   per-thread tiles                          (typer_thread_tiles.py)
     records       RecordTyper       `@az.record` values                       (typer_records.py)
+    tiles         TileTyper         the tile vocabulary, tile kernels only    (typer_tiles.py)
 
 A collaborator reaches another through the typer (`self.fn.exprs.coerce(...)`) and the state
 through `self.st`.  A tile kernel's typer (typer_tiles.py's `TileFnTyper`) is a specialisation:
