@@ -30,7 +30,6 @@ from anodize.language.tile_vocab import OPTION_NUM_STAGES, OPTION_NUM_WARPS
 from anodize.language.typer_base import _Fail, _Silent
 from anodize.language.typer_fn import FnTyper, compile_helper, signature_names
 from anodize.language.typer_state import KernelCtx
-from anodize.language.typer_tiles import TileFnTyper, check_tile_params, num_warps
 from anodize.language.types import VOID, ScalarTy, SliceTy, Ty
 
 __all__ = ["build_ir", "parse_contract", "type_helper", "type_kernel"]
@@ -204,6 +203,7 @@ def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty], spec: d
     an autotuning configuration's), else the SIMT one and 0."""
     if front.symbols.tile_decorator(fdef) is None:
         return FnTyper, 0
+    from anodize.language.typer_tiles import TileFnTyper, check_tile_params, num_warps  # (loaded on the first tile kernel)
 
     warps, diags = num_warps(front, fdef)
     warps = int(spec.get(OPTION_NUM_WARPS, warps))
