@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from anodize.language.records import dataclass
-from anodize.language.tile_plan import STATIC_SHARED_MAX_BYTES as STATIC_SHARED
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES as STATIC_SHARED
 
 __all__ = ["REG_BUDGET", "AttnConfig", "attention_choice", "attention_on_tensor_cores"]
 

@@ -26,7 +26,6 @@ import stat
 import tokenize
 from functools import cached_property
 
-from anodize.language.bundles import flatten
 from anodize.language.diagnostics import Span
 
 __all__ = ["Source", "parse", "read_source", "NestingTooDeep", "NESTING_LIMIT", "in_source_order", "line_offsets", "NEWLINE"]
@@ -93,6 +92,8 @@ def parse(source: str) -> ast.Module:
     if deep is not None:
         raise NestingTooDeep(deep, NESTING_LIMIT)
     if "Bundle" in source:
+        from anodize.language.bundles import flatten
+
         flatten(tree)
     return tree
 

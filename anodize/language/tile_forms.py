@@ -18,6 +18,7 @@ from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.front import front_for_source  # (light: the typer it calls is loaded on first use)
 from anodize.language.tile_ir import TileLoad, TileStore
 
 __all__ = ["REFERENCE", "REFERENCE_PATH", "AttentionForm", "match_attention"]
@@ -67,8 +68,6 @@ class AttentionForm:
 
 
 def _reference(bm: int, bn: int, d: int) -> tuple[ir.Stmt, ...] | None:
-    from anodize.language.front import front_for_source
-
     front = front_for_source(REFERENCE, REFERENCE_PATH)
     fdef = next(f for f in front.kernels() if f.name == "attention")
     typed = front.typed(fdef, (("BM", bm), ("BN", bn), ("D", d)))

@@ -39,18 +39,15 @@ from anodize.language import ir
 from anodize.language.records import dataclass
 from anodize.language.tile_ir import TileElem, TileLoad, TileMatmul, TileStore, TileTrans, TileTy
 
-__all__ = ["ACC_HEADROOM", "STAGING_LIMIT", "STATIC_SHARED_MAX_BYTES", "MmaOperand", "MmaSite", "TilePlan", "accumulator_fits", "affine_coef",
+__all__ = ["ACC_HEADROOM", "STAGING_LIMIT", "MmaOperand", "MmaSite", "TilePlan", "accumulator_fits", "affine_coef",
            "gemm_warp_grid", "mma_k_tile", "mma_tile_problem", "plan_tiles", "staging_bytes"]
 
-# the static shared memory a block may declare on every arch (48 KiB): a kernel's shared arrays and
-# its tiles (language/tile_storage.py) are held to it
-STATIC_SHARED_MAX_BYTES = 48 * 1024
 # the smallest shared memory a block may opt into on an arch with tensor cores (sm_86/89: 99 KiB;
 # sm_80/87: 163; sm_90: 227): a matmul's two-stage operand ring plus the kernel's other tiles fit in it
 STAGING_LIMIT = 99 * 1024
 # a two-stage ring of every tensor-core matmul fits beside the kernel's static tiles (at most 48 KiB,
 # language/tile_storage.py) in that least opt-in: the plan never depends on the other tiles
-RING_LIMIT = STAGING_LIMIT - STATIC_SHARED_MAX_BYTES
+RING_LIMIT = STAGING_LIMIT - 48 * 1024
 ACC_HEADROOM = 32  # registers a thread needs beside its register tiles (addresses, fragments, the pipeline)
 TC_ELEMS = ("f16", "bf16")
 

@@ -33,13 +33,13 @@ from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir, messages
-from anodize.language.attention_config import attention_on_tensor_cores
 from anodize.language.diagnostics import Span
 from anodize.language.tile_forms import match_attention
-from anodize.language.tile_plan import STAGING_LIMIT, STATIC_SHARED_MAX_BYTES, plan_tiles
 from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
 
-__all__ = ["STATIC_SHARED_MAX_BYTES", "static_shared_bytes", "tile_storage_bound"]  # (the limit: tile_plan's)
+__all__ = ["STATIC_SHARED_MAX_BYTES", "static_shared_bytes", "tile_storage_bound"]
+
+STATIC_SHARED_MAX_BYTES = 48 * 1024
 
 
 def _bytes(ty: Any) -> int:
@@ -109,6 +109,10 @@ def attention_tiles_in_registers(k: ir.KernelIR) -> bool:
     takes on every GPU that has tensor cores (language/attention_config.py, at the least shared
     memory such a GPU gives a block)?  Then its tiles live in registers there and the typer does
     not hold them to the bound; the lowering must take it (codegen/tile/attention.py)."""
+    # (tile kernels only: the layout plan and the attention configuration load on the first one)
+    from anodize.language.attention_config import attention_on_tensor_cores
+    from anodize.language.tile_plan import STAGING_LIMIT
+
     form = match_attention(k)
     return form is not None and attention_on_tensor_cores(form.tile, max(k.tile_warps, 1), STAGING_LIMIT)
 
@@ -117,6 +121,8 @@ def tile_storage_bound(k: ir.KernelIR) -> int:
     """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles on a GPU
     with tensor cores: the register tiles and the tensor-core matmuls of the layout plan
     (language/tile_plan.py) aside."""
+    from anodize.language.tile_plan import plan_tiles  # (tile kernels only)
+
     if not getattr(k, "tile_warps", 0):
         return _bound(k, set(), set())
     plan = plan_tiles(k)

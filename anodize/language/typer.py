@@ -18,6 +18,7 @@ from anodize.language import ir, messages
 from anodize.language.contract import Contract, Requires, Shape, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic
 from anodize.language.fn_types import FnTypes
+from anodize.language.front import TypedKernel, kernel_contract, kernel_of  # (the front imports this module lazily: it stays light)
 from anodize.language.ir import ParamSpec
 from anodize.language.liveness import spin_read
 from anodize.language.param_annotations import constant_params
@@ -27,9 +28,8 @@ from anodize.language.tile_forms import REFERENCE_PATH
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, tile_storage_bound
 from anodize.language.tile_vocab import OPTION_NUM_STAGES, OPTION_NUM_WARPS
 from anodize.language.typer_base import _Fail, _Silent
-from anodize.language.typer_fn import FnTyper, compile_helper
+from anodize.language.typer_fn import FnTyper, compile_helper, signature_names
 from anodize.language.typer_state import KernelCtx
-from anodize.language.typer_tiles import TileFnTyper, check_tile_params, num_warps
 from anodize.language.types import VOID, ScalarTy, SliceTy, Ty
 
 __all__ = ["build_ir", "parse_contract", "type_helper", "type_kernel"]
@@ -43,8 +43,6 @@ def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], 
     (`spec`: type variable -> scalar name, `az.Constant` parameter -> value; a Constant
     without a value is typed as an unknown value): its IR, or the located diagnostics that
     stopped it.  Call `front.typed(fdef, spec)`, which caches it."""
-    from anodize.language.front import TypedKernel
-
     contract, cdiags = front.contract(fdef)
     if cdiags:
         return TypedKernel(None, tuple(cdiags))
@@ -63,10 +61,10 @@ def type_helper(front: Any, fdef: ast.FunctionDef) -> FnTypes | None:
     a = fdef.args
     if a.vararg or a.kwarg or a.kwonlyargs or a.posonlyargs or a.defaults:
         return None
-    sig = FnTyper(k, fdef, {}, is_kernel=False)
+    sig = signature_names(k, fdef)
     try:
-        ptypes = {p.arg: sig.names.resolve_type(p.annotation, p.arg) for p in a.args if p.annotation is not None}
-        ret = sig.names.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
+        ptypes = {p.arg: sig.resolve_type(p.annotation, p.arg) for p in a.args if p.annotation is not None}
+        ret = sig.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
     except (_Fail, CheckError):
         return None
     if len(ptypes) != len(a.args):
@@ -82,8 +80,6 @@ def build_ir(kernel: Any) -> ir.KernelIR:
     """Type a kernel object's `def` (a `Kernel`, or its Python function) for its
     specialisation (`kernel.spec`): its module's one front (`front.py`).  Raises CheckError
     with located diagnostics."""
-    from anodize.language.front import kernel_of
-
     fn = getattr(kernel, "fn", kernel)
     front, fdef = kernel_of(fn)
     typed = front.typed(fdef, tuple(getattr(kernel, "spec", None) or ()))
@@ -94,8 +90,6 @@ def build_ir(kernel: Any) -> ir.KernelIR:
 
 def parse_contract(kernel: Any) -> Contract | None:
     """A kernel object's contract, as the front end reads it (CheckError when malformed)."""
-    from anodize.language.front import kernel_contract
-
     return kernel_contract(kernel)
 
 
@@ -135,12 +129,12 @@ def _type_kernel(
     reserved = _reserved_names(front, fdef)
     if reserved:
         raise CheckError(reserved)
-    comp = FnTyper(k, fdef, {}, is_kernel=True)
+    names = signature_names(k, fdef, is_kernel=True)
     params: list[ParamSpec] = []
     ptypes: dict[str, Ty] = {}
     for p in a.args:
         try:
-            ty = comp.names.resolve_type(p.annotation, f"kernel parameter `{p.arg}`")
+            ty = names.resolve_type(p.annotation, f"kernel parameter `{p.arg}`")
             if p.arg in k.consts:  # baked into this specialisation: not an argument of the entry
                 continue
             if p.annotation is None:
@@ -158,7 +152,7 @@ def _type_kernel(
             k.diags.append(f.diag)
     if fdef.returns is not None:
         try:
-            if comp.names.resolve_type(fdef.returns, "the return") != VOID:
+            if names.resolve_type(fdef.returns, "the return") != VOID:
                 k.diags.append(messages.signature(src.span(fdef.returns), "kernel-must-return-none"))
         except _Fail as f:
             k.diags.append(f.diag)
@@ -166,7 +160,10 @@ def _type_kernel(
         raise CheckError(k.diags) from None
     compiler, warps = _tile_hook(front, fdef, ptypes, spec)
     comp = compiler(k, fdef, ptypes, is_kernel=True, ret=VOID)
-    body = comp.body(fdef.body)
+    try:
+        body = comp.body(fdef.body)
+    finally:
+        comp.release()
     k.views.append(FnTypes(fdef, comp.st.typed, comp.st.vars, tuple(sorted(spec.items())), frozenset(k.unknown_consts)))
     for loop in k.loops:  # liveness: no spin-wait outside `unsafe`
         spins, read = spin_read(loop, frozenset(k.unsafe_shared))
@@ -206,6 +203,7 @@ def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty], spec: d
     an autotuning configuration's), else the SIMT one and 0."""
     if front.symbols.tile_decorator(fdef) is None:
         return FnTyper, 0
+    from anodize.language.typer_tiles import TileFnTyper, check_tile_params, num_warps  # (loaded on the first tile kernel)
 
     warps, diags = num_warps(front, fdef)
     warps = int(spec.get(OPTION_NUM_WARPS, warps))

@@ -281,11 +281,11 @@ class CallTyper:
             self.st.fail(messages.signature(self.st.span(fdef), "helper-takes-plain-positional"))
         if len(a.args) != len(args):
             self.st.type_error(node, "helper-arity", hname=hname, n=len(a.args), got=len(args))
-        sub = self.fn.signature_typer(fdef)
+        sub = self.fn.signature_names(fdef)
         ptypes: dict[str, Ty] = {}
         final: list[ir.Expr] = []
         for p, e, n in zip(a.args, args, node.args, strict=True):
-            want = sub.names.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
+            want = sub.resolve_type(p.annotation, f"parameter `{p.arg}`") if p.annotation is not None else None
             if isinstance(e.ty, SliceTy):
                 if want is not None and want != e.ty:
                     self.st.type_error(n, "helper-arg-type", hname=hname, want=want, arg=p.arg, ty=e.ty)
@@ -323,7 +323,7 @@ class CallTyper:
         if fir is None:
             if fdef in self.st.k.stack:
                 self.st.unsupported(node, "recursion-calls-itself", hname=hname)
-            ret = sub.names.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
+            ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
             fir = self.fn.compile_helper(fdef, ptypes, ret, facts)
             self.st.k.helpers[key] = fir
         return ir.Call(fir, tuple(final), fir.ret, self.st.span(node))

@@ -14,6 +14,7 @@ it (one `visit_<Node>` method per supported construct, Triton's code_generator s
     shared_mem    SharedTyper       safe shared memory                        (shared_safe.py)
     thread_tiles  ThreadTileTyper   per-thread tiles                          (typer_thread_tiles.py)
     records       RecordTyper       `@az.record` values                       (typer_records.py)
+    tiles         TileTyper         the tile vocabulary, tile kernels only    (typer_tiles.py)
 
 A collaborator reaches another through the typer (`self.fn.exprs.coerce(...)`) and the state
 through `self.st`.  A tile kernel's typer (typer_tiles.py's `TileFnTyper`) is a specialisation:
@@ -49,7 +50,7 @@ from anodize.language.typer_stmts import StmtTyper
 from anodize.language.typer_thread_tiles import ThreadTileTyper
 from anodize.language.types import VOID, LocalArrayTy, ScalarTy, SliceTy, Ty, WitnessTy
 
-__all__ = ["FnTyper", "compile_helper", "record_params"]
+__all__ = ["FnTyper", "compile_helper", "record_params", "signature_names"]
 
 
 class FnTyper:
@@ -69,7 +70,7 @@ class FnTyper:
             if isinstance(t, RecordTy):
                 st.vars[n] = t  # type: ignore[assignment]
                 st.vars.update((f"{n}." + ".".join(p), lt) for p, lt, _ in t.leaves())
-        self.names = NameResolver(self)
+        self.names = NameResolver(st)
         self.ranges = RangeFacts(st)
         self.stmts = self.stmt_typer(self)
         self.exprs = self.expr_typer(self)
@@ -84,12 +85,11 @@ class FnTyper:
 
     # ---- dispatch ---------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> Any:
-        cls = type(node)
-        owner = _VISITORS.get(cls)
+        owner = _VISITORS.get(type(node))
         if owner is None:
             return self.generic_visit(node)
         try:
-            res = getattr(getattr(self, owner), "visit_" + cls.__name__)(node)
+            res = getattr(getattr(self, owner[0]), owner[1])(node)
             if isinstance(node, ast.expr):
                 self.st.typed[node] = res
             return res
@@ -122,28 +122,43 @@ class FnTyper:
                 st.rfacts |= st.if_false_facts  # nothing was assigned on the fall-through path
         return tuple(out)
 
+    def release(self) -> None:
+        """Drop the collaborators once the body is typed: each holds the typer (a reference
+        cycle), so the typer's memory goes with its last reference, not at the next collection."""
+        for name in _COLLABORATORS:
+            self.__dict__.pop(name, None)
+
     # ---- helpers ----------------------------------------------------------------------------
-    def signature_typer(self, fdef: ast.FunctionDef) -> FnTyper:
-        """A typer for a helper's annotations (the SIMT one: a helper is scalar code)."""
-        return FnTyper(self.st.k, fdef, {}, is_kernel=False)
+    def signature_names(self, fdef: ast.FunctionDef) -> NameResolver:
+        """The names of a helper's signature, for its annotations."""
+        return signature_names(self.st.k, fdef)
 
     def compile_helper(self, fdef: ast.FunctionDef, ptypes: dict[str, Ty], ret: Ty | None, facts: set[tuple[str, str]]) -> ir.FuncIR:
         return compile_helper(self.st.k, fdef, ptypes, ret, facts)
+
+
+_COLLABORATORS = ("stmts", "exprs", "calls", "effects", "local_values", "collectives", "shared_mem", "thread_tiles",
+                  "records", "tiles", "expr")
+
+
+def signature_names(k: KernelCtx, fdef: ast.FunctionDef, *, is_kernel: bool = False) -> NameResolver:
+    """Names and annotations of a function's signature (a state of its own, no body typed)."""
+    return NameResolver(FnState(k, fdef, k.front.src, k.front.symbols, is_kernel))
 
 
 def _terminates(stmts: list[ast.stmt]) -> bool:
     return bool(stmts) and isinstance(stmts[-1], (ast.Return, ast.Break, ast.Continue))
 
 
-def _visitors() -> dict[type, str]:
-    """Node class -> the collaborator (an `FnTyper` attribute) whose `visit_<Node>` types it."""
-    out: dict[type, str] = {}
+def _visitors() -> dict[type, tuple[str, str]]:
+    """Node class -> (the collaborator, an `FnTyper` attribute, and its `visit_<Node>` method)."""
+    out: dict[type, tuple[str, str]] = {}
     for owner, cls in (("stmts", StmtTyper), ("exprs", ExprTyper), ("calls", CallTyper), ("effects", EffectsTyper)):
         for name in dir(cls):
             if name.startswith("visit_"):
                 node = getattr(ast, name[len("visit_"):])
                 assert node not in out, name
-                out[node] = owner
+                out[node] = (owner, name)
     return out
 
 
@@ -166,8 +181,8 @@ def compile_helper(
 ) -> ir.FuncIR:
     """One specialisation of a helper (its parameter types and the proofs its arguments carry)."""
     k.stack.append(fdef)
+    c = FnTyper(k, fdef, ptypes, is_kernel=False, ret=ret)
     try:
-        c = FnTyper(k, fdef, ptypes, is_kernel=False, ret=ret)
         c.st.facts = set(facts)
         body = c.body(fdef.body)
         if isinstance(c.st.ret, WitnessTy) and fdef.body and may_fall_through(fdef.body):
@@ -185,4 +200,5 @@ def compile_helper(
             k.front.src.span(fdef),
         )
     finally:
+        c.release()
         k.stack.pop()

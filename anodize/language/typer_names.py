@@ -15,17 +15,17 @@ from anodize.language.types import BY_NAME, VOID, LocalArrayTy, ScalarTy, SliceT
 from anodize.language.vocab import SLICE_KINDS
 
 if TYPE_CHECKING:
-    from anodize.language.typer_fn import FnTyper
+    from anodize.language.typer_state import FnState
 
 __all__ = ["NameResolver"]
 
 
 class NameResolver:
-    """Names, annotations and compile-time values of one function body."""
+    """Names, annotations and compile-time values of one function body (it reads the body's
+    state only: a helper's signature is resolved with a state of its own, `signature_names`)."""
 
-    def __init__(self, fn: FnTyper):
-        self.fn = fn
-        self.st = fn.st
+    def __init__(self, st: FnState):
+        self.st = st
 
     def sym(self, node: ast.expr) -> Symbol:
         """What a name or attribute chain (not a local) refers to, from the module's one table."""

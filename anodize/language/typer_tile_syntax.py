@@ -47,7 +47,7 @@ class TileExprTyper(ExprTyper):
         self._ph: dict[int, ir.Expr] = {}  # id(ast node) -> its value already typed (placeholders)
         self._fresh = 0
 
-
+    # ---- placeholders: a tile operand seen by a scalar rule as a scalar local ------------------
     def expr(self, node: ast.expr) -> ir.Expr:
         hit = self._ph.get(id(node))
         if hit is not None:
@@ -56,6 +56,7 @@ class TileExprTyper(ExprTyper):
 
     @contextlib.contextmanager
     def bind(self, nodes: list[ast.expr], values: list[ir.Expr]) -> Iterator[None]:
+        """While open, `expr` of each of `nodes` is its value given here (already typed)."""
         saved = {id(n): self._ph.get(id(n)) for n in nodes}
         for n, v in zip(nodes, values, strict=True):
             self._ph[id(n)] = v
