@@ -160,8 +160,8 @@ def _declare() -> dict[str, Intrinsic]:
     add("az.Bundle", "bundle_base", callable=False)  # `class State(az.Bundle)`: slices of several roles
     add("az.tile_kernel", "decorator", "tile_kernel", callable=False)  # the Tile model: a kernel (tile_vocab.py)
     add("az.Kernel", "decorator", "kernel", callable=False)  # `Kernel(fn)` is `az.kernel(fn)`
-    for n, arity in TILE_FUNCS.items():
-        add(f"tile.{n}", "tile", n, arity=arity, writes=0 if n == "store" else None)
+    for n, span in TILE_FUNCS.items():
+        add(f"tile.{n}", "tile", n, arity=span, writes=0 if n == "store" else None)
     assert set(BUILTIN_FUNCS) <= {n.split(".")[-1] for n in out}
     return out
 
