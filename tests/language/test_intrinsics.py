@@ -26,6 +26,16 @@ def test_every_intrinsic_of_anodize_has_its_stub() -> None:
             assert hasattr(importlib.import_module(_STUB_MODULES[module]), attr), name
 
 
+def test_every_public_name_of_the_kernel_modules_is_declared() -> None:
+    """The other way: a stub of `anodize.thread` (..., `anodize.tile`) that no declaration names
+    would be a function the language does not know."""
+    types = {"tile.Tile", "tile.TileId1D", "tile.TileId2D", "tile.TileId3D"}  # the tile model's value types
+    for short in ("thread", "warp", "block", "shared", "local", "math", "tile"):
+        module = importlib.import_module(_STUB_MODULES[short])
+        undeclared = {f"{short}.{n}" for n in module.__all__} - set(INTRINSICS) - types
+        assert not undeclared, undeclared
+
+
 def test_the_declared_effects() -> None:
     unsafe = {n for n, d in INTRINSICS.items() if d.unsafe}
     assert unsafe == {f"thread.{n}" for n in RAW_IDS} | {f"warp.{n}" for n in WARP_OPS}
