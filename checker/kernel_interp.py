@@ -132,6 +132,12 @@ class CallFlow:
         self.effects(node, callee)
         return NONE
 
+    @handles("fence")
+    def fence(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """`az.threadfence()`; `az.warp.sync()`, a full-warp operation (its declared effect)."""
+        self.effects(node, callee)
+        return UNKNOWN
+
     @handles("shared_array")
     def shared_array(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
         return Val("shared", tdep=True, origin=node)
