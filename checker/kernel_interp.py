@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 Args = tuple[bool, bool, bool]
 Handler = Callable[["CallFlow", ast.Call, Callee, Env, Args], Val]
 # the value of a call, by its callee's kind (registered once each by `handles`); a kind with
-# no handler (a fence, a forge, a kernel or plain function, an unknown call) is UNKNOWN
+# no handler (constructing a witness, a kernel or plain function, an unknown call) is UNKNOWN
 _HANDLERS: dict[str, Handler] = {}
 # an intrinsic's kinds whose callee is named by its tag's last part: the scalar a cast makes
 # (`az.f32` and `float` as `f32`, `f64`), a builtin as written (`len`, `range`), `print`
