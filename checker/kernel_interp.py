@@ -298,7 +298,12 @@ class _Analyzer:
         self.exprs.calls = self.calls
 
     def run(self) -> None:
-        self.stmts.run()
+        try:
+            self.stmts.run()
+        finally:
+            # the collaborators refer to each other: without these references no cycle is left
+            # for the cyclic collector to find, per analysed function
+            del self.exprs.calls, self.exprs.stmts
 
 
 _MAKER_SPACES: dict[str, frozenset[Space]] = {}
