@@ -85,6 +85,12 @@ class Intervals:
     # ---- entry -----------------------------------------------------------------------------
     def run(self) -> bool:
         """Walk the body; record races and escapes.  True when every path reaches a barrier."""
+        try:
+            return self._run()
+        finally:
+            del self.walk.stmts  # the walk's reference back: no cycle left for the collector
+
+    def _run(self) -> bool:
         start = State()
         for _ in range(_MAX_PASSES):
             self.st.exits = []

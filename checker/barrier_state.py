@@ -5,7 +5,9 @@ function's summary of its dynamic shared-memory accesses, and small literal read
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import field
+from typing import TypeVar
 from anodize.language.records import dataclass
 
 from .index_forms import Block, Fact, join_forms
@@ -15,6 +17,8 @@ from .kernel_values import FunctionInfo
 from .typed_ints import IntView
 from anodize.language.param_annotations import constant_param_type
 
+
+_T = TypeVar("_T")
 
 ALL = "*"  # an access to any shared array / every name dirty
 _MAX_PASSES = 24
@@ -186,7 +190,7 @@ class WalkState:
         self.facts: list[tuple[Fact, frozenset[str]] | None] = []
         self.log: list[Access] = []  # every access touched, in walk order (for `Intervals._across`)
 
-    def under(self, facts, run):  # type: ignore[no-untyped-def]
+    def under(self, facts: list[tuple[Fact, frozenset[str]]], run: Callable[[], _T]) -> _T:
         """`run()` with `facts` in force."""
         n = len(self.facts)
         self.facts.extend(facts)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 Args = tuple[bool, bool, bool]
 Handler = Callable[["CallFlow", ast.Call, Callee, Env, Args], Val]
 # the value of a call, by its callee's kind (registered once each by `handles`); a kind with
-# no handler (a fence, a forge, a kernel or plain function, an unknown call) is UNKNOWN
+# no handler (constructing a witness, a kernel or plain function, an unknown call) is UNKNOWN
 _HANDLERS: dict[str, Handler] = {}
 # an intrinsic's kinds whose callee is named by its tag's last part: the scalar a cast makes
 # (`az.f32` and `float` as `f32`, `f64`), a builtin as written (`len`, `range`), `print`
@@ -131,6 +131,12 @@ class CallFlow:
     def barrier(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
         self.effects(node, callee)
         return NONE
+
+    @handles("fence")
+    def fence(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """`az.threadfence()`; `az.warp.sync()`, a full-warp operation (its declared effect)."""
+        self.effects(node, callee)
+        return UNKNOWN
 
     @handles("shared_array")
     def shared_array(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
@@ -292,7 +298,12 @@ class _Analyzer:
         self.exprs.calls = self.calls
 
     def run(self) -> None:
-        self.stmts.run()
+        try:
+            self.stmts.run()
+        finally:
+            # the collaborators refer to each other: without these references no cycle is left
+            # for the cyclic collector to find, per analysed function
+            del self.exprs.calls, self.exprs.stmts
 
 
 _MAKER_SPACES: dict[str, frozenset[Space]] = {}

@@ -241,7 +241,7 @@ class StatementFlow:
                 out.append((t.left.id, t.comparators[0].id))
         return out
 
-    def for_(self, s: ast.For, env: Env) -> Env | None:
+    def for_(self, s: ast.For | ast.AsyncFor, env: Env) -> Env | None:
         it = self.ev(s.iter, env)
         callee = self.m.callees.get(s.iter) if isinstance(s.iter, ast.Call) else None
         loop_tdep: ast.AST | None

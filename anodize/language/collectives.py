@@ -22,6 +22,7 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import INTRINSICS
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy, WitnessTy
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
 from anodize.language.vocab import (
@@ -52,14 +53,15 @@ class CollectiveTyper:
         if node is not self.st.collective_site:
             self.st.fail(messages.type_error(self.st.span(node), "collective-statement", help="collective-assign", name=shown))
         inclusive = True
+        decl = INTRINSICS[name]
         for kw in node.keywords:
-            if name != "block.scan" or kw.arg != "inclusive":
+            if kw.arg not in decl.keywords:  # `block.scan`'s `inclusive=`
                 self.st.fail(messages.unsupported(self.st.span(kw), "keyword-arguments-kernel-call", help="collective-inclusive-kw"))
             flag = kw.value.value if isinstance(kw.value, ast.Constant) else None
             if not isinstance(flag, bool):
                 self.st.fail(messages.type_error(self.st.span(kw.value), "collective-inclusive", help="collective-inclusive-kw"))
             inclusive = bool(flag)
-        self.fn.calls.arity(node, 2, shown)
+        self.fn.calls.arity(node, decl.arity[0], shown)  # type: ignore[index]  # every collective declares it
         # a block collective needs the block's size (its scratch slots, its warp count); for
         # `warp.reduce` the checker asks for whole warps, as for every full-warp operation
         threads = self.block_threads(name, node) if name in BLOCK_COLLECTIVES else 0

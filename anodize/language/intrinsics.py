@@ -12,6 +12,7 @@ its effects, which the checker's abstract interpreter reads instead of naming ca
 - `loop_only`: only as the iterable of a `for` loop (`range`, `thread.grid_stride`);
 - `writes`: the position of the argument whose elements it writes (`tile.store`'s destination);
 - `arity`: its positional arguments (min, max), where the vocabulary fixes them;
+- `keywords`: the keyword arguments it takes (`block.scan`'s `inclusive=`, `tile.load`'s `other=`);
 - `callable`: a kernel may call it (False for the types and decorators that are no call).
 
     decl = INTRINSICS.get(canonical(qualname))   # symbols.intrinsic(name) is decl.tag
@@ -25,7 +26,7 @@ from typing import Literal
 
 from .math_table import MATH
 from .records import dataclass
-from .tile_vocab import TILE_FUNCS
+from .tile_vocab import TILE_FUNCS, TILE_KEYWORDS
 from .vocab import (
     BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, BUILTIN_FUNCS, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES,
     LOCAL_WITNESS_MAKERS, RAW_IDS, SCALARS, SLICE_KINDS, TILE_MAKER, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES,
@@ -49,6 +50,7 @@ class Intrinsic:
     loop_only: bool = False
     writes: int | None = None
     arity: tuple[int, int] | None = None
+    keywords: frozenset[str] = frozenset()
     callable: bool = True
 
     @property
@@ -120,7 +122,7 @@ def _declare() -> dict[str, Intrinsic]:
         block = n in BLOCK_COLLECTIVES
         scan = n == "block.scan"
         add(n, "collective", n, thread_dependent=scan or not block, varies="lane" if scan else "uniform" if block else "warp",
-            barrier=block, warp_wide=not block, arity=(arity, arity))  # fmt: skip
+            barrier=block, warp_wide=not block, arity=(arity, arity), keywords=frozenset({"inclusive"} if scan else ()))  # fmt: skip
     add(f"thread.{BLOCK_WITNESS_MAKER}", "block_witness", thread_dependent=True, varies="lane", witness=1, arity=(0, 0))
     add(f"thread.{BLOCK_LEADER}", "block_leader", thread_dependent=True, varies="lane", arity=(0, 0))
     add(f"thread.{TILE_MAKER}", "thread_tile", thread_dependent=True, varies="lane", witness=2, arity=(2, 4))
@@ -160,8 +162,8 @@ def _declare() -> dict[str, Intrinsic]:
     add("az.Bundle", "bundle_base", callable=False)  # `class State(az.Bundle)`: slices of several roles
     add("az.tile_kernel", "decorator", "tile_kernel", callable=False)  # the Tile model: a kernel (tile_vocab.py)
     add("az.Kernel", "decorator", "kernel", callable=False)  # `Kernel(fn)` is `az.kernel(fn)`
-    for n, arity in TILE_FUNCS.items():
-        add(f"tile.{n}", "tile", n, arity=arity, writes=0 if n == "store" else None)
+    for n, span in TILE_FUNCS.items():
+        add(f"tile.{n}", "tile", n, arity=span, keywords=TILE_KEYWORDS.get(n, frozenset()), writes=0 if n == "store" else None)
     assert set(BUILTIN_FUNCS) <= {n.split(".")[-1] for n in out}
     return out
 

@@ -6,6 +6,8 @@ tables instead of spelling names, dtypes or widths themselves.
 
 from __future__ import annotations
 
+import json
+
 from anodize.language.math_table import MATH
 from anodize.language.records import dataclass
 from functools import cached_property
@@ -30,9 +32,7 @@ class ScalarInfo:
         """NumPy dtype of a buffer element (computed once, then a plain attribute)."""
         import numpy
 
-        if self.kind == "r":  # a record (language/record_types.py): its structured dtype
-            import json
-
+        if self.kind == "r":  # a record (language/record_types.py, which imports this module): its structured dtype
             from anodize.language.record_types import dtype_of_spec
 
             return dtype_of_spec(json.loads(self.numpy_name[len("record:"):]))

@@ -366,7 +366,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if k == "collective":  # the operator is a string literal; `block.scan` takes `inclusive=`
             if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
                 self.skip.add(id(node.args[1]))
-            if not star and all(kw.arg == "inclusive" for kw in node.keywords) and callee.name == "block.scan":
+            if not star and callee.decl is not None and all(kw.arg in callee.decl.keywords for kw in node.keywords):
                 return
         if k in ("shared_array", "write_unchecked", "local_array", "shared_atomic"):
             for arg in in_source_order(node):

@@ -161,3 +161,32 @@ def test_whole_warps_pass() -> None:
         "    with az.unsafe():\n"
         "        v = az.warp.shfl_down(1.0, 1)\n"
     )
+
+
+_SYNC = (
+    "{contract}@kernel\n"
+    "def k(c: DisjointSlice[f32]) -> None:\n"
+    "    i = thread.index_1d()\n"
+    "    if {test}:\n"
+    "        az.warp.sync()\n"
+    "    c[i] = 1.0\n"
+)
+
+
+@pytest.mark.parametrize(
+    "contract, test, want",
+    [
+        ("@launch_contract(domain=1, block=64)\n", "c[i] > 0.0", "may differ between the lanes of a warp"),
+        ("@launch_contract(domain=1, block=48)\n", "True", "blocks of 48 threads"),
+        ("@launch_contract(domain=1, block=64)\n", "True", ""),
+    ],
+)
+def test_warp_sync_is_a_full_warp_operation(contract: str, test: str, want: str) -> None:
+    """`az.warp.sync()` waits for every lane of the warp (its declaration's `warp_wide`): under
+    lane-dependent control, or in blocks that are not whole warps, it is az-warp-divergence."""
+    diags = _diags(_SYNC.format(contract=contract, test=test))
+    if not want:
+        assert diags == []
+        return
+    (d,) = diags
+    assert d.code == "az-warp-divergence" and want in d.message and "az.warp.sync" in d.message
