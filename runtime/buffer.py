@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
 from anodize.language.errors import ArgumentError
-from anodize.runtime import inflight as _inflight  # issue 7: writes to in-flight buffers are refused
+from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
+from anodize.runtime import (
+    inflight as _inflight,  # issue 7: writes to in-flight buffers are refused
+)
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -322,7 +324,7 @@ class Buffer:
     # ADDED for issue 7 (runtime/ops.py): a lazy copy to a new host array.
     def to_host_op(self) -> Any:
         """A lazy copy to a new host array (pinned on a GPU); the array is the op's result."""
-        from anodize.runtime.ops import ToHostOp
+        from anodize.runtime.copy_ops import ToHostOp
 
         return ToHostOp(self)
 

@@ -18,6 +18,7 @@ completion marker done.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
@@ -193,8 +194,6 @@ class Held:
     marker = None
 
     def __init__(self, op: Any):
-        import weakref
-
         self._op = weakref.ref(op)
         self._what = op.describe()
 

@@ -36,11 +36,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.errors import AliasingError, ArgumentError, LaunchError
-from anodize.runtime import inflight
-from anodize.runtime import streams as S
+from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import inflight, streams as S
+from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
+from anodize.runtime.policies import Policy, policy_of
 from anodize.runtime.submission import Handle, _Ctx, _lane_for, _start
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ if TYPE_CHECKING:
     from anodize.runtime.device import Device
     from anodize.runtime.launch import Launcher
 
-__all__ = ["Op", "KernelOp", "CopyOp", "ToHostOp", "Seq", "Gather", "Handle", "gather", "copy_op"]
+__all__ = ["Op", "KernelOp", "Seq", "Gather", "Handle", "gather"]  # the copy leaves: runtime/copy_ops.py
 
 _UNSET: Any = object()
 
@@ -113,8 +114,6 @@ class Op:
 
         An op that spans devices takes one pool per device (a list), or one pool for its
         first device; its other devices then use their own policy or default pool."""
-        from anodize.runtime.policies import Policy, policy_of
-
         if isinstance(pool, Policy):
             return _start(self, pool.lanes(self.device), pool.lanes)
         given = list(pool) if isinstance(pool, (list, tuple)) else [] if pool is None else [pool]
@@ -341,8 +340,6 @@ def _rebound(x: Any, mapping: dict[int, Any]) -> Any:
 
 
 def _describe_array(x: object) -> str:
-    from anodize.runtime.args import describe_value
-
     return describe_value(x)
 
 
@@ -510,7 +507,3 @@ class HoldOp(Leaf):
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         return HoldOp(self.device, self.gate, self.timeout)
-
-
-# The copy leaves live in their own module; they are part of this module's interface.
-from anodize.runtime.copy_ops import CopyOp, ToHostOp, copy_op  # noqa: E402
