@@ -13,6 +13,7 @@ is the same artifact the full path would build, and loading it skips both.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import linecache
 import os
 from functools import lru_cache
@@ -26,10 +27,9 @@ from anodize.language.contract_schema import (
     decode_contract,
     encode_contract,
 )
-from anodize.language.sources import module_source
+from anodize.language.sources import module_source, spec_repr
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.runtime import diskcache, lazy
-from anodize.runtime.compile import spec_repr
 
 if TYPE_CHECKING:
     from anodize.runtime.kernel_store import RuntimeKernel as Kernel
@@ -71,8 +71,6 @@ def compiler_files() -> list[tuple[str, str]]:
 
 def _folders(pkg: str) -> list[str]:
     """A package's folders, without importing it (its parent is imported: `anodize`)."""
-    import importlib.util
-
     spec = importlib.util.find_spec(pkg)
     return list(spec.submodule_search_locations or []) if spec is not None else []
 

@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import AliasingError, ArgumentError, LaunchError
-from anodize.runtime import inflight, streams as S
+from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
 from anodize.runtime.device import Device, device as _device
@@ -580,8 +580,7 @@ class Selection:
         return self._wait_async().__await__()
 
     async def _wait_async(self) -> tuple[int, Any]:
-        import asyncio
-
+        asyncio = lazy.asyncio()  # (loaded already: an event loop awaits this)
         delay = 0.0
         while (k := self._first()) is None:
             await asyncio.sleep(delay)  # never blocks the event loop

@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 from anodize.codegen import toolchain
 from anodize.codegen.artifact import CompiledKernel
 from anodize.language.records import dataclass
-from anodize.language.sources import module_source, spec_key
-from anodize.runtime import lazy
+from anodize.language.sources import module_source, spec_repr
+from anodize.runtime import artifact_store, diskcache, lazy
 from anodize.runtime.device import cuda_device
 from anodize.runtime.probe import gpu_available
 
@@ -61,16 +61,6 @@ def source_hash(kernel: Kernel) -> str:
     digest = hashlib.sha256(f"{kernel.__qualname__}\0{line}\0{spec!r}\0{path}\0{text}".encode("utf-8", "surrogatepass")).hexdigest()
     kernel.store.source_hash = digest
     return digest
-
-
-def spec_repr(kernel: Kernel) -> str:
-    """A specialisation's bindings as text for a key: floats by their bits (NaN and -NaN, 0.0
-    and -0.0 are two specialisations, and `repr` would print them alike)."""
-    spec = getattr(kernel, "spec", None)
-    if not spec:
-        return repr(spec)
-
-    return repr(spec_key(spec))
 
 
 def _enforce(kernel: Kernel) -> None:
@@ -117,8 +107,6 @@ def compile_for_gpu(
         return hit
     # The persistent cache: a hit is an artifact that passed the checker and codegen
     # for exactly these sources, target, options and toolchain.
-    from anodize.runtime import artifact_store, diskcache
-
     inputs = None
     if diskcache.enabled():
         options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt), "tc_gemm": engine}

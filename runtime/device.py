@@ -300,6 +300,14 @@ def cuda_device(index: int) -> Device:
     return dev
 
 
+def debug_device(index: int = 0) -> Device:
+    """The debug device `index` (runtime/debug_device.py: a `CpuDevice` subclass, so it imports this
+    module; loaded here, by the first request for it)."""
+    from anodize.runtime import debug_device as module
+
+    return module.debug_device(index)
+
+
 def device(which: int | str | Device | None = None, index: int | None = None) -> Device:
     """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cuda", 1)`,
     `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device;
@@ -318,15 +326,11 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
         if which.strip().lower() == "cpu":
             return cpu_device(int(index))
         if which.strip().lower() == "debug":
-            from anodize.runtime.debug_device import debug_device
-
             return debug_device(int(index))
         return cuda_device(int(index))
     if which is None:
         if _DEFAULT is None:
             if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "debug":  # an unchanged program, interpreted
-                from anodize.runtime.debug_device import debug_device
-
                 _DEFAULT = debug_device()
             elif gpu_available():
                 _DEFAULT = cuda_device(0)
@@ -345,10 +349,6 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
         if text.startswith("cpu:") and text[4:].isdigit():
             return cpu_device(int(text[4:]))
         if text == "debug" or (text.startswith("debug:") and text[6:].isdigit()):
-            from anodize.runtime.debug_device import (
-                debug_device,  # kernels interpreted: pdb, races
-            )
-
             return debug_device(int(text[6:]) if text != "debug" else 0)
         if text in ("cuda", "gpu"):
             return cuda_device(0)

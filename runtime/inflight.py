@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 import numpy as np
 
 from anodize.language.errors import LaunchError
+from anodize.runtime.deferred import FutureMarker
 
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
@@ -222,8 +223,6 @@ def _held_error(what: str, mine: Use, other: Any, t: Use) -> InFlightError:
 
 def _deferred(exe: Any) -> bool:
     """Whether `exe` still has steps to queue (its completion marker is a future)."""
-    from anodize.runtime.deferred import FutureMarker
-
     m = getattr(exe, "marker", None)
     return isinstance(m, FutureMarker) and not m.is_done
 

@@ -17,8 +17,15 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-__all__ = ["cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core", "cuda_device", "check_cu", "torch", "llvmlite",
+__all__ = ["asyncio", "cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core", "cuda_device", "check_cu", "torch", "llvmlite",
            "llvm_binding", "checker", "codegen", "codegen_cpu", "codegen_ptx", "typer"]
+
+
+def asyncio() -> ModuleType:
+    """`asyncio` (about 15 ms to import; only an awaited op needs it, and then it is loaded)."""
+    import asyncio as module
+
+    return module
 
 
 def cuda_driver() -> ModuleType:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -54,6 +55,14 @@ __all__ = ["Op", "KernelOp", "Seq", "Gather", "Handle", "gather"]  # the copy le
 _UNSET: Any = object()
 
 
+def _combinators() -> ModuleType:
+    """runtime/combinators.py: its ops subclass `Op` (so it imports this module) and `Op`'s
+    methods build them; the one import of it here, at an op's first combinator."""
+    from anodize.runtime import combinators
+
+    return combinators
+
+
 class Op:
     """A lazy unit of device work.  See the module docstring."""
 
@@ -74,29 +83,21 @@ class Op:
         """`fn(result)` returns the next op, built when `self` completes (in stream order: at
         once for a device result, after the host saw a host result) and queued on the stream
         `self` ended on.  See runtime/combinators.py."""
-        from anodize.runtime.combinators import AndThen
-
-        return AndThen(self, fn)
+        return _combinators().AndThen(self, fn)
 
     def map(self, fn: Callable[[Any], Any]) -> Op:
         """An op whose result is `fn(result)`, run on the host after `self` completed (in a
         helper thread: an awaiting event loop is never blocked)."""
-        from anodize.runtime.combinators import Map
-
-        return Map(self, fn)
+        return _combinators().Map(self, fn)
 
     def shared(self) -> Op:
         """This op, runnable once and usable by many consumers (each ordered after it)."""
-        from anodize.runtime.combinators import Shared
-
-        return Shared(self)
+        return _combinators().Shared(self)
 
     def unzip(self, n: int | None = None) -> tuple[Op, ...]:
         """One op per element of this op's tuple result (a zip, gather or `call_op` with
         several outputs gives its arity; else pass `n`); the op itself runs once."""
-        from anodize.runtime.combinators import unzip
-
-        return unzip(self, n)
+        return _combinators().unzip(self, n)
 
     # -- running --------------------------------------------------------------------------
     def run(self, stream: Any = None) -> Any:
@@ -418,10 +419,9 @@ class Gather(Op):
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`az.gather`")
         super().__init__(dev)
-        from anodize.runtime.combinators import build_site, check_branches
-
-        self._site = build_site()
-        check_branches(ops, self._what, self._site)
+        C = _combinators()
+        self._site = C.build_site()
+        C.check_branches(ops, self._what, self._site)
         for o in ops:
             o._claim(self)
         self.children = tuple(ops)
@@ -436,8 +436,8 @@ class Gather(Op):
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        from anodize.runtime.combinators import Branch, leading, tagged_uses
-
+        C = _combinators()
+        Branch, leading, tagged_uses = C.Branch, C.leading, C.tagged_uses
         ctx.enter(lane)
         fork = lane.record() if len(self.children) > 1 else None
         out: list[S.Marker] = []

@@ -13,7 +13,7 @@ import numpy as np
 
 from anodize.codegen.artifact import FAULT_RECORD_BYTES
 from anodize.language.errors import ArgumentError, KernelFault, LaunchError
-from anodize.runtime import inflight, streams as S
+from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
 from anodize.runtime.faults import RECORD, _fault
 from anodize.runtime.inflight import Use
@@ -370,8 +370,7 @@ class Handle:
         return self._wait_async().__await__()
 
     async def _wait_async(self) -> Any:
-        import asyncio
-
+        asyncio = lazy.asyncio()  # (loaded already: an event loop awaits this)
         delay = 0.0
         spins = 0
         while not self.poll():

@@ -9,7 +9,7 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["module_source", "constant_key", "spec_key"]
+__all__ = ["module_source", "constant_key", "spec_key", "spec_repr"]
 
 
 def module_source(fn: Callable[..., Any]) -> tuple[str, str]:
@@ -39,3 +39,12 @@ def spec_key(spec: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
     if not any(isinstance(v, float) for _, v in spec):
         return spec
     return tuple((n, constant_key(v)) for n, v in spec)
+
+
+def spec_repr(kernel: Any) -> str:
+    """A kernel's specialisation (its `spec`) as text for a key: floats by their bits (NaN and
+    -NaN, 0.0 and -0.0 are two specialisations, and `repr` would print them alike)."""
+    spec = getattr(kernel, "spec", None)
+    if not spec:
+        return repr(spec)
+    return repr(spec_key(spec))
