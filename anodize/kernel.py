@@ -28,7 +28,6 @@ from typing import (
 )
 
 from anodize.language.sources import spec_key
-from anodize.runtime.kernel_store import KernelStore
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -37,6 +36,7 @@ if TYPE_CHECKING:
     from anodize.language.contract import Contract
     from anodize.language.contract_schema import LaunchContractArgs
     from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.kernel_store import KernelStore
     from anodize.runtime.ops import Op
 
 
@@ -44,6 +44,14 @@ def _user_errors() -> tuple[type[Exception], ...]:
     """The user errors the entry points re-raise without anodize's frames (an `except` clause
     evaluates this only when an exception reaches it: `import anodize` loads no error class)."""
     return _runtime().USER_ERRORS
+
+
+def _kernel_store() -> KernelStore:
+    """A new kernel's runtime state (runtime/kernel_store.py): the runtime package loads with the
+    first kernel object, not with `import anodize` (the mypy plugin imports it)."""
+    from anodize.runtime.kernel_store import KernelStore
+
+    return KernelStore()
 
 
 def _runtime() -> ModuleType:
@@ -157,7 +165,7 @@ class Kernel(Generic[P]):
         self.contract_spec = contract or getattr(fn, "__az_contract__", None)
         self._contract: Contract | None = None
         self._contract_parsed = False
-        self.store = KernelStore()  # runtime-owned: compiled artifacts and launch plans (runtime/kernel_store.py)
+        self.store: KernelStore = _kernel_store()  # runtime-owned: compiled artifacts and launch plans (runtime/kernel_store.py)
 
     # -- the contract, parsed from source once --------------------------------------------
     @property
