@@ -43,7 +43,9 @@ if TYPE_CHECKING:
 def _user_errors() -> tuple[type[Exception], ...]:
     """The user errors the entry points re-raise without anodize's frames (an `except` clause
     evaluates this only when an exception reaches it: `import anodize` loads no error class)."""
-    return _runtime().USER_ERRORS
+    from anodize.language.errors import USER_ERRORS
+
+    return USER_ERRORS
 
 
 def _kernel_store() -> KernelStore:
@@ -60,6 +62,22 @@ def _runtime() -> ModuleType:
     from anodize import kernel_runtime
 
     return kernel_runtime
+
+
+def _generic() -> ModuleType:
+    """runtime/generic.py (generic kernels: their signature, bindings, specialisations), loaded by
+    the first question whether a kernel is generic (a compile asks it too: no NumPy, no launch path)."""
+    from anodize.runtime import generic
+
+    return generic
+
+
+def _compiler() -> ModuleType:
+    """runtime/compile.py (the checker, then codegen, cached), loaded by the first `compile()`:
+    no NumPy, no launch path."""
+    from anodize.runtime import compile
+
+    return compile
 
 
 def _front() -> ModuleType:
@@ -189,12 +207,12 @@ class Kernel(Generic[P]):
         plain kernel or a specialisation."""
         if self.spec is not None:
             return None
-        return _runtime().generic_signature(self)
+        return _generic().generic_signature(self)
 
     def specialize(self, **bindings: Any) -> Kernel[Any]:
         """The specialisation of a generic kernel: `k.specialize(T="f32", n=64)` (a type
         variable names a scalar, a Constant parameter takes its value); cached."""
-        return self._specialization(_runtime().check_bindings(self, self.generic, bindings))
+        return self._specialization(_generic().check_bindings(self, self.generic, bindings))
 
     def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         """The cached specialisation for bindings already validated (sorted (name, value) pairs)."""
@@ -296,16 +314,15 @@ class Kernel(Generic[P]):
     ) -> CompiledKernel:
         """Check and compile for a GPU architecture (default: the current device's, else sm_90).
         A generic kernel compiles one specialisation: `k.specialize(T="f32").compile()`."""
-        rt = _runtime()
         try:
             if self.generic is not None:
                 tvs = ", ".join(f'{t}="{c[0]}"' for t, c in self.generic.constraints.items())
                 consts = ", ".join(f"{c}=..." for c in self.generic.constants)
-                raise rt.ArgumentError(
+                raise _generic().ArgumentError(
                     f"kernel `{self.__name__}` is generic: compile one specialisation of it",
                     help=f"`{self.__name__}.specialize({', '.join(x for x in (tvs, consts) if x)}).compile()`",
                 )
-            return rt.compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+            return _compiler().compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
         except _user_errors() as e:  # a check failure shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)

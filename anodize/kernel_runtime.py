@@ -1,7 +1,7 @@
-"""The runtime half of `Kernel` (anodize/kernel.py): what a kernel object calls to launch,
-specialise or compile, in one module that `Kernel` loads on its first use of them, so that
-`import anodize` (the checker, the mypy plugin, `anodize check`) loads neither the runtime nor
-NumPy.  Nothing here is public API: `Kernel`'s methods are."""
+"""The launch half of `Kernel` (anodize/kernel.py): what a kernel object calls to launch, in one
+module that `Kernel` loads on its first launch, so that `import anodize` (the checker, the mypy
+plugin, `anodize check`) and a compile load neither the launch path nor NumPy.  Nothing here is
+public API: `Kernel`'s methods are."""
 
 from __future__ import annotations
 
@@ -17,5 +17,5 @@ from anodize.runtime.generic import (
 )
 from anodize.runtime.launch import prepare
 
-__all__ = ["USER_ERRORS", "ArgumentError", "BundleLaunch", "GenericLaunch", "LaunchConfig", "bundle_positions",
-           "check_bindings", "compile_for_gpu", "expand", "generic_signature", "has_bundles", "prepare", "specialise"]
+__all__ = ["BundleLaunch", "GenericLaunch", "LaunchConfig", "bundle_positions", "expand", "has_bundles", "prepare",
+           "specialise"]

@@ -26,7 +26,6 @@ from anodize.codegen.artifact import CompiledKernel
 from anodize.language.records import dataclass
 from anodize.language.sources import module_source, spec_repr
 from anodize.runtime import artifact_store, diskcache, lazy
-from anodize.runtime.device import cuda_device
 from anodize.runtime.probe import gpu_available
 
 if TYPE_CHECKING:
@@ -83,6 +82,8 @@ def _codegen_cpu(kernel: Kernel, *, bounds_checks: bool) -> CompiledKernel:
 def default_arch() -> str:
     """The first GPU's architecture, else sm_90."""
     if gpu_available():
+        from anodize.runtime.device import cuda_device  # (NumPy: loaded only when a GPU is asked for)
+
         return str(getattr(cuda_device(0), "arch", DEFAULT_ARCH))
     return DEFAULT_ARCH
 

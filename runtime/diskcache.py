@@ -28,6 +28,9 @@ root holds a `CACHEDIR.TAG` written by anodize: `clear` removes entries only und
 that has it, and only folders laid out as anodize writes them.
 
 `ANODIZE_CACHE_DIR` moves the cache; `ANODIZE_CACHE=off` disables it.
+
+`tempfile`, `shutil` and `pathlib` (tens of milliseconds to import, between them) are imported by
+the functions that write, evict or clear: a cached load only reads.
 """
 
 from __future__ import annotations
@@ -35,14 +38,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 import time
 import warnings
 from dataclasses import asdict
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -89,6 +89,8 @@ def _root() -> str:
 
 def cache_dir() -> Path:
     """The platform's user cache directory for anodize."""
+    from pathlib import Path
+
     return Path(_root())
 
 
@@ -144,7 +146,6 @@ def _warn(root: str, why: str) -> None:
     if root in _warned:
         return
     _warned.add(root)
-
     warnings.warn(f"anodize: the compile cache at {root} is not used: {why}; compiling without it", RuntimeWarning, stacklevel=3)
 
 
@@ -187,6 +188,10 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
     root = usable_root(create=True)
     if root is None:
         return None
+    import shutil
+    import tempfile
+    from pathlib import Path
+
     final = Path(root) / key[:2] / key
     tmp = None
     try:
@@ -229,6 +234,8 @@ def _is_temp(name: str) -> bool:
 def sweep(folder: str, older_than: float) -> int:
     """Remove the temporary folders of interrupted writes (and evictions) in one prefix folder
     that are older than `older_than` seconds; return how many."""
+    import shutil
+
     n = 0
     try:
         names = os.listdir(folder)
@@ -333,6 +340,8 @@ def evict(key: str) -> None:
     try:
         os.rename(folder, trash)
         if stat.S_ISDIR(st.st_mode):
+            import shutil
+
             shutil.rmtree(trash, ignore_errors=True)
         else:
             os.unlink(trash)
@@ -387,6 +396,8 @@ def clear() -> tuple[int, int]:
 
     Only under a root tagged by anodize (`CACHEDIR.TAG`), and only folders laid out as anodize
     writes them: whatever else `ANODIZE_CACHE_DIR` holds stays."""
+    import shutil
+
     root = _root()
     if not os.path.isfile(os.path.join(root, TAG)):
         return 0, 0
