@@ -7,6 +7,7 @@ through cuda-python (or on the CPU backend when there is no GPU).
 
 from __future__ import annotations
 
+import importlib as _importlib
 import os as _os
 from typing import TYPE_CHECKING, Any
 
@@ -149,15 +150,13 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    import importlib
-
     if name in _SUBMODULES:
-        value = importlib.import_module(f"anodize.{name}")
+        value = _importlib.import_module(f"anodize.{name}")
     else:
         module = _LAZY.get(name)
         if module is None:
             raise AttributeError(f"module 'anodize' has no attribute {name!r}")
-        value = getattr(importlib.import_module(module), name)
+        value = getattr(_importlib.import_module(module), name)
     globals()[name] = value  # later lookups skip this hook
     return value
 

@@ -25,12 +25,13 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from anodize.kernel import Kernel
 from anodize.language.errors import USER_ERRORS, ArgumentError
 from anodize.runtime.tune_config import Config
+from anodize.runtime.tuning import Tuner
 
 if TYPE_CHECKING:
     from anodize.kernel import Kernel
-    from anodize.runtime.config import LaunchConfig
     from anodize.runtime.tuning import TuneReport
 
 __all__ = ["Config", "Autotuned", "autotune"]
@@ -45,8 +46,6 @@ class Autotuned(Generic[_K]):
     def __init__(self, kernel: Any, configs: Sequence[Config], key: Sequence[str], *,
                  prune_configs_by: Any = None, restore: bool = True, rounds: int = 5,
                  inputs: Callable[..., Any] | None = None, seed: str | None = None, cache: bool = True):
-        from anodize.kernel import Kernel
-
         if not isinstance(kernel, Kernel):
             raise TypeError("@az.autotune goes above a kernel's decorators (`@az.kernel` or `@az.tile_kernel`)")
         configs = list(configs)
@@ -68,7 +67,6 @@ class Autotuned(Generic[_K]):
         self.__doc__ = kernel.__doc__
         self.__module__ = kernel.__module__
         self.__wrapped__ = kernel
-        from anodize.runtime.tuning import Tuner
 
         self._tuner = Tuner(self)
 

@@ -27,6 +27,19 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from anodize.cli import _source_kernels
+from anodize.codegen import toolchain
+from anodize.language import VERSION
+from anodize.language.front import kernel_of
+from anodize.runtime.prebuilt import (
+    FORMAT,
+    MANIFEST,
+    contract_json,
+    params_json,
+    sha256,
+    target_json,
+)
+
 __all__ = ["build_package", "package_name"]
 
 
@@ -51,17 +64,12 @@ def _arch_number(arch: str) -> int:
 def build_package(module_path: Path, arch_text: str, out: Path, bindings: dict[str, Any], log: Any) -> Path:
     """Compile every kernel of `module_path` for each architecture and write the package;
     returns its folder.  Raises CheckError (a rejected kernel), ValueError (usage)."""
-    from anodize.cli import _source_kernels
-    from anodize.codegen.toolchain import find_ptxas
-    from anodize.language import VERSION
-    from anodize.runtime.prebuilt import FORMAT, MANIFEST, contract_json, params_json, sha256, target_json
-
     archs = _arch_list(arch_text)
     source = module_path.read_bytes()
     kernels = _source_kernels(module_path)
     if not kernels:
         raise ValueError(f"{module_path} defines no @kernel")
-    has_ptxas = find_ptxas() is not None
+    has_ptxas = toolchain.find_ptxas() is not None
     newest = max(archs, key=_arch_number)
     files: dict[str, bytes] = {}
     entries: dict[str, Any] = {}
@@ -123,8 +131,6 @@ def build_package(module_path: Path, arch_text: str, out: Path, bindings: dict[s
 def _tile_warps(k: Any) -> int | None:
     """A tile kernel's `num_warps` (its launches take `num_warps * 32` threads), None for SIMT: read
     from the typed model the compile just built (a kernel read from source is a plain `Kernel`)."""
-    from anodize.language.front import kernel_of
-
     front, fdef = kernel_of(k.fn)
     ir = front.typed(fdef, k.spec or ()).ir
     return int(ir.tile_warps) if ir is not None and ir.tile_warps else None

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import os
+from types import ModuleType
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from anodize.kernel import Kernel, P, TileKernel
+from anodize.language.errors import ArgumentError, LaunchError
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import CompiledKernel
-    from anodize.language.ir import ParamSpec
     from anodize.language.contract import Contract
+    from anodize.language.ir import ParamSpec
     from anodize.runtime.compile import LoadedKernel
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.device import Device
@@ -37,6 +40,14 @@ __all__ = ["BuiltKernel", "load_package"]
 
 def _stub(*args: Any, **kwargs: Any) -> None:
     raise TypeError("a built kernel has no Python body")
+
+
+def _prebuilt() -> ModuleType:
+    """runtime/prebuilt.py (and the runtime with it), loaded by a built kernel's first use: importing
+    a built package loads neither NumPy nor the runtime."""
+    from anodize.runtime import prebuilt
+
+    return prebuilt
 
 
 class BuiltKernel(Kernel[P]):
@@ -58,16 +69,12 @@ class BuiltKernel(Kernel[P]):
 
     @functools.cached_property
     def params(self) -> tuple[ParamSpec, ...]:
-        from anodize.runtime.prebuilt import params_from_json
-
-        return params_from_json(self.manifest["kernels"][self.__name__]["params"])
+        return _prebuilt().params_from_json(self.manifest["kernels"][self.__name__]["params"])
 
     @property
     def contract(self) -> Contract | None:
         if not self._contract_parsed:
-            from anodize.runtime.prebuilt import contract_from_json
-
-            self._contract = contract_from_json(self.manifest["kernels"][self.__name__]["contract"])
+            self._contract = _prebuilt().contract_from_json(self.manifest["kernels"][self.__name__]["contract"])
             self._contract_parsed = True
         return self._contract
 
@@ -94,8 +101,6 @@ class BuiltKernel(Kernel[P]):
         super().unsafe_launch(self._bind_config(config), *args, **kwargs)
 
     def specialize(self, **bindings: Any) -> NoReturn:
-        from anodize.language.errors import ArgumentError
-
         raise ArgumentError(
             f"built kernel `{self.__name__}` is one specialisation ({_spec_text(self.built_spec)}); a built package cannot specialise again",
             help="name the specialisation at build time: `anodize build MODULE.py --specialize T=f32 ...`",
@@ -104,28 +109,21 @@ class BuiltKernel(Kernel[P]):
     def compile(self, arch: str | None = None, **_options: Any) -> CompiledKernel:
         """The artifact built for `arch` (default: the current GPU's), read from the package;
         nothing is compiled."""
-        from anodize.runtime.compile import default_arch
-        from anodize.runtime.prebuilt import compiled_from_manifest
-
-        arch = arch or default_arch()
+        arch = arch or _prebuilt().default_arch()
         key = ("built", arch)
         hit = self.store.compiled.get(key)
         if hit is None:
-            hit = self.store.compiled[key] = compiled_from_manifest(self.folder, self.manifest, self.__name__, arch)
+            hit = self.store.compiled[key] = _prebuilt().compiled_from_manifest(self.folder, self.manifest, self.__name__, arch)
         return hit
 
     def _load_prebuilt(self, device: Device) -> LoadedKernel:
         """The kernel loaded on `device` (runtime/compile.py `compile_for_device` asks this of a
         built kernel instead of compiling it)."""
-        from anodize.runtime.compile import LoadedKernel
-
         key = ("loaded-built", id(device))
         hit = self.store.loaded.get(key)
         if hit is not None:
             return hit
         if device.kind != "cuda":
-            from anodize.language.errors import LaunchError
-
             raise LaunchError(
                 f"kernel `{self.__name__}` was built ahead of time for {', '.join(self.targets)} and has no code "
                 f"for {device.describe()}",
@@ -134,7 +132,7 @@ class BuiltKernel(Kernel[P]):
             )
         compiled = self.compile(str(getattr(device, "arch", "")))
         handle = device.load(compiled)  # type: ignore[attr-defined]
-        loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled))
+        loaded = _prebuilt().LoadedKernel(compiled, device, handle, device.faults.register(compiled))
         self.store.loaded[key] = loaded
         return loaded
 
@@ -152,14 +150,10 @@ def _spec_text(spec: tuple[tuple[Any, ...], ...]) -> str:
 
 def load_package(init_file: str) -> dict[str, BuiltKernel[Any]]:
     """The kernels of the built package whose `__init__.py` is `init_file`, by name."""
-    import json
-
     folder = os.path.dirname(os.path.abspath(init_file))
     with open(os.path.join(folder, _MANIFEST), encoding="utf-8") as f:
         manifest = json.load(f)
     if manifest.get("format") != _FORMAT:
-        from anodize.language.errors import LaunchError
-
         raise LaunchError(
             f"{folder} was built in package format {manifest.get('format')!r}; this anodize reads format {_FORMAT}",
             help="rebuild the package with this anodize's `anodize build`",

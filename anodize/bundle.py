@@ -17,9 +17,12 @@ argument.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import operator
 import typing
 from typing import Any, dataclass_transform
+
+import numpy as np
 
 __all__ = ["Bundle", "expand", "has_bundles"]
 
@@ -48,8 +51,6 @@ def has_bundles(fn: Any) -> bool:
 def record_leaves(value: Any, rec: Any) -> list[Any]:
     """The scalars of a record value (an `@az.record` instance, or a NumPy structured scalar),
     in the record's layout order (`RecordTy.leaves`): a kernel's record parameter by value."""
-    import numpy as np
-
     out: list[Any] = []
     for path, _, _ in rec.leaves():
         v = value
@@ -80,8 +81,6 @@ def expand(args: tuple[Any, ...], records: dict[int, Any] | None = None) -> tupl
 
 def bundle_positions(fn: Any) -> tuple[tuple[int, ...], dict[int, Any]]:
     """The positions of a kernel's bundle parameters, and of its records by value (-> RecordTy)."""
-    import inspect
-
     hints = typing.get_type_hints(fn)
     names = list(inspect.signature(fn).parameters)
     bundles = tuple(i for i, n in enumerate(names) if isinstance(hints.get(n), type) and issubclass(hints[n], Bundle))

@@ -11,14 +11,29 @@ import runpy
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
-from anodize.language.diagnostics import CheckError
+import anodize
+from anodize.cli_tune import add_parser, cmd_tune
+from anodize.kernel import Kernel
+from anodize.language.diagnostics import CheckError, render_one
 from anodize.language.errors import LaunchError
+from anodize.language.front import front_or_error, stand_in_function
+from anodize.language.syntax import read_source
+from anodize.runtime import diskcache
 
 
 def _err(msg: str) -> None:
     print(f"anodize: error: {msg}", file=sys.stderr)
+
+
+def _runtime() -> ModuleType:
+    """anodize/cli_runtime.py (the runtime, NumPy), loaded by a command that compiles, runs or
+    builds: `anodize check` and `--help` never load it."""
+    from anodize import cli_runtime
+
+    return cli_runtime
 
 
 def cmd_check(argv: list[str]) -> int:
@@ -29,10 +44,6 @@ def cmd_check(argv: list[str]) -> int:
 
 def _source_kernels(path: Path) -> dict[str, Any]:
     """The file's kernels as `Kernel` objects read from its source: the module is not run."""
-    from anodize.kernel import Kernel
-    from anodize.language.front import front_or_error, stand_in_function
-    from anodize.language.syntax import read_source
-
     front = front_or_error(read_source(path), str(path))  # read as Python reads it (BOM, coding line)
     out: dict[str, Any] = {}
     for qual, fdef in front.functions():
@@ -92,9 +103,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     for k in chosen:
         try:
             if args.arch == "cpu":
-                from anodize.runtime.compile import compile_for_cpu
-
-                compiled = compile_for_cpu(k, bounds_checks=not args.no_bounds_checks)
+                compiled = _runtime().compile_for_cpu(k, bounds_checks=not args.no_bounds_checks)
             else:
                 compiled = k.compile(
                     arch=args.arch, bounds_checks=not args.no_bounds_checks, line_info=args.line_info
@@ -112,8 +121,6 @@ def cmd_compile(args: argparse.Namespace) -> int:
                 return 1
             outputs.append(compiled.cubin)
         if compiled.warnings:
-            from anodize.language.diagnostics import render_one
-
             for w in compiled.warnings:
                 print(render_one(w), file=sys.stderr)
         if args.verbose:
@@ -175,8 +182,7 @@ def _bindings(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def cmd_build(args: argparse.Namespace) -> int:
     """`anodize build MODULE.py --arch sm_80,sm_90 -o OUT` (anodize/build.py)."""
-    from anodize.build import build_package
-
+    build_package = _runtime().build_package
     path = Path(args.module)
     if not path.is_file():
         _err(f"no such file: {args.module}")
@@ -205,8 +211,7 @@ def describe_compiled(name: str, compiled: Any) -> str:
     checks = f"bounds checks left={compiled.bounds_checks}"
     if compiled.arch == "cpu":
         return f"{name}: cpu (llvmlite host JIT), {checks}, {how}"
-    from anodize.runtime.doctor import describe_ptxas
-
+    describe_ptxas = _runtime().describe_ptxas
     r = compiled.resources
     if compiled.cubin and r.registers is not None:
         usage = f"registers={r.registers}, spills={r.spill_stores}/{r.spill_loads}"
@@ -217,8 +222,7 @@ def describe_compiled(name: str, compiled: Any) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from anodize.runtime import device as devmod
-
+    rt = _runtime()
     path = Path(args.file)
     if not path.is_file():
         _err(f"no such file: {args.file}")
@@ -244,7 +248,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             e.__traceback__ = tb  # (what the interpreter's hook prints)
         sys.excepthook(type(e), e, e.__traceback__)  # (anodize's own errors: the user's frames only)
         return 130 if isinstance(e, KeyboardInterrupt) else 1
-    used = devmod.devices_used()
+    used = rt.devices_used()
     if used:
         print(f"anodize: {path.name} ran on {', '.join(d.describe() for d in used)}", file=sys.stderr)
     else:
@@ -253,9 +257,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from anodize.runtime import doctor_info
-
-    info = doctor_info()
+    info = _runtime().doctor_info()
     width = max(len(k) for k in info)
     for k, v in info.items():
         print(f"{k.ljust(width)}  {v}")
@@ -304,8 +306,6 @@ def cmd_new(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    from anodize.runtime import diskcache
-
     if args.action == "clear":
         if not diskcache.info()["tagged"]:
             print(f"no anodize cache at {diskcache.cache_dir()} (no {diskcache.TAG}): nothing removed")
@@ -359,8 +359,6 @@ def _parser() -> argparse.ArgumentParser:
     ca.add_argument("action", choices=["info", "clear"])
     n = sub.add_parser("new", help="create a starter kernel file")
     n.add_argument("name")
-    from anodize.cli_tune import add_parser
-
     add_parser(sub)
     return p
 
@@ -375,12 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as e:
         return int(e.code or 0)
     if args.version:
-        import anodize
-
         print(f"anodize {anodize.__version__}")
         return 0
-    from anodize.cli_tune import cmd_tune
-
     handlers = {"build": cmd_build, "cache": cmd_cache, "compile": cmd_compile, "run": cmd_run, "doctor": cmd_doctor, "new": cmd_new,
                 "tune": cmd_tune}
     if args.cmd not in handlers:

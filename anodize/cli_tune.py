@@ -17,6 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anodize as az
+from anodize.language.errors import USER_ERRORS
+
 __all__ = ["add_parser", "cmd_tune"]
 
 
@@ -48,8 +51,9 @@ def _shape(items: list[str]) -> dict[str, int] | str:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from anodize.autotuning import Autotuned
-    from anodize.language.errors import USER_ERRORS
+    from anodize.autotuning import (
+        Autotuned,  # (the runtime: loaded by `anodize tune` only)
+    )
 
     file_part, _, kname = args.target.partition(":")
     path = Path(file_part)
@@ -69,8 +73,6 @@ def cmd_tune(args: argparse.Namespace) -> int:
         return _err(f"`{kname}` in {path} is not an `@az.autotune` kernel")
     if k.inputs is None:
         return _err(f"`{kname}` names no `inputs=` function: `@az.autotune(..., inputs=lambda dev, **shape: (grid, args))`")
-    import anodize as az
-
     dev = az.device()
     try:
         grid, launch_args = k.inputs(dev, **shape)

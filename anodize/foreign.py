@@ -24,13 +24,30 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
 import os
 import textwrap
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from anodize.codegen.artifact import CompiledKernel
 from anodize.kernel import Kernel
+from anodize.language import contract_schema
+from anodize.language.contract import (
+    Contract,
+    RequiresSyntaxError,
+    parse_requires,
+    parse_shared_mem,
+)
+from anodize.language.errors import ArgumentError, LaunchError
+from anodize.language.ir import ParamSpec
+from anodize.language.vocab import SCALARS, SLICE_KINDS
+from anodize.runtime import device as devmod
+from anodize.runtime.buffer import Buffer
+from anodize.runtime.compile import LoadedKernel, default_arch
+from anodize.runtime.config import LaunchConfig
+from anodize.runtime.nvrtc import compile_cuda
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import CompiledKernel
@@ -76,8 +93,6 @@ class ForeignKernel(Kernel[Any]):
 
     def __getitem__(self, config: LaunchConfig[Any]) -> Any:
         if self.params is None:
-            from anodize.language.errors import LaunchError
-
             raise LaunchError(
                 f"foreign kernel `{self.__name__}` has no declared signature, so its launches cannot be checked",
                 help=f"give `signature={{...}}` (each parameter's role and type) and a launch contract, or launch it "
@@ -94,9 +109,6 @@ class ForeignKernel(Kernel[Any]):
     def compile(self, arch: str | None = None, **_options: Any) -> CompiledKernel:
         """The kernel's code for `arch` (default: the current GPU's): a CompiledKernel whose ABI
         is the foreign one (`abi="foreign"`)."""
-        from anodize.codegen.artifact import CompiledKernel
-        from anodize.runtime.compile import default_arch
-
         arch = arch or default_arch()
         key = ("foreign", arch)
         hit = self.store.compiled.get(key)
@@ -112,15 +124,11 @@ class ForeignKernel(Kernel[Any]):
 
     def _load_prebuilt(self, device: Device) -> LoadedKernel:
         """Loaded on `device` (runtime/compile.py `compile_for_device` asks this instead of compiling)."""
-        from anodize.runtime.compile import LoadedKernel
-
         key = ("loaded-foreign", id(device))
         hit = self.store.loaded.get(key)
         if hit is not None:
             return hit
         if device.kind != "cuda":
-            from anodize.language.errors import LaunchError
-
             raise LaunchError(
                 f"foreign kernel `{self.__name__}` ({self.what}) runs on CUDA GPUs only, not on {device.describe()}",
                 help="pass arrays on a GPU (`az.device(0)`); the CPU backend runs anodize kernels only",
@@ -141,8 +149,6 @@ def ptx(text_or_path: str | os.PathLike[str], name: str, signature: Mapping[str,
     """A kernel from PTX text or a .ptx file; `name` is its `.entry` symbol."""
     text = _read(text_or_path, "PTX") if _is_path(text_or_path) else str(text_or_path)
     if f".entry {name}" not in text:
-        from anodize.language.errors import ArgumentError
-
         raise ArgumentError(f"the PTX has no `.entry {name}`", help="`name` is the kernel's entry symbol, as the PTX spells it (mangled for C++)")
     data = text.encode()
     return ForeignKernel(name, signature, lambda arch: (name, data), "PTX")
@@ -153,8 +159,6 @@ def cubin(path: str | os.PathLike[str], name: str, signature: Mapping[str, Any] 
     with open(path, "rb") as f:
         data = f.read()
     if not data.startswith(b"\x7fELF"):
-        from anodize.language.errors import ArgumentError
-
         raise ArgumentError(f"{os.fspath(path)} is not a cubin (no ELF header)", help="pass a file `ptxas` or `nvcc -cubin` wrote")
     return ForeignKernel(name, signature, lambda arch: (name, data), "cubin")
 
@@ -163,8 +167,6 @@ def cuda(source: str, name: str, signature: Mapping[str, Any] | None = None, *, 
     """A kernel from CUDA C++ source, compiled by NVRTC (cuda-python) for each GPU it loads on,
     at the first launch there; `name` is the `__global__` function's name (C++ names are
     resolved by NVRTC, `extern "C"` is not needed)."""
-    from anodize.runtime.nvrtc import compile_cuda
-
     def code(arch: str) -> tuple[str, bytes]:
         return compile_cuda(source, name, arch, options)
 
@@ -175,10 +177,6 @@ def cuda(source: str, name: str, signature: Mapping[str, Any] | None = None, *, 
 
 
 def _params(kernel: str, signature: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
-    from anodize.language.errors import ArgumentError
-    from anodize.language.ir import ParamSpec
-    from anodize.language.vocab import SCALARS, SLICE_KINDS
-
     out: list[ParamSpec] = []
     for pname, ann in signature.items():
         origin = typing.get_origin(ann)
@@ -202,8 +200,6 @@ def _params(kernel: str, signature: Mapping[str, Any]) -> tuple[ParamSpec, ...]:
 def _lambda_node(fn: Callable[..., Any]) -> tuple[ast.Lambda, str]:
     """The `ast.Lambda` of a live lambda: its module's source parsed, the lambda on its first line
     whose parameters match (a lambda typed in a REPL: the lines `inspect` finds)."""
-    import linecache
-
     code = fn.__code__
     names = code.co_varnames[: code.co_argcount]
     texts: list[str] = []
@@ -231,17 +227,13 @@ def _contract(kernel: str, spec: Any, params: tuple[ParamSpec, ...]) -> Contract
     the contract's schema (language/contract_schema.py `FIELDS`, each by its `live` reading):
     the `requires` and `shared_mem` lambdas read from their source with the language's own
     parser.  A field with no live reading (it needs the kernel's source) is refused."""
-    from anodize.language.contract import Contract, RequiresSyntaxError, parse_requires, parse_shared_mem
-    from anodize.language.contract_schema import FIELDS
-    from anodize.language.errors import ArgumentError
-
     def fail(what: str) -> ArgumentError:
         return ArgumentError(f"foreign kernel `{kernel}`: {what}", help="docs/language.md, Launch contracts, has the forms `requires` takes")
 
     names = {p.name: p for p in params}
     parsers = {"requires": parse_requires, "shared_mem": parse_shared_mem}
     values: dict[str, Any] = {}
-    for f in FIELDS:
+    for f in contract_schema.FIELDS:
         raw = spec.args.get(f.name)
         if raw is None:
             values[f.name] = None
@@ -278,11 +270,6 @@ def _contract(kernel: str, spec: Any, params: tuple[ParamSpec, ...]) -> Contract
 
 
 def _raw_launch(k: ForeignKernel, config: LaunchConfig[Any], args: tuple[Any, ...]) -> None:
-    from anodize.language.errors import LaunchError
-    from anodize.runtime import device as devmod
-    from anodize.runtime.buffer import Buffer
-    from anodize.runtime.config import LaunchConfig
-
     if not isinstance(config, LaunchConfig):
         raise LaunchError(f"foreign kernel `{k.__name__}` must be launched with an az.LaunchConfig, got {config!r}")
     dev = next((a.device for a in args if isinstance(a, Buffer)), None) or devmod.device()

@@ -15,16 +15,28 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Callable, Iterator
-from anodize.runtime.kernel_store import KernelStore
-from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, overload
+from types import ModuleType
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Generic,
+    NoReturn,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    overload,
+)
+
+from anodize.language.sources import spec_key
 
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from anodize.codegen.artifact import CompiledKernel
     from anodize.language.contract import Contract
     from anodize.language.contract_schema import LaunchContractArgs
-    from anodize.codegen.artifact import CompiledKernel
     from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.kernel_store import KernelStore
     from anodize.runtime.ops import Op
 
 
@@ -34,6 +46,46 @@ def _user_errors() -> tuple[type[Exception], ...]:
     from anodize.language.errors import USER_ERRORS
 
     return USER_ERRORS
+
+
+def _kernel_store() -> KernelStore:
+    """A new kernel's runtime state (runtime/kernel_store.py): the runtime package loads with the
+    first kernel object, not with `import anodize` (the mypy plugin imports it)."""
+    from anodize.runtime.kernel_store import KernelStore
+
+    return KernelStore()
+
+
+def _runtime() -> ModuleType:
+    """anodize/kernel_runtime.py, and the runtime with it: loaded by a kernel's first launch,
+    specialisation or compile, never by `import anodize`."""
+    from anodize import kernel_runtime
+
+    return kernel_runtime
+
+
+def _generic() -> ModuleType:
+    """runtime/generic.py (generic kernels: their signature, bindings, specialisations), loaded by
+    the first question whether a kernel is generic (a compile asks it too: no NumPy, no launch path)."""
+    from anodize.runtime import generic
+
+    return generic
+
+
+def _compiler() -> ModuleType:
+    """runtime/compile.py (the checker, then codegen, cached), loaded by the first `compile()`:
+    no NumPy, no launch path."""
+    from anodize.runtime import compile
+
+    return compile
+
+
+def _front() -> ModuleType:
+    """The front end (anodize/language/front.py: `ast` only, no runtime), loaded by the first read
+    of a kernel's contract."""
+    from anodize.language import front
+
+    return front
 
 
 P = ParamSpec("P")
@@ -131,7 +183,7 @@ class Kernel(Generic[P]):
         self.contract_spec = contract or getattr(fn, "__az_contract__", None)
         self._contract: Contract | None = None
         self._contract_parsed = False
-        self.store = KernelStore()  # runtime-owned: compiled artifacts and launch plans (runtime/kernel_store.py)
+        self.store: KernelStore = _kernel_store()  # runtime-owned: compiled artifacts and launch plans (runtime/kernel_store.py)
 
     # -- the contract, parsed from source once --------------------------------------------
     @property
@@ -139,18 +191,14 @@ class Kernel(Generic[P]):
         """The contract as the front end reads it from source (raises CheckError if it is
         malformed); None when there is none."""
         if not self._contract_parsed:
-            from anodize.language.front import kernel_contract  # `ast` only: light
-
-            self._contract = kernel_contract(self)
+            self._contract = _front().kernel_contract(self)
             self._contract_parsed = True
         return self._contract
 
     @functools.cached_property
     def _bundled(self) -> bool:
         """Does a parameter take an `az.Bundle` (launched as its fields)?"""
-        from anodize.bundle import has_bundles
-
-        return has_bundles(self.fn)
+        return bool(_runtime().has_bundles(self.fn))
 
     # -- generic kernels --------------------------------------------------------------------
     @functools.cached_property
@@ -159,21 +207,15 @@ class Kernel(Generic[P]):
         plain kernel or a specialisation."""
         if self.spec is not None:
             return None
-        from anodize.runtime.generic import generic_signature
-
-        return generic_signature(self)
+        return _generic().generic_signature(self)
 
     def specialize(self, **bindings: Any) -> Kernel[Any]:
         """The specialisation of a generic kernel: `k.specialize(T="f32", n=64)` (a type
         variable names a scalar, a Constant parameter takes its value); cached."""
-        from anodize.runtime.generic import check_bindings
-
-        return self._specialization(check_bindings(self, self.generic, bindings))
+        return self._specialization(_generic().check_bindings(self, self.generic, bindings))
 
     def _specialization(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         """The cached specialisation for bindings already validated (sorted (name, value) pairs)."""
-        from anodize.language.front import spec_key
-
         ck = ("spec", spec_key(key))
         specs = self.store.specs
         hit = specs.get(ck)
@@ -226,22 +268,16 @@ class Kernel(Generic[P]):
 
     def _launch_for(self, config: LaunchConfig[Any]) -> Launch[P]:
         """The launch object for `config`, made (and its config checked) and remembered."""
-        from anodize.runtime.config import LaunchConfig
-        from anodize.runtime.launch import prepare
-
+        rt = _runtime()
         bound = self._bind_config(config)
         if self.generic is not None:
-            from anodize.runtime.generic import GenericLaunch
-
-            launcher: Any = GenericLaunch(self, bound, self.generic)
+            launcher: Any = rt.GenericLaunch(self, bound, self.generic)
         else:
-            launcher = prepare(self, bound, safe=True)
+            launcher = rt.prepare(self, bound, safe=True)
         if self._bundled:  # `State(...)` arguments: their fields (anodize/bundle.py)
-            from anodize.bundle import BundleLaunch, bundle_positions
-
-            launcher = BundleLaunch(launcher, bundle_positions(self.fn))
+            launcher = rt.BundleLaunch(launcher, rt.bundle_positions(self.fn))
         store = self.store
-        if isinstance(config, LaunchConfig):
+        if isinstance(config, rt.LaunchConfig):
             if len(store.launches) >= self._LAUNCHES_MAX:
                 store.launches.clear()
             store.launches[config] = launcher
@@ -255,20 +291,15 @@ class Kernel(Generic[P]):
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
         """Launch without a contract; witnesses fail closed on a launch of the wrong rank
         (or with a grid or block dimension beyond their rank that is not 1)."""
-        from anodize.runtime.launch import prepare
-
+        rt = _runtime()
         if self._bundled:
-            from anodize.bundle import bundle_positions, expand
-
-            args = expand(args, bundle_positions(self.fn)[1])
+            args = rt.expand(args, rt.bundle_positions(self.fn)[1])
         try:
             if self.generic is not None:
-                from anodize.runtime.generic import specialise
-
-                k, rest = specialise(self, self.generic, args, kwargs)
-                prepare(k, config, safe=False)(*rest)
+                k, rest = rt.specialise(self, self.generic, args, kwargs)
+                rt.prepare(k, config, safe=False)(*rest)
                 return
-            prepare(self, config, safe=False)(*args, **kwargs)
+            rt.prepare(self, config, safe=False)(*args, **kwargs)
         except _user_errors() as e:  # a refused launch shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
@@ -283,19 +314,15 @@ class Kernel(Generic[P]):
     ) -> CompiledKernel:
         """Check and compile for a GPU architecture (default: the current device's, else sm_90).
         A generic kernel compiles one specialisation: `k.specialize(T="f32").compile()`."""
-        from anodize.runtime.compile import compile_for_gpu
-
         try:
             if self.generic is not None:
-                from anodize.language.errors import ArgumentError
-
                 tvs = ", ".join(f'{t}="{c[0]}"' for t, c in self.generic.constraints.items())
                 consts = ", ".join(f"{c}=..." for c in self.generic.constants)
-                raise ArgumentError(
+                raise _generic().ArgumentError(
                     f"kernel `{self.__name__}` is generic: compile one specialisation of it",
                     help=f"`{self.__name__}.specialize({', '.join(x for x in (tvs, consts) if x)}).compile()`",
                 )
-            return compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+            return _compiler().compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
         except _user_errors() as e:  # a check failure shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
@@ -371,8 +398,7 @@ class TileKernel(Kernel[P]):
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its
         rank as given)."""
-        from anodize.runtime.config import LaunchConfig
-
+        LaunchConfig = _runtime().LaunchConfig
         if not isinstance(config, LaunchConfig):
             return config  # (the launch path reports it)
         threads = self.num_warps * 32

@@ -18,6 +18,9 @@ import dataclasses
 import typing
 from typing import Any, Generic, TypeVar, dataclass_transform
 
+from anodize.language.record_types import ArrayFieldTy, layout
+from anodize.language.types import BY_NAME
+
 __all__ = ["record", "Array"]
 
 _T = TypeVar("_T")
@@ -47,9 +50,6 @@ class _ArrayField:
 
 
 def _field_type(hint: Any, where: str) -> Any:
-    from anodize.language.record_types import ArrayFieldTy
-    from anodize.language.types import BY_NAME
-
     if isinstance(hint, _ArrayField):
         return ArrayFieldTy(_field_type(hint.elem, where), hint.n)
     rec = getattr(hint, "__az_record__", None)
@@ -64,8 +64,6 @@ def _field_type(hint: Any, where: str) -> Any:
 def record(cls: _C) -> _C:
     """Make `cls` a record type: its annotated fields, in order, with C's layout (that of
     NumPy's `np.dtype([...], align=True)`, given as `cls.dtype`)."""
-    from anodize.language.record_types import layout
-
     hints = typing.get_type_hints(cls)
     own = [n for n in cls.__dict__.get("__annotations__", {})]
     out = dataclasses.dataclass(cls)

@@ -32,6 +32,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from anodize.language.diagnostics import CheckError
+from anodize.language.errors import ArgumentError, LaunchError
+from anodize.language.front import kernel_of
+from anodize.language.vocab import SCALARS
+from anodize.runtime import lazy
+from anodize.runtime.device import cuda_device
+
 __all__ = ["custom_op"]
 
 _TORCH_SCALAR = {"f": "float", "i": "int", "u": "int", "b": "bool"}
@@ -40,17 +47,13 @@ _LIBS: dict[str, Any] = {}  # namespace -> torch.library.Library (kept alive: dr
 
 def _torch() -> Any:
     try:
-        import torch
+        torch = lazy.torch()
     except ImportError:
-        from anodize.language.errors import LaunchError
-
         raise LaunchError("az.torch needs PyTorch", help="`pip install torch`") from None
     return torch
 
 
 def _torch_dtype(torch: Any, scalar: Any) -> Any:
-    from anodize.language.vocab import SCALARS
-
     info = SCALARS[scalar if isinstance(scalar, str) else scalar.__name__]
     return getattr(torch, "bool" if info.name == "bool_" else info.numpy_name)
 
@@ -65,7 +68,6 @@ def custom_op(
     """Register `kernel`'s launch as the `torch.library` custom op `name` ("ns::op"); returns
     `torch.ops.ns.op` (see the module's docstring)."""
     torch = _torch()
-    from anodize.language.errors import ArgumentError
 
     ns, sep, opname = name.partition("::")
     if not sep or not ns.isidentifier() or not opname.isidentifier():
@@ -122,13 +124,8 @@ def _kernel_params(kernel: Any) -> tuple[Any, ...]:
     if params is not None:
         return tuple(params)
     if kernel.generic is not None:
-        from anodize.language.errors import ArgumentError
-
         raise ArgumentError(f"kernel `{kernel.__name__}` is generic: register one specialisation of it",
                             help=f"`az.torch.custom_op({kernel.__name__}.specialize(T=\"f32\"), ...)`")
-    from anodize.language.diagnostics import CheckError
-    from anodize.language.front import kernel_of
-
     front, fdef = kernel_of(kernel.fn)
     typed = front.typed(fdef, kernel.spec or ())
     if typed.ir is None:
@@ -142,7 +139,6 @@ def _launch(torch: Any, kernel: Any, cfg: Any, args: list[Any]) -> None:
     if cuda is None:
         kernel[cfg](*flat)
         return
-    from anodize.runtime.device import cuda_device
 
     index = cuda.device.index or 0
     dev = cuda_device(index)
@@ -181,8 +177,6 @@ def _register_backward(torch: Any, name: str, backward: Callable[..., Any], n_in
         got = backward(view, *grads)
         got = got if isinstance(got, tuple) else (got,)
         if len(got) != n_inputs:
-            from anodize.language.errors import ArgumentError
-
             raise ArgumentError(f"the backward of `{name}` returned {len(got)} gradients for {n_inputs} inputs")
         return got
 

@@ -59,7 +59,7 @@ def main(n: int = 1 << 16) -> np.ndarray:
         power[az.LaunchConfig.for_num_elems(n)](dev.to_device(x), out, 3)
         assert np.allclose(out.to_host().astype(np.float64), x64**3, rtol=rtol * (1 if dtype == np.float16 else 10), atol=atol), dtype
     print(f"generic saxpy on {dev.describe()}: f16, f32 and f64 match NumPy; "
-          f"{len([k for k in saxpy._cache if isinstance(k, tuple) and k[0] == 'spec'])} specialisations")
+          f"{len(saxpy.store.specs)} specialisations")
     return out.to_host()
 
 

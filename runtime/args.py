@@ -17,6 +17,8 @@ import numpy as np
 
 from anodize.codegen.artifact import ParamSpec
 from anodize.language.errors import ArgumentError
+from anodize.language.halfbits import round_bits
+from anodize.runtime import dlpack, lazy
 from anodize.runtime.buffer import Buffer
 
 SliceAdapter = Callable[[Any], tuple[int, tuple[int, ...], int]]
@@ -136,8 +138,6 @@ def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConvert
 
 def _half_converter(kernel: str, p: ParamSpec) -> ScalarConverter:
     """f16/bf16 scalars travel as their 16-bit pattern (a `np.uint16`), rounded to nearest even."""
-    from anodize.language.halfbits import round_bits
-
     name = p.scalar.name
     inf = 0x7C00 if name == "f16" else 0x7F80
 
@@ -238,7 +238,7 @@ def numpy_adapter(kernel: str, p: ParamSpec) -> SliceAdapter:
 
 def cai_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
     """An object with `__cuda_array_interface__` (v3): CuPy, PyTorch, Numba, ... (GPU only)."""
-    from anodize.runtime.cuda_device import pointer_device
+    pointer_device = lazy.cuda_device().pointer_device
 
     index = device.index
     fallback: list[SliceAdapter] = []
@@ -298,8 +298,6 @@ def cai_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
 
 def dlpack_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
     """An object with `__dlpack__` but no CUDA array interface (GPU only)."""
-    from anodize.runtime import dlpack
-
     index = device.index
     stream_h = device._stream_handle()
 

@@ -13,18 +13,23 @@ is the same artifact the full path would build, and loading it skips both.
 from __future__ import annotations
 
 import hashlib
-import inspect
+import importlib.util
 import linecache
 import os
-import types
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from anodize.language.contract_schema import codegen_view, decode_contract, encode_contract
-from anodize.language.vocab import SCALARS, SLICE_KINDS
+from anodize.codegen import toolchain
 from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
-from anodize.runtime import diskcache
-from anodize.runtime.compile import spec_repr
+from anodize.language import VERSION
+from anodize.language.contract_schema import (
+    codegen_view,
+    decode_contract,
+    encode_contract,
+)
+from anodize.language.sources import module_source, spec_repr
+from anodize.language.vocab import SCALARS, SLICE_KINDS
+from anodize.runtime import diskcache, lazy
 
 if TYPE_CHECKING:
     from anodize.runtime.kernel_store import RuntimeKernel as Kernel
@@ -33,8 +38,6 @@ if TYPE_CHECKING:
 def dependency_files(kernel: Kernel) -> list[str]:
     """The source file of the kernel's module: its helpers and constant tables live there
     too (the front end reads a kernel from its own module only)."""
-    from anodize.language.front import module_source
-
     path, _ = module_source(kernel.fn)
     return [path] if path else []
 
@@ -77,8 +80,6 @@ def _sources(folder: str, *, recursive: bool) -> list[str]:
 
 def _folders(pkg: str) -> list[str]:
     """A package's folders, without importing it (its parent is imported: `anodize`)."""
-    import importlib.util
-
     spec = importlib.util.find_spec(pkg)
     return list(spec.submodule_search_locations or []) if spec is not None else []
 
@@ -109,15 +110,12 @@ def compiler_digest() -> str:
 def _toolchain() -> dict[str, str]:
     # Light on purpose (a cached load must not import llvmlite's binding, the codegen or
     # cuda.bindings): `import llvmlite` is the package's version module only.
-    import llvmlite
-
-    from anodize.codegen.toolchain import driver_version, find_ptxas
-    from anodize.language import VERSION
+    llvmlite = lazy.llvmlite()
 
     out = {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite.__version__}
-    exe = find_ptxas()
+    exe = toolchain.find_ptxas()
     out["ptxas"] = _file_id(exe) if exe else "none"
-    out["driver"] = driver_version()  # "none" without a driver: the key says so
+    out["driver"] = toolchain.driver_version()  # "none" without a driver: the key says so
     return out
 
 
@@ -133,11 +131,9 @@ def _file_id(path: str) -> str:
 def _switches() -> dict[str, str]:
     """The libdevice a math kernel would link and every environment switch that changes the code
     a compile builds (read per compile: a switch set mid-process is a new key)."""
-    from anodize.codegen.toolchain import CODE_SWITCHES, find_libdevice
-
-    lib = find_libdevice()
+    lib = toolchain.find_libdevice()
     out = {"libdevice": _file_id(lib) if lib else "none"}
-    out.update({name: os.environ[name] for name in CODE_SWITCHES if name in os.environ})
+    out.update({name: os.environ[name] for name in toolchain.CODE_SWITCHES if name in os.environ})
     return out
 
 

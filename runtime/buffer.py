@@ -13,13 +13,16 @@ export `__cuda_array_interface__` (GPU only), `__array_interface__` and
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
 from anodize.language.errors import ArgumentError
-from anodize.runtime import inflight as _inflight  # issue 7: writes to in-flight buffers are refused
+from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
+from anodize.runtime import (
+    inflight as _inflight,  # issue 7: writes to in-flight buffers are refused
+)
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -49,10 +52,24 @@ def resolve_dtype(dtype: object) -> ScalarInfo:
     return info
 
 
-def _structured(dtype: np.dtype) -> ScalarInfo:
-    from anodize.language.record_types import record_from_dtype
+def _records() -> ModuleType:
+    """language/record_types.py, loaded by the first record dtype (the first buffer of a plain
+    dtype stays light: tests/runtime/test_startup_imports.py)."""
+    from anodize.language import record_types
 
-    rec = record_from_dtype(dtype)
+    return record_types
+
+
+def _peer() -> ModuleType:
+    """runtime/peer.py (copies between devices), loaded by the first such copy: it imports this
+    module, and the first buffer needs none of it."""
+    from anodize.runtime import peer
+
+    return peer
+
+
+def _structured(dtype: np.dtype) -> ScalarInfo:
+    rec = _records().record_from_dtype(dtype)
     if rec is None:
         raise ArgumentError(
             f"the structured dtype {dtype} is not an anodize record: every field must be an anodize scalar, "
@@ -273,9 +290,7 @@ class Buffer:
                     self._device._copy_d2d(self._ptr, source._ptr, self._nbytes)
                 return
             if source._device is not self._device and self.is_contiguous and source.is_contiguous:
-                from anodize.runtime.peer import copy_between
-
-                if copy_between(self, source):  # another device of the same kind: a peer copy
+                if _peer().copy_between(self, source):  # another device of the same kind: a peer copy
                     return
             arr = source.to_host()  # another kind of device, overlapping memory or a strided view: via the host
         self._write(np.asarray(arr))
@@ -309,9 +324,7 @@ class Buffer:
     def copy_to(self, device: Any) -> Buffer:
         """A new C-contiguous Buffer on `device` with the same elements (a peer copy between
         GPUs that can access each other, else staged through the host; runtime/peer.py)."""
-        from anodize.runtime.peer import copy_to
-
-        return copy_to(self, device)
+        return _peer().copy_to(self, device)
 
     def copy(self) -> Buffer:
         """A new C-contiguous Buffer on the same device with the same elements."""
@@ -322,7 +335,7 @@ class Buffer:
     # ADDED for issue 7 (runtime/ops.py): a lazy copy to a new host array.
     def to_host_op(self) -> Any:
         """A lazy copy to a new host array (pinned on a GPU); the array is the op's result."""
-        from anodize.runtime.ops import ToHostOp
+        from anodize.runtime.copy_ops import ToHostOp
 
         return ToHostOp(self)
 
@@ -383,8 +396,8 @@ class Buffer:
         strided view of the field's elements (shape `buf.shape`, plus `(n,)` for an
         `az.Array[T, n]` field); reads, writes and `to_host()` go through to the records.  Like
         every strided view, a kernel launch refuses it (pass `view.copy()`)."""
-        from anodize.language.record_types import ArrayFieldTy, RecordTy, record_of_info
-
+        R = _records()
+        ArrayFieldTy, RecordTy, record_of_info = R.ArrayFieldTy, R.RecordTy, R.record_of_info
         if self._scalar.kind != "r":
             raise ArgumentError(f"`field` is for record buffers; this one holds {self._scalar.name}")
         rec = record_of_info(self._scalar)

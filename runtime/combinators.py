@@ -31,15 +31,18 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import AliasingError, ArgumentError, LaunchError
-from anodize.runtime import inflight
-from anodize.runtime import streams as S
+from anodize.runtime import inflight, lazy, streams as S
+from anodize.runtime.buffer import Buffer
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
+from anodize.runtime.device import Device, device as _device
 from anodize.runtime.inflight import Use
 from anodize.runtime.ops import _UNSET, Gather, Leaf, Op, Seq, _common_device
+from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -164,7 +167,6 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     flight; the markers of other work it must wait for."""
     if scope[0] is not None:
         scope[0].admit(tagged_uses(op, scope[1]))
-    from anodize.runtime.submission import release_holds
 
     release_holds(op)
     handle = ctx.handle
@@ -189,8 +191,6 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
 
 def _host_value(ctx: _Ctx, op: Op) -> Any:
     """`op`'s result after the host waited for it: staging copies done, no kernel fault."""
-    from anodize.runtime.submission import _kernels_of, _take_fault
-
     ctx.handle.flush_ready()
     fault = _take_fault(_kernels_of(op))
     if fault is not None:
@@ -403,10 +403,6 @@ class Value(Op):
 def value(x: Any, device: Any = None) -> Op:
     """`az.value(x)`: an op whose result is `x` (on `x`'s device for a Buffer, else `device`
     or the default device); start a chain with it, or return it from an `and_then`."""
-    from anodize.runtime.buffer import Buffer
-    from anodize.runtime.device import Device
-    from anodize.runtime.device import device as _device
-
     if device is None:
         dev = x.device if isinstance(x, Buffer) else _device()
     else:
@@ -574,8 +570,6 @@ class Selection:
 
     def wait(self, poll_s: float = 5e-5) -> tuple[int, Any]:
         """Block until one op completes; its index and result (raising its error)."""
-        import time
-
         delay = 0.0
         while (k := self._first()) is None:
             time.sleep(delay)
@@ -586,8 +580,7 @@ class Selection:
         return self._wait_async().__await__()
 
     async def _wait_async(self) -> tuple[int, Any]:
-        import asyncio
-
+        asyncio = lazy.asyncio()  # (loaded already: an event loop awaits this)
         delay = 0.0
         while (k := self._first()) is None:
             await asyncio.sleep(delay)  # never blocks the event loop

@@ -16,14 +16,21 @@ kernel compiles again while a repeated launch does not.
 from __future__ import annotations
 
 import hashlib
-from anodize.language.records import dataclass
+import os
+import sys
+import threading
 from typing import TYPE_CHECKING, Any
 
+from anodize.codegen import toolchain
 from anodize.codegen.artifact import CompiledKernel
+from anodize.language.records import dataclass
+from anodize.language.sources import module_source, spec_repr
+from anodize.runtime import artifact_store, diskcache, lazy
+from anodize.runtime.probe import gpu_available
 
 if TYPE_CHECKING:
-    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
     from anodize.runtime.device import Device
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
 __all__ = ["compile_for_gpu", "compile_for_cpu", "compile_for_device", "LoadedKernel", "default_arch", "overlap_enabled"]
 
@@ -46,7 +53,6 @@ def source_hash(kernel: Kernel) -> str:
     cached = kernel.store.source_hash
     if cached is not None:
         return cached
-    from anodize.language.front import module_source
 
     path, text = module_source(kernel.fn)
     line = getattr(kernel.fn.__code__, "co_firstlineno", 0)
@@ -56,46 +62,27 @@ def source_hash(kernel: Kernel) -> str:
     return digest
 
 
-def spec_repr(kernel: Kernel) -> str:
-    """A specialisation's bindings as text for a key: floats by their bits (NaN and -NaN, 0.0
-    and -0.0 are two specialisations, and `repr` would print them alike)."""
-    spec = getattr(kernel, "spec", None)
-    if not spec:
-        return repr(spec)
-    from anodize.language.front import spec_key
-
-    return repr(spec_key(spec))
-
-
 def _enforce(kernel: Kernel) -> None:
     """The gate: the checker's rules and the typing of the kernel pass, or CheckError."""
     if kernel.store.checked == source_hash(kernel):
         return
-    from anodize.checker.api import enforce_kernel
-
-    enforce_kernel(kernel)
+    lazy.checker().enforce_kernel(kernel)
     kernel.store.checked = source_hash(kernel)
 
 
 def _codegen_gpu(kernel: Kernel, arch: str, *, bounds_checks: bool, line_info: bool, opt: int) -> CompiledKernel:
-    from anodize.codegen.driver import compile_gpu
-
     # `build_ir` returns the typing the checker already did (cached on the module's front)
-    return compile_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+    return lazy.codegen().compile_gpu(kernel, arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
 
 
 def _codegen_cpu(kernel: Kernel, *, bounds_checks: bool) -> CompiledKernel:
-    from anodize.codegen.driver import compile_cpu
-
-    return compile_cpu(kernel, bounds_checks=bounds_checks)
+    return lazy.codegen().compile_cpu(kernel, bounds_checks=bounds_checks)
 
 
 def default_arch() -> str:
     """The first GPU's architecture, else sm_90."""
-    from anodize.runtime.probe import gpu_available
-
     if gpu_available():
-        from anodize.runtime.device import cuda_device
+        from anodize.runtime.device import cuda_device  # (NumPy: loaded only when a GPU is asked for)
 
         return str(getattr(cuda_device(0), "arch", DEFAULT_ARCH))
     return DEFAULT_ARCH
@@ -111,19 +98,16 @@ def compile_for_gpu(
 ) -> CompiledKernel:
     """Check `kernel`, then compile it for `arch` (default: the current GPU's, else sm_90)."""
     arch = arch or default_arch()
-    from anodize.codegen.toolchain import tc_gemm_engine
 
     # the tensor-core routine of a tile GEMM (mma.sync or wgmma) is the compiler's choice per arch
     # (and `ANODIZE_TC_GEMM`): part of the key, as the code differs
-    engine = tc_gemm_engine(arch) if getattr(kernel, "num_warps", None) is not None else ""
+    engine = toolchain.tc_gemm_engine(arch) if getattr(kernel, "num_warps", None) is not None else ""
     key = ("gpu", source_hash(kernel), arch, bool(bounds_checks), bool(line_info), int(opt), engine)
     hit = kernel.store.compiled.get(key)
     if hit is not None:
         return hit
     # The persistent cache: a hit is an artifact that passed the checker and codegen
     # for exactly these sources, target, options and toolchain.
-    from anodize.runtime import artifact_store, diskcache
-
     inputs = None
     if diskcache.enabled():
         options = {"bounds_checks": bool(bounds_checks), "line_info": bool(line_info), "opt": int(opt), "tc_gemm": engine}
@@ -144,11 +128,8 @@ def _preload_llvm() -> None:
     """The first compile of a process loads llvmlite's LLVM library (a large shared object) on a
     background thread, so the load -- outside the GIL -- overlaps the checker and the typing;
     codegen's own `import llvmlite.binding` then waits for it on the import lock."""
-    import sys
-
     if "llvmlite.binding" in sys.modules:
         return
-    import threading
 
     threading.Thread(target=__import__, args=("llvmlite.binding",), name="anodize-llvm-load", daemon=True).start()
 
@@ -157,13 +138,10 @@ def overlap_enabled() -> bool:
     """Whether a first compile runs codegen and starts ptxas before the checker's verdict
     (`_checked_codegen_gpu`): on unless `ANODIZE_COMPILE_OVERLAP=0`, and only where ptxas is
     installed (without a background ptxas there is nothing to overlap)."""
-    import os
-
     if os.environ.get("ANODIZE_COMPILE_OVERLAP", "1").strip().lower() in ("0", "off", "no", "false"):
         return False
-    from anodize.codegen.toolchain import find_ptxas
 
-    return find_ptxas() is not None
+    return toolchain.find_ptxas() is not None
 
 
 def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledKernel:
@@ -181,10 +159,8 @@ def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledK
     if kernel.store.checked == source_hash(kernel) or not overlap_enabled():
         _enforce(kernel)
         return _codegen_gpu(kernel, arch, **options)
-    from anodize.codegen.driver import start_gpu
-
     try:
-        pending = start_gpu(kernel, arch, **options)
+        pending = lazy.codegen().start_gpu(kernel, arch, **options)
     except Exception:
         _enforce(kernel)  # the checker's diagnostics come first
         raise
@@ -198,9 +174,7 @@ def _checked_codegen_gpu(kernel: Kernel, arch: str, **options: Any) -> CompiledK
 
 def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKernel:
     """Check `kernel`, then compile it for the CPU backend (llvmlite host JIT)."""
-    from anodize.codegen.cpu.backend import cpu_isa
-
-    key = ("cpu", source_hash(kernel), bool(bounds_checks), cpu_isa())
+    key = ("cpu", source_hash(kernel), bool(bounds_checks), lazy.codegen_cpu().cpu_isa())
     hit = kernel.store.compiled.get(key)
     if hit is not None:
         return hit
@@ -216,9 +190,7 @@ def compile_for_debug(kernel: Kernel) -> CompiledKernel:
     Not cached on the kernel: the artifact grows fault sites as the debug device finds
     faults the compiler had no site for, and each loaded copy keeps its own."""
     _enforce(kernel)
-    from anodize.codegen.driver import compile_debug
-
-    return compile_debug(kernel)
+    return lazy.codegen().compile_debug(kernel)
 
 
 def compile_for_device(
@@ -236,9 +208,7 @@ def compile_for_device(
         return prebuilt(device)  # type: ignore[no-any-return]
     engine = ""
     if getattr(kernel, "num_warps", None) is not None and device.kind not in ("cpu", "debug"):
-        from anodize.codegen.toolchain import tc_gemm_engine
-
-        engine = tc_gemm_engine(str(getattr(device, "arch", "")))
+        engine = toolchain.tc_gemm_engine(str(getattr(device, "arch", "")))
     key = ("loaded", id(device), source_hash(kernel), bool(bounds_checks), bool(line_info), int(opt), engine)
     hit = kernel.store.loaded.get(key)
     if hit is not None:

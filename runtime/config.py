@@ -12,10 +12,10 @@ ints is rank 1, with tuples the longer tuple's length (`(x, y, 1)` is rank 3).
 
 from __future__ import annotations
 
-from anodize.language.records import dataclass
 from typing import Any, Generic, Literal, TypeVar
 
 from anodize.language.errors import LaunchError
+from anodize.language.records import dataclass
 
 R = TypeVar("R", Literal[1], Literal[2], Literal[3])
 

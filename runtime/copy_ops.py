@@ -8,13 +8,13 @@ completion (a finalizer of the handle).
 
 from __future__ import annotations
 
+import ctypes
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from anodize.language.errors import AliasingError, ArgumentError
-from anodize.runtime import inflight
-from anodize.runtime import streams as S
+from anodize.runtime import inflight, peer, streams as S
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
 from anodize.runtime.ops import _UNSET, Leaf, Op, _describe_array
@@ -54,9 +54,8 @@ def copy_op(dev: Device, dst: Any, src: Any) -> CopyOp:
             )
         kind, dev = "peer", dst.device  # a copy between devices runs on the destination's device
         if dev.kind == "cuda":  # now, not while the copy is queued (or captured into a graph)
-            from anodize.runtime.peer import enable_peer_access
 
-            enable_peer_access(src.device, dst.device)
+            peer.enable_peer_access(src.device, dst.device)
     for side, b in (("dst", dst), ("src", src)):
         if isinstance(b, Buffer) and not b.is_contiguous:
             raise ArgumentError(
@@ -121,8 +120,6 @@ class CopyOp(Leaf):
         return x.ptr if isinstance(x, Buffer) else int(x.ctypes.data)
 
     def _execute_cpu(self) -> None:
-        import ctypes
-
         if self.nbytes:
             ctypes.memmove(self._addr(self.dst), self._addr(self.src), self.nbytes)
 

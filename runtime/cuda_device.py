@@ -13,30 +13,21 @@ from typing import Any
 
 import numpy as np
 from cuda.bindings import driver
-from cuda.core import Device as _CuDevice
-from cuda.core import LaunchConfig as _CuLaunchConfig
-from cuda.core import ObjectCode, StreamOptions
-from cuda.core import launch as _cu_launch
+from cuda.core import (
+    Device as _CuDevice,
+    LaunchConfig as _CuLaunchConfig,
+    ObjectCode,
+    StreamOptions,
+    launch as _cu_launch,
+)
 
 from anodize.codegen.artifact import CompiledKernel
 from anodize.runtime.device import Device, DeviceLimits
 from anodize.runtime.faults import FaultArena
+from anodize.runtime.lazy import check_cu
 from anodize.runtime.streams import ensure_current, wait_gpu
 
 _OK = driver.CUresult.CUDA_SUCCESS
-
-
-def check_cu(result: Any, what: str) -> Any:
-    """Unwrap a cuda.bindings `(CUresult, values...)` tuple; raise RuntimeError on an error."""
-    err = result[0]
-    if err != _OK:
-        _, name = driver.cuGetErrorName(err)
-        _, text = driver.cuGetErrorString(err)
-        raise RuntimeError(
-            f"CUDA error in {what}: {name.decode() if isinstance(name, bytes) else name}: "
-            f"{text.decode() if isinstance(text, bytes) else text}"
-        )
-    return result[1] if len(result) == 2 else result[1:]
 
 
 class CudaDevice(Device):

@@ -15,16 +15,19 @@ process and reused.
 from __future__ import annotations
 
 import ctypes
+import os
 import platform
 import sys
 from typing import Any
 
 import numpy as np
 
+from anodize.language.errors import ArgumentError, LaunchError, OutOfMemoryError
 from anodize.language.vocab import ScalarInfo
-from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import lazy
 from anodize.runtime.buffer import MAX_RANK, Buffer, normalize_shape, resolve_dtype
 from anodize.runtime.faults import FaultArena
+from anodize.runtime.probe import gpu_available, gpu_count
 
 __all__ = ["Device", "CpuDevice", "Buffer", "DeviceLimits", "device", "devices", "devices_used"]
 
@@ -107,7 +110,7 @@ class Device:
     # ADDED for issue 7 (runtime/ops.py): a lazy copy, device<->device or host<->device.
     def copy_op(self, dst: Any, src: Any) -> Any:
         """A lazy copy: Buffer <- Buffer, Buffer <- NumPy array, or NumPy array <- Buffer."""
-        from anodize.runtime.ops import copy_op
+        from anodize.runtime.copy_ops import copy_op
 
         return copy_op(self, dst, src)
 
@@ -125,15 +128,12 @@ class Device:
         try:
             return self._alloc(nbytes)
         except MemoryError as e:
-            from anodize.language.errors import OutOfMemoryError
-
             if isinstance(e, OutOfMemoryError):
                 raise
             raise OutOfMemoryError(nbytes, self.describe(), "the host allocation failed") from None
         except Exception as e:  # cuda.core reports CUDA_ERROR_OUT_OF_MEMORY as its own error type
             if "OUT_OF_MEMORY" not in str(e).upper().replace(" ", "_"):
                 raise
-            from anodize.language.errors import OutOfMemoryError
 
             raise OutOfMemoryError(nbytes, self.describe(), "CUDA_ERROR_OUT_OF_MEMORY") from None
 
@@ -278,14 +278,10 @@ def devices() -> list[Device]:
     """Every CUDA GPU of this machine, in ordinal order; an empty list without one.
 
     CPU stand-in devices are not listed: ask for them with `az.device("cpu", n)`."""
-    from anodize.runtime.probe import gpu_count
-
     return [cuda_device(i) for i in range(gpu_count())]
 
 
 def cuda_device(index: int) -> Device:
-    from anodize.runtime.probe import gpu_count
-
     dev = _GPUS.get(index)
     if dev is not None:
         return dev
@@ -297,11 +293,19 @@ def cuda_device(index: int) -> Device:
         )
     if not 0 <= index < count:
         raise LaunchError(f"there is no CUDA device {index}; this machine has {count} (cuda:0 to cuda:{count - 1})")
-    from anodize.runtime.cuda_device import CudaDevice
+    CudaDevice = lazy.cuda_device().CudaDevice
 
     dev = CudaDevice(index)
     _GPUS[index] = dev
     return dev
+
+
+def debug_device(index: int = 0) -> Device:
+    """The debug device `index` (runtime/debug_device.py: a `CpuDevice` subclass, so it imports this
+    module; loaded here, by the first request for it)."""
+    from anodize.runtime import debug_device as module
+
+    return module.debug_device(index)
 
 
 def device(which: int | str | Device | None = None, index: int | None = None) -> Device:
@@ -322,19 +326,11 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
         if which.strip().lower() == "cpu":
             return cpu_device(int(index))
         if which.strip().lower() == "debug":
-            from anodize.runtime.debug_device import debug_device
-
             return debug_device(int(index))
         return cuda_device(int(index))
     if which is None:
         if _DEFAULT is None:
-            import os
-
-            from anodize.runtime.probe import gpu_available
-
             if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "debug":  # an unchanged program, interpreted
-                from anodize.runtime.debug_device import debug_device
-
                 _DEFAULT = debug_device()
             elif gpu_available():
                 _DEFAULT = cuda_device(0)
@@ -353,8 +349,6 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
         if text.startswith("cpu:") and text[4:].isdigit():
             return cpu_device(int(text[4:]))
         if text == "debug" or (text.startswith("debug:") and text[6:].isdigit()):
-            from anodize.runtime.debug_device import debug_device  # kernels interpreted: pdb, races
-
             return debug_device(int(text[6:]) if text != "debug" else 0)
         if text in ("cuda", "gpu"):
             return cuda_device(0)

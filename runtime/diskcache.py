@@ -28,6 +28,9 @@ root holds a `CACHEDIR.TAG` written by anodize: `clear` removes entries only und
 that has it, and only folders laid out as anodize writes them.
 
 `ANODIZE_CACHE_DIR` moves the cache; `ANODIZE_CACHE=off` disables it.
+
+`tempfile`, `shutil` and `pathlib` (tens of milliseconds to import, between them) are imported by
+the functions that write, evict or clear: a cached load only reads.
 """
 
 from __future__ import annotations
@@ -37,6 +40,9 @@ import json
 import os
 import stat
 import sys
+import time
+import warnings
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -140,8 +146,6 @@ def _warn(root: str, why: str) -> None:
     if root in _warned:
         return
     _warned.add(root)
-    import warnings
-
     warnings.warn(f"anodize: the compile cache at {root} is not used: {why}; compiling without it", RuntimeWarning, stacklevel=3)
 
 
@@ -231,7 +235,6 @@ def sweep(folder: str, older_than: float) -> int:
     """Remove the temporary folders of interrupted writes (and evictions) in one prefix folder
     that are older than `older_than` seconds; return how many."""
     import shutil
-    import time
 
     n = 0
     try:
@@ -413,6 +416,4 @@ def clear() -> tuple[int, int]:
 
 def dataclass_json(obj: Any) -> Any:
     """A JSON-ready dict of a dataclass tree (for meta.json)."""
-    from dataclasses import asdict
-
     return json.loads(json.dumps(asdict(obj), default=str))

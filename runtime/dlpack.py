@@ -8,11 +8,11 @@ nobody consumed is released by its own destructor, which calls `deleter` too.
 from __future__ import annotations
 
 import ctypes
-from anodize.language.records import dataclass
 from typing import Any
 
 import numpy as np
 
+from anodize.language.records import dataclass
 from anodize.language.vocab import ScalarInfo
 
 KDL_CPU = 1

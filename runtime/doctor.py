@@ -12,13 +12,16 @@ from functools import lru_cache
 from importlib import metadata
 from typing import Any
 
+from anodize.codegen import toolchain
+from anodize.runtime import lazy
+from anodize.runtime.diskcache import cache_dir
+from anodize.runtime.probe import gpu_count
+
 
 def ptxas_info() -> tuple[str | None, str | None]:
     """(path, version) of the ptxas that compiles use (`codegen.toolchain.find_ptxas`);
     (None, None) when there is none, a None version when `ptxas --version` fails."""
-    from anodize.codegen.toolchain import find_ptxas
-
-    path = find_ptxas()
+    path = toolchain.find_ptxas()
     if path is None:
         return None, None
     return path, _ptxas_version(path)
@@ -47,7 +50,7 @@ def _no_gpu_reason() -> str:
     if os.environ.get("ANODIZE_DEVICE", "").strip().lower() == "cpu":
         return "GPUs hidden by ANODIZE_DEVICE=cpu"
     try:
-        from cuda.bindings import driver
+        driver = lazy.cuda_driver()
     except Exception as e:
         return f"cuda-python is not usable ({type(e).__name__})"
     try:
@@ -63,7 +66,7 @@ def _no_gpu_reason() -> str:
 
 def _nvjitlink() -> str:
     try:
-        from cuda.bindings import nvjitlink
+        nvjitlink = lazy.cuda_nvjitlink()
 
         major, minor = nvjitlink.version()
         return f"available ({major}.{minor})"
@@ -73,8 +76,8 @@ def _nvjitlink() -> str:
 
 def _llvmlite() -> tuple[str, str]:
     try:
-        import llvmlite
-        import llvmlite.binding as llvm
+        llvmlite = lazy.llvmlite()
+        llvm = lazy.llvm_binding()
 
         llvm.initialize_all_targets()
         llvm.initialize_all_asmprinters()
@@ -82,7 +85,7 @@ def _llvmlite() -> tuple[str, str]:
         return llvmlite.__version__, "yes"
     except Exception as e:
         try:
-            import llvmlite
+            llvmlite = lazy.llvmlite()
 
             return llvmlite.__version__, f"no ({e})"
         except Exception:
@@ -98,9 +101,6 @@ def _version(dist: str) -> str:
 
 def doctor_info() -> dict[str, Any]:
     """A flat, printable report: every value is a string or a number (never None)."""
-    from anodize.runtime.diskcache import cache_dir
-    from anodize.runtime.probe import gpu_count
-
     info: dict[str, Any] = {}
     n = gpu_count()
     info["gpu"] = "none"
@@ -110,12 +110,12 @@ def doctor_info() -> dict[str, Any]:
     info["cuda version (driver)"] = "unknown"
     if n:
         try:
-            from cuda.bindings import driver
+            driver = lazy.cuda_driver()
 
             err, ver = driver.cuDriverGetVersion()
             if err == driver.CUresult.CUDA_SUCCESS:
                 info["cuda version (driver)"] = f"{ver // 1000}.{(ver % 1000) // 10}"
-            from cuda.core import Device
+            Device = lazy.cuda_core().Device
 
             names, caps = [], []
             for i in range(n):
@@ -129,7 +129,7 @@ def doctor_info() -> dict[str, Any]:
             info["gpu"] = f"error: {e}"
             info["compute capability"] = "unknown (the GPU could not be queried)"
         try:
-            from cuda.core import system
+            system = lazy.cuda_core().system
 
             parts = system.get_kernel_mode_driver_version()
             info["driver version"] = ".".join(f"{x:02d}" if i else str(x) for i, x in enumerate(parts))

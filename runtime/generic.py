@@ -9,17 +9,21 @@ compiles once, in memory and in the disk cache, and keeps every fast path of a p
 
 from __future__ import annotations
 
+import ast
 import operator
 from collections.abc import Callable
-from anodize.language.records import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import USER_ERRORS, ArgumentError
+from anodize.language.param_annotations import constant_params, typevars_of
+from anodize.language.records import dataclass
+from anodize.language.sources import constant_key
 from anodize.language.vocab import SCALARS
 
 if TYPE_CHECKING:
-    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
     from anodize.runtime.config import LaunchConfig
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
 __all__ = ["GenericSignature", "generic_signature", "specialise", "bind_arguments", "GenericLaunch"]
 
@@ -46,14 +50,17 @@ class GenericSignature:
     constants: dict[str, str]  # Constant parameter -> its scalar ("i64", "f64", "bool_")
 
 
+def _front() -> ModuleType:
+    """The front end (language/front.py), loaded by the first generic signature read from source: a
+    built package (anodize/built.py) launches without it."""
+    from anodize.language import front
+
+    return front
+
+
 def generic_signature(kernel: Kernel) -> GenericSignature | None:
     """The kernel's generic parameters, read from its source; None for a plain kernel."""
-    import ast
-
-    from anodize.language.front import kernel_of
-    from anodize.language.param_annotations import constant_params, typevars_of
-
-    front, fdef = kernel_of(kernel.fn)
+    front, fdef = _front().kernel_of(kernel.fn)
     syms = front.symbols
     tvs = typevars_of(syms, fdef)
     consts = constant_params(syms, fdef)
@@ -204,8 +211,6 @@ def _key_function(sig: GenericSignature) -> Callable[[tuple[Any, ...]], tuple[An
     keys beside the value) and the Constants' values, a float's by its bits (`-0.0 == 0.0`).
     Raises AttributeError (no dtype) or, on lookup, TypeError (unhashable) where the slow path
     has something to say."""
-    from anodize.language.front import constant_key  # the one float-by-bits key (the specialisation caches use it too)
-
     params = sig.params
     slices = _picker([i for i, p in enumerate(params) if p in sig.typevar_of and sig.is_slice[p]])
     scalar_idx = [i for i, p in enumerate(params) if p in sig.typevar_of and not sig.is_slice[p]]

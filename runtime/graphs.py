@@ -31,11 +31,18 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime import inflight
-from anodize.runtime import ops as O
-from anodize.runtime import submission as Sub
-from anodize.runtime import streams as S
+from anodize.runtime import (
+    copy_ops,
+    inflight,
+    lazy,
+    ops as O,
+    streams as S,
+    submission as Sub,
+)
+from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
+from anodize.runtime.combinators import host_step
+from anodize.runtime.lazy import check_cu
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -52,7 +59,6 @@ def capture(op: O.Op) -> Graph:
             f"`az.capture` takes an anodize op, got {type(op).__qualname__}",
             help="build one with `kernel[cfg].op(...)`, `dev.copy_op(...)`, `.then(...)` or `az.gather(...)`",
         )
-    from anodize.runtime.combinators import host_step
 
     step = host_step(op)
     if step is not None:
@@ -71,9 +77,9 @@ def _arguments(op: O.Op) -> list[tuple[Any, str]]:
             for p, a in zip(leaf.plan.params, leaf.args, strict=True):
                 if p.is_slice and isinstance(a, (Buffer, np.ndarray)):
                     seen.setdefault(id(a), (a, f"`{p.name}` of kernel `{leaf.plan.name}`"))
-        elif isinstance(leaf, O.CopyOp):
+        elif isinstance(leaf, copy_ops.CopyOp):
             seen.setdefault(id(leaf.src), (leaf.src, f"the source of {leaf.describe()}"))
-            if not isinstance(leaf, O.ToHostOp):  # its array is the graph's own
+            if not isinstance(leaf, copy_ops.ToHostOp):  # its array is the graph's own
                 seen.setdefault(id(leaf.dst), (leaf.dst, f"the destination of {leaf.describe()}"))
     return list(seen.values())
 
@@ -85,8 +91,6 @@ def _signature(x: Any) -> tuple[Any, ...]:
 
 
 def _describe(x: Any) -> str:
-    from anodize.runtime.args import describe_value
-
     return describe_value(x)
 
 
@@ -106,7 +110,7 @@ class _Entry:
         self.last: Sub.Handle | None = None
 
     def destroy(self) -> None:
-        from cuda.bindings import driver
+        driver = lazy.cuda_driver()
 
         if self.last is not None and not self.last.poll():
             assert self.last.marker is not None
@@ -183,7 +187,7 @@ class Graph:
             mapping = {id(t): a for t, a in zip(self.args, args, strict=True)}
             tree = self._template._rebind(mapping)  # every launch check runs again
         for leaf in tree.leaves():
-            if isinstance(leaf, O.ToHostOp):
+            if isinstance(leaf, copy_ops.ToHostOp):
                 leaf.copy_result = True
         entry = _Entry(tree, _capture_gpu(tree))
         self._cache[key] = entry
@@ -193,9 +197,7 @@ class Graph:
         return entry
 
     def _replay_gpu(self, args: tuple[Any, ...], stream: Any, wait: bool) -> Any:
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         dev = self.device
         S.ensure_current(dev)
@@ -250,9 +252,7 @@ def _capture_pool(dev: Device) -> S.StreamPool:
 
 def _capture_gpu(tree: O.Op) -> Any:
     """Stream-capture `tree`'s work on a private pool and instantiate it; returns the CUgraphExec."""
-    from cuda.bindings import driver
-
-    from anodize.runtime.cuda_device import check_cu
+    driver = lazy.cuda_driver()
 
     dev = tree.device
     S.ensure_current(dev)

@@ -18,11 +18,13 @@ completion marker done.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 import numpy as np
 
 from anodize.language.errors import LaunchError
+from anodize.runtime.deferred import FutureMarker
 
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
@@ -193,8 +195,6 @@ class Held:
     marker = None
 
     def __init__(self, op: Any):
-        import weakref
-
         self._op = weakref.ref(op)
         self._what = op.describe()
 
@@ -223,8 +223,6 @@ def _held_error(what: str, mine: Use, other: Any, t: Use) -> InFlightError:
 
 def _deferred(exe: Any) -> bool:
     """Whether `exe` still has steps to queue (its completion marker is a future)."""
-    from anodize.runtime.deferred import FutureMarker
-
     m = getattr(exe, "marker", None)
     return isinstance(m, FutureMarker) and not m.is_done
 

@@ -27,14 +27,27 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.contract import Contract, Env, RequiresOverflow, eval_expr, first_violation, launch_requires
-from anodize.language.errors import USER_ERRORS, AliasingError, ArgumentError, ContractViolation, LaunchError
-from anodize.runtime import args as A
-from anodize.runtime import inflight as _inflight
 from anodize.codegen.artifact import launch_grid
+from anodize.language.contract import (
+    Contract,
+    Env,
+    RequiresOverflow,
+    eval_expr,
+    first_violation,
+    launch_requires,
+)
+from anodize.language.errors import (
+    USER_ERRORS,
+    AliasingError,
+    ArgumentError,
+    ContractViolation,
+    LaunchError,
+)
+from anodize.runtime import args as A, device as devmod, inflight as _inflight, lazy
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
 from anodize.runtime.config import LaunchConfig
+from anodize.runtime.device import _mark_used
 from anodize.runtime.launch_checks import (
     UNIVERSAL,
     argument_count_error,
@@ -44,12 +57,23 @@ from anodize.runtime.launch_checks import (
     check_device,
     check_limits,
 )
-from anodize.runtime.launch_fast import _BUF, _NUMPY, _OTHER, _SCALAR, _foreign_call, _launch_call, _quick_path
+from anodize.runtime.launch_fast import (
+    _BUF,
+    _NUMPY,
+    _OTHER,
+    _SCALAR,
+    _foreign_call,
+    _launch_call,
+    _quick_path,
+)
+from anodize.runtime.op_memo import OpMemo
+from anodize.runtime.ops import KernelOp
+from anodize.runtime.outputs import call, call_op
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import ParamSpec
-    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
     from anodize.runtime.device import Device
+    from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
 __all__ = ["prepare", "Launcher"]
 
@@ -172,8 +196,6 @@ class Launcher:
     # record the flat ABI arguments in a KernelOp instead of launching.
     def op(self, *args: Any, **kwargs: Any) -> Any:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
-        from anodize.runtime.ops import KernelOp
-
         if kwargs:
             args = self._bind(args, kwargs)
         memo = self._op_memo
@@ -182,8 +204,6 @@ class Launcher:
             if hit is not None:  # the very arguments of a recent op: every check holds (issue 32)
                 return KernelOp(self, hit[0], args, hit[1], hit[2])
         else:
-            from anodize.runtime.op_memo import OpMemo
-
             memo = self._op_memo = OpMemo()
         types = tuple(map(type, args))
         record: list[Any] = []
@@ -210,8 +230,6 @@ class Launcher:
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Launch with the inputs; the contract's `outputs=` allocates the outputs, returned
         (a tuple when several)."""
-        from anodize.runtime.outputs import call
-
         try:
             return call(self, args, kwargs)
         except USER_ERRORS as e:
@@ -221,8 +239,6 @@ class Launcher:
     def call_op(self, *args: Any, **kwargs: Any) -> Any:
         """The lazy `call`: an op whose result is the allocated outputs; its arrays are guarded
         from now until it completes."""
-        from anodize.runtime.outputs import call_op
-
         try:
             return call_op(self, args, kwargs)
         except USER_ERRORS as e:
@@ -256,15 +272,13 @@ class Launcher:
 
 def _launch_device(args: tuple[Any, ...]) -> Device:
     """The device of the first array argument (NumPy arrays mean the CPU backend), else the default."""
-    from anodize.runtime import device as devmod
-
     for a in args:
         if isinstance(a, Buffer):
             return a.device
         if isinstance(a, np.ndarray):
             return devmod.cpu_device()
         if hasattr(a, "__cuda_array_interface__"):
-            from anodize.runtime.cuda_device import pointer_device
+            pointer_device = lazy.cuda_device().pointer_device
 
             try:
                 ptr = int(a.__cuda_array_interface__["data"][0] or 0)
@@ -360,7 +374,6 @@ class _Plan:
         if foreign:
             self.call = _foreign_call(self.call, len(self.prefix), params)
         self.quick, self.memo = _quick_path(self, args)
-        from anodize.runtime.device import _mark_used
 
         _mark_used(dev)
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
 from anodize.runtime.buffer import Buffer
+from anodize.runtime.quick_tensors import tensor_quick
+from anodize.runtime.requires_fast import compile_requires
 
 if TYPE_CHECKING:
     from anodize.runtime.launch import _Plan
@@ -71,8 +73,6 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
     check, another device): the full path then raises the error or plans again.
     `memo(args, packed)` makes the Launcher's memo of an accepted launch."""
     if any(mode not in (_BUF, _SCALAR) for mode, _, _, _ in plan.steps):
-        from anodize.runtime.quick_tensors import tensor_quick  # PyTorch CUDA tensors among them
-
         return tensor_quick(plan, sample, (_BUF, _SCALAR, _OTHER))
     dev = plan.device
     off = len(plan.prefix)
@@ -94,8 +94,6 @@ def _quick_path(plan: _Plan, sample: tuple[Any, ...]) -> tuple[Any, Any]:
     # `requires` names its parameters by name (or by position), as `_check_requires` maps them
     check = None
     if plan.requires is not None:
-        from anodize.runtime.requires_fast import compile_requires
-
         for i, rname, kind in plan.req_slots:
             if kind == 0:
                 slices[rname] = (where[i] + 1, plan.params[i].rank)

@@ -12,12 +12,13 @@ from functools import lru_cache
 from typing import Any
 
 from anodize.language.errors import LaunchError
+from anodize.runtime import lazy
 
 __all__ = ["compile_cuda"]
 
 
 def _ok(result: Any, what: str, prog: Any = None) -> Any:
-    from cuda.bindings import nvrtc
+    nvrtc = lazy.cuda_nvrtc()
 
     err = result[0]
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
@@ -28,7 +29,7 @@ def _ok(result: Any, what: str, prog: Any = None) -> Any:
 
 
 def _log(prog: Any) -> str:
-    from cuda.bindings import nvrtc
+    nvrtc = lazy.cuda_nvrtc()
 
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     buf = b" " * size
@@ -40,7 +41,7 @@ def _log(prog: Any) -> str:
 def compile_cuda(source: str, name: str, arch: str, options: tuple[str, ...] = ()) -> tuple[str, bytes]:
     """(lowered entry name, cubin) of the `__global__` function `name` in `source` for `arch`."""
     try:
-        from cuda.bindings import nvrtc
+        nvrtc = lazy.cuda_nvrtc()
     except ImportError as e:  # pragma: no cover - cuda-python is a dependency
         raise LaunchError(f"CUDA C++ kernels need NVRTC from cuda-python: {e}") from None
     try:

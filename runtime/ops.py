@@ -32,15 +32,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.errors import AliasingError, ArgumentError, LaunchError
-from anodize.runtime import inflight
-from anodize.runtime import streams as S
+from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import inflight, streams as S
+from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
+from anodize.runtime.policies import Policy, policy_of
 from anodize.runtime.submission import Handle, _Ctx, _lane_for, _start
 
 if TYPE_CHECKING:
@@ -48,9 +50,17 @@ if TYPE_CHECKING:
     from anodize.runtime.device import Device
     from anodize.runtime.launch import Launcher
 
-__all__ = ["Op", "KernelOp", "CopyOp", "ToHostOp", "Seq", "Gather", "Handle", "gather", "copy_op"]
+__all__ = ["Op", "KernelOp", "Seq", "Gather", "Handle", "gather"]  # the copy leaves: runtime/copy_ops.py
 
 _UNSET: Any = object()
+
+
+def _combinators() -> ModuleType:
+    """runtime/combinators.py: its ops subclass `Op` (so it imports this module) and `Op`'s
+    methods build them; the one import of it here, at an op's first combinator."""
+    from anodize.runtime import combinators
+
+    return combinators
 
 
 class Op:
@@ -73,29 +83,21 @@ class Op:
         """`fn(result)` returns the next op, built when `self` completes (in stream order: at
         once for a device result, after the host saw a host result) and queued on the stream
         `self` ended on.  See runtime/combinators.py."""
-        from anodize.runtime.combinators import AndThen
-
-        return AndThen(self, fn)
+        return _combinators().AndThen(self, fn)
 
     def map(self, fn: Callable[[Any], Any]) -> Op:
         """An op whose result is `fn(result)`, run on the host after `self` completed (in a
         helper thread: an awaiting event loop is never blocked)."""
-        from anodize.runtime.combinators import Map
-
-        return Map(self, fn)
+        return _combinators().Map(self, fn)
 
     def shared(self) -> Op:
         """This op, runnable once and usable by many consumers (each ordered after it)."""
-        from anodize.runtime.combinators import Shared
-
-        return Shared(self)
+        return _combinators().Shared(self)
 
     def unzip(self, n: int | None = None) -> tuple[Op, ...]:
         """One op per element of this op's tuple result (a zip, gather or `call_op` with
         several outputs gives its arity; else pass `n`); the op itself runs once."""
-        from anodize.runtime.combinators import unzip
-
-        return unzip(self, n)
+        return _combinators().unzip(self, n)
 
     # -- running --------------------------------------------------------------------------
     def run(self, stream: Any = None) -> Any:
@@ -113,8 +115,6 @@ class Op:
 
         An op that spans devices takes one pool per device (a list), or one pool for its
         first device; its other devices then use their own policy or default pool."""
-        from anodize.runtime.policies import Policy, policy_of
-
         if isinstance(pool, Policy):
             return _start(self, pool.lanes(self.device), pool.lanes)
         given = list(pool) if isinstance(pool, (list, tuple)) else [] if pool is None else [pool]
@@ -341,8 +341,6 @@ def _rebound(x: Any, mapping: dict[int, Any]) -> Any:
 
 
 def _describe_array(x: object) -> str:
-    from anodize.runtime.args import describe_value
-
     return describe_value(x)
 
 
@@ -421,10 +419,9 @@ class Gather(Op):
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`az.gather`")
         super().__init__(dev)
-        from anodize.runtime.combinators import build_site, check_branches
-
-        self._site = build_site()
-        check_branches(ops, self._what, self._site)
+        C = _combinators()
+        self._site = C.build_site()
+        C.check_branches(ops, self._what, self._site)
         for o in ops:
             o._claim(self)
         self.children = tuple(ops)
@@ -439,8 +436,8 @@ class Gather(Op):
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        from anodize.runtime.combinators import Branch, leading, tagged_uses
-
+        C = _combinators()
+        Branch, leading, tagged_uses = C.Branch, C.leading, C.tagged_uses
         ctx.enter(lane)
         fork = lane.record() if len(self.children) > 1 else None
         out: list[S.Marker] = []
@@ -510,7 +507,3 @@ class HoldOp(Leaf):
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         return HoldOp(self.device, self.gate, self.timeout)
-
-
-# The copy leaves live in their own module; they are part of this module's interface.
-from anodize.runtime.copy_ops import CopyOp, ToHostOp, copy_op  # noqa: E402

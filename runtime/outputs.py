@@ -7,7 +7,7 @@
     c = vecadd[cfg].call(a, b)            # allocates c on the launch's device, launches, returns it
     op = vecadd[cfg].call_op(a, b)        # the lazy form: `op.run()` / `await op` gives c
 
-The contract's `outputs=` (read by the front end: anodize/language/contract_read.py) names
+The contract's `outputs=` (read by the front end: anodize/language/contract_schema.py) names
 each output parameter with its shape (the `requires` grammar over the inputs) and element
 type.  `call` takes the other parameters, in order (or by keyword), allocates each output with
 `dev.empty` (on a GPU an allocation queued on the device's stream, the stream the launch uses),

@@ -34,8 +34,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from anodize.language.errors import ArgumentError
-from anodize.runtime import inflight as _inflight
+from anodize.runtime import inflight as _inflight, lazy
 from anodize.runtime.buffer import Buffer
+from anodize.runtime.device import Device as _Device, device as _device
+from anodize.runtime.lazy import check_cu
+from anodize.runtime.streams import device_lane, ensure_current, pinned_empty
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -47,9 +50,6 @@ _ACCESS: dict[tuple[int, int], bool] = {}  # (src ordinal, dst ordinal) -> peer 
 
 
 def _resolve(target: Any) -> Device:
-    from anodize.runtime.device import Device as _Device
-    from anodize.runtime.device import device as _device
-
     if isinstance(target, _Device):
         return target
     try:
@@ -110,7 +110,7 @@ def can_access_peer(a: Device, b: Device) -> bool:
     try:
         return bool(a._cu.can_access_peer(b.index)) and bool(b._cu.can_access_peer(a.index))  # type: ignore[attr-defined]
     except Exception:  # pragma: no cover - an old cuda.core, or a driver that refuses the query
-        from cuda.bindings import driver
+        driver = lazy.cuda_driver()
 
         ok1 = driver.cuDeviceCanAccessPeer(a.index, b.index)
         ok2 = driver.cuDeviceCanAccessPeer(b.index, a.index)
@@ -136,9 +136,7 @@ def enable_peer_access(a: Device, b: Device) -> bool:
 
 def _enable_one_way(owner: Device, peer: Device) -> bool:
     """Let `peer` access `owner`'s memory: context peer access, and access to `owner`'s memory pool."""
-    from cuda.bindings import driver
-
-    from anodize.runtime.streams import ensure_current
+    driver = lazy.cuda_driver()
 
     ensure_current(peer)
     (err,) = driver.cuCtxEnablePeerAccess(owner._ctx, 0)  # type: ignore[attr-defined]
@@ -163,9 +161,7 @@ def _enable_one_way(owner: Device, peer: Device) -> bool:
 def enqueue_peer_copy(stream_cu: Any, dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -> None:
     """Queue `nbytes` from `src` (on `src_dev`) to `dst` (on `dst_dev`) on a stream: `cuMemcpyPeerAsync`
     (direct when peer access is enabled, staged by the driver otherwise)."""
-    from cuda.bindings import driver
-
-    from anodize.runtime.cuda_device import check_cu
+    driver = lazy.cuda_driver()
 
     if not nbytes:
         return
@@ -177,8 +173,6 @@ def enqueue_peer_copy(stream_cu: Any, dst_dev: Device, dst: int, src_dev: Device
 
 
 def _gpu_to_gpu(dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -> None:
-    from anodize.runtime.streams import device_lane, ensure_current
-
     src_lane = device_lane(src_dev)
     dst_lane = device_lane(dst_dev)
     if not enable_peer_access(src_dev, dst_dev):
@@ -195,8 +189,6 @@ _STAGE_BYTES = 64 << 20
 
 def _staged(dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -> None:
     """Through pinned host memory, in chunks; returns when the copy is done."""
-    from anodize.runtime.streams import pinned_empty
-
     stage = pinned_empty(src_dev, min(nbytes, _STAGE_BYTES), np.uint8)
     done = 0
     while done < nbytes:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 
+from anodize.runtime import lazy
+
 _count: int | None = None
 
 
@@ -24,7 +26,7 @@ def gpu_count() -> int:
 
 def _probe() -> int:
     try:
-        from cuda.bindings import driver
+        driver = lazy.cuda_driver()
 
         (err,) = driver.cuInit(0)
         if err != driver.CUresult.CUDA_SUCCESS:

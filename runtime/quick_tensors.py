@@ -19,9 +19,11 @@ is not a Buffer whose liveness the memo can watch.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
-import numpy as np
+from anodize.runtime.buffer import Buffer
+from anodize.runtime.requires_fast import compile_requires
 
 __all__ = ["tensor_quick"]
 
@@ -37,7 +39,6 @@ def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]
     if torch is None or getattr(dev, "kind", None) != "cuda":
         return None, None
     index = dev.index
-    from anodize.runtime.buffer import Buffer
 
     specs: list[tuple[int, Any, int, Any]] = []  # (kind 0 buffer / 1 tensor / 2 scalar, dtype, rank, converter)
     where: list[int] = []
@@ -66,8 +67,6 @@ def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]
         at += 1 + rank
     check = None
     if plan.requires is not None:
-        from anodize.runtime.requires_fast import compile_requires
-
         slices: dict[str, tuple[int, int]] = {}
         scalars: dict[str, int] = {}
         for i, rname, kind in plan.req_slots:
@@ -133,6 +132,4 @@ def _no_memo(args: tuple[Any, ...], packed: list[Any]) -> None:
 
 
 def _torch() -> Any:
-    import sys
-
     return sys.modules.get("torch")  # only when the program uses torch already

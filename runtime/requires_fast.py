@@ -20,7 +20,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from anodize.language.contract import COMPARISONS, I64_MAX, I64_MIN, BinOp, Const, Expr, Len, Neg, Param, Requires, RequiresOverflow, Shape
+from anodize.language.contract import (
+    COMPARISONS,
+    I64_MAX,
+    I64_MIN,
+    BinOp,
+    Const,
+    Expr,
+    Len,
+    Neg,
+    Param,
+    Requires,
+    RequiresOverflow,
+    Shape,
+)
 
 __all__ = ["compile_requires", "Check"]
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import ctypes
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -26,7 +27,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import lazy
 from anodize.runtime.buffer import normalize_shape, resolve_dtype
+from anodize.runtime.deferred import settle
+from anodize.runtime.device import _GPUS, Device as _Device, device as _device
+from anodize.runtime.lazy import check_cu
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -138,18 +143,14 @@ class CudaMarker:
     __slots__ = ("event",)
 
     def __init__(self, stream_cu: Any):
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         self.event = check_cu(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
         check_cu(driver.cuEventRecord(self.event, stream_cu), "cuEventRecord")
 
     @property
     def is_done(self) -> bool:
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         err = driver.cuEventQuery(self.event)[0]
         if err == driver.CUresult.CUDA_ERROR_NOT_READY:
@@ -158,14 +159,14 @@ class CudaMarker:
         return True
 
     def sync(self) -> None:
-        from cuda.bindings import driver
+        driver = lazy.cuda_driver()
 
         ev = self.event
         wait_gpu(lambda: driver.cuEventQuery(ev), lambda: driver.cuEventSynchronize(ev), "cuEventSynchronize")
 
     def __del__(self) -> None:
         try:
-            from cuda.bindings import driver
+            driver = lazy.cuda_driver()
 
             driver.cuEventDestroy(self.event)
         except Exception:  # pragma: no cover - interpreter shutdown
@@ -178,7 +179,7 @@ class GpuLane(Lane):
     is_gpu = True
 
     def __init__(self, device: Device, stream: Any):
-        from cuda.bindings import driver
+        driver = lazy.cuda_driver()
 
         self.device = device
         self.stream = stream
@@ -190,12 +191,9 @@ class GpuLane(Lane):
         return CudaMarker(self.cu)
 
     def wait(self, marker: Marker) -> None:
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         if not isinstance(marker, CudaMarker):  # a future (runtime/deferred.py): its real markers
-            from anodize.runtime.deferred import settle
 
             for m in settle([marker]):
                 self.wait(m)
@@ -214,14 +212,12 @@ class GpuLane(Lane):
 
     # -- CUDA work, queued on this stream ---------------------------------------------------
     def launch(self, cu_config: Any, handle: Any, args: list[Any]) -> None:
-        from cuda.core import launch
+        launch = lazy.cuda_core().launch
 
         launch(self.stream, cu_config, handle, *args)
 
     def copy(self, kind: str, dst: int, src: int, nbytes: int) -> None:
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         if not nbytes:
             return
@@ -258,8 +254,6 @@ def ensure_current(dev: Device) -> None:
 
 
 def _several_gpus() -> bool:
-    from anodize.runtime.device import _GPUS
-
     return len(_GPUS) > 1
 
 
@@ -288,9 +282,6 @@ class StreamPool:
     """
 
     def __init__(self, device: Device | int | str | None = None, n: int = 2):
-        from anodize.runtime.device import Device as _Device
-        from anodize.runtime.device import device as _device
-
         dev = device if isinstance(device, _Device) else _device(device)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ArgumentError(f"a StreamPool needs a positive number of streams, got {n!r}")
@@ -301,7 +292,7 @@ class StreamPool:
         self._closed = False
         self.lanes: list[Lane]
         if dev.kind == "cuda":
-            from cuda.core import StreamOptions
+            StreamOptions = lazy.cuda_core().StreamOptions
 
             ensure_current(dev)
             # Blocking streams, like the device's own: ordered after the legacy default
@@ -402,9 +393,7 @@ class _PinnedBlock:
     """Page-locked host memory from `cuMemHostAlloc`, freed when the last array over it goes."""
 
     def __init__(self, nbytes: int, shape: tuple[int, ...], dtype: np.dtype):
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         self.nbytes = nbytes
         self.ptr = int(check_cu(driver.cuMemHostAlloc(max(nbytes, 1), 0), "cuMemHostAlloc"))
@@ -418,7 +407,7 @@ class _PinnedBlock:
 
     def __del__(self) -> None:
         try:
-            from cuda.bindings import driver
+            driver = lazy.cuda_driver()
 
             driver.cuMemFreeHost(self.ptr)
         except Exception:  # pragma: no cover - interpreter shutdown
@@ -448,7 +437,7 @@ def is_pinned(dev: Device, arr: np.ndarray) -> bool:
         return True
     if arr.nbytes == 0:
         return True
-    from cuda.bindings import driver
+    driver = lazy.cuda_driver()
 
     ensure_current(dev)
     err, mtype = driver.cuPointerGetAttribute(
@@ -467,9 +456,7 @@ def read_device_bytes(dev: Device, out: np.ndarray, ptr: int, nbytes: int) -> No
     if dev.kind != "cuda":
         ctypes.memmove(out.ctypes.data, ptr, nbytes)
         return
-    from cuda.bindings import driver
-
-    from anodize.runtime.cuda_device import check_cu
+    driver = lazy.cuda_driver()
 
     ensure_current(dev)
     s = _fault_stream(dev)
@@ -481,9 +468,7 @@ def zero_device_bytes(dev: Device, ptr: int, nbytes: int) -> None:
     if dev.kind != "cuda":
         ctypes.memset(ptr, 0, nbytes)
         return
-    from cuda.bindings import driver
-
-    from anodize.runtime.cuda_device import check_cu
+    driver = lazy.cuda_driver()
 
     ensure_current(dev)
     s = _fault_stream(dev)
@@ -494,9 +479,7 @@ def zero_device_bytes(dev: Device, ptr: int, nbytes: int) -> None:
 def _fault_stream(dev: Device) -> Any:
     s = _FAULT_STREAMS.get(id(dev))
     if s is None:
-        from cuda.bindings import driver
-
-        from anodize.runtime.cuda_device import check_cu
+        driver = lazy.cuda_driver()
 
         flags = driver.CUstream_flags.CU_STREAM_NON_BLOCKING
         s = _FAULT_STREAMS[id(dev)] = check_cu(driver.cuStreamCreate(flags), "cuStreamCreate")
@@ -516,11 +499,7 @@ def wait_gpu(query: Callable[[], Any], sync: Callable[[], Any], what: str) -> No
     KeyboardInterrupt lands within WAIT_POLL_SECONDS.  After an interrupt the GPU work goes on
     to its end (a kernel cannot be cancelled): its outputs are undefined until it does, later
     work on the stream queues behind it, and the device stays usable (docs/async.md)."""
-    import time
-
-    from cuda.bindings import driver
-
-    from anodize.runtime.cuda_device import check_cu
+    driver = lazy.cuda_driver()
 
     not_ready = driver.CUresult.CUDA_ERROR_NOT_READY
     end = time.perf_counter() + WAIT_SPIN_SECONDS

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from anodize.language.errors import ArgumentError, KernelFault
-from anodize.language.errors import LaunchError
-from anodize.runtime import inflight
-from anodize.runtime import streams as S
+from anodize.codegen.artifact import FAULT_RECORD_BYTES
+from anodize.language.errors import ArgumentError, KernelFault, LaunchError
+from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
+from anodize.runtime.faults import RECORD, _fault
 from anodize.runtime.inflight import Use
 
 if TYPE_CHECKING:
@@ -370,8 +370,7 @@ class Handle:
         return self._wait_async().__await__()
 
     async def _wait_async(self) -> Any:
-        import asyncio
-
+        asyncio = lazy.asyncio()  # (loaded already: an event loop awaits this)
         delay = 0.0
         spins = 0
         while not self.poll():
@@ -393,9 +392,6 @@ def _kernels_of(op: Op) -> list[LoadedKernel]:
 def _take_fault(kernels: list[LoadedKernel]) -> KernelFault | None:
     """The first fault recorded by these kernels, each on its own device (their slots are
     reset); None when there is none."""
-    from anodize.codegen.artifact import FAULT_RECORD_BYTES
-    from anodize.runtime.faults import RECORD, _fault
-
     first: KernelFault | None = None
     for lk in kernels:
         rec = np.zeros(1, dtype=RECORD)

@@ -21,9 +21,14 @@ import json
 import os
 from typing import TYPE_CHECKING, Any
 
+from anodize.language import VERSION
+from anodize.runtime import diskcache
+from anodize.runtime.compile import source_hash
+from anodize.runtime.tune_config import Config
+
 if TYPE_CHECKING:
     from anodize.runtime.tune_config import Config
-    from anodize.runtime.tuning import TuneReport, Tuner
+    from anodize.runtime.tuning import Tuner, TuneReport
 
 __all__ = ["load", "store", "seeded", "export", "device_model"]
 
@@ -51,9 +56,6 @@ def _kernel_id(t: Tuner) -> str:
 
 
 def _digest(t: Tuner, key: tuple[Any, ...], dev: Any) -> str:
-    from anodize.language import VERSION
-    from anodize.runtime.compile import source_hash
-
     parts = {
         "format": FORMAT,
         "kernel": source_hash(t.base),
@@ -68,8 +70,6 @@ def _digest(t: Tuner, key: tuple[Any, ...], dev: Any) -> str:
 def _dir(create: bool = False) -> str | None:
     """The tuning folder inside the compile cache's directory, where diskcache allows that
     directory (on, the user's own and not writable by others, or shared on purpose)."""
-    from anodize.runtime import diskcache
-
     root = diskcache.usable_root(create)
     return None if root is None else os.path.join(root, "tune")
 
@@ -77,8 +77,6 @@ def _dir(create: bool = False) -> str | None:
 def _read_json(folder: str, name: str) -> Any:
     """A tuning file's JSON, read as the compile cache reads its entries' files (no link, no
     special file, bounded); None when it is missing, refused or damaged."""
-    from anodize.runtime import diskcache
-
     try:
         return json.loads(diskcache._read(None, folder, name).decode("utf-8"))
     except (OSError, ValueError):
@@ -87,8 +85,6 @@ def _read_json(folder: str, name: str) -> Any:
 
 def _config_in(t: Tuner, data: Any) -> Config | None:
     """The declared configuration `data` names, or None."""
-    from anodize.runtime.tune_config import Config
-
     if not isinstance(data, dict):
         return None
     try:

@@ -27,6 +27,7 @@ import inspect
 import logging
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -34,8 +35,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from anodize.language.errors import USER_ERRORS, ArgumentError, CheckError
+from anodize.language.tile_vocab import (
+    NUM_STAGES_CHOICES,
+    NUM_WARPS_CHOICES,
+    OPTION_NUM_STAGES,
+    OPTION_NUM_WARPS,
+)
+from anodize.runtime import lazy, tune_cache
+from anodize.runtime.compile import compile_for_device, compile_for_gpu
+from anodize.runtime.config import LaunchConfig
+from anodize.runtime.device import Device, device
+from anodize.runtime.generic import bind_arguments, specialise
 from anodize.runtime.tune_config import Config
-from anodize.language.tile_vocab import NUM_STAGES_CHOICES, NUM_WARPS_CHOICES, OPTION_NUM_STAGES, OPTION_NUM_WARPS
+from anodize.runtime.tune_model import estimate
 
 if TYPE_CHECKING:
     from anodize.runtime.kernel_store import RuntimeKernel as Kernel
@@ -195,7 +207,6 @@ class Tuner:
         v = self.variant(c)
         if v.generic is None:
             return v, args
-        from anodize.runtime.generic import specialise
 
         full = list(args)
         for i in self.const_pos:
@@ -227,7 +238,6 @@ class Tuner:
                 raise ArgumentError(f"autotuned kernel `{name}` takes {len(self.launch_params)} arguments "
                                     f"({', '.join(self.launch_params)}; the Constants come from the configurations), got {len(args)}")
             return args
-        from anodize.runtime.generic import bind_arguments
 
         bound = bind_arguments(name, self.launch_params, args, kwargs)
         return tuple(bound[p] for p in self.launch_params)
@@ -237,8 +247,6 @@ class Tuner:
         return TunedLaunch(self, grid)
 
     def config_for(self, grid: Any, c: Config) -> Any:
-        from anodize.runtime.config import LaunchConfig
-
         if callable(grid) and not isinstance(grid, LaunchConfig):
             lc = grid(c)
             if not isinstance(lc, LaunchConfig):
@@ -272,16 +280,12 @@ class Tuner:
         return launch
 
     def export(self, path: str) -> int:
-        from anodize.runtime import tune_cache
-
         return tune_cache.export(self, path)
 
     def known(self, args: tuple[Any, ...]) -> Config | None:
         return self.best.get(self.key_of(args))
 
     def choose(self, key: tuple[Any, ...], grid: Any, args: tuple[Any, ...]) -> Config:
-        from anodize.runtime import tune_cache
-
         dev = _device_of(args)
         for source, found in (("seed", tune_cache.seeded(self, key, dev)), ("cache", tune_cache.load(self, key, dev))):
             if found is not None and found in self.static and not self.static[found]:
@@ -297,8 +301,6 @@ class Tuner:
 
     # -- tuning -----------------------------------------------------------------------------
     def tune(self, grid: Any, args: tuple[Any, ...], *, key: tuple[Any, ...] | None = None, device: Any = None) -> TuneReport:
-        from anodize.runtime import tune_cache
-
         t0 = time.perf_counter()
         args = self._bind(args, {})
         key = self.key_of(args) if key is None else key
@@ -336,8 +338,6 @@ class Tuner:
                 tune_cache.store(self, key, dev, report)
         log.info("autotuned %s for key %r:\n%s", self.base.__name__, key, report.table())
         if os.environ.get("ANODIZE_TUNE_VERBOSE"):
-            import sys
-
             print(f"anodize: autotuned `{self.base.__name__}`\n{report.table()}", file=sys.stderr)
         return report
 
@@ -362,8 +362,6 @@ class Tuner:
                  records: dict[Config, TuneRecord], compiled: dict[Config, Any], first_only: bool) -> list[tuple[Config, Any]]:
         """(config, launcher) for every configuration that checks, compiles and loads; the others
         get their refusal as a "skipped" record."""
-        from anodize.runtime.compile import compile_for_gpu
-
         specs: dict[Config, Any] = {}
         for c in cands:
             try:
@@ -390,8 +388,6 @@ class Tuner:
         out: list[tuple[Config, Any]] = []
         for c in ready:
             try:
-                from anodize.runtime.compile import compile_for_device
-
                 compiled[c] = compile_for_device(specs[c], dev).compiled  # checks (the gate) and loads; a cache hit after `build`
                 out.append((c, self.launcher(None, c, grid, args)))
             except USER_ERRORS as e:
@@ -405,8 +401,6 @@ class Tuner:
                      records: dict[Config, TuneRecord]) -> list[tuple[Config, Any]]:
         """The built-in model: drop what spills or cannot be resident; keep `top_k` by estimated
         occupancy (resident warps a multiprocessor) when the user asked for it."""
-        from anodize.runtime.tune_model import estimate
-
         prune = self.at.prune_configs_by
         top_k = prune.get("top_k") if isinstance(prune, dict) else None
         scored: list[tuple[float, Config, Any]] = []
@@ -506,8 +500,6 @@ def _dims3(b: Any) -> tuple[int, ...]:
 
 
 def _device_of(args: tuple[Any, ...]) -> Any:
-    from anodize.runtime.device import Device, device
-
     for a in args:
         d = getattr(a, "device", None)
         if isinstance(d, Device):
@@ -527,7 +519,7 @@ def _timer(dev: Any) -> Callable[[Callable[[], None], int], float]:
             return (time.perf_counter() - t) * 1e3
 
         return wall
-    from cuda.core import EventOptions
+    EventOptions = lazy.cuda_core().EventOptions
 
     opts = EventOptions(timing_enabled=True)
 
@@ -546,11 +538,9 @@ def _timer(dev: Any) -> Callable[[Callable[[], None], int], float]:
 
 def _save_outputs(t: Tuner, c: Config, args: tuple[Any, ...]) -> list[tuple[Any, Any]]:
     """Copies of the arguments the kernel may write (its output slices), to put back after timing."""
-    from anodize.language.typer import build_ir
-
     k, rest = t._specialised(c, args)
     saved: list[tuple[Any, Any]] = []
-    for p, a in zip(build_ir(k).params, rest, strict=True):
+    for p, a in zip(lazy.typer().build_ir(k).params, rest, strict=True):
         if p.slice_kind is None or not p.slice_kind.output:
             continue
         if hasattr(a, "copy_from") and hasattr(a, "copy"):  # an anodize Buffer

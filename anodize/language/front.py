@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import ast
 import hashlib
-import inspect
-import linecache
-import struct
 import threading
 import types
 from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from anodize.language.records import dataclass
+from anodize.language.sources import constant_key, module_source, spec_key  # noqa: F401  (re-exported)
 from functools import cached_property
 from itertools import product
 from typing import Any
@@ -188,19 +186,6 @@ def front_for_source(source: str, path: str, tree: ast.Module | None = None) -> 
     return front
 
 
-def module_source(fn: Callable[..., Any]) -> tuple[str, str]:
-    """(path, text) of the module that defines `fn`, as `linecache` holds it now."""
-    code = getattr(fn, "__code__", None)
-    try:
-        path = inspect.getsourcefile(fn) or getattr(code, "co_filename", "") or ""
-    except TypeError:
-        path = getattr(code, "co_filename", "") or ""
-    if not path:
-        return "", ""
-    linecache.checkcache(path)
-    return path, "".join(linecache.getlines(path))
-
-
 def front_of_function(fn: Callable[..., Any]) -> ModuleFront:
     """The front of the module `fn` was defined in; CheckError when its source is unavailable."""
     path, text = module_source(fn)
@@ -264,19 +249,3 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
     fn.__module__ = "__anodize_source__"
     fn.__doc__ = ast.get_docstring(fdef)
     return fn
-
-
-def constant_key(v: Any) -> Any:
-    """A Constant's value as a cache key: a float by its exact bits (`-0.0 == 0.0` and they hash
-    alike, but they are two specialisations; so are NaN and -NaN, and NaNs of other payloads),
-    anything else as itself."""
-    if isinstance(v, float):
-        return ("f64", struct.pack("<d", v).hex())
-    return v
-
-
-def spec_key(spec: tuple[tuple[str, Any], ...]) -> tuple[tuple[str, Any], ...]:
-    """A specialisation as a cache key: each value by `constant_key`."""
-    if not any(isinstance(v, float) for _, v in spec):
-        return spec
-    return tuple((n, constant_key(v)) for n, v in spec)

@@ -59,7 +59,7 @@ def h(x: f32) -> f32:
     ]
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
-        # the one reading of a contract (anodize/language/contract_read.py): what it reports
+        # the one reading of a contract (anodize/language/contract_schema.py): what it reports
         # is what compile reports, and its Contract is what codegen and the runtime use
         if self.model.by_node.get(node) is None:
             return

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 import anodize as az
+import anodize.foreign  # (imported before a test patches the schema: it must read `FIELDS` at call time)
 from anodize.language import contract_schema as schema
 from anodize.language.contract import Contract
 from anodize.language.front import front_for_source
@@ -27,6 +28,7 @@ from anodize.language.front import front_for_source
 # on a field this source leaves unset)
 EVERY_FIELD = '''
 import anodize as az
+import anodize.foreign  # (imported before a test patches the schema: it must read `FIELDS` at call time)
 from anodize import DisjointSlice, Slice, f32, i32, thread
 
 @az.launch_contract(domain=1, block=128, requires=lambda a, c, n: len(a) == len(c) and n <= len(a),
@@ -139,6 +141,7 @@ def new_field(monkeypatch: pytest.MonkeyPatch) -> type[Contract]:
 
 SOURCE_NEW = '''
 import anodize as az
+import anodize.foreign  # (imported before a test patches the schema: it must read `FIELDS` at call time)
 from anodize import DisjointSlice, f32, thread
 
 @az.launch_contract(domain=1, block=256, max_registers=REGS)

@@ -84,3 +84,97 @@ def test_type_only_imports_count() -> None:
     facade's `Kernel` that way)."""
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from anodize.kernel import Kernel\n")
     assert (3, "anodize.kernel") in _imports(tree, "anodize.runtime", False)
+
+
+# ---- import cycles and function-level imports -------------------------------------------------
+
+# Function-level imports in the product tree (anodize/, checker/, codegen/, runtime/): what is
+# lazy for a reason -- a heavy dependency loaded at its one place (runtime/lazy.py: CUDA's
+# bindings, llvmlite, torch, the checker, codegen's driver), the runtime behind the facade
+# (anodize/kernel.py `_runtime`: `import anodize` stays light), a module that subclasses or
+# calls back into the one importing it (runtime/ops.py `_combinators`).  Everything else is
+# imported at the top of its module.  The budget only goes down.
+FUNCTION_IMPORT_BUDGET = 236  # (454 before issue 33; runtime/ and the facade 261 -> 44)
+FOLDERS = ("anodize", "checker", "codegen", "runtime")
+
+
+def _function_imports(tree: ast.Module) -> list[int]:
+    out = []
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            out.extend(n.lineno for n in ast.walk(fn) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return sorted(set(out))
+
+
+def test_function_level_imports_stay_within_the_budget() -> None:
+    found = {
+        str(p.relative_to(ROOT)): lines
+        for folder in FOLDERS
+        for p in sorted((ROOT / folder).rglob("*.py"))
+        if (lines := _function_imports(ast.parse(p.read_text(encoding="utf-8"))))
+    }
+    total = sum(len(v) for v in found.values())
+    worst = sorted(found.items(), key=lambda kv: -len(kv[1]))[:10]
+    assert total <= FUNCTION_IMPORT_BUDGET, (
+        f"{total} function-level imports (budget {FUNCTION_IMPORT_BUDGET}): import at the module's top, or load a "
+        "heavy dependency through its one place (runtime/lazy.py); most: " + ", ".join(f"{p} ({len(v)})" for p, v in worst)
+    )
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT).with_suffix("")
+    parts = list(rel.parts)
+    base = {"runtime": "anodize.runtime", "anodize": "anodize"}[parts[0]]
+    rest = [p for p in parts[1:] if p != "__init__"]
+    return ".".join([base, *rest])
+
+
+def test_no_import_cycle_between_runtime_and_facade_modules() -> None:
+    """Module-level imports (those that run when a module loads, `TYPE_CHECKING` ones aside) among
+    runtime/ and the facade's modules form no cycle: each module loads after what it imports."""
+    files = [p for p in sorted((ROOT / "runtime").glob("*.py"))] + [p for p in sorted((ROOT / "anodize").glob("*.py"))]
+    names = {_module_name(p): p for p in files}
+    edges: dict[str, set[str]] = {}
+    for mod, path in names.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        out: set[str] = set()
+
+        def visit(node: ast.AST) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                    continue
+                if isinstance(child, ast.If) and (getattr(child.test, "id", None) == "TYPE_CHECKING"):
+                    for s in child.orelse:
+                        visit(s)
+                    continue
+                targets: list[str] = []
+                if isinstance(child, ast.Import):
+                    targets = [a.name for a in child.names]
+                elif isinstance(child, ast.ImportFrom):
+                    base = _imports(ast.Module(body=[child], type_ignores=[]), package, False)[0][1]
+                    subs = [f"{base}.{a.name}" for a in child.names if f"{base}.{a.name}" in names]
+                    targets = subs or [base]
+                out.update(t for t in targets if t in names and t != mod)
+                visit(child)
+
+        visit(ast.parse(path.read_text(encoding="utf-8")))
+        edges[mod] = out
+    cycles = []
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def walk(m: str) -> None:
+        state[m] = 1
+        stack.append(m)
+        for n in sorted(edges[m]):
+            if state.get(n) == 1:
+                cycles.append(stack[stack.index(n):] + [n])
+            elif n not in state:
+                walk(n)
+        stack.pop()
+        state[m] = 2
+
+    for m in sorted(edges):
+        if m not in state:
+            walk(m)
+    assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)

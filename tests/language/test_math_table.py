@@ -24,9 +24,9 @@ def test_the_vocabulary_reads_the_table() -> None:
 
 
 def test_every_backend_names_the_c_function_from_the_table() -> None:
-    from anodize.codegen.interp_ops import _libm
-    from anodize.codegen.lower_types import INTRINSIC_MATH
-    from anodize.codegen.ptx import libdevice_symbol
+    from anodize.codegen.debug.ops import _libm
+    from anodize.codegen.llvm.types import INTRINSIC_MATH
+    from anodize.codegen.gpu.ptx import libdevice_symbol
 
     assert libdevice_symbol("gamma", 32) == "__nv_tgammaf" and libdevice_symbol("exp", 64) == "__nv_exp"
     assert _libm("gamma", 64, 1)(5.0) == 24.0  # the C library's `tgamma`

@@ -35,3 +35,18 @@ def test_the_first_f32_buffer_imports_no_ml_dtypes() -> None:
 def test_a_bf16_array_is_recognised_once_ml_dtypes_made_it() -> None:
     pytest.importorskip("ml_dtypes")
     subprocess.run([sys.executable, "-c", BF16_BUFFER], check=True, timeout=120)
+
+
+IMPORT_ONLY = """
+import sys, anodize
+heavy = [m for m in sys.modules if m.split(".")[0] in ("llvmlite", "cuda", "torch", "ml_dtypes", "numpy")
+         or m.startswith(("anodize.checker", "anodize.codegen", "anodize.language.front", "anodize.runtime"))]
+assert not heavy, heavy
+"""
+
+
+def test_import_anodize_loads_no_heavy_dependency() -> None:
+    """`import anodize` (the checker, the mypy plugin, `anodize check` do it): no CUDA bindings,
+    llvmlite, torch, ml_dtypes or NumPy, and neither the checker, codegen, the front end nor the
+    runtime (runtime/lazy.py and anodize/kernel.py `_runtime` load them on first use)."""
+    subprocess.run([sys.executable, "-c", IMPORT_ONLY], check=True, timeout=120)

@@ -1,0 +1,133 @@
+"""The heavy dependencies the runtime loads on first use, each imported here and nowhere else.
+
+`import anodize`, the CPU backend, a cached load and `anodize check` never import CUDA's
+Python bindings, llvmlite's LLVM, the checker's engine or the typer: each is loaded by the
+first call of its accessor below (an import of an already loaded module is a dictionary
+lookup, and a test's stand-in module in `sys.modules` is what the next call returns).
+
+    lazy.cuda_driver().cuCtxSynchronize()        # cuda.bindings.driver
+    lazy.check_cu(result, "cuMemcpy")            # a driver call's result, or RuntimeError
+    lazy.cuda_core().launch(...)                 # cuda.core
+    lazy.checker().enforce_kernel(kernel)        # the checker, at the first compile
+    lazy.codegen().compile_gpu(...)              # codegen's driver (llvmlite)
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Any
+
+__all__ = ["asyncio", "cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core", "cuda_device", "check_cu", "torch", "llvmlite",
+           "llvm_binding", "checker", "codegen", "codegen_cpu", "codegen_ptx", "typer"]
+
+
+def asyncio() -> ModuleType:
+    """`asyncio` (about 15 ms to import; only an awaited op needs it, and then it is loaded)."""
+    import asyncio as module
+
+    return module
+
+
+def cuda_driver() -> ModuleType:
+    """`cuda.bindings.driver`."""
+    from cuda.bindings import driver
+
+    return driver
+
+
+def cuda_nvrtc() -> ModuleType:
+    """`cuda.bindings.nvrtc` (foreign CUDA C++ kernels)."""
+    from cuda.bindings import nvrtc
+
+    return nvrtc
+
+
+def cuda_nvjitlink() -> ModuleType:
+    """`cuda.bindings.nvjitlink` (`anodize doctor`)."""
+    from cuda.bindings import nvjitlink
+
+    return nvjitlink
+
+
+def cuda_core() -> ModuleType:
+    """`cuda.core`."""
+    import cuda.core
+
+    return cuda.core
+
+
+def cuda_device() -> ModuleType:
+    """runtime/cuda_device.py: the CUDA device (it imports cuda.core and cuda.bindings)."""
+    from anodize.runtime import cuda_device as module
+
+    return module
+
+
+def check_cu(result: Any, what: str) -> Any:
+    """Unwrap a cuda.bindings `(CUresult, values...)` tuple; raise RuntimeError on an error."""
+    err = result[0]
+    driver = cuda_driver()
+    if err != driver.CUresult.CUDA_SUCCESS:
+        _, name = driver.cuGetErrorName(err)
+        _, text = driver.cuGetErrorString(err)
+        raise RuntimeError(
+            f"CUDA error in {what}: {name.decode() if isinstance(name, bytes) else name}: "
+            f"{text.decode() if isinstance(text, bytes) else text}"
+        )
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def torch() -> ModuleType:
+    """PyTorch (anodize/torch.py: kernels as torch.library custom ops)."""
+    import torch as module
+
+    return module
+
+
+def llvmlite() -> ModuleType:
+    """`llvmlite`, the package's version module only (not LLVM itself)."""
+    import llvmlite as module
+
+    return module
+
+
+def llvm_binding() -> ModuleType:
+    """`llvmlite.binding`: LLVM itself (a large shared library)."""
+    import llvmlite.binding as module
+
+    return module
+
+
+def checker() -> ModuleType:
+    """The checker's API (checker/api.py), loaded by the first compile."""
+    from anodize.checker import api
+
+    return api
+
+
+def codegen() -> ModuleType:
+    """Codegen's driver (codegen/driver.py; llvmlite with it)."""
+    from anodize.codegen import driver
+
+    return driver
+
+
+def codegen_cpu() -> ModuleType:
+    """The CPU backend's codegen (codegen/cpu/backend.py)."""
+    from anodize.codegen.cpu import backend
+
+    return backend
+
+
+def codegen_ptx() -> ModuleType:
+    """PTX assembly (codegen/gpu/ptx.py: ptxas)."""
+    from anodize.codegen.gpu import ptx
+
+    return ptx
+
+
+def typer() -> ModuleType:
+    """The language's typer (language/typer.py), for a kernel's typed model outside a compile."""
+    from anodize.language import typer as module
+
+    return module
