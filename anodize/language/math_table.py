@@ -1,15 +1,21 @@
 """The kernel math functions, one row each: the one table the typer (through vocab's
-`MATH_FUNCS`, `MATH_PREDICATES`, `MATH_INT_EXPONENT`), the stubs (anodize/math.py, checked
-against it by tests/language/test_math_table.py) and every backend read.
+`MATH_FUNCS`, `MATH_PREDICATES`, `MATH_INT_EXPONENT`), the intrinsic declarations, the mypy
+plugin and every backend read.  The rows are declared by the stubs themselves
+(language/math_fns.py, re-exported as `anodize.math`): each `def` carries its row in a
+`@declare(...)`, so a function and its stub cannot drift apart.
 
 Callable as `math.f` (Python's module) or `az.math.f`: every function of Python's `math`
 module with a libdevice (`__nv_*f` / `__nv_*`) or LLVM counterpart, plus `rsqrt`, `fmin`,
 `fmax` and `fma` (anodize's own).  f32 arguments stay f32; an f16/bf16 one is computed in f32
 and rounded once.  `floor`/`ceil`/`trunc` return the float type, not a Python int.
 
-Adding a function: its row here, and its ulp bound in tests/codegen/math_cases.py."""
+Adding a function: its stub with its `@declare` row in math_fns.py, and its reference in
+tests/codegen/math_cases.py."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from anodize.language.records import dataclass
 
@@ -26,6 +32,7 @@ class MathFunc:
     c_name: str = ""  # the C library's and libdevice's name (`tgamma` for `gamma`); "" is `name`
     types: tuple[str, ...] = FLOAT_TYPES  # the float types it computes in
     python: bool = True  # also a function of Python's `math` (anodize's own: only `az.math.<name>`)
+    ulp: tuple[int, int] = (0, 0)  # CUDA's maximum error (f32, f64) in ulps over the full range, which the backends keep
 
     @property
     def libm(self) -> str:
@@ -38,57 +45,23 @@ class MathFunc:
         return self.c_name or self.name
 
 
-def _rows(*rows: MathFunc) -> dict[str, MathFunc]:
-    return {r.name: r for r in rows}
+MATH: dict[str, MathFunc] = {}  # filled by `declare`, one row per function of math_fns.py, in its order
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 
-MATH: dict[str, MathFunc] = _rows(
-    # one float argument, one float result
-    MathFunc("sqrt", 1, llvm="sqrt"),
-    MathFunc("rsqrt", 1, python=False),
-    MathFunc("cbrt", 1),
-    MathFunc("exp", 1),
-    MathFunc("exp2", 1),
-    MathFunc("expm1", 1),
-    MathFunc("log", 1),
-    MathFunc("log2", 1),
-    MathFunc("log10", 1),
-    MathFunc("log1p", 1),
-    MathFunc("sin", 1),
-    MathFunc("cos", 1),
-    MathFunc("tan", 1),
-    MathFunc("asin", 1),
-    MathFunc("acos", 1),
-    MathFunc("atan", 1),
-    MathFunc("sinh", 1),
-    MathFunc("cosh", 1),
-    MathFunc("tanh", 1),
-    MathFunc("asinh", 1),
-    MathFunc("acosh", 1),
-    MathFunc("atanh", 1),
-    MathFunc("erf", 1),
-    MathFunc("erfc", 1),
-    MathFunc("gamma", 1, c_name="tgamma"),
-    MathFunc("lgamma", 1),
-    MathFunc("fabs", 1, llvm="fabs"),
-    MathFunc("floor", 1, llvm="floor"),
-    MathFunc("ceil", 1, llvm="ceil"),
-    MathFunc("trunc", 1, llvm="trunc"),
-    # two float arguments
-    MathFunc("pow", 2),
-    MathFunc("atan2", 2),
-    MathFunc("hypot", 2),
-    MathFunc("copysign", 2, llvm="copysign"),
-    MathFunc("fmod", 2),
-    MathFunc("remainder", 2),
-    MathFunc("nextafter", 2),
-    MathFunc("fmin", 2, llvm="minnum", python=False),
-    MathFunc("fmax", 2, llvm="maxnum", python=False),
-    MathFunc("fma", 3, llvm="fma"),
-    # a float and an integer exponent: ldexp(x, n) = x * 2**n
-    MathFunc("ldexp", 2, int_exponent=True),
-    # a float argument, a `bool_` result
-    MathFunc("isnan", 1, predicate=True),
-    MathFunc("isinf", 1, predicate=True),
-    MathFunc("isfinite", 1, predicate=True),
-)
+def declare(*, predicate: bool = False, int_exponent: bool = False, llvm: str | None = None, c_name: str = "",
+            types: tuple[str, ...] = FLOAT_TYPES, python: bool = True, ulp: tuple[int, int] = (0, 0)) -> Callable[[_F], _F]:
+    """Record the decorated stub of math_fns.py as a row of MATH (its name and, from its
+    signature, its arity) and return it unchanged."""
+
+    def record(fn: _F) -> _F:
+        name = fn.__name__
+        MATH[name] = MathFunc(name, fn.__code__.co_argcount, predicate, int_exponent, llvm, c_name, types, python, ulp)
+        return fn
+
+    return record
+
+
+# the rows: importing the stubs runs their `declare`s (after the names above exist)
+from anodize.language import math_fns as _stubs  # noqa: E402,F401

@@ -36,6 +36,7 @@ from typing import Any
 
 import numpy as np
 
+from anodize.language.math_table import MATH
 from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES
 
 try:
@@ -44,53 +45,9 @@ except ImportError:  # pragma: no cover - depends on the environment
     mp = None
 
 # name -> (f32 bound, f64 bound): the CUDA Math API's maximum ulp error over the full range
-# (CUDA C++ Programming Guide, "Mathematical Functions"); `lgamma` only outside LGAMMA_HOLE.
-BOUNDS: dict[str, tuple[int, int]] = {
-    "sqrt": (0, 0),
-    "rsqrt": (2, 1),
-    "cbrt": (1, 1),
-    "exp": (2, 1),
-    "exp2": (2, 1),
-    "expm1": (1, 1),
-    "log": (1, 1),
-    "log2": (1, 1),
-    "log10": (2, 1),
-    "log1p": (1, 1),
-    "sin": (2, 2),
-    "cos": (2, 2),
-    "tan": (4, 2),
-    "asin": (2, 2),
-    "acos": (2, 2),
-    "atan": (2, 2),
-    "sinh": (3, 2),
-    "cosh": (2, 1),
-    "tanh": (2, 2),
-    "asinh": (3, 3),
-    "acosh": (4, 3),
-    "atanh": (3, 2),
-    "erf": (2, 2),
-    "erfc": (4, 5),
-    "gamma": (5, 10),
-    "lgamma": (6, 4),
-    "fabs": (0, 0),
-    "floor": (0, 0),
-    "ceil": (0, 0),
-    "trunc": (0, 0),
-    "pow": (4, 2),
-    "atan2": (3, 2),
-    "hypot": (3, 2),
-    "copysign": (0, 0),
-    "fmod": (0, 0),
-    "remainder": (0, 0),
-    "nextafter": (0, 0),
-    "fmin": (0, 0),
-    "fmax": (0, 0),
-    "fma": (0, 0),
-    "ldexp": (0, 0),
-    "isnan": (0, 0),
-    "isinf": (0, 0),
-    "isfinite": (0, 0),
-}
+# (CUDA C++ Programming Guide, "Mathematical Functions"), declared with each function
+# (language/math_fns.py); `lgamma` only outside LGAMMA_HOLE.
+BOUNDS: dict[str, tuple[int, int]] = {n: f.ulp for n, f in MATH.items()}
 # CUDA: lgammaf is 6 ulp outside (-10.001, -2.264), lgamma 4 outside (-23.0001, -2.2637)
 LGAMMA_HOLE = {32: (-10.001, -2.264), 64: (-23.0001, -2.2637)}
 

@@ -1,5 +1,6 @@
-"""The math functions are one table (anodize/language/math_table.py): the stubs of
-anodize/math.py, the typer's vocabulary and every backend's names come from it."""
+"""The math functions are one table (anodize/language/math_table.py), its rows declared by
+the stubs themselves (language/math_fns.py, public as `anodize.math`): the typer's
+vocabulary and every backend's names come from it."""
 
 from __future__ import annotations
 
@@ -11,10 +12,30 @@ from anodize.language.math_table import MATH
 
 
 def test_the_stubs_are_the_table() -> None:
-    assert set(az_math.__all__) == set(MATH)
+    assert set(az_math.__all__) == set(MATH)  # every public stub declared, every row public
     for name, f in MATH.items():
         params = inspect.signature(getattr(az_math, name)).parameters
         assert len(params) == f.arity, name
+        assert getattr(az_math, name).__doc__, name
+
+
+def test_a_declared_stub_is_a_row() -> None:
+    """Adding a function is its stub: the decorator records the row from the signature."""
+    from anodize.language.math_table import declare
+
+    rows = dict(MATH)
+    try:
+
+        @declare(c_name="sinpi_c", ulp=(2, 1))
+        def sinpi(x: float) -> float:
+            """sin(pi x)."""
+            raise TypeError
+
+        row = MATH["sinpi"]
+        assert (row.arity, row.libdevice, row.libm, row.ulp) == (1, "sinpi_c", "sinpi_c", (2, 1))
+    finally:
+        MATH.clear()
+        MATH.update(rows)
 
 
 def test_the_vocabulary_reads_the_table() -> None:
