@@ -266,9 +266,15 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[st
     if opt <= 0:  # no optimisation, but drop the unused (internalised) libdevice functions
         mpm = llvm.create_new_module_pass_manager()
         mpm.add_global_dead_code_eliminate_pass()
+    else:
+        mpm = pb.getModulePassManager()
+    try:
         mpm.run(mod, pb)
-        return
-    pb.getModulePassManager().run(mod, pb)
+    finally:
+        # llvmlite (0.44-0.50) never frees a module pass manager: its `close` reaches ObjectRef's
+        # empty `_dispose` before NewPassManager's, so every pipeline (30-80 KB) stayed (issue 34).
+        llvm.ffi.lib.LLVMPY_DisposeNewModulePassManger(mpm)
+        mpm.detach()
 
 
 def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -> tuple[str, str]:
