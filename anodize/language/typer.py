@@ -17,6 +17,7 @@ statements are in typer_stmts.py, expressions in typer_exprs.py, calls in typer_
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import field
 from anodize.language.records import dataclass
 from typing import Any, NoReturn
@@ -362,10 +363,17 @@ def parse_contract(kernel: Any) -> Contract | None:
     return kernel_contract(kernel)
 
 
+@functools.lru_cache(maxsize=8)
+def _mentions_reserved(source: str) -> bool:
+    """Once per module text, not once per kernel (a scan of the whole module for each of its
+    thousands of kernels was quadratic, issue 34)."""
+    return RESERVED_PREFIX in source
+
+
 def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
     """Names in a kernel that collide with the compiler's own symbols."""
     out: list[Diagnostic] = []
-    if RESERVED_PREFIX not in front.source:  # (no walk of the kernel when no name could collide)
+    if not _mentions_reserved(front.source):  # (no walk of the kernel when no name could collide)
         return out
     if fdef.name.startswith(RESERVED_PREFIX):
         out.append(messages.reserved_name(front.src.name_span(fdef), fdef.name, RESERVED_PREFIX))
