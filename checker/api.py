@@ -25,6 +25,7 @@ from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.front import ModuleFront, kernel_of
 from anodize.language.syntax import read_source
 from .engine import Analysis, Project, analyze_source
+from .kernel_slice import slice_analysis
 
 __all__ = ["CheckConfig", "check_source", "check_paths", "collect_files", "enforce_kernel", "kernel_errors", "analysis_of", "CheckError"]
 
@@ -199,6 +200,16 @@ def kernel_errors(analysis: Analysis, fdef: ast.FunctionDef) -> list[Diagnostic]
     return [d for d in analysis.diagnostics if d.severity == "error" and any(a <= d.span.line <= b for a, b in regions)]
 
 
+def _gate_analysis(front: ModuleFront, fdef: ast.FunctionDef) -> tuple[Analysis, ast.FunctionDef]:
+    """The analysis the compile gate reads for one kernel, and the kernel's `def` in it: the
+    module's when it is at hand (or small), else the kernel's slice (checker/kernel_slice.py)."""
+    hit = _CACHE.get(front.path)
+    if hit is not None and hit[0] == front.digest and (hit[1].model is None or hit[1].model.front is front):
+        return hit[1], fdef
+    sliced = slice_analysis(front, fdef)
+    return sliced if sliced is not None else (analysis_of(front), fdef)
+
+
 def enforce_kernel(kernel: Any) -> Any:
     """The typed model (`ir.KernelIR`) of a kernel whose checks pass; else raise `CheckError`
     (its text the full rendering) when the kernel, its contract or an `@az.func` helper it
@@ -206,13 +217,13 @@ def enforce_kernel(kernel: Any) -> Any:
     (`az-alias`, `az-no-contract`, ...) do not block compiling."""
     fn = getattr(kernel, "fn", kernel)
     front, fdef = kernel_of(fn)
-    analysis = analysis_of(front)
+    analysis, gate_fdef = _gate_analysis(front, fdef)
     model = analysis.model
     sources = {front.path: front.source}
     if model is None:  # nothing anodize could see (no kernel can live in it)
         raise CheckError(analysis.diagnostics or [messages.kernel_source_unavailable(
             Span.point(front.path, fdef.lineno, 0), fdef.name)], sources) from None
-    info = model.by_node.get(fdef)
+    info = model.by_node.get(gate_fdef)
     if info is None or info.kind != "kernel":
         raise CheckError(
             [messages.unsupported_here(
@@ -220,7 +231,7 @@ def enforce_kernel(kernel: Any) -> Any:
                 help="decorate-az-kernel-imported", name=fdef.name)],
             sources,
         ) from None
-    mine = kernel_errors(analysis, fdef)
+    mine = kernel_errors(analysis, gate_fdef)
     if mine:
         raise CheckError(mine, sources) from None
     spec = getattr(kernel, "spec", None)

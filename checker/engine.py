@@ -14,11 +14,13 @@ A `Project` resolves kernels imported from other modules, for the launch-site ru
 from __future__ import annotations
 
 import ast
+import bisect
 import difflib
 import gc
 import os
 import re
 from anodize.language.records import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
 from anodize.language import messages
@@ -86,10 +88,8 @@ def _analyze(source: str, path: str, project: Project | None) -> Analysis:
         diags = _without_follow_ons(diags, typed, model)
         ruled = [d for d in diags if d.severity == "error"]
         taken_codes = {(d.span.line, d.code) for d in ruled}
-        diags.extend(
-            d for d in typed
-            if (d.span.line, d.code) not in taken_codes and not any(_covers(r.span, d.span) for r in ruled)
-        )
+        covered = _Coverage([r.span for r in ruled])
+        diags.extend(d for d in typed if (d.span.line, d.code) not in taken_codes and not covered.covers(d.span))
     return Analysis(source, path, model, _apply_ignores(_dedupe(diags), source, model))
 
 
@@ -97,10 +97,11 @@ def _without_follow_ons(diags: list[Diagnostic], typed: list[Diagnostic], model:
     """One error per root cause: a shared array whose declaration the typer refused (its shape,
     its element type) has no races of its own to report; the declaration's error is the one."""
     failed: set[str] = set()
-    lines = {d.span.line for d in typed if d.severity == "error"}
-    for node in ast.walk(model.tree):
+    lines = sorted({d.span.line for d in typed if d.severity == "error"})
+    for node in _nodes_at(model.tree, lines):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
-            if any(node.lineno <= ln <= (node.end_lineno or node.lineno) for ln in lines):
+            at = bisect.bisect_left(lines, node.lineno)  # an error line in [lineno, end_lineno]
+            if at < len(lines) and lines[at] <= (node.end_lineno or node.lineno):
                 callee = model.callees.get(node.value)
                 if callee is not None and callee.name.startswith("shared."):
                     failed.add(node.targets[0].id)
@@ -117,10 +118,37 @@ def _without_follow_ons(diags: list[Diagnostic], typed: list[Diagnostic], model:
     return [d for d in diags if not about_failed(d)]
 
 
-def _covers(outer: Span, inner: Span) -> bool:
-    """Does `outer` contain `inner`'s start (a rule's report of the same construct)?"""
-    start = (inner.line, inner.col)
-    return (outer.line, outer.col) <= start and start <= (outer.end_line, max(outer.end_col, outer.col + 1) - 1)
+def _nodes_at(tree: ast.Module, lines: list[int]) -> Iterator[ast.AST]:
+    """Every node of the module's statements whose lines hold one of `lines` (sorted): a node
+    whose lines hold one lies in such a statement; the others are not walked (issue 34)."""
+    for stmt in tree.body:
+        at = bisect.bisect_left(lines, stmt.lineno)
+        if at < len(lines) and lines[at] <= (stmt.end_lineno or stmt.lineno):
+            yield from ast.walk(stmt)
+
+
+def _last(span: Span) -> tuple[int, int]:
+    """The last position a span covers."""
+    return (span.end_line, max(span.end_col, span.col + 1) - 1)
+
+
+class _Coverage:
+    """`covers(inner)`: does any of `outers` contain `inner`'s start (a rule's report of the same
+    construct: from the outer's start to its `_last` position)?  The outers sorted
+    by start with the running furthest end, so each question is a bisection, not a scan (a
+    module of thousands of kernels has thousands of each: the scan was quadratic, issue 34)."""
+
+    def __init__(self, outers: list[Span]) -> None:
+        ordered = sorted(outers, key=lambda s: (s.line, s.col))
+        self._starts = [(s.line, s.col) for s in ordered]
+        self._reach: list[tuple[int, int]] = []
+        for s in ordered:
+            self._reach.append(max(self._reach[-1], _last(s)) if self._reach else _last(s))
+
+    def covers(self, inner: Span) -> bool:
+        start = (inner.line, inner.col)
+        n = bisect.bisect_right(self._starts, start)  # the outers that start at or before it
+        return n > 0 and start <= self._reach[n - 1]
 
 
 def check_module(source: str, path: str, project: Project | None = None) -> list[Diagnostic]:

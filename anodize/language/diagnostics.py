@@ -88,10 +88,20 @@ class CheckError(Exception):
         return (type(self), (self.diagnostics,))
 
 
+_LINES: dict[str, tuple[object, list[str]]] = {}  # path -> (what they were split from, the lines)
+
+
 def _source_lines(path: str, sources: dict[str, str] | None) -> list[str]:
-    if sources and path in sources:
-        return sources[path].splitlines()
-    return [ln.rstrip("\n") for ln in linecache.getlines(path)]
+    """`path`'s lines, split once per text (a module of thousands of kernels renders an error
+    for each that raises one: splitting it for each was quadratic, issue 34)."""
+    text: object = sources[path] if sources and path in sources else linecache.getlines(path)
+    hit = _LINES.get(path)
+    if hit is None or hit[0] is not text:
+        if len(_LINES) >= 16:
+            _LINES.clear()
+        lines = text.splitlines() if isinstance(text, str) else [ln.rstrip("\n") for ln in text]  # type: ignore[attr-defined]
+        hit = _LINES[path] = (text, lines)
+    return hit[1]
 
 
 def _frame(spans: list[tuple[Span, str, str]], lines: list[str], gutter: int) -> list[str]:

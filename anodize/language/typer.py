@@ -12,6 +12,7 @@ resolve through the module's one symbol table (`symbols.py`): nothing is importe
 from __future__ import annotations
 
 import ast
+import functools
 from typing import Any
 
 from anodize.language import ir, messages
@@ -93,10 +94,17 @@ def parse_contract(kernel: Any) -> Contract | None:
     return kernel_contract(kernel)
 
 
+@functools.lru_cache(maxsize=8)
+def _mentions_reserved(source: str) -> bool:
+    """Once per module text, not once per kernel (a scan of the whole module for each of its
+    thousands of kernels was quadratic, issue 34)."""
+    return RESERVED_PREFIX in source
+
+
 def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
     """Names in a kernel that collide with the compiler's own symbols."""
     out: list[Diagnostic] = []
-    if RESERVED_PREFIX not in front.source:  # (no walk of the kernel when no name could collide)
+    if not _mentions_reserved(front.source):  # (no walk of the kernel when no name could collide)
         return out
     if fdef.name.startswith(RESERVED_PREFIX):
         out.append(messages.reserved_name(front.src.name_span(fdef), fdef.name, RESERVED_PREFIX))

@@ -40,6 +40,7 @@ from anodize.language.types import BY_NAME, ScalarTy, SharedTy
 
 from ..llvm.binding import optimize
 from . import printf, threads
+from .heap import engine_freed
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
 # i32 slots of `ctx` that hold one value: the lane id, and (threaded backend only: the only one
@@ -480,26 +481,60 @@ def _encode(value: Any, kind: str) -> int:
     return int(value) & (2**64 - 1)
 
 
+class JitEngine:
+    """An MCJIT engine and the LLVM context of its module, freed together, the engine first.
+
+    The module is parsed into a context of its own: the global one never gives back the types,
+    constants and metadata a module creates.  The context's own finaliser is turned off
+    (`_owned`, as llvmlite does for a module an engine owns) so that a garbage collection that
+    finalises both in any order cannot free it under the engine; `__del__` frees the engine,
+    then the context, then counts it for `heap.engine_freed` (issue 34, item 4).  Build it
+    under `_lock`."""
+
+    def __init__(self, llvm_ir: str, isa: str, entry: str) -> None:
+        """Parse `llvm_ir`, optimise it (O3, keeping `entry`) for `isa` and JIT it."""
+        self._context = llvm.create_context()
+        self._context._owned = True
+        mod = llvm.parse_assembly(llvm_ir, self._context)
+        try:
+            mod.verify()
+            optimize(mod, host_target_machine(isa), 3, {entry})
+            self.optimized_ir = str(mod)
+            self._engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
+        except BaseException:
+            mod.close()
+            raise
+        self._engine.finalize_object()
+
+    def address(self, name: str) -> int:
+        return int(self._engine.get_function_address(name))
+
+    def __del__(self) -> None:
+        engine = self.__dict__.pop("_engine", None)
+        if engine is not None:
+            engine.close()
+        context = self.__dict__.pop("_context", None)
+        if context is not None:
+            context._dispose()
+            context.detach()
+            engine_freed()
+
+
 class CpuModule:
     """A JIT-compiled kernel; keep it alive as long as its entry may be called."""
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0,
                  isa: str = "host"):
         """`isa`: the vector level the module is optimised for (`cpu_isa()`)."""
-        tm = host_target_machine(isa)
         self.threaded = threaded
         self.static_shared = static_shared
         printf.register_symbols()
         if threaded:
             threads.register_symbols()
         with _lock:
-            mod = llvm.parse_assembly(llvm_ir)
-            mod.verify()
-            optimize(mod, tm, 3, {THREAD if threaded else LAUNCH})
-            self.optimized_ir = str(mod)
-            self.engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
-            self.engine.finalize_object()
-            addr = self.engine.get_function_address(THREAD if threaded else LAUNCH)
+            self._jit = JitEngine(llvm_ir, isa, THREAD if threaded else LAUNCH)
+            addr = self._jit.address(THREAD if threaded else LAUNCH)
+        self.optimized_ir = self._jit.optimized_ir
         if threaded:
             self._fn = threads.thread_proto()(addr)
         else:

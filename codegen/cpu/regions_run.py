@@ -12,16 +12,14 @@ import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import llvmlite.binding as llvm
 import llvmlite.ir as llir
 import numpy as np
 
 from anodize.codegen.artifact import ParamSpec, flat_abi
 
 from . import printf, split as cs
-from .backend import LAUNCH, _decode, _encode, _lock, block_range, engine_machine, host_target_machine, run_in_chunks
+from .backend import LAUNCH, _decode, _encode, _lock, block_range, JitEngine, run_in_chunks
 from .regions import CTX_BYTES, OFF_ERROR, OFF_FRAME, OFF_SHARED, RegionLowerer, SplitTarget, _c32, _c64
-from ..llvm.binding import optimize
 from ..llvm.types import I1, I8, I32T, I64T
 from ..lowerings import REGISTERING  # noqa: F401  (the node lowerings the region lowerer dispatches to)
 
@@ -92,13 +90,9 @@ class RegionModule:
         self.min_threads = min_threads
         self.block = block
         with _lock:
-            mod = llvm.parse_assembly(llvm_ir)
-            mod.verify()
-            optimize(mod, host_target_machine(isa), 3, {LAUNCH})
-            self.optimized_ir = str(mod)
-            self.engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
-            self.engine.finalize_object()
-            addr = self.engine.get_function_address(LAUNCH)
+            self._jit = JitEngine(llvm_ir, isa, LAUNCH)
+            addr = self._jit.address(LAUNCH)
+        self.optimized_ir = self._jit.optimized_ir
         vp = ctypes.c_void_p
         self._fn = ctypes.CFUNCTYPE(ctypes.c_int32, vp, vp, vp, vp, ctypes.c_int32, vp, ctypes.c_int64, vp, ctypes.c_int32)(addr)
         self.kinds = flat_abi(params)

@@ -38,6 +38,12 @@ def optimize(mod: llvm.ModuleRef, tm: llvm.TargetMachine, opt: int, keep: set[st
     if opt <= 0:  # no optimisation, but drop the unused (internalised) libdevice functions
         mpm = llvm.create_new_module_pass_manager()
         mpm.add_global_dead_code_eliminate_pass()
+    else:
+        mpm = pb.getModulePassManager()
+    try:
         mpm.run(mod, pb)
-        return
-    pb.getModulePassManager().run(mod, pb)
+    finally:
+        # llvmlite (0.44-0.50) never frees a module pass manager: its `close` reaches ObjectRef's
+        # empty `_dispose` before NewPassManager's, so every pipeline (30-80 KB) stayed.
+        llvm.ffi.lib.LLVMPY_DisposeNewModulePassManger(mpm)
+        mpm.detach()

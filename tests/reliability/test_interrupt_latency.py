@@ -115,3 +115,52 @@ def test_gpu_wait_is_interruptible() -> None:
     release.set()
     # a short wait needs no thread: a query that is ready at once
     wait_gpu(lambda: (driver.CUresult.CUDA_SUCCESS,), sync, "a ready wait")
+
+
+def test_gpu_device_waits_are_interruptible_on_the_fake_driver(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The GPU device's own waits (tests/fakecuda.py's driver, a kernel in flight for 10 s: the
+    stream not ready, its blocking sync 10 s): `synchronize` (`CudaDevice.check`), a download
+    (`to_host`) and an op's event each raise KeyboardInterrupt within a second of SIGINT; when
+    the kernel ends the device is usable and the data is there (docs/async.md)."""
+    import numpy as np
+    from cuda.bindings import driver
+
+    import fakecuda
+    from anodize.runtime import cuda_device, streams
+
+    dev, state = fakecuda.install(monkeypatch)
+    data = np.arange(64, dtype=np.float32)
+    buf = dev.to_device(data)
+    release = threading.Event()
+    ok, not_ready = driver.CUresult.CUDA_SUCCESS, driver.CUresult.CUDA_ERROR_NOT_READY
+
+    def query(_: object) -> tuple[object]:
+        return (ok,) if release.is_set() else (not_ready,)
+
+    def sync(_: object) -> tuple[object]:
+        release.wait(10)
+        return (ok,)
+
+    monkeypatch.setattr(driver, "cuStreamQuery", query)
+    monkeypatch.setattr(driver, "cuStreamSynchronize", sync)
+    monkeypatch.setattr(driver, "cuEventQuery", query)
+    monkeypatch.setattr(driver, "cuEventSynchronize", sync)
+    out = np.zeros(64, np.float32)
+    waits = {
+        "synchronize": lambda: cuda_device.CudaDevice.check(dev),
+        "to_host": lambda: cuda_device.CudaDevice._download(dev, out, buf.ptr, out.nbytes),
+        "an event": lambda: streams.wait_gpu(lambda: driver.cuEventQuery(None), lambda: driver.cuEventSynchronize(None),
+                                             "cuEventSynchronize"),
+    }
+    for what, wait in waits.items():
+        timer = threading.Timer(0.3, _thread.interrupt_main)
+        timer.start()
+        t = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            wait()
+        timer.join()
+        assert time.monotonic() - t < 1.3, what
+    release.set()  # the kernel ends: the device goes on
+    cuda_device.CudaDevice.check(dev)
+    cuda_device.CudaDevice._download(dev, out, buf.ptr, out.nbytes)
+    assert (out == data).all()
