@@ -15,6 +15,7 @@ class Alias(HostRule):
     """Forbids passing one buffer as a launch's output and as any other of its arguments."""
 
     CODE = "az-alias"
+    ORDER = 150
     VALID = [
         """
 @launch_contract(domain=1, block=256)

@@ -19,6 +19,7 @@ class Atomic(Rule):
     """Forbids a plain read or write of an `AtomicSlice`."""
 
     CODE = "az-atomic"
+    ORDER = 70
     VALID = [
         """
 @kernel

@@ -12,6 +12,7 @@ class BarrierDivergence(Rule):
     """Forbids a barrier reachable under thread-dependent control flow."""
 
     CODE = "az-barrier-divergence"
+    ORDER = 100
     VALID = [
         """
 @launch_contract(domain=1, block=256)

@@ -58,6 +58,7 @@ class Rule:
     inline with `# E: az-code`."""
 
     CODE: ClassVar[str]
+    ORDER: ClassVar[int]  # where the engine runs it among the rules (rules/__init__.py ALL_RULES)
     VALID: ClassVar[list[str]] = []
     INVALID: ClassVar[list[str]] = []
 

@@ -11,6 +11,7 @@ class Contract(Rule):
     """Forbids a malformed `@launch_contract`."""
 
     CODE = "az-contract"
+    ORDER = 130
     VALID = [
         """
 @launch_contract(domain=1, block=256, requires=lambda a, c, n: len(a) == len(c) and n <= len(a))

@@ -31,6 +31,7 @@ class DisjointIndex(Rule):
     """Forbids indexing a `DisjointSlice*` at anything but this thread's one witness mapping for it."""
 
     CODE = "az-disjoint-index"
+    ORDER = 40
     VALID = [
         """
 @launch_contract(domain=1, block=256)

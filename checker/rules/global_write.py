@@ -12,6 +12,7 @@ class GlobalWrite(DeviceBodyRule):
     """Forbids a kernel or helper writing state outside its arguments."""
 
     CODE = "az-global-write"
+    ORDER = 80
     VALID = [
         """
 SCALE = 2.0

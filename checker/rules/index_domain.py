@@ -13,6 +13,7 @@ class IndexDomain(Rule):
     """Forbids a witness of the wrong index space for the kernel's launch domain."""
 
     CODE = "az-index-domain"
+    ORDER = 60
     VALID = [
         """
 @launch_contract(domain=2, block=(16, 16))

@@ -14,6 +14,7 @@ class IndexForge(Rule):
     """Forbids forging or smuggling index witnesses."""
 
     CODE = "az-index-forge"
+    ORDER = 50
     VALID = [
         """
 @func

@@ -14,6 +14,7 @@ class LaunchRank(HostRule):
     """Forbids a launch configuration visibly of the wrong rank or block for the kernel's contract."""
 
     CODE = "az-launch-rank"
+    ORDER = 160
     VALID = [
         """
 @launch_contract(domain=2, block=(16, 16))

@@ -12,6 +12,7 @@ class NoContract(HostRule):
     """Forbids the safe launch `k[config](...)` of a kernel that has no launch contract."""
 
     CODE = "az-no-contract"
+    ORDER = 140
     VALID = [
         """
 @launch_contract(domain=1, block=256)

@@ -18,6 +18,7 @@ class SharedRace(Rule):
     """Forbids shared-memory accesses that may race between two barriers."""
 
     CODE = "az-shared-race"
+    ORDER = 120
     VALID = [
         # a tree reduction: `tid < s` keeps the written [0, s) apart from the read [s, 2s)
         """

@@ -17,6 +17,7 @@ class SharedWrite(Rule):
     """Forbids any write to a shared, read-only `Slice`, `Slice2D` or `Slice3D`."""
 
     CODE = "az-shared-write"
+    ORDER = 30
     VALID = [
         """
 @func

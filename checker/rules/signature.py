@@ -16,6 +16,7 @@ class Signature(DeviceBodyRule):
     """Forbids kernel and helper signatures the language does not allow."""
 
     CODE = "az-signature"
+    ORDER = 20
     VALID = [
         """
 @kernel

@@ -14,6 +14,7 @@ class Typing(Rule):
     """Reports the typed front end's diagnostics (`az-type` and every error compile raises)."""
 
     CODE = "az-type"
+    ORDER = 170
     VALID = [
         """
 @launch_contract(domain=1, block=256)

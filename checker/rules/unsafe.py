@@ -17,6 +17,7 @@ class Unsafe(Rule):
     """Forbids unsafe-tier operations outside `with az.unsafe():`."""
 
     CODE = "az-unsafe"
+    ORDER = 90
     VALID = [
         """
 @launch_contract(domain=1, block=256)

@@ -24,6 +24,7 @@ class Unsupported(DeviceBodyRule):
     """Forbids constructs outside the kernel subset of the language, naming each one."""
 
     CODE = "az-unsupported"
+    ORDER = 10
     VALID = [
         '''
 @kernel

@@ -14,6 +14,7 @@ class WarpDivergence(Rule):
     """Forbids a full-warp operation under lane-dependent control flow or without whole warps."""
 
     CODE = "az-warp-divergence"
+    ORDER = 110
     VALID = [
         """
 @launch_contract(domain=1, block=256)

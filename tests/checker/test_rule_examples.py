@@ -35,3 +35,29 @@ def test_example(rule: type, kind: str, index: int, source: str) -> None:
     else:
         assert any(code == rule.CODE for _, code in want)
         assert got == want, f"{rule.__name__} INVALID[{index}]: missing {sorted(want - got)}, unexpected {sorted(got - want)}"
+
+
+def test_a_rule_module_is_found_by_being_in_the_package(tmp_path: object, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The dry run of adding a rule: a new module in checker/rules/ with its class, `CODE` and
+    `ORDER` is in ALL_RULES at its place, with nothing else edited (its code and its messages go
+    in language/codes.py and catalogue.py)."""
+    import sys
+    from pathlib import Path
+
+    from anodize.checker import rules
+
+    folder = Path(str(tmp_path))
+    (folder / "zz_dry_run.py").write_text(
+        "from anodize.checker.rules.base import Rule\n\n\n"
+        "class DryRun(Rule):\n"
+        '    """A rule added by the test."""\n\n'
+        '    CODE = "az-dry-run"\n'
+        "    ORDER = 125\n"
+    )
+    monkeypatch.setattr(rules, "__path__", [*rules.__path__, str(folder)])
+    try:
+        found = rules._discover()
+    finally:
+        sys.modules.pop("anodize.checker.rules.zz_dry_run", None)
+    names = [r.__name__ for r in found]
+    assert names == [r.__name__ for r in ALL_RULES if r.ORDER < 125] + ["DryRun"] + [r.__name__ for r in ALL_RULES if r.ORDER > 125]
