@@ -69,7 +69,8 @@ class BuiltKernel(Kernel[P]):
 
     @functools.cached_property
     def params(self) -> tuple[ParamSpec, ...]:
-        return _prebuilt().params_from_json(self.manifest["kernels"][self.__name__]["params"])
+        params: tuple[ParamSpec, ...] = _prebuilt().params_from_json(self.manifest["kernels"][self.__name__]["params"])
+        return params
 
     @property
     def contract(self) -> Contract | None:
@@ -132,7 +133,7 @@ class BuiltKernel(Kernel[P]):
             )
         compiled = self.compile(str(getattr(device, "arch", "")))
         handle = device.load(compiled)  # type: ignore[attr-defined]
-        loaded = _prebuilt().LoadedKernel(compiled, device, handle, device.faults.register(compiled))
+        loaded: LoadedKernel = _prebuilt().LoadedKernel(compiled, device, handle, device.faults.register(compiled))
         self.store.loaded[key] = loaded
         return loaded
 

@@ -231,7 +231,7 @@ def _contract(kernel: str, spec: Any, params: tuple[ParamSpec, ...]) -> Contract
         return ArgumentError(f"foreign kernel `{kernel}`: {what}", help="docs/language.md, Launch contracts, has the forms `requires` takes")
 
     names = {p.name: p for p in params}
-    parsers = {"requires": parse_requires, "shared_mem": parse_shared_mem}
+    parsers: dict[str, Callable[..., Any]] = {"requires": parse_requires, "shared_mem": parse_shared_mem}
     values: dict[str, Any] = {}
     for f in contract_schema.FIELDS:
         raw = spec.args.get(f.name)

@@ -16,16 +16,7 @@ import functools
 import inspect
 from collections.abc import Callable, Iterator
 from types import ModuleType
-from typing import (
-    TYPE_CHECKING,
-    Any,
-    Generic,
-    NoReturn,
-    ParamSpec,
-    Protocol,
-    TypeVar,
-    overload,
-)
+from typing import TYPE_CHECKING, Any, Generic, NoReturn, ParamSpec, Protocol, TypeVar, cast, overload
 
 from anodize.language.sources import spec_key
 
@@ -225,7 +216,7 @@ class Kernel(Generic[P]):
                 specs.popitem(last=False)
         else:
             specs.move_to_end(ck)
-        return hit
+        return cast("Kernel[Any]", hit)
 
     def _specialised(self, key: tuple[tuple[str, Any], ...]) -> Kernel[Any]:
         """A new kernel object for the specialisation `key` (a subclass keeps its own options)."""
@@ -322,7 +313,8 @@ class Kernel(Generic[P]):
                     f"kernel `{self.__name__}` is generic: compile one specialisation of it",
                     help=f"`{self.__name__}.specialize({', '.join(x for x in (tvs, consts) if x)}).compile()`",
                 )
-            return _compiler().compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+            compiled: CompiledKernel = _compiler().compile_for_gpu(self, arch=arch, bounds_checks=bounds_checks, line_info=line_info, opt=opt)
+            return compiled
         except _user_errors() as e:  # a check failure shows no anodize-internal frames
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
@@ -398,15 +390,15 @@ class TileKernel(Kernel[P]):
     def tile_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         """`config` with this kernel's block: `num_warps * 32` threads in x (the grid and its
         rank as given)."""
-        LaunchConfig = _runtime().LaunchConfig
-        if not isinstance(config, LaunchConfig):
+        LC: type[LaunchConfig[Any]] = _runtime().LaunchConfig
+        if not isinstance(config, LC):
             return config  # (the launch path reports it)
         threads = self.num_warps * 32
         if config.block == (threads, 1, 1):
             return config
         rank = config.rank
         grid = config.grid[:rank] if rank > 1 else config.grid[0]
-        return LaunchConfig(grid, (threads,) + (1,) * (rank - 1) if rank > 1 else threads, config.shared_mem)
+        return LC(grid, (threads,) + (1,) * (rank - 1) if rank > 1 else threads, config.shared_mem)
 
     def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         return self.tile_config(config)

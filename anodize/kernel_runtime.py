@@ -6,15 +6,8 @@ public API: `Kernel`'s methods are."""
 from __future__ import annotations
 
 from anodize.bundle import BundleLaunch, bundle_positions, expand, has_bundles
-from anodize.language.errors import USER_ERRORS, ArgumentError
-from anodize.runtime.compile import compile_for_gpu
 from anodize.runtime.config import LaunchConfig
-from anodize.runtime.generic import (
-           GenericLaunch,
-           check_bindings,
-           generic_signature,
-           specialise,
-)
+from anodize.runtime.generic import GenericLaunch, specialise
 from anodize.runtime.launch import prepare
 
 __all__ = ["BundleLaunch", "GenericLaunch", "LaunchConfig", "bundle_positions", "expand", "has_bundles", "prepare",

@@ -21,35 +21,35 @@ __all__ = ["asyncio", "cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core"
            "llvm_binding", "checker", "codegen", "codegen_cpu", "codegen_ptx", "typer"]
 
 
-def asyncio() -> ModuleType:
+def asyncio() -> Any:
     """`asyncio` (about 15 ms to import; only an awaited op needs it, and then it is loaded)."""
     import asyncio as module
 
     return module
 
 
-def cuda_driver() -> ModuleType:
+def cuda_driver() -> Any:
     """`cuda.bindings.driver`."""
     from cuda.bindings import driver
 
     return driver
 
 
-def cuda_nvrtc() -> ModuleType:
+def cuda_nvrtc() -> Any:
     """`cuda.bindings.nvrtc` (foreign CUDA C++ kernels)."""
     from cuda.bindings import nvrtc
 
     return nvrtc
 
 
-def cuda_nvjitlink() -> ModuleType:
+def cuda_nvjitlink() -> Any:
     """`cuda.bindings.nvjitlink` (`anodize doctor`)."""
     from cuda.bindings import nvjitlink
 
     return nvjitlink
 
 
-def cuda_core() -> ModuleType:
+def cuda_core() -> Any:
     """`cuda.core`."""
     import cuda.core
 
@@ -77,21 +77,21 @@ def check_cu(result: Any, what: str) -> Any:
     return result[1] if len(result) == 2 else result[1:]
 
 
-def torch() -> ModuleType:
+def torch() -> Any:
     """PyTorch (anodize/torch.py: kernels as torch.library custom ops)."""
     import torch as module
 
     return module
 
 
-def llvmlite() -> ModuleType:
+def llvmlite() -> Any:
     """`llvmlite`, the package's version module only (not LLVM itself)."""
     import llvmlite as module
 
     return module
 
 
-def llvm_binding() -> ModuleType:
+def llvm_binding() -> Any:
     """`llvmlite.binding`: LLVM itself (a large shared library)."""
     import llvmlite.binding as module
 
