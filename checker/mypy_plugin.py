@@ -33,6 +33,7 @@ from mypy.nodes import MypyFile
 from mypy.plugin import AnalyzeTypeContext, ClassDefContext, FunctionContext, FunctionSigContext, MethodContext, MethodSigContext, Plugin, ReportConfigContext
 from mypy.types import FunctionLike, Type
 
+import anodize.language
 from anodize.language import VERSION
 
 from .mypy.codes import ERROR_CODES
@@ -62,8 +63,6 @@ def _rules_digest() -> str:
     Each source file counts by its path, size and modification time (ns), the test Python's own
     bytecode cache trusts, so an edit, a reinstall or a checkout changes the digest; reading and
     hashing every source instead cost 3-4 ms of every mypy run, warm ones included."""
-    import anodize.language
-
     h = hashlib.sha256()
     # the installed anodize.checker package, and the language package whose typer reports
     # the type errors the plugin shows

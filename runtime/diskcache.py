@@ -48,8 +48,21 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pathlib import Path
 
-# pathlib, shutil and tempfile are imported where entries are written, listed or removed:
-# a cached load (`load`) only reads, with `os`, and stays light.
+
+
+def _fs() -> Any:
+    """pathlib, shutil and tempfile, loaded where entries are written, listed or removed (a
+    cached load, `load`, only reads, with `os`, and stays light): a namespace of the three."""
+    import pathlib, shutil, tempfile  # noqa: E401  (one lazy load of the three)
+
+    return _Fs(pathlib.Path, shutil.rmtree, tempfile.mkdtemp)
+
+
+class _Fs:
+    __slots__ = ("Path", "rmtree", "mkdtemp")
+
+    def __init__(self, path: Any, rmtree: Any, mkdtemp: Any):
+        self.Path, self.rmtree, self.mkdtemp = path, rmtree, mkdtemp
 
 FORMAT = 2
 TAG = "CACHEDIR.TAG"
@@ -89,9 +102,7 @@ def _root() -> str:
 
 def cache_dir() -> Path:
     """The platform's user cache directory for anodize."""
-    from pathlib import Path
-
-    return Path(_root())
+    return _fs().Path(_root())
 
 
 def enabled() -> bool:
@@ -188,11 +199,8 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
     root = usable_root(create=True)
     if root is None:
         return None
-    import shutil
-    import tempfile
-    from pathlib import Path
-
-    final = Path(root) / key[:2] / key
+    fs = _fs()
+    final = fs.Path(root) / key[:2] / key
     tmp = None
     try:
         if final.is_dir():
@@ -200,7 +208,7 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
         final.parent.mkdir(mode=0o700, exist_ok=True)
         _check_dir(str(final.parent), follow=False)
         sweep(str(final.parent), STALE_TEMP_SECONDS)
-        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
+        tmp = fs.Path(fs.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
         meta = dict(meta, format=FORMAT, key=key, files={n: _sha(d) for n, d in files.items()})
         meta["content"] = content_hash(meta)
         for name, data in files.items():
@@ -216,7 +224,7 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
         return None
     finally:
         if tmp is not None and tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+            fs.rmtree(tmp, ignore_errors=True)
 
 
 def _plain_name(name: object) -> bool:
@@ -234,8 +242,6 @@ def _is_temp(name: str) -> bool:
 def sweep(folder: str, older_than: float) -> int:
     """Remove the temporary folders of interrupted writes (and evictions) in one prefix folder
     that are older than `older_than` seconds; return how many."""
-    import shutil
-
     n = 0
     try:
         names = os.listdir(folder)
@@ -249,7 +255,7 @@ def sweep(folder: str, older_than: float) -> int:
         except OSError:
             continue
         if _is_temp(name) and stat.S_ISDIR(st.st_mode) and now - st.st_mtime >= older_than:
-            shutil.rmtree(path, ignore_errors=True)
+            _fs().rmtree(path, ignore_errors=True)
             n += not os.path.lexists(path)
     return n
 
@@ -340,9 +346,7 @@ def evict(key: str) -> None:
     try:
         os.rename(folder, trash)
         if stat.S_ISDIR(st.st_mode):
-            import shutil
-
-            shutil.rmtree(trash, ignore_errors=True)
+            _fs().rmtree(trash, ignore_errors=True)
         else:
             os.unlink(trash)
     except OSError:
@@ -396,14 +400,13 @@ def clear() -> tuple[int, int]:
 
     Only under a root tagged by anodize (`CACHEDIR.TAG`), and only folders laid out as anodize
     writes them: whatever else `ANODIZE_CACHE_DIR` holds stays."""
-    import shutil
-
+    rmtree = _fs().rmtree
     root = _root()
     if not os.path.isfile(os.path.join(root, TAG)):
         return 0, 0
     n = t = 0
     for path, is_entry in _entries(root):
-        shutil.rmtree(path, ignore_errors=True)
+        rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):
             n += is_entry
             t += not is_entry

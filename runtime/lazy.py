@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 __all__ = ["asyncio", "cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core", "cuda_device", "check_cu", "torch", "llvmlite",
-           "llvm_binding", "checker", "codegen", "codegen_cpu", "codegen_ptx", "typer"]
+           "llvm_binding", "checker", "codegen", "codegen_cpu", "typer"]
 
 
 def asyncio() -> Any:
@@ -117,13 +117,6 @@ def codegen_cpu() -> ModuleType:
     from anodize.codegen.cpu import backend
 
     return backend
-
-
-def codegen_ptx() -> ModuleType:
-    """PTX assembly (codegen/gpu/ptx.py: ptxas)."""
-    from anodize.codegen.gpu import ptx
-
-    return ptx
 
 
 def typer() -> ModuleType:

@@ -16,8 +16,8 @@ from cuda.bindings import driver
 
 from anodize.codegen.tensorcore.gemm import GemmConfig, gemm_ptx
 from anodize.codegen.tensorcore.wgmma import WgmmaConfig, wgmma_ptx
+from anodize.codegen.gpu.ptx import run_ptxas
 from anodize.codegen.toolchain import find_ptxas
-from anodize.runtime import lazy
 
 _OK = driver.CUresult.CUDA_SUCCESS
 
@@ -56,7 +56,7 @@ class TcGemm:
         t1 = time.perf_counter()
         self.resources = None
         if find_ptxas() is not None:
-            image, self.resources = lazy.codegen_ptx().run_ptxas(self.ptx, arch)
+            image, self.resources = run_ptxas(self.ptx, arch)
         else:
             image = self.ptx.encode() + b"\0"
         t2 = time.perf_counter()

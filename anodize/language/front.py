@@ -118,9 +118,7 @@ class ModuleFront:
         with self._lock:  # a runtime may compile two kernels of one module on two threads
             hit = self._typed.get(key)
             if hit is None:
-                from anodize.language.typer import type_kernel
-
-                hit = self._typed[key] = type_kernel(self, fdef, spec)
+                hit = self._typed[key] = _typer().type_kernel(self, fdef, spec)
                 if spec and len(self._typed) > self.TYPED_KEEP:  # many values of one Constant: keep the newest
                     for old in [k for k in self._typed if k[1]][: len(self._typed) - self.TYPED_KEEP]:
                         del self._typed[old]
@@ -131,11 +129,9 @@ class ModuleFront:
         it cannot be: a missing annotation, a type variable)."""
         key = id(fdef)
         if key not in self._helpers:
-            from anodize.language.typer import type_helper
-
             with self._lock:
                 if key not in self._helpers:
-                    self._helpers[key] = type_helper(self, fdef)
+                    self._helpers[key] = _typer().type_helper(self, fdef)
         return self._helpers[key]
 
     def members(self, fdef: ast.FunctionDef, limit: int = 64) -> list[tuple[tuple[str, Any], ...]]:
@@ -249,3 +245,11 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
     fn.__module__ = "__anodize_source__"
     fn.__doc__ = ast.get_docstring(fdef)
     return fn
+
+
+def _typer() -> Any:
+    """language/typer.py, loaded by the first kernel typed (decorating a kernel, or checking a
+    module without kernels, does not load the typer; it imports this module)."""
+    from anodize.language import typer
+
+    return typer

@@ -26,6 +26,7 @@ base, a `__post_init__`, `ClassVar` / `InitVar` / `KW_ONLY` annotations, a field
 from __future__ import annotations
 
 import dataclasses as _dc
+import inspect
 import sys
 from _thread import get_ident
 from operator import attrgetter
@@ -293,8 +294,6 @@ def _frozen_fns(cls: Any, names: frozenset[str]) -> tuple[Any, Any]:
 def _text_signature(fields: list[Any]) -> str:
     """`str(inspect.signature(cls))` of the `__init__` made here, as the standard library's
     docstring writes it (annotations as `inspect` formats them, `<factory>` for a factory)."""
-    import inspect
-
     parts = []
     for f in fields:
         ann = inspect.formatannotation(f.type)
@@ -308,8 +307,6 @@ def _text_signature(fields: list[Any]) -> str:
 
 
 def _std_doc(cls: Any) -> str:
-    import inspect
-
     try:
         return f"{cls.__name__}" + str(inspect.signature(cls)).replace(" -> None", "")
     except (TypeError, ValueError):

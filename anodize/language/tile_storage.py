@@ -104,28 +104,33 @@ def _staged(x: Any) -> int:
     return 0 if isinstance(t, (ir.Local, TileFull)) else _bytes(x.ty)
 
 
+def _tile_modules() -> tuple[Any, Any]:
+    """language/attention_config.py and tile_plan.py, loaded by the first tile kernel (a SIMT
+    kernel's compile does not pay for them)."""
+    from anodize.language import attention_config, tile_plan
+
+    return attention_config, tile_plan
+
+
 def attention_tiles_in_registers(k: ir.KernelIR) -> bool:
     """Is `k` the attention form (language/tile_forms.py) with a tile the tensor-core routine
     takes on every GPU that has tensor cores (language/attention_config.py, at the least shared
     memory such a GPU gives a block)?  Then its tiles live in registers there and the typer does
     not hold them to the bound; the lowering must take it (codegen/tile/attention.py)."""
-    # (tile kernels only: the layout plan and the attention configuration load on the first one)
-    from anodize.language.attention_config import attention_on_tensor_cores
-    from anodize.language.tile_plan import STAGING_LIMIT
-
     form = match_attention(k)
-    return form is not None and attention_on_tensor_cores(form.tile, max(k.tile_warps, 1), STAGING_LIMIT)
+    if form is None:
+        return False
+    attention_config, tile_plan = _tile_modules()
+    return bool(attention_config.attention_on_tensor_cores(form.tile, max(k.tile_warps, 1), tile_plan.STAGING_LIMIT))
 
 
 def tile_storage_bound(k: ir.KernelIR) -> int:
     """An upper bound of the shared memory the tile lowering allocates for `k`'s tiles on a GPU
     with tensor cores: the register tiles and the tensor-core matmuls of the layout plan
     (language/tile_plan.py) aside."""
-    from anodize.language.tile_plan import plan_tiles  # (tile kernels only)
-
     if not getattr(k, "tile_warps", 0):
         return _bound(k, set(), set())
-    plan = plan_tiles(k)
+    plan = _tile_modules()[1].plan_tiles(k)
     return _bound(k, set(plan.registers), set(plan.sites))
 
 

@@ -19,16 +19,21 @@ not checked at all: mypy would show none of its diagnostics.
 from __future__ import annotations
 
 import atexit
+import ctypes
 import gc
 import hashlib
+import multiprocessing
 import os
+import signal
 import sys
 import time
 from collections.abc import Mapping
+from concurrent.futures import ProcessPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.records import dataclass
 
+from mypy.errors import ErrorWatcher
 from mypy.nodes import Context, Import, ImportAll, ImportFrom, MypyFile
 from mypy.plugin import CheckerPluginInterface
 from mypy.util import decode_python_encoding
@@ -37,8 +42,8 @@ from anodize.language.diagnostics import Diagnostic
 
 from .codes import report
 
-if TYPE_CHECKING:  # the pool's modules load only when a module is first sent to a worker
-    from concurrent.futures import Future, ProcessPoolExecutor
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 
 @dataclass(frozen=True)
@@ -145,9 +150,6 @@ def _workers() -> int:
 def _worker_init(parent: int) -> None:
     """Workers end with mypy: mypy leaves with `os._exit`, which skips the pool's shutdown."""
     try:
-        import ctypes
-        import signal
-
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
         pass
@@ -167,9 +169,6 @@ def _get_pool() -> ProcessPoolExecutor | None:
             _pool_broken = True
             return None
         try:
-            import multiprocessing
-            from concurrent.futures import ProcessPoolExecutor
-
             _pool = ProcessPoolExecutor(
                 max_workers=n,
                 mp_context=multiprocessing.get_context("fork"),
@@ -375,8 +374,6 @@ def filter_doubles(api: CheckerPluginInterface) -> None:
     if not isinstance(watchers, list) or any(w is _installed[0] for w in watchers[:1] if _installed):
         return
     try:
-        from mypy.errors import ErrorWatcher
-
         watcher = ErrorWatcher(errors, filter_errors=_is_double)
     except Exception:  # a mypy without this API: the repeats stay
         return
