@@ -19,6 +19,7 @@ from anodize.language.contract import Contract, Requires, Shape, equal_lengths
 from anodize.language.diagnostics import CheckError, Diagnostic
 from anodize.language.fn_types import FnTypes
 from anodize.language.ir import ParamSpec
+from anodize.language.grid_sync import grid_sync_placement, uniform_expr
 from anodize.language.liveness import spin_read
 from anodize.language.param_annotations import constant_params
 from anodize.language.record_types import RecordTy
@@ -172,6 +173,8 @@ def _type_kernel(
         spins, read = spin_read(loop, frozenset(k.unsafe_shared))
         if spins and loop.span is not None:
             k.diags.append(messages.spin_wait(loop.span, read))
+    if k.grid_syncs:  # every thread of the grid reaches each `az.grid.sync()` alike
+        k.diags.extend(_grid_sync_placement(front, fdef, comp, ptypes, k.consts))
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)
@@ -189,6 +192,7 @@ def _type_kernel(
         uses_warp=k.uses_warp,
         uses_shared=k.uses_shared,
         waits=any(spin_read(loop, frozenset(k.unsafe_shared))[0] for loop in k.unsafe_loops),
+        grid_sync=k.grid_syncs,
         shared=tuple(k.shared.items()),
         tile_warps=warps,
         tile_stages=int(spec.get(OPTION_NUM_STAGES, 0)) if warps else 0,
@@ -198,6 +202,32 @@ def _type_kernel(
         raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
                                               nbytes=bound, limit=STATIC_SHARED_MAX_BYTES)])
     return kir
+
+
+def _grid_sync_placement(front: Any, fdef: ast.FunctionDef, comp: FnTyper, ptypes: dict[str, Ty], consts: dict[str, Any]) -> list[Diagnostic]:
+    """az-barrier-divergence for each `az.grid.sync()` some block may skip (grid_sync.py)."""
+    assigned = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+    def name_uniform(n: ast.Name) -> bool:
+        if n.id in assigned:
+            return False
+        ty = ptypes.get(n.id)
+        if isinstance(ty, ScalarTy) or n.id in consts:
+            return True
+        return ty is None and front.symbols.resolve(n).kind == "constant"
+
+    def uniform(e: ast.expr) -> bool:
+        return uniform_expr(e, name_uniform, lambda p: p in ptypes and p not in assigned)
+
+    def is_sync(c: ast.Call) -> bool:
+        return isinstance(c.func, (ast.Name, ast.Attribute)) and comp.names.tag(c.func) == ("barrier", "grid")
+
+    def is_range(f: ast.expr) -> bool:
+        return isinstance(f, (ast.Name, ast.Attribute)) and comp.names.tag(f) == ("builtin", "range")
+
+    src = front.src
+    return [messages.grid_sync_divergence(src.span(call), src.span(why), key)
+            for call, why, key in grid_sync_placement(fdef, is_sync, is_range, uniform)]
 
 
 def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty], spec: dict[str, Any]) -> tuple[type[FnTyper], int]:

@@ -44,6 +44,7 @@ class KernelCtx:
     stack: list[object] = field(default_factory=list)  # the helpers being typed (recursion)
     ranks: set[int] = field(default_factory=set)
     uses_barrier: bool = False
+    grid_syncs: bool = False  # the kernel calls `az.grid.sync()` (grid_sync.py places them)
     uses_warp: bool = False
     uses_shared: bool = False
     shared: dict[str, SharedTy] = field(default_factory=dict)
