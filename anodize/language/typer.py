@@ -51,9 +51,38 @@ def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], 
         return TypedKernel(None, tuple(cdiags))
     views: list[FnTypes] = []
     try:
-        return TypedKernel(_type_kernel(front, fdef, contract, dict(spec), views), (), tuple(views))
+        kir = _type_kernel(front, fdef, contract, dict(spec), views)
     except CheckError as e:
         return TypedKernel(None, tuple(e.diagnostics), tuple(views))
+    mixed = _tile_shape_probe(front, fdef, contract, spec) if kir.tile_warps else []
+    if mixed:
+        return TypedKernel(None, tuple(mixed), tuple(views))
+    return TypedKernel(kir, (), tuple(views))
+
+
+# distinct values for the `az.Constant` parameters of a tile kernel checked without values
+_PROBE_VALUES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61)
+
+
+def _tile_shape_probe(front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: tuple[tuple[str, Any], ...]) -> list[Diagnostic]:
+    """One output, one tile shape, for a tile kernel whose shapes name `az.Constant` parameters
+    it is checked without: typed once more with a distinct value for each (the first typing
+    gives every unknown Constant 1, so `(BM, BN)` and `(CM, CN)` looked alike), the stores and
+    loads of one output at two shapes that differ by name are the `tile-shape-mixed` error a
+    specialisation with different values would give, at the same place.  As the SIMT twin
+    (two per-thread tiles of one output, `az-disjoint-index`), it is refused by name, whatever
+    values a launch would bind.  Only that error is taken from the probe (its values may make
+    other checks fail that no specialisation would)."""
+    unknown = [n for n in constant_params(front.symbols, fdef) if n not in dict(spec)]
+    if not unknown or len(unknown) > len(_PROBE_VALUES):
+        return []
+    mixed: list[Diagnostic] = []
+    try:
+        _type_kernel(front, fdef, contract, dict(spec), None, probe=(dict(zip(unknown, _PROBE_VALUES, strict=False)), mixed))
+    except CheckError as e:
+        if mixed and all(d in mixed for d in e.diagnostics):
+            return mixed
+    return []
 
 
 def type_helper(front: Any, fdef: ast.FunctionDef) -> FnTypes | None:
@@ -115,10 +144,13 @@ def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
 
 
 def _type_kernel(
-    front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any], views: list[FnTypes] | None = None
+    front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any], views: list[FnTypes] | None = None,
+    probe: tuple[dict[str, int], list[Diagnostic]] | None = None,
 ) -> ir.KernelIR:
     src = front.src
     k = KernelCtx(front, front.path, contract, spec=spec, kernel_name=fdef.name)
+    if probe is not None:  # `_tile_shape_probe`
+        k.unknown_values, k.shape_mixed = probe
     if views is not None:
         k.views = views
     for name in constant_params(front.symbols, fdef):
