@@ -147,8 +147,12 @@ class BlockCtx:
             self.state.barrier()
 
     def grid_barrier(self) -> None:
+        """`az.grid.sync()`: a block barrier on both sides (as on the GPU: the race detector's
+        barrier epochs advance), the grid's between."""
         assert self.grid is not None and self.state is not None
+        self.state.barrier()
         self.grid.barrier()
+        self.state.barrier()
 
     def exchange(self, linear: int, value: Any) -> dict[int, Any]:
         if self.state is None:

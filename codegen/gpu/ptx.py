@@ -209,6 +209,7 @@ class NVPTXTarget(Target):
             addr = b.ptrtoint(gv, I64T)
             atom = llir.InlineAsm(llir.FunctionType(I32T, [I64T, I32T]), "atom.release.gpu.global.add.u32 $0, [$1], $2;",
                                   "=r,l,r,~{memory}", side_effect=True)
+            lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")  # as cooperative groups: fence, arrive
             old = b.call(atom, [addr, add])
             load = llir.InlineAsm(llir.FunctionType(I32T, [I64T]), "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}",
                                   side_effect=True)
@@ -220,6 +221,7 @@ class NVPTXTarget(Target):
             flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, cur), top), llir.Constant(I32T, 0))
             b.cbranch(flipped, done, spin)
             b.position_at_end(done)
+            lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")  # ... and fence on leaving
         self.barrier(lw, span)
 
     def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:

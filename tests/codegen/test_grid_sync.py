@@ -36,6 +36,7 @@ def test_ptx_is_a_grid_barrier(ptxas_ok: Callable[[str, str], None]) -> None:
     assert re.search(r"\.global .*\.u32 __az_grid_barrier;", ptx)
     assert "atom.release.gpu.global.add.u32" in ptx
     assert "ld.acquire.gpu.global.u32" in ptx
+    assert ptx.count("membar.gl") >= 2  # fence before arriving and on leaving, as cooperative groups
     # a block barrier on both sides of the grid-wide one (and one inside block.reduce)
     assert ptx.count("bar.sync") >= 3
     ptxas_ok(ptx, "sm_90")
@@ -82,6 +83,29 @@ def inc(a: az.DisjointSlice[az.f32]) -> None:
     i = az.thread.index_1d()
     if i in a:
         a[i] = a[i] + 1.0
+
+
+@az.launch_contract(domain=1, block=64, cooperative=True, requires=lambda x, out: len(out) == len(x))
+@az.kernel
+def rotate(x: az.Slice[az.f32], out: az.DisjointSlice[az.f32]) -> None:
+    """A grid barrier is a block barrier too: the shared-memory phase discipline counts it."""
+    i = az.thread.index_1d()
+    w = az.thread.index_in_block()
+    buf = az.shared.array(64, az.f32)
+    buf[w] = x[i] if i in x else az.f32(0.0)
+    az.grid.sync()
+    if i in out:
+        out[i] = buf[(w.get() + 1) % 64]
+
+
+@pytest.mark.parametrize("device", ["cpu", "debug"])
+def test_grid_barrier_separates_shared_memory_phases(device: str) -> None:
+    dev = az.device(device)
+    n = 256
+    xh = np.arange(n, dtype=np.float32)
+    out = dev.zeros(n, az.f32)
+    rotate[az.LaunchConfig(grid=4, block=64)](dev.to_device(xh), out)  # the debug device's race detector: no race
+    np.testing.assert_array_equal(out.to_host(), xh.reshape(4, 64)[:, np.r_[1:64, 0]].reshape(-1))
 
 
 def test_plain_kernel_launch_is_not_cooperative(monkeypatch: pytest.MonkeyPatch) -> None:
