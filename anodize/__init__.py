@@ -30,7 +30,7 @@ from anodize.kernel import Func, Kernel, TileKernel, func, kernel, launch_contra
 # `anodize check`; the runtime (and NumPy with it) loads only when a name of it is used.
 # Type checkers read the imports below.
 if TYPE_CHECKING:
-    from anodize import block, foreign, local, math, shared, thread, tile, torch, warp
+    from anodize import block, foreign, grid, local, math, shared, thread, tile, torch, warp
     from anodize.language.errors import AliasingError, ArgumentError, CheckError, ContractViolation, KernelFault, LaunchError, OutOfMemoryError
     from anodize.types import (
         AtomicSlice,
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from anodize.runtime.policies import DependencyChains, RoundRobin, SingleStream, set_policy
 
 # `torch` (az.torch, anodize/torch.py) needs PyTorch: loaded on first use, never by `import *`
-_SUBMODULES = ("block", "foreign", "local", "math", "shared", "thread", "tile", "torch", "warp")
+_SUBMODULES = ("block", "foreign", "grid", "local", "math", "shared", "thread", "tile", "torch", "warp")
 _LAZY = {
     # the error classes: lazy too, so that the mypy plugin (imported by every mypy run, warm
     # cache included) does not build the diagnostics' dataclasses it never uses there
@@ -253,4 +253,5 @@ __all__ = [
     "warp",
     "block",
     "foreign",
+    "grid",
 ]

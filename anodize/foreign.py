@@ -249,6 +249,10 @@ def _contract(kernel: str, spec: Any, params: tuple[ParamSpec, ...]) -> Contract
             values[f.name] = block
         elif f.live == "pair":
             values[f.name] = tuple(raw)
+        elif f.live == "bool":
+            if not isinstance(raw, bool):
+                raise fail(f"`{f.name}={raw!r}` must be True or False")
+            values[f.name] = raw
         elif f.live == "lambda":
             try:
                 lam, text = _lambda_node(raw)

@@ -348,7 +348,7 @@ def func(fn: Callable[P, R]) -> Func[P, R]:
 def launch_contract(**contract: Unpack[LaunchContractArgs]) -> Callable[[_K], _K]:
     """Declare how a kernel may be launched; stacks above or below `@kernel`.  The keywords are
     the contract's fields (language/contract_schema.py: `domain`, `block`, `requires`,
-    `shared_mem`, `min_compute_capability`, `min_blocks_per_sm`, `outputs`), read and validated
+    `shared_mem`, `min_compute_capability`, `min_blocks_per_sm`, `outputs`, `cooperative`), read and validated
     from the kernel's source (az-contract).  `outputs=` declares how `kernel[cfg].call(...)`
     allocates the output parameters (docs/async.md)."""
     spec = ContractSpec(dict(contract))

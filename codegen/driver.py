@@ -212,7 +212,7 @@ def compile_cpu(
     # a kernel whose `unsafe` code waits on other threads' writes runs one host thread per GPU
     # thread (codegen/cpu/threads.py), never a block's threads in turn: so it ends wherever it ends on a GPU
     threaded = k.uses_barrier or k.uses_warp or k.uses_shared or k.waits
-    if threaded and split_barriers and not k.waits:
+    if threaded and split_barriers and not k.waits and not k.grid_sync:  # a grid barrier: every block at once
         try:
             plan = cpu.split.plan_kernel(k)
         except cpu.split.Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
@@ -228,7 +228,8 @@ def compile_cpu(
     else:
         cpu.backend.add_launcher(lw)
     llvm_ir = str(lw.module)
-    jit = cpu.backend.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.backend.cpu_isa())
+    jit = cpu.backend.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.backend.cpu_isa(),
+                                  whole_grid=k.grid_sync)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.llvm_ir_optimized = jit.optimized_ir

@@ -164,8 +164,23 @@ class CudaDevice(Device):
             _raise_shared_limit(kernel, compiled.dynamic_shared_bytes, self._cu.device_id)
         return kernel
 
-    def launch_config(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int) -> Any:
+    def launch_config(self, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, cooperative: bool = False,
+                      handle: Any = None) -> Any:
+        """cuda.core's launch config; `cooperative` (a contract's `cooperative=True`): a cooperative
+        launch, refused (LaunchError) when the grid cannot be resident at once."""
+        if cooperative:
+            co_resident(grid, block, shared, *self.residency(handle, block, shared))
+            return _CuLaunchConfig(grid=grid, block=block, shmem_size=shared, is_cooperative=True)
         return _CuLaunchConfig(grid=grid, block=block, shmem_size=shared)
+
+    def residency(self, handle: Any, block: tuple[int, int, int], shared: int) -> tuple[int, int]:
+        """(SMs, blocks of `handle` resident on one SM at once) at this block and dynamic shared size."""
+        fn = getattr(handle, "handle", handle)
+        if isinstance(fn, driver.CUkernel):  # cuda.core loads through the library API
+            fn = check_cu(driver.cuKernelGetFunction(fn), "cuKernelGetFunction")
+        per_sm = check_cu(driver.cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, block[0] * block[1] * block[2], shared),
+                          "cuOccupancyMaxActiveBlocksPerMultiprocessor")
+        return int(self._cu.properties.multiprocessor_count), int(per_sm)
 
     def launch(self, handle: Any, config: Any, args: tuple[Any, ...]) -> None:
         _cu_launch(self._stream, config, handle, *args)
@@ -176,6 +191,20 @@ class CudaDevice(Device):
         if type(self).launch is not CudaDevice.launch:  # a subclass that launches its own way
             return (lambda *args: self.launch(handle, config, args)), ()
         return _cu_launch, (self._stream, config, handle)
+
+
+def co_resident(grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, sms: int, per_sm: int) -> None:
+    """Refuse a cooperative launch whose grid the GPU cannot hold resident at once."""
+    blocks = grid[0] * grid[1] * grid[2]
+    if blocks > sms * per_sm:
+        from anodize.language.errors import LaunchError
+
+        raise LaunchError(
+            f"a cooperative launch (`cooperative=True`: the kernel calls `az.grid.sync()`) of {blocks} blocks cannot be "
+            f"resident at once: this GPU holds {sms} SMs x {per_sm} blocks of {block[0] * block[1] * block[2]} threads "
+            f"({shared} bytes of dynamic shared memory) per SM = {sms * per_sm} blocks; launch at most {sms * per_sm} blocks "
+            "(a grid-stride loop covers any size)"
+        )
 
 
 def _raise_shared_limit(kernel: Any, nbytes: int, device_id: int) -> None:

@@ -367,7 +367,8 @@ class _Plan:
             self.hidden += (np.int64(cfg.grid[0] * cfg.block[0]),)
         self.cu_config = (
             None if self.is_cpu else dev.launch_config(launch_grid(compiled, cfg.grid), cfg.block,  # type: ignore[attr-defined]
-                                                       max(cfg.shared_mem, compiled.dynamic_shared_bytes))
+                                                       max(cfg.shared_mem, compiled.dynamic_shared_bytes),
+                                                       *((True, loaded.handle) if contract is not None and contract.cooperative else ()))
         )
         # The launch itself: `call(*prefix, *flat, *suffix)`, one call with everything bound.
         self.call, self.prefix, self.suffix = _launch_call(self)

@@ -135,7 +135,10 @@ class FakeGpu(HostGpu):
         self._cu_stream = driver.CUstream(self._stream_h)
         self._event = FakeEvent()
 
-    def launch_config(self, grid: Any, block: Any, shared: int) -> Any:
+    def launch_config(self, grid: Any, block: Any, shared: int, cooperative: bool = False, handle: Any = None) -> Any:
+        if cooperative:  # the real check, on the fake driver's occupancy
+            cuda_device.co_resident(grid, block, shared, *self.residency(handle, block, shared))
+            self._cu.state.cooperative += 1
         return (grid, block, shared)
 
     def launch(self, handle: Any, config: Any, args: tuple[Any, ...]) -> None:
@@ -160,6 +163,9 @@ class FakeDriver:
         self.set_current_calls = 0
         self.counts: dict[str, int] = {}
         self.ready = True  # False: event queries say "not ready" (work looks in flight)
+        self.blocks_per_sm = 2  # cuOccupancyMaxActiveBlocksPerMultiprocessor's answer
+        self.occupancy_asks: list[tuple[int, int]] = []  # (block threads, dynamic shared bytes)
+        self.cooperative = 0  # cooperative launch configs made
 
     def new_handle(self) -> int:
         return next(self._ids)
@@ -278,6 +284,10 @@ class FakeDriver:
             self.run_or_record(stream, fn)
         return (OK,)
 
+    def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: Any, threads: int, shared: int) -> tuple[Any, int]:
+        self.occupancy_asks.append((threads, shared))
+        return (OK, self.blocks_per_sm)
+
     def launch(self, stream: Any, config: Any, handle: Any, *args: Any) -> None:
         """`cuda.core.launch`."""
         self._count("launch")
@@ -290,7 +300,8 @@ _CALLS = (
     "cuEventCreate cuEventRecord cuEventQuery cuEventSynchronize cuEventDestroy cuStreamWaitEvent "
     "cuMemcpyHtoDAsync cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8Async cuStreamSynchronize cuStreamQuery "
     "cuStreamCreate cuMemHostAlloc cuMemFreeHost cuPointerGetAttribute cuStreamBeginCapture "
-    "cuStreamEndCapture cuGraphInstantiate cuGraphDestroy cuGraphExecDestroy cuGraphLaunch"
+    "cuStreamEndCapture cuGraphInstantiate cuGraphDestroy cuGraphExecDestroy cuGraphLaunch "
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor"
 ).split()
 
 

@@ -179,6 +179,9 @@ class Contract:
     # (`.minnctapersm`), no change to what the kernel computes
     min_blocks_per_sm: int | None = None
     outputs: Outputs | None = None  # how `k[cfg].call(...)` allocates the outputs
+    # `cooperative=True`: the kernel may call `az.grid.sync()`; its launches are cooperative
+    # (every block resident at once, refused when the grid cannot be)
+    cooperative: bool | None = None
 
     @property
     def block_threads(self) -> int | None:

@@ -265,6 +265,22 @@ def read_min_blocks(r: Reading, node: ast.expr) -> int | None:
     return v[0]
 
 
+def read_cooperative(r: Reading, node: ast.expr) -> bool | None:
+    """`cooperative=True`: the kernel may call `az.grid.sync()`, and each launch is cooperative
+    (every block of the grid resident at once; refused when the GPU cannot hold them)."""
+    say = r.say
+    if not (isinstance(node, ast.Constant) and isinstance(node.value, bool)):
+        say(node, "cooperative-must", "write-cooperative")
+        return None
+    return node.value
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise TypeError(f"not a bool: {v!r}")
+    return v
+
+
 def _params(front: ModuleFront, fdef: ast.FunctionDef) -> dict[str, tuple[str, str | None, str | None]]:
     """name -> (kind, slice kind, scalar) of each parameter (kind: slice | scalar | witness | bad)."""
     out = {}
@@ -496,6 +512,7 @@ FIELDS: tuple[ContractField, ...] = (
     ContractField("min_blocks_per_sm", "int | None", read_min_blocks, _int, _int, codegen=True),
     ContractField("outputs", "Callable[..., dict[str, Any]] | None", read_outputs, _outputs_json, _outputs_from_json,
                   codegen=False),
+    ContractField("cooperative", "bool | None", read_cooperative, _bool, _bool, codegen=False, tile=False, live="bool"),
 )
 FIELD_NAMES = tuple(f.name for f in FIELDS)
 
@@ -511,3 +528,4 @@ class LaunchContractArgs(TypedDict, total=False):
     min_compute_capability: NotRequired[tuple[int, int] | None]
     min_blocks_per_sm: NotRequired[int | None]
     outputs: NotRequired[Callable[..., dict[str, Any]] | None]
+    cooperative: NotRequired[bool | None]

@@ -66,6 +66,7 @@ _PREFIXES = (
     ("anodize.thread.", "thread."),
     ("anodize.warp.", "warp."),
     ("anodize.block.", "block."),
+    ("anodize.grid.", "grid."),
     ("anodize.shared.", "shared."),
     ("anodize.local.", "local."),
     ("anodize.math.", "math."),
@@ -118,6 +119,8 @@ def _declare() -> dict[str, Intrinsic]:
     for qual, kind in FENCE_QUALNAMES.items():  # az.threadfence(), az.warp.sync(): safe
         add(canonical(qual), "fence", kind, warp_wide=kind == "warp_sync", arity=(0, 0))
     add("az.syncthreads", "barrier", barrier=True, arity=(0, 0))
+    # every thread of the grid (a cooperative kernel's): a barrier for the block's rules too
+    add("grid.sync", "barrier", "grid", barrier=True, arity=(0, 0))
     for n, arity in COLLECTIVES.items():  # az.warp.reduce, az.block.reduce/scan/broadcast: safe
         block = n in BLOCK_COLLECTIVES
         scan = n == "block.scan"

@@ -509,6 +509,7 @@ class Return:
 @dataclass(frozen=True)
 class Barrier:
     span: Span | None = None
+    grid: bool = False  # `az.grid.sync()`: every thread of the (cooperative) grid, a block barrier too
 
 
 @dataclass(frozen=True)
@@ -616,6 +617,9 @@ class KernelIR:
     # an `unsafe` loop waits on memory other threads write (liveness.py): the CPU backend runs
     # the block's threads as host threads, so the writer runs while the waiter spins
     waits: bool = False
+    # `az.grid.sync()` (a cooperative kernel): the CPU backend and the debug device run every
+    # block of the grid at once, the GPU launch is cooperative
+    grid_sync: bool = False
     shared: tuple[tuple[str, SharedTy], ...] = field(default=())
     tile_warps: int = 0  # a tile kernel (`@az.tile_kernel`, language/tile_ir.py): its num_warps; 0 for SIMT
     tile_stages: int = 0  # the most pipeline stages its loops may take (an autotuning config's `num_stages`); 0: the compiler's choice

@@ -23,7 +23,7 @@ from anodize.language.messages_rules import (
     shared_write, shared_write_via_helper, shared_rebind, NOT_OWN_WITNESS, disjoint_index,
     block_witness_access, disjoint_passed, disjoint_mixed_mapping, index_forge, index_domain,
     index_domain_mixed, atomic_plain, atomic_passed, atomic_scope, atomic_order, global_write,
-    unsafe_op, barrier_divergence, spin_wait, warp_divergence, warp_block, contract, requires_syntax, outputs_syntax,
+    unsafe_op, barrier_divergence, grid_sync_not_cooperative, grid_sync_divergence, spin_wait, warp_divergence, warp_block, contract, requires_syntax, outputs_syntax,
     no_contract, alias, launch_rank, kernel_source_unavailable, unsupported_here,
 )
 from anodize.language.messages_races import (

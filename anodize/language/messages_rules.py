@@ -295,6 +295,40 @@ def barrier_divergence(span: Span, key: str, reason: Span, reason_key: str, **va
     )
 
 
+def grid_sync_not_cooperative(span: Span) -> Diagnostic:
+    """`az-contract`: `az.grid.sync()` in a kernel whose contract is not cooperative."""
+    return make(
+        "az-contract",
+        MESSAGES["grid-sync-not-cooperative"],
+        span,
+        label="a barrier across every block of the grid",
+        notes=("the blocks of an ordinary launch need not be resident together: a block waiting for one "
+               "that has not started would wait for ever",),
+        help=HELPS["grid-sync-add-cooperative"],
+    )
+
+
+def grid_sync_divergence(span: Span, reason: Span, why: str) -> Diagnostic:
+    """`az-barrier-divergence` of `az.grid.sync()`: control flow that may differ between blocks;
+    `why` (language/grid_sync.py): "return" (a return before it), "leave" (a loop around it left
+    early) or "control" (a condition or a trip count)."""
+    if why == "return":
+        label = phrase("grid-divergent-return", {})
+    elif why == "leave":
+        label = phrase("grid-divergent-leave", {})
+    else:
+        label = phrase("grid-divergent-control", {})
+    return make(
+        "az-barrier-divergence",
+        text("barrier-divergent-grid-sync", {}),
+        span,
+        label="not every thread of the grid may reach this barrier",
+        secondary=(Label(reason, label),),
+        notes=("a grid-wide barrier that some block skips deadlocks the grid",),
+        help=HELPS["grid-sync-uniform"],
+    )
+
+
 def spin_wait(span: Span, read: Span | None) -> Diagnostic:
     """`az-spin-wait`: a loop whose exit depends on memory other threads write (liveness.py)."""
     return make(
@@ -305,7 +339,8 @@ def spin_wait(span: Span, read: Span | None) -> Diagnostic:
         secondary=(Label(read, "its exit depends on this read"),) if read is not None else (),
         notes=("the blocks of a grid need not be resident together, and the CPU backend runs a "
                "block's threads in turn between barriers: a thread spinning on another's write may never see it",),
-        help="wait with a barrier (`az.syncthreads()`) or a block collective, or split the kernel in two "
+        help="wait with a barrier (`az.syncthreads()`) or a block collective; across blocks, with "
+        "`az.grid.sync()` in a kernel whose contract says `cooperative=True`, or split the kernel in two "
         "launches; or prove it live by hand in `with az.unsafe():`",
     )
 

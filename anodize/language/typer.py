@@ -21,6 +21,7 @@ from anodize.language.diagnostics import CheckError, Diagnostic
 from anodize.language.fn_types import FnTypes
 from anodize.language.front import TypedKernel, kernel_contract, kernel_of  # (the front imports this module lazily: it stays light)
 from anodize.language.ir import ParamSpec
+from anodize.language.grid_sync import grid_sync_placement, uniform_expr
 from anodize.language.liveness import spin_read
 from anodize.language.param_annotations import constant_params
 from anodize.language.record_types import RecordTy
@@ -49,9 +50,38 @@ def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], 
         return TypedKernel(None, tuple(cdiags))
     views: list[FnTypes] = []
     try:
-        return TypedKernel(_type_kernel(front, fdef, contract, dict(spec), views), (), tuple(views))
+        kir = _type_kernel(front, fdef, contract, dict(spec), views)
     except CheckError as e:
         return TypedKernel(None, tuple(e.diagnostics), tuple(views))
+    mixed = _tile_shape_probe(front, fdef, contract, spec) if kir.tile_warps else []
+    if mixed:
+        return TypedKernel(None, tuple(mixed), tuple(views))
+    return TypedKernel(kir, (), tuple(views))
+
+
+# distinct values for the `az.Constant` parameters of a tile kernel checked without values
+_PROBE_VALUES = (17, 19, 23, 29, 31, 37, 41, 43, 47, 53, 59, 61)
+
+
+def _tile_shape_probe(front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: tuple[tuple[str, Any], ...]) -> list[Diagnostic]:
+    """One output, one tile shape, for a tile kernel whose shapes name `az.Constant` parameters
+    it is checked without: typed once more with a distinct value for each (the first typing
+    gives every unknown Constant 1, so `(BM, BN)` and `(CM, CN)` looked alike), the stores and
+    loads of one output at two shapes that differ by name are the `tile-shape-mixed` error a
+    specialisation with different values would give, at the same place.  As the SIMT twin
+    (two per-thread tiles of one output, `az-disjoint-index`), it is refused by name, whatever
+    values a launch would bind.  Only that error is taken from the probe (its values may make
+    other checks fail that no specialisation would)."""
+    unknown = [n for n in constant_params(front.symbols, fdef) if n not in dict(spec)]
+    if not unknown or len(unknown) > len(_PROBE_VALUES):
+        return []
+    mixed: list[Diagnostic] = []
+    try:
+        _type_kernel(front, fdef, contract, dict(spec), None, probe=(dict(zip(unknown, _PROBE_VALUES, strict=False)), mixed))
+    except CheckError as e:
+        if mixed and all(d in mixed for d in e.diagnostics):
+            return mixed
+    return []
 
 
 def type_helper(front: Any, fdef: ast.FunctionDef) -> FnTypes | None:
@@ -116,10 +146,13 @@ def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
 
 
 def _type_kernel(
-    front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any], views: list[FnTypes] | None = None
+    front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any], views: list[FnTypes] | None = None,
+    probe: tuple[dict[str, int], list[Diagnostic]] | None = None,
 ) -> ir.KernelIR:
     src = front.src
     k = KernelCtx(front, front.path, contract, spec=spec, kernel_name=fdef.name)
+    if probe is not None:  # `_tile_shape_probe`
+        k.unknown_values, k.shape_mixed = probe
     if views is not None:
         k.views = views
     for name in constant_params(front.symbols, fdef):
@@ -177,6 +210,8 @@ def _type_kernel(
         spins, read = spin_read(loop, frozenset(k.unsafe_shared))
         if spins and loop.span is not None:
             k.diags.append(messages.spin_wait(loop.span, read))
+    if k.grid_syncs:  # every thread of the grid reaches each `az.grid.sync()` alike
+        k.diags.extend(_grid_sync_placement(front, fdef, comp, ptypes, k.consts))
     if k.diags:
         raise CheckError(k.diags) from None
     domain = contract.domain if contract is not None else (max(k.ranks) if k.ranks else 1)
@@ -194,6 +229,7 @@ def _type_kernel(
         uses_warp=k.uses_warp,
         uses_shared=k.uses_shared,
         waits=any(spin_read(loop, frozenset(k.unsafe_shared))[0] for loop in k.unsafe_loops),
+        grid_sync=k.grid_syncs,
         shared=tuple(k.shared.items()),
         tile_warps=warps,
         tile_stages=int(spec.get(OPTION_NUM_STAGES, 0)) if warps else 0,
@@ -203,6 +239,32 @@ def _type_kernel(
         raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
                                               nbytes=bound, limit=STATIC_SHARED_MAX_BYTES)])
     return kir
+
+
+def _grid_sync_placement(front: Any, fdef: ast.FunctionDef, comp: FnTyper, ptypes: dict[str, Ty], consts: dict[str, Any]) -> list[Diagnostic]:
+    """az-barrier-divergence for each `az.grid.sync()` some block may skip (grid_sync.py)."""
+    assigned = {n.id for n in ast.walk(fdef) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+
+    def name_uniform(n: ast.Name) -> bool:
+        if n.id in assigned:
+            return False
+        ty = ptypes.get(n.id)
+        if isinstance(ty, ScalarTy) or n.id in consts:
+            return True
+        return ty is None and front.symbols.resolve(n).kind == "constant"
+
+    def uniform(e: ast.expr) -> bool:
+        return uniform_expr(e, name_uniform, lambda p: p in ptypes and p not in assigned)
+
+    def is_sync(c: ast.Call) -> bool:
+        return isinstance(c.func, (ast.Name, ast.Attribute)) and comp.names.tag(c.func) == ("barrier", "grid")
+
+    def is_range(f: ast.expr) -> bool:
+        return isinstance(f, (ast.Name, ast.Attribute)) and comp.names.tag(f) == ("builtin", "range")
+
+    src = front.src
+    return [messages.grid_sync_divergence(src.span(call), src.span(why), key)
+            for call, why, key in grid_sync_placement(fdef, is_sync, is_range, uniform)]
 
 
 def _tile_hook(front: Any, fdef: ast.FunctionDef, ptypes: dict[str, Ty], spec: dict[str, Any]) -> tuple[type[FnTyper], int]:

@@ -129,7 +129,8 @@ class NameResolver:
         if self.st.is_kernel:
             own = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
             env = {n: self.st.k.consts[n] for n in own if n in self.st.k.consts}
-            env.update({n: 1 for n in own if n in self.st.k.unknown_consts})  # checked without a value: the specialisation checks the real one
+            unknown = self.st.k.unknown_values  # checked without a value: the specialisation checks the real one
+            env.update({n: unknown.get(n, 1) for n in own if n in self.st.k.unknown_consts})
         got = self.st.symbols.constant(node, env)
         if got is not None:
             return got[0]

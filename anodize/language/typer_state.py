@@ -44,6 +44,7 @@ class KernelCtx:
     stack: list[object] = field(default_factory=list)  # the helpers being typed (recursion)
     ranks: set[int] = field(default_factory=set)
     uses_barrier: bool = False
+    grid_syncs: bool = False  # the kernel calls `az.grid.sync()` (grid_sync.py places them)
     uses_warp: bool = False
     uses_shared: bool = False
     shared: dict[str, SharedTy] = field(default_factory=dict)
@@ -54,6 +55,10 @@ class KernelCtx:
     spec: dict[str, Any] = field(default_factory=dict)
     consts: dict[str, Any] = field(default_factory=dict)  # Constant parameters with a value
     unknown_consts: set[str] = field(default_factory=set)  # Constant parameters checked without one
+    # the values an unknown Constant takes while typed (1, or the shape probe's distinct ones:
+    # typer.py `_tile_shape_probe`), and where the probe collects one output's mixed tile shapes
+    unknown_values: dict[str, int] = field(default_factory=dict)
+    shape_mixed: list[Diagnostic] | None = None
     kernel_name: str = ""
     views: list[FnTypes] = field(default_factory=list)  # each body's typing, keyed by its source (fn_types.py)
     loops: list[ir.While] = field(default_factory=list)  # `while` loops outside `unsafe` (liveness.py)

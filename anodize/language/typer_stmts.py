@@ -372,6 +372,17 @@ class StmtTyper:
                 self.st.type_error(call, "syncthreads-takes-arguments")
             self.st.k.uses_barrier = True
             return [ir.Barrier(self.st.span(call))]
+        if tag == ("barrier", "grid"):  # az.grid.sync(): a cooperative kernel's own body (grid_sync.py)
+            if call.args or call.keywords:
+                self.st.type_error(call, "syncthreads-takes-arguments")
+            if not self.st.is_kernel:
+                self.st.unsupported(call, "grid-sync-in-helper", help="grid-sync-in-kernel")
+            contract = self.st.k.contract
+            if contract is None or not contract.cooperative:
+                self.st.fail(messages.grid_sync_not_cooperative(self.st.span(call)))
+            self.st.k.uses_barrier = True
+            self.st.k.grid_syncs = True
+            return [ir.Barrier(self.st.span(call), grid=True)]
         if tag is not None and tag[0] == "fence":  # az.threadfence(), az.warp.sync(): safe
             self.fn.calls.arity(call, 0, "threadfence" if tag[1] == "threadfence" else "warp.sync")
             if call.keywords:

@@ -237,8 +237,17 @@ class TileTyper:
         line = self.st.span(node).line
         first = self._shapes.setdefault(name, (shape, line))
         if first[0] != shape:
-            self.st.fail(messages.tile_ownership(self.st.span(node), "tile-shape-mixed", help="tile-one-shape",
-                                              name=name, shape=shape, first=first[0], line=first[1]))
+            k = self.st.k
+            names = {v: n for n, v in k.unknown_values.items()}  # the shape probe's values, by name
+
+            def show(sh: tuple[int, ...]) -> str:
+                return "(" + ", ".join(names.get(d, str(d)) for d in sh) + ("," if len(sh) == 1 else "") + ")"
+
+            diag = messages.tile_ownership(self.st.span(node), "tile-shape-mixed", help="tile-one-shape",
+                                           name=name, shape=show(shape), first=show(first[0]), line=first[1])
+            if k.shape_mixed is not None:
+                k.shape_mixed.append(diag)
+            self.st.fail(diag)
 
     def own_offset(self, pid: ir.Expr, shape: tuple[int, ...], span: Any) -> tuple[ir.Expr, ...]:
         rank = pid.ty.rank  # type: ignore[union-attr]

@@ -106,10 +106,13 @@ def k(a: Slice[i32], c: DisjointSlice[f32]) -> None:
         m = self.model
         ctx = m.barriers.get(node)
         if ctx is not None:
-            if ctx.divergent is not None and m.callees[node].kind == "barrier":
+            callee = m.callees[node]
+            if ctx.divergent is not None and callee.kind == "barrier":
+                grid = callee.decl is not None and callee.decl.tag == ("barrier", "grid")  # az.grid.sync()
                 self.report(
                     messages.barrier_divergence(
-                        self.span(node), "barrier-divergent-syncthreads", self.span(ctx.divergent), divergence_reason(ctx.divergent, lanes=False)
+                        self.span(node), "barrier-divergent-grid-sync" if grid else "barrier-divergent-syncthreads",
+                        self.span(ctx.divergent), divergence_reason(ctx.divergent, lanes=False)
                     )
                 )
             elif ctx.divergent is not None:  # a block collective ends with a barrier

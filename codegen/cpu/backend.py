@@ -213,6 +213,13 @@ class CPUTarget(Target):
             self._refuse(span, "`az.syncthreads()`")
         lw.intrinsic("__az_cpu_barrier", llir.VoidType(), [lw.extra_args[0]])
 
+    def grid_barrier(self, lw: Lowerer, span: Span | None) -> None:
+        """`az.grid.sync()`: the host threads of every block of the grid (threads.run_grid runs
+        a kernel that has one with `whole_grid=True`)."""
+        if not self.threaded:
+            self._refuse(span, "`az.grid.sync()`")
+        lw.intrinsic("__az_cpu_grid_barrier", llir.VoidType(), [lw.extra_args[0]])
+
     def warp(self, lw: Lowerer, op: str, args: list[llir.Value], ty: ScalarTy, span: Span | None) -> llir.Value:
         if not self.threaded:
             self._refuse(span, f"`warp.{op}`")
@@ -524,9 +531,11 @@ class CpuModule:
     """A JIT-compiled kernel; keep it alive as long as its entry may be called."""
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0,
-                 isa: str = "host"):
-        """`isa`: the vector level the module is optimised for (`cpu_isa()`)."""
+                 isa: str = "host", whole_grid: bool = False):
+        """`isa`: the vector level the module is optimised for (`cpu_isa()`); `whole_grid`: every
+        block of the grid runs at once (a kernel with `az.grid.sync()`, threaded)."""
         self.threaded = threaded
+        self.whole_grid = whole_grid
         self.static_shared = static_shared
         printf.register_symbols()
         if threaded:
@@ -563,7 +572,8 @@ class CpuModule:
             raise ValueError(f"dynamic shared memory of {dynamic_shared} bytes is out of range")
         argv = (ctypes.c_uint64 * max(1, len(self.kinds)))(*[_encode(v, k) for v, k in zip(flat_args, self.kinds, strict=True)])
         if self.threaded:
-            threads.run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared, int(dynamic_shared))
+            threads.run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared,
+                             int(dynamic_shared), whole_grid=self.whole_grid)
             return
         block = (ctypes.c_uint32 * 3)(*bl)
         fn, bp, ap, fa, rk = self._fn, ctypes.addressof(block), ctypes.addressof(argv), int(fault_address), int(launch_rank)

@@ -10,6 +10,9 @@ calls back into this module for `syncthreads` and warp operations:
 
 * `__az_cpu_barrier(ctx)`: waits until every *live* thread of the block arrives
   (a thread that returned no longer counts, as on sm_70+);
+* `__az_cpu_grid_barrier(ctx)`: `az.grid.sync()`, the same over every thread of the grid: a
+  kernel that calls it runs every block of the grid at once (`run_grid(..., whole_grid=True)`),
+  as a cooperative launch keeps every block resident on a GPU;
 * `__az_cpu_shfl(ctx, mode, bits, k)` / `__az_cpu_vote(ctx, mode, pred)`: every
   live lane of the warp deposits its value, then each reads its source lane with
   the PTX rules for `shfl.sync` (an invalid source lane gives the caller's own
@@ -58,10 +61,44 @@ class _Warp:
     snapshot: dict[int, int] = field(default_factory=dict)
 
 
+class GridBarrier:
+    """`az.grid.sync()` across the host threads of every block of a grid (its live threads)."""
+
+    def __init__(self, nthreads: int):
+        self.cv = threading.Condition()
+        self.alive = nthreads
+        self.arrived = 0
+        self.gen = 0
+        self.broken = False
+
+    def barrier(self) -> None:
+        with self.cv:
+            if self.broken:
+                return
+            gen = self.gen
+            self.arrived += 1
+            if self.arrived >= self.alive:
+                self.arrived = 0
+                self.gen += 1
+                self.cv.notify_all()
+            elif not self.cv.wait_for(lambda: self.gen != gen or self.broken, timeout=TIMEOUT_S):
+                self.broken = True
+                self.cv.notify_all()
+
+    def exit(self) -> None:
+        with self.cv:
+            self.alive -= 1
+            if self.arrived and self.arrived >= self.alive:
+                self.arrived = 0
+                self.gen += 1
+                self.cv.notify_all()
+
+
 class BlockState:
     """The synchronisation state of one block's host threads."""
 
-    def __init__(self, nthreads: int):
+    def __init__(self, nthreads: int, grid: GridBarrier | None = None):
+        self.grid = grid  # a cooperative grid's barrier, shared by its blocks
         self.cv = threading.Condition()
         self.alive = nthreads
         self.arrived = 0
@@ -137,6 +174,12 @@ def _barrier(ctx: int) -> None:
     st.barrier()
 
 
+def _grid_barrier(ctx: int) -> None:
+    st, _ = _ctx_words(ctx)
+    assert st.grid is not None  # run_grid(..., whole_grid=True) for a kernel with `az.grid.sync()`
+    st.grid.barrier()
+
+
 def _shfl(ctx: int, mode: int, bits: int, k: int) -> int:
     st, linear = _ctx_words(ctx)
     lane = linear % 32
@@ -168,13 +211,13 @@ def _vote(ctx: int, mode: int, pred: int) -> int:
 _BARRIER_T = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 _SHFL_T = ctypes.CFUNCTYPE(ctypes.c_uint64, ctypes.c_void_p, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int32)
 _VOTE_T = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32)
-_CALLBACKS = (_BARRIER_T(_barrier), _SHFL_T(_shfl), _VOTE_T(_vote))
+_CALLBACKS = (_BARRIER_T(_barrier), _SHFL_T(_shfl), _VOTE_T(_vote), _BARRIER_T(_grid_barrier))
 
 
 @functools.cache
 def register_symbols() -> None:
     """Make the callbacks resolvable by MCJIT (once per process)."""
-    for name, cb in zip(("__az_cpu_barrier", "__az_cpu_shfl", "__az_cpu_vote"), _CALLBACKS, strict=True):
+    for name, cb in zip(("__az_cpu_barrier", "__az_cpu_shfl", "__az_cpu_vote", "__az_cpu_grid_barrier"), _CALLBACKS, strict=True):
         llvm.add_symbol(name, ctypes.cast(cb, ctypes.c_void_p).value)
 
 
@@ -187,23 +230,46 @@ def run_grid(
     launch_rank: int,
     static_shared: int,
     dynamic_shared: int,
+    whole_grid: bool = False,
 ) -> None:
-    """Run every block in turn, one host thread per GPU thread of the block.
+    """Run every block in turn, one host thread per GPU thread of the block (`whole_grid`: every
+    block at once, for `az.grid.sync()`).
 
     Each block's shared memory is exactly `static_shared + dynamic_shared` bytes (the
     generated code bounds-checks every access against it, reading the dynamic size from `ctx`)."""
     gx, gy, gz = grid
     bx, by, bz = block
     nthreads = bx * by * bz
+    blocks = list(itertools.product(range(gz), range(gy), range(gx)))
+    if whole_grid:
+        gb = GridBarrier(nthreads * len(blocks))
+        _run_blocks(thread_fn, blocks, grid, block, argv_addr, fault_address, launch_rank, static_shared, dynamic_shared, gb)
+        if gb.broken:
+            raise RuntimeError(f"grid {tuple(grid)} deadlocked: not every live thread reached `az.grid.sync()` within {TIMEOUT_S:.0f} s")
+        return
+    for one in blocks:
+        _run_blocks(thread_fn, [one], grid, block, argv_addr, fault_address, launch_rank, static_shared, dynamic_shared, None)
+
+
+def _run_blocks(thread_fn: Callable[..., None], blocks: list[tuple[int, int, int]], grid: Sequence[int], block: Sequence[int],
+                argv_addr: int, fault_address: int, launch_rank: int, static_shared: int, dynamic_shared: int,
+                gb: GridBarrier | None) -> None:
+    """Run `blocks` at once, one host thread per GPU thread (raise on a deadlocked block)."""
+    gx, gy, gz = grid
+    bx, by, bz = block
+    nthreads = bx * by * bz
     shared_bytes = static_shared + dynamic_shared
-    for cz, cy, cx in itertools.product(range(gz), range(gy), range(gx)):
-        st = BlockState(nthreads)
-        handle = next(_HANDLES)
-        _BLOCKS[handle] = st
-        shared = np.zeros(shared_bytes, np.uint8)
-        ctxs: list[np.ndarray] = []
-        threads: list[threading.Thread] = []
-        try:
+    states: list[tuple[tuple[int, int, int], BlockState, int]] = []
+    keep: list[np.ndarray] = []
+    threads: list[threading.Thread] = []
+    try:
+        for cz, cy, cx in blocks:
+            st = BlockState(nthreads, gb)
+            handle = next(_HANDLES)
+            _BLOCKS[handle] = st
+            states.append(((cx, cy, cz), st, handle))
+            shared = np.zeros(shared_bytes, np.uint8)
+            keep.append(shared)
             for tz, ty, tx in itertools.product(range(bz), range(by), range(bx)):
                 linear = tx + bx * (ty + by * tz)
                 ctx = np.zeros(CTX_WORDS, np.int64)
@@ -212,24 +278,28 @@ def run_grid(
                 ctx[OFF_SHARED // 8] = shared.ctypes.data
                 ctx[OFF_HANDLE // 8] = handle
                 ctx[OFF_LINEAR // 8] = linear
-                ctxs.append(ctx)
+                keep.append(ctx)
 
-                def one(ctx: np.ndarray = ctx, linear: int = linear) -> None:
+                def one(ctx: np.ndarray = ctx, linear: int = linear, st: BlockState = st) -> None:
                     try:
                         thread_fn(argv_addr, fault_address, launch_rank, ctx.ctypes.data)
                     finally:
                         st.exit(linear)
+                        if st.grid is not None:
+                            st.grid.exit()
 
                 threads.append(threading.Thread(target=one, daemon=True))
-            for t in threads:
-                t.start()
-            for t in threads:
-                t.join()
-        finally:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        for _, _, handle in states:
             del _BLOCKS[handle]
+    for where, st, _ in states:
         if st.broken:
             raise RuntimeError(
-                f"block {(cx, cy, cz)} deadlocked: not every live thread reached `az.syncthreads()` or a warp "
+                f"block {where} deadlocked: not every live thread reached `az.syncthreads()` or a warp "
                 f"operation within {TIMEOUT_S:.0f} s (a barrier under thread-dependent control flow?)"
             )
 

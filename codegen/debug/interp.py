@@ -157,7 +157,10 @@ class Thread:
         raise _Return(None if s.value is None else self.eval(s.value))
 
     def exec_Barrier(self, s: ir.Barrier) -> None:
-        self.block.barrier()
+        if s.grid:  # az.grid.sync(): Run.run runs every block of such a grid at once
+            self.block.grid_barrier()
+        else:
+            self.block.barrier()
 
     def exec_Fence(self, s: ir.Fence) -> None:
         if s.kind == "warp_sync" and self.block.state is not None:

@@ -46,7 +46,7 @@ from anodize.language.types import ScalarTy, SharedTy
 from . import ops
 from .breakpoint import stop
 from ..artifact import CompiledKernel, flat_abi
-from ..cpu.threads import TIMEOUT_S, BlockState
+from ..cpu.threads import TIMEOUT_S, BlockState, GridBarrier
 from .interp import Thread
 
 _FORMATS = {("i", 8): "b", ("i", 16): "h", ("i", 32): "i", ("i", 64): "q", ("u", 8): "B", ("u", 16): "H",
@@ -133,8 +133,9 @@ class _Block(BlockState):
 
 
 class BlockCtx:
-    def __init__(self, run: Run, ctaid: tuple[int, int, int], linear: int, threaded: bool):
+    def __init__(self, run: Run, ctaid: tuple[int, int, int], linear: int, threaded: bool, grid: GridBarrier | None = None):
         self.run = run
+        self.grid = grid  # a cooperative grid's barrier (`az.grid.sync()`), shared by its blocks
         self.ctaid = ctaid
         self.linear = linear
         self.state = _Block(run.threads_per_block) if threaded else None
@@ -144,6 +145,14 @@ class BlockCtx:
     def barrier(self) -> None:
         if self.state is not None:
             self.state.barrier()
+
+    def grid_barrier(self) -> None:
+        """`az.grid.sync()`: a block barrier on both sides (as on the GPU: the race detector's
+        barrier epochs advance), the grid's between."""
+        assert self.grid is not None and self.state is not None
+        self.state.barrier()
+        self.grid.barrier()
+        self.state.barrier()
 
     def exchange(self, linear: int, value: Any) -> dict[int, Any]:
         if self.state is None:
@@ -293,21 +302,29 @@ class Run:
         bx, by, bz = self.block_dim
         k = self.k
         threaded = k.uses_barrier or k.uses_warp or k.uses_shared
-        for cz, cy, cx in itertools.product(range(gz), range(gy), range(gx)):
+        tids = [(tx, ty, tz) for tz, ty, tx in itertools.product(range(bz), range(by), range(bx))]
+        blocks = list(itertools.product(range(gz), range(gy), range(gx)))
+        if k.grid_sync:  # `az.grid.sync()`: every block of the grid at once, as a cooperative launch
+            gb = GridBarrier(len(tids) * len(blocks))
+            self._run_threaded([BlockCtx(self, (cx, cy, cz), cx + gx * (cy + gy * cz), True, gb) for cz, cy, cx in blocks], tids)
+            if gb.broken:
+                raise RuntimeError(f"grid {self.grid} deadlocked on the debug device: not every live thread reached "
+                                   f"`az.grid.sync()` within {TIMEOUT_S:.0f} s")
+            return
+        for cz, cy, cx in blocks:
             blk = BlockCtx(self, (cx, cy, cz), cx + gx * (cy + gy * cz), threaded)
-            tids = [(tx, ty, tz) for tz, ty, tx in itertools.product(range(bz), range(by), range(bx))]
             if not threaded:
                 for tid in tids:
                     Thread(self, blk, tid).run_kernel()
                 continue
-            self._run_threaded(blk, tids)
+            self._run_threaded([blk], tids)
 
-    def _run_threaded(self, blk: BlockCtx, tids: list[tuple[int, int, int]]) -> None:
-        st = blk.state
-        assert st is not None
+    def _run_threaded(self, blks: list[BlockCtx], tids: list[tuple[int, int, int]]) -> None:
         errors: list[BaseException] = []
 
-        def one(tid: tuple[int, int, int]) -> None:
+        def one(blk: BlockCtx, tid: tuple[int, int, int]) -> None:
+            st = blk.state
+            assert st is not None
             t = Thread(self, blk, tid)
             try:
                 t.run_kernel()
@@ -316,16 +333,28 @@ class Run:
                 with st.cv:
                     st.broken = True
                     st.cv.notify_all()
+                if blk.grid is not None:
+                    with blk.grid.cv:
+                        blk.grid.broken = True
+                        blk.grid.cv.notify_all()
             finally:
                 st.exit(t.linear)
+                if blk.grid is not None:
+                    blk.grid.exit()
 
-        threads = [threading.Thread(target=one, args=(tid,), daemon=True) for tid in tids]
+        threads = [threading.Thread(target=one, args=(blk, tid), daemon=True) for blk in blks for tid in tids]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
         if errors:
             raise errors[0]
+        for blk in blks:
+            self._deadlock(blk)
+
+    def _deadlock(self, blk: BlockCtx) -> None:
+        st = blk.state
+        assert st is not None
         if st.broken:
             raise RuntimeError(
                 f"block {blk.ctaid} deadlocked on the debug device: not every live thread reached "

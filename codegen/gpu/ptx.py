@@ -181,6 +181,49 @@ class NVPTXTarget(Target):
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
         lw.intrinsic("llvm.nvvm.barrier0", llir.VoidType(), [], "convergent", "nounwind")
 
+    def grid_barrier(self, lw: Lowerer, span: Span | None) -> None:
+        """`az.grid.sync()` as cooperative groups' `grid.sync()` does it: a block barrier; then each
+        block's thread 0 adds to one counter in global memory (`atom.release.gpu`), block 0 adding
+        0x80000000 - (blocks - 1) and the others 1, so the arrival of the last block flips the
+        counter's top bit (and leaves its low bits as they were: no reset between launches), and
+        spins (`ld.acquire.gpu`) until it sees the flip; then a block barrier again.  Every block is
+        resident: the launch is cooperative (runtime/cuda_device.py refuses one that cannot be)."""
+        b = lw.b
+        name = "__az_grid_barrier"
+        gv = lw.module.globals.get(name)
+        if gv is None:
+            gv = llir.GlobalVariable(lw.module, I32T, name, addrspace=1)
+            gv.linkage = "internal"
+            gv.initializer = llir.Constant(I32T, 0)
+            gv.align = 4
+        self.barrier(lw, span)
+        tid = [self.sreg(lw, "tid", a) for a in "xyz"]
+        leader = b.icmp_unsigned("==", b.or_(b.or_(tid[0], tid[1]), tid[2]), llir.Constant(I32T, 0))
+        with b.if_then(leader):
+            cta = [self.sreg(lw, "ctaid", a) for a in "xyz"]
+            n = [self.sreg(lw, "nctaid", a) for a in "xyz"]
+            blocks = b.mul(b.mul(n[0], n[1]), n[2])
+            first = b.icmp_unsigned("==", b.or_(b.or_(cta[0], cta[1]), cta[2]), llir.Constant(I32T, 0))
+            top = llir.Constant(I32T, -0x80000000)
+            add = b.select(first, b.sub(top, b.sub(blocks, llir.Constant(I32T, 1))), llir.Constant(I32T, 1))
+            addr = b.ptrtoint(gv, I64T)
+            atom = llir.InlineAsm(llir.FunctionType(I32T, [I64T, I32T]), "atom.release.gpu.global.add.u32 $0, [$1], $2;",
+                                  "=r,l,r,~{memory}", side_effect=True)
+            lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")  # as cooperative groups: fence, arrive
+            old = b.call(atom, [addr, add])
+            load = llir.InlineAsm(llir.FunctionType(I32T, [I64T]), "ld.acquire.gpu.global.u32 $0, [$1];", "=r,l,~{memory}",
+                                  side_effect=True)
+            spin = b.append_basic_block("grid_sync_spin")
+            done = b.append_basic_block("grid_sync_done")
+            b.branch(spin)
+            b.position_at_end(spin)
+            cur = b.call(load, [addr])
+            flipped = b.icmp_unsigned("!=", b.and_(b.xor(old, cur), top), llir.Constant(I32T, 0))
+            b.cbranch(flipped, done, spin)
+            b.position_at_end(done)
+            lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")  # ... and fence on leaving
+        self.barrier(lw, span)
+
     def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
         if kind == "threadfence":  # membar.gl (= fence.sc.gpu on sm_70+)
             lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")

@@ -93,6 +93,10 @@ class Target:
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
         raise NotImplementedError
 
+    def grid_barrier(self, lw: Lowerer, span: Span | None) -> None:
+        """`az.grid.sync()`: every thread of the (cooperative, co-resident) grid."""
+        raise NotImplementedError
+
     def fence(self, lw: Lowerer, kind: str, span: Span | None) -> None:
         """`az.threadfence()` (kind "threadfence") or `az.warp.sync()` ("warp_sync")."""
         raise NotImplementedError

@@ -130,7 +130,10 @@ class StmtLowering:
 
     @handles(ir.Barrier)
     def s_Barrier(self, s: ir.Barrier) -> None:
-        self.lw.t.barrier(self.lw, s.span)
+        if s.grid:
+            self.lw.t.grid_barrier(self.lw, s.span)
+        else:
+            self.lw.t.barrier(self.lw, s.span)
 
     @handles(ir.Fence)
     def s_Fence(self, s: ir.Fence) -> None:

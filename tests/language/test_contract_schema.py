@@ -33,7 +33,7 @@ from anodize import DisjointSlice, Slice, f32, i32, thread
 
 @az.launch_contract(domain=1, block=128, requires=lambda a, c, n: len(a) == len(c) and n <= len(a),
                     shared_mem=lambda n: 4 * n, min_compute_capability=(8, 0), min_blocks_per_sm=4,
-                    outputs=lambda a, n: {"c": ((len(a),), f32)})
+                    outputs=lambda a, n: {"c": ((len(a),), f32)}, cooperative=True)
 @az.kernel
 def k(a: Slice[f32], c: DisjointSlice[f32], n: i32) -> None:
     i = thread.index_1d()

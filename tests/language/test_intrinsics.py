@@ -39,7 +39,7 @@ def test_every_public_name_of_the_kernel_modules_is_declared() -> None:
 def test_the_declared_effects() -> None:
     unsafe = {n for n, d in INTRINSICS.items() if d.unsafe}
     assert unsafe == {f"thread.{n}" for n in RAW_IDS} | {f"warp.{n}" for n in WARP_OPS}
-    assert {n for n, d in INTRINSICS.items() if d.barrier} == {"az.syncthreads", *BLOCK_COLLECTIVES}
+    assert {n for n, d in INTRINSICS.items() if d.barrier} == {"az.syncthreads", "grid.sync", *BLOCK_COLLECTIVES}
     assert {n for n, d in INTRINSICS.items() if d.loop_only} == {"thread.grid_stride", "builtins.range"}
     assert INTRINSICS["warp.ballot"].varies == "warp" and INTRINSICS["warp.shfl_down"].varies == "lane"
     assert INTRINSICS["thread.block_idx_x"].varies == "uniform" and INTRINSICS["thread.tid_y"].varies == "lane"

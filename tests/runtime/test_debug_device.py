@@ -46,6 +46,7 @@ SMALL: dict[str, dict[str, int]] = {
     "print_assert": {"n": 300},
     "stencil3d": {"layers": 3, "rows": 5, "cols": 7},
     "reduce_sum": {"n": 3_000},
+    "grid_sync": {"n": 1_000},
     "tile_add": {"n": 1_500},
     "tile_softmax": {"rows": 3, "cols": 20},
     "tile_layernorm": {"rows": 3, "cols": 20},

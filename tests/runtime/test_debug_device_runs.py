@@ -28,6 +28,7 @@ TINY: dict[str, dict[str, int]] = {
     "transpose": {"rows": 20, "cols": 36},
     "reduce_sum": {"n": 2_000},
     "reduce_sum_unsafe": {"n": 2_000},
+    "grid_sync": {"n": 1_000},
     "sgemm": {"m": 9, "k": 7, "n": 5},
     "softmax": {"rows": 2, "cols": 64},
     "softmax_unsafe": {"rows": 2, "cols": 64},
