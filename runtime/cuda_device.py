@@ -21,6 +21,7 @@ from cuda.core import (
     launch as _cu_launch,
 )
 
+from anodize.language.errors import LaunchError
 from anodize.codegen.artifact import CompiledKernel
 from anodize.runtime.device import Device, DeviceLimits
 from anodize.runtime.faults import FaultArena
@@ -197,8 +198,6 @@ def co_resident(grid: tuple[int, int, int], block: tuple[int, int, int], shared:
     """Refuse a cooperative launch whose grid the GPU cannot hold resident at once."""
     blocks = grid[0] * grid[1] * grid[2]
     if blocks > sms * per_sm:
-        from anodize.language.errors import LaunchError
-
         raise LaunchError(
             f"a cooperative launch (`cooperative=True`: the kernel calls `az.grid.sync()`) of {blocks} blocks cannot be "
             f"resident at once: this GPU holds {sms} SMs x {per_sm} blocks of {block[0] * block[1] * block[2]} threads "
