@@ -69,12 +69,12 @@ if TYPE_CHECKING:
     from anodize.runtime.config import LaunchConfig
     from anodize.autotuning import Autotuned, Config, autotune
     from anodize.runtime.device import Buffer, Device, device, devices
-    # issue 7: lazy ops, stream pools, graph capture, ownership across time
+    # lazy ops, stream pools, graph capture, ownership across time
     from anodize.runtime.graphs import Graph, capture
     from anodize.runtime.inflight import InFlightError
     from anodize.runtime.ops import Handle, Op, gather
     from anodize.runtime.streams import StreamPool, pinned_empty
-    # issue 32: combinators and scheduling policies
+    # combinators and scheduling policies
     from anodize.runtime.combinators import select, value, zip
     from anodize.runtime.policies import DependencyChains, RoundRobin, SingleStream, set_policy
 

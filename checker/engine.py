@@ -120,7 +120,7 @@ def _without_follow_ons(diags: list[Diagnostic], typed: list[Diagnostic], model:
 
 def _nodes_at(tree: ast.Module, lines: list[int]) -> Iterator[ast.AST]:
     """Every node of the module's statements whose lines hold one of `lines` (sorted): a node
-    whose lines hold one lies in such a statement; the others are not walked (issue 34)."""
+    whose lines hold one lies in such a statement; the others are not walked."""
     for stmt in tree.body:
         at = bisect.bisect_left(lines, stmt.lineno)
         if at < len(lines) and lines[at] <= (stmt.end_lineno or stmt.lineno):
@@ -136,7 +136,7 @@ class _Coverage:
     """`covers(inner)`: does any of `outers` contain `inner`'s start (a rule's report of the same
     construct: from the outer's start to its `_last` position)?  The outers sorted
     by start with the running furthest end, so each question is a bisection, not a scan (a
-    module of thousands of kernels has thousands of each: the scan was quadratic, issue 34)."""
+    module of thousands of kernels has thousands of each: the scan was quadratic)."""
 
     def __init__(self, outers: list[Span]) -> None:
         ordered = sorted(outers, key=lambda s: (s.line, s.col))

@@ -21,7 +21,7 @@ import numpy as np
 from anodize.language.errors import ArgumentError
 from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
 from anodize.runtime import (
-    inflight as _inflight,  # issue 7: writes to in-flight buffers are refused
+    inflight as _inflight,  # writes to in-flight buffers are refused
 )
 
 if TYPE_CHECKING:
@@ -236,7 +236,7 @@ class Buffer:
     # -- data movement --------------------------------------------------------------------
     def to_host(self) -> np.ndarray:
         """A NumPy copy; waits for pending work and raises any pending `KernelFault` first."""
-        if _inflight._ACTIVE:  # issue 7: refuse to read what an in-flight op writes
+        if _inflight._ACTIVE:  # refuse to read what an in-flight op writes
             _inflight.check_host_read(self, "copy this buffer to the host")
         if self.is_contiguous:
             out = np.empty(self._shape, dtype=self._dtype)
@@ -275,7 +275,7 @@ class Buffer:
                 f"`copy_from` needs shape {self._shape}, got {tuple(shape)}",
                 help="copy into a view of the matching shape (`buf[a:b]`), or reshape the source",
             )
-        if _inflight._ACTIVE:  # issue 7: refuse to overwrite what an in-flight op uses
+        if _inflight._ACTIVE:  # refuse to overwrite what an in-flight op uses
             _inflight.check_host_write(self, "`copy_from` into this buffer")
         if isinstance(source, Buffer):
             if _inflight._ACTIVE:
@@ -332,7 +332,7 @@ class Buffer:
         out.copy_from(self)
         return out
 
-    # ADDED for issue 7 (runtime/ops.py): a lazy copy to a new host array.
+    # (runtime/ops.py) a lazy copy to a new host array.
     def to_host_op(self) -> Any:
         """A lazy copy to a new host array (pinned on a GPU); the array is the op's result."""
         from anodize.runtime.copy_ops import ToHostOp

@@ -58,7 +58,7 @@ class Device:
     kind: str = ""
     name: str = ""
     index: int = 0
-    stream_work = 0  # allocations queued on the device's stream so far (a counter, issue 32)
+    stream_work = 0  # allocations queued on the device's stream so far (a counter)
     compute_capability: tuple[int, int] | None = None
     poison_empty: bool = False  # `empty` fills with `poison_pattern` (the CPU backend)
     limits: DeviceLimits
@@ -107,7 +107,7 @@ class Device:
         buf.fill(value)
         return buf
 
-    # ADDED for issue 7 (runtime/ops.py): a lazy copy, device<->device or host<->device.
+    # (runtime/ops.py) a lazy copy, device<->device or host<->device.
     def copy_op(self, dst: Any, src: Any) -> Any:
         """A lazy copy: Buffer <- Buffer, Buffer <- NumPy array, or NumPy array <- Buffer."""
         from anodize.runtime.copy_ops import copy_op
@@ -120,11 +120,11 @@ class Device:
             n *= s
         ptr, owner = self._alloc_or_raise(n * scalar.dtype.itemsize)
         _mark_used(self)
-        self.stream_work += 1  # (issue 32) work queued on the device's stream since: see runtime/submission.py
+        self.stream_work += 1  # work queued on the device's stream since: see runtime/submission.py
         return Buffer(self, ptr, shape, scalar, owner)
 
     def _alloc_or_raise(self, nbytes: int) -> tuple[int, object]:
-        """`_alloc`, with an out-of-memory failure turned into `az.OutOfMemoryError` (issue 9)."""
+        """`_alloc`, with an out-of-memory failure turned into `az.OutOfMemoryError`."""
         try:
             return self._alloc(nbytes)
         except MemoryError as e:

@@ -192,7 +192,7 @@ class Launcher:
         self._hot = plan
         self._memo = self._memo2 = None
 
-    # ADDED for issue 7 (lazy ops, runtime/ops.py): validate exactly as a launch does, but
+    # (lazy ops, runtime/ops.py) validate exactly as a launch does, but
     # record the flat ABI arguments in a KernelOp instead of launching.
     def op(self, *args: Any, **kwargs: Any) -> Any:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
@@ -201,7 +201,7 @@ class Launcher:
         memo = self._op_memo
         if memo is not None:
             hit = memo.get(args)
-            if hit is not None:  # the very arguments of a recent op: every check holds (issue 32)
+            if hit is not None:  # the very arguments of a recent op: every check holds
                 return KernelOp(self, hit[0], args, hit[1], hit[2])
         else:
             memo = self._op_memo = OpMemo()
@@ -226,7 +226,7 @@ class Launcher:
         memo.put(args, plan, record[0], op._uses)
         return op
 
-    # issue 32: launchers that allocate the outputs the contract declares (runtime/outputs.py)
+    # launchers that allocate the outputs the contract declares (runtime/outputs.py)
     def call(self, *args: Any, **kwargs: Any) -> Any:
         """Launch with the inputs; the contract's `outputs=` allocates the outputs, returned
         (a tuple when several)."""
@@ -381,7 +381,7 @@ class _Plan:
     def run(self, args: tuple[Any, ...], record: list[Any] | None = None) -> bool:
         """Validate and launch; False when the arguments live on another device (re-plan).
 
-        With `record` (issue 7, `Launcher.op`): validate, append the flat arguments, launch nothing."""
+        With `record` (`Launcher.op`): validate, append the flat arguments, launch nothing."""
         dev = self.device
         n = self.nargs
         if len(args) != n:
@@ -426,7 +426,7 @@ class _Plan:
                 raise _alias_error(self.name, self.params, o, j, args)
         if self.requires is not None:
             self._check_requires(shapes, values)
-        if record is not None:  # issue 7: a lazy op records instead of launching
+        if record is not None:  # a lazy op records instead of launching
             record.append(flat)
             return True
         if _inflight._ACTIVE:  # ownership across time: wait for in-flight work on shared memory

@@ -1,5 +1,5 @@
 """The memo of `kernel[cfg].op(...)`: an op of the very arguments of a recent one is validated
-already (issue 32: a 1,000-op `and_then` chain builds each op while it is queued).
+already (a 1,000-op `and_then` chain builds each op while it is queued).
 
 Buffers never change pointer, shape, dtype or device, and a scalar object never changes
 value, so an op built from the same live Buffer objects and the same scalar objects as one of

@@ -93,7 +93,7 @@ _LINES: dict[str, tuple[object, list[str]]] = {}  # path -> (what they were spli
 
 def _source_lines(path: str, sources: dict[str, str] | None) -> list[str]:
     """`path`'s lines, split once per text (a module of thousands of kernels renders an error
-    for each that raises one: splitting it for each was quadratic, issue 34)."""
+    for each that raises one: splitting it for each was quadratic)."""
     text: object = sources[path] if sources and path in sources else linecache.getlines(path)
     hit = _LINES.get(path)
     if hit is None or hit[0] is not text:

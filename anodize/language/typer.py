@@ -127,7 +127,7 @@ def parse_contract(kernel: Any) -> Contract | None:
 @functools.lru_cache(maxsize=8)
 def _mentions_reserved(source: str) -> bool:
     """Once per module text, not once per kernel (a scan of the whole module for each of its
-    thousands of kernels was quadratic, issue 34)."""
+    thousands of kernels was quadratic)."""
     return RESERVED_PREFIX in source
 
 

@@ -495,7 +495,7 @@ class JitEngine:
     constants and metadata a module creates.  The context's own finaliser is turned off
     (`_owned`, as llvmlite does for a module an engine owns) so that a garbage collection that
     finalises both in any order cannot free it under the engine; `__del__` frees the engine,
-    then the context, then counts it for `heap.engine_freed` (issue 34, item 4).  Build it
+    then the context, then counts it for `heap.engine_freed`.  Build it
     under `_lock`."""
 
     def __init__(self, llvm_ir: str, isa: str, entry: str) -> None:

@@ -1,4 +1,4 @@
-"""Giving a freed JIT engine's memory back to the system (issue 34, item 4).
+"""Giving a freed JIT engine's memory back to the system.
 
 glibc keeps the memory a freed LLVM module, its passes and its machine code leave behind in
 its arenas, fragmented between the allocations that stay; after a few hundred compiles the
