@@ -144,8 +144,11 @@ class LaunchConfig(Generic[R]):
         """A 2-D launch over `(rows, cols)` with `block` in CUDA order `(bx, by)` (default
         (16, 16)), or a 3-D launch over `(layers, rows, cols)` with `block=(bx, by, bz)`
         (default (8, 8, 4)).  The config's rank is the number of extents of `shape`."""
-        if block is None and type(shape) is tuple and len(shape) in (2, 3) and type(shared_mem) is int and shared_mem >= 0:
-            if all(type(x) is int and x >= 0 for x in shape):  # the block left to the kernel's contract
+        if block is None and type(shape) is tuple and type(shared_mem) is int and shared_mem >= 0:
+            hit = _BY_DEFAULT.get((shape, shared_mem))  # the block left to the kernel's contract
+            if hit is not None and (len(shape) == 2 and type(shape[0]) is int and type(shape[1]) is int or _exact_extents(shape)):
+                return hit  # type: ignore[no-any-return]
+            if _exact_extents(shape):
                 return _by_default(shape, shared_mem)  # type: ignore[no-any-return]
         if type(shape) is tuple and len(shape) == 2 and type(shared_mem) is int and shared_mem >= 0:  # the usual form
             bx, by = (16, 16) if block is None else block if type(block) is tuple and len(block) == 2 else (0, 0)
@@ -241,6 +244,11 @@ class DefaultBlockConfig(LaunchConfig[Any]):
         fn = "for_num_elems" if len(self.extents) == 1 else "for_shape"
         arg = self.extents[0] if len(self.extents) == 1 else self.extents
         return f"LaunchConfig.{fn}({arg!r}) (grid={self.grid}, block={self.block}, shared_mem={self.shared_mem}, rank={self.rank})"
+
+
+def _exact_extents(shape: tuple[Any, ...]) -> bool:
+    """`shape` is 2 or 3 exact non-negative ints (never a bool or a NumPy integer)."""
+    return len(shape) in (2, 3) and all(type(x) is int and x >= 0 for x in shape)
 
 
 _BY_DEFAULT: dict[tuple[tuple[int, ...], int], DefaultBlockConfig] = {}
