@@ -287,7 +287,7 @@ class Kernel(Generic[P]):
     def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
         """The config this kernel launches with for `config` (a tile kernel fills in its block):
         `for_num_elems(n)` or `for_shape(shape)` built without `block` takes the block of the
-        kernel's contract, the grid recomputed (docs/language.md, "Launch configurations")."""
+        kernel's contract, the grid recomputed (docs/language.md, "Launch rules")."""
         with_block = getattr(config, "with_block", None)
         if with_block is None:
             return config
