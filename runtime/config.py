@@ -126,7 +126,7 @@ class LaunchConfig(Generic[R]):
         any other launch uses 256."""
         if block is None:
             if type(n) is int and type(shared_mem) is int and n >= 0 and shared_mem >= 0:
-                return _by_default((n,), shared_mem)  # type: ignore[no-any-return]
+                return _by_default((n,), shared_mem)
             block = 256
         if type(n) is int and type(block) is int and type(shared_mem) is int and n >= 0 and block >= 1 and shared_mem >= 0:
             key = (-(-n // block) or 1, 1, 1, block, 1, 1, shared_mem, 1)
@@ -147,9 +147,9 @@ class LaunchConfig(Generic[R]):
         if block is None and type(shape) is tuple and type(shared_mem) is int and shared_mem >= 0:
             hit = _BY_DEFAULT.get((shape, shared_mem))  # the block left to the kernel's contract
             if hit is not None and (len(shape) == 2 and type(shape[0]) is int and type(shape[1]) is int or _exact_extents(shape)):
-                return hit  # type: ignore[no-any-return]
+                return hit
             if _exact_extents(shape):
-                return _by_default(shape, shared_mem)  # type: ignore[no-any-return]
+                return _by_default(shape, shared_mem)
         if type(shape) is tuple and len(shape) == 2 and type(shared_mem) is int and shared_mem >= 0:  # the usual form
             bx, by = (16, 16) if block is None else block if type(block) is tuple and len(block) == 2 else (0, 0)
             r, c = shape
