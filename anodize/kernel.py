@@ -276,8 +276,20 @@ class Kernel(Generic[P]):
         return launcher  # type: ignore[no-any-return]
 
     def _bind_config(self, config: LaunchConfig[Any]) -> LaunchConfig[Any]:
-        """The config this kernel launches with for `config` (a tile kernel fills in its block)."""
-        return config
+        """The config this kernel launches with for `config` (a tile kernel fills in its block):
+        `for_num_elems(n)` or `for_shape(shape)` built without `block` takes the block of the
+        kernel's contract, the grid recomputed (docs/language.md, "Launch rules")."""
+        with_block = getattr(config, "with_block", None)
+        if with_block is None:
+            return config
+        contract = self.contract
+        if contract is None or contract.block is None or contract.domain != config.rank:
+            return config  # no block to take (or a rank error, which the launch reports)
+        rank = config.rank
+        block = (*contract.block, 1, 1, 1)[:3]
+        if any(b != 1 for b in block[rank:]):
+            return config  # a block beyond the launch's rank: the launch reports it
+        return with_block(block[:rank])  # type: ignore[no-any-return]
 
     def unsafe_launch(self, config: LaunchConfig[Any], *args: Any, **kwargs: Any) -> None:
         """Launch without a contract; witnesses fail closed on a launch of the wrong rank

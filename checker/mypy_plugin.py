@@ -128,7 +128,11 @@ class AnodizePlugin(Plugin):
         from .mypy import engine_results
 
         engine_results.prefetch(file)
-        return []
+        if not engine_results.is_user_module(file) or not engine_results.imports_anodize(file):
+            return []
+        from .mypy.no_type_check import report_hidden_kernels
+
+        return report_hidden_kernels(file)
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:
         if not fullname.startswith("anodize."):  # (mypy asks for every call it checks)

@@ -120,8 +120,14 @@ class LaunchConfig(Generic[R]):
         return (type(self), (self.grid[:r] if r > 1 else self.grid[0], self.block[:r] if r > 1 else self.block[0], self.shared_mem))
 
     @staticmethod
-    def for_num_elems(n: int, block: int = 256, shared_mem: int = 0) -> LaunchConfig[Literal[1]]:
-        """A 1-D launch with at least one thread per element."""
+    def for_num_elems(n: int, block: int | None = None, shared_mem: int = 0) -> LaunchConfig[Literal[1]]:
+        """A 1-D launch with at least one thread per element.  Without `block`, a kernel whose
+        contract fixes a block launches with that block (the grid recomputed as ceil(n / block));
+        any other launch uses 256."""
+        if block is None:
+            if type(n) is int and type(shared_mem) is int and n >= 0 and shared_mem >= 0:
+                return _by_default((n,), shared_mem)
+            block = 256
         if type(n) is int and type(block) is int and type(shared_mem) is int and n >= 0 and block >= 1 and shared_mem >= 0:
             key = (-(-n // block) or 1, 1, 1, block, 1, 1, shared_mem, 1)
             return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
@@ -138,6 +144,12 @@ class LaunchConfig(Generic[R]):
         """A 2-D launch over `(rows, cols)` with `block` in CUDA order `(bx, by)` (default
         (16, 16)), or a 3-D launch over `(layers, rows, cols)` with `block=(bx, by, bz)`
         (default (8, 8, 4)).  The config's rank is the number of extents of `shape`."""
+        if block is None and type(shape) is tuple and type(shared_mem) is int and shared_mem >= 0:
+            hit = _BY_DEFAULT.get((shape, shared_mem))  # the block left to the kernel's contract
+            if hit is not None and (len(shape) == 2 and type(shape[0]) is int and type(shape[1]) is int or _exact_extents(shape)):
+                return hit
+            if _exact_extents(shape):
+                return _by_default(shape, shared_mem)
         if type(shape) is tuple and len(shape) == 2 and type(shared_mem) is int and shared_mem >= 0:  # the usual form
             bx, by = (16, 16) if block is None else block if type(block) is tuple and len(block) == 2 else (0, 0)
             r, c = shape
@@ -195,3 +207,71 @@ class LaunchConfig(Generic[R]):
 
     def __repr__(self) -> str:
         return f"LaunchConfig(grid={self.grid}, block={self.block}, shared_mem={self.shared_mem}, rank={self.rank})"
+
+
+_DEFAULT_BLOCK = {1: (256,), 2: (16, 16), 3: (8, 8, 4)}
+
+
+class DefaultBlockConfig(LaunchConfig[Any]):
+    """A config of `for_num_elems(n)` or `for_shape(shape)` built without `block`: it launches
+    with the default block (256; (16, 16); (8, 8, 4)), except that a kernel whose contract
+    fixes a block takes that block instead (`with_block`: the grid recomputed over `extents`).
+    Interned by `(extents, shared_mem)`, and equal only to a config of the same extents: two
+    element counts with one default grid differ under another block."""
+
+    extents: tuple[int, ...]  # the shape it was built over, as given (n,) or (rows, cols) ...
+
+    def __eq__(self, other: object) -> bool:
+        return self is other or (
+            type(other) is DefaultBlockConfig and other.extents == self.extents and other.shared_mem == self.shared_mem
+        )
+
+    def __hash__(self) -> int:
+        return self._hash  # type: ignore[attr-defined, no-any-return]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if len(self.extents) == 1:
+            return (LaunchConfig.for_num_elems, (self.extents[0], None, self.shared_mem))
+        return (LaunchConfig.for_shape, (self.extents, None, self.shared_mem))
+
+    def with_block(self, block: tuple[int, ...]) -> LaunchConfig[Any]:
+        """This config with `block` (a contract's, CUDA order) instead of the default one."""
+        if len(self.extents) == 1:
+            return LaunchConfig.for_num_elems(self.extents[0], block[0], self.shared_mem)
+        return LaunchConfig.for_shape(self.extents, block, self.shared_mem)  # type: ignore[arg-type]
+
+    def __repr__(self) -> str:
+        fn = "for_num_elems" if len(self.extents) == 1 else "for_shape"
+        arg = self.extents[0] if len(self.extents) == 1 else self.extents
+        return f"LaunchConfig.{fn}({arg!r}) (grid={self.grid}, block={self.block}, shared_mem={self.shared_mem}, rank={self.rank})"
+
+
+def _exact_extents(shape: tuple[Any, ...]) -> bool:
+    """`shape` is 2 or 3 exact non-negative ints (never a bool or a NumPy integer)."""
+    return len(shape) in (2, 3) and all(type(x) is int and x >= 0 for x in shape)
+
+
+_BY_DEFAULT: dict[tuple[tuple[int, ...], int], DefaultBlockConfig] = {}
+
+
+def _by_default(extents: tuple[int, ...], shared_mem: int) -> DefaultBlockConfig:
+    """The interned default-block config over `extents` (exact non-negative ints)."""
+    key = (extents, shared_mem)
+    hit = _BY_DEFAULT.get(key)
+    if hit is not None:
+        return hit
+    block = _DEFAULT_BLOCK[len(extents)]
+    plain = (
+        LaunchConfig.for_num_elems(extents[0], block[0], shared_mem)
+        if len(extents) == 1
+        else LaunchConfig.for_shape(extents, block, shared_mem)  # type: ignore[arg-type]
+    )
+    made = object.__new__(DefaultBlockConfig)
+    for field in ("grid", "block", "shared_mem", "rank"):
+        object.__setattr__(made, field, getattr(plain, field))
+    object.__setattr__(made, "extents", extents)
+    object.__setattr__(made, "_hash", hash(key))
+    if len(_BY_DEFAULT) >= _INTERN_MAX:
+        _BY_DEFAULT.clear()
+    _BY_DEFAULT[key] = made
+    return made

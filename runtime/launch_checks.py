@@ -69,8 +69,9 @@ def check_contract(name: str, contract: Contract, config: LaunchConfig) -> None:
         raise ContractViolation(
             f"kernel `{name}` must be launched with block {want} (its launch contract), "
             f"but the config has block {_short(config.block, config.rank)}",
-            help=f"pass `block={want}` to the LaunchConfig"
-            + (f" (`LaunchConfig.for_num_elems(n, block={want})`: its default block is 256)" if config.rank == 1 and len(contract.block) == 1 else ""),
+            help=f"pass `block={want}` to the LaunchConfig, or leave `block` out: "
+            + ("`LaunchConfig.for_num_elems(n)`" if config.rank == 1 else "`LaunchConfig.for_shape(shape)`")
+            + " takes the block of the kernel's contract",
         )
     raise unused_dimension_error(name, domain, f"{p.what} {p.axis}", p.size)
 

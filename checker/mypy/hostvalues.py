@@ -243,8 +243,9 @@ def on_config_new(ctx: FunctionContext) -> Type:
 
 def on_for_num_elems(ctx: MethodContext) -> Type:
     report_module(ctx.api)
-    block_t, passed = _arg(ctx, "block", 1)
-    block = literal_shape(block_t) if block_t is not None else (None if passed else [256])
+    block_t, _ = _arg(ctx, "block", 1)
+    # without `block`, the launch takes the contract's block (runtime/config.py DefaultBlockConfig)
+    block = literal_shape(block_t) if block_t is not None else None
     return _config(ctx.api, 1, block, ctx.default_return_type)
 
 
@@ -252,12 +253,11 @@ def on_for_shape(ctx: MethodContext) -> Type:
     """`for_shape(shape, block)`: rank 2 or 3, the number of extents of `shape`."""
     report_module(ctx.api)
     shape_t, _ = _arg(ctx, "shape", 0)
-    block_t, passed = _arg(ctx, "block", 1)
+    block_t, _ = _arg(ctx, "block", 1)
     rank = _dims(shape_t) if shape_t is not None else None
     if rank is None and block_t is not None:
         rank = _dims(block_t)
     if rank not in (2, 3):
         rank = None
-    default = [16, 16] if rank == 2 else [8, 8, 4] if rank == 3 else None
-    block = literal_shape(block_t) if block_t is not None else (None if passed else default)
+    block = literal_shape(block_t) if block_t is not None else None  # None: the contract's
     return _config(ctx.api, rank, block, ctx.default_return_type)

@@ -22,10 +22,16 @@ class LaunchRank(HostRule):
 def k(c: DisjointSlice2D[f32]) -> None:
     pass
 
+@launch_contract(domain=1, block=128)
+@kernel
+def k1(c: DisjointSlice[f32]) -> None:
+    pass
+
 def main(c: object) -> None:
     cfg = az.LaunchConfig.for_shape((100, 100))
     k[cfg](c)
     k[az.LaunchConfig((7, 7), (16, 16))](c)
+    k1[az.LaunchConfig.for_num_elems(100)](c)  # without `block`: the contract's
 """,
     ]
     INVALID = [
@@ -43,7 +49,7 @@ def k1(c: DisjointSlice[f32]) -> None:
 def main(c: object) -> None:
     cfg = az.LaunchConfig.for_num_elems(100)
     k[cfg](c)  # E: az-launch-rank
-    k1[az.LaunchConfig.for_num_elems(100)](c)  # E: az-launch-rank
+    k1[az.LaunchConfig.for_num_elems(100, block=256)](c)  # E: az-launch-rank
     k[az.LaunchConfig.for_shape((10, 10), block=(32, 8))](c)  # E: az-launch-rank
 """,
     ]
@@ -88,14 +94,13 @@ def main(c: object) -> None:
         pos += [kw.value for kw in e.keywords if kw.arg is None]
         if q == "az.LaunchConfig.for_num_elems":
             b = args.get("block", pos[1] if len(pos) > 1 else None)
-            block = (256,) if b is None else literal_dims(b)
-            return 1, block, e
+            # without `block`, the launch takes the contract's (runtime/config.py DefaultBlockConfig)
+            return 1, None if b is None else literal_dims(b), e
         if q == "az.LaunchConfig.for_shape":  # rank: the number of extents of the shape
             sh = args.get("shape", pos[0] if pos else None)
             b = args.get("block", pos[1] if len(pos) > 1 else None)
             rank = len(sh.elts) if isinstance(sh, ast.Tuple) else (len(b.elts) if isinstance(b, ast.Tuple) else None)
-            block = ((16, 16) if rank == 2 else (8, 8, 4) if rank == 3 else None) if b is None else literal_dims(b)
-            return rank, block, e
+            return rank, None if b is None else literal_dims(b), e
         if q == "az.LaunchConfig":
             g = args.get("grid", pos[0] if pos else None)
             b = args.get("block", pos[1] if len(pos) > 1 else None)

@@ -82,3 +82,40 @@ def test_type_ignore_and_no_type_check_do_not_hide_a_kernel_error(tmp_path: Path
     want = {("ign.py", d.span.line, d.code) for d in check_source(IGNORED, "ign.py") if d.severity == "error"}
     assert want == {("ign.py", 11, "az-shared-write"), ("ign.py", 20, "az-shared-write")}
     assert {e for e in errors if e[2].startswith("az-")} == want, out
+
+
+HIDDEN = textwrap.dedent(
+    """\
+    from typing import no_type_check
+
+    from anodize import DisjointSlice, Slice, f32, func, kernel, launch_contract, thread
+
+
+    @no_type_check
+    @func
+    def put(x: Slice[f32], i: thread.Index1D) -> None:
+        x[i] = 2.0
+
+
+    @no_type_check
+    @launch_contract(domain=1, block=256)
+    @kernel
+    def b(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            put(x, i)
+            out[i + 1] = 1.0
+    """
+)
+
+
+def test_no_type_check_alone_does_not_hide_a_kernel_error(tmp_path: Path) -> None:
+    """A module whose every kernel and helper is `@no_type_check` (mypy then runs none of the
+    plugin's hooks there): mypy still shows what `anodize check` reports."""
+    from anodize.checker.api import check_source
+
+    errors, out = _errors(tmp_path, "hid.py", HIDDEN)
+    want = {("hid.py", d.span.line, d.code) for d in check_source(HIDDEN, "hid.py") if d.severity == "error"}
+    assert ("hid.py", 9, "az-shared-write") in want and ("hid.py", 19, "az-disjoint-index") in want, want
+    assert {e for e in errors if e[2].startswith("az-")} == want, out
+    assert "__anodize_report__" not in out, out

@@ -104,7 +104,7 @@ def test_block_violation(dev: Device) -> None:
     with pytest.raises(ContractViolation) as e:
         vecadd[az.LaunchConfig.for_num_elems(N, block=128)]
     assert "block 256" in e.value.message and "block 128" in e.value.message
-    assert e.value.help == "pass `block=256` to the LaunchConfig (`LaunchConfig.for_num_elems(n, block=256)`: its default block is 256)"
+    assert e.value.help == "pass `block=256` to the LaunchConfig, or leave `block` out: `LaunchConfig.for_num_elems(n)` takes the block of the kernel's contract"
 
 
 @az.launch_contract(domain=1, block=64)
@@ -115,13 +115,43 @@ def block64(c: az.DisjointSlice[az.f32]) -> None:
         c[i] = 1.0
 
 
-def test_block_violation_of_for_num_elems_default_names_both_blocks(dev: Device) -> None:
-    """A `block=64` kernel launched with `for_num_elems(n)`: the error names both blocks and the
-    spelling that gives the contract's."""
+@az.launch_contract(domain=2, block=(32, 8))
+@az.kernel
+def scale2d_32x8(m: az.DisjointSlice2D[az.f32]) -> None:
+    ij = az.thread.index_2d()
+    if ij in m:
+        m[ij] = 2.0
+
+
+def test_for_num_elems_without_block_takes_the_contract_block(dev: Device, request: pytest.FixtureRequest) -> None:
+    """A `block=64` kernel launched with `for_num_elems(n)` (no block): the launch uses the
+    contract's block, the grid recomputed as ceil(n / 64), and every element is written."""
+    n = 1000
+    launch = block64[az.LaunchConfig.for_num_elems(n)]
+    assert launch.config.block == (64, 1, 1) and launch.config.grid == (16, 1, 1)  # type: ignore[attr-defined]
+    if request.node.callspec.params["dev"] != "cpu-fake":  # the fake codegen knows only rt_kernels
+        c = dev.empty(n, az.f32)
+        launch(c)
+        assert (np.asarray(c.to_host()) == 1.0).all()
+    # another n with the same default grid (ceil(n / 256) == 4) is another launch under block 64
+    assert block64[az.LaunchConfig.for_num_elems(769)].config.grid == (13, 1, 1)  # type: ignore[attr-defined]
+    # a kernel without a fixed block keeps the default block
+    assert az.LaunchConfig.for_num_elems(n).block == (256, 1, 1)
+
+
+def test_for_num_elems_with_another_block_names_both_blocks(dev: Device) -> None:
+    """An explicit block that disagrees with the contract is an error naming both blocks."""
     with pytest.raises(ContractViolation) as e:
-        block64[az.LaunchConfig.for_num_elems(N)]
+        block64[az.LaunchConfig.for_num_elems(N, block=256)]
     assert "block 64" in e.value.message and "block 256" in e.value.message
-    assert "for_num_elems(n, block=64)" in (e.value.help or "")
+    assert "`block=64`" in (e.value.help or "") and "leave `block` out" in (e.value.help or "")
+
+
+def test_for_shape_without_block_takes_the_contract_block(dev: Device) -> None:
+    """`for_shape((rows, cols))` without a block on a `block=(32, 8)` kernel: that block, the
+    grid over the shape recomputed (x over the columns)."""
+    cfg = scale2d_32x8[az.LaunchConfig.for_shape((20, 70))].config  # type: ignore[attr-defined]
+    assert cfg.block == (32, 8, 1) and cfg.grid == (3, 3, 1) and cfg.rank == 2
 
 
 def test_block_violation_2d(dev: Device) -> None:
