@@ -37,6 +37,7 @@ import anodize.language
 from anodize.language import VERSION
 
 from .mypy.codes import ERROR_CODES
+from .mypy.no_type_check import report_hidden_kernels  # (mypy's nodes only: light)
 from .mypy.fullnames import (
     ARRAY_FULLNAME,
     BUNDLE_FULLNAME,
@@ -130,8 +131,6 @@ class AnodizePlugin(Plugin):
         engine_results.prefetch(file)
         if not engine_results.is_user_module(file) or not engine_results.imports_anodize(file):
             return []
-        from .mypy.no_type_check import report_hidden_kernels
-
         return report_hidden_kernels(file)
 
     def get_function_hook(self, fullname: str) -> Callable[[FunctionContext], Type] | None:

@@ -20,6 +20,7 @@ import os
 import ctypes.util
 import functools
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -517,6 +518,8 @@ class JitEngine:
         return int(self._engine.get_function_address(name))
 
     def __del__(self) -> None:
+        if sys.is_finalizing():  # llvmlite's library may be gone: the process gives everything back
+            return
         engine = self.__dict__.pop("_engine", None)
         if engine is not None:
             engine.close()
