@@ -27,7 +27,7 @@ from anodize.language.records import dataclass
 
 from anodize.language.contract import Contract
 from anodize.language.errors import FAULT_RECORD_BYTES
-from anodize.language.ir import FaultSite, ParamSpec
+from anodize.language.params import FaultSite, ParamSpec
 from anodize.language.vocab import ScalarInfo, SliceKindInfo
 
 
