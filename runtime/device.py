@@ -359,3 +359,32 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
         f"unknown device {which!r}",
         help='use an index (`0`), "cuda:0", "cpu", "cpu:1", "debug", or nothing for the default',
     )
+
+
+def args_device(args: tuple[Any, ...]) -> Device:
+    """The device of the first array argument (NumPy arrays mean the CPU backend), else the default
+    (a launch's device: runtime/launch.py, and the outputs it allocates: runtime/outputs.py)."""
+    for a in args:
+        if isinstance(a, Buffer):
+            return a.device
+        if isinstance(a, np.ndarray):
+            return cpu_device()
+        if hasattr(a, "__cuda_array_interface__"):
+            pointer_device = lazy.cuda_device().pointer_device
+
+            try:
+                ptr = int(a.__cuda_array_interface__["data"][0] or 0)
+            except Exception:
+                continue
+            ordinal = pointer_device(ptr) if ptr else None
+            return cuda_device(ordinal or 0)
+        if hasattr(a, "__dlpack_device__"):
+            try:
+                dev_type, dev_id = a.__dlpack_device__()
+            except Exception:
+                continue
+            if int(dev_type) == 2:
+                return cuda_device(int(dev_id))
+            if int(dev_type) == 1:
+                return cpu_device()
+    return device()
