@@ -203,13 +203,6 @@ class GpuLane(Lane):
     def submit(self, runner: Runner, fn: Callable[[], None]) -> None:  # pragma: no cover - GPU lanes queue CUDA work
         raise LaunchError("internal error: host work queued on a CUDA stream")
 
-    def copy_peer(self, dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -> None:
-        """A copy from `src_dev`'s memory to `dst_dev`'s, on this stream (runtime/peer.py)."""
-        from anodize.runtime.peer import enqueue_peer_copy
-
-        ensure_current(self.device)  # type: ignore[arg-type]
-        enqueue_peer_copy(self.cu, dst_dev, dst, src_dev, src, nbytes)
-
     # -- CUDA work, queued on this stream ---------------------------------------------------
     def launch(self, cu_config: Any, handle: Any, args: list[Any]) -> None:
         launch = lazy.cuda_core().launch
