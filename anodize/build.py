@@ -27,8 +27,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from anodize.cli import _source_kernels
 from anodize.codegen import toolchain
+from anodize.kernel import source_kernels
 from anodize.language import VERSION
 from anodize.language.front import kernel_of
 from anodize.runtime.prebuilt import (
@@ -66,7 +66,7 @@ def build_package(module_path: Path, arch_text: str, out: Path, bindings: dict[s
     returns its folder.  Raises CheckError (a rejected kernel), ValueError (usage)."""
     archs = _arch_list(arch_text)
     source = module_path.read_bytes()
-    kernels = _source_kernels(module_path)
+    kernels = source_kernels(module_path)
     if not kernels:
         raise ValueError(f"{module_path} defines no @kernel")
     has_ptxas = toolchain.find_ptxas() is not None

@@ -16,11 +16,9 @@ from typing import Any
 
 import anodize
 from anodize.cli_tune import add_parser, cmd_tune
-from anodize.kernel import Kernel
+from anodize.kernel import source_kernels
 from anodize.language.diagnostics import CheckError, render_one
 from anodize.language.errors import LaunchError
-from anodize.language.front import front_or_error, stand_in_function
-from anodize.language.syntax import read_source
 from anodize.runtime import diskcache
 
 
@@ -42,22 +40,6 @@ def cmd_check(argv: list[str]) -> int:
     return run_check(argv)
 
 
-def _source_kernels(path: Path, only: str = "") -> dict[str, Any]:
-    """The file's kernels read from its source (the module is not run): name -> a `Kernel`
-    object, or, with `only`, None for every kernel but that one (a module of thousands of
-    kernels builds the one it compiles)."""
-    front = front_or_error(read_source(path), str(path))  # read as Python reads it (BOM, coding line)
-    out: dict[str, Any] = {}
-    functions = list(front.functions())
-    named = [(q, f) for q, f in functions if q == only]
-    if named and front.symbols.function_kind(named[-1][1]) == "kernel":  # (the binding the module ends with)
-        functions = named[-1:]
-    for qual, fdef in functions:
-        if front.symbols.function_kind(fdef) == "kernel":
-            out[qual] = Kernel(stand_in_function(front, qual, fdef)) if not only or qual == only else None
-    return out
-
-
 def cmd_compile(args: argparse.Namespace) -> int:
     target = args.target
     file_part, _, kname = target.partition(":")
@@ -66,7 +48,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
         _err(f"no such file: {file_part}")
         return 2
     try:
-        kernels = _source_kernels(path, kname)
+        kernels = source_kernels(path, kname)
     except CheckError as e:  # does not parse, or nests deeper than anodize reads: as `anodize check` says
         print(str(e), file=sys.stderr)
         return 1

@@ -23,6 +23,8 @@ from anodize.language.sources import spec_key
 if TYPE_CHECKING:
     from typing import Unpack
 
+    from pathlib import Path
+
     from anodize.codegen.artifact import CompiledKernel
     from anodize.language.contract import Contract
     from anodize.language.contract_schema import LaunchContractArgs
@@ -432,6 +434,24 @@ def tile_kernel(fn: Callable[P, None] | None = None, *, num_warps: int = 4) -> A
     if fn is None:
         return lambda f: TileKernel(f, num_warps)
     return TileKernel(fn, num_warps)
+
+
+def source_kernels(path: Path, only: str = "") -> dict[str, Any]:
+    """The file's kernels read from its source (the module is not run): name -> a `Kernel`
+    object, or, with `only`, None for every kernel but that one (a module of thousands of
+    kernels builds the one it compiles).  `anodize compile`/`run` (anodize/cli.py) and
+    `anodize build` (anodize/build.py) read a file this way."""
+    front_end = _front()
+    front = front_end.front_or_error(front_end.read_source(path), str(path))  # read as Python reads it (BOM, coding line)
+    out: dict[str, Any] = {}
+    functions = list(front.functions())
+    named = [(q, f) for q, f in functions if q == only]
+    if named and front.symbols.function_kind(named[-1][1]) == "kernel":  # (the binding the module ends with)
+        functions = named[-1:]
+    for qual, fdef in functions:
+        if front.symbols.function_kind(fdef) == "kernel":
+            out[qual] = Kernel(front_end.stand_in_function(front, qual, fdef)) if not only or qual == only else None
+    return out
 
 
 @contextlib.contextmanager

@@ -126,7 +126,8 @@ class CopyOp(Leaf):
     def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
         dst, src = self.dst, self.src
         if self.kind == "peer":
-            lane.copy_peer(dst.device, dst.ptr, src.device, src.ptr, self.nbytes)
+            S.ensure_current(lane.device)  # type: ignore[arg-type]
+            peer.enqueue_peer_copy(lane.cu, dst.device, dst.ptr, src.device, src.ptr, self.nbytes)  # on this op's stream
             return
         if self.kind == "h2d" and not S.is_pinned(self.device, src):
             if ctx.capturing:

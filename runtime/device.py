@@ -29,7 +29,7 @@ from anodize.runtime.buffer import MAX_RANK, Buffer, normalize_shape, resolve_dt
 from anodize.runtime.faults import FaultArena
 from anodize.runtime.probe import gpu_available, gpu_count
 
-__all__ = ["Device", "CpuDevice", "Buffer", "DeviceLimits", "device", "devices", "devices_used"]
+__all__ = ["Device", "CpuDevice", "DebugDevice", "Buffer", "DeviceLimits", "device", "devices", "devices_used"]
 
 _ALIGN = 64
 
@@ -50,6 +50,11 @@ class DeviceLimits:
         self.max_block = max_block
         self.max_grid = max_grid
         self.max_shared_per_block = max_shared_per_block
+
+
+# Limits every CUDA device shares (checked when `kernel[config]` is built: runtime/launch_checks.py);
+# a device's own limits are checked again at its first launch.
+UNIVERSAL = DeviceLimits(max_shared_per_block=227 * 1024)
 
 
 class Device:
@@ -242,6 +247,33 @@ class CpuDevice(Device):
         return (1, 0)  # kDLCPU
 
 
+class DebugDevice(CpuDevice):
+    """The debug device: `az.device("debug")` runs kernels through an interpreter of the typed IR.
+
+        dev = az.device("debug")       # buffers in host memory, like the CPU backend
+        x = dev.to_device(a)
+        kernel[cfg](x, ...)            # interpreted: breakpoint(), pdb, every access checked
+        x.to_host()                    # a fault or a race is a KernelFault naming file:line
+
+    Its buffers are the CPU backend's (aligned host NumPy memory, `empty` poisoned); the
+    launch path is the CPU backend's too (the same argument, aliasing, `requires` and
+    dimension checks), but `compile_for_device` hands the kernel to `codegen/debug/run.py`
+    instead of LLVM.  `az.device("debug", n)` is a second debug device (own memory, own
+    faults), as `az.device("cpu", n)` is for the CPU backend."""
+
+    kind = "debug"
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__(index)
+        self.name = "Python interpreter of the typed kernel IR"
+        # the GPU's opt-in shared memory per block (UNIVERSAL): the interpreted IR counts a tile
+        # kernel's shared tiles as static, which the GPU's lowering makes dynamic
+        self.limits = DeviceLimits(max_shared_per_block=UNIVERSAL.max_shared_per_block)
+
+    def describe(self) -> str:
+        return f"debug:{self.index} ({self.name})" if self.index else f"debug ({self.name})"
+
+
 def poison_pattern(scalar: ScalarInfo) -> bytes:
     """One element of `empty`'s poison: a NaN for floats, 0xA5 bytes for integers and bools."""
     if scalar.kind == "f":
@@ -250,6 +282,7 @@ def poison_pattern(scalar: ScalarInfo) -> bytes:
 
 
 _CPUS: dict[int, CpuDevice] = {}
+_DEBUG: dict[int, DebugDevice] = {}
 _GPUS: dict[int, Device] = {}
 _DEFAULT: Device | None = None
 _USED: dict[int, Device] = {}
@@ -300,18 +333,20 @@ def cuda_device(index: int) -> Device:
     return dev
 
 
-def debug_device(index: int = 0) -> Device:
-    """The debug device `index` (runtime/debug_device.py: a `CpuDevice` subclass, so it imports this
-    module; loaded here, by the first request for it)."""
-    from anodize.runtime import debug_device as module
-
-    return module.debug_device(index)
+def debug_device(index: int = 0) -> DebugDevice:
+    """The debug device `index` (`az.device("debug", index)`), created once."""
+    dev = _DEBUG.get(index)
+    if dev is None:
+        if isinstance(index, bool) or not isinstance(index, int) or index < 0:
+            raise ArgumentError(f"a debug device index is a non-negative int, got {index!r}")
+        dev = _DEBUG[index] = DebugDevice(index)
+    return dev
 
 
 def device(which: int | str | Device | None = None, index: int | None = None) -> Device:
     """`device()` (first GPU, else CPU), `device(0)`, `device("cuda:0")`, `device("cuda", 1)`,
     `device("cpu")`, and `device("cpu", n)` / `device("cpu:n")`, the n-th CPU stand-in device;
-    `device("debug")` (`"debug:n"`, `("debug", n)`), the debug device (runtime/debug_device.py)."""
+    `device("debug")` (`"debug:n"`, `("debug", n)`), the debug device (`DebugDevice`)."""
     global _DEFAULT
     if isinstance(which, Device):
         return which
@@ -359,3 +394,32 @@ def device(which: int | str | Device | None = None, index: int | None = None) ->
         f"unknown device {which!r}",
         help='use an index (`0`), "cuda:0", "cpu", "cpu:1", "debug", or nothing for the default',
     )
+
+
+def args_device(args: tuple[Any, ...]) -> Device:
+    """The device of the first array argument (NumPy arrays mean the CPU backend), else the default
+    (a launch's device: runtime/launch.py, and the outputs it allocates: runtime/outputs.py)."""
+    for a in args:
+        if isinstance(a, Buffer):
+            return a.device
+        if isinstance(a, np.ndarray):
+            return cpu_device()
+        if hasattr(a, "__cuda_array_interface__"):
+            pointer_device = lazy.cuda_device().pointer_device
+
+            try:
+                ptr = int(a.__cuda_array_interface__["data"][0] or 0)
+            except Exception:
+                continue
+            ordinal = pointer_device(ptr) if ptr else None
+            return cuda_device(ordinal or 0)
+        if hasattr(a, "__dlpack_device__"):
+            try:
+                dev_type, dev_id = a.__dlpack_device__()
+            except Exception:
+                continue
+            if int(dev_type) == 2:
+                return cuda_device(int(dev_id))
+            if int(dev_type) == 1:
+                return cpu_device()
+    return device()

@@ -29,7 +29,7 @@ from anodize.runtime.deferred import FutureMarker
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
 
-__all__ = ["InFlightError", "Use", "begin", "extend", "end", "order_launch", "check_host_write", "check_host_read", "in_flight"]
+__all__ = ["InFlightError", "Use", "begin", "extend", "end", "launch_conflicts", "check_host_write", "check_host_read", "in_flight"]
 
 
 class InFlightError(LaunchError):
@@ -310,30 +310,23 @@ def check_host_read(buf: Buffer, action: str) -> None:
         )
 
 
-def order_launch(dev: Any, uses: tuple[Use, ...]) -> None:
-    """Order a plain `kernel[cfg](...)` launch (or a `copy_to`) after the in-flight work it conflicts with.
+def launch_conflicts(uses: tuple[Use, ...]) -> list[Any]:
+    """The markers of the in-flight operations a plain `kernel[cfg](...)` launch (or a `copy_to`)
+    using `uses` must wait for; the launch's lane waits for them (runtime/streams.py `order_launch`).
 
     Memory is identified per device (`Use.space`), and the work waited for may run on
-    another device than `dev`: a CUDA stream may wait for another device's event.
-
-    A launch that writes memory an in-flight operation uses, or uses memory one writes,
-    waits for that operation on the device's own lane: a stream-side wait on a GPU (the
-    host does not block), the operation's completion on the CPU backend.  Without this, a
-    plain launch could race with submitted work across streams."""
+    another device than the launch's: a CUDA stream may wait for another device's event.
+    A conflict with held work, or with work another thread is still submitting, is refused."""
     with _lock:
         if not _ACTIVE:
-            return
+            return []
         _reap()
         conflicts = [
             exe
             for exe, theirs in _ACTIVE.values()
             if any((m.writes or t.writes) and _overlap(m, t) for m in uses for t in theirs)
         ]
-    if not conflicts:
-        return
-    from anodize.runtime.streams import device_lane
-
-    lane = device_lane(dev)
+    markers = []
     for exe in conflicts:
         marker = getattr(exe, "marker", None)
         if getattr(exe, "held", False):
@@ -344,4 +337,5 @@ def order_launch(dev: Any, uses: tuple[Use, ...]) -> None:
                 f"cannot launch: {exe.describe()} uses the same memory and is still being submitted by another thread",
                 help="launch work that shares buffers from one thread, or order it with `first.then(second)`",
             )
-        lane.wait(marker)
+        markers.append(marker)
+    return markers

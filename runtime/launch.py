@@ -43,7 +43,7 @@ from anodize.language.errors import (
     ContractViolation,
     LaunchError,
 )
-from anodize.runtime import args as A, device as devmod, inflight as _inflight, lazy
+from anodize.runtime import args as A, device as devmod, inflight as _inflight, lazy, streams as _streams
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
 from anodize.runtime.config import LaunchConfig
@@ -254,7 +254,7 @@ class Launcher:
 
     # -- planning -------------------------------------------------------------------------
     def _plan_for(self, types: tuple[type, ...], args: tuple[Any, ...]) -> _Plan:
-        dev = _launch_device(args)
+        dev = devmod.args_device(args)
         key = (id(dev), types)
         plan = self._plans_by_device.get(key)
         if plan is not None:
@@ -268,34 +268,6 @@ class Launcher:
         plan = _Plan(self, loaded, args)
         self._plans_by_device[key] = plan
         return plan
-
-
-def _launch_device(args: tuple[Any, ...]) -> Device:
-    """The device of the first array argument (NumPy arrays mean the CPU backend), else the default."""
-    for a in args:
-        if isinstance(a, Buffer):
-            return a.device
-        if isinstance(a, np.ndarray):
-            return devmod.cpu_device()
-        if hasattr(a, "__cuda_array_interface__"):
-            pointer_device = lazy.cuda_device().pointer_device
-
-            try:
-                ptr = int(a.__cuda_array_interface__["data"][0] or 0)
-            except Exception:
-                continue
-            ordinal = pointer_device(ptr) if ptr else None
-            return devmod.cuda_device(ordinal or 0)
-        if hasattr(a, "__dlpack_device__"):
-            try:
-                dev_type, dev_id = a.__dlpack_device__()
-            except Exception:
-                continue
-            if int(dev_type) == 2:
-                return devmod.cuda_device(int(dev_id))
-            if int(dev_type) == 1:
-                return devmod.cpu_device()
-    return devmod.device()
 
 
 class _Plan:
@@ -449,7 +421,7 @@ class _Plan:
             for k, a in enumerate(args)
             if hi[k] > lo[k]
         )
-        _inflight.order_launch(self.device, uses)
+        _streams.order_launch(self.device, uses)
 
     def _check_requires(self, shapes: list[Any], values: list[Any]) -> None:
         env = self.env

@@ -27,7 +27,7 @@ from anodize.language.contract import Contract
 from anodize.language.errors import ArgumentError, ContractViolation, LaunchError
 from anodize.language.launch_rules import launch_shape_problem, pad3
 from anodize.runtime.config import LaunchConfig
-from anodize.runtime.device import DeviceLimits
+from anodize.runtime.device import UNIVERSAL, DeviceLimits
 
 if TYPE_CHECKING:
     from anodize.runtime.compile import LoadedKernel
@@ -44,9 +44,6 @@ __all__ = [
     "argument_count_error",
 ]
 
-# Limits every CUDA device shares (checked when `kernel[config]` is built); a device's own
-# limits are checked again at its first launch.
-UNIVERSAL = DeviceLimits(max_shared_per_block=227 * 1024)
 
 _AXES = "xyz"
 

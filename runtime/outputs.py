@@ -27,6 +27,7 @@ from anodize.language.contract import Env, RequiresOverflow, eval_expr
 from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime import inflight
 from anodize.runtime.buffer import Buffer
+from anodize.runtime.device import args_device
 from anodize.runtime.launch_checks import bind_keywords
 
 if TYPE_CHECKING:
@@ -37,8 +38,6 @@ __all__ = ["call", "call_op", "allocate"]
 
 def allocate(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any], what: str) -> tuple[tuple[Any, ...], Any]:
     """The full argument tuple of the launch (outputs allocated) and the result to hand back."""
-    from anodize.runtime.launch import _launch_device
-
     kernel = launcher.kernel
     name = kernel.__name__
     contract = launcher.contract if launcher.contract is not None else kernel.contract
@@ -68,7 +67,7 @@ def allocate(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any], 
             env.shapes[p] = shape  # type: ignore[index]
         elif isinstance(v, (int, np.integer)) and not isinstance(v, bool):
             env.scalars[p] = int(v)  # type: ignore[index]
-    dev = _launch_device(tuple(bound.values()))
+    dev = args_device(tuple(bound.values()))
     made: dict[str, Buffer] = {}
     for d in decl.decls:
         try:

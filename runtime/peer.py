@@ -38,7 +38,7 @@ from anodize.runtime import inflight as _inflight, lazy
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.device import Device as _Device, device as _device
 from anodize.runtime.lazy import check_cu
-from anodize.runtime.streams import device_lane, ensure_current, pinned_empty
+from anodize.runtime.streams import device_lane, ensure_current, order_launch, pinned_empty
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
@@ -69,7 +69,7 @@ def copy_to(buf: Buffer, target: Any) -> Buffer:
     if src_dev is dst_dev:
         return src.copy() if src is buf else src
     if _inflight._ACTIVE:  # lazy ops in flight that write the source come first
-        _inflight.order_launch(src_dev, (_inflight.use_of_buffer(src, False, "the source of `copy_to`"),))
+        order_launch(src_dev, (_inflight.use_of_buffer(src, False, "the source of `copy_to`"),))
     out = dst_dev._new(src.shape, src.scalar)
     if not src.nbytes:
         return out
@@ -90,7 +90,7 @@ def copy_between(dst: Buffer, src: Buffer) -> bool:
     if not src.nbytes:
         return True
     if _inflight._ACTIVE:
-        _inflight.order_launch(src.device, (_inflight.use_of_buffer(src, False, "the source of `copy_from`"),))
+        order_launch(src.device, (_inflight.use_of_buffer(src, False, "the source of `copy_from`"),))
     if src.device.kind == "cuda" and dst.device.kind == "cuda":
         _gpu_to_gpu(dst.device, dst.ptr, src.device, src.ptr, src.nbytes)
         return True

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import numpy as np
 
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime import lazy
+from anodize.runtime import inflight as _inflight, lazy
 from anodize.runtime.buffer import normalize_shape, resolve_dtype
 from anodize.runtime.deferred import settle
 from anodize.runtime.device import _GPUS, Device as _Device, device as _device
@@ -36,7 +36,7 @@ from anodize.runtime.lazy import check_cu
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
 
-__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "is_pinned", "device_lane", "default_pool"]
+__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "is_pinned", "device_lane", "order_launch", "default_pool"]
 
 
 class Marker(Protocol):
@@ -203,13 +203,6 @@ class GpuLane(Lane):
     def submit(self, runner: Runner, fn: Callable[[], None]) -> None:  # pragma: no cover - GPU lanes queue CUDA work
         raise LaunchError("internal error: host work queued on a CUDA stream")
 
-    def copy_peer(self, dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -> None:
-        """A copy from `src_dev`'s memory to `dst_dev`'s, on this stream (runtime/peer.py)."""
-        from anodize.runtime.peer import enqueue_peer_copy
-
-        ensure_current(self.device)  # type: ignore[arg-type]
-        enqueue_peer_copy(self.cu, dst_dev, dst, src_dev, src, nbytes)
-
     # -- CUDA work, queued on this stream ---------------------------------------------------
     def launch(self, cu_config: Any, handle: Any, args: list[Any]) -> None:
         launch = lazy.cuda_core().launch
@@ -268,6 +261,21 @@ def device_lane(dev: Device) -> Lane:
         lane.device = dev
         _DEVICE_LANES[id(dev)] = lane
     return lane
+
+
+def order_launch(dev: Device, uses: tuple[_inflight.Use, ...]) -> None:
+    """Order a plain `kernel[cfg](...)` launch (or a `copy_to`) on `dev` after the in-flight work it
+    conflicts with (runtime/inflight.py `launch_conflicts`).
+
+    A launch that writes memory an in-flight operation uses, or uses memory one writes,
+    waits for that operation on the device's own lane: a stream-side wait on a GPU (the
+    host does not block), the operation's completion on the CPU backend.  Without this, a
+    plain launch could race with submitted work across streams."""
+    markers = _inflight.launch_conflicts(uses)
+    if markers:
+        lane = device_lane(dev)
+        for marker in markers:
+            lane.wait(marker)
 
 
 class StreamPool:

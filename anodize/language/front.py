@@ -35,7 +35,7 @@ from anodize.language.diagnostics import CheckError, Diagnostic, Span
 from anodize.language.names import Names, first_line
 from anodize.language.param_annotations import typevars_of
 from anodize.language.symbols import ModuleSymbols
-from anodize.language.syntax import NestingTooDeep, Source, parse
+from anodize.language.syntax import NestingTooDeep, Source, parse, read_source  # noqa: F401  (read_source re-exported: anodize/kernel.py)
 
 __all__ = [
     "ModuleFront", "TypedKernel", "cached_front", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",

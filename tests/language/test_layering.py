@@ -94,7 +94,7 @@ def test_type_only_imports_count() -> None:
 # (anodize/kernel.py `_runtime`: `import anodize` stays light), a module that subclasses or
 # calls back into the one importing it (runtime/ops.py `_combinators`).  Everything else is
 # imported at the top of its module.  The budget only goes down.
-FUNCTION_IMPORT_BUDGET = 60  # (454 before issue 33, by this count: 60 after it)
+FUNCTION_IMPORT_BUDGET = 56  # (454 before issue 33, by this count: 60 after it, 56 with fewer cycles)
 FOLDERS = ("anodize", "checker", "codegen", "runtime")
 
 
@@ -129,9 +129,31 @@ def _module_name(path: Path) -> str:
     return ".".join([base, *rest])
 
 
-def test_no_import_cycle_between_runtime_and_facade_modules() -> None:
-    """Module-level imports (those that run when a module loads, `TYPE_CHECKING` ones aside) among
-    runtime/ and the facade's modules form no cycle: each module loads after what it imports."""
+# The lazy loader: runtime/lazy.py loads a heavy or optional piece (CUDA's bindings, llvmlite,
+# torch, the checker, codegen's driver, runtime/cuda_device.py) at its one place, inside a
+# function; it is a leaf loader (its own code depends on none of them), so its function-level
+# imports are not edges.  The facade reaches the runtime from anodize/kernel.py's functions
+# (`_runtime()`: anodize/kernel_runtime.py, and the runtime modules a kernel object needs): those
+# imports do count, and close no cycle, as the runtime never imports the facade (above).
+LAZY_LOADERS = {"anodize.runtime.lazy"}
+
+# Function-level imports that still close a cycle (module -> module it imports in a function),
+# each a method of a low value type that fronts work of a module built on that type.  The list
+# only shrinks: a new cycle fails the test, and so does an entry that no longer closes one.
+#   buffer -> peer, copy_ops: `Buffer.copy_to`/`copy_from` (peer copies) and `Buffer.to_host_op`
+#   device -> copy_ops: `Device.copy_op`
+#   ops -> combinators: `Op.then`/`map`/`shared`/`unzip` build `Op` subclasses
+KNOWN_CYCLE_EDGES = {
+    ("anodize.runtime.buffer", "anodize.runtime.peer"),
+    ("anodize.runtime.buffer", "anodize.runtime.copy_ops"),
+    ("anodize.runtime.device", "anodize.runtime.copy_ops"),
+    ("anodize.runtime.ops", "anodize.runtime.combinators"),
+}
+
+
+def _module_edges(lazy: bool) -> dict[str, set[str]]:
+    """module -> the runtime/facade modules it imports: those that run when it loads (`TYPE_CHECKING`
+    ones aside) and, with `lazy`, those inside its functions too (a lazy loader's aside)."""
     files = [p for p in sorted((ROOT / "runtime").glob("*.py"))] + [p for p in sorted((ROOT / "anodize").glob("*.py"))]
     names = {_module_name(p): p for p in files}
     edges: dict[str, set[str]] = {}
@@ -141,7 +163,7 @@ def test_no_import_cycle_between_runtime_and_facade_modules() -> None:
 
         def visit(node: ast.AST) -> None:
             for child in ast.iter_child_nodes(node):
-                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and (not lazy or mod in LAZY_LOADERS):
                     continue
                 if isinstance(child, ast.If) and (getattr(child.test, "id", None) == "TYPE_CHECKING"):
                     for s in child.orelse:
@@ -159,6 +181,10 @@ def test_no_import_cycle_between_runtime_and_facade_modules() -> None:
 
         visit(ast.parse(path.read_text(encoding="utf-8")))
         edges[mod] = out
+    return edges
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
     cycles = []
     state: dict[str, int] = {}
     stack: list[str] = []
@@ -177,4 +203,49 @@ def test_no_import_cycle_between_runtime_and_facade_modules() -> None:
     for m in sorted(edges):
         if m not in state:
             walk(m)
+    return cycles
+
+
+def test_no_import_cycle_between_runtime_and_facade_modules() -> None:
+    """Module-level imports (those that run when a module loads, `TYPE_CHECKING` ones aside) among
+    runtime/ and the facade's modules form no cycle: each module loads after what it imports."""
+    cycles = _cycles(_module_edges(lazy=False))
     assert not cycles, "import cycles:\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def test_no_import_cycle_counting_function_level_imports() -> None:
+    """Function-level imports count too: a module that imports another inside a function depends
+    on it as much as one that imports it at its top (the lazy loaders aside, LAZY_LOADERS).  The
+    cycles left are closed only by KNOWN_CYCLE_EDGES, each of which still closes one."""
+    edges = _module_edges(lazy=True)
+    known = {(a, b) for a, b in KNOWN_CYCLE_EDGES if b in edges.get(a, set())}
+    assert known == KNOWN_CYCLE_EDGES, f"no longer imported (drop from KNOWN_CYCLE_EDGES): {sorted(KNOWN_CYCLE_EDGES - known)}"
+    for a, b in KNOWN_CYCLE_EDGES:
+        rest = {m: (t - {b} if m == a else t) for m, t in edges.items()}
+        assert _cycles_from(rest, b, a), f"{a} -> {b} closes no cycle now: drop it from KNOWN_CYCLE_EDGES"
+    pruned = {m: {t for t in ts if (m, t) not in KNOWN_CYCLE_EDGES} for m, ts in edges.items()}
+    cycles = _cycles(pruned)
+    assert not cycles, "import cycles (function-level imports counted):\n" + "\n".join(" -> ".join(c) for c in cycles)
+
+
+def _cycles_from(edges: dict[str, set[str]], start: str, goal: str) -> list[list[str]]:
+    """[[start, ..., goal, start]] when `goal` is reachable from `start` (so goal -> start closes a cycle)."""
+    seen = {start}
+    todo = [[start]]
+    while todo:
+        path = todo.pop()
+        for n in sorted(edges.get(path[-1], set())):
+            if n == goal:
+                return [path + [n, start]]
+            if n not in seen:
+                seen.add(n)
+                todo.append(path + [n])
+    return []
+
+
+def test_the_cycle_walk_counts_a_function_level_import() -> None:
+    """The walk sees a cycle that only a function-level import closes."""
+    assert _cycles({"a": {"b"}, "b": {"a"}}) and not _cycles({"a": {"b"}, "b": set()})
+    edges = _module_edges(lazy=True)
+    assert "anodize.runtime.combinators" in edges["anodize.runtime.ops"]  # `_combinators()`, a function-level import
+    assert "anodize.runtime.combinators" not in _module_edges(lazy=False)["anodize.runtime.ops"]

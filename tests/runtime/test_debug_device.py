@@ -20,7 +20,7 @@ import pytest
 import anodize as az
 from anodize import DisjointSlice, Slice, f32, f64, i32, i64, kernel, launch_contract, thread, u32
 from anodize.runtime import device as devmod
-from anodize.runtime.debug_device import debug_device
+from anodize.runtime.device import debug_device
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
