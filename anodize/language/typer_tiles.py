@@ -37,8 +37,6 @@ from anodize.language.tile_vocab import (
     DEFAULT_NUM_WARPS,
     MATMUL_INPUTS,
     NUM_WARPS_CHOICES,
-    TILE_FUNCS,
-    TILE_KEYWORDS,
     TILE_MAX_ELEMS,
     TILE_MAX_RANK,
 )
@@ -137,16 +135,17 @@ class TileTyper:
 
     # ---- the tile vocabulary ----------------------------------------------------------------
     def tile_call(self, name: str, node: ast.Call) -> ir.Expr:
-        lo, hi = TILE_FUNCS[name]
+        op = TILE_OPS[name]  # its row, declared with its typing (tile_ops.py)
+        lo, hi = op.arity
         if not lo <= len(node.args) <= hi:
             self.st.type_error(node, "tile-arity", name=name, want=str(lo) if lo == hi else f"{lo} to {hi}", got=len(node.args))
-        allowed = TILE_KEYWORDS.get(name, frozenset())
+        allowed = op.keywords
         kws: dict[str, ast.expr] = {}
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in allowed:
                 self.st.unsupported(kw.value if kw.arg is None else kw, "tile-keyword", kw=kw.arg or "**", name=name)
             kws[kw.arg] = kw.value  # type: ignore[index]
-        return TILE_OPS[name].typing(self, node, *node.args, **kws)
+        return op.typing(self, node, *node.args, **kws)
 
     def tile_full(self, node: ast.Call, shape_node: ast.expr, value: ast.expr | None, dtype: ast.expr) -> ir.Expr:
         """`tile.zeros(shape, T)` (`value` None) and `tile.full(shape, value, T)`."""
