@@ -8,7 +8,9 @@ The compiler picks the threads, shared memory and (for `tile.matmul`) the instru
 Launch with `az.LaunchConfig.for_tiles(shape, tile_shape)`.
 
 Every function here is a device intrinsic: calling it from host Python raises TypeError.
-The classes are for type checkers (a `Tile` is element-wise like a float).
+The classes are for type checkers (a `Tile` is element-wise like a float).  Each function's
+arity, keywords and typing are declared once, in anodize/language/tile_ops.py (its typing
+function's `@declare` row); tests/language/test_tile_ops.py holds these stubs to those rows.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ its effects, which the checker's abstract interpreter reads instead of naming ca
 
     decl = INTRINSICS.get(canonical(qualname))   # symbols.intrinsic(name) is decl.tag
 
-Adding an intrinsic: its vocabulary entry (vocab.py / tile_vocab.py / math_table.py), its
+Adding an intrinsic: its vocabulary entry (vocab.py / tile_ops.py / math_table.py), its
 row in `_declare` when the tables do not give it, and its typing (typer_*.py)."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Literal
 
 from .math_table import MATH
 from .records import dataclass
-from .tile_vocab import TILE_FUNCS, TILE_KEYWORDS
+from .tile_ops import TILE_OPS
 from .vocab import (
     BLOCK_COLLECTIVES, BLOCK_LEADER, BLOCK_WITNESS_MAKER, BUILTIN_FUNCS, COLLECTIVES, DEBUG_BUILTINS, FENCE_QUALNAMES,
     LOCAL_WITNESS_MAKERS, RAW_IDS, SCALARS, SLICE_KINDS, TILE_MAKER, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES,
@@ -165,8 +165,8 @@ def _declare() -> dict[str, Intrinsic]:
     add("az.Bundle", "bundle_base", callable=False)  # `class State(az.Bundle)`: slices of several roles
     add("az.tile_kernel", "decorator", "tile_kernel", callable=False)  # the Tile model: a kernel (tile_vocab.py)
     add("az.Kernel", "decorator", "kernel", callable=False)  # `Kernel(fn)` is `az.kernel(fn)`
-    for n, span in TILE_FUNCS.items():
-        add(f"tile.{n}", "tile", n, arity=span, keywords=TILE_KEYWORDS.get(n, frozenset()), writes=0 if n == "store" else None)
+    for n, op in TILE_OPS.items():  # the Tile model's ops, declared with their typing (tile_ops.py)
+        add(f"tile.{n}", "tile", n, arity=op.arity, keywords=op.keywords, writes=op.writes)
     assert set(BUILTIN_FUNCS) <= {n.split(".")[-1] for n in out}
     return out
 

@@ -1,35 +1,18 @@
-"""The Tile model's vocabulary: the names of `az.tile` (canonical `tile.<name>`) and their rules.
+"""The Tile model's vocabulary: the names of `az.tile` (canonical `tile.<name>`, declared in
+tile_ops.py) and their rules.
 
 Read by the symbol table (`symbols.py`), the tile typer (`typer_tiles.py`), the checker's
 kernel model and the facade (`anodize/tile.py`)."""
 
 from __future__ import annotations
 
-# every function of `az.tile`: canonical name `tile.<name>` -> its positional arity (min, max)
-TILE_FUNCS: dict[str, tuple[int, int]] = {
-    "program_id_1d": (0, 0),
-    "program_id_2d": (0, 0),
-    "program_id_3d": (0, 0),
-    "load": (3, 3),  # (src, offset, shape), keyword `other=`
-    "store": (3, 3),  # (dst, pid, value)
-    "zeros": (2, 2),  # (shape, T)
-    "full": (3, 3),  # (shape, value, T)
-    "sum": (1, 1),  # (x), keyword `axis=`
-    "max": (1, 1),
-    "min": (1, 1),
-    "where": (3, 3),  # (cond, x, y)
-    "matmul": (2, 3),  # (x, y[, acc]), keyword `allow_tf32=`
-    "arange": (1, 1),  # (n): the i32 tile 0..n-1
-    "expand_dims": (2, 2),  # (x, axis)
-}
-# the keywords each one takes (the only keywords of a tile kernel's calls)
-TILE_KEYWORDS: dict[str, frozenset[str]] = {
-    "load": frozenset({"other"}),
-    "sum": frozenset({"axis", "keepdims"}),
-    "max": frozenset({"axis", "keepdims"}),
-    "min": frozenset({"axis", "keepdims"}),
-    "matmul": frozenset({"allow_tf32"}),
-}
+from anodize.language.tile_ops import TILE_OPS
+
+# every function of `az.tile`: canonical name `tile.<name>` -> its positional arity (min, max), and
+# the keywords each one takes (the only keywords of a tile kernel's calls): read from the ops'
+# declarations (tile_ops.py, each op's typing function with its `@declare`)
+TILE_FUNCS: dict[str, tuple[int, int]] = {n: op.arity for n, op in TILE_OPS.items()}
+TILE_KEYWORDS: dict[str, frozenset[str]] = {n: op.keywords for n, op in TILE_OPS.items() if op.keywords}
 TILE_REDUCTIONS = ("sum", "max", "min")
 PROGRAM_IDS = {"program_id_1d": 1, "program_id_2d": 2, "program_id_3d": 3}
 # the coordinates of a program id of each rank, outermost first (`pid.layer`, `pid.row`, `pid.col`)

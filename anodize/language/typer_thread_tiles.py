@@ -48,7 +48,7 @@ class ThreadTileTyper:
     def make_tile(self, node: ast.Call) -> ir.Expr:
         """`thread.tile_2d(TR, TC[, GR, GC])`: the extents and groups are constants."""
         if len(node.args) not in (2, 4):
-            self.st.fail(messages.type_error(self.st.span(node), "tile-arity", help="tile-form"))
+            self.st.fail(messages.type_error(self.st.span(node), "thread-tile-arity", help="tile-form"))
         unknown = any(isinstance(a, ast.Name) and a.id in self.st.k.unknown_consts for a in node.args)
         vals = [self.fn.names.const_value(a) for a in node.args]
         if len(vals) == 2:

@@ -32,13 +32,11 @@ from anodize.language.tile_ir import (
     TileWitnessTy,
     is_tile,
 )
+from anodize.language.tile_ops import TILE_OPS
 from anodize.language.tile_vocab import (
     DEFAULT_NUM_WARPS,
     MATMUL_INPUTS,
     NUM_WARPS_CHOICES,
-    PROGRAM_IDS,
-    TILE_FUNCS,
-    TILE_KEYWORDS,
     TILE_MAX_ELEMS,
     TILE_MAX_RANK,
 )
@@ -137,47 +135,38 @@ class TileTyper:
 
     # ---- the tile vocabulary ----------------------------------------------------------------
     def tile_call(self, name: str, node: ast.Call) -> ir.Expr:
-        lo, hi = TILE_FUNCS[name]
+        op = TILE_OPS[name]  # its row, declared with its typing (tile_ops.py)
+        lo, hi = op.arity
         if not lo <= len(node.args) <= hi:
             self.st.type_error(node, "tile-arity", name=name, want=str(lo) if lo == hi else f"{lo} to {hi}", got=len(node.args))
-        allowed = TILE_KEYWORDS.get(name, frozenset())
+        allowed = op.keywords
         kws: dict[str, ast.expr] = {}
         for kw in node.keywords:
             if kw.arg is None or kw.arg not in allowed:
                 self.st.unsupported(kw.value if kw.arg is None else kw, "tile-keyword", kw=kw.arg or "**", name=name)
             kws[kw.arg] = kw.value  # type: ignore[index]
+        return op.typing(self, node, *node.args, **kws)
+
+    def tile_full(self, node: ast.Call, shape_node: ast.expr, value: ast.expr | None, dtype: ast.expr) -> ir.Expr:
+        """`tile.zeros(shape, T)` (`value` None) and `tile.full(shape, value, T)`."""
+        shape = self.tile_shape(shape_node)
+        ty = self.fn.names.resolve_type(dtype, "the tile's element type")
+        if not isinstance(ty, ScalarTy):
+            self.st.type_error(dtype, "not-kernel-type", expr=ast.unparse(dtype))
         span = self.st.span(node)
-        if name in PROGRAM_IDS:
-            return self.program_id(PROGRAM_IDS[name], node)
-        if name == "load":
-            return self.tile_load(node, kws.get("other"))
-        if name == "store":
-            self.st.unsupported(node, "statement-call-value", help="statement-call-own", call="tile.store")
-        if name == "arange":
-            n = self.const_int(node.args[0])
-            if type(n) is not int or not 1 <= n <= TILE_MAX_ELEMS:
-                self.st.type_error(node.args[0], "tile-arange", most=TILE_MAX_ELEMS, expr=ast.unparse(node.args[0]))
-            return TileArange(TileTy(I32, (n,)), span)
-        if name == "expand_dims":
-            x = self.tile_arg(node.args[0], "tile.expand_dims")
-            xs: tuple[int, ...] = x.ty.shape  # type: ignore[union-attr]
-            a = self.axis_value(node.args[1], len(xs) + 1)
-            return self.reshaped(x, xs[:a] + (1,) + xs[a:], node)
-        if name in ("zeros", "full"):
-            shape = self.tile_shape(node.args[0])
-            ty = self.fn.names.resolve_type(node.args[-1], "the tile's element type")
-            if not isinstance(ty, ScalarTy):
-                self.st.type_error(node.args[-1], "not-kernel-type", expr=ast.unparse(node.args[-1]))
-            v: ir.Expr = ir.Const(0, ty, span) if name == "zeros" else self.fn.exprs.coerce(self.fn.exprs.numeric(self.fn.expr(node.args[1]), node.args[1]), ty, node.args[1], "the tile's value")
-            return TileFull(v, TileTy(ty, shape), span)
-        if name in ("sum", "max", "min"):
-            return self.tile_reduce(name, node, kws.get("axis"), kws.get("keepdims"))
-        if name == "where":
-            c, x, y = node.args
-            syn = ast.copy_location(ast.IfExp(test=c, body=x, orelse=y), node)
-            return self.fn.exprs.lift(node, [c, x, y], lambda: ExprTyper.visit_IfExp(self.fn.exprs, syn))
-        assert name == "matmul"
-        return self.tile_matmul(node, kws.get("allow_tf32"))
+        v = ir.Const(0, ty, span) if value is None else self.fn.exprs.coerce(self.fn.exprs.numeric(self.fn.expr(value), value), ty, value, "the tile's value")
+        return TileFull(v, TileTy(ty, shape), span)
+
+    def tile_where(self, node: ast.Call, cond: ast.expr, x: ast.expr, y: ast.expr) -> ir.Expr:
+        """`tile.where(cond, x, y)`: the conditional expression's typing, lifted to tiles."""
+        syn = ast.copy_location(ast.IfExp(test=cond, body=x, orelse=y), node)
+        return self.fn.exprs.lift(node, [cond, x, y], lambda: ExprTyper.visit_IfExp(self.fn.exprs, syn))
+
+    def tile_arange(self, node: ast.Call, n_node: ast.expr) -> ir.Expr:
+        n = self.const_int(n_node)
+        if type(n) is not int or not 1 <= n <= TILE_MAX_ELEMS:
+            self.st.type_error(n_node, "tile-arange", most=TILE_MAX_ELEMS, expr=ast.unparse(n_node))
+        return TileArange(TileTy(I32, (n,)), self.st.span(node))
 
     def program_id(self, rank: int, node: ast.Call) -> ir.Expr:
         c = self.st.k.contract

@@ -9,8 +9,20 @@ from dataclasses import fields, is_dataclass
 from anodize.language.records import dataclass
 from typing import Any
 
-from anodize.language import ir
-from anodize.language.tile_ir import TileArange, TileIdPart, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
+from anodize.language import ir, tile_ir
+from anodize.language.tile_ir import (
+    TileArange,
+    TileElem,
+    TileFull,
+    TileId,
+    TileIdPart,
+    TileLoad,
+    TileReduce,
+    TileReshape,
+    TileStore,
+    TileTy,
+    TileWitnessTy,
+)
 from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .compute import _and, _bin, _c, _eq
@@ -19,6 +31,9 @@ from .rows_form import row_form
 __all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
 
 MAX_PER_THREAD = 64  # elements of S per thread (registers per full-shape tile); more: the generic lowering
+# the tile IR rows.py lowers: a kernel with any other tile node (a matmul, a transpose, a node added to
+# language/tile_ir.py since) runs the generic lowering, so a new node needs its plain.py lowering only
+ROW_NODES = (TileTy, TileWitnessTy, TileId, TileIdPart, TileLoad, TileFull, TileElem, TileReduce, TileReshape, TileArange, TileStore)
 
 
 # ---- codegen-only plain-IR nodes (lowered by rows_llvm.py; emitted for the GPU only) ---------
@@ -194,7 +209,7 @@ def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
 
 def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     """The register layout for tile kernel `k` on `threads` threads, or None when the generic
-    lowering must run it (a matmul or transpose, a reduction of another shape than S, a shape that does not broadcast to the largest, too many elements per thread,
+    lowering must run it (a tile node other than `ROW_NODES`: a matmul, a transpose; a reduction of another shape than S, a shape that does not broadcast to the largest, too many elements per thread,
     a load from an output that is not the program's own tile of S, a reshape that its row
     form (rows_form.py) keeps, other than a unit axis added to `tile.arange`, a 3-D or
     0-D tile).  `k` is read in its row form, which the lowering is then given."""
@@ -207,7 +222,7 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     stores: dict[str, set[tuple[int, ...]]] = {}
     under: set[int] = set()  # the aranges that reshapes give their axis (their own shape is moot)
     for n in nodes:
-        if isinstance(n, (TileMatmul, TileTrans)):
+        if type(n).__module__ == tile_ir.__name__ and not isinstance(n, ROW_NODES):
             return None
         if isinstance(n, TileReshape):
             if not arange_axis(n):

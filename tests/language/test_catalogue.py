@@ -401,3 +401,13 @@ def test_the_check_catches_free_text() -> None:
     assert "sample.py:25: messages.barrier_divergence needs a literal phrase key, got reason_text" in text
     assert "sample.py:26: messages.disjoint_index needs a literal phrase key, got why(None)" in text
     assert "sample.py:27: phrase `tuple-not-witness` needs ['n']" in text
+
+
+def test_no_key_is_given_twice() -> None:
+    """A dict literal keeps a repeated key's last text: the earlier message is silently lost
+    (`tile-arity` was once both the Tile model's arity and `thread.tile_2d`'s form)."""
+    tree = ast.parse((Path(__file__).resolve().parents[2] / "anodize/language/catalogue.py").read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [k.value for k in node.keys if isinstance(k, ast.Constant)]
+            assert len(keys) == len(set(keys)), sorted({k for k in keys if keys.count(k) > 1})
