@@ -31,7 +31,6 @@ NOT_WALKS: frozenset[tuple[str, str]] = frozenset((
 KNOWN: frozenset[tuple[str, str]] = frozenset((
     ("anodize/language/names.py", "_own_exprs"),
     ("anodize/language/tile_forms.py", "same"),
-    ("anodize/language/tile_forms.py", "_collect"),
     ("codegen/tile/rows_plan.py", "_nodes"),
     ("codegen/tile/plain.py", "scalar"),
     ("codegen/tile/rows.py", "_exprs"),
