@@ -36,6 +36,7 @@ from anodize.language.vocab import SLICE_KINDS
 from anodize.language.front import ModuleFront, front_for_source
 from anodize.language.param_annotations import annotation_kind
 from anodize.language.symbols import canonical, wrapped_function
+from anodize.language.walk import statements
 
 from .kernel_interp import analyze
 from .kernel_values import Callee, ContractInfo, Ctx, FunctionInfo, KernelSummary, ParamInfo, Val
@@ -205,7 +206,7 @@ class ModuleModel:
         """The names a device function binds and declares global."""
         globals_: set[str] = set()
         if self._declares:
-            for stmt in _walk_statements(info.node.body):
+            for stmt in statements(info.node.body):
                 if isinstance(stmt, (ast.Global, ast.Nonlocal)):
                     globals_.update(stmt.names)
         info.locals = self.names.function_locals(info.node) | frozenset(info.params)
@@ -235,17 +236,3 @@ class ModuleModel:
         if contract is None:
             return ContractInfo(deco, call, args, None, None)
         return ContractInfo(deco, call, args, contract.domain, contract.block)
-
-
-def _walk_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement of a body and of its nested blocks (not of nested functions or classes)."""
-    for stmt in body:
-        yield stmt
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        for attr in ("body", "orelse", "finalbody"):
-            sub = getattr(stmt, attr, None)
-            if isinstance(sub, list):
-                yield from _walk_statements(sub)
-        for h in getattr(stmt, "handlers", ()) or ():
-            yield from _walk_statements(h.body)

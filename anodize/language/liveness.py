@@ -21,24 +21,13 @@ and is no spin-wait.  A helper's result depends on memory when its body reads su
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterable, Iterator
 
 from anodize.language import ir
 from anodize.language.diagnostics import Span
+from anodize.language.ir_walk import children
 
 __all__ = ["spin_read"]
-
-
-def _children(node: object) -> Iterator[object]:
-    if not dataclasses.is_dataclass(node):
-        return
-    for f in dataclasses.fields(node):
-        v = getattr(node, f.name)
-        if isinstance(v, tuple):
-            yield from v
-        elif dataclasses.is_dataclass(v):
-            yield v
 
 
 def _walk(node: object) -> Iterator[object]:
@@ -51,7 +40,7 @@ def _walk(node: object) -> Iterator[object]:
             continue
         seen.add(id(n))
         yield n
-        stack.extend(_children(n))
+        stack.extend(children(n))
         if isinstance(n, ir.Call):
             stack.extend(n.func.body)
 

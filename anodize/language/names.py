@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from anodize.language.syntax import line_offsets
-from anodize.language.walk import child_fields
+from anodize.language.walk import child_fields, sub_blocks, walk_no_scopes
 
 __all__ = ["Names"]
 
@@ -294,14 +294,14 @@ class Names:
             _bind_target(scope, node)
         if self.walrus:
             self._bind_walrus(scope, _own_exprs(stmt))
-        for block in _sub_blocks(stmt):
+        for block in sub_blocks(stmt):
             self._bind_scope(scope, block)
 
     def _bind_walrus(self, scope: _Scope, exprs: Iterable[ast.AST]) -> None:
         """`:=` targets anywhere in these expressions (not in nested scopes) bind here."""
         q = scope.prefix
         for sub in exprs:
-            for n in _walk_no_scopes(sub):
+            for n in walk_no_scopes(sub):
                 if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
                     scope.bind(n.target.id, q + n.target.id)
 
@@ -447,7 +447,7 @@ def _for_statements(body: list[ast.stmt]) -> int:
         stmt = todo.pop()
         if stmt.__class__ is ast.For or stmt.__class__ is ast.AsyncFor:
             n += 1
-        for block in _sub_blocks(stmt):
+        for block in sub_blocks(stmt):
             todo += block
     return n
 
@@ -518,24 +518,6 @@ _NO_TARGETS = frozenset((ast.Expr, ast.Return, ast.Pass, ast.Break, ast.Continue
 _ONE_TARGET = frozenset((ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor))
 
 
-def _sub_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
-    cls = stmt.__class__
-    fields = _BLOCK_FIELDS.get(cls)
-    if fields is None:
-        own = getattr(cls, "_fields", ())
-        fields = _BLOCK_FIELDS[cls] = (
-            tuple(a for a in ("body", "orelse", "finalbody") if a in own),
-            tuple(a for a in ("handlers", "cases") if a in own),
-        )
-    blocks, nested = fields
-    out = [getattr(stmt, a) for a in blocks]
-    for attr in nested:  # `except` handlers, `match` cases: each has a body
-        out += [h.body for h in getattr(stmt, attr)]
-    return out
-
-
-# statement class -> (its fields that are blocks of statements, its fields of handlers or cases)
-_BLOCK_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def _own_exprs(stmt: ast.stmt) -> list[ast.AST]:
@@ -549,13 +531,3 @@ def _own_exprs(stmt: ast.stmt) -> list[ast.AST]:
         elif isinstance(value, list):
             out.extend(v for v in value if isinstance(v, ast.AST))
     return out
-
-
-def _walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        yield n
-        if isinstance(n, (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            continue
-        stack.extend(ast.iter_child_nodes(n))

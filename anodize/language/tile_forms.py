@@ -18,6 +18,7 @@ from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import walk
 from anodize.language.front import front_for_source  # (light: the typer it calls is loaded on first use)
 from anodize.language.tile_ir import TileLoad, TileStore
 
@@ -146,13 +147,8 @@ def match_attention(k: ir.KernelIR) -> AttentionForm | None:
 
 
 def _collect(node: Any, out: dict[str, ir.SliceRef]) -> None:
-    if isinstance(node, ir.SliceRef):
-        out.setdefault(node.name, node)
-    elif isinstance(node, tuple):
-        for x in node:
-            _collect(x, out)
-    elif is_dataclass(node):
-        for f in fields(node):
-            _collect(getattr(node, f.name), out)
+    for n in walk(node):
+        if isinstance(n, ir.SliceRef):
+            out.setdefault(n.name, n)
 
 

@@ -32,10 +32,10 @@ K range the loop covers, with a multi-stage cp.async ring (codegen/tile/mma.py).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import node_fields, walk
 from anodize.language.records import dataclass
 from anodize.language.tile_ir import TileElem, TileLoad, TileMatmul, TileStore, TileTrans, TileTy
 
@@ -213,7 +213,7 @@ def plan_tiles(k: ir.KernelIR) -> TilePlan:
             why[key] = (c.stmt.value.span or c.stmt.span, f"`{c.stmt.name}` is also used where the accumulator layout "
                         "cannot serve it (a transpose, a reduction or a matmul operand of it)")
     site_values = {id(c.stmt.value) for c in cands.values()} | {id(s.value) for s in assigns if id(s) in why}
-    for node in _nodes(k.body):
+    for node in walk(k.body):
         if isinstance(node, TileMatmul) and id(node) not in site_values:
             why[id(node)] = (node.span, "it is not assigned to a variable (`acc = tile.matmul(x, y, acc)`)")
     pipelined = {id(s): s for s in ir.walk_stmts(k.body) if isinstance(s, ir.ForRange) and _pipelines(s, sites)}
@@ -225,7 +225,7 @@ def _misused(body: Any, regs: dict[str, tuple[int, int]], cands: dict[int, MmaSi
     bad: set[str] = set()
 
     def reads(e: Any) -> set[str]:
-        return {n.name for n in _nodes(e) if isinstance(n, ir.Local) and n.name in regs}
+        return {n.name for n in walk(e) if isinstance(n, ir.Local) and n.name in regs}
 
     def elementwise(e: Any, shape: tuple[int, ...]) -> bool:
         """Can tree `e` (of `shape`, the layout's) be evaluated at each element a thread holds?"""
@@ -303,30 +303,13 @@ def affine_coef(e: Any, var: str) -> int | None:
 # ---- tree helpers ----------------------------------------------------------------------------
 
 
-def _children(node: Any) -> Any:
-    if isinstance(node, (tuple, list)):
-        yield from node
-    elif is_dataclass(node) and not isinstance(node, type):
-        for f in fields(node):
-            if f.name not in ("ty", "span"):
-                yield getattr(node, f.name)
-
-
-def _nodes(node: Any) -> Any:
-    yield node
-    for c in _children(node):
-        yield from _nodes(c)
-
-
 def _exprs(s: Any) -> list[Any]:
     """The expressions of statement `s` itself (not of nested statement bodies)."""
-    if not is_dataclass(s):
-        return []
-    return [getattr(s, f.name) for f in fields(s) if f.name not in ("ty", "span", "body", "orelse")]
+    return [getattr(s, f) for f in node_fields(s.__class__) if f not in ("body", "orelse")]
 
 
 def _mentions(e: Any, name: str) -> bool:
-    return any(isinstance(n, ir.Local) and n.name == name for n in _nodes(e))
+    return any(isinstance(n, ir.Local) and n.name == name for n in walk(e))
 
 
 def _is_zero(e: Any) -> bool:

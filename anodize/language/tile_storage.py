@@ -29,11 +29,11 @@ counts them (`storage_error_without_tensor_cores`).  On the CPU backend a tile k
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir, messages
 from anodize.language.diagnostics import Span
+from anodize.language.ir_walk import node_fields, walk
 from anodize.language.tile_forms import match_attention
 from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
 
@@ -51,21 +51,9 @@ def static_shared_bytes(shared: Any) -> int:
     return sum(_bytes(t) for t in shared.values() if not t.dynamic)
 
 
-def _children(node: Any) -> Any:
-    """(field name, value) of each child of an IR node ("" for a tuple's items); types and
-    spans are not children."""
-    if isinstance(node, (tuple, list)):
-        for x in node:
-            yield "", x
-    elif is_dataclass(node) and not isinstance(node, type):
-        for f in fields(node):
-            if f.name not in ("ty", "span"):
-                yield f.name, getattr(node, f.name)
-
-
 def _any(node: Any, hit: Any) -> bool:
     """Does `hit` hold for `node` or any node under it?"""
-    return hit(node) or any(_any(x, hit) for _, x in _children(node))
+    return any(hit(n) for n in walk(node))
 
 
 def _mentions(node: Any, name: str) -> bool:
@@ -175,8 +163,12 @@ def _bound(k: ir.KernelIR, accs: set[str], sites: set[int]) -> int:
                 if key not in assigned:
                     assigned.add(key)
                     total += _bytes(node.value.ty)
-        for field, x in _children(node):
-            visit(x, in_place if field == "value" else None)
+        if isinstance(node, (tuple, list)):
+            for x in node:
+                visit(x)
+        else:
+            for field in node_fields(node.__class__):
+                visit(getattr(node, field), in_place if field == "value" else None)
 
     visit(k.body)
     return total

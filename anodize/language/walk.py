@@ -1,4 +1,7 @@
-"""The rules' one batched pass over a module's `ast`, in source order.
+"""The walks over a module's `ast`: the rules' one batched pass, in source order, and the
+small walks the front end and the checker share (`walk_no_scopes`, `sub_blocks`,
+`statements`, `child_fields`).  No other module iterates an `ast` node's `_fields`
+(tests/test_walks.py).
 
     walk_batched(tree, visitors, on_statement=None)
 
@@ -16,10 +19,10 @@ the walk enters the module's i-th top-level statement.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["walk_batched", "child_fields", "visitor_methods"]
+__all__ = ["walk_batched", "child_fields", "visitor_methods", "walk_no_scopes", "sub_blocks", "statements"]
 
 _Fn = Callable[[ast.AST], Any]
 
@@ -69,6 +72,54 @@ def child_fields(cls: type) -> tuple[str, ...]:
     """The fields of a node class that may hold nodes, operators left out, in source order
     (none for a constant or a non-node); for walks of their own (names.py, barrier_intervals.py)."""
     return _fields(cls, ops=False)
+
+
+_SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:
+    """`node` and every node under it, not entering a nested `lambda`, `def` or `class` (the
+    scope node itself is yielded)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        if isinstance(n, _SCOPES):
+            continue
+        stack.extend(ast.iter_child_nodes(n))
+
+
+# statement class -> (its fields that are blocks of statements, its fields of handlers or cases)
+_BLOCK_FIELDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+
+
+def sub_blocks(stmt: ast.stmt) -> list[list[ast.stmt]]:
+    """The blocks of statements nested in a statement: `body`, `orelse`, `finalbody`, and
+    each `except` handler's or `match` case's body."""
+    cls = stmt.__class__
+    fields = _BLOCK_FIELDS.get(cls)
+    if fields is None:
+        own = getattr(cls, "_fields", ())
+        fields = _BLOCK_FIELDS[cls] = (
+            tuple(a for a in ("body", "orelse", "finalbody") if a in own),
+            tuple(a for a in ("handlers", "cases") if a in own),
+        )
+    blocks, nested = fields
+    out = [getattr(stmt, a) for a in blocks]
+    for attr in nested:  # `except` handlers, `match` cases: each has a body
+        out += [h.body for h in getattr(stmt, attr)]
+    return out
+
+
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of a body and of its nested blocks, in source order (not those of
+    nested functions or classes)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, _SCOPES):
+            continue
+        for block in sub_blocks(stmt):
+            yield from statements(block)
 
 
 _NAMES: dict[type, tuple[str, ...]] = {}

@@ -22,6 +22,7 @@ import typing
 from anodize.language.records import dataclass
 
 from anodize.language import ir
+from anodize.language.ir_walk import children, node_fields
 from anodize.language.types import BOOL, ScalarTy, SliceTy, Ty, WitnessTy
 
 EXPR_TYPES = typing.get_args(ir.Expr)
@@ -68,8 +69,8 @@ def map_expr(e: object, fn: typing.Callable[[object], object | None]) -> object:
     if not dataclasses.is_dataclass(e) or isinstance(e, (ir.FuncIR, ir.KernelIR)):
         return e
     changes = {}
-    for f in dataclasses.fields(e):
-        v = getattr(e, f.name)
+    for f in node_fields(e.__class__):
+        v = getattr(e, f)
         if isinstance(v, EXPR_TYPES):
             nv = map_expr(v, fn)
         elif isinstance(v, tuple) and any(isinstance(x, EXPR_TYPES) for x in v):
@@ -77,7 +78,7 @@ def map_expr(e: object, fn: typing.Callable[[object], object | None]) -> object:
         else:
             continue
         if nv is not v:
-            changes[f.name] = nv
+            changes[f] = nv
     out = dataclasses.replace(e, **changes) if changes else e
     r = fn(out)
     return out if r is None else r
@@ -86,8 +87,8 @@ def map_expr(e: object, fn: typing.Callable[[object], object | None]) -> object:
 def exprs_of(s: object) -> list:
     """The expressions a statement evaluates itself (not those of nested statements)."""
     out = []
-    for f in dataclasses.fields(s):
-        v = getattr(s, f.name)
+    for f in node_fields(s.__class__):
+        v = getattr(s, f)
         if isinstance(v, EXPR_TYPES):
             out.append(v)
         elif isinstance(v, tuple):
@@ -102,7 +103,7 @@ def sub_bodies(s: object) -> list:
         return [s.body]
     # a statement this module does not know: its nested statements all the same, so that a
     # synchronisation point inside it is seen (and refused by `Structurer.split`)
-    return [v for f in dataclasses.fields(s) if isinstance(v := getattr(s, f.name), tuple) and v
+    return [v for f in node_fields(s.__class__) if isinstance(v := getattr(s, f), tuple) and v
             and all(dataclasses.is_dataclass(x) and not isinstance(x, EXPR_TYPES) for x in v)]
 
 
@@ -112,14 +113,9 @@ def walk_expr(e: object) -> typing.Iterator[object]:
         for a in e.args:
             yield from walk_expr(a)
         return
-    for f in dataclasses.fields(e):
-        v = getattr(e, f.name)
-        if isinstance(v, EXPR_TYPES):
-            yield from walk_expr(v)
-        elif isinstance(v, tuple):
-            for x in v:
-                if isinstance(x, EXPR_TYPES):
-                    yield from walk_expr(x)
+    for c in children(e):
+        if isinstance(c, EXPR_TYPES):
+            yield from walk_expr(c)
 
 
 def walk(body: typing.Iterable) -> typing.Iterator[object]:
@@ -239,12 +235,12 @@ class Normalizer:
             pre.append(ir.If(c, (*then, ir.Assign(tmp, a, e.span)), (*orelse, ir.Assign(tmp, b, e.span)), e.span))
             return ir.Local(tmp, e.ty, e.span)
         changes = {}
-        for f in dataclasses.fields(e):
-            v = getattr(e, f.name)
+        for f in node_fields(e.__class__):
+            v = getattr(e, f)
             if isinstance(v, EXPR_TYPES):
-                changes[f.name] = self.hoist(v, pre, cond)
+                changes[f] = self.hoist(v, pre, cond)
             elif isinstance(v, tuple) and any(isinstance(x, EXPR_TYPES) for x in v):
-                changes[f.name] = tuple(self.hoist(x, pre, cond) for x in v)
+                changes[f] = tuple(self.hoist(x, pre, cond) for x in v)
         return dataclasses.replace(e, **changes)
 
     def speculate(self, e: object) -> bool:
@@ -330,12 +326,12 @@ class Normalizer:
             if sub_bodies(s) and _stmt_syncs(s, self.memo):
                 raise Unsplittable(f"a synchronisation point inside {type(s).__name__}")
             changes = {}
-            for f in dataclasses.fields(s):
-                v = getattr(s, f.name)
+            for f in node_fields(s.__class__):
+                v = getattr(s, f)
                 if isinstance(v, EXPR_TYPES):
-                    changes[f.name] = self.hoist(v, pre)
+                    changes[f] = self.hoist(v, pre)
                 elif isinstance(v, tuple) and any(isinstance(x, EXPR_TYPES) for x in v):
-                    changes[f.name] = tuple(self.hoist(x, pre) if isinstance(x, EXPR_TYPES) else x for x in v)
+                    changes[f] = tuple(self.hoist(x, pre) if isinstance(x, EXPR_TYPES) else x for x in v)
             out_s = dataclasses.replace(s, **changes) if changes else s
         out.extend(pre)
         out.append(out_s)
@@ -347,16 +343,16 @@ def _has_value(t: object) -> bool:
 
 def _rename_stmt(s: object, rename: typing.Callable, names: set[str], prefix: str) -> object:
     changes: dict[str, object] = {}
-    for f in dataclasses.fields(s):
-        v = getattr(s, f.name)
+    for f in node_fields(s.__class__):
+        v = getattr(s, f)
         if isinstance(v, EXPR_TYPES):
-            changes[f.name] = map_expr(v, rename)
+            changes[f] = map_expr(v, rename)
         elif isinstance(v, tuple) and v and all(isinstance(x, EXPR_TYPES) or isinstance(x, str) for x in v) and any(isinstance(x, EXPR_TYPES) for x in v):
-            changes[f.name] = tuple(map_expr(x, rename) if isinstance(x, EXPR_TYPES) else x for x in v)
+            changes[f] = tuple(map_expr(x, rename) if isinstance(x, EXPR_TYPES) else x for x in v)
         elif isinstance(v, tuple) and v and all(dataclasses.is_dataclass(x) and not isinstance(x, EXPR_TYPES) for x in v):
-            changes[f.name] = tuple(_rename_stmt(x, rename, names, prefix) for x in v)  # nested statements
-        elif f.name in ("name", "var", "dst", "target") and v in names and not isinstance(s, ir.SharedDecl):
-            changes[f.name] = prefix + v  # the local a statement assigns
+            changes[f] = tuple(_rename_stmt(x, rename, names, prefix) for x in v)  # nested statements
+        elif f in ("name", "var", "dst", "target") and v in names and not isinstance(s, ir.SharedDecl):
+            changes[f] = prefix + v  # the local a statement assigns
     return dataclasses.replace(s, **changes) if changes else s
 
 

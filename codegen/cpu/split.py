@@ -28,6 +28,7 @@ from dataclasses import field
 from anodize.language.records import dataclass
 
 from anodize.language import ir
+from anodize.language.ir_walk import node_fields
 from anodize.language.types import BOOL, ScalarTy, Ty
 from anodize.language.vocab import BLOCK_COLLECTIVES
 
@@ -265,8 +266,8 @@ def names_in(stmts: typing.Iterable) -> set[str]:
     for s in walk(stmts):
         # the local a statement assigns (`Assign.name`, a loop's `var`, ...): every string
         # field, so a statement kind added later is counted too (a non-local string is harmless)
-        for f in dataclasses.fields(s):
-            v = getattr(s, f.name)
+        for f in node_fields(s.__class__):
+            v = getattr(s, f)
             if isinstance(v, str):
                 out.add(v)
             elif isinstance(v, tuple) and v and all(isinstance(x, str) for x in v):  # several (tile.rows_plan.TileVecLoad)

@@ -45,7 +45,6 @@ compile time grows with it, and a body of libdevice calls is compute-bound anywa
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import field
 from anodize.language.records import dataclass
@@ -54,6 +53,7 @@ from typing import Any
 import llvmlite.ir as llir
 
 from anodize.language import ir
+from anodize.language.ir_walk import node_fields
 from anodize.language.types import WitnessTy
 
 from .types import INTRINSIC_MATH
@@ -108,7 +108,7 @@ def _nodes(x: Any) -> list[Any]:
     t = type(x)
     names = _FIELDS.get(t)
     if names is None:
-        names = _FIELDS[t] = tuple(f.name for f in dataclasses.fields(x) if f.name not in ("span", "ty", "func"))
+        names = _FIELDS[t] = tuple(f for f in node_fields(t) if f != "func")
     out: list[Any] = []
     for n in names:
         v = getattr(x, n)

@@ -12,12 +12,12 @@ A tuple is an LLVM literal struct of the elements' register types.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as llir
 
 from anodize.language import ir
+from anodize.language.ir_walk import children
 from anodize.language.types import I64, LocalArrayTy, ScalarTy, TupleTy
 
 from .registry import handles, part
@@ -165,9 +165,7 @@ def _mentions_local(node: Any, seen: set[int]) -> bool:
             return False
         seen.add(id(node))
         return _mentions_local(node.body, seen)
-    if dataclasses.is_dataclass(node) and not isinstance(node, type):
-        return any(_mentions_local(getattr(node, f.name), seen) for f in dataclasses.fields(node) if f.name not in ("span", "ty"))
-    return False
+    return any(_mentions_local(c, seen) for c in children(node))
 
 
 __all__ = ["LocalsLowering", "UNROLL_MAX_TRIPS", "I64", "ScalarTy"]

@@ -1,0 +1,102 @@
+"""One walk per tree (issue 33): the `ast` walks live in anodize/language/walk.py (`walk_batched`,
+`walk_no_scopes`, `sub_blocks`, `statements`, `child_fields`) and the typed IR's in
+anodize/language/ir_walk.py (`node_fields`, `children`, `walk`).  No other module finds a node's
+children by iterating its fields: a static scan of the packages' source for `dataclasses.fields(...)`,
+`__dataclass_fields__`, an `ast` class's `_fields` and `ast.iter_fields` outside those modules.
+
+`KNOWN` lists the sites that still do (module path, function): the test fails when one listed no
+longer does, so the list only shrinks; a new hand-written field walker fails it at once.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from anodize.language import ir
+from anodize.language.types import I32
+from anodize.language.ir_walk import children, node_fields, walk
+from anodize.language.walk import statements, walk_no_scopes
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("anodize", "checker", "codegen", "runtime")
+WALK_MODULES = frozenset(("anodize/language/walk.py", "anodize/language/ir_walk.py"))
+
+# not walks: a record's own field list (bundle.py, records.py build classes from their fields)
+NOT_WALKS: frozenset[tuple[str, str]] = frozenset((
+    ("anodize/bundle.py", "__init_subclass__"),
+    ("anodize/language/records.py", "_make"),
+))
+# field walkers still written by hand (each a rebuild or a comparison, not a plain walk); only shrinks
+KNOWN: frozenset[tuple[str, str]] = frozenset((
+    ("anodize/language/names.py", "_own_exprs"),
+    ("anodize/language/tile_forms.py", "same"),
+    ("codegen/tile/rows_plan.py", "_nodes"),
+    ("codegen/tile/plain.py", "scalar"),
+    ("codegen/tile/rows.py", "_exprs"),
+    ("codegen/tile/rows_form.py", "_map"),
+))
+
+
+def _is_field_walk(node: ast.AST) -> bool:
+    if isinstance(node, ast.Call):
+        f = node.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if name in ("fields", "iter_fields"):
+            return True
+        if name == "getattr" and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant):
+            return node.args[1].value in ("_fields", "__dataclass_fields__")
+    return isinstance(node, ast.Attribute) and node.attr in ("_fields", "__dataclass_fields__")
+
+
+def _sites() -> set[tuple[str, str]]:
+    out: set[tuple[str, str]] = set()
+    for pkg in PACKAGES:
+        for path in sorted((ROOT / pkg).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in WALK_MODULES:
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for fn in ast.walk(tree):
+                if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    if any(_is_field_walk(n) for s in fn.body for n in walk_no_scopes(s)):
+                        out.add((rel, fn.name))
+    return out
+
+
+def test_no_new_hand_written_field_walks() -> None:
+    found = _sites() - NOT_WALKS
+    new = sorted(found - KNOWN)
+    assert not new, f"walk a tree with anodize/language/walk.py or ir_walk.py, not by its fields: {new}"
+    fixed = sorted(KNOWN - found)
+    assert not fixed, f"no longer a hand-written walk: remove from KNOWN: {fixed}"
+
+
+def test_scan_sees_a_walker() -> None:
+    src = "import dataclasses\ndef f(x):\n    return [getattr(x, g.name) for g in dataclasses.fields(x)]\n"
+    fn = ast.parse(src).body[1]
+    assert isinstance(fn, ast.FunctionDef)
+    assert any(_is_field_walk(n) for s in fn.body for n in walk_no_scopes(s))
+
+
+def test_ir_walk() -> None:
+    a = ir.Local("a", I32)
+    b = ir.Local("b", I32)
+    node = ir.Assign("x", ir.BinOp("+", a, b, I32))
+    assert node_fields(ir.BinOp) == ("op", "left", "right", "site")
+    assert children(node) == [node.value]
+    assert [n for n in walk(node) if isinstance(n, ir.Local)] == [a, b]
+    assert children((a, (b,))) == [a, b]
+    assert children("x") == [] and node_fields(str) == ()
+
+
+def test_statements_and_scopes() -> None:
+    tree = ast.parse(
+        "def f():\n    if a:\n        x = 1\n    else:\n        try:\n            y = 2\n        except E:\n            z = 3\n"
+        "    def g():\n        w = 4\n    h = lambda: (v := 5)\n"
+    )
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    names = [s.targets[0].id for s in statements(fn.body) if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)]
+    assert names == ["x", "y", "z", "h"]  # not `w`: g's body is its own
+    assert not any(isinstance(n, ast.NamedExpr) for n in walk_no_scopes(fn.body[2]))
