@@ -50,19 +50,12 @@ if TYPE_CHECKING:
 
 
 
-def _fs() -> Any:
-    """pathlib, shutil and tempfile, loaded where entries are written, listed or removed (a
-    cached load, `load`, only reads, with `os`, and stays light): a namespace of the three."""
+def _fs() -> tuple[Any, Any, Any]:
+    """(pathlib, shutil, tempfile), loaded where entries are written, listed or removed: a
+    cached load (`load`) only reads, with `os`, and stays light."""
     import pathlib, shutil, tempfile  # noqa: E401  (one lazy load of the three)
 
-    return _Fs(pathlib.Path, shutil.rmtree, tempfile.mkdtemp)
-
-
-class _Fs:
-    __slots__ = ("Path", "rmtree", "mkdtemp")
-
-    def __init__(self, path: Any, rmtree: Any, mkdtemp: Any):
-        self.Path, self.rmtree, self.mkdtemp = path, rmtree, mkdtemp
+    return pathlib, shutil, tempfile
 
 FORMAT = 2
 TAG = "CACHEDIR.TAG"
@@ -102,7 +95,8 @@ def _root() -> str:
 
 def cache_dir() -> Path:
     """The platform's user cache directory for anodize."""
-    return _fs().Path(_root())
+    pathlib, _, _ = _fs()
+    return pathlib.Path(_root())
 
 
 def enabled() -> bool:
@@ -199,8 +193,8 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
     root = usable_root(create=True)
     if root is None:
         return None
-    fs = _fs()
-    final = fs.Path(root) / key[:2] / key
+    pathlib, shutil, tempfile = _fs()
+    final = pathlib.Path(root) / key[:2] / key
     tmp = None
     try:
         if final.is_dir():
@@ -208,7 +202,7 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
         final.parent.mkdir(mode=0o700, exist_ok=True)
         _check_dir(str(final.parent), follow=False)
         sweep(str(final.parent), STALE_TEMP_SECONDS)
-        tmp = fs.Path(fs.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=f".tmp-{key[:16]}-", dir=final.parent))
         meta = dict(meta, format=FORMAT, key=key, files={n: _sha(d) for n, d in files.items()})
         meta["content"] = content_hash(meta)
         for name, data in files.items():
@@ -224,7 +218,7 @@ def store(key: str, meta: dict[str, Any], files: dict[str, bytes]) -> Path | Non
         return None
     finally:
         if tmp is not None and tmp.exists():
-            fs.rmtree(tmp, ignore_errors=True)
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _plain_name(name: object) -> bool:
@@ -242,6 +236,7 @@ def _is_temp(name: str) -> bool:
 def sweep(folder: str, older_than: float) -> int:
     """Remove the temporary folders of interrupted writes (and evictions) in one prefix folder
     that are older than `older_than` seconds; return how many."""
+    _, shutil, _ = _fs()
     n = 0
     try:
         names = os.listdir(folder)
@@ -255,7 +250,7 @@ def sweep(folder: str, older_than: float) -> int:
         except OSError:
             continue
         if _is_temp(name) and stat.S_ISDIR(st.st_mode) and now - st.st_mtime >= older_than:
-            _fs().rmtree(path, ignore_errors=True)
+            shutil.rmtree(path, ignore_errors=True)
             n += not os.path.lexists(path)
     return n
 
@@ -346,7 +341,8 @@ def evict(key: str) -> None:
     try:
         os.rename(folder, trash)
         if stat.S_ISDIR(st.st_mode):
-            _fs().rmtree(trash, ignore_errors=True)
+            _, shutil, _ = _fs()
+            shutil.rmtree(trash, ignore_errors=True)
         else:
             os.unlink(trash)
     except OSError:
@@ -400,13 +396,13 @@ def clear() -> tuple[int, int]:
 
     Only under a root tagged by anodize (`CACHEDIR.TAG`), and only folders laid out as anodize
     writes them: whatever else `ANODIZE_CACHE_DIR` holds stays."""
-    rmtree = _fs().rmtree
+    _, shutil, _ = _fs()
     root = _root()
     if not os.path.isfile(os.path.join(root, TAG)):
         return 0, 0
     n = t = 0
     for path, is_entry in _entries(root):
-        rmtree(path, ignore_errors=True)
+        shutil.rmtree(path, ignore_errors=True)
         if not os.path.lexists(path):
             n += is_entry
             t += not is_entry
