@@ -15,7 +15,8 @@ from pathlib import Path
 
 from anodize.language import ir
 from anodize.language.types import I32
-from anodize.language.ir_walk import children, node_fields, walk
+from anodize.language.ir_walk import children, map_children, node_fields, same, walk
+from anodize.language.tile_ir import TileElem, TileTy
 from anodize.language.walk import statements, walk_no_scopes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,15 +28,8 @@ NOT_WALKS: frozenset[tuple[str, str]] = frozenset((
     ("anodize/bundle.py", "__init_subclass__"),
     ("anodize/language/records.py", "_make"),
 ))
-# field walkers still written by hand (each a rebuild or a comparison, not a plain walk); only shrinks
-KNOWN: frozenset[tuple[str, str]] = frozenset((
-    ("anodize/language/names.py", "_own_exprs"),
-    ("anodize/language/tile_forms.py", "same"),
-    ("codegen/tile/rows_plan.py", "_nodes"),
-    ("codegen/tile/plain.py", "scalar"),
-    ("codegen/tile/rows.py", "_exprs"),
-    ("codegen/tile/rows_form.py", "_map"),
-))
+# field walkers still written by hand (a rebuild is `map_children`, a comparison `same`); only shrinks
+KNOWN: frozenset[tuple[str, str]] = frozenset()
 
 
 def _is_field_walk(node: ast.AST) -> bool:
@@ -88,6 +82,45 @@ def test_ir_walk() -> None:
     assert [n for n in walk(node) if isinstance(n, ir.Local)] == [a, b]
     assert children((a, (b,))) == [a, b]
     assert children("x") == [] and node_fields(str) == ()
+
+
+def test_walk_stops_at_a_class() -> None:
+    a = ir.Local("a", I32)
+    f = ir.FuncIR("h", (), (("a", I32),), (ir.Return(a),), I32)
+    call = ir.Call(f, (ir.Local("b", I32),), I32)
+    assert [n.name for n in walk(call) if isinstance(n, ir.Local)] == ["a", "b"]
+    assert [n.name for n in walk(call, stop=(ir.FuncIR,)) if isinstance(n, ir.Local)] == ["b"]
+
+
+def test_map_children_rebuilds_only_what_changed() -> None:
+    a, b, c = ir.Local("a", I32), ir.Local("b", I32), ir.Local("c", I32)
+    node = ir.If(ir.BinOp("<", a, b, I32), (ir.Assign("x", a), ir.Assign("y", b)), ())
+    same_ids = map_children(node, lambda n: n)
+    assert same_ids is node
+    swap = lambda n: c if n is a else map_children(n, swap)  # noqa: E731
+    new = swap(node)
+    assert new is not node and new.cond.left is c and new.body[0].value is c
+    assert new.body[1] is node.body[1] and new.orelse is node.orelse  # untouched subtrees kept
+    # a TileElem's (placeholder, tile) pairs: the tiles mapped, the placeholder names kept
+    t = ir.Local("t", TileTy(I32, (4,)))
+    u = ir.Local("u", TileTy(I32, (4,)))
+    elem = TileElem(ir.Local("p", I32), (("p", t),), TileTy(I32, (4,)))
+    got = map_children(elem, lambda n: u if n is t else n)
+    assert got.inputs == (("p", u),) and got.template is elem.template
+    assert map_children((a, "s", (b,)), lambda n: c) == (c, "s", (c,))
+    assert map_children("x", lambda n: c) == "x"
+
+
+def test_same_compares_structure_and_asks_eq() -> None:
+    def tree(x: str, k: int) -> ir.Stmt:
+        return ir.Assign(x, ir.BinOp("+", ir.Local(x, I32), ir.Const(k, I32), I32))
+
+    assert same(tree("x", 1), tree("x", 1)) and not same(tree("x", 1), tree("x", 2))
+    assert not same(tree("x", 1), tree("y", 1))
+    rename = lambda node, field, x, y: True if field == "name" else None  # noqa: E731
+    assert same(tree("x", 1), tree("y", 1), rename) and not same(tree("x", 1), tree("y", 2), rename)
+    assert same((tree("x", 1),), [tree("x", 1)]) is False  # a tuple is not a list
+    assert not same(ir.Const(1, I32), ir.Const(1.0, I32))  # plain values of one class
 
 
 def test_statements_and_scopes() -> None:

@@ -523,9 +523,10 @@ _ONE_TARGET = frozenset((ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor))
 def _own_exprs(stmt: ast.stmt) -> list[ast.AST]:
     """The expressions of a statement itself (not of its nested blocks)."""
     out: list[ast.AST] = []
-    for name, value in ast.iter_fields(stmt):
+    for name in child_fields(stmt.__class__):
         if name in ("body", "orelse", "finalbody", "handlers", "cases"):
             continue
+        value = getattr(stmt, name, None)
         if isinstance(value, ast.AST):
             out.append(value)
         elif isinstance(value, list):

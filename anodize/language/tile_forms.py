@@ -13,12 +13,12 @@ with only local and parameter names free (one consistent renaming).
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
+from dataclasses import is_dataclass
 from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.ir_walk import walk
+from anodize.language.ir_walk import same, walk
 from anodize.language.front import front_for_source  # (light: the typer it calls is loaded on first use)
 from anodize.language.tile_ir import TileLoad, TileStore
 
@@ -89,29 +89,23 @@ class _Alpha:
         return True
 
     def same(self, a: Any, b: Any) -> bool:
-        if type(a) is not type(b):
-            return False
-        if isinstance(a, tuple):
-            return len(a) == len(b) and all(self.same(x, y) for x, y in zip(a, b))
-        if not is_dataclass(a) or not hasattr(a, "span"):  # types, scalar info, plain values
-            return bool(a == b)
-        named = isinstance(a, (ir.Local, ir.SliceRef, ir.Assign)) and "name" or isinstance(a, ir.ForRange) and "var"
-        for f in fields(a):
-            if f.name in _SKIP:
-                continue
-            x, y = getattr(a, f.name), getattr(b, f.name)
-            if f.name == named:
-                if not self.name(x, y):
-                    return False
-            elif f.name == "inputs" and isinstance(x, tuple):  # a TileElem's (placeholder, tile) pairs
-                if len(x) != len(y) or not all(self.name(p[0], r[0]) and self.same(p[1], r[1]) for p, r in zip(x, y)):
-                    return False
-            elif f.name == "ty" or not is_dataclass(x) and not isinstance(x, tuple):
-                if type(x) is not type(y) or x != y:
-                    return False
-            elif not self.same(x, y):
-                return False
-        return True
+        return same(a, b, self.eq)
+
+    def eq(self, node: Any, field: str, x: Any, y: Any) -> bool | None:
+        """The fields `same` does not compare as they are: positions, sites and literal flags
+        (skipped), a local's, parameter's or loop variable's name (renamed), a `TileElem`'s
+        placeholders (renamed), and a type (equal)."""
+        if field in _SKIP:
+            return True
+        if field == "name" and isinstance(node, (ir.Local, ir.SliceRef, ir.Assign)) or field == "var" and isinstance(node, ir.ForRange):
+            return self.name(x, y)
+        if field == "inputs" and isinstance(x, tuple):  # a TileElem's (placeholder, tile) pairs
+            return len(x) == len(y) and all(self.name(p[0], r[0]) and self.same(p[1], r[1]) for p, r in zip(x, y))
+        if field == "ty" or not is_dataclass(x) and not isinstance(x, tuple):
+            return type(x) is type(y) and bool(x == y)
+        if is_dataclass(x) and not hasattr(x, "span"):  # a type, a record: as it compares
+            return type(x) is type(y) and bool(x == y)
+        return None
 
 
 def match_attention(k: ir.KernelIR) -> AttentionForm | None:

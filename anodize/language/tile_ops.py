@@ -10,10 +10,13 @@ The public stub users and mypy see stays in `anodize/tile.py`: its signature nam
 slice types (anodize/types.py), which the language may not import (tests/language/
 test_layering.py); tests/language/test_tile_ops.py holds the two to one arity and keywords.
 
-Adding an op: its stub in anodize/tile.py and its declared typing here (2 files); an op with a
-new IR node adds the node (tile_ir.py) and its one lowering to plain IR (codegen/tile/plain.py:
-the CPU backend and the debug device run that plain IR too): 4 (docs/architecture.md,
-"How to add X").  This module stays light (no IR import at load: tile_vocab reads it).
+Adding an op: its stub in anodize/tile.py and its declared typing here (2 files, and its
+test).  An element-wise op with an IR node of its own declares the node here too, beside its
+row (a frozen dataclass: its operands, `ty: TileTy`, `span`), and registers the node's element
+lowering in codegen/tile/ops.py (`@elementwise(Node)`: element e of the node from element e
+of each operand), which the GPU, the CPU backend and the debug device all run: 3 files and
+its test (docs/architecture.md, "How to add X"; the dry run: tests/codegen/
+test_tile_new_node_op.py).  This module stays light (no IR import at load: tile_vocab reads it).
 """
 
 from __future__ import annotations

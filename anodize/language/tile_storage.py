@@ -33,9 +33,9 @@ from typing import Any
 
 from anodize.language import ir, messages
 from anodize.language.diagnostics import Span
-from anodize.language.ir_walk import node_fields, walk
+from anodize.language.ir_walk import children, node_fields, walk
 from anodize.language.tile_forms import match_attention
-from anodize.language.tile_ir import TileElem, TileFull, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy
+from anodize.language.tile_ir import TileFull, TileLoad, TileMatmul, TileReduce, TileReshape, TileStore, TileTrans, TileTy, is_tile
 
 __all__ = ["STATIC_SHARED_MAX_BYTES", "static_shared_bytes", "tile_storage_bound"]
 
@@ -72,9 +72,10 @@ def _moved(node: Any, name: str, shape: tuple[int, ...]) -> bool:
         return node.name == name and getattr(node.ty, "shape", shape) != shape
     if isinstance(node, (TileTrans, TileReshape)):
         return _mentions(node.value, name)
-    if isinstance(node, TileElem):
-        return any((v.ty.shape != shape and _mentions(v, name)) or _moved(v, name, shape) for _, v in node.inputs)
-    return False
+    if isinstance(node, (TileReduce, TileMatmul)):
+        return False
+    # element-wise (a `TileElem`, an op's own node: codegen/tile/ops.py): element e of each tile operand
+    return any((v.ty.shape != shape and _mentions(v, name)) or _moved(v, name, shape) for v in children(node) if is_tile(v))
 
 
 def _in_place(s: ir.Assign) -> bool:

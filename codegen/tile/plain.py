@@ -37,10 +37,11 @@ element-wise) in registers; `codegen/tile/lower.py` lowers those statements (fra
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import children, map_children
 from anodize.language.tile_ir import (
     TileArange,
     TileElem,
@@ -55,11 +56,13 @@ from anodize.language.tile_ir import (
     TileTrans,
     TileTy,
     TileWitnessTy,
+    is_tile,
 )
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
 from .lower import assign_registers, pipelined_loop, read_register, reads_registers, registers_of, store_registers
+from .ops import ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
 __all__ = ["ProgramsOnHost"]
@@ -310,20 +313,9 @@ class _Lowering:
     def scalar(self, e: Any) -> Any:
         if isinstance(e, TileIdPart):
             return self.pid(e.rank, e.axis)
-        if not is_dataclass(e) or isinstance(e, (ir.FuncIR, ir.Const, ir.Local, ir.RawId, ir.SliceRef, ir.SharedRef)):
+        if isinstance(e, (ir.FuncIR, ir.Const, ir.Local, ir.RawId, ir.SliceRef, ir.SharedRef)):
             return e
-        changes = {}
-        for f in fields(e):
-            v = getattr(e, f.name)
-            if hasattr(v, "ty") and is_dataclass(v):
-                nv = self.scalar(v)
-            elif isinstance(v, tuple) and any(hasattr(x, "ty") for x in v):
-                nv = tuple(self.scalar(x) for x in v)
-            else:
-                continue
-            if nv is not v:
-                changes[f.name] = nv
-        return replace(e, **changes) if changes else e
+        return map_children(e, self.scalar)
 
     # ---- tile statements ---------------------------------------------------------------------------
     def assign_tile(self, name: str, value: ir.Expr) -> list[ir.Stmt]:
@@ -380,6 +372,8 @@ class _Lowering:
             return self.loads_in(tree.value)
         if isinstance(tree, TileElem):
             return [ld for _, v in tree.inputs for ld in self.loads_in(v)]
+        if isinstance(tree, Op):
+            return [ld for v in tree.tiles() for ld in self.loads_in(v)]
         return []
 
     def all_inside(self, tree: Any, extra: list[ir.Expr] = ()) -> ir.Expr | None:  # type: ignore[assignment]
@@ -476,6 +470,8 @@ class _Lowering:
             return self.compute.reduce(x, out)
         if isinstance(x, TileMatmul):
             return self.compute.matmul(x, out)
+        if type(x) in ELEMENTWISE:  # an op's own node (ops.py)
+            return Op(x, [self.prep(c, out) if is_tile(c) else self.scalar(c) for c in children(x)])
         raise AssertionError(f"not a tile expression: {type(x).__name__}")
 
     # ---- hazards -----------------------------------------------------------------------------------
@@ -489,6 +485,8 @@ class _Lowering:
             return any(
                 (v.ty.shape != shape and self.reads(v, ref)) or self.hazard(v, ref, shape) for _, v in tree.inputs
             )
+        if isinstance(tree, Op):
+            return any((v.ty.shape != shape and self.reads(v, ref)) or self.hazard(v, ref, shape) for v in tree.tiles())
         return False
 
     def moved_load(self, tree: Any, name: str, moved: bool = False) -> bool:
@@ -500,6 +498,8 @@ class _Lowering:
             return self.moved_load(tree.value, name, True)
         if isinstance(tree, TileElem):
             return any(self.moved_load(v, name, moved or v.ty.shape != tree.ty.shape) for _, v in tree.inputs)
+        if isinstance(tree, Op):
+            return any(self.moved_load(v, name, moved or v.ty.shape != tree.ty.shape) for v in tree.tiles())
         return False
 
     def reads(self, tree: Any, ref: ir.SharedRef) -> bool:
@@ -509,12 +509,14 @@ class _Lowering:
             return self.reads(tree.value, ref)
         if isinstance(tree, TileElem):
             return any(self.reads(v, ref) for _, v in tree.inputs)
+        if isinstance(tree, Op):
+            return any(self.reads(v, ref) for v in tree.tiles())
         return False
 
     # ---- one element of a tile tree ----------------------------------------------------------------
     def ev(self, x: Any, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Expr:
         """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
-        if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileElem, TileLoad)):
+        if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileElem, TileLoad, Op)):
             return read_register(self, x, coords)
         if isinstance(x, _Arr):
             shape = x.ty.shape
@@ -533,6 +535,15 @@ class _Lowering:
                 self.locals[name] = v.ty.elem
                 pre.append(ir.Assign(name, self.ev(v, self.broadcast(coords, x.ty.shape, v.ty.shape), pre)))
             return self.scalar(x.template)  # type: ignore[no-any-return]
+        if isinstance(x, Op):  # element e of each tile operand into a local, then the op's element
+            args: list[ir.Expr] = []
+            for c in x.kids:
+                if isinstance(getattr(c, "ty", None), TileTy):
+                    v = self.local(c.ty.elem, "op")
+                    pre.append(ir.Assign(v.name, self.ev(c, self.broadcast(coords, x.ty.shape, c.ty.shape), pre)))
+                    c = v
+                args.append(c)
+            return x.lower(args)
         if isinstance(x, TileLoad):
             if x.slice.ty.kind.output:  # the program's own tile of an output: stored by these threads?
                 self.note("global " + x.slice.name, False, self.identity(coords, x.ty.shape))

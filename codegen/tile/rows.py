@@ -43,10 +43,10 @@ The layout and the choice of kernels are in `rows_plan.py`.
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import walk
 from anodize.language.tile_ir import TileArange, TileElem, TileFull, TileLoad, TileReduce, TileReshape, TileStore, TileTy
 from anodize.language.types import BOOL, I32, I64, SharedTy
 
@@ -441,11 +441,4 @@ class RowLowering(_Lowering):
 
 def _exprs(e: Any) -> list[Any]:
     """`e` and every expression under it."""
-    out = [e]
-    if is_dataclass(e) and not isinstance(e, (ir.Const, ir.Local, ir.SliceRef, ir.SharedRef)):
-        for f in fields(e):
-            v = getattr(e, f.name)
-            for y in v if isinstance(v, tuple) else (v,):
-                if is_dataclass(y) and hasattr(y, "ty"):
-                    out += _exprs(y)
-    return out
+    return [n for n in walk(e, stop=(ir.FuncIR,)) if hasattr(n, "ty")]

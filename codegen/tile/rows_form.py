@@ -23,10 +23,11 @@ broadcasts back with `m[:, None]` (or `keepdims=True`); the typer writes both as
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass, replace
+from dataclasses import is_dataclass, replace
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import map_children
 from anodize.language.tile_ir import TileArange, TileElem, TileFull, TileReshape, TileTy
 
 __all__ = ["row_form"]
@@ -42,19 +43,10 @@ def _core(shape: tuple[int, ...]) -> tuple[int, ...]:
 def _map(x: Any, f: Any) -> Any:
     """`x` with `f` applied bottom-up to every IR node under it (helper bodies untouched)."""
     if isinstance(x, tuple):
-        return tuple(_map(y, f) for y in x)
+        return map_children(x, lambda y: _map(y, f))
     if not is_dataclass(x) or isinstance(x, (type, ir.FuncIR, ir.Const, ir.SliceRef, ir.SharedRef, TileTy)):
         return x
-    changes = {}
-    for fl in fields(x):
-        if fl.name in ("ty", "span"):
-            continue
-        v = getattr(x, fl.name)
-        nv = _map(v, f)
-        if nv is not v:
-            changes[fl.name] = nv
-    y = replace(x, **changes) if changes else x
-    return f(y)
+    return f(map_children(x, lambda y: _map(y, f)))
 
 
 def _unit_only(a: tuple[int, ...], b: tuple[int, ...]) -> bool:

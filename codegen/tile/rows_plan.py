@@ -5,11 +5,11 @@ plain-IR nodes of that lowering (vector accesses and their alignment test, lower
 
 from __future__ import annotations
 
-from dataclasses import fields, is_dataclass
 from anodize.language.records import dataclass
 from typing import Any
 
 from anodize.language import ir, tile_ir
+from anodize.language.ir_walk import walk
 from anodize.language.tile_ir import (
     TileArange,
     TileElem,
@@ -26,6 +26,7 @@ from anodize.language.tile_ir import (
 from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .compute import _and, _bin, _c, _eq
+from .ops import ELEMENTWISE
 from .rows_form import row_form
 
 __all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
@@ -185,22 +186,6 @@ class RowLayout:
 # ---- the plan: is every tile of the kernel one main shape or a broadcast of it? ------------------
 
 
-def _nodes(x: Any, out: list[Any]) -> None:
-    if isinstance(x, (list, tuple)):
-        for y in x:
-            _nodes(y, out)
-        return
-    if not is_dataclass(x) or isinstance(x, type):
-        return
-    out.append(x)
-    if isinstance(x, (ir.FuncIR, ir.Const, ir.SliceRef, ir.SharedRef)):
-        return
-    for f in fields(x):
-        v = getattr(x, f.name)
-        if isinstance(v, (list, tuple)) or (is_dataclass(v) and not isinstance(v, type)):
-            _nodes(v, out)
-
-
 def _broadcasts(d: tuple[int, ...], s: tuple[int, ...]) -> bool:
     if len(d) > len(s):
         return False
@@ -216,13 +201,12 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     if threads <= 1:
         return None
     k = row_form(k)
-    nodes: list[Any] = []
-    _nodes(k.body, nodes)
+    nodes = list(walk(k.body, stop=(ir.FuncIR,)))
     shapes = {t.shape for _, t in k.locals if isinstance(t, TileTy)}
     stores: dict[str, set[tuple[int, ...]]] = {}
     under: set[int] = set()  # the aranges that reshapes give their axis (their own shape is moot)
     for n in nodes:
-        if type(n).__module__ == tile_ir.__name__ and not isinstance(n, ROW_NODES):
+        if type(n).__module__ == tile_ir.__name__ and not isinstance(n, ROW_NODES) or type(n) in ELEMENTWISE:
             return None
         if isinstance(n, TileReshape):
             if not arange_axis(n):

@@ -2,7 +2,8 @@
 with its `@declare` row (arity and keywords from its signature).  The vocabulary, the symbol
 table and the typer read the rows; the public stubs (anodize/tile.py) agree with them; and a
 new op goes through the declaration path alone (the dry run of docs/architecture.md's "How to
-add X": its stub, its declared typing; a new IR node adds the node and its lowering)."""
+add X": its stub, its declared typing; an op with a node of its own adds the node and its
+element lowering: tests/codegen/test_tile_new_node_op.py)."""
 
 from __future__ import annotations
 
