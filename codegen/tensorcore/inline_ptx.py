@@ -120,14 +120,16 @@ def st_shared_v4(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value]) -> None:
     _asm(b, VOID, "st.shared.v4.b32 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}", [addr] + list(vals))
 
 
-def st_global(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value], kind: str, pred: ir.Value) -> None:
-    """A predicated global store of 1 or 2 values: `kind` is the PTX type (`f32`, `b32`, `b16`)."""
+def st_global(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value], kind: str, pred: ir.Value, disp: int = 0) -> None:
+    """A predicated global store of 1 or 2 values: `kind` is the PTX type (`f32`, `b32`, `b16`);
+    the address is `addr + disp` bytes (a constant displacement of the instruction)."""
     reg = {"f32": "f", "b32": "r", "b16": "h"}[kind]
     n = len(vals)
     ops = ", ".join(f"${i + 2}" for i in range(n))
     vec = f".v{n}" if n > 1 else ""
     src = f"{{{ops}}}" if n > 1 else ops
-    text = f"{{ .reg .pred p; setp.ne.b32 p, $1, 0; @p st.global{vec}.{kind} [$0], {src}; }}"
+    at = f"$0+{disp}" if disp else "$0"
+    text = f"{{ .reg .pred p; setp.ne.b32 p, $1, 0; @p st.global{vec}.{kind} [{at}], {src}; }}"
     cons = "l,r," + ",".join([reg] * n) + ",~{memory}"
     _asm(b, VOID, text, cons, [addr, pred] + list(vals))
 
