@@ -110,9 +110,11 @@ def pack2(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, dtype: str) -> ir.Value:
     return _asm(b, I32, f"cvt.rn.{dtype}x2.f32 $0, $1, $2;", "=r,f,f", [hi, lo], side_effect=False)
 
 
-def ld_global_b16(b: ir.IRBuilder, addr: ir.Value, pred: ir.Value) -> ir.Value:
-    """A 16-bit global load when `pred` (i32, nonzero), else 0: no access at all when off."""
-    text = "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [$1]; }"
+def ld_global_b16(b: ir.IRBuilder, addr: ir.Value, pred: ir.Value, disp: int = 0) -> ir.Value:
+    """A 16-bit global load at `addr + disp` bytes when `pred` (i32, nonzero), else 0: no
+    access at all when off."""
+    at = f"$1+{disp}" if disp else "$1"
+    text = f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [{at}]; }}"
     return _asm(b, I16, text, "=h,l,r,~{memory}", [addr, pred])
 
 

@@ -228,12 +228,16 @@ class _Operand:
                 addr = b.select(ok, b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1))), self.g)
                 P.cp_async_16(b, b.add(sbase, off), addr, nb)
                 continue
+            # the chunk's 8 elements from one address (its first element's) plus 2 j bytes in
+            # the load: where element j is read (ok), 0 <= gcol + j < clim did not wrap, so its
+            # address g + 2 (rowbase + sext(gcol + j)) is that one modulo 2**64; where it is not,
+            # the load is predicated off and reads nothing at any address
+            chunk = b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1)))
             halves = []
             for j in range(8):
                 col = b.add(gcol, c32(j))
                 ok = b.and_(row_ok, b.and_(b.icmp_signed(">=", col, c32(0)), b.icmp_signed("<", col, clim)))
-                addr = b.select(ok, b.add(self.g, b.shl(b.add(rowbase, b.sext(col, I64)), c64(1))), self.g)
-                halves.append(b.zext(P.ld_global_b16(b, addr, b.zext(ok, I32)), I32))
+                halves.append(b.zext(P.ld_global_b16(b, chunk, b.zext(ok, I32), 2 * j), I32))
             words = [b.or_(halves[2 * q], b.shl(halves[2 * q + 1], c32(16))) for q in range(4)]
             P.st_shared_v4(b, b.add(sbase, off), words)
 
