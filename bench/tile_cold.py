@@ -11,8 +11,10 @@ llvmlite's binding and the tile pass, and LLVM's start-up, excluded):
 
 * first:  `compile_gpu(kernel, "sm_90", ptxas=False)`: the tile lowering, LLVM IR, O3 and PTX
 * emit:   the O3 + PTX part of it (`codegen/gpu/ptx.py` `emit_ptx`)
-* ptxas:  `compile_gpu(kernel, "sm_90", ptxas=True)` right after, the whole compile with ptxas
+* +ptxas: `compile_gpu(kernel, "sm_90", ptxas=True)` right after, the whole compile with ptxas
 
+as CPU time (the compiling thread's, plus ptxas's as a child process: the shared dev machine's
+load moves wall times 2-5x, CPU times little) and, for first and +ptxas, wall time too.
 `--python` runs the children with another interpreter (another tree's venv: a before/after
 comparison); the tree's modules should be byte-compiled first in both trees
 (`python -m compileall -q anodize checker codegen runtime examples`).  Medians over `--runs`.
@@ -26,12 +28,13 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
 _CHILD = """
-import sys, time
+import os, sys, time
 sys.path.insert(0, {tests!r})
 from anodize.codegen.driver import compile_gpu
 from anodize.codegen.gpu import ptx
@@ -49,19 +52,23 @@ compile_gpu(ks["add"], "sm_90", ptxas=False)  # the lazy imports and LLVM's star
 emit = [0.0]
 _emit = ptx.emit_ptx
 def timed(*a, **kw):
-    t = time.perf_counter()
+    t = time.thread_time()
     try:
         return _emit(*a, **kw)
     finally:
-        emit[0] += time.perf_counter() - t
+        emit[0] += time.thread_time() - t
 ptx.emit_ptx = timed
-t0 = time.perf_counter()
+def cpu():
+    o = os.times()
+    return time.thread_time() + o.children_user + o.children_system
+w0, c0 = time.perf_counter(), cpu()
 compile_gpu(k, "sm_90", ptxas=False)
-t1 = time.perf_counter()
+w1, c1 = time.perf_counter(), cpu()
 e = emit[0]
 art = compile_gpu(k, "sm_90", ptxas=True)
-t2 = time.perf_counter()
-print(repr({{"first": t1 - t0, "emit": e, "ptxas": t2 - t1, "regs": art.resources.registers}}))
+w2, c2 = time.perf_counter(), cpu()
+print(repr({{"first": c1 - c0, "first_wall": w1 - w0, "emit": e, "ptxas": c2 - c1, "ptxas_wall": w2 - w1,
+            "regs": art.resources.registers}}))
 """
 
 EXAMPLES = ["gemm", "attention", "softmax", "layer_norm", "add"]
@@ -79,7 +86,10 @@ def rows() -> list[str]:
 def measure(python: str, row: str) -> dict[str, float]:
     code = _CHILD.format(tests=str(ROOT / "tests" / "codegen"), row=row)
     env = {**os.environ, "ANODIZE_CACHE": "off"}
-    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, check=True)
+    # (run outside the tree: `python -c` puts the working directory first on sys.path, which
+    # would import this tree's anodize whatever interpreter runs it)
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=env, check=True,
+                         cwd=tempfile.gettempdir())
     return ast.literal_eval(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
@@ -93,13 +103,14 @@ def main() -> None:
     if args.only:
         want = args.only.split(",")
         todo = [r for r in todo if any(r == w or r.startswith(w) for w in want)]
-    print(f"{'kernel':34s} {'first ms':>9s} {'emit ms':>8s} {'+ptxas ms':>10s} {'regs':>5s}", flush=True)
+    keys = ("first", "first_wall", "emit", "ptxas", "ptxas_wall")
+    print(f"{'kernel':34s} {'first cpu':>9s} {'(wall)':>7s} {'emit cpu':>8s} {'+ptxas cpu':>10s} {'(wall)':>7s} {'regs':>5s}",
+          flush=True)
     for row in todo:
         got = [measure(args.python, row) for _ in range(args.runs)]
-        med = {key: statistics.median(g[key] for g in got) for key in ("first", "emit", "ptxas")}
-        print(f"{row:34s} {med['first'] * 1e3:9.0f} {med['emit'] * 1e3:8.0f} {med['ptxas'] * 1e3:10.0f} "
-              f"{int(got[0]['regs']):5d}", flush=True)
-
+        med = {key: statistics.median(g[key] for g in got) * 1e3 for key in keys}
+        print(f"{row:34s} {med['first']:9.0f} {med['first_wall']:7.0f} {med['emit']:8.0f} {med['ptxas']:10.0f} "
+              f"{med['ptxas_wall']:7.0f} {int(got[0]['regs']):5d}", flush=True)
 
 if __name__ == "__main__":
     main()
