@@ -110,9 +110,11 @@ def pack2(b: ir.IRBuilder, lo: ir.Value, hi: ir.Value, dtype: str) -> ir.Value:
     return _asm(b, I32, f"cvt.rn.{dtype}x2.f32 $0, $1, $2;", "=r,f,f", [hi, lo], side_effect=False)
 
 
-def ld_global_b16(b: ir.IRBuilder, addr: ir.Value, pred: ir.Value) -> ir.Value:
-    """A 16-bit global load when `pred` (i32, nonzero), else 0: no access at all when off."""
-    text = "{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [$1]; }"
+def ld_global_b16(b: ir.IRBuilder, addr: ir.Value, pred: ir.Value, disp: int = 0) -> ir.Value:
+    """A 16-bit global load at `addr + disp` bytes when `pred` (i32, nonzero), else 0: no
+    access at all when off."""
+    at = f"$1+{disp}" if disp else "$1"
+    text = f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b16 $0, 0; @p ld.global.b16 $0, [{at}]; }}"
     return _asm(b, I16, text, "=h,l,r,~{memory}", [addr, pred])
 
 
@@ -120,14 +122,16 @@ def st_shared_v4(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value]) -> None:
     _asm(b, VOID, "st.shared.v4.b32 [$0], {$1, $2, $3, $4};", "r,r,r,r,r,~{memory}", [addr] + list(vals))
 
 
-def st_global(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value], kind: str, pred: ir.Value) -> None:
-    """A predicated global store of 1 or 2 values: `kind` is the PTX type (`f32`, `b32`, `b16`)."""
+def st_global(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value], kind: str, pred: ir.Value, disp: int = 0) -> None:
+    """A predicated global store of 1 or 2 values: `kind` is the PTX type (`f32`, `b32`, `b16`);
+    the address is `addr + disp` bytes (a constant displacement of the instruction)."""
     reg = {"f32": "f", "b32": "r", "b16": "h"}[kind]
     n = len(vals)
     ops = ", ".join(f"${i + 2}" for i in range(n))
     vec = f".v{n}" if n > 1 else ""
     src = f"{{{ops}}}" if n > 1 else ops
-    text = f"{{ .reg .pred p; setp.ne.b32 p, $1, 0; @p st.global{vec}.{kind} [$0], {src}; }}"
+    at = f"$0+{disp}" if disp else "$0"
+    text = f"{{ .reg .pred p; setp.ne.b32 p, $1, 0; @p st.global{vec}.{kind} [{at}], {src}; }}"
     cons = "l,r," + ",".join([reg] * n) + ",~{memory}"
     _asm(b, VOID, text, cons, [addr, pred] + list(vals))
 

@@ -169,6 +169,7 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
     lay = low.layouts[ty.shape]
     assert ty.rank == 2
     g0 = [low.local(I64, "gr"), low.local(I64, "gc")]  # the thread's first row and column of `dst`
+    rows: dict[int, ir.Local] = {}  # row offset -> the flat index of (that row, the thread's first column)
 
     def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
         dr, dc = lay.offset(i)
@@ -177,10 +178,14 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
             origin = [coords[0].left, coords[1].left]  # type: ignore[union-attr]
             for a in range(2):
                 pre.append(ir.Assign(g0[a].name, _bin("+", _bin("*", low.pid(2, a), _c(ty.shape[a])), origin[a])))
+        row = _bin("+", g0[0], _c(dr))
+        if dr not in rows:  # the row's flat index once (wrapping i64, as the bounds' address forms it)
+            rows[dr] = low.local(I64, "gb")
+            pre.append(ir.Assign(rows[dr].name, _bin("+", _bin("*", row, ir.Len(s.slice, 1, I64)), g0[1])))
         v = low.ev(tree, coords, pre)
         low.note("global " + s.slice.name, True, False)
-        where = (_bin("+", g0[0], _c(dr)), _bin("+", g0[1], _c(dc)))
-        return [*pre, TilePredStore(s.slice, where, v, s.span)]  # type: ignore[list-item]
+        where = (row, _bin("+", g0[1], _c(dc)))
+        return [*pre, TilePredStore(s.slice, where, v, s.span, rows[dr], dc)]  # type: ignore[list-item]
 
     return _fragment_loop(low, lay, body, None)
 

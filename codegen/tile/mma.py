@@ -30,7 +30,7 @@ from anodize.language.records import dataclass
 from anodize.language.types import I64 as I64T
 
 from ..llvm.registry import lowers
-from ..llvm.types import add_attr
+from ..llvm.types import add_attr, mem_type
 from ..tensorcore import inline_ptx as P
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.gemm import _swizzle
@@ -82,12 +82,18 @@ class TileMma:
 @dataclass(frozen=True)
 class TilePredStore:
     """`slice[index] = value` where the index is inside `slice`, as one predicated store (no
-    branch): the fragment loops' stores (codegen/tile/mma.py `lower_pred_store`)."""
+    branch): the fragment loops' stores (codegen/tile/mma.py `lower_pred_store`).  With `row`, a
+    2-D store's address is `row` (an i64 local: the flat index of the element `offset` columns to
+    the left, `index[0] * slice.shape[1] + index[1] - offset` wrapping) plus `offset` elements, the
+    offset folded into the store's address as a constant: one row address serves every element
+    of a fragment row, and the codegen's strength reduction has no per-element products to match."""
 
     slice: ir.SliceRef
     index: tuple[Any, ...]
     value: Any
     span: Any = None
+    row: Any = None
+    offset: int = 0
 
 
 @lowers(TileMma)
@@ -152,17 +158,26 @@ def lower_pred_store(lw: Lowerer, s: TilePredStore) -> None:
     b = lw.b
     sv = lw.frame.slices[s.slice.name]
     v = lw.expr(s.value)
-    ok, ptr, _, _ = lw.bounds.address(sv, s.index)
     elem = sv.ty.elem
     bits = elem.info.mem_bits
     kind = "f32" if elem.name == "f32" else "b16" if bits == 16 else ""
+    disp = 0  # bytes the store instruction adds to its address operand
+    if s.row is None:
+        ok, ptr, _, _ = lw.bounds.address(sv, s.index)
+    else:  # the same bounds test; the address from the row's flat index (the same modulo 2**64)
+        idx = lw.bounds.index_values(s.index)
+        ok = b.and_(b.icmp_unsigned("<", idx[0], sv.dims[0]), b.icmp_unsigned("<", idx[1], sv.dims[1]))
+        ptr = b.gep(sv.ptr, [lw.expr(s.row)], inbounds=True, source_etype=mem_type(elem))
+        disp = s.offset * bits // 8
+        if not kind and s.offset:
+            ptr = b.gep(ptr, [c64(s.offset)], inbounds=True, source_etype=mem_type(elem))
     if not kind:
         with b.if_then(ok):
             b.store(b.zext(v, llir.IntType(8)) if elem.is_bool else v, ptr)
         return
     if kind == "b16" and v.type != llir.IntType(16):
         v = b.bitcast(v, llir.IntType(16))
-    P.st_global(b, b.ptrtoint(ptr, I64), [v], kind, b.zext(ok, I32))
+    P.st_global(b, b.ptrtoint(ptr, I64), [v], kind, b.zext(ok, I32), disp)
 
 
 # ---- mma.sync ------------------------------------------------------------------------------------
@@ -213,12 +228,16 @@ class _Operand:
                 addr = b.select(ok, b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1))), self.g)
                 P.cp_async_16(b, b.add(sbase, off), addr, nb)
                 continue
+            # the chunk's 8 elements from one address (its first element's) plus 2 j bytes in
+            # the load: where element j is read (ok), 0 <= gcol + j < clim did not wrap, so its
+            # address g + 2 (rowbase + sext(gcol + j)) is that one modulo 2**64; where it is not,
+            # the load is predicated off and reads nothing at any address
+            chunk = b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1)))
             halves = []
             for j in range(8):
                 col = b.add(gcol, c32(j))
                 ok = b.and_(row_ok, b.and_(b.icmp_signed(">=", col, c32(0)), b.icmp_signed("<", col, clim)))
-                addr = b.select(ok, b.add(self.g, b.shl(b.add(rowbase, b.sext(col, I64)), c64(1))), self.g)
-                halves.append(b.zext(P.ld_global_b16(b, addr, b.zext(ok, I32)), I32))
+                halves.append(b.zext(P.ld_global_b16(b, chunk, b.zext(ok, I32), 2 * j), I32))
             words = [b.or_(halves[2 * q], b.shl(halves[2 * q + 1], c32(16))) for q in range(4)]
             P.st_shared_v4(b, b.add(sbase, off), words)
 

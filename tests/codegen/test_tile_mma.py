@@ -62,6 +62,20 @@ def test_the_variant_is_on_tensor_cores_and_ptxas_takes_it_without_spills(name: 
         assert re.search(r" 0 bytes spill stores", log) and not re.search(r" [1-9]\d* bytes spill stores", log), log
 
 
+def test_the_mma_sync_scalar_copy_reads_a_chunk_from_one_address() -> None:
+    """mma.sync's copy path for unaligned operands (codegen/tile/mma.py `_Operand.copy`) reads
+    each 16-byte chunk's 8 elements as predicated loads from the chunk's first element's
+    address plus 0, 2, .., 14 bytes: one address a chunk, no per-element products for LLVM's
+    strength reduction to match (a cold compile cost)."""
+    ptx = compile_gpu(kernel_ir(C.source("canonical", 64, 64, 32, 4, "f16")), "sm_80", ptxas=False).ptx
+    loads = re.findall(r"@p ld\.global\.b16 %rs\d+, \[(%rd\d+)(?:\+(\d+))?\]", ptx)
+    assert loads and len(loads) % 8 == 0
+    for q in range(0, len(loads), 8):
+        chunk = loads[q:q + 8]
+        assert {base for base, _ in chunk} == {chunk[0][0]}, chunk
+        assert [int(d or 0) for _, d in chunk] == list(range(0, 16, 2)), chunk
+
+
 def test_k_counted_in_tiles_and_two_matmuls_are_pipelined_loops() -> None:
     from anodize.language.tile_plan import plan_tiles
 

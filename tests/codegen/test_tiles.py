@@ -155,12 +155,41 @@ def test_the_layout_plan_puts_only_the_gemms_accumulator_in_registers() -> None:
 
 
 def test_gemm_tile_kernel_compiles_cold_quickly() -> None:
+    import time
+
+    ks = {k.name: k for k in _example_kernels()}
+    compile_gpu(ks["add"], "sm_90", ptxas=False)  # the codegen's lazy imports and LLVM's start-up
+    t = time.thread_time()
+    art = compile_gpu(ks["gemm"], "sm_90", ptxas=False)
+    cpu = time.thread_time() - t
+    # bench/tile_cold.py reports it against the 300 ms target: 0.08-0.16 s of this thread's CPU
+    # on the dev VM (the lowering, LLVM and PTX run on it), 0.45 s while every fragment store
+    # formed its own address (LLVM's straight-line strength reduction then took ~90% of the
+    # PTX emission); CPU time, so the shared machine's load does not move the bound
+    assert cpu < 0.35, cpu
+    assert art.compile_seconds < 5.0
+
+
+def test_gemm_fragment_stores_share_one_address_a_fragment_row() -> None:
+    """The register epilogue stores each element at its fragment row's address plus a constant
+    displacement (codegen/tile/lower.py `store_registers`, mma.py `lower_pred_store`): a thread
+    of the 128x256 wgmma tile holds 2 rows x 64 columns, so 2 address registers, each with the
+    displacements 2 * (8 ni + q % 2) bytes of the layout's columns."""
+    import re
+
+    from anodize.codegen.tile.layout import choose_layout
+
     k = next(k for k in _example_kernels() if k.name == "gemm")
-    art = compile_gpu(k, "sm_90", ptxas=False)
-    # the bench reports it against the 300 ms target; the epilogue in registers (an element-wise
-    # fragment loop through LLVM, codegen/tile/lower.py) costs the compile ~20x the old all-PTX
-    # routine on the dev VM (0.12 s there): a regression to win back, guarded here from blowing up
-    assert art.compile_seconds < 12.0
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    stores = re.findall(r"@p st\.global\.b16 \[(%rd\d+)(?:\+(\d+))?\]", ptx)
+    lay = choose_layout(128, 256, 8, True)
+    assert len(stores) == lay.count == 128
+    by_base: dict[str, set[int]] = {}
+    for base, disp in stores:
+        by_base.setdefault(base, set()).add(int(disp or 0))
+    cols = {2 * lay.offset(i)[1] for i in range(lay.count)}
+    assert len(by_base) == len({lay.offset(i)[0] for i in range(lay.count)}) == 2
+    assert all(d == cols for d in by_base.values()), by_base
 
 
 # ---- launches ------------------------------------------------------------------------------------
