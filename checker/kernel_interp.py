@@ -182,7 +182,7 @@ class CallFlow:
         spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
         return Val("witness", domain=2, tdep=True, origin=node, spaces=spaces) if spaces else UNKNOWN
 
-    @handles("tile_io", "write_unchecked")
+    @handles("tile_io", "unchecked_write")
     def writes_elements(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
         """t.load(x, v, fill) / t.store(out, v): the tile's elements; `s.write_unchecked(i, v)`."""
         if callee.decl.mutates:  # type: ignore[union-attr]

@@ -223,7 +223,7 @@ def _declare_methods() -> dict[tuple[str, str], Intrinsic]:
         for receiver, kind in (("atomic_slice", "atomic_op"), ("shared_atomic", "shared_atomic")):
             add(receiver, n, kind, n, thread_dependent=True, varies="lane", arity=(args, args),
                 keywords=frozenset({"scope", "order"}), mutates=n != "load")  # fmt: skip
-    add("slice", "write_unchecked", "write_unchecked", unsafe=True, arity=(2, 2), mutates=True)  # a statement
+    add("slice", "write_unchecked", "unchecked_write", unsafe=True, arity=(2, 2), mutates=True)  # a statement
     for receiver in ("witness", "local_witness"):  # `i.get()`: the index of a 1-D witness
         add(receiver, "get", "witness_get", varies="lane", arity=(0, 0))
     add("thread_tile", "at", "tile_at", varies="lane", arity=(2, 2))  # `t.at(r, s)`: an Index2D

@@ -369,7 +369,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 self.skip.add(id(node.args[1]))
             if not star and callee.decl is not None and all(kw.arg in callee.decl.keywords for kw in node.keywords):
                 return
-        if k in ("shared_array", "write_unchecked", "local_array", "shared_atomic"):
+        if k in ("shared_array", "unchecked_write", "local_array", "shared_atomic"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
                 if isinstance(e, ast.Tuple):
