@@ -8,10 +8,10 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import INTRINSICS, WRITE_UNCHECKED, Intrinsic, method
 from anodize.language.record_types import RecordTy
 from anodize.language.symbols import Symbol
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy, promote
-from anodize.language.intrinsics import INTRINSICS, WRITE_UNCHECKED, Intrinsic, method
 from anodize.language.vocab import MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, TILE_MAKER, WITNESS_MAKERS
 
 from anodize.language.typer_base import _Silent
@@ -54,14 +54,14 @@ class CallTyper:
                     return self.fn.thread_tiles.tile_at(f.value, node, decl)
                 if decl is not None and decl.kind == "tile_io":
                     return self.fn.thread_tiles.tile_io(f.value, node, decl)
-                if decl is not None and decl.takes(len(node.args)) and wty in _ONE_D:  # `i.get()`
+                if decl is not None and decl.kind == "witness_get" and decl.takes(len(node.args)) and wty in _ONE_D:  # `i.get()`
                     return ir.WitnessPart(self.fn.exprs.load_name(f.value), "get", I64, span)
                 self.st.type_error(node, "no-method-local", ty=wty, attr=f.attr)
             if owner in self.st.slices:
                 return self.slice_method(owner, f.attr, node)
             if owner in self.st.shared:  # a block-shared atomic array's methods
                 return self.fn.shared_mem.atomic_method(owner, f.attr, node)
-        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (decl := method("witness", f.attr)) is not None and decl.takes(len(node.args)):
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (decl := method("witness", f.attr)) is not None and decl.kind == "witness_get" and decl.takes(len(node.args)):
             # `thread.index_1d().get()` in one expression: the witness's index, as through a name
             inner = self.fn.expr(f.value)
             if inner.ty in _ONE_D:
