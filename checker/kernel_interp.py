@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import ast
 
-from anodize.language.intrinsics import INTRINSICS
-from anodize.language.vocab import ATOMIC_METHODS, TILE_AT, TILE_IO, TILE_MAKER
+from anodize.language.intrinsics import INTRINSICS, METHODS
+from anodize.language.vocab import TILE_MAKER
 
 from .kernel_exprs import ExprFlow
 from .kernel_state import FlowState
@@ -37,6 +37,14 @@ _HANDLERS: dict[str, Handler] = {}
 # (`az.f32` and `float` as `f32`, `f64`), a builtin as written (`len`, `range`), `print`
 _SHORT_NAMED = frozenset({"scalar", "builtin", "print", "breakpoint"})
 _BY_VARIES = {"uniform": UNIFORM, "warp": WARP_UNIFORM, "lane": VARYING}
+# a method's receivers (language/intrinsics.py `METHODS`), by the abstract kind of the value it
+# is called on (a slice parameter may be an `AtomicSlice`), and the callee of a method none of
+# them declares (a witness's is a forge when private; a shared array's is looked up by name)
+_RECEIVERS = {
+    "slice": ("atomic_slice", "slice"), "shared": ("shared_atomic",), "witness": ("witness",),
+    "local_witness": ("local_witness",), "thread_tile": ("thread_tile",), "tile": ("tile",), "tile_id": ("tile_id",),
+}  # fmt: skip
+_UNDECLARED = {"slice": "method", "local_witness": "unknown", "thread_tile": "unknown", "tile": "tile_method", "tile_id": "tile_method"}
 
 
 def handles(*kinds: str) -> Callable[[Handler], Handler]:
@@ -174,28 +182,23 @@ class CallFlow:
         spaces = base.spaces if base is not None and base.kind == "thread_tile" else frozenset()
         return Val("witness", domain=2, tdep=True, origin=node, spaces=spaces) if spaces else UNKNOWN
 
-    @handles("tile_io", "write_unchecked")
+    @handles("tile_io", "unchecked_write")
     def writes_elements(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
         """t.load(x, v, fill) / t.store(out, v): the tile's elements; `s.write_unchecked(i, v)`."""
-        if callee.kind == "write_unchecked":
+        if callee.decl.mutates:  # type: ignore[union-attr]
             self.exprs.mark_write(node.func.value, env)  # type: ignore[attr-defined]
         return NONE
 
-    @handles("shared_atomic")
-    def shared_atomic(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
-        self.fn.thread_dependent = True
-        return VARYING
-
-    @handles("atomic_op")
-    def atomic_op(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
-        self.fn.thread_dependent = True
-        if callee.name != "load":  # an atomic load reads
+    @handles("atomic_op", "shared_atomic", "witness_get", "tile_id_get")
+    def value_method(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
+        """A declared method of a value (`a.add(j, v)`, `w.get()`): its effects, the elements of
+        its receiver it writes, and a value as uniform as declared."""
+        d = callee.decl
+        assert d is not None
+        self.effects(node, callee)
+        if d.mutates:
             self.exprs.mark_write(node.func.value, env)  # type: ignore[attr-defined]
-        return VARYING
-
-    @handles("witness_get")
-    def witness_get(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
-        return VARYING
+        return _BY_VARIES[d.varies]
 
     # the module's own ---------------------------------------------------------------------------
     @handles("record")
@@ -238,25 +241,18 @@ class CallFlow:
         f = node.func
         if isinstance(f, ast.Attribute) and not self.st.module_path(f.value):
             base = self.ev(f.value, env)
-            attr = f.attr
-            if base.kind in ("tile", "tile_id"):  # the Tile model (checker/tile_model.py)
-                return Callee("tile_method", attr)
-            if base.kind == "witness":
-                if attr == "get":
-                    return Callee("witness_get", attr)
-                return Callee("forge" if attr.startswith("_") else "unknown", attr)
-            if base.kind == "thread_tile":  # a per-thread tile: `t.at(r, s)`
-                return Callee("tile_at" if attr == TILE_AT else "tile_io" if attr in TILE_IO else "unknown", attr)
-            if base.kind == "local_witness":  # a block-local witness: `w.get()`
-                return Callee("witness_get" if attr == "get" else "unknown", attr)
-            if base.kind == "shared" and attr in ATOMIC_METHODS:  # a block-shared atomic array
-                return Callee("shared_atomic", attr)
-            if base.kind == "slice":
-                if attr in ATOMIC_METHODS:
-                    return Callee("atomic_op", attr)
-                if attr == "write_unchecked":
-                    return Callee("write_unchecked", attr)
-                return Callee("method", attr)
+            receivers = _RECEIVERS.get(base.kind)
+            if receivers is not None:  # a method of a value: by its declaration
+                attr = f.attr
+                for r in receivers:
+                    decl = METHODS.get((r, attr))
+                    if decl is not None:
+                        return Callee(decl.kind, attr, decl=decl)
+                if base.kind == "witness":
+                    return Callee("forge" if attr.startswith("_") else "unknown", attr)
+                undeclared = _UNDECLARED.get(base.kind)
+                if undeclared is not None:
+                    return Callee(undeclared, attr)
         q = m.qualname(f)
         if q is None:
             if isinstance(f, ast.Name) and f.id in self.m.functions:

@@ -199,8 +199,9 @@ class Ctx:
 class Callee:
     """What a call calls.  An intrinsic's kind is its tag's kind (`decl`, its declaration in
     language/intrinsics.py: "witness", "raw", "warp", "collective", "barrier", "math", ...);
-    a method of a value: tile_method | tile_at | tile_io | witness_get | forge (a private
-    attribute of a witness) | shared_atomic | atomic_op | write_unchecked | method; a name of
+    a method of a value, its declaration's kind (language/intrinsics.py `METHODS`): tile_method |
+    tile_id_get | tile_at | tile_io | witness_get | shared_atomic | atomic_op | unchecked_write,
+    else forge (a private attribute of a witness) | method (a slice's undeclared one); a name of
     the module: helper | kernel | function | record | typevar (a cast to it); else unknown."""
 
     kind: str

@@ -40,6 +40,12 @@ def _local(model: Any, node: ast.expr) -> int:
     return v.domain if v is not None and v.kind == "local_witness" else 0
 
 
+def _get(model: Any, call: ast.Call) -> bool:
+    """Is `call` a witness's `.get()` (its callee's declaration, language/intrinsics.py)?"""
+    c = model.callees.get(call)
+    return c is not None and c.kind == "witness_get"
+
+
 def witness_rank(model: Any, sub: ast.Subscript) -> int:
     """The rank of the block-local witness that is exactly this subscript's index, else 0:
     `buf[w]`, `buf[w.get()]`, `tile[w]`, `tile[w.row, w.col]`."""
@@ -62,7 +68,7 @@ def witness_rank(model: Any, sub: ast.Subscript) -> int:
         return rank
     if (
         isinstance(sl, ast.Call) and not sl.args and not sl.keywords
-        and isinstance(sl.func, ast.Attribute) and sl.func.attr == "get"
+        and isinstance(sl.func, ast.Attribute) and _get(model, sl)
         and _local(model, sl.func.value) == 1
     ):
         return 1

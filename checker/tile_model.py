@@ -14,15 +14,15 @@ from typing import Any
 
 from anodize.language.tile_vocab import PROGRAM_IDS
 
-from .kernel_values import NONE, TILE, UNIFORM, Space, Val
+from .kernel_values import NONE, TILE, Space, Val
 
 TILE_SPACE = Space("tile")
 
 
 def tile_call(interp: Any, node: ast.Call, callee: Any, env: Any) -> Val:
     name = callee.name.split(".")[-1]
-    if callee.kind == "tile_method":
-        return UNIFORM if name == "get" else TILE
+    if callee.kind == "tile_method":  # `x.reshape(...)`, `x.astype(T)`: a tile
+        return TILE
     if name in PROGRAM_IDS:
         d = PROGRAM_IDS[name]
         interp.fn.witness_uses.append((node, d))

@@ -61,7 +61,7 @@ class CollectiveTyper:
             if not isinstance(flag, bool):
                 self.st.fail(messages.type_error(self.st.span(kw.value), "collective-inclusive", help="collective-inclusive-kw"))
             inclusive = bool(flag)
-        self.fn.calls.arity(node, decl.arity[0], shown)  # type: ignore[index]  # every collective declares it
+        self.fn.calls.arity(node, decl, shown)  # every collective declares it
         # a block collective needs the block's size (its scratch slots, its warp count); for
         # `warp.reduce` the checker asks for whole warps, as for every full-warp operation
         threads = self.block_threads(name, node) if name in BLOCK_COLLECTIVES else 0
@@ -113,12 +113,12 @@ class CollectiveTyper:
         return int(threads)
 
     def block_witness(self, node: ast.Call) -> ir.Expr:
-        self.fn.calls.arity(node, 0, "thread.block_witness_1d")
+        self.fn.calls.arity(node, INTRINSICS["thread.block_witness_1d"], "thread.block_witness_1d")
         self.fn.calls.note_rank(1, node)
         return ir.MakeWitness(1, self.fn.calls.rank_site(node), WitnessTy(1, block=True), self.st.span(node))
 
     def block_leader(self, node: ast.Call) -> ir.Expr:
-        self.fn.calls.arity(node, 0, "thread.is_block_leader")
+        self.fn.calls.arity(node, INTRINSICS["thread.is_block_leader"], "thread.is_block_leader")
         span = self.st.span(node)
         zero = ir.Const(0, I32, span)
         parts = tuple(

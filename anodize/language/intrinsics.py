@@ -13,12 +13,25 @@ its effects, which the checker's abstract interpreter reads instead of naming ca
 - `writes`: the position of the argument whose elements it writes (`tile.store`'s destination);
 - `arity`: its positional arguments (min, max), where the vocabulary fixes them;
 - `keywords`: the keyword arguments it takes (`block.scan`'s `inclusive=`, `tile.load`'s `other=`);
-- `callable`: a kernel may call it (False for the types and decorators that are no call).
+- `callable`: a kernel may call it (False for the types and decorators that are no call);
+- `receiver`: a value method's: the kind of value it is called on (below; "" for a function);
+- `mutates`: a value method writes the elements of the value it is called on.
 
     decl = INTRINSICS.get(canonical(qualname))   # symbols.intrinsic(name) is decl.tag
 
+The methods of kernel values (`a.add(j, v)`, `w.get()`, `t.at(r, s)`) are declared the same
+way, by the kind of value they are called on and their name (`METHODS`, `method`):
+
+    decl = method("atomic_slice", "add")   # None: no such method of that kind of value
+
+Receivers: "slice" (every slice parameter), "atomic_slice" (an `AtomicSlice`), "shared_atomic"
+(an `az.shared.atomic_array`), "witness" (a grid or block witness), "local_witness"
+(`thread.index_in_block()`'s), "thread_tile" (`thread.tile_2d(...)`'s), and the Tile model's
+"tile_id" (`tile.program_id_1d()`'s) and "tile" (a tile value).
+
 Adding an intrinsic: its vocabulary entry (vocab.py / tile_ops.py / math_table.py), its
-row in `_declare` when the tables do not give it, and its typing (typer_*.py)."""
+row in `_declare` when the tables do not give it, and its typing (typer_*.py); a value method:
+its row in `_declare_methods` and its typing."""
 
 from __future__ import annotations
 
@@ -32,7 +45,7 @@ from .vocab import (
     LOCAL_WITNESS_MAKERS, RAW_IDS, SCALARS, SLICE_KINDS, TILE_MAKER, WARP_OPS, WITNESS_MAKERS, WITNESS_TYPES,
 )  # fmt: skip
 
-__all__ = ["Intrinsic", "INTRINSICS", "canonical"]
+__all__ = ["Intrinsic", "INTRINSICS", "METHODS", "canonical", "method"]
 
 Varies = Literal["uniform", "warp", "lane"]
 
@@ -52,11 +65,23 @@ class Intrinsic:
     arity: tuple[int, int] | None = None
     keywords: frozenset[str] = frozenset()
     callable: bool = True
+    receiver: str = ""
+    mutates: bool = False
 
     @property
     def kind(self) -> str:
         """The tag's kind (`"witness"`, `"raw"`, `"math"`, ...): what a front end dispatches on."""
         return self.tag[0]
+
+    @property
+    def exact_arity(self) -> int:
+        """The one count of positional arguments it declares (it declares one, not a range)."""
+        assert self.arity is not None and self.arity[0] == self.arity[1], self
+        return self.arity[0]
+
+    def takes(self, n: int) -> bool:
+        """Do `n` positional arguments fit its declared arity (any, when it declares none)?"""
+        return self.arity is None or self.arity[0] <= n <= self.arity[1]
 
 
 # ---- canonical names ---------------------------------------------------------------------
@@ -113,7 +138,8 @@ def _declare() -> dict[str, Intrinsic]:
     for n in RAW_IDS:
         add(f"thread.{n}", "raw", n, thread_dependent=True, varies="lane" if n in _THREAD_VARYING_IDS else "uniform", unsafe=True, arity=(0, 0))
     for n in WARP_OPS:
-        add(f"warp.{n}", "warp", n, thread_dependent=True, varies="warp" if n in _WARP_VOTES else "lane", warp_wide=True, unsafe=True)
+        vote = n in _WARP_VOTES  # `warp.ballot(p)`; a shuffle `warp.shfl_down(v, k)`
+        add(f"warp.{n}", "warp", n, thread_dependent=True, varies="warp" if vote else "lane", warp_wide=True, unsafe=True, arity=(1, 1) if vote else (2, 2))
     for n, f in MATH.items():
         add(f"math.{n}", "math", n, arity=(f.arity, f.arity))
     for qual, kind in FENCE_QUALNAMES.items():  # az.threadfence(), az.warp.sync(): safe
@@ -151,7 +177,7 @@ def _declare() -> dict[str, Intrinsic]:
     add("builtins.float", "scalar", "f64")
     add("builtins.bool", "scalar", "bool_")
     for n in ("abs", "min", "max", "len", "range"):
-        add(f"builtins.{n}", "builtin", n, loop_only=n == "range")
+        add(f"builtins.{n}", "builtin", n, loop_only=n == "range", arity=(1, 1) if n in ("abs", "len") else None)
     add("az.Constant", "constant_type", callable=False)
     add("az.bitcast", "bitcast", arity=(2, 2))  # `az.bitcast(x, T)`: the bits of x as T (one size)
     add("typing.cast", "typecast", arity=(2, 2))  # `cast(T, x)`: a conversion to T (the spelling type checkers accept)
@@ -176,3 +202,48 @@ INTRINSICS: dict[str, Intrinsic] = _declare()
 # the two loop iterables (`loop_only`), by tag: a grid-stride loop's witnesses, a range's ints
 GRID_STRIDE = INTRINSICS["thread.grid_stride"].tag
 RANGE = INTRINSICS["builtins.range"].tag
+
+
+# ---- the methods of values -----------------------------------------------------------------
+
+# the methods of an `AtomicSlice` and of a block-shared atomic array: each returns the element's
+# old value (`load` its value, `store` None) and takes the keywords `scope=` and `order=`; the
+# positional arguments are the index, then `(expected, new)` for a compare-and-swap, the value
+# for the others, none for a load
+_ATOMICS = {"add": 2, "sub": 2, "min": 2, "max": 2, "exchange": 2, "and_": 2, "or_": 2, "xor": 2, "compare_exchange": 3, "load": 1, "store": 2}
+
+
+def _declare_methods() -> dict[tuple[str, str], Intrinsic]:
+    out: dict[tuple[str, str], Intrinsic] = {}
+
+    def add(receiver: str, name: str, *tag: str, **effects: object) -> None:
+        out[receiver, name] = Intrinsic(f"{receiver}.{name}", tuple(tag), receiver=receiver, **effects)  # type: ignore[arg-type]
+
+    for n, args in _ATOMICS.items():
+        for receiver, kind in (("atomic_slice", "atomic_op"), ("shared_atomic", "shared_atomic")):
+            add(receiver, n, kind, n, thread_dependent=True, varies="lane", arity=(args, args),
+                keywords=frozenset({"scope", "order"}), mutates=n != "load")  # fmt: skip
+    add("slice", "write_unchecked", "unchecked_write", unsafe=True, arity=(2, 2), mutates=True)  # a statement
+    for receiver in ("witness", "local_witness"):  # `i.get()`: the index of a 1-D witness
+        add(receiver, "get", "witness_get", varies="lane", arity=(0, 0))
+    add("thread_tile", "at", "tile_at", varies="lane", arity=(2, 2))  # `t.at(r, s)`: an Index2D
+    add("thread_tile", "load", "tile_io", "load", arity=(3, 3))  # `t.load(src, dst, fill)`
+    add("thread_tile", "store", "tile_io", "store", arity=(2, 2))  # `t.store(out, src)`
+    add("tile_id", "get", "tile_id_get", arity=(0, 0))  # `pid.get()`: a 1-D program id's index
+    add("tile", "reshape", "tile_method", "reshape", arity=(1, 1))
+    add("tile", "astype", "tile_method", "astype", arity=(1, 1))
+    return out
+
+
+METHODS: dict[tuple[str, str], Intrinsic] = _declare_methods()
+
+
+def method(receiver: str, name: str) -> Intrinsic | None:
+    """The declaration of the method `name` of a value of kind `receiver`, None when it has none."""
+    return METHODS.get((receiver, name))
+
+
+# a slice's `s.write_unchecked(i, v)`: a statement, unsafe
+WRITE_UNCHECKED = METHODS["slice", "write_unchecked"]
+# the names of an `AtomicSlice`'s methods, in declaration order (its messages list them)
+ATOMIC_METHOD_NAMES = tuple(n for (r, n) in METHODS if r == "atomic_slice")

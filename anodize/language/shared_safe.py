@@ -22,9 +22,11 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import INTRINSICS, METHODS
 from anodize.language.ranges import ZERO, Lin
+from anodize.language.typer_effects import ATOMIC_SHAPES
 from anodize.language.types import I64, VOID, SharedTy, WitnessTy
-from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_METHODS, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, SHARED_ATOMIC_SCOPES
+from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, SHARED_ATOMIC_SCOPES
 
 if TYPE_CHECKING:
     from anodize.language.typer_fn import FnTyper
@@ -66,7 +68,8 @@ class SharedTyper:
 
     def local_witness(self, rank: int, node: ast.Call) -> ir.Expr:
         """`thread.index_in_block()` / `thread.index_in_block_2d()`."""
-        self.fn.calls.arity(node, 0, "thread.index_in_block" + ("_2d" if rank == 2 else ""))
+        shown = "thread.index_in_block" + ("_2d" if rank == 2 else "")
+        self.fn.calls.arity(node, INTRINSICS[shown], shown)
         site = -1
         if rank == 2:
             contract = self.st.k.contract
@@ -132,7 +135,8 @@ class SharedTyper:
             and isinstance(f.value, ast.Name)
             and f.value.id in self.st.shared
             and self.st.shared[f.value.id].atomic
-            and f.attr in ATOMIC_METHODS
+            and (decl := METHODS.get(("shared_atomic", f.attr))) is not None
+            and bool(decl.keywords)
         )
 
     def atomic_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
@@ -141,12 +145,12 @@ class SharedTyper:
         span = self.st.span(node)
         if not sty.atomic:
             self.st.fail(messages.type_error(self.st.span(node), "no-method-local", ty=sty, attr=method))
-        if method not in ATOMIC_METHODS:
+        decl = METHODS.get(("shared_atomic", method))
+        if decl is None:
             self.st.fail(messages.type_error(self.st.span(node), "shared-atomic-method", method=method))
         scope, order = self.options(name, method, node)
-        nargs = {"compare_exchange": 3, "load": 1}.get(method, 2)
-        shape = {"compare_exchange": "(j, expected, new)", "load": "(j)"}.get(method, "(j, v)")
-        if len(node.args) != nargs or any(isinstance(a, ast.Starred) for a in node.args):
+        shape = ATOMIC_SHAPES[decl.exact_arity]
+        if not decl.takes(len(node.args)) or any(isinstance(a, ast.Starred) for a in node.args):
             count = f"{len(node.args)} argument{'s' if len(node.args) != 1 else ''}"
             self.st.fail(messages.type_error(self.st.span(node), "atomic-arity", name=name, method=method, shape=shape, count=count))
         elem = sty.elem

@@ -17,8 +17,7 @@ TILE_REDUCTIONS = ("sum", "max", "min")
 PROGRAM_IDS = {"program_id_1d": 1, "program_id_2d": 2, "program_id_3d": 3}
 # the coordinates of a program id of each rank, outermost first (`pid.layer`, `pid.row`, `pid.col`)
 PROGRAM_ID_PARTS = {1: (), 2: ("row", "col"), 3: ("layer", "row", "col")}
-# methods and attributes of a tile value
-TILE_METHODS = frozenset({"astype", "reshape"})
+# attributes of a tile value (its methods: intrinsics.py `METHODS`)
 TILE_ATTRS = frozenset({"T"})
 # `tile.matmul` operand types (both operands alike); the accumulator and result are f32
 MATMUL_INPUTS = ("f16", "bf16", "f32")

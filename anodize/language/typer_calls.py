@@ -8,15 +8,25 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import INTRINSICS, WRITE_UNCHECKED, Intrinsic, method
 from anodize.language.record_types import RecordTy
 from anodize.language.symbols import Symbol
 from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy, promote
-from anodize.language.vocab import MATH_FUNCS, MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, TILE_AT, TILE_IO, TILE_MAKER, WITNESS_MAKERS
+from anodize.language.vocab import MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, TILE_MAKER, WITNESS_MAKERS
 
 from anodize.language.typer_base import _Silent
 
 if TYPE_CHECKING:
     from anodize.language.typer_fn import FnTyper
+
+
+# the 1-D witnesses, whose `.get()` is their index
+_ONE_D = (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True))
+
+
+def _receiver(ty: WitnessTy) -> str:
+    """The kind of value a witness is to its methods (language/intrinsics.py `METHODS`)."""
+    return "thread_tile" if ty.tile is not None else "local_witness" if ty.local else "witness"
 
 
 class CallTyper:
@@ -38,25 +48,26 @@ class CallTyper:
             self.st.unsupported(node.keywords[0], "keyword-arguments-kernel-call", help="atomic-keywords-only")
         if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name):
             owner = f.value.id
-            if owner in self.st.vars and isinstance(self.st.vars[owner], WitnessTy):
-                if self.st.vars[owner].tile is not None and f.attr == TILE_AT:  # type: ignore[union-attr]
-                    return self.fn.thread_tiles.tile_at(f.value, node)
-                if self.st.vars[owner].tile is not None and f.attr in TILE_IO:  # type: ignore[union-attr]
-                    return self.fn.thread_tiles.tile_io(f.value, node, f.attr)
-                if f.attr == "get" and not node.args and self.st.vars[owner] in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
+            if owner in self.st.vars and isinstance(wty := self.st.vars[owner], WitnessTy):
+                decl = method(_receiver(wty), f.attr)
+                if decl is not None and decl.kind == "tile_at":
+                    return self.fn.thread_tiles.tile_at(f.value, node, decl)
+                if decl is not None and decl.kind == "tile_io":
+                    return self.fn.thread_tiles.tile_io(f.value, node, decl)
+                if decl is not None and decl.kind == "witness_get" and decl.takes(len(node.args)) and wty in _ONE_D:  # `i.get()`
                     return ir.WitnessPart(self.fn.exprs.load_name(f.value), "get", I64, span)
-                self.st.type_error(node, "no-method-local", ty=self.st.vars[owner], attr=f.attr)
+                self.st.type_error(node, "no-method-local", ty=wty, attr=f.attr)
             if owner in self.st.slices:
                 return self.slice_method(owner, f.attr, node)
             if owner in self.st.shared:  # a block-shared atomic array's methods
                 return self.fn.shared_mem.atomic_method(owner, f.attr, node)
-        if isinstance(f, ast.Attribute) and f.attr == "get" and isinstance(f.value, ast.Call) and not node.args:
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Call) and (decl := method("witness", f.attr)) is not None and decl.kind == "witness_get" and decl.takes(len(node.args)):
             # `thread.index_1d().get()` in one expression: the witness's index, as through a name
             inner = self.fn.expr(f.value)
-            if inner.ty in (WitnessTy(1), WitnessTy(1, block=True), WitnessTy(1, local=True)):
+            if inner.ty in _ONE_D:
                 return ir.WitnessPart(inner, "get", I64, span)
             self.st.type_error(node, "no-method-local", ty=inner.ty, attr=f.attr)
-        if isinstance(f, ast.Attribute) and f.attr == "write_unchecked":
+        if isinstance(f, ast.Attribute) and method("slice", f.attr) is WRITE_UNCHECKED:
             self.st.unsupported(node, "write-unchecked-value")
         obj = self.fn.names.sym(f)
         if obj.kind == "missing":
@@ -104,7 +115,7 @@ class CallTyper:
             return self.fn.thread_tiles.make_tile(node)
         if kind == "raw":
             self.st.need_unsafe(node, f"`thread.{tag[1]}()`")
-            self.arity(node, 0)
+            self.arity(node, INTRINSICS[obj.name])
             reg, axis = RAW_IDS[tag[1]]
             return ir.RawId(reg, axis, I32, span)
         if kind == "warp":
@@ -121,7 +132,9 @@ class CallTyper:
             self.st.unsupported(node, "local-array-outside-plain")
         self.st.unsupported(node, "calling", callee=ast.unparse(f))
 
-    def arity(self, node: ast.Call, n: int, name: str = "") -> None:
+    def arity(self, node: ast.Call, want: int | Intrinsic, name: str = "") -> None:
+        """`node` takes `want` positional arguments: a count, or an intrinsic's declared arity."""
+        n = want if isinstance(want, int) else want.exact_arity
         if len(node.args) != n:
             self.st.type_error(node, "arity", name=name or ast.unparse(node.func), n=n, s='s' if n != 1 else '', got=len(node.args))
 
@@ -159,7 +172,7 @@ class CallTyper:
     def builtin(self, name: str, node: ast.Call) -> ir.Expr:
         span = self.st.span(node)
         if name == "len":
-            self.arity(node, 1, "len")
+            self.arity(node, INTRINSICS["builtins.len"], "len")
             a = node.args[0]
             if isinstance(a, ast.Name) and a.id in self.st.slices:
                 return ir.Len(ir.SliceRef(a.id, self.st.slices[a.id], self.st.span(a)), 0, I64, span)
@@ -173,7 +186,7 @@ class CallTyper:
                     return ir.Const(len(table.table.values), I64, span, weak=True)
             self.st.type_error(a, "len-takes-slice-parameter")
         if name == "abs":
-            self.arity(node, 1, "abs")
+            self.arity(node, INTRINSICS["builtins.abs"], "abs")
             e = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
             assert isinstance(e.ty, ScalarTy)
             if isinstance(e, ir.Const) and e.weak:
@@ -199,8 +212,7 @@ class CallTyper:
         self.st.unsupported(node, "call-here", help="range-allowed-loop-s", name=name)
 
     def math_call(self, name: str, node: ast.Call) -> ir.Expr:
-        n = MATH_FUNCS[name]
-        self.arity(node, n, f"math.{name}")
+        self.arity(node, INTRINSICS[f"math.{name}"], f"math.{name}")
         args = [self.fn.exprs.numeric(self.fn.expr(a), a) for a in node.args]
         span = self.st.span(node)
         if name in MATH_INT_EXPONENT:  # ldexp(x, n): a float and an integer exponent, kept as it is
@@ -224,7 +236,7 @@ class CallTyper:
     def witness(self, name: str, node: ast.Call) -> ir.Expr:
         if name == "grid_stride":
             self.st.unsupported(node, "thread-grid-stride-outside")
-        self.arity(node, 0, f"thread.{name}")
+        self.arity(node, INTRINSICS[f"thread.{name}"], f"thread.{name}")
         rank = WITNESS_MAKERS[name]
         self.note_rank(rank, node)
         return ir.MakeWitness(rank, self.rank_site(node), WitnessTy(rank), self.st.span(node))
@@ -250,11 +262,12 @@ class CallTyper:
         self.st.need_unsafe(node, f"`warp.{name}`")
         self.st.k.uses_warp = True
         span = self.st.span(node)
-        if name in ("ballot", "any", "all"):
-            self.arity(node, 1, f"warp.{name}")
+        decl = INTRINSICS[f"warp.{name}"]
+        if decl.varies == "warp":  # a vote: one predicate, the same result on every lane
+            self.arity(node, decl, f"warp.{name}")
             pred = self.fn.exprs.truth(self.fn.expr(node.args[0]), node.args[0])
             return ir.WarpOp(name, (pred,), U32 if name == "ballot" else BOOL, span)
-        self.arity(node, 2, f"warp.{name}")
+        self.arity(node, decl, f"warp.{name}")
         v = self.fn.exprs.numeric(self.fn.expr(node.args[0]), node.args[0])
         k = self.fn.exprs.numeric(self.fn.expr(node.args[1]), node.args[1])
         assert isinstance(v.ty, ScalarTy) and isinstance(k.ty, ScalarTy)
@@ -266,10 +279,10 @@ class CallTyper:
             self.st.type_error(node.args[0], "warp-narrow-value", help="convert-it-and-back", name=name, ty=ty, wide=wide)
         return ir.WarpOp(name, (self.fn.exprs.cast(v, ty), self.fn.exprs.cast(k, I32)), ty, span)
 
-    def slice_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
-        if method == "write_unchecked":
+    def slice_method(self, name: str, attr: str, node: ast.Call) -> ir.Expr:
+        if method("slice", attr) is WRITE_UNCHECKED:
             self.st.unsupported(node, "write-unchecked-value")
-        return self.fn.effects.atomic_method(name, method, node)
+        return self.fn.effects.atomic_method(name, attr, node)
 
     def helper_call(self, helper: Symbol, node: ast.Call) -> ir.Expr:
         args = [self.fn.expr(a) for a in node.args]

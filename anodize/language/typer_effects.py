@@ -12,13 +12,16 @@ import ast
 from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import ATOMIC_METHOD_NAMES, METHODS
 from anodize.language.types import VOID, ScalarTy, WitnessTy
-from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_METHODS, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, ATOMIC_SCOPES
+from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, ATOMIC_SCOPES
 
 if TYPE_CHECKING:
     from anodize.language.typer_fn import FnTyper
 
-_METHOD_LIST = "`add`, `sub`, `min`, `max`, `exchange`, `and_`, `or_`, `xor`, `compare_exchange`, `load`, `store`"
+_METHOD_LIST = ", ".join(f"`{n}`" for n in ATOMIC_METHOD_NAMES)
+# an atomic's positional arguments, as its messages show them (by its declared arity)
+ATOMIC_SHAPES = {1: "(j)", 2: "(j, v)", 3: "(j, expected, new)"}
 
 
 class EffectsTyper:
@@ -39,22 +42,23 @@ class EffectsTyper:
             and isinstance(f.value, ast.Name)
             and f.value.id in self.st.slices
             and self.st.slices[f.value.id].kind.atomic
-            and f.attr in ATOMIC_METHODS
+            and (decl := METHODS.get(("atomic_slice", f.attr))) is not None
+            and bool(decl.keywords)
         )
 
     def atomic_method(self, name: str, method: str, node: ast.Call) -> ir.Expr:
         sty = self.st.slices[name]
         span = self.st.span(node)
-        if not sty.kind.atomic or method not in ATOMIC_METHODS:
+        decl = METHODS.get(("atomic_slice", method))
+        if not sty.kind.atomic or decl is None:
             if sty.kind.atomic:
                 self.st.type_error(node, "atomic-no-method", help="atomic-method-list", kind=sty.kind.name, method=method, methods=_METHOD_LIST)
             if method == "load":
                 self.st.type_error(node, "atomic-no-method", help="atomic-load-read", kind=sty.kind.name, method=method, name=name)
             self.st.type_error(node, "atomic-no-method", kind=sty.kind.name, method=method)
         scope, order = self.atomic_options(name, method, node)
-        nargs = {"compare_exchange": 3, "load": 1}.get(method, 2)
-        shape = {"compare_exchange": "(j, expected, new)", "load": "(j)"}.get(method, "(j, v)")
-        if len(node.args) != nargs or any(isinstance(a, ast.Starred) for a in node.args):
+        shape = ATOMIC_SHAPES[decl.exact_arity]
+        if not decl.takes(len(node.args)) or any(isinstance(a, ast.Starred) for a in node.args):
             count = f"{len(node.args)} argument{'s' if len(node.args) != 1 else ''}"
             self.st.type_error(node, "atomic-arity", name=name, method=method, shape=shape, count=count)
         elem = sty.elem

@@ -9,6 +9,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import INTRINSICS, WRITE_UNCHECKED, method
 from anodize.language.record_types import RecordTy
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _assigned
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes
@@ -362,7 +363,7 @@ class StmtTyper:
     # ---- calls used as statements --------------------------------------------------------
     def statement_call(self, call: ast.Call) -> list[ir.Stmt] | None:
         f = call.func
-        if isinstance(f, ast.Attribute) and f.attr == "write_unchecked" and isinstance(f.value, ast.Name):
+        if isinstance(f, ast.Attribute) and method("slice", f.attr) is WRITE_UNCHECKED and isinstance(f.value, ast.Name):
             name = f.value.id
             if name in self.st.slices:
                 return [self.write_unchecked(name, call)]
@@ -384,7 +385,7 @@ class StmtTyper:
             self.st.k.grid_syncs = True
             return [ir.Barrier(self.st.span(call), grid=True)]
         if tag is not None and tag[0] == "fence":  # az.threadfence(), az.warp.sync(): safe
-            self.fn.calls.arity(call, 0, "threadfence" if tag[1] == "threadfence" else "warp.sync")
+            self.fn.calls.arity(call, INTRINSICS[self.fn.names.sym(f).name], "threadfence" if tag[1] == "threadfence" else "warp.sync")
             if call.keywords:
                 self.st.unsupported(call.keywords[0], "keyword-arguments-kernel-call")
             if tag[1] == "warp_sync":
@@ -401,7 +402,7 @@ class StmtTyper:
         sty = self.st.slices[name]
         if not sty.kind.disjoint:
             self.st.type_error(call, "write-unchecked-method-disjoint", sty=sty)
-        if len(call.args) != 2 or call.keywords:
+        if not WRITE_UNCHECKED.takes(len(call.args)) or call.keywords:
             self.st.type_error(call, "write-unchecked-takes-index")
         idx_node, val_node = call.args
         if sty.rank >= 2:

@@ -28,6 +28,7 @@ import ast
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir, messages
+from anodize.language.intrinsics import Intrinsic
 from anodize.language.ranges import ZERO, Lin
 from anodize.language.types import VOID, LocalArrayTy, WitnessTy
 from anodize.language.vocab import TILE_MAKER, TILE_MAX_EXTENT
@@ -66,12 +67,12 @@ class ThreadTileTyper:
         shape = (int(vals[0]), int(vals[1]), int(vals[2]), int(vals[3]))
         return ir.MakeWitness(2, self.fn.calls.rank_site(node), WitnessTy(2, tile=shape), self.st.span(node))
 
-    def tile_at(self, owner: ast.Name, node: ast.Call) -> ir.Expr:
+    def tile_at(self, owner: ast.Name, node: ast.Call, decl: Intrinsic) -> ir.Expr:
         """`t.at(r, s)`: the Index2D of this thread's element (r, s) of the tile."""
         tile = self.fn.exprs.load_name(owner)
         assert isinstance(tile.ty, WitnessTy) and tile.ty.tile is not None
         shape = tile.ty.tile
-        if len(node.args) != 2 or node.keywords:
+        if not decl.takes(len(node.args)) or node.keywords:
             self.st.fail(messages.type_error(self.st.span(node), "tile-at-arity", help="tile-form", name=owner.id))
         parts = [self.fn.exprs.as_index(self.fn.expr(a), a) for a in node.args]
         checks = []
@@ -88,16 +89,16 @@ class ThreadTileTyper:
             block = (int(bx), int(by))
         return ir.TileAt(tile, parts[0], parts[1], shape, checks[0], checks[1], site, block, contract is None, WitnessTy(2), span)
 
-    def tile_io(self, owner: ast.Name, node: ast.Call, method: str) -> ir.Expr:
+    def tile_io(self, owner: ast.Name, node: ast.Call, decl: Intrinsic) -> ir.Expr:
         """`t.load(src, dst, fill)` (a `Slice2D` into a local array) and `t.store(out, src)` (a local
         array into a `DisjointSlice2D`): every element of the tile at once, the local array shaped
         (TR, TC), or (TC,) for a one-row tile; elements outside the slice are `fill` / not written."""
         tile = self.fn.exprs.load_name(owner)
         assert isinstance(tile.ty, WitnessTy) and tile.ty.tile is not None
         shape = tile.ty.tile
+        method = decl.tag[1]
         load = method == "load"
-        nargs = 3 if load else 2
-        if len(node.args) != nargs or node.keywords:
+        if not decl.takes(len(node.args)) or node.keywords:
             if load:
                 self.st.fail(messages.type_error(self.st.span(node), "tile-io-arity-load", help="tile-io-form", name=owner.id))
             self.st.fail(messages.type_error(self.st.span(node), "tile-io-arity-store", help="tile-io-form", name=owner.id))

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir
+from anodize.language.intrinsics import WRITE_UNCHECKED, method
 from anodize.language.tile_ir import TileElem, TileIdPart, TileTrans, TileTy, TileWitnessTy, is_tile
 from anodize.language.tile_vocab import PROGRAM_ID_PARTS
 from anodize.language.typer_calls import CallTyper
@@ -193,18 +194,19 @@ class TileCallTyper(CallTyper):
         if isinstance(f, ast.Attribute) and self.fn.exprs.is_value(f.value) and not (isinstance(f.value, ast.Name) and f.value.id in self.st.slices):
             base = self.fn.expr(f.value)
             if isinstance(base.ty, TileWitnessTy):
-                if f.attr == "get" and base.ty.rank == 1 and not node.args and not node.keywords:
+                decl = method("tile_id", f.attr)  # `pid.get()`: a 1-D program id's index
+                if decl is not None and base.ty.rank == 1 and decl.takes(len(node.args)) and not node.keywords:
                     return TileIdPart(1, 0, I64, self.st.span(node))
                 self.st.type_error(node, "no-method-local", ty=base.ty, attr=f.attr)
             if is_tile(base):
-                if f.attr == "reshape":
-                    if len(node.args) != 1 or node.keywords:
-                        self.st.type_error(node, "arity", name="reshape", n=1, s="", got=len(node.args))
-                    return self.fn.tiles.reshape(base, node.args[0])
-                if f.attr != "astype":
+                decl = method("tile", f.attr)  # `.reshape(shape)`, `.astype(T)`
+                if decl is None:
                     self.st.type_error(node, "tile-no-attribute", attr=f.attr)
-                if len(node.args) != 1 or node.keywords:
-                    self.st.type_error(node, "arity", name="astype", n=1, s="", got=len(node.args))
+                if not decl.takes(len(node.args)) or node.keywords:
+                    n = decl.exact_arity
+                    self.st.type_error(node, "arity", name=f.attr, n=n, s="s" if n != 1 else "", got=len(node.args))
+                if decl.tag[1] == "reshape":
+                    return self.fn.tiles.reshape(base, node.args[0])
                 ty = self.fn.names.resolve_type(node.args[0], "the tile's element type")
                 if not isinstance(ty, ScalarTy):
                     self.st.type_error(node.args[0], "not-kernel-type", expr=ast.unparse(node.args[0]))
@@ -245,7 +247,7 @@ class TileCallTyper(CallTyper):
                 if any(isinstance(t, ast.Subscript) for t in targets):
                     return "an element write"
             if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute)):
-                if isinstance(n.func, ast.Attribute) and n.func.attr == "write_unchecked":
+                if isinstance(n.func, ast.Attribute) and method("slice", n.func.attr) is WRITE_UNCHECKED:
                     return "write_unchecked"
                 sym = self.st.symbols.resolve(n.func)
                 if sym.kind == "intrinsic" and sym.tag and sym.tag[0] in SIMT_KINDS | {"tile"}:
@@ -269,7 +271,7 @@ class TileStmtTyper(StmtTyper):
             return [self.fn.tiles.tile_store(call)]
         if tag is not None and tag[0] in SIMT_KINDS:
             self.st.unsupported(call, "tile-simt", name=ast.unparse(call.func))
-        if isinstance(call.func, ast.Attribute) and call.func.attr == "write_unchecked":
+        if isinstance(call.func, ast.Attribute) and method("slice", call.func.attr) is WRITE_UNCHECKED:
             self.st.unsupported(call, "tile-simt", name="write_unchecked")
         return super().statement_call(call)
 

@@ -173,12 +173,10 @@ COLLECTIVE_SCRATCH_SLOTS = 32
 # one element per block) and `thread.is_block_leader()` (true on exactly thread 0 of the block).
 BLOCK_WITNESS_MAKER = "block_witness_1d"
 BLOCK_LEADER = "is_block_leader"
-# Per-thread tiles of a 2-D output: `t = thread.tile_2d(TR, TC[, GR, GC])`, `t.at(r, s)` (typer_thread_tiles.py).
+# Per-thread tiles of a 2-D output: `t = thread.tile_2d(TR, TC[, GR, GC])` (typer_thread_tiles.py);
+# its methods `t.at(r, s)`, `t.load(src, dst, fill)`, `t.store(out, src)` (intrinsics.py `METHODS`).
 TILE_MAKER = "tile_2d"
-TILE_AT = "at"
-TILE_IO = ("load", "store")  # `t.load(src, dst, fill)`, `t.store(out, src)`: the whole tile at once
 TILE_MAX_EXTENT = 1 << 20  # TR, TC at most this: `t.at(r, s)` then never overflows an i64
-UNSAFE_METHODS = {"write_unchecked"}
 
 # Math functions callable as `math.f` or `az.math.f` (language/math_table.py, one row each):
 # name -> arity; those whose result is `bool_`; those whose last argument is an integer exponent.
@@ -195,10 +193,8 @@ BUILTIN_FUNCS = {"abs", "min", "max", "len", "range"}
 # Builtins a kernel may call as a statement: `print(...)` (device printf) and `breakpoint()`.
 DEBUG_BUILTINS = {"print", "breakpoint"}
 
-# The methods of an `AtomicSlice`: each returns the element's old value (`load` its value,
-# `store` None) and takes the keywords `scope=` and `order=` (the only keywords in a kernel).
-ATOMIC_RMW = {"add", "sub", "min", "max", "exchange", "and_", "or_", "xor"}
-ATOMIC_METHODS = ATOMIC_RMW | {"compare_exchange", "load", "store"}
+# The methods of an `AtomicSlice` and a block-shared atomic array are declared in intrinsics.py
+# (`METHODS`); which take integers only, the scopes and orderings their keywords take:
 ATOMIC_INT_ONLY = {"and_", "or_", "xor", "compare_exchange"}
 ATOMIC_SCOPES = ("device", "system")  # "block" is for block-shared atomics only
 ATOMIC_ORDERS = ("relaxed", "acquire", "release", "acq_rel", "seq_cst")

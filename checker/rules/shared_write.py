@@ -98,7 +98,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         fn = self.fn_of(node)
         if fn is None:
             return
-        if callee.kind in ("atomic_op", "write_unchecked") and callee.name != "load":  # `a.load(j)`: az-type
+        if callee.kind in ("atomic_op", "unchecked_write") and callee.decl is not None and callee.decl.mutates:  # `a.load(j)`: az-type
             for name, kind in slice_kinds(fn, self.val(node.func.value)):  # type: ignore[attr-defined]
                 if kind in _RO:
                     self.report(messages.shared_write(self.span(node), name, kind, "how-call", self.decl(fn, name), method=callee.name))

@@ -48,6 +48,6 @@ def k(c: DisjointSlice[f32]) -> None:
         ctx = self.model.ctx.get(node)
         if callee is None or ctx is None or ctx.unsafe:
             return
-        if callee.kind == "write_unchecked" or (callee.decl is not None and callee.decl.unsafe):
+        if callee.decl is not None and callee.decl.unsafe:  # `warp.*`, `thread.tid_x()`, `s.write_unchecked(...)`
             name = self.model.src.quote(node.func)
             self.report(messages.unsafe_op(self.span(node), name, call=True))

@@ -8,11 +8,11 @@ import re
 from anodize.language import messages
 from anodize.language.diagnostics import Span
 from anodize.language.syntax import in_source_order
-from anodize.language.vocab import ATOMIC_METHODS, SLICE_KINDS, WITNESS_PARTS
+from anodize.language.intrinsics import method
+from anodize.language.vocab import SLICE_KINDS, WITNESS_PARTS
 from .base import DeviceBodyRule, slice_kinds
 
 _READ_ONLY = {k.name for k in SLICE_KINDS.values() if not k.output}
-_OK_METHODS = ATOMIC_METHODS | {"write_unchecked"}
 _CLOSE = re.compile(r"[ \t]*\)")
 
 
@@ -355,7 +355,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         if k == "record":  # `Rec(x=..., ids=(1, 2))`: fields by keyword, an array field a tuple; the typer checks them
             self.allowed_tuples.update(a for a in (*node.args, *(kw.value for kw in node.keywords)) if isinstance(a, ast.Tuple))
             return
-        if k in ("tile", "tile_method"):  # tile shapes and offsets are tuples; the tile typer checks keywords
+        if k in ("tile", "tile_method", "tile_id_get"):  # tile shapes and offsets are tuples; the tile typer checks keywords
             self.allowed_tuples.update(a for a in node.args if isinstance(a, ast.Tuple))
             return
         if k in ("print", "atomic_op", "shared_atomic"):
@@ -369,7 +369,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
                 self.skip.add(id(node.args[1]))
             if not star and callee.decl is not None and all(kw.arg in callee.decl.keywords for kw in node.keywords):
                 return
-        if k in ("shared_array", "write_unchecked", "local_array", "shared_atomic"):
+        if k in ("shared_array", "unchecked_write", "local_array", "shared_atomic"):
             for arg in in_source_order(node):
                 e = arg.value if isinstance(arg, (ast.Starred, ast.keyword)) else arg
                 if isinstance(e, ast.Tuple):
@@ -385,11 +385,8 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             self._say(f, "outside-iterable-loop", name=callee.name)
         elif k == "unsafe" and node not in self.with_calls:
             self._say(f, "az-unsafe-outside-statement")
-        elif k == "method":
-            v = self.val(f.value) if isinstance(f, ast.Attribute) else None
-            kinds = slice_kinds(self.fn, v) if self.fn else []
-            if not (callee.name in _OK_METHODS and kinds):
-                self._say(f, "method-slice", name=callee.name)
+        elif k == "method":  # a slice's method none declares (language/intrinsics.py `METHODS`)
+            self._say(f, "method-slice", name=callee.name)
         elif k == "atomic_op":
             v = self.val(f.value)  # type: ignore[attr-defined]
             names = {kk for _, kk in slice_kinds(self.fn, v)} if self.fn else set()
@@ -430,9 +427,9 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             if attr == "shape":
                 if not kinds <= {"Slice2D", "DisjointSlice2D", "Slice3D", "DisjointSlice3D"}:
                     self._say_at(at(node), "shape-1-d-slice", "use-len-a")
-            elif attr not in _OK_METHODS:
+            elif method("atomic_slice", attr) is None and method("slice", attr) is None:
                 self._say_at(at(node), "attribute-slice", attr=attr)
-        elif base.kind == "shared" and attr in ATOMIC_METHODS and node in self._shared_atomic_funcs():
+        elif base.kind == "shared" and node in self._shared_atomic_funcs():
             pass  # a block-shared atomic array's method (the typer checks the array is atomic)
         elif base.kind in ("scalar", "unknown", "none", "shared", "local"):
             self._say_at(at(node), "attribute", attr=attr)
