@@ -168,10 +168,12 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     if scope[0] is not None:
         scope[0].admit(tagged_uses(op, scope[1]))
 
-    release_holds(op)
+    single = isinstance(op, Leaf)
+    if not single or getattr(op, "_held", None) is not None:
+        release_holds(op)
     handle = ctx.handle
     known = handle.kernel_ids
-    for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
+    for leaf in (op,) if single else op.leaves():
         lk = leaf.loaded
         if lk is not None and id(lk) not in known:
             known.add(id(lk))
@@ -367,17 +369,23 @@ class AndThen(Op):
                         f"the function given to `and_then` at {self.sites[k]} returned {type(nxt).__qualname__}, not an op",
                         help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
                     )
-                _common_device((self, nxt), "`and_then`")
+                if nxt.device is not self.device:
+                    _common_device((self, nxt), "`and_then`")
                 nxt._claim(self)
                 self.built.append(nxt)
-                pend = [*pend, *_admit(ctx, scope, nxt)]
+                more = _admit(ctx, scope, nxt)
+                if more:
+                    pend = [*pend, *more]
             except BaseException as e:  # noqa: BLE001 - raised at the op's completion
                 ctx.fail(e)
                 break
             saved = ctx.scope, ctx.tag
             ctx.scope, ctx.tag = scope  # (a deferred step: the branch this chain is part of)
             try:
-                lane, pend = ctx.chain(lane, pend, [nxt._emit])
+                if pend:
+                    lane, pend = ctx.chain(lane, pend, [nxt._emit])
+                else:  # nothing to wait for: what `chain` does for one step
+                    lane, pend = nxt._emit(ctx, lane)
             finally:
                 ctx.scope, ctx.tag = saved
             cur = nxt

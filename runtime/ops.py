@@ -383,45 +383,54 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
-    children: tuple[Op, ...]
-
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`then`")
         super().__init__(dev)
-        flat: list[Op] = []
+        flat: list[Op] | None = None
         for o in ops:
             o._claim(self)
-            if isinstance(o, Seq):
-                flat.extend(o.children)  # a.then(b).then(c): one flat sequence
+            if isinstance(o, Seq):  # a.then(b).then(c): one flat sequence
+                if flat is None:
+                    flat = o._kids  # taken over: the claimed sequence never runs or grows again
+                else:
+                    flat.extend(o._kids)
+            elif flat is None:
+                flat = [o]
             else:
                 flat.append(o)
-        self.children = tuple(flat)
+        assert flat is not None
+        self._kids = flat
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        """The ops in order (a nested sequence flattened)."""
+        return tuple(self._kids)
 
     def describe(self) -> str:
-        return f"sequence of {len(self.children)} ops"
+        return f"sequence of {len(self._kids)} ops"
 
     def leaves(self) -> Iterator[Leaf]:
-        for c in self.children:
+        for c in self._kids:
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        return ctx.chain(lane, [], [c._emit for c in self.children])
+        return ctx.chain(lane, [], [c._emit for c in self._kids])
 
     def _early(self) -> Any:
-        return self.children[-1]._early()
+        return self._kids[-1]._early()
 
     def _parts(self) -> tuple[Op, ...]:
-        return self.children
+        return tuple(self._kids)
 
     def _collect(self) -> Any:
         r = None
-        for c in self.children:
+        for c in self._kids:
             r = c._collect()
         self._result = r
         return r
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
-        return Seq(*(c._rebind(mapping) for c in self.children))
+        return Seq(*(c._rebind(mapping) for c in self._kids))
 
 
 # ---- a test hook: hold a CPU lane until released ----------------------------------------------
