@@ -183,11 +183,13 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     uses = op._uses if isinstance(op, Leaf) else op.uses()
     seen = handle.registered
     for u in uses:
-        if (u.space, u.lo, u.hi, u.writes) not in seen and (u.space, u.lo, u.hi, True) not in seen:
+        w = seen.get(u[:3])  # (space, lo, hi): registered, and whether written
+        if w is None or (u.writes and not w):
             break
     else:
         return []  # no memory the submission did not register already: nothing new to order after
-    seen.update((u.space, u.lo, u.hi, u.writes) for u in uses)
+    for u in uses:
+        seen[u[:3]] = seen.get(u[:3], False) or u.writes
     return [e.marker for e in inflight.extend(handle, uses)]
 
 

@@ -266,9 +266,11 @@ class Handle:
         self.used = op.uses() if used is None else used
         self.kernels = kernels if kernels is not None else _kernels_of(op)
         self.kernel_ids = {id(k) for k in self.kernels}
-        # what is registered in flight, (space, lo, hi, writes): work built while queueing
-        # (`and_then`) that uses no more than this is registered already
-        self.registered = {(u.space, u.lo, u.hi, u.writes) for u in self.used}
+        # what is registered in flight, (space, lo, hi) -> whether written: work built while
+        # queueing (`and_then`) that uses no more than this is registered already
+        self.registered: dict[tuple[int, int, int], bool] = {}
+        for u in self.used:
+            self.registered[u[:3]] = self.registered.get(u[:3], False) or u.writes
         self.marker: S.Marker | None = None
         self.end_lane: S.Lane | None = None  # where the work ended (a dependency-chain policy continues there)
         self.error: BaseException | None = None  # a CPU worker's exception
