@@ -5,6 +5,7 @@ raises its kernels' `KernelFault`."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -396,6 +397,8 @@ def _take_fault(kernels: list[LoadedKernel]) -> KernelFault | None:
     reset); None when there is none."""
     first: KernelFault | None = None
     for lk in kernels:
+        if lk.device.kind != "cuda" and not ctypes.c_uint32.from_address(lk.fault_address).value:
+            continue  # (host memory on the CPU backend: the record's count, read in place) no fault
         rec = np.zeros(1, dtype=RECORD)
         S.read_device_bytes(lk.device, rec, lk.fault_address, FAULT_RECORD_BYTES)
         if int(rec["count"][0]):
