@@ -10,6 +10,7 @@ The chain copies a small vector back and forth between two buffers (`bench/kerne
 * and_then:    `az.value(None).and_then(lambda _: copy[cfg].op(...))` x chain: each step's op
                is built by its function while the chain is queued
 * graph:       `az.capture` of the `and_then` chain, `graph.replay(wait=False)`
+* op.run:      `copy[cfg].op(...).run()` per kernel: one lazy op at a time, each run and waited for
 
 "host" is the time to build and queue the work (until the call returns; on the CPU backend
 the kernels run inline, so it includes them), "done" adds the wait for completion.  Both per
@@ -114,6 +115,10 @@ def main() -> int:
     def replay() -> Any:
         return graph.replay(wait=False)
 
+    def single() -> None:
+        for k in range(chain):
+            (launch.op(y, x) if k % 2 else launch.op(x, y)).run()
+
     def sync(_: Any = None) -> None:
         dev.synchronize()
 
@@ -125,12 +130,13 @@ def main() -> int:
     h_then, w_then = _measure(then_chain, wait, args.rounds, clock)
     h_and, w_and = _measure(and_then, wait, args.rounds, clock)
     h_graph, w_graph = _measure(replay, wait, args.rounds, clock)
+    h_one, w_one = _measure(single, sync, args.rounds, clock)
     np.testing.assert_array_equal(y.to_host(), data)  # an even chain ends with y == x == data
 
     us = 1e6 / chain
     print(f"and_then chain on {dev.describe()}: {chain} copy kernels (n={n}), median of {args.rounds} rounds, {args.clock} clock")
     print(f"{'mode':<12} {'host us/op':>11} {'done us/op':>11}")
-    for name, h, w in (("plain", h_plain, w_plain), ("then-chain", h_then, w_then), ("and_then", h_and, w_and), ("graph", h_graph, w_graph)):
+    for name, h, w in (("plain", h_plain, w_plain), ("then-chain", h_then, w_then), ("and_then", h_and, w_and), ("graph", h_graph, w_graph), ("op.run", h_one, w_one)):
         print(f"{name:<12} {h * us:>11.3f} {w * us:>11.3f}")
     extra = (h_and - h_plain) * us
     print(f"and_then host cost beyond a plain launch: {extra:.3f} us/op (target <= 2 us): {'met' if extra <= 2 else 'NOT met'}")
