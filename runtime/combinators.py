@@ -173,7 +173,7 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
         release_holds(op)
     handle = ctx.handle
     known = handle.kernel_ids
-    for leaf in (op,) if single else op.leaves():
+    for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
         lk = leaf.loaded
         if lk is not None and id(lk) not in known:
             known.add(id(lk))

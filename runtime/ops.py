@@ -383,6 +383,8 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
+    _kids: list[Op]
+
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`then`")
         super().__init__(dev)
