@@ -72,10 +72,11 @@ if TYPE_CHECKING:
     # lazy ops, stream pools, graph capture, ownership across time
     from anodize.runtime.graphs import Graph, capture
     from anodize.runtime.inflight import InFlightError
-    from anodize.runtime.ops import Handle, Op, gather
+    from anodize.runtime.ops import Handle, Op
     from anodize.runtime.streams import StreamPool, pinned_empty
     # combinators and scheduling policies
-    from anodize.runtime.combinators import select, value, zip
+    from anodize.runtime.combinators import gather, value, zip
+    from anodize.runtime.selection import select
     from anodize.runtime.policies import DependencyChains, RoundRobin, SingleStream, set_policy
 
 # `torch` (az.torch, anodize/torch.py) needs PyTorch: loaded on first use, never by `import *`
@@ -107,10 +108,10 @@ _LAZY = {
     "InFlightError": "anodize.runtime.inflight",
     "Handle": "anodize.runtime.ops",
     "Op": "anodize.runtime.ops",
-    "gather": "anodize.runtime.ops",
+    "gather": "anodize.runtime.combinators",
     "StreamPool": "anodize.runtime.streams",
     "value": "anodize.runtime.combinators",
-    "select": "anodize.runtime.combinators",
+    "select": "anodize.runtime.selection",
     "zip": "anodize.runtime.combinators",
     "RoundRobin": "anodize.runtime.policies",
     "SingleStream": "anodize.runtime.policies",

@@ -13,6 +13,7 @@ export `__cuda_array_interface__` (GPU only), `__array_interface__` and
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -22,12 +23,14 @@ from anodize.language.errors import ArgumentError
 from anodize.language.vocab import SCALARS, ScalarInfo, scalar_for_dtype
 from anodize.runtime import (
     inflight as _inflight,  # writes to in-flight buffers are refused
+    lazy,
 )
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
+    from anodize.runtime.ops import Op
 
-__all__ = ["Buffer", "StridedView", "resolve_dtype", "normalize_shape", "MAX_RANK"]
+__all__ = ["Buffer", "StridedView", "resolve_dtype", "normalize_shape", "MAX_RANK", "Fronts", "FRONTS"]
 
 MAX_RANK = 3
 
@@ -60,12 +63,27 @@ def _records() -> ModuleType:
     return record_types
 
 
-def _peer() -> ModuleType:
-    """runtime/peer.py (copies between devices), loaded by the first such copy: it imports this
-    module, and the first buffer needs none of it."""
-    from anodize.runtime import peer
+class Fronts:
+    """Copies that a `Buffer` or a `Device` fronts and modules built on them do, so that this
+    module and runtime/device.py import neither: runtime/peer.py fills `copy_to` and
+    `copy_between` (copies between devices), runtime/copy_ops.py `to_host_op` and `copy_op`
+    (lazy copies, ops of runtime/ops.py), each as it loads.  The first such copy of a program
+    that has not loaded them loads them (runtime/lazy.py `copies`); the first buffer needs none."""
 
-    return peer
+    ready = False  # (set by runtime/copy_ops.py, which loads after runtime/peer.py)
+    copy_to: Callable[[Buffer, Any], Buffer]
+    copy_between: Callable[[Buffer, Buffer], bool]
+    to_host_op: Callable[[Buffer], Op]
+    copy_op: Callable[[Device, Any, Any], Op]
+
+
+FRONTS = Fronts()
+
+
+def _fronts() -> Fronts:
+    if not FRONTS.ready:
+        lazy.copies()
+    return FRONTS
 
 
 def _structured(dtype: np.dtype) -> ScalarInfo:
@@ -290,7 +308,7 @@ class Buffer:
                     self._device._copy_d2d(self._ptr, source._ptr, self._nbytes)
                 return
             if source._device is not self._device and self.is_contiguous and source.is_contiguous:
-                if _peer().copy_between(self, source):  # another device of the same kind: a peer copy
+                if _fronts().copy_between(self, source):  # another device of the same kind: a peer copy
                     return
             arr = source.to_host()  # another kind of device, overlapping memory or a strided view: via the host
         self._write(np.asarray(arr))
@@ -324,7 +342,7 @@ class Buffer:
     def copy_to(self, device: Any) -> Buffer:
         """A new C-contiguous Buffer on `device` with the same elements (a peer copy between
         GPUs that can access each other, else staged through the host; runtime/peer.py)."""
-        return _peer().copy_to(self, device)
+        return _fronts().copy_to(self, device)
 
     def copy(self) -> Buffer:
         """A new C-contiguous Buffer on the same device with the same elements."""
@@ -332,12 +350,10 @@ class Buffer:
         out.copy_from(self)
         return out
 
-    # (runtime/ops.py) a lazy copy to a new host array.
     def to_host_op(self) -> Any:
-        """A lazy copy to a new host array (pinned on a GPU); the array is the op's result."""
-        from anodize.runtime.copy_ops import ToHostOp
-
-        return ToHostOp(self)
+        """A lazy copy to a new host array (pinned on a GPU); the array is the op's result
+        (runtime/copy_ops.py `ToHostOp`)."""
+        return _fronts().to_host_op(self)
 
     # -- indexing and views ---------------------------------------------------------------
     def __getitem__(self, key: object) -> Any:

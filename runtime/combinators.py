@@ -1,4 +1,5 @@
-"""Combinators of lazy ops: `and_then`, `map`, `value`, `zip`/`unzip`, `shared`.
+"""Combinators of lazy ops: `gather`, `and_then`, `map`, `value`, `zip`/`unzip`, `shared` (`select`:
+runtime/selection.py).
 
     up = dev.copy_op(buf, host)                                   # an op (runtime/ops.py)
     op = up.and_then(lambda b: affine[cfg].call_op(b, 2.0, 1.0))  # the next op, from the result
@@ -31,24 +32,23 @@ from __future__ import annotations
 
 import sys
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import AliasingError, ArgumentError, LaunchError
-from anodize.runtime import inflight, lazy, streams as S
+from anodize.runtime import inflight, streams as S
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
 from anodize.runtime.device import Device, device as _device
 from anodize.runtime.inflight import Use
-from anodize.runtime.ops import _UNSET, Gather, Leaf, Op, Seq, _common_device
+from anodize.runtime.ops import _UNSET, BUILD, Leaf, Op, Seq, _common_device
 from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
     from anodize.runtime.submission import _Ctx
 
-__all__ = ["AndThen", "Map", "Value", "Zip", "Shared", "Selection", "value", "zip_ops", "select", "unzip", "Branch", "tagged_uses", "check_branches"]
+__all__ = ["Gather", "AndThen", "Map", "Value", "Zip", "Shared", "gather", "value", "zip_ops", "unzip", "Branch", "tagged_uses", "check_branches"]
 
 
 _OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
@@ -168,7 +168,9 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     if scope[0] is not None:
         scope[0].admit(tagged_uses(op, scope[1]))
 
-    release_holds(op)
+    single = isinstance(op, Leaf)
+    if not single or getattr(op, "_held", None) is not None:
+        release_holds(op)
     handle = ctx.handle
     known = handle.kernel_ids
     for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
@@ -181,11 +183,13 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     uses = op._uses if isinstance(op, Leaf) else op.uses()
     seen = handle.registered
     for u in uses:
-        if (u.space, u.lo, u.hi, u.writes) not in seen and (u.space, u.lo, u.hi, True) not in seen:
+        w = seen.get(u[:3])  # (space, lo, hi): registered, and whether written
+        if w is None or (u.writes and not w):
             break
     else:
         return []  # no memory the submission did not register already: nothing new to order after
-    seen.update((u.space, u.lo, u.hi, u.writes) for u in uses)
+    for u in uses:
+        seen[u[:3]] = seen.get(u[:3], False) or u.writes
     return [e.marker for e in inflight.extend(handle, uses)]
 
 
@@ -203,6 +207,81 @@ def host_step(op: Op) -> Op | None:
     if isinstance(op, Map):
         return op
     return next((h for p in op._parts() if (h := host_step(p)) is not None), None)
+
+
+# ---- gather ------------------------------------------------------------------------------------
+
+
+class Gather(Op):
+    """`az.gather(a, b, ...)`: independent branches, which may run at the same time."""
+
+    children: tuple[Op, ...]
+
+    def __init__(self, *ops: Op):
+        dev = _common_device(ops, "`az.gather`")
+        super().__init__(dev)
+        self._site = build_site()
+        check_branches(ops, self._what, self._site)
+        for o in ops:
+            o._claim(self)
+        self.children = tuple(ops)
+
+    _what = "`az.gather`"
+
+    def describe(self) -> str:
+        return f"gather of {len(self.children)} ops"
+
+    def leaves(self) -> Iterator[Leaf]:
+        for c in self.children:
+            yield from c.leaves()
+
+    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
+        ctx.enter(lane)
+        fork = lane.record() if len(self.children) > 1 else None
+        out: list[S.Marker] = []
+        outer = ctx.scope
+        groups = [tagged_uses(c) for c in self.children]  # an `and_then` branch adds what it builds
+        leads = [leading(c) for c in self.children]
+        for k, c in enumerate(self.children):
+            ctx.scope = Branch(outer, groups, leads, k, self._site)
+            if k == 0:
+                end, pend = c._emit(ctx, lane)
+                out.extend(pend)
+                if end is not lane:  # it moved to another device
+                    out.append(end.record())
+                continue
+            other = ctx.branch_lane(c.device, lane)
+            ctx.enter(other)
+            assert fork is not None
+            other.wait(fork)
+            end, pend = c._emit(ctx, other)
+            out.extend(pend)
+            if end is not lane:
+                out.append(end.record())
+        ctx.scope = outer
+        return lane, out
+
+    def _collect(self) -> Any:
+        self._result = tuple(c._collect() for c in self.children)
+        return self._result
+
+    def _early(self) -> Any:
+        vals = tuple(c._early() for c in self.children)
+        return _UNSET if any(v is _UNSET for v in vals) else vals
+
+    def _parts(self) -> tuple[Op, ...]:
+        return self.children
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        return Gather(*(c._rebind(mapping) for c in self.children))
+
+
+def gather(*ops: Op) -> Op:
+    """Independent branches: `az.gather(op1, op2, ...)`; the result is a tuple of theirs."""
+    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
+        ops = tuple(ops[0])
+    return Gather(*ops)
+
 
 
 # ---- and_then ------------------------------------------------------------------------------------
@@ -292,17 +371,23 @@ class AndThen(Op):
                         f"the function given to `and_then` at {self.sites[k]} returned {type(nxt).__qualname__}, not an op",
                         help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
                     )
-                _common_device((self, nxt), "`and_then`")
+                if nxt.device is not self.device:
+                    _common_device((self, nxt), "`and_then`")
                 nxt._claim(self)
                 self.built.append(nxt)
-                pend = [*pend, *_admit(ctx, scope, nxt)]
+                more = _admit(ctx, scope, nxt)
+                if more:
+                    pend = [*pend, *more]
             except BaseException as e:  # noqa: BLE001 - raised at the op's completion
                 ctx.fail(e)
                 break
             saved = ctx.scope, ctx.tag
             ctx.scope, ctx.tag = scope  # (a deferred step: the branch this chain is part of)
             try:
-                lane, pend = ctx.chain(lane, pend, [nxt._emit])
+                if pend:
+                    lane, pend = ctx.chain(lane, pend, [nxt._emit])
+                else:  # nothing to wait for: what `chain` does for one step
+                    lane, pend = nxt._emit(ctx, lane)
             finally:
                 ctx.scope, ctx.tag = saved
             cur = nxt
@@ -550,51 +635,8 @@ class Shared(Op):
         return Shared(self.inner._rebind(mapping))
 
 
-# ---- select: the first to complete ------------------------------------------------------------
-
-
-class Selection:
-    """`az.select(op1, op2, ...)`: each op submitted on its own; `wait()` (or `await`) gives
-    `(index, result)` of the first to complete.  The others keep running, each guarded by its
-    own handle (`selection.handles`) until it completes: wait for them before reusing their
-    memory from the host."""
-
-    def __init__(self, handles: list[Any]):
-        self.handles = handles
-
-    def _first(self) -> int | None:
-        for k, h in enumerate(self.handles):
-            if h.poll():
-                return k
-        return None
-
-    def wait(self, poll_s: float = 5e-5) -> tuple[int, Any]:
-        """Block until one op completes; its index and result (raising its error)."""
-        delay = 0.0
-        while (k := self._first()) is None:
-            time.sleep(delay)
-            delay = min(2e-3, max(poll_s, delay * 2))
-        return k, self.handles[k].wait()
-
-    def __await__(self) -> Any:
-        return self._wait_async().__await__()
-
-    async def _wait_async(self) -> tuple[int, Any]:
-        asyncio = lazy.asyncio()  # (loaded already: an event loop awaits this)
-        delay = 0.0
-        while (k := self._first()) is None:
-            await asyncio.sleep(delay)  # never blocks the event loop
-            delay = min(2e-3, max(5e-5, delay * 2))
-        return k, self.handles[k].wait()
-
-
-def select(*ops: Op, policy: Any = None) -> Selection:
-    """`az.select(op1, op2, ...)`: submit each op (with `policy`, else each device's default)
-    and give the first to complete; see `Selection`."""
-    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
-        ops = tuple(ops[0])
-    _common_device(ops, "`az.select`")
-    return Selection([o.submit(policy) for o in ops])
-
-
 zip = zip_ops  # noqa: A001 - `az.zip(*ops)`, the name LANGUAGE.md gives it (after every use of the builtin)
+
+
+BUILD.and_then, BUILD.map, BUILD.shared, BUILD.unzip = AndThen, Map, Shared, unzip  # `Op`'s methods build these
+BUILD.ready = True

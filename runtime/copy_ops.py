@@ -15,7 +15,7 @@ import numpy as np
 
 from anodize.language.errors import AliasingError, ArgumentError
 from anodize.runtime import inflight, peer, streams as S
-from anodize.runtime.buffer import Buffer
+from anodize.runtime.buffer import FRONTS, Buffer
 from anodize.runtime.inflight import Use
 from anodize.runtime.ops import _UNSET, Leaf, Op, _describe_array
 from anodize.runtime.submission import _Ctx
@@ -195,3 +195,7 @@ class ToHostOp(CopyOp):
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         return ToHostOp(mapping.get(id(self.src), self.src))
+
+
+FRONTS.to_host_op, FRONTS.copy_op = ToHostOp, copy_op  # `Buffer.to_host_op`, `Device.copy_op`
+FRONTS.ready = True  # (runtime/peer.py, imported above, filled the rest)

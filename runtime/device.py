@@ -25,7 +25,7 @@ import numpy as np
 from anodize.language.errors import ArgumentError, LaunchError, OutOfMemoryError
 from anodize.language.vocab import ScalarInfo
 from anodize.runtime import lazy
-from anodize.runtime.buffer import MAX_RANK, Buffer, normalize_shape, resolve_dtype
+from anodize.runtime.buffer import MAX_RANK, Buffer, _fronts, normalize_shape, resolve_dtype
 from anodize.runtime.faults import FaultArena
 from anodize.runtime.probe import gpu_available, gpu_count
 
@@ -112,12 +112,10 @@ class Device:
         buf.fill(value)
         return buf
 
-    # (runtime/ops.py) a lazy copy, device<->device or host<->device.
     def copy_op(self, dst: Any, src: Any) -> Any:
-        """A lazy copy: Buffer <- Buffer, Buffer <- NumPy array, or NumPy array <- Buffer."""
-        from anodize.runtime.copy_ops import copy_op
-
-        return copy_op(self, dst, src)
+        """A lazy copy: Buffer <- Buffer, Buffer <- NumPy array, or NumPy array <- Buffer
+        (runtime/copy_ops.py `copy_op`)."""
+        return _fronts().copy_op(self, dst, src)
 
     def _new(self, shape: tuple[int, ...], scalar: ScalarInfo) -> Buffer:
         n = 1

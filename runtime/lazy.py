@@ -17,7 +17,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-__all__ = ["asyncio", "cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core", "cuda_device", "check_cu", "torch", "llvmlite",
+__all__ = ["asyncio", "cuda_driver", "cuda_nvrtc", "cuda_nvjitlink", "cuda_core", "cuda_device", "combinators", "copies", "check_cu", "torch", "llvmlite",
            "llvm_binding", "checker", "codegen", "codegen_cpu", "typer"]
 
 
@@ -59,6 +59,23 @@ def cuda_core() -> Any:
 def cuda_device() -> ModuleType:
     """runtime/cuda_device.py: the CUDA device (it imports cuda.core and cuda.bindings)."""
     from anodize.runtime import cuda_device as module
+
+    return module
+
+
+def combinators() -> ModuleType:
+    """runtime/combinators.py, which fills `Op`'s combinator slots (runtime/ops.py `Builders`)
+    as it loads: loaded here by a program's first combinator when no module above loaded it."""
+    from anodize.runtime import combinators as module
+
+    return module
+
+
+def copies() -> ModuleType:
+    """runtime/copy_ops.py (and runtime/peer.py with it), which fill the copy slots of `Buffer`
+    and `Device` (runtime/buffer.py `Fronts`) as they load: loaded here by a program's first
+    copy between devices or lazy copy."""
+    from anodize.runtime import copy_ops as module
 
     return module
 

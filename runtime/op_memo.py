@@ -44,7 +44,7 @@ class OpMemo:
         for e in (self._a, self._b):
             if e is not None and self._same(e[0], args):
                 # each use's array is the argument it came from (the memo holds none of them)
-                uses = tuple(Use(sp, lo, hi, w, label, args[k]) for sp, lo, hi, w, label, k in e[3])
+                uses = tuple([Use(sp, lo, hi, w, label, args[k]) for sp, lo, hi, w, label, k in e[3]])
                 return e[1], e[2], uses
         return None
 

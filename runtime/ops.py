@@ -8,7 +8,7 @@
     handle = both.submit(pool)              # on an az.StreamPool; handle.wait() / await handle
 
 An operation is a tree: leaves (`KernelOp`, `CopyOp`, `ToHostOp`) and composites
-(`Seq` from `then`, `Gather` from `az.gather`).  Each op runs once; composing an
+(`Seq` from `then`; `Gather` from `az.gather` and the other combinators: runtime/combinators.py).  Each op runs once; composing an
 op hands it to the composite.  Submission registers every array the op uses with
 `runtime.inflight` until the host observes completion (host writes into that
 memory are refused meanwhile), and the op holds the arrays alive.  A
@@ -32,13 +32,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Generator, Iterator
-from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime import inflight, streams as S
+from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.inflight import Use
@@ -50,17 +49,31 @@ if TYPE_CHECKING:
     from anodize.runtime.device import Device
     from anodize.runtime.launch import Launcher
 
-__all__ = ["Op", "KernelOp", "Seq", "Gather", "Handle", "gather"]  # the copy leaves: runtime/copy_ops.py
+__all__ = ["Op", "KernelOp", "Seq", "Handle", "Builders", "BUILD"]  # the copy leaves: runtime/copy_ops.py; gather: runtime/combinators.py
 
 _UNSET: Any = object()
 
 
-def _combinators() -> ModuleType:
-    """runtime/combinators.py: its ops subclass `Op` (so it imports this module) and `Op`'s
-    methods build them; the one import of it here, at an op's first combinator."""
-    from anodize.runtime import combinators
+class Builders:
+    """What `Op`'s combinator methods build: ops of runtime/combinators.py, which subclass `Op`
+    (so it imports this module, and this module imports it nowhere).  That module fills these
+    slots when it loads; the first combinator of a program that has not loaded it yet loads it
+    (runtime/lazy.py `combinators`)."""
 
-    return combinators
+    ready = False
+    and_then: Callable[[Op, Callable[[Any], Op]], Op]
+    map: Callable[[Op, Callable[[Any], Any]], Op]
+    shared: Callable[[Op], Op]
+    unzip: Callable[[Op, int | None], tuple[Op, ...]]
+
+
+BUILD = Builders()
+
+
+def _build() -> Builders:
+    if not BUILD.ready:
+        lazy.combinators()
+    return BUILD
 
 
 class Op:
@@ -83,21 +96,21 @@ class Op:
         """`fn(result)` returns the next op, built when `self` completes (in stream order: at
         once for a device result, after the host saw a host result) and queued on the stream
         `self` ended on.  See runtime/combinators.py."""
-        return _combinators().AndThen(self, fn)
+        return _build().and_then(self, fn)
 
     def map(self, fn: Callable[[Any], Any]) -> Op:
         """An op whose result is `fn(result)`, run on the host after `self` completed (in a
         helper thread: an awaiting event loop is never blocked)."""
-        return _combinators().Map(self, fn)
+        return _build().map(self, fn)
 
     def shared(self) -> Op:
         """This op, runnable once and usable by many consumers (each ordered after it)."""
-        return _combinators().Shared(self)
+        return _build().shared(self)
 
     def unzip(self, n: int | None = None) -> tuple[Op, ...]:
         """One op per element of this op's tuple result (a zip, gather or `call_op` with
         several outputs gives its arity; else pass `n`); the op itself runs once."""
-        return _combinators().unzip(self, n)
+        return _build().unzip(self, n)
 
     # -- running --------------------------------------------------------------------------
     def run(self, stream: Any = None) -> Any:
@@ -370,119 +383,56 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
-    children: tuple[Op, ...]
+    _kids: list[Op]
 
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`then`")
         super().__init__(dev)
-        flat: list[Op] = []
+        flat: list[Op] | None = None
         for o in ops:
             o._claim(self)
-            if isinstance(o, Seq):
-                flat.extend(o.children)  # a.then(b).then(c): one flat sequence
+            if isinstance(o, Seq):  # a.then(b).then(c): one flat sequence
+                if flat is None:
+                    flat = o._kids  # taken over: the claimed sequence never runs or grows again
+                else:
+                    flat.extend(o._kids)
+            elif flat is None:
+                flat = [o]
             else:
                 flat.append(o)
-        self.children = tuple(flat)
+        assert flat is not None
+        self._kids = flat
+
+    @property
+    def children(self) -> tuple[Op, ...]:
+        """The ops in order (a nested sequence flattened)."""
+        return tuple(self._kids)
 
     def describe(self) -> str:
-        return f"sequence of {len(self.children)} ops"
+        return f"sequence of {len(self._kids)} ops"
 
     def leaves(self) -> Iterator[Leaf]:
-        for c in self.children:
+        for c in self._kids:
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        return ctx.chain(lane, [], [c._emit for c in self.children])
+        return ctx.chain(lane, [], [c._emit for c in self._kids])
 
     def _early(self) -> Any:
-        return self.children[-1]._early()
+        return self._kids[-1]._early()
 
     def _parts(self) -> tuple[Op, ...]:
-        return self.children
+        return tuple(self._kids)
 
     def _collect(self) -> Any:
         r = None
-        for c in self.children:
+        for c in self._kids:
             r = c._collect()
         self._result = r
         return r
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
-        return Seq(*(c._rebind(mapping) for c in self.children))
-
-
-class Gather(Op):
-    """`az.gather(a, b, ...)`: independent branches, which may run at the same time."""
-
-    children: tuple[Op, ...]
-
-    def __init__(self, *ops: Op):
-        dev = _common_device(ops, "`az.gather`")
-        super().__init__(dev)
-        C = _combinators()
-        self._site = C.build_site()
-        C.check_branches(ops, self._what, self._site)
-        for o in ops:
-            o._claim(self)
-        self.children = tuple(ops)
-
-    _what = "`az.gather`"
-
-    def describe(self) -> str:
-        return f"gather of {len(self.children)} ops"
-
-    def leaves(self) -> Iterator[Leaf]:
-        for c in self.children:
-            yield from c.leaves()
-
-    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        C = _combinators()
-        Branch, leading, tagged_uses = C.Branch, C.leading, C.tagged_uses
-        ctx.enter(lane)
-        fork = lane.record() if len(self.children) > 1 else None
-        out: list[S.Marker] = []
-        outer = ctx.scope
-        groups = [tagged_uses(c) for c in self.children]  # an `and_then` branch adds what it builds
-        leads = [leading(c) for c in self.children]
-        for k, c in enumerate(self.children):
-            ctx.scope = Branch(outer, groups, leads, k, self._site)
-            if k == 0:
-                end, pend = c._emit(ctx, lane)
-                out.extend(pend)
-                if end is not lane:  # it moved to another device
-                    out.append(end.record())
-                continue
-            other = ctx.branch_lane(c.device, lane)
-            ctx.enter(other)
-            assert fork is not None
-            other.wait(fork)
-            end, pend = c._emit(ctx, other)
-            out.extend(pend)
-            if end is not lane:
-                out.append(end.record())
-        ctx.scope = outer
-        return lane, out
-
-    def _collect(self) -> Any:
-        self._result = tuple(c._collect() for c in self.children)
-        return self._result
-
-    def _early(self) -> Any:
-        vals = tuple(c._early() for c in self.children)
-        return _UNSET if any(v is _UNSET for v in vals) else vals
-
-    def _parts(self) -> tuple[Op, ...]:
-        return self.children
-
-    def _rebind(self, mapping: dict[int, Any]) -> Op:
-        return Gather(*(c._rebind(mapping) for c in self.children))
-
-
-def gather(*ops: Op) -> Op:
-    """Independent branches: `az.gather(op1, op2, ...)`; the result is a tuple of theirs."""
-    if len(ops) == 1 and isinstance(ops[0], (list, tuple)):
-        ops = tuple(ops[0])
-    return Gather(*ops)
+        return Seq(*(c._rebind(mapping) for c in self._kids))
 
 
 # ---- a test hook: hold a CPU lane until released ----------------------------------------------

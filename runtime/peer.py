@@ -35,7 +35,7 @@ import numpy as np
 
 from anodize.language.errors import ArgumentError
 from anodize.runtime import inflight as _inflight, lazy
-from anodize.runtime.buffer import Buffer
+from anodize.runtime.buffer import FRONTS, Buffer
 from anodize.runtime.device import Device as _Device, device as _device
 from anodize.runtime.lazy import check_cu
 from anodize.runtime.streams import device_lane, ensure_current, order_launch, pinned_empty
@@ -197,3 +197,6 @@ def _staged(dst_dev: Device, dst: int, src_dev: Device, src: int, nbytes: int) -
         src_dev._download(view, src + done, n)  # on the source's stream, after its pending work
         dst_dev._upload(dst + done, view, n)  # (synchronous: the staging buffer is reused)
         done += n
+
+
+FRONTS.copy_to, FRONTS.copy_between = copy_to, copy_between  # `Buffer.copy_to`, `Buffer.copy_from`

@@ -5,6 +5,7 @@ raises its kernels' `KernelFault`."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 from collections.abc import Callable, Generator
 from typing import TYPE_CHECKING, Any
@@ -266,9 +267,11 @@ class Handle:
         self.used = op.uses() if used is None else used
         self.kernels = kernels if kernels is not None else _kernels_of(op)
         self.kernel_ids = {id(k) for k in self.kernels}
-        # what is registered in flight, (space, lo, hi, writes): work built while queueing
-        # (`and_then`) that uses no more than this is registered already
-        self.registered = {(u.space, u.lo, u.hi, u.writes) for u in self.used}
+        # what is registered in flight, (space, lo, hi) -> whether written: work built while
+        # queueing (`and_then`) that uses no more than this is registered already
+        self.registered: dict[tuple[int, int, int], bool] = {}
+        for u in self.used:
+            self.registered[u[:3]] = self.registered.get(u[:3], False) or u.writes
         self.marker: S.Marker | None = None
         self.end_lane: S.Lane | None = None  # where the work ended (a dependency-chain policy continues there)
         self.error: BaseException | None = None  # a CPU worker's exception
@@ -394,6 +397,8 @@ def _take_fault(kernels: list[LoadedKernel]) -> KernelFault | None:
     reset); None when there is none."""
     first: KernelFault | None = None
     for lk in kernels:
+        if lk.device.kind != "cuda" and not ctypes.c_uint32.from_address(lk.fault_address).value:
+            continue  # (host memory on the CPU backend: the record's count, read in place) no fault
         rec = np.zeros(1, dtype=RECORD)
         S.read_device_bytes(lk.device, rec, lk.fault_address, FAULT_RECORD_BYTES)
         if int(rec["count"][0]):

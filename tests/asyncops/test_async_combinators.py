@@ -4,6 +4,8 @@ and the ownership rules they keep.  `dev` runs each test on the CPU backend and 
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -290,3 +292,31 @@ def test_select_gives_the_first_to_complete(cpu: Device) -> None:
 
 async def _awaited(sel: object) -> object:
     return await sel  # type: ignore[misc]
+
+
+FRESH_PROCESS = """
+import sys, numpy as np, anodize as az
+dev = az.device("cpu")
+loaded = lambda m: f"anodize.runtime.{m}" in sys.modules
+assert not loaded("copy_ops") and not loaded("peer") and not loaded("combinators")
+b = dev.to_device(np.arange(4, dtype=np.float32))
+host = b.to_host_op().run()                    # Buffer.to_host_op: loads runtime/copy_ops.py
+assert loaded("copy_ops") and loaded("peer") and not loaded("combinators"), sorted(sys.modules)
+assert host.tolist() == [0, 1, 2, 3]
+c = dev.empty(4, az.f32)
+op = dev.copy_op(c, b).and_then(lambda r: r.to_host_op())   # Op.and_then: loads runtime/combinators.py
+assert loaded("combinators")
+assert op.run().tolist() == [0, 1, 2, 3]
+d = b.copy_to(az.device("cpu", 1))            # Buffer.copy_to: runtime/peer.py's slot
+assert d.device is az.device("cpu", 1) and d.to_host().tolist() == [0, 1, 2, 3]
+e = az.device("cpu", 1).empty(4, az.f32)
+e.copy_from(b)                                 # Buffer.copy_from between devices: peer's slot
+assert e.to_host().tolist() == [0, 1, 2, 3]
+"""
+
+
+def test_the_methods_that_front_higher_modules_load_them_on_first_use() -> None:
+    """`Buffer.to_host_op`, `Device.copy_op`, `Buffer.copy_to`/`copy_from` and `Op.and_then` call
+    slots that runtime/copy_ops.py, runtime/peer.py and runtime/combinators.py fill (the low
+    modules import none of them): in a fresh process the first call loads the filler."""
+    subprocess.run([sys.executable, "-c", FRESH_PROCESS], check=True, timeout=120)

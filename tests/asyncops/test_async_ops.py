@@ -204,3 +204,24 @@ def test_pool_argument_errors(dev: Device) -> None:
     with pytest.raises(az.LaunchError, match="closed"):
         op.submit(pool)
     assert op.run().shape == (4,)
+
+
+def test_a_then_chain_is_one_flat_sequence_and_its_links_are_spent(cpu: Device) -> None:
+    """`a.then(b).then(c)...` keeps one flat list of steps (built in linear time: each link takes
+    over the list of the sequence it extends, which it claims), in order; a link already
+    extended can be neither extended again nor run."""
+    bufs = [cpu.zeros(16, az.f32) for _ in range(5)]
+    steps = [affine[CFG].op(bufs[k], bufs[k + 1], 1.0, 1.0) for k in range(4)]
+    first = steps[0].then(steps[1])
+    chain = first.then(steps[2]).then(steps[3])
+    assert chain.children == tuple(steps) and chain.describe() == "sequence of 4 ops"
+    with pytest.raises(az.LaunchError, match="already part of another op"):
+        first.then(affine[CFG].op(bufs[0], bufs[1], 1.0, 1.0))
+    with pytest.raises(az.LaunchError, match="part of another op"):
+        first.run()
+    left = affine[CFG].op(bufs[0], bufs[1], 1.0, 1.0).then(affine[CFG].op(bufs[1], bufs[2], 1.0, 1.0))
+    right = affine[CFG].op(bufs[2], bufs[3], 1.0, 1.0).then(affine[CFG].op(bufs[3], bufs[4], 1.0, 1.0))
+    both = left.then(right)  # two sequences: one flat list of four
+    assert len(both.children) == 4
+    chain.run()
+    np.testing.assert_array_equal(bufs[4].to_host(), np.full(16, 4.0, np.float32))
