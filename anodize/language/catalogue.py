@@ -441,7 +441,7 @@ HELPS: dict[str, str] = {
     "outputs-example": "write `outputs=lambda a, b: {{\"c\": ((len(a),), f32)}}`: each output parameter's shape (lengths in the `requires` grammar) and element type",
     "shared-mem-example": "write `shared_mem=lambda block: block * 4` (bytes; `block` is the block's thread count)",
     "cast-spelling": "write `cast(T, x)` (from `typing`) or `f32(x)`",
-    "bitcast-same-size": "reinterpret between types of one size (`f32` and `i32`/`u32`, `f64` and `i64`/`u64`, `f16`/`bf16` and `i16`/`u16`); convert the value with `{dst}(x)`",
+    "bitcast-same-size": "reinterpret between types of one size (`f32` and `i32`/`u32`, `f64` and `i64`/`u64`, `f16`/`bf16` and `i16`/`u16`, `f8e4m3`/`f8e5m2` and `i8`/`u8`); convert the value with `{dst}(x)`",
     "bitcast-bool-help": "convert it instead: `u8(b)`",
     "use-len": "use `len({name})`",
     "make-plain-parameter": "make it a plain parameter",
