@@ -142,6 +142,7 @@ MESSAGES: dict[str, str] = {
     "len-takes-slice-parameter": "`len` takes a slice parameter, a static shared array or a constant table",
     "lane-argument-warp-must": "the lane argument of `warp.{name}` must be an integer",
     "atomics-bool-slices-supported": "atomics on `bool_` slices are not supported",
+    "atomics-f8-slices-supported": "atomics on `{elem}` slices are not supported (an 8-bit float has no read-modify-write); accumulate in an `AtomicSlice[f32]` or `AtomicSlice[f16]`",
     "helper-arity": "`{hname}` takes {n} argument(s), got {got}",
     "local-retyped": "`{name}` is `{old}` here but was assigned a `{ty}` before",
     "assign-local": "cannot assign a `{ty}` to a local",

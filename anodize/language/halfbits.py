@@ -13,6 +13,7 @@ E5M2, the sign kept, as ml_dtypes writes them).
 
 from __future__ import annotations
 
+import math
 import struct
 
 # name -> (exponent bits, fraction bits)
@@ -45,7 +46,7 @@ def bits_to_float(h: int, fmt: str) -> float:
         return float(struct.unpack("<e", struct.pack("<H", h << 8))[0])
     sign = -1.0 if h & 0x80 else 1.0
     if h & 0x7F == 0x7F:
-        return float("nan")
+        return math.copysign(math.nan, sign)  # (the sign kept, as for the other formats' NaNs)
     e, m = (h >> 3) & 0xF, h & 7
     return sign * (m * 2.0**-9 if e == 0 else (8 + m) * 2.0 ** (e - 10))
 

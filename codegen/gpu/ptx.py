@@ -134,17 +134,18 @@ class NVPTXTarget(Target):
 
     def __init__(self, contract: Contract | None, arch: str = DEFAULT_ARCH):
         self.contract = contract
-        self.f8_convert = int(arch[3:].rstrip("a")) >= 89  # cvt between e4m3x2/e5m2x2 and f16x2/f32 (PTX 7.8)
+        # cvt between e4m3x2/e5m2x2 and f16x2/f32: sm_90 (PTX 8.0; sm_89 would need PTX 8.1, above its ISA here)
+        self.f8_convert = int(arch[3:].rstrip("a")) >= 90
 
     def f8_to_f16(self, lw: Lowerer, h: llir.Value, fmt: str) -> llir.Value | None:
-        """`cvt.rn.f16x2.e4m3x2` (`e5m2x2`) on sm_89+: the low byte of the pair becomes the low f16."""
+        """`cvt.rn.f16x2.e4m3x2` (`e5m2x2`) on sm_90+: the low byte of the pair becomes the low f16."""
         if not self.f8_convert:
             return None
         asm = llir.InlineAsm(llir.FunctionType(I32T, [I16T]), f"cvt.rn.f16x2.{fmt[2:]}x2 $0, $1;", "=r,h")
         return lw.b.trunc(lw.b.call(asm, [lw.b.zext(h, I16T)]), I16T)
 
     def f8_from_f32(self, lw: Lowerer, x: llir.Value, fmt: str) -> llir.Value | None:
-        """`cvt.rn.satfinite.e4m3x2.f32` (`e5m2x2`) on sm_89+: the second operand lands in the low byte."""
+        """`cvt.rn.satfinite.e4m3x2.f32` (`e5m2x2`) on sm_90+: the second operand lands in the low byte."""
         if not self.f8_convert:
             return None
         asm = llir.InlineAsm(llir.FunctionType(I16T, [FLOAT, FLOAT]), f"cvt.rn.satfinite.{fmt[2:]}x2.f32 $0, $1, $2;", "=h,f,f")

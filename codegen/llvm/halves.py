@@ -13,7 +13,7 @@ no `bfloat` LLVM type (llvmlite has none), no compiler-rt libcalls (`__truncsfhf
 target converts f16 with `cvt` instead (`Target.native_f16_convert`; same results).  `anodize.language.halfbits.round_bits` is their Python twin (constants, the host
 side), tested against NumPy's float16 and ml_dtypes' bfloat16, float8_e4m3fn and float8_e5m2.
 The 8-bit types saturate to their largest finite value (the GPU's `cvt.rn.satfinite`, which
-the GPU target emits from f32 on sm_89 and later: `Lowerer.half_from`).  f8 operands of
+the GPU target emits from f32 on sm_90 and later: `Lowerer.half_from`).  f8 operands of
 arithmetic are f16 values first (language/types.py `promote`), so `negate`/`absolute` and the
 binary operations here only ever see 16-bit patterns; the helpers take any width all the same.
 """
