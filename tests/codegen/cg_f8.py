@@ -91,3 +91,30 @@ def f64_to_e5m2(a: Slice[f64], o: DisjointSlice[f8e5m2]) -> None:
     i = thread.index_1d()
     if i in o:
         o[i] = f8e5m2(a[i])
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def staged(a: Slice[f8e4m3], o: DisjointSlice[f8e4m3]) -> None:
+    """f8 elements of a shared array and of a local array."""
+    i = thread.index_1d()
+    j = thread.index_in_block()
+    s = az.shared.array(64, f8e4m3)
+    loc = az.local.array(2, f8e4m3)
+    if i in o:
+        s[j] = a[i]
+        loc[1] = a[i]
+    az.syncthreads()
+    if i in o:
+        o[i] = f8e4m3(s[j] + loc[1])
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def printed(a: Slice[f8e5m2], o: DisjointSlice[f16]) -> None:
+    """print of narrow floats (their value, through f32)."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = a[i]
+        if i.get() == 0:
+            print("f8", a[i], "f16", o[i])

@@ -152,7 +152,8 @@ def test_ptx_assembles(arch: str, ptxas_ok: Callable[[str, str], None]) -> None:
     native = arch == "sm_90"  # (sm_89's cvt needs PTX 8.1: the integer IR there)
     for name, pattern in (("to_e4m3", "cvt.rn.satfinite.e4m3x2.f32"), ("to_e5m2", "cvt.rn.satfinite.e5m2x2.f32"),
                           ("from_e4m3", "cvt.rn.f16x2.e4m3x2"), ("from_e5m2", "cvt.rn.f16x2.e5m2x2"),
-                          ("fma_promoted", "cvt.rn.f16x2.e5m2x2"), ("e4m3_via_halves", "")):
+                          ("fma_promoted", "cvt.rn.f16x2.e5m2x2"), ("e4m3_via_halves", ""), ("staged", "cvt.rn.satfinite.e4m3x2.f32"),
+                          ("printed", "cvt.rn.f16x2.e5m2x2")):
         ptx = getattr(K, name).compile(arch).ptx
         ptxas_ok(ptx, arch)
         if pattern:
@@ -178,3 +179,13 @@ def test_gpu_conversions_bit_exact(fmt: str) -> None:
     b = (np.random.default_rng(4).standard_normal(500) * 20).astype(E5)
     np.testing.assert_array_equal(_run("gpu", K.fma_promoted, [a, b], az.f8e4m3).view(np.uint8),
                                   _run("cpu", K.fma_promoted, [a, b], az.f8e4m3).view(np.uint8))
+
+
+@pytest.mark.parametrize("dev", ["cpu", "debug"])
+def test_shared_local_and_print(dev: str, capfd: pytest.CaptureFixture[str]) -> None:
+    a = np.linspace(-300, 300, 64).astype(np.float32).astype(E4)
+    want = _reference(a.astype(np.float32) * 2, "f8e4m3")
+    np.testing.assert_array_equal(_run(dev, K.staged, [a], az.f8e4m3).view(np.uint8), want)
+    b = np.array([-1.5, 2.0], dtype=np.float32).astype(E5)
+    np.testing.assert_array_equal(_run(dev, K.printed, [b], az.f16), b.astype(np.float16))
+    assert "f8 -1.5 f16 -1.5" in capfd.readouterr().out
