@@ -328,4 +328,6 @@ class CallTyper:
             ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
             fir = self.fn.compile_helper(fdef, ptypes, ret, facts)
             self.st.k.helpers[key] = fir
+        if id(fir) in self.st.k.record_returns and node is not self.st.record_call_site:
+            self.st.unsupported(node, "record-call-here", help="record-call-bind", name=hname)
         return ir.Call(fir, tuple(final), fir.ret, self.st.span(node))
