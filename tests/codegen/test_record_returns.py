@@ -59,13 +59,27 @@ def test_helper_runs_once_where_it_stands() -> None:
     from anodize.language.types import TupleTy
 
     front, fdef = kernel_of(K.step.fn)
-    body = type_kernel(front, fdef).ir.body
-    guard = next(s for s in body if isinstance(s, ir.If))
-    unpack, *writes = guard.body  # `o[i] = halved(a[i], 3)`
+    typed = type_kernel(front, fdef)
+    assert typed.ir is not None, [d.message for d in typed.diagnostics]
+    blocks = [b for b in _blocks(typed.ir.body) if any(isinstance(s, ir.Unpack) for s in b)]
+    assert len(blocks) == 1  # `o[i] = halved(a[i], 3)`: one call ...
+    at = next(k for k, s in enumerate(blocks[0]) if isinstance(s, ir.Unpack))
+    unpack, writes = blocks[0][at], blocks[0][at + 1 :]
     assert isinstance(unpack, ir.Unpack) and isinstance(unpack.value, ir.Call)
-    assert [type(w).__name__ for w in writes] == ["Write"] * 5  # p.x, p.y, ids[0], ids[1], m
+    assert [type(w).__name__ for w in writes] == ["Write"] * 5  # ... then p.x, p.y, ids[0], ids[1], m
     halved = unpack.value.func
     assert isinstance(halved.ret, TupleTy) and [str(t) for t in halved.ret.elems] == ["f32", "f32", "i32", "i32", "f64"]
+
+
+def _blocks(body: tuple) -> list[tuple]:
+    """Every statement list of a kernel body, nested ones included (not a helper's)."""
+    out = [body]
+    for s in body:
+        for f in ("body", "orelse"):
+            inner = getattr(s, f, None)
+            if isinstance(inner, tuple):
+                out += _blocks(inner)
+    return out
 
 
 def test_ptx_assembles(ptxas_ok: Callable[[str, str], None]) -> None:
