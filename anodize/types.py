@@ -9,7 +9,7 @@ signedness) live in `anodize.language.vocab`, the one shared kernel model.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Generic, Literal, Protocol, Self, TypeVar, final
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, Protocol, Self, TypeVar, final
 
 # the index witnesses live in witnesses.py; this module is their public home (`__all__`)
 from anodize.witnesses import BlockWitness1D, Index1D, Index2D, Index3D, LocalIndex, LocalIndex2D, Tile2D, _device_only
@@ -29,6 +29,8 @@ __all__ = [
     "i16",
     "u8",
     "u16",
+    "f8e4m3",
+    "f8e5m2",
     "Scalar",
     "Slice",
     "DisjointSlice",
@@ -168,9 +170,39 @@ class u16(_Int):
     """16-bit unsigned integer; arithmetic wraps modulo 2**16."""
 
 
-Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_ | f16 | bf16 | i8 | i16 | u8 | u16
+class _Float8(float):
+    """An 8-bit float: stored as 8 bits, promoted to f16 in arithmetic (`x + y` of two f8
+    values is an f16), converted to with `f8e4m3(x)` / `f8e5m2(x)` (round to nearest even,
+    saturating to the largest finite value, as the GPU's `cvt.rn.satfinite`)."""
 
-T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16)
+    if TYPE_CHECKING:
+        def __add__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __radd__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __sub__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __rsub__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __mul__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __rmul__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __truediv__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __rtruediv__(self, other: float) -> f16: ...  # type: ignore[override]
+        def __neg__(self) -> f16: ...  # type: ignore[override]
+        def __abs__(self) -> f16: ...  # type: ignore[override]
+
+
+@final
+class f8e4m3(_Float8):
+    """OCP FP8 E4M3 (`__nv_fp8_e4m3`): 4 exponent bits, 3 fraction bits, no infinity, largest
+    value 448.  Host arrays: `ml_dtypes.float8_e4m3fn`."""
+
+
+@final
+class f8e5m2(_Float8):
+    """OCP FP8 E5M2 (`__nv_fp8_e5m2`): 5 exponent bits, 2 fraction bits (an f16's upper byte),
+    largest finite value 57344.  Host arrays: `ml_dtypes.float8_e5m2`."""
+
+
+Scalar = f32 | f64 | i32 | i64 | u32 | u64 | bool_ | f16 | bf16 | i8 | i16 | u8 | u16 | f8e4m3 | f8e5m2
+
+T = TypeVar("T", f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16, f8e4m3, f8e5m2)
 
 # a slice's element: a scalar type or an `@az.record` class (`Slice[Particle]`)
 _E = TypeVar("_E")

@@ -233,6 +233,8 @@ class CallFlow:
             return Val("witness", domain=ret.domain, tdep=True, origin=node, spaces=substitute(ret.spaces, h, node, m.values))
         if ret.kind == "scalar":
             return _scalar(args[0] or h.thread_dependent or ret.tdep)
+        if ret.kind == "record":  # a helper returning a record (typer_records.py): its fields read as the record
+            return Val("record", tdep=args[0] or h.thread_dependent or ret.tdep)
         return ret if ret.kind == "none" else UNKNOWN
 
     # what a call calls --------------------------------------------------------------------------

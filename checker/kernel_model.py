@@ -113,9 +113,20 @@ class ModuleModel:
         for p in fn.params.values():
             kind = p.slice_kind.name if p.slice_kind else (p.scalar or "?")
             params.append((p.name, kind))
-        if getattr(fn.node, "_az_bundles", None) or any(k.startswith("@") for _, k in params):
+        bundles = getattr(fn.node, "_az_bundles", None)
+        launch: list[tuple[str, str, tuple[tuple[str, str], ...]]] = []
+        if bundles and all(bundles.values()):  # the signature as launched: a bundle's fields under its parameter
+            kinds = dict(params)
+            classes = getattr(fn.node, "_az_bundle_classes", {})
+            for name, kind in params:
+                owner = next((b for b, fields in bundles.items() if name in fields), None)
+                if owner is None:
+                    launch.append((name, kind, ()))
+                elif name == bundles[owner][0]:
+                    launch.append((owner, classes.get(owner, ""), tuple((f, kinds[f]) for f in bundles[owner])))
+        if bundles or any(k.startswith("@") for _, k in params):
             # a bundle or a record by value is one argument at the launch site but several
-            # parameters here (language/bundles.py): the launch site's binding is the runtime's
+            # parameters here (language/bundles.py): the rules binding arguments by position skip it
             params = []
         c = fn.contract
         return KernelSummary(
@@ -126,6 +137,7 @@ class ModuleModel:
             c.domain if c else None,
             c.block if c else None,
             self.src.name_span(fn.node),
+            tuple(launch),
         )
 
     def callees_of(self, fn: FunctionInfo) -> list[FunctionInfo]:

@@ -274,6 +274,10 @@ class KernelSummary:
     domain: int | None
     block: tuple[int, ...] | None
     span: Span
+    # a kernel with a bundle parameter (whose `params` are left empty: one argument at the launch
+    # site, several parameters here): its signature as launched, each parameter (name, kind, and
+    # for a bundle its class's name and its fields as (parameter name, kind)); () otherwise
+    launch_params: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = ()
 
     def is_output(self, index: int) -> bool:
         k = SLICE_KINDS.get(self.params[index][1])

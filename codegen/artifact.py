@@ -6,7 +6,7 @@ Kernel ABI (the same for the GPU entry and the CPU backend):
   - 1-D slice (`Slice`, `DisjointSlice`, `AtomicSlice`): `ptr data, i64 len`
   - 2-D slice (`Slice2D`, `DisjointSlice2D`): `ptr data, i64 rows, i64 cols`
   - 3-D slice (`Slice3D`, `DisjointSlice3D`): `ptr data, i64 layers, i64 rows, i64 cols`
-  - scalar: its value (`bool_` travels as an i8; `f16`/`bf16` as their 16-bit pattern, an i16)
+  - scalar: its value (`bool_` travels as an i8; `f16`/`bf16` as their 16-bit pattern, an i16; `f8e4m3`/`f8e5m2` an i8)
 * then two hidden parameters: `ptr fault` (a `FAULT_RECORD_BYTES` device buffer,
   zeroed before first use) and `i32 launch_rank` (1, 2 or 3, the config's rank);
   a coarsened kernel (`CompiledKernel.coarsen > 1`) takes a third, `i64 extent`: the

@@ -166,7 +166,7 @@ def start_gpu(
     dynamic_smem, wgmma = _tile_compiler().tensor_core_shared(k) if tile else (0, False)  # (a SIMT kernel imports no tile code)
     # wgmma is in sm_90a only: a kernel holding it is built for that (it runs on sm_90 parts)
     build = arch + "a" if wgmma and not arch.endswith("a") else arch
-    lw = lower_kernel(k, ptx.NVPTXTarget(k.contract), bounds_checks=bounds_checks, line_info=line_info)
+    lw = lower_kernel(k, ptx.NVPTXTarget(k.contract, arch), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
     optimized, ptx_text = ptx.emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)

@@ -17,7 +17,8 @@ import numpy as np
 
 from anodize.codegen.artifact import ParamSpec
 from anodize.language.errors import ArgumentError
-from anodize.language.halfbits import round_bits
+from anodize.language.halfbits import F8_MAX_BITS, bits_to_float, round_bits
+from anodize.language.vocab import ML_DTYPES
 from anodize.runtime import dlpack, lazy
 from anodize.runtime.buffer import Buffer
 
@@ -95,7 +96,7 @@ def is_array_like(v: object) -> bool:
 def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConverter:
     """A converter for arguments of `type(sample)` to parameter `p`; raises for a wrong kind."""
     s = p.scalar
-    np_type = s.dtype.type if not s.is_half else np.uint16
+    np_type = s.dtype.type if not s.is_half else np.uint8 if s.is_f8 else np.uint16
     if is_array_like(sample):
         raise arg_error(
             kernel, p, f"expects {describe_param(p)}, got {describe_value(sample)}",
@@ -137,8 +138,19 @@ def scalar_converter(kernel: str, p: ParamSpec, sample: object) -> ScalarConvert
 
 
 def _half_converter(kernel: str, p: ParamSpec) -> ScalarConverter:
-    """f16/bf16 scalars travel as their 16-bit pattern (a `np.uint16`), rounded to nearest even."""
+    """f16/bf16 scalars travel as their 16-bit pattern (a `np.uint16`), rounded to nearest even;
+    f8e4m3/f8e5m2 as their 8-bit pattern (a `np.uint8`), refused beyond the largest finite value."""
     name = p.scalar.name
+    if p.scalar.is_f8:
+        top = bits_to_float(F8_MAX_BITS[name], name)
+
+        def to_f8(v: Any) -> Any:
+            f = _as_float(kernel, p, v)
+            if abs(f) > top and f == f:
+                raise arg_error(kernel, p, f"{_short(v)} does not fit in {name} (largest finite value {top:g})")
+            return np.uint8(round_bits(f, name))
+
+        return to_f8
     inf = 0x7C00 if name == "f16" else 0x7F80
 
     def to_half(v: Any) -> Any:
@@ -171,7 +183,7 @@ def _short(v: Any) -> str:
 # ---- slices -----------------------------------------------------------------------------
 
 
-_TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64"}
+_TORCH_NAMES = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64", "f8e4m3": "float8_e4m3fn", "f8e5m2": "float8_e5m2"}
 
 
 def _c_contiguous(shape: tuple[int, ...], strides: tuple[int, ...] | None, unit: int) -> bool:
@@ -191,8 +203,8 @@ def _element_matches(p: ParamSpec, dtype: np.dtype | None) -> bool:
     whoever made the array imported: comparing with `p.scalar.dtype` would import it here)."""
     if dtype is None:
         return False
-    if p.scalar.numpy_name == "bfloat16":
-        return dtype.name == "bfloat16" and dtype.itemsize == 2
+    if p.scalar.numpy_name in ML_DTYPES:  # bf16, f8e4m3, f8e5m2
+        return dtype.name == p.scalar.numpy_name and dtype.itemsize * 8 == p.scalar.mem_bits
     return bool(dtype == p.scalar.dtype)
 
 

@@ -20,6 +20,7 @@ KDL_CUDA = 2
 
 _KDL_INT, _KDL_UINT, _KDL_FLOAT, _KDL_BOOL = 0, 1, 2, 6
 _KDL_BFLOAT = 4
+_KDL_F8 = {"f8e4m3": 10, "f8e5m2": 12}  # DLPack 1.1's kDLFloat8_e4m3fn, kDLFloat8_e5m2
 _KIND_CODE = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT, "b": _KDL_BOOL}
 _CODE_KIND = {v: k for k, v in _KIND_CODE.items()}
 
@@ -148,7 +149,8 @@ def export(
     t.data = ptr or None
     t.device = DLDevice(device[0], device[1])
     t.ndim = ndim
-    t.dtype = DLDataType(_KDL_BFLOAT if scalar.name == "bf16" else _KIND_CODE[scalar.kind], scalar.mem_bits, 1)
+    code = _KDL_BFLOAT if scalar.name == "bf16" else _KDL_F8.get(scalar.name) or _KIND_CODE[scalar.kind]
+    t.dtype = DLDataType(code, scalar.mem_bits, 1)
     t.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0

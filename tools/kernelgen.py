@@ -68,10 +68,11 @@ MATH1 = ("sqrt", "exp", "log", "sin", "cos", "tanh", "fabs", "floor", "ceil", "r
 MATH2 = ("pow", "fmin", "fmax")
 
 from kernelgen_locals import LocalsGen  # noqa: E402  (needs the tables above)
+from kernelgen_records import RecordsGen  # noqa: E402
 from kernelgen_shared import SharedGen  # noqa: E402
 
 
-class _Gen(LocalsGen, SharedGen):
+class _Gen(LocalsGen, SharedGen, RecordsGen):
     """One module: kernel parameters, typed locals, and an indented line buffer."""
 
     def __init__(self, ch: Chooser) -> None:
@@ -90,6 +91,10 @@ class _Gen(LocalsGen, SharedGen):
         self.arrays: dict[str, tuple[str, tuple[int, ...]]] = {}  # local arrays: name -> (elem, shape)
         self.tuple_helpers: list[tuple[str, str, str]] = []  # (name, t1, t2): (x: t1, y: t2) -> tuple[t1, t2]
         self.fill_helpers: list[tuple[str, str]] = []  # (name, elem): (acc: LocalArray[elem], v: elem) -> None
+        self.records: dict[str, list[tuple[str, str, str, int]]] = {}  # kernelgen_records.py
+        self.rec_slices: dict[str, tuple[str, str]] = {}
+        self.rec_locals: dict[str, str] = {}
+        self.rec_helpers: list[tuple[str, str, str]] = []
 
     def fresh(self, stem: str = "v") -> str:
         self.n += 1
@@ -254,6 +259,8 @@ class _Gen(LocalsGen, SharedGen):
             opts += ["local_write", "local_write", "local_loop"]
         if self.tuple_helpers:
             opts.append("tuple_call")
+        if (self.rec_slices or self.rec_helpers) and not self.in_helper:
+            opts += ["record", "record"]
         if self.fill_helpers and any(len(s) == 1 and e == fe for e, s in self.arrays.values() for _, fe in self.fill_helpers):
             opts.append("fill_call")
         # mostly where every thread reaches it (the kernel's top level); now and then anywhere
@@ -354,6 +361,8 @@ class _Gen(LocalsGen, SharedGen):
         elif k == "thread_tile":
             self.tiled = True
             self.thread_tile(ind)
+        elif k == "record":
+            self.record_stmt(ind)
 
     def collective(self, ind: int) -> None:
         """`v = az.warp.reduce(...)` / `az.block.reduce|scan|broadcast(...)`, wherever it lands
@@ -422,6 +431,7 @@ class _Gen(LocalsGen, SharedGen):
             "import anodize as az",
             "from anodize import Slice, DisjointSlice, Slice2D, DisjointSlice2D, AtomicSlice, Index1D, Index2D, LocalArray",
             "from anodize import f32, f64, i32, i64, u32, u64, bool_, f16, bf16, i8, i16, u8, u16, kernel, launch_contract, thread",
+            "from anodize import f8e4m3, f8e5m2",
             "",
             f"BLOCK = {ch.choice((32, 64, 128, 256))}",
             "",
@@ -469,6 +479,7 @@ class _Gen(LocalsGen, SharedGen):
             self.emit(0, "")
             self.writers.append((name, t))
         self.locals = {}
+        self.record_decls()
         domain = 2 if ch.coin(0.3) else 1
         params: list[str] = []
         for _ in range(ch.integer(1, 4)):
@@ -486,6 +497,7 @@ class _Gen(LocalsGen, SharedGen):
             elem = ch.choice(("i32", "u32", "f32") if kind == "AtomicSlice" else SCALARS)
             params.append(f"{name}: {kind}[{elem}]")
             self.slices[name] = (kind, elem)
+        self.record_params(domain, params)
         if not any(k.startswith("Disjoint") for k, _ in self.slices.values()):
             name = self.fresh("out")
             kind = "DisjointSlice2D" if domain == 2 else "DisjointSlice"

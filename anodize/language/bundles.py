@@ -63,7 +63,8 @@ def flatten(tree: ast.Module) -> bool:
 def _flatten_fn(fn: ast.FunctionDef | ast.AsyncFunctionDef, classes: dict[str, list[tuple[str, ast.expr]]]) -> None:
     bundles: dict[str, list[str]] = {}
     args: list[ast.arg] = []
-    for a in fn.args.args:
+    fn_args = list(fn.args.args)
+    for a in fn_args:
         ann = a.annotation
         fields = classes.get(ann.id) if isinstance(ann, ast.Name) else None
         if fields is None:
@@ -84,6 +85,7 @@ def _flatten_fn(fn: ast.FunctionDef | ast.AsyncFunctionDef, classes: dict[str, l
         return
     fn.args.args = args
     fn._az_bundles = bundles  # type: ignore[union-attr]  # the runtime's and the checker's
+    fn._az_bundle_classes = {a.arg: a.annotation.id for a in fn_args if a.arg in bundles}  # type: ignore[union-attr]  # (the launch site's, checker/rules/alias.py)
     _Rename(bundles).visit_all(fn)
 
 

@@ -11,7 +11,7 @@ from anodize.language import ir, messages
 from anodize.language.intrinsics import INTRINSICS, WRITE_UNCHECKED, Intrinsic, method
 from anodize.language.record_types import RecordTy
 from anodize.language.symbols import Symbol
-from anodize.language.types import BOOL, BY_NAME, F64, I32, I64, U32, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy, promote
+from anodize.language.types import BOOL, BY_NAME, F16, F64, I32, I64, U32, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy, promote
 from anodize.language.vocab import MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, TILE_MAKER, WITNESS_MAKERS
 
 from anodize.language.typer_base import _Silent
@@ -223,6 +223,7 @@ class CallTyper:
             args[-1] = self.fn.exprs.cast(e, I32) if e.ty.is_bool or (isinstance(e, ir.Const) and e.weak) else e
             x = args[0]
             ty = x.ty if x.ty.is_float and not (isinstance(x, ir.Const) and x.weak) else F64  # type: ignore[union-attr]
+            ty = F16 if ty.is_f8 else ty  # an f8 computes as an f16 (types.py `promote`)
             return ir.MathCall(name, (self.fn.exprs.cast(x, ty), args[-1]), ty, span)  # type: ignore[arg-type]
         strong = [a.ty for a in args if not (isinstance(a, ir.Const) and a.weak) and a.ty.is_float]  # type: ignore[union-attr]
         ty = F64
@@ -230,6 +231,7 @@ class CallTyper:
             ty = strong[0]  # type: ignore[assignment]
             for t in strong[1:]:
                 ty = promote(ty, t)  # type: ignore[arg-type]
+            ty = F16 if ty.is_f8 else ty
         cast = tuple(self.fn.exprs.cast(a, ty) for a in args)
         return ir.MathCall(name, cast, BOOL if name in MATH_PREDICATES else ty, span)
 
@@ -339,4 +341,6 @@ class CallTyper:
             ret = sub.resolve_type(fdef.returns, "the return") if fdef.returns is not None else None
             fir = self.fn.compile_helper(fdef, ptypes, ret, facts)
             self.st.k.helpers[key] = fir
+        if id(fir) in self.st.k.record_returns and node is not self.st.record_call_site:
+            self.st.unsupported(node, "record-call-here", help="record-call-bind", name=hname)
         return ir.Call(fir, tuple(final), fir.ret, self.st.span(node))

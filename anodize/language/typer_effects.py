@@ -64,6 +64,8 @@ class EffectsTyper:
         elem = sty.elem
         if elem.is_bool:
             self.st.type_error(node, "atomics-bool-slices-supported")
+        if elem.is_f8:
+            self.st.type_error(node, "atomics-f8-slices-supported", elem=elem)
         # 8- and 16-bit elements: the read-modify-writes LLVM (or a compare-and-swap loop over a
         # half's bits) gives, relaxed and device-scoped
         narrow_ok = method in ("add", "min", "max", "exchange") or (elem.is_int and method in ("sub", "and_", "or_", "xor"))

@@ -13,7 +13,7 @@ from anodize.language.ranges import ZERO, Lin
 from anodize.language.record_types import RecordTy
 from anodize.language.diagnostics import Diagnostic
 from anodize.language.halfbits import round_half
-from anodize.language.types import BOOL, BY_NAME, F64, I64, PromotionError, ScalarTy, SliceTy, Ty, WitnessTy, implicitly_converts, promote
+from anodize.language.types import BOOL, BY_NAME, F16, F64, I64, PromotionError, ScalarTy, SliceTy, Ty, WitnessTy, implicitly_converts, promote
 from anodize.language.vocab import WITNESS_PARTS
 
 from anodize.language.typer_base import _AXES_TEXT, _BINOPS, _CMPOPS, _Silent, _fold, _wrap_int
@@ -342,7 +342,8 @@ class ExprTyper:
         return e
 
     def unify(self, a: ir.Expr, b: ir.Expr, node: ast.AST) -> ScalarTy:
-        """The common type of two scalar operands, with weak literals adopting the other's type."""
+        """The common type of two scalar operands, with weak literals adopting the other's type
+        (an f8's promoted one, f16: `x + 0.1` does not round 0.1 to an f8)."""
         ta, tb = a.ty, b.ty
         assert isinstance(ta, ScalarTy) and isinstance(tb, ScalarTy)
         wa = isinstance(a, ir.Const) and a.weak
@@ -351,11 +352,11 @@ class ExprTyper:
             if wa and not wb:
                 if ta.is_float and not tb.is_float:
                     return F64
-                return tb if not (tb.is_bool and not ta.is_bool) else ta
+                return _arith(tb if not (tb.is_bool and not ta.is_bool) else ta)
             if wb and not wa:
                 if tb.is_float and not ta.is_float:
                     return F64
-                return ta if not (ta.is_bool and not tb.is_bool) else tb
+                return _arith(ta if not (ta.is_bool and not tb.is_bool) else tb)
             return promote(ta, tb)
         except PromotionError as exc:
             self.st.fail(messages.promotion_error(self.st.span(node), exc))
@@ -423,7 +424,7 @@ class ExprTyper:
                 return self.py_constant(-v, node)
             if isinstance(node.op, ast.Invert) and not isinstance(v, float):
                 return self.py_constant(~int(v), node)
-        ty = I64 if e.ty.is_bool else e.ty
+        ty = I64 if e.ty.is_bool else _arith(e.ty)
         if isinstance(node.op, ast.USub):
             return ir.UnaryOp("-", self.cast(e, ty), ty, span)
         if isinstance(node.op, ast.Invert):
@@ -518,3 +519,8 @@ class ExprTyper:
         self.st.type_error(node, "expected-found", want=ty, what=what, got=e.ty)
 
     # -- calls -------------------------------------------------------------------------------
+
+
+def _arith(ty: ScalarTy) -> ScalarTy:
+    """The type an operand of `ty` computes in: an f8's is f16 (language/types.py `promote`)."""
+    return F16 if ty.is_f8 else ty

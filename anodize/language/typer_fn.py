@@ -48,7 +48,7 @@ from anodize.language.typer_records import RecordTyper
 from anodize.language.typer_state import FnState, KernelCtx
 from anodize.language.typer_stmts import StmtTyper
 from anodize.language.typer_thread_tiles import ThreadTileTyper
-from anodize.language.types import VOID, LocalArrayTy, ScalarTy, SliceTy, Ty, WitnessTy
+from anodize.language.types import VOID, LocalArrayTy, ScalarTy, SliceTy, TupleTy, Ty, WitnessTy
 
 __all__ = ["FnTyper", "compile_helper", "record_params", "signature_names"]
 
@@ -191,14 +191,19 @@ def compile_helper(
             k.diags.append(messages.type_error(k.front.src.span(last), "helper-witness-falls-off",
                                                help="helper-witness-falls-off-help", name=fdef.name, ret=c.st.ret))
         k.views.append(FnTypes(fdef, c.st.typed, c.st.vars, tuple(k.spec.items())))
-        return ir.FuncIR(
+        rec = c.st.ret if isinstance(c.st.ret, RecordTy) else None
+        ret = TupleTy(tuple(t for _, t, _ in rec.leaves())) if rec is not None else c.st.ret  # a record: its leaves
+        fir = ir.FuncIR(
             fdef.name,
             tuple(record_params(ptypes)),
             tuple(c.st.locals.items()),
             body,
-            c.st.ret if c.st.ret is not None else VOID,
+            ret if ret is not None else VOID,
             k.front.src.span(fdef),
         )
+        if rec is not None:
+            k.record_returns[id(fir)] = rec
+        return fir
     finally:
         c.release()
         k.stack.pop()

@@ -11,7 +11,11 @@ spread where it goes, so the typed model holds scalars only:
   reads one of them;
 - `out[i] = Rec(x=..., v=...)` and `out[i] = r` write every leaf at `out[i]`, `out[i].x = v`
   one, through the same ownership rules as a scalar element (the witness of the output);
-- an `az.Array[T, n]` field is read and written an element at a time, at a constant index.
+- an `az.Array[T, n]` field is read and written an element at a time, at a constant index;
+- a helper returning a record returns the tuple of its leaves (`ir.FuncIR.ret`), and its call
+  is a whole statement's value (`r = f(x)`, `out[i] = f(x)`, `return f(x)`): the call is
+  unpacked into the compiler's temporaries first (`value`), so it runs once, where Python
+  runs it.  Anywhere else (`f(x).m`, `g(f(x))`) it is `az-unsupported`, asking to bind it.
 """
 
 from __future__ import annotations
@@ -21,12 +25,14 @@ from typing import TYPE_CHECKING, Any
 
 from anodize.language import ir, messages
 from anodize.language.record_types import ArrayFieldTy, RecordTy
-from anodize.language.types import ScalarTy, SliceTy
+from anodize.language.symbols import RESERVED_PREFIX
+from anodize.language.types import ScalarTy, SliceTy, TupleTy
 
 if TYPE_CHECKING:
     from anodize.language.typer_fn import FnTyper
 
-__all__ = ["record_slice", "rooted", "load_local", "read_element", "member", "array_element", "construct", "assign_local", "store"]
+__all__ = ["record_slice", "rooted", "load_local", "read_element", "member", "array_element", "construct", "assign_local", "store",
+           "value", "return_value"]
 
 
 def _count(ty: Any) -> int:
@@ -56,14 +62,17 @@ class RecordTyper:
 
     def rooted(self, node: ast.expr) -> bool:
         """Is `node` (an attribute or subscript chain) a part of a record value: rooted at a
-        record local, an element of a record slice, or a call (`Rec(...).x`)?"""
+        record local, an element of a record slice, or a call (`Rec(...).x`, `f(x).x`)?"""
         while isinstance(node, (ast.Attribute, ast.Subscript)):
             if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and self.record_slice(node.value.id):
                 return True
             node = node.value
         if isinstance(node, ast.Name):
             return isinstance(self.st.vars.get(node.id), RecordTy)
-        return isinstance(node, ast.Call) and self.fn.names.sym(node.func).kind == "record"
+        if not isinstance(node, ast.Call):
+            return False
+        sym = self.fn.names.sym(node.func)  # `Rec(...).x`, or a helper's (`f(x).x`: refused where it is typed)
+        return sym.kind == "record" or (sym.kind == "function" and sym.fn_kind == "func")
 
     def load_local(self, name: str, node: ast.AST) -> ir.RecordValue:
         rec = self.st.vars[name]
@@ -144,14 +153,57 @@ class RecordTyper:
                     return list(v.leaves)
                 self.st.fail(messages.type_error(self.st.span(node), "record-array-value", what=what, ty=ty, n=ty.n))
             return [self.fn.exprs.coerce(self.fn.expr(e), ty.elem, e, what) for e in node.elts]
-        v = self.fn.expr(node)
-        if isinstance(ty, RecordTy):
+        return self._leaves_of(ty, self.fn.expr(node), node, what)
+
+    def _leaves_of(self, ty: Any, v: ir.Expr | ir.RecordValue, node: ast.expr, what: str) -> list[ir.Expr]:
+        """The leaves of the typed value `v` stored into `ty`."""
+        if isinstance(ty, (RecordTy, ArrayFieldTy)):
             if not (isinstance(v, ir.RecordValue) and v.ty == ty):
                 self.st.fail(messages.type_error(self.st.span(node), "expected-found", want=ty, what=what, got=v.ty))
             return list(v.leaves)
         if isinstance(v, ir.RecordValue):
             self.st.fail(messages.type_error(self.st.span(node), "expected-found", want=ty, what=what, got=v.ty))
         return [self.fn.exprs.coerce(v, ty, node, what)]
+
+    def value(self, node: ast.expr) -> tuple[list[ir.Stmt], ir.Expr | ir.RecordValue | None]:
+        """A statement's whole value when it is a helper's call: (the statements binding a
+        record-returning helper's result to temporaries, the record value of those), or ([],
+        the call) for another helper; ([], None), untyped, for any other expression."""
+        if not isinstance(node, ast.Call):
+            return [], None
+        sym = self.fn.names.sym(node.func)
+        if not (sym.kind == "function" and sym.fn_kind == "func"):
+            return [], None
+        saved = self.st.record_call_site
+        self.st.record_call_site = node
+        try:
+            e = self.fn.expr(node)
+        finally:
+            self.st.record_call_site = saved
+        rec = self.st.k.record_returns.get(id(e.func)) if isinstance(e, ir.Call) else None
+        if rec is None:
+            return [], e
+        tmp = f"{RESERVED_PREFIX}rec{self.st.unpack_temps}"
+        self.st.unpack_temps += 1
+        span = self.st.span(node)
+        names = []
+        for p, t, _ in rec.leaves():
+            names.append(leaf_name(tmp, p))
+            self.st.vars[names[-1]] = self.st.locals[names[-1]] = t
+        leaves = tuple(ir.Local(n, t, span) for n, (_, t, _) in zip(names, rec.leaves()))
+        return [ir.Unpack(tuple(names), e, span)], ir.RecordValue(rec, leaves, span)
+
+    def return_value(self, value: ir.Expr | ir.RecordValue, node: ast.Return) -> list[ir.Stmt]:
+        """`return <record>` in a helper: the tuple of its leaves (every return one record type)."""
+        assert node.value is not None
+        ret = self.st.ret
+        if not isinstance(value, ir.RecordValue) or (ret is not None and ret != value.ty):
+            want = ret if ret is not None else "a record"
+            self.st.fail(messages.type_error(self.st.span(node.value), "expected-found", want=want, what="the return value", got=value.ty))
+        if ret is None:
+            self.st.ret = value.ty
+        tty = TupleTy(tuple(t for _, t, _ in value.ty.leaves()))
+        return [ir.Return(ir.MakeTuple(value.leaves, tty, value.span), self.st.span(node))]
 
     def assign_local(self, name: str, value: ir.RecordValue, node: ast.AST) -> list[ir.Stmt]:
         """`r = <record>`: the record local's leaves assigned (declared on its first binding)."""
@@ -210,9 +262,11 @@ class RecordTyper:
                 ty = ty.elem
         return ty, off, leaf
 
-    def store(self, target: ast.expr, value_node: ast.expr | None, node: ast.AST, op: str | None = None) -> list[ir.Stmt]:
+    def store(self, target: ast.expr, value_node: ast.expr | None, node: ast.AST, op: str | None = None,
+              typed: ir.Expr | ir.RecordValue | None = None) -> list[ir.Stmt]:
         """`out[i] = <record>`, `out[i].x = v`, `out[i].ids[2] = v`, `r.x = v` (and `op=` forms:
-        the current value read first).  A record slice is written only where a scalar output is."""
+        the current value read first).  A record slice is written only where a scalar output is.
+        `typed`: the value, already typed (a helper's record result, bound by `value`)."""
         root, steps = self._path(target)
         span = self.st.span(node)
         if isinstance(root, ast.Name):
@@ -223,7 +277,7 @@ class RecordTyper:
             cur: ir.Expr = self.load_local(name, root)
             for kind, n in steps:
                 cur = self.member(cur, n) if kind == "attr" else cur.leaves[self._const_index(n.slice, cur.ty.n, "")]  # type: ignore[arg-type, attr-defined]
-            vals = self._store_values(ty, cur, value_node, node, op, f"`{ast.unparse(target)}`")
+            vals = self._store_values(ty, cur, value_node, node, op, f"`{ast.unparse(target)}`", typed)
             return [ir.Assign(nm, v, span) for nm, v in zip(names, vals)]
         assert isinstance(root, ast.Subscript) and isinstance(root.value, ast.Name)
         name = root.value.id
@@ -243,11 +297,14 @@ class RecordTyper:
             rsite = self.st.k.site(self.st.span(root), "read", name) if checked else -1
             reads = tuple(ir.Read(ref, index, checked, rsite, t, span, o) for t, o in base_leaves)
             cur = reads[0] if isinstance(ty, ScalarTy) else ir.RecordValue(ty, reads, span)
-        vals = self._store_values(ty, cur, value_node, node, op, f"`{ast.unparse(target)}`")
+        vals = self._store_values(ty, cur, value_node, node, op, f"`{ast.unparse(target)}`", typed)
         return [ir.Write(ref, index, v, checked, site, span, o) for (_, o), v in zip(base_leaves, vals)]
 
-    def _store_values(self, ty: Any, cur: ir.Expr | None, value_node: ast.expr | None, node: ast.AST, op: str | None, what: str) -> list[ir.Expr]:
+    def _store_values(self, ty: Any, cur: ir.Expr | None, value_node: ast.expr | None, node: ast.AST, op: str | None, what: str,
+                      typed: ir.Expr | ir.RecordValue | None = None) -> list[ir.Expr]:
         assert value_node is not None
+        if typed is not None:  # (a helper's call: never an augmented assignment's operand here)
+            return self._leaves_of(ty, typed, value_node, what)
         if op is None:
             return self._value_leaves(ty, value_node, what)
         if not isinstance(ty, ScalarTy) or cur is None:

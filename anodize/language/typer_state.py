@@ -42,6 +42,7 @@ class KernelCtx:
     diags: list[Diagnostic] = field(default_factory=list)  # the diagnostics sink
     helpers: dict[tuple[object, tuple[Ty, ...], frozenset[tuple[str, str]]], ir.FuncIR] = field(default_factory=dict)
     stack: list[object] = field(default_factory=list)  # the helpers being typed (recursion)
+    record_returns: dict[int, Any] = field(default_factory=dict)  # id(FuncIR) -> the RecordTy it returns (as a tuple of leaves)
     ranks: set[int] = field(default_factory=set)
     uses_barrier: bool = False
     grid_syncs: bool = False  # the kernel calls `az.grid.sync()` (grid_sync.py places them)
@@ -106,6 +107,7 @@ class FnState:
     loops: int = 0  # loop depth
     leader: int = 0  # > 0 under `if thread.is_block_leader():` (collectives.py)
     collective_site: ast.expr | None = None  # the value of the assignment being typed
+    record_call_site: ast.expr | None = None  # the one call whose record result is bound (typer_records.py `value`)
     typed: dict[ast.AST, ir.Expr] = field(default_factory=dict)  # each expression typed: the view (fn_types.py) the checker reads
 
     # ---- located errors ---------------------------------------------------------------------

@@ -77,15 +77,17 @@ class StmtTyper:
                 return self.shared_decl(target.id, node.value)
             if isinstance(node.value, ast.Call) and self.fn.names.tag(node.value.func) == ("local_array",):
                 return self.fn.local_values.local_decl(target.id, node.value)
-            value = self.fn.expr(node.value)
-            if isinstance(value, ir.RecordValue):  # `r = p[i]`, `r = Rec(...)` (typer_records.py)
-                return self.fn.records.assign_local(target.id, value, node)
+            pre, bound = self.fn.records.value(node.value)
+            value = self.fn.expr(node.value) if bound is None else bound
+            if isinstance(value, ir.RecordValue):  # `r = p[i]`, `r = Rec(...)`, `r = f(x)` (typer_records.py)
+                return pre + self.fn.records.assign_local(target.id, value, node)
             self.fn.local_values.local_escape(value, node.value)
             if isinstance(value.ty, TupleTy):
                 self.st.type_error(node.value, "tuple-bind", help="unpack-bind-help", ty=value.ty, name=target.id)
             return [self.assign_value(target.id, value, node)]
         if isinstance(target, (ast.Attribute, ast.Subscript)) and self.fn.records.rooted(target):
-            return self.fn.records.store(target, node.value, node)  # `out[i] = Rec(...)`, `out[i].v = x`
+            pre, bound = self.fn.records.value(node.value)  # `out[i] = f(x)`: the call first, as Python does
+            return pre + self.fn.records.store(target, node.value, node, typed=bound)  # `out[i] = Rec(...)`, `out[i].v = x`
         if isinstance(target, ast.Subscript):
             return [self.fn.exprs.store(target, self.fn.expr(node.value), node)]
         if isinstance(target, ast.Tuple):
@@ -97,10 +99,11 @@ class StmtTyper:
             self.st.unsupported(node.target, "annotated-assignment-anything-name")
         ty = self.fn.names.resolve_type(node.annotation, f"`{node.target.id}`")
         if isinstance(ty, RecordTy) and node.value is not None:  # `r: Rec = p[i]`
-            value = self.fn.expr(node.value)
+            pre, bound = self.fn.records.value(node.value)
+            value = self.fn.expr(node.value) if bound is None else bound
             if not (isinstance(value, ir.RecordValue) and value.ty == ty):
                 self.st.type_error(node.value, "expected-found", want=ty, what=f"`{node.target.id}`", got=value.ty)
-            return self.fn.records.assign_local(node.target.id, value, node)
+            return pre + self.fn.records.assign_local(node.target.id, value, node)
         if not isinstance(ty, (ScalarTy, WitnessTy)):
             self.st.type_error(node.annotation, "local-s-annotation-must")
         self.declare(node.target.id, ty, node)
@@ -302,10 +305,13 @@ class StmtTyper:
             self.st.type_error(node.value, "kernel-returns-nothing-write")
         if isinstance(node.value, ast.Tuple) or isinstance(self.st.ret, TupleTy):
             return self.fn.local_values.tuple_return(node)  # typer_locals.py
-        value = self.fn.expr(node.value)
+        pre, bound = self.fn.records.value(node.value)  # (a record-returning helper's result bound first)
+        value = self.fn.expr(node.value) if bound is None else bound
         self.fn.local_values.local_escape(value, node.value, returned=True)
         if isinstance(value.ty, TupleTy):
             return self.fn.local_values.tuple_return(node, value)
+        if isinstance(value, ir.RecordValue) or isinstance(self.st.ret, RecordTy):
+            return pre + self.fn.records.return_value(value, node)
         if self.st.ret is None:
             if not isinstance(value.ty, (ScalarTy, WitnessTy)):
                 self.st.type_error(node.value, "helper-return", ty=value.ty)

@@ -35,6 +35,10 @@ class ScalarTy:
         return self.info.is_half
 
     @property
+    def is_f8(self) -> bool:
+        return self.info.is_f8
+
+    @property
     def is_int(self) -> bool:
         return self.info.kind in ("i", "u")
 
@@ -152,6 +156,8 @@ I8 = ScalarTy(SCALARS["i8"])
 I16 = ScalarTy(SCALARS["i16"])
 U8 = ScalarTy(SCALARS["u8"])
 U16 = ScalarTy(SCALARS["u16"])
+F8E4M3 = ScalarTy(SCALARS["f8e4m3"])
+F8E5M2 = ScalarTy(SCALARS["f8e5m2"])
 VOID = VoidTy()
 
 BY_NAME: dict[str, ScalarTy] = {name: ScalarTy(info) for name, info in SCALARS.items()}
@@ -183,7 +189,13 @@ def promote(a: ScalarTy, b: ScalarTy) -> ScalarTy:
     * signed with unsigned: the signed type if it is wider, else the narrowest signed type
       wider than the unsigned one (u8: i16, u16: i32, u32: i64, as NumPy does); u64 with
       a signed type needs an explicit cast
+    * an f8 type (f8e4m3, f8e5m2) is f16 first (f16 holds every f8 value): f8 with f8 gives
+      f16, with f32 f32, with bf16 f32
     """
+    if a.is_f8:
+        a = F16
+    if b.is_f8:
+        b = F16
     if a == b:
         return I64 if a.is_bool else a
     if a.is_bool:
@@ -212,9 +224,12 @@ def implicitly_converts(src: ScalarTy, dst: ScalarTy) -> bool:
     a helper argument, a return value) without a cast: identity, bool to anything, any
     int to any int (wrapping, as a cast does), int to float, and a float to a wider float
     (f16 or bf16 to f32 or f64, f32 to f64).  Float to int, f64 to f32, f32 to a half type
-    and f16 to bf16 (or back) lose information and need an explicit cast."""
+    and f16 to bf16 (or back) lose information and need an explicit cast, as does any
+    conversion to an f8 type but from bool (`f8e4m3(x)`: it rounds and saturates)."""
     if src == dst or src.is_bool:
         return True
+    if dst.is_f8:
+        return False
     if dst.is_float:
         return src.is_int or src.bits < dst.bits
     return dst.is_int and src.is_int

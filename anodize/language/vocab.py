@@ -36,15 +36,15 @@ class ScalarInfo:
             from anodize.language.record_types import dtype_of_spec
 
             return dtype_of_spec(json.loads(self.numpy_name[len("record:"):]))
-        if self.numpy_name == "bfloat16":  # NumPy has no bfloat16: ml_dtypes' (optional dependency)
+        if self.numpy_name in ML_DTYPES:  # NumPy has none of these: ml_dtypes' (optional dependency)
             try:
                 import ml_dtypes
             except ImportError:
                 raise ImportError(
-                    "bf16 buffers need the `ml_dtypes` package (NumPy has no bfloat16 dtype): "
+                    f"{self.name} buffers need the `ml_dtypes` package (NumPy has no {self.numpy_name} dtype): "
                     "`pip install ml_dtypes` or `pip install anodize[bf16]`"
                 ) from None
-            return numpy.dtype(ml_dtypes.bfloat16)
+            return numpy.dtype(getattr(ml_dtypes, self.numpy_name))
         return numpy.dtype(self.numpy_name)
 
     @property
@@ -53,8 +53,15 @@ class ScalarInfo:
 
     @property
     def is_half(self) -> bool:
-        """f16 or bf16: stored as 16 bits, computed in f32 and rounded after every operation."""
-        return self.kind == "f" and self.bits == 16
+        """A narrow float (f16, bf16, f8e4m3, f8e5m2): its bit pattern in an integer register
+        and in memory, computed in f32 and rounded once (language/halfbits.py).  f8 operands
+        of arithmetic are f16 first (language/types.py `promote`)."""
+        return self.kind == "f" and self.bits <= 16
+
+    @property
+    def is_f8(self) -> bool:
+        """f8e4m3 or f8e5m2 (OCP FP8: ml_dtypes' float8_e4m3fn and float8_e5m2)."""
+        return self.kind == "f" and self.bits == 8
 
     @property
     def is_int(self) -> bool:
@@ -79,7 +86,11 @@ SCALARS: dict[str, ScalarInfo] = {
     "i16": ScalarInfo("i16", "i", 16, 16, "int16"),
     "u8": ScalarInfo("u8", "u", 8, 8, "uint8"),
     "u16": ScalarInfo("u16", "u", 16, 16, "uint16"),
+    "f8e4m3": ScalarInfo("f8e4m3", "f", 8, 8, "float8_e4m3fn"),  # host dtype: ml_dtypes.float8_e4m3fn
+    "f8e5m2": ScalarInfo("f8e5m2", "f", 8, 8, "float8_e5m2"),  # host dtype: ml_dtypes.float8_e5m2
 }
+# the element types whose NumPy dtype is ml_dtypes' (recognised by name: importing it costs seconds)
+ML_DTYPES = {"bfloat16": "bf16", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2"}
 
 if TYPE_CHECKING:
     SCALAR_BY_DTYPE: dict[np.dtype, ScalarInfo]
@@ -87,10 +98,11 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str) -> Any:
     """`SCALAR_BY_DTYPE` (dtype -> ScalarInfo) is built on first use, with NumPy's dtypes only:
-    bf16's (ml_dtypes', whose import costs seconds) is recognised by name when a value has it
-    (`scalar_for_dtype`), so that the first buffer of any other type never imports ml_dtypes."""
+    bf16's and the f8 types' (ml_dtypes', whose import costs seconds) are recognised by name when a
+    value has them (`scalar_for_dtype`), so that the first buffer of any other type never imports
+    ml_dtypes."""
     if name == "SCALAR_BY_DTYPE":
-        table = {s.dtype: s for s in SCALARS.values() if s.numpy_name != "bfloat16"}
+        table = {s.dtype: s for s in SCALARS.values() if s.numpy_name not in ML_DTYPES}
         globals()[name] = table
         return table
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -211,11 +223,12 @@ def scalar_for_dtype(dtype: object) -> ScalarInfo | None:
     try:
         d = numpy.dtype(dtype)  # type: ignore[call-overload]
     except TypeError:  # "bfloat16" before ml_dtypes registered it: the type all the same
-        return SCALARS["bf16"] if isinstance(dtype, str) and dtype == "bfloat16" else None
+        return SCALARS[ML_DTYPES[dtype]] if isinstance(dtype, str) and dtype in ML_DTYPES else None
     table: dict[Any, ScalarInfo] = globals().get("SCALAR_BY_DTYPE") or __getattr__("SCALAR_BY_DTYPE")
     hit = table.get(d)
-    if hit is None and d.name == "bfloat16" and d.itemsize == 2 and d.kind == "V":
-        return SCALARS["bf16"]  # ml_dtypes.bfloat16, imported by whoever made the value
+    if hit is None and d.name in ML_DTYPES and d.kind in "Vf":
+        s = SCALARS[ML_DTYPES[d.name]]  # ml_dtypes' type, imported by whoever made the value
+        return s if d.itemsize * 8 == s.mem_bits else None
     return hit
 
 # the most bytes one `az.local.array` may hold per thread (registers, or the thread's local

@@ -6,6 +6,7 @@ import ast
 
 from anodize.language import messages
 from anodize.language.launch_rules import alias_pairs
+from anodize.language.vocab import SLICE_KINDS
 from anodize.language.diagnostics import Label
 from ..kernel_values import VIEW_METHODS, KernelSummary, dotted, literal_int
 from .base import HostRule
@@ -55,6 +56,9 @@ def main(dev: az.Device, x: object) -> None:
             skip = 1
         if kernel is None:
             return
+        if kernel.launch_params:
+            self.bundle_launch(node, kernel, skip)
+            return
         names = [p for p, _ in kernel.params]
         bound: list[tuple[int, ast.expr]] = []
         # without `*x`/`**x` every positional argument comes before every keyword
@@ -68,13 +72,65 @@ def main(dev: az.Device, x: object) -> None:
                 return
             if kw.arg in names:
                 bound.append((names.index(kw.arg), kw.value))
-        roots = [(i, e, *self.root(e)) for i, e in bound]
-        # the decision is the one every front end makes (launch_rules.alias_pairs)
-        for a, b in alias_pairs([kernel.is_output(i) for i, _, _, _ in roots], [r for _, _, r, _ in roots]):
-            i, e, root, via = roots[a]
-            j, e2, _, via2 = roots[b]
-            labels = tuple(Label(self.span(n), f"`{name}` is bound to `{root}` here") for name, n in (*via, *via2))
-            self.report(messages.alias(self.span(e), names[i], self.span(e2), names[j], root, labels))
+        self.check([(names[i], kernel.is_output(i), e, ()) for i, e in bound])
+
+    def check(self, args: list[tuple[str, bool, ast.expr, tuple[Label, ...]]]) -> None:
+        """(parameter, is an output, argument, labels) of one launch: every pair that shares a
+        buffer with an output among them (the decision every front end makes: launch_rules.alias_pairs)."""
+        roots = [(name, e, *self.root(e)) for name, _, e, _ in args]
+        for a, b in alias_pairs([out for _, out, _, _ in args], [r for _, _, r, _ in roots]):
+            name, e, root, via = roots[a]
+            name2, e2, _, via2 = roots[b]
+            labels = tuple(Label(self.span(n), f"`{v}` is bound to `{root}` here") for v, n in (*via, *via2))
+            extra = tuple(dict.fromkeys((*args[a][3], *args[b][3])))
+            self.report(messages.alias(self.span(e), name, self.span(e2), name2, root, labels + extra))
+
+    def bundle_launch(self, node: ast.Call, kernel: KernelSummary, skip: int) -> None:
+        """A launch of a kernel with a bundle parameter: a bundle argument that is its class's
+        constructor call (`State(pos=a, out=o)`, here or bound once to a name) gives its fields'
+        arguments, checked with every other argument as separate parameters are (a bundle
+        argument of any other form is the runtime's to check)."""
+        sig = kernel.launch_params
+        bound: list[tuple[int, ast.expr]] = []
+        for pos, a in enumerate(node.args):
+            if isinstance(a, ast.Starred):
+                return
+            if pos >= skip and pos - skip < len(sig):
+                bound.append((pos - skip, a))
+        for kw in node.keywords:
+            if kw.arg is None:
+                return
+            at = next((k for k, (n, _, _) in enumerate(sig) if n == kw.arg), None)
+            if at is not None:
+                bound.append((at, kw.value))
+        args: list[tuple[str, bool, ast.expr, tuple[Label, ...]]] = []
+        for i, e in bound:
+            name, kind, fields = sig[i]
+            if not fields:
+                args.append((name, _is_output(kind), e, ()))
+                continue
+            ctor = self.constructor(e, kind)
+            if ctor is None:
+                continue
+            at = (Label(self.span(e), f"the bundle `{name}` is launched here"),) if ctor is not e else ()
+            given = dict(zip((f.split(".", 1)[1] for f, _ in fields), ctor.args))
+            given.update((kw.arg, kw.value) for kw in ctor.keywords if kw.arg is not None)
+            for f, fkind in fields:
+                v = given.get(f.split(".", 1)[1])
+                if v is not None and not isinstance(v, ast.Starred):
+                    args.append((f, _is_output(fkind), v, at))
+        self.check(args)
+
+    def constructor(self, e: ast.expr, cls: str) -> ast.Call | None:
+        """`e` as a call of the bundle class `cls` (followed through one local binding)."""
+        if isinstance(e, ast.Name):
+            b = self.binding(e.id)
+            e = b[0] if b is not None else e
+        if not isinstance(e, ast.Call) or any(isinstance(a, ast.Starred) for a in e.args) or any(k.arg is None for k in e.keywords):
+            return None
+        f = e.func
+        name = f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+        return e if cls and name == cls else None
 
     def root(self, e: ast.expr) -> tuple[str | None, list[tuple[str, ast.AST]]]:
         """The buffer an argument expression denotes (following local bindings and views)."""
@@ -121,6 +177,11 @@ def main(dev: az.Device, x: object) -> None:
             b = self.binding(e.id)
             e = b[0] if b is not None else e
         return list(e.elts) if isinstance(e, (ast.List, ast.Tuple)) else None
+
+
+def _is_output(kind: str) -> bool:
+    k = SLICE_KINDS.get(kind)
+    return bool(k and k.output)
 
 
 def _is_view_call(e: ast.expr) -> bool:

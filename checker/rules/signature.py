@@ -99,6 +99,8 @@ def k3(c: DisjointSlice, *rest: f32) -> None:  # E: az-signature
             ok = is_none or (fn.kind == "func" and q.startswith("az.") and (q[3:] in SCALARS or q[3:] in WITNESS_TYPES))
             if fn.kind == "func" and isinstance(r, ast.Subscript):  # `-> tuple[f32, i32]`: the typer checks the elements
                 ok = ok or self.model.qualname(r.value) in ("builtins.tuple", "typing.Tuple")
+            if fn.kind == "func" and isinstance(r, (ast.Name, ast.Attribute)):  # `-> Particle`: an `@az.record` class
+                ok = ok or self.model.front.symbols.resolve(r).kind == "record"
             if not ok:
                 self.report(
                     messages.signature(self.model.src.expr_span(r), "bad-return-type",

@@ -484,7 +484,7 @@ def _encode(value: Any, kind: str) -> int:
         return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
     if kind == "bool_":
         return 1 if bool(value) else 0
-    if kind in ("f16", "bf16") and not hasattr(type(value), "__index__"):
+    if kind in ("f16", "bf16", "f8e4m3", "f8e5m2") and not hasattr(type(value), "__index__"):
         return round_bits(float(value), kind)  # a number; an integer is taken as the bit pattern
     return int(value) & (2**64 - 1)
 

@@ -46,11 +46,11 @@ def wrap(v: int, ty: ScalarTy) -> int:
 
 
 def round_float(x: float, ty: ScalarTy) -> float:
-    """`x` rounded once to the float type `ty` (f16 and bf16 as the GPU rounds them: to
-    nearest even from the exact result, `anodize.language.halfbits`)."""
+    """`x` rounded once to the float type `ty` (f16, bf16 and the f8 types as the GPU rounds
+    them: to nearest even from the exact result, `anodize.language.halfbits`)."""
     if ty.bits == 32:
         return f32(x)
-    if ty.bits == 16:
+    if ty.is_half:
         return round_half(x, ty.name)
     return x
 
@@ -294,8 +294,8 @@ def _fma(a: float, b: float, c: float, ty: ScalarTy) -> float:
 
 def math_call(name: str, args: list[Any], ty: ScalarTy, arg_types: list[ScalarTy]) -> Any:
     """`Lowerer.e_MathCall` with the CPU backend's `CPUTarget.math` (a half's: f32's, rounded)."""
-    if ty.bits == 16:
-        v = math_call(name, args, _F32, [_F32 if t.bits == 16 else t for t in arg_types])
+    if ty.is_half:
+        v = math_call(name, args, _F32, [_F32 if t.is_half else t for t in arg_types])
         return round_float(v, ty) if isinstance(v, float) else v
     x = args[0]
     r = lambda v: round_float(v, ty)  # noqa: E731

@@ -67,8 +67,8 @@ class Mem:
         nbytes = n * elem.info.mem_bits // 8
         self.record = elem.info.kind == "r"  # a record slice: its fields read and written by offset
         self.itemsize = elem.info.mem_bits // 8
-        fmt = "B" if self.record else "H" if elem.is_half else _FORMATS[(elem.info.kind, elem.info.mem_bits)]
-        self.half = elem.name if elem.is_half else None  # f16, bf16: 16-bit patterns in memory
+        fmt = "B" if self.record else _FORMATS[("u" if elem.is_half else elem.info.kind, elem.info.mem_bits)]
+        self.half = elem.name if elem.is_half else None  # f16, bf16, f8: bit patterns in memory
         raw = memoryview((ctypes.c_char * nbytes).from_address(ptr)).cast("B") if nbytes else None
         self.raw = raw
         self.view: Any = raw.cast(fmt) if raw is not None else []  # type: ignore[call-overload]
@@ -92,14 +92,14 @@ class Mem:
 
     def load_field(self, i: int, offset: int, ty: ScalarTy) -> Any:
         """A record element's scalar at `offset` bytes (ir.Read.offset)."""
-        fmt = "<H" if ty.is_half else "<" + _FORMATS[(ty.info.kind, ty.info.mem_bits)]
+        fmt = "<" + _FORMATS[("u" if ty.is_half else ty.info.kind, ty.info.mem_bits)]
         v = struct.unpack_from(fmt, self.raw, i * self.itemsize + offset)[0]  # type: ignore[arg-type]
         if ty.is_half:
             return bits_to_float(v, ty.name)
         return v != 0 if ty.is_bool else v
 
     def store_field(self, i: int, offset: int, ty: ScalarTy, v: Any) -> None:
-        fmt = "<H" if ty.is_half else "<" + _FORMATS[(ty.info.kind, ty.info.mem_bits)]
+        fmt = "<" + _FORMATS[("u" if ty.is_half else ty.info.kind, ty.info.mem_bits)]
         if ty.is_half:
             v = round_bits(v, ty.name)
         struct.pack_into(fmt, self.raw, i * self.itemsize + offset, (1 if v else 0) if ty.is_bool else v)  # type: ignore[arg-type]
@@ -201,7 +201,7 @@ class Run:
             else:
                 ty = ScalarTy(p.scalar)
                 v = next(it)
-                if ty.is_half:  # (the ABI's 16-bit pattern: artifact.py)
+                if ty.is_half:  # (the ABI's bit pattern: artifact.py)
                     v = bits_to_float(int(v), ty.name)
                 self.scalars[p.name] = ops.const(v, ty)
 

@@ -23,11 +23,13 @@ from anodize.language.diagnostics import Span
 from anodize.language.math_table import MATH
 from anodize.codegen.artifact import Resources
 
-from ..llvm.lower import FLOAT, I1, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
+from ..llvm.lower import FLOAT, I1, I8, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, add_attr, mem_type
 from ..llvm.binding import binding, optimize
 from ..toolchain import find_libdevice, find_ptxas
 from . import atomics
 from anodize.language.types import ScalarTy, SharedTy
+
+I16T = llir.IntType(16)
 
 if TYPE_CHECKING:
     import llvmlite.binding as llvm
@@ -130,8 +132,24 @@ class NVPTXTarget(Target):
     native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
     collective_one_barrier = True  # block collectives alternate two scratch halves: one barrier each (codegen/llvm/collectives.py)
 
-    def __init__(self, contract: Contract | None):
+    def __init__(self, contract: Contract | None, arch: str = DEFAULT_ARCH):
         self.contract = contract
+        # cvt between e4m3x2/e5m2x2 and f16x2/f32: sm_90 (PTX 8.0; sm_89 would need PTX 8.1, above its ISA here)
+        self.f8_convert = int(arch[3:].rstrip("a")) >= 90
+
+    def f8_to_f16(self, lw: Lowerer, h: llir.Value, fmt: str) -> llir.Value | None:
+        """`cvt.rn.f16x2.e4m3x2` (`e5m2x2`) on sm_90+: the low byte of the pair becomes the low f16."""
+        if not self.f8_convert:
+            return None
+        asm = llir.InlineAsm(llir.FunctionType(I32T, [I16T]), f"cvt.rn.f16x2.{fmt[2:]}x2 $0, $1;", "=r,h")
+        return lw.b.trunc(lw.b.call(asm, [lw.b.zext(h, I16T)]), I16T)
+
+    def f8_from_f32(self, lw: Lowerer, x: llir.Value, fmt: str) -> llir.Value | None:
+        """`cvt.rn.satfinite.e4m3x2.f32` (`e5m2x2`) on sm_90+: the second operand lands in the low byte."""
+        if not self.f8_convert:
+            return None
+        asm = llir.InlineAsm(llir.FunctionType(I16T, [FLOAT, FLOAT]), f"cvt.rn.satfinite.{fmt[2:]}x2.f32 $0, $1, $2;", "=h,f,f")
+        return lw.b.trunc(lw.b.call(asm, [llir.Constant(FLOAT, 0.0), x]), I8)
 
     def triple(self) -> str:
         return TRIPLE

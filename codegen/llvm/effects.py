@@ -113,6 +113,7 @@ def lower_print(lw: Lowerer, s: ir.Print) -> None:
         if ty.is_bool:
             v = b.ptrtoint(b.select(v, lw.t.cstring(lw, "True"), lw.t.cstring(lw, "False")), I64T)
         elif ty.is_float:
+            v, _ = lw.widen(v, ty)  # a narrow float's bit pattern: its f32 first
             v = b.bitcast(v if ty.bits == 64 else b.fpext(v, DOUBLE), I64T)
         elif ty.bits < 64:
             v = b.sext(v, I64T) if ty.signed else b.zext(v, I64T)

@@ -68,6 +68,16 @@ class Target:
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/llvm/halves.py)
 
+    def f8_to_f16(self, lw: Lowerer, h: llir.Value, fmt: str) -> llir.Value | None:
+        """The i8 pattern `h` of the f8 type `fmt` as an f16's i16 pattern (exact) by an
+        instruction of the target, or None: the integer IR of codegen/llvm/halves.py."""
+        return None
+
+    def f8_from_f32(self, lw: Lowerer, x: llir.Value, fmt: str) -> llir.Value | None:
+        """The f32 `x` rounded to nearest even, saturating, in the f8 type `fmt` (its i8
+        pattern) by an instruction of the target, or None: the integer IR."""
+        return None
+
     def triple(self) -> str:
         raise NotImplementedError
 
@@ -372,7 +382,7 @@ class Lowerer:
         assert isinstance(src, ScalarTy) and isinstance(dst, ScalarTy), (src, dst)
         if src == dst:
             return v
-        if dst.is_bool:
+        if dst.is_bool and not src.is_half:
             if src.is_float:
                 return b.fcmp_unordered("!=", v, llir.Constant(v.type, 0.0))
             return b.icmp_unsigned("!=", v, llir.Constant(v.type, 0))
@@ -418,12 +428,20 @@ class Lowerer:
         return self.half_from(v, ty.name) if ty.is_half else v
 
     def half_to_f32(self, h: llir.Value, fmt: str) -> llir.Value:
+        if fmt in ("f8e4m3", "f8e5m2"):
+            wide = self.t.f8_to_f16(self, h, fmt)
+            if wide is not None:
+                h, fmt = wide, "f16"
         if fmt == "f16" and self.t.native_f16_convert:  # cvt.f32.f16
             return self.b.fpext(self.b.bitcast(h, llir.HalfType()), FLOAT)
         return halves.widen_half(self.b, h, fmt)
 
     def half_from(self, x: llir.Value, fmt: str) -> llir.Value:
-        """An f32 or f64 rounded to nearest even in `fmt`, as its i16 pattern."""
+        """An f32 or f64 rounded to nearest even in `fmt`, as its i16 (i8) pattern."""
+        if fmt in ("f8e4m3", "f8e5m2") and x.type == FLOAT:
+            narrow = self.t.f8_from_f32(self, x, fmt)
+            if narrow is not None:
+                return narrow
         if fmt == "f16" and self.t.native_f16_convert:  # cvt.rn.f16.f32 / cvt.rn.f16.f64: one rounding
             return self.b.bitcast(self.b.fptrunc(x, llir.HalfType()), halves.I16)
         return halves.round_to_half(self.b, x, fmt)

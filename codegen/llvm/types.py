@@ -35,7 +35,7 @@ INTRINSIC_MATH = {f.name: f.llvm for f in MATH.values() if f.llvm}
 
 def reg_type(ty: ScalarTy) -> llir.Type:
     if ty.is_half:
-        return halves.I16  # the bit pattern (codegen/llvm/halves.py)
+        return llir.IntType(ty.bits)  # the bit pattern, i16 or i8 (codegen/llvm/halves.py)
     if ty.is_float:
         return FLOAT if ty.bits == 32 else DOUBLE
     return llir.IntType(ty.bits)

@@ -10,4 +10,4 @@ def test_scalar_lists_in_help_name_every_scalar_type() -> None:
     for key in ("scalar-types", "write-f32"):
         listed = HELPS[key].rsplit("`", 2)[-2].split()
         assert listed == list(SCALARS), (key, HELPS[key])
-        assert len(listed) == 13
+        assert len(listed) == 15

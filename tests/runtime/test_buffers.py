@@ -161,7 +161,15 @@ def test_cpu_buffer_interfaces(cpu: Device) -> None:
     assert arr.ctypes.data == buf.ptr
 
 
-NUMPY_DLPACK = [d for d in DTYPES if d.name != "bfloat16"]  # NumPy's from_dlpack has no kDLBfloat
+NUMPY_DLPACK = [d for d in DTYPES if d.name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2")]  # NumPy's from_dlpack: no kDLBfloat, no FP8
+
+
+def test_dlpack_f8_codes(cpu: Device) -> None:
+    from anodize.runtime.dlpack import read_capsule
+
+    for name, code in (("f8e4m3", "code10"), ("f8e5m2", "code12")):  # DLPack 1.1's kDLFloat8_e4m3fn, kDLFloat8_e5m2
+        t = read_capsule(cpu.empty((2, 3), SCALARS[name].dtype).__dlpack__())
+        assert t.dtype_text == code + "8" and t.itemsize == 1 and t.shape == (2, 3)
 
 
 def test_dlpack_bf16_is_kdlbfloat(cpu: Device) -> None:
