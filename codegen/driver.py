@@ -63,9 +63,9 @@ def _tile_compiler() -> ModuleType:
 
 def _cpu_backend() -> Any:
     """The CPU backend's modules (codegen/cpu/), imported for a CPU compile only."""
-    from .cpu import backend, regions_run, split
+    from .cpu import backend, machine_code, regions_run, split
 
-    return SimpleNamespace(backend=backend, regions_run=regions_run, split=split)
+    return SimpleNamespace(backend=backend, machine_code=machine_code, regions_run=regions_run, split=split)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -240,8 +240,8 @@ def compile_cpu(
 
 def _host_entry(entry: Any, tile: bool) -> Any:
     """A tile kernel's host entry runs each program on one host thread, whatever block the
-    launch names (`tile.plain.ProgramsOnHost`); any other kernel's is `entry` itself."""
-    return _tile_compiler().ProgramsOnHost(entry) if tile else entry
+    launch names (`cpu.machine_code.ProgramsOnHost`); any other kernel's is `entry` itself."""
+    return _cpu_backend().machine_code.ProgramsOnHost(entry) if tile else entry
 
 
 def _compile_regions(cpu: Any, k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False, isa: str = "host") -> CompiledKernel:

@@ -499,20 +499,33 @@ class JitEngine:
     then the context, then counts it for `heap.engine_freed`.  Build it
     under `_lock`."""
 
-    def __init__(self, llvm_ir: str, isa: str, entry: str) -> None:
-        """Parse `llvm_ir`, optimise it (O3, keeping `entry`) for `isa` and JIT it."""
+    def __init__(self, llvm_ir: str, isa: str, entry: str, obj: bytes | None = None) -> None:
+        """Parse `llvm_ir`, optimise it (O3, keeping `entry`) for `isa` and JIT it; `object` is
+        then the object file MCJIT built (codegen/cpu/machine_code.py caches it).  With `obj`,
+        load that object file instead (no IR: `llvm_ir` is not read, `optimized_ir` is "")."""
         self._context = llvm.create_context()
         self._context._owned = True
-        mod = llvm.parse_assembly(llvm_ir, self._context)
+        self.object: bytes | None = obj
+        mod = llvm.parse_assembly("" if obj is not None else llvm_ir, self._context)
         try:
-            mod.verify()
-            optimize(mod, host_target_machine(isa), 3, {entry})
-            self.optimized_ir = str(mod)
+            if obj is None:
+                mod.verify()
+                optimize(mod, host_target_machine(isa), 3, {entry})
+            else:
+                mod.triple = llvm.get_process_triple()
+            self.optimized_ir = "" if obj is not None else str(mod)
             self._engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
         except BaseException:
             mod.close()
             raise
+        if obj is None:
+            self._engine.set_object_cache(self._keep_object, lambda _module: None)
+        else:
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         self._engine.finalize_object()
+
+    def _keep_object(self, _module: Any, buffer: bytes) -> None:
+        self.object = bytes(buffer)
 
     def address(self, name: str) -> int:
         return int(self._engine.get_function_address(name))
@@ -534,9 +547,12 @@ class CpuModule:
     """A JIT-compiled kernel; keep it alive as long as its entry may be called."""
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0,
-                 isa: str = "host", whole_grid: bool = False):
+                 isa: str = "host", whole_grid: bool = False, obj: bytes | None = None):
         """`isa`: the vector level the module is optimised for (`cpu_isa()`); `whole_grid`: every
-        block of the grid runs at once (a kernel with `az.grid.sync()`, threaded)."""
+        block of the grid runs at once (a kernel with `az.grid.sync()`, threaded); `obj`: the
+        object file of an earlier compile of the same module (machine_code.py), loaded instead."""
+        self.recipe = {"module": "threaded" if threaded else "loop", "entry": entry, "isa": isa,
+                       "static_shared": static_shared, "whole_grid": whole_grid}
         self.threaded = threaded
         self.whole_grid = whole_grid
         self.static_shared = static_shared
@@ -544,7 +560,7 @@ class CpuModule:
         if threaded:
             threads.register_symbols()
         with _lock:
-            self._jit = JitEngine(llvm_ir, isa, THREAD if threaded else LAUNCH)
+            self._jit = JitEngine(llvm_ir, isa, THREAD if threaded else LAUNCH, obj)
             addr = self._jit.address(THREAD if threaded else LAUNCH)
         self.optimized_ir = self._jit.optimized_ir
         if threaded:

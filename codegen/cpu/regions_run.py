@@ -83,14 +83,18 @@ class RegionModule:
     threaded = False
 
     def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, static_shared: int,
-                 frame_per_thread: int, min_threads: int, block: tuple[int, ...] | None = None, isa: str = "host"):
+                 frame_per_thread: int, min_threads: int, block: tuple[int, ...] | None = None, isa: str = "host",
+                 obj: bytes | None = None):
+        """`obj`: the object file of an earlier compile of the same module (machine_code.py), loaded instead."""
         printf.register_symbols()
+        self.recipe = {"module": "regions", "entry": entry, "isa": isa, "static_shared": static_shared,
+                       "frame_per_thread": frame_per_thread, "min_threads": min_threads, "block": list(block) if block else None}
         self.static_shared = static_shared
         self.frame_per_thread = frame_per_thread
         self.min_threads = min_threads
         self.block = block
         with _lock:
-            self._jit = JitEngine(llvm_ir, isa, LAUNCH)
+            self._jit = JitEngine(llvm_ir, isa, LAUNCH, obj)
             addr = self._jit.address(LAUNCH)
         self.optimized_ir = self._jit.optimized_ir
         vp = ctypes.c_void_p
