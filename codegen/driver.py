@@ -63,9 +63,9 @@ def _tile_compiler() -> ModuleType:
 
 def _cpu_backend() -> Any:
     """The CPU backend's modules (codegen/cpu/), imported for a CPU compile only."""
-    from .cpu import backend, machine_code, regions_run, split
+    from .cpu import backend, engine, machine_code, regions_run, split
 
-    return SimpleNamespace(backend=backend, machine_code=machine_code, regions_run=regions_run, split=split)
+    return SimpleNamespace(backend=backend, engine=engine, machine_code=machine_code, regions_run=regions_run, split=split)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -218,7 +218,7 @@ def compile_cpu(
         except cpu.split.Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
             plan = None
         if plan is not None:
-            return _compile_regions(cpu, k, plan, bounds_checks, t0, tile, cpu.backend.cpu_isa())
+            return _compile_regions(cpu, k, plan, bounds_checks, t0, tile, cpu.engine.cpu_isa())
     target = cpu.backend.CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     target.coarsen = coarsen and not threaded
@@ -228,7 +228,7 @@ def compile_cpu(
     else:
         cpu.backend.add_launcher(lw)
     llvm_ir = str(lw.module)
-    jit = cpu.backend.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.backend.cpu_isa(),
+    jit = cpu.engine.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.engine.cpu_isa(),
                                   whole_grid=k.grid_sync)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
@@ -249,7 +249,7 @@ def _compile_regions(cpu: Any, k: ir.KernelIR, plan: Any, bounds_checks: bool, t
     looping over the block's threads between synchronisation points (codegen/cpu/regions.py)."""
     lw, target = cpu.regions_run.compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)
-    jit = cpu.regions_run.RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
+    jit = cpu.engine.RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
                        frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block, isa=isa)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.llvm_ir_optimized = jit.optimized_ir

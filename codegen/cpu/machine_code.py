@@ -20,8 +20,7 @@ from typing import Any
 
 from anodize.codegen.artifact import ParamSpec
 
-from .backend import CPU_ISAS, LAUNCH, THREAD, CpuModule, _init, cpu_isa, llvm
-from .regions_run import RegionModule
+from .engine import CPU_ISAS, LAUNCH, THREAD, CpuModule, RegionModule, _init, cpu_isa, llvm
 
 __all__ = ["ProgramsOnHost", "cpu_isa", "host_id", "recipe_of", "entry_from_object", "check_object", "ELF_MAGIC"]
 
