@@ -201,7 +201,8 @@ class Callee:
     language/intrinsics.py: "witness", "raw", "warp", "collective", "barrier", "math", ...);
     a method of a value: tile_method | tile_at | tile_io | witness_get | forge (a private
     attribute of a witness) | shared_atomic | atomic_op | write_unchecked | method; a name of
-    the module: helper | kernel | function | record | typevar (a cast to it); else unknown."""
+    the module: helper | kernel | function | record | typevar (a cast to it) | foreign (a foreign
+    device function); else unknown."""
 
     kind: str
     name: str

@@ -12,9 +12,11 @@ import time
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from anodize.codegen.artifact import CompiledKernel
+from anodize.codegen.artifact import CompiledKernel, foreign_links
 
-from anodize.language import ir
+from anodize.language import ir, messages
+from anodize.language.diagnostics import Span
+from anodize.language.ir_walk import walk
 from anodize.language.errors import CheckError
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes as shared_bytes, storage_error_without_tensor_cores
 from anodize.language.typer import build_ir
@@ -109,7 +111,7 @@ def compile_gpu(
     out = pending.out
     if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
         out.cubin, out.resources = ptx.run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt,
-                                             fast_compile=pending.ptxas_fast)
+                                             fast_compile=pending.ptxas_fast, relocatable=bool(out.foreign))
     return pending.result()
 
 
@@ -136,6 +138,8 @@ class PendingGpu:
         if self.job is not None:
             self.out.cubin, self.out.resources = self.job.result()
             self.job = None
+        if self.out.foreign:  # a relocatable object: the loader links the PTX with the foreign functions'
+            self.out.cubin = None
         self.out.compile_seconds = time.perf_counter() - self.t0
         return self.out
 
@@ -170,6 +174,8 @@ def start_gpu(
     llvm_ir = str(lw.module)
     optimized, ptx_text = ptx.emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
+    out.foreign = foreign_calls(k)
+    out.links = foreign_links(getattr(kernel, "fn", None), out.foreign)  # (a typed IR passed itself has none)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.ptx = ptx_text
     out.llvm_ir_optimized = optimized
@@ -179,7 +185,8 @@ def start_gpu(
         out.matmuls, out.warnings = tuple(lines), tuple(warnings)
     pending = PendingGpu(out, None, t0, build)
     if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
-        pending.job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast)
+        pending.job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast,
+                                   relocatable=bool(out.foreign))
     return pending
 
 
@@ -207,6 +214,7 @@ def compile_cpu(
     cpu = _cpu_backend()
     t0 = time.perf_counter()
     k = _typed(kernel)
+    _refuse_foreign(k, "CPU backend")  # CUDA code: nothing to run on the host
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)  # a tile kernel: one host thread runs each program
     # a kernel whose `unsafe` code waits on other threads' writes runs one host thread per GPU
@@ -258,6 +266,20 @@ def _compile_regions(cpu: Any, k: ir.KernelIR, plan: Any, bounds_checks: bool, t
     return out
 
 
+def foreign_calls(k: ir.KernelIR) -> tuple[tuple[str, str], ...]:
+    """(module-level name, PTX symbol) of each foreign device function `k` (and its helpers) calls."""
+    return tuple(sorted({(e.binding, e.symbol) for e in walk(k) if isinstance(e, ir.ForeignCall)}))
+
+
+def _refuse_foreign(k: ir.KernelIR, target: str) -> None:
+    """A target without CUDA code (the CPU backend, the debug device) refuses a kernel calling a
+    foreign device function, at the call (`az-unsupported`: the checker passes it, a GPU runs it)."""
+    for e in walk(k):
+        if isinstance(e, ir.ForeignCall):
+            raise CheckError([messages.unsupported(e.span or Span.point("<kernel>", 1, 0), "foreign-call-target",
+                                                   help="foreign-call-gpu-only", name=e.binding, target=target)])
+
+
 def compile_debug(kernel: Any) -> CompiledKernel:
     """The debug device's artifact: no machine code; `cpu_entry` interprets the typed IR
     (codegen/debug/interp.py), one Python thread per GPU thread, every access checked."""
@@ -267,6 +289,7 @@ def compile_debug(kernel: Any) -> CompiledKernel:
     k = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)
+    _refuse_foreign(k, "debug device")
     out = _artifact(k, "debug", "", 0, k.name)
     out.cpu_entry = _host_entry(InterpModule(k, out), tile)
     out.compile_seconds = time.perf_counter() - t0

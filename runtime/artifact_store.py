@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from anodize.codegen import toolchain
-from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
+from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources, foreign_links
 from anodize.language import VERSION
 from anodize.language.contract_schema import (
     codegen_view,
@@ -201,6 +201,7 @@ def _meta(inputs: dict[str, Any], ck: CompiledKernel) -> dict[str, Any]:
         "source_path": ck.source_path,
         "source_line": ck.source_line,
         "contract": encode_contract(ck.contract),
+        "foreign": [list(pair) for pair in ck.foreign],
     }
 
 
@@ -245,6 +246,7 @@ def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **t
     contract = kernel.contract  # the contract a launch checks is always the source's
     if codegen_view(decode_contract(meta["contract"])) != codegen_view(contract):
         raise ValueError("the entry was compiled under another contract")
+    foreign = tuple((str(b), str(s)) for b, s in meta.get("foreign", ()))
     return CompiledKernel(
         name=str(meta["name"]),
         entry=str(meta["entry"]),
@@ -265,6 +267,8 @@ def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **t
         coarsen=int(meta.get("coarsen", 1)),
         dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
         matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
+        foreign=foreign,
+        links=foreign_links(kernel.fn, foreign),  # the PTX the program holds now, never a stored copy
         **target,
     )
 
