@@ -70,12 +70,16 @@ def isa_runs_here(isa: str) -> bool:
 def _init() -> None:
     llvm.initialize_native_target()
     llvm.initialize_native_asmprinter()
-    libm = ctypes.util.find_library("m")
-    if libm:
+    # glibc's libm by its soname first: `find_library` runs `ldconfig -p` in a child process
+    # (tens of milliseconds of a cached kernel's load)
+    for libm in ("libm.so.6", None) if sys.platform.startswith("linux") else (None,):
+        libm = libm or ctypes.util.find_library("m")
         try:
-            llvm.load_library_permanently(libm)
+            if libm:
+                llvm.load_library_permanently(libm)
+                return
         except RuntimeError:
-            pass
+            continue
 
 
 def _new_host_tm(isa: str = "host", *, execute: bool = False) -> llvm.TargetMachine:
