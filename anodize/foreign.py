@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from anodize.codegen.artifact import CompiledKernel
 from anodize.kernel import Kernel
-from anodize.language import contract_schema
+from anodize.language import contract_schema, foreign_decl
 from anodize.language.contract import (
     Contract,
     RequiresSyntaxError,
@@ -219,9 +219,9 @@ def device_function(ptx: str | os.PathLike[str], name: str, signature: Mapping[s
 
 def _scalar_name(fn: str, what: str, ann: Any) -> str:
     scalar = getattr(ann, "__name__", "")
-    if scalar not in SCALARS:
+    if scalar not in foreign_decl.SCALARS:  # the front end's list (it types the calls from the source)
         raise ArgumentError(f"foreign device function `{fn}`, {what}: `{ann!r}` is not a scalar type",
-                            help="a foreign device function takes and returns scalars: `f32`, `i32`, ...")
+                            help="a foreign device function takes and returns `i32`, `u32`, `i64`, `u64`, `f32` or `f64`")
     return str(scalar)
 
 

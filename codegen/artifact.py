@@ -94,10 +94,14 @@ class CompiledKernel:
 
 def foreign_links(fn: Any, foreign: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
     """The PTX of each foreign device function a kernel calls, from the objects its module's names
-    are bound to now (`fn.__globals__`); a name bound to anything else is a TypeError."""
+    are bound to now (`fn.__globals__`); a name bound to anything else is a TypeError, a name not
+    bound (a kernel read from source without running its module: `anodize build`) has none."""
     out: list[str] = []
+    names = getattr(fn, "__globals__", {})
     for binding, symbol in foreign:
-        obj = getattr(fn, "__globals__", {}).get(binding)
+        if binding not in names:
+            continue
+        obj = names[binding]
         text = getattr(obj, "ptx", None)
         if getattr(obj, "name", None) != symbol or not isinstance(text, str):
             raise TypeError(f"`{binding}` is not the foreign device function `{symbol}` the kernel was typed against "

@@ -158,7 +158,7 @@ class CudaDevice(Device):
         """Load the module (the cubin when present, else the PTX; linked with the PTX of the foreign
         device functions it calls) and return the kernel handle."""
         self._cu.set_current()
-        if compiled.links:
+        if compiled.foreign:
             obj = link_foreign(compiled, self.arch)
         elif compiled.cubin:
             obj = ObjectCode.from_cubin(compiled.cubin, name=compiled.name)

@@ -116,6 +116,15 @@ def test_a_cache_hit_reads_the_functions_ptx_from_the_program(mod, monkeypatch: 
     assert mod.scaled.compile("sm_90").links == (new,)
 
 
+def test_build_skips_a_kernel_calling_a_foreign_function(tmp_path: Path) -> None:
+    from anodize.build import build_package
+
+    logs: list[str] = []
+    with pytest.raises(ValueError, match="no kernel was built"):
+        build_package(ROOT / "fixtures" / "accept" / "foreign_device_function.py", "sm_90", tmp_path, {}, logs.append)
+    assert any("skipped `scaled`: it calls foreign device functions (az_scale)" in line for line in logs)
+
+
 @pytest.mark.gpu
 def test_foreign_function_runs_on_the_gpu(mod) -> None:
     dev = az.device(0)
