@@ -18,9 +18,11 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-from anodize.codegen.artifact import ParamSpec
+import llvmlite.binding as llvm
 
-from .engine import CPU_ISAS, LAUNCH, THREAD, CpuModule, RegionModule, _init, cpu_isa, llvm
+from anodize.language.params import ParamSpec
+
+from .engine import CPU_ISAS, LAUNCH, THREAD, CpuModule, RegionModule, _init, cpu_isa
 
 __all__ = ["ProgramsOnHost", "cpu_isa", "host_id", "recipe_of", "entry_from_object", "check_object", "ELF_MAGIC"]
 
