@@ -18,6 +18,19 @@ parameter list.  Without a contract the kernel launches only through
 (`signature=None`), only through `unsafe_launch` with raw arguments (Buffers pass as their
 pointers, NumPy scalars as their values), nothing checked.  Foreign kernels run on CUDA GPUs;
 the CPU backend has no code for them (a LaunchError says so).  docs/deploy.md has the details.
+
+A foreign *device function* is called from an anodize kernel:
+
+    sigmoid = az.foreign.device_function(PTX, "fast_sigmoid", {"x": f32}, returns=f32)
+    ...
+        c[i] = sigmoid(a[i])         # in a kernel: typed against the declaration
+
+The front end reads the declaration from the module's source (language/foreign_decl.py: the
+name and signature are literals; scalars in, a scalar out), the call lowers to a PTX `call` of
+an `.extern .func`, and the loader links the function's PTX with the kernel's (cuda.core's
+`Linker`: nvJitLink, else the driver's cuLink).  Trusted: that the function's real parameter
+list is the declared one, and that it touches no memory (it gets no pointers: its result
+is a value of its arguments, so no race or bounds rule can be broken through it).
 """
 
 from __future__ import annotations
@@ -27,13 +40,14 @@ import inspect
 import linecache
 import os
 import textwrap
+import re
 import typing
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from anodize.codegen.artifact import CompiledKernel
 from anodize.kernel import Kernel
-from anodize.language import contract_schema
+from anodize.language import contract_schema, foreign_decl
 from anodize.language.contract import (
     Contract,
     RequiresSyntaxError,
@@ -57,7 +71,9 @@ if TYPE_CHECKING:
     from anodize.runtime.config import LaunchConfig
     from anodize.runtime.device import Device
 
-__all__ = ["ForeignKernel", "cuda", "ptx", "cubin"]
+__all__ = ["ForeignKernel", "ForeignFunction", "cuda", "ptx", "cubin", "device_function"]
+
+R = TypeVar("R")
 
 
 def _stub(*args: Any, **kwargs: Any) -> None:
@@ -171,6 +187,42 @@ def cuda(source: str, name: str, signature: Mapping[str, Any] | None = None, *, 
         return compile_cuda(source, name, arch, options)
 
     return ForeignKernel(name, signature, code, "CUDA C++")
+
+
+class ForeignFunction(Generic[R]):
+    """A foreign device function (`az.foreign.device_function`): called from a kernel only."""
+
+    def __init__(self, ptx_text: str, name: str, params: tuple[tuple[str, str], ...], ret: str):
+        self.ptx = ptx_text
+        self.name = name
+        self.params = params  # (name, scalar type name)
+        self.ret = ret
+
+    def __call__(self, *args: Any) -> R:
+        raise TypeError(f"the foreign device function `{self.name}` runs on the GPU: call it from a kernel")
+
+    def __repr__(self) -> str:
+        sig = ", ".join(f"{n}: {t}" for n, t in self.params)
+        return f"<anodize foreign device function {self.name}({sig}) -> {self.ret}>"
+
+
+def device_function(ptx: str | os.PathLike[str], name: str, signature: Mapping[str, Any], returns: type[R]) -> ForeignFunction[R]:
+    """A device function from PTX text or a .ptx file (`name` is its `.func` symbol, `extern "C"`
+    in CUDA C++), called from kernels with scalar arguments and a scalar result.  Bind it to a
+    module-level name with literal `name` and `signature`: kernels are typed from the source."""
+    text = _read(ptx, "PTX") if _is_path(ptx) else str(ptx)
+    if not re.search(rf"\.func\s*(\([^)]*\))?\s*{re.escape(name)}\s*\(", text):
+        raise ArgumentError(f"the PTX has no `.func {name}`", help="`name` is the device function's symbol, as the PTX spells it (`extern \"C\"` in CUDA C++)")
+    params = tuple((pname, _scalar_name(name, f"parameter `{pname}`", ann)) for pname, ann in signature.items())
+    return ForeignFunction(text, name, params, _scalar_name(name, "the result", returns))
+
+
+def _scalar_name(fn: str, what: str, ann: Any) -> str:
+    scalar = getattr(ann, "__name__", "")
+    if scalar not in foreign_decl.SCALARS:  # the front end's list (it types the calls from the source)
+        raise ArgumentError(f"foreign device function `{fn}`, {what}: `{ann!r}` is not a scalar type",
+                            help="a foreign device function takes and returns `i32`, `u32`, `i64`, `u64`, `f32` or `f64`")
+    return str(scalar)
 
 
 # ---- the declared signature and contract ---------------------------------------------------

@@ -164,9 +164,10 @@ class CallFlow:
     def no_value(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
         return NONE
 
-    @handles("scalar", "bitcast", "typecast", "typevar", "math", "builtin")
+    @handles("scalar", "bitcast", "typecast", "typevar", "math", "builtin", "foreign")
     def arithmetic(self, node: ast.Call, callee: Callee, env: Env, args: Args) -> Val:
-        """A cast, a math function, a builtin: as its arguments (a tile's element-wise)."""
+        """A cast, a math function, a builtin, a foreign device function (scalars in, a scalar
+        out: language/foreign_decl.py): as its arguments (a tile's element-wise)."""
         anytdep, anylane, anytile = args
         if callee.name == "len":
             return UNIFORM
@@ -276,6 +277,8 @@ class CallFlow:
                 return Callee("record", q)  # `Rec(x=..., v=...)`: a record value (language/typer_records.py)
             if own == "typevar":
                 return Callee("typevar", q)  # `T(x)`: a cast to the specialisation's scalar
+            if own == "foreign":
+                return Callee("foreign", q)  # a foreign device function (language/foreign_decl.py)
         target = m.functions.get(q)
         if target is not None:
             if target.kind == "func":

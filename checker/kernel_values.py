@@ -202,7 +202,8 @@ class Callee:
     a method of a value, its declaration's kind (language/intrinsics.py `METHODS`): tile_method |
     tile_id_get | tile_at | tile_io | witness_get | shared_atomic | atomic_op | unchecked_write,
     else forge (a private attribute of a witness) | method (a slice's undeclared one); a name of
-    the module: helper | kernel | function | record | typevar (a cast to it); else unknown."""
+    the module: helper | kernel | function | record | typevar (a cast to it) | foreign (a foreign
+    device function); else unknown."""
 
     kind: str
     name: str

@@ -85,6 +85,30 @@ class CompiledKernel:
     # compile's warnings (`az-fma-matmul` diagnostics: a matmul on FP32 FMAs beside tensor cores)
     matmuls: tuple[str, ...] = ()
     warnings: tuple[Any, ...] = ()
+    # foreign device functions the kernel calls (`az.foreign.device_function`): (module-level name,
+    # PTX symbol) each, and their PTX, read from the running program's objects (`foreign_links`):
+    # the loader links it with the kernel's PTX (`cubin` is then None: ptxas built a relocatable one)
+    foreign: tuple[tuple[str, str], ...] = ()
+    links: tuple[str, ...] = ()
+
+
+def foreign_links(fn: Any, foreign: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    """The PTX of each foreign device function a kernel calls, from the objects its module's names
+    are bound to now (`fn.__globals__`); a name bound to anything else is a TypeError, a name not
+    bound (a kernel read from source without running its module: `anodize build`) has none."""
+    out: list[str] = []
+    names = getattr(fn, "__globals__", {})
+    for binding, symbol in foreign:
+        if binding not in names:
+            continue
+        obj = names[binding]
+        text = getattr(obj, "ptx", None)
+        if getattr(obj, "name", None) != symbol or not isinstance(text, str):
+            raise TypeError(f"`{binding}` is not the foreign device function `{symbol}` the kernel was typed against "
+                            f"(it is {type(obj).__name__}): bind it once, to `az.foreign.device_function(...)`")
+        if text not in out:
+            out.append(text)
+    return tuple(out)
 
 
 def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, int, int]:

@@ -12,9 +12,11 @@ import time
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
-from anodize.codegen.artifact import CompiledKernel
+from anodize.codegen.artifact import CompiledKernel, foreign_links
 
-from anodize.language import ir
+from anodize.language import ir, messages
+from anodize.language.diagnostics import Span
+from anodize.language.ir_walk import walk
 from anodize.language.errors import CheckError
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, static_shared_bytes as shared_bytes, storage_error_without_tensor_cores
 from anodize.language.typer import build_ir
@@ -63,9 +65,9 @@ def _tile_compiler() -> ModuleType:
 
 def _cpu_backend() -> Any:
     """The CPU backend's modules (codegen/cpu/), imported for a CPU compile only."""
-    from .cpu import backend, regions_run, split
+    from .cpu import backend, engine, machine_code, regions_run, split
 
-    return SimpleNamespace(backend=backend, regions_run=regions_run, split=split)
+    return SimpleNamespace(backend=backend, engine=engine, machine_code=machine_code, regions_run=regions_run, split=split)
 
 
 def static_shared_bytes(k: ir.KernelIR) -> int:
@@ -109,7 +111,7 @@ def compile_gpu(
     out = pending.out
     if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
         out.cubin, out.resources = ptx.run_ptxas(out.ptx, pending.build, line_info=line_info, opt_level=pending.ptxas_opt,
-                                             fast_compile=pending.ptxas_fast)
+                                             fast_compile=pending.ptxas_fast, relocatable=bool(out.foreign))
     return pending.result()
 
 
@@ -136,6 +138,8 @@ class PendingGpu:
         if self.job is not None:
             self.out.cubin, self.out.resources = self.job.result()
             self.job = None
+        if self.out.foreign:  # a relocatable object: the loader links the PTX with the foreign functions'
+            self.out.cubin = None
         self.out.compile_seconds = time.perf_counter() - self.t0
         return self.out
 
@@ -170,6 +174,8 @@ def start_gpu(
     llvm_ir = str(lw.module)
     optimized, ptx_text = ptx.emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
+    out.foreign = foreign_calls(k)
+    out.links = foreign_links(getattr(kernel, "fn", None), out.foreign)  # (a typed IR passed itself has none)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.ptx = ptx_text
     out.llvm_ir_optimized = optimized
@@ -179,7 +185,8 @@ def start_gpu(
         out.matmuls, out.warnings = tuple(lines), tuple(warnings)
     pending = PendingGpu(out, None, t0, build)
     if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
-        pending.job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast)
+        pending.job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast,
+                                   relocatable=bool(out.foreign))
     return pending
 
 
@@ -207,6 +214,7 @@ def compile_cpu(
     cpu = _cpu_backend()
     t0 = time.perf_counter()
     k = _typed(kernel)
+    _refuse_foreign(k, "CPU backend")  # CUDA code: nothing to run on the host
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)  # a tile kernel: one host thread runs each program
     # a kernel whose `unsafe` code waits on other threads' writes runs one host thread per GPU
@@ -218,7 +226,7 @@ def compile_cpu(
         except cpu.split.Unsplittable:  # the few forms the splitter leaves to one host thread per GPU thread
             plan = None
         if plan is not None:
-            return _compile_regions(cpu, k, plan, bounds_checks, t0, tile, cpu.backend.cpu_isa())
+            return _compile_regions(cpu, k, plan, bounds_checks, t0, tile, cpu.engine.cpu_isa())
     target = cpu.backend.CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     target.coarsen = coarsen and not threaded
@@ -228,7 +236,7 @@ def compile_cpu(
     else:
         cpu.backend.add_launcher(lw)
     llvm_ir = str(lw.module)
-    jit = cpu.backend.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.backend.cpu_isa(),
+    jit = cpu.engine.CpuModule(llvm_ir, k.params, lw.entry_name, threaded=threaded, static_shared=target.static_shared, isa=cpu.engine.cpu_isa(),
                                   whole_grid=k.grid_sync)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
@@ -240,8 +248,8 @@ def compile_cpu(
 
 def _host_entry(entry: Any, tile: bool) -> Any:
     """A tile kernel's host entry runs each program on one host thread, whatever block the
-    launch names (`tile.plain.ProgramsOnHost`); any other kernel's is `entry` itself."""
-    return _tile_compiler().ProgramsOnHost(entry) if tile else entry
+    launch names (`cpu.machine_code.ProgramsOnHost`); any other kernel's is `entry` itself."""
+    return _cpu_backend().machine_code.ProgramsOnHost(entry) if tile else entry
 
 
 def _compile_regions(cpu: Any, k: ir.KernelIR, plan: Any, bounds_checks: bool, t0: float, tile: bool = False, isa: str = "host") -> CompiledKernel:
@@ -249,13 +257,27 @@ def _compile_regions(cpu: Any, k: ir.KernelIR, plan: Any, bounds_checks: bool, t
     looping over the block's threads between synchronisation points (codegen/cpu/regions.py)."""
     lw, target = cpu.regions_run.compile_regions(plan, bounds_checks=bounds_checks)
     llvm_ir = str(lw.module)
-    jit = cpu.regions_run.RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
+    jit = cpu.engine.RegionModule(llvm_ir, k.params, lw.entry_name, static_shared=target.static_shared,
                        frame_per_thread=lw.frame_per_thread, min_threads=lw.min_threads, block=lw.fixed_block, isa=isa)
     out = _artifact(k, "cpu", llvm_ir, lw.checks, lw.entry_name, tile)
     out.llvm_ir_optimized = jit.optimized_ir
     out.cpu_entry = _host_entry(jit, tile)
     out.compile_seconds = time.perf_counter() - t0
     return out
+
+
+def foreign_calls(k: ir.KernelIR) -> tuple[tuple[str, str], ...]:
+    """(module-level name, PTX symbol) of each foreign device function `k` (and its helpers) calls."""
+    return tuple(sorted({(e.binding, e.symbol) for e in walk(k) if isinstance(e, ir.ForeignCall)}))
+
+
+def _refuse_foreign(k: ir.KernelIR, target: str) -> None:
+    """A target without CUDA code (the CPU backend, the debug device) refuses a kernel calling a
+    foreign device function, at the call (`az-unsupported`: the checker passes it, a GPU runs it)."""
+    for e in walk(k):
+        if isinstance(e, ir.ForeignCall):
+            raise CheckError([messages.unsupported(e.span or Span.point("<kernel>", 1, 0), "foreign-call-target",
+                                                   help="foreign-call-gpu-only", name=e.binding, target=target)])
 
 
 def compile_debug(kernel: Any) -> CompiledKernel:
@@ -267,6 +289,7 @@ def compile_debug(kernel: Any) -> CompiledKernel:
     k = _typed(kernel)
     tile = getattr(k, "tile_warps", 0) > 0
     k = _tiles(k, 1)
+    _refuse_foreign(k, "debug device")
     out = _artifact(k, "debug", "", 0, k.name)
     out.cpu_entry = _host_entry(InterpModule(k, out), tile)
     out.compile_seconds = time.perf_counter() - t0

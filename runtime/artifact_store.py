@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from anodize.codegen import toolchain
-from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources
+from anodize.codegen.artifact import CompiledKernel, FaultSite, ParamSpec, Resources, foreign_links
 from anodize.language import VERSION
 from anodize.language.contract_schema import (
     codegen_view,
@@ -106,13 +106,18 @@ def compiler_digest() -> str:
     return digest_files(compiler_files())
 
 
-@lru_cache(maxsize=1)
-def _toolchain() -> dict[str, str]:
+def _versions() -> dict[str, str]:
+    """anodize's version, the compiler digest and llvmlite's version (every entry's key; the
+    digest is computed once per process)."""
     # Light on purpose (a cached load must not import llvmlite's binding, the codegen or
     # cuda.bindings): `import llvmlite` is the package's version module only.
     llvmlite = lazy.llvmlite()
+    return {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite.__version__}
 
-    out = {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite.__version__}
+
+@lru_cache(maxsize=1)
+def _toolchain() -> dict[str, str]:
+    out = dict(_versions())
     exe = toolchain.find_ptxas()
     out["ptxas"] = _file_id(exe) if exe else "none"
     out["driver"] = toolchain.driver_version()  # "none" without a driver: the key says so
@@ -137,25 +142,39 @@ def _switches() -> dict[str, str]:
     return out
 
 
-def cache_inputs(kernel: Kernel, arch: str, options: dict[str, object]) -> dict[str, Any]:
-    """Everything that decides the artifact of `kernel` for `arch` and `options`: the entry's
-    inputs, stored in it and hashed into its name (`diskcache.make_key`)."""
+def _kernel_inputs(kernel: Kernel) -> dict[str, Any]:
+    """The kernel's part of a key: its sources, name, first line and specialisation."""
     h = hashlib.sha256()
     for path in dependency_files(kernel):
         h.update(os.fsencode(path) + b"\0")
         h.update("".join(linecache.getlines(path)).encode("utf-8", "surrogatepass"))
-    return {"kind": "gpu", "sources": h.hexdigest(), "kernel": kernel.__qualname__,
-            "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "spec": spec_repr(kernel),
-            "arch": arch, **options, **_toolchain(), "switches": _switches()}
+    return {"sources": h.hexdigest(), "kernel": kernel.__qualname__,
+            "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "spec": spec_repr(kernel)}
+
+
+def cache_inputs(kernel: Kernel, arch: str, options: dict[str, object]) -> dict[str, Any]:
+    """Everything that decides the artifact of `kernel` for `arch` and `options`: the entry's
+    inputs, stored in it and hashed into its name (`diskcache.make_key`)."""
+    return {"kind": "gpu", **_kernel_inputs(kernel), "arch": arch, **options, **_toolchain(), "switches": _switches()}
+
+
+def cpu_cache_inputs(kernel: Kernel, bounds_checks: bool) -> dict[str, Any]:
+    """The inputs of `kernel`'s CPU entry: its sources, the compiler, the code switches, and the
+    host its machine code runs on (triple, CPU name and features, `ANODIZE_CPU_ISA`, LLVM:
+    codegen/cpu/machine_code.py `host_id`), so another CPU never loads this one's object."""
+    host = lazy.codegen_cpu().host_id(lazy.codegen_cpu().cpu_isa())
+    switches = {name: os.environ[name] for name in toolchain.CODE_SWITCHES if name in os.environ}
+    return {"kind": "cpu", **_kernel_inputs(kernel), "arch": "cpu", "bounds_checks": bool(bounds_checks), "host": host,
+            **_versions(), "switches": switches}
 
 
 def cache_key(kernel: Kernel, arch: str, options: dict[str, object]) -> str:
     return diskcache.make_key(cache_inputs(kernel, arch, options))
 
 
-def save(inputs: dict[str, Any], ck: CompiledKernel) -> None:
-    """Write `ck` under the key of `inputs` (a failure to write is no entry, never an error)."""
-    meta = {
+def _meta(inputs: dict[str, Any], ck: CompiledKernel) -> dict[str, Any]:
+    """meta.json of `ck`'s entry (the part a GPU and a CPU entry share)."""
+    return {
         "inputs": inputs,
         "name": ck.name,
         "entry": ck.entry,
@@ -182,7 +201,13 @@ def save(inputs: dict[str, Any], ck: CompiledKernel) -> None:
         "source_path": ck.source_path,
         "source_line": ck.source_line,
         "contract": encode_contract(ck.contract),
+        "foreign": [list(pair) for pair in ck.foreign],
     }
+
+
+def save(inputs: dict[str, Any], ck: CompiledKernel) -> None:
+    """Write `ck` under the key of `inputs` (a failure to write is no entry, never an error)."""
+    meta = _meta(inputs, ck)
     files = {"kernel.ptx": ck.ptx.encode("utf-8", "surrogatepass"), "kernel.ll": ck.llvm_ir.encode("utf-8", "surrogatepass")}
     if ck.cubin:
         files["kernel.cubin"] = ck.cubin
@@ -200,39 +225,81 @@ def load(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
         return None
     meta, files = got
     try:
-        params = tuple(
-            ParamSpec(str(name), SLICE_KINDS[kind] if kind else None, SCALARS[scalar])
-            for name, kind, scalar in meta["params"]
-        )
         ptx = files["kernel.ptx"].decode()
-        if not meta["name"] == meta["entry"] == kernel.__name__ or f".entry {kernel.__name__}(" not in ptx:
+        if f".entry {kernel.__name__}(" not in ptx:
             raise ValueError("the entry is another kernel's")
-        contract = kernel.contract  # the contract a launch checks is always the source's
-        if codegen_view(decode_contract(meta["contract"])) != codegen_view(contract):
-            raise ValueError("the entry was compiled under another contract")
-        return CompiledKernel(
-            name=str(meta["name"]),
-            entry=str(meta["entry"]),
-            params=params,
-            contract=contract,
-            domain=int(meta["domain"]),
-            arch=str(meta["arch"]),
-            llvm_ir=files["kernel.ll"].decode(),
-            ptx=ptx,
-            cubin=files.get("kernel.cubin"),
-            fault_sites=tuple(FaultSite(*s) for s in meta["fault_sites"]),
-            bounds_checks=int(meta["bounds_checks"]),
-            uses_barrier=bool(meta["uses_barrier"]),
-            static_shared_bytes=int(meta["static_shared_bytes"]),
-            resources=Resources(**meta["resources"]),
-            compile_seconds=0.0,
-            from_cache=True,
-            source_path=str(meta["source_path"]),
-            source_line=int(meta["source_line"]),
-            coarsen=int(meta.get("coarsen", 1)),
-            dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
-            matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
-        )
+        return _compiled(meta, files, kernel, ptx=ptx, cubin=files.get("kernel.cubin"))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
+        diskcache.evict(key)
+        return None
+
+
+def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **target: Any) -> CompiledKernel:
+    """The CompiledKernel of a confirmed entry's meta and files (`target`: the GPU's PTX and cubin,
+    or the CPU's entry); a field of the wrong shape raises (the caller's miss)."""
+    params = tuple(
+        ParamSpec(str(name), SLICE_KINDS[kind] if kind else None, SCALARS[scalar])
+        for name, kind, scalar in meta["params"]
+    )
+    if not meta["name"] == meta["entry"] == kernel.__name__:
+        raise ValueError("the entry is another kernel's")
+    contract = kernel.contract  # the contract a launch checks is always the source's
+    if codegen_view(decode_contract(meta["contract"])) != codegen_view(contract):
+        raise ValueError("the entry was compiled under another contract")
+    foreign = tuple((str(b), str(s)) for b, s in meta.get("foreign", ()))
+    return CompiledKernel(
+        name=str(meta["name"]),
+        entry=str(meta["entry"]),
+        params=params,
+        contract=contract,
+        domain=int(meta["domain"]),
+        arch=str(meta["arch"]),
+        llvm_ir=files["kernel.ll"].decode(),
+        fault_sites=tuple(FaultSite(*s) for s in meta["fault_sites"]),
+        bounds_checks=int(meta["bounds_checks"]),
+        uses_barrier=bool(meta["uses_barrier"]),
+        static_shared_bytes=int(meta["static_shared_bytes"]),
+        resources=Resources(**meta["resources"]),
+        compile_seconds=0.0,
+        from_cache=True,
+        source_path=str(meta["source_path"]),
+        source_line=int(meta["source_line"]),
+        coarsen=int(meta.get("coarsen", 1)),
+        dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
+        matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
+        foreign=foreign,
+        links=foreign_links(kernel.fn, foreign),  # the PTX the program holds now, never a stored copy
+        **target,
+    )
+
+
+def save_cpu(inputs: dict[str, Any], ck: CompiledKernel) -> None:
+    """Write a CPU entry: `ck`'s description, its recipe and the object file MCJIT built
+    (nothing when the entry has no object: a failure to write is no entry, never an error)."""
+    got = lazy.codegen_cpu().recipe_of(ck.cpu_entry)
+    if got is None:
+        return
+    recipe, obj = got
+    meta = dict(_meta(inputs, ck), cpu=recipe)
+    diskcache.store(diskcache.make_key(inputs), meta, {"kernel.ll": ck.llvm_ir.encode("utf-8", "surrogatepass"), "kernel.o": obj})
+
+
+def load_cpu(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
+    """The CPU artifact cached for `inputs`, its object loaded into a fresh engine, or None.
+    Confirmed as `load` confirms a GPU entry; the object must be an object file holding the
+    recipe's entry symbol, and LLVM must load it (anything else is a miss, the entry removed)."""
+    key = diskcache.make_key(inputs)
+    got = diskcache.load(key)
+    if got is None:
+        return None
+    meta, files = got
+    try:
+        ck = _compiled(meta, files, kernel)
+        recipe = meta["cpu"]
+        if not isinstance(recipe, dict) or recipe.get("entry") != ck.entry:
+            raise ValueError("the recipe is another kernel's")
+        ck.cpu_entry = lazy.codegen_cpu().entry_from_object(recipe, ck.params, files["kernel.o"])
+        return ck
     except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
         diskcache.evict(key)
         return None

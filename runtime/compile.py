@@ -178,9 +178,19 @@ def compile_for_cpu(kernel: Kernel, *, bounds_checks: bool = True) -> CompiledKe
     hit = kernel.store.compiled.get(key)
     if hit is not None:
         return hit
+    # The persistent cache: the machine code of an earlier process's compile for this host
+    inputs = None
+    if diskcache.enabled():
+        inputs = artifact_store.cpu_cache_inputs(kernel, bounds_checks)
+        loaded = artifact_store.load_cpu(inputs, kernel)
+        if loaded is not None:
+            kernel.store.compiled[key] = loaded
+            return loaded
     _enforce(kernel)
     compiled = _codegen_cpu(kernel, bounds_checks=bounds_checks)
     kernel.store.compiled[key] = compiled
+    if inputs is not None:
+        artifact_store.save_cpu(inputs, compiled)
     return compiled
 
 

@@ -16,6 +16,8 @@ from cuda.bindings import driver
 from cuda.core import (
     Device as _CuDevice,
     LaunchConfig as _CuLaunchConfig,
+    Linker,
+    LinkerOptions,
     ObjectCode,
     StreamOptions,
     launch as _cu_launch,
@@ -153,9 +155,12 @@ class CudaDevice(Device):
 
     # -- kernels --------------------------------------------------------------------------
     def load(self, compiled: CompiledKernel) -> Any:
-        """Load the module (the cubin when present, else the PTX) and return the kernel handle."""
+        """Load the module (the cubin when present, else the PTX; linked with the PTX of the foreign
+        device functions it calls) and return the kernel handle."""
         self._cu.set_current()
-        if compiled.cubin:
+        if compiled.foreign:
+            obj = link_foreign(compiled, self.arch)
+        elif compiled.cubin:
             obj = ObjectCode.from_cubin(compiled.cubin, name=compiled.name)
         else:
             obj = ObjectCode.from_ptx(compiled.ptx.encode(), name=compiled.name)
@@ -192,6 +197,14 @@ class CudaDevice(Device):
         if type(self).launch is not CudaDevice.launch:  # a subclass that launches its own way
             return (lambda *args: self.launch(handle, config, args)), ()
         return _cu_launch, (self._stream, config, handle)
+
+
+def link_foreign(compiled: CompiledKernel, arch: str) -> Any:
+    """The kernel's PTX linked with its foreign device functions' (`az.foreign.device_function`)
+    into a cubin for `arch`: cuda.core's Linker (nvJitLink, else the driver's cuLink)."""
+    parts = [ObjectCode.from_ptx(compiled.ptx.encode(), name=compiled.name)]
+    parts += [ObjectCode.from_ptx(text.encode(), name=f"{compiled.name}.foreign{i}") for i, text in enumerate(compiled.links)]
+    return Linker(*parts, options=LinkerOptions(name=compiled.name, arch=arch)).link("cubin")
 
 
 def co_resident(grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, sms: int, per_sm: int) -> None:

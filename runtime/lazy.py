@@ -130,10 +130,11 @@ def codegen() -> ModuleType:
 
 
 def codegen_cpu() -> ModuleType:
-    """The CPU backend's codegen (codegen/cpu/backend.py)."""
-    from anodize.codegen.cpu import backend
+    """The CPU backend as the runtime reads it (codegen/cpu/machine_code.py: the ISA, the host,
+    and the cached machine code of a kernel loaded back into an engine)."""
+    from anodize.codegen.cpu import machine_code
 
-    return backend
+    return machine_code
 
 
 def typer() -> ModuleType:

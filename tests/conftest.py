@@ -115,7 +115,7 @@ def _one_llvm_build_per_module() -> Iterator[None]:
     that is the key; only LLVM's repeat of identical work is skipped (17 of its 94 CPU-seconds
     in the run this was measured on).  A cached JIT module is a new object sharing the first
     one's engine."""
-    from anodize.codegen.cpu import backend as cpu, regions_run as cpu_regions_run
+    from anodize.codegen.cpu import engine as cpu
     from anodize.codegen.gpu import ptx
 
     patched: list[tuple[Any, str, Any]] = []
@@ -141,7 +141,7 @@ def _one_llvm_build_per_module() -> Iterator[None]:
         cls.__init__ = init
 
     memo_init(cpu.CpuModule)
-    memo_init(cpu_regions_run.RegionModule)
+    memo_init(cpu.RegionModule)
 
     real_emit = ptx.emit_ptx
     emitted: dict[object, tuple[str, str]] = {}

@@ -314,6 +314,18 @@ class MathCall:
 
 
 @dataclass(frozen=True)
+class ForeignCall:
+    """A call of a foreign device function (`az.foreign.device_function`): `binding` is its
+    module-level name, `symbol` its PTX name; the arguments are cast to its parameter types."""
+
+    binding: str
+    symbol: str
+    args: tuple[Expr, ...]
+    ty: ScalarTy
+    span: Span | None = None
+
+
+@dataclass(frozen=True)
 class WarpOp:
     op: str  # a member of checker.model.WARP_OPS
     args: tuple[Expr, ...]
@@ -383,7 +395,7 @@ class Call:
 
 Expr = (
     Const | Local | SliceRef | BinOp | UnaryOp | Compare | BoolOp | IfExp | Cast | Bitcast | Len | Read | SharedRef
-    | SharedRead | TableRead | MakeWitness | TileAt | ThreadTileLoad | ThreadTileStore | WitnessPart | Contains | Atomic | RawId | MathCall | WarpOp | Collective
+    | SharedRead | TableRead | MakeWitness | TileAt | ThreadTileLoad | ThreadTileStore | WitnessPart | Contains | Atomic | RawId | MathCall | ForeignCall | WarpOp | Collective
     | Call | LocalArrayRef | LocalArrayRead | MakeTuple | SharedAtomic
 )
 

@@ -17,6 +17,7 @@ it codegen) and the runtime agree on what a name is:
 - *rebound*: a module-level name bound more than once (assigned twice, imported and
   defined, declared `global` and assigned in a function, augmented, deleted) -- a
   kernel may not read or call it, since its value depends on when the module ran;
+- *foreign*: a foreign device function declared with `az.foreign.device_function` (foreign_decl.py);
 - *other*: anything else (an import from another module, a computed value).
 
 Checking never imports user code: values come from the source alone.
@@ -30,6 +31,7 @@ from collections.abc import Iterator
 from anodize.language.records import dataclass
 from typing import Literal
 
+from .foreign_decl import DEVICE_FUNCTION, ForeignDecl, read_decl
 from .module_bindings import _bound_value, _global_writes, _module_bindings
 from .names import Names
 from .intrinsics import INTRINSICS, canonical
@@ -40,7 +42,7 @@ __all__ = ["Symbol", "ModuleSymbols", "canonical", "intrinsic", "decorator_kind"
 # identifiers the compiler uses for its own symbols; a user name may not start with it
 RESERVED_PREFIX = "__az"
 
-SymbolKind = Literal["intrinsic", "function", "constant", "table", "typevar", "record", "rebound", "other", "missing"]
+SymbolKind = Literal["intrinsic", "function", "constant", "table", "typevar", "record", "foreign", "rebound", "other", "missing"]
 FunctionKind = Literal["kernel", "func", "plain"]
 
 
@@ -65,6 +67,7 @@ class Symbol:
     where: tuple[ast.AST, ...] = ()  # rebound: the bindings
     constraints: tuple[str, ...] = ()  # typevar: the scalars it may be, in source order
     cls: ast.ClassDef | None = None  # record: its `@az.record` class (record_types.record_of)
+    foreign: ForeignDecl | None = None  # foreign: a declared foreign device function (foreign_decl.py)
 
 
 MISSING = Symbol("missing")
@@ -234,6 +237,8 @@ class ModuleSymbols:
                 target = self.own(inner.id)
                 if target.kind == "function" and target.fn is not None:
                     return Symbol("function", name, fn=target.fn, fn_kind=self.function_kind(target.fn))
+            if isinstance(value, ast.Call) and any(canonical(q) == DEVICE_FUNCTION for q in self.names.qualnames(value.func)):
+                return Symbol("foreign", name, foreign=read_decl(value, self._scalar_annotation))
             table = self._table(value)
             if table is not None:
                 return Symbol("table", name, table=table)
@@ -395,6 +400,14 @@ class ModuleSymbols:
                 return None
             out.append(s.tag[1])
         return Symbol("typevar", name, constraints=tuple(dict.fromkeys(out)))
+
+    def _scalar_annotation(self, node: ast.expr) -> str | None:
+        """The scalar type an annotation names (`f32`, `az.f32`), else None."""
+        for q in self.names.qualnames(node):
+            tag = _TABLE.get(canonical(q))
+            if tag is not None and tag[0] == "scalar":
+                return tag[1]
+        return None
 
     def _scalar_ctor(self, func: ast.expr) -> str | None:
         quals = self.names.qualnames(func)

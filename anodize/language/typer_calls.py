@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from anodize.language import ir, messages
 from anodize.language.intrinsics import INTRINSICS, WRITE_UNCHECKED, Intrinsic, method
 from anodize.language.record_types import RecordTy
+from anodize.language.foreign_decl import ForeignDecl
 from anodize.language.symbols import Symbol
 from anodize.language.types import BOOL, BY_NAME, F16, F64, I32, I64, U32, LocalArrayTy, ScalarTy, SharedTy, SliceTy, Ty, WitnessTy, promote
 from anodize.language.vocab import MATH_INT_EXPONENT, MATH_PREDICATES, RAW_IDS, TILE_MAKER, WITNESS_MAKERS
@@ -83,6 +84,8 @@ class CallTyper:
             return self.helper_call(obj, node)
         if obj.kind == "function" and obj.fn_kind == "kernel":
             self.st.unsupported(node, "calling-kernel-from-kernel", help="make-callee-az-func")
+        if obj.kind == "foreign" and obj.foreign is not None:
+            return self.foreign_call(obj.name, obj.foreign, node)
         tag = obj.tag if obj.kind == "intrinsic" else None
         if tag is None or tag[0] == "decorator":
             self.st.unsupported(node, "calling", help="kernels-call-az-func", callee=ast.unparse(f))
@@ -285,6 +288,23 @@ class CallTyper:
         if method("slice", attr) is WRITE_UNCHECKED:
             self.st.unsupported(node, "write-unchecked-value")
         return self.fn.effects.atomic_method(name, attr, node)
+
+    def foreign_call(self, name: str, decl: ForeignDecl, node: ast.Call) -> ir.Expr:
+        """`f(x, y)` of a foreign device function: its arguments cast to the declared scalar types
+        as a helper's are (foreign_decl.py)."""
+        if decl.error == "literal":
+            self.st.unsupported(node, "foreign-decl-literal", help="foreign-decl-form", name=name)
+        if decl.error == "scalars":
+            self.st.unsupported(node, "foreign-decl-scalars", help="foreign-decl-form", name=name)
+        if len(node.args) != len(decl.params):
+            self.st.type_error(node, "helper-arity", hname=name, n=len(decl.params), got=len(node.args))
+        args = []
+        for (pname, scalar), n in zip(decl.params, node.args, strict=True):
+            e = self.fn.expr(n)
+            if not isinstance(e.ty, ScalarTy):
+                self.st.type_error(n, "helper-arg-type", hname=name, want=scalar, arg=pname, ty=e.ty)
+            args.append(self.fn.exprs.coerce(e, BY_NAME[scalar], n, f"parameter `{pname}`"))
+        return ir.ForeignCall(name, decl.symbol, tuple(args), BY_NAME[decl.ret], self.st.span(node))
 
     def helper_call(self, helper: Symbol, node: ast.Call) -> ir.Expr:
         args = [self.fn.expr(a) for a in node.args]

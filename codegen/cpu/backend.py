@@ -10,21 +10,13 @@ This one-loop target refuses barriers, warp operations and shared memory (an
 `az-internal` error: the driver never sends it such a kernel).  Those kernels run one
 block per host thread, split at their synchronisation points (split.py,
 regions.py), or, for the few forms the splitter leaves out, one host thread per GPU
-thread (`CPUTarget(threaded=True)`, threads.py).
+thread (`CPUTarget(threaded=True)`, threads.py).  engine.py JIT-compiles the module and runs it.
 """
 
 from __future__ import annotations
 
-import ctypes
-import os
-import ctypes.util
 import functools
-import struct
-import sys
-import threading
-import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
 import llvmlite.binding as llvm
 import llvmlite.ir as llir
@@ -32,16 +24,14 @@ import llvmlite.ir as llir
 from anodize.language import messages
 from anodize.language.diagnostics import CheckError, Span
 from anodize.language.math_table import MATH
-from anodize.codegen.artifact import ParamSpec, flat_abi
+from anodize.codegen.artifact import flat_abi
 
 from anodize.language import ir
 from ..llvm.lower import DOUBLE, FLOAT, I8, I32T, I64T, INTRINSIC_MATH, Lowerer, Target, reg_type
-from anodize.language.halfbits import round_bits
 from anodize.language.types import BY_NAME, ScalarTy, SharedTy
 
-from ..llvm.binding import optimize
 from . import printf, threads
-from .heap import engine_freed
+from .engine import LAUNCH, THREAD, _init, host_target_machine
 
 _CTX = {"tid": 0, "ctaid": 3, "ntid": 6, "nctaid": 9}
 # i32 slots of `ctx` that hold one value: the lane id, and (threaded backend only: the only one
@@ -54,74 +44,6 @@ _AXIS = {"x": 0, "y": 1, "z": 2}
 # up to ~4 ulp, CUDA promises 1) take one Newton step on an exactly computed residual;
 # f32 `gamma` is f64 `tgamma` rounded once.
 
-_lock = threading.Lock()
-LAUNCH = "__az_launch"
-THREAD = "__az_thread"
-
-
-# The vector ISA the CPU backend optimises for (`ANODIZE_CPU_ISA`): the host's by default, or
-# a fixed x86-64 level, so that one machine runs the vectoriser's decisions for another: the
-# module is optimised for that level, and executes with its instructions where the host has
-# them, else lowered to the host's (the IR's vector widths stay those the level chose).
-CPU_ISA_VAR = "ANODIZE_CPU_ISA"
-CPU_ISAS: dict[str, tuple[str, str, str]] = {  # name: (LLVM cpu, features, the host feature it needs)
-    "sse4.2": ("x86-64-v2", "", "+sse4.2"),
-    "avx2": ("x86-64-v3", "", "+avx2"),
-    "avx512": ("x86-64-v4", "", "+avx512f"),
-}
-
-
-def cpu_isa() -> str:
-    """`ANODIZE_CPU_ISA` ("host", "sse4.2", "avx2", "avx512"); "host" when unset."""
-    name = os.environ.get(CPU_ISA_VAR, "").strip() or "host"
-    if name != "host" and name not in CPU_ISAS:
-        raise ValueError(f"{CPU_ISA_VAR} must be one of host, {', '.join(CPU_ISAS)}; got {name!r}")
-    return name
-
-
-def isa_runs_here(isa: str) -> bool:
-    """Whether this host executes `isa`'s instructions (else its modules run lowered to the host's)."""
-    if isa == "host":
-        return True
-    _init()
-    return llvm.get_process_triple().startswith("x86_64") and llvm.get_host_cpu_features().get(CPU_ISAS[isa][2][1:], False)
-
-
-@functools.cache
-def _init() -> None:
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    libm = ctypes.util.find_library("m")
-    if libm:
-        try:
-            llvm.load_library_permanently(libm)
-        except RuntimeError:
-            pass
-
-
-def _new_host_tm(isa: str = "host", *, execute: bool = False) -> llvm.TargetMachine:
-    """A machine for `isa`'s level (the host's CPU when "host"); with `execute`, the host's
-    wherever the host lacks that level (the module keeps the vector widths it was optimised
-    for; the backend splits them into the host's registers)."""
-    _init()
-    target = llvm.Target.from_triple(llvm.get_process_triple())
-    if isa != "host" and not (execute and not isa_runs_here(isa)):
-        cpu, features, _ = CPU_ISAS[isa]
-        return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
-    return target.create_target_machine(
-        cpu=llvm.get_host_cpu_name(), features=llvm.get_host_cpu_features().flatten(), opt=3, jit=True
-    )
-
-
-def engine_machine(isa: str = "host") -> llvm.TargetMachine:
-    """The machine of an MCJIT engine for a module optimised for `isa` (the engine owns and frees it)."""
-    return _new_host_tm(isa, execute=True)
-
-
-@functools.cache
-def host_target_machine(isa: str = "host") -> llvm.TargetMachine:
-    """The shared machine the CPU backend optimises for (the host's, or `isa`'s level)."""
-    return _new_host_tm(isa)
 
 
 class CPUTarget(Target):
@@ -413,49 +335,6 @@ def block_range(b: llir.IRBuilder, f: llir.Function, grid: llir.Value, g: list[l
     b.position_at_end(done)
 
 
-# A launcher call runs at most this long (about) before Python runs again: Ctrl-C's latency.
-CHUNK_SECONDS = 0.1
-
-
-def grid_words(g: Sequence[int]) -> Any:
-    """The launcher's `grid` argument: three u32 dims, a pad word, then the i64 block range."""
-    words = (ctypes.c_uint32 * 8)(*g, 0)
-    return words
-
-
-def run_in_chunks(call: Callable[[Any], Any], g: Sequence[int], threads_per_block: int) -> Any:
-    """Run a launcher over the whole grid `g`, a range of blocks per call, sized so each call
-    takes about CHUNK_SECONDS: between calls Python runs, so a KeyboardInterrupt (Ctrl-C)
-    stops the launch within about that long (after the blocks that ran; a block is never cut
-    short).  `call(grid_words)` returns non-zero to stop (its value is returned, with the
-    range's start), else None is returned."""
-    total = g[0] * g[1] * g[2]
-    if total == 0:
-        return None
-    if total >= 2**62:
-        raise ValueError(f"grid {tuple(g)} has too many blocks")
-    words = grid_words(g)
-    rng = ctypes.cast(ctypes.addressof(words) + 16, ctypes.POINTER(ctypes.c_int64))
-    start = 0
-    # a small grid is one call; a large one starts with one block (a block of a heavy kernel may
-    # take long) and grows the range fourfold while a call is short
-    chunk = total if total * threads_per_block <= 4096 else 1
-    while start < total:
-        end = min(total, start + chunk)
-        rng[0], rng[1] = start, end
-        t0 = time.perf_counter()
-        bad = call(words)
-        if bad:
-            return start, bad
-        dt = time.perf_counter() - t0
-        if dt < CHUNK_SECONDS / 4:
-            chunk = min(chunk * 4, 1 << 40)
-        elif dt > CHUNK_SECONDS:
-            chunk = max(1, chunk // 2)
-        start = end
-    return None
-
-
 def _decode(b: llir.IRBuilder, raw: llir.Value, kind: str) -> llir.Value:
     if kind == "ptr":
         return b.inttoptr(raw, llir.PointerType())
@@ -469,115 +348,3 @@ def _decode(b: llir.IRBuilder, raw: llir.Value, kind: str) -> llir.Value:
         return b.bitcast(raw, DOUBLE)
     t = reg_type(BY_NAME[kind])
     return raw if t == I64T else b.trunc(raw, t)
-
-
-def _encode(value: Any, kind: str) -> int:
-    if kind == "ptr":
-        if hasattr(value, "ctypes"):
-            return int(value.ctypes.data)
-        if isinstance(value, ctypes.c_void_p):
-            return int(value.value or 0)
-        return int(value) & (2**64 - 1)
-    if kind == "f32":
-        return struct.unpack("<I", struct.pack("<f", float(value)))[0]
-    if kind == "f64":
-        return struct.unpack("<Q", struct.pack("<d", float(value)))[0]
-    if kind == "bool_":
-        return 1 if bool(value) else 0
-    if kind in ("f16", "bf16", "f8e4m3", "f8e5m2") and not hasattr(type(value), "__index__"):
-        return round_bits(float(value), kind)  # a number; an integer is taken as the bit pattern
-    return int(value) & (2**64 - 1)
-
-
-class JitEngine:
-    """An MCJIT engine and the LLVM context of its module, freed together, the engine first.
-
-    The module is parsed into a context of its own: the global one never gives back the types,
-    constants and metadata a module creates.  The context's own finaliser is turned off
-    (`_owned`, as llvmlite does for a module an engine owns) so that a garbage collection that
-    finalises both in any order cannot free it under the engine; `__del__` frees the engine,
-    then the context, then counts it for `heap.engine_freed`.  Build it
-    under `_lock`."""
-
-    def __init__(self, llvm_ir: str, isa: str, entry: str) -> None:
-        """Parse `llvm_ir`, optimise it (O3, keeping `entry`) for `isa` and JIT it."""
-        self._context = llvm.create_context()
-        self._context._owned = True
-        mod = llvm.parse_assembly(llvm_ir, self._context)
-        try:
-            mod.verify()
-            optimize(mod, host_target_machine(isa), 3, {entry})
-            self.optimized_ir = str(mod)
-            self._engine = llvm.create_mcjit_compiler(mod, engine_machine(isa))
-        except BaseException:
-            mod.close()
-            raise
-        self._engine.finalize_object()
-
-    def address(self, name: str) -> int:
-        return int(self._engine.get_function_address(name))
-
-    def __del__(self) -> None:
-        if sys.is_finalizing():  # llvmlite's library may be gone: the process gives everything back
-            return
-        engine = self.__dict__.pop("_engine", None)
-        if engine is not None:
-            engine.close()
-        context = self.__dict__.pop("_context", None)
-        if context is not None:
-            context._dispose()
-            context.detach()
-            engine_freed()
-
-
-class CpuModule:
-    """A JIT-compiled kernel; keep it alive as long as its entry may be called."""
-
-    def __init__(self, llvm_ir: str, params: tuple[ParamSpec, ...], entry: str, *, threaded: bool = False, static_shared: int = 0,
-                 isa: str = "host", whole_grid: bool = False):
-        """`isa`: the vector level the module is optimised for (`cpu_isa()`); `whole_grid`: every
-        block of the grid runs at once (a kernel with `az.grid.sync()`, threaded)."""
-        self.threaded = threaded
-        self.whole_grid = whole_grid
-        self.static_shared = static_shared
-        printf.register_symbols()
-        if threaded:
-            threads.register_symbols()
-        with _lock:
-            self._jit = JitEngine(llvm_ir, isa, THREAD if threaded else LAUNCH)
-            addr = self._jit.address(THREAD if threaded else LAUNCH)
-        self.optimized_ir = self._jit.optimized_ir
-        if threaded:
-            self._fn = threads.thread_proto()(addr)
-        else:
-            proto = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32)
-            self._fn = proto(addr)
-        self.kinds = flat_abi(params)
-        self.entry = entry
-
-    def __call__(
-        self,
-        grid_xyz: Sequence[int],
-        block_xyz: Sequence[int],
-        flat_args: Sequence[Any],
-        fault_address: int,
-        launch_rank: int,
-        dynamic_shared: int = 0,
-    ) -> None:
-        """Run the whole grid.  `flat_args` has one value per `flat_abi` slot (pointers as ints)."""
-        if len(flat_args) != len(self.kinds):
-            raise TypeError(f"`{self.entry}` takes {len(self.kinds)} flattened arguments {self.kinds}, got {len(flat_args)}")
-        g = (tuple(int(x) for x in grid_xyz) + (1, 1, 1))[:3]
-        bl = (tuple(int(x) for x in block_xyz) + (1, 1, 1))[:3]
-        if any(x < 0 or x >= 2**31 for x in g + bl):
-            raise ValueError(f"grid {g} / block {bl} out of range")
-        if not 0 <= int(dynamic_shared) < 2**31:
-            raise ValueError(f"dynamic shared memory of {dynamic_shared} bytes is out of range")
-        argv = (ctypes.c_uint64 * max(1, len(self.kinds)))(*[_encode(v, k) for v, k in zip(flat_args, self.kinds, strict=True)])
-        if self.threaded:
-            threads.run_grid(self._fn, g, bl, ctypes.addressof(argv), int(fault_address), int(launch_rank), self.static_shared,
-                             int(dynamic_shared), whole_grid=self.whole_grid)
-            return
-        block = (ctypes.c_uint32 * 3)(*bl)
-        fn, bp, ap, fa, rk = self._fn, ctypes.addressof(block), ctypes.addressof(argv), int(fault_address), int(launch_rank)
-        run_in_chunks(lambda grid: fn(ctypes.addressof(grid), bp, ap, fa, rk), g, bl[0] * bl[1] * bl[2])

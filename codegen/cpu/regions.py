@@ -42,7 +42,8 @@ from anodize.language.types import ScalarTy, Ty
 from anodize.language.vocab import COLLECTIVE_SCRATCH
 
 from . import split as cs
-from .backend import CPUTarget, host_target_machine
+from .backend import CPUTarget
+from .engine import host_target_machine
 from ..llvm.lower import I1, I8, I32T, I64T, Lowerer, mem_type, value_type
 from .regions_warp import RegionCollectives, _c32, _c64
 

@@ -349,11 +349,13 @@ def parse_ptxas_log(log: str) -> Resources:
 
 
 def run_ptxas(ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
-              opt_level: int | None = None, fast_compile: str | None = None) -> tuple[bytes, Resources]:
+              opt_level: int | None = None, fast_compile: str | None = None, relocatable: bool = False) -> tuple[bytes, Resources]:
     """Assemble PTX to a cubin with `ptxas -v`; raises PtxasError when it is rejected.
     `opt_level`: ptxas's `-O` (None: its default, 3); `fast_compile`: its `-Ofc` level
-    ("min", "mid"; None: off), dropped for a ptxas too old to know the option."""
-    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level, fast_compile=fast_compile).result()
+    ("min", "mid"; None: off), dropped for a ptxas too old to know the option; `relocatable`:
+    `-c`, a relocatable object (PTX calling `.extern .func`s: linked later, with their code)."""
+    return PtxasJob(ptx, arch, line_info=line_info, ptxas=ptxas, opt_level=opt_level, fast_compile=fast_compile,
+                    relocatable=relocatable).result()
 
 
 class PtxasJob:
@@ -362,7 +364,7 @@ class PtxasJob:
     it, `cancel()` stops it.  `seconds`: its wall time, once done."""
 
     def __init__(self, ptx: str, arch: str = DEFAULT_ARCH, *, line_info: bool = False, ptxas: str | None = None,
-                 opt_level: int | None = None, fast_compile: str | None = None):
+                 opt_level: int | None = None, fast_compile: str | None = None, relocatable: bool = False):
         exe = ptxas or find_ptxas()
         if exe is None:
             raise FileNotFoundError("ptxas was not found on PATH or under CUDA_HOME")
@@ -374,6 +376,8 @@ class PtxasJob:
         cmd = [exe, f"-arch={arch}", "-v", "-o", str(self._out), str(src)]
         if line_info:
             cmd.insert(1, "-lineinfo")
+        if relocatable:
+            cmd.insert(1, "-c")
         if opt_level is not None:
             cmd.insert(1, f"-O{opt_level}")
         self._fallback = list(cmd)  # the command without -Ofc, for a ptxas that does not know it

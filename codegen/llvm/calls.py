@@ -80,6 +80,11 @@ class CallLowering:
         b.position_at_end(done)
         return seen
 
+    @handles(ir.ForeignCall)
+    def e_ForeignCall(self, e: ir.ForeignCall) -> llir.Value:
+        """A foreign device function: the target's call of it (the CPU refuses it, located)."""
+        return self.lw.t.foreign_call(self.lw, e, [self.lw.expr(a) for a in e.args])
+
     @handles(ir.MathCall)
     def e_MathCall(self, e: ir.MathCall) -> llir.Value:
         """Classification is an `fcmp` on every backend; `ldexp`'s exponent becomes a

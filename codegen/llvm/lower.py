@@ -100,6 +100,12 @@ class Target:
         fs = "f32" if a.type == FLOAT else "f64"
         return lw.intrinsic(f"llvm.{op}num.{fs}", a.type, [a, c])
 
+    def foreign_call(self, lw: Lowerer, e: ir.ForeignCall, args: list[llir.Value]) -> llir.Value:
+        """A call of a foreign device function: a call of the external `e.symbol` (on the GPU a PTX
+        `.extern .func`, linked at load time: anodize/foreign.py)."""
+        fn = lw.declare(e.symbol, reg_type(e.ty), [a.type for a in args])
+        return lw.b.call(fn, args)
+
     def barrier(self, lw: Lowerer, span: Span | None) -> None:
         raise NotImplementedError
 

@@ -17,14 +17,13 @@ from . import rows_llvm as _rows_lowering  # noqa: F401  (registers the row form
 from .attention import TileAttention
 from .lower import plan_for
 from .mma import TileMma
-from .plain import ProgramsOnHost
 from .report import matmul_report
 from .plain import _Lowering
 from .rows import RowLowering
 from .rows_form import row_form
 from .rows_plan import row_plan
 
-__all__ = ["lower_tiles", "is_tile_kernel", "tensor_core_shared", "matmul_report", "ProgramsOnHost"]
+__all__ = ["lower_tiles", "is_tile_kernel", "tensor_core_shared", "matmul_report"]
 
 
 def is_tile_kernel(k: ir.KernelIR) -> bool:

@@ -65,23 +65,6 @@ from .lower import assign_registers, pipelined_loop, read_register, reads_regist
 from .ops import ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
-__all__ = ["ProgramsOnHost"]
-
-
-class ProgramsOnHost:
-    """The CPU entry of a tile kernel: each program (block) runs on one host thread, whatever
-    block the launch names (the code is lowered for `threads=1` and its guard leaves any other
-    thread idle, so this only saves the idle ones)."""
-
-    def __init__(self, inner: Any):
-        self.inner = inner
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-    def __call__(self, grid_xyz: Any, block_xyz: Any, flat_args: Any, fault_address: int, launch_rank: int, dynamic_shared: int = 0) -> None:
-        self.inner(grid_xyz, (1, 1, 1), flat_args, fault_address, launch_rank, dynamic_shared)
-
 
 class _Lowering:
     def __init__(self, k: ir.KernelIR, threads: int):

@@ -87,7 +87,7 @@ def compiled_cpu(kernel: Any, **options: Any) -> CompiledKernel:
     artifact is immutable; a test of the compile itself calls `compile_cpu`."""
     from anodize.codegen.driver import compile_cpu
 
-    from anodize.codegen.cpu.backend import cpu_isa
+    from anodize.codegen.cpu.engine import cpu_isa
 
     key = (id(kernel), tuple(sorted(options.items())), cpu_isa())
     hit = _CPU_COMPILED.get(key)

@@ -1,5 +1,5 @@
 """The CPU backend's results do not depend on the host's vector ISA (`ANODIZE_CPU_ISA`,
-codegen/cpu/backend.py): each kernel here is optimised for SSE4.2, AVX2, AVX-512 and the host, and run
+codegen/cpu/engine.py): each kernel here is optimised for SSE4.2, AVX2, AVX-512 and the host, and run
 (with the level's instructions where the host has them, else lowered to the host's: the
 vectoriser's decisions, which caused the AVX-512 bug below, are the level's either way).
 
@@ -19,7 +19,7 @@ from cg_helpers import compiled_cpu, run_cpu
 import anodize as az
 
 from anodize import DisjointSlice, Slice, f32, kernel, launch_contract, thread
-from anodize.codegen.cpu.backend import CPU_ISA_VAR
+from anodize.codegen.cpu.engine import CPU_ISA_VAR
 
 LEVELS = ["host", "sse4.2", "avx2", "avx512"]
 

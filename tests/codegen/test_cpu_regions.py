@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from cg_helpers import Fault, compiled_cpu, rng, run_cpu
 
-from anodize.codegen.cpu.regions_run import RegionModule
+from anodize.codegen.cpu.engine import RegionModule
 from anodize.codegen.cpu.split import Unsplittable, plan_kernel
 from anodize.codegen.driver import compile_cpu
 from anodize.language.typer import build_ir

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from anodize.codegen.cpu.regions_run import RegionModule
+from anodize.codegen.cpu.engine import RegionModule
 from anodize.codegen.driver import compile_cpu
 from anodize.language.typer import build_ir
 

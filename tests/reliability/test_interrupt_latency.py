@@ -1,5 +1,5 @@
 """Ctrl-C within a second (issue 34, item 3): a CPU-backend launch runs its grid a range of blocks
-per call (codegen/cpu/backend.py `run_in_chunks`), and a GPU wait polls (runtime/streams.py `wait_gpu`),
+per call (codegen/cpu/engine.py `run_in_chunks`), and a GPU wait polls (runtime/streams.py `wait_gpu`),
 so a real SIGINT lands as KeyboardInterrupt within a second, and the device stays usable.
 tests/reliability/test_fault_injection.py interrupts launches at other moments."""
 

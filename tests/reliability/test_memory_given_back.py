@@ -123,7 +123,7 @@ def test_rss_after_1000_redefinitions_is_within_20_percent_of_after_100(tmp_path
 PIPELINES = r"""
 import ctypes, os
 import llvmlite.binding as llvm
-from anodize.codegen.cpu.backend import host_target_machine
+from anodize.codegen.cpu.engine import host_target_machine
 from anodize.codegen.llvm.binding import optimize
 
 text = 'define i32 @f(i32 %a) {\n  %b = mul i32 %a, 3\n  %c = add i32 %b, 7\n  ret i32 %c\n}\n'
