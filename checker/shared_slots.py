@@ -251,9 +251,12 @@ class SlotReader:
     def _collision(self, s: Slots, a: int, ja: tuple[int, ...], b: int, jb: tuple[int, ...], slot: int) -> str:
         where = f"[{slot // s.shape[1]}, {slot % s.shape[1]}]" if len(s.shape) == 2 else f"[{slot}]"
 
+        bx, by, bz = s.block
+
         def at(t: int, js: tuple[int, ...]) -> str:
             loops = ", ".join(f"{name} = {j}" for (_, _, name), j in zip(s.loops, js))
-            return f"thread {t}" + (f" ({loops})" if loops else "")
+            who = f"thread {t}" if by == bz == 1 else f"thread (row {t // bx % by}, col {t % bx})" if bz == 1 else f"thread {t}"
+            return who + (f" at {loops}" if loops else "")
 
         return f"two threads reach one slot: {at(a, ja)} and {at(b, jb)} both reach slot {where}"
 
