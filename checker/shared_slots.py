@@ -31,10 +31,12 @@ from anodize.language.records import dataclass
 from functools import lru_cache
 from typing import Any
 
+from anodize.language import ir
 from anodize.language.intrinsics import RANGE
 from anodize.language.types import ScalarTy
 
 _THREAD = ("tx", "ty", "tz")
+_LIMIT = 1 << 31  # constants and coefficients stay below it: exact in every index type of 32 bits or more
 _MAX_POINTS = 1 << 20  # (thread, loop values) points enumerated for one access at most
 
 
@@ -261,7 +263,19 @@ class SlotReader:
         return f"two threads reach one slot: {at(a, ja)} and {at(b, jb)} both reach slot {where}"
 
     def _affine(self, node: ast.expr, sub: ast.Subscript) -> tuple[dict[Any, int], int]:
-        """`node` as non-negative constant multiples of thread and loop digits plus a constant."""
+        """`node` as non-negative constant multiples of thread and loop digits plus a constant,
+        every constant and coefficient below 2**31 (so converting one to the index's type, of 32
+        bits or more, is exact) and a constant the typer folded equal to it (no wrap there)."""
+        terms, value = self._affine_raw(node, sub)
+        if value >= _LIMIT or any(c >= _LIMIT for c in terms.values()):
+            raise Refused(f"`{self.m.code(node)}` reaches 2**31 or more, so it may wrap")
+        if not terms:
+            e = self.types.expr(node)
+            if isinstance(e, ir.Const) and type(e.value) is int and e.value != value:
+                raise Refused(f"`{self.m.code(node)}` wraps on the machine (it is {e.value}, not {value})")
+        return terms, value
+
+    def _affine_raw(self, node: ast.expr, sub: ast.Subscript) -> tuple[dict[Any, int], int]:
         _module_int = self.const
         m = self.m
         if isinstance(node, ast.Constant):
@@ -307,8 +321,8 @@ class SlotReader:
                 raise Refused(f"`{m.code(node)}` multiplies two varying values")
             (terms, base), k = (left, right[1]) if left[0] else (right, left[1])
             return {x: c * k for x, c in terms.items()}, base * k
-        if isinstance(node, (ast.BinOp, ast.UnaryOp)):
-            n = _module_int(m, node, self.fn)
+        if isinstance(node, (ast.BinOp, ast.UnaryOp)) and isinstance(self.types.expr(node), ir.Const):
+            n = _module_int(m, node, self.fn)  # constant arithmetic the typer folded (checked above)
             if n is not None and n >= 0:
                 return {}, n
         raise _NotForm

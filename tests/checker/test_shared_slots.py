@@ -39,6 +39,7 @@ def _errors(src: str) -> list[tuple[int, str, str]]:
         ("s = az.shared.array(512, f32)\nfor j in range(4):\n    s[w + j * az.u8(BLOCK)] = 1.0", None),
         ("s = az.shared.array(512, f32)\nfor j in range(4):\n    s[w * j + j] = 1.0", "multiplies two varying values"),
         ("s = az.shared.array(512, f32)\nfor j in range(4):\n    s[j * BLOCK] = 1.0", "does not depend on the thread's slot"),
+        ("s = az.shared.array(512, f32)\nfor j in range(4):\n    s[w + j * 65536 * 65536 * 128] = 1.0", "reaches 2**31 or more, so it may wrap"),
     ],
 )
 def test_a_refused_slot_set_says_why(body: str, note: str | None) -> None:
