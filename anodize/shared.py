@@ -1,6 +1,7 @@
 """Block shared memory: safe under the phase discipline that `anodize check` proves
 (az-shared-race): between two barriers a thread writes only its own slot
-(`thread.index_in_block()`), and reads an array written in that interval only there."""
+(`thread.index_in_block()`) or slot set (`s[w + j * BLOCK]` for `j in range(K)`, proven
+disjoint for the contract's block), and reads an array written in that interval only there."""
 
 from __future__ import annotations
 

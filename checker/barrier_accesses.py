@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from .index_forms import Stride, exact_or_oob, injective, join_forms, normalize, pin, plain, separated
 from .index_eval import FormEval, Named, _arg_values, _free_names
 from . import safe_shared
+from .shared_slots import SlotReader, Slots
 from .kernel_values import index_elements
 from .barrier_state import ALL, _LEAVES, Access, DynPart, Race, State, WalkState, _add, _dynamic, _module_int, _reads_shared
 
@@ -33,6 +34,8 @@ class AccessWalk:
         self.stmts = stmts
         self.form = forms.form
         self.facts_of = forms.facts_of
+        self._slots = SlotReader(st.m, st.fn, st.block.ext, st.types, _module_int)
+        self._owners: dict[ast.Subscript, Slots | str | None] = {}
 
     # ---- expressions -----------------------------------------------------------------------
     def ev_any(self, node: ast.AST, st: State, cond: bool = False) -> None:
@@ -193,6 +196,7 @@ class AccessWalk:
         ctx = self.m.ctx.get(node)
         safe = ctx is not None and not ctx.unsafe
         witness = safe_shared.witness_rank(self.m, node)
+        owner = self._owner(node, ids, witness) if safe else None
         if elems is not None:
             index = safe_shared.witness_index(self, node, witness) or tuple(self.form(e, st) for e in elems)
         vtext, vnames = None, frozenset[str]()
@@ -200,7 +204,33 @@ class AccessWalk:
             v = self.m.values.get(value)
             if v is not None and v.kind == "scalar" and not v.tdep and not _reads_shared(value, st):
                 vtext, vnames = self.m.code(value), _free_names(value)
-        return Access(node, write, ids, index, facts, vtext, vnames, safe, witness)
+        return Access(node, write, ids, index, facts, vtext, vnames, safe, witness, owner)
+
+    def _owner(self, node: ast.Subscript, ids: frozenset[object], witness: int) -> Slots | None:
+        """The slots a safe-tier access reaches, as the thread's own (shared_slots.py), for an
+        access of one static array; a multi-slot verdict is kept for the rule's report."""
+        got = self._owners.get(node, False)
+        if got is False:
+            (alloc,) = ids if len(ids) == 1 else (None,)
+            shape = self._shape(alloc) if isinstance(alloc, ast.Call) else None
+            rank = len(shape) if shape is not None else witness
+            got = self._slots.read(node, shape, rank, witness)
+            if isinstance(got, str) or (got is not None and got.checked):
+                self.st.slots[node] = got
+            self._owners[node] = got
+        return got if isinstance(got, Slots) else None
+
+    def _shape(self, call: ast.Call) -> tuple[int, ...] | None:
+        """A static array's constant shape (None when the check cannot read it)."""
+        args = _arg_values(call)
+        shape = args[0] if args else None
+        dims: list[int] = []
+        for e in shape.elts if isinstance(shape, ast.Tuple) else [shape]:
+            n = _module_int(self.m, e, self.fn) if isinstance(e, ast.expr) and not isinstance(e, ast.Starred) else None
+            if n is None or n <= 0:
+                return None
+            dims.append(n)
+        return tuple(dims)
 
     def _summary_access(self, call: ast.Call, part: DynPart) -> Access:
         facts = tuple([f for f in self.st.facts if f is not None])

@@ -14,6 +14,7 @@ from .index_forms import Block, Fact, join_forms
 from .index_eval import Named, _free_names
 from .kernel_model import ModuleModel
 from .kernel_values import FunctionInfo
+from .shared_slots import Slots
 from .typed_ints import IntView
 from anodize.language.param_annotations import constant_param_type
 
@@ -39,12 +40,13 @@ class Access:
     value_names: frozenset[str] = frozenset()
     safe: bool = False  # outside `unsafe`: under the phase discipline (safe_shared.py)
     witness: int = 0  # the rank of the block-local witness that is exactly its index (0: none)
+    owner: Slots | None = None  # the slots the thread owns that it reaches (shared_slots.py)
 
     def __hash__(self) -> int:
         # the fields' hash, computed once: an access keys the pending dicts of every state
         h = self.__dict__.get("_hash")
         if h is None:
-            h = hash((self.node, self.write, self.arrays, self.index, self.facts, self.value, self.value_names, self.safe, self.witness))
+            h = hash((self.node, self.write, self.arrays, self.index, self.facts, self.value, self.value_names, self.safe, self.witness, self.owner))
             object.__setattr__(self, "_hash", h)
         return h  # type: ignore[no-any-return]
 
@@ -189,6 +191,8 @@ class WalkState:
         self.exits: list[State] = []
         self.facts: list[tuple[Fact, frozenset[str]] | None] = []
         self.log: list[Access] = []  # every access touched, in walk order (for `Intervals._across`)
+        # each multi-slot safe-tier access's verdict (shared_slots.py): its slots, or why refused
+        self.slots: dict[ast.Subscript, Slots | str] = {}
 
     def under(self, facts: list[tuple[Fact, frozenset[str]]], run: Callable[[], _T]) -> _T:
         """`run()` with `facts` in force."""

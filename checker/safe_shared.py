@@ -26,6 +26,7 @@ import ast
 from typing import Any
 
 from .index_forms import TX, TY, TZ, Lin
+from .shared_slots import compatible
 
 Named = tuple[Any, frozenset[str]]
 
@@ -133,16 +134,20 @@ def conflict(a: Any, b: Any) -> bool | None:
     they conflict under the discipline, False when they cannot, None for the form analysis."""
     if a.witness and a.witness == b.witness:
         return False  # both at the own slot: the same element only for the same thread
+    if a.owner is not None and b.owner is not None and compatible(a.owner, b.owner):
+        return False  # both at owned slots of one ownership: a common slot is one thread's
     for x, y in ((a, b), (b, a)):
-        if x.safe and not x.write and not x.witness and y.write:
+        own = x.witness or (x.owner is not None and x.owner.checked)
+        if x.safe and not x.write and not own and y.write:
             return True  # a read of another slot of an array written in this interval
-        if x.safe and x.write and not x.witness:
+        if x.safe and x.write and not own:
             return True  # reported on its own (`unsafe_writes`)
     return None
 
 
-def unsafe_writes(model: Any, fn: Any) -> list[ast.Subscript]:
-    """The safe-tier writes of shared arrays in `fn` that are not at the writer's own slot."""
+def unsafe_writes(model: Any, fn: Any, owned: Any = frozenset()) -> list[ast.Subscript]:
+    """The safe-tier writes of shared arrays in `fn` that are not at the writer's own slot
+    (the witness itself, or a multi-slot index in `owned`: proven in every walk of `fn`)."""
     out: list[ast.Subscript] = []
     for node in ast.walk(fn.node):
         target = None
@@ -156,7 +161,7 @@ def unsafe_writes(model: Any, fn: Any) -> list[ast.Subscript]:
         ctx = model.ctx.get(target)
         if base is None or base.kind != "shared" or ctx is None or ctx.unsafe or ctx.fn is not fn:
             continue
-        if not witness_rank(model, target) and target not in out:
+        if not witness_rank(model, target) and target not in owned and target not in out:
             out.append(target)
     return out
 

@@ -27,6 +27,7 @@ SMALL: dict[str, dict[str, int]] = {
     "stencil3d": {"layers": 9, "rows": 13, "cols": 37},
     "histogram": {"n": 20_000},
     "transpose": {"rows": 300, "cols": 200},  # the shared-memory examples: their full default size
+    "transpose_32x8": {"rows": 300, "cols": 200},
     "reduce_sum": {"n": 1 << 20},
     "reduce_sum_unsafe": {"n": 1 << 20},
     "grid_sync": {"n": 20_000},  # az.grid.sync(): every block of the grid at once, a host thread per GPU thread

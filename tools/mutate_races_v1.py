@@ -24,6 +24,9 @@ reject every mutant:
                    other path `w` holds slot 0 (zeros) in every such thread
   witness_falls_off a helper's last `return <witness>` -> `if _mut_parity() == 1: return ...`:
                    falling off the end gives the zero index to every such thread
+  slot_stride      a safe-tier multi-slot write (`s[w + j * BLOCK] = v` in `for j in
+                   range(K)`) gets its first constant stride halved (`j * (BLOCK // 2)`,
+                   `w.row * (TM // 2) + r`): a thread's slots then overlap another's
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 CLASSES = ("safe_read_next", "leader_widen", "barrier_leader", "grid_stride_exit", "range_exit", "tile_mixed",
-           "slot_one_path", "witness_falls_off")
+           "slot_one_path", "witness_falls_off", "slot_stride")
 MARKERS = ("index_in_block", "is_block_leader", "grid_stride", "tile_2d", "range(", "-> Index", "-> az.Index")
 
 
@@ -218,6 +221,7 @@ def v1_mutants(src: str, tree: ast.Module, block_of: Callable[[ast.FunctionDef],
                         loop = next(n for n in ast.walk(moved) if isinstance(n, ast.For) and n.lineno == s.lineno + 1)
                         out.append((s.lineno, "range_exit", _insert_after(text, loop, f"{arr}[{j}] = az.{elem}(az.thread.tid_x())")))
                         break
+        out.extend(_slot_stride(src, fn, unsafe, w1 | w2))
         # tile_mixed: a write through a per-thread tile's t.at(..), repeated through index_2d
         tiles = _bound(fn, "tile_2d")
         if tiles:
@@ -229,6 +233,40 @@ def v1_mutants(src: str, tree: ast.Module, block_of: Callable[[ast.FunctionDef],
                     text = _insert_after(src, s, f"{ast.unparse(t.value)}[az.thread.index_2d()] = {ast.unparse(s.value)}")
                     out.append((s.lineno, "tile_mixed", text))
                     break
+    return out
+
+
+def _slot_stride(src: str, fn: ast.FunctionDef, unsafe: set[ast.stmt], witnesses: set[str]) -> list[tuple[int, str, str]]:
+    """slot_stride: the first `X * C` (or `C * X`) of a safe multi-slot write's index, X reading a
+    loop variable or a block-local witness and C a constant name or literal of at least 2, becomes
+    `X * (C // 2)`."""
+    loops = {f.target.id for f in ast.walk(fn) if isinstance(f, ast.For) and isinstance(f.target, ast.Name)
+             and isinstance(f.iter, ast.Call) and ast.unparse(f.iter.func) == "range"}
+    arrays = {n.targets[0].id for n in ast.walk(fn) if isinstance(n, ast.Assign) and len(n.targets) == 1
+              and isinstance(n.targets[0], ast.Name) and ast.unparse(n.value).startswith("az.shared.array(")}
+    out: list[tuple[int, str, str]] = []
+    for st in ast.walk(fn):
+        target = st.targets[0] if isinstance(st, ast.Assign) and len(st.targets) == 1 else st.target if isinstance(st, ast.AugAssign) else None
+        if not isinstance(target, ast.Subscript) or st in unsafe or not isinstance(target.value, ast.Name) or target.value.id not in arrays:
+            continue
+        names = {n.id for n in ast.walk(target.slice) if isinstance(n, ast.Name)}
+        if not names & loops:
+            continue
+        for m in ast.walk(target.slice):
+            if not (isinstance(m, ast.BinOp) and isinstance(m.op, ast.Mult)):
+                continue
+            for x, c in ((m.left, m.right), (m.right, m.left)):
+                varying = {n.id for n in ast.walk(x) if isinstance(n, ast.Name)} & (loops | witnesses)
+                const = (isinstance(c, ast.Constant) and isinstance(c.value, int) and c.value >= 2) or (isinstance(c, ast.Name) and c.id.isupper())
+                if varying and const and c.lineno == c.end_lineno:
+                    lines = src.splitlines(keepends=True)
+                    line = lines[c.lineno - 1]
+                    lines[c.lineno - 1] = line[: c.col_offset] + f"({ast.unparse(c)} // 2)" + line[c.end_col_offset :]  # type: ignore[operator]
+                    out.append((st.lineno, "slot_stride", "".join(lines)))
+                    break
+            else:
+                continue
+            break
     return out
 
 

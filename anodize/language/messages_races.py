@@ -60,14 +60,24 @@ _SAFE_NOTE = (
 )
 
 
-def shared_safe_write(span: Span, array: str, index: str) -> Diagnostic:
-    """A safe-tier write of a shared array not at the writer's own slot."""
+_SLOTS_NOTE = (
+    "a thread owns several slots when the index adds constant multiples of the witness's parts "
+    "and of `for j in range(K)` variables (K a constant), with no offset, in bounds, and no slot "
+    "is reached by two threads of the contract's block: `s[w + j * BLOCK]`, "
+    "`tile[w.row + j * 8, w.col]`, `t[w.row * TM + i, w.col * TN + jj]`"
+)
+
+
+def shared_safe_write(span: Span, array: str, index: str, *, why: str | None = None) -> Diagnostic:
+    """A safe-tier write of a shared array not at the writer's own slot; `why`: what refuses a
+    multi-slot index (checker/shared_slots.py)."""
     return make(
         "az-shared-race",
-        f"this write of shared `{array}` at `{index}` is not at the thread's own slot",
+        f"this write of shared `{array}` at `{index}` is not at the thread's own slot"
+        + (" set" if why is not None else ""),
         span,
         label="another thread of the block may write or read this element in the same barrier interval",
-        notes=(_SAFE_NOTE,),
+        notes=(_SAFE_NOTE,) if why is None else (f"not a provably disjoint slot set: {why}", _SLOTS_NOTE),
         help=f"write `{array}[w]` with `w = thread.index_in_block()` (`index_in_block_2d()` for a 2-D "
         f"array) and read other slots after `az.syncthreads()`; or prove it race-free by hand in `{_WAY_OUT}`",
     )

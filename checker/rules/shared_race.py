@@ -10,6 +10,7 @@ from ..barrier_intervals import Intervals
 from ..barrier_state import DynPart, DynSummary, Race
 from ..index_forms import Block
 from ..kernel_values import FunctionInfo
+from ..shared_slots import Slots
 from ..typed_ints import IntView, views_of
 from .base import Rule, RuleContext
 
@@ -226,9 +227,12 @@ def broadcast(v: f32) -> f32:
         walk = self._walk(fn, self._block(fn), must)
         for name, array in walk.escapes.items():
             self.report(messages.shared_escape(self.span(name), array))
-        own = safe_shared.unsafe_writes(self.model, fn)  # safe-tier writes not at the own slot
+        # safe-tier writes not at the own slot (a multi-slot index must be proven in every typing)
+        owned = {n for n, got in walk.slots.items() if all(not isinstance(g, str) for g in got)}
+        own = safe_shared.unsafe_writes(self.model, fn, owned)
         for sub in own:
-            self.report(messages.shared_safe_write(self.span(sub), self._array_text(sub), self.model.code(sub.slice)))
+            why = next((g for g in walk.slots.get(sub, ()) if isinstance(g, str)), None)
+            self.report(messages.shared_safe_write(self.span(sub), self._array_text(sub), self.model.code(sub.slice), why=why))
         for race in walk.races.values():
             a = race.access
             if a.node in own:
@@ -262,6 +266,8 @@ def broadcast(v: f32) -> f32:
                 out.races.setdefault(node, race)
             for name, array in walk.escapes.items():
                 out.escapes.setdefault(name, array)
+            for node, got in walk.st.slots.items():
+                out.slots.setdefault(node, []).append(got)
             out.head = _union(out.head, walk.head)
             out.tail = _union(out.tail, walk.tail)
         return out
@@ -336,6 +342,7 @@ class _Walks:
     def __init__(self) -> None:
         self.races: dict[ast.AST, Race] = {}
         self.escapes: dict[ast.Name, str] = {}
+        self.slots: dict[ast.Subscript, list[Slots | str]] = {}  # multi-slot verdicts, one per typing
         self.barrier = True  # every path reaches a barrier, in every typing
         self.head: DynPart | None = None
         self.tail: DynPart | None = None

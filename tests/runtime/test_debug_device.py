@@ -34,6 +34,7 @@ SMALL: dict[str, dict[str, int]] = {
     "stencil2d": {"rows": 11, "cols": 17},
     "histogram": {"n": 2_000},
     "transpose": {"rows": 20, "cols": 13},
+    "transpose_32x8": {"rows": 40, "cols": 36},
     "sgemm": {"m": 9, "k": 7, "n": 5},
     "softmax": {"rows": 1, "cols": 70},  # one block of 512 threads
     "softmax_unsafe": {"rows": 3, "cols": 70},

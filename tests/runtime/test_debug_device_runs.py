@@ -26,6 +26,7 @@ TINY: dict[str, dict[str, int]] = {
     "stencil3d": {"layers": 3, "rows": 5, "cols": 9},
     "histogram": {"n": 500},
     "transpose": {"rows": 20, "cols": 36},
+    "transpose_32x8": {"rows": 40, "cols": 36},
     "reduce_sum": {"n": 2_000},
     "reduce_sum_unsafe": {"n": 2_000},
     "grid_sync": {"n": 1_000},
@@ -51,7 +52,7 @@ TINY: dict[str, dict[str, int]] = {
     "autotune_gemm": {"m": 32, "n": 32, "k": 32},
     "autotune_softmax": {"rows": 2, "cols": 40},
 }
-QUICK_EXAMPLES = {"vecadd", "generic_saxpy", "transpose"}
+QUICK_EXAMPLES = {"vecadd", "generic_saxpy", "transpose", "transpose_32x8"}
 FIXTURE_RUNS = sorted(p for p in FIXTURES.glob("*.py") if "\ndef main()" in p.read_text())
 QUICK_FIXTURES = {"half_and_small_types.py", "tile_elementwise_builtins.py"}
 
