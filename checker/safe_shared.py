@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from anodize.language.walk import nodes
+
 from .index_forms import TX, TY, TZ, Lin
 
 Named = tuple[Any, frozenset[str]]
@@ -138,7 +140,7 @@ def conflict(a: Any, b: Any) -> bool | None:
 def unsafe_writes(model: Any, fn: Any) -> list[ast.Subscript]:
     """The safe-tier writes of shared arrays in `fn` that are not at the writer's own slot."""
     out: list[ast.Subscript] = []
-    for node in ast.walk(fn.node):
+    for node in nodes(fn.node):
         target = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             target = node

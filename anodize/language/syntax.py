@@ -166,10 +166,17 @@ class Source:
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
     def span(self, node: ast.AST) -> Span:
+        if self.ascii:  # byte columns are character columns (the typer asks for one per node)
+            try:
+                line, col, end_line, end_col = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
+            except AttributeError:  # (a node built without a position)
+                pass
+            else:
+                return Span(self.path, line, col, end_line or line, end_col if end_col is not None else col + 1)
         line = getattr(node, "lineno", 1)
         end_line = getattr(node, "end_lineno", None) or line
         end_col = getattr(node, "end_col_offset", None)
-        if self.ascii:  # byte columns are character columns (the typer asks for one per node)
+        if self.ascii:
             col = getattr(node, "col_offset", 0)
             return Span(self.path, line, col, end_line, end_col if end_col is not None else col + 1)
         col = self.char_col(line, getattr(node, "col_offset", 0))
