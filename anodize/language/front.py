@@ -26,7 +26,7 @@ from anodize.language.records import dataclass
 from anodize.language.sources import constant_key, module_source, spec_key  # noqa: F401  (re-exported)
 from functools import cached_property
 from itertools import product
-from typing import Any
+from typing import Any, TypeVar
 
 from anodize.language import messages
 from anodize.language.contract import Contract
@@ -225,7 +225,10 @@ def parse_or_error(text: str, path: str) -> ast.Module:
     return _or_error(lambda: parse(text), text, path)
 
 
-def _or_error(step: Callable[[], Any], text: str, path: str) -> Any:
+_T = TypeVar("_T")
+
+
+def _or_error(step: Callable[[], _T], text: str, path: str) -> _T:
     try:
         return step()
     except SyntaxError as e:

@@ -27,8 +27,8 @@ _IDENT = re.compile(r"[^\W\d]\w*")
 
 def first_line(stmt: ast.stmt) -> int:
     """A statement's first line: its first decorator's for a decorated one."""
-    decorators = getattr(stmt, "decorator_list", [])
-    return min([stmt.lineno] + [d.lineno for d in decorators])
+    decorators: list[ast.expr] = getattr(stmt, "decorator_list", [])
+    return min([stmt.lineno, *(d.lineno for d in decorators)])
 
 
 def dependency_slice(tree: ast.Module, source: str, fdef: ast.FunctionDef, min_functions: int = 0) -> str | None:
