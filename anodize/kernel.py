@@ -436,13 +436,32 @@ def tile_kernel(fn: Callable[P, None] | None = None, *, num_warps: int = 4) -> A
     return TileKernel(fn, num_warps)
 
 
+SLICE_FROM = 24
+"""Top-level functions from which `source_kernels(path, only)` fronts only the kernel's slice."""
+
+
 def source_kernels(path: Path, only: str = "") -> dict[str, Any]:
     """The file's kernels read from its source (the module is not run): name -> a `Kernel`
-    object, or, with `only`, None for every kernel but that one (a module of thousands of
-    kernels builds the one it compiles).  `anodize compile`/`run` (anodize/cli.py) and
-    `anodize build` (anodize/build.py) read a file this way."""
+    object, or, with `only`, None for every kernel but that one.  `anodize compile`/`run`
+    (anodize/cli.py) and `anodize build` (anodize/build.py) read a file this way.
+
+    With `only` naming a top-level kernel of a module of `SLICE_FROM` or more top-level
+    functions, the whole file is read and parsed once (a syntax error anywhere stops it, as it
+    stops `anodize check`), and only the kernel's slice of it (anodize/language/module_slice.py:
+    the kernel, what it depends on and every statement that is not a function) is fronted,
+    typed and checked: the kernel's `Kernel` alone is returned, its stand-in function carrying
+    the slice's front.  The compile gate's errors are those `anodize check` of the whole module
+    reports inside the kernel, its contract and its helpers (test_kernel_slice.py)."""
     front_end = _front()
-    front = front_end.front_or_error(front_end.read_source(path), str(path))  # read as Python reads it (BOM, coding line)
+    text = front_end.read_source(path)  # read as Python reads it (BOM, coding line)
+    if only:
+        front, mine = front_end.sliced_front(text, str(path), only, SLICE_FROM)
+        if mine is not None and front.symbols.function_kind(mine) == "kernel":
+            return {only: Kernel(front_end.stand_in_function(front, only, mine))}
+        if mine is not None:  # (not a kernel: the whole module's front says what its kernels are)
+            front = front_end.front_or_error(text, str(path))
+    else:
+        front = front_end.front_or_error(text, str(path))
     out: dict[str, Any] = {}
     functions = list(front.functions())
     named = [(q, f) for q, f in functions if q == only]

@@ -32,7 +32,7 @@ from .kernel_values import KernelSummary
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import NestingTooDeep, Source, read_source
 from anodize.language.syntax import parse as _parse
-from anodize.language.walk import walk_batched
+from anodize.language.walk import nodes, walk_batched
 
 @dataclass
 class Analysis:
@@ -124,7 +124,7 @@ def _nodes_at(tree: ast.Module, lines: list[int]) -> Iterator[ast.AST]:
     for stmt in tree.body:
         at = bisect.bisect_left(lines, stmt.lineno)
         if at < len(lines) and lines[at] <= (stmt.end_lineno or stmt.lineno):
-            yield from ast.walk(stmt)
+            yield from nodes(stmt)
 
 
 def _last(span: Span) -> tuple[int, int]:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from anodize.language.walk import nodes
+
 from .index_forms import TX, TY, TZ, Lin
 from .shared_slots import compatible
 
@@ -149,7 +151,7 @@ def unsafe_writes(model: Any, fn: Any, owned: Any = frozenset()) -> list[ast.Sub
     """The safe-tier writes of shared arrays in `fn` that are not at the writer's own slot
     (the witness itself, or a multi-slot index in `owned`: proven in every walk of `fn`)."""
     out: list[ast.Subscript] = []
-    for node in ast.walk(fn.node):
+    for node in nodes(fn.node):
         target = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
             target = node

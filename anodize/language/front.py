@@ -26,16 +26,17 @@ from anodize.language.records import dataclass
 from anodize.language.sources import constant_key, module_source, spec_key  # noqa: F401  (re-exported)
 from functools import cached_property
 from itertools import product
-from typing import Any
+from typing import Any, TypeVar
 
 from anodize.language import messages
 from anodize.language.contract import Contract
 from anodize.language.contract_schema import read_contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
+from anodize.language.module_slice import dependency_slice
 from anodize.language.names import Names, first_line
 from anodize.language.param_annotations import typevars_of
 from anodize.language.symbols import ModuleSymbols
-from anodize.language.syntax import NestingTooDeep, Source, parse, read_source  # noqa: F401  (read_source re-exported: anodize/kernel.py)
+from anodize.language.syntax import NestingTooDeep, Source, collector_paused, parse, read_source  # noqa: F401  (read_source re-exported: anodize/kernel.py)
 
 __all__ = [
     "ModuleFront", "TypedKernel", "cached_front", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
@@ -183,7 +184,11 @@ def front_for_source(source: str, path: str, tree: ast.Module | None = None) -> 
 
 
 def front_of_function(fn: Callable[..., Any]) -> ModuleFront:
-    """The front of the module `fn` was defined in; CheckError when its source is unavailable."""
+    """The front of the module `fn` was defined in (a stand-in's own front: `stand_in_function`);
+    CheckError when its source is unavailable."""
+    own = getattr(fn, "__anodize_front__", None)
+    if isinstance(own, ModuleFront):
+        return own
     path, text = module_source(fn)
     name = getattr(fn, "__name__", "?")
     line = getattr(getattr(fn, "__code__", None), "co_firstlineno", 1) or 1
@@ -195,8 +200,37 @@ def front_of_function(fn: Callable[..., Any]) -> ModuleFront:
 def front_or_error(text: str, path: str) -> ModuleFront:
     """The front of a module's source, or CheckError with the diagnostic `anodize check` gives
     for a source that does not parse or nests deeper than anodize reads."""
+    return _or_error(lambda: front_for_source(text, path), text, path)
+
+
+def sliced_front(text: str, path: str, name: str, min_functions: int) -> tuple[ModuleFront, ast.FunctionDef | None]:
+    """The front of the top-level function `name`'s slice of the module (module_slice.py) and
+    its `def` there; else (no such function, fewer than `min_functions` top-level functions,
+    nothing to leave out) the whole module's front and None.  The source is parsed whole once:
+    CheckError as `front_or_error` raises it."""
+    with collector_paused():  # (the whole module's tree is freed, by reference counting, on return)
+        tree = parse_or_error(text, path)
+        fdef = next((s for s in reversed(tree.body) if isinstance(s, ast.FunctionDef) and s.name == name), None)
+        sliced = dependency_slice(tree, text, fdef, min_functions) if fdef is not None else None
+        if fdef is not None and sliced is not None:
+            front = front_or_error(sliced, path)
+            mine = front.find(name, fdef.lineno)
+            if mine is not None:
+                return front, mine
+    return _or_error(lambda: front_for_source(text, path, tree), text, path), None
+
+
+def parse_or_error(text: str, path: str) -> ast.Module:
+    """The module's tree (no front built), or CheckError as `front_or_error` raises it."""
+    return _or_error(lambda: parse(text), text, path)
+
+
+_T = TypeVar("_T")
+
+
+def _or_error(step: Callable[[], _T], text: str, path: str) -> _T:
     try:
-        return front_for_source(text, path)
+        return step()
     except SyntaxError as e:
         raise CheckError([messages.syntax_error(Span.point(path, e.lineno or 1, max((e.offset or 1) - 1, 0)), e.msg or "")],
                          {path: text}) from None
@@ -236,7 +270,8 @@ def kernel_contract(kernel: Any) -> Contract | None:
 def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) -> Callable[..., Any]:
     """A function object that names `fdef` (file, first line, qualified name) without running
     its module: what `anodize compile FILE` wraps in a `Kernel`, so that compiling a script
-    never runs it.  Its body is empty; the front end reads the real one from the source."""
+    never runs it.  Its body is empty; the front end reads the real one from `front` (the
+    module's, or the kernel's slice of it: `source_kernels`), which it carries."""
     line = first_line(fdef)
     stub = compile("\n" * (line - 1) + f"def {fdef.name}():\n    pass\n", front.path, "exec")
     code = next(c for c in stub.co_consts if isinstance(c, types.CodeType))
@@ -244,6 +279,7 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
     fn.__qualname__ = qualname
     fn.__module__ = "__anodize_source__"
     fn.__doc__ = ast.get_docstring(fdef)
+    fn.__anodize_front__ = front  # type: ignore[attr-defined]
     return fn
 
 

@@ -65,12 +65,21 @@ def typevars_of(symbols: ModuleSymbols, fdef: ast.FunctionDef) -> dict[str, tupl
     """The type variables a kernel's parameters name, with their constraints (source order)."""
     out: dict[str, tuple[str, ...]] = {}
     for p in fdef.args.args:
-        for n in ast.walk(p.annotation) if p.annotation is not None else ():
-            if isinstance(n, (ast.Name, ast.Attribute)):
-                s = symbols.resolve(n)
-                if s.kind == "typevar":
-                    out.setdefault(s.name, s.constraints)
+        for n in _named(p.annotation) if p.annotation is not None else ():
+            s = symbols.resolve(n)
+            if s.kind == "typevar":
+                out.setdefault(s.name, s.constraints)
     return out
+
+
+def _named(ann: ast.expr) -> list[ast.expr]:
+    """The names and attribute chains of an annotation, as `ast.walk` meets them (`Slice[T]`,
+    `f32`: without a walk; any other form walked)."""
+    if isinstance(ann, ast.Name):
+        return [ann]
+    if isinstance(ann, ast.Subscript) and isinstance(ann.value, ast.Name) and isinstance(ann.slice, ast.Name):
+        return [ann.value, ann.slice]
+    return [n for n in ast.walk(ann) if isinstance(n, (ast.Name, ast.Attribute))]
 
 
 def constant_params(symbols: ModuleSymbols, fdef: ast.FunctionDef) -> dict[str, str]:

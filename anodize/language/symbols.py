@@ -277,7 +277,13 @@ class ModuleSymbols:
 
     def decorator_kind(self, deco: ast.expr) -> str | None:
         """`decorator_kind` through this module's aliases (`gpu = az.kernel` makes `@gpu` "kernel")."""
-        return decorator_kind(self.names, self.decorator_node(deco))
+        cache = self.__dict__.get("_deco_kinds")  # once per node (the model and the typer ask per function)
+        if cache is None:
+            cache = self.__dict__["_deco_kinds"] = {}
+        if deco in cache:
+            return cache[deco]  # type: ignore[no-any-return]
+        kind = cache[deco] = decorator_kind(self.names, self.decorator_node(deco))
+        return kind
 
     def decorator_node(self, deco: ast.expr) -> ast.expr:
         """The decorator expression `deco` stands for: an alias's value (`@c64` is the call

@@ -49,11 +49,13 @@ def type_kernel(front: Any, fdef: ast.FunctionDef, spec: tuple[tuple[str, Any], 
     if cdiags:
         return TypedKernel(None, tuple(cdiags))
     views: list[FnTypes] = []
+    ctx: list[KernelCtx] = []
     try:
-        kir = _type_kernel(front, fdef, contract, dict(spec), views)
+        kir = _type_kernel(front, fdef, contract, dict(spec), views, ctx=ctx)
     except CheckError as e:
         return TypedKernel(None, tuple(e.diagnostics), tuple(views))
-    mixed = _tile_shape_probe(front, fdef, contract, spec) if kir.tile_warps else []
+    # (two tile shapes of one output that differ by name look alike only when it was noted twice)
+    mixed = _tile_shape_probe(front, fdef, contract, spec) if kir.tile_warps and ctx[0].shape_noted_twice else []
     if mixed:
         return TypedKernel(None, tuple(mixed), tuple(views))
     return TypedKernel(kir, (), tuple(views))
@@ -147,10 +149,12 @@ def _reserved_names(front: Any, fdef: ast.FunctionDef) -> list[Diagnostic]:
 
 def _type_kernel(
     front: Any, fdef: ast.FunctionDef, contract: Contract | None, spec: dict[str, Any], views: list[FnTypes] | None = None,
-    probe: tuple[dict[str, int], list[Diagnostic]] | None = None,
+    probe: tuple[dict[str, int], list[Diagnostic]] | None = None, ctx: list[KernelCtx] | None = None,
 ) -> ir.KernelIR:
     src = front.src
     k = KernelCtx(front, front.path, contract, spec=spec, kernel_name=fdef.name)
+    if ctx is not None:
+        ctx.append(k)
     if probe is not None:  # `_tile_shape_probe`
         k.unknown_values, k.shape_mixed = probe
     if views is not None:

@@ -60,6 +60,7 @@ class KernelCtx:
     # typer.py `_tile_shape_probe`), and where the probe collects one output's mixed tile shapes
     unknown_values: dict[str, int] = field(default_factory=dict)
     shape_mixed: list[Diagnostic] | None = None
+    shape_noted_twice: bool = False  # one output's tile shape noted twice (the probe can tell them apart)
     kernel_name: str = ""
     views: list[FnTypes] = field(default_factory=list)  # each body's typing, keyed by its source (fn_types.py)
     loops: list[ir.While] = field(default_factory=list)  # `while` loops outside `unsafe` (liveness.py)

@@ -103,6 +103,7 @@ class TileTyper:
         self.fn = fn
         self.st = fn.st
         self._shapes: dict[str, tuple[tuple[int, ...], int]] = {}  # output -> (tile shape, line)
+        self._noted: set[str] = set()  # outputs whose shape was noted
 
     def new_axes(self, base: ir.Expr, node: ast.Subscript) -> ir.Expr:
         """`x[:, None]`, `x[None, :]`, `x[None]`: `x` with axes of extent 1 inserted where the
@@ -225,6 +226,9 @@ class TileTyper:
         """One tile shape per output (over every store and load of it in the kernel)."""
         line = self.st.span(node).line
         first = self._shapes.setdefault(name, (shape, line))
+        if name in self._noted:  # (the shape probe retypes a kernel only then: typer.py)
+            self.st.k.shape_noted_twice = True
+        self._noted.add(name)
         if first[0] != shape:
             k = self.st.k
             names = {v: n for n, v in k.unknown_values.items()}  # the shape probe's values, by name

@@ -22,7 +22,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["walk_batched", "child_fields", "visitor_methods", "walk_no_scopes", "sub_blocks", "statements"]
+__all__ = ["walk_batched", "child_fields", "visitor_methods", "walk_no_scopes", "nodes", "sub_blocks", "statements"]
 
 _Fn = Callable[[ast.AST], Any]
 
@@ -75,6 +75,30 @@ def child_fields(cls: type) -> tuple[str, ...]:
 
 
 _SCOPES = (ast.Lambda, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def nodes(root: ast.AST) -> list[ast.AST]:
+    """`root` and every node under it, as `ast.walk` finds them but operators and contexts left
+    out, and in another order (breadth first over `child_fields`): for a search whose order does
+    not matter, at about half `ast.walk`'s cost."""
+    out = [root]
+    append, extend = out.append, out.extend
+    node_cls = ast.AST
+    i = 0
+    while i < len(out):
+        n = out[i]
+        i += 1
+        cls = n.__class__
+        fields = _FIELDS.get((cls, False))  # type: ignore[call-overload]
+        if fields is None:
+            fields = _fields(cls, ops=False)
+        for f in fields:
+            v = getattr(n, f)
+            if v.__class__ is list:
+                extend([c for c in v if isinstance(c, node_cls)])
+            elif isinstance(v, node_cls):
+                append(v)
+    return out
 
 
 def walk_no_scopes(node: ast.AST) -> Iterator[ast.AST]:

@@ -90,3 +90,59 @@ def test_every_fixture_and_example(stride: int, monkeypatch: pytest.MonkeyPatch)
             continue
         slices += _same_gate(src, str(f))
     assert slices > 300 // stride
+
+
+def _dense_module(tmp_path: Path) -> Path:
+    generate(tmp_path, 600, lines_per_file=600)
+    return next(tmp_path.rglob("*.py"))
+
+
+def test_compile_of_one_kernel_fronts_its_slice(tmp_path: Path) -> None:
+    """`anodize compile FILE:KERNEL` of a large module fronts, types and checks the kernel's
+    slice (the stand-in carries the slice's front), and lowers what the whole module lowers."""
+    from anodize.kernel import source_kernels
+    from anodize.language.front import front_of_function, stand_in_function
+
+    path = _dense_module(tmp_path)
+    src = path.read_text()
+    kernels = source_kernels(path, "helper_user_1")
+    assert list(kernels) == ["helper_user_1"]
+    k = kernels["helper_user_1"]
+    front = front_of_function(k.fn)
+    assert front.source != src and front.source.count("\n") == src.count("\n")
+    assert {q for q, _ in front.functions()} == {"put_1", "helper_user_1"}
+    whole = front_for_source(src, str(path))
+    fdef = next(f for f in whole.kernels() if f.name == "helper_user_1")
+    from anodize.kernel import Kernel
+
+    from_whole = Kernel(stand_in_function(whole, "helper_user_1", fdef))
+    assert k.compile(arch="sm_90").ptx == from_whole.compile(arch="sm_90").ptx
+    for name in ("put_1", "nonesuch"):  # a helper, no function: the module's kernels (the CLI lists them)
+        listed = source_kernels(path, name)
+        assert "helper_user_1" in listed and name not in listed and set(listed.values()) == {None}
+
+
+def test_compile_of_one_kernel_refuses_what_check_reports_in_its_slice(tmp_path: Path) -> None:
+    """An error in the kernel's helper stops its compile with the diagnostic `anodize check`
+    gives; an error in a function it does not depend on does not (as the gate of the whole
+    module); a syntax error anywhere in the file stops it (the file is parsed whole)."""
+    from anodize.kernel import source_kernels
+    from anodize.language.diagnostics import CheckError
+
+    path = _dense_module(tmp_path)
+    src = path.read_text()
+    bad_helper = src.replace("def put_1(out: DisjointSlice[f32], i: Index1D, v: f32) -> None:\n    if i in out:\n        out[i] = v",
+                             "def put_1(out: DisjointSlice[f32], i: Index1D, v: f32) -> None:\n    out[i + 1] = v", 1)
+    assert bad_helper != src
+    path.write_text(bad_helper)
+    full = api.analyze_source(bad_helper, str(path))
+    whole = api.kernel_errors(full, next(f for f in full.model.front.kernels() if f.name == "helper_user_1"))
+    assert [d.code for d in whole] == ["az-disjoint-index"]
+    with pytest.raises(CheckError) as e:
+        source_kernels(path, "helper_user_1")["helper_user_1"].compile(arch="sm_90")
+    assert _key(e.value.diagnostics) == _key(whole)
+    source_kernels(path, "vecadd_0")["vecadd_0"].compile(arch="sm_90")  # the helper is not its
+    path.write_text(src + "\ndef broken(:\n")
+    with pytest.raises(CheckError) as e:
+        source_kernels(path, "vecadd_0")
+    assert [d.code for d in e.value.diagnostics] == ["az-syntax"]
