@@ -60,18 +60,9 @@ def main(dev: az.Device, x: object) -> None:
             self.bundle_launch(node, kernel, skip)
             return
         names = [p for p, _ in kernel.params]
-        bound: list[tuple[int, ast.expr]] = []
-        # without `*x`/`**x` every positional argument comes before every keyword
-        for pos, a in enumerate(node.args):
-            if isinstance(a, ast.Starred):
-                return
-            if pos >= skip and pos - skip < len(names):
-                bound.append((pos - skip, a))
-        for kw in node.keywords:
-            if kw.arg is None:
-                return
-            if kw.arg in names:
-                bound.append((names.index(kw.arg), kw.value))
+        bound = _bound(node, names, skip)
+        if bound is None:
+            return
         self.check([(names[i], kernel.is_output(i), e, ()) for i, e in bound])
 
     def check(self, args: list[tuple[str, bool, ast.expr, tuple[Label, ...]]]) -> None:
@@ -91,18 +82,9 @@ def main(dev: az.Device, x: object) -> None:
         arguments, checked with every other argument as separate parameters are (a bundle
         argument of any other form is the runtime's to check)."""
         sig = kernel.launch_params
-        bound: list[tuple[int, ast.expr]] = []
-        for pos, a in enumerate(node.args):
-            if isinstance(a, ast.Starred):
-                return
-            if pos >= skip and pos - skip < len(sig):
-                bound.append((pos - skip, a))
-        for kw in node.keywords:
-            if kw.arg is None:
-                return
-            at = next((k for k, (n, _, _) in enumerate(sig) if n == kw.arg), None)
-            if at is not None:
-                bound.append((at, kw.value))
+        bound = _bound(node, [n for n, _, _ in sig], skip)
+        if bound is None:
+            return
         args: list[tuple[str, bool, ast.expr, tuple[Label, ...]]] = []
         for i, e in bound:
             name, kind, fields = sig[i]
@@ -186,3 +168,21 @@ def _is_output(kind: str) -> bool:
 
 def _is_view_call(e: ast.expr) -> bool:
     return isinstance(e, ast.Call) and isinstance(e.func, ast.Attribute) and e.func.attr in VIEW_METHODS
+
+
+def _bound(node: ast.Call, names: list[str], skip: int) -> list[tuple[int, ast.expr]] | None:
+    """(parameter index, argument) of a launch's arguments past the first `skip` (the launch
+    config), or None when a `*x`/`**x` hides which argument binds which parameter (without
+    them every positional argument comes before every keyword)."""
+    bound: list[tuple[int, ast.expr]] = []
+    for pos, a in enumerate(node.args):
+        if isinstance(a, ast.Starred):
+            return None
+        if pos >= skip and pos - skip < len(names):
+            bound.append((pos - skip, a))
+    for kw in node.keywords:
+        if kw.arg is None:
+            return None
+        if kw.arg in names:
+            bound.append((names.index(kw.arg), kw.value))
+    return bound
