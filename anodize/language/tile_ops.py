@@ -16,7 +16,13 @@ row (a frozen dataclass: its operands, `ty: TileTy`, `span`), and registers the 
 lowering in codegen/tile/ops.py (`@elementwise(Node)`: element e of the node from element e
 of each operand), which the GPU, the CPU backend and the debug device all run: 3 files and
 its test (docs/architecture.md, "How to add X"; the dry run: tests/codegen/
-test_tile_new_node_op.py).  This module stays light (no IR import at load: tile_vocab reads it).
+test_tile_new_node_op.py).  An op whose node has a loop of its own (element e reads other
+elements: a scan, an index of the maximum) declares the node here the same way plus a method
+`temporaries(threads) -> tuple[TileTy, ...]` (the tiles its loop allocates, its result first;
+language/tile_storage.py counts them against the on-chip bound), and registers its loop in
+codegen/tile/ops.py (`@computes(Node)`, which the tile compiler's `prep` calls with the arrays
+of those tiles): again 3 files and its test (the dry run: tests/codegen/
+test_tile_new_loop_op.py).  This module stays light (no IR import at load: tile_vocab reads it).
 """
 
 from __future__ import annotations

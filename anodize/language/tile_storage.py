@@ -11,6 +11,9 @@ language counts an upper bound of that allocation, which the lowering must never
 - every reduction and matmul node, at its result's size (a temporary, when not computed in
   place), a matmul's operands' sizes (staged when they are not tile locals or fills) and a
   reduction's partials (one element per thread at most);
+- every node of an op computed by a loop of its own (declared in language/tile_ops.py with a
+  `temporaries(threads)` method; its loop is codegen/tile/ops.py's `@computes`), at the sizes
+  of the tiles it declares: the lowering allocates exactly those, so the two cannot disagree;
 - one temporary per distinct tile type of an assignment that reads its own target at another
   element (transposed or broadcast), so goes through one; `acc = tile.matmul(x, y, acc)` is
   computed in place;
@@ -72,10 +75,16 @@ def _moved(node: Any, name: str, shape: tuple[int, ...]) -> bool:
         return node.name == name and getattr(node.ty, "shape", shape) != shape
     if isinstance(node, (TileTrans, TileReshape)):
         return _mentions(node.value, name)
-    if isinstance(node, (TileReduce, TileMatmul)):
+    if isinstance(node, (TileReduce, TileMatmul)) or _computed(node):
         return False
     # element-wise (a `TileElem`, an op's own node: codegen/tile/ops.py): element e of each tile operand
     return any((v.ty.shape != shape and _mentions(v, name)) or _moved(v, name, shape) for v in children(node) if is_tile(v))
+
+
+def _computed(node: Any) -> bool:
+    """Is `node` an op's own node computed whole by a loop of its own (it declares the tiles
+    that loop allocates: `temporaries(threads)`)?"""
+    return callable(getattr(node, "temporaries", None)) and is_tile(node)
 
 
 def _in_place(s: ir.Assign) -> bool:
@@ -154,6 +163,8 @@ def _bound(k: ir.KernelIR, accs: set[str], sites: set[int]) -> int:
                 total += 32 * warps * (node.ty.elem.info.mem_bits // 8)
             else:
                 total += _staged(node.x) + _staged(node.y)
+        if _computed(node):
+            total += sum(_bytes(t) for t in node.temporaries(32 * warps))
         if isinstance(node, TileStore) and _loads(node.value, node.slice.name):
             total += _bytes(node.value.ty)  # read the output's own tile whole before storing it
         if isinstance(node, ir.Assign) and isinstance(node.value.ty, TileTy):

@@ -16,8 +16,24 @@ in plain.py, and language/tile_storage.py's count, read it as they read `TileEle
 register layouts leave the node to the generic lowering (rows_plan.py: not a row node;
 language/tile_plan.py: no register tile is read through it), and the CPU backend and the
 debug device run the plain IR this makes for one thread (codegen/driver.py `_tiles(k, 1)`),
-so this one function lowers the op for every backend.  An op whose element needs other
-elements (a scan, a gather) is not this kind: it gets its own loop in compute.py.
+so this one function lowers the op for every backend.
+
+An op whose element needs other elements of its operands (a scan, an index of the maximum
+along an axis) is computed whole, by a loop of its own, before the statement that reads it:
+
+    @computes(Cumsum)
+    def cumsum(low: Any, node: Cumsum, args: list[Any], temps: list[Any], out: list[ir.Stmt]) -> Any:
+        ...
+
+`args` are the node's children as above, prepared (a tile operand: a tile tree `low.ev` reads
+at any coordinates; a scalar: its plain-IR expression); `temps` are the shared arrays of the
+tiles its node declares (`node.temporaries(threads)`, language/tile_storage.py counts the same
+tiles, so `anodize check`'s on-chip bound holds what the lowering allocates), its result first.
+The function appends its loops to `out` through the lowering's builders (`low.loop(ty, body)`:
+one element per thread, the barrier before it placed from what it notes; `low.ev`,
+`low.local`, `low.note`) and returns the tile tree of its result, normally `temps[0]`.  The
+same plain IR runs on the GPU, the CPU backend and the debug device.  The reductions and
+matmuls, with lowerings of their own per layout (rows.py, mma.py), stay in compute.py.
 """
 
 from __future__ import annotations
@@ -28,21 +44,39 @@ from typing import Any, TypeVar
 from anodize.language import ir
 from anodize.language.tile_ir import TileTy
 
-__all__ = ["ELEMENTWISE", "elementwise", "Op"]
+__all__ = ["COMPUTES", "ELEMENTWISE", "computes", "elementwise", "Op"]
 
 ElementFn = Callable[[Any, list[ir.Expr]], ir.Expr]
+ComputeFn = Callable[[Any, Any, list[Any], list[Any], list[ir.Stmt]], Any]
 _F = TypeVar("_F", bound=ElementFn)
+_G = TypeVar("_G", bound=ComputeFn)
 
 ELEMENTWISE: dict[type, ElementFn] = {}
+COMPUTES: dict[type, ComputeFn] = {}
 
 
 def elementwise(cls: type) -> Callable[[_F], _F]:
     """Register the decorated function as the element lowering of tile node class `cls`."""
 
     def record(fn: _F) -> _F:
-        if cls in ELEMENTWISE:
-            raise ValueError(f"tile node {cls.__name__} already has an element lowering")
+        if cls in ELEMENTWISE or cls in COMPUTES:
+            raise ValueError(f"tile node {cls.__name__} already has a lowering")
         ELEMENTWISE[cls] = fn
+        return fn
+
+    return record
+
+
+def computes(cls: type) -> Callable[[_G], _G]:
+    """Register the decorated function as the loop lowering of tile node class `cls`, which
+    declares the tiles that loop allocates (`temporaries(threads) -> tuple[TileTy, ...]`)."""
+    if not callable(getattr(cls, "temporaries", None)):
+        raise TypeError(f"tile node {cls.__name__} computed by a loop must declare its `temporaries(threads)`")
+
+    def record(fn: _G) -> _G:
+        if cls in COMPUTES or cls in ELEMENTWISE:
+            raise ValueError(f"tile node {cls.__name__} already has a lowering")
+        COMPUTES[cls] = fn
         return fn
 
     return record

@@ -62,7 +62,7 @@ from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
 from .lower import assign_registers, pipelined_loop, read_register, reads_registers, registers_of, store_registers
-from .ops import ELEMENTWISE, Op
+from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
 
@@ -429,7 +429,8 @@ class _Lowering:
 
     # ---- materialising what cannot be evaluated inline --------------------------------------------
     def prep(self, x: Any, out: list[ir.Stmt]) -> Any:
-        """`x` with every reduction and matmul computed into an array first (statements to `out`)."""
+        """`x` with every reduction, matmul and node with a loop of its own (ops.py `computes`)
+        computed into an array first (statements to `out`)."""
         if isinstance(x, ir.Local) and isinstance(x.ty, TileTy):
             if self.plan is not None and x.name in self.plan.registers:
                 return registers_of(self, x.name, x.ty)
@@ -455,6 +456,9 @@ class _Lowering:
             return self.compute.matmul(x, out)
         if type(x) in ELEMENTWISE:  # an op's own node (ops.py)
             return Op(x, [self.prep(c, out) if is_tile(c) else self.scalar(c) for c in children(x)])
+        if type(x) in COMPUTES:  # an op's own node with a loop of its own (ops.py), into the tiles it declares
+            args = [self.prep(c, out) if is_tile(c) else self.scalar(c) for c in children(x)]
+            return COMPUTES[type(x)](self, x, args, [self.temp(t) for t in x.temporaries(self.T)], out)
         raise AssertionError(f"not a tile expression: {type(x).__name__}")
 
     # ---- hazards -----------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from anodize.language.tile_ir import (
 from anodize.language.types import BOOL, I32, I64, ScalarTy
 
 from .compute import _and, _bin, _c, _eq
-from .ops import ELEMENTWISE
+from .ops import COMPUTES, ELEMENTWISE
 from .rows_form import row_form
 
 __all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
@@ -206,7 +206,7 @@ def row_plan(k: ir.KernelIR, threads: int) -> RowLayout | None:
     stores: dict[str, set[tuple[int, ...]]] = {}
     under: set[int] = set()  # the aranges that reshapes give their axis (their own shape is moot)
     for n in nodes:
-        if type(n).__module__ == tile_ir.__name__ and not isinstance(n, ROW_NODES) or type(n) in ELEMENTWISE:
+        if type(n).__module__ == tile_ir.__name__ and not isinstance(n, ROW_NODES) or type(n) in ELEMENTWISE or type(n) in COMPUTES:
             return None
         if isinstance(n, TileReshape):
             if not arange_axis(n):
