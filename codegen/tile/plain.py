@@ -503,7 +503,7 @@ class _Lowering:
     # ---- one element of a tile tree ----------------------------------------------------------------
     def ev(self, x: Any, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Expr:
         """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
-        if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileElem, TileLoad, Op)):
+        if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileReshape, TileArange, TileElem, TileLoad, Op)):
             return read_register(self, x, coords)
         if isinstance(x, _Arr):
             shape = x.ty.shape

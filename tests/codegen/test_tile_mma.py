@@ -152,3 +152,35 @@ def test_the_variant_matches_numpy_on_the_gpu(tmp_path: Path, name: str, tile: t
 @pytest.mark.parametrize("name", ["canonical", "b_trans", "acc_in"])
 def test_bf16_variants_match_numpy_on_the_gpu(tmp_path: Path, name: str) -> None:
     run_case(tmp_path, az.device(), name, (128, 256, 64, 8), 300, 260, 200, "bf16")
+
+
+# a kernel whose matmul is on tensor cores and which also builds a mask from `tile.arange` and
+# `[:, None]` (a reshape) elsewhere: with a register plan, the generic lowering evaluated an
+# arange or a reshape as a register tile and failed (found by the 20,000-module agreement run)
+MASKED_BESIDE_MMA = """
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
+
+
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=4)
+def k(a: Slice2D[f16], x: Slice2D[f32], c: DisjointSlice2D[f32], d: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    t = tile.load(x, pid, (64, 64))
+    causal = (pid.row * 64 + tile.arange(64))[:, None] >= (pid.col * 64 + tile.arange(64))[None, :]
+    tile.store(d, pid, tile.where(causal, t, 0.0))
+    acc = tile.zeros((64, 64), f32)
+    for kk in range(0, n, 32):
+        acc = tile.matmul(tile.load(a, (pid.row * 64, kk), (64, 32)), tile.load(a, (kk, pid.col * 64), (32, 64)), acc)
+    tile.store(c, pid, acc)
+"""
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_an_arange_mask_beside_a_tensor_core_matmul_compiles(arch: str) -> None:
+    from anodize.language.tile_plan import plan_tiles
+
+    ir = kernel_ir(MASKED_BESIDE_MMA)
+    assert plan_tiles(ir).sites  # the matmul is on tensor cores: the register plan is in force
+    ptx = compile_gpu(ir, arch, ptxas=None).ptx
+    assert ("wgmma.mma_async" if arch == "sm_90" else "mma.sync") in ptx
