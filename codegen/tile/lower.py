@@ -33,7 +33,7 @@ from .layout import MmaLayout, choose_layout, wgmma_shape_ok
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .wgmma import smem_bytes
 
-__all__ = ["assign_registers", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
+__all__ = ["assign_registers", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
            "store_registers"]
 
 
@@ -72,6 +72,11 @@ def registers_of(low: Any, name: str, ty: TileTy) -> _Frag:
             regs.append(r)
         hit = low.registers[name] = _Frag(name, ty, regs, lay)
     return hit  # type: ignore[no-any-return]
+
+
+def is_register_tile(x: Any) -> bool:
+    """Is `x` a tile the register plan holds in registers (a fragment, read by `read_register`)?"""
+    return isinstance(x, _Frag)
 
 
 def reads_registers(tree: Any) -> bool:

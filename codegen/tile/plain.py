@@ -61,7 +61,7 @@ from anodize.language.tile_ir import (
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
-from .lower import assign_registers, pipelined_loop, read_register, reads_registers, registers_of, store_registers
+from .lower import assign_registers, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
 from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
@@ -503,7 +503,7 @@ class _Lowering:
     # ---- one element of a tile tree ----------------------------------------------------------------
     def ev(self, x: Any, coords: list[ir.Expr], pre: list[ir.Stmt]) -> ir.Expr:
         """Element `coords` of tile tree `x` (statements it needs appended to `pre`)."""
-        if self.plan is not None and not isinstance(x, (_Arr, TileFull, TileTrans, TileReshape, TileArange, TileElem, TileLoad, Op)):
+        if is_register_tile(x):  # a tile the register plan holds (only with a plan in force)
             return read_register(self, x, coords)
         if isinstance(x, _Arr):
             shape = x.ty.shape
