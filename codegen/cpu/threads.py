@@ -61,8 +61,10 @@ class _Warp:
     snapshot: dict[int, int] = field(default_factory=dict)
 
 
-class GridBarrier:
-    """`az.grid.sync()` across the host threads of every block of a grid (its live threads)."""
+class Barrier:
+    """A barrier of the live host threads of a block or a grid: it releases when every thread
+    still running has arrived (a thread that ends leaves it); a wait past TIMEOUT_S breaks it
+    for everyone (the launch reports the deadlock)."""
 
     def __init__(self, nthreads: int):
         self.cv = threading.Condition()
@@ -70,41 +72,6 @@ class GridBarrier:
         self.arrived = 0
         self.gen = 0
         self.broken = False
-
-    def barrier(self) -> None:
-        with self.cv:
-            if self.broken:
-                return
-            gen = self.gen
-            self.arrived += 1
-            if self.arrived >= self.alive:
-                self.arrived = 0
-                self.gen += 1
-                self.cv.notify_all()
-            elif not self.cv.wait_for(lambda: self.gen != gen or self.broken, timeout=TIMEOUT_S):
-                self.broken = True
-                self.cv.notify_all()
-
-    def exit(self) -> None:
-        with self.cv:
-            self.alive -= 1
-            if self.arrived and self.arrived >= self.alive:
-                self.arrived = 0
-                self.gen += 1
-                self.cv.notify_all()
-
-
-class BlockState:
-    """The synchronisation state of one block's host threads."""
-
-    def __init__(self, nthreads: int, grid: GridBarrier | None = None):
-        self.grid = grid  # a cooperative grid's barrier, shared by its blocks
-        self.cv = threading.Condition()
-        self.alive = nthreads
-        self.arrived = 0
-        self.gen = 0
-        self.broken = False
-        self.warps = {w: _Warp(min(32, nthreads - 32 * w)) for w in range((nthreads + 31) // 32)}
 
     def _wait(self, done: Callable[[], bool]) -> None:
         if not self.cv.wait_for(lambda: done() or self.broken, timeout=TIMEOUT_S):
@@ -114,13 +81,6 @@ class BlockState:
     def _release(self) -> None:
         self.arrived = 0
         self.gen += 1
-        self.cv.notify_all()
-
-    def _release_warp(self, w: _Warp) -> None:
-        w.snapshot = w.values
-        w.values = {}
-        w.arrived = 0
-        w.gen += 1
         self.cv.notify_all()
 
     def barrier(self) -> None:
@@ -133,6 +93,37 @@ class BlockState:
                 self._release()
             else:
                 self._wait(lambda: self.gen != gen)
+
+    def _leave(self) -> None:
+        """A thread ended (under `cv`): the others no longer wait for it."""
+        self.alive -= 1
+        if self.arrived and self.arrived >= self.alive:
+            self._release()
+
+
+class GridBarrier(Barrier):
+    """`az.grid.sync()` across the host threads of every block of a grid (its live threads)."""
+
+    def exit(self) -> None:
+        with self.cv:
+            self._leave()
+
+
+class BlockState(Barrier):
+    """The synchronisation state of one block's host threads: its barrier and its warps'
+    exchanges."""
+
+    def __init__(self, nthreads: int, grid: GridBarrier | None = None):
+        super().__init__(nthreads)
+        self.grid = grid  # a cooperative grid's barrier, shared by its blocks
+        self.warps = {w: _Warp(min(32, nthreads - 32 * w)) for w in range((nthreads + 31) // 32)}
+
+    def _release_warp(self, w: _Warp) -> None:
+        w.snapshot = w.values
+        w.values = {}
+        w.arrived = 0
+        w.gen += 1
+        self.cv.notify_all()
 
     def exchange(self, linear: int, value: int) -> dict[int, int]:
         w = self.warps[linear // 32]
@@ -150,9 +141,7 @@ class BlockState:
 
     def exit(self, linear: int) -> None:
         with self.cv:
-            self.alive -= 1
-            if self.arrived and self.arrived >= self.alive:
-                self._release()
+            self._leave()
             w = self.warps[linear // 32]
             w.alive -= 1
             if w.arrived and w.arrived >= w.alive:
