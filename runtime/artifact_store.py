@@ -16,6 +16,7 @@ import hashlib
 import importlib.util
 import linecache
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -219,17 +220,29 @@ def load(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
     inputs, content and payload hashes (runtime/diskcache.py), the kernel's name, its entry
     symbol in the PTX, and its contract, which must equal the one parsed from the source
     (`kernel.contract`): the contract that guards a launch always comes from the source."""
-    key = diskcache.make_key(inputs)
-    got = diskcache.load(key)
-    if got is None:
-        return None
-    meta, files = got
-    try:
+    def gpu(meta: dict[str, Any], files: dict[str, bytes]) -> CompiledKernel:
         ptx = files["kernel.ptx"].decode()
         if f".entry {kernel.__name__}(" not in ptx:
             raise ValueError("the entry is another kernel's")
         return _compiled(meta, files, kernel, ptx=ptx, cubin=files.get("kernel.cubin"))
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
+
+    return _confirmed(inputs, gpu)
+
+
+# what a confirmation raises on an entry of the wrong shape: a miss, never an error
+_MISS = (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError)
+
+
+def _confirmed(inputs: dict[str, Any], build: Callable[[dict[str, Any], dict[str, bytes]], CompiledKernel]) -> CompiledKernel | None:
+    """`build(meta, files)` of the entry cached for `inputs`, or None: none, or one that `build`
+    refuses (it raises one of `_MISS`), which is removed."""
+    key = diskcache.make_key(inputs)
+    got = diskcache.load(key)
+    if got is None:
+        return None
+    try:
+        return build(*got)
+    except _MISS:
         diskcache.evict(key)
         return None
 
@@ -288,18 +301,12 @@ def load_cpu(inputs: dict[str, Any], kernel: Kernel) -> CompiledKernel | None:
     """The CPU artifact cached for `inputs`, its object loaded into a fresh engine, or None.
     Confirmed as `load` confirms a GPU entry; the object must be an object file holding the
     recipe's entry symbol, and LLVM must load it (anything else is a miss, the entry removed)."""
-    key = diskcache.make_key(inputs)
-    got = diskcache.load(key)
-    if got is None:
-        return None
-    meta, files = got
-    try:
+    def cpu(meta: dict[str, Any], files: dict[str, bytes]) -> CompiledKernel:
         ck = _compiled(meta, files, kernel)
         recipe = meta["cpu"]
         if not isinstance(recipe, dict) or recipe.get("entry") != ck.entry:
             raise ValueError("the recipe is another kernel's")
         ck.cpu_entry = lazy.codegen_cpu().entry_from_object(recipe, ck.params, files["kernel.o"])
         return ck
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError, UnicodeDecodeError, RecursionError):
-        diskcache.evict(key)
-        return None
+
+    return _confirmed(inputs, cpu)
