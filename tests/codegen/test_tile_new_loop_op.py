@@ -28,21 +28,21 @@ import numpy as np
 import pytest
 
 import anodize as az
-import anodize.tile as az_tile
 from anodize.codegen.driver import compile_gpu
 from anodize.codegen.tile.entry import lower_tiles
 from anodize.codegen.tile.ops import COMPUTES, computes
 from anodize.codegen.tile.rows_plan import row_plan
-from anodize.language import intrinsics, ir, symbols
+from anodize.language import ir
 from anodize.language.diagnostics import Span
 from anodize.language.front import front_for_source
 from anodize.language.ir_walk import walk
 from anodize.language.records import dataclass
 from anodize.language.tile_ir import TileTy
-from anodize.language.tile_ops import TILE_OPS, declare
+from anodize.language.tile_ops import declare
 from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, tile_storage_bound
 from anodize.language.types import I64
 from checker.api import check_source
+from tile_dry_run import declared_op
 
 
 # ---- the op, as its files would declare it ------------------------------------------------------
@@ -98,20 +98,9 @@ def cumsum_stub(x: Any, *, axis: int | None = None) -> Any:  # (3) anodize/tile.
 
 @pytest.fixture
 def cumsum() -> Iterator[None]:
-    """Declare the op; afterwards restore the rows, the tables read from them and the stubs."""
-    saved = [(t, dict(t)) for t in (TILE_OPS, intrinsics.INTRINSICS, symbols._TABLE, COMPUTES)]
-    try:
-        _declare_the_op()
-        # the tables read from the rows when language/intrinsics.py and symbols.py load (as a new op's would be)
-        intrinsics.INTRINSICS.update(intrinsics._declare())
-        symbols._TABLE.update({n: d.tag for n, d in intrinsics.INTRINSICS.items()})
-        az_tile.cumsum = cumsum_stub  # type: ignore[attr-defined]
+    """Declare the op; afterwards the rows, the tables read from them and the stubs are restored."""
+    with declared_op("cumsum", cumsum_stub, _declare_the_op, COMPUTES):
         yield
-    finally:
-        for t, rows in saved:
-            t.clear()
-            t.update(rows)  # type: ignore[attr-defined]
-        del az_tile.cumsum  # type: ignore[attr-defined]
 
 
 SOURCE = '''

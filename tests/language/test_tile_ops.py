@@ -17,6 +17,7 @@ import pytest
 import anodize.tile as az_tile
 from anodize.language import intrinsics, symbols
 from anodize.language.front import front_for_source
+from anodize.language.ir_walk import walk
 from anodize.language.tile_ir import TileFull
 from anodize.language.tile_ops import TILE_OPS, declare
 from anodize.language.tile_vocab import TILE_FUNCS, TILE_KEYWORDS
@@ -78,23 +79,6 @@ def _typed(stage: str, extra: str = "") -> Any:
     return front.typed(fdef)
 
 
-def _nodes(tree: object, kind: type) -> list[object]:
-    out: list[object] = []
-
-    def walk(x: object) -> None:
-        if isinstance(x, kind):
-            out.append(x)
-        if isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif hasattr(x, "__dataclass_fields__"):
-            for f in x.__dataclass_fields__:
-                walk(getattr(x, f))
-
-    walk(tree)
-    return out
-
-
 def test_a_declared_op_is_typed(declared: None) -> None:
     """The dry run: `tile.ones(shape, T)` declared here (on the stub's side it is one `def` in
     anodize/tile.py), built from an existing node (`TileFull`).  The symbol table and the typer
@@ -111,7 +95,7 @@ def test_a_declared_op_is_typed(declared: None) -> None:
     symbols._TABLE.update({n: d.tag for n, d in intrinsics.INTRINSICS.items()})
     typed = _typed("declared")
     assert typed.ir is not None, typed.diagnostics
-    fulls = _nodes(typed.ir.body, TileFull)
+    fulls = [n for n in walk(typed.ir.body) if isinstance(n, TileFull)]
     assert len(fulls) == 1 and fulls[0].value.value == 1 and fulls[0].ty.shape == (128,)  # type: ignore[attr-defined]
     # the row's arity and keywords are what the typer checks
     bad = _typed("declared", ", 1")

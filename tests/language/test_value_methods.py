@@ -16,6 +16,7 @@ import pytest
 
 from anodize.language import intrinsics, ir
 from anodize.language.front import front_for_source
+from anodize.language.ir_walk import walk
 from checker.engine import analyze_source
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,20 +85,7 @@ def _typed(stage: str, call: str) -> Any:
 
 
 def _atomics(tree: object) -> list[ir.Atomic]:
-    out: list[ir.Atomic] = []
-
-    def walk(x: object) -> None:
-        if isinstance(x, ir.Atomic):
-            out.append(x)
-        if isinstance(x, (list, tuple)):
-            for y in x:
-                walk(y)
-        elif hasattr(x, "__dataclass_fields__"):
-            for f in x.__dataclass_fields__:
-                walk(getattr(x, f))
-
-    walk(tree)
-    return out
+    return [n for n in walk(tree) if isinstance(n, ir.Atomic)]
 
 
 def test_a_declared_method_is_classified_and_typed(declared: None) -> None:
