@@ -142,6 +142,11 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
     chunks = int(os.environ.get("ANODIZE_COARSEN_CHUNKS", CHUNKS))
     if chunks <= 0 or k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
         return None
+    if any(p.slice_kind is not None and p.scalar.kind == "r" and p.scalar.mem_bits > 64 for p in k.params):
+        # a record wider than 8 bytes already moves its bytes per thread; consecutive records per
+        # thread would only spread a warp's accesses over four times the lines (0.48x numba's
+        # one-record-per-thread particle step on the H200)
+        return None
     ranks: set[int] = set()
     count = [0]
 
