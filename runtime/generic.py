@@ -83,8 +83,9 @@ def _dtype_name(value: Any) -> str | None:
     dt = getattr(value, "dtype", None)
     if dt is None:
         return None
-    name = getattr(dt, "name", None) or str(dt)
-    return _BY_DTYPE.get(str(name))
+    name = str(getattr(dt, "name", None) or dt)
+    # PyTorch spells its dtypes `torch.float16`, `torch.bfloat16`, ...: NumPy's names behind a prefix
+    return _BY_DTYPE.get(name[6:] if name.startswith("torch.") else name)
 
 
 def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Kernel, tuple[Any, ...]]:

@@ -157,3 +157,23 @@ def test_gpu_generic_saxpy_on_f16_f32_f64(gs) -> None:  # type: ignore[no-untype
         gs.main(1 << 18)
     finally:
         az.device = orig  # type: ignore[assignment]
+
+
+def test_framework_dtype_names_pick_the_scalar() -> None:
+    """A PyTorch tensor's dtype prints as `torch.bfloat16`: its type variable is specialised from
+    it as from NumPy's `bfloat16` (the generic GEMM over torch tensors, bench/interop_bench.py)."""
+    from anodize.runtime.generic import _dtype_name
+
+    class TorchDtype:  # str() as torch.dtype's, no `.name`
+        def __init__(self, s: str) -> None:
+            self.s = s
+
+        def __str__(self) -> str:
+            return self.s
+
+    class Tensor:
+        def __init__(self, s: str) -> None:
+            self.dtype = TorchDtype(s)
+
+    assert [_dtype_name(Tensor(f"torch.{n}")) for n in ("float16", "bfloat16", "float32", "int64")] == ["f16", "bf16", "f32", "i64"]
+    assert _dtype_name(Tensor("torch.complex64")) is None

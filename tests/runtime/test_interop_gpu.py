@@ -125,9 +125,20 @@ def twice_{t}(x: Slice[{t}], out: DisjointSlice[{t}]) -> None:
 
 
 def _half_kernel(t: str) -> Any:
-    ns: dict[str, Any] = {}
-    exec(_HALF_COPY.format(t=t), ns)  # noqa: S102  (one kernel per half type, by name)
-    return ns[f"twice_{t}"]
+    """One kernel per half type, from a module file (a kernel is compiled from its source)."""
+    import importlib.util
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    path = Path(tempfile.mkdtemp()) / f"interop_half_{t}.py"
+    path.write_text(_HALF_COPY.format(t=t))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)
+    return getattr(mod, f"twice_{t}")
 
 
 @pytest.mark.parametrize("t", ["f16", "bf16"])
