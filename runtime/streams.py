@@ -518,6 +518,9 @@ def wait_gpu(query: Callable[[], Any], sync: Callable[[], Any], what: str) -> No
         err = query()[0]
         if err != not_ready:
             check_cu((err, None), what)
+            # the blocking call too, now that it returns at once: the driver flushes the kernels'
+            # `print` output (the device's printf buffer) only in a synchronising call, never in a query
+            check_cu(sync(), what)
             return
         if time.perf_counter() > end:
             break

@@ -117,6 +117,24 @@ def test_gpu_wait_is_interruptible() -> None:
     wait_gpu(lambda: (driver.CUresult.CUDA_SUCCESS,), sync, "a ready wait")
 
 
+def test_a_ready_gpu_wait_still_makes_the_blocking_call() -> None:
+    """The driver flushes a kernel's `print` output only in a synchronising call: a wait whose
+    query is ready at once still makes it (the H200's print tests printed nothing when a short
+    wait ended on the query alone)."""
+    from cuda.bindings import driver
+
+    from anodize.runtime.streams import wait_gpu
+
+    calls: list[str] = []
+
+    def sync() -> tuple[object]:
+        calls.append("sync")
+        return (driver.CUresult.CUDA_SUCCESS,)
+
+    wait_gpu(lambda: (driver.CUresult.CUDA_SUCCESS,), sync, "a ready wait")
+    assert calls == ["sync"]
+
+
 def test_gpu_device_waits_are_interruptible_on_the_fake_driver(monkeypatch: pytest.MonkeyPatch) -> None:
     """The GPU device's own waits (tests/fakecuda.py's driver, a kernel in flight for 10 s: the
     stream not ready, its blocking sync 10 s): `synchronize` (`CudaDevice.check`), a download
