@@ -20,6 +20,7 @@ from anodize.language.param_annotations import constant_params, typevars_of
 from anodize.language.records import dataclass
 from anodize.language.sources import constant_key
 from anodize.language.vocab import SCALARS
+from anodize.runtime import dlpack
 
 if TYPE_CHECKING:
     from anodize.runtime.config import LaunchConfig
@@ -82,10 +83,24 @@ def generic_signature(kernel: Kernel) -> GenericSignature | None:
 def _dtype_name(value: Any) -> str | None:
     dt = getattr(value, "dtype", None)
     if dt is None:
-        return None
+        return _dlpack_dtype_name(value)
     name = str(getattr(dt, "name", None) or dt)
     # PyTorch spells its dtypes `torch.float16`, `torch.bfloat16`, ...: NumPy's names behind a prefix
     return _BY_DTYPE.get(name[6:] if name.startswith("torch.") else name)
+
+
+def _dlpack_dtype_name(value: Any) -> str | None:
+    """The scalar of an object seen through `__dlpack__` alone (no `dtype`): its capsule's element
+    type, read without consuming it (the capsule's destructor frees it)."""
+    if not hasattr(value, "__dlpack__"):
+        return None
+    try:
+        t = dlpack.read_capsule(value.__dlpack__())
+    except Exception:  # not a tensor DLPack can describe: the caller says what it got
+        return None
+    if t.bf16:
+        return "bf16"
+    return None if t.dtype is None else _BY_DTYPE.get(t.dtype.name)
 
 
 def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Kernel, tuple[Any, ...]]:

@@ -177,3 +177,22 @@ def test_framework_dtype_names_pick_the_scalar() -> None:
 
     assert [_dtype_name(Tensor(f"torch.{n}")) for n in ("float16", "bfloat16", "float32", "int64")] == ["f16", "bf16", "f32", "i64"]
     assert _dtype_name(Tensor("torch.complex64")) is None
+
+
+def test_a_dlpack_only_array_picks_the_scalar_from_its_capsule() -> None:
+    """An object seen through `__dlpack__` alone (no `dtype`) is specialised from its capsule's
+    element type (bench/interop_bench.py's DLPack rows of the generic tile GEMM)."""
+    import numpy as np
+
+    from anodize.runtime.generic import _dtype_name
+
+    class DLPackOnly:
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
+
+        def __dlpack__(self, **kw: Any) -> Any:
+            return self._inner.__dlpack__(**kw)
+
+    assert _dtype_name(DLPackOnly(np.zeros(4, np.float16))) == "f16"
+    assert _dtype_name(DLPackOnly(np.zeros(4, np.int32))) == "i32"
+    assert _dtype_name(object()) is None
