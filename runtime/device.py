@@ -324,11 +324,21 @@ def cuda_device(index: int) -> Device:
         )
     if not 0 <= index < count:
         raise LaunchError(f"there is no CUDA device {index}; this machine has {count} (cuda:0 to cuda:{count - 1})")
-    CudaDevice = lazy.cuda_device().CudaDevice
+    # the device's primary context is made while cuda.core imports (both are a process's first-GPU cost)
+    CudaDevice = lazy.cuda_device_beside(lambda: _retain_primary_context(index)).CudaDevice
 
     dev = CudaDevice(index)
     _GPUS[index] = dev
     return dev
+
+
+def _retain_primary_context(index: int) -> None:
+    """Create (retain) GPU `index`'s primary context through the driver alone: cuda.core's
+    `Device.set_current()` then finds it made.  Errors are left for cuda.core to report."""
+    driver = lazy.cuda_driver()
+    err, dev = driver.cuDeviceGet(index)
+    if err == driver.CUresult.CUDA_SUCCESS:
+        driver.cuDevicePrimaryCtxRetain(dev)
 
 
 def debug_device(index: int = 0) -> DebugDevice:
