@@ -144,7 +144,7 @@ def text_slice(source: str, name: str, min_functions: int = 0) -> tuple[str, int
     table confirms; every other piece counts as a statement that is not a
     function and is kept, with its names (so a slice may keep more than `dependency_slice`,
     never less).  Left-out pieces are blanked whole, trailing comments included."""
-    if any(c in source for c in _NOT_LINES) or "\r" in source:
+    if not source or any(c in source for c in _NOT_LINES) or "\r" in source:
         return None
     cuts = [0]
     after_decorator = False
