@@ -355,7 +355,13 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     """The `anodize` command; `argv` None: the program's own arguments (and the process ends
     after it: what it built is frozen, so the interpreter's exit does not walk it again)."""
-    code = _main(list(sys.argv[1:] if argv is None else argv))
+    args = list(sys.argv[1:] if argv is None else argv)
+    if argv is None and args[:1] == ["check"]:
+        # off for good: the checked modules' models are millions of objects, and the first pass
+        # after a pause (it scans all of them) costs ~1 s a 50,000-line module; checker/cli.py
+        # collects between modules itself
+        gc.disable()
+    code = _main(args)
     if argv is None:
         gc.freeze()  # (a checked module's model is millions of objects: 0.7 s of collector passes at exit)
     return code

@@ -446,10 +446,10 @@ def source_kernels(path: Path, only: str = "") -> dict[str, Any]:
     (anodize/cli.py) and `anodize build` (anodize/build.py) read a file this way.
 
     With `only` naming a top-level kernel of a module of `SLICE_FROM` or more top-level
-    functions, the whole file is read and parsed once (a syntax error anywhere stops it, as it
-    stops `anodize check`), and only the kernel's slice of it (anodize/language/module_slice.py:
-    the kernel, what it depends on and every statement that is not a function) is fronted,
-    typed and checked: the kernel's `Kernel` alone is returned, its stand-in function carrying
+    functions, the whole file is read and compiled by CPython's parser (a syntax error
+    anywhere stops it, as it stops `anodize check`), and only the kernel's slice of it
+    (anodize/language/module_slice.py: the kernel, what it depends on and every statement that
+    is not a function) is parsed, fronted, typed and checked: the kernel's `Kernel` alone is returned, its stand-in function carrying
     the slice's front.  The compile gate's errors are those `anodize check` of the whole module
     reports inside the kernel, its contract and its helpers (test_kernel_slice.py)."""
     front_end = _front()

@@ -32,7 +32,7 @@ from anodize.language import messages
 from anodize.language.contract import Contract
 from anodize.language.contract_schema import read_contract
 from anodize.language.diagnostics import CheckError, Diagnostic, Span
-from anodize.language.module_slice import dependency_slice
+from anodize.language.module_slice import dependency_slice, text_slice
 from anodize.language.names import Names, first_line
 from anodize.language.param_annotations import typevars_of
 from anodize.language.symbols import ModuleSymbols
@@ -206,9 +206,17 @@ def front_or_error(text: str, path: str) -> ModuleFront:
 def sliced_front(text: str, path: str, name: str, min_functions: int) -> tuple[ModuleFront, ast.FunctionDef | None]:
     """The front of the top-level function `name`'s slice of the module (module_slice.py) and
     its `def` there; else (no such function, fewer than `min_functions` top-level functions,
-    nothing to leave out) the whole module's front and None.  The source is parsed whole once:
-    CheckError as `front_or_error` raises it."""
+    nothing to leave out) the whole module's front and None.  The slice is found without the
+    module's tree when it can be (module_slice.py `text_slice`: every piece of the module
+    compiled by CPython's parser, its `ast` built for the slice alone), else from the tree of
+    the module parsed whole: CheckError as `front_or_error` raises it."""
     with collector_paused():  # (the whole module's tree is freed, by reference counting, on return)
+        quick = text_slice(text, name, min_functions)
+        if quick is not None:  # (the module is Python; its slice found without parsing it whole)
+            front = front_or_error(quick[0], path)
+            mine = front.find(name, quick[1])
+            if mine is not None:
+                return front, mine
         tree = parse_or_error(text, path)
         fdef = next((s for s in reversed(tree.body) if isinstance(s, ast.FunctionDef) and s.name == name), None)
         sliced = dependency_slice(tree, text, fdef, min_functions) if fdef is not None else None

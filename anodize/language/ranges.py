@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable
+from itertools import repeat
+from operator import add
 from typing import TYPE_CHECKING
 
 from anodize.language import contract as C
@@ -128,14 +130,12 @@ class Prover:
         for k in range(n):
             dk = d[k]
             for i in range(n):
-                dik = d[i][k]
-                if dik == inf:
-                    continue
                 di = d[i]
-                for j in range(n):
-                    nd = dik + dk[j]
-                    if nd < di[j]:
-                        di[j] = nd
+                dik = di[k]
+                if dik != inf:  # row i through k, element-wise (`min` keeps the old entry on a tie)
+                    d[i] = di = list(map(min, di, map(add, repeat(dik), dk)))
+                    if i == k:
+                        dk = di
         if any(d[i][i] < 0 for i in range(n)):
             self.contradiction = True  # a negative cycle: the facts contradict each other
         self._d = d

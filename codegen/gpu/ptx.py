@@ -106,19 +106,40 @@ def _libdevice_bitcode() -> bytes:
     return p.read_bytes()
 
 
-_LIBDEVICE_MODULE: llvm.ModuleRef | None = None
+# Every compile's module lives in an LLVM context of its own, disposed with it: the types,
+# constants and metadata a module creates stay in its context for the context's life (on
+# llvmlite's global context, every compile grew the process for good).  A module that links
+# libdevice is parsed into the context of the parsed libdevice, which is renewed (libdevice
+# parsed again, ~0.1 s) after `LIBDEVICE_USES` compiles, so that context's growth is bounded.
+LIBDEVICE_USES = 64
+_LIBDEVICE: tuple[llvm.ContextRef, llvm.ModuleRef] | None = None
+_LIBDEVICE_LEFT = 0
 
 
-def _libdevice() -> llvm.ModuleRef:
-    """The parsed libdevice, parsed once; link it with `preserve=True`."""
-    global _LIBDEVICE_MODULE
-    if _LIBDEVICE_MODULE is None:
+def _libdevice() -> tuple[llvm.ContextRef, llvm.ModuleRef]:
+    """The context holding the parsed libdevice, and libdevice (link it with `preserve=True`);
+    one use of it counted.  Call under `_lock`."""
+    global _LIBDEVICE, _LIBDEVICE_LEFT
+    if _LIBDEVICE is None or _LIBDEVICE_LEFT <= 0:
+        _drop_libdevice()
         llvm = binding()
-        mod = llvm.parse_bitcode(_libdevice_bitcode())
+        context = llvm.create_context()
+        mod = llvm.parse_bitcode(_libdevice_bitcode(), context)
         mod.triple = TRIPLE
         mod.data_layout = data_layout()
-        _LIBDEVICE_MODULE = mod
-    return _LIBDEVICE_MODULE
+        _LIBDEVICE, _LIBDEVICE_LEFT = (context, mod), LIBDEVICE_USES
+    _LIBDEVICE_LEFT -= 1
+    return _LIBDEVICE
+
+
+def _drop_libdevice() -> None:
+    """Dispose of the parsed libdevice and its context (no module of it may be alive)."""
+    global _LIBDEVICE
+    if _LIBDEVICE is not None:
+        context, mod = _LIBDEVICE
+        _LIBDEVICE = None
+        mod.close()
+        context.close()
 
 
 class NVPTXTarget(Target):
@@ -311,12 +332,21 @@ def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -
     llvm = binding()
     tm = target_machine(arch, opt)
     with _lock:
-        mod = llvm.parse_assembly(llvm_ir)
-        if uses_libdevice(llvm_ir):
-            mod.link_in(_libdevice(), preserve=True)
-        mod.verify()
-        optimize(mod, tm, opt, {entry})
-        return str(mod), tm.emit_assembly(mod)
+        libdevice = _libdevice() if uses_libdevice(llvm_ir) else None
+        context = libdevice[0] if libdevice is not None else llvm.create_context()
+        try:
+            mod = llvm.parse_assembly(llvm_ir, context)
+            try:
+                if libdevice is not None:
+                    mod.link_in(libdevice[1], preserve=True)
+                mod.verify()
+                optimize(mod, tm, opt, {entry})
+                return str(mod), tm.emit_assembly(mod)
+            finally:
+                mod.close()
+        finally:
+            if libdevice is None:
+                context.close()
 
 
 # ---- ptxas ---------------------------------------------------------------------------------

@@ -98,3 +98,22 @@ def test_the_tile_shape_probe_runs_only_for_an_output_noted_twice(monkeypatch: p
         typed = mixed.typed(fdef)
         assert typed.ir is None and [d.code for d in typed.diagnostics] == ["az-disjoint-index"]
     assert probed == [f.name for f in mixed.kernels()]
+
+
+def test_the_anodize_command_keeps_the_collector_off_for_a_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    """`anodize check` as a program (`main()` with no argv: the process ends after it) never
+    turns the collector back on, so no pass scans the checked models; a call with an argv
+    (a library use) leaves it as it found it."""
+    import anodize.cli as top
+
+    (tmp_path / "m.py").write_text(KERNEL.format(n=0))
+    monkeypatch.setattr(top.gc, "freeze", lambda: None)
+    assert top.main(["check", str(tmp_path)]) == 0 and gc.isenabled()
+    monkeypatch.setattr(top.sys, "argv", ["anodize", "check", str(tmp_path)])
+    try:
+        assert top.main() == 0
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    capsys.readouterr()
