@@ -108,7 +108,7 @@ def test_examples_keep_their_tiles_in_registers() -> None:
     # proven in range (no check), the reads 16 bytes at a time, the same FMAs and barriers
     ss = compile_gpu(_example("sgemm_slots").sgemm, "sm_90", ptxas=True)
     assert ss.resources.registers <= 128 and ".minnctapersm 2" in ss.ptx
-    assert ".local" not in ss.ptx and "__az_fault," not in ss.ptx and ss.bounds_checks == sg.bounds_checks
+    assert ".local" not in ss.ptx and "__az_fault," not in ss.ptx and ss.bounds_checks < sg.bounds_checks  # the writes: proven
     assert ss.ptx.count("fma.rn.f32") == 1024 and ss.ptx.count("st.shared") == sg.ptx.count("st.shared") == 24
     assert ss.ptx.count("ld.shared.v4") == 64 and ss.ptx.count("ld.shared") == 64 and ss.ptx.count("bar.sync") == 3
     sm = compile_gpu(_example("softmax").softmax.specialize(per=8), "sm_90", ptxas=True)
