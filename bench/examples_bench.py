@@ -46,6 +46,7 @@ def main() -> None:
     from saxpy import saxpy
     from scan import add_offsets, block_scan
     from sgemm import config as sgemm_config, sgemm
+    from sgemm_slots import sgemm as sgemm_slots
     from softmax import config as softmax_config, per_thread as softmax_per, softmax
     from softmax_unsafe import softmax as softmax_unsafe
     from stencil2d import stencil2d
@@ -163,6 +164,12 @@ def main() -> None:
         err = np.linalg.norm(c.to_host() - ref) / np.linalg.norm(ref)
         assert err < 1e-5, err
         add("sgemm", f"{s}^3 f32", t_ours, "cp.matmul (cuBLAS)", t_peer)
+        # the same kernel staged by multi-slot ownership (examples/sgemm_slots.py), on the same inputs
+        c.fill(0)
+        t_slots = ours(lambda: sgemm_slots[cfg2](a, b, c))
+        err = np.linalg.norm(c.to_host() - ref) / np.linalg.norm(ref)
+        assert err < 1e-5, err
+        add("sgemm_slots", f"{s}^3 f32", t_slots, "cp.matmul (cuBLAS)", t_peer)
         del ca, cb
 
     # softmax: the safe tier (one block per row through a per-thread tile, the row in

@@ -10,7 +10,9 @@ Kernel ABI (the same for the GPU entry and the CPU backend):
 * then two hidden parameters: `ptr fault` (a `FAULT_RECORD_BYTES` device buffer,
   zeroed before first use) and `i32 launch_rank` (1, 2 or 3, the config's rank);
   a coarsened kernel (`CompiledKernel.coarsen > 1`) takes a third, `i64 extent`: the
-  user's `grid_x * block_x` (codegen/llvm/coarsen.py).
+  user's `grid_x * block_x` (codegen/llvm/coarsen.py); a GPU kernel calling `az.grid.sync()`
+  (`CompiledKernel.grid_counter`) takes one more, last: `ptr grid_counter`, a 4-byte counter
+  of its own for this launch, zeroed before it (runtime/grid_counter.py).
 
 Fault record (little-endian, 32 bytes): `u32 count` (atomically incremented by
 every failed check), `u32 site` (id of the first fault's site; written by the
@@ -74,6 +76,9 @@ class CompiledKernel:
     # one more hidden parameter, `i64 extent` (the user's grid_x * block_x), and is launched
     # with `ceil(grid_x / coarsen)` blocks along x (`launch_grid`)
     coarsen: int = 1
+    # the GPU entry takes a last hidden parameter, `ptr grid_counter`: its grid barrier's counter
+    # (`az.grid.sync()`), one per launch, zeroed on the launch's stream before it
+    grid_counter: bool = False
     # shared memory the compiler owns beyond the static arrays (a tile GEMM on wgmma stages its
     # operands there): every launch asks for at least this much dynamic shared memory, and the
     # loader raises the kernel's limit to it (past the 48 KiB default)
@@ -119,7 +124,8 @@ def launch_grid(ck: CompiledKernel, grid: tuple[int, int, int]) -> tuple[int, in
 
 def hidden_args(ck: CompiledKernel, fault_address: int, grid: tuple[int, int, int], block: tuple[int, int, int], rank: int) -> tuple:
     """The hidden arguments after the flattened ones, for a raw launch of `ck` with the user's
-    grid and block: the fault record, the launch rank, and a coarsened kernel's extent."""
+    grid and block: the fault record, the launch rank, and a coarsened kernel's extent (a
+    kernel with a grid counter takes that too: runtime/grid_counter.py appends it per launch)."""
     import numpy as np
 
     out: tuple = (fault_address, np.int32(rank))

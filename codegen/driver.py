@@ -177,6 +177,7 @@ def start_gpu(
     out.foreign = foreign_calls(k)
     out.links = foreign_links(getattr(kernel, "fn", None), out.foreign)  # (a typed IR passed itself has none)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
+    out.grid_counter = lw.grid_counter
     out.ptx = ptx_text
     out.llvm_ir_optimized = optimized
     out.dynamic_shared_bytes = dynamic_smem

@@ -189,6 +189,7 @@ def _meta(inputs: dict[str, Any], ck: CompiledKernel) -> dict[str, Any]:
         "uses_barrier": ck.uses_barrier,
         "static_shared_bytes": ck.static_shared_bytes,
         "coarsen": ck.coarsen,
+        "grid_counter": ck.grid_counter,
         "dynamic_shared_bytes": ck.dynamic_shared_bytes,
         "matmuls": list(ck.matmuls),
         "resources": {
@@ -278,6 +279,7 @@ def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **t
         source_path=str(meta["source_path"]),
         source_line=int(meta["source_line"]),
         coarsen=int(meta.get("coarsen", 1)),
+        grid_counter=bool(meta.get("grid_counter", False)),
         dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
         matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
         foreign=foreign,

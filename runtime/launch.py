@@ -46,6 +46,7 @@ from anodize.language.errors import (
 from anodize.runtime import args as A, device as devmod, inflight as _inflight, lazy, streams as _streams
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
+from anodize.runtime.grid_counter import counted_call
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import _mark_used
 from anodize.runtime.launch_checks import (
@@ -276,7 +277,7 @@ class _Plan:
     __slots__ = (
         "name", "device", "nargs", "steps", "alias_pairs", "params", "requires", "env", "req_slots",
         "flat_len", "entry", "handle", "cu_config", "fault", "rank", "rank_arg", "config", "arena", "is_cpu",
-        "call", "prefix", "suffix", "quick", "memo", "hidden", "foreign",
+        "call", "prefix", "suffix", "quick", "memo", "hidden", "foreign", "grid_counter",
     )
 
     def __init__(self, launcher: Launcher, loaded: LoadedKernel, args: tuple[Any, ...]):
@@ -346,6 +347,10 @@ class _Plan:
         self.call, self.prefix, self.suffix = _launch_call(self)
         if foreign:
             self.call = _foreign_call(self.call, len(self.prefix), params)
+        # `az.grid.sync()` on a GPU: each launch its own zeroed counter, on the device's stream
+        self.grid_counter = compiled.grid_counter and not self.is_cpu
+        if self.grid_counter:
+            self.call = counted_call(self.call, dev._cu_stream)  # type: ignore[attr-defined]
         self.quick, self.memo = _quick_path(self, args)
 
         _mark_used(dev)

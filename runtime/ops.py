@@ -40,6 +40,7 @@ from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
+from anodize.runtime.grid_counter import with_grid_counter
 from anodize.runtime.inflight import Use
 from anodize.runtime.policies import Policy, policy_of
 from anodize.runtime.submission import Handle, _Ctx, _lane_for, _start
@@ -331,7 +332,11 @@ class KernelOp(Leaf):
     def _enqueue_gpu(self, ctx: _Ctx, lane: S.GpuLane) -> None:
         plan = self.plan
         plan.arena.dirty = True  # a later dev.check() reads the fault records too
-        lane.launch(plan.cu_config, plan.handle, [*self.flat, *plan.hidden])
+        args = [*self.flat, *plan.hidden]
+        if plan.grid_counter:  # `az.grid.sync()`: this launch's own counter, on the lane's stream
+            with_grid_counter(lane.cu, lambda counter: lane.launch(plan.cu_config, plan.handle, [*args, counter]))
+        else:
+            lane.launch(plan.cu_config, plan.handle, args)
 
     def _execute_cpu(self) -> None:
         plan = self.plan

@@ -62,6 +62,7 @@ def target_json(ck: CompiledKernel, files: dict[str, str]) -> dict[str, Any]:
         "files": files,
         "fault_sites": [[s.path, s.line, s.col, s.kind, s.param, s.message] for s in ck.fault_sites],
         "coarsen": ck.coarsen,
+        "grid_counter": ck.grid_counter,
         "dynamic_shared_bytes": ck.dynamic_shared_bytes,
         "static_shared_bytes": ck.static_shared_bytes,
         "uses_barrier": ck.uses_barrier,
@@ -147,6 +148,7 @@ def compiled_from_manifest(folder: str, manifest: dict[str, Any], kname: str, de
         source_path=str(k["source"]["path"]),
         source_line=int(k["source"]["line"]),
         coarsen=int(t["coarsen"]),
+        grid_counter=bool(t.get("grid_counter", False)),
         dynamic_shared_bytes=int(t["dynamic_shared_bytes"]),
     )
 

@@ -27,6 +27,7 @@ run at capture time and give wrong results at replay, so the tests see it.
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import itertools
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -143,7 +144,28 @@ class FakeGpu(HostGpu):
 
     def launch(self, handle: Any, config: Any, args: tuple[Any, ...]) -> None:
         grid, block, shared = config
-        handle(grid, block, list(args[:-2]), args[-2], int(args[-1]), shared)
+        if isinstance(handle, CountedEntry):
+            self._cu.state.counter_log.append(("launch", int(args[-1]), self._stream_h))
+        run_entry(handle, grid, block, args, shared, self._stream_h)
+
+
+class CountedEntry:
+    """The CPU entry of a kernel compiled with a grid counter (`CompiledKernel.grid_counter`):
+    it takes the counter as its last argument, records (stream, counter, the counter's value at
+    launch) in `launches` and runs the kernel without it."""
+
+    def __init__(self, entry: Any, launches: list[tuple[int, int, int]]):
+        self.entry = entry
+        self.launches = launches
+
+
+def run_entry(handle: Any, grid: Any, block: Any, args: tuple[Any, ...], shared: int, stream: int) -> None:
+    """Run a fake launch's kernel (the CPU backend's entry) with the launch's packed arguments."""
+    if isinstance(handle, CountedEntry):
+        counter = int(args[-1])
+        handle.launches.append((stream, counter, ctypes.c_uint32.from_address(counter).value))
+        handle, args = handle.entry, args[:-1]
+    handle(grid, block, list(args[:-2]), args[-2], int(args[-1]), shared)
 
 
 class FakeEvent:
@@ -166,6 +188,12 @@ class FakeDriver:
         self.blocks_per_sm = 2  # cuOccupancyMaxActiveBlocksPerMultiprocessor's answer
         self.occupancy_asks: list[tuple[int, int]] = []  # (block threads, dynamic shared bytes)
         self.cooperative = 0  # cooperative launch configs made
+        # stream-ordered allocations (the grid counters, runtime/grid_counter.py): every call in
+        # order as (call, address, stream); a block freed is never handed out again (the real pool
+        # reuses it only after the free in stream order: here the test sees every counter distinct)
+        self.counter_log: list[tuple[str, int, int]] = []
+        self.live: dict[int, Any] = {}
+        self.counted_launches: list[tuple[int, int, int]] = []  # CountedEntry.launches
 
     def new_handle(self) -> int:
         return next(self._ids)
@@ -223,6 +251,26 @@ class FakeDriver:
     def cuMemsetD8Async(self, ptr: int, value: int, n: int, stream: Any) -> tuple[Any]:
         self.run_or_record(stream, lambda: ctypes.memset(ptr, value, n))
         return (OK,)
+
+    def cuMemAllocAsync(self, n: int, stream: Any) -> tuple[Any, Any]:
+        block = (ctypes.c_char * n)(*([b"\xff"] * n))  # not zero: the memset must do that
+        ptr = ctypes.addressof(block)
+        self.live[ptr] = block
+        self.counter_log.append(("alloc", ptr, int(stream)))
+        return OK, driver.CUdeviceptr(ptr)
+
+    def cuMemsetD32Async(self, ptr: Any, value: int, n: int, stream: Any) -> tuple[Any]:
+        p = int(ptr)
+        assert p in self.live, "memset of memory not allocated"
+        self.counter_log.append(("memset32", p, int(stream)))
+        self.run_or_record(stream, lambda: ctypes.memmove(p, (ctypes.c_uint32 * n)(*([value] * n)), 4 * n))
+        return (OK,)
+
+    def cuMemFreeAsync(self, ptr: Any, stream: Any) -> tuple[Any]:
+        p = int(ptr)
+        assert p in self.live, "free of memory not allocated"
+        self.counter_log.append(("free", p, int(stream)))
+        return (OK,)  # the block stays alive: a replayed capture may still write it
 
     def cuStreamSynchronize(self, stream: Any) -> tuple[Any]:
         assert int(stream) not in self.capturing
@@ -293,12 +341,14 @@ class FakeDriver:
         self._count("launch")
         grid, block, shared = config
         s = stream.handle if isinstance(stream, FakeStream) else int(stream.handle)
-        self.run_or_record(s, lambda: handle(grid, block, list(args[:-2]), args[-2], int(args[-1]), shared))
+        if isinstance(handle, CountedEntry):
+            self.counter_log.append(("launch", int(args[-1]), int(s)))
+        self.run_or_record(s, lambda: run_entry(handle, grid, block, args, shared, int(s)))
 
 
 _CALLS = (
     "cuEventCreate cuEventRecord cuEventQuery cuEventSynchronize cuEventDestroy cuStreamWaitEvent "
-    "cuMemcpyHtoDAsync cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8Async cuStreamSynchronize cuStreamQuery "
+    "cuMemcpyHtoDAsync cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8Async cuMemAllocAsync cuMemsetD32Async cuMemFreeAsync cuStreamSynchronize cuStreamQuery "
     "cuStreamCreate cuMemHostAlloc cuMemFreeHost cuPointerGetAttribute cuStreamBeginCapture "
     "cuStreamEndCapture cuGraphInstantiate cuGraphDestroy cuGraphExecDestroy cuGraphLaunch "
     "cuOccupancyMaxActiveBlocksPerMultiprocessor"
@@ -331,7 +381,11 @@ def install(patch: Patcher) -> tuple[FakeGpu, FakeDriver]:
         if device is not dev:
             return real(kernel, device, **kw)
         compiled = rt_compile.compile_for_cpu(kernel)
-        return LoadedKernel(compiled, dev, compiled.cpu_entry, dev.faults.register(compiled))
+        handle: Any = compiled.cpu_entry
+        if compiled.contract is not None and compiled.contract.cooperative:  # as its GPU entry: a grid counter
+            compiled = dataclasses.replace(compiled, grid_counter=True)
+            handle = CountedEntry(handle, state.counted_launches)
+        return LoadedKernel(compiled, dev, handle, dev.faults.register(compiled))
 
     patch.setattr(rt_launch, "compile_for_device", compile_for_device)
     return dev, state

@@ -32,6 +32,7 @@ SMALL: dict[str, dict[str, int]] = {
     "reduce_sum_unsafe": {"n": 1 << 20},
     "grid_sync": {"n": 20_000},  # az.grid.sync(): every block of the grid at once, a host thread per GPU thread
     "sgemm": {"m": 200, "k": 150, "n": 130},
+    "sgemm_slots": {"m": 200, "k": 150, "n": 130},
     "softmax": {"rows": 2, "cols": 1000},  # local arrays + barriers: one host thread per GPU thread on the CPU backend
     "softmax_unsafe": {"rows": 64, "cols": 1000},
     "scan": {"n": 50_000},

@@ -23,9 +23,9 @@ from typing import TYPE_CHECKING
 
 from anodize.language import ir, messages
 from anodize.language.intrinsics import INTRINSICS, METHODS
-from anodize.language.ranges import ZERO, Lin
+from anodize.language.ranges import ZERO, Lin, Prover, type_range
 from anodize.language.typer_effects import ATOMIC_SHAPES
-from anodize.language.types import I64, VOID, SharedTy, WitnessTy
+from anodize.language.types import I64, VOID, ScalarTy, SharedTy, WitnessTy
 from anodize.language.vocab import ATOMIC_INT_ONLY, ATOMIC_ORDERS, ATOMIC_ORDERS_FOR, SHARED_ATOMIC_SCOPES
 
 if TYPE_CHECKING:
@@ -117,6 +117,56 @@ class SharedTyper:
             elif not self.fn.ranges.index_in_range((e,), [Lin(ZERO, extent)]):
                 return False
         return seen
+
+    def slots_in_range(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
+        """A static shared access whose every axis lies in the array by interval arithmetic over
+        machine integers: sums and products of block-local witness parts (within the contract's
+        literal block, as `witness_in_range`), constants, the variable of an enclosing `for j in range(4)`
+        of constants that its body never assigns, and integers the range prover bounds, each
+        subexpression fitting its type, so
+        nothing wraps: the multi-slot forms `s[w + j * 256]`, `tile[w.row + j * 8, w.col]`."""
+        contract = self.st.k.contract
+        block = contract.block if contract is not None else None
+        if block is None or arr.ty.dynamic or len(index) != len(arr.ty.shape):
+            return False
+        bx, by, bz = (tuple(block) + (1, 1, 1))[:3]
+        bound = {"get": bx * by * bz, "row": by, "col": bx}
+        p = self.fn.ranges.prover()
+        for e, extent in zip(index, arr.ty.shape):
+            got = self._interval(e, bound, p)
+            if got is None or got[0] < 0 or got[1] > extent - 1:
+                return False
+        return True
+
+    def _interval(self, e: ir.Expr, bound: dict[str, int], p: Prover) -> tuple[int, int] | None:
+        """`(lo, hi)` of `e`'s machine value (equal to the mathematical one: every node fits its
+        type), or None."""
+        ty = e.ty
+        if not (isinstance(ty, ScalarTy) and ty.is_int):
+            return None
+        out: tuple[int, int] | None
+        if isinstance(e, ir.WitnessPart) and isinstance(e.witness.ty, WitnessTy) and e.witness.ty.local:
+            out = (0, bound[e.part] - 1)
+        elif isinstance(e, ir.BinOp) and e.op in ("+", "*"):
+            a, b = self._interval(e.left, bound, p), self._interval(e.right, bound, p)
+            if a is None or b is None:
+                return None
+            if e.op == "+":
+                out = (a[0] + b[0], a[1] + b[1])
+            else:
+                corners = (a[0] * b[0], a[0] * b[1], a[1] * b[0], a[1] * b[1])
+                out = (min(corners), max(corners))
+        elif isinstance(e, ir.Cast):
+            out = self._interval(e.value, bound, p)
+        elif isinstance(e, ir.Local) and e.name in self.st.loop_ranges:
+            out = self.st.loop_ranges[e.name]
+        else:
+            lin = self.fn.ranges.linear(e, p)
+            out = p.bounds(lin) if lin is not None else None
+        if out is None:
+            return None
+        lo, hi = type_range(ty)
+        return out if lo <= out[0] and out[1] <= hi else None
 
     def on_slice(self, e: ir.Expr, node: ast.expr, name: str) -> None:
         """A block-local witness never indexes a slice (it is the same in every block)."""

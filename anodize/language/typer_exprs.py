@@ -142,7 +142,9 @@ class ExprTyper:
             return False
         if self.fn.shared_mem.witness_in_range(arr, index):  # `buf[w]` inside the contract's block
             return True
-        return self.fn.ranges.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape])
+        if self.fn.ranges.index_in_range(index, [Lin(ZERO, d) for d in arr.ty.shape]):
+            return True
+        return self.fn.shared_mem.slots_in_range(arr, index)  # `buf[w + j * 256]`: the slot forms
 
     def shared_index(self, arr: ir.SharedRef, node: ast.expr) -> tuple[ir.Expr, ...]:
         rank = len(arr.ty.shape)

@@ -103,6 +103,9 @@ class FnState:
     facts: set[tuple[str, str]] = field(default_factory=set)
     rfacts: frozenset[Any] = frozenset()
     if_false_facts: frozenset[Any] = frozenset()  # the last `if`'s range facts where its test is false
+    # `(lo, hi)` of the variable of each enclosing `for j in range(A, B, S)` of constants whose body
+    # never assigns it (shared_safe.slots_in_range: the multi-slot forms `s[w + j * 256]`)
+    loop_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
     # where the statement being typed stands
     unsafe: int = 0  # `with az.unsafe():` depth
     loops: int = 0  # loop depth

@@ -265,7 +265,16 @@ class StmtTyper:
         self.declare(var, ty, node.target)
         self.st.facts = {f for f in self.st.facts if f[0] != var}
         self.fn.ranges.kill_facts({var})
-        body = self.loop_body(node.body, rextra=self.fn.ranges.note_range_loop(var, start, stop, step))
+        outer = self.st.loop_ranges.pop(var, None)
+        span = _constant_range(start, stop, step)
+        if span is not None and not _assigns(node.body, var):
+            self.st.loop_ranges[var] = span
+        try:
+            body = self.loop_body(node.body, rextra=self.fn.ranges.note_range_loop(var, start, stop, step))
+        finally:
+            self.st.loop_ranges.pop(var, None)
+            if outer is not None:
+                self.st.loop_ranges[var] = outer
         return ir.ForRange(var, start, stop, step, body, self.st.span(node))
 
     def for_grid_stride(self, node: ast.For, call: ast.Call) -> ir.Stmt:
@@ -423,3 +432,19 @@ class StmtTyper:
         if self.fn.ranges.slice_in_range(name, index):
             return ir.Write(ref, index, value, False, -1, span)
         return ir.Write(ref, index, value, True, self.st.k.site(span, "write", name), span)
+
+
+def _constant_range(start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> tuple[int, int] | None:
+    """`(lo, hi)` of the values `range(start, stop, step)` of constants takes (None: not constants,
+    or empty)."""
+    vals = [e.value for e in (start, stop, step) if isinstance(e, ir.Const) and type(e.value) is int]
+    if len(vals) != 3:
+        return None
+    r = range(*vals)
+    return (min(r[0], r[-1]), max(r[0], r[-1])) if len(r) else None
+
+
+def _assigns(body: list[ast.stmt], name: str) -> bool:
+    """Whether `body` binds `name` anywhere (an assignment, a loop target, a `with ... as`)."""
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, (ast.Store, ast.Del))
+               for stmt in body for n in ast.walk(stmt))

@@ -152,6 +152,7 @@ class NVPTXTarget(Target):
     native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
     native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
     collective_one_barrier = True  # block collectives alternate two scratch halves: one barrier each (codegen/llvm/collectives.py)
+    grid_counter_param = True  # `az.grid.sync()`'s counter: a hidden parameter, one per launch
 
     def __init__(self, contract: Contract | None, arch: str = DEFAULT_ARCH):
         self.contract = contract
@@ -222,19 +223,17 @@ class NVPTXTarget(Target):
 
     def grid_barrier(self, lw: Lowerer, span: Span | None) -> None:
         """`az.grid.sync()` as cooperative groups' `grid.sync()` does it: a block barrier; then each
-        block's thread 0 adds to one counter in global memory (`atom.release.gpu`), block 0 adding
-        0x80000000 - (blocks - 1) and the others 1, so the arrival of the last block flips the
-        counter's top bit (and leaves its low bits as they were: no reset between launches), and
-        spins (`ld.acquire.gpu`) until it sees the flip; then a block barrier again.  Every block is
-        resident: the launch is cooperative (runtime/cuda_device.py refuses one that cannot be)."""
+        block's thread 0 adds to the launch's counter in global memory (`atom.release.gpu`), block 0
+        adding 0x80000000 - (blocks - 1) and the others 1, so the arrival of the last block flips the
+        counter's top bit (and leaves its low bits as they were: no reset between two grid barriers
+        of one launch), and spins (`ld.acquire.gpu`) until it sees the flip; then a block barrier
+        again.  The counter is the hidden `grid_counter` parameter: the runtime gives each launch its
+        own, zeroed on the launch's stream (runtime/grid_counter.py), so concurrent launches never
+        share one.  Every block is resident: the launch is cooperative (runtime/cuda_device.py
+        refuses one that cannot be)."""
         b = lw.b
-        name = "__az_grid_barrier"
-        gv = lw.module.globals.get(name)
-        if gv is None:
-            gv = llir.GlobalVariable(lw.module, I32T, name, addrspace=1)
-            gv.linkage = "internal"
-            gv.initializer = llir.Constant(I32T, 0)
-            gv.align = 4
+        counter = lw.grid_counter_ptr
+        assert counter is not None  # Lowerer.grid_counter: every kernel calling `az.grid.sync()` takes one
         self.barrier(lw, span)
         tid = [self.sreg(lw, "tid", a) for a in "xyz"]
         leader = b.icmp_unsigned("==", b.or_(b.or_(tid[0], tid[1]), tid[2]), llir.Constant(I32T, 0))
@@ -245,7 +244,7 @@ class NVPTXTarget(Target):
             first = b.icmp_unsigned("==", b.or_(b.or_(cta[0], cta[1]), cta[2]), llir.Constant(I32T, 0))
             top = llir.Constant(I32T, -0x80000000)
             add = b.select(first, b.sub(top, b.sub(blocks, llir.Constant(I32T, 1))), llir.Constant(I32T, 1))
-            addr = b.ptrtoint(gv, I64T)
+            addr = b.ptrtoint(counter, I64T)
             atom = llir.InlineAsm(llir.FunctionType(I32T, [I64T, I32T]), "atom.release.gpu.global.add.u32 $0, [$1], $2;",
                                   "=r,l,r,~{memory}", side_effect=True)
             lw.intrinsic("llvm.nvvm.membar.gl", llir.VoidType(), [], "nounwind")  # as cooperative groups: fence, arrive

@@ -67,6 +67,9 @@ class Target:
     coarsen = False  # several indices per thread for element-wise kernels (coarsen.py)
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/llvm/halves.py)
+    # a kernel calling `az.grid.sync()` takes its grid barrier's counter as one more hidden `ptr`
+    # (the runtime gives every launch its own: runtime/grid_counter.py); else the target's own scheme
+    grid_counter_param = False
 
     def f8_to_f16(self, lw: Lowerer, h: llir.Value, fmt: str) -> llir.Value | None:
         """The i8 pattern `h` of the f8 type `fmt` as an f16's i16 pattern (exact) by an
@@ -175,6 +178,8 @@ class Lowerer:
         self.coarse: Any = None
         if target.coarsen:
             self.coarse = coarsen_plan(k)
+        self.grid_counter = target.grid_counter_param and k.grid_sync
+        self.grid_counter_ptr: Any = None
 
     # ---- dispatch ---------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> None:
@@ -227,6 +232,8 @@ class Lowerer:
         out.append(I32T)  # launch rank
         if self.coarse is not None:
             out.append(I64T)  # the user's extent along x (grid_x * block_x): codegen/llvm/coarsen.py
+        if self.grid_counter:
+            out.append(self.gptr)  # this launch's grid-barrier counter (artifact.py)
         return out + self.t.extra_params()
 
     # ---- entry ----------------------------------------------------------------------------
@@ -272,11 +279,16 @@ class Lowerer:
         add_attr(self.fault_ptr.attributes, "noalias")
         self.launch_rank = args[i + 1]
         self.launch_rank.name = "launch_rank"
-        self.extra_args = args[i + 2 :]
+        i += 2
         if self.coarse is not None:
-            self.extent = args[i + 2]
+            self.extent = args[i]
             self.extent.name = "extent"
-            self.extra_args = args[i + 3 :]
+            i += 1
+        if self.grid_counter:
+            self.grid_counter_ptr = args[i]
+            self.grid_counter_ptr.name = "grid_counter"
+            i += 1
+        self.extra_args = args[i:]
         for name, ty in self.k.locals:
             frame.vars[name] = (self.alloca(value_type(ty), name), ty)
         ret_block = fn.append_basic_block("return")

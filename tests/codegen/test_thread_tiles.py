@@ -104,6 +104,13 @@ def test_examples_keep_their_tiles_in_registers() -> None:
     assert ".local" not in sg.ptx and "__az_fault," not in sg.ptx
     assert sg.ptx.count("fma.rn.f32") == 1024
     assert sg.ptx.count("ld.shared.v4") == 64 and sg.ptx.count("bar.sync") == 3  # the first tile, then one a step
+    # sgemm_slots.py: the same kernel staged by multi-slot ownership (`sa[w + q * 256]`): the writes
+    # proven in range (no check), the reads 16 bytes at a time, the same FMAs and barriers
+    ss = compile_gpu(_example("sgemm_slots").sgemm, "sm_90", ptxas=True)
+    assert ss.resources.registers <= 128 and ".minnctapersm 2" in ss.ptx
+    assert ".local" not in ss.ptx and "__az_fault," not in ss.ptx and ss.bounds_checks < sg.bounds_checks  # the writes: proven
+    assert ss.ptx.count("fma.rn.f32") == 1024 and ss.ptx.count("st.shared") == sg.ptx.count("st.shared") == 24
+    assert ss.ptx.count("ld.shared.v4") == 64 and ss.ptx.count("ld.shared") == 64 and ss.ptx.count("bar.sync") == 3
     sm = compile_gpu(_example("softmax").softmax.specialize(per=8), "sm_90", ptxas=True)
     assert sm.resources.stack_frame == 0 and sm.resources.spill_stores == 0
     assert ".local" not in sm.ptx and "__az_fault," not in sm.ptx
@@ -131,4 +138,5 @@ def test_gpu_tiles_partition_the_output(block: tuple[int, int], shape: tuple[int
 @pytest.mark.gpu
 def test_gpu_examples() -> None:
     _example("sgemm").main(m=300, k=200, n=260)
+    _example("sgemm_slots").main(m=300, k=200, n=260)
     _example("softmax").main(rows=64, cols=5000)

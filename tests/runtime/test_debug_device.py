@@ -36,6 +36,7 @@ SMALL: dict[str, dict[str, int]] = {
     "transpose": {"rows": 20, "cols": 13},
     "transpose_32x8": {"rows": 40, "cols": 36},
     "sgemm": {"m": 9, "k": 7, "n": 5},
+    "sgemm_slots": {"m": 9, "k": 7, "n": 5},
     "softmax": {"rows": 1, "cols": 70},  # one block of 512 threads
     "softmax_unsafe": {"rows": 3, "cols": 70},
     "scan": {"n": 600},
@@ -64,7 +65,7 @@ PRESENT = sorted(n for n in SMALL if (EXAMPLES / f"{n}.py").exists())  # (exampl
 # shared tile per K step), softmax_unsafe and tile_layernorm run under `-m slow`; transpose,
 # scan, reduce_sum, softmax and tile_softmax keep shared memory, barriers and tiles in the
 # default run.
-SLOW_ON_DEBUG = {"sgemm", "softmax_unsafe", "tile_layernorm"}  # (softmax and tile_softmax stay)
+SLOW_ON_DEBUG = {"sgemm", "sgemm_slots", "softmax_unsafe", "tile_layernorm"}  # (softmax and tile_softmax stay)
 
 
 def _load(name: str) -> ModuleType:

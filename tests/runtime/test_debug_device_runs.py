@@ -31,6 +31,7 @@ TINY: dict[str, dict[str, int]] = {
     "reduce_sum_unsafe": {"n": 2_000},
     "grid_sync": {"n": 1_000},
     "sgemm": {"m": 9, "k": 7, "n": 5},
+    "sgemm_slots": {"m": 9, "k": 7, "n": 5},
     "softmax": {"rows": 2, "cols": 64},
     "softmax_unsafe": {"rows": 2, "cols": 64},
     "scan": {"n": 600},
