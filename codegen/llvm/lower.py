@@ -50,6 +50,7 @@ from .coarsen_lower import lower_body
 from .effects import global_string, llvm_order, rmw_op
 from .exprs import ExprLowering
 from .locals import LocalsLowering
+from .record_align import aligned_records, lower_versioned
 from .registry import LOWERINGS, Handler, missing
 from .stmts import StmtLowering
 # the LLVM types live in types.py; all re-exported here (codegen's modules import them from here)
@@ -282,8 +283,11 @@ class Lowerer:
         ret_block = fn.append_basic_block("return")
         frame.exit = ret_block
         self.frame = frame
+        aligned = aligned_records(self.k) if self.coarse is None else {}
         if self.coarse is not None:
             lower_body(self, self.coarse)
+        elif aligned:
+            lower_versioned(self, aligned)
         else:
             self.stmts(self.k.body)
         if not self.b.block.is_terminated:
