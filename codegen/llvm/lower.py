@@ -66,6 +66,9 @@ class Target:
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
     coarsen = False  # several indices per thread for element-wise kernels (coarsen.py)
+    # an aligned copy of a body over record slices, behind a runtime test of their bases
+    # (record_align.py); ANODIZE_RECORD_ALIGN=0 turns it off (for measurements)
+    align_records = False
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/llvm/halves.py)
 
@@ -283,7 +286,9 @@ class Lowerer:
         ret_block = fn.append_basic_block("return")
         frame.exit = ret_block
         self.frame = frame
-        aligned = aligned_records(self.k) if self.coarse is None else {}
+        aligned: dict[str, int] = {}
+        if self.t.align_records and self.coarse is None and os.environ.get("ANODIZE_RECORD_ALIGN", "1") != "0":
+            aligned = aligned_records(self.k)
         if self.coarse is not None:
             lower_body(self, self.coarse)
         elif aligned:

@@ -76,7 +76,7 @@ def field_align(sv: SliceVal, offset: int, natural: int) -> int:
     return max(natural, a)
 
 
-class _AssumeAligned(llir.instructions.Instruction):
+class _AssumeAligned(llir.instructions.Instruction):  # type: ignore[misc]
     """`call void @llvm.assume(i1 true) [ "align"(ptr %p, i64 A), ... ]`: llvmlite's builder
     has no operand bundles.  It ends the aligned copy (`lower_versioned`)."""
 
@@ -114,14 +114,14 @@ def lower_versioned(lw: Lowerer, aligned: dict[str, int]) -> None:
     finally:
         lw.frame = one
     if not lw.b.block.is_terminated:
-        # the copies end alike (`out[i].last = v`); LLVM would sink that common tail into one
-        # block after both, splitting the aligned copy's run of stores before the vectorizer
-        # sees it.  An assumption the scalar copy lacks ends this copy (it also restates, at
-        # no cost, what the branch proved).
-        fn = lw.declare("llvm.assume", llir.VoidType(), [llir.IntType(1)])
-        lw.b._insert(_AssumeAligned(lw.b.block, fn, [(one.slices[n].ptr, a) for n, a in aligned.items()]))
         lw.b.branch(done)
+    # the copies end alike (`out[i].last = v`); LLVM would sink that common tail into one block
+    # after both, splitting the aligned copy's run of stores before the vectorizer sees it.  The
+    # aligned copy returns on its own, after an assumption the scalar copy lacks (restating, at
+    # no cost, what the branch proved).
     lw.b.position_at_end(done)
+    fn = lw.declare("llvm.assume", llir.VoidType(), [llir.IntType(1)])
+    lw.b._insert(_AssumeAligned(lw.b.block, fn, [(one.slices[n].ptr, a) for n, a in aligned.items()]))
     lw.b.ret_void()
     lw.checks = before  # `bounds_checks` counts the checks of one copy of the body: the scalar one
     lw.b.position_at_end(slow)

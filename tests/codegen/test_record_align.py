@@ -1,6 +1,7 @@
 """Record slices with an aligned base (codegen/llvm/record_align.py): which kernels get the
 aligned copy, its vector accesses in the PTX (ptxas accepts them), and the same results on the
-CPU backend whether each base is aligned (the aligned copy) or not (the scalar copy)."""
+CPU backend (`compile_cpu(align_records=True)`, the GPU's two copies) whether each base is
+aligned (the aligned copy) or not (the scalar copy)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import pytest
 from cg_helpers import run_cpu
 
+import anodize as az
 from anodize.codegen.driver import compile_cpu, compile_gpu
 from anodize.codegen.llvm.record_align import aligned_records
 from anodize.codegen.toolchain import find_ptxas
@@ -62,6 +64,17 @@ def test_eight_byte_multiples_use_v2(name: str) -> None:
     assert heads.count("ld.global.nc.v2.b32") == 1, "adjacent fields read through a helper: one load"
 
 
+def test_the_cpu_backend_keeps_one_copy_unless_asked() -> None:
+    assert "rec.aligned" not in compile_cpu(particles.particle_step).llvm_ir
+    assert "rec.aligned" in compile_cpu(particles.particle_step, align_records=True).llvm_ir
+
+
+def test_the_switch_turns_it_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_RECORD_ALIGN", "0")
+    ptx = compile_gpu(particles.particle_step, ptxas=False).ptx
+    assert "v4.b32" not in ptx and ptx.count("ld.global.nc.b32") == 8
+
+
 def test_a_kernel_with_a_barrier_keeps_one_copy() -> None:
     ptx = compile_gpu(K.staged, ptxas=False).ptx
     assert "v2.b32" not in ptx and ptx.count("ld.global.nc.b32") == 1
@@ -80,7 +93,7 @@ def test_particle_step_on_aligned_and_misaligned_views(skew_in: int, skew_out: i
     h["bounces"] = rng.integers(0, 5, n)
     out = at_byte(n, particles.Particle.dtype, skew_out)
     dt = np.float32(0.05)
-    ck = compile_cpu(particles.particle_step)
+    ck = compile_cpu(particles.particle_step, align_records=True)
     assert run_cpu(ck, ((n + 255) // 256,), (256,), h, dt, out).count == 0
     ref = particles.reference(h, dt)
     for name in particles.Particle.dtype.names:
@@ -97,12 +110,43 @@ def test_eight_byte_aligned_records_on_every_base(skew: int, name: str, options:
     a["n"] = np.arange(n)
     o = at_byte(n, K.Six.dtype, (skew + 4) % 32)
     grid = (1,) if name == "scale6_gs" else (2,)  # the grid-stride loop: 64 threads for 77 records
-    assert run_cpu(compile_cpu(getattr(K, name), **options), grid, (64,), a, o).count == 0
+    assert run_cpu(compile_cpu(getattr(K, name), align_records=True, **options), grid, (64,), a, o).count == 0
     np.testing.assert_array_equal(o["a"], a["a"] * a["w"][:, None])
     np.testing.assert_array_equal(o["w"], a["w"])
     np.testing.assert_array_equal(o["n"], a["n"] + 1)
     if name != "scale6":
         return
     f = np.zeros(n, np.float32)
-    assert run_cpu(compile_cpu(K.heads), (2,), (64,), a, f).count == 0
+    assert run_cpu(compile_cpu(K.heads, align_records=True), (2,), (64,), a, f).count == 0
     np.testing.assert_array_equal(f, a["a"][:, 0] + a["a"][:, 1])
+
+
+def skewed(dev: Any, n: int, skew: int) -> Any:
+    """A record Buffer of `n` particles starting `skew` bytes into an allocation, as a foreign
+    array (CuPy, PyTorch) may: legal for a record of 4-byte fields, not 16-byte aligned."""
+    from anodize.runtime.buffer import Buffer
+
+    whole = dev.zeros(n + 1, particles.Particle)
+    return Buffer(dev, whole._ptr + skew, (n,), whole._scalar, whole)
+
+
+@pytest.mark.parametrize("where", ["cpu", pytest.param(0, marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("skew_in,skew_out", [(0, 0), (4, 0), (0, 12), (8, 24)])
+def test_particle_step_on_skewed_buffers(where: Any, skew_in: int, skew_out: int) -> None:
+    """The launch path: on the GPU an aligned pair takes the aligned copy, a skewed one the
+    scalar copy; both give NumPy's result."""
+    dev = az.device(where)
+    n = (1 << 16) + 3
+    rng = np.random.default_rng(7)
+    h = np.zeros(n, particles.Particle.dtype)
+    h["pos"] = rng.random((n, 3), dtype=np.float32)
+    h["vel"] = rng.standard_normal((n, 3), dtype=np.float32)
+    h["bounces"] = rng.integers(0, 5, n)
+    a, b = skewed(dev, n, skew_in), skewed(dev, n, skew_out)
+    assert a._ptr % 16 == skew_in % 16
+    a.copy_from(h)
+    dt = np.float32(0.05)
+    particles.particle_step[az.LaunchConfig.for_num_elems(n, block=256)](a, dt, b)
+    got, ref = b.to_host(), particles.reference(h, dt)
+    for name in particles.Particle.dtype.names:
+        np.testing.assert_array_equal(got[name], ref[name])
