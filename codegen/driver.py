@@ -198,6 +198,7 @@ def compile_cpu(
     vector_grid_stride: bool = False,
     split_barriers: bool = True,
     coarsen: bool = False,
+    align_records: bool = False,
 ) -> CompiledKernel:
     """Compile a kernel for the CPU backend; `cpu_entry` runs a whole grid on the host.
 
@@ -211,7 +212,11 @@ def compile_cpu(
     one host thread per GPU thread instead (codegen/cpu/threads.py).
 
     `coarsen=True` coarsens an element-wise kernel as the GPU does (`codegen/llvm/coarsen.py`): its
-    `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it."""
+    `cpu_entry` still takes the user's grid, and runs ceil(grid_x / 4) blocks of it.
+
+    `align_records=True` gives a kernel over record slices the GPU's aligned copy of its body
+    (`codegen/llvm/record_align.py`), taken when the slices' bases are aligned; off by default,
+    since it doubles the body the JIT compiles and the host gains little from it."""
     cpu = _cpu_backend()
     t0 = time.perf_counter()
     k = _typed(kernel)
@@ -231,6 +236,7 @@ def compile_cpu(
     target = cpu.backend.CPUTarget(k, threaded=threaded)
     target.vector_grid_stride = vector_grid_stride
     target.coarsen = coarsen and not threaded
+    target.align_records = align_records
     lw = lower_kernel(k, target, bounds_checks=bounds_checks)
     if threaded:
         cpu.backend.add_thread_entry(lw)

@@ -387,7 +387,8 @@ OPTIONS = {"bounds_checks": True, "line_info": False, "opt": 3, "tc_gemm": ""}
 
 @pytest.mark.parametrize("switch,value", [("ANODIZE_COARSEN_CHUNKS", "8"), ("ANODIZE_ATTN_QREGS", "1"), ("ANODIZE_ATTN_STAGES", "2"),
                                           ("ANODIZE_ATTN_GROUPS", "2"), ("ANODIZE_ATTN_LAZY", "1"), ("ANODIZE_ATTN_DYNAMIC", "0"),
-                                          ("ANODIZE_ATTN_MINB", "2"), ("ANODIZE_TC_GEMM", "mma")])
+                                          ("ANODIZE_ATTN_MINB", "2"), ("ANODIZE_TC_GEMM", "mma"),
+                                          ("ANODIZE_RECORD_ALIGN", "0")])
 def test_every_code_switch_is_in_the_key(mod, monkeypatch: pytest.MonkeyPatch, switch: str, value: str) -> None:
     monkeypatch.delenv(switch, raising=False)
     before = artifact_store.cache_key(mod.add, "sm_90", OPTIONS)

@@ -19,6 +19,7 @@ from . import halves
 from .collectives import lower_block_witness
 from .registry import handles, part
 from .shared_safe import lower_local_witness
+from .record_align import field_align
 from .thread_tiles import lower_make_tile
 from .types import I1, I32T, I64T, I8, WITNESS_LL, _align, _fs, mem_type, reg_type, value_type
 
@@ -73,7 +74,8 @@ class ExprLowering:
         sv = self.lw.frame.slices[e.slice.name]
         ok, ptr, fidx, flen = self.lw.bounds.address(sv, e.index, e.offset)
         mt = mem_type(e.ty)
-        v = self.lw.bounds.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.lw.b.load(ptr, typ=mt, align=_align(e.ty)), mt)
+        align = field_align(sv, e.offset, _align(e.ty))
+        v = self.lw.bounds.guarded(e.checked, ok, e.site, fidx, flen, lambda: self.lw.b.load(ptr, typ=mt, align=align), mt)
         assert v is not None
         return self.lw.b.icmp_unsigned("!=", v, llir.Constant(I8, 0)) if e.ty.is_bool else v
 

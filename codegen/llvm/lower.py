@@ -50,6 +50,7 @@ from .coarsen_lower import lower_body
 from .effects import global_string, llvm_order, rmw_op
 from .exprs import ExprLowering
 from .locals import LocalsLowering
+from .record_align import aligned_records, lower_versioned
 from .registry import LOWERINGS, Handler, missing
 from .stmts import StmtLowering
 # the LLVM types live in types.py; all re-exported here (codegen's modules import them from here)
@@ -65,6 +66,9 @@ class Target:
     table_as = 0  # where module-level constant tables live (the GPU's constant space)
     vector_grid_stride = False  # lower elementwise grid-stride loops in 16-byte chunks (gridstride.py)
     coarsen = False  # several indices per thread for element-wise kernels (coarsen.py)
+    # an aligned copy of a body over record slices, behind a runtime test of their bases
+    # (record_align.py); ANODIZE_RECORD_ALIGN=0 turns it off (for measurements)
+    align_records = False
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/llvm/halves.py)
     # a kernel calling `az.grid.sync()` takes its grid barrier's counter as one more hidden `ptr`
@@ -294,8 +298,13 @@ class Lowerer:
         ret_block = fn.append_basic_block("return")
         frame.exit = ret_block
         self.frame = frame
+        aligned: dict[str, int] = {}
+        if self.t.align_records and self.coarse is None and os.environ.get("ANODIZE_RECORD_ALIGN", "1") != "0":
+            aligned = aligned_records(self.k)
         if self.coarse is not None:
             lower_body(self, self.coarse)
+        elif aligned:
+            lower_versioned(self, aligned)
         else:
             self.stmts(self.k.body)
         if not self.b.block.is_terminated:

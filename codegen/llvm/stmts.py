@@ -9,6 +9,7 @@ import llvmlite.ir as llir
 
 from anodize.language import ir
 from anodize.language.types import ScalarTy
+from .record_align import field_align
 from .registry import handles, part
 from .types import I1, I8, _align, reg_type
 
@@ -157,7 +158,8 @@ class StmtLowering:
         ok, ptr, fidx, flen = self.lw.bounds.address(sv, s.index, s.offset)
         elem = s.value.ty if not isinstance(sv.ty.elem, ScalarTy) else sv.ty.elem  # a record's field: the value's type
         stored = self.lw.b.zext(value, I8) if elem.is_bool else value
-        self.lw.bounds.guarded(s.checked, ok, s.site, fidx, flen, lambda: self.lw.b.store(stored, ptr, align=_align(elem)), None)
+        align = field_align(sv, s.offset, _align(elem))
+        self.lw.bounds.guarded(s.checked, ok, s.site, fidx, flen, lambda: self.lw.b.store(stored, ptr, align=align), None)
 
     @handles(ir.SharedWrite)
     def s_SharedWrite(self, s: ir.SharedWrite) -> None:

@@ -71,6 +71,9 @@ class SliceVal:
     ty: SliceTy
     ptr: llir.Value
     dims: tuple[llir.Value, ...]
+    # bytes the base is known aligned to beyond the element's alignment (0: nothing more): the
+    # aligned copy of a kernel over record slices (codegen/llvm/record_align.py)
+    base_align: int = 0
 
 
 @dataclass

@@ -35,3 +35,53 @@ def ks(a: Slice[V], o: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     if i in o:
         o[i] = a[i].x * f32(a[i].k)
+
+
+@az.record
+class Six:
+    """24 bytes of 4-byte fields: an 8-byte aligned base makes every element 8-byte aligned."""
+
+    a: az.Array[f32, 4]
+    w: f32
+    n: i32
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def scale6(a: Slice[Six], o: DisjointSlice[Six]) -> None:
+    i = thread.index_1d()
+    if i in o:
+        r = a[i]
+        o[i] = Six(a=(r.a[0] * r.w, r.a[1] * r.w, r.a[2] * r.w, r.a[3] * r.w), w=r.w, n=r.n + 1)
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def scale6_gs(a: Slice[Six], o: DisjointSlice[Six]) -> None:
+    for i in thread.grid_stride(o):
+        r = a[i]
+        o[i] = Six(a=(r.a[0] * r.w, r.a[1] * r.w, r.a[2] * r.w, r.a[3] * r.w), w=r.w, n=r.n + 1)
+
+
+@az.func
+def _head(p: Slice[Six], i: az.Index1D) -> f32:
+    return p[i].a[0] + p[i].a[1]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def heads(a: Slice[Six], o: DisjointSlice[f32]) -> None:
+    """Two adjacent fields read through a helper: one 8-byte load on the aligned copy."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = _head(a, i)
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def staged(a: Slice[Six], o: DisjointSlice[f32]) -> None:
+    """A barrier: the CPU backend splits the body there, so it keeps one copy (scalar accesses)."""
+    i = thread.index_1d()
+    az.syncthreads()
+    if i in o:
+        o[i] = a[i].w
