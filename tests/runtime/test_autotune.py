@@ -22,8 +22,12 @@ from anodize.runtime.tune_model import estimate, resident_blocks
 from anodize.runtime.tuning import Tuner, TuneReport
 
 SRC = textwrap.dedent('''
+    from typing import TypeVar
+
     import anodize as az
-    from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, i64, tile, thread
+    from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, f64, i64, tile, thread
+
+    T = TypeVar("T", f32, f64)
 
     CONFIGS = [az.Config(BM=32, BN=16), az.Config(BM=256, BN=256), az.Config(BM=16, BN=16, num_warps=2),
                az.Config(BM=8, BN=16, num_warps=4, num_stages=2)]
@@ -55,6 +59,14 @@ SRC = textwrap.dedent('''
         i = thread.index_1d()
         if i in out:
             out[i] = x[i] * 2.0
+
+    @az.autotune(configs=[az.Config(block=64), az.Config(block=128)], key=["x"])
+    @az.launch_contract(domain=1, requires=lambda x, out: len(x) == len(out))
+    @az.kernel
+    def triple(x: Slice[T], out: DisjointSlice[T]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i] * 3.0
 
     @az.autotune(configs=[az.Config(block=64), az.Config(block=128)], key=["x"])
     @az.launch_contract(domain=1, block=128, requires=lambda x, out: len(x) == len(out))
@@ -180,6 +192,22 @@ def test_simt_block_configurations(mod: Any, timed: None) -> None:
     rec = {repr(r.config): r for r in mod.fixed.reports[((n,), "float32", "float32")].records}
     assert rec["Config(block=64)"].status == "skipped" and "contract fixes block=(128,)" in rec["Config(block=64)"].reason
     np.testing.assert_allclose(out.to_host(), xh + 1)
+
+
+def test_a_generic_kernel_tunes_per_element_type(mod: Any, timed: None) -> None:
+    """One key per element type: the f64 tuning times f64 launchers, not the f32 ones the first
+    tuning built for the same shapes and launch configurations (every configuration was refused
+    as "expects elements of f32" when a timed tuning reused them)."""
+    dev = az.device("cpu")
+    n = 500
+    grid = lambda c: az.LaunchConfig.for_num_elems(n, block=c.block)  # noqa: E731
+    for dtype, name in ((np.float32, "float32"), (np.float64, "float64")):
+        xh = np.arange(n, dtype=dtype)
+        x, out = dev.to_device(xh), dev.empty(n, az.f32 if dtype == np.float32 else az.f64)
+        mod.triple[grid](x, out)
+        assert [r.status for r in mod.triple.reports[((n,), name, name)].records] == ["ran", "ran"]
+        np.testing.assert_allclose(out.to_host(), 3 * xh)
+        assert [r.status for r in mod.triple.tune(grid, x, out).records] == ["ran", "ran"]
 
 
 def test_static_problems_and_launch_errors(mod: Any) -> None:
