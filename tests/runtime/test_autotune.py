@@ -157,7 +157,8 @@ def test_refused_configurations_are_skipped_with_their_reason_and_never_run(mod:
     assert report.source == "tuned" and report.compile_seconds > 0
 
 
-def test_planted_unsafe_configurations_are_refused_and_never_run(mod: Any, timed: None, launched: list[Any]) -> None:
+def test_planted_unsafe_configurations_are_refused_and_never_run(mod: Any, timed: None, launched: list[Any],
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     """An accumulator over the register budget is refused by the on-chip bound (it cannot live in
     registers, so its shared-memory staging is counted); a store whose tiles overlap another
     program's under some Constant is refused for every value of it (a store is always at the
@@ -170,6 +171,10 @@ def test_planted_unsafe_configurations_are_refused_and_never_run(mod: Any, timed
     by = {r.config.constants["BM"]: r for r in report.records}
     assert by[256].status == "skipped" and "az-type" in by[256].reason and "bytes of shared memory" in by[256].reason
     assert by[32].status == by[16].status == "ran" and report.winner in (by[32].config, by[16].config)
+    grid = lambda cfg: az.LaunchConfig.for_tiles((64, 64), (cfg.BM, cfg.BN))  # noqa: E731
+    assert mod.mm.tune(grid, a, a, c, 64).records[0].status == "skipped"  # again: the warning is not
+    shown = [r for r in caplog.records if r.name == "anodize.autotune" and "BM=256" in r.getMessage()]
+    assert len(shown) == 1 and "skipped: error[az-type]" in shown[0].getMessage()  # repeated (once a process)
     x = dev.to_device(np.ones((64, 64), np.float32))
     with pytest.raises(ArgumentError, match="no configuration .* is valid") as e:
         mod.overlap[lambda cfg: az.LaunchConfig.for_tiles((64, 64), (cfg.BM, cfg.BN))](x, dev.zeros((64, 64), az.f32))
