@@ -23,7 +23,7 @@ from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
 # (BM, BN, warps): 16 or 32 query rows a warp, key tiles of 32 to 128 rows
 CONFIGS = [
     az.Config(BM=bm, BN=bn, num_warps=w)
-    for bm, bn, w in ((128, 64, 4), (64, 64, 4), (128, 32, 4), (64, 128, 4), (64, 32, 2), (128, 64, 8), (256, 64, 8), (64, 64, 2))
+    for bm, bn, w in ((128, 64, 4), (64, 64, 4), (128, 32, 4), (64, 128, 4), (256, 32, 8), (128, 64, 8), (256, 64, 8), (64, 64, 2))
 ]
 SEQ_MULTIPLE = 256  # every configuration's BM and BN divide it
 
