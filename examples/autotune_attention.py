@@ -72,7 +72,9 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, d:
     qf, kf, vf = (x.astype(np.float32).reshape(bh, seq, d) for x in (q, k, v))
     s = qf @ kf.transpose(0, 2, 1) * d ** -0.5
     p = np.exp(s - s.max(-1, keepdims=True))
-    return np.asarray((p / p.sum(-1, keepdims=True) @ vf).reshape(bh * seq, d))
+    weights = p / p.sum(-1, keepdims=True)
+    out = weights @ vf
+    return np.asarray(out.reshape(bh * seq, d))
 
 
 def main(batch: int = 1, heads: int = 2, seq: int = 256, d: int = 32) -> np.ndarray:
