@@ -1,8 +1,12 @@
 """Persisting a GPU `CompiledKernel` in the disk cache (runtime/diskcache.py) and back.
 
-The key covers every source file the kernel can reach (its module and the
-modules of every `@az.func` helper or kernel reachable through globals), the
-target and options, the anodize, llvmlite, ptxas and driver versions, and a
+The key covers the text of every source file the kernel can reach (its
+module: helpers and constant tables live there), by content, not by path: a
+byte-identical copy of the module elsewhere hits the same entry, and a hit's
+fault sites and source path are rewritten to name the loading kernel's file.
+It also covers the target and options, the anodize, llvmlite, ptxas and
+driver versions (llvmlite's read from its installed metadata, so a warm
+cache loads with llvmlite not importable), and a
 digest of the compiler's own sources (`compiler_digest`: the language, the
 checker, the codegen and the runtime modules that shape the artifact), so an
 edited or reinstalled compiler never loads a binary an older one built.  An
@@ -16,7 +20,10 @@ import hashlib
 import importlib.util
 import linecache
 import os
+import re
+import sys
 from collections.abc import Callable
+from dataclasses import replace
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -107,13 +114,33 @@ def compiler_digest() -> str:
     return digest_files(compiler_files())
 
 
+_LLVMLITE_DIST = re.compile(r"^llvmlite-([^-]+)\.(?:dist|egg)-info$", re.IGNORECASE)
+
+
 def _versions() -> dict[str, str]:
     """anodize's version, the compiler digest and llvmlite's version (every entry's key; the
     digest is computed once per process)."""
-    # Light on purpose (a cached load must not import llvmlite's binding, the codegen or
-    # cuda.bindings): `import llvmlite` is the package's version module only.
-    llvmlite = lazy.llvmlite()
-    return {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite.__version__}
+    return {"anodize": VERSION, "compiler": compiler_digest(), "llvmlite": llvmlite_version()}
+
+
+@lru_cache(maxsize=1)
+def llvmlite_version() -> str:
+    """llvmlite's version from the name of its distribution's metadata folder
+    (`llvmlite-0.50.0.dist-info`) beside the package the import path finds first, without
+    importing llvmlite (a cached load must not need it: an environment whose llvmlite does not
+    import still loads what the compiler built there) nor importlib.metadata (100 ms); else
+    the package's own version, or "none" when neither is there."""
+    for folder in sys.path:
+        if os.path.isdir(os.path.join(folder or ".", "llvmlite")):
+            for name in os.listdir(folder or "."):
+                m = _LLVMLITE_DIST.match(name)
+                if m:
+                    return m.group(1)
+            break
+    try:
+        return str(lazy.llvmlite().__version__)
+    except ImportError:
+        return "none"
 
 
 @lru_cache(maxsize=1)
@@ -144,11 +171,12 @@ def _switches() -> dict[str, str]:
 
 
 def _kernel_inputs(kernel: Kernel) -> dict[str, Any]:
-    """The kernel's part of a key: its sources, name, first line and specialisation."""
+    """The kernel's part of a key: its sources (by content: where the file lies is no part of
+    the artifact), name, first line and specialisation."""
     h = hashlib.sha256()
     for path in dependency_files(kernel):
-        h.update(os.fsencode(path) + b"\0")
-        h.update("".join(linecache.getlines(path)).encode("utf-8", "surrogatepass"))
+        text = "".join(linecache.getlines(path)).encode("utf-8", "surrogatepass")
+        h.update(b"%d\0" % len(text) + text)
     return {"sources": h.hexdigest(), "kernel": kernel.__qualname__,
             "line": getattr(kernel.fn.__code__, "co_firstlineno", 0), "spec": spec_repr(kernel)}
 
@@ -261,6 +289,10 @@ def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **t
     if codegen_view(decode_contract(meta["contract"])) != codegen_view(contract):
         raise ValueError("the entry was compiled under another contract")
     foreign = tuple((str(b), str(s)) for b, s in meta.get("foreign", ()))
+    stored, here = str(meta["source_path"]), module_source(kernel.fn)[0]
+    sites = tuple(FaultSite(*s) for s in meta["fault_sites"])
+    if here and here != stored:  # the entry of a byte-identical copy: its sites are this file's lines
+        sites = tuple(replace(s, path=here) if s.path == stored else s for s in sites)
     return CompiledKernel(
         name=str(meta["name"]),
         entry=str(meta["entry"]),
@@ -269,14 +301,14 @@ def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **t
         domain=int(meta["domain"]),
         arch=str(meta["arch"]),
         llvm_ir=files["kernel.ll"].decode(),
-        fault_sites=tuple(FaultSite(*s) for s in meta["fault_sites"]),
+        fault_sites=sites,
         bounds_checks=int(meta["bounds_checks"]),
         uses_barrier=bool(meta["uses_barrier"]),
         static_shared_bytes=int(meta["static_shared_bytes"]),
         resources=Resources(**meta["resources"]),
         compile_seconds=0.0,
         from_cache=True,
-        source_path=str(meta["source_path"]),
+        source_path=here or stored,
         source_line=int(meta["source_line"]),
         coarsen=int(meta.get("coarsen", 1)),
         grid_counter=bool(meta.get("grid_counter", False)),

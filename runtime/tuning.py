@@ -317,7 +317,7 @@ class Tuner:
         timed = dev.kind == "cuda" or (self.timed_on_cpu and dev.kind == "cpu")
         tc = time.perf_counter()
         compiled: dict[Config, Any] = {}
-        prepared = self._prepare(cands, grid, args, dev, records, compiled, first_only=not timed)
+        prepared = self._prepare(cands, key, grid, args, dev, records, compiled, first_only=not timed)
         compile_s = time.perf_counter() - tc
         if timed:
             prepared = self._prune_model(prepared, compiled, dev, records)
@@ -358,10 +358,11 @@ class Tuner:
                 records[c] = TuneRecord(c, "pruned", reason="dropped by prune_configs_by")
         return [c for c in cands if c in kept]
 
-    def _prepare(self, cands: list[Config], grid: Any, args: tuple[Any, ...], dev: Any,
+    def _prepare(self, cands: list[Config], key: tuple[Any, ...], grid: Any, args: tuple[Any, ...], dev: Any,
                  records: dict[Config, TuneRecord], compiled: dict[Config, Any], first_only: bool) -> list[tuple[Config, Any]]:
         """(config, launcher) for every configuration that checks, compiles and loads; the others
-        get their refusal as a "skipped" record."""
+        get their refusal as a "skipped" record.  The launchers are memoised under `key` (its
+        element types: another key's launcher is another specialisation)."""
         specs: dict[Config, Any] = {}
         for c in cands:
             try:
@@ -389,7 +390,7 @@ class Tuner:
         for c in ready:
             try:
                 compiled[c] = compile_for_device(specs[c], dev).compiled  # checks (the gate) and loads; a cache hit after `build`
-                out.append((c, self.launcher(None, c, grid, args)))
+                out.append((c, self.launcher(key, c, grid, args)))
             except USER_ERRORS as e:
                 records[c] = self._skip(c, _first_line(e))
                 continue

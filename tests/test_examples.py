@@ -50,6 +50,7 @@ SMALL: dict[str, dict[str, int]] = {
     "tile_attention": {"batch": 1, "heads": 2, "seq": 64, "d": 32},
     "autotune_gemm": {"m": 96, "n": 80, "k": 64},
     "autotune_softmax": {"rows": 6, "cols": 300},
+    "autotune_attention": {"batch": 1, "heads": 2, "seq": 256, "d": 16},
     "radix_digits": {"n": 20_000},
     "particles": {"n": 10_007},
     "fluid2d": {"rows": 37, "cols": 53},

@@ -22,8 +22,12 @@ from anodize.runtime.tune_model import estimate, resident_blocks
 from anodize.runtime.tuning import Tuner, TuneReport
 
 SRC = textwrap.dedent('''
+    from typing import TypeVar
+
     import anodize as az
-    from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f32, i64, tile, thread
+    from anodize import DisjointSlice, DisjointSlice2D, Slice, Slice2D, f16, f32, f64, i64, tile, thread
+
+    T = TypeVar("T", f32, f64)
 
     CONFIGS = [az.Config(BM=32, BN=16), az.Config(BM=256, BN=256), az.Config(BM=16, BN=16, num_warps=2),
                az.Config(BM=8, BN=16, num_warps=4, num_stages=2)]
@@ -55,6 +59,37 @@ SRC = textwrap.dedent('''
         i = thread.index_1d()
         if i in out:
             out[i] = x[i] * 2.0
+
+    # planted unsafe configurations: an f32 accumulator of 256 KiB (512 registers a thread at
+    # 4 warps), and a second store of `c` at (R, BN) tiles, which overlap another program's
+    # (BM, BN) tiles whenever R != BM (refused for every R: one output has one tile shape)
+    @az.autotune(configs=[az.Config(BM=256, BN=256, BK=64, R=32, num_warps=4), az.Config(BM=32, BN=32, BK=32, R=32),
+                          az.Config(BM=16, BN=32, BK=16, R=16, num_warps=2)], key=["a"])
+    @az.launch_contract(domain=2)
+    @az.tile_kernel(num_warps=4)
+    def mm(a: Slice2D[f16], b: Slice2D[f16], c: DisjointSlice2D[f32], k: i64,
+           BM: az.Constant[int], BN: az.Constant[int], BK: az.Constant[int], R: az.Constant[int]) -> None:
+        pid = tile.program_id_2d()
+        acc = tile.zeros((BM, BN), f32)
+        for kk in range(0, k, BK):
+            acc = tile.matmul(tile.load(a, (pid.row * BM, kk), (BM, BK)), tile.load(b, (kk, pid.col * BN), (BK, BN)), acc)
+        tile.store(c, pid, acc)
+
+    @az.autotune(configs=[az.Config(BM=16, BN=16, R=32), az.Config(BM=16, BN=16, R=16)], key=["a"])
+    @az.launch_contract(domain=2)
+    @az.tile_kernel(num_warps=4)
+    def overlap(a: Slice2D[f32], c: DisjointSlice2D[f32], BM: az.Constant[int], BN: az.Constant[int], R: az.Constant[int]) -> None:
+        pid = tile.program_id_2d()
+        tile.store(c, pid, tile.load(a, pid, (BM, BN)))
+        tile.store(c, pid, tile.load(a, pid, (R, BN)) * 2.0)
+
+    @az.autotune(configs=[az.Config(block=64), az.Config(block=128)], key=["x"])
+    @az.launch_contract(domain=1, requires=lambda x, out: len(x) == len(out))
+    @az.kernel
+    def triple(x: Slice[T], out: DisjointSlice[T]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i] * 3.0
 
     @az.autotune(configs=[az.Config(block=64), az.Config(block=128)], key=["x"])
     @az.launch_contract(domain=1, block=128, requires=lambda x, out: len(x) == len(out))
@@ -122,6 +157,33 @@ def test_refused_configurations_are_skipped_with_their_reason_and_never_run(mod:
     assert report.source == "tuned" and report.compile_seconds > 0
 
 
+def test_planted_unsafe_configurations_are_refused_and_never_run(mod: Any, timed: None, launched: list[Any],
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
+    """An accumulator over the register budget is refused by the on-chip bound (it cannot live in
+    registers, so its shared-memory staging is counted); a store whose tiles overlap another
+    program's under some Constant is refused for every value of it (a store is always at the
+    program's own tile: the only overlap is one output at two shapes).  None of them launches."""
+    dev = az.device("cpu")
+    rng = np.random.default_rng(5)
+    a = dev.to_device(rng.standard_normal((64, 64), dtype=np.float32).astype(np.float16))
+    c = dev.empty((64, 64), az.f32)
+    report = mod.mm.tune(lambda cfg: az.LaunchConfig.for_tiles((64, 64), (cfg.BM, cfg.BN)), a, a, c, 64)
+    by = {r.config.constants["BM"]: r for r in report.records}
+    assert by[256].status == "skipped" and "az-type" in by[256].reason and "bytes of shared memory" in by[256].reason
+    assert by[32].status == by[16].status == "ran" and report.winner in (by[32].config, by[16].config)
+    grid = lambda cfg: az.LaunchConfig.for_tiles((64, 64), (cfg.BM, cfg.BN))  # noqa: E731
+    assert mod.mm.tune(grid, a, a, c, 64).records[0].status == "skipped"  # again: the warning is not
+    shown = [r for r in caplog.records if r.name == "anodize.autotune" and "BM=256" in r.getMessage()]
+    assert len(shown) == 1 and "skipped: error[az-type]" in shown[0].getMessage()  # repeated (once a process)
+    x = dev.to_device(np.ones((64, 64), np.float32))
+    with pytest.raises(ArgumentError, match="no configuration .* is valid") as e:
+        mod.overlap[lambda cfg: az.LaunchConfig.for_tiles((64, 64), (cfg.BM, cfg.BN))](x, dev.zeros((64, 64), az.f32))
+    assert str(e.value.help).count("az-disjoint-index") == 2 and "one output has one tile shape" in str(e.value.help)
+    refused = {by[256].config, az.Config(BM=16, BN=16, R=32), az.Config(BM=16, BN=16, R=16)}
+    assert not refused & set(launched), "a refused configuration was launched"
+    assert {by[32].config, by[16].config} <= set(launched)  # (the spy sees what does run)
+
+
 def test_cpu_backend_runs_the_first_valid_configuration_untimed(mod: Any, launched: list[Any]) -> None:
     dev = az.device("cpu")
     n = 40
@@ -180,6 +242,22 @@ def test_simt_block_configurations(mod: Any, timed: None) -> None:
     rec = {repr(r.config): r for r in mod.fixed.reports[((n,), "float32", "float32")].records}
     assert rec["Config(block=64)"].status == "skipped" and "contract fixes block=(128,)" in rec["Config(block=64)"].reason
     np.testing.assert_allclose(out.to_host(), xh + 1)
+
+
+def test_a_generic_kernel_tunes_per_element_type(mod: Any, timed: None) -> None:
+    """One key per element type: the f64 tuning times f64 launchers, not the f32 ones the first
+    tuning built for the same shapes and launch configurations (every configuration was refused
+    as "expects elements of f32" when a timed tuning reused them)."""
+    dev = az.device("cpu")
+    n = 500
+    grid = lambda c: az.LaunchConfig.for_num_elems(n, block=c.block)  # noqa: E731
+    for dtype, name in ((np.float32, "float32"), (np.float64, "float64")):
+        xh = np.arange(n, dtype=dtype)
+        x, out = dev.to_device(xh), dev.empty(n, az.f32 if dtype == np.float32 else az.f64)
+        mod.triple[grid](x, out)
+        assert [r.status for r in mod.triple.reports[((n,), name, name)].records] == ["ran", "ran"]
+        np.testing.assert_allclose(out.to_host(), 3 * xh)
+        assert [r.status for r in mod.triple.tune(grid, x, out).records] == ["ran", "ran"]
 
 
 def test_static_problems_and_launch_errors(mod: Any) -> None:

@@ -52,6 +52,7 @@ TINY: dict[str, dict[str, int]] = {
     "async_fanout": {"n": 500},
     "autotune_gemm": {"m": 32, "n": 32, "k": 32},
     "autotune_softmax": {"rows": 2, "cols": 40},
+    "autotune_attention": {"batch": 1, "heads": 1, "seq": 256, "d": 16},
 }
 QUICK_EXAMPLES = {"vecadd", "generic_saxpy", "transpose", "transpose_32x8"}
 FIXTURE_RUNS = sorted(p for p in FIXTURES.glob("*.py") if "\ndef main()" in p.read_text())
