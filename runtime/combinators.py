@@ -41,7 +41,7 @@ from anodize.runtime.buffer import Buffer
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
 from anodize.runtime.device import Device, device as _device
 from anodize.runtime.inflight import Use
-from anodize.runtime.ops import _UNSET, BUILD, Leaf, Op, Seq, _common_device
+from anodize.runtime.ops import _UNSET, BUILD, KernelOp, Leaf, Op, Seq, _common_device
 from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
@@ -167,27 +167,42 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     flight; the markers of other work it must wait for."""
     if scope[0] is not None:
         scope[0].admit(tagged_uses(op, scope[1]))
-
-    single = isinstance(op, Leaf)
-    if not single or getattr(op, "_held", None) is not None:
-        release_holds(op)
     handle = ctx.handle
     known = handle.kernel_ids
-    for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
-        lk = leaf.loaded
+    seen = handle.registered
+    if type(op) is KernelOp:  # the common step: one launch, its uses as (key, writes) specs
+        if op._held is not None:
+            release_holds(op)
+        lk = op.loaded
         if lk is not None and id(lk) not in known:
             known.add(id(lk))
             handle.kernels.append(lk)
-    if ctx.capturing:
-        return []
-    uses = op._uses if isinstance(op, Leaf) else op.uses()
-    seen = handle.registered
-    for u in uses:
-        w = seen.get(u[:3])  # (space, lo, hi): registered, and whether written
-        if w is None or (u.writes and not w):
-            break
+        if ctx.capturing:
+            return []
+        for key, w, _, _ in op.spec:
+            r = seen.get(key)  # registered, and whether written
+            if r is None or (w and not r):
+                break
+        else:
+            return []  # no memory the submission did not register already: nothing new to order after
+        uses = op._uses
     else:
-        return []  # no memory the submission did not register already: nothing new to order after
+        if not isinstance(op, Leaf) or getattr(op, "_held", None) is not None:
+            release_holds(op)
+        for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
+            lk = leaf.loaded
+            if lk is not None and id(lk) not in known:
+                known.add(id(lk))
+                handle.kernels.append(lk)
+        if ctx.capturing:
+            return []
+        uses = op._uses if isinstance(op, Leaf) else op.uses()
+        for u in uses:
+            w = seen.get(u[:3])
+            if w is None or (u.writes and not w):
+                break
+        else:
+            return []
     for u in uses:
         seen[u[:3]] = seen.get(u[:3], False) or u.writes
     return [e.marker for e in inflight.extend(handle, uses)]
@@ -287,8 +302,32 @@ def gather(*ops: Op) -> Op:
 # ---- and_then ------------------------------------------------------------------------------------
 
 
+class _Steps:
+    """The one record of an `and_then` chain: its first op, each step's function and the
+    user's `file:line` that added it (code object and line, formatted only for a message),
+    and the ops the functions built, in order (a step is its index)."""
+
+    __slots__ = ("first", "fns", "codes", "lines", "built")
+
+    def __init__(self, first: Op):
+        self.first = first
+        self.fns: list[Callable[[Any], Op]] = []
+        self.codes: list[Any] = []
+        self.lines: list[int] = []
+        self.built: list[Op] = []
+
+    def site(self, k: int) -> str:
+        return f"{self.codes[k].co_filename}:{self.lines[k]}"
+
+
 class AndThen(Op):
-    """`op.and_then(fn)`: `fn(result)` gives the next op; see the module docstring."""
+    """`op.and_then(fn)`: `fn(result)` gives the next op; see the module docstring.
+
+    `a.and_then(f).and_then(g)` is one flat chain (no recursion): each `and_then` appends
+    to the `_Steps` record of the chain it extends (which it claims, so that op never runs
+    on its own) and is a small view of its first `n` steps."""
+
+    __slots__ = ("steps", "n")
 
     def __init__(self, first: Op, fn: Callable[[Any], Op]):
         if not callable(fn):
@@ -296,32 +335,53 @@ class AndThen(Op):
                 f"`and_then` takes a function of the previous result that returns an op, got {fn!r}",
                 help="write `op.and_then(lambda r: kernel[cfg].op(...))`; `op.then(other)` sequences a built op",
             )
-        super().__init__(first.device)
+        Op.__init__(self, first.device)
         first._claim(self)
-        if isinstance(first, AndThen) and not first.built:  # a chain: one flat list, no recursion
-            self.first: Op = first.first
-            self.fns: list[Callable[[Any], Op]] = first.fns
-            self.sites: list[Site] = first.sites
+        if type(first) is AndThen and not first.steps.built:
+            steps = first.steps
         else:
-            self.first, self.fns, self.sites = first, [], []
-        self.fns.append(fn)
-        self.sites.append(build_site())
-        self.built: list[Op] = []
+            steps = _Steps(first)
+        steps.fns.append(fn)
+        f = sys._getframe(1)  # the user's frame: the first outside anodize (`Site`)
+        ours = _OURS
+        while f.f_back is not None:
+            hit = ours.get(f.f_code)
+            if hit is None:
+                hit = ours[f.f_code] = f.f_globals.get("__name__", "").startswith("anodize.")
+            if not hit:
+                break
+            f = f.f_back
+        steps.codes.append(f.f_code)
+        steps.lines.append(f.f_lineno)
+        self.steps = steps
+        self.n = len(steps.fns)
+
+    @property
+    def first(self) -> Op:
+        """The op the chain starts with."""
+        return self.steps.first
+
+    @property
+    def built(self) -> list[Op]:
+        """The ops the steps' functions built so far, in order."""
+        return self.steps.built
 
     def describe(self) -> str:
-        return f"`and_then` chain of {len(self.fns)} steps"
+        return f"`and_then` chain of {self.n} steps"
 
     def leaves(self) -> Iterator[Leaf]:
-        yield from self.first.leaves()
-        for b in self.built:
+        steps = self.steps
+        yield from steps.first.leaves()
+        for b in steps.built:
             yield from b.leaves()
 
     def _parts(self) -> tuple[Op, ...]:
-        return (self.first, *self.built)
+        return (self.steps.first, *self.steps.built)
 
     def _last(self) -> Op | None:
-        if len(self.built) == len(self.fns):
-            return self.built[-1]
+        built = self.steps.built
+        if len(built) == self.n:
+            return built[-1]
         return None
 
     def _early(self) -> Any:
@@ -337,17 +397,22 @@ class AndThen(Op):
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[Any]]:
         scope = (ctx.scope, ctx.tag)
-        lane, pend = self.first._emit(ctx, lane)
-        return self._go(ctx, scope, lane, pend, self.first, False)
+        first = self.steps.first
+        lane, pend = first._emit(ctx, lane)
+        return self._go(ctx, scope, lane, pend, first, False)
 
     def _go(self, ctx: _Ctx, scope: tuple[Branch | None, int], lane: S.Lane, pend: list[Any], cur: Op, synced: bool) -> tuple[S.Lane, list[Any]]:
-        while len(self.built) < len(self.fns) and not ctx.stopped:
-            k = len(self.built)
-            val = cur._early() if not synced else _UNSET
+        steps = self.steps
+        fns, built, n = steps.fns, steps.built, self.n
+        while len(built) < n and not ctx.stopped:
+            k = len(built)
             if synced:
                 val = _host_value(ctx, cur)
+                synced = False
+            else:
+                val = cur._early()
             need_host = val is _UNSET
-            if need_host or unresolved(pend):
+            if need_host or (pend and unresolved(pend)):
                 if ctx.capturing:
                     ctx.no_future([FutureMarker()])
                 fut = FutureMarker()
@@ -362,40 +427,50 @@ class AndThen(Op):
 
                 defer(wait, resume, host_sync=need_host, on_error=ctx.failing(fut, lane))
                 return lane, [fut]
-            synced = False
             try:
-                nxt = self.fns[k](val)
+                nxt = fns[k](val)
                 ctx.after_user_code()
                 if not isinstance(nxt, Op):
                     raise ArgumentError(
-                        f"the function given to `and_then` at {self.sites[k]} returned {type(nxt).__qualname__}, not an op",
+                        f"the function given to `and_then` at {steps.site(k)} returned {type(nxt).__qualname__}, not an op",
                         help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
                     )
                 if nxt.device is not self.device:
                     _common_device((self, nxt), "`and_then`")
                 nxt._claim(self)
-                self.built.append(nxt)
+                built.append(nxt)
                 more = _admit(ctx, scope, nxt)
                 if more:
                     pend = [*pend, *more]
             except BaseException as e:  # noqa: BLE001 - raised at the op's completion
                 ctx.fail(e)
                 break
-            saved = ctx.scope, ctx.tag
-            ctx.scope, ctx.tag = scope  # (a deferred step: the branch this chain is part of)
-            try:
-                if pend:
-                    lane, pend = ctx.chain(lane, pend, [nxt._emit])
-                else:  # nothing to wait for: what `chain` does for one step
-                    lane, pend = nxt._emit(ctx, lane)
-            finally:
-                ctx.scope, ctx.tag = saved
+            if pend:
+                lane, pend = self._queue(ctx, scope, lane, pend, nxt)
+            elif isinstance(nxt, Leaf):  # one launch or copy: on `lane`, no branch to enter
+                lane, pend = nxt._emit(ctx, lane)
+            else:
+                lane, pend = self._queue(ctx, scope, lane, pend, nxt)
             cur = nxt
         return lane, pend
 
+    @staticmethod
+    def _queue(ctx: _Ctx, scope: tuple[Branch | None, int], lane: S.Lane, pend: list[Any], nxt: Op) -> tuple[S.Lane, list[Any]]:
+        """Queue the op a step built after `pend`, inside the branch the chain is part of (a
+        deferred step runs after the gather that queued it moved on)."""
+        saved = ctx.scope, ctx.tag
+        ctx.scope, ctx.tag = scope
+        try:
+            if pend:
+                return ctx.chain(lane, pend, [nxt._emit])
+            return nxt._emit(ctx, lane)  # nothing to wait for: what `chain` does for one step
+        finally:
+            ctx.scope, ctx.tag = saved
+
     def _rebind(self, mapping: dict[int, Any]) -> Op:
-        op: Op = self.first._rebind(mapping)
-        for fn in self.fns:
+        steps = self.steps
+        op: Op = steps.first._rebind(mapping)
+        for fn in steps.fns[: self.n]:
             op = AndThen(op, fn)
         return op
 

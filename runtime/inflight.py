@@ -29,7 +29,7 @@ from anodize.runtime.deferred import FutureMarker
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
 
-__all__ = ["InFlightError", "Use", "begin", "extend", "end", "launch_conflicts", "check_host_write", "check_host_read", "in_flight"]
+__all__ = ["InFlightError", "Use", "UseSpec", "begin", "extend", "end", "launch_conflicts", "check_host_write", "check_host_read", "in_flight"]
 
 
 class InFlightError(LaunchError):
@@ -48,6 +48,11 @@ class Use(NamedTuple):
     writes: bool
     label: str
     obj: Any  # the array itself (kept alive while in flight)
+
+
+# how a lazy kernel op records an array it uses without the array itself (runtime/ops.py
+# `KernelOp.spec`, runtime/op_memo.py): ((space, lo, hi), writes, label, argument index)
+UseSpec = tuple[tuple[int, int, int], bool, str, int]
 
 
 class Execution(Protocol):

@@ -223,7 +223,7 @@ class Launcher:
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         op = KernelOp(self, plan, args, record[0])
-        memo.put(args, plan, record[0], op._uses)
+        memo.put(args, plan, record[0], op.spec)
         return op
 
     # launchers that allocate the outputs the contract declares (runtime/outputs.py)

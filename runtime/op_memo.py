@@ -14,13 +14,13 @@ import weakref
 from typing import Any
 
 from anodize.runtime.buffer import Buffer
-from anodize.runtime.inflight import Use
+from anodize.runtime.inflight import UseSpec
 
 __all__ = ["OpMemo"]
 
 
 class OpMemo:
-    """The last two validated ops' (arguments, plan, flat arguments, uses) of one launcher."""
+    """The last two validated ops' (arguments, plan, flat arguments, use specs) of one launcher."""
 
     __slots__ = ("_a", "_b")
 
@@ -40,19 +40,20 @@ class OpMemo:
                 return False
         return True
 
-    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[Use, ...]] | None:
-        for e in (self._a, self._b):
-            if e is not None and self._same(e[0], args):
-                # each use's array is the argument it came from (the memo holds none of them)
-                uses = tuple([Use(sp, lo, hi, w, label, args[k]) for sp, lo, hi, w, label, k in e[3]])
-                return e[1], e[2], uses
-        return None
+    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[UseSpec, ...]] | None:
+        e = self._a
+        if e is None:
+            return None
+        if not self._same(e[0], args):
+            e = self._b
+            if e is None or not self._same(e[0], args):
+                return None
+        # each use's array is the argument it names (the memo holds none of them)
+        return e[1], e[2], e[3]
 
-    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], uses: tuple[Use, ...]) -> None:
+    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...]) -> None:
         if any(not isinstance(a, (Buffer, int, float, bool)) for a in args):
             return  # NumPy and foreign arrays can be written in place of their shape: not memoised
         refs = tuple(weakref.ref(a) if isinstance(a, Buffer) else a for a in args)
-        where = {id(a): k for k, a in enumerate(args)}
-        spec = tuple((u.space, u.lo, u.hi, u.writes, u.label, where[id(u.obj)]) for u in uses)
         self._b = self._a
         self._a = (refs, plan, flat, spec)

@@ -40,7 +40,7 @@ from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
-from anodize.runtime.inflight import Use
+from anodize.runtime.inflight import Use, UseSpec
 from anodize.runtime.policies import Policy, policy_of
 from anodize.runtime.submission import Handle, _Ctx, _lane_for, _start
 
@@ -78,6 +78,10 @@ def _build() -> Builders:
 
 class Op:
     """A lazy unit of device work.  See the module docstring."""
+
+    # slots: a chain of 1,000 `and_then` steps makes a kernel op and a step per element; a
+    # subclass that declares no slots of its own has a `__dict__` as usual
+    __slots__ = ("device", "_owner", "_handle", "_result", "__weakref__")
 
     device: Device
 
@@ -258,6 +262,8 @@ class Op:
 class Leaf(Op):
     """A single piece of work: one kernel launch or one copy."""
 
+    __slots__ = ()
+
     _uses: tuple[Use, ...] = ()
     loaded: LoadedKernel | None = None
 
@@ -292,31 +298,55 @@ class Leaf(Op):
 
 
 class KernelOp(Leaf):
-    """`kernel[config].op(*args)`: a validated launch, recorded."""
+    """`kernel[config].op(*args)`: a validated launch, recorded.
 
-    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any], uses_: tuple[Use, ...] | None = None):
-        super().__init__(plan.device)
+    One slotted record per launch: its arrays' uses are kept as `spec` (one `UseSpec` per
+    tracked array: its (space, lo, hi) key, whether written, its label and the argument it is),
+    shared with the launcher's op memo (runtime/op_memo.py) for the same arguments, and the
+    `Use` tuples are made only when something reads `_uses` (a gather's check, a submission's
+    registration)."""
+
+    __slots__ = ("launcher", "plan", "args", "flat", "loaded", "outputs", "_held", "spec", "_u")
+
+    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any], spec: tuple[UseSpec, ...] | None = None):
+        Op.__init__(self, plan.device)
         self.launcher = launcher
         self.plan = plan
         self.args = args
         self.flat = flat
         self.loaded = launcher._loaded[id(plan.device)]
         self.outputs: Any = None  # `k[cfg].call_op(...)`: the Buffers it allocated (its result)
-        if uses_ is not None:  # (the op memo: the same arrays as a recent op, runtime/op_memo.py)
-            self._uses = uses_
+        self._held: Any = None  # `call_op`: the guard of its arrays until it is submitted
+        self._u: tuple[Use, ...] | None = None
+        if spec is not None:  # (the op memo: the same arrays as a recent op, runtime/op_memo.py)
+            self.spec = spec
             return
         name = plan.name
         uses: list[Use] = []
-        for p, a in zip(plan.params, args, strict=True):
+        specs: list[UseSpec] = []
+        for k, (p, a) in enumerate(zip(plan.params, args, strict=True)):
             if not p.is_slice:
                 continue
             label = f"`{p.name}` of kernel `{name}`"
             if isinstance(a, Buffer):
-                uses.append(inflight.use_of_buffer(a, p.is_output, label))
+                u = inflight.use_of_buffer(a, p.is_output, label)
             elif isinstance(a, np.ndarray):
-                uses.append(inflight.use_of_host(a, p.is_output, label))
-            # foreign CUDA arrays (CuPy, PyTorch) are held alive, but not tracked
-        self._uses = tuple(uses)
+                u = inflight.use_of_host(a, p.is_output, label)
+            else:
+                continue  # foreign CUDA arrays (CuPy, PyTorch) are held alive, but not tracked
+            uses.append(u)
+            specs.append(((u.space, u.lo, u.hi), u.writes, label, k))
+        self._u = tuple(uses)
+        self.spec = tuple(specs)
+
+    @property  # type: ignore[override]
+    def _uses(self) -> tuple[Use, ...]:
+        """The arrays the launch uses (made from `spec` on first use)."""
+        u = self._u
+        if u is None:
+            args = self.args
+            u = self._u = tuple([Use(*key, w, label, args[k]) for key, w, label, k in self.spec])
+        return u
 
     def describe(self) -> str:
         return f"kernel op `{self.plan.name}`"
