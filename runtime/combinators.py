@@ -304,20 +304,22 @@ def gather(*ops: Op) -> Op:
 
 class _Steps:
     """The one record of an `and_then` chain: its first op, each step's function and the
-    user's `file:line` that added it (code object and line, formatted only for a message),
-    and the ops the functions built, in order (a step is its index)."""
+    user's `file:line` that added it (code object and bytecode offset, the line worked out
+    only for a message), and the ops the functions built, in order (a step is its index)."""
 
-    __slots__ = ("first", "fns", "codes", "lines", "built")
+    __slots__ = ("first", "fns", "codes", "offsets", "built")
 
     def __init__(self, first: Op):
         self.first = first
         self.fns: list[Callable[[Any], Op]] = []
         self.codes: list[Any] = []
-        self.lines: list[int] = []
+        self.offsets: list[int] = []
         self.built: list[Op] = []
 
     def site(self, k: int) -> str:
-        return f"{self.codes[k].co_filename}:{self.lines[k]}"
+        code, at = self.codes[k], self.offsets[k]
+        line = next((ln for lo, hi, ln in code.co_lines() if lo <= at < hi and ln is not None), code.co_firstlineno)
+        return f"{code.co_filename}:{line}"
 
 
 class AndThen(Op):
@@ -335,14 +337,16 @@ class AndThen(Op):
                 f"`and_then` takes a function of the previous result that returns an op, got {fn!r}",
                 help="write `op.and_then(lambda r: kernel[cfg].op(...))`; `op.then(other)` sequences a built op",
             )
-        Op.__init__(self, first.device)
+        self.device = first.device  # (`Op.__init__`, inlined: one per step of a chain)
+        self._owner = self._handle = None
+        self._result = _UNSET
         first._claim(self)
         if type(first) is AndThen and not first.steps.built:
             steps = first.steps
         else:
             steps = _Steps(first)
         steps.fns.append(fn)
-        f = sys._getframe(1)  # the user's frame: the first outside anodize (`Site`)
+        f = sys._getframe(2)  # the user's frame (past `Op.and_then`): the first outside anodize (`Site`)
         ours = _OURS
         while f.f_back is not None:
             hit = ours.get(f.f_code)
@@ -352,7 +356,7 @@ class AndThen(Op):
                 break
             f = f.f_back
         steps.codes.append(f.f_code)
-        steps.lines.append(f.f_lineno)
+        steps.offsets.append(f.f_lasti)  # (`f_lineno` costs a search of the line table)
         self.steps = steps
         self.n = len(steps.fns)
 

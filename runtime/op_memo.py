@@ -20,40 +20,59 @@ __all__ = ["OpMemo"]
 
 
 class OpMemo:
-    """The last two validated ops' (arguments, plan, flat arguments, use specs) of one launcher."""
+    """The last two validated ops of one launcher: for each, a matcher of its very arguments
+    and what a new op of them shares (plan, flat arguments, use specs, loaded kernel)."""
 
     __slots__ = ("_a", "_b")
 
     def __init__(self) -> None:
-        self._a: tuple[Any, ...] | None = None
+        self._a: tuple[Any, ...] | None = None  # (match, plan, flat, spec, loaded)
         self._b: tuple[Any, ...] | None = None
 
-    @staticmethod
-    def _same(refs: tuple[Any, ...], args: tuple[Any, ...]) -> bool:
-        if len(refs) != len(args):
-            return False
-        for r, a in zip(refs, args):
-            if type(r) is weakref.ref:
-                if r() is not a:
-                    return False
-            elif r is not a:
-                return False
-        return True
-
-    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[UseSpec, ...]] | None:
+    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[UseSpec, ...], Any] | None:
+        """(plan, flat arguments, use specs, loaded kernel) of a recent op of the very `args`, or None."""
         e = self._a
         if e is None:
             return None
-        if not self._same(e[0], args):
+        if not e[0](args):
             e = self._b
-            if e is None or not self._same(e[0], args):
+            if e is None or not e[0](args):
                 return None
-        # each use's array is the argument it names (the memo holds none of them)
-        return e[1], e[2], e[3]
+        # each use's array is the argument its spec names (the memo holds none of them)
+        return e[1], e[2], e[3], e[4]
 
-    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...]) -> None:
+    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...], loaded: Any) -> None:
         if any(not isinstance(a, (Buffer, int, float, bool)) for a in args):
             return  # NumPy and foreign arrays can be written in place of their shape: not memoised
-        refs = tuple(weakref.ref(a) if isinstance(a, Buffer) else a for a in args)
+        keys = tuple(weakref.ref(a) if isinstance(a, Buffer) else _const(a) for a in args)
         self._b = self._a
-        self._a = (refs, plan, flat, spec)
+        self._a = (_matcher(keys), plan, flat, spec, loaded)
+
+
+def _const(v: Any) -> Any:
+    return lambda: v
+
+
+def _matcher(keys: tuple[Any, ...]) -> Any:
+    """`match(args)`: whether `args` are the very objects `keys` give (a live Buffer, the same
+    scalar object); unrolled for up to three arguments (a loop costs a third more)."""
+    n = len(keys)
+    if n == 1:
+        (k0,) = keys
+        return lambda args: len(args) == 1 and k0() is args[0]
+    if n == 2:
+        k0, k1 = keys
+        return lambda args: len(args) == 2 and k0() is args[0] and k1() is args[1]
+    if n == 3:
+        k0, k1, k2 = keys
+        return lambda args: len(args) == 3 and k0() is args[0] and k1() is args[1] and k2() is args[2]
+
+    def match(args: tuple[Any, ...]) -> bool:
+        if len(args) != n:
+            return False
+        for key, a in zip(keys, args):
+            if key() is not a:
+                return False
+        return True
+
+    return match

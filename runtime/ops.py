@@ -100,7 +100,7 @@ class Op:
         """`fn(result)` returns the next op, built when `self` completes (in stream order: at
         once for a device result, after the host saw a host result) and queued on the stream
         `self` ended on.  See runtime/combinators.py."""
-        return _build().and_then(self, fn)
+        return (BUILD if BUILD.ready else _build()).and_then(self, fn)
 
     def map(self, fn: Callable[[Any], Any]) -> Op:
         """An op whose result is `fn(result)`, run on the host after `self` completed (in a
@@ -338,6 +338,17 @@ class KernelOp(Leaf):
             specs.append(((u.space, u.lo, u.hi), u.writes, label, k))
         self._u = tuple(uses)
         self.spec = tuple(specs)
+
+    @classmethod
+    def again(cls, launcher: Launcher, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...], loaded: Any) -> KernelOp:
+        """An op of the very arguments of a validated one (the op memo's hit): its plan, flat
+        arguments, use specs and loaded kernel, with no check run again."""
+        op = cls.__new__(cls)
+        op.device = plan.device
+        op._owner = op._handle = op._held = op._u = op.outputs = None
+        op._result = _UNSET
+        op.launcher, op.plan, op.args, op.flat, op.spec, op.loaded = launcher, plan, args, flat, spec, loaded
+        return op
 
     @property  # type: ignore[override]
     def _uses(self) -> tuple[Use, ...]:
