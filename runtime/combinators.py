@@ -466,16 +466,25 @@ class AndThen(Op):
         ctx.scope, ctx.tag = scope
         try:
             if pend:
-                return ctx.chain(lane, pend, [nxt._emit])
+                return ctx.chain(lane, pend, [nxt])
             return nxt._emit(ctx, lane)  # nothing to wait for: what `chain` does for one step
         finally:
             ctx.scope, ctx.tag = saved
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
+        """A fresh chain of the same steps from the rebound first op (a graph's replay on the
+        CPU backend): one record and one view, the steps' functions and sites copied."""
         steps = self.steps
-        op: Op = steps.first._rebind(mapping)
-        for fn in steps.fns[: self.n]:
-            op = AndThen(op, fn)
+        first = steps.first._rebind(mapping)
+        n = self.n
+        op = AndThen.__new__(AndThen)
+        op.device = first.device
+        op._owner = op._handle = None
+        op._result = _UNSET
+        first._claim(op)
+        fresh = _Steps(first)
+        fresh.fns, fresh.codes, fresh.offsets = steps.fns[:n], steps.codes[:n], steps.offsets[:n]
+        op.steps, op.n = fresh, n
         return op
 
 

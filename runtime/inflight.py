@@ -107,14 +107,16 @@ def _compact(uses: tuple[Use, ...]) -> tuple[Use, ...]:
     return tuple(seen.values()) if len(seen) < len(uses) else uses
 
 
-def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
+def begin(exe: Execution, uses: tuple[Use, ...], compact: bool = False) -> list[Any]:
     """Register a submission's uses; return the in-flight submissions it must be ordered after.
 
     Two submissions conflict when one writes memory the other uses.  The caller makes
     the new one wait for the conflicting ones (device-side ordering), so work that
     reuses a buffer is never refused, only ordered.  (The submission itself keeps its
-    arrays alive; the registry keeps one use per memory range.)"""
-    uses = _compact(uses)
+    arrays alive; the registry keeps one use per memory range: `compact` says `uses` has
+    one already.)"""
+    if not compact:
+        uses = _compact(uses)
     after: list[Any] = []
     with _lock:
         if _ACTIVE:

@@ -87,7 +87,7 @@ class Op:
 
     def __init__(self, device: Device):
         self.device = device
-        self._owner: object | None = None  # the composite (or graph) this op was handed to
+        self._owner: object | None = None  # True once a composite (or graph) took this op
         self._handle: Handle | None = None
         self._result: Any = _UNSET
 
@@ -122,6 +122,8 @@ class Op:
         Stream, or an `az.StreamPool`."""
         if isinstance(stream, S.StreamPool):
             return self.submit(stream).wait()
+        if stream is None:
+            return _start(self, S.device_lanes(self.device)).wait()
         return _start(self, S.SingleLane(self.device, _lane_for(self.device, stream))).wait()
 
     def submit(self, pool: Any = None) -> Handle:
@@ -244,7 +246,9 @@ class Op:
                 f"{self.describe()} is already part of another op (or a captured graph)",
                 help="an op runs once and belongs to one composite; build it again to use it twice",
             )
-        self._owner = owner
+        # a flag, not `owner`: the owner holds this op, so a reference back would make every
+        # composite a cycle that only the garbage collector frees
+        self._owner = True
 
     def _claim_for_run(self) -> None:
         if self._handle is not None:
@@ -356,7 +360,8 @@ class KernelOp(Leaf):
         u = self._u
         if u is None:
             args = self.args
-            u = self._u = tuple([Use(*key, w, label, args[k]) for key, w, label, k in self.spec])
+            new = tuple.__new__  # `Use(...)` without its Python-level `__new__`
+            u = self._u = tuple([new(Use, (*key, w, label, args[k])) for key, w, label, k in self.spec])
         return u
 
     def describe(self) -> str:
@@ -424,11 +429,15 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
+    __slots__ = ("_kids",)
+
     _kids: list[Op]
 
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`then`")
-        super().__init__(dev)
+        self.device = dev  # (`Op.__init__`, inlined: one per `then` of a chain)
+        self._owner = self._handle = None
+        self._result = _UNSET
         flat: list[Op] | None = None
         for o in ops:
             o._claim(self)
@@ -457,7 +466,7 @@ class Seq(Op):
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        return ctx.chain(lane, [], [c._emit for c in self._kids])
+        return ctx.chain(lane, [], self._kids)
 
     def _early(self) -> Any:
         return self._kids[-1]._early()
