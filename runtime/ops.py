@@ -354,8 +354,8 @@ class KernelOp(Leaf):
         op.launcher, op.plan, op.args, op.flat, op.spec, op.loaded = launcher, plan, args, flat, spec, loaded
         return op
 
-    @property  # type: ignore[override]
-    def _uses(self) -> tuple[Use, ...]:
+    @property
+    def _uses(self) -> tuple[Use, ...]:  # type: ignore[override]
         """The arrays the launch uses (made from `spec` on first use)."""
         u = self._u
         if u is None:

@@ -362,17 +362,19 @@ class Handle:
             with self._lock:
                 if not self._completed:
                     self._completed = True
+                    op = self.op
+                    assert op is not None  # (let go of only here, once)
                     try:
                         if self.error is not None:
                             raise self.error
                         fault = _take_fault(self.kernels)
                         if fault is not None:
                             raise fault
-                        self._value = self.op._collect()
+                        self._value = op._collect()
                     except BaseException as e:  # noqa: BLE001
                         self._fault = e
                     finally:  # the op keeps its handle: holding the op no longer makes a cycle
-                        self._what = self.op.describe()
+                        self._what = op.describe()
                         self.op = None
         if self._fault is not None:
             raise self._fault
