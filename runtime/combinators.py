@@ -36,22 +36,19 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import AliasingError, ArgumentError, LaunchError
-from anodize.runtime import inflight, streams as S
+from anodize.runtime import streams as S
+from anodize.runtime.and_then import AndThen, _host_value, user_frame
 from anodize.runtime.buffer import Buffer
-from anodize.runtime.deferred import FutureMarker, defer, unresolved
+from anodize.runtime.deferred import FutureMarker, defer
 from anodize.runtime.device import Device, device as _device
 from anodize.runtime.inflight import Use
 from anodize.runtime.ops import _UNSET, BUILD, Leaf, Op, Seq, _common_device
-from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
     from anodize.runtime.submission import _Ctx
 
 __all__ = ["Gather", "AndThen", "Map", "Value", "Zip", "Shared", "gather", "value", "zip_ops", "unzip", "Branch", "tagged_uses", "check_branches"]
-
-
-_OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
 
 
 class Site:
@@ -61,15 +58,7 @@ class Site:
     __slots__ = ("code", "line")
 
     def __init__(self) -> None:
-        f = sys._getframe(2)
-        ours = _OURS
-        while f.f_back is not None:
-            hit = ours.get(f.f_code)
-            if hit is None:
-                hit = ours[f.f_code] = f.f_globals.get("__name__", "").startswith("anodize.")
-            if not hit:
-                break
-            f = f.f_back
+        f = user_frame(sys._getframe(2))
         self.code = f.f_code
         self.line = f.f_lineno
 
@@ -149,6 +138,11 @@ class Branch:
         self.index = index
         self.site = site
 
+    def admit_op(self, op: Op, tag: int) -> None:
+        """`op`, built while queueing inside this branch (and inside the `shared` op `tag`),
+        may not conflict with another branch; its uses join this branch's."""
+        self.admit(tagged_uses(op, tag))
+
     def admit(self, new: list[tuple[int, Use]]) -> None:
         b: Branch | None = self
         while b is not None:
@@ -159,47 +153,6 @@ class Branch:
                         raise _aliasing("the gather", b.site, b.index, j, hit[0], hit[1], built=True)
             b.groups[b.index].extend(new)
             b = b.parent
-
-
-def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
-    """An op built while queueing joins the submission: checked against the branches it may
-    run beside (`scope`: the branch, and the `shared` op it is built inside), registered in
-    flight; the markers of other work it must wait for."""
-    if scope[0] is not None:
-        scope[0].admit(tagged_uses(op, scope[1]))
-
-    single = isinstance(op, Leaf)
-    if not single or getattr(op, "_held", None) is not None:
-        release_holds(op)
-    handle = ctx.handle
-    known = handle.kernel_ids
-    for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
-        lk = leaf.loaded
-        if lk is not None and id(lk) not in known:
-            known.add(id(lk))
-            handle.kernels.append(lk)
-    if ctx.capturing:
-        return []
-    uses = op._uses if isinstance(op, Leaf) else op.uses()
-    seen = handle.registered
-    for u in uses:
-        w = seen.get(u[:3])  # (space, lo, hi): registered, and whether written
-        if w is None or (u.writes and not w):
-            break
-    else:
-        return []  # no memory the submission did not register already: nothing new to order after
-    for u in uses:
-        seen[u[:3]] = seen.get(u[:3], False) or u.writes
-    return [e.marker for e in inflight.extend(handle, uses)]
-
-
-def _host_value(ctx: _Ctx, op: Op) -> Any:
-    """`op`'s result after the host waited for it: staging copies done, no kernel fault."""
-    ctx.handle.flush_ready()
-    fault = _take_fault(_kernels_of(op))
-    if fault is not None:
-        raise fault
-    return op._collect()
 
 
 def host_step(op: Op) -> Op | None:
@@ -282,122 +235,6 @@ def gather(*ops: Op) -> Op:
         ops = tuple(ops[0])
     return Gather(*ops)
 
-
-
-# ---- and_then ------------------------------------------------------------------------------------
-
-
-class AndThen(Op):
-    """`op.and_then(fn)`: `fn(result)` gives the next op; see the module docstring."""
-
-    def __init__(self, first: Op, fn: Callable[[Any], Op]):
-        if not callable(fn):
-            raise ArgumentError(
-                f"`and_then` takes a function of the previous result that returns an op, got {fn!r}",
-                help="write `op.and_then(lambda r: kernel[cfg].op(...))`; `op.then(other)` sequences a built op",
-            )
-        super().__init__(first.device)
-        first._claim(self)
-        if isinstance(first, AndThen) and not first.built:  # a chain: one flat list, no recursion
-            self.first: Op = first.first
-            self.fns: list[Callable[[Any], Op]] = first.fns
-            self.sites: list[Site] = first.sites
-        else:
-            self.first, self.fns, self.sites = first, [], []
-        self.fns.append(fn)
-        self.sites.append(build_site())
-        self.built: list[Op] = []
-
-    def describe(self) -> str:
-        return f"`and_then` chain of {len(self.fns)} steps"
-
-    def leaves(self) -> Iterator[Leaf]:
-        yield from self.first.leaves()
-        for b in self.built:
-            yield from b.leaves()
-
-    def _parts(self) -> tuple[Op, ...]:
-        return (self.first, *self.built)
-
-    def _last(self) -> Op | None:
-        if len(self.built) == len(self.fns):
-            return self.built[-1]
-        return None
-
-    def _early(self) -> Any:
-        last = self._last()
-        return _UNSET if last is None else last._early()
-
-    def _collect(self) -> Any:
-        last = self._last()
-        if last is None:
-            raise LaunchError(f"{self.describe()} did not build all its steps")
-        self._result = last._collect()
-        return self._result
-
-    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[Any]]:
-        scope = (ctx.scope, ctx.tag)
-        lane, pend = self.first._emit(ctx, lane)
-        return self._go(ctx, scope, lane, pend, self.first, False)
-
-    def _go(self, ctx: _Ctx, scope: tuple[Branch | None, int], lane: S.Lane, pend: list[Any], cur: Op, synced: bool) -> tuple[S.Lane, list[Any]]:
-        while len(self.built) < len(self.fns) and not ctx.stopped:
-            k = len(self.built)
-            val = cur._early() if not synced else _UNSET
-            if synced:
-                val = _host_value(ctx, cur)
-            need_host = val is _UNSET
-            if need_host or unresolved(pend):
-                if ctx.capturing:
-                    ctx.no_future([FutureMarker()])
-                fut = FutureMarker()
-                ctx.enter(lane)
-                wait = [*pend, lane.record()] if need_host else pend
-
-                def resume(real: list[Any], lane: S.Lane = lane, cur: Op = cur, host: bool = need_host) -> None:
-                    with ctx.lock:
-                        ctx.in_thread()
-                        end, p = self._go(ctx, scope, lane, [] if host else real, cur, host)
-                        fut.resolve(ctx.tail(lane, end, p))
-
-                defer(wait, resume, host_sync=need_host, on_error=ctx.failing(fut, lane))
-                return lane, [fut]
-            synced = False
-            try:
-                nxt = self.fns[k](val)
-                ctx.after_user_code()
-                if not isinstance(nxt, Op):
-                    raise ArgumentError(
-                        f"the function given to `and_then` at {self.sites[k]} returned {type(nxt).__qualname__}, not an op",
-                        help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
-                    )
-                if nxt.device is not self.device:
-                    _common_device((self, nxt), "`and_then`")
-                nxt._claim(self)
-                self.built.append(nxt)
-                more = _admit(ctx, scope, nxt)
-                if more:
-                    pend = [*pend, *more]
-            except BaseException as e:  # noqa: BLE001 - raised at the op's completion
-                ctx.fail(e)
-                break
-            saved = ctx.scope, ctx.tag
-            ctx.scope, ctx.tag = scope  # (a deferred step: the branch this chain is part of)
-            try:
-                if pend:
-                    lane, pend = ctx.chain(lane, pend, [nxt._emit])
-                else:  # nothing to wait for: what `chain` does for one step
-                    lane, pend = nxt._emit(ctx, lane)
-            finally:
-                ctx.scope, ctx.tag = saved
-            cur = nxt
-        return lane, pend
-
-    def _rebind(self, mapping: dict[int, Any]) -> Op:
-        op: Op = self.first._rebind(mapping)
-        for fn in self.fns:
-            op = AndThen(op, fn)
-        return op
 
 
 # ---- map -------------------------------------------------------------------------------------------

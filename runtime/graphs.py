@@ -152,7 +152,7 @@ class Graph:
         if dev.kind != "cuda":
             mapping = {id(t): a for t, a in zip(self.args, bound, strict=True)}
             tree = self._template._rebind(mapping)
-            handle = Sub._start(tree, S.SingleLane(dev, S.device_lane(dev)))
+            handle = Sub._start(tree, S.device_lanes(dev))
             return handle.wait() if wait else handle
         return self._replay_gpu(bound, stream, wait)
 

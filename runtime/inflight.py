@@ -29,7 +29,7 @@ from anodize.runtime.deferred import FutureMarker
 if TYPE_CHECKING:
     from anodize.runtime.buffer import Buffer
 
-__all__ = ["InFlightError", "Use", "begin", "extend", "end", "launch_conflicts", "check_host_write", "check_host_read", "in_flight"]
+__all__ = ["InFlightError", "Use", "UseSpec", "begin", "extend", "end", "launch_conflicts", "check_host_write", "check_host_read", "in_flight"]
 
 
 class InFlightError(LaunchError):
@@ -48,6 +48,11 @@ class Use(NamedTuple):
     writes: bool
     label: str
     obj: Any  # the array itself (kept alive while in flight)
+
+
+# how a lazy kernel op records an array it uses without the array itself (runtime/ops.py
+# `KernelOp.spec`, runtime/op_memo.py): ((space, lo, hi), writes, label, argument index)
+UseSpec = tuple[tuple[int, int, int], bool, str, int]
 
 
 class Execution(Protocol):
@@ -102,14 +107,16 @@ def _compact(uses: tuple[Use, ...]) -> tuple[Use, ...]:
     return tuple(seen.values()) if len(seen) < len(uses) else uses
 
 
-def begin(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
+def begin(exe: Execution, uses: tuple[Use, ...], compact: bool = False) -> list[Any]:
     """Register a submission's uses; return the in-flight submissions it must be ordered after.
 
     Two submissions conflict when one writes memory the other uses.  The caller makes
     the new one wait for the conflicting ones (device-side ordering), so work that
     reuses a buffer is never refused, only ordered.  (The submission itself keeps its
-    arrays alive; the registry keeps one use per memory range.)"""
-    uses = _compact(uses)
+    arrays alive; the registry keeps one use per memory range: `compact` says `uses` has
+    one already.)"""
+    if not compact:
+        uses = _compact(uses)
     after: list[Any] = []
     with _lock:
         if _ACTIVE:

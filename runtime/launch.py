@@ -203,7 +203,7 @@ class Launcher:
         if memo is not None:
             hit = memo.get(args)
             if hit is not None:  # the very arguments of a recent op: every check holds
-                return KernelOp(self, hit[0], args, hit[1], hit[2])
+                return KernelOp.again(self, args, *hit)
         else:
             memo = self._op_memo = OpMemo()
         types = tuple(map(type, args))
@@ -224,7 +224,7 @@ class Launcher:
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         op = KernelOp(self, plan, args, record[0])
-        memo.put(args, plan, record[0], op._uses)
+        memo.put(args, plan, record[0], op.spec, op.loaded)
         return op
 
     # launchers that allocate the outputs the contract declares (runtime/outputs.py)

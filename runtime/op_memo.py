@@ -14,45 +14,65 @@ import weakref
 from typing import Any
 
 from anodize.runtime.buffer import Buffer
-from anodize.runtime.inflight import Use
+from anodize.runtime.inflight import UseSpec
 
 __all__ = ["OpMemo"]
 
 
 class OpMemo:
-    """The last two validated ops' (arguments, plan, flat arguments, uses) of one launcher."""
+    """The last two validated ops of one launcher: for each, a matcher of its very arguments
+    and what a new op of them shares (plan, flat arguments, use specs, loaded kernel)."""
 
     __slots__ = ("_a", "_b")
 
     def __init__(self) -> None:
-        self._a: tuple[Any, ...] | None = None
+        self._a: tuple[Any, ...] | None = None  # (match, plan, flat, spec, loaded)
         self._b: tuple[Any, ...] | None = None
 
-    @staticmethod
-    def _same(refs: tuple[Any, ...], args: tuple[Any, ...]) -> bool:
-        if len(refs) != len(args):
+    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[UseSpec, ...], Any] | None:
+        """(plan, flat arguments, use specs, loaded kernel) of a recent op of the very `args`, or None."""
+        e = self._a
+        if e is None:
+            return None
+        if not e[0](args):
+            e = self._b
+            if e is None or not e[0](args):
+                return None
+        # each use's array is the argument its spec names (the memo holds none of them)
+        return e[1], e[2], e[3], e[4]
+
+    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...], loaded: Any) -> None:
+        if any(not isinstance(a, (Buffer, int, float, bool)) for a in args):
+            return  # NumPy and foreign arrays can be written in place of their shape: not memoised
+        keys = tuple(weakref.ref(a) if isinstance(a, Buffer) else _const(a) for a in args)
+        self._b = self._a
+        self._a = (_matcher(keys), plan, flat, spec, loaded)
+
+
+def _const(v: Any) -> Any:
+    return lambda: v
+
+
+def _matcher(keys: tuple[Any, ...]) -> Any:
+    """`match(args)`: whether `args` are the very objects `keys` give (a live Buffer, the same
+    scalar object); unrolled for up to three arguments (a loop costs a third more)."""
+    n = len(keys)
+    if n == 1:
+        (k0,) = keys
+        return lambda args: len(args) == 1 and k0() is args[0]
+    if n == 2:
+        k0, k1 = keys
+        return lambda args: len(args) == 2 and k0() is args[0] and k1() is args[1]
+    if n == 3:
+        k0, k1, k2 = keys
+        return lambda args: len(args) == 3 and k0() is args[0] and k1() is args[1] and k2() is args[2]
+
+    def match(args: tuple[Any, ...]) -> bool:
+        if len(args) != n:
             return False
-        for r, a in zip(refs, args):
-            if type(r) is weakref.ref:
-                if r() is not a:
-                    return False
-            elif r is not a:
+        for key, a in zip(keys, args):
+            if key() is not a:
                 return False
         return True
 
-    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[Use, ...]] | None:
-        for e in (self._a, self._b):
-            if e is not None and self._same(e[0], args):
-                # each use's array is the argument it came from (the memo holds none of them)
-                uses = tuple([Use(sp, lo, hi, w, label, args[k]) for sp, lo, hi, w, label, k in e[3]])
-                return e[1], e[2], uses
-        return None
-
-    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], uses: tuple[Use, ...]) -> None:
-        if any(not isinstance(a, (Buffer, int, float, bool)) for a in args):
-            return  # NumPy and foreign arrays can be written in place of their shape: not memoised
-        refs = tuple(weakref.ref(a) if isinstance(a, Buffer) else a for a in args)
-        where = {id(a): k for k, a in enumerate(args)}
-        spec = tuple((u.space, u.lo, u.hi, u.writes, u.label, where[id(u.obj)]) for u in uses)
-        self._b = self._a
-        self._a = (refs, plan, flat, spec)
+    return match

@@ -41,7 +41,7 @@ from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.args import describe_value
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.grid_counter import with_grid_counter
-from anodize.runtime.inflight import Use
+from anodize.runtime.inflight import Use, UseSpec
 from anodize.runtime.policies import Policy, policy_of
 from anodize.runtime.submission import Handle, _Ctx, _lane_for, _start
 
@@ -80,11 +80,15 @@ def _build() -> Builders:
 class Op:
     """A lazy unit of device work.  See the module docstring."""
 
+    # slots: a chain of 1,000 `and_then` steps makes a kernel op and a step per element; a
+    # subclass that declares no slots of its own has a `__dict__` as usual
+    __slots__ = ("device", "_owner", "_handle", "_result", "__weakref__")
+
     device: Device
 
     def __init__(self, device: Device):
         self.device = device
-        self._owner: object | None = None  # the composite (or graph) this op was handed to
+        self._owner: object | None = None  # True once a composite (or graph) took this op
         self._handle: Handle | None = None
         self._result: Any = _UNSET
 
@@ -97,7 +101,7 @@ class Op:
         """`fn(result)` returns the next op, built when `self` completes (in stream order: at
         once for a device result, after the host saw a host result) and queued on the stream
         `self` ended on.  See runtime/combinators.py."""
-        return _build().and_then(self, fn)
+        return (BUILD if BUILD.ready else _build()).and_then(self, fn)
 
     def map(self, fn: Callable[[Any], Any]) -> Op:
         """An op whose result is `fn(result)`, run on the host after `self` completed (in a
@@ -119,6 +123,8 @@ class Op:
         Stream, or an `az.StreamPool`."""
         if isinstance(stream, S.StreamPool):
             return self.submit(stream).wait()
+        if stream is None:
+            return _start(self, S.device_lanes(self.device)).wait()
         return _start(self, S.SingleLane(self.device, _lane_for(self.device, stream))).wait()
 
     def submit(self, pool: Any = None) -> Handle:
@@ -241,7 +247,9 @@ class Op:
                 f"{self.describe()} is already part of another op (or a captured graph)",
                 help="an op runs once and belongs to one composite; build it again to use it twice",
             )
-        self._owner = owner
+        # a flag, not `owner`: the owner holds this op, so a reference back would make every
+        # composite a cycle that only the garbage collector frees
+        self._owner = True
 
     def _claim_for_run(self) -> None:
         if self._handle is not None:
@@ -258,6 +266,8 @@ class Op:
 
 class Leaf(Op):
     """A single piece of work: one kernel launch or one copy."""
+
+    __slots__ = ()
 
     _uses: tuple[Use, ...] = ()
     loaded: LoadedKernel | None = None
@@ -293,31 +303,67 @@ class Leaf(Op):
 
 
 class KernelOp(Leaf):
-    """`kernel[config].op(*args)`: a validated launch, recorded."""
+    """`kernel[config].op(*args)`: a validated launch, recorded.
 
-    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any], uses_: tuple[Use, ...] | None = None):
-        super().__init__(plan.device)
+    One slotted record per launch: its arrays' uses are kept as `spec` (one `UseSpec` per
+    tracked array: its (space, lo, hi) key, whether written, its label and the argument it is),
+    shared with the launcher's op memo (runtime/op_memo.py) for the same arguments, and the
+    `Use` tuples are made only when something reads `_uses` (a gather's check, a submission's
+    registration)."""
+
+    __slots__ = ("launcher", "plan", "args", "flat", "loaded", "outputs", "_held", "spec", "_u")
+
+    def __init__(self, launcher: Launcher, plan: Any, args: tuple[Any, ...], flat: list[Any], spec: tuple[UseSpec, ...] | None = None):
+        Op.__init__(self, plan.device)
         self.launcher = launcher
         self.plan = plan
         self.args = args
         self.flat = flat
         self.loaded = launcher._loaded[id(plan.device)]
         self.outputs: Any = None  # `k[cfg].call_op(...)`: the Buffers it allocated (its result)
-        if uses_ is not None:  # (the op memo: the same arrays as a recent op, runtime/op_memo.py)
-            self._uses = uses_
+        self._held: Any = None  # `call_op`: the guard of its arrays until it is submitted
+        self._u: tuple[Use, ...] | None = None
+        if spec is not None:  # (the op memo: the same arrays as a recent op, runtime/op_memo.py)
+            self.spec = spec
             return
         name = plan.name
         uses: list[Use] = []
-        for p, a in zip(plan.params, args, strict=True):
+        specs: list[UseSpec] = []
+        for k, (p, a) in enumerate(zip(plan.params, args, strict=True)):
             if not p.is_slice:
                 continue
             label = f"`{p.name}` of kernel `{name}`"
             if isinstance(a, Buffer):
-                uses.append(inflight.use_of_buffer(a, p.is_output, label))
+                u = inflight.use_of_buffer(a, p.is_output, label)
             elif isinstance(a, np.ndarray):
-                uses.append(inflight.use_of_host(a, p.is_output, label))
-            # foreign CUDA arrays (CuPy, PyTorch) are held alive, but not tracked
-        self._uses = tuple(uses)
+                u = inflight.use_of_host(a, p.is_output, label)
+            else:
+                continue  # foreign CUDA arrays (CuPy, PyTorch) are held alive, but not tracked
+            uses.append(u)
+            specs.append(((u.space, u.lo, u.hi), u.writes, label, k))
+        self._u = tuple(uses)
+        self.spec = tuple(specs)
+
+    @classmethod
+    def again(cls, launcher: Launcher, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...], loaded: Any) -> KernelOp:
+        """An op of the very arguments of a validated one (the op memo's hit): its plan, flat
+        arguments, use specs and loaded kernel, with no check run again."""
+        op = cls.__new__(cls)
+        op.device = plan.device
+        op._owner = op._handle = op._held = op._u = op.outputs = None
+        op._result = _UNSET
+        op.launcher, op.plan, op.args, op.flat, op.spec, op.loaded = launcher, plan, args, flat, spec, loaded
+        return op
+
+    @property
+    def _uses(self) -> tuple[Use, ...]:  # type: ignore[override]
+        """The arrays the launch uses (made from `spec` on first use)."""
+        u = self._u
+        if u is None:
+            args = self.args
+            new = tuple.__new__  # `Use(...)` without its Python-level `__new__`
+            u = self._u = tuple([new(Use, (*key, w, label, args[k])) for key, w, label, k in self.spec])
+        return u
 
     def describe(self) -> str:
         return f"kernel op `{self.plan.name}`"
@@ -388,11 +434,15 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
+    __slots__ = ("_kids",)
+
     _kids: list[Op]
 
     def __init__(self, *ops: Op):
         dev = _common_device(ops, "`then`")
-        super().__init__(dev)
+        self.device = dev  # (`Op.__init__`, inlined: one per `then` of a chain)
+        self._owner = self._handle = None
+        self._result = _UNSET
         flat: list[Op] | None = None
         for o in ops:
             o._claim(self)
@@ -421,7 +471,7 @@ class Seq(Op):
             yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        return ctx.chain(lane, [], [c._emit for c in self._kids])
+        return ctx.chain(lane, [], self._kids)
 
     def _early(self) -> Any:
         return self._kids[-1]._early()

@@ -36,7 +36,7 @@ from anodize.runtime.lazy import check_cu
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
 
-__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "is_pinned", "device_lane", "order_launch", "default_pool"]
+__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "is_pinned", "device_lane", "device_lanes", "order_launch", "default_pool"]
 
 
 class Marker(Protocol):
@@ -70,7 +70,9 @@ class CpuMarker:
         self._ev.set()
 
     def sync(self) -> None:
-        self._ev.wait()
+        ev = self._ev
+        if not ev.is_set():  # (`Event.wait` takes its condition's lock even when set)
+            ev.wait()
 
 
 _DONE = CpuMarker(done=True)  # what the calling thread's lane records: set for good
@@ -266,6 +268,18 @@ def device_lane(dev: Device) -> Lane:
     return lane
 
 
+_DEVICE_SINGLE: dict[int, SingleLane] = {}
+
+
+def device_lanes(dev: Device) -> SingleLane:
+    """The device's own lane as the one lane of a submission (`op.run()`): made once per
+    device, so its lock is shared like a pool's by the submissions queued on that lane."""
+    lanes = _DEVICE_SINGLE.get(id(dev))
+    if lanes is None:
+        lanes = _DEVICE_SINGLE[id(dev)] = SingleLane(dev, device_lane(dev))
+    return lanes
+
+
 def order_launch(dev: Device, uses: tuple[_inflight.Use, ...]) -> None:
     """Order a plain `kernel[cfg](...)` launch (or a `copy_to`) on `dev` after the in-flight work it
     conflicts with (runtime/inflight.py `launch_conflicts`).
@@ -372,6 +386,8 @@ class StreamPool:
 
 class SingleLane:
     """One lane used for everything (what `op.run()` schedules on)."""
+
+    first_lane_after = None  # (a dependency-following policy's lanes pick the first lane)
 
     def __init__(self, device: Device, lane: Lane):
         self.device = device

@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def _single_lanes(dev: Device) -> Any:
-    return S.SingleLane(dev, S.device_lane(dev))
+    return S.device_lanes(dev)
 
 
 class _Ctx:
@@ -74,26 +74,28 @@ class _Ctx:
                 help="capture the device part only, and run the host step after `graph.replay()`",
             )
 
-    def chain(self, lane: S.Lane, pend: list[Any], steps: list[Callable[[_Ctx, S.Lane], tuple[S.Lane, list[Any]]]], k: int = 0) -> tuple[S.Lane, list[Any]]:
-        """Queue `steps[k:]` one after another on `lane`, after `pend`; when `pend` holds a
+    def chain(self, lane: S.Lane, pend: list[Any], ops: list[Op], k: int = 0) -> tuple[S.Lane, list[Any]]:
+        """Queue `ops[k:]` one after another on `lane`, after `pend`; when `pend` holds a
         future, the rest is queued later (a `FutureMarker` stands for it meanwhile)."""
-        while k < len(steps) and not self.stopped:
-            if unresolved(pend):
-                self.no_future(pend)
-                fut = FutureMarker()
+        n = len(ops)
+        while k < n and not self.stopped:
+            if pend:
+                if unresolved(pend):
+                    self.no_future(pend)
+                    fut = FutureMarker()
 
-                def resume(real: list[Any], lane: S.Lane = lane, k: int = k) -> None:
-                    with self.lock:
-                        self.in_thread()
-                        end, p = self.chain(lane, real, steps, k)
-                        fut.resolve(self.tail(lane, end, p))
+                    def resume(real: list[Any], lane: S.Lane = lane, k: int = k) -> None:
+                        with self.lock:
+                            self.in_thread()
+                            end, p = self.chain(lane, real, ops, k)
+                            fut.resolve(self.tail(lane, end, p))
 
-                defer(pend, resume, host_sync=False, on_error=self.failing(fut, lane))
-                return lane, [fut]
-            for m in pend:
-                self.enter(lane)
-                lane.wait(m)
-            lane, pend = steps[k](self, lane)
+                    defer(pend, resume, host_sync=False, on_error=self.failing(fut, lane))
+                    return lane, [fut]
+                for m in pend:
+                    self.enter(lane)
+                    lane.wait(m)
+            lane, pend = ops[k]._emit(self, lane)
             k += 1
         return lane, pend
 
@@ -206,7 +208,7 @@ def _start(op: Op, lanes: Any, others: Callable[[Device], Any] | None = None) ->
     handle = Handle(op)
     S.ensure_current(dev)
     with lanes._lock:
-        earlier = inflight.begin(handle, handle.used)
+        earlier = inflight.begin(handle, handle.used, handle.compact)
         try:
             pick = getattr(lanes, "first_lane_after", None)  # a policy that follows dependencies
             first = pick(earlier) if pick is not None else lanes.first_lane()
@@ -262,8 +264,12 @@ class Handle:
     """A submitted op: poll with `done()`, wait with `wait()` / `result()`, or `await` it."""
 
     def __init__(self, op: Op, *, used: tuple[Use, ...] | None = None, kernels: list[LoadedKernel] | None = None):
-        self.op = op
+        self.op: Op | None = op  # until completion (then `_what` describes it)
+        self._what = ""
         self.device = op.device
+        self.compact = used is None and kernels is None  # `used` has one use per range
+        if self.compact:
+            used, kernels = _survey(op)
         self.used = op.uses() if used is None else used
         self.kernels = kernels if kernels is not None else _kernels_of(op)
         self.kernel_ids = {id(k) for k in self.kernels}
@@ -286,10 +292,10 @@ class Handle:
 
     def describe(self) -> str:
         """What the handle's op does, in one line."""
-        return self.op.describe()
+        return self._what if self.op is None else self.op.describe()
 
     def __repr__(self) -> str:
-        return f"<anodize Handle for {self.op.describe()} ({'done' if self.done() else 'in flight'})>"
+        return f"<anodize Handle for {self.describe()} ({'done' if self.done() else 'in flight'})>"
 
     # -- CPU lanes run work through this -------------------------------------------------------
     def run_item(self, fn: Callable[[], None]) -> None:
@@ -356,15 +362,20 @@ class Handle:
             with self._lock:
                 if not self._completed:
                     self._completed = True
+                    op = self.op
+                    assert op is not None  # (let go of only here, once)
                     try:
                         if self.error is not None:
                             raise self.error
                         fault = _take_fault(self.kernels)
                         if fault is not None:
                             raise fault
-                        self._value = self.op._collect()
+                        self._value = op._collect()
                     except BaseException as e:  # noqa: BLE001
                         self._fault = e
+                    finally:  # the op keeps its handle: holding the op no longer makes a cycle
+                        self._what = op.describe()
+                        self.op = None
         if self._fault is not None:
             raise self._fault
         return self._value
@@ -382,6 +393,33 @@ class Handle:
             if spins > 8:
                 delay = min(2e-3, max(5e-5, delay * 2))
         return self._complete()
+
+
+def _survey(op: Op) -> tuple[tuple[Use, ...], list[LoadedKernel]]:
+    """In one walk of `op`'s leaves: the memory it uses, one use per range (a writer wins, as
+    `inflight` registers it), and its kernels.  A kernel op's uses are read from its specs,
+    so no `Use` is made for a range already seen (a chain over two buffers makes two)."""
+    found: dict[tuple[int, int, int], Use] = {}
+    kernels: dict[int, LoadedKernel] = {}
+    new = tuple.__new__  # `Use(...)` without its Python-level `__new__`
+    for leaf in op.leaves():
+        lk = leaf.loaded
+        if lk is not None and id(lk) not in kernels:
+            kernels[id(lk)] = lk
+        spec = getattr(leaf, "spec", None)  # a kernel op: (key, writes, label, argument index)
+        if spec is not None:
+            args = leaf.args  # type: ignore[attr-defined]
+            for key, w, label, k in spec:
+                prev = found.get(key)
+                if prev is None or (w and not prev.writes):
+                    found[key] = new(Use, (*key, w, label, args[k]))
+            continue
+        for u in leaf._uses:
+            key = (u.space, u.lo, u.hi)
+            prev = found.get(key)
+            if prev is None or (u.writes and not prev.writes):
+                found[key] = u
+    return tuple(found.values()), list(kernels.values())
 
 
 def _kernels_of(op: Op) -> list[LoadedKernel]:

@@ -1,0 +1,288 @@
+"""`op.and_then(fn)`: a chain of steps, each op built by a function of the previous result
+(the other combinators: runtime/combinators.py, whose docstring says when `fn` runs and which
+ownership rules a built op keeps).
+
+**One record per chain.**  `a.and_then(f).and_then(g)...` is one `_Steps` record (the first
+op, the functions, where user code added each one, the ops they built: a step is an index),
+and each `and_then` a small slotted view of its first `n` steps; the ops a step builds are
+one slotted `KernelOp` each (runtime/ops.py), whose launch was validated once for its
+arguments (the op memo, runtime/op_memo.py).  Queueing a step checks a built kernel op
+against what the submission registered through its use specs, and registers it in flight
+(runtime/inflight.py `extend`) only when it uses memory not registered yet.  No object is
+made per step beyond the view, the op and its argument tuple (tests/asyncops/
+test_async_host_cost.py bounds it).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import inflight, streams as S
+from anodize.runtime.deferred import FutureMarker, defer, unresolved
+from anodize.runtime.ops import _UNSET, KernelOp, Leaf, Op, _common_device
+from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
+
+if TYPE_CHECKING:
+    from anodize.runtime.combinators import Branch
+    from anodize.runtime.submission import _Ctx
+
+__all__ = ["AndThen", "user_frame"]
+
+
+_OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
+
+
+def user_frame(f: Any) -> Any:
+    """The first frame from `f` outwards that is not anodize's own: where user code called."""
+    ours = _OURS
+    while f.f_back is not None:
+        hit = ours.get(f.f_code)
+        if hit is None:
+            hit = ours[f.f_code] = f.f_globals.get("__name__", "").startswith("anodize.")
+        if not hit:
+            break
+        f = f.f_back
+    return f
+
+
+def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
+    """An op built while queueing joins the submission: checked against the branches it may
+    run beside (`scope`: the branch, and the `shared` op it is built inside), registered in
+    flight; the markers of other work it must wait for."""
+    if scope[0] is not None:
+        scope[0].admit_op(op, scope[1])
+    handle = ctx.handle
+    known = handle.kernel_ids
+    seen = handle.registered
+    if type(op) is KernelOp:  # the common step: one launch, its uses as (key, writes) specs
+        if op._held is not None:
+            release_holds(op)
+        lk = op.loaded
+        if lk is not None and id(lk) not in known:
+            known.add(id(lk))
+            handle.kernels.append(lk)
+        if ctx.capturing:
+            return []
+        for key, w, _, _ in op.spec:
+            r = seen.get(key)  # registered, and whether written
+            if r is None or (w and not r):
+                break
+        else:
+            return []  # no memory the submission did not register already: nothing new to order after
+        uses = op._uses
+    else:
+        if not isinstance(op, Leaf) or getattr(op, "_held", None) is not None:
+            release_holds(op)
+        for leaf in (op,) if isinstance(op, Leaf) else op.leaves():
+            lk = leaf.loaded
+            if lk is not None and id(lk) not in known:
+                known.add(id(lk))
+                handle.kernels.append(lk)
+        if ctx.capturing:
+            return []
+        uses = op._uses if isinstance(op, Leaf) else op.uses()
+        for u in uses:
+            known_w = seen.get(u[:3])
+            if known_w is None or (u.writes and not known_w):
+                break
+        else:
+            return []
+    for u in uses:
+        seen[u[:3]] = seen.get(u[:3], False) or u.writes
+    return [e.marker for e in inflight.extend(handle, uses)]
+
+
+def _host_value(ctx: _Ctx, op: Op) -> Any:
+    """`op`'s result after the host waited for it: staging copies done, no kernel fault."""
+    ctx.handle.flush_ready()
+    fault = _take_fault(_kernels_of(op))
+    if fault is not None:
+        raise fault
+    return op._collect()
+
+
+class _Steps:
+    """The one record of an `and_then` chain: its first op, each step's function and the
+    user's `file:line` that added it (code object and bytecode offset, the line worked out
+    only for a message), and the ops the functions built, in order (a step is its index)."""
+
+    __slots__ = ("first", "fns", "codes", "offsets", "built")
+
+    def __init__(self, first: Op):
+        self.first = first
+        self.fns: list[Callable[[Any], Op]] = []
+        self.codes: list[Any] = []
+        self.offsets: list[int] = []
+        self.built: list[Op] = []
+
+    def site(self, k: int) -> str:
+        code, at = self.codes[k], self.offsets[k]
+        line = next((ln for lo, hi, ln in code.co_lines() if lo <= at < hi and ln is not None), code.co_firstlineno)
+        return f"{code.co_filename}:{line}"
+
+
+class AndThen(Op):
+    """`op.and_then(fn)`: `fn(result)` gives the next op; see the module docstring.
+
+    `a.and_then(f).and_then(g)` is one flat chain (no recursion): each `and_then` appends
+    to the `_Steps` record of the chain it extends (which it claims, so that op never runs
+    on its own) and is a small view of its first `n` steps."""
+
+    __slots__ = ("steps", "n")
+
+    steps: _Steps
+    n: int
+
+    def __init__(self, first: Op, fn: Callable[[Any], Op]):
+        if not callable(fn):
+            raise ArgumentError(
+                f"`and_then` takes a function of the previous result that returns an op, got {fn!r}",
+                help="write `op.and_then(lambda r: kernel[cfg].op(...))`; `op.then(other)` sequences a built op",
+            )
+        self.device = first.device  # (`Op.__init__`, inlined: one per step of a chain)
+        self._owner = self._handle = None
+        self._result = _UNSET
+        first._claim(self)
+        if type(first) is AndThen and not first.steps.built:
+            steps = first.steps
+        else:
+            steps = _Steps(first)
+        steps.fns.append(fn)
+        f = user_frame(sys._getframe(2))  # (past `Op.and_then`)
+        steps.codes.append(f.f_code)
+        steps.offsets.append(f.f_lasti)  # (`f_lineno` costs a search of the line table)
+        self.steps = steps
+        self.n = len(steps.fns)
+
+    @property
+    def first(self) -> Op:
+        """The op the chain starts with."""
+        return self.steps.first
+
+    @property
+    def built(self) -> list[Op]:
+        """The ops the steps' functions built so far, in order."""
+        return self.steps.built
+
+    def describe(self) -> str:
+        return f"`and_then` chain of {self.n} steps"
+
+    def leaves(self) -> Iterator[Leaf]:
+        steps = self.steps
+        yield from steps.first.leaves()
+        for b in steps.built:
+            yield from b.leaves()
+
+    def _parts(self) -> tuple[Op, ...]:
+        return (self.steps.first, *self.steps.built)
+
+    def _last(self) -> Op | None:
+        built = self.steps.built
+        if len(built) == self.n:
+            return built[-1]
+        return None
+
+    def _early(self) -> Any:
+        last = self._last()
+        return _UNSET if last is None else last._early()
+
+    def _collect(self) -> Any:
+        last = self._last()
+        if last is None:
+            raise LaunchError(f"{self.describe()} did not build all its steps")
+        self._result = last._collect()
+        return self._result
+
+    def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[Any]]:
+        scope = (ctx.scope, ctx.tag)
+        first = self.steps.first
+        lane, pend = first._emit(ctx, lane)
+        return self._go(ctx, scope, lane, pend, first, False)
+
+    def _go(self, ctx: _Ctx, scope: tuple[Branch | None, int], lane: S.Lane, pend: list[Any], cur: Op, synced: bool) -> tuple[S.Lane, list[Any]]:
+        steps = self.steps
+        fns, built, n = steps.fns, steps.built, self.n
+        while len(built) < n and not ctx.stopped:
+            k = len(built)
+            if synced:
+                val = _host_value(ctx, cur)
+                synced = False
+            else:
+                val = cur._early()
+            need_host = val is _UNSET
+            if need_host or (pend and unresolved(pend)):
+                if ctx.capturing:
+                    ctx.no_future([FutureMarker()])
+                fut = FutureMarker()
+                ctx.enter(lane)
+                wait = [*pend, lane.record()] if need_host else pend
+
+                def resume(real: list[Any], lane: S.Lane = lane, cur: Op = cur, host: bool = need_host) -> None:
+                    with ctx.lock:
+                        ctx.in_thread()
+                        end, p = self._go(ctx, scope, lane, [] if host else real, cur, host)
+                        fut.resolve(ctx.tail(lane, end, p))
+
+                defer(wait, resume, host_sync=need_host, on_error=ctx.failing(fut, lane))
+                return lane, [fut]
+            try:
+                nxt = fns[k](val)
+                ctx.after_user_code()
+                if not isinstance(nxt, Op):
+                    raise ArgumentError(
+                        f"the function given to `and_then` at {steps.site(k)} returned {type(nxt).__qualname__}, not an op",
+                        help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
+                    )
+                if nxt.device is not self.device:
+                    _common_device((self, nxt), "`and_then`")
+                if nxt._owner is None and nxt._handle is None and type(nxt)._claim is Op._claim:
+                    nxt._owner = True  # (`_claim`, whose checks just passed)
+                else:
+                    nxt._claim(self)
+                built.append(nxt)
+                more = _admit(ctx, scope, nxt)
+                if more:
+                    pend = [*pend, *more]
+            except BaseException as e:  # noqa: BLE001 - raised at the op's completion
+                ctx.fail(e)
+                break
+            if pend:
+                lane, pend = self._queue(ctx, scope, lane, pend, nxt)
+            elif isinstance(nxt, Leaf):  # one launch or copy: on `lane`, no branch to enter
+                lane, pend = nxt._emit(ctx, lane)
+            else:
+                lane, pend = self._queue(ctx, scope, lane, pend, nxt)
+            cur = nxt
+        return lane, pend
+
+    @staticmethod
+    def _queue(ctx: _Ctx, scope: tuple[Branch | None, int], lane: S.Lane, pend: list[Any], nxt: Op) -> tuple[S.Lane, list[Any]]:
+        """Queue the op a step built after `pend`, inside the branch the chain is part of (a
+        deferred step runs after the gather that queued it moved on)."""
+        saved = ctx.scope, ctx.tag
+        ctx.scope, ctx.tag = scope
+        try:
+            if pend:
+                return ctx.chain(lane, pend, [nxt])
+            return nxt._emit(ctx, lane)  # nothing to wait for: what `chain` does for one step
+        finally:
+            ctx.scope, ctx.tag = saved
+
+    def _rebind(self, mapping: dict[int, Any]) -> Op:
+        """A fresh chain of the same steps from the rebound first op (a graph's replay on the
+        CPU backend): one record and one view, the steps' functions and sites copied."""
+        steps = self.steps
+        first = steps.first._rebind(mapping)
+        n = self.n
+        op = AndThen.__new__(AndThen)
+        op.device = first.device
+        op._owner = op._handle = None
+        op._result = _UNSET
+        first._claim(op)
+        fresh = _Steps(first)
+        fresh.fns, fresh.codes, fresh.offsets = steps.fns[:n], steps.codes[:n], steps.offsets[:n]
+        op.steps, op.n = fresh, n
+        return op
