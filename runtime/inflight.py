@@ -7,7 +7,9 @@ registered:
 * a host write into that memory (`Buffer.copy_from`) is refused, and so is a
   host read of memory it writes (`Buffer.to_host`);
 * another submission that writes memory it uses, or uses memory it writes, is
-  ordered after it on the device (it waits for its completion marker);
+  ordered after it on the device (it waits for its completion marker; memory is
+  compared as byte ranges, so disjoint slices of one array do not conflict, and of a
+  chain of such submissions only the last is waited for: `_needed`);
 * NumPy arrays it uses are made read-only (restored afterwards).
 
 Operations hold strong references to their arrays, so nothing is freed while they
