@@ -15,6 +15,7 @@ an event not yet recorded): whoever meets one defers its own queueing until it i
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -73,13 +74,23 @@ def settle(markers: Sequence[Any]) -> list[Any]:
     return out
 
 
+def _in_event_loop() -> bool:
+    """Whether the calling thread runs an asyncio event loop (asyncio is not imported for this)."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and asyncio._get_running_loop() is not None
+
+
 def defer(wait_for: Sequence[Any], then: Callable[[list[Any]], None], *, host_sync: bool, on_error: Callable[[BaseException], None]) -> None:
     """Call `then(real_markers)` once every future in `wait_for` is resolved, and (when
     `host_sync`) once the device finished all of `wait_for`.
 
     When nothing is left to wait for (the CPU backend's inline `op.run()`), `then` runs
     now, in the calling thread; otherwise in a helper thread of its own (one per deferred
-    step: two deferred steps never wait behind each other)."""
+    step: two deferred steps never wait behind each other).  A host step (`host_sync`: it
+    runs user code, a `map` function or an `and_then` over a host value) never runs in a
+    thread that runs an asyncio event loop, even when its work is done already (a GPU often
+    finishes small work before `await op` has queued it all): it goes to a helper thread,
+    so `await op` never runs it on the loop."""
 
     def ready() -> bool:
         return not unresolved(wait_for) and (not host_sync or all(m.is_done for m in settle(wait_for)))
@@ -94,7 +105,7 @@ def defer(wait_for: Sequence[Any], then: Callable[[list[Any]], None], *, host_sy
         except BaseException as e:  # noqa: BLE001 - reported at the op's completion
             on_error(e)
 
-    if ready():
+    if ready() and not (host_sync and _in_event_loop()):
         body()
         return
     threading.Thread(target=body, name="anodize-deferred", daemon=True).start()

@@ -7,7 +7,9 @@ registered:
 * a host write into that memory (`Buffer.copy_from`) is refused, and so is a
   host read of memory it writes (`Buffer.to_host`);
 * another submission that writes memory it uses, or uses memory it writes, is
-  ordered after it on the device (it waits for its completion marker);
+  ordered after it on the device (it waits for its completion marker; memory is
+  compared as byte ranges, so disjoint slices of one array do not conflict, and of a
+  chain of such submissions only the last is waited for: `_needed`);
 * NumPy arrays it uses are made read-only (restored afterwards).
 
 Operations hold strong references to their arrays, so nothing is freed while they
@@ -17,6 +19,7 @@ completion marker done.
 
 from __future__ import annotations
 
+import itertools
 import threading
 import weakref
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
@@ -64,6 +67,10 @@ class Execution(Protocol):
 _lock = threading.RLock()
 _ACTIVE: dict[int, tuple[Execution, tuple[Use, ...]]] = {}
 _LOCKED: dict[int, tuple[np.ndarray, int]] = {}  # id(array) -> (array, count): arrays we made read-only
+_SEQ = itertools.count(1)
+# id(exe) -> (its sequence number, the numbers of the submissions every lane of it waited for
+# (`begin`), the numbers of all it is ordered after (`extend` too)): see `_needed`
+_ORDER: dict[int, tuple[int, frozenset[int], set[int]]] = {}
 
 
 def in_flight() -> int:
@@ -107,6 +114,38 @@ def _compact(uses: tuple[Use, ...]) -> tuple[Use, ...]:
     return tuple(seen.values()) if len(seen) < len(uses) else uses
 
 
+def _seq(exe: Any) -> int:
+    entry = _ORDER.get(id(exe))
+    return entry[0] if entry is not None else 0
+
+
+def _needed(after: list[Any], already: frozenset[int] = frozenset()) -> list[Any]:
+    """The members of `after` (in-flight work to be ordered after) that are not implied: one
+    that another member is ordered after is left out (waiting for that member's completion
+    waits for it too), and so is one in `already`.  A dependency chain then waits for its
+    last link only, not for every earlier one (chunk k of a double buffer for chunk k - 2,
+    not also k - 4, k - 6, ...).  Sequence numbers, not ids: an id is reused after its
+    submission ended."""
+    if len(after) < 2 and not already:
+        return after
+    implied = set(already)
+    for o in after:
+        entry = _ORDER.get(id(o))
+        # (a future marker may resolve to nothing when a step fails: it implies nothing)
+        if entry is not None and not isinstance(getattr(o, "marker", None), FutureMarker):
+            implied |= entry[2]
+    return [o for o in after if _seq(o) not in implied or not _seq(o)]
+
+
+def _note_order(exe: Any, after: list[Any], every_lane: bool) -> None:
+    seqs = {q for q in map(_seq, after) if q}
+    entry = _ORDER.get(id(exe))
+    if entry is None:
+        _ORDER[id(exe)] = (next(_SEQ), frozenset(seqs) if every_lane else frozenset(), seqs)
+    else:
+        entry[2].update(seqs)
+
+
 def begin(exe: Execution, uses: tuple[Use, ...], compact: bool = False) -> list[Any]:
     """Register a submission's uses; return the in-flight submissions it must be ordered after.
 
@@ -143,6 +182,8 @@ def begin(exe: Execution, uses: tuple[Use, ...], compact: bool = False) -> list[
                     help="submit work that shares buffers from one thread, or order it with `first.then(second)`",
                 )
             after.append(other)
+        needed = _needed(after)
+        _note_order(exe, after, every_lane=True)
         for other in after:
             # (never for work with staging memory of its own: that must stay registered and alive)
             if not getattr(other, "keep", None) and not getattr(other, "finalizers", None) and not getattr(
@@ -158,7 +199,7 @@ def begin(exe: Execution, uses: tuple[Use, ...], compact: bool = False) -> list[
         for u in uses:
             if u.space == 0 and isinstance(u.obj, np.ndarray):
                 _lock_array(u.obj)
-    return after
+    return needed
 
 
 def extend(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
@@ -189,7 +230,11 @@ def extend(exe: Execution, uses: tuple[Use, ...]) -> list[Any]:
             if u.space == 0 and isinstance(u.obj, np.ndarray) and (u.space, u.lo, u.hi) not in known:
                 known.add((u.space, u.lo, u.hi))
                 _lock_array(u.obj)
-    return after
+        mine = _ORDER.get(id(exe))
+        # (what every lane of `exe` waited for when it began needs no second wait)
+        needed = _needed(after, mine[1] if mine is not None else frozenset())
+        _note_order(exe, after, every_lane=False)
+    return needed
 
 
 class Held:
@@ -247,6 +292,7 @@ def end(exe: Execution) -> None:
         entry = _ACTIVE.pop(id(exe), None)
         if entry is None:
             return
+        _ORDER.pop(id(exe), None)
         for u in entry[1]:
             if u.space == 0 and isinstance(u.obj, np.ndarray):
                 _unlock_array(u.obj)

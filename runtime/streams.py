@@ -53,12 +53,14 @@ class Runner(Protocol):
 
 
 class CpuMarker:
-    """A marker on a CPU lane: set when the lane's worker reaches it."""
+    """A marker on a CPU lane: set when the lane's worker reaches it (`lane`: the lane it was
+    recorded on, None for the calling thread's)."""
 
-    __slots__ = ("_ev",)
+    __slots__ = ("_ev", "lane")
 
-    def __init__(self, done: bool = False):
+    def __init__(self, done: bool = False, lane: Lane | None = None):
         self._ev = threading.Event()
+        self.lane = lane
         if done:
             self._ev.set()
 
@@ -118,11 +120,13 @@ class WorkerLane(Lane):
         weakref.finalize(self, self._q.put, None)
 
     def record(self) -> Marker:
-        m = CpuMarker()
+        m = CpuMarker(lane=self)
         self._q.put(m.set)
         return m
 
     def wait(self, marker: Marker) -> None:
+        if getattr(marker, "lane", None) is self:
+            return  # recorded on this lane: its FIFO order already puts the work after it
         self._q.put(marker.sync)
 
     def submit(self, runner: Runner, fn: Callable[[], None]) -> None:
@@ -143,13 +147,15 @@ def _worker(q: queue.SimpleQueue[Callable[[], None] | None]) -> None:
 
 
 class CudaMarker:
-    """A CUDA event recorded on a stream (driver API, so it also works inside stream capture)."""
+    """A CUDA event recorded on a stream (driver API, so it also works inside stream capture);
+    `stream`: the handle of the stream it was recorded on."""
 
-    __slots__ = ("event",)
+    __slots__ = ("event", "stream")
 
-    def __init__(self, stream_cu: Any):
+    def __init__(self, stream_cu: Any, stream: int = -1):
         driver = lazy.cuda_driver()
 
+        self.stream = stream
         self.event = check_cu(driver.cuEventCreate(driver.CUevent_flags.CU_EVENT_DISABLE_TIMING), "cuEventCreate")
         check_cu(driver.cuEventRecord(self.event, stream_cu), "cuEventRecord")
 
@@ -193,16 +199,20 @@ class GpuLane(Lane):
 
     def record(self) -> Marker:
         ensure_current(self.device)
-        return CudaMarker(self.cu)
+        return CudaMarker(self.cu, self.handle)
 
     def wait(self, marker: Marker) -> None:
-        driver = lazy.cuda_driver()
-
+        """Order this stream's later work after `marker`; nothing to queue when the marker was
+        recorded on this very stream (stream order already does it: no event wait)."""
         if not isinstance(marker, CudaMarker):  # a future (runtime/deferred.py): its real markers
 
             for m in settle([marker]):
                 self.wait(m)
             return
+        if marker.stream == self.handle:
+            return
+        driver = lazy.cuda_driver()
+
         check_cu(driver.cuStreamWaitEvent(self.cu, marker.event, 0), "cuStreamWaitEvent")
 
     def submit(self, runner: Runner, fn: Callable[[], None]) -> None:  # pragma: no cover - GPU lanes queue CUDA work

@@ -387,12 +387,13 @@ class Handle:
         asyncio = lazy.asyncio()  # (loaded already: an event loop awaits this)
         delay = 0.0
         spins = 0
-        while not self.poll():
-            await asyncio.sleep(delay)  # never blocks the event loop
+        while True:
+            await asyncio.sleep(delay)  # never blocks the event loop; and yields once even when done
+            if self.poll():
+                return self._complete()
             spins += 1
             if spins > 8:
                 delay = min(2e-3, max(5e-5, delay * 2))
-        return self._complete()
 
 
 def _survey(op: Op) -> tuple[tuple[Use, ...], list[LoadedKernel]]:

@@ -16,6 +16,11 @@ Two levels, for two kinds of test:
   order, so this checks the Python side of the GPU paths, not concurrency
   (tests/asyncops/test_async_fakegpu.py).
 
+Every driver call that queues, waits or synchronises is also written to `FakeDriver.log`
+as `(what, stream, ...)` (a wait names the stream its event was recorded on; an allocation
+of the device's stream is `("alloc", stream)`), so a test can read the stream-level trace of
+an op: which stream each copy and launch went to, and which stream waited for which.
+
 Stream capture is modelled: work queued on a capturing stream is recorded instead of
 run; an event recorded there and waited on by another stream pulls that stream into
 the capture; `cuGraphLaunch` runs the recording.  Work that escapes the capture would
@@ -130,11 +135,16 @@ class FakeGpu(HostGpu):
 
     def __init__(self, state: FakeDriver):
         super().__init__()
+        self._state = state
         self._cu = FakeCu(state)
         self._stream = FakeStream(state.new_handle())
         self._stream_h = self._stream.handle
         self._cu_stream = driver.CUstream(self._stream_h)
         self._event = FakeEvent()
+
+    def _alloc(self, nbytes: int) -> tuple[int, object]:
+        self._state.log.append(("alloc", self._stream_h))  # CudaDevice allocates on the device's stream
+        return super()._alloc(nbytes)
 
     def launch_config(self, grid: Any, block: Any, shared: int, cooperative: bool = False, handle: Any = None) -> Any:
         if cooperative:  # the real check, on the fake driver's occupancy
@@ -171,6 +181,7 @@ def run_entry(handle: Any, grid: Any, block: Any, args: tuple[Any, ...], shared:
 class FakeEvent:
     def __init__(self) -> None:
         self.captured = False
+        self.stream: int | None = None  # the stream it was last recorded on
 
 
 class FakeDriver:
@@ -194,6 +205,7 @@ class FakeDriver:
         self.counter_log: list[tuple[str, int, int]] = []
         self.live: dict[int, Any] = {}
         self.counted_launches: list[tuple[int, int, int]] = []  # CountedEntry.launches
+        self.log: list[tuple[Any, ...]] = []  # (what, stream, ...): see the module docstring
 
     def new_handle(self) -> int:
         return next(self._ids)
@@ -214,6 +226,8 @@ class FakeDriver:
 
     def cuEventRecord(self, ev: FakeEvent, stream: Any) -> tuple[Any]:
         self._count("record")
+        ev.stream = int(stream)
+        self.log.append(("record", int(stream)))
         ev.captured = int(stream) in self.capturing
         return (OK,)
 
@@ -221,6 +235,7 @@ class FakeDriver:
         return (OK,) if self.ready else (driver.CUresult.CUDA_ERROR_NOT_READY,)
 
     def cuEventSynchronize(self, ev: FakeEvent) -> tuple[Any]:
+        self.log.append(("event_sync", ev.stream))
         return (OK,)
 
     def cuEventDestroy(self, ev: FakeEvent) -> tuple[Any]:
@@ -228,6 +243,7 @@ class FakeDriver:
 
     def cuStreamWaitEvent(self, stream: Any, ev: FakeEvent, flags: int) -> tuple[Any]:
         self._count("wait")
+        self.log.append(("wait", int(stream), ev.stream))
         if ev.captured:
             self.capturing.add(int(stream))  # joins the capture
         elif int(stream) in self.capturing:
@@ -236,6 +252,7 @@ class FakeDriver:
 
     def _copy(self, kind: str, dst: int, src: int, n: int, stream: Any) -> tuple[Any]:
         self._count(kind)
+        self.log.append((kind, int(stream)))
         self.run_or_record(stream, lambda: ctypes.memmove(dst, src, n))
         return (OK,)
 
@@ -249,6 +266,7 @@ class FakeDriver:
         return self._copy("d2d", dst, src, n, stream)
 
     def cuMemsetD8Async(self, ptr: int, value: int, n: int, stream: Any) -> tuple[Any]:
+        self.log.append(("memset", int(stream)))
         self.run_or_record(stream, lambda: ctypes.memset(ptr, value, n))
         return (OK,)
 
@@ -273,6 +291,7 @@ class FakeDriver:
         return (OK,)  # the block stays alive: a replayed capture may still write it
 
     def cuStreamSynchronize(self, stream: Any) -> tuple[Any]:
+        self.log.append(("stream_sync", int(stream)))
         assert int(stream) not in self.capturing
         return (OK,)
 
@@ -284,12 +303,14 @@ class FakeDriver:
         return OK, driver.CUstream(self.new_handle())
 
     def cuMemHostAlloc(self, n: int, flags: int) -> tuple[Any, int]:
+        self.log.append(("host_alloc", None))
         block = (ctypes.c_char * n)()
         ptr = ctypes.addressof(block)
         self.pinned[ptr] = block
         return OK, ptr
 
     def cuMemFreeHost(self, ptr: int) -> tuple[Any]:
+        self.log.append(("host_free", None))  # a real one synchronises the device
         self.pinned.pop(ptr, None)
         return (OK,)
 
@@ -332,6 +353,10 @@ class FakeDriver:
             self.run_or_record(stream, fn)
         return (OK,)
 
+    def cuCtxSynchronize(self) -> tuple[Any]:
+        self.log.append(("ctx_sync", None))
+        return (OK,)
+
     def cuOccupancyMaxActiveBlocksPerMultiprocessor(self, fn: Any, threads: int, shared: int) -> tuple[Any, int]:
         self.occupancy_asks.append((threads, shared))
         return (OK, self.blocks_per_sm)
@@ -343,6 +368,7 @@ class FakeDriver:
         s = stream.handle if isinstance(stream, FakeStream) else int(stream.handle)
         if isinstance(handle, CountedEntry):
             self.counter_log.append(("launch", int(args[-1]), int(s)))
+        self.log.append(("launch", int(s)))
         self.run_or_record(s, lambda: run_entry(handle, grid, block, args, shared, int(s)))
 
 
@@ -351,7 +377,7 @@ _CALLS = (
     "cuMemcpyHtoDAsync cuMemcpyDtoHAsync cuMemcpyDtoDAsync cuMemsetD8Async cuMemAllocAsync cuMemsetD32Async cuMemFreeAsync cuStreamSynchronize cuStreamQuery "
     "cuStreamCreate cuMemHostAlloc cuMemFreeHost cuPointerGetAttribute cuStreamBeginCapture "
     "cuStreamEndCapture cuGraphInstantiate cuGraphDestroy cuGraphExecDestroy cuGraphLaunch "
-    "cuOccupancyMaxActiveBlocksPerMultiprocessor"
+    "cuOccupancyMaxActiveBlocksPerMultiprocessor cuCtxSynchronize"
 ).split()
 
 
