@@ -24,12 +24,13 @@ from typing import Any
 from anodize.language import ir
 from anodize.language.tile_ir import TileElem, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
-from anodize.language.types import BOOL, F32, I64
+from anodize.language.types import BOOL, F32, I32, I64
 
 from anodize.language.tile_storage import tile_storage_bound
 
 from .compute import _Access, _bin, _c
 from .layout import MmaLayout, choose_layout, wgmma_shape_ok
+from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .wgmma import smem_bytes
 
@@ -107,6 +108,7 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
                                 _bin("*", _bin("%", lane, _c(4)), _c(2)))),
     ]
     saved, low.acc = low.acc, _Access((lay.m, lay.n), [])
+    low.frag_memo = {}
     slow: list[ir.Stmt] = []
     fast: list[ir.Stmt] = []
     batch: list[tuple[list[ir.Stmt], list[ir.Stmt]]] = []
@@ -141,6 +143,7 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
         seen = low.acc.seen
     finally:
         low.acc, low.frag, low.frag_loads = saved, None, None
+        low.frag_memo = {}
     run: list[ir.Stmt] = slow if inside is None else [ir.If(inside, tuple(fast), tuple(slow))]
     return [*low.sync(seen), *origin, *run]
 
@@ -173,6 +176,9 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
     ty: TileTy = s.value.ty
     lay = low.layouts[ty.shape]
     assert ty.rank == 2
+    staged = _staged(low, s, lay)
+    if staged is not None:
+        return staged(tree)
     g0 = [low.local(I64, "gr"), low.local(I64, "gc")]  # the thread's first row and column of `dst`
     rows: dict[int, ir.Local] = {}  # row offset -> the flat index of (that row, the thread's first column)
 
@@ -193,6 +199,49 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
         return [*pre, TilePredStore(s.slice, where, v, s.span, rows[dr], dc)]  # type: ignore[list-item]
 
     return _fragment_loop(low, lay, body, None)
+
+
+def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
+    """The staged store of `s` (codegen/tile/epilogue.py) as a function of the value's tree,
+    or None for per-element stores: f16 / bf16 / f32 elements, a tile whose staged copy fits
+    the block's shared budget beside the kernel's own tiles (the matmul rings' budget), and no
+    dynamic shared array of the kernel's own (the compiler's buffer would alias it)."""
+    elem = s.slice.ty.elem.name
+    if not staged_epilogue() or elem not in ELEM_BYTES or any(t.dynamic for t in low.shared.values()):
+        return None
+    nbytes = staged_bytes(lay, ELEM_BYTES[elem])
+    if nbytes > low.shared_limit - tile_storage_bound(low.k):
+        return None
+
+    es = ELEM_BYTES[elem]
+    stmatrix = bool(low.wgmma)  # (sm_90)
+    groups = {regs[-1]: (regs, off, kind) for regs, off, kind in stage_groups(lay, es, stmatrix)}
+
+    def run(tree: Any) -> list[ir.Stmt]:
+        addr = low.local(I32, "sa")
+        names: list[str] = []
+
+        def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            # each group of registers goes to shared memory once computed: few values live at once
+            pre: list[ir.Stmt] = []
+            v = low.ev(tree, coords, pre)
+            low.note("global " + s.slice.name, True, False)
+            names.append(low.local(s.slice.ty.elem, "ev").name)
+            out = [*pre, ir.Assign(names[-1], v)]
+            if i in groups:
+                regs, off, kind = groups[i]
+                out.append(TileStageWrite(addr.name, tuple(names[r] for r in regs), off, kind))  # type: ignore[arg-type]
+            return out
+
+        out: list[ir.Stmt] = [TileStageStart(addr.name, lay, es, stmatrix)]  # type: ignore[list-item]
+        out += _fragment_loop(low, lay, body, None)
+        low.uses_barrier = True
+        low.pending = {}  # the statement ends with a barrier
+        row0, col0 = (_bin("*", low.pid(2, a), _c(lay.m if a == 0 else lay.n)) for a in range(2))
+        out.append(TileStagedStore(s.slice, lay, row0, col0, low.T, elem, nbytes, s.span))  # type: ignore[arg-type]
+        return out
+
+    return run
 
 
 def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:

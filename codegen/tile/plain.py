@@ -61,6 +61,7 @@ from anodize.language.tile_ir import (
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
+from .epilogue import TilePredLoad, pred_load_kind
 from .lower import assign_registers, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
 from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
@@ -93,6 +94,7 @@ class _Lowering:
         self.frag: Any = None  # the fragment loop being built: (register index, coordinates)
         self.grouped: Any = None  # (row, col) locals of the grouped program order (group_programs)
         self.frag_loads: Any = None  # the fragment loop element's masked loads, issued ahead (tile/lower.py)
+        self.frag_memo: dict[Any, ir.Local] = {}  # the fragment loop's loads by element (frag_load)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -537,6 +539,8 @@ class _Lowering:
             at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
             if self.unmasked:  # the whole tile is inside `src` (the loop's `inside` condition)
                 return ir.Read(x.slice, tuple(at), False, -1, x.ty.elem)
+            if self.frag is not None and self.frag_loads is not None and pred_load_kind(x.ty.elem.name):
+                return self.frag_load(x, at)
             v = self.local(x.ty.elem, "ld")
             slots = [self.local(I64, "at") for _ in at]
             if self.frag is not None and self.frag_loads is not None:
@@ -550,6 +554,17 @@ class _Lowering:
                     ir.If(inside, (ir.Assign(v.name, ir.Read(x.slice, tuple(slots), False, -1, x.ty.elem)),), ())]
             return v
         raise AssertionError(f"not evaluable inline: {type(x).__name__}")
+
+    def frag_load(self, x: TileLoad, at: list[ir.Expr]) -> ir.Expr:
+        """A fragment loop's masked load: one predicated load (codegen/tile/epilogue.py
+        `TilePredLoad`) among the batch issued ahead, once per element of `x` the loop reads
+        (a row's bias serves both fragment rows)."""
+        key = (id(x), repr(at))
+        hit = self.frag_memo.get(key)
+        if hit is None:
+            hit = self.frag_memo[key] = self.local(x.ty.elem, "ld")
+            self.frag_loads.append(TilePredLoad(hit.name, x.slice, tuple(at), x.other, not x.slice.ty.kind.output))
+        return hit
 
     @staticmethod
     def broadcast(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:

@@ -34,8 +34,11 @@ def kernel_ir(text: str) -> Any:
 
 
 def ptxas_log(ptx: str, arch: str) -> str:
+    """ptxas's report with the flags the driver builds the kernel with (codegen/driver.py: -O1 for
+    a kernel holding wgmma, its mainloop scheduled already; else ptxas's default)."""
     build = "sm_90a" if ".target sm_90a" in ptx else arch
-    r = subprocess.run(["ptxas", f"-arch={build}", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    opt = ["-O1"] if build.endswith("a") and "wgmma.mma_async" in ptx else []
+    r = subprocess.run(["ptxas", f"-arch={build}", *opt, "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stderr
 
