@@ -4,8 +4,8 @@ plan allows, else by the generic lowering (plain.py), the layout plan's matmuls 
 cores (lower.py) where the GPU has them.
 
 Importing this module registers the LLVM lowerings of the nodes the pass makes
-(codegen/llvm/registry.py): `TileMma` and `TilePredStore` (mma.py), the row form's vector
-accesses (rows_llvm.py) and the attention form's `TileAttention` (tensorcore/attention.py).
+(codegen/llvm/registry.py): `TileMma` and `TilePredStore` (mma.py), the fragment loops' staged
+stores and predicated loads (epilogue.py), the row form's vector accesses (rows_llvm.py) and the attention form's `TileAttention` (tensorcore/attention.py).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ last value after.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -34,7 +35,7 @@ from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrit
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .wgmma import smem_bytes
 
-__all__ = ["assign_registers", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
+__all__ = ["assign_registers", "env_int", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
            "store_registers"]
 
 
@@ -48,6 +49,12 @@ class _Frag:
 
     def __init__(self, name: str, ty: TileTy, regs: list[str], layout: MmaLayout):
         self.name, self.ty, self.regs, self.layout = name, ty, regs, layout
+
+
+def env_int(name: str) -> int:
+    """A benchmarking switch's integer value (codegen/toolchain.py CODE_SWITCHES), 0 unset."""
+    v = os.environ.get(name, "")
+    return int(v) if v.isdigit() else 0
 
 
 def plan_for(low: Any) -> None:
@@ -272,6 +279,9 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     want = getattr(k, "tile_stages", 0)  # an autotuning configuration's `num_stages` (anodize/autotuning.py)
     if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
         stages = want
+    forced = env_int("ANODIZE_TILE_STAGES")  # (benchmarking: any ring depth that fits)
+    if forced in ((3, 4, 5, 6) if engine == "wgmma" else (2, 3, 4, 5)) and forced * stage <= budget:
+        stages = forced
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
     site_i = len(k.fault_sites)
     span = site.stmt.span

@@ -62,7 +62,7 @@ from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
 from .epilogue import TilePredLoad, pred_load_kind
-from .lower import assign_registers, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
+from .lower import assign_registers, env_int, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
 from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
@@ -145,7 +145,7 @@ class _Lowering:
         columns together, so the operand rows they share stay in L2.  Invisible to the
         program: a tile kernel writes and reads back only its own tile of an output (the
         typer's ownership rules), so which block computes which tile changes nothing else."""
-        g = 8
+        g = env_int("ANODIZE_TILE_GROUP") or 8  # (benchmarking: 1 is row-major order)
         raw = lambda reg, axis: ir.Cast(ir.RawId(reg, axis, I32), I64)  # noqa: E731
         gx, gy = raw("nctaid", "x"), raw("nctaid", "y")
         p = self.local(I64, "pg")

@@ -226,6 +226,29 @@ def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: 
     assert "stmatrix" not in ptx and ptx.count(insn) == count and ptx.count("st.global.v4.b32") == 1
 
 
+def test_benchmarking_switches_set_the_ring_depth_and_the_program_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_STAGES` sets the ring's depth where it fits the block's shared memory (3
+    stages of 48 KiB at 128x256x64; 5 do not fit in 227 KiB: the default 4 stays) and
+    `ANODIZE_TILE_GROUP` the tile rows a group of the program order sweeps (the linear id over
+    `nctaid.x * G`); both are in the compile cache's key (codegen/toolchain.py CODE_SWITCHES)."""
+    import re
+
+    from anodize.codegen.toolchain import CODE_SWITCHES
+
+    assert {"ANODIZE_TILE_STAGES", "ANODIZE_TILE_GROUP", "ANODIZE_TILE_EPILOGUE"} <= set(CODE_SWITCHES)
+    k = next(k for k in _example_kernels() if k.name == "gemm")
+    ring = (128 + 256) * 64 * 2
+    assert compile_gpu(k, "sm_90", ptxas=False).dynamic_shared_bytes == 4 * ring + 1024
+    monkeypatch.setenv("ANODIZE_TILE_STAGES", "3")
+    art = compile_gpu(k, "sm_90", ptxas=False)
+    assert art.dynamic_shared_bytes == 3 * ring + 1024 and "cp.async.wait_group 0;" in art.ptx
+    monkeypatch.setenv("ANODIZE_TILE_STAGES", "5")
+    assert compile_gpu(k, "sm_90", ptxas=False).dynamic_shared_bytes == 4 * ring + 1024
+    monkeypatch.setenv("ANODIZE_TILE_GROUP", "4")
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    assert re.search(r"mul\.wide\.u32\s+%rd\d+, %r\d+, 4;", ptx), "the group's width: nctaid.x * 4"
+
+
 # ---- launches ------------------------------------------------------------------------------------
 
 STORE = """
