@@ -31,7 +31,7 @@ from anodize.language import ir
 from anodize.language.records import dataclass
 
 from ..llvm.registry import lowers
-from ..llvm.types import value_type
+from ..llvm.types import mem_type, value_type
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import I16, I32, I64
 from .layout import MmaLayout
@@ -77,6 +77,8 @@ class TilePredLoad:
     other: Any
     nc: bool  # the slice is read-only in the kernel: the non-coherent (texture) path
     span: Any = None
+    row: Any = None  # an i64 local: the flat index of the element `offset` columns to its left (wrapping)
+    offset: int = 0
 
 
 _LOAD_KINDS = {"f32": ("f32", "f", 32), "f16": ("b16", "h", 16), "bf16": ("b16", "h", 16), "i32": ("b32", "r", 32)}
@@ -276,7 +278,16 @@ def lower_pred_load(lw: Lowerer, s: TilePredLoad) -> None:
     sv = lw.frame.slices[s.slice.name]
     elem = sv.ty.elem
     kind, reg, bits = _LOAD_KINDS[elem.name]
-    ok, ptr, _, _ = lw.bounds.address(sv, s.index)
+    disp = 0
+    if s.row is None:
+        ok, ptr, _, _ = lw.bounds.address(sv, s.index)
+    else:  # the same bounds test; the address from the row's flat index plus a displacement
+        idx = lw.bounds.index_values(s.index)
+        ok = b.icmp_unsigned("<", idx[0], sv.dims[0])
+        for i, d in zip(idx[1:], sv.dims[1:], strict=True):
+            ok = b.and_(ok, b.icmp_unsigned("<", i, d))
+        ptr = b.gep(sv.ptr, [lw.expr(s.row)], inbounds=True, source_etype=mem_type(elem))
+        disp = s.offset * bits // 8
     slot, ty = lw.frame.vars[s.dest]
     want = value_type(ty)
     other = lw.conv(lw.expr(s.other), s.other.ty, ty)
@@ -284,7 +295,7 @@ def lower_pred_load(lw: Lowerer, s: TilePredLoad) -> None:
     if other.type != raw:
         other = b.bitcast(other, raw)
     text = (f"{{ .reg .pred p; setp.ne.b32 p, $2, 0; mov.b{bits} $0, $3; "
-            f"@p ld.global{'.nc' if s.nc else ''}.{kind} $0, [$1]; }}")
+            f"@p ld.global{'.nc' if s.nc else ''}.{kind} $0, [$1{f'+{disp}' if disp else ''}]; }}")
     fty = llir.FunctionType(raw, [I64, I32, raw])
     v = b.call(llir.InlineAsm(fty, text, f"={reg},l,r,{reg}", side_effect=True),
                [b.ptrtoint(ptr, I64), b.zext(ok, I32), other])

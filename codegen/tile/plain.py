@@ -558,17 +558,42 @@ class _Lowering:
     def frag_load(self, x: TileLoad, at: list[ir.Expr]) -> ir.Expr:
         """A fragment loop's masked load: one predicated load (codegen/tile/epilogue.py
         `TilePredLoad`) among the batch issued ahead, once per element of `x` the loop reads
-        (a row's bias serves both fragment rows)."""
+        (a row's bias serves both fragment rows), its address the element's row address (one
+        a fragment row, as the stores') plus its column as a constant displacement."""
         key = (id(x), repr(at))
         hit = self.frag_memo.get(key)
-        if hit is None:
-            hit = self.frag_memo[key] = self.local(x.ty.elem, "ld")
-            self.frag_loads.append(TilePredLoad(hit.name, x.slice, tuple(at), x.other, not x.slice.ty.kind.output))
+        if hit is not None:
+            return hit
+        hit = self.frag_memo[key] = self.local(x.ty.elem, "ld")
+        parts = [_split_const(a) for a in at]
+        row: ir.Local | None = None
+        if len(at) <= 2:
+            rkey = (id(x), *(repr(p) for p, _ in parts[:-1]), *(d for _, d in parts[:-1]), repr(parts[-1][0]))
+            row = self.frag_memo.get(rkey)
+            if row is None:  # the flat index of (the element's row, its column less the constant), wrapping
+                row = self.frag_memo[rkey] = self.local(I64, "lr")
+                flat = parts[-1][0] if len(at) == 1 else \
+                    _bin("+", _bin("*", at[0], ir.Len(x.slice, 1, I64)), parts[-1][0])
+                self.frag_loads.append(ir.Assign(row.name, flat))
+        self.frag_loads.append(TilePredLoad(hit.name, x.slice, tuple(at), x.other, not x.slice.ty.kind.output, None, row,
+                                            parts[-1][1] if row is not None else 0))
         return hit
 
     @staticmethod
     def broadcast(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
         return broadcast_coords(coords, out, inp)
+
+
+def _split_const(e: ir.Expr) -> tuple[ir.Expr, int]:
+    """`e` as (an expression, a constant) summing to it: the fragment loops' coordinates are
+    `origin + constant`, and a load's index `offset + coordinate`."""
+    if isinstance(e, ir.BinOp) and e.op == "+":
+        if isinstance(e.right, ir.Const) and type(e.right.value) is int:
+            return e.left, e.right.value
+        inner, d = _split_const(e.right)
+        if d:
+            return _bin("+", e.left, inner, e.ty), d
+    return e, 0
 
 
 def broadcast_coords(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
