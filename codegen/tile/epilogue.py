@@ -139,13 +139,13 @@ def stage_groups(lay: MmaLayout, es: int, stmatrix: bool) -> list[tuple[list[int
         for mi in range(lay.mt):
             for jj in range(0, lay.nt, 2):
                 i0 = (mi * lay.nt + jj) * 4
-                out.append((list(range(i0, i0 + 8)), mi * 16 * P + jj * 16, "stmatrix"))
+                out.append((list(range(i0, i0 + 8)), mi * lay.mstep * P + jj * 16, "stmatrix"))
         return out
     for mi in range(lay.mt):
         for ni in range(lay.nt):
             for h in range(2):
                 i0 = (mi * lay.nt + ni) * 4 + 2 * h
-                out.append(([i0, i0 + 1], (16 * mi + 8 * h) * P + 8 * ni * es, "v2f32" if es == 4 else "b32"))
+                out.append(([i0, i0 + 1], (lay.mstep * mi + 8 * h) * P + 8 * ni * es, "v2f32" if es == 4 else "b32"))
     return out
 
 
@@ -163,7 +163,13 @@ def start_text(lay: MmaLayout, es: int, stmatrix: bool) -> str:
     e("and.b32 %er3, %er3, -1024;")
     e(f"div.u32 %er4, %er1, {lay.wn};")
     e(f"rem.u32 %er5, %er1, {lay.wn};")
-    e(f"mul.lo.u32 %er4, %er4, {lay.m // lay.wm};")  # the warp's first row of the tile
+    if lay.stacked:  # warp w of warpgroup g: rows 64 mt g + 16 w (wn = 1)
+        e("and.b32 %er6, %er4, 3;")
+        e("shr.u32 %er4, %er4, 2;")
+        e(f"mul.lo.u32 %er4, %er4, {64 * lay.mt};")
+        e("mad.lo.u32 %er4, %er6, 16, %er4;")
+    else:
+        e(f"mul.lo.u32 %er4, %er4, {lay.m // lay.wm};")  # the warp's first row of the tile
     e(f"mul.lo.u32 %er5, %er5, {lay.n // lay.wn * es};")  # its first column, in bytes
     if stmatrix and es == 2 and lay.nt % 2 == 0:  # lane i: row i % 8 of matrix i / 8
         e("and.b32 %er6, %er2, 15;")

@@ -30,7 +30,7 @@ from anodize.language.types import BOOL, F32, I32, I64
 from anodize.language.tile_storage import tile_storage_bound
 
 from .compute import _Access, _bin, _c
-from .layout import MmaLayout, choose_layout, wgmma_shape_ok
+from .layout import MmaLayout, choose_layout, stacked_enabled, wgmma_shape_ok
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .wgmma import smem_bytes
@@ -66,7 +66,11 @@ def plan_for(low: Any) -> None:
     low.plan = plan
     warps = low.T // 32
     for shape in set(plan.registers.values()):
-        low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma)
+        # two m64 blocks a warpgroup only where wgmma's smallest ring (3 stages) fits: the layout
+        # has no mma.sync fallback
+        ring = 3 * (shape[0] + shape[1]) * 64 * 2 + 1024
+        stack = stacked_enabled() and ring <= low.shared_limit - tile_storage_bound(low.k)
+        low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma, stack)
 
 
 def registers_of(low: Any, name: str, ty: TileTy) -> _Frag:
@@ -109,8 +113,12 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
     tid = low.tid()
     warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))
     r0, c0 = low.local(I64, "fr"), low.local(I64, "fc")
+    if lay.stacked:  # warp w of warpgroup g: rows 64 mt g + 16 w (wn = 1)
+        wrow = _bin("+", _bin("*", _bin("//", warp, _c(4)), _c(64 * lay.mt)), _bin("*", _bin("%", warp, _c(4)), _c(16)))
+    else:
+        wrow = _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm))
     origin = [
-        ir.Assign(r0.name, _bin("+", _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm)), _bin("//", lane, _c(4)))),
+        ir.Assign(r0.name, _bin("+", wrow, _bin("//", lane, _c(4)))),
         ir.Assign(c0.name, _bin("+", _bin("*", _bin("%", warp, _c(lay.wn)), _c(lay.n // lay.wn)),
                                 _bin("*", _bin("%", lane, _c(4)), _c(2)))),
     ]
@@ -264,7 +272,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     warps = low.T // 32
     lay = dest.layout
     engine = "mma"
-    if low.wgmma and lay.wn == 1 and wgmma_shape_ok(m, n, warps):
+    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked):
         engine = "wgmma"
     ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
@@ -272,6 +280,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     budget = max(low.shared_limit - tile_storage_bound(k), 2 * stage)
     stages = next(st for st in ((4, 3) if engine == "wgmma" else (4, 3, 2)) if st * stage <= budget or st == 2)
     if engine == "wgmma" and stages * stage > budget:
+        assert not lay.stacked, "a stacked wgmma layout whose ring does not fit (plan_for checks it)"
         engine, stage = "mma", (m + n) * site.k_tile * 2
         stages = next(st for st in (4, 3, 2) if st * stage <= budget or st == 2)
     if engine == "mma" and stages == 4 and lay.count >= 128:
