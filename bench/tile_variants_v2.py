@@ -1,6 +1,6 @@
 """The GEMM class of tile programs on the GPU, each beside Triton's same program (issue 26).
 
-    python3 bench/tile_variants_v2.py [--size 4096] [--only canonical,b_trans,...] [--rounds 7]
+    python3 bench/tile_variants_v2.py [--size 4096] [--only canonical,b_trans,...] [--rounds 7] [--tiles 128x256x64x8]
 
 The variants are tests/codegen/tile_mma_cases.py's (written as a Triton user would): the
 canonical GEMM, a bias + ReLU epilogue, GELU of a scaled product plus a residual, A @ B.T (B
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import statistics
 import sys
 import tempfile
@@ -120,7 +121,9 @@ def main() -> None:
     ap.add_argument("--size", type=int, default=4096)
     ap.add_argument("--only", default="")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--tiles", default="", help="ours at these tiles only, e.g. 128x256x64x8,128x128x64x4 (BMxBNxBKxwarps)")
     args = ap.parse_args()
+    tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",")] if args.tiles else TILES
     import torch
 
     import anodize as az
@@ -133,7 +136,8 @@ def main() -> None:
         names = [n for n in names if n in args.only.split(",")]
     tri = triton_kernel()
     h = torch.float16
-    print(f"GEMM class, {s}^3 unless named, f16 in, f32 accumulate; ours at {TILES}; Triton autotuned", flush=True)
+    knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("ANODIZE_TILE_"))
+    print(f"GEMM class, {s}^3 unless named, f16 in, f32 accumulate; ours at {tiles}; Triton autotuned {knobs}", flush=True)
     print(f"{'variant':14s} {'ours ms':>8s} {'tile':>14s} {'Triton ms':>9s} {'ratio':>6s} {'TFLOP/s':>8s}", flush=True)
     for name in names:
         try:
@@ -171,7 +175,7 @@ def main() -> None:
                 ref = ref + a2.float() @ b2.float()
             src_name = {"k4095": "canonical", "bf16": "canonical"}.get(name, name)
             best = None
-            for tile in TILES:
+            for tile in tiles:
                 bm, bn, bk, w = tile
                 mod = _module(f"v2_{name}_{bm}_{bn}", C.source(src_name, bm, bn, bk, w, t))
                 launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]

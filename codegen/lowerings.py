@@ -5,9 +5,9 @@ The `Lowerer` (codegen/llvm/lower.py) imports none of them: each imports the Low
 and registers its handlers with `@lowers(NodeType)`.  The core statements, expressions, calls
 and local values are the Lowerer's collaborators (codegen/llvm/stmts.py, exprs.py, calls.py,
 locals.py), registered with their classes.  The nodes the tile compiler makes (`TileMma`,
-`TilePredStore`, `TileVecLoad`, `TileVecStore`, `TileAligned`, `TileAttention`) are registered
-by the modules codegen/tile/entry.py imports with the tile pass (tile/mma.py, tile/rows_llvm.py,
-tensorcore/attention.py), so a SIMT kernel's compile loads no tile code.
+`TilePredStore`, the staged epilogue's and `TilePredLoad`, `TileVecLoad`, `TileVecStore`,
+`TileAligned`, `TileAttention`) are registered by the modules codegen/tile/entry.py imports with
+the tile pass (tile/mma.py, tile/epilogue.py, tile/rows_llvm.py, tensorcore/attention.py), so a SIMT kernel's compile loads no tile code.
 """
 
 from __future__ import annotations

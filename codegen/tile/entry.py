@@ -4,8 +4,8 @@ plan allows, else by the generic lowering (plain.py), the layout plan's matmuls 
 cores (lower.py) where the GPU has them.
 
 Importing this module registers the LLVM lowerings of the nodes the pass makes
-(codegen/llvm/registry.py): `TileMma` and `TilePredStore` (mma.py), the row form's vector
-accesses (rows_llvm.py) and the attention form's `TileAttention` (tensorcore/attention.py).
+(codegen/llvm/registry.py): `TileMma` and `TilePredStore` (mma.py), the fragment loops' staged
+stores and predicated loads (epilogue.py), the row form's vector accesses (rows_llvm.py) and the attention form's `TileAttention` (tensorcore/attention.py).
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from anodize.language import ir
 from ..tensorcore import attention as _attention_lowering  # noqa: F401  (registers TileAttention)
 from . import rows_llvm as _rows_lowering  # noqa: F401  (registers the row form's vector accesses)
 from .attention import TileAttention
+from .epilogue import TileStagedStore
 from .lower import plan_for
 from .mma import TileMma
 from .report import matmul_report
@@ -53,5 +54,6 @@ def lower_tiles(k: ir.KernelIR, threads: int, tensor_cores: bool = False, wgmma:
 def tensor_core_shared(k: ir.KernelIR) -> tuple[int, bool]:
     """(the dynamic shared bytes the kernel's tensor-core GEMMs take, whether one is on wgmma)."""
     gemms = [s for s in ir.walk_stmts(k.body) if isinstance(s, TileMma)]
-    atts = [s.dynamic_smem for s in ir.walk_stmts(k.body) if isinstance(s, TileAttention)]  # (its buffer is the same one)
+    # (the attention form's and the staged epilogue's buffer is the same one)
+    atts = [s.dynamic_smem for s in ir.walk_stmts(k.body) if isinstance(s, (TileAttention, TileStagedStore))]
     return max((*(s.dynamic_smem for s in gemms), *atts), default=0), any(s.engine == "wgmma" for s in gemms)

@@ -16,10 +16,12 @@ instructions and a register tile never moves between them.
 
 from __future__ import annotations
 
+import os
+
 from anodize.language.records import dataclass
 from anodize.language.tile_plan import gemm_warp_grid
 
-__all__ = ["MmaLayout", "choose_layout", "wgmma_shape_ok"]
+__all__ = ["MmaLayout", "choose_layout", "stacked_enabled", "wgmma_shape_ok", "wgmma_stacked_ok"]
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,10 @@ class MmaLayout:
     n: int
     wm: int  # warps along M
     wn: int  # warps along N
+    # rows between a warp's m16 blocks: 16 (a warp's rows contiguous), or 64 for wgmma with
+    # several m64 blocks a warpgroup (`stacked`: warp w of warpgroup g holds rows
+    # 64 (g mt + mi) + 16 w + ..., one m64nNk16 a block)
+    mstep: int = 16
 
     @property
     def mt(self) -> int:
@@ -46,7 +52,18 @@ class MmaLayout:
         """(row, col) of register i relative to the thread's origin (`origin_exprs`)."""
         mi, rest = divmod(i, self.nt * 4)
         ni, q = divmod(rest, 4)
-        return mi * 16 + (q >> 1) * 8, ni * 8 + (q & 1)
+        return mi * self.mstep + (q >> 1) * 8, ni * 8 + (q & 1)
+
+    @property
+    def stacked(self) -> bool:
+        return self.mstep != 16
+
+    def warp_row(self, w: int) -> int:
+        """The first row of warp w's registers (warp_m = w // wn)."""
+        wm = w // self.wn
+        if self.stacked:
+            return (wm // 4) * 64 * self.mt + (wm % 4) * 16
+        return wm * (self.m // self.wm)
 
 
 def wgmma_shape_ok(m: int, n: int, warps: int) -> bool:
@@ -55,11 +72,26 @@ def wgmma_shape_ok(m: int, n: int, warps: int) -> bool:
     return warps % 4 == 0 and m == 16 * warps and n in (64, 128, 256) and n <= 2 * m
 
 
-def choose_layout(m: int, n: int, warps: int, wgmma: bool) -> MmaLayout:
+def wgmma_stacked_ok(m: int, n: int, warps: int) -> bool:
+    """Does wgmma take an (m, n) accumulator over `warps` warps as two m64 blocks a warpgroup
+    (128 x 128 over 4 warps, Triton's common tile; at most 128 accumulators a thread)?"""
+    return warps % 4 == 0 and m == 32 * warps and n in (64, 128)
+
+
+def stacked_enabled() -> bool:
+    """`ANODIZE_TILE_WGMMA_STACK=1` (a benchmarking switch, codegen/toolchain.py): wgmma for
+    `wgmma_stacked_ok` shapes (else mma.sync)."""
+    return os.environ.get("ANODIZE_TILE_WGMMA_STACK", "") == "1"
+
+
+def choose_layout(m: int, n: int, warps: int, wgmma: bool, stack: bool = False) -> MmaLayout:
     """The accumulator layout of every register tile of shape (m, n): wgmma's warp grid where
-    the target has wgmma and the shape is one of its, else mma.sync's (fewest ldmatrix)."""
+    the target has wgmma and the shape is one of its (with `stack`, two m64 blocks a warpgroup
+    too), else mma.sync's (fewest ldmatrix)."""
     if wgmma and wgmma_shape_ok(m, n, warps):
         return MmaLayout(m, n, warps, 1)
+    if wgmma and stack and wgmma_stacked_ok(m, n, warps):
+        return MmaLayout(m, n, warps, 1, 64)
     grid = gemm_warp_grid(m, n, warps)
     assert grid is not None, (m, n, warps)
     return MmaLayout(m, n, *grid)

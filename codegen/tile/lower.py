@@ -18,22 +18,24 @@ last value after.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
 from anodize.language.tile_ir import TileElem, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
-from anodize.language.types import BOOL, F32, I64
+from anodize.language.types import BOOL, F32, I32, I64
 
 from anodize.language.tile_storage import tile_storage_bound
 
 from .compute import _Access, _bin, _c
-from .layout import MmaLayout, choose_layout, wgmma_shape_ok
+from .layout import MmaLayout, choose_layout, stacked_enabled, wgmma_shape_ok
+from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .wgmma import smem_bytes
 
-__all__ = ["assign_registers", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
+__all__ = ["assign_registers", "env_int", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
            "store_registers"]
 
 
@@ -49,6 +51,12 @@ class _Frag:
         self.name, self.ty, self.regs, self.layout = name, ty, regs, layout
 
 
+def env_int(name: str) -> int:
+    """A benchmarking switch's integer value (codegen/toolchain.py CODE_SWITCHES), 0 unset."""
+    v = os.environ.get(name, "")
+    return int(v) if v.isdigit() else 0
+
+
 def plan_for(low: Any) -> None:
     """Attach the layout plan to the lowering `low` (a GPU with tensor cores), when it puts any
     tile in registers."""
@@ -58,7 +66,11 @@ def plan_for(low: Any) -> None:
     low.plan = plan
     warps = low.T // 32
     for shape in set(plan.registers.values()):
-        low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma)
+        # two m64 blocks a warpgroup only where wgmma's smallest ring (3 stages) fits: the layout
+        # has no mma.sync fallback
+        ring = 3 * (shape[0] + shape[1]) * 64 * 2 + 1024
+        stack = stacked_enabled() and ring <= low.shared_limit - tile_storage_bound(low.k)
+        low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma, stack)
 
 
 def registers_of(low: Any, name: str, ty: TileTy) -> _Frag:
@@ -101,12 +113,17 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
     tid = low.tid()
     warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))
     r0, c0 = low.local(I64, "fr"), low.local(I64, "fc")
+    if lay.stacked:  # warp w of warpgroup g: rows 64 mt g + 16 w (wn = 1)
+        wrow = _bin("+", _bin("*", _bin("//", warp, _c(4)), _c(64 * lay.mt)), _bin("*", _bin("%", warp, _c(4)), _c(16)))
+    else:
+        wrow = _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm))
     origin = [
-        ir.Assign(r0.name, _bin("+", _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm)), _bin("//", lane, _c(4)))),
+        ir.Assign(r0.name, _bin("+", wrow, _bin("//", lane, _c(4)))),
         ir.Assign(c0.name, _bin("+", _bin("*", _bin("%", warp, _c(lay.wn)), _c(lay.n // lay.wn)),
                                 _bin("*", _bin("%", lane, _c(4)), _c(2)))),
     ]
     saved, low.acc = low.acc, _Access((lay.m, lay.n), [])
+    low.frag_memo = {}
     slow: list[ir.Stmt] = []
     fast: list[ir.Stmt] = []
     batch: list[tuple[list[ir.Stmt], list[ir.Stmt]]] = []
@@ -141,6 +158,7 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
         seen = low.acc.seen
     finally:
         low.acc, low.frag, low.frag_loads = saved, None, None
+        low.frag_memo = {}
     run: list[ir.Stmt] = slow if inside is None else [ir.If(inside, tuple(fast), tuple(slow))]
     return [*low.sync(seen), *origin, *run]
 
@@ -173,6 +191,9 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
     ty: TileTy = s.value.ty
     lay = low.layouts[ty.shape]
     assert ty.rank == 2
+    staged = _staged(low, s, lay)
+    if staged is not None:
+        return staged(tree)
     g0 = [low.local(I64, "gr"), low.local(I64, "gc")]  # the thread's first row and column of `dst`
     rows: dict[int, ir.Local] = {}  # row offset -> the flat index of (that row, the thread's first column)
 
@@ -195,6 +216,49 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
     return _fragment_loop(low, lay, body, None)
 
 
+def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
+    """The staged store of `s` (codegen/tile/epilogue.py) as a function of the value's tree,
+    or None for per-element stores: f16 / bf16 / f32 elements, a tile whose staged copy fits
+    the block's shared budget beside the kernel's own tiles (the matmul rings' budget), and no
+    dynamic shared array of the kernel's own (the compiler's buffer would alias it)."""
+    elem = s.slice.ty.elem.name
+    if not staged_epilogue() or elem not in ELEM_BYTES or any(t.dynamic for t in low.shared.values()):
+        return None
+    nbytes = staged_bytes(lay, ELEM_BYTES[elem])
+    if nbytes > low.shared_limit - tile_storage_bound(low.k):
+        return None
+
+    es = ELEM_BYTES[elem]
+    stmatrix = bool(low.wgmma)  # (sm_90)
+    groups = {regs[-1]: (regs, off, kind) for regs, off, kind in stage_groups(lay, es, stmatrix)}
+
+    def run(tree: Any) -> list[ir.Stmt]:
+        addr = low.local(I32, "sa")
+        names: list[str] = []
+
+        def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
+            # each group of registers goes to shared memory once computed: few values live at once
+            pre: list[ir.Stmt] = []
+            v = low.ev(tree, coords, pre)
+            low.note("global " + s.slice.name, True, False)
+            names.append(low.local(s.slice.ty.elem, "ev").name)
+            out = [*pre, ir.Assign(names[-1], v)]
+            if i in groups:
+                regs, off, kind = groups[i]
+                out.append(TileStageWrite(addr.name, tuple(names[r] for r in regs), off, kind))  # type: ignore[arg-type]
+            return out
+
+        out: list[ir.Stmt] = [TileStageStart(addr.name, lay, es, stmatrix)]  # type: ignore[list-item]
+        out += _fragment_loop(low, lay, body, None)
+        low.uses_barrier = True
+        low.pending = {}  # the statement ends with a barrier
+        row0, col0 = (_bin("*", low.pid(2, a), _c(lay.m if a == 0 else lay.n)) for a in range(2))
+        out.append(TileStagedStore(s.slice, lay, row0, col0, low.T, elem, nbytes, s.span))  # type: ignore[arg-type]
+        return out
+
+    return run
+
+
 def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     """The `TileMma` of a tensor-core matmul over `trips` steps of its K."""
     k = low.k
@@ -208,7 +272,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     warps = low.T // 32
     lay = dest.layout
     engine = "mma"
-    if low.wgmma and lay.wn == 1 and wgmma_shape_ok(m, n, warps):
+    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked):
         engine = "wgmma"
     ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
@@ -216,6 +280,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     budget = max(low.shared_limit - tile_storage_bound(k), 2 * stage)
     stages = next(st for st in ((4, 3) if engine == "wgmma" else (4, 3, 2)) if st * stage <= budget or st == 2)
     if engine == "wgmma" and stages * stage > budget:
+        assert not lay.stacked, "a stacked wgmma layout whose ring does not fit (plan_for checks it)"
         engine, stage = "mma", (m + n) * site.k_tile * 2
         stages = next(st for st in (4, 3, 2) if st * stage <= budget or st == 2)
     if engine == "mma" and stages == 4 and lay.count >= 128:
@@ -223,6 +288,9 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     want = getattr(k, "tile_stages", 0)  # an autotuning configuration's `num_stages` (anodize/autotuning.py)
     if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
         stages = want
+    forced = env_int("ANODIZE_TILE_STAGES")  # (benchmarking: any ring depth that fits)
+    if forced in ((3, 4, 5, 6) if engine == "wgmma" else (2, 3, 4, 5)) and forced * stage <= budget:
+        stages = forced
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
     site_i = len(k.fault_sites)
     span = site.stmt.span

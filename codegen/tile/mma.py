@@ -253,6 +253,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     lay = s.layout
     threads = s.warps * 32
     tk = s.k_tile
+    assert not lay.stacked, "mma.sync takes a warp's rows contiguous"
     tid = P.sreg(b, "tid.x")
     warp = b.lshr(tid, c32(5))
     lane = b.and_(tid, c32(31))

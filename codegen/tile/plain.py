@@ -61,7 +61,8 @@ from anodize.language.tile_ir import (
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
-from .lower import assign_registers, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
+from .epilogue import TilePredLoad, pred_load_kind
+from .lower import assign_registers, env_int, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
 from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
@@ -93,6 +94,7 @@ class _Lowering:
         self.frag: Any = None  # the fragment loop being built: (register index, coordinates)
         self.grouped: Any = None  # (row, col) locals of the grouped program order (group_programs)
         self.frag_loads: Any = None  # the fragment loop element's masked loads, issued ahead (tile/lower.py)
+        self.frag_memo: dict[Any, ir.Local] = {}  # the fragment loop's loads by element (frag_load)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -143,7 +145,7 @@ class _Lowering:
         columns together, so the operand rows they share stay in L2.  Invisible to the
         program: a tile kernel writes and reads back only its own tile of an output (the
         typer's ownership rules), so which block computes which tile changes nothing else."""
-        g = 8
+        g = env_int("ANODIZE_TILE_GROUP") or 8  # (benchmarking: 1 is row-major order)
         raw = lambda reg, axis: ir.Cast(ir.RawId(reg, axis, I32), I64)  # noqa: E731
         gx, gy = raw("nctaid", "x"), raw("nctaid", "y")
         p = self.local(I64, "pg")
@@ -537,6 +539,8 @@ class _Lowering:
             at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
             if self.unmasked:  # the whole tile is inside `src` (the loop's `inside` condition)
                 return ir.Read(x.slice, tuple(at), False, -1, x.ty.elem)
+            if self.frag is not None and self.frag_loads is not None and pred_load_kind(x.ty.elem.name):
+                return self.frag_load(x, at)
             v = self.local(x.ty.elem, "ld")
             slots = [self.local(I64, "at") for _ in at]
             if self.frag is not None and self.frag_loads is not None:
@@ -551,9 +555,45 @@ class _Lowering:
             return v
         raise AssertionError(f"not evaluable inline: {type(x).__name__}")
 
+    def frag_load(self, x: TileLoad, at: list[ir.Expr]) -> ir.Expr:
+        """A fragment loop's masked load: one predicated load (codegen/tile/epilogue.py
+        `TilePredLoad`) among the batch issued ahead, once per element of `x` the loop reads
+        (a row's bias serves both fragment rows), its address the element's row address (one
+        a fragment row, as the stores') plus its column as a constant displacement."""
+        key = (id(x), repr(at))
+        hit = self.frag_memo.get(key)
+        if hit is not None:
+            return hit
+        hit = self.frag_memo[key] = self.local(x.ty.elem, "ld")
+        parts = [_split_const(a) for a in at]
+        row: ir.Local | None = None
+        if len(at) <= 2:
+            rkey = (id(x), *(repr(p) for p, _ in parts[:-1]), *(d for _, d in parts[:-1]), repr(parts[-1][0]))
+            row = self.frag_memo.get(rkey)
+            if row is None:  # the flat index of (the element's row, its column less the constant), wrapping
+                row = self.frag_memo[rkey] = self.local(I64, "lr")
+                flat = parts[-1][0] if len(at) == 1 else \
+                    _bin("+", _bin("*", at[0], ir.Len(x.slice, 1, I64)), parts[-1][0])
+                self.frag_loads.append(ir.Assign(row.name, flat))
+        self.frag_loads.append(TilePredLoad(hit.name, x.slice, tuple(at), x.other, not x.slice.ty.kind.output, None, row,
+                                            parts[-1][1] if row is not None else 0))
+        return hit
+
     @staticmethod
     def broadcast(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:
         return broadcast_coords(coords, out, inp)
+
+
+def _split_const(e: ir.Expr) -> tuple[ir.Expr, int]:
+    """`e` as (an expression, a constant) summing to it: the fragment loops' coordinates are
+    `origin + constant`, and a load's index `offset + coordinate`."""
+    if isinstance(e, ir.BinOp) and e.op == "+":
+        if isinstance(e.right, ir.Const) and type(e.right.value) is int:
+            return e.left, e.right.value
+        inner, d = _split_const(e.right)
+        if d:
+            return _bin("+", e.left, inner, e.ty), d
+    return e, 0
 
 
 def broadcast_coords(coords: list[ir.Expr], out: tuple[int, ...], inp: tuple[int, ...]) -> list[ir.Expr]:

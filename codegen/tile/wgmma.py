@@ -173,8 +173,9 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     L = S - 2
     SB = (BM + BN) * BK * 2
     a_bytes = BM * BK * 2
-    nacc = BN // 2
-    assert lay.count == nacc
+    nacc = lay.count
+    mt = lay.mt if lay.stacked else 1  # m64 blocks a warpgroup
+    assert nacc == mt * BN // 2
     base = 2 * nacc
     ops = [f"${base + i}" for i in range(13)]
     K, vec, smem = ops[10], ops[11], ops[12]
@@ -230,8 +231,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"selp.b32 {ws}, 0, {ws}, %wp4;")
     e(f"@!%wp1 bra AZM_NEXT_{u};")
     e(f"add.u32 {st}, {s0}, {rs};")
-    # A: this warpgroup's 64 rows (K-major: 64 rows of 128 bytes; MN-major: its 64-column block)
-    e(f"mad.lo.u32 %wr31, {wg}, {64 * BK * 2}, {st};")
+    # A: this warpgroup's 64 rows a block (K-major: 64 rows of 128 bytes; MN-major: a 64-column block)
+    e(f"mad.lo.u32 %wr31, {wg}, {mt * 64 * BK * 2}, {st};")
     e("and.b32 %wr31, %wr31, 262143;")
     e("shr.u32 %wr31, %wr31, 4;")
     e("cvt.u64.u32 %wd10, %wr31;")
@@ -241,14 +242,19 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e("shr.u32 %wr31, %wr31, 4;")
     e("cvt.u64.u32 %wd11, %wr31;")
     e(f"or.b64 %wd11, %wd11, {B.desc_hi()};")
-    regs = ", ".join(f"${i}" for i in range(nacc))
     e("wgmma.fence.sync.aligned;")
     for k16 in range(BK // 16):
         if k16:
             e(f"add.s64 %wd10, %wd10, {A.k16_step()};")
             e(f"add.s64 %wd11, %wd11, {B.k16_step()};")
-        e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{regs}}}, %wd10, %wd11, %wp13, 1, 1, "
-          f"{1 if a_trans else 0}, {0 if b_trans else 1};")
+        for mi in range(mt):  # block mi: accumulators mi BN/2 .., A's rows 64 mi further (8 KiB)
+            regs = ", ".join(f"${i}" for i in range(mi * BN // 2, (mi + 1) * BN // 2))
+            da = "%wd10"
+            if mi:
+                e(f"add.s64 %wd12, %wd10, {mi * 64 * BK * 2 >> 4};")
+                da = "%wd12"
+            e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{regs}}}, {da}, %wd11, %wp13, 1, 1, "
+              f"{1 if a_trans else 0}, {0 if b_trans else 1};")
     e("wgmma.commit_group.sync.aligned;")
     e("wgmma.wait_group.sync.aligned 1;")
     e(f"add.u32 {rs}, {rs}, {SB};")

@@ -34,8 +34,11 @@ def kernel_ir(text: str) -> Any:
 
 
 def ptxas_log(ptx: str, arch: str) -> str:
+    """ptxas's report with the flags the driver builds the kernel with (codegen/driver.py: -O1 for
+    a kernel holding wgmma, its mainloop scheduled already; else ptxas's default)."""
     build = "sm_90a" if ".target sm_90a" in ptx else arch
-    r = subprocess.run(["ptxas", f"-arch={build}", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    opt = ["-O1"] if build.endswith("a") and "wgmma.mma_async" in ptx else []
+    r = subprocess.run(["ptxas", f"-arch={build}", *opt, "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr[-2000:]
     return r.stderr
 
@@ -146,6 +149,60 @@ def test_the_variant_matches_numpy_on_the_gpu(tmp_path: Path, name: str, tile: t
     if name == "k_tiles" and k % tile[2]:
         k = k // tile[2] * tile[2] + tile[2]  # (the reference sums whole tiles: any k works, this is more K)
     run_case(tmp_path, az.device(), name, tile, m, n, k)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", C.NAMES)
+@pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 300, 190), (64, 96, 4095)])
+def test_the_variant_matches_numpy_on_wgmma_with_two_m64_blocks_a_warpgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                            name: str, m: int, n: int, k: int) -> None:
+    """128 x 128 over 4 warps on wgmma (`ANODIZE_TILE_WGMMA_STACK=1`: the stacked layout)."""
+    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
+    monkeypatch.setenv("ANODIZE_CACHE", "off")
+    if name == "k_tiles" and k % 64:
+        k = k // 64 * 64 + 64
+    run_case(tmp_path, az.device(), name, (128, 128, 64, 4), m, n, k)
+
+
+def test_the_stacked_wgmma_layout_is_the_fragments_of_two_m64_wgmma_a_warpgroup() -> None:
+    """Register i of a thread of the stacked layout is element (64 (g mt + mi) + 16 w + l // 4
+    + 8 (q // 2), 8 ni + 2 (l % 4) + q % 2): wgmma m64nNk16's D fragment of block mi; every
+    element of the tile once."""
+    from anodize.codegen.tile.layout import MmaLayout, choose_layout
+
+    for m, n, warps in ((128, 128, 4), (256, 64, 8)):
+        lay = choose_layout(m, n, warps, True, stack=True)
+        assert lay == MmaLayout(m, n, warps, 1, 64) and lay.count == 2 * n // 2
+        seen = set()
+        for t in range(warps * 32):
+            w, lane = divmod(t, 32)
+            g, wq = divmod(w, 4)
+            for i in range(lay.count):
+                mi, rest = divmod(i, n // 2)
+                ni, q = divmod(rest, 4)
+                want = (64 * (g * 2 + mi) + 16 * wq + lane // 4 + 8 * (q // 2), 8 * ni + 2 * (lane % 4) + q % 2)
+                dr, dc = lay.offset(i)
+                got = (lay.warp_row(w) + lane // 4 + dr, 2 * (lane % 4) + dc)
+                assert got == want, (t, i, got, want)
+                seen.add(got)
+        assert len(seen) == m * n
+    assert choose_layout(128, 128, 4, True) == MmaLayout(128, 128, 2, 2)  # (without the switch: mma.sync's grid)
+
+
+@pytest.mark.parametrize("name", ["canonical", "a_trans", "epilogue"])
+def test_128x128_over_4_warps_takes_wgmma_with_the_stacking_switch(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """With `ANODIZE_TILE_WGMMA_STACK=1` the 128 x 128 tile over 4 warps runs two
+    m64n128k16 a k16 step (8 a k-tile, A's second block 8 KiB further), the epilogue staged
+    (16 stmatrix.x4), ptxas without spills at the driver's flags; without it, mma.sync."""
+    src = C.source(name, 128, 128, 64, 4, "f16")
+    assert compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx.count("wgmma.mma_async") == 0
+    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
+    ptx = compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx
+    assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16") == 8 and "mma.sync" not in ptx
+    assert ptx.count("add.s64 %wd12, %wd10, 512;") == 4 and ptx.count("stmatrix.sync.aligned.m8n8.x4") == 16
+    if shutil.which("ptxas"):
+        log = ptxas_log(ptx, "sm_90")
+        assert re.search(r" 0 bytes spill stores", log) and not re.search(r" [1-9]\d* bytes spill stores", log), log
 
 
 @pytest.mark.gpu

@@ -170,15 +170,17 @@ def test_gemm_tile_kernel_compiles_cold_quickly() -> None:
     assert art.compile_seconds < 5.0
 
 
-def test_gemm_fragment_stores_share_one_address_a_fragment_row() -> None:
-    """The register epilogue stores each element at its fragment row's address plus a constant
-    displacement (codegen/tile/lower.py `store_registers`, mma.py `lower_pred_store`): a thread
-    of the 128x256 wgmma tile holds 2 rows x 64 columns, so 2 address registers, each with the
-    displacements 2 * (8 ni + q % 2) bytes of the layout's columns."""
+def test_gemm_fragment_stores_share_one_address_a_fragment_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The per-element register epilogue (`ANODIZE_TILE_EPILOGUE=direct`) stores each element
+    at its fragment row's address plus a constant displacement (codegen/tile/lower.py
+    `store_registers`, mma.py `lower_pred_store`): a thread of the 128x256 wgmma tile holds 2
+    rows x 64 columns, so 2 address registers, each with the displacements 2 * (8 ni + q % 2)
+    bytes of the layout's columns."""
     import re
 
     from anodize.codegen.tile.layout import choose_layout
 
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "direct")
     k = next(k for k in _example_kernels() if k.name == "gemm")
     ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
     stores = re.findall(r"@p st\.global\.b16 \[(%rd\d+)(?:\+(\d+))?\]", ptx)
@@ -190,6 +192,61 @@ def test_gemm_fragment_stores_share_one_address_a_fragment_row() -> None:
     cols = {2 * lay.offset(i)[1] for i in range(lay.count)}
     assert len(by_base) == len({lay.offset(i)[0] for i in range(lay.count)}) == 2
     assert all(d == cols for d in by_base.values()), by_base
+
+
+def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores() -> None:
+    """By default a register tile is stored through shared memory (codegen/tile/epilogue.py): the
+    128x256 wgmma tile's 128 f16 registers a thread as 16 `stmatrix.x4` (sm_90), then a loop of
+    coalesced 16-byte `st.global.v4` (element stores only at an edge): no per-element
+    predicated store is left, and the kernel's dynamic shared buffer holds the staged tile."""
+    import re
+
+    k = next(k for k in _example_kernels() if k.name == "gemm")
+    art = compile_gpu(k, "sm_90", ptxas=False)
+    ptx = art.ptx
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
+    assert ptx.count("st.global.v4.b32") == 1 and not re.findall(r"@p st\.global\.b16", ptx)
+    assert art.dynamic_shared_bytes >= 128 * (256 * 2 + 16) + 1024
+
+
+@pytest.mark.parametrize("arch,out,insn,count", [("sm_80", "f16", "st.shared.b32", 16), ("sm_90", "f32", "st.shared.v2.f32", 64),
+                                                 ("sm_80", "f32", "st.shared.v2.f32", 16)])
+def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: str, insn: str, count: int) -> None:
+    """Before sm_90 (no stmatrix), and for f32 outputs, each register pair goes to shared memory
+    as one 4- or 8-byte store; the copy out is the same 16-byte loop."""
+    from tile_mma_cases import source
+
+    from anodize.language.front import front_for_source
+
+    bm, bn, bk, w = (128, 256, 64, 8) if arch == "sm_90" else (64, 64, 32, 4)
+    text = source("canonical" if out == "f16" else "acc_in", bm, bn, bk, w, "f16")
+    front = front_for_source(text, f"<staged-{abs(hash(text))}>")
+    k = front.typed(next(f for f in front.kernels() if f.name == "k"), ()).ir
+    ptx = compile_gpu(k, arch, ptxas=False).ptx
+    assert "stmatrix" not in ptx and ptx.count(insn) == count and ptx.count("st.global.v4.b32") == 1
+
+
+def test_benchmarking_switches_set_the_ring_depth_and_the_program_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_STAGES` sets the ring's depth where it fits the block's shared memory (3
+    stages of 48 KiB at 128x256x64; 5 do not fit in 227 KiB: the default 4 stays) and
+    `ANODIZE_TILE_GROUP` the tile rows a group of the program order sweeps (the linear id over
+    `nctaid.x * G`); both are in the compile cache's key (codegen/toolchain.py CODE_SWITCHES)."""
+    import re
+
+    from anodize.codegen.toolchain import CODE_SWITCHES
+
+    assert {"ANODIZE_TILE_STAGES", "ANODIZE_TILE_GROUP", "ANODIZE_TILE_EPILOGUE"} <= set(CODE_SWITCHES)
+    k = next(k for k in _example_kernels() if k.name == "gemm")
+    ring = (128 + 256) * 64 * 2
+    assert compile_gpu(k, "sm_90", ptxas=False).dynamic_shared_bytes == 4 * ring + 1024
+    monkeypatch.setenv("ANODIZE_TILE_STAGES", "3")
+    art = compile_gpu(k, "sm_90", ptxas=False)
+    assert art.dynamic_shared_bytes == 3 * ring + 1024 and "cp.async.wait_group 0;" in art.ptx
+    monkeypatch.setenv("ANODIZE_TILE_STAGES", "5")
+    assert compile_gpu(k, "sm_90", ptxas=False).dynamic_shared_bytes == 4 * ring + 1024
+    monkeypatch.setenv("ANODIZE_TILE_GROUP", "4")
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    assert re.search(r"mul\.wide\.u32\s+%rd\d+, %r\d+, 4;", ptx), "the group's width: nctaid.x * 4"
 
 
 # ---- launches ------------------------------------------------------------------------------------
