@@ -61,7 +61,8 @@ from anodize.language.tile_ir import (
 from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
-from .lower import assign_registers, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
+from .lower import (assign_registers, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, row_reduce,
+                    store_registers)
 from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
@@ -253,6 +254,8 @@ class _Lowering:
             if isinstance(ty, TileTy):
                 if self.plan is not None and s.name in self.plan.registers:
                     return assign_registers(self, s)
+                if self.plan is not None and s.name in self.plan.staged:
+                    return []  # read only as tensor-core operands, each staging its load again
                 return self.assign_tile(s.name, s.value)
             return [replace(s, value=self.scalar(s.value))]
         if isinstance(s, TileStore):
@@ -451,6 +454,8 @@ class _Lowering:
         if isinstance(x, TileLoad):
             return replace(x, offset=tuple(self.scalar(o) for o in x.offset), other=self.scalar(x.other))
         if isinstance(x, TileReduce):
+            if self.plan is not None and id(x) in self.plan.row_reduces:
+                return row_reduce(self, x, out)
             return self.compute.reduce(x, out)
         if isinstance(x, TileMatmul):
             return self.compute.matmul(x, out)
