@@ -98,9 +98,10 @@ def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, o
 def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] | None:
     """The statements of the attention form for `lowering` (codegen/tile/plain.py's pass) when
     `body` is the kernel's whole body and the form takes the tensor-core path, else None."""
-    k = lowering.k
-    if not (lowering.T > 1 and getattr(lowering, "tensor_cores", False) and body is k.body) or form_off():
+    if not (lowering.T > 1 and getattr(lowering, "tensor_cores", False) and body is lowering.k.body) or form_off():
         return None
+    k = getattr(lowering, "typed", None) or lowering.k  # (the kernel as typed: the layout plan's view hoists matmuls)
+    body = k.body
     form = match_attention(k)
     if form is None:
         return None

@@ -56,6 +56,7 @@ def plan_for(low: Any) -> None:
     if not plan.registers:
         return
     low.plan = plan
+    low.typed = low.k
     low.k = plan.kernel  # (its matmuls hoisted into statements: language/tile_anf.py)
     warps = low.T // 32
     shapes = set(plan.registers.values()) | {(c.shape[0], c.shape[2]) for c in plan.sites.values() if c.x.load is None}

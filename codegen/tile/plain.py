@@ -88,6 +88,7 @@ class _Lowering:
         self.tensor_cores = False  # the layout plan's matmuls may lower to tensor cores (lower_tiles)
         self.wgmma = False  # ... or to wgmma (sm_90)
         self.shared_limit = 48 * 1024  # a block's shared bytes, the compiler's dynamic buffer included
+        self.typed: Any = None  # the kernel as typed, where the layout plan's view (`k`) differs (lower.py `plan_for`)
         self.plan: Any = None  # the layout plan (language/tile_plan.py) on a GPU with tensor cores
         self.layouts: dict[tuple[int, int], Any] = {}  # register-tile shape -> its MmaLayout
         self.registers: dict[str, Any] = {}  # register tile -> its registers (codegen/tile/lower.py)

@@ -14,9 +14,99 @@ import numpy as np
 import pytest
 
 import anodize as az
+from anodize.codegen.driver import compile_gpu
+from anodize.codegen.tile.attention import TileAttention
+from anodize.codegen.tile.entry import lower_tiles, matmul_report
+from anodize.codegen.tile.mma import TileMma
+from anodize.language.front import front_for_source
+from anodize.language.tile_plan import plan_tiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import attention_variants as AV  # noqa: E402
+
+
+def kernel_ir(variant: str, bm: int = 128, d: int = 64, warps: int = 4, bn: int = 64):  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    src = AV.source(variant, warps)
+    front = front_for_source(src, f"<attn-ops-{variant}-{warps}>")
+    fdef = next(f for f in front.kernels() if f.name == "attention")
+    t = front.typed(fdef, (("BM", bm), ("BN", bn), ("D", d)))
+    assert t.ir is not None, [x.message for x in t.diagnostics]
+    return replace(t.ir, tile_warps=warps)
+
+
+def ptxas_log(ptx: str, arch: str) -> str:
+    build = "sm_90a" if ".target sm_90a" in ptx else arch
+    r = subprocess.run(["ptxas", f"-arch={build}", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return r.stderr
+
+
+@pytest.mark.parametrize("variant", AV.VARIANTS)
+def test_every_spelling_plans_both_matmuls_on_tensor_cores_with_row_statistics_in_registers(variant: str) -> None:
+    plan = plan_tiles(kernel_ir(variant))
+    assert plan.generic == () and len(plan.sites) == 2 and plan.rows
+    s_site, pv_site = sorted(plan.sites.values(), key=lambda c: c.x.load is None)
+    assert s_site.x.local and s_site.x.load is not None and s_site.y.trans  # Q: a local loaded once; K: `.T`
+    assert pv_site.x.regs is not None and pv_site.acc is not None  # P from registers; `acc * alpha`
+    assert len(plan.row_reduces) == 2  # the row max and the row sum: quad shuffles
+    assert sum(1 for shape in plan.registers.values() if shape[1] == 1) >= 3  # m, l and the new max (at least)
+    assert plan.staged  # Q is never materialised in shared memory
+
+
+def test_a_kernel_without_row_statistics_keeps_the_gemm_layouts() -> None:
+    # (row mode only where a row tile or a register A operand needs the (warps, 1) grid)
+    src = """
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, tile
+
+
+@az.tile_kernel(num_warps=4)
+def k(a: Slice2D[f16], b: Slice2D[f16], c: DisjointSlice2D[f32]) -> None:
+    pid = tile.program_id_2d()
+    at = tile.load(a, (pid.row * 128, 0), (128, 64))
+    acc = tile.matmul(at, tile.load(b, (0, pid.col * 128), (64, 128))) * 2.0
+    tile.store(c, pid, acc)
+"""
+    front = front_for_source(src, "<attn-ops-gemm>")
+    t = front.typed(next(f for f in front.kernels() if f.name == "k"), ())
+    assert t.ir is not None
+    plan = plan_tiles(t.ir)
+    assert len(plan.sites) == 1 and not plan.rows and plan.generic == ()
+
+
+@pytest.mark.parametrize("variant,d,warps,arch", [
+    pytest.param("example", 64, 4, "sm_80", id="example-d64-sm_80"),
+    pytest.param("causal", 128, 8, "sm_90", id="causal-d128-sm_90"),
+    *[pytest.param(v, d, w, a, id=f"{v}-d{d}-w{w}-{a}", marks=pytest.mark.slow)
+      for v in AV.VARIANTS for d in (64, 128) for w in (4, 8) for a in ("sm_80", "sm_90")
+      if (v, d, w, a) not in (("example", 64, 4, "sm_80"), ("causal", 128, 8, "sm_90"))]])
+def test_the_ptx_has_tensor_core_matmuls_and_quad_shuffles_and_ptxas_takes_it(variant: str, d: int, warps: int, arch: str,
+                                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
+    k = kernel_ir(variant, 128, d, warps)
+    guard = lower_tiles(k, warps * 32, tensor_cores=True, wgmma=arch == "sm_90", shared_limit=99 * 1024).body[-1]
+    mmas = [s for s in guard.body if isinstance(s, TileMma)] + \
+        [s for loop in guard.body if hasattr(loop, "body") for s in loop.body if isinstance(s, TileMma)]
+    assert len(mmas) == 2 and not any(isinstance(s, TileAttention) for s in guard.body)
+    assert sum(1 for s in mmas if s.a is None) == 1  # P·V with A from registers
+    art = compile_gpu(k, arch, ptxas=False)
+    ptx = art.ptx
+    assert ptx.count("mma.sync.aligned.m16n8k16") > 0
+    assert ptx.count("shfl.sync.bfly") >= 4  # the row max and sum: xor 1 and 2 within each quad
+    assert "ldmatrix" in ptx
+    lines, warnings = matmul_report(k, lower_tiles(k, warps * 32, tensor_cores=True, wgmma=arch == "sm_90",
+                                                     shared_limit=99 * 1024), arch, "wgmma" if arch == "sm_90" else "mma")
+    assert len(lines) == 2 and not any("fma" in ln for ln in lines) and warnings == [], lines
+    if shutil.which("ptxas"):
+        ptxas_log(ptx, arch)
+
+
+def test_the_form_switch_leaves_the_recognised_form_by_default() -> None:
+    k = kernel_ir("example", 128, 64, 4)
+    guard = lower_tiles(k, 128, tensor_cores=True, shared_limit=99 * 1024).body[-1]
+    assert any(isinstance(s, TileAttention) for s in guard.body)
 
 
 @pytest.mark.gpu
