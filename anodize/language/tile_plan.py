@@ -236,6 +236,21 @@ def _site(s: ir.Assign, warps: int, loaded: dict[str, TileLoad]) -> MmaSite | st
     return MmaSite(s, x, y, (m, n, k), mm.x.ty.elem.name, tk, acc)
 
 
+A_HELD_LIMIT = 64  # 16-bit elements a thread may hold of an A operand kept in registers across a loop
+
+
+def _held_a(c: MmaSite, warps: int) -> MmaSite | None:
+    """Site `c` with its A operand, a local loaded once (not transposed), held in registers in
+    the accumulator layout of its (M, K) shape instead of staged again at each matmul: when
+    that layout is row mode's and a thread's share is at most `A_HELD_LIMIT` elements."""
+    m, n, k = c.shape
+    if not c.x.local or c.x.trans or c.x.load is None or m % (16 * warps) or k % 16:
+        return None
+    if m * k // (warps * 32) > A_HELD_LIMIT or not _splits(k, n, warps * 32) or k * n * 2 > RING_LIMIT:
+        return None
+    return MmaSite(c.stmt, MmaOperand(None, False, regs=ir.Local(c.x.local, c.x.load.ty)), c.y, c.shape, c.elem, k, c.acc)
+
+
 def row_mode_ok(shapes: set[tuple[int, int]], warps: int) -> bool:
     """Can every register shape take the (warps, 1) grid (each warp whole rows: row tiles and
     register A operands need it)?"""
@@ -262,17 +277,23 @@ def plan_tiles(k: ir.KernelIR) -> TilePlan:
                 cands[id(s)] = got
     shapes = {(c.shape[0], c.shape[1]) for c in cands.values()}
     a_shapes = {(c.shape[0], c.shape[2]) for c in cands.values() if c.x.load is None}
-    reduced = any(isinstance(n, TileReduce) and n.axes == (1,) and n.value.ty.shape in shapes for n in walk(k.body))
+    reduced = any(isinstance(n, TileReduce) and n.axes == (1,) and getattr(n.value.ty, "shape", None) in shapes for n in walk(k.body))
     rows = bool(a_shapes or reduced) and row_mode_ok(shapes | a_shapes, warps)
+    if rows:  # an A operand loaded once (`qt` before the loop) is held in registers, its fragments loaded once
+        for key, c in list(cands.items()):
+            held = _held_a(c, warps)
+            if held is not None:
+                cands[key] = held
+                a_shapes.add((c.shape[0], c.shape[2]))
     for key, c in list(cands.items()):
         if c.x.load is None and not rows:
             why[key] = (c.stmt.value.span or c.stmt.span, f"its A operand in registers needs every register tile over a "
                         f"({warps}, 1) grid of warps (M a multiple of {16 * warps}, N and K of 16)")
             del cands[key]
     operand_locals = {op.local for c in cands.values() for op in (c.x, c.y) if op.local}
-    regs = {n: t.shape for n, t in k.locals
+    regs: dict[str, tuple[int, int]] = {n: (t.shape[0], t.shape[1]) for n, t in k.locals
             if isinstance(t, TileTy) and t.rank == 2 and n not in operand_locals
-            and (t.shape in shapes or (rows and t.shape[1] == 1 and any(t.shape[0] == m for m, _ in shapes)))}
+            and (t.shape in shapes or (rows and t.shape in a_shapes) or (rows and t.shape[1] == 1 and any(t.shape[0] == m for m, _ in shapes)))}
     found: set[int] = set()
     while True:
         found = set()
@@ -340,7 +361,7 @@ def _misused(body: Any, regs: dict[str, tuple[int, int]], cands: dict[int, MmaSi
         if isinstance(e, TileElem):
             return all(ok(v, es) for _, v in e.inputs)
         if rows and isinstance(e, TileReduce) and e.axes == (1,) and len(es) == 2 and es[1] == 1 \
-                and e.value.ty.shape in full and e.op in ("sum", "max", "min") and ok(e.value, e.value.ty.shape):
+                and getattr(e.value.ty, "shape", None) in full and e.op in ("sum", "max", "min") and ok(e.value, e.value.ty.shape):  # type: ignore[union-attr]
             found.add(id(e))
             return True
         return False
@@ -381,6 +402,7 @@ def _pipelines(loop: ir.ForRange, sites: dict[int, MmaSite]) -> bool:
             return False
         kk = site.shape[2]
         for op, k_axis in ((site.x, 0 if site.x.trans else 1), (site.y, 1 if site.y.trans else 0)):
+            assert op.load is not None
             for axis, off in enumerate(op.load.offset):
                 coef = affine_coef(off, loop.var)
                 if coef is None or (axis == k_axis and coef * step != kk) or (axis != k_axis and coef != 0):

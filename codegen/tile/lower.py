@@ -235,12 +235,12 @@ def row_reduce(low: Any, x: TileReduce, out: list[ir.Stmt]) -> _Frag:
         src = registers_of(low, low.fresh("rv"), vty)
         _eval_into(low, src, x.value, out)
     full = src.layout
-    dest = registers_of(low, low.fresh("row"), x.ty)  # type: ignore[arg-type]
-    elem = x.ty.elem  # type: ignore[attr-defined]
+    dest = registers_of(low, low.fresh("row"), x.ty)
+    elem = x.ty.elem
     op = {"sum": "+", "max": "max", "min": "min"}[x.op]
     for j in range(dest.layout.count):
         mi, h = divmod(j, 2)
-        vals = [ir.Local(src.regs[(mi * full.nt + ni) * 4 + 2 * h + e], elem) for ni in range(full.nt) for e in (0, 1)]
+        vals: list[ir.Expr] = [ir.Local(src.regs[(mi * full.nt + ni) * 4 + 2 * h + e], elem) for ni in range(full.nt) for e in (0, 1)]
         while len(vals) > 1:  # a balanced tree: short dependency chains
             vals = [_bin(op, vals[t], vals[t + 1], elem) if t + 1 < len(vals) else vals[t] for t in range(0, len(vals), 2)]
         out.append(ir.Assign(dest.regs[j], vals[0]))
@@ -264,10 +264,14 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
         _eval_into(low, dest, site.acc, out)
     a_regs: tuple[str, ...] = ()
     if site.x.load is None:  # `p.astype(f16)`: its (M, K) registers are the A fragments
-        a_ty: TileTy = site.x.regs.ty
-        a = registers_of(low, low.fresh("opa"), a_ty)
-        _eval_into(low, a, site.x.regs, out)
-        a_regs = tuple(a.regs)
+        held = low.prep(site.x.regs, out)
+        if is_register_tile(held):  # a register tile itself (`qt` held across the loop): its registers
+            a_regs = tuple(held.regs)
+        else:
+            a_ty: TileTy = site.x.regs.ty
+            a = registers_of(low, low.fresh("opa"), a_ty)
+            _eval_into(low, a, site.x.regs, out)
+            a_regs = tuple(a.regs)
     m, n, kk = site.shape
     warps = low.T // 32
     lay = dest.layout

@@ -196,6 +196,8 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     lay = s.layout
     threads = s.warps * 32
     tk = s.k_tile
+    sa = s.a
+    assert sa is not None  # (A in registers: mma_regs.py)
     tid = P.sreg(b, "tid.x")
     warp = b.lshr(tid, c32(5))
     lane = b.and_(tid, c32(31))
@@ -206,7 +208,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     s0 = b.ptrtoint(gv, I32)
 
     opnds = []
-    for (sv, dims, _, kax), origin, op, is_a in zip(ops, origins, (s.a, s.b), (True, False), strict=True):
+    for (sv, dims, _, kax), origin, op, is_a in zip(ops, origins, (sa, s.b), (True, False), strict=True):
         shape = ((lay.m, tk) if not op.trans else (tk, lay.m)) if is_a else ((tk, lay.n) if not op.trans else (lay.n, tk))
         lims = [b.trunc(d, I32) for d in dims]
         k_end = b.add(origin[kax], K)
@@ -234,7 +236,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     for mi in range(mt):
         row = []
         for kk in range(KK):
-            if not s.a.trans:  # shared A is M x tk: rows m
+            if not sa.trans:  # shared A is M x tk: rows m
                 row.append(_rowmajor(b, b.add(a_row0, b.add(c32(mi * 16), lr)), b.add(c32(kk * 2), hi), tk // 8))
             else:  # shared A is tk x M: rows k, ldmatrix.trans
                 k = b.add(c32(kk * 16), b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7))
@@ -254,7 +256,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
         b_off.append(row)
 
     def frags(a_base: llir.Value, b_base: llir.Value, kk: int) -> tuple[list[Any], list[Any]]:
-        afr = [P.ldmatrix_x4(b, b.add(a_base, a_off[mi][kk]), trans=s.a.trans) for mi in range(mt)]
+        afr = [P.ldmatrix_x4(b, b.add(a_base, a_off[mi][kk]), trans=sa.trans) for mi in range(mt)]
         bfr: list[Any] = []
         for npair in range(nt // 2):
             r = P.ldmatrix_x4(b, b.add(b_base, b_off[npair][kk]), trans=not s.b.trans)

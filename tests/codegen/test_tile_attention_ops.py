@@ -45,14 +45,19 @@ def ptxas_log(ptx: str, arch: str) -> str:
 
 @pytest.mark.parametrize("variant", AV.VARIANTS)
 def test_every_spelling_plans_both_matmuls_on_tensor_cores_with_row_statistics_in_registers(variant: str) -> None:
-    plan = plan_tiles(kernel_ir(variant))
-    assert plan.generic == () and len(plan.sites) == 2 and plan.rows
-    s_site, pv_site = sorted(plan.sites.values(), key=lambda c: c.x.load is None)
-    assert s_site.x.local and s_site.x.load is not None and s_site.y.trans  # Q: a local loaded once; K: `.T`
-    assert pv_site.x.regs is not None and pv_site.acc is not None  # P from registers; `acc * alpha`
-    assert len(plan.row_reduces) == 2  # the row max and the row sum: quad shuffles
-    assert sum(1 for shape in plan.registers.values() if shape[1] == 1) >= 3  # m, l and the new max (at least)
-    assert plan.staged  # Q is never materialised in shared memory
+    for d, warps, held in ((64, 4, True), (128, 8, True), (128, 4, False)):
+        plan = plan_tiles(kernel_ir(variant, 128, d, warps))
+        assert plan.generic == () and len(plan.sites) == 2 and plan.rows
+        s_site, pv_site = sorted(plan.sites.values(), key=lambda c: c.acc is not None)
+        assert s_site.y.trans and s_site.acc is None  # K: `.T`
+        if held:  # Q: a local loaded once, its fragments held in registers across the loop (64 halves a thread)
+            assert s_site.x.load is None and s_site.x.regs is not None and not plan.staged
+            assert any(shape == (128, d) for name, shape in plan.registers.items() if name in ("qt", "query"))
+        else:  # (128 halves a thread: staged again at each matmul, never materialised in shared memory)
+            assert s_site.x.local and s_site.x.load is not None and plan.staged
+        assert pv_site.x.regs is not None and pv_site.acc is not None  # P from registers; `acc * alpha`
+        assert len(plan.row_reduces) == 2  # the row max and the row sum: quad shuffles
+        assert sum(1 for shape in plan.registers.values() if shape[1] == 1) >= 3  # m, l and the new max (at least)
 
 
 def test_a_kernel_without_row_statistics_keeps_the_gemm_layouts() -> None:
@@ -90,7 +95,7 @@ def test_the_ptx_has_tensor_core_matmuls_and_quad_shuffles_and_ptxas_takes_it(va
     mmas = [s for s in guard.body if isinstance(s, TileMma)] + \
         [s for loop in guard.body if hasattr(loop, "body") for s in loop.body if isinstance(s, TileMma)]
     assert len(mmas) == 2 and not any(isinstance(s, TileAttention) for s in guard.body)
-    assert sum(1 for s in mmas if s.a is None) == 1  # P·V with A from registers
+    assert sum(1 for s in mmas if s.a is None) == (2 if d * 128 // (warps * 32) <= 64 else 1)  # P (and Q where held) from registers
     art = compile_gpu(k, arch, ptxas=False)
     ptx = art.ptx
     assert ptx.count("mma.sync.aligned.m16n8k16") > 0
