@@ -31,7 +31,8 @@ def main() -> None:
     from suite import time_events
 
     dev = az.device(0)
-    variants = (sys.argv[1] if len(sys.argv) > 1 else "form,example,exp2,causal").split(",")
+    # NAME[:p0]: ":p0" compiles with ANODIZE_TILE_PREFETCH=0 (each tile staged at its matmul)
+    variants = (sys.argv[1] if len(sys.argv) > 1 else "form,example,exp2,causal,example:p0").split(",")
     dims = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "64,128").split(",")]
     bsz, heads, seq = 4, 16, 4096
     for d in dims:
@@ -44,12 +45,14 @@ def main() -> None:
             t = sorted(time_events(lambda c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c), 7, "torch"))[3]
             peers[causal] = (ref, t)
             print(f"d{d} sdpa{' causal' if causal else ''} {t:.4f} ms", flush=True)
-        for name in variants:
+        for item in variants:
+            name, _, knob = item.partition(":")
+            os.environ["ANODIZE_TILE_PREFETCH"] = "0" if knob == "p0" else ""
             for warps, bm in ((4, 128), (8, 128)):
                 causal = name == "causal"
                 fl = 4.0 * bsz * heads * seq * seq * d / (2 if causal else 1)
                 os.environ["ANODIZE_ATTN_FORM"] = "" if name == "form" else "off"
-                kern = EX.attention if name == "form" else AV.kernel(name, warps)
+                kern = EX.attention if name == "form" else AV.kernel(name, warps, knob)
                 if name == "form" and warps != EX.attention.num_warps:
                     continue
                 o = torch.empty(bsz * heads * seq, d, device="cuda", dtype=torch.float16)
@@ -63,9 +66,9 @@ def main() -> None:
                     err = (o.view(bsz, heads, seq, d).float() - ref.float()).abs().max().item()
                     t_ours = sorted(time_events(lambda: launch(*flat, o, seq, scale), 7, "anodize", dev.stream))[3]
                 except Exception as e:  # noqa: BLE001
-                    print(f"d{d} {name} w{warps}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+                    print(f"d{d} {item} w{warps}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
                     continue
-                print(f"d{d} {name:8s} w{warps} bm{bm}: maxerr {err:.2e} {'ok' if err < 2e-2 else 'WRONG'} | ours {t_ours:.4f} ms "
+                print(f"d{d} {item:10s} w{warps} bm{bm}: maxerr {err:.2e} {'ok' if err < 2e-2 else 'WRONG'} | ours {t_ours:.4f} ms "
                       f"{fl / t_ours / 1e9:.1f} TFLOP/s | vs sdpa{' causal' if causal else ''} {t_peer / t_ours:.3f}x | "
                       f"{time.perf_counter() - t0:.1f} s", flush=True)
 

@@ -18,6 +18,7 @@ last value after.
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import Any
 
@@ -31,10 +32,11 @@ from anodize.language.tile_storage import tile_storage_bound
 from .compute import _Access, _bin, _c
 from .layout import MmaLayout, RowLayout, choose_layout, row_of, wgmma_shape_ok
 from .mma import MmaOperandIR, TileMma, TilePredStore
+from .prefetch import prefetch_loop, prefetched_sites
 from .wgmma import smem_bytes
 
 __all__ = ["assign_registers", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
-           "row_reduce", "store_registers"]
+           "prefetching_loop", "row_reduce", "store_registers"]
 
 
 LOAD_BATCH = 8  # elements whose loads a fragment loop issues together
@@ -57,6 +59,7 @@ def plan_for(low: Any) -> None:
         return
     low.plan = plan
     low.typed = low.k
+    low.prefetch_ok = os.environ.get("ANODIZE_TILE_PREFETCH", "") != "0"  # (a benchmarking switch)
     low.k = plan.kernel  # (its matmuls hoisted into statements: language/tile_anf.py)
     warps = low.T // 32
     shapes = set(plan.registers.values()) | {(c.shape[0], c.shape[2]) for c in plan.sites.values() if c.x.load is None}
@@ -293,8 +296,12 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
         stages = want
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
-    if a_regs:  # B's whole K x N tile, one stage
+    pf = None
+    if a_regs:  # B's whole K x N tile, one stage (or its loop's two slots: codegen/tile/prefetch.py)
         stages, dyn = 1, kk * n * 2
+        pf, total = low.prefetch.get(id(site.stmt), (None, 0))
+        if pf is not None:
+            stages, dyn = 2, total
     site_i = len(k.fault_sites)
     span = site.stmt.span
     low.k = replace(k, fault_sites=(*k.fault_sites, ir.FaultSite(
@@ -303,8 +310,17 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     low.uses_barrier = True
     low.pending = {}  # the statement ends with a barrier
     out.append(TileMma(tuple(dest.regs), lay, ops[0], ops[1], kk, trips, site.k_tile, site.elem, warps, stages,
-                       engine, site_i, dyn, span, a_regs))  # type: ignore[arg-type]
+                       engine, site_i, dyn, span, a_regs, pf))  # type: ignore[arg-type]
     return out
+
+
+def prefetching_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt] | None:
+    """`loop` with its register-A matmuls' B tiles prefetched across iterations (codegen/tile/prefetch.py),
+    or None when it does not qualify."""
+    if not low.prefetch_ok:
+        return None
+    sites = prefetched_sites(low, loop)
+    return None if sites is None else prefetch_loop(low, loop, sites)
 
 
 def pipelined_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt]:

@@ -36,6 +36,7 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.gemm import _swizzle
 from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
 from .layout import MmaLayout
+from .mma_ir import MmaOperandIR, TileMma
 from .mma_regs import lower_register_a
 from .staging import _Operand, _rowmajor
 from .wgmma import emit_wgmma
@@ -46,37 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["MmaOperandIR", "TileMma", "emit_mma_sync", "lower_tile_mma"]
 
 LIMIT = 2**31 - 4096  # the routines index with 32 bits
-
-
-@dataclass(frozen=True)
-class MmaOperandIR:
-    slice: ir.SliceRef
-    offset: tuple[Any, ...]  # (row, col) of the tile at the first K step (i64 plain-IR expressions)
-    shape: tuple[int, int]  # the tile as loaded
-    trans: bool  # the matmul reads it transposed
-
-    def k_axis(self, is_a: bool) -> int:
-        """The axis of the loaded tile along which K runs."""
-        return (0 if self.trans else 1) if is_a else (1 if self.trans else 0)
-
-
-@dataclass(frozen=True)
-class TileMma:
-    acc: tuple[str, ...]  # the accumulator's registers (f32 locals, layout order)
-    layout: MmaLayout
-    a: MmaOperandIR | None  # None: A in registers (`a_regs`)
-    b: MmaOperandIR
-    k: int  # the matmul's K extent (per step)
-    trips: Any  # steps (an i64 expression; 1 for a matmul outside a pipelined loop)
-    k_tile: int  # the routine's K step
-    elem: str  # f16 / bf16
-    warps: int
-    stages: int
-    engine: str  # "mma" | "wgmma"
-    site: int  # fault site: a dimension too large for 32-bit indices
-    dynamic_smem: int  # bytes of the compiler's dynamic shared buffer the ring takes
-    span: Any = None
-    a_regs: tuple[str, ...] = ()  # `a` None: A's (M, K) registers in the accumulator layout (f16/bf16 locals)
 
 
 # ---- the LLVM lowering ---------------------------------------------------------------------------

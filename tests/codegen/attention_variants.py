@@ -109,7 +109,7 @@ BODIES = {
 }
 
 VARIANTS = tuple(BODIES)
-_LOADED: dict[tuple[str, int], Any] = {}
+_LOADED: dict[tuple[str, int, str], Any] = {}
 
 
 def source(variant: str, warps: int = 4) -> str:
@@ -117,11 +117,12 @@ def source(variant: str, warps: int = 4) -> str:
     return HEAD.replace("WARPS", str(warps)) + BODIES[variant]
 
 
-def kernel(variant: str, warps: int = 4) -> Any:
-    """The kernel object of `variant` (its source written to a module of its own)."""
-    key = (variant, warps)
+def kernel(variant: str, warps: int = 4, tag: str = "") -> Any:
+    """The kernel object of `variant` (its source written to a module of its own; `tag`: another
+    object of the same source, e.g. to compile under another switch)."""
+    key = (variant, warps, tag)
     if key not in _LOADED:
-        path = Path(tempfile.mkdtemp()) / f"attn_{variant}_w{warps}.py"
+        path = Path(tempfile.mkdtemp()) / f"attn_{variant}_w{warps}{tag}.py"
         path.write_text(source(variant, warps))
         spec = importlib.util.spec_from_file_location(path.stem, path)
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]

@@ -18,6 +18,7 @@ from anodize.codegen.driver import compile_gpu
 from anodize.codegen.tile.attention import TileAttention
 from anodize.codegen.tile.entry import lower_tiles, matmul_report
 from anodize.codegen.tile.mma import TileMma
+from anodize.codegen.tile.prefetch import TileCopy, TileDrain
 from anodize.language.front import front_for_source
 from anodize.language.tile_plan import plan_tiles
 
@@ -101,6 +102,12 @@ def test_the_ptx_has_tensor_core_matmuls_and_quad_shuffles_and_ptxas_takes_it(va
     assert ptx.count("mma.sync.aligned.m16n8k16") > 0
     assert ptx.count("shfl.sync.bfly") >= 4  # the row max and sum: xor 1 and 2 within each quad
     assert "ldmatrix" in ptx
+    # K and V of the next iteration prefetched (codegen/tile/prefetch.py): two copies before the
+    # loop, each matmul waiting for its own group with the other one in flight, a drain after
+    assert sum(1 for s in guard.body if isinstance(s, TileCopy)) == 2 and isinstance(guard.body[-1], TileDrain) \
+        or any(isinstance(s, TileDrain) for s in guard.body)
+    assert all(s.prefetch is not None and s.prefetch.waits == 1 for s in mmas if s.a is None and s.prefetch is not None)
+    assert ptx.count("cp.async.wait_group 1") == 2 and "cp.async.wait_group 0" in ptx
     lines, warnings = matmul_report(k, lower_tiles(k, warps * 32, tensor_cores=True, wgmma=arch == "sm_90",
                                                      shared_limit=99 * 1024), arch, "wgmma" if arch == "sm_90" else "mma")
     assert len(lines) == 2 and not any("fma" in ln for ln in lines) and warnings == [], lines
@@ -114,11 +121,22 @@ def test_the_form_switch_leaves_the_recognised_form_by_default() -> None:
     assert any(isinstance(s, TileAttention) for s in guard.body)
 
 
+def test_the_prefetch_switch_stages_each_tile_at_its_matmul(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
+    monkeypatch.setenv("ANODIZE_TILE_PREFETCH", "0")
+    guard = lower_tiles(kernel_ir("exp2"), 128, tensor_cores=True, shared_limit=99 * 1024).body[-1]
+    assert not any(isinstance(s, (TileCopy, TileDrain)) for s in guard.body)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("variant", AV.VARIANTS)
-@pytest.mark.parametrize("d,warps,bm", [(64, 4, 128), (128, 4, 128), (64, 4, 64), (128, 8, 128)])
-def test_by_operations_attention_matches_float64(variant: str, d: int, warps: int, bm: int, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("d,warps,bm,prefetch", [(64, 4, 128, ""), (128, 4, 128, ""), (64, 4, 64, ""), (128, 8, 128, ""),
+                                                 (64, 8, 128, "0")])
+def test_by_operations_attention_matches_float64(variant: str, d: int, warps: int, bm: int, prefetch: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
+    monkeypatch.setenv("ANODIZE_TILE_PREFETCH", prefetch)
+
     bn = 64
     bh, seq = (1, 200) if variant == "ragged" else (3, 256)
     rng = np.random.default_rng(d + warps + len(variant))
@@ -126,7 +144,7 @@ def test_by_operations_attention_matches_float64(variant: str, d: int, warps: in
     dev = az.device()
     o = dev.full((bh * seq, d), 7.0, az.f16)
     scale = d ** -0.5
-    launch = AV.kernel(variant, warps).specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bh * seq, d), (bm, d))]
+    launch = AV.kernel(variant, warps, f"p{prefetch}").specialize(BM=bm, BN=bn, D=d)[az.LaunchConfig.for_tiles((bh * seq, d), (bm, d))]
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(scale))
     want = AV.reference(variant, q, k, v, bh, seq, scale)
     np.testing.assert_allclose(o.to_host().astype(np.float64), want, rtol=2e-2, atol=2e-2)
