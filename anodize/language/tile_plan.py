@@ -290,6 +290,8 @@ def plan_tiles(k: ir.KernelIR) -> TilePlan:
             why[key] = (c.stmt.value.span or c.stmt.span, f"its A operand in registers needs every register tile over a "
                         f"({warps}, 1) grid of warps (M a multiple of {16 * warps}, N and K of 16)")
             del cands[key]
+    shapes = {(c.shape[0], c.shape[1]) for c in cands.values()}
+    a_shapes = {(c.shape[0], c.shape[2]) for c in cands.values() if c.x.load is None}
     operand_locals = {op.local for c in cands.values() for op in (c.x, c.y) if op.local}
     regs: dict[str, tuple[int, int]] = {n: (t.shape[0], t.shape[1]) for n, t in k.locals
             if isinstance(t, TileTy) and t.rank == 2 and n not in operand_locals
@@ -313,6 +315,8 @@ def plan_tiles(k: ir.KernelIR) -> TilePlan:
     for node in walk(k.body):
         if isinstance(node, TileMatmul) and id(node) not in site_values:
             why[id(node)] = (node.span, "it is not assigned to a variable (`acc = tile.matmul(x, y, acc)`)")
+    if not sites:  # (nothing on tensor cores: no tile needs their layout)
+        regs, found = {}, set()
     pipelined = {id(s): s for s in ir.walk_stmts(k.body) if isinstance(s, ir.ForRange) and _pipelines(s, sites)}
     # (a kernel with nothing in the row slice keeps the GEMM's layouts: fewest ldmatrix a k-step)
     rows = rows and (any(c.x.load is None for c in sites.values()) or bool(found) or any(sh[1] == 1 for sh in regs.values()))
