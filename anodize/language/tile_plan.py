@@ -28,6 +28,15 @@ A `for` loop whose body is only tensor-core matmuls, each with its operands' K o
 by exactly the tile's K per iteration (an affine offset of the loop variable) and its other
 offsets fixed, is **pipelined** (`pipelined_loops`): each matmul becomes one pass over the whole
 K range the loop covers, with a multi-stage cp.async ring (codegen/tile/mma.py).
+
+The plan reads the kernel with its matmuls hoisted out of element-wise expressions
+(language/tile_anf.py; `TilePlan.kernel`).  An operand may also be a local assigned once from
+such a load (staged again at the matmul), and the A operand an element-wise f16/bf16
+expression (`p.astype(f16)`) held in registers; the accumulator argument may be an
+element-wise expression of the target (`acc * alpha`).  Where a register A operand or an axis-1
+reduction of a register tile needs it, the plan is in **row mode** (docs/tiles.md, "Attention
+by operations"): every register tile over a (warps, 1) grid, (M, 1) tiles in registers in the
+row slice of that layout, axis-1 reductions of register tiles done there (`row_reduces`).
 """
 
 from __future__ import annotations
