@@ -17,9 +17,9 @@ __all__ = ["find_ptxas", "find_libdevice", "driver_version", "tc_gemm_engine", "
 # key, runtime/artifact_store.py; tests/test_cache_security.py checks that every `ANODIZE_*` name
 # the compiler reads is either here or in `NON_CODE_SWITCHES`).
 CODE_SWITCHES = ("ANODIZE_TC_GEMM", "ANODIZE_COARSEN_CHUNKS", "ANODIZE_ATTN_QREGS", "ANODIZE_ATTN_STAGES", "ANODIZE_ATTN_GROUPS",
-                 "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC", "ANODIZE_ATTN_MINB", "ANODIZE_LIBDEVICE", "ANODIZE_CPU_ISA",
-                 "ANODIZE_RECORD_ALIGN", "ANODIZE_TILE_EPILOGUE", "ANODIZE_TILE_STAGES", "ANODIZE_TILE_GROUP",
-                 "ANODIZE_TILE_WGMMA_STACK")
+                 "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC", "ANODIZE_ATTN_MINB", "ANODIZE_ATTN_FORM", "ANODIZE_TILE_PREFETCH",
+                 "ANODIZE_LIBDEVICE", "ANODIZE_CPU_ISA", "ANODIZE_RECORD_ALIGN", "ANODIZE_TILE_EPILOGUE", "ANODIZE_TILE_STAGES",
+                 "ANODIZE_TILE_GROUP", "ANODIZE_TILE_WGMMA_STACK")
 NON_CODE_SWITCHES = ("ANODIZE_CACHE", "ANODIZE_CACHE_DIR", "ANODIZE_CACHE_SHARED", "ANODIZE_COMPILE_OVERLAP", "ANODIZE_DEVICE",
                      "ANODIZE_IGNORE", "ANODIZE_MYPY_WORKERS", "ANODIZE_TRACEBACK",
                      "ANODIZE_TUNE_SEED", "ANODIZE_TUNE_VERBOSE")  # (the autotuner's: which declared configuration runs)

@@ -129,7 +129,7 @@ def tile_storage_bound(k: ir.KernelIR) -> int:
     if not getattr(k, "tile_warps", 0):
         return _bound(k, set(), set())
     plan = _tile_modules()[1].plan_tiles(k)
-    return _bound(k, set(plan.registers), set(plan.sites))
+    return _bound(plan.kernel, set(plan.registers) | set(plan.staged), set(plan.sites))
 
 
 def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:

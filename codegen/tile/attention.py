@@ -67,7 +67,13 @@ def _knob(name: str, allowed: tuple[str, ...]) -> str:
 
 def _knobs_set() -> bool:
     return any(os.environ.get(n) for n in ("ANODIZE_ATTN_QREGS", "ANODIZE_ATTN_STAGES", "ANODIZE_ATTN_GROUPS",
-                                            "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC"))
+                                            "ANODIZE_ATTN_LAZY", "ANODIZE_ATTN_DYNAMIC", "ANODIZE_ATTN_FORM"))
+
+
+def form_off() -> bool:
+    """`ANODIZE_ATTN_FORM=off` (a benchmarking switch): the attention form is not recognised, so
+    its kernel compiles by operations (the layout plan: language/tile_plan.py) like any other."""
+    return os.environ.get("ANODIZE_ATTN_FORM", "") == "off"
 
 
 def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, own_dynamic: bool) -> tuple[Any, int, bool] | None:
@@ -92,9 +98,10 @@ def choose_config(bm: int, bn: int, d: int, warps: int, used: int, limit: int, o
 def lower_attention(lowering: Any, body: tuple[ir.Stmt, ...]) -> list[ir.Stmt] | None:
     """The statements of the attention form for `lowering` (codegen/tile/plain.py's pass) when
     `body` is the kernel's whole body and the form takes the tensor-core path, else None."""
-    k = lowering.k
-    if not (lowering.T > 1 and getattr(lowering, "tensor_cores", False) and body is k.body):
+    if not (lowering.T > 1 and getattr(lowering, "tensor_cores", False) and body is lowering.k.body) or form_off():
         return None
+    k = getattr(lowering, "typed", None) or lowering.k  # (the kernel as typed: the layout plan's view hoists matmuls)
+    body = k.body
     form = match_attention(k)
     if form is None:
         return None

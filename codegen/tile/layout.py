@@ -21,7 +21,7 @@ import os
 from anodize.language.records import dataclass
 from anodize.language.tile_plan import gemm_warp_grid
 
-__all__ = ["MmaLayout", "choose_layout", "stacked_enabled", "wgmma_shape_ok", "wgmma_stacked_ok"]
+__all__ = ["MmaLayout", "RowLayout", "choose_layout", "row_of", "stacked_enabled", "wgmma_shape_ok", "wgmma_stacked_ok"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,36 @@ class MmaLayout:
         return wm * (self.m // self.wm)
 
 
+@dataclass(frozen=True)
+class RowLayout:
+    """The slice of an (M, N) accumulator layout over a (wm, 1) grid that an axis-1 reduction
+    leaves (Triton's SliceEncodingAttr of NvidiaMma, dim 1): an (M, 1) row tile, each thread
+    holding the rows it holds of the accumulator, register `j = 2 mi + h` row
+    `warp * (M / wm) + 16 mi + l // 4 + 8 h` (the four lanes of a quad hold the same rows, each
+    a copy of the value).  Accumulator register `(mi * nt + ni) * 4 + q` broadcasts from row
+    register `2 mi + q // 2` (`row_of`)."""
+
+    m: int
+    wm: int
+
+    @property
+    def mt(self) -> int:
+        return self.m // self.wm // 16
+
+    @property
+    def count(self) -> int:
+        return self.mt * 2
+
+    def offset(self, j: int) -> tuple[int, int]:
+        return (j >> 1) * 16 + (j & 1) * 8, 0
+
+
+def row_of(lay: MmaLayout, i: int) -> int:
+    """The row-tile register of the rows slice that accumulator register i of `lay` reads."""
+    mi, rest = divmod(i, lay.nt * 4)
+    return mi * 2 + (rest % 4) // 2
+
+
 def wgmma_shape_ok(m: int, n: int, warps: int) -> bool:
     """Does Hopper's wgmma take an (m, n) accumulator over `warps` warps (64 rows a warpgroup,
     one m64nNk16 over the whole N)?"""
@@ -84,11 +114,11 @@ def stacked_enabled() -> bool:
     return os.environ.get("ANODIZE_TILE_WGMMA_STACK", "") == "1"
 
 
-def choose_layout(m: int, n: int, warps: int, wgmma: bool, stack: bool = False) -> MmaLayout:
+def choose_layout(m: int, n: int, warps: int, wgmma: bool, stack: bool = False, rows: bool = False) -> MmaLayout:
     """The accumulator layout of every register tile of shape (m, n): wgmma's warp grid where
     the target has wgmma and the shape is one of its (with `stack`, two m64 blocks a warpgroup
-    too), else mma.sync's (fewest ldmatrix)."""
-    if wgmma and wgmma_shape_ok(m, n, warps):
+    too), else mma.sync's (fewest ldmatrix); in row mode (`rows`) each warp holds whole rows."""
+    if rows or (wgmma and wgmma_shape_ok(m, n, warps)):
         return MmaLayout(m, n, warps, 1)
     if wgmma and stack and wgmma_stacked_ok(m, n, warps):
         return MmaLayout(m, n, warps, 1, 64)

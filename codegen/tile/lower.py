@@ -23,20 +23,21 @@ from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileElem, TileTy
+from anodize.language.tile_ir import TileElem, TileReduce, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
 from anodize.language.types import BOOL, F32, I32, I64
 
 from anodize.language.tile_storage import tile_storage_bound
 
 from .compute import _Access, _bin, _c
-from .layout import MmaLayout, choose_layout, stacked_enabled, wgmma_shape_ok
+from .layout import MmaLayout, RowLayout, choose_layout, row_of, stacked_enabled, wgmma_shape_ok
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
+from .prefetch import prefetch_loop, prefetched_sites
 from .wgmma import smem_bytes
 
 __all__ = ["assign_registers", "env_int", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
-           "store_registers"]
+           "prefetching_loop", "row_reduce", "store_registers"]
 
 
 LOAD_BATCH = 8  # elements whose loads a fragment loop issues together
@@ -64,13 +65,21 @@ def plan_for(low: Any) -> None:
     if not plan.registers:
         return
     low.plan = plan
+    low.typed = low.k
+    low.prefetch_ok = os.environ.get("ANODIZE_TILE_PREFETCH", "") != "0"  # (a benchmarking switch)
+    low.k = plan.kernel  # (its matmuls hoisted into statements: language/tile_anf.py)
     warps = low.T // 32
-    for shape in set(plan.registers.values()):
-        # two m64 blocks a warpgroup only where wgmma's smallest ring (3 stages) fits: the layout
-        # has no mma.sync fallback
-        ring = 3 * (shape[0] + shape[1]) * 64 * 2 + 1024
-        stack = stacked_enabled() and ring <= low.shared_limit - tile_storage_bound(low.k)
-        low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma, stack)
+    shapes = set(plan.registers.values()) | {(c.shape[0], c.shape[2]) for c in plan.sites.values() if c.x.load is None}
+    for shape in shapes:
+        if shape[1] != 1:
+            # two m64 blocks a warpgroup only where wgmma's smallest ring (3 stages) fits: the layout
+            # has no mma.sync fallback (never in row mode: its matmuls take A from registers on mma.sync)
+            ring = 3 * (shape[0] + shape[1]) * 64 * 2 + 1024
+            stack = not plan.rows and stacked_enabled() and ring <= low.shared_limit - tile_storage_bound(low.k)
+            low.layouts[shape] = choose_layout(shape[0], shape[1], warps, low.wgmma, stack, plan.rows)
+    for shape in shapes:
+        if shape[1] == 1:
+            low.layouts[shape] = RowLayout(shape[0], warps)
 
 
 def registers_of(low: Any, name: str, ty: TileTy) -> _Frag:
@@ -100,11 +109,17 @@ def reads_registers(tree: Any) -> bool:
 
 
 def read_register(low: Any, x: Any, coords: list[ir.Expr]) -> ir.Expr:
-    """`ev` of a register tile: the register of the fragment loop's element."""
+    """`ev` of a register tile: the register of the fragment loop's element (a row tile read in
+    a loop over an accumulator layout: the register of the element's row)."""
     assert isinstance(x, _Frag), type(x).__name__
-    assert low.frag is not None and all(c is d for c, d in zip(coords, low.frag[1], strict=True)), \
+    assert low.frag is not None
+    i, at, lay = low.frag
+    if isinstance(x.layout, RowLayout) and isinstance(lay, MmaLayout):
+        assert coords[0] is at[0], "a row tile read at another row than the fragment loop's (the plan forbids it)"
+        return ir.Local(x.regs[row_of(lay, i)], x.ty.elem)
+    assert all(c is d for c, d in zip(coords, at, strict=True)), \
         "a register tile read at another element than the fragment loop's (the plan forbids it)"
-    return ir.Local(x.regs[low.frag[0]], x.ty.elem)
+    return ir.Local(x.regs[i], x.ty.elem)
 
 
 def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) -> list[ir.Stmt]:
@@ -113,16 +128,20 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
     tid = low.tid()
     warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))
     r0, c0 = low.local(I64, "fr"), low.local(I64, "fc")
-    if lay.stacked:  # warp w of warpgroup g: rows 64 mt g + 16 w (wn = 1)
-        wrow = _bin("+", _bin("*", _bin("//", warp, _c(4)), _c(64 * lay.mt)), _bin("*", _bin("%", warp, _c(4)), _c(16)))
+    if isinstance(lay, RowLayout):  # (every lane of a quad computes its rows' values)
+        origin = [ir.Assign(r0.name, _bin("+", _bin("*", warp, _c(lay.m // lay.wm)), _bin("//", lane, _c(4)))),
+                  ir.Assign(c0.name, _c(0))]
     else:
-        wrow = _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm))
-    origin = [
-        ir.Assign(r0.name, _bin("+", wrow, _bin("//", lane, _c(4)))),
-        ir.Assign(c0.name, _bin("+", _bin("*", _bin("%", warp, _c(lay.wn)), _c(lay.n // lay.wn)),
-                                _bin("*", _bin("%", lane, _c(4)), _c(2)))),
-    ]
-    saved, low.acc = low.acc, _Access((lay.m, lay.n), [])
+        if lay.stacked:  # warp w of warpgroup g: rows 64 mt g + 16 w (wn = 1)
+            wrow = _bin("+", _bin("*", _bin("//", warp, _c(4)), _c(64 * lay.mt)), _bin("*", _bin("%", warp, _c(4)), _c(16)))
+        else:
+            wrow = _bin("*", _bin("//", warp, _c(lay.wn)), _c(lay.m // lay.wm))
+        origin = [
+            ir.Assign(r0.name, _bin("+", wrow, _bin("//", lane, _c(4)))),
+            ir.Assign(c0.name, _bin("+", _bin("*", _bin("%", warp, _c(lay.wn)), _c(lay.n // lay.wn)),
+                                    _bin("*", _bin("%", lane, _c(4)), _c(2)))),
+        ]
+    saved, low.acc = low.acc, _Access((lay.m, getattr(lay, "n", 1)), [])
     low.frag_memo = {}
     slow: list[ir.Stmt] = []
     fast: list[ir.Stmt] = []
@@ -141,7 +160,7 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
         for i in range(lay.count):
             dr, dc = lay.offset(i)
             coords = [_bin("+", r0, _c(dr)), _bin("+", c0, _c(dc))]
-            low.frag = (i, coords)
+            low.frag = (i, coords, lay)
             low.frag_loads = []
             rest = body(i, coords)
             batch.append((low.frag_loads, rest))
@@ -259,6 +278,45 @@ def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
     return run
 
 
+def _eval_into(low: Any, dest: _Frag, value: Any, out: list[ir.Stmt]) -> None:
+    """A fragment loop setting `dest`'s registers to element-wise tree `value` (reading register
+    tiles at the element being computed only, so in place)."""
+    tree = low.prep(value, out)
+
+    def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
+        pre: list[ir.Stmt] = []
+        v = low.ev(tree, coords, pre)
+        return [*pre, ir.Assign(dest.regs[i], v)]
+
+    out += _fragment_loop(low, dest.layout, body, None)
+
+
+def row_reduce(low: Any, x: TileReduce, out: list[ir.Stmt]) -> _Frag:
+    """An axis-1 reduction of a register tile (the plan's `row_reduces`) into a row tile: each
+    thread combines its registers of each of its rows, then the quad's four lanes theirs
+    (`shfl.xor` 1 and 2), every lane ending with the row's value."""
+    src = low.prep(x.value, out)
+    vty: TileTy = x.value.ty  # type: ignore[assignment]
+    if not isinstance(src, _Frag):
+        src = registers_of(low, low.fresh("rv"), vty)
+        _eval_into(low, src, x.value, out)
+    full = src.layout
+    dest = registers_of(low, low.fresh("row"), x.ty)
+    elem = x.ty.elem
+    op = {"sum": "+", "max": "max", "min": "min"}[x.op]
+    for j in range(dest.layout.count):
+        mi, h = divmod(j, 2)
+        vals: list[ir.Expr] = [ir.Local(src.regs[(mi * full.nt + ni) * 4 + 2 * h + e], elem) for ni in range(full.nt) for e in (0, 1)]
+        while len(vals) > 1:  # a balanced tree: short dependency chains
+            vals = [_bin(op, vals[t], vals[t + 1], elem) if t + 1 < len(vals) else vals[t] for t in range(0, len(vals), 2)]
+        out.append(ir.Assign(dest.regs[j], vals[0]))
+    for mask in (1, 2):
+        for r in dest.regs:
+            out.append(ir.Assign(r, _bin(op, ir.Local(r, elem), ir.WarpOp("shfl_xor", (ir.Local(r, elem), _c(mask, I32)), elem), elem)))
+    low.uses_warp = True
+    return dest
+
+
 def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     """The `TileMma` of a tensor-core matmul over `trips` steps of its K."""
     k = low.k
@@ -268,13 +326,26 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     out: list[ir.Stmt] = []
     if site.stmt.value.acc is None:  # type: ignore[union-attr]
         out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
+    elif site.acc is not None:  # `acc * alpha`: into the target's registers first
+        _eval_into(low, dest, site.acc, out)
+    a_regs: tuple[str, ...] = ()
+    if site.x.load is None:  # `p.astype(f16)`: its (M, K) registers are the A fragments
+        held = low.prep(site.x.regs, out)
+        if is_register_tile(held):  # a register tile itself (`qt` held across the loop): its registers
+            a_regs = tuple(held.regs)
+        else:
+            a_ty: TileTy = site.x.regs.ty
+            a = registers_of(low, low.fresh("opa"), a_ty)
+            _eval_into(low, a, site.x.regs, out)
+            a_regs = tuple(a.regs)
     m, n, kk = site.shape
     warps = low.T // 32
     lay = dest.layout
     engine = "mma"
-    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked):
+    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked) and not a_regs:
         engine = "wgmma"
-    ops = [MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
+    ops = [None if op.load is None else
+           MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
     stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
     budget = max(low.shared_limit - tile_storage_bound(k), 2 * stage)
@@ -292,6 +363,12 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     if forced in ((3, 4, 5, 6) if engine == "wgmma" else (2, 3, 4, 5)) and forced * stage <= budget:
         stages = forced
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
+    pf = None
+    if a_regs:  # B's whole K x N tile, one stage (or its loop's two slots: codegen/tile/prefetch.py)
+        stages, dyn = 1, kk * n * 2
+        pf, total = low.prefetch.get(id(site.stmt), (None, 0))
+        if pf is not None:
+            stages, dyn = 2, total
     site_i = len(k.fault_sites)
     span = site.stmt.span
     low.k = replace(k, fault_sites=(*k.fault_sites, ir.FaultSite(
@@ -300,8 +377,17 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     low.uses_barrier = True
     low.pending = {}  # the statement ends with a barrier
     out.append(TileMma(tuple(dest.regs), lay, ops[0], ops[1], kk, trips, site.k_tile, site.elem, warps, stages,
-                       engine, site_i, dyn, span))  # type: ignore[arg-type]
+                       engine, site_i, dyn, span, a_regs, pf))  # type: ignore[arg-type]
     return out
+
+
+def prefetching_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt] | None:
+    """`loop` with its register-A matmuls' B tiles prefetched across iterations (codegen/tile/prefetch.py),
+    or None when it does not qualify."""
+    if not low.prefetch_ok:
+        return None
+    sites = prefetched_sites(low, loop)
+    return None if sites is None else prefetch_loop(low, loop, sites)
 
 
 def pipelined_loop(low: Any, loop: ir.ForRange) -> list[ir.Stmt]:

@@ -36,6 +36,9 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.gemm import _swizzle
 from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
 from .layout import MmaLayout
+from .mma_ir import MmaOperandIR, TileMma
+from .mma_regs import lower_register_a
+from .staging import _Operand, _rowmajor
 from .wgmma import emit_wgmma
 
 if TYPE_CHECKING:
@@ -44,36 +47,6 @@ if TYPE_CHECKING:
 __all__ = ["MmaOperandIR", "TileMma", "emit_mma_sync", "lower_tile_mma"]
 
 LIMIT = 2**31 - 4096  # the routines index with 32 bits
-
-
-@dataclass(frozen=True)
-class MmaOperandIR:
-    slice: ir.SliceRef
-    offset: tuple[Any, ...]  # (row, col) of the tile at the first K step (i64 plain-IR expressions)
-    shape: tuple[int, int]  # the tile as loaded
-    trans: bool  # the matmul reads it transposed
-
-    def k_axis(self, is_a: bool) -> int:
-        """The axis of the loaded tile along which K runs."""
-        return (0 if self.trans else 1) if is_a else (1 if self.trans else 0)
-
-
-@dataclass(frozen=True)
-class TileMma:
-    acc: tuple[str, ...]  # the accumulator's registers (f32 locals, layout order)
-    layout: MmaLayout
-    a: MmaOperandIR
-    b: MmaOperandIR
-    k: int  # the matmul's K extent (per step)
-    trips: Any  # steps (an i64 expression; 1 for a matmul outside a pipelined loop)
-    k_tile: int  # the routine's K step
-    elem: str  # f16 / bf16
-    warps: int
-    stages: int
-    engine: str  # "mma" | "wgmma"
-    site: int  # fault site: a dimension too large for 32-bit indices
-    dynamic_smem: int  # bytes of the compiler's dynamic shared buffer the ring takes
-    span: Any = None
 
 
 # ---- the LLVM lowering ---------------------------------------------------------------------------
@@ -102,12 +75,16 @@ def lower_tile_mma(lw: Lowerer, s: TileMma) -> None:
     b = lw.b
     slots = [lw.frame.vars[n][0] for n in s.acc]
     acc = [b.load(sl) for sl in slots]
+    if s.a is None:
+        lower_register_a(lw, s, acc, slots)
+        return
 
     def i64(e: Any) -> llir.Value:
         return lw.conv(lw.expr(e), e.ty, I64T)
 
     ops = []
     for op, is_a in ((s.a, True), (s.b, False)):
+        assert op is not None
         sv = lw.frame.slices[op.slice.name]
         dims = [b.sext(d, I64) if d.type.width < 64 else d for d in sv.dims]
         ops.append((sv, dims, [i64(o) for o in op.offset], op.k_axis(is_a)))
@@ -183,70 +160,6 @@ def lower_pred_store(lw: Lowerer, s: TilePredStore) -> None:
 # ---- mma.sync ------------------------------------------------------------------------------------
 
 
-class _Operand:
-    """One operand's staging: its loaded tile shape in a stage, copies, ldmatrix offsets."""
-
-    def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
-                 origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value) -> None:
-        self.b, self.threads, self.shape = b, threads, shape
-        self.tid: llir.Value = P.sreg(b, "tid.x")
-        self.g, self.ld, self.kax = g, ld, kax
-        self.origin = origin
-        lims = list(lims)
-        lims[kax] = k_end
-        self.lims = lims
-
-    @property
-    def nbytes(self) -> int:
-        return self.shape[0] * self.shape[1] * 2
-
-    def copy(self, sbase: llir.Value, k0: llir.Value, aligned: bool) -> None:
-        """Copy the tile K step k0 (elements past the first) into shared memory at `sbase`."""
-        b = self.b
-        rows, cols = self.shape
-        cpr = cols // 8
-        r0, c0 = self.origin
-        if self.kax == 0:
-            r0 = b.add(r0, k0)
-        else:
-            c0 = b.add(c0, k0)
-        rlim, clim = self.lims
-        t = self.threads
-        for i in range(rows * cpr // t):
-            idx = b.add(self.tid, c32(i * t))
-            r = b.lshr(idx, c32(cpr.bit_length() - 1))
-            c = b.and_(idx, c32(cpr - 1))
-            off = b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cpr)), c32(4)))
-            grow = b.add(r0, r)
-            gcol = b.add(c0, b.shl(c, c32(3)))
-            row_ok = b.and_(b.icmp_signed(">=", grow, c32(0)), b.icmp_signed("<", grow, rlim))
-            rowbase = b.mul(b.sext(grow, I64), self.ld)
-            if aligned:
-                left = b.sub(clim, gcol)
-                ok = b.and_(row_ok, b.and_(b.icmp_signed(">", left, c32(0)), b.icmp_signed(">=", gcol, c32(0))))
-                nb = b.select(ok, b.shl(b.select(b.icmp_signed("<", left, c32(8)), left, c32(8)), c32(1)), c32(0))
-                addr = b.select(ok, b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1))), self.g)
-                P.cp_async_16(b, b.add(sbase, off), addr, nb)
-                continue
-            # the chunk's 8 elements from one address (its first element's) plus 2 j bytes in
-            # the load: where element j is read (ok), 0 <= gcol + j < clim did not wrap, so its
-            # address g + 2 (rowbase + sext(gcol + j)) is that one modulo 2**64; where it is not,
-            # the load is predicated off and reads nothing at any address
-            chunk = b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1)))
-            halves = []
-            for j in range(8):
-                col = b.add(gcol, c32(j))
-                ok = b.and_(row_ok, b.and_(b.icmp_signed(">=", col, c32(0)), b.icmp_signed("<", col, clim)))
-                halves.append(b.zext(P.ld_global_b16(b, chunk, b.zext(ok, I32), 2 * j), I32))
-            words = [b.or_(halves[2 * q], b.shl(halves[2 * q + 1], c32(16))) for q in range(4)]
-            P.st_shared_v4(b, b.add(sbase, off), words)
-
-
-def _rowmajor(b: llir.IRBuilder, row: llir.Value, chunk: llir.Value, cpr: int) -> llir.Value:
-    phys = b.xor(chunk, _swizzle(b, row, cpr))
-    return b.add(b.mul(row, c32(cpr * 16)), b.shl(phys, c32(4)))
-
-
 def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[llir.Value], ops: list[Any],
                   origins: list[list[llir.Value]], K: llir.Value) -> list[llir.Value]:
     """The mainloop of `s` on mma.sync: returns the accumulator's registers after it."""
@@ -254,6 +167,8 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     threads = s.warps * 32
     tk = s.k_tile
     assert not lay.stacked, "mma.sync takes a warp's rows contiguous"
+    sa = s.a
+    assert sa is not None  # (A in registers: mma_regs.py)
     tid = P.sreg(b, "tid.x")
     warp = b.lshr(tid, c32(5))
     lane = b.and_(tid, c32(31))
@@ -264,7 +179,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     s0 = b.ptrtoint(gv, I32)
 
     opnds = []
-    for (sv, dims, _, kax), origin, op, is_a in zip(ops, origins, (s.a, s.b), (True, False), strict=True):
+    for (sv, dims, _, kax), origin, op, is_a in zip(ops, origins, (sa, s.b), (True, False), strict=True):
         shape = ((lay.m, tk) if not op.trans else (tk, lay.m)) if is_a else ((tk, lay.n) if not op.trans else (lay.n, tk))
         lims = [b.trunc(d, I32) for d in dims]
         k_end = b.add(origin[kax], K)
@@ -292,7 +207,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
     for mi in range(mt):
         row = []
         for kk in range(KK):
-            if not s.a.trans:  # shared A is M x tk: rows m
+            if not sa.trans:  # shared A is M x tk: rows m
                 row.append(_rowmajor(b, b.add(a_row0, b.add(c32(mi * 16), lr)), b.add(c32(kk * 2), hi), tk // 8))
             else:  # shared A is tk x M: rows k, ldmatrix.trans
                 k = b.add(c32(kk * 16), b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7))
@@ -312,7 +227,7 @@ def emit_mma_sync(b: llir.IRBuilder, module: llir.Module, s: TileMma, acc: list[
         b_off.append(row)
 
     def frags(a_base: llir.Value, b_base: llir.Value, kk: int) -> tuple[list[Any], list[Any]]:
-        afr = [P.ldmatrix_x4(b, b.add(a_base, a_off[mi][kk]), trans=s.a.trans) for mi in range(mt)]
+        afr = [P.ldmatrix_x4(b, b.add(a_base, a_off[mi][kk]), trans=sa.trans) for mi in range(mt)]
         bfr: list[Any] = []
         for npair in range(nt // 2):
             r = P.ldmatrix_x4(b, b.add(b_base, b_off[npair][kk]), trans=not s.b.trans)

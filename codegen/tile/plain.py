@@ -62,7 +62,8 @@ from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
 
 from .attention import lower_attention
 from .epilogue import TilePredLoad, pred_load_kind
-from .lower import assign_registers, env_int, is_register_tile, pipelined_loop, read_register, reads_registers, registers_of, store_registers
+from .lower import (assign_registers, env_int, is_register_tile, pipelined_loop, prefetching_loop, read_register, reads_registers,
+                    registers_of, row_reduce, store_registers)
 from .ops import COMPUTES, ELEMENTWISE, Op
 from .compute import TileCompute, _Access, _and, _Arr, _bin, _c, _eq, _flat, _le, _lt, _unflat
 
@@ -88,6 +89,9 @@ class _Lowering:
         self.tensor_cores = False  # the layout plan's matmuls may lower to tensor cores (lower_tiles)
         self.wgmma = False  # ... or to wgmma (sm_90)
         self.shared_limit = 48 * 1024  # a block's shared bytes, the compiler's dynamic buffer included
+        self.prefetch: dict[int, Any] = {}  # the loop being prefetched: site id -> (Prefetch, its buffer bytes) (prefetch.py)
+        self.prefetch_ok = True  # (a benchmarking switch: ANODIZE_TILE_PREFETCH=0)
+        self.typed: Any = None  # the kernel as typed, where the layout plan's view (`k`) differs (lower.py `plan_for`)
         self.plan: Any = None  # the layout plan (language/tile_plan.py) on a GPU with tensor cores
         self.layouts: dict[tuple[int, int], Any] = {}  # register-tile shape -> its MmaLayout
         self.registers: dict[str, Any] = {}  # register tile -> its registers (codegen/tile/lower.py)
@@ -242,6 +246,9 @@ class _Lowering:
         for s in body:
             if self.plan is not None and id(s) in self.plan.pipelined:
                 out.extend(pipelined_loop(self, s))  # type: ignore[arg-type]
+            elif self.plan is not None and isinstance(s, ir.ForRange) and not self.prefetch \
+                    and (pre := prefetching_loop(self, s)) is not None:
+                out.extend(pre)
             else:
                 out.extend(self.stmt(s))
             self.release()
@@ -255,6 +262,8 @@ class _Lowering:
             if isinstance(ty, TileTy):
                 if self.plan is not None and s.name in self.plan.registers:
                     return assign_registers(self, s)
+                if self.plan is not None and s.name in self.plan.staged:
+                    return []  # read only as tensor-core operands, each staging its load again
                 return self.assign_tile(s.name, s.value)
             return [replace(s, value=self.scalar(s.value))]
         if isinstance(s, TileStore):
@@ -453,6 +462,8 @@ class _Lowering:
         if isinstance(x, TileLoad):
             return replace(x, offset=tuple(self.scalar(o) for o in x.offset), other=self.scalar(x.other))
         if isinstance(x, TileReduce):
+            if self.plan is not None and id(x) in self.plan.row_reduces:
+                return row_reduce(self, x, out)
             return self.compute.reduce(x, out)
         if isinstance(x, TileMatmul):
             return self.compute.matmul(x, out)

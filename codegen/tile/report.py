@@ -29,6 +29,10 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
             lines.append((line, f"wgmma.m64n{n}k16 ({m}x{n}x{s.k}, {s.stages}-stage cp.async ring, "
                                 f"accumulator in registers)"))
             continue
+        if s.a is None:  # A in registers (P of an attention): mma.sync's A fragments are the accumulator's
+            lines.append((line, f"mma.sync.m16n8k16 ({m}x{n}x{s.k}, A from registers in the accumulator layout, "
+                                f"B staged whole, accumulator in registers)"))
+            continue
         if engine != "wgmma":
             why = "wgmma is sm_90 only" if engine else ""
         elif not wgmma_shape_ok(m, n, warps):

@@ -36,17 +36,20 @@ def _allocated(k, tensor_cores: bool) -> int | None:
     On tensor cores every accumulator the bound leaves out is on them; None where the bound
     does not speak for the lowering: without tensor cores, for a kernel with such an
     accumulator (that compile counts it: `storage_error_without_tensor_cores`)."""
+    from anodize.codegen.tile.attention import TileAttention
     from anodize.codegen.tile.mma import TileMma
     from anodize.language.tile_plan import plan_tiles
 
     low = lower_tiles(k, k.tile_warps * 32, tensor_cores=tensor_cores, wgmma=tensor_cores, shared_limit=227 * 1024 if tensor_cores else 48 * 1024)
-    on_tc = any(isinstance(s, TileMma) for s in ir.walk_stmts(low.body))
+    on_tc = any(isinstance(s, (TileMma, TileAttention)) for s in ir.walk_stmts(low.body))
     accs = plan_tiles(k).registers
     if tensor_cores:
         assert on_tc == bool(accs), (k.name, accs)
     elif accs:
         return None
-    return sum(t.size * t.elem.info.mem_bits // 8 for name, t in low.shared if not t.dynamic and "gemm_smem" not in name)
+    # (the attention form's own buffer, like a GEMM ring, is the routine's: attention_config sizes it)
+    return sum(t.size * t.elem.info.mem_bits // 8 for name, t in low.shared
+               if not t.dynamic and "gemm_smem" not in name and "attn_smem" not in name)
 
 
 SOURCES = [(p.name, p.read_text()) for p in sorted((ROOT / "fixtures" / "accept").glob("*.py")) + sorted((ROOT / "examples").glob("tile_*.py"))]
@@ -146,8 +149,10 @@ def test_the_attention_choice_at_the_least_limit_holds_on_every_arch_with_tensor
 
 def test_an_attention_tile_no_tensor_core_routine_takes_is_counted() -> None:
     """examples/tile_attention.py at BM=128, BN=128, D=256 over 4 warps: too many fragment
-    registers for the tensor-core routine, so its tiles (676 KiB) are counted and the
-    specialisation is a located az-type error (it used to pass and stop the compile)."""
+    registers for the tensor-core routine and for the layout plan's accumulator (256 f32 a
+    thread), so its tiles (676 KiB) are counted and the specialisation is a located az-type
+    error (it used to pass and stop the compile).  At BM=128, BN=64, D=128 the layout plan holds
+    every tile in registers (row mode: language/tile_plan.py), so the bound is small."""
     path = ROOT / "examples" / "tile_attention.py"
     a = analyze_source(path.read_text(), str(path))
     front = a.model.front
@@ -156,7 +161,7 @@ def test_an_attention_tile_no_tensor_core_routine_takes_is_counted() -> None:
     assert bad.ir is None and [(d.code, d.span.line) for d in bad.diagnostics] == [("az-type", fdef.lineno)]
     assert "692224 bytes" in bad.diagnostics[0].message
     good = front.typed(fdef, (("BM", 128), ("BN", 64), ("D", 128)))
-    assert good.ir is not None and tile_storage_bound(good.ir) > STATIC_SHARED_MAX_BYTES
+    assert good.ir is not None and tile_storage_bound(good.ir) <= 4096
 
 
 def test_an_accumulator_too_large_for_a_threads_registers_is_not_the_form() -> None:

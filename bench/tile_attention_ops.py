@@ -1,0 +1,77 @@
+"""Attention compiled by operations (the layout plan's row mode: no recognised form) beside the
+recognised form and torch SDPA, H200, batch 4, 16 heads, seq 4096, f16, each output checked
+against SDPA: examples/tile_attention.py's kernel with the form on, then with it off
+(`ANODIZE_ATTN_FORM=off`), and the variants of tests/codegen/attention_variants.py (exp2 with
+the scale in the exponent, causal through `tile.arange`), d64 and d128, 4 and 8 warps.
+
+    python3 bench/tile_attention_ops.py [example,exp2,causal] [64,128]
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+
+
+def main() -> None:
+    import numpy as np
+    import torch
+    import torch.nn.functional as F  # noqa: N812
+
+    import anodize as az
+    import attention_variants as AV
+    import tile_attention as EX
+    from suite import time_events
+
+    dev = az.device(0)
+    # NAME[:p0]: ":p0" compiles with ANODIZE_TILE_PREFETCH=0 (each tile staged at its matmul)
+    variants = (sys.argv[1] if len(sys.argv) > 1 else "form,example,exp2,causal,example:p0").split(",")
+    dims = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "64,128").split(",")]
+    bsz, heads, seq = 4, 16, 4096
+    for d in dims:
+        torch.manual_seed(d)
+        q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
+        flat = [t.reshape(bsz * heads * seq, d) for t in (q, k, v)]
+        peers = {}
+        for causal in (False, True):
+            ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+            t = sorted(time_events(lambda c=causal: F.scaled_dot_product_attention(q, k, v, is_causal=c), 7, "torch"))[3]
+            peers[causal] = (ref, t)
+            print(f"d{d} sdpa{' causal' if causal else ''} {t:.4f} ms", flush=True)
+        for item in variants:
+            name, _, knob = item.partition(":")
+            os.environ["ANODIZE_TILE_PREFETCH"] = "0" if knob == "p0" else ""
+            for warps, bm in ((4, 128), (8, 128)):
+                causal = name == "causal"
+                fl = 4.0 * bsz * heads * seq * seq * d / (2 if causal else 1)
+                os.environ["ANODIZE_ATTN_FORM"] = "" if name == "form" else "off"
+                kern = EX.attention if name == "form" else AV.kernel(name, warps, knob)
+                if name == "form" and warps != EX.attention.num_warps:
+                    continue
+                o = torch.empty(bsz * heads * seq, d, device="cuda", dtype=torch.float16)
+                t0 = time.perf_counter()
+                try:
+                    launch = kern.specialize(BM=bm, BN=64, D=d)[az.LaunchConfig.for_tiles((bsz * heads * seq, d), (bm, d))]
+                    scale = np.float32(d ** -0.5)
+                    launch(*flat, o, seq, scale)
+                    torch.cuda.synchronize()
+                    ref, t_peer = peers[causal]
+                    err = (o.view(bsz, heads, seq, d).float() - ref.float()).abs().max().item()
+                    t_ours = sorted(time_events(lambda: launch(*flat, o, seq, scale), 7, "anodize", dev.stream))[3]
+                except Exception as e:  # noqa: BLE001
+                    print(f"d{d} {item} w{warps}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+                    continue
+                print(f"d{d} {item:10s} w{warps} bm{bm}: maxerr {err:.2e} {'ok' if err < 2e-2 else 'WRONG'} | ours {t_ours:.4f} ms "
+                      f"{fl / t_ours / 1e9:.1f} TFLOP/s | vs sdpa{' causal' if causal else ''} {t_peer / t_ours:.3f}x | "
+                      f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

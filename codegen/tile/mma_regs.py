@@ -1,0 +1,145 @@
+"""A tensor-core matmul whose A operand is in registers (`tile.matmul(p.astype(f16), v_tile, acc)`,
+the layout plan's register operand: language/tile_plan.py), on mma.sync m16n8k16.
+
+A is an (M, K) register tile in the accumulator layout over a (warps, 1) grid
+(codegen/tile/layout.py): a thread's registers of two neighbouring n8 blocks `2 kk` and
+`2 kk + 1` of row block `mi` are exactly its A fragment of k-step `kk` (FlashAttention-2's
+register reuse of P): a0 = (row g, cols 2t, 2t+1) = registers q 0, 1 of block 2 kk; a1 = row
+g + 8, q 2, 3; a2, a3 the same of block 2 kk + 1.  B (K x N, or N x K read transposed) is
+staged whole in the compiler's dynamic shared buffer (one stage: cp.async where rows are 16-byte
+aligned, predicated 2-byte loads else; rows and columns outside the slice read zero, as the
+generic lowering's loads do), then each warp reads all N columns of each k-step with ldmatrix.
+No K clamping: A's registers cover the whole K; B's rows past the slice are zeros.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import llvmlite.ir as llir
+
+from anodize.language.types import I64 as I64T
+
+from ..tensorcore import inline_ptx as P
+from ..tensorcore.common import shared_buffer
+from ..tensorcore.inline_ptx import I32, I64, c32, c64
+from .mma_ir import MmaOperandIR
+from .staging import _Operand, _rowmajor
+
+if TYPE_CHECKING:
+    from ..llvm.lower import Lowerer
+
+__all__ = ["lower_register_a"]
+
+LIMIT = 2**31 - 4096  # (mma.py's: the routines index with 32 bits)
+I16 = llir.IntType(16)
+
+
+def _pack(b: llir.IRBuilder, lo: llir.Value, hi: llir.Value) -> llir.Value:
+    """Two 16-bit floats as one b32 (lo in the low half)."""
+    def bits(v: llir.Value) -> llir.Value:
+        return b.zext(v if v.type == I16 else b.bitcast(v, I16), I32)
+
+    return b.or_(bits(lo), b.shl(bits(hi), c32(16)))
+
+
+def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest: llir.Value) -> None:
+    """Copy `op`'s tile (K x N as the matmul reads it: (k, n) loaded, or (n, k) under `.T`) into
+    the dynamic buffer at byte `dest` (cp.async 16-byte copies where rows are 16-byte aligned,
+    else predicated 2-byte loads; zero outside the slice); no group committed.  A dimension too
+    large for 32-bit indices records fault `site` and copies nothing."""
+    b = lw.b
+    sv = lw.frame.slices[op.slice.name]
+    dims = [b.sext(d, I64) if d.type.width < 64 else d for d in sv.dims]
+    fits = None
+    for d in dims:
+        ok = b.icmp_unsigned("<", d, c64(LIMIT))
+        fits = ok if fits is None else b.and_(fits, ok)
+    with b.if_then(b.not_(fits), likely=False):
+        lw.fault(site, c64(0), c64(0))
+
+    def clamp(e: Any) -> llir.Value:
+        v = lw.conv(lw.expr(e), e.ty, I64T)
+        v = b.select(b.icmp_signed(">", v, c64(-512)), v, c64(-512))  # past an edge: still past it
+        v = b.select(b.icmp_signed("<", v, c64(LIMIT)), v, c64(LIMIT))
+        return b.trunc(v, I32)
+
+    with b.if_then(fits, likely=True):
+        origin = [clamp(o) for o in op.offset]
+        kax = op.k_axis(False)
+        shape = (k, n) if not op.trans else (n, k)
+        lims = [b.trunc(d, I32) for d in dims]
+        g = b.ptrtoint(sv.ptr, I64)
+        B = _Operand(b, warps * 32, shape, g, dims[1], origin, lims, kax, lims[kax])
+        gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
+        base = b.add(b.ptrtoint(gv, I32), dest)
+        bits = b.or_(b.or_(dims[1], b.lshr(g, c64(1))), b.zext(origin[1], I64))
+        vec_ok = b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0))
+        fast, slow, join = (b.function.append_basic_block(nm) for nm in ("mma_ra_vec", "mma_ra_scalar", "mma_ra_join"))
+        b.cbranch(vec_ok, fast, slow)
+        for block, aligned in ((fast, True), (slow, False)):
+            b.position_at_end(block)
+            B.copy(base, c32(0), aligned)
+            b.branch(join)
+        b.position_at_end(join)
+
+
+def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[llir.Value]) -> None:
+    """`acc += A @ B` of a `TileMma` with `a_regs` (`acc`: the accumulator's values, stored
+    back to `slots`); with `s.prefetch` (codegen/tile/prefetch.py) B is already on its way in
+    the iteration's slot, and the next iteration's B is issued after the mma."""
+    b = lw.b
+    lay = s.layout
+    assert lay.wn == 1, "a register A operand needs the (warps, 1) grid (the plan's row mode)"
+    a_vals = [b.load(lw.frame.vars[n][0]) for n in s.a_regs]
+    K = s.k
+    kt_a = K // 8  # A's n8 blocks a row block
+    assert len(a_vals) == lay.mt * kt_a * 4, (len(a_vals), lay, K)
+    op = s.b
+    nbytes = K * lay.n * 2
+    gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
+    s0 = b.ptrtoint(gv, I32)
+    pf = s.prefetch
+    if pf is None:
+        issue_copy(lw, op, K, lay.n, s.warps, s.site, c32(0))
+        P.cp_async_commit(b)
+        P.cp_async_wait(b, 0)
+        P.barrier(b)
+        base = s0
+    else:
+        slot = b.and_(b.trunc(lw.conv(lw.expr(pf.slot), pf.slot.ty, I64T), I32), c32(1))
+        P.cp_async_wait(b, pf.waits)
+        P.barrier(b)
+        base = b.add(s0, b.add(c32(pf.region), b.mul(slot, c32(nbytes))))
+    lane = b.and_(P.sreg(b, "tid.x"), c32(31))
+    lr = b.and_(lane, c32(15))
+    hi = b.lshr(lane, c32(4))
+    j8 = b.lshr(lane, c32(3))
+    l7 = b.and_(lane, c32(7))
+    mt, nt = lay.mt, lay.nt
+    cur = [[acc[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
+    for kk in range(K // 16):
+        bfr: list[Any] = []
+        for npair in range(nt // 2):
+            if op.trans:  # shared B is N x K: rows n
+                n = b.add(c32(npair * 16), b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7))
+                off = _rowmajor(b, n, b.add(c32(kk * 2), b.and_(j8, c32(1))), K // 8)
+            else:  # shared B is K x N: rows k, ldmatrix.trans
+                off = _rowmajor(b, b.add(c32(kk * 16), lr), b.add(c32(npair * 2), hi), lay.n // 8)
+            r = P.ldmatrix_x4(b, b.add(base, off), trans=not op.trans)
+            bfr += [[r[0], r[1]], [r[2], r[3]]]
+        for mi in range(mt):
+            blk0 = (mi * kt_a + 2 * kk) * 4
+            blk1 = blk0 + 4
+            afr = [_pack(b, a_vals[blk0], a_vals[blk0 + 1]), _pack(b, a_vals[blk0 + 2], a_vals[blk0 + 3]),
+                   _pack(b, a_vals[blk1], a_vals[blk1 + 1]), _pack(b, a_vals[blk1 + 2], a_vals[blk1 + 3])]
+            for ni in range(nt):
+                cur[mi][ni] = P.mma_16816(b, afr, bfr[ni], cur[mi][ni], s.elem)
+    if pf is None:
+        P.barrier(b)  # the buffer is free again
+    else:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
+        nxt = MmaOperandIR(op.slice, pf.next, op.shape, op.trans)
+        issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))))
+        P.cp_async_commit(b)
+    for sl, v in zip(slots, [v for mi in range(mt) for ni in range(nt) for v in cur[mi][ni]], strict=True):
+        b.store(v, sl)

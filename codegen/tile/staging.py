@@ -1,0 +1,78 @@
+"""The staging of a tensor-core operand tile in shared memory (cp.async 16-byte copies into a
+swizzled row-major tile, or predicated 2-byte loads where rows are not 16-byte aligned) and the
+swizzled offsets ldmatrix reads it at: shared by the mma.sync mainloop (codegen/tile/mma.py) and
+the register-A matmul (codegen/tile/mma_regs.py)."""
+
+from __future__ import annotations
+
+import llvmlite.ir as llir
+
+from ..tensorcore import inline_ptx as P
+from ..tensorcore.gemm import _swizzle
+from ..tensorcore.inline_ptx import I32, I64, c32, c64
+
+__all__ = ["_Operand", "_rowmajor"]
+
+
+class _Operand:
+    """One operand's staging: its loaded tile shape in a stage, copies, ldmatrix offsets."""
+
+    def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
+                 origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value) -> None:
+        self.b, self.threads, self.shape = b, threads, shape
+        self.tid: llir.Value = P.sreg(b, "tid.x")
+        self.g, self.ld, self.kax = g, ld, kax
+        self.origin = origin
+        lims = list(lims)
+        lims[kax] = k_end
+        self.lims = lims
+
+    @property
+    def nbytes(self) -> int:
+        return self.shape[0] * self.shape[1] * 2
+
+    def copy(self, sbase: llir.Value, k0: llir.Value, aligned: bool) -> None:
+        """Copy the tile K step k0 (elements past the first) into shared memory at `sbase`."""
+        b = self.b
+        rows, cols = self.shape
+        cpr = cols // 8
+        r0, c0 = self.origin
+        if self.kax == 0:
+            r0 = b.add(r0, k0)
+        else:
+            c0 = b.add(c0, k0)
+        rlim, clim = self.lims
+        t = self.threads
+        for i in range(rows * cpr // t):
+            idx = b.add(self.tid, c32(i * t))
+            r = b.lshr(idx, c32(cpr.bit_length() - 1))
+            c = b.and_(idx, c32(cpr - 1))
+            off = b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cpr)), c32(4)))
+            grow = b.add(r0, r)
+            gcol = b.add(c0, b.shl(c, c32(3)))
+            row_ok = b.and_(b.icmp_signed(">=", grow, c32(0)), b.icmp_signed("<", grow, rlim))
+            rowbase = b.mul(b.sext(grow, I64), self.ld)
+            if aligned:
+                left = b.sub(clim, gcol)
+                ok = b.and_(row_ok, b.and_(b.icmp_signed(">", left, c32(0)), b.icmp_signed(">=", gcol, c32(0))))
+                nb = b.select(ok, b.shl(b.select(b.icmp_signed("<", left, c32(8)), left, c32(8)), c32(1)), c32(0))
+                addr = b.select(ok, b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1))), self.g)
+                P.cp_async_16(b, b.add(sbase, off), addr, nb)
+                continue
+            # the chunk's 8 elements from one address (its first element's) plus 2 j bytes in
+            # the load: where element j is read (ok), 0 <= gcol + j < clim did not wrap, so its
+            # address g + 2 (rowbase + sext(gcol + j)) is that one modulo 2**64; where it is not,
+            # the load is predicated off and reads nothing at any address
+            chunk = b.add(self.g, b.shl(b.add(rowbase, b.sext(gcol, I64)), c64(1)))
+            halves = []
+            for j in range(8):
+                col = b.add(gcol, c32(j))
+                ok = b.and_(row_ok, b.and_(b.icmp_signed(">=", col, c32(0)), b.icmp_signed("<", col, clim)))
+                halves.append(b.zext(P.ld_global_b16(b, chunk, b.zext(ok, I32), 2 * j), I32))
+            words = [b.or_(halves[2 * q], b.shl(halves[2 * q + 1], c32(16))) for q in range(4)]
+            P.st_shared_v4(b, b.add(sbase, off), words)
+
+
+def _rowmajor(b: llir.IRBuilder, row: llir.Value, chunk: llir.Value, cpr: int) -> llir.Value:
+    phys = b.xor(chunk, _swizzle(b, row, cpr))
+    return b.add(b.mul(row, c32(cpr * 16)), b.shl(phys, c32(4)))
