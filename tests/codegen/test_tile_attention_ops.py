@@ -91,6 +91,7 @@ def k(a: Slice2D[f16], b: Slice2D[f16], c: DisjointSlice2D[f32]) -> None:
 def test_the_ptx_has_tensor_core_matmuls_and_quad_shuffles_and_ptxas_takes_it(variant: str, d: int, warps: int, arch: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
+    monkeypatch.setenv("ANODIZE_TILE_PREFETCH", "1")  # (off by default until a GPU run checks it)
     k = kernel_ir(variant, 128, d, warps)
     guard = lower_tiles(k, warps * 32, tensor_cores=True, wgmma=arch == "sm_90", shared_limit=99 * 1024).body[-1]
     mmas = [s for s in guard.body if isinstance(s, TileMma)] + \

@@ -194,6 +194,7 @@ def test_128x128_over_4_warps_takes_wgmma_with_the_stacking_switch(monkeypatch: 
     """With `ANODIZE_TILE_WGMMA_STACK=1` the 128 x 128 tile over 4 warps runs two
     m64n128k16 a k16 step (8 a k-tile, A's second block 8 KiB further), the epilogue staged
     (16 stmatrix.x4), ptxas without spills at the driver's flags; without it, mma.sync."""
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
     src = C.source(name, 128, 128, 64, 4, "f16")
     assert compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx.count("wgmma.mma_async") == 0
     monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")

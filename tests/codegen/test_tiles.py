@@ -194,7 +194,8 @@ def test_gemm_fragment_stores_share_one_address_a_fragment_row(monkeypatch: pyte
     assert all(d == cols for d in by_base.values()), by_base
 
 
-def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores() -> None:
+def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
     """By default a register tile is stored through shared memory (codegen/tile/epilogue.py): the
     128x256 wgmma tile's 128 f16 registers a thread as 16 `stmatrix.x4` (sm_90), then a loop of
     coalesced 16-byte `st.global.v4` (element stores only at an edge): no per-element
@@ -211,7 +212,9 @@ def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores() -> 
 
 @pytest.mark.parametrize("arch,out,insn,count", [("sm_80", "f16", "st.shared.b32", 16), ("sm_90", "f32", "st.shared.v2.f32", 64),
                                                  ("sm_80", "f32", "st.shared.v2.f32", 16)])
-def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: str, insn: str, count: int) -> None:
+def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: str, insn: str, count: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
     """Before sm_90 (no stmatrix), and for f32 outputs, each register pair goes to shared memory
     as one 4- or 8-byte store; the copy out is the same 16-byte loop."""
     from tile_mma_cases import source
