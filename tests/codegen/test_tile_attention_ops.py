@@ -26,6 +26,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import attention_variants as AV  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _held_and_prefetched(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This file tests (and its GPU twins check) Q held in registers and the K/V prefetch, which
+    are off by default until a GPU run has checked them (language/tile_plan.py A_HELD_LIMIT,
+    ANODIZE_TILE_PREFETCH)."""
+    from anodize.language import tile_plan
+
+    monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64)
+    monkeypatch.setenv("ANODIZE_TILE_PREFETCH", "1")
+
+
 def kernel_ir(variant: str, bm: int = 128, d: int = 64, warps: int = 4, bn: int = 64):  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
