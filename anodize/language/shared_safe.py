@@ -96,18 +96,26 @@ class SharedTyper:
             return (ir.WitnessPart(e, "get", I64, e.span),)
         return (ir.WitnessPart(e, "row", I64, e.span), ir.WitnessPart(e, "col", I64, e.span))
 
+    def _part_bounds(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> dict[str, int] | None:
+        """Each block-local witness part's extent (`get`, `row`, `col`) under the contract's
+        literal block, or None where no static access can be proven (no literal block, a
+        dynamic array, an index of another rank)."""
+        contract = self.st.k.contract
+        block = contract.block if contract is not None else None
+        if block is None or arr.ty.dynamic or len(index) != len(arr.ty.shape):
+            return None
+        bx, by, bz = (tuple(block) + (1, 1, 1))[:3]
+        return {"get": bx * by * bz, "row": by, "col": bx}
+
     def witness_in_range(self, arr: ir.SharedRef, index: tuple[ir.Expr, ...]) -> bool:
         """A static shared access whose every axis is in range: a part of a block-local witness
         (`w.get()`, `w.row`, `w.col`) within the contract's literal block on that axis (the launch
         enforces the contract's block, and a literal block makes the witness exact, never
         poisoned), or an index the range prover bounds (`kk` of `for kk in range(16)`); at least
         one axis a witness part (the rest is `shared_in_range`'s)."""
-        contract = self.st.k.contract
-        block = contract.block if contract is not None else None
-        if block is None or arr.ty.dynamic or len(index) != len(arr.ty.shape):
+        bound = self._part_bounds(arr, index)
+        if bound is None:
             return False
-        bx, by, bz = (tuple(block) + (1, 1, 1))[:3]
-        bound = {"get": bx * by * bz, "row": by, "col": bx}
         seen = False
         for e, extent in zip(index, arr.ty.shape):
             if isinstance(e, ir.WitnessPart) and isinstance(e.witness.ty, WitnessTy) and e.witness.ty.local:
@@ -125,12 +133,9 @@ class SharedTyper:
         of constants that its body never assigns, and integers the range prover bounds, each
         subexpression fitting its type, so
         nothing wraps: the multi-slot forms `s[w + j * 256]`, `tile[w.row + j * 8, w.col]`."""
-        contract = self.st.k.contract
-        block = contract.block if contract is not None else None
-        if block is None or arr.ty.dynamic or len(index) != len(arr.ty.shape):
+        bound = self._part_bounds(arr, index)
+        if bound is None:
             return False
-        bx, by, bz = (tuple(block) + (1, 1, 1))[:3]
-        bound = {"get": bx * by * bz, "row": by, "col": bx}
         p = self.fn.ranges.prover()
         for e, extent in zip(index, arr.ty.shape):
             got = self._interval(e, bound, p)
