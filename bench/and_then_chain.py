@@ -1,6 +1,6 @@
 """Host cost of an `and_then` chain (issue 32): per op, beside plain launches and a graph replay.
 
-    python3 bench/and_then_chain.py [--device cpu|0] [--chain 1000] [--n 1024] [--rounds 5] [--pipeline N] [--clock wall|thread]
+    python3 bench/and_then_chain.py [--device cpu|0|fake] [--chain 1000] [--n 1024] [--rounds 5] [--pipeline N] [--clock wall|thread]
 
 The chain copies a small vector back and forth between two buffers (`bench/kernels.py`'s
 `copy`), `--chain` kernels long, issued on the device's own stream four ways:
@@ -19,6 +19,11 @@ kernel, median over rounds.  `--clock thread` times "host" with the issuing thre
 time other processes hold the cores; on the CPU backend (`run` queues on the calling thread)
 the thread's CPU time is all of the work.  The target: and_then host <= plain host + 2 us per op, and the
 graph replay at the per-kernel cost of bench/graph_replay.py.
+
+`--device fake` runs the GPU device's host path on tests/fakecuda.py's fake driver with the
+kernels not run (cuda.core's `launch`, and the fake device's own, return at once): what is left is the host cost of queueing
+on a GPU (driver calls there are near free), so "and_then - plain" approximates the host
+overhead per op on a real GPU.
 
 `--pipeline N` then runs examples/async_double_buffer.py on N elements (16 chunks): the
 double-buffered `and_then` pipeline beside its serial form, in one run (target >= 1.8x on
@@ -59,7 +64,7 @@ def _measure(issue: Callable[[], Any], wait: Callable[[Any], None], rounds: int,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--device", default=None, help="cpu, or a GPU ordinal (default: the default device)")
+    ap.add_argument("--device", default=None, help="cpu, fake (the fake CUDA driver, kernels not run), or a GPU ordinal (default: the default device)")
     ap.add_argument("--chain", type=int, default=1000, help="kernels in the chain")
     ap.add_argument("--n", type=int, default=1024, help="vector length")
     ap.add_argument("--rounds", type=int, default=5)
@@ -72,7 +77,18 @@ def main() -> int:
     from anodize.runtime.submission import _start
     from kernels import copy
 
-    dev = az.device() if args.device is None else az.device("cpu") if args.device == "cpu" else az.device(int(args.device))
+    fake = args.device == "fake"
+    if fake:  # tests/fakecuda.py: a CudaDevice on a fake driver; its kernels' launches return at once
+        sys.path.insert(0, str(ROOT / "tests"))
+        import fakecuda
+
+        import cuda.core
+
+        fakecuda.run_entry = lambda *a: None
+        dev = fakecuda.install(fakecuda.Patch())[0]
+        cuda.core.launch = lambda *a: None  # (the fake driver's logging launch, as cheap as a plain launch's)
+    else:
+        dev = az.device() if args.device is None else az.device("cpu") if args.device == "cpu" else az.device(int(args.device))
     n, chain = args.n, args.chain
     cfg = az.LaunchConfig.for_num_elems(n, block=256)
     data = np.random.default_rng(3).random(n, dtype=np.float32)
@@ -131,7 +147,8 @@ def main() -> int:
     h_and, w_and = _measure(and_then, wait, args.rounds, clock)
     h_graph, w_graph = _measure(replay, wait, args.rounds, clock)
     h_one, w_one = _measure(single, sync, args.rounds, clock)
-    np.testing.assert_array_equal(y.to_host(), data)  # an even chain ends with y == x == data
+    if not fake:  # (the fake device runs no kernel)
+        np.testing.assert_array_equal(y.to_host(), data)  # an even chain ends with y == x == data
 
     us = 1e6 / chain
     print(f"and_then chain on {dev.describe()}: {chain} copy kernels (n={n}), median of {args.rounds} rounds, {args.clock} clock")

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime import inflight, streams as S
+from anodize.runtime import inflight, lazy, streams as S
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
 from anodize.runtime.ops import _UNSET, KernelOp, Leaf, Op, _common_device
 from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
@@ -66,12 +66,15 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
             handle.kernels.append(lk)
         if ctx.capturing:
             return []
-        for key, w, _, _ in op.spec:
+        spec = op.spec
+        for key, w, _, _ in spec:
             r = seen.get(key)  # registered, and whether written
             if r is None or (w and not r):
                 break
         else:
+            handle.admitted[id(spec)] = spec
             return []  # no memory the submission did not register already: nothing new to order after
+        handle.admitted[id(spec)] = spec  # (registered below)
         uses = op._uses
     else:
         if not isinstance(op, Leaf) or getattr(op, "_held", None) is not None:
@@ -93,6 +96,18 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     for u in uses:
         seen[u[:3]] = seen.get(u[:3], False) or u.writes
     return [e.marker for e in inflight.extend(handle, uses)]
+
+
+def _fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
+    """(`lane`, how it launches) when a kernel op may go straight onto it (`AndThen._go`): the
+    calling thread's CPU lane (None: run the kernel here) or a CUDA stream (cuda.core's
+    `launch`); (None, None) for another lane (a CPU worker queues through `submit`)."""
+    kind = type(lane)
+    if kind is S.InlineLane:
+        return lane, None
+    if kind is S.GpuLane:
+        return lane, lazy.cuda_core().launch
+    return None, None
 
 
 def _host_value(ctx: _Ctx, op: Op) -> Any:
@@ -122,6 +137,9 @@ class _Steps:
         code, at = self.codes[k], self.offsets[k]
         line = next((ln for lo, hi, ln in code.co_lines() if lo <= at < hi and ln is not None), code.co_firstlineno)
         return f"{code.co_filename}:{line}"
+
+
+_new = object.__new__
 
 
 class AndThen(Op):
@@ -156,6 +174,27 @@ class AndThen(Op):
         steps.offsets.append(f.f_lasti)  # (`f_lineno` costs a search of the line table)
         self.steps = steps
         self.n = len(steps.fns)
+
+    def and_then(self, fn: Callable[[Any], Op]) -> Op:
+        """The chain with one more step (see `Op.and_then`): appended to this chain's record
+        (this view is claimed), a new view of one more step."""
+        steps = self.steps
+        if self._owner is not None or self._handle is not None or steps.built or not callable(fn):
+            return AndThen(self, fn)  # (its checks raise the errors)
+        self._owner = True  # (`_claim`, whose checks just passed)
+        op = _new(AndThen)
+        op.device = self.device
+        op._owner = op._handle = None
+        op._result = _UNSET
+        steps.fns.append(fn)
+        f = sys._getframe(1)
+        if _OURS.get(f.f_code) is not False:  # (a user's frame is known after its first step)
+            f = user_frame(f)
+        steps.codes.append(f.f_code)
+        steps.offsets.append(f.f_lasti)
+        op.steps = steps
+        op.n = len(steps.fns)
+        return op
 
     @property
     def first(self) -> Op:
@@ -205,13 +244,25 @@ class AndThen(Op):
     def _go(self, ctx: _Ctx, scope: tuple[Branch | None, int], lane: S.Lane, pend: list[Any], cur: Op, synced: bool) -> tuple[S.Lane, list[Any]]:
         steps = self.steps
         fns, built, n = steps.fns, steps.built, self.n
+        handle = ctx.handle
+        # A step whose op is a kernel op of use specs already admitted (the op memo shares one
+        # spec tuple between ops of the same arguments) needs no admission: `_admit` would find
+        # its memory registered and its kernel known.  Outside a gather branch only (a branch
+        # checks each op against the others).
+        plain = scope[0] is None and not ctx.capturing
+        admitted = handle.admitted
+        # `fast`: the lane the last kernel op went onto, entered already, on which the next
+        # kernel op of its device is queued directly (`Leaf._emit` without its moves and
+        # first-use waits: `lane.submit` / `lane.launch`, inlined)
+        fast: S.Lane | None = None
+        launch: Any = None
         while len(built) < n and not ctx.stopped:
             k = len(built)
             if synced:
                 val = _host_value(ctx, cur)
                 synced = False
             else:
-                val = cur._early()
+                val = cur.outputs if type(cur) is KernelOp else cur._early()
             need_host = val is _UNSET
             if need_host or (pend and unresolved(pend)):
                 if ctx.capturing:
@@ -230,8 +281,10 @@ class AndThen(Op):
                 return lane, [fut]
             try:
                 nxt = fns[k](val)
-                ctx.after_user_code()
-                if not isinstance(nxt, Op):
+                if ctx._stamps and ctx.after_user_code():
+                    fast = None  # user code allocated on a device's stream: lanes wait for it again
+                kernel = type(nxt) is KernelOp
+                if not kernel and not isinstance(nxt, Op):
                     raise ArgumentError(
                         f"the function given to `and_then` at {steps.site(k)} returned {type(nxt).__qualname__}, not an op",
                         help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
@@ -243,18 +296,38 @@ class AndThen(Op):
                 else:
                     nxt._claim(self)
                 built.append(nxt)
-                more = _admit(ctx, scope, nxt)
-                if more:
-                    pend = [*pend, *more]
+                if not (kernel and plain and nxt._held is None and id(nxt.spec) in admitted):  # type: ignore[attr-defined]
+                    more = _admit(ctx, scope, nxt)
+                    if more:
+                        pend = [*pend, *more]
             except BaseException as e:  # noqa: BLE001 - raised at the op's completion
                 ctx.fail(e)
                 break
+            if lane is fast and kernel and not pend and nxt.device is lane.device:
+                plan = nxt.plan  # type: ignore[attr-defined]
+                if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
+                    if handle.error is None:
+                        cfg = plan.config
+                        plan.arena.dirty = True
+                        try:
+                            plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
+                        except BaseException as e:  # noqa: BLE001 - reported at completion
+                            handle.error = e
+                    cur = nxt
+                    continue
+                if not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`
+                    plan.arena.dirty = True
+                    launch(lane.stream, plan.cu_config, plan.handle, *nxt.flat, *plan.hidden)  # type: ignore[attr-defined]
+                    cur = nxt
+                    continue
             if pend:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)
             elif isinstance(nxt, Leaf):  # one launch or copy: on `lane`, no branch to enter
                 lane, pend = nxt._emit(ctx, lane)
             else:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)
+            if kernel and not pend and not ctx.capturing and lane is not fast:
+                fast, launch = _fast_lane(lane)
             cur = nxt
         return lane, pend
 

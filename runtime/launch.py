@@ -201,9 +201,9 @@ class Launcher:
             args = self._bind(args, kwargs)
         memo = self._op_memo
         if memo is not None:
-            hit = memo.get(args)
+            hit = memo.op(args)
             if hit is not None:  # the very arguments of a recent op: every check holds
-                return KernelOp.again(self, args, *hit)
+                return hit
         else:
             memo = self._op_memo = OpMemo()
         types = tuple(map(type, args))
@@ -224,7 +224,7 @@ class Launcher:
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         op = KernelOp(self, plan, args, record[0])
-        memo.put(args, plan, record[0], op.spec, op.loaded)
+        memo.put(args, op)
         return op
 
     # launchers that allocate the outputs the contract declares (runtime/outputs.py)

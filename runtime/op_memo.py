@@ -6,6 +6,9 @@ value, so an op built from the same live Buffer objects and the same scalar obje
 the last two passes every check that one passed: reuse its plan, flat arguments and uses.
 Buffers are held by weak reference (a memo keeps nothing alive); anything else must be the
 identical object.  As for the launch memo (runtime/launch_fast.py), only exact identity hits.
+
+A hit is one call: `memo.op(args)` is a function written for the two entries' arities that
+matches both entries and makes the op (`KernelOp` fields set in place, no check run again).
 """
 
 from __future__ import annotations
@@ -14,65 +17,107 @@ import weakref
 from typing import Any
 
 from anodize.runtime.buffer import Buffer
-from anodize.runtime.inflight import UseSpec
+from anodize.runtime.ops import _UNSET, KernelOp
 
 __all__ = ["OpMemo"]
 
+_new = KernelOp.__new__
+
 
 class OpMemo:
-    """The last two validated ops of one launcher: for each, a matcher of its very arguments
-    and what a new op of them shares (plan, flat arguments, use specs, loaded kernel)."""
+    """The last two validated ops of one launcher: `op(args)` is a new op of the very arguments
+    of one of them (sharing its plan, flat arguments, use specs and loaded kernel), or None."""
 
-    __slots__ = ("_a", "_b")
+    __slots__ = ("_a", "_b", "op")
 
     def __init__(self) -> None:
-        self._a: tuple[Any, ...] | None = None  # (match, plan, flat, spec, loaded)
-        self._b: tuple[Any, ...] | None = None
+        self._a: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None  # (keys, what its ops share)
+        self._b: tuple[tuple[Any, ...], tuple[Any, ...]] | None = None
+        self.op: Any = _none
 
-    def get(self, args: tuple[Any, ...]) -> tuple[Any, list[Any], tuple[UseSpec, ...], Any] | None:
-        """(plan, flat arguments, use specs, loaded kernel) of a recent op of the very `args`, or None."""
-        e = self._a
-        if e is None:
-            return None
-        if not e[0](args):
-            e = self._b
-            if e is None or not e[0](args):
-                return None
-        # each use's array is the argument its spec names (the memo holds none of them)
-        return e[1], e[2], e[3], e[4]
-
-    def put(self, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...], loaded: Any) -> None:
+    def put(self, args: tuple[Any, ...], op: KernelOp) -> None:
+        """Remember `op`, validated for `args` (its plan, flat arguments, specs; not the op)."""
         if any(not isinstance(a, (Buffer, int, float, bool)) for a in args):
             return  # NumPy and foreign arrays can be written in place of their shape: not memoised
         keys = tuple(weakref.ref(a) if isinstance(a, Buffer) else _const(a) for a in args)
         self._b = self._a
-        self._a = (_matcher(keys), plan, flat, spec, loaded)
+        self._a = (keys, _fields(op))
+        self.op = _maker(self._a, self._b)
+
+
+def _none(args: tuple[Any, ...]) -> None:
+    return None
 
 
 def _const(v: Any) -> Any:
     return lambda: v
 
 
-def _matcher(keys: tuple[Any, ...]) -> Any:
-    """`match(args)`: whether `args` are the very objects `keys` give (a live Buffer, the same
-    scalar object); unrolled for up to three arguments (a loop costs a third more)."""
-    n = len(keys)
-    if n == 1:
-        (k0,) = keys
-        return lambda args: len(args) == 1 and k0() is args[0]
-    if n == 2:
-        k0, k1 = keys
-        return lambda args: len(args) == 2 and k0() is args[0] and k1() is args[1]
-    if n == 3:
-        k0, k1, k2 = keys
-        return lambda args: len(args) == 3 and k0() is args[0] and k1() is args[1] and k2() is args[2]
+def _fields(op: KernelOp) -> tuple[Any, ...]:
+    """What a new op of the same arguments shares (the memo holds none of the arguments)."""
+    return op.launcher, op.plan.device, op.plan, op.flat, op.spec, op.loaded
 
-    def match(args: tuple[Any, ...]) -> bool:
-        if len(args) != n:
-            return False
-        for key, a in zip(keys, args):
-            if key() is not a:
-                return False
-        return True
 
-    return match
+def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...], tuple[Any, ...]] | None) -> Any:
+    """`op(args)`: a new op when `args` are the very objects of entry `a` or `b`, else None.
+    Unrolled for two entries of two or three arguments (the common launches); a loop otherwise."""
+    ka, fa = a
+
+    def make(args: tuple[Any, ...], f: tuple[Any, ...]) -> KernelOp:
+        op = _new(KernelOp)
+        op.launcher, op.device, op.plan, op.flat, op.spec, op.loaded = f
+        op._owner = op._handle = op._held = op._u = op.outputs = None
+        op._result = _UNSET
+        op.args = args
+        return op
+
+    if b is not None and len(b[0]) == len(ka) and len(ka) in (2, 3):
+        kb, fb = b
+        if len(ka) == 2:
+            a0, a1 = ka
+            b0, b1 = kb
+
+            def op2(args: tuple[Any, ...]) -> KernelOp | None:
+                if len(args) != 2:
+                    return None
+                x0, x1 = args
+                if a0() is x0 and a1() is x1:
+                    f = fa
+                elif b0() is x0 and b1() is x1:
+                    f = fb
+                else:
+                    return None
+                op = _new(KernelOp)
+                op.launcher, op.device, op.plan, op.flat, op.spec, op.loaded = f
+                op._owner = op._handle = op._held = op._u = op.outputs = None
+                op._result = _UNSET
+                op.args = args
+                return op
+
+            return op2
+        a0, a1, a2 = ka
+        b0, b1, b2 = kb
+
+        def op3(args: tuple[Any, ...]) -> KernelOp | None:
+            if len(args) != 3:
+                return None
+            x0, x1, x2 = args
+            if a0() is x0 and a1() is x1 and a2() is x2:
+                f = fa
+            elif b0() is x0 and b1() is x1 and b2() is x2:
+                f = fb
+            else:
+                return None
+            return make(args, f)
+
+        return op3
+    entries = [a] if b is None else [a, b]
+
+    def op_any(args: tuple[Any, ...]) -> KernelOp | None:
+        n = len(args)
+        for keys, f in entries:
+            if len(keys) == n and all(k() is x for k, x in zip(keys, args)):
+                return make(args, f)
+        return None
+
+    return op_any

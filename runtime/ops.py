@@ -344,17 +344,6 @@ class KernelOp(Leaf):
         self._u = tuple(uses)
         self.spec = tuple(specs)
 
-    @classmethod
-    def again(cls, launcher: Launcher, args: tuple[Any, ...], plan: Any, flat: list[Any], spec: tuple[UseSpec, ...], loaded: Any) -> KernelOp:
-        """An op of the very arguments of a validated one (the op memo's hit): its plan, flat
-        arguments, use specs and loaded kernel, with no check run again."""
-        op = cls.__new__(cls)
-        op.device = plan.device
-        op._owner = op._handle = op._held = op._u = op.outputs = None
-        op._result = _UNSET
-        op.launcher, op.plan, op.args, op.flat, op.spec, op.loaded = launcher, plan, args, flat, spec, loaded
-        return op
-
     @property
     def _uses(self) -> tuple[Use, ...]:  # type: ignore[override]
         """The arrays the launch uses (made from `spec` on first use)."""

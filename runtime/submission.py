@@ -142,17 +142,18 @@ class _Ctx:
                     self._stamps[id(dev)] = (dev, dev.stream_work)
                 lane.wait(mark)
 
-    def after_user_code(self) -> None:
+    def after_user_code(self) -> bool:
         """User code ran while queueing (an `and_then` function): it may have allocated on a
         device's stream (`call_op`'s outputs, `dev.empty`).  Lanes of that device wait for its
-        stream again before their next step."""
-        if not self._stamps:
-            return
+        stream again before their next step.  Whether any lane has to."""
+        again = False
         for key, (dev, seen) in list(self._stamps.items()):
             if dev.stream_work != seen:
                 del self._stamps[key]
                 self._dev_marks.pop(key, None)
                 self._entered = {k for k in self._entered if self._lanes.get(k) is None or self._lanes[k].device is not dev}
+                again = True
+        return again
 
     def lanes_of(self, dev: Device) -> Any:
         hit = self._by_dev.get(id(dev))
@@ -278,6 +279,9 @@ class Handle:
         self.registered: dict[tuple[int, int, int], bool] = {}
         for u in self.used:
             self.registered[u[:3]] = self.registered.get(u[:3], False) or u.writes
+        # id -> the use specs of built kernel ops whose memory is all registered above and whose
+        # kernel is in `kernels` (runtime/and_then.py: a later op of the same specs joins at once)
+        self.admitted: dict[int, Any] = {}
         self.marker: S.Marker | None = None
         self.end_lane: S.Lane | None = None  # where the work ended (a dependency-chain policy continues there)
         self.error: BaseException | None = None  # a CPU worker's exception

@@ -1,0 +1,157 @@
+"""What one link of an `and_then` chain costs the driver and the ownership rules (runtime/and_then.py).
+
+A step whose kernel op goes straight onto the lane the chain is on queues its launch and
+nothing else: no event, no stream wait, no registration once its memory is registered
+(counted on tests/fakecuda.py's driver, whose log names every queued call).  These bounds
+stand in for timing, which is too noisy on a shared machine: the host cost of a link
+(bench/and_then_chain.py) follows the driver calls and registrations it makes.  The same fast
+path keeps the rules: a step over memory not registered yet is ordered after in-flight work
+that writes it, an exception in a CPU step skips the rest and surfaces at completion, and a
+captured chain replays as one graph launch."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import fakecuda
+import numpy as np
+import pytest
+from aop_kernels import affine
+
+import anodize as az
+from anodize.runtime import inflight
+from anodize.runtime.device import Device
+
+N = 256
+CFG = az.LaunchConfig.for_num_elems(N)
+STEPS = 200
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]]:
+    affine.store.clear()
+    yield fakecuda.install(monkeypatch)
+    assert inflight.in_flight() == 0
+
+
+def _chain(dev: Device, steps: int = STEPS) -> tuple[az.Buffer, az.Buffer, az.Op]:
+    """x <- 1; step k adds one, from x to y (k even) or y to x (k odd): after an even number of
+    steps x holds steps + 1."""
+    x = dev.to_device(np.ones(N, np.float32))
+    y = dev.empty(N, az.f32)
+    one = 1.0
+
+    def step(k: int) -> Callable[[Any], az.Op]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+        return lambda _: affine[CFG].op(src, dst, one, one)
+
+    op: az.Op = az.value(None, device=dev)
+    for k in range(steps):
+        op = op.and_then(step(k))
+    return x, y, op
+
+
+def _calls(log: list[tuple[Any, ...]], what: str) -> list[tuple[Any, ...]]:
+    return [c for c in log if c[0] == what]
+
+
+def test_a_chain_on_the_device_stream_queues_one_launch_per_link(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    x, _, op = _chain(dev)
+    _chain(dev, 2)[2].run()  # compile and memoise
+    drv.log.clear()
+    op.run()
+    launches = _calls(drv.log, "launch")
+    assert len(launches) == STEPS and {c[1] for c in launches} == {dev._stream_h}
+    assert _calls(drv.log, "wait") == []  # one stream: stream order, no event wait per link
+    assert len(_calls(drv.log, "record")) <= 1  # the chain's completion, not one event per link
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_a_submitted_chain_waits_once_for_the_device_stream(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    x, _, op = _chain(dev)
+    pool = az.RoundRobin(2)
+    try:
+        _chain(dev, 2)[2].submit(pool).wait()
+        drv.log.clear()
+        drv.ready = False  # the chain looks in flight while it is queued
+        try:
+            handle = op.submit(pool)
+        finally:
+            drv.ready = True
+        log = list(drv.log)
+        handle.wait()
+    finally:
+        pool.close()
+    launches = _calls(log, "launch")
+    assert len(launches) == STEPS and len({c[1] for c in launches}) == 1 and launches[0][1] != dev._stream_h
+    waits = _calls(log, "wait")
+    assert len(waits) <= 1 and all(w[2] == dev._stream_h for w in waits)  # allocations and fills before it
+    assert len(_calls(log, "record")) <= 2  # the device stream's mark and the completion
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_a_link_over_new_memory_still_waits_for_in_flight_work_that_writes_it(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """Steps 1..k use x and y, registered by the first two; step k + 1 reads z, which another
+    submission (in flight on another stream) writes: that step's launch waits for it."""
+    dev, drv = fake
+    x, y, op = _chain(dev, 6)
+    w, z = dev.to_device(np.ones(N, np.float32)), dev.empty(N, az.f32)
+    op = op.and_then(lambda _: affine[CFG].op(z, y, 1.0, 0.0))
+    pool = az.RoundRobin(2)
+    try:
+        _chain(dev, 2)[2].submit(pool).wait()
+        affine[CFG].op(w, z, 1.0, 0.0).submit(pool).wait()
+        drv.ready = False
+        try:
+            writer = affine[CFG].op(w, z, 5.0, 0.0).submit(pool)  # z = 5, nothing of the chain's first steps
+            writer_stream = _calls(drv.log, "launch")[-1][1]
+            drv.log.clear()
+            handle = op.submit(pool)
+        finally:
+            drv.ready = True
+        log = list(drv.log)
+        writer.wait()
+        handle.wait()
+    finally:
+        pool.close()
+    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
+    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == writer_stream]
+    assert len(launches) == 7 and len(waits) == 1
+    assert launches[5] < waits[0] < launches[6]  # the step over z, and only it, waits for the writer
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 5, np.float32))
+
+
+def test_a_captured_chain_replays_as_one_graph_launch(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    x, _, op = _chain(dev)
+    graph = az.capture(op)
+    drv.log.clear()
+    drv.counts.clear()
+    graph.replay()
+    assert drv.counts.get("graph_launch") == 1
+    assert _calls(drv.log, "launch") == [] and _calls(drv.log, "wait") == []  # every kernel is in the graph
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_an_exception_in_a_cpu_step_skips_the_rest_and_surfaces(cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y, op = _chain(cpu, 8)
+    probe = affine[CFG].op(x, y, 1.0, 1.0)
+    plan = probe.plan
+    probe.run()
+    real, calls = plan.entry, []
+
+    def entry(*a: Any) -> None:
+        calls.append(a)
+        if len(calls) == 4:
+            raise RuntimeError("the fourth launch fails")
+        real(*a)
+
+    monkeypatch.setattr(plan, "entry", entry)
+    with pytest.raises(RuntimeError, match="fourth launch"):
+        op.run()
+    assert len(calls) == 4  # steps after the failed one were skipped
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 3, np.float32))  # steps 0-2 ran: y <- 2, x <- 3, y <- 4
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 4, np.float32))
