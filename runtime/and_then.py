@@ -3,7 +3,8 @@
 ownership rules a built op keeps).
 
 **One record per chain.**  `a.and_then(f).and_then(g)...` is one `_Steps` record (the first
-op, the functions, where user code added each one, the ops they built: a step is an index),
+op, the functions, the ops they built: a step is an index; a message names a step by its
+function's own `file:line`, so building a step records no call site),
 and each `and_then` a small slotted view of its first `n` steps; the ops a step builds are
 one slotted `KernelOp` each (runtime/ops.py), whose launch was validated once for its
 arguments (the op memo, runtime/op_memo.py).  Queueing a step checks a built kernel op
@@ -15,7 +16,6 @@ test_async_host_cost.py bounds it).
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -29,23 +29,7 @@ if TYPE_CHECKING:
     from anodize.runtime.combinators import Branch
     from anodize.runtime.submission import _Ctx
 
-__all__ = ["AndThen", "user_frame"]
-
-
-_OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
-
-
-def user_frame(f: Any) -> Any:
-    """The first frame from `f` outwards that is not anodize's own: where user code called."""
-    ours = _OURS
-    while f.f_back is not None:
-        hit = ours.get(f.f_code)
-        if hit is None:
-            hit = ours[f.f_code] = f.f_globals.get("__name__", "").startswith("anodize.")
-        if not hit:
-            break
-        f = f.f_back
-    return f
+__all__ = ["AndThen"]
 
 
 def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
@@ -120,23 +104,25 @@ def _host_value(ctx: _Ctx, op: Op) -> Any:
 
 
 class _Steps:
-    """The one record of an `and_then` chain: its first op, each step's function and the
-    user's `file:line` that added it (code object and bytecode offset, the line worked out
-    only for a message), and the ops the functions built, in order (a step is its index)."""
+    """The one record of an `and_then` chain: its first op, each step's function, and the ops
+    the functions built, in order (a step is its index)."""
 
-    __slots__ = ("first", "fns", "codes", "offsets", "built")
+    __slots__ = ("first", "fns", "built")
 
     def __init__(self, first: Op):
         self.first = first
         self.fns: list[Callable[[Any], Op]] = []
-        self.codes: list[Any] = []
-        self.offsets: list[int] = []
         self.built: list[Op] = []
 
     def site(self, k: int) -> str:
-        code, at = self.codes[k], self.offsets[k]
-        line = next((ln for lo, hi, ln in code.co_lines() if lo <= at < hi and ln is not None), code.co_firstlineno)
-        return f"{code.co_filename}:{line}"
+        """Step `k`'s function, by name and the `file:line` that defines it (worked out only
+        for a message: the chain keeps no call site per step)."""
+        fn = self.fns[k]
+        inner = getattr(fn, "func", fn)  # (a functools.partial)
+        code = getattr(getattr(inner, "__func__", inner), "__code__", None)  # (a bound method, a function)
+        if code is None:
+            return f"{fn!r}"
+        return f"`{code.co_name}` ({code.co_filename}:{code.co_firstlineno})"
 
 
 _new = object.__new__
@@ -169,9 +155,6 @@ class AndThen(Op):
         else:
             steps = _Steps(first)
         steps.fns.append(fn)
-        f = user_frame(sys._getframe(2))  # (past `Op.and_then`)
-        steps.codes.append(f.f_code)
-        steps.offsets.append(f.f_lasti)  # (`f_lineno` costs a search of the line table)
         self.steps = steps
         self.n = len(steps.fns)
 
@@ -187,11 +170,6 @@ class AndThen(Op):
         op._owner = op._handle = None
         op._result = _UNSET
         steps.fns.append(fn)
-        f = sys._getframe(1)
-        if _OURS.get(f.f_code) is not False:  # (a user's frame is known after its first step)
-            f = user_frame(f)
-        steps.codes.append(f.f_code)
-        steps.offsets.append(f.f_lasti)
         op.steps = steps
         op.n = len(steps.fns)
         return op
@@ -245,16 +223,17 @@ class AndThen(Op):
         steps = self.steps
         fns, built, n = steps.fns, steps.built, self.n
         handle = ctx.handle
-        # A step whose op is a kernel op of use specs already admitted (the op memo shares one
-        # spec tuple between ops of the same arguments) needs no admission: `_admit` would find
-        # its memory registered and its kernel known.  Outside a gather branch only (a branch
-        # checks each op against the others).
+        # A `quick` step: a kernel op of use specs already admitted (the op memo shares one spec
+        # tuple between ops of the same arguments), onto `fast`, the lane the last kernel op
+        # went onto (entered already) on its device.  It needs no admission (`_admit` would find
+        # its memory registered and its kernel known) and is queued directly (`Leaf._emit`
+        # without its moves and first-use waits: `lane.submit` / `lane.launch`, inlined).
+        # Outside a gather branch only (a branch checks each op against the others), and not
+        # while capturing.
         plain = scope[0] is None and not ctx.capturing
         admitted = handle.admitted
-        # `fast`: the lane the last kernel op went onto, entered already, on which the next
-        # kernel op of its device is queued directly (`Leaf._emit` without its moves and
-        # first-use waits: `lane.submit` / `lane.launch`, inlined)
         fast: S.Lane | None = None
+        fast_dev: Any = None
         launch: Any = None
         while len(built) < n and not ctx.stopped:
             k = len(built)
@@ -283,27 +262,40 @@ class AndThen(Op):
                 nxt = fns[k](val)
                 if ctx._stamps and ctx.after_user_code():
                     fast = None  # user code allocated on a device's stream: lanes wait for it again
-                kernel = type(nxt) is KernelOp
-                if not kernel and not isinstance(nxt, Op):
-                    raise ArgumentError(
-                        f"the function given to `and_then` at {steps.site(k)} returned {type(nxt).__qualname__}, not an op",
-                        help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
-                    )
-                if nxt.device is not self.device:
-                    _common_device((self, nxt), "`and_then`")
-                if nxt._owner is None and nxt._handle is None and type(nxt)._claim is Op._claim:
-                    nxt._owner = True  # (`_claim`, whose checks just passed)
+                quick = (
+                    type(nxt) is KernelOp  # (whose `_claim` is `Op._claim`)
+                    and lane is fast
+                    and nxt._owner is None
+                    and nxt._handle is None
+                    and nxt._held is None  # type: ignore[attr-defined]
+                    and nxt.device is fast_dev
+                    and id(nxt.spec) in admitted  # type: ignore[attr-defined]
+                    and not pend
+                )
+                if quick:  # every check below holds: claimed, admitted, queued straight onto `lane`
+                    nxt._owner = True
+                    built.append(nxt)
                 else:
-                    nxt._claim(self)
-                built.append(nxt)
-                if not (kernel and plain and nxt._held is None and id(nxt.spec) in admitted):  # type: ignore[attr-defined]
+                    kernel = type(nxt) is KernelOp
+                    if not kernel and not isinstance(nxt, Op):
+                        raise ArgumentError(
+                            f"the function {steps.site(k)} given to `and_then` returned {type(nxt).__qualname__}, not an op",
+                            help="return an op (`kernel[cfg].op(...)`, `az.value(x)`); `op.map(fn)` computes a host value",
+                        )
+                    if nxt.device is not self.device:
+                        _common_device((self, nxt), "`and_then`")
+                    if nxt._owner is None and nxt._handle is None and (kernel or type(nxt)._claim is Op._claim):
+                        nxt._owner = True  # (`_claim`, whose checks just passed)
+                    else:
+                        nxt._claim(self)
+                    built.append(nxt)
                     more = _admit(ctx, scope, nxt)
                     if more:
                         pend = [*pend, *more]
             except BaseException as e:  # noqa: BLE001 - raised at the op's completion
                 ctx.fail(e)
                 break
-            if lane is fast and kernel and not pend and nxt.device is lane.device:
+            if quick:
                 plan = nxt.plan  # type: ignore[attr-defined]
                 if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
                     if handle.error is None:
@@ -326,8 +318,9 @@ class AndThen(Op):
                 lane, pend = nxt._emit(ctx, lane)
             else:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)
-            if kernel and not pend and not ctx.capturing and lane is not fast:
+            if plain and type(nxt) is KernelOp and not pend and lane is not fast:
                 fast, launch = _fast_lane(lane)
+                fast_dev = lane.device
             cur = nxt
         return lane, pend
 
@@ -346,7 +339,7 @@ class AndThen(Op):
 
     def _rebind(self, mapping: dict[int, Any]) -> Op:
         """A fresh chain of the same steps from the rebound first op (a graph's replay on the
-        CPU backend): one record and one view, the steps' functions and sites copied."""
+        CPU backend): one record and one view, the steps' functions copied."""
         steps = self.steps
         first = steps.first._rebind(mapping)
         n = self.n
@@ -356,6 +349,6 @@ class AndThen(Op):
         op._result = _UNSET
         first._claim(op)
         fresh = _Steps(first)
-        fresh.fns, fresh.codes, fresh.offsets = steps.fns[:n], steps.codes[:n], steps.offsets[:n]
+        fresh.fns = steps.fns[:n]
         op.steps, op.n = fresh, n
         return op

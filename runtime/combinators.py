@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import AliasingError, ArgumentError, LaunchError
 from anodize.runtime import streams as S
-from anodize.runtime.and_then import AndThen, _host_value, user_frame
+from anodize.runtime.and_then import AndThen, _host_value
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.deferred import FutureMarker, defer
 from anodize.runtime.device import Device, device as _device
@@ -49,6 +49,22 @@ if TYPE_CHECKING:
     from anodize.runtime.submission import _Ctx
 
 __all__ = ["Gather", "AndThen", "Map", "Value", "Zip", "Shared", "gather", "value", "zip_ops", "unzip", "Branch", "tagged_uses", "check_branches"]
+
+
+_OURS: dict[Any, bool] = {}  # code object -> whether it is anodize's own
+
+
+def user_frame(f: Any) -> Any:
+    """The first frame from `f` outwards that is not anodize's own: where user code called."""
+    ours = _OURS
+    while f.f_back is not None:
+        hit = ours.get(f.f_code)
+        if hit is None:
+            hit = ours[f.f_code] = f.f_globals.get("__name__", "").startswith("anodize.")
+        if not hit:
+            break
+        f = f.f_back
+    return f
 
 
 class Site:

@@ -96,11 +96,17 @@ def test_a_memo_hit_op_makes_its_uses_only_when_read(cpu: Device) -> None:
     assert "`out` of kernel `affine`" in uses[1].label
 
 
-def test_a_bad_step_is_reported_at_the_line_that_added_it(cpu: Device) -> None:
-    """The chain keeps each step's code and bytecode offset, not its line: the message still
-    names the `file:line` of the `and_then` call."""
+def test_a_bad_step_is_reported_at_the_line_that_defines_its_function(cpu: Device) -> None:
+    """The chain keeps no call site per step: the message names the step's function and the
+    `file:line` that defines it (for a lambda written in the `and_then` call, that line)."""
     x = cpu.to_device(np.ones(N, np.float32))
     op = az.value(x).and_then(lambda _: 3)  # the line the message names
-    line = test_a_bad_step_is_reported_at_the_line_that_added_it.__code__.co_firstlineno + 4
-    with pytest.raises(az.ArgumentError, match=rf"at .*test_async_host_cost\.py:{line} returned int, not an op"):
+    line = test_a_bad_step_is_reported_at_the_line_that_defines_its_function.__code__.co_firstlineno + 4
+    with pytest.raises(az.ArgumentError, match=rf"`<lambda>` \(.*test_async_host_cost\.py:{line}\) given to `and_then` returned int, not an op"):
         op.run()
+
+    def bad_step(_: object) -> Any:
+        return "not an op"
+
+    with pytest.raises(az.ArgumentError, match=rf"`bad_step` \(.*test_async_host_cost\.py:{line + 5}\) given to `and_then` returned str"):
+        az.value(x).and_then(lambda _: az.value(x)).and_then(bad_step).run()
