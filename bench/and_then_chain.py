@@ -14,7 +14,7 @@ The chain copies a small vector back and forth between two buffers (`bench/kerne
 
 "host" is the time to build and queue the work (until the call returns; on the CPU backend
 the kernels run inline, so it includes them), "done" adds the wait for completion.  Both per
-kernel, median over rounds.  `--clock thread` times "host" with the issuing thread's CPU time
+kernel, median over rounds; the modes take turns within each round.  `--clock thread` times "host" with the issuing thread's CPU time
 (`time.thread_time`) instead of the wall clock: on a shared machine the wall clock counts the
 time other processes hold the cores; on the CPU backend (`run` queues on the calling thread)
 the thread's CPU time is all of the work.  The target: and_then host <= plain host + 2 us per op, and the
@@ -46,20 +46,24 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
 
-def _measure(issue: Callable[[], Any], wait: Callable[[Any], None], rounds: int, clock: Callable[[], float] = time.perf_counter) -> tuple[float, float]:
-    """Median over rounds of (host seconds to build and queue, seconds to completion), by `clock`."""
-    wait(issue())  # warm-up
-    hosts: list[float] = []
-    walls: list[float] = []
+def _measure(modes: list[tuple[Callable[[], Any], Callable[[Any], None]]], rounds: int, clock: Callable[[], float] = time.perf_counter) -> list[tuple[float, float]]:
+    """For each (issue, wait) mode, the median over rounds of (host seconds to build and queue,
+    seconds to completion), by `clock`.  The modes take turns within each round, so a burst of
+    load on a shared machine lands on all of them rather than on one mode's rounds."""
+    for issue, wait in modes:
+        wait(issue())  # warm-up
+    hosts: list[list[float]] = [[] for _ in modes]
+    walls: list[list[float]] = [[] for _ in modes]
     for _ in range(rounds):
-        t0 = clock()
-        h = issue()
-        t1 = clock()
-        wait(h)
-        t2 = clock()
-        hosts.append(t1 - t0)
-        walls.append(t2 - t0)
-    return statistics.median(hosts), statistics.median(walls)
+        for m, (issue, wait) in enumerate(modes):
+            t0 = clock()
+            h = issue()
+            t1 = clock()
+            wait(h)
+            t2 = clock()
+            hosts[m].append(t1 - t0)
+            walls[m].append(t2 - t0)
+    return [(statistics.median(h), statistics.median(w)) for h, w in zip(hosts, walls)]
 
 
 def main() -> int:
@@ -142,11 +146,8 @@ def main() -> int:
         h.wait()
 
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
-    h_plain, w_plain = _measure(plain, sync, args.rounds, clock)
-    h_then, w_then = _measure(then_chain, wait, args.rounds, clock)
-    h_and, w_and = _measure(and_then, wait, args.rounds, clock)
-    h_graph, w_graph = _measure(replay, wait, args.rounds, clock)
-    h_one, w_one = _measure(single, sync, args.rounds, clock)
+    timed = _measure([(plain, sync), (then_chain, wait), (and_then, wait), (replay, wait), (single, sync)], args.rounds, clock)
+    (h_plain, w_plain), (h_then, w_then), (h_and, w_and), (h_graph, w_graph), (h_one, w_one) = timed
     if not fake:  # (the fake device runs no kernel)
         np.testing.assert_array_equal(y.to_host(), data)  # an even chain ends with y == x == data
 
