@@ -82,13 +82,18 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     return [e.marker for e in inflight.extend(handle, uses)]
 
 
+_SUBMIT: Any = object()
+
+
 def _fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
     """(`lane`, how it launches) when a kernel op may go straight onto it (`AndThen._go`): the
-    calling thread's CPU lane (None: run the kernel here) or a CUDA stream (cuda.core's
-    `launch`); (None, None) for another lane (a CPU worker queues through `submit`)."""
+    calling thread's CPU lane (None: run the kernel here), a CPU worker (`_SUBMIT`: its
+    queue) or a CUDA stream (cuda.core's `launch`); (None, None) for another lane."""
     kind = type(lane)
     if kind is S.InlineLane:
         return lane, None
+    if kind is S.WorkerLane:
+        return lane, _SUBMIT
     if kind is S.GpuLane:
         return lane, lazy.cuda_core().launch
     return None, None
@@ -305,6 +310,10 @@ class AndThen(Op):
                             plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
                         except BaseException as e:  # noqa: BLE001 - reported at completion
                             handle.error = e
+                    cur = nxt
+                    continue
+                if launch is _SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
+                    lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
                     cur = nxt
                     continue
                 if not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`

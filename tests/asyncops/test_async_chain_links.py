@@ -155,3 +155,36 @@ def test_an_exception_in_a_cpu_step_skips_the_rest_and_surfaces(cpu: Device, mon
     assert len(calls) == 4  # steps after the failed one were skipped
     np.testing.assert_array_equal(x.to_host(), np.full(N, 3, np.float32))  # steps 0-2 ran: y <- 2, x <- 3, y <- 4
     np.testing.assert_array_equal(y.to_host(), np.full(N, 4, np.float32))
+
+
+def test_a_chain_on_a_cpu_worker_queues_one_item_per_link(cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a CPU pool (worker threads) each link is one item on the worker's queue: no marker
+    or wait per link."""
+    from anodize.runtime import streams as S
+
+    x, _, op = _chain(cpu)
+    counts = {"submit": 0, "record": 0, "wait": 0}
+    for name in counts:
+        real = getattr(S.WorkerLane, name)
+
+        def counted(self: Any, *a: Any, _name: str = name, _real: Any = real) -> Any:
+            counts[_name] += 1
+            return _real(self, *a)
+
+        monkeypatch.setattr(S.WorkerLane, name, counted)
+    pool = az.RoundRobin(1)
+    try:
+        _chain(cpu, 2)[2].submit(pool).wait()
+        for name in counts:
+            counts[name] = 0
+        _chain(cpu, 2)[2].submit(pool).wait()
+        short = dict(counts)  # a chain of two links
+        for name in counts:
+            counts[name] = 0
+        op.submit(pool).wait()
+        long = dict(counts)
+    finally:
+        pool.close()
+    assert long["submit"] == STEPS and short["submit"] == 2
+    assert long["record"] == short["record"] and long["wait"] == short["wait"]  # per submission, not per link
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
