@@ -201,7 +201,7 @@ class Launcher:
             args = self._bind(args, kwargs)
         memo = self._op_memo
         if memo is not None:
-            hit = memo.op(args)
+            hit = memo.op(self, args)
             if hit is not None:  # the very arguments of a recent op: every check holds
                 return hit
         else:

@@ -7,7 +7,7 @@ the last two passes every check that one passed: reuse its plan, flat arguments 
 Buffers are held by weak reference (a memo keeps nothing alive); anything else must be the
 identical object.  As for the launch memo (runtime/launch_fast.py), only exact identity hits.
 
-A hit is one call: `memo.op(args)` is a function written for the two entries' arities that
+A hit is one call: `memo.op(launcher, args)` is a function written for the two entries' arities that
 matches both entries and makes the op (`KernelOp` fields set in place, no check run again).
 """
 
@@ -25,8 +25,8 @@ _new = KernelOp.__new__
 
 
 class OpMemo:
-    """The last two validated ops of one launcher: `op(args)` is a new op of the very arguments
-    of one of them (sharing its plan, flat arguments, use specs and loaded kernel), or None."""
+    """The last two validated ops of one launcher: `op(launcher, args)` is a new op of the very
+    arguments of one of them (sharing its plan, flat arguments, use specs and loaded kernel), or None."""
 
     __slots__ = ("_a", "_b", "op")
 
@@ -45,7 +45,7 @@ class OpMemo:
         self.op = _maker(self._a, self._b)
 
 
-def _none(args: tuple[Any, ...]) -> None:
+def _none(launcher: Any, args: tuple[Any, ...]) -> None:
     return None
 
 
@@ -54,18 +54,20 @@ def _const(v: Any) -> Any:
 
 
 def _fields(op: KernelOp) -> tuple[Any, ...]:
-    """What a new op of the same arguments shares (the memo holds none of the arguments)."""
-    return op.launcher, op.plan.device, op.plan, op.flat, op.spec, op.loaded
+    """What a new op of the same arguments shares (the memo holds none of the arguments, nor
+    the launcher that holds the memo: it is passed in, so the two make no reference cycle)."""
+    return op.plan.device, op.plan, op.flat, op.spec, op.loaded
 
 
 def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...], tuple[Any, ...]] | None) -> Any:
-    """`op(args)`: a new op when `args` are the very objects of entry `a` or `b`, else None.
+    """`op(launcher, args)`: a new op when `args` are the very objects of entry `a` or `b`, else None.
     Unrolled for two entries of two or three arguments (the common launches); a loop otherwise."""
     ka, fa = a
 
-    def make(args: tuple[Any, ...], f: tuple[Any, ...]) -> KernelOp:
+    def make(launcher: Any, args: tuple[Any, ...], f: tuple[Any, ...]) -> KernelOp:
         op = _new(KernelOp)
-        op.launcher, op.device, op.plan, op.flat, op.spec, op.loaded = f
+        op.device, op.plan, op.flat, op.spec, op.loaded = f
+        op.launcher = launcher
         op._owner = op._handle = op._held = op._u = op.outputs = None
         op._result = _UNSET
         op.args = args
@@ -77,7 +79,7 @@ def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...],
             a0, a1 = ka
             b0, b1 = kb
 
-            def op2(args: tuple[Any, ...]) -> KernelOp | None:
+            def op2(launcher: Any, args: tuple[Any, ...]) -> KernelOp | None:
                 if len(args) != 2:
                     return None
                 x0, x1 = args
@@ -87,8 +89,9 @@ def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...],
                     f = fb
                 else:
                     return None
-                op = _new(KernelOp)
-                op.launcher, op.device, op.plan, op.flat, op.spec, op.loaded = f
+                op = _new(KernelOp)  # (`make`, inlined: the hit of a two-argument launch, the common one)
+                op.device, op.plan, op.flat, op.spec, op.loaded = f
+                op.launcher = launcher
                 op._owner = op._handle = op._held = op._u = op.outputs = None
                 op._result = _UNSET
                 op.args = args
@@ -98,7 +101,7 @@ def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...],
         a0, a1, a2 = ka
         b0, b1, b2 = kb
 
-        def op3(args: tuple[Any, ...]) -> KernelOp | None:
+        def op3(launcher: Any, args: tuple[Any, ...]) -> KernelOp | None:
             if len(args) != 3:
                 return None
             x0, x1, x2 = args
@@ -108,16 +111,20 @@ def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...],
                 f = fb
             else:
                 return None
-            return make(args, f)
+            return make(launcher, args, f)
 
         return op3
     entries = [a] if b is None else [a, b]
 
-    def op_any(args: tuple[Any, ...]) -> KernelOp | None:
+    def op_any(launcher: Any, args: tuple[Any, ...]) -> KernelOp | None:
         n = len(args)
         for keys, f in entries:
-            if len(keys) == n and all(k() is x for k, x in zip(keys, args)):
-                return make(args, f)
+            if len(keys) == n:
+                for key, x in zip(keys, args):
+                    if key() is not x:
+                        break
+                else:
+                    return make(launcher, args, f)
         return None
 
     return op_any

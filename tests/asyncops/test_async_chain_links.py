@@ -188,3 +188,22 @@ def test_a_chain_on_a_cpu_worker_queues_one_item_per_link(cpu: Device, monkeypat
     assert long["submit"] == STEPS and short["submit"] == 2
     assert long["record"] == short["record"] and long["wait"] == short["wait"]  # per submission, not per link
     np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_the_op_memo_keeps_no_argument_alive(cpu: Device) -> None:
+    """The memo matches Buffers by weak reference and holds none of an op's arguments, nor the
+    launcher (no reference cycle): dropping the op and its buffers frees them at once."""
+    import gc
+    import weakref
+
+    a, c = cpu.to_device(np.ones(N, np.float32)), cpu.empty(N, az.f32)
+    op = affine[CFG].op(a, c, 1.0, 0.0)
+    again = affine[CFG].op(a, c, 1.0, 0.0)  # a memo hit
+    assert again.flat is op.flat and again.launcher is op.launcher
+    dead = weakref.ref(a), weakref.ref(c)
+    gc.disable()
+    try:
+        del op, again, a, c
+        assert all(r() is None for r in dead)
+    finally:
+        gc.enable()
