@@ -272,9 +272,9 @@ class AndThen(Op):
                     and lane is fast
                     and nxt._owner is None
                     and nxt._handle is None
-                    and nxt._held is None  # type: ignore[attr-defined]
+                    and nxt._held is None
                     and nxt.device is fast_dev
-                    and id(nxt.spec) in admitted  # type: ignore[attr-defined]
+                    and id(nxt.spec) in admitted
                     and not pend
                 )
                 if quick:  # every check below holds: claimed, admitted, queued straight onto `lane`
