@@ -1,19 +1,20 @@
-"""The memo of a bundle launch (anodize/bundle.py's `BundleLaunch`): a relaunch with the very
+"""The memo of a bundle launch (`BundleLaunch`, anodize/bundle_launch.py): a relaunch with the very
 objects of an earlier launch skips the expansion of the bundle into its fields as well as every
 check, as the `Launcher`'s own memo does for separate slices (runtime/launch_fast.py).
 
-`bundle_memo_maker(layout, plan)` -> `make`, and `make(...)` -> `fire(args) -> bool`: when `args`
-are a launch's arguments whose bundles are of the classes of `args` and whose fields and other arguments are
-the very objects of `args` (each Buffer alive, by a weak reference; each scalar by identity),
-mark the fault arena and relaunch `packed`; else return False.  A bundle is read field by
-field at every relaunch, never trusted by its own identity, so a bundle whose field was
-reassigned (`s.out = b`) misses and the launch is checked again, and a new bundle of the same
-fields (`k[cfg](State(pos=a, ...), dt)` in a loop) hits.  What was checked for those objects
-cannot have changed: a Buffer never changes pointer, shape, dtype or device.
+`bundle_memo_maker(layout, plan)` -> `make`; `make(call, packed, arena, args, flat)` -> `fire`;
+`fire(args) -> bool`: when the bundles of `args` are of the classes of the memoised launch's and
+their fields and the other arguments are its very objects (each Buffer alive, by a weak
+reference; each scalar by identity), mark the fault arena and relaunch `packed`; else return
+False.  A bundle is read field by field at every relaunch, never trusted by its own identity,
+so a bundle whose field was reassigned (`s.out = b`) misses and the launch is checked again,
+and a new bundle of the same fields (`k[cfg](State(pos=a, ...), dt)` in a loop) hits.  What was
+checked for those objects cannot have changed: a Buffer never changes pointer, shape, dtype or
+device.
 
-The check is one generated function per launch shape (its bundles' fields, which arguments are
-Buffers), cached (each comparison written out: a loop
-costs about twice as much; bench/records_bench.py measures the bundle's extra host time).
+`fire` is generated once per launch shape (its bundles' fields, which flat arguments are
+Buffers) and cached: each comparison written out costs about half of a loop over the
+arguments (bench/records_bench.py measures the bundle's extra host time).
 """
 
 from __future__ import annotations
