@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import operator
 import typing
 from typing import Any, dataclass_transform
 
@@ -86,33 +85,3 @@ def bundle_positions(fn: Any) -> tuple[tuple[int, ...], dict[int, Any]]:
     bundles = tuple(i for i, n in enumerate(names) if isinstance(hints.get(n), type) and issubclass(hints[n], Bundle))
     records = {i: hints[n].__az_record__ for i, n in enumerate(names) if hasattr(hints.get(n), "__az_record__")}
     return bundles, records
-
-
-class BundleLaunch:
-    """A launch object of a kernel with a bundle parameter: bundles expanded, then launched.
-    A bundle first (the usual form) is unpacked by one `attrgetter` of its class, made on the
-    first launch: what a bundle adds to a launch with separate slices (bench/records_bench.py)."""
-
-    __slots__ = ("_inner", "_first", "_cls", "_get", "_records")
-
-    def __init__(self, inner: Any, plan: tuple[tuple[int, ...], dict[int, Any]] = ((), {})):
-        self._inner = inner
-        positions, self._records = plan
-        self._first = positions == (0,) and not self._records
-        self._cls: type | None = None
-        self._get: Any = None
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        if args and args[0].__class__ is self._cls:
-            return self._inner(*self._get(args[0]), *args[1:], **kwargs)
-        if self._first and args and isinstance(args[0], Bundle):
-            fields = type(args[0]).__az_fields__
-            self._cls = type(args[0])
-            self._get = operator.attrgetter(*fields) if len(fields) > 1 else (lambda b, f=fields[0]: (getattr(b, f),))
-        return self._inner(*expand(args, self._records), **kwargs)
-
-    def op(self, *args: Any, **kwargs: Any) -> Any:
-        return self._inner.op(*expand(args, self._records), **kwargs)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)

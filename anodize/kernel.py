@@ -267,7 +267,7 @@ class Kernel(Generic[P]):
             launcher: Any = rt.GenericLaunch(self, bound, self.generic)
         else:
             launcher = rt.prepare(self, bound, safe=True)
-        if self._bundled:  # `State(...)` arguments: their fields (anodize/bundle.py)
+        if self._bundled:  # `State(...)` arguments: their fields (anodize/bundle_launch.py)
             launcher = rt.BundleLaunch(launcher, rt.bundle_positions(self.fn))
         store = self.store
         if isinstance(config, rt.LaunchConfig):

@@ -5,7 +5,8 @@ public API: `Kernel`'s methods are."""
 
 from __future__ import annotations
 
-from anodize.bundle import BundleLaunch, bundle_positions, expand, has_bundles
+from anodize.bundle import bundle_positions, expand, has_bundles
+from anodize.bundle_launch import BundleLaunch
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.generic import GenericLaunch, specialise
 from anodize.runtime.launch import prepare

@@ -8,8 +8,13 @@
    against the copy ceiling (bench/kernels.copy_gs over the same bytes as f32).
 2. A bundle kernel against the same kernel with separate slice parameters
    (tests/runtime/rt_bundle_kernels.py: advance / advance_separate): event-timed ms, and
-   the per-launch host microseconds of each on a tiny n (the launch dominates).
-`--cpu` runs part 2's host timing on the CPU backend (no GPU needed).
+   the per-launch host microseconds of each on a tiny n (the launch dominates): the same
+   arguments every launch (the memos hit), and three sets of outputs in turn (they miss: every
+   launch checked).
+`--cpu` runs part 2's host timing on the CPU backend, `--fake` on the GPU device's host path with
+cuda.core's launch a no-op (bench/launch_microbench.py's `HostGpu`, tests/fakecuda.py): neither needs
+a GPU, and both count the CPU time of the process (`time.process_time`), not wall time, so that
+a loaded machine's preemption does not count.  Bundle and separate launches alternate, round by round.
 """
 
 from __future__ import annotations
@@ -18,6 +23,8 @@ import argparse
 import json
 import statistics
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -91,20 +98,54 @@ def bundle_part(args: argparse.Namespace, dev: az.Device, gpu: bool) -> dict[str
         def separate() -> None:
             launch_s(pos, vel, o, h, 0.5)
 
+        # three sets of outputs in turn: no launch repeats one of the last two (the memos miss)
+        outs = [(dev.empty(n, az.f32), dev.zeros(1, az.u32)) for _ in range(3)]
+        states = [K.State(pos=pos, vel=vel, out=a, hits=b) for a, b in outs]
+        turn = [0]
+
+        def bundle_rot() -> None:
+            t = turn[0] = (turn[0] + 1) % 3
+            launch_b(states[t], 0.5)
+
+        def separate_rot() -> None:
+            t = turn[0] = (turn[0] + 1) % 3
+            launch_s(pos, vel, *outs[t], 0.5)
+
         if label == "big":
             out["bundle_ms"] = time_events(bundle, args.reps, "anodize", dev.stream)
             out["separate_ms"] = time_events(separate, args.reps, "anodize", dev.stream)
         else:
             sync = dev.synchronize
-            hb, hs = [], []
+            timer = host_launch_us if gpu else cpu_launch_us
+            hb, hs, rb, rs = [], [], [], []
             for _ in range(args.rounds):  # alternate, so drift hits both alike
-                hb += host_launch_us(bundle, args.launches, sync)
-                hs += host_launch_us(separate, args.launches, sync)
+                hb += timer(bundle, args.launches, sync)
+                hs += timer(separate, args.launches, sync)
+                rb += timer(bundle_rot, args.launches, sync)
+                rs += timer(separate_rot, args.launches, sync)
             out["bundle_host_us"] = statistics.median(hb)
             out["separate_host_us"] = statistics.median(hs)
             out["bundle_extra_host_us"] = statistics.median(hb) - statistics.median(hs)
+            out["rotating_bundle_host_us"] = statistics.median(rb)
+            out["rotating_separate_host_us"] = statistics.median(rs)
+            out["rotating_bundle_extra_host_us"] = statistics.median(rb) - statistics.median(rs)
     if "bundle_ms" in out:
         out["bundle_vs_separate"] = min(out["bundle_ms"]) / min(out["separate_ms"])  # type: ignore[arg-type]
+    return out
+
+
+def cpu_launch_us(fn: Callable[[], None], launches: int, sync: Callable[[], None]) -> list[float]:
+    """Per-launch CPU microseconds of the process (`time.process_time`), 5 batches of launches/5."""
+    fn()
+    sync()
+    out = []
+    per = max(launches // 5, 1)
+    for _ in range(5):
+        t = time.process_time()
+        for _ in range(per):
+            fn()
+        out.append((time.process_time() - t) / per * 1e6)
+        sync()
     return out
 
 
@@ -116,13 +157,20 @@ def main() -> int:
     ap.add_argument("--launches", type=int, default=5000)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cpu", action="store_true", help="the CPU backend: part 2's host timing only")
+    ap.add_argument("--fake", action="store_true", help="the GPU device's host path, cuda.core's launch a no-op: part 2's host timing only")
     ap.add_argument("--json", type=Path, default=None)
     args = ap.parse_args()
-    dev = az.device("cpu" if args.cpu else 0)
+    if args.fake:
+        from launch_microbench import make_device
+
+        dev = make_device()
+    else:
+        dev = az.device("cpu" if args.cpu else 0)
+    gpu = not (args.cpu or args.fake)
     res: dict[str, object] = {"device": dev.describe()}
-    if not args.cpu:
+    if gpu:
         res["particles"] = particle_part(args, dev)
-    res["bundle"] = bundle_part(args, dev, gpu=not args.cpu)
+    res["bundle"] = bundle_part(args, dev, gpu=gpu)
     text = json.dumps(res, indent=1)
     print(text)
     if args.json:

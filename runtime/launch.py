@@ -246,6 +246,16 @@ class Launcher:
             __tracebackhide__ = True
             raise e.with_traceback(None)
 
+    def quick_packed(self, args: tuple[Any, ...]) -> tuple[_Plan, list[Any]] | None:
+        """The last launch's plan and the packed arguments its quick path builds for `args` (every
+        check run), or None where it has none or does not accept them: what a launch object
+        wrapping this one memoises (anodize/bundle.py, runtime/bundle_memo.py)."""
+        plan = self._hot
+        if plan is None or plan.quick is None:
+            return None
+        packed = plan.quick(args)
+        return None if packed is None else (plan, packed)
+
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         return bind_keywords(self.kernel.__name__, tuple(self.kernel.signature.parameters), args, kwargs)
 

@@ -45,3 +45,17 @@ def advance_separate(pos: Slice[f32], vel: Slice[f32], out: DisjointSlice[f32], 
         out[i] = pos[i] + dt * vel[i]
         if out[i] < 0.0:
             hits.add(0, u32(1))
+
+
+class Pair(az.Bundle):
+    src: Slice[f32]
+    dst: DisjointSlice[f32]
+
+
+@launch_contract(domain=1, block=256, requires=lambda k, p: len(p.src) == len(p.dst))
+@kernel
+def scale_pair(k: f32, p: Pair) -> None:
+    """A bundle after another parameter (tests/runtime/test_bundle_memo.py)."""
+    i = thread.index_1d()
+    if i in p.dst:
+        p.dst[i] = k * p.src[i]
