@@ -133,10 +133,9 @@ def _build(torch: Any, plan: Any, sample: tuple[Any, ...], modes: tuple[int, int
                         return None
                 elif a.requires_grad or not a.is_cuda or a.get_device() != index:
                     return None
-                shape = tuple(a.shape)
-                n = a.numel()
-                ptr = a.data_ptr() if n else 0
-                nbytes = n * a.element_size()
+                shape = a.shape  # a torch.Size: a tuple
+                nbytes = a.nbytes
+                ptr = a.data_ptr() if nbytes else 0
             if len(shape) != rank:
                 return None
             flat.append(ptr)

@@ -35,6 +35,14 @@ def scale(a: Slice[f32], s: f32, c: DisjointSlice[f32]) -> None:
         c[i] = a[i] * s
 
 
+@launch_contract(domain=1, block=256, requires=lambda a, c: len(a) == len(c))
+@kernel
+def shift_left(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i + 1]  # the last thread reads past `a`: a fault
+
+
 def _cfg(a: object, *_: object) -> az.LaunchConfig:
     return az.LaunchConfig.for_num_elems(a.numel(), block=256)  # type: ignore[attr-defined]
 
@@ -181,3 +189,16 @@ def test_host_tensors_pack_like_their_numpy_views() -> None:
     assert quick((x.numpy(), 2.0, y)) is None  # not a tensor
     assert quick((x, 2, y)) is None  # the scalar's type is not the plan's
     assert host_tensor_quick(plan, (x.numpy(), 2.0, y), (_BUF, _SCALAR, _NUMPY)) is None
+
+
+def test_a_fault_of_the_quick_pass_is_recorded_like_the_full_paths() -> None:
+    shifted = az.torch.custom_op(shift_left, name="aztest::shift_left", outputs=lambda a: {"c": (a.shape, az.f32)}, config=_cfg)
+    dev = az.device("cpu")
+    x = torch.rand(100)
+    shifted(x)  # plans: the full path
+    with pytest.raises(az.KernelFault, match="index 100 out of bounds"):
+        dev.check()
+    got = shifted(x)  # the quick pass
+    assert torch.equal(got[:99], x[1:])
+    with pytest.raises(az.KernelFault, match="index 100 out of bounds"):
+        dev.check()
