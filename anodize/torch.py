@@ -116,6 +116,7 @@ class _Impls:
         self.single = len(out_names) == 1
         self.dtypes: dict[Any, Any] = {}  # the `outputs` dtype (az.f32 or "f32") -> torch dtype
         self.quick: dict[Any, tuple[Any, Any]] = {}  # launcher -> (quick pass over CPU tensors, its plan)
+        self.raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the current stream's handle, by index
 
     def allocate(self, args: tuple[Any, ...]) -> list[Any]:
         """The outputs, in parameter order, from the user's `outputs`."""
@@ -157,7 +158,7 @@ class _Impls:
             if packed is not None:
                 plan = hit[1]
                 plan.arena.dirty = True
-                plan.call(*packed)  # the CPU engine: faults raise here
+                plan.call(*packed)  # a fault is recorded in the device's arena, as by the full path
                 return self.result(outs)
         launcher(*[_as_array(self.torch, a) for a in full])  # plans; raises the located errors
         if hit is None:
@@ -176,7 +177,7 @@ class _Impls:
     def cuda(self, *args: Any) -> Any:
         outs = self.allocate(args)
         full = self._full(args, outs)
-        _launch(self.torch, self.kernel[self.config(*args)], full, self.slices)
+        _launch(self.torch, self.kernel[self.config(*args)], full, self.slices, self.raw)
         return self.result(outs)
 
 
@@ -196,24 +197,25 @@ def _kernel_params(kernel: Any) -> tuple[Any, ...]:
     return tuple(typed.ir.params)
 
 
-def _launch(torch: Any, launch: Any, args: list[Any], slices: tuple[int, ...]) -> None:
-    """`launch(*args)` on CUDA tensors, ordered on PyTorch's current stream."""
-    cuda = next((args[i] for i in slices if args[i].is_cuda), None)
+def _launch(torch: Any, launch: Any, args: list[Any], slices: tuple[int, ...], raw: Any) -> None:
+    """`launch(*args)` on CUDA tensors, ordered on PyTorch's current stream (`raw(index)`: its
+    handle without a Stream object, None where this PyTorch lacks the call)."""
+    cuda = None
     for i in slices:
         a = args[i]
-        if a.requires_grad:
-            a = a.detach()
+        if a.requires_grad:  # (the CUDA array interface refuses such a tensor)
+            a = args[i] = a.detach()
         if not a.is_contiguous():
-            a = a.contiguous()
-        args[i] = a
+            a = args[i] = a.contiguous()
+        if cuda is None and a.is_cuda:
+            cuda = a
     if cuda is None:  # no CUDA tensor after all: the launch's full path says what is wrong
         launch(*[_as_array(torch, a) for a in args])
         return
-    index = cuda.device.index or 0
-    dev = cuda_device(index)
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the handle without a Stream object
+    index = cuda.get_device()
     stream = raw(index) if raw is not None else torch.cuda.current_stream(cuda.device).cuda_stream
     if stream:  # not the legacy default stream (anodize's blocking stream is ordered with that one)
+        dev = cuda_device(index)
         dev.wait_for_stream(stream)  # type: ignore[attr-defined]
         launch(*args)
         dev._export_sync(stream)
