@@ -16,9 +16,10 @@ tensor, or a tuple).  Its fake implementation (what `torch.compile` and meta ten
 allocates the outputs from the same `outputs` function, so shapes may be symbolic.  The
 launch is the kernel's ordinary checked launch: CUDA tensors pass zero-copy (their
 `__cuda_array_interface__`) ordered after the work PyTorch queued on its current stream,
-and the outputs are ordered before what PyTorch queues next; CPU tensors pass zero-copy as
-NumPy views and run on the CPU backend.  Faults surface at the next synchronisation anodize
-sees (`dev.check()`, a `to_host`) or, on the CPU backend, at once.
+and the outputs are ordered before what PyTorch queues next; CPU tensors pass zero-copy to
+the CPU backend (NumPy views on a config's first call, then their data pointers).  Faults surface at the next synchronisation anodize
+sees (`dev.check()`, a `to_host`), on the CPU backend too (the op's
+launch records them in the device's fault arena, as a plain launch does).
 
 `backward(ctx, *grads)` (optional) gives autograd: `ctx.inputs` and `ctx.outputs` hold the
 forward's inputs and outputs; return one gradient per input (None for a scalar or an input
