@@ -2,6 +2,7 @@
 
     python bench/ship_bench.py first-result [--runs 5]   # fresh process: built vecadd vs CuPy RawKernel
     python bench/ship_bench.py custom-op [--calls 20000] # az.torch op vs the plain launch (torch CUDA tensors)
+    python bench/ship_bench.py custom-op --cpu           # the same on the CPU backend (torch CPU tensors)
     python bench/ship_bench.py foreign [--calls 20000]   # a foreign CUDA C++ kernel: anodize vs CuPy RawKernel
 
 first-result: builds examples/vecadd.py with `anodize build` (once), then times, in fresh
@@ -11,6 +12,11 @@ CUDA C++ with CuPy's kernel cache warm (a first run fills it), CUDA initialisati
 both; and the import of the loader alone.  Prints the median of `--runs` per variant.
 custom-op / foreign: host time per call (perf_counter_ns around each call; the stream is
 drained every 256 calls outside the timed region): median and p90 in microseconds.
+custom-op --cpu: CPU time per call (`time.process_time` over batches of 1000 calls, variants
+interleaved batch by batch, torch on one thread, 256 elements): median and minimum over the
+batches; pin it to a core (`taskset -c 0`) on a loaded machine.  The plain launch takes NumPy
+views of the tensors (the CPU backend's plain launch takes no tensors); the Buffer row is the
+plain launch's quick path (anodize Buffers, a fresh output each call) for comparison.
 """
 
 from __future__ import annotations
@@ -134,6 +140,52 @@ def custom_op(calls: int) -> None:
     print(f"custom op over the plain launch with its allocation: {rows['az.torch op(a, b)'][0] - base:+.2f} us (target <= 2 us)")
 
 
+def custom_op_cpu(calls: int) -> None:
+    import numpy as np
+    import torch
+
+    os.environ["ANODIZE_DEVICE"] = "cpu"
+    torch.set_num_threads(1)
+    sys.path.insert(0, str(ROOT / "examples"))
+    import anodize as az
+    from vecadd import vecadd
+
+    op = az.torch.custom_op(vecadd, name="azbench::vecadd_cpu", outputs=lambda a, b: {"c": (a.shape, az.f32)},
+                            config=lambda a, b: az.LaunchConfig.for_num_elems(a.numel(), block=256))
+    n = 256
+    a, b = torch.rand(n), torch.rand(n)
+    an, bn = a.numpy(), b.numpy()
+    dev = az.device("cpu")
+    ba, bb = dev.to_device(an), dev.to_device(bn)
+    launch = vecadd[az.LaunchConfig.for_num_elems(n, block=256)]
+    rows: dict[str, Callable[[], object]] = {
+        "plain launch vecadd[cfg](a, b, c) (NumPy views, c preallocated)": (lambda c=torch.empty(n).numpy(): launch(an, bn, c)),
+        "plain launch + torch.empty for c (NumPy views)": lambda: launch(an, bn, torch.empty(n).numpy()),
+        "plain launch + dev.empty for c (anodize Buffers)": lambda: launch(ba, bb, dev.empty(n, az.f32)),
+        "az.torch op(a, b)": lambda: op(a, b),
+        "torch.add(a, b) (reference)": lambda: torch.add(a, b),
+    }
+    assert torch.equal(op(a, b), a + b)
+    batch = 1000
+    got: dict[str, list[float]] = {k: [] for k in rows}
+    for fn in rows.values():
+        for _ in range(200):
+            fn()
+    for _ in range(max(1, calls // batch)):
+        for name, fn in rows.items():
+            t = time.process_time()
+            for _ in range(batch):
+                fn()
+            got[name].append((time.process_time() - t) / batch * 1e6)
+    for name, vals in got.items():
+        print(f"{name:66s} median {statistics.median(vals):6.2f} us  min {min(vals):6.2f} us (CPU time)")
+    med = {k: statistics.median(v) for k, v in got.items()}
+    base = med["plain launch + torch.empty for c (NumPy views)"]
+    print(f"custom op over the plain launch with its allocation: {med['az.torch op(a, b)'] - base:+.2f} us (target <= 2 us)")
+    print(f"custom op over the Buffer quick path with its allocation: {med['az.torch op(a, b)'] - med['plain launch + dev.empty for c (anodize Buffers)']:+.2f} us")
+    np.testing.assert_array_equal(op(a, b).numpy(), an + bn)
+
+
 def foreign(calls: int) -> None:
     import cupy as cp
     import numpy as np
@@ -167,12 +219,14 @@ def main() -> None:
     p.add_argument("what", choices=["first-result", "custom-op", "foreign"])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--calls", type=int, default=20000)
+    p.add_argument("--cpu", action="store_true", help="custom-op on the CPU backend (CPU time)")
     args = p.parse_args()
-    os.environ.pop("ANODIZE_DEVICE", None)
+    if not args.cpu:
+        os.environ.pop("ANODIZE_DEVICE", None)
     if args.what == "first-result":
         first_result(args.runs)
     elif args.what == "custom-op":
-        custom_op(args.calls)
+        custom_op_cpu(args.calls) if args.cpu else custom_op(args.calls)
     else:
         foreign(args.calls)
 

@@ -15,6 +15,12 @@ not accept returns None, and the full path then raises the error or launches.  I
 built when the sample tensor's array interface carries no stream (the full path would order
 the launch after that stream; torch's interface, version 2, names none).  No memo: a tensor
 is not a Buffer whose liveness the memo can watch.
+
+`host_tensor_quick` is the same pass for a CPU-backend plan made from NumPy views of PyTorch
+CPU tensors (`az.torch`'s ops plan that way), taking the CPU tensors themselves: a tensor's
+`data_ptr()` is the address its NumPy view has, so the op skips making the views and the
+full path's adapters on every call.  A tensor with PyTorch's negative bit set (its memory
+holds the negated values; `.numpy()` refuses it) is refused, as is any other device.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from typing import Any
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.requires_fast import compile_requires
 
-__all__ = ["tensor_quick"]
+__all__ = ["host_tensor_quick", "tensor_quick"]
 
 _NP_TO_TORCH = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "int32", "int64", "uint8")
 
@@ -33,12 +39,28 @@ _NP_TO_TORCH = ("float32", "float64", "float16", "bfloat16", "int8", "int16", "i
 def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]) -> tuple[Any, Any]:
     """(quick, memo) for `plan`, or (None, None) when its arrays are not all Buffers and
     torch CUDA tensors of a supported dtype (see the module's docstring)."""
-    _BUF, _SCALAR, _OTHER = modes
     torch = _torch()
-    dev = plan.device
-    if torch is None or getattr(dev, "kind", None) != "cuda":
+    if torch is None or getattr(plan.device, "kind", None) != "cuda":
         return None, None
-    index = dev.index
+    quick = _build(torch, plan, sample, modes, False)
+    return (quick, _no_memo) if quick is not None else (None, None)
+
+
+def host_tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]) -> Any:
+    """`quick(args) -> packed | None` for a CPU-backend `plan` whose arrays were NumPy views
+    (`modes`: its buffer, scalar and NumPy step kinds), taking PyTorch CPU tensors where the
+    plan took the views; None when `sample` is not such a launch (see the module's docstring)."""
+    torch = _torch()
+    if torch is None or getattr(plan.device, "kind", None) != "cpu":
+        return None
+    return _build(torch, plan, sample, modes, True)
+
+
+def _build(torch: Any, plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int], host: bool) -> Any:
+    """The quick pass over Buffers, scalars and torch tensors: CUDA tensors, or CPU ones (`host`)."""
+    _BUF, _SCALAR, _OTHER = modes
+    dev = plan.device
+    index = getattr(dev, "index", 0)
 
     specs: list[tuple[int, Any, int, Any]] = []  # (kind 0 buffer / 1 tensor / 2 scalar, dtype, rank, converter)
     where: list[int] = []
@@ -53,17 +75,18 @@ def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]
             specs.append((0, how, rank, None))
         elif mode == _OTHER and type(a) is torch.Tensor:
             name = p.scalar.numpy_name
-            if name not in _NP_TO_TORCH:
-                return None, None
-            try:
-                cai = a.__cuda_array_interface__
-            except Exception:  # noqa: BLE001 - the full path reports it
-                return None, None
-            if cai.get("stream") is not None:
-                return None, None
+            if name not in _NP_TO_TORCH or (host and name == "bfloat16"):  # (NumPy has no bf16 view)
+                return None
+            if not host:
+                try:
+                    cai = a.__cuda_array_interface__
+                except Exception:  # noqa: BLE001 - the full path reports it
+                    return None
+                if cai.get("stream") is not None:
+                    return None
             specs.append((1, getattr(torch, name), rank, None))
         else:
-            return None, None
+            return None
         at += 1 + rank
     check = None
     if plan.requires is not None:
@@ -76,7 +99,7 @@ def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]
                 scalars[rname] = where[i]
         check = compile_requires(plan.requires, slices, scalars)
         if check is None:
-            return None, None
+            return None
     pairs = plan.alias_pairs
     prefix, suffix, nargs = plan.prefix, plan.suffix, plan.nargs
     spec = tuple(specs)
@@ -103,13 +126,16 @@ def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]
                 shape = a._shape
                 ptr, nbytes = a._ptr, a._nbytes
             else:
-                if (type(a) is not tensor_type or a.dtype is not want or a.requires_grad or not a.is_cuda
-                        or a.get_device() != index or not a.is_contiguous()):
+                if type(a) is not tensor_type or a.dtype is not want or not a.is_contiguous():
                     return None
-                shape = tuple(a.shape)
-                n = a.numel()
-                ptr = a.data_ptr() if n else 0
-                nbytes = n * a.element_size()
+                if host:
+                    if not a.is_cpu or a.is_neg():  # the negative bit: its memory holds the negated values
+                        return None
+                elif a.requires_grad or not a.is_cuda or a.get_device() != index:
+                    return None
+                shape = a.shape  # a torch.Size: a tuple
+                nbytes = a.nbytes
+                ptr = a.data_ptr() if nbytes else 0
             if len(shape) != rank:
                 return None
             flat.append(ptr)
@@ -124,7 +150,7 @@ def tensor_quick(plan: Any, sample: tuple[Any, ...], modes: tuple[int, int, int]
         flat += suffix
         return flat
 
-    return quick, _no_memo
+    return quick
 
 
 def _no_memo(args: tuple[Any, ...], packed: list[Any]) -> None:

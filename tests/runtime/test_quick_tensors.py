@@ -41,6 +41,10 @@ class _Tensor:
     def element_size(self) -> int:
         return 4
 
+    @property
+    def nbytes(self) -> int:
+        return self.numel() * 4
+
 
 class _P:
     def __init__(self, name: str, rank: int, output: bool):

@@ -3,8 +3,9 @@
 
 The op is checked by `torch.library.opcheck` (schema, fake implementation, autograd
 registration), traced by `torch.compile(fullgraph=True)` (which raises on a graph break) and
-`torch._dynamo.explain` (0 graph breaks), differentiated through a user backward made of
-other anodize ops, and keeps the kernel's launch checks.
+`torch._dynamo.explain` (0 graph breaks; inductor's compile under `-m slow`), differentiated
+through a user backward made of other anodize ops, and keeps the kernel's launch checks; a
+repeated CPU call launches through the quick pass over the tensors themselves.
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ def scale(a: Slice[f32], s: f32, c: DisjointSlice[f32]) -> None:
     i = thread.index_1d()
     if i in c:
         c[i] = a[i] * s
+
+
+@launch_contract(domain=1, block=256, requires=lambda a, c: len(a) == len(c))
+@kernel
+def shift_left(a: Slice[f32], c: DisjointSlice[f32]) -> None:
+    i = thread.index_1d()
+    if i in c:
+        c[i] = a[i + 1]  # the last thread reads past `a`: a fault
 
 
 def _cfg(a: object, *_: object) -> az.LaunchConfig:
@@ -123,3 +132,73 @@ def test_op_on_cuda_tensors_on_a_side_stream(monkeypatch: pytest.MonkeyPatch) ->
     torch.cuda.synchronize()
     assert torch.equal(d, a * b * 2)
     assert np.array_equal(MUL(a, b).cpu().numpy(), (a * b).cpu().numpy())
+
+
+def test_a_repeated_cpu_call_takes_the_quick_pass_and_errors_still_come_from_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    from anodize.runtime.launch import Launcher
+
+    full_runs: list[int] = []
+    real_full = Launcher._full
+
+    def counted(self: Launcher, args: tuple[object, ...]) -> None:
+        full_runs.append(1)
+        real_full(self, args)
+
+    monkeypatch.setattr(Launcher, "_full", counted)
+    a, b = torch.rand(2000), torch.rand(2000, requires_grad=True)
+    MUL(a, b)  # plans (or, planned before, runs the quick pass)
+    before = len(full_runs)
+    for _ in range(3):
+        c = MUL(a, b + 1)
+        assert torch.equal(c, a * (b.detach() + 1))
+    assert len(full_runs) == before  # no full pass: the quick pass over the tensors launched
+    with pytest.raises(az.ContractViolation, match=r"len\(b\) == len\(c\)"):
+        MUL(a, torch.rand(1999))
+    with pytest.raises(az.ArgumentError, match="parameter `b`"):
+        MUL(a, torch.rand(2000, dtype=torch.float64))
+    assert torch.allclose(SCALE(a, 2.0), a * 2.0) and torch.allclose(SCALE(a, 3.0), a * 3.0)
+
+
+@pytest.mark.slow  # ~20 s of CPU for inductor's C++ (gcc); the default run keeps the aot_eager trace above
+def test_torch_compile_with_inductor_on_cpu() -> None:
+    def model(a: object, b: object) -> object:
+        return torch.relu(SCALE(MUL(a, b), 2.0)) + 1  # type: ignore[operator]
+
+    a, b = torch.rand(256), torch.rand(256)
+    torch._dynamo.reset()
+    compiled = torch.compile(model, fullgraph=True)  # inductor: C++ of the code around the op (gcc)
+    assert torch.allclose(compiled(a, b), torch.relu(a * b * 2.0) + 1)
+
+
+def test_host_tensors_pack_like_their_numpy_views() -> None:
+    from anodize.runtime.launch_fast import _BUF, _NUMPY, _SCALAR
+    from anodize.runtime.quick_tensors import host_tensor_quick
+
+    x, y = torch.rand(100), torch.empty(100)
+    launch = scale[az.LaunchConfig.for_num_elems(100, block=256)]
+    launch(x.numpy(), 2.0, y.numpy())
+    plan = launch._hot
+    quick = host_tensor_quick(plan, (x, 2.0, y), (_BUF, _SCALAR, _NUMPY))
+    assert quick is not None
+    assert quick((x, 2.0, y)) == [x.data_ptr(), 100, 2.0, y.data_ptr(), 100]
+    assert quick((x, 2.0, torch.empty(99))) is None  # `requires` fails: the full path reports it
+    assert quick((x, 2.0, x)) is None  # the output aliases `a`
+    assert quick((x.double(), 2.0, y)) is None  # another dtype
+    assert quick((x, 2.0, torch.empty(200)[::2])) is None  # not contiguous
+    assert quick((torch._neg_view(x), 2.0, y)) is None  # its memory holds -x
+    assert quick((x.numpy(), 2.0, y)) is None  # not a tensor
+    assert quick((x, 2, y)) is None  # the scalar's type is not the plan's
+    assert host_tensor_quick(plan, (x.numpy(), 2.0, y), (_BUF, _SCALAR, _NUMPY)) is None
+
+
+def test_a_fault_of_the_quick_pass_is_recorded_like_the_full_paths() -> None:
+    shifted = az.torch.custom_op(shift_left, name="aztest::shift_left", outputs=lambda a: {"c": (a.shape, az.f32)}, config=_cfg)
+    dev = az.device("cpu")
+    x = torch.rand(100)
+    shifted(x)  # plans: the full path
+    with pytest.raises(az.KernelFault, match="index 100 out of bounds"):
+        dev.check()
+    got = shifted(x)  # the quick pass
+    assert torch.equal(got[:99], x[1:])
+    with pytest.raises(az.KernelFault, match="index 100 out of bounds"):
+        dev.check()
