@@ -4,7 +4,7 @@ it with the kernel's PTX into a cubin for sm_90 (both are compilers: no GPU here
 is checked against its declaration (symbol, widths, arch), a refusal is a located `az-foreign-link`,
 and the linked cubin's cache key holds the LTO-IR's hash and nvJitLink's version.  Tests needing
 the libraries skip where they are absent (CI); the `gpu` twin runs the kernels
-(fixtures/accept/foreign_ltoir_function.py; the PTX path: tests/runtime/test_foreign_function.py)."""
+(fixtures/accept/foreign_device_function.py; the PTX path: tests/runtime/test_foreign_function.py)."""
 
 from __future__ import annotations
 
@@ -47,10 +47,10 @@ def _cubin_sm(cubin: bytes) -> int:
 @pytest.fixture()
 def mod(monkeypatch: pytest.MonkeyPatch):
     monkeypatch.syspath_prepend(str(ROOT / "fixtures" / "accept"))
-    sys.modules.pop("foreign_ltoir_function", None)
-    import foreign_ltoir_function
+    sys.modules.pop("foreign_device_function", None)
+    import foreign_device_function
 
-    return foreign_ltoir_function
+    return foreign_device_function
 
 
 def _module(tmp_path: Path, code: str, decl: str, name: str = "lto_mod"):
@@ -102,9 +102,9 @@ def test_cuda_cxx_compiles_to_ltoir_and_links_into_an_sm_90_cubin(mod) -> None:
 @needs_libs
 def test_an_ltoir_and_a_ptx_function_link_together(mod) -> None:
     ck = mod.mixed.compile("sm_90")
-    assert [type(x) for x in ck.links] in ([str, bytes], [bytes, str]) and mod.TWICE_PTX in ck.links
+    assert [type(x) for x in ck.links] in ([str, bytes], [bytes, str]) and mod.SCALE_PTX in ck.links
     cubin = foreign_link.link_cubin(ck.ptx, ck.links, "sm_90", ck.name)
-    assert _cubin_sm(cubin) == 90 and b"az_twice" in cubin and b"az_axpb" in cubin
+    assert _cubin_sm(cubin) == 90 and b"az_scale" in cubin and b"az_axpb" in cubin
 
 
 @needs_libs
