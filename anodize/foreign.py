@@ -28,9 +28,14 @@ A foreign *device function* is called from an anodize kernel:
 The front end reads the declaration from the module's source (language/foreign_decl.py: the
 name and signature are literals; scalars in, a scalar out), the call lowers to a PTX `call` of
 an `.extern .func`, and the loader links the function's PTX with the kernel's (cuda.core's
-`Linker`: nvJitLink, else the driver's cuLink).  Trusted: that the function's real parameter
-list is the declared one, and that it touches no memory (it gets no pointers: its result
-is a value of its arguments, so no race or bounds rule can be broken through it).
+`Linker`: nvJitLink, else the driver's cuLink).  The function may also be LTO-IR (bytes or a
+`.ltoir` file: nvcc / NVRTC `-dlto`) or CUDA C++ (`kind="cuda"`, compiled to LTO-IR by NVRTC per
+GPU), which nvJitLink links (runtime/foreign_link.py).  At each compile the code is checked
+against the declaration (the symbol is defined, its parameters and result have the declared
+widths; LTO-IR is not for a newer GPU): a refusal is `az-foreign-link` at the declaration.
+Trusted: that the parameters' types (not only their widths) are the declared ones, and that it
+touches no memory (it gets no pointers: its result is a value of its arguments, so no race
+or bounds rule can be broken through it).
 """
 
 from __future__ import annotations
@@ -39,29 +44,32 @@ import ast
 import inspect
 import linecache
 import os
-import textwrap
 import re
+import sys
+import textwrap
 import typing
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from anodize.codegen.artifact import CompiledKernel
 from anodize.kernel import Kernel
-from anodize.language import contract_schema, foreign_decl
+from anodize.language import contract_schema, foreign_decl, messages
 from anodize.language.contract import (
     Contract,
     RequiresSyntaxError,
     parse_requires,
     parse_shared_mem,
 )
+from anodize.language.diagnostics import CheckError, Span
 from anodize.language.errors import ArgumentError, LaunchError
 from anodize.language.ir import ParamSpec
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.runtime import device as devmod
+from anodize.runtime import foreign_link
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, default_arch
 from anodize.runtime.config import LaunchConfig
-from anodize.runtime.nvrtc import compile_cuda
+from anodize.runtime.nvrtc import NvrtcFailure, compile_cuda, compile_ltoir
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import CompiledKernel
@@ -190,31 +198,116 @@ def cuda(source: str, name: str, signature: Mapping[str, Any] | None = None, *, 
 
 
 class ForeignFunction(Generic[R]):
-    """A foreign device function (`az.foreign.device_function`): called from a kernel only."""
+    """A foreign device function (`az.foreign.device_function`): called from a kernel only.
 
-    def __init__(self, ptx_text: str, name: str, params: tuple[tuple[str, str], ...], ret: str):
-        self.ptx = ptx_text
+    `kind` says what its code is: "ptx" (text, in `ptx`), "ltoir" (bytes, in `ltoir`) or "cuda"
+    (CUDA C++ source, in `source`, compiled to LTO-IR by NVRTC for each GPU); `path` and `line`
+    are where it was declared (its link errors point there)."""
+
+    def __init__(self, code: str | bytes, name: str, params: tuple[tuple[str, str], ...], ret: str, *, kind: str = "ptx",
+                 options: tuple[str, ...] = (), path: str = "<unknown>", line: int = 1):
+        self.kind = kind
+        self.ptx = code if isinstance(code, str) and kind == "ptx" else ""
+        self.ltoir = code if isinstance(code, bytes) else None
+        self.source = code if isinstance(code, str) and kind == "cuda" else None
+        self.options = options
         self.name = name
         self.params = params  # (name, scalar type name)
         self.ret = ret
+        self.path, self.line = path, line
 
     def __call__(self, *args: Any) -> R:
         raise TypeError(f"the foreign device function `{self.name}` runs on the GPU: call it from a kernel")
 
     def __repr__(self) -> str:
         sig = ", ".join(f"{n}: {t}" for n, t in self.params)
-        return f"<anodize foreign device function {self.name}({sig}) -> {self.ret}>"
+        return f"<anodize foreign device function {self.name}({sig}) -> {self.ret} ({self.kind})>"
+
+    def code_for(self, arch: str) -> str | bytes:
+        """The code a kernel compiled for `arch` links (codegen/artifact.py `foreign_links`): PTX
+        text or LTO-IR bytes, its definition of `name` checked against the declared signature
+        (parameter and result widths); a located `az-foreign-link` CheckError when it does not
+        link: no such symbol, another signature, LTO-IR for a newer GPU, no nvJitLink."""
+        what = {"ptx": "PTX", "ltoir": "LTO-IR", "cuda": "CUDA C++"}[self.kind]
+        try:
+            if self.kind == "ptx":
+                code: str | bytes = self.ptx
+                found = foreign_link.func_signature(self.ptx, self.name)
+            else:
+                code = self.ltoir if self.ltoir is not None else compile_ltoir(str(self.source), arch, self.options)
+                found = foreign_link.ltoir_signature(code, self.name, arch)
+        except NvrtcFailure as e:
+            if e.missing:
+                raise self._error("foreign-link-library", help="foreign-link-install", name=self.name, what=what, why=e.log) from None
+            raise self._error("foreign-link-cuda", help="foreign-link-fix-source", name=self.name, arch=arch, log=e.log) from None
+        except foreign_link.LinkFailure as e:
+            raise self._failure(e, what, arch) from None
+        if found is None:
+            raise self._error("foreign-link-symbol", help="foreign-link-name", name=self.name, what=what, symbol=self.name)
+        want = (tuple(_WIDTH[t] for _, t in self.params), _WIDTH[self.ret])
+        if found != want:
+            def show(widths: tuple[int, ...]) -> str:
+                return ", ".join("?" if w < 0 else str(w) for w in widths)
+            raise self._error("foreign-link-signature", help="foreign-link-widths", what=what, symbol=self.name, declared=show(want[0]),
+                              dret=show((want[1],)), actual=show(found[0]), aret="void" if found[1] is None else show((found[1],)))
+        return code
+
+    def _failure(self, e: foreign_link.LinkFailure, what: str, arch: str) -> CheckError:
+        """The located diagnostic of nvJitLink's refusal `e` (its `reason`)."""
+        if e.reason == "library":
+            return self._error("foreign-link-library", help="foreign-link-install", name=self.name, what=what, why=e.log)
+        if e.reason == "symbol":
+            return self._error("foreign-link-symbol", help="foreign-link-name", name=self.name, what=what, symbol=self.name)
+        if e.reason == "arch":
+            return self._error("foreign-link-arch", help="foreign-link-older-arch", name=self.name, arch=arch, log=e.log)
+        return self._error("foreign-link-input", help="foreign-link-kinds", name=self.name, what=what, log=e.log)
+
+    def _error(self, key: str, help: str, **values: Any) -> CheckError:
+        span = Span.point(self.path, self.line, 0)
+        return CheckError([messages.foreign_link(span, key, help=help, **values)])
 
 
-def device_function(ptx: str | os.PathLike[str], name: str, signature: Mapping[str, Any], returns: type[R]) -> ForeignFunction[R]:
-    """A device function from PTX text or a .ptx file (`name` is its `.func` symbol, `extern "C"`
-    in CUDA C++), called from kernels with scalar arguments and a scalar result.  Bind it to a
-    module-level name with literal `name` and `signature`: kernels are typed from the source."""
-    text = _read(ptx, "PTX") if _is_path(ptx) else str(ptx)
-    if not re.search(rf"\.func\s*(\([^)]*\))?\s*{re.escape(name)}\s*\(", text):
+_WIDTH = {"i32": 32, "u32": 32, "f32": 32, "i64": 64, "u64": 64, "f64": 64}
+_LTOIR_SUFFIXES = (".ltoir", ".lto", ".nvvm")
+_CUDA_SUFFIXES = (".cu", ".cuh")
+
+
+def device_function(code: str | bytes | os.PathLike[str], name: str, signature: Mapping[str, Any], returns: type[R], *,
+                    kind: str | None = None, options: tuple[str, ...] = ()) -> ForeignFunction[R]:
+    """A device function called from kernels with scalar arguments and a scalar result; `name`
+    is its symbol (`extern "C"` in CUDA C++, else the mangled name).  `code` is PTX text, LTO-IR
+    bytes (nvcc or NVRTC with `-dlto`), CUDA C++ source with `kind="cuda"` (compiled to LTO-IR
+    by NVRTC for each GPU, with `options`), or a file: `.ptx`, `.ltoir`/`.lto`/`.nvvm`, `.cu`.
+    LTO-IR and CUDA C++ are linked with the kernel by nvJitLink (`pip install 'anodize[ltoir]'`).
+    Bind it to a module-level name with literal `name` and `signature`: kernels are typed from
+    the source."""
+    caller = sys._getframe(1)  # the declaration's line: its link errors point there
+    kind, data = _function_code(code, kind)
+    if kind == "ptx" and not re.search(rf"\.func\s*(\([^)]*\))?\s*{re.escape(name)}\s*\(", str(data)):
         raise ArgumentError(f"the PTX has no `.func {name}`", help="`name` is the device function's symbol, as the PTX spells it (`extern \"C\"` in CUDA C++)")
+    if kind == "ltoir" and not (isinstance(data, bytes) and data.startswith(foreign_link.LTOIR_MAGIC)):
+        raise ArgumentError(f"the code given for `{name}` is not LTO-IR (no LTO-IR header)",
+                            help="pass the bytes nvcc or NVRTC wrote with `-dlto` (NVRTC: `nvrtcGetLTOIR`), PTX text, or CUDA C++ with `kind=\"cuda\"`")
     params = tuple((pname, _scalar_name(name, f"parameter `{pname}`", ann)) for pname, ann in signature.items())
-    return ForeignFunction(text, name, params, _scalar_name(name, "the result", returns))
+    return ForeignFunction(data, name, params, _scalar_name(name, "the result", returns), kind=kind, options=tuple(options),
+                           path=caller.f_code.co_filename, line=caller.f_lineno)
+
+
+def _function_code(code: str | bytes | os.PathLike[str], kind: str | None) -> tuple[str, str | bytes]:
+    """(kind, code) of a device function's `code` argument: a file read by its suffix (or `kind`)."""
+    if kind not in (None, "ptx", "ltoir", "cuda"):
+        raise ArgumentError(f"`kind={kind!r}` is not a kind of device code", help="write `kind=\"ptx\"`, `\"ltoir\"` or `\"cuda\"` (or leave it out)")
+    if isinstance(code, (bytes, bytearray)):
+        return kind or "ltoir", bytes(code)
+    suffixes = (".ptx", *_LTOIR_SUFFIXES, *_CUDA_SUFFIXES)
+    if isinstance(code, os.PathLike) or ("\n" not in code and code.endswith(suffixes) and os.path.isfile(code)):
+        path = os.fspath(code)
+        kind = kind or ("ltoir" if path.endswith(_LTOIR_SUFFIXES) else "cuda" if path.endswith(_CUDA_SUFFIXES) else "ptx")
+        if kind == "ltoir":
+            with open(path, "rb") as f:
+                return kind, f.read()
+        return kind, _read(path, "PTX")
+    return kind or "ptx", str(code)
 
 
 def _scalar_name(fn: str, what: str, ann: Any) -> str:

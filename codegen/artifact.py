@@ -91,28 +91,33 @@ class CompiledKernel:
     matmuls: tuple[str, ...] = ()
     warnings: tuple[Any, ...] = ()
     # foreign device functions the kernel calls (`az.foreign.device_function`): (module-level name,
-    # PTX symbol) each, and their PTX, read from the running program's objects (`foreign_links`):
-    # the loader links it with the kernel's PTX (`cubin` is then None: ptxas built a relocatable one)
+    # PTX symbol) each, and their code, read from the running program's objects (`foreign_links`):
+    # PTX text, or LTO-IR bytes; the loader links it with the kernel's PTX (`cubin` is then None:
+    # ptxas built a relocatable one), LTO-IR through nvJitLink (runtime/foreign_link.py)
     foreign: tuple[tuple[str, str], ...] = ()
-    links: tuple[str, ...] = ()
+    links: tuple[str | bytes, ...] = ()
 
 
-def foreign_links(fn: Any, foreign: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
-    """The PTX of each foreign device function a kernel calls, from the objects its module's names
-    are bound to now (`fn.__globals__`); a name bound to anything else is a TypeError, a name not
-    bound (a kernel read from source without running its module: `anodize build`) has none."""
-    out: list[str] = []
+def foreign_links(fn: Any, foreign: tuple[tuple[str, str], ...], arch: str) -> tuple[str | bytes, ...]:
+    """The code of each foreign device function a kernel compiled for `arch` calls (PTX text, or
+    LTO-IR bytes the loader links through nvJitLink), from the objects its module's names are
+    bound to now (`fn.__globals__`): each object's `code_for(arch)`, which checks its code
+    against its declaration (anodize/foreign.py).  A name bound to anything else is a TypeError,
+    a name not bound (a kernel read from source without running its module: `anodize build`)
+    has none."""
+    out: list[str | bytes] = []
     names = getattr(fn, "__globals__", {})
     for binding, symbol in foreign:
         if binding not in names:
             continue
         obj = names[binding]
-        text = getattr(obj, "ptx", None)
-        if getattr(obj, "name", None) != symbol or not isinstance(text, str):
+        code_for = getattr(obj, "code_for", None)
+        if getattr(obj, "name", None) != symbol or not callable(code_for):
             raise TypeError(f"`{binding}` is not the foreign device function `{symbol}` the kernel was typed against "
                             f"(it is {type(obj).__name__}): bind it once, to `az.foreign.device_function(...)`")
-        if text not in out:
-            out.append(text)
+        code = code_for(arch)
+        if code not in out:
+            out.append(code)
     return tuple(out)
 
 

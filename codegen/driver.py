@@ -175,7 +175,7 @@ def start_gpu(
     optimized, ptx_text = ptx.emit_ptx(llvm_ir, lw.entry_name, build, opt)
     out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
     out.foreign = foreign_calls(k)
-    out.links = foreign_links(getattr(kernel, "fn", None), out.foreign)  # (a typed IR passed itself has none)
+    out.links = foreign_links(getattr(kernel, "fn", None), out.foreign, arch)  # (a typed IR passed itself has none)
     out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
     out.grid_counter = lw.grid_counter
     out.ptx = ptx_text

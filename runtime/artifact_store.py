@@ -315,7 +315,7 @@ def _compiled(meta: dict[str, Any], files: dict[str, bytes], kernel: Kernel, **t
         dynamic_shared_bytes=int(meta.get("dynamic_shared_bytes", 0)),
         matmuls=tuple(str(x) for x in meta.get("matmuls", ())),
         foreign=foreign,
-        links=foreign_links(kernel.fn, foreign),  # the PTX the program holds now, never a stored copy
+        links=foreign_links(kernel.fn, foreign, str(meta["arch"])),  # the code the program holds now, never a stored copy
         **target,
     )
 

@@ -23,9 +23,12 @@ from cuda.core import (
     launch as _cu_launch,
 )
 
+from anodize.language import messages
+from anodize.language.diagnostics import CheckError, Span
 from anodize.language.errors import LaunchError
 from anodize.codegen.artifact import CompiledKernel
 from anodize.runtime.device import Device, DeviceLimits
+from anodize.runtime import foreign_link
 from anodize.runtime.faults import FaultArena
 from anodize.runtime.lazy import check_cu
 from anodize.runtime.streams import ensure_current, wait_gpu
@@ -200,11 +203,26 @@ class CudaDevice(Device):
 
 
 def link_foreign(compiled: CompiledKernel, arch: str) -> Any:
-    """The kernel's PTX linked with its foreign device functions' (`az.foreign.device_function`)
-    into a cubin for `arch`: cuda.core's Linker (nvJitLink, else the driver's cuLink)."""
+    """The kernel's PTX linked with its foreign device functions' code (`az.foreign.device_function`)
+    into a cubin for `arch`: PTX alone through cuda.core's Linker (nvJitLink, else the driver's
+    cuLink), with LTO-IR through nvJitLink (runtime/foreign_link.py, cached by content)."""
+    if any(isinstance(code, bytes) for code in compiled.links):
+        return ObjectCode.from_cubin(link_lto(compiled, arch), name=compiled.name)
     parts = [ObjectCode.from_ptx(compiled.ptx.encode(), name=compiled.name)]
-    parts += [ObjectCode.from_ptx(text.encode(), name=f"{compiled.name}.foreign{i}") for i, text in enumerate(compiled.links)]
+    parts += [ObjectCode.from_ptx(str(text).encode(), name=f"{compiled.name}.foreign{i}") for i, text in enumerate(compiled.links)]
     return Linker(*parts, options=LinkerOptions(name=compiled.name, arch=arch)).link("cubin")
+
+
+def link_lto(compiled: CompiledKernel, arch: str) -> bytes:
+    """The cubin nvJitLink links of the kernel's PTX and its functions' PTX and LTO-IR, for
+    `arch`; a refusal (each function was checked against its declaration first) is a located
+    `az-foreign-link` at the kernel."""
+    try:
+        return foreign_link.link_cubin(compiled.ptx, compiled.links, arch, compiled.name)
+    except foreign_link.LinkFailure as e:
+        span = Span.point(compiled.source_path or "<kernel>", max(compiled.source_line, 1), 0)
+        raise CheckError([messages.foreign_link(span, "foreign-link-failed", help="foreign-link-report", kernel=compiled.name,
+                                                arch=arch, log=e.log)]) from None
 
 
 def co_resident(grid: tuple[int, int, int], block: tuple[int, int, int], shared: int, sms: int, per_sm: int) -> None:

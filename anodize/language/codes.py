@@ -30,6 +30,7 @@ CODES: dict[str, str] = {
     "az-reserved": "a name the compiler reserves for itself",
     "az-stale-artifact": "a package built by `anodize build` whose kernels' source changed since the build",
     "az-internal": "an internal compiler error (a bug in anodize, not in the kernel)",
+    "az-foreign-link": "a foreign device function that does not link with the kernel calling it (no such symbol, another signature, a newer GPU's LTO-IR, no linker)",
     "az-fma-matmul": "a `tile.matmul` that runs on FP32 FMAs on a GPU with tensor cores (a warning of the compile)",
     "az-ignore": "an ignore comment that cannot apply: inside a kernel, without codes, with an unknown code, or unused",
 }

@@ -45,6 +45,7 @@ KEYED: dict[str, int] = {
     "cpu_backend_unsupported": 1,
     "barrier_divergence": 1,
     "tile_ownership": 1,
+    "foreign_link": 1,
     "PromotionError": 0,
     "RequiresSyntaxError": 0,
     "RecordError": 1,
@@ -89,6 +90,12 @@ def unsupported_literal(span: Span, value: object) -> Diagnostic:
 
 def type_error(span: Span, key: str, *, label: str = "", help: str | None = None, **values: object) -> Diagnostic:
     return make("az-type", text(key, values), span, label=label, help=help_text(help, values))
+
+
+def foreign_link(span: Span, key: str, *, help: str | None = None, **values: object) -> Diagnostic:
+    """`az-foreign-link`: a foreign device function that does not link with a kernel calling it,
+    at its declaration (anodize/foreign.py checks it when the kernel is compiled for a GPU)."""
+    return make("az-foreign-link", text(key, values), span, label="declared here", help=help_text(help, values))
 
 
 def fma_matmul(span: Span, why: str, arch: str) -> Diagnostic:

@@ -80,7 +80,7 @@ def test_cpu_and_debug_refuse_at_the_call(mod, where: str) -> None:
     with pytest.raises(CheckError) as e:
         mod.scaled[az.LaunchConfig.for_num_elems(8, block=256)](a, c, np.float32(2), np.int32(3))
     (d,) = e.value.diagnostics
-    assert d.code == "az-unsupported" and d.span.line == 30 and d.span.path.endswith("foreign_device_function.py")
+    assert d.code == "az-unsupported" and d.span.line == 37 and d.span.path.endswith("foreign_device_function.py")
     assert "`scale`, a foreign device function" in d.message and ("CPU backend" if where == "cpu" else "debug device") in d.message
 
 
