@@ -109,36 +109,87 @@ def _libdevice_bitcode() -> bytes:
 # Every compile's module lives in an LLVM context of its own, disposed with it: the types,
 # constants and metadata a module creates stay in its context for the context's life (on
 # llvmlite's global context, every compile grew the process for good).  A module that links
-# libdevice is parsed into the context of the parsed libdevice, which is renewed (libdevice
-# parsed again, ~0.1 s) after `LIBDEVICE_USES` compiles, so that context's growth is bounded.
+# libdevice is parsed into the libdevice context, which holds the parts of libdevice linked so
+# far and is renewed after `LIBDEVICE_USES` compiles, so that its growth is bounded.
+#
+# A module links only the libdevice functions it calls, with what they call (`_libdevice_part`):
+# libdevice is ~575 functions, and linking all of it cost more than the rest of a small
+# compile (the link ~60 ms, the verifier ~30 ms over the copy, O3 ~120 ms before it dropped
+# the unused ones: GELU's tile kernel, bench/RESULTS.md session 12); the PTX is the same
+# (tests/codegen/test_libdevice_part.py).  Each part is cut once a process from a parse of
+# libdevice of its own (~40 ms), and kept as bitcode (a few KB) across the context's renewals.
 LIBDEVICE_USES = 64
-_LIBDEVICE: tuple[llvm.ContextRef, llvm.ModuleRef] | None = None
+LIBDEVICE_PARTS = True  # link only the functions used (False: all of libdevice; a test compares the two)
+_LIBDEVICE: tuple[llvm.ContextRef, dict[frozenset[str], llvm.ModuleRef]] | None = None
 _LIBDEVICE_LEFT = 0
+_PART_BITCODE: dict[frozenset[str], bytes] = {}
+_RE_NV_DECL = re.compile(r'^declare [^@\n]*@"?(__nv_\w+)"?\(', re.M)
 
 
-def _libdevice() -> tuple[llvm.ContextRef, llvm.ModuleRef]:
-    """The context holding the parsed libdevice, and libdevice (link it with `preserve=True`);
-    one use of it counted.  Call under `_lock`."""
+def libdevice_calls(module_text: str) -> frozenset[str]:
+    """The libdevice functions a module's text declares."""
+    return frozenset(_RE_NV_DECL.findall(module_text))
+
+
+def _part_bitcode(symbols: frozenset[str]) -> bytes:
+    """libdevice cut down to the definitions of `symbols` and what they reach, as bitcode."""
+    hit = _PART_BITCODE.get(symbols)
+    if hit is None:
+        llvm = binding()
+        context = llvm.create_context()
+        try:
+            mod = llvm.parse_bitcode(_libdevice_bitcode(), context)
+            try:
+                for f in mod.functions:
+                    if not f.is_declaration and f.name not in symbols:
+                        f.linkage = "internal"
+                for g in mod.global_variables:
+                    if not g.is_declaration:
+                        g.linkage = "internal"
+                pb = llvm.create_pass_builder(target_machine(), llvm.create_pipeline_tuning_options(speed_level=0))
+                mpm = llvm.create_new_module_pass_manager()
+                mpm.add_global_dead_code_eliminate_pass()
+                try:
+                    mpm.run(mod, pb)
+                finally:
+                    llvm.ffi.lib.LLVMPY_DisposeNewModulePassManger(mpm)
+                    mpm.detach()
+                hit = _PART_BITCODE[symbols] = mod.as_bitcode()
+            finally:
+                mod.close()
+        finally:
+            context.close()
+    return hit
+
+
+def _libdevice(symbols: frozenset[str]) -> tuple[llvm.ContextRef, llvm.ModuleRef]:
+    """The libdevice context, and the part of libdevice that defines `symbols` (all of it when
+    `LIBDEVICE_PARTS` is off) parsed into it (link it with `preserve=True`); one use of the
+    context counted.  Call under `_lock`."""
     global _LIBDEVICE, _LIBDEVICE_LEFT
     if _LIBDEVICE is None or _LIBDEVICE_LEFT <= 0:
         _drop_libdevice()
-        llvm = binding()
-        context = llvm.create_context()
-        mod = llvm.parse_bitcode(_libdevice_bitcode(), context)
+        _LIBDEVICE, _LIBDEVICE_LEFT = (binding().create_context(), {}), LIBDEVICE_USES
+    _LIBDEVICE_LEFT -= 1
+    context, parts = _LIBDEVICE
+    key = symbols if LIBDEVICE_PARTS else frozenset(["*"])
+    mod = parts.get(key)
+    if mod is None:
+        mod = binding().parse_bitcode(_part_bitcode(symbols) if LIBDEVICE_PARTS else _libdevice_bitcode(), context)
         mod.triple = TRIPLE
         mod.data_layout = data_layout()
-        _LIBDEVICE, _LIBDEVICE_LEFT = (context, mod), LIBDEVICE_USES
-    _LIBDEVICE_LEFT -= 1
-    return _LIBDEVICE
+        parts[key] = mod
+    return context, mod
 
 
 def _drop_libdevice() -> None:
-    """Dispose of the parsed libdevice and its context (no module of it may be alive)."""
+    """Dispose of the parsed libdevice parts and their context (no module of it may be alive)."""
     global _LIBDEVICE
     if _LIBDEVICE is not None:
-        context, mod = _LIBDEVICE
+        context, parts = _LIBDEVICE
         _LIBDEVICE = None
-        mod.close()
+        for mod in parts.values():
+            mod.close()
         context.close()
 
 
@@ -332,7 +383,7 @@ def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -
     llvm = binding()
     tm = target_machine(arch, opt)
     with _lock:
-        libdevice = _libdevice() if uses_libdevice(llvm_ir) else None
+        libdevice = _libdevice(libdevice_calls(llvm_ir)) if uses_libdevice(llvm_ir) else None
         context = libdevice[0] if libdevice is not None else llvm.create_context()
         try:
             mod = llvm.parse_assembly(llvm_ir, context)

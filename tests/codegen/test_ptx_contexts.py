@@ -1,6 +1,6 @@
 """Each GPU compile's LLVM module lives in a context of its own, disposed after it
 (codegen/gpu/ptx.py `emit_ptx`): nothing a compile creates stays in LLVM's global context.  A
-module that links libdevice shares the parsed libdevice's context, renewed every
+module that links libdevice shares the context of the parsed libdevice parts, renewed every
 `LIBDEVICE_USES` compiles."""
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ def test_the_libdevice_context_is_renewed(contexts: list[object], monkeypatch: p
     assert ptx.uses_libdevice(ir)
     monkeypatch.setattr(ptx, "LIBDEVICE_USES", 2)
     ptx._drop_libdevice()
+    ptx._part_bitcode(ptx.libdevice_calls(ir))  # (cut once a process, in a context of its own, disposed)
     contexts.clear()
     outs = [_emit(ir) for _ in range(3)]
     assert len(contexts) == 2 and contexts[0].closed and not contexts[1].closed  # type: ignore[attr-defined]
