@@ -62,20 +62,21 @@ def libdevice_symbol(name: str, bits: int) -> str:
     return f"__nv_{MATH[name].libdevice}{'f' if bits == 32 else ''}"
 
 
-_lock = threading.Lock()  # LLVM's one-time target registration, and cutting a libdevice part
+_init_lock = threading.Lock()  # LLVM's one-time target registration
+_part_lock = threading.Lock()  # cutting a libdevice part (`_part_bitcode`)
+_initialised = False
 
 
 def _init() -> None:
     global _initialised
-    with _lock:
+    if _initialised:
+        return
+    with _init_lock:
         if not _initialised:
             llvm = binding()
             llvm.initialize_all_targets()
             llvm.initialize_all_asmprinters()
             _initialised = True
-
-
-_initialised = False
 
 
 def features_for(arch: str) -> str:
@@ -149,11 +150,11 @@ def libdevice_calls(module_text: str) -> frozenset[str]:
 
 def _part_bitcode(symbols: frozenset[str]) -> bytes:
     """libdevice cut down to the definitions of `symbols` and what they reach, as bitcode (cut
-    once a process, under `_lock`)."""
+    once a process, under `_part_lock`)."""
     hit = _PART_BITCODE.get(symbols)
     if hit is not None:
         return hit
-    with _lock:
+    with _part_lock:
         hit = _PART_BITCODE.get(symbols)
         if hit is None:
             hit = _PART_BITCODE[symbols] = _cut(_libdevice_bitcode(), symbols)

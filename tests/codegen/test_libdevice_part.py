@@ -32,7 +32,7 @@ def _emit(art: Any, parts: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     _calls += 1
     with monkeypatch.context() as m:
         m.setattr(ptx, "LIBDEVICE_PARTS", parts)
-        return canonical(ptx.emit_ptx(f"{art.llvm_ir}\n; call {_calls}\n", art.entry, "sm_90a" if ".target sm_90a" in art.ptx else "sm_90")[1])
+        return canonical(ptx.emit_ptx(f"{art.llvm_ir}\n; libdevice part call {_calls}\n", art.entry, "sm_90a" if ".target sm_90a" in art.ptx else "sm_90")[1])
 
 
 def test_math_kernels_ptx_is_byte_identical(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -77,3 +77,17 @@ def test_a_part_defines_what_it_is_cut_for_and_is_cut_once(monkeypatch: pytest.M
     mod = real(part, llvm.create_context())
     defined = {f.name for f in mod.functions if not f.is_declaration}
     assert want <= defined and len(defined) < 20  # libdevice defines ~575
+
+
+def test_a_first_compile_for_another_arch_cuts_its_part(tmp_path: Path) -> None:
+    """A fresh process whose first libdevice compile targets sm_90a (no sm_90 target machine made
+    yet: cutting the part makes one) finishes (the cut once waited on the lock it held)."""
+    import subprocess
+
+    art = compile_gpu(K.math32, "sm_90", ptxas=False)
+    src = tmp_path / "m.ll"
+    src.write_text(art.llvm_ir)
+    code = (f"from anodize.codegen.gpu import ptx\n"
+            f"print(len(ptx.emit_ptx(open({str(src)!r}).read(), {art.entry!r}, 'sm_90a')[1]) > 0)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert out.returncode == 0 and out.stdout.strip() == "True", out.stderr[-2000:]
