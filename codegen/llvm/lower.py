@@ -53,7 +53,7 @@ from .locals import LocalsLowering
 from .record_align import aligned_records, lower_versioned
 from .registry import LOWERINGS, Handler, missing
 from .stmts import StmtLowering
-from .zero_init import drop_unread_zero_stores
+from .block_slots import forward_block_slots
 # the LLVM types live in types.py; all re-exported here (codegen's modules import them from here)
 from .types import DOUBLE, FLOAT, I1, I8, I32T, I64T, INTRINSIC_MATH, W2, W3, WITNESS_LL, _DIM_NAMES, Frame, SliceVal, _align, _fs, add_attr, mem_type, reg_type, value_type
 
@@ -170,7 +170,7 @@ class Lowerer:
         self.line_info = line_info
         self.checks = 0
         self.module = llir.Module(name=k.name)
-        # every slot's zero store in the entry block, by id(slot) (zero_init.py drops those no load sees)
+        # every slot's zero store in the entry block, by id(slot) (block_slots.py removes the block-local slots)
         self.zero_stores: dict[int, tuple[llir.AllocaInstr, llir.StoreInstr]] = {}
         self.module.triple = target.triple()
         self.gptr = llir.PointerType(addrspace=target.global_as)
@@ -315,7 +315,7 @@ class Lowerer:
         self.b.position_at_end(ret_block)
         self.b.ret_void()
         self.alloca_b.branch(body)
-        drop_unread_zero_stores(fn, self.zero_stores)
+        forward_block_slots(fn, self.zero_stores)
         self.t.decorate_entry(self, fn)
         return self.module
 

@@ -18,7 +18,7 @@ from anodize.codegen.llvm.binding import binding
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tile_mma_cases as C  # noqa: E402
-from test_zero_init import canonical  # noqa: E402
+from test_block_slots import canonical  # noqa: E402
 from tile_cases import kernel_ir  # noqa: E402
 
 pytestmark = pytest.mark.skipif(ptx.libdevice_path() is None, reason="libdevice is not installed")
