@@ -1,7 +1,8 @@
 """The NVPTX backend: the GPU `Target`, O3 over the module (with libdevice when it is
 used), PTX emission, and an optional `ptxas` run for a cubin and resource usage.
 
-Target machines and the parsed libdevice are built once per process and reused.
+Target machines are built once per thread, and each libdevice part once per process
+(`emit_ptx`'s notes): compiles on several threads run LLVM at once.
 """
 
 from __future__ import annotations
@@ -61,14 +62,21 @@ def libdevice_symbol(name: str, bits: int) -> str:
     return f"__nv_{MATH[name].libdevice}{'f' if bits == 32 else ''}"
 
 
-_lock = threading.Lock()
+_init_lock = threading.Lock()  # LLVM's one-time target registration
+_part_lock = threading.Lock()  # cutting a libdevice part (`_part_bitcode`)
+_initialised = False
 
 
-@functools.cache
 def _init() -> None:
-    llvm = binding()
-    llvm.initialize_all_targets()
-    llvm.initialize_all_asmprinters()
+    global _initialised
+    if _initialised:
+        return
+    with _init_lock:
+        if not _initialised:
+            llvm = binding()
+            llvm.initialize_all_targets()
+            llvm.initialize_all_asmprinters()
+            _initialised = True
 
 
 def features_for(arch: str) -> str:
@@ -77,12 +85,23 @@ def features_for(arch: str) -> str:
     return _PTX_FOR_ARCH[arch]
 
 
-@functools.cache
+_machines = threading.local()
+
+
 def target_machine(arch: str = DEFAULT_ARCH, opt: int = 3) -> llvm.TargetMachine:
-    """One NVPTX target machine per (arch, opt), reused by every compile."""
-    llvm = binding()
-    _init()
-    return llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
+    """One NVPTX target machine per (arch, opt) and thread, reused by the thread's compiles: two
+    threads compile at once (the autotuner's parallel compiles; llvmlite's calls release the
+    GIL), and an LLVM TargetMachine is not for concurrent use (its subtarget cache fills on
+    first use), so none is shared, as LLVM's own concurrent compilers (ORC) do."""
+    made: dict[tuple[str, int], llvm.TargetMachine] | None = getattr(_machines, "made", None)
+    if made is None:
+        made = _machines.made = {}
+    tm = made.get((arch, opt))
+    if tm is None:
+        llvm = binding()
+        _init()
+        tm = made[(arch, opt)] = llvm.Target.from_triple(TRIPLE).create_target_machine(cpu=arch, features=features_for(arch), opt=opt)
+    return tm
 
 
 @functools.cache
@@ -108,38 +127,75 @@ def _libdevice_bitcode() -> bytes:
 
 # Every compile's module lives in an LLVM context of its own, disposed with it: the types,
 # constants and metadata a module creates stay in its context for the context's life (on
-# llvmlite's global context, every compile grew the process for good).  A module that links
-# libdevice is parsed into the context of the parsed libdevice, which is renewed (libdevice
-# parsed again, ~0.1 s) after `LIBDEVICE_USES` compiles, so that context's growth is bounded.
-LIBDEVICE_USES = 64
-_LIBDEVICE: tuple[llvm.ContextRef, llvm.ModuleRef] | None = None
-_LIBDEVICE_LEFT = 0
+# llvmlite's global context, every compile grew the process for good).  No LLVM object is shared
+# between compiles (target machines are per thread), so compiles on several threads run LLVM
+# at once.
+#
+# A module links only the libdevice functions it calls, with what they call (`_part_bitcode`):
+# libdevice is ~575 functions, and linking all of it cost more than the rest of a small
+# compile (the link ~60 ms, the verifier ~30 ms over the copy, O3 ~120 ms before it dropped
+# the unused ones: GELU's tile kernel, bench/RESULTS.md session 12); the PTX is the same
+# (tests/codegen/test_libdevice_part.py).  Each part is cut once a process from a parse of
+# libdevice of its own (~40 ms) and kept as bitcode (a few KB), which each compile parses into
+# its own context (well under a millisecond).
+LIBDEVICE_PARTS = True  # link only the functions used (False: all of libdevice; a test compares the two)
+_PART_BITCODE: dict[frozenset[str], bytes] = {}
+_RE_NV_DECL = re.compile(r'^declare [^@\n]*@"?(__nv_\w+)"?\(', re.M)
 
 
-def _libdevice() -> tuple[llvm.ContextRef, llvm.ModuleRef]:
-    """The context holding the parsed libdevice, and libdevice (link it with `preserve=True`);
-    one use of it counted.  Call under `_lock`."""
-    global _LIBDEVICE, _LIBDEVICE_LEFT
-    if _LIBDEVICE is None or _LIBDEVICE_LEFT <= 0:
-        _drop_libdevice()
-        llvm = binding()
-        context = llvm.create_context()
-        mod = llvm.parse_bitcode(_libdevice_bitcode(), context)
-        mod.triple = TRIPLE
-        mod.data_layout = data_layout()
-        _LIBDEVICE, _LIBDEVICE_LEFT = (context, mod), LIBDEVICE_USES
-    _LIBDEVICE_LEFT -= 1
-    return _LIBDEVICE
+def libdevice_calls(module_text: str) -> frozenset[str]:
+    """The libdevice functions a module's text declares."""
+    return frozenset(_RE_NV_DECL.findall(module_text))
 
 
-def _drop_libdevice() -> None:
-    """Dispose of the parsed libdevice and its context (no module of it may be alive)."""
-    global _LIBDEVICE
-    if _LIBDEVICE is not None:
-        context, mod = _LIBDEVICE
-        _LIBDEVICE = None
-        mod.close()
+def _part_bitcode(symbols: frozenset[str]) -> bytes:
+    """libdevice cut down to the definitions of `symbols` and what they reach, as bitcode (cut
+    once a process, under `_part_lock`)."""
+    hit = _PART_BITCODE.get(symbols)
+    if hit is not None:
+        return hit
+    with _part_lock:
+        hit = _PART_BITCODE.get(symbols)
+        if hit is None:
+            hit = _PART_BITCODE[symbols] = _cut(_libdevice_bitcode(), symbols)
+    return hit
+
+
+def _cut(bitcode: bytes, symbols: frozenset[str]) -> bytes:
+    llvm = binding()
+    tm = target_machine()
+    context = llvm.create_context()
+    try:
+        mod = llvm.parse_bitcode(bitcode, context)
+        try:
+            for f in mod.functions:
+                if not f.is_declaration and f.name not in symbols:
+                    f.linkage = "internal"
+            for g in mod.global_variables:
+                if not g.is_declaration:
+                    g.linkage = "internal"
+            pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=0))
+            mpm = llvm.create_new_module_pass_manager()
+            mpm.add_global_dead_code_eliminate_pass()
+            try:
+                mpm.run(mod, pb)
+            finally:  # (binding.py `optimize` says why)
+                llvm.ffi.lib.LLVMPY_DisposeNewModulePassManger(mpm)
+                mpm.detach()
+            return bytes(mod.as_bitcode())
+        finally:
+            mod.close()
+    finally:
         context.close()
+
+
+def _libdevice_module(symbols: frozenset[str], context: llvm.ContextRef) -> llvm.ModuleRef:
+    """The part of libdevice that defines `symbols` (all of it when `LIBDEVICE_PARTS` is off),
+    parsed into `context` (a compile's own; `link_in` consumes it)."""
+    mod = binding().parse_bitcode(_part_bitcode(symbols) if LIBDEVICE_PARTS else _libdevice_bitcode(), context)
+    mod.triple = TRIPLE
+    mod.data_layout = data_layout()
+    return mod
 
 
 class NVPTXTarget(Target):
@@ -326,27 +382,25 @@ def uses_libdevice(module_text: str) -> bool:
 
 
 def emit_ptx(llvm_ir: str, entry: str, arch: str = DEFAULT_ARCH, opt: int = 3) -> tuple[str, str]:
-    """Optimise a module (linking libdevice if it calls `__nv_*`) and emit PTX.
+    """Optimise a module (linking the libdevice functions it calls `__nv_*`) and emit PTX.
+    Safe to call from several threads at once.
 
     Returns (optimised LLVM IR, PTX)."""
     llvm = binding()
     tm = target_machine(arch, opt)
-    with _lock:
-        libdevice = _libdevice() if uses_libdevice(llvm_ir) else None
-        context = libdevice[0] if libdevice is not None else llvm.create_context()
+    context = llvm.create_context()
+    try:
+        mod = llvm.parse_assembly(llvm_ir, context)
         try:
-            mod = llvm.parse_assembly(llvm_ir, context)
-            try:
-                if libdevice is not None:
-                    mod.link_in(libdevice[1], preserve=True)
-                mod.verify()
-                optimize(mod, tm, opt, {entry})
-                return str(mod), tm.emit_assembly(mod)
-            finally:
-                mod.close()
+            if uses_libdevice(llvm_ir):
+                mod.link_in(_libdevice_module(libdevice_calls(llvm_ir), context))
+            mod.verify()
+            optimize(mod, tm, opt, {entry})
+            return str(mod), tm.emit_assembly(mod)
         finally:
-            if libdevice is None:
-                context.close()
+            mod.close()
+    finally:
+        context.close()
 
 
 # ---- ptxas ---------------------------------------------------------------------------------

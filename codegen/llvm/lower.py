@@ -53,6 +53,7 @@ from .locals import LocalsLowering
 from .record_align import aligned_records, lower_versioned
 from .registry import LOWERINGS, Handler, missing
 from .stmts import StmtLowering
+from .block_slots import forward_block_slots
 # the LLVM types live in types.py; all re-exported here (codegen's modules import them from here)
 from .types import DOUBLE, FLOAT, I1, I8, I32T, I64T, INTRINSIC_MATH, W2, W3, WITNESS_LL, _DIM_NAMES, Frame, SliceVal, _align, _fs, add_attr, mem_type, reg_type, value_type
 
@@ -169,6 +170,8 @@ class Lowerer:
         self.line_info = line_info
         self.checks = 0
         self.module = llir.Module(name=k.name)
+        # every slot's zero store in the entry block, by id(slot) (block_slots.py removes the block-local slots)
+        self.zero_stores: dict[int, tuple[llir.AllocaInstr, llir.StoreInstr]] = {}
         self.module.triple = target.triple()
         self.gptr = llir.PointerType(addrspace=target.global_as)
         self.decls: dict[str, llir.Function] = {}
@@ -312,12 +315,13 @@ class Lowerer:
         self.b.position_at_end(ret_block)
         self.b.ret_void()
         self.alloca_b.branch(body)
+        forward_block_slots(fn, self.zero_stores)
         self.t.decorate_entry(self, fn)
         return self.module
 
     def alloca(self, ty: llir.Type, name: str) -> llir.Value:
         slot = self.alloca_b.alloca(ty, name=name)
-        self.alloca_b.store(llir.Constant(ty, None), slot)
+        self.zero_stores[id(slot)] = (slot, self.alloca_b.store(llir.Constant(ty, None), slot))
         return slot
 
     def make_fault_fn(self) -> None:
