@@ -13,8 +13,9 @@ however often it runs).
     python3 tools/ptx_mix.py --attention [VARIANTS] [--dims 64,128] [--warps 4,8] [--modes ...]
 
 `--attention` compiles tests/codegen/attention_variants.py's bodies for sm_90 (BM 128, BN 64)
-as the recognised form (`form`, example body at 4 warps only) and by operations (`ops`; `+p`:
-ANODIZE_TILE_PREFETCH=1, `+h`: Q held in registers, tile_plan.A_HELD_LIMIT=64) and prints one
+as the recognised form (`form`, the example body only) and by operations (`ops`; `+p`:
+ANODIZE_TILE_PREFETCH=1, `+h`: Q held in registers, tile_plan.A_HELD_LIMIT=64, `+f`:
+ANODIZE_TILE_F16X2=1, `+r`: ANODIZE_TILE_A_RESIDENT=1, `+v`: ANODIZE_TILE_LOOP_VERSIONS=1) and prints one
 markdown table row per kernel and mode: the main loop's mix (the loop with the most
 tensor-core instructions) and the kernel's resources.
 """
@@ -236,9 +237,15 @@ class Report:
     resources: dict[str, int]
 
     def main_loop(self) -> Loop | None:
-        """The loop with the most tensor-core instructions (the innermost of equals)."""
+        """The loop with the most tensor-core instructions (of equals the innermost, then the one
+        with the fewest global loads and instructions: a loop versioned for aligned and
+        unaligned copies counts as its cp.async copy)."""
         tc = [lp for lp in self.loops if _tensor(lp.mix)]
-        return max(tc, key=lambda lp: (_tensor(lp.mix), lp.depth)) if tc else None
+        return max(tc, key=lambda lp: (_tensor(lp.mix), lp.depth, -_global_loads(lp.mix), -lp.total)) if tc else None
+
+
+def _global_loads(c: Counter[str]) -> int:
+    return sum(n for k, n in c.items() if k.startswith("ld.global"))
 
 
 def _tensor(c: Counter[str]) -> int:
@@ -318,6 +325,11 @@ def row_counts(c: Counter[str]) -> dict[str, int]:
     return out
 
 
+# a mode's `+x` flags: the switch each turns on (`+h`: tile_plan.A_HELD_LIMIT = 64, Q held in registers)
+MODE_SWITCHES = {"p": "ANODIZE_TILE_PREFETCH", "f": "ANODIZE_TILE_F16X2", "r": "ANODIZE_TILE_A_RESIDENT",
+                 "v": "ANODIZE_TILE_LOOP_VERSIONS"}
+
+
 def _form_matches(k: object, warps: int) -> bool:
     from anodize.codegen.tile.attention import TileAttention
     from anodize.codegen.tile.entry import lower_tiles
@@ -346,21 +358,25 @@ def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn
     t = front.typed(fdef, (("BM", bm), ("BN", bn), ("D", d)))
     assert t.ir is not None, [x.message for x in t.diagnostics]
     k = replace(t.ir, tile_warps=warps)
-    saved = (os.environ.get("ANODIZE_ATTN_FORM"), os.environ.get("ANODIZE_TILE_PREFETCH"), tile_plan.A_HELD_LIMIT)
+    names = ("ANODIZE_ATTN_FORM", *MODE_SWITCHES.values())
+    saved = tuple(os.environ.get(n) for n in names)
+    held = tile_plan.A_HELD_LIMIT
+    flags = set(mode.split("+")[1:])
     try:
         os.environ["ANODIZE_ATTN_FORM"] = "" if mode == "form" else "off"
-        os.environ["ANODIZE_TILE_PREFETCH"] = "1" if "+p" in mode else ""
-        tile_plan.A_HELD_LIMIT = 64 if "+h" in mode else saved[2]
+        for flag, name in MODE_SWITCHES.items():
+            os.environ[name] = "1" if flag in flags else ""
+        tile_plan.A_HELD_LIMIT = 64 if "h" in flags else held
         if mode == "form" and not _form_matches(k, warps):
             return None
         return compile_gpu(k, "sm_90", ptxas=False).ptx
     finally:
-        for key, val in zip(("ANODIZE_ATTN_FORM", "ANODIZE_TILE_PREFETCH"), saved[:2]):
+        for key, val in zip(names, saved):
             if val is None:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = val
-        tile_plan.A_HELD_LIMIT = saved[2]
+        tile_plan.A_HELD_LIMIT = held
 
 
 def attention_table(variants: list[str], dims: list[int], warps: list[int], modes: list[str], dump: str = "") -> None:

@@ -343,10 +343,12 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     m, n, kk = site.shape
     warps = low.T // 32
     lay = dest.layout
+    # A staged once before its loop and read from shared memory (codegen/tile/prefetch.py, resident A)
+    resident = site.x.load is not None and id(site.stmt) in low.prefetch
     engine = "mma"
-    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked) and not a_regs:
+    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked) and not a_regs and not resident:
         engine = "wgmma"
-    ops = [None if op.load is None else
+    ops = [None if op.load is None or (resident and op is site.x) else
            MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
     stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
@@ -366,7 +368,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
         stages = forced
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
     pf = None
-    if a_regs:  # B's whole K x N tile, one stage (or its loop's two slots: codegen/tile/prefetch.py)
+    if a_regs or resident:  # B's whole K x N tile, one stage (or its loop's two slots: codegen/tile/prefetch.py)
         stages, dyn = 1, kk * n * 2
         pf, total = low.prefetch.get(id(site.stmt), (None, 0))
         if pf is not None:
