@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import walk
 from anodize.language.tile_ir import TileElem, TileReduce, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
 from anodize.language.types import BOOL, F32, I32, I64
@@ -326,20 +327,26 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     ty: TileTy = site.stmt.value.ty  # type: ignore[assignment]
     dest = registers_of(low, name, ty)
     out: list[ir.Stmt] = []
+    acc_out: list[ir.Stmt] = []
     if site.stmt.value.acc is None:  # type: ignore[union-attr]
-        out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
-    elif site.acc is not None:  # `acc * alpha`: into the target's registers first
-        _eval_into(low, dest, site.acc, out)
+        acc_out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
+    elif site.acc is not None:  # `acc * alpha`: into the target's registers
+        _eval_into(low, dest, site.acc, acc_out)
     a_regs: tuple[str, ...] = ()
+    a_out: list[ir.Stmt] = []
     if site.x.load is None:  # `p.astype(f16)`: its (M, K) registers are the A fragments
-        held = low.prep(site.x.regs, out)
+        held = low.prep(site.x.regs, a_out)
         if is_register_tile(held):  # a register tile itself (`qt` held across the loop): its registers
             a_regs = tuple(held.regs)
         else:
             a_ty: TileTy = site.x.regs.ty
             a = registers_of(low, low.fresh("opa"), a_ty)
-            _eval_into(low, a, site.x.regs, out)
+            _eval_into(low, a, site.x.regs, a_out)
             a_regs = tuple(a.regs)
+    # an A expression reading the target (`acc = tile.matmul(acc.astype(f16), w)`) is evaluated
+    # before the target's registers are overwritten; else after (the order the GPU verified)
+    reads_target = site.x.regs is not None and any(isinstance(e, ir.Local) and e.name == name for e in walk(site.x.regs))
+    out += [*a_out, *acc_out] if reads_target else [*acc_out, *a_out]
     m, n, kk = site.shape
     warps = low.T // 32
     lay = dest.layout

@@ -159,3 +159,64 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(d ** -0.5))
     want = AV.reference(variant, q, k, v, bh, seq, d ** -0.5)
     np.testing.assert_allclose(o.to_host().astype(np.float64), want, rtol=2e-2, atol=2e-2)
+
+
+CHAIN = '''
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
+
+
+@az.tile_kernel(num_warps=4)
+def chain(w: Slice2D[f16], c: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    acc = tile.full((128, 64), 0.5, f32)
+    for j in range(0, n, 64):
+        acc = tile.matmul(acc.astype(f16), tile.load(w, (j, 0), (64, 64)))
+    tile.store(c, pid, acc)
+'''
+
+
+def test_an_a_operand_reading_the_target_is_evaluated_before_the_target_is_zeroed() -> None:
+    """`acc = tile.matmul(acc.astype(f16), w)`: the A fragments are the old `acc`'s (the
+    target's registers are zeroed for the new product only after A is read)."""
+    from anodize.codegen.tile.entry import lower_tiles
+    from anodize.codegen.tile.mma import TileMma
+    from anodize.language import ir
+    from anodize.language.front import front_for_source
+
+    front = front_for_source(CHAIN, "<chain>")
+    t = front.typed(next(f for f in front.kernels() if f.name == "chain"), ())
+    assert t.ir is not None
+    low = lower_tiles(t.ir, 128, tensor_cores=True, shared_limit=99 * 1024)
+    loop = next(s for s in ir.walk_stmts(low.body) if isinstance(s, ir.ForRange) and any(isinstance(x, TileMma) for x in s.body))
+    mma = next(x for x in loop.body if isinstance(x, TileMma))
+    body = list(loop.body)
+    first_zero = next(i for i, s in enumerate(body) if isinstance(s, ir.Assign) and s.name in mma.acc and isinstance(s.value, ir.Const))
+    first_a = next(i for i, s in enumerate(body) if isinstance(s, ir.Assign) and s.name in mma.a_regs)
+    assert first_a < first_zero < body.index(mma)
+
+
+@pytest.mark.gpu
+def test_an_a_operand_reading_the_target_matches_float64() -> None:
+    import importlib.util
+    import tempfile
+
+    import numpy as np
+
+    import anodize as az
+
+    path = Path(tempfile.mkdtemp()) / "tile_chain.py"
+    path.write_text(CHAIN)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    sys.modules[path.stem] = mod
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((128, 64)) * 0.125).astype(np.float16)
+    dev = az.device()
+    c = dev.empty((128, 64), az.f32)
+    mod.chain[az.LaunchConfig.for_tiles((128, 64), (128, 64))](dev.to_device(w), c, 128)
+    acc = np.full((128, 64), 0.5)
+    for j in range(0, 128, 64):
+        acc = acc.astype(np.float16).astype(np.float64) @ w[j:j + 64].astype(np.float64)
+    np.testing.assert_allclose(c.to_host(), acc, rtol=1e-2, atol=1e-2)
