@@ -1,6 +1,6 @@
-"""A tensor-core matmul whose A operand is in registers (or resident in shared memory across its loop:
-codegen/tile/prefetch.py) (`tile.matmul(p.astype(f16), v_tile, acc)`,
-the layout plan's register operand: language/tile_plan.py), on mma.sync m16n8k16.
+"""A tensor-core matmul whose A operand is in registers (`tile.matmul(p.astype(f16), v_tile, acc)`,
+the layout plan's register operand: language/tile_plan.py), on mma.sync m16n8k16; or whose A is
+resident in shared memory across its loop (codegen/tile/prefetch.py), read with ldmatrix.
 
 A is an (M, K) register tile in the accumulator layout over a (warps, 1) grid
 (codegen/tile/layout.py): a thread's registers of two neighbouring n8 blocks `2 kk` and
