@@ -34,6 +34,7 @@ def loop_mix(variant: str, d: int, warps: int, mode: str) -> tuple[dict[str, int
 
 
 @needs_ptxas
+@pytest.mark.slow
 def test_the_form_loop_the_by_ops_loop_is_measured_against() -> None:
     cells, res, _ = loop_mix("example", 64, 4, "form")
     assert (cells["mma.sync"], cells["ldmatrix"], cells["cvt.f16x2"], cells["shfl"], cells["ex2"]) == (128, 32, 32, 8, 68)
