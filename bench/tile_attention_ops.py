@@ -2,9 +2,10 @@
 recognised form and torch SDPA, H200, batch 4, 16 heads, seq 4096, f16, each output checked
 against SDPA: examples/tile_attention.py's kernel with the form on, then with it off
 (`ANODIZE_ATTN_FORM=off`), and the variants of tests/codegen/attention_variants.py (exp2 with
-the scale in the exponent, causal through `tile.arange`), d64 and d128, 4 and 8 warps.
+the scale in the exponent, causal through `tile.arange`), d64 and d128, 4 and 8 warps; `NAME:FLAGS`
+turns on the by-ops switches that are off by default (letters below).
 
-    python3 bench/tile_attention_ops.py [example,exp2,causal] [64,128]
+    python3 bench/tile_attention_ops.py [form,example,exp2:phf,causal:prf] [64,128]
 """
 
 from __future__ import annotations
@@ -31,7 +32,14 @@ def main() -> None:
     from suite import time_events
 
     dev = az.device(0)
-    # NAME[:p0]: ":p0" compiles with ANODIZE_TILE_PREFETCH=0 (each tile staged at its matmul)
+    # NAME[:p0]: ":p0" compiles with ANODIZE_TILE_PREFETCH=0 (each tile staged at its matmul);
+    # NAME[:FLAGS], FLAGS letters of tools/ptx_mix.py's modes: p prefetch, h Q held in registers
+    # (tile_plan.A_HELD_LIMIT 64), f f16x2 packing, r Q resident in shared memory, v aligned loop version
+    from anodize.language import tile_plan
+
+    sys.path.insert(0, str(ROOT / "tools"))
+    from ptx_mix import MODE_SWITCHES
+
     variants = (sys.argv[1] if len(sys.argv) > 1 else "form,example,exp2,causal,example:p0").split(",")
     dims = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "64,128").split(",")]
     bsz, heads, seq = 4, 16, 4096
@@ -47,7 +55,11 @@ def main() -> None:
             print(f"d{d} sdpa{' causal' if causal else ''} {t:.4f} ms", flush=True)
         for item in variants:
             name, _, knob = item.partition(":")
-            os.environ["ANODIZE_TILE_PREFETCH"] = "0" if knob == "p0" else ""
+            for flag, switch in MODE_SWITCHES.items():
+                os.environ[switch] = "1" if knob != "p0" and flag in knob else ""
+            if knob == "p0":
+                os.environ["ANODIZE_TILE_PREFETCH"] = "0"
+            tile_plan.A_HELD_LIMIT = 64 if knob != "p0" and "h" in knob else 0
             for warps, bm in ((4, 128), (8, 128)):
                 causal = name == "causal"
                 fl = 4.0 * bsz * heads * seq * seq * d / (2 if causal else 1)

@@ -23,6 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
+from anodize.language.ir_walk import walk
 from anodize.language.tile_ir import TileElem, TileReduce, TileTy
 from anodize.language.tile_plan import MmaSite, plan_tiles
 from anodize.language.types import BOOL, F32, I32, I64
@@ -326,27 +327,35 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     ty: TileTy = site.stmt.value.ty  # type: ignore[assignment]
     dest = registers_of(low, name, ty)
     out: list[ir.Stmt] = []
+    acc_out: list[ir.Stmt] = []
     if site.stmt.value.acc is None:  # type: ignore[union-attr]
-        out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
-    elif site.acc is not None:  # `acc * alpha`: into the target's registers first
-        _eval_into(low, dest, site.acc, out)
+        acc_out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
+    elif site.acc is not None:  # `acc * alpha`: into the target's registers
+        _eval_into(low, dest, site.acc, acc_out)
     a_regs: tuple[str, ...] = ()
+    a_out: list[ir.Stmt] = []
     if site.x.load is None:  # `p.astype(f16)`: its (M, K) registers are the A fragments
-        held = low.prep(site.x.regs, out)
+        held = low.prep(site.x.regs, a_out)
         if is_register_tile(held):  # a register tile itself (`qt` held across the loop): its registers
             a_regs = tuple(held.regs)
         else:
             a_ty: TileTy = site.x.regs.ty
             a = registers_of(low, low.fresh("opa"), a_ty)
-            _eval_into(low, a, site.x.regs, out)
+            _eval_into(low, a, site.x.regs, a_out)
             a_regs = tuple(a.regs)
+    # an A expression reading the target (`acc = tile.matmul(acc.astype(f16), w)`) is evaluated
+    # before the target's registers are overwritten; else after (the order the GPU verified)
+    reads_target = site.x.regs is not None and any(isinstance(e, ir.Local) and e.name == name for e in walk(site.x.regs))
+    out += [*a_out, *acc_out] if reads_target else [*acc_out, *a_out]
     m, n, kk = site.shape
     warps = low.T // 32
     lay = dest.layout
+    # A staged once before its loop and read from shared memory (codegen/tile/prefetch.py, resident A)
+    resident = site.x.load is not None and id(site.stmt) in low.prefetch
     engine = "mma"
-    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked) and not a_regs:
+    if low.wgmma and lay.wn == 1 and (wgmma_shape_ok(m, n, warps) or lay.stacked) and not a_regs and not resident:
         engine = "wgmma"
-    ops = [None if op.load is None else
+    ops = [None if op.load is None or (resident and op is site.x) else
            MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
     stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
@@ -366,7 +375,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
         stages = forced
     dyn = smem_bytes(lay, stages) if engine == "wgmma" else stages * stage
     pf = None
-    if a_regs:  # B's whole K x N tile, one stage (or its loop's two slots: codegen/tile/prefetch.py)
+    if a_regs or resident:  # B's whole K x N tile, one stage (or its loop's two slots: codegen/tile/prefetch.py)
         stages, dyn = 1, kk * n * 2
         pf, total = low.prefetch.get(id(site.stmt), (None, 0))
         if pf is not None:

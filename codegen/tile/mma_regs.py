@@ -1,5 +1,6 @@
 """A tensor-core matmul whose A operand is in registers (`tile.matmul(p.astype(f16), v_tile, acc)`,
-the layout plan's register operand: language/tile_plan.py), on mma.sync m16n8k16.
+the layout plan's register operand: language/tile_plan.py), on mma.sync m16n8k16; or whose A is
+resident in shared memory across its loop (codegen/tile/prefetch.py), read with ldmatrix.
 
 A is an (M, K) register tile in the accumulator layout over a (warps, 1) grid
 (codegen/tile/layout.py): a thread's registers of two neighbouring n8 blocks `2 kk` and
@@ -14,6 +15,7 @@ No K clamping: A's registers cover the whole K; B's rows past the slice are zero
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as llir
@@ -33,21 +35,39 @@ __all__ = ["lower_register_a"]
 
 LIMIT = 2**31 - 4096  # (mma.py's: the routines index with 32 bits)
 I16 = llir.IntType(16)
+HALF = llir.HalfType()
+
+
+def packs_as_vector() -> bool:
+    """`ANODIZE_TILE_F16X2=1`: two halves packed as a `<2 x half>` (so LLVM rounds a pair of f32
+    with one `cvt.rn.f16x2.f32`) instead of two 16-bit patterns shifted and or-ed together.  The
+    b32 is bit for bit the same; off until a GPU run has checked it."""
+    return os.environ.get("ANODIZE_TILE_F16X2", "") == "1"
 
 
 def _pack(b: llir.IRBuilder, lo: llir.Value, hi: llir.Value) -> llir.Value:
     """Two 16-bit floats as one b32 (lo in the low half)."""
+    if packs_as_vector():
+        vec = llir.VectorType(HALF, 2)
+        v = b.insert_element(llir.Constant(vec, llir.Undefined), _as(b, lo, HALF), c32(0))
+        return b.bitcast(b.insert_element(v, _as(b, hi, HALF), c32(1)), I32)
+
     def bits(v: llir.Value) -> llir.Value:
-        return b.zext(v if v.type == I16 else b.bitcast(v, I16), I32)
+        return b.zext(_as(b, v, I16), I32)
 
     return b.or_(bits(lo), b.shl(bits(hi), c32(16)))
 
 
-def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest: llir.Value) -> None:
+def _as(b: llir.IRBuilder, v: llir.Value, ty: llir.Type) -> llir.Value:
+    return v if v.type == ty else b.bitcast(v, ty)
+
+
+def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest: llir.Value, aligned: bool = False) -> None:
     """Copy `op`'s tile (K x N as the matmul reads it: (k, n) loaded, or (n, k) under `.T`) into
     the dynamic buffer at byte `dest` (cp.async 16-byte copies where rows are 16-byte aligned,
     else predicated 2-byte loads; zero outside the slice); no group committed.  A dimension too
-    large for 32-bit indices records fault `site` and copies nothing."""
+    large for 32-bit indices records fault `site` and copies nothing.  `aligned`: the rows are
+    known 16-byte aligned (the aligned version of a prefetching loop): cp.async only."""
     b = lw.b
     sv = lw.frame.slices[op.slice.name]
     dims = [b.sext(d, I64) if d.type.width < 64 else d for d in sv.dims]
@@ -74,6 +94,9 @@ def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest
         gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
         base = b.add(b.ptrtoint(gv, I32), dest)
         bits = b.or_(b.or_(dims[1], b.lshr(g, c64(1))), b.zext(origin[1], I64))
+        if aligned:
+            B.copy(base, c32(0), True)
+            return
         vec_ok = b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0))
         fast, slow, join = (b.function.append_basic_block(nm) for nm in ("mma_ra_vec", "mma_ra_scalar", "mma_ra_join"))
         b.cbranch(vec_ok, fast, slow)
@@ -94,12 +117,14 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
     a_vals = [b.load(lw.frame.vars[n][0]) for n in s.a_regs]
     K = s.k
     kt_a = K // 8  # A's n8 blocks a row block
-    assert len(a_vals) == lay.mt * kt_a * 4, (len(a_vals), lay, K)
+    pf = s.prefetch
+    resident = not s.a_regs
+    assert not resident or (pf is not None and pf.a_region >= 0), "a TileMma without A names a resident A tile"
+    assert resident or len(a_vals) == lay.mt * kt_a * 4, (len(a_vals), lay, K)
     op = s.b
     nbytes = K * lay.n * 2
     gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
     s0 = b.ptrtoint(gv, I32)
-    pf = s.prefetch
     if pf is None:
         issue_copy(lw, op, K, lay.n, s.warps, s.site, c32(0))
         P.cp_async_commit(b)
@@ -117,6 +142,9 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
     j8 = b.lshr(lane, c32(3))
     l7 = b.and_(lane, c32(7))
     mt, nt = lay.mt, lay.nt
+    if resident:  # A's rows of this warp in the resident (M, K) tile: ldmatrix row lane % 16, chunk lane / 16
+        a_base = b.add(s0, c32(pf.a_region))
+        a_row = b.add(b.mul(b.lshr(P.sreg(b, "tid.x"), c32(5)), c32(lay.m // lay.wm)), lr)
     cur = [[acc[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
     for kk in range(K // 16):
         bfr: list[Any] = []
@@ -131,15 +159,19 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         for mi in range(mt):
             blk0 = (mi * kt_a + 2 * kk) * 4
             blk1 = blk0 + 4
-            afr = [_pack(b, a_vals[blk0], a_vals[blk0 + 1]), _pack(b, a_vals[blk0 + 2], a_vals[blk0 + 3]),
-                   _pack(b, a_vals[blk1], a_vals[blk1 + 1]), _pack(b, a_vals[blk1 + 2], a_vals[blk1 + 3])]
+            if resident:  # matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3
+                off = _rowmajor(b, b.add(a_row, c32(mi * 16)), b.add(c32(kk * 2), hi), K // 8)
+                afr = list(P.ldmatrix_x4(b, b.add(a_base, off), trans=False))
+            else:
+                afr = [_pack(b, a_vals[blk0], a_vals[blk0 + 1]), _pack(b, a_vals[blk0 + 2], a_vals[blk0 + 3]),
+                       _pack(b, a_vals[blk1], a_vals[blk1 + 1]), _pack(b, a_vals[blk1 + 2], a_vals[blk1 + 3])]
             for ni in range(nt):
                 cur[mi][ni] = P.mma_16816(b, afr, bfr[ni], cur[mi][ni], s.elem)
     if pf is None:
         P.barrier(b)  # the buffer is free again
     else:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
         nxt = MmaOperandIR(op.slice, pf.next, op.shape, op.trans)
-        issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))))
+        issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))), pf.aligned)
         P.cp_async_commit(b)
     for sl, v in zip(slots, [v for mi in range(mt) for ni in range(nt) for v in cur[mi][ni]], strict=True):
         b.store(v, sl)

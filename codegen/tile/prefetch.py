@@ -19,10 +19,27 @@ n matmuls in body order:
   so one past the last iteration is harmless) into slot `(i + 1) % 2`, one group.  That slot
   was last read at iteration i - 1, before this iteration's barrier;
 - after the loop (`TileDrain`): wait for every group and a barrier.
+
+**Resident A** (`ANODIZE_TILE_A_RESIDENT=1`, off until a GPU run has checked it): a matmul of
+such a loop may also take an A operand that is a tile local loaded once before the loop (not
+`.T`: Q of an attention too large to hold in registers, the plan staging it again at each
+matmul) when the loop is in row mode (every warp owns whole rows).  Its (M, K) tile is copied
+once, before the loop (its own group, before the B tiles' first copies: the first matmul's
+wait covers it), into a region after the B slots, and every iteration reads its A fragments
+from there with ldmatrix (codegen/tile/mma_regs.py): no copy of A in the loop.
+
+**Aligned version** (`ANODIZE_TILE_LOOP_VERSIONS=1`, off until a GPU run has checked it): each
+copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else
+predicated 2-byte loads.  Where every B tile's column offset is `c0 + c * var` with `c * step`
+a multiple of 8 (the test is the same at every iteration), the loop is emitted twice: one copy
+with only cp.async copies, taken when a test before the loop (`TileAligned`: each B slice's
+row length, its address and `c0` at the first iteration) says every copy is aligned, the other
+as before.  So the loop that runs carries one copy path, not both.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,10 +47,12 @@ from anodize.language import ir
 from anodize.language.ir_walk import map_children, walk
 from anodize.language.records import dataclass
 from anodize.language.tile_storage import tile_storage_bound
-from anodize.language.types import I64
+from anodize.language.tile_plan import affine_coef
+from anodize.language.types import BOOL, I32, I64
 
 from ..llvm.registry import lowers
 from ..tensorcore import inline_ptx as P
+from ..tensorcore.inline_ptx import I64 as I64LL
 from .compute import _bin, _c
 from .mma import MmaOperandIR
 from .mma_regs import issue_copy
@@ -41,7 +60,7 @@ from .mma_regs import issue_copy
 if TYPE_CHECKING:
     from ..llvm.lower import Lowerer
 
-__all__ = ["Prefetch", "TileCopy", "TileDrain", "prefetch_loop", "prefetched_sites"]
+__all__ = ["Prefetch", "TileAligned", "TileCopy", "TileDrain", "loop_versions", "prefetch_loop", "prefetched_sites", "resident_ok"]
 
 
 @dataclass(frozen=True)
@@ -52,6 +71,8 @@ class Prefetch:
     region: int  # bytes into the dynamic buffer of the matmul's two slots
     next: tuple[Any, ...]  # B's offsets at the next iteration (i64 plain IR)
     waits: int  # groups that may stay pending at its wait (the loop's other prefetching matmuls)
+    a_region: int = -1  # a resident A (the module docstring): bytes into the buffer of its (M, K) tile; -1 none
+    aligned: bool = False  # in the aligned version of the loop: the next tile's copy is cp.async only
 
 
 @dataclass(frozen=True)
@@ -65,6 +86,17 @@ class TileCopy:
     n: int
     warps: int
     site: int  # fault site (dimensions too large for 32-bit indices)
+    span: Any = None
+
+
+@dataclass(frozen=True)
+class TileAligned:
+    """Before an aligned-versioned loop: `flag` (an i32 local) = 1 when every op's rows are
+    16-byte aligned (its slice's row length a multiple of 8 elements, its address of 16 bytes,
+    its column offset a multiple of 8), else 0."""
+
+    flag: str
+    ops: tuple[MmaOperandIR, ...]
     span: Any = None
 
 
@@ -95,15 +127,42 @@ def prefetched_sites(low: Any, loop: ir.ForRange) -> list[Any] | None:
         return None
     sites = [plan.sites[id(s)] for s in top]
     for site in sites:
-        if site.x.load is not None or site.y.load is None:
+        if site.y.load is None or site.x.load is not None and not _resident(low, site, assigned):
             return None
         names = {n.name for n in walk(site.y.load.offset) if isinstance(n, ir.Local)}
         if names & assigned:
             return None
     total = sum(2 * site.shape[2] * site.shape[1] * 2 for site in sites)
+    total += sum(m * k * 2 for m, k in _resident_tiles(sites).values())
     if total > low.shared_limit - tile_storage_bound(low.k):
         return None
     return sites
+
+
+def resident_ok() -> bool:
+    """`ANODIZE_TILE_A_RESIDENT=1`: a loop-invariant A operand copied once into shared memory
+    (the module docstring)."""
+    return os.environ.get("ANODIZE_TILE_A_RESIDENT", "") == "1"
+
+
+def _resident(low: Any, site: Any, assigned: set[str]) -> bool:
+    """Can `site`'s A operand stay in shared memory across the loop: a local loaded once (not
+    `.T`) at offsets the loop does not assign, in row mode, M a multiple of 16 a warp and K of 16
+    whose 16-byte chunks a row are a power of two splitting over the block?"""
+    x = site.x
+    m, _, k = site.shape
+    warps = low.T // 32
+    if not (resident_ok() and x.local and not x.trans and low.plan.rows) or m % (16 * warps) or k % 16:
+        return False
+    cpr = k // 8
+    if cpr & (cpr - 1) or (m * cpr) % low.T:
+        return False
+    return not {n.name for n in walk(x.load.offset) if isinstance(n, ir.Local)} & assigned
+
+
+def _resident_tiles(sites: list[Any]) -> dict[str, tuple[int, int]]:
+    """Resident A locals of `sites` (one region a local, however many matmuls read it) -> (M, K)."""
+    return {site.x.local: (site.shape[0], site.shape[2]) for site in sites if site.x.load is not None}
 
 
 def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt]:
@@ -123,6 +182,16 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
     start = low.scalar(loop.start)
     nxt = _bin("+", ir.Local(loop.var, vty), _c(step, vty), vty)
     out: list[ir.Stmt] = [ir.Assign(it.name, _c(0))]
+    region = sum(2 * site.shape[2] * site.shape[1] * 2 for site in sites)  # (the B slots first)
+    a_regions: dict[str, int] = {}
+    for name, (m, k) in _resident_tiles(sites).items():  # resident A tiles: copied once, before the B tiles
+        site = next(s for s in sites if s.x.local == name and s.x.load is not None)
+        ld = site.x.load
+        op = MmaOperandIR(ld.slice, tuple(low.scalar(o) for o in ld.offset), (m, k), False)
+        out.append(TileCopy(op, region, m, k, low.T // 32, _fault_site(low, site)))  # type: ignore[arg-type]
+        a_regions[name] = region
+        region += m * k * 2
+    total = region
     region = 0
     regions = []
     for site in sites:
@@ -135,15 +204,39 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
         region += 2 * k * n * 2
     low.uses_barrier = True
     slot = _bin("%", it, _c(2))
-    low.prefetch = {id(site.stmt): (Prefetch(slot, r, tuple(at(o, nxt) for o in site.y.load.offset), len(sites) - 1), region)
+    low.prefetch = {id(site.stmt): (Prefetch(slot, r, tuple(at(o, nxt) for o in site.y.load.offset), len(sites) - 1,
+                                             a_regions.get(site.x.local, -1) if site.x.load is not None else -1), total)
                     for site, r in zip(sites, regions, strict=True)}
     try:
         *pre, lowered = low.stmt(loop)
+        assert isinstance(lowered, ir.ForRange)
+        lowered = replace(lowered, body=(*lowered.body, ir.Assign(it.name, _bin("+", it, _c(1)))))
+        first = tuple(MmaOperandIR(site.y.load.slice, tuple(at(o, start) for o in site.y.load.offset),
+                                   (site.y.load.ty.shape[0], site.y.load.ty.shape[1]), site.y.trans) for site in sites)
+        if loop_versions() and all(_column_steps_aligned(site, loop.var, step) for site in sites):
+            low.prefetch = {key: (replace(pf, aligned=True), n) for key, (pf, n) in low.prefetch.items()}
+            *_, fast = low.stmt(loop)
+            assert isinstance(fast, ir.ForRange)
+            fast = replace(fast, body=(*fast.body, ir.Assign(it.name, _bin("+", it, _c(1)))))
+            flag = low.local(I32, "aligned")
+            out.append(TileAligned(flag.name, first))
+            cond = ir.Compare(("!=",), (flag, _c(0, I32)), BOOL, None, (I32,))
+            return [*pre, *out, ir.If(cond, (fast,), (lowered,)), TileDrain()]
     finally:
         low.prefetch = {}
-    assert isinstance(lowered, ir.ForRange)
-    body = (*lowered.body, ir.Assign(it.name, _bin("+", it, _c(1))))
-    return [*pre, *out, replace(lowered, body=body), TileDrain()]
+    return [*pre, *out, lowered, TileDrain()]
+
+
+def loop_versions() -> bool:
+    """`ANODIZE_TILE_LOOP_VERSIONS=1`: the aligned version of a prefetching loop (the module docstring)."""
+    return os.environ.get("ANODIZE_TILE_LOOP_VERSIONS", "") == "1"
+
+
+def _column_steps_aligned(site: Any, var: str, step: int) -> bool:
+    """Does `site`'s B tile's column offset move by a multiple of 8 elements an iteration (so its
+    alignment is the first iteration's)?"""
+    coef = affine_coef(site.y.load.offset[1], var)
+    return coef is not None and (coef * step) % 8 == 0
 
 
 def _fault_site(low: Any, site: Any) -> int:
@@ -162,6 +255,21 @@ def lower_tile_copy(lw: Lowerer, s: TileCopy) -> None:
     """`s_TileCopy`: the prologue's copy (codegen/tile/mma_regs.py `issue_copy`), one group."""
     issue_copy(lw, s.op, s.k, s.n, s.warps, s.site, P.c32(s.region))
     P.cp_async_commit(lw.b)
+
+
+@lowers(TileAligned)
+def lower_tile_aligned(lw: Lowerer, s: TileAligned) -> None:
+    """`s_TileAligned`: the flag of the aligned version (the test `issue_copy` makes at each copy)."""
+    b = lw.b
+    ok = None
+    for op in s.ops:
+        sv = lw.frame.slices[op.slice.name]
+        ld = b.sext(sv.dims[1], I64LL) if sv.dims[1].type.width < 64 else sv.dims[1]
+        col = lw.conv(lw.expr(op.offset[1]), op.offset[1].ty, I64)
+        bits = b.or_(b.or_(ld, b.lshr(b.ptrtoint(sv.ptr, I64LL), P.c64(1))), col)
+        this = b.icmp_unsigned("==", b.and_(bits, P.c64(7)), P.c64(0))
+        ok = this if ok is None else b.and_(ok, this)
+    b.store(b.zext(ok, P.I32) if ok is not None else P.c32(1), lw.frame.vars[s.flag][0])
 
 
 @lowers(TileDrain)

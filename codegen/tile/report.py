@@ -30,8 +30,9 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
                                 f"accumulator in registers)"))
             continue
         if s.a is None:  # A in registers (P of an attention): mma.sync's A fragments are the accumulator's
-            lines.append((line, f"mma.sync.m16n8k16 ({m}x{n}x{s.k}, A from registers in the accumulator layout, "
-                                f"B staged whole, accumulator in registers)"))
+            where = "A from registers in the accumulator layout" if s.a_regs else \
+                "A resident in shared memory (copied once before its loop)"
+            lines.append((line, f"mma.sync.m16n8k16 ({m}x{n}x{s.k}, {where}, B staged whole, accumulator in registers)"))
             continue
         if engine != "wgmma":
             why = "wgmma is sm_90 only" if engine else ""
