@@ -209,12 +209,12 @@ def _element_matches(p: ParamSpec, dtype: np.dtype | None) -> bool:
 
 
 def _expect(
-    kernel: str, p: ParamSpec, dtype: np.dtype | None, shape: tuple[int, ...], dtype_text: str, bf16: bool = False
+    kernel: str, p: ParamSpec, dtype: np.dtype | None, shape: tuple[int, ...], dtype_text: str, scalar: str | None = None
 ) -> None:
-    """`bf16`: the producer says the elements are bf16 (DLPack's kDLBfloat; a 2-byte opaque
-    CUDA-array-interface type that DLPack confirmed), which has no NumPy dtype of its own."""
-    if not (p.scalar.numpy_name == "bfloat16" if bf16 else _element_matches(p, dtype)):
-        if p.scalar.numpy_name == "bfloat16" or bf16:
+    """`scalar`: the element type the producer names (a DLPack capsule's, runtime/dlpack.py
+    `scalar_of`: bf16 too, which has no NumPy dtype of its own), else read from `dtype`."""
+    if not (p.scalar.name == scalar if scalar is not None else _element_matches(p, dtype)):
+        if p.scalar.numpy_name == "bfloat16" or scalar == "bf16":
             raise arg_error(
                 kernel, p, f"expects elements of {p.scalar.name}, got {dtype_text}",
                 help=f"convert it to {p.scalar.name} in its own library first "
@@ -328,7 +328,7 @@ def dlpack_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
         except Exception as e:  # e.g. a torch tensor that requires grad
             raise arg_error(kernel, p, f"its __dlpack__ failed: {e}") from None
         t = dlpack.read_capsule(capsule)
-        _expect(kernel, p, t.dtype, t.shape, t.dtype_text, bf16=t.bf16)
+        _expect(kernel, p, None, t.shape, t.dtype_text, scalar=t.scalar)  # (the capsule's scalar alone decides)
         if not _c_contiguous(t.shape, t.strides, 1):
             raise arg_error(
                 kernel, p, f"expects a C-contiguous array, got element strides {t.strides} for shape {t.shape}",

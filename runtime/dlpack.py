@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from anodize.language.records import dataclass
-from anodize.language.vocab import ScalarInfo
+from anodize.language.vocab import SCALARS, ScalarInfo
 
 KDL_CPU = 1
 KDL_CUDA = 2
@@ -23,6 +23,22 @@ _KDL_BFLOAT = 4
 _KDL_F8 = {"f8e4m3": 10, "f8e5m2": 12}  # DLPack 1.1's kDLFloat8_e4m3fn, kDLFloat8_e5m2
 _KIND_CODE = {"i": _KDL_INT, "u": _KDL_UINT, "f": _KDL_FLOAT, "b": _KDL_BOOL}
 _CODE_KIND = {v: k for k, v in _KIND_CODE.items()}
+
+
+def dl_dtype(scalar: ScalarInfo) -> tuple[int, int]:
+    """DLPack's (type code, bits) of a scalar's elements (one lane)."""
+    code = _KDL_BFLOAT if scalar.name == "bf16" else _KDL_F8.get(scalar.name) or _KIND_CODE[scalar.kind]
+    return code, scalar.mem_bits
+
+
+_SCALAR_OF = {dl_dtype(info): name for name, info in SCALARS.items()}
+
+
+def scalar_of(code: int, bits: int, lanes: int = 1) -> str | None:
+    """The anodize scalar (its name: `f16`, `bool_`, ...) whose elements a DLPack data type
+    describes; None where none is (another width, several lanes, a type anodize lacks).  The one
+    table both directions read: `export` writes `dl_dtype`, whoever reads a capsule this."""
+    return _SCALAR_OF.get((code, bits)) if lanes == 1 else None
 
 
 class DLDevice(ctypes.Structure):
@@ -149,8 +165,7 @@ def export(
     t.data = ptr or None
     t.device = DLDevice(device[0], device[1])
     t.ndim = ndim
-    code = _KDL_BFLOAT if scalar.name == "bf16" else _KDL_F8.get(scalar.name) or _KIND_CODE[scalar.kind]
-    t.dtype = DLDataType(code, scalar.mem_bits, 1)
+    t.dtype = DLDataType(*dl_dtype(scalar), 1)
     t.shape = ctypes.cast(c_shape, ctypes.POINTER(ctypes.c_int64))
     t.strides = ctypes.cast(c_strides, ctypes.POINTER(ctypes.c_int64))
     t.byte_offset = 0
@@ -181,6 +196,7 @@ class ForeignTensor:
     dtype_text: str
     itemsize: int = 0  # bytes per element (bf16's too, which has no NumPy dtype of its own)
     bf16: bool = False  # DLPack's kDLBfloat, 16 bits: anodize's bf16 (no ml_dtypes needed)
+    scalar: str | None = None  # the anodize scalar of the elements (`scalar_of`), None where none is
 
 
 def read_capsule(capsule: object) -> ForeignTensor:
@@ -214,4 +230,5 @@ def read_capsule(capsule: object) -> ForeignTensor:
         dtype_text=text,
         itemsize=bits * lanes // 8,
         bf16=kind == "bf",
+        scalar=scalar_of(code, bits, lanes),
     )

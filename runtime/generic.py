@@ -98,9 +98,7 @@ def _dlpack_dtype_name(value: Any) -> str | None:
         t = dlpack.read_capsule(value.__dlpack__())
     except Exception:  # not a tensor DLPack can describe: the caller says what it got
         return None
-    if t.bf16:
-        return "bf16"
-    return None if t.dtype is None else _BY_DTYPE.get(t.dtype.name)
+    return t.scalar
 
 
 def specialise(kernel: Kernel, sig: GenericSignature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Kernel, tuple[Any, ...]]:

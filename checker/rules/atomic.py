@@ -11,7 +11,6 @@ from __future__ import annotations
 import ast
 
 from anodize.language import messages
-from ..kernel_interp import bind_args
 from .base import Rule, slice_kinds
 
 
@@ -77,16 +76,6 @@ def k(h: AtomicSlice[i32]) -> None:
                 self.report(messages.atomic_plain(self.span(node), name, access, self.decl(fn, name)))
 
     def visit_Call(self, node: ast.Call) -> None:
-        callee = self.model.callees.get(node)
-        fn = self.fn_of(node)
-        if callee is None or fn is None or callee.kind != "helper" or callee.fn is None:
-            return
-        h = callee.fn
-        for pname, arg in bind_args(h, node):
-            hp = h.params.get(pname)
-            if hp is None:
-                continue
-            for name, kind in slice_kinds(fn, self.val(arg)):
-                if kind == "AtomicSlice" and (hp.slice_kind is None or not hp.slice_kind.atomic):
-                    pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
-                    self.report(messages.atomic_passed(self.span(arg), name, h.name, pname, pk))
+        for s in self.slices_passed(node):
+            if s.kind == "AtomicSlice" and (s.param.slice_kind is None or not s.param.slice_kind.atomic):
+                self.report(messages.atomic_passed(self.span(s.arg), s.name, s.helper.name, s.pname, s.annotation))

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, ClassVar
 import ast
 
 from anodize.language.diagnostics import Diagnostic, Span
+from ..kernel_interp import bind_args
 from ..kernel_model import ModuleModel
-from ..kernel_values import FunctionInfo, KernelSummary, Val
+from ..kernel_values import FunctionInfo, KernelSummary, ParamInfo, Val
 
 if TYPE_CHECKING:
     from ..engine import Project
@@ -33,6 +34,20 @@ def divergence_reason(node: ast.AST, lanes: bool) -> str:
     if isinstance(node, ast.Call):
         return "lane-divergent-trip-count" if lanes else "divergent-trip-count"
     return "lane-divergent-condition" if lanes else "divergent-condition"
+
+
+@dataclass(frozen=True)
+class PassedSlice:
+    """A slice parameter of the caller passed to a helper: the argument, the caller's parameter
+    it may be and that one's kind, the helper, its parameter and that one's annotation (source)."""
+
+    arg: ast.expr
+    name: str
+    kind: str
+    helper: FunctionInfo
+    pname: str
+    param: ParamInfo
+    annotation: str
 
 
 @dataclass
@@ -78,6 +93,24 @@ class Rule:
     def fn_of(self, node: ast.AST) -> FunctionInfo | None:
         c = self.model.ctx.get(node)
         return c.fn if c else None
+
+    def slices_passed(self, node: ast.Call) -> list[PassedSlice]:
+        """Each slice parameter a call to a helper passes (by argument, then by the parameter
+        it may be); none for any other call."""
+        callee = self.model.callees.get(node)
+        fn = self.fn_of(node)
+        if callee is None or fn is None or callee.kind != "helper" or callee.fn is None:
+            return []
+        h = callee.fn
+        out = []
+        for pname, arg in bind_args(h, node):
+            hp = h.params.get(pname)
+            if hp is None:
+                continue
+            for name, kind in slice_kinds(fn, self.val(arg)):
+                pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
+                out.append(PassedSlice(arg, name, kind, h, pname, hp, pk))
+        return out
 
     def decl(self, fn: FunctionInfo, param: str) -> Span | None:
         p = fn.params.get(param)

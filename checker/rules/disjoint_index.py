@@ -301,20 +301,9 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
         if callee is not None and callee.kind == "tile":
             self._tile_access(node, callee.name)
             return
-        if callee is None or callee.kind != "helper" or callee.fn is None:
-            return
-        fn = self.fn_of(node)
-        if fn is None:
-            return
-        h = callee.fn
-        for pname, arg in bind_args(h, node):
-            hp = h.params.get(pname)
-            if hp is None:
-                continue
-            for name, kind in slice_kinds(fn, self.val(arg)):
-                if kind in _DISJOINT and (hp.slice_kind is None or hp.slice_kind.name != kind):
-                    pk = self.model.code(hp.node.annotation) if hp.node.annotation else "?"
-                    self.report(messages.disjoint_passed(self.span(arg), name, kind, h.name, pname, pk))
+        for s in self.slices_passed(node):
+            if s.kind in _DISJOINT and (s.param.slice_kind is None or s.param.slice_kind.name != s.kind):
+                self.report(messages.disjoint_passed(self.span(s.arg), s.name, s.kind, s.helper.name, s.pname, s.annotation))
 
 
     def _tile_access(self, node: ast.Call, name: str) -> None:

@@ -6,7 +6,6 @@ import ast
 
 from anodize.language import messages
 from anodize.language.vocab import SLICE_KINDS
-from ..kernel_interp import bind_args
 from ..kernel_values import record_root
 from .base import Rule, slice_kinds
 
@@ -102,19 +101,12 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
             for name, kind in slice_kinds(fn, self.val(node.func.value)):  # type: ignore[attr-defined]
                 if kind in _RO:
                     self.report(messages.shared_write(self.span(node), name, kind, "how-call", self.decl(fn, name), method=callee.name))
-        elif callee.kind == "helper" and callee.fn is not None:
-            h = callee.fn
-            for pname, arg in bind_args(h, node):
-                hp = h.params.get(pname)
-                if hp is None:
-                    continue
-                writes = pname in h.writes or (hp.slice_kind is not None and hp.slice_kind.output)
-                if not writes:
-                    continue
-                for name, kind in slice_kinds(fn, self.val(arg)):
-                    if kind in _RO:
-                        self.report(
-                            messages.shared_write_via_helper(
-                                self.span(arg), name, kind, h.name, pname, self.model.src.arg_name_span(hp.node)
-                            )
+        else:
+            for s in self.slices_passed(node):
+                writes = s.pname in s.helper.writes or (s.param.slice_kind is not None and s.param.slice_kind.output)
+                if writes and s.kind in _RO:
+                    self.report(
+                        messages.shared_write_via_helper(
+                            self.span(s.arg), s.name, s.kind, s.helper.name, s.pname, self.model.src.arg_name_span(s.param.node)
                         )
+                    )

@@ -45,6 +45,7 @@ from . import split as cs
 from .backend import CPUTarget
 from .engine import host_target_machine
 from ..llvm.lower import I1, I8, I32T, I64T, Lowerer, mem_type, value_type
+from ..llvm.stmts import step_latch
 from .regions_warp import RegionCollectives, _c32, _c64
 
 OFF_SHARED, OFF_FRAME, OFF_ERROR = 56, 64, 72
@@ -471,14 +472,7 @@ class RegionLowerer(Lowerer):
             cont = self.fn.append_basic_block("uf.cont")
             b.cbranch(b.load(anyone, typ=I1), cont, end)
             b.position_at_end(cont)
-        cur = b.load(counter, typ=lt)
-        diff = b.select(pos, b.sub(stop, cur), b.sub(cur, stop))
-        mag = b.select(pos, step, b.sub(zero, step))
-        b.cbranch(b.icmp_unsigned("<=", diff, mag), end, nxt)
-        b.position_at_end(nxt)
-        b.store(b.add(cur, step), counter)
-        b.branch(body)
-        b.position_at_end(end)
+        step_latch(b, counter, lt, pos, stop, step, body, nxt, end)
         self.clear(node.brk, lo, hi)
 
     def n_UScope(self, node: cs.UScope, lo: llir.Value, hi: llir.Value) -> None:

@@ -17,6 +17,22 @@ if TYPE_CHECKING:
     from .lower import Lowerer
 
 
+def step_latch(b: llir.IRBuilder, counter: llir.Value, lt: llir.Type, pos: llir.Value, stop: llir.Value, step: llir.Value,
+               body: llir.Block, nxt: llir.Block, end: llir.Block) -> None:
+    """The latch of a counted loop (`for i in range(start, stop, step)`; the builder at it, `pos`:
+    the step is positive), with an overflow-safe exit test: leave for `end` when the distance
+    left to `stop` is at most one step, else step the counter (in `nxt`) and go back to `body`.
+    The builder ends at `end`.  `s_ForRange` and the CPU backend's split loops (cpu/regions.py) share it."""
+    cur = b.load(counter, typ=lt)
+    diff = b.select(pos, b.sub(stop, cur), b.sub(cur, stop))
+    mag = b.select(pos, step, b.sub(llir.Constant(lt, 0), step))
+    b.cbranch(b.icmp_unsigned("<=", diff, mag), end, nxt)
+    b.position_at_end(nxt)
+    b.store(b.add(cur, step), counter)
+    b.branch(body)
+    b.position_at_end(end)
+
+
 @part("statements")
 class StmtLowering:
     """The statements of the lowering."""
@@ -104,15 +120,7 @@ class StmtLowering:
         if not self.lw.b.block.is_terminated:
             self.lw.b.branch(latch)
         b.position_at_end(latch)
-        cur = b.load(counter, typ=lt)
-        # overflow-safe exit test: leave when the remaining distance is at most one step
-        diff = b.select(pos, b.sub(stop, cur), b.sub(cur, stop))
-        mag = b.select(pos, step, b.sub(zero, step))
-        b.cbranch(b.icmp_unsigned("<=", diff, mag), end, nxt)
-        b.position_at_end(nxt)
-        b.store(b.add(cur, step), counter)
-        b.branch(body)
-        b.position_at_end(end)
+        step_latch(b, counter, lt, pos, stop, step, body, nxt, end)
 
     @handles(ir.Break)
     def s_Break(self, s: ir.Break) -> None:

@@ -11,6 +11,8 @@ addrspace(3) pointer gives); global addresses are 64-bit generic addresses.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import llvmlite.ir as ir
 
 I1 = ir.IntType(1)
@@ -36,6 +38,78 @@ def c64(v: int) -> ir.Constant:
 def _asm(b: ir.IRBuilder, ret: ir.Type, text: str, cons: str, args: list[ir.Value], side_effect: bool = True) -> ir.Value:
     fty = ir.FunctionType(ret, [a.type for a in args])
     return b.asm(fty, text, cons, args, side_effect)
+
+
+def ptx_block(lines: list[str]) -> str:
+    """The text of a multi-line inline-PTX statement: `lines` inside braces (the registers it
+    declares are its own), one instruction a line, as every block of the tile GEMMs and their
+    epilogue spells it."""
+    return "\n\t".join(["{", *lines, "}"])
+
+
+def align_smem(e: Callable[[str], None], dst: str, src: str) -> None:
+    """`dst` = the shared address `src` rounded up to 1024 bytes (the 128-byte swizzle's period;
+    the buffers leave 1024 bytes of slack for it)."""
+    e(f"add.u32 {dst}, {src}, 1023;")
+    e(f"and.b32 {dst}, {dst}, -1024;")
+
+
+SW128 = 1 << 62  # a wgmma descriptor's bits 62-63: 128-byte swizzle
+
+
+def desc_field(x: int) -> int:
+    """A shared address or byte offset as a wgmma descriptor's 14-bit field (16-byte units)."""
+    return (x & 0x3FFFF) >> 4
+
+
+def scalar_copy(e: Callable[[str], None], prefix: str, tag: str, *, n: int, g: str, gstride: str, rowstep: int, colleft: str,
+                dst: str, doff: str, dstep: int, rowleft: str = "", rows: tuple[str, str] | None = None) -> None:
+    """The wgmma mainloops' unaligned fallback copy: a loop over this thread's n chunks, each a
+    loop over its 8 elements, a predicated 2-byte load (zero outside) and a 2-byte shared store.
+    Kept a loop, not unrolled: every instruction in the K loop is ptxas's work on every compile.
+    A chunk's row is inside when `i * rowstep < rowleft`, or with `rows` (first row, row count)
+    when `rows[0] + i * rowstep` is unsigned below the count; an element when its column is
+    below `colleft`.  The loops' labels: `{prefix}_S{tag}` and `{prefix}_SE{tag}`."""
+    i, ga, sa = "%wr40", "%wd16", "%wr41"
+    k, ea, es_ = "%wr60", "%wd17", "%wr61"
+    e(f"mov.u32 {i}, 0;")
+    e(f"mov.b64 {ga}, {g};")
+    e(f"add.u32 {sa}, {dst}, {doff};")
+    e(f"{prefix}_S{tag}:")
+    e(f"mul.lo.u32 %wr46, {i}, {rowstep};")
+    if rows is not None:
+        e(f"add.s32 %wr46, %wr46, {rows[0]};")
+        e(f"setp.lt.u32 %wp6, %wr46, {rows[1]};")
+    else:
+        e(f"setp.lt.s32 %wp6, %wr46, {rowleft};")
+    e(f"mov.u32 {k}, 0;")
+    e(f"mov.b64 {ea}, {ga};")
+    e(f"mov.u32 {es_}, {sa};")
+    e(f"{prefix}_SE{tag}:")
+    e(f"setp.lt.s32 %wp7, {k}, {colleft};")
+    e("and.pred %wp7, %wp7, %wp6;")
+    e("mov.b16 %wh0, 0;")
+    e(f"@%wp7 ld.global.b16 %wh0, [{ea}];")
+    e(f"st.shared.b16 [{es_}], %wh0;")
+    e(f"add.s64 {ea}, {ea}, 2;")
+    e(f"add.u32 {es_}, {es_}, 2;")
+    e(f"add.u32 {k}, {k}, 1;")
+    e(f"setp.lt.u32 %wp7, {k}, 8;")
+    e(f"@%wp7 bra {prefix}_SE{tag};")
+    e(f"add.s64 {ga}, {ga}, {gstride};")
+    e(f"add.u32 {sa}, {sa}, {dstep};")
+    e(f"add.u32 {i}, {i}, 1;")
+    e(f"setp.lt.u32 %wp6, {i}, {n};")
+    e(f"@%wp6 bra {prefix}_S{tag};")
+
+
+def asm_block(b: ir.IRBuilder, ret: ir.Type, text: str, cons: list[str], args: list[ir.Value]) -> ir.CallInstr:
+    """A `ptx_block` (or one instruction) as an inline-PTX call with side effects that clobbers
+    memory (`cons`: its operands' constraints) and is convergent: it holds `bar.sync` or
+    `.aligned` instructions, so LLVM must never duplicate it into a branch."""
+    fty = ir.FunctionType(ret, [a.type for a in args])
+    asm = ir.InlineAsm(fty, text.replace("\n", "\\0A"), ",".join([*cons, "~{memory}"]), side_effect=True)
+    return b.call(asm, args, attrs=("convergent",))
 
 
 def ex2(b: ir.IRBuilder, x: ir.Value) -> ir.Value:

@@ -29,13 +29,7 @@ from ..gpu import ptx as nvptx
 from . import inline_ptx as P
 from .common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
 from .gemm import _Tile
-from .inline_ptx import F32, I32, I64, c32, c64
-
-SW128 = 1 << 62  # descriptor bits 62-63: 128-byte swizzle
-
-
-def _enc(x: int) -> int:
-    return (x & 0x3FFFF) >> 4
+from .inline_ptx import F32, I32, I64, SW128, c32, c64, desc_field
 
 
 @dataclass(frozen=True)
@@ -114,8 +108,8 @@ def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c
         else:
             t.load_tile(bb, BK, BN, b_g, ldb, k0, n0, K, N, blocked=True)
 
-    a_hi = c64(_enc(16) << 16 | _enc(1024) << 32 | SW128)  # K-major: 8-row groups 1024 bytes apart
-    b_hi = a_hi if cfg.b_trans else c64(_enc(BK * 128) << 16 | _enc(1024) << 32 | SW128)  # MN-major: 64-n blocks
+    a_hi = c64(desc_field(16) << 16 | desc_field(1024) << 32 | SW128)  # K-major: 8-row groups 1024 bytes apart
+    b_hi = a_hi if cfg.b_trans else c64(desc_field(BK * 128) << 16 | desc_field(1024) << 32 | SW128)  # MN-major: 64-n blocks
 
     def desc(addr: ir.Value, hi: ir.Value) -> ir.Value:
         return b.or_(b.zext(b.lshr(b.and_(addr, c32(0x3FFFF)), c32(4)), I64), hi)

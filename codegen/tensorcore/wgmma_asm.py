@@ -39,15 +39,10 @@ import llvmlite.ir as ir
 from ..gpu import ptx as nvptx
 
 from .common import _as_i32, _as_i64, shared_buffer, tile_order
-from .inline_ptx import ELEM_BYTES, I32, PTX_IN, VOID, c32, sreg
+from .inline_ptx import ELEM_BYTES, I32, PTX_IN, SW128, VOID, align_smem, asm_block, c32, desc_field, ptx_block, scalar_copy, sreg
 
-SW128 = 1 << 62  # descriptor bits 62-63: 128-byte swizzle
 BK = 64  # one 128-byte swizzle row of 2-byte elements
 _ids = itertools.count()
-
-
-def _enc(x: int) -> int:
-    return (x & 0x3FFFF) >> 4
 
 
 @dataclass(frozen=True)
@@ -127,7 +122,6 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e = lines.append
     # operands: $0 a, $1 b, $2 c (u64 addresses), $3 lda, $4 ldb, $5 ldc (i64 elements),
     # $6 M, $7 N (C's extents), $8 K, $9 A's rows, $10 B's columns, $11 tile row, $12 tile col, $13 smem
-    e("{")
     e(".reg .pred %wp<16>;")
     e(".reg .b16 %wh<8>;")
     e(".reg .b32 %wr<64>;")
@@ -143,8 +137,7 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"shr.u32 {wg}, {warp}, 2;")
     e(f"mul.lo.u32 {m0}, $11, {BM};")
     e(f"mul.lo.u32 {n0}, $12, {BN};")
-    e(f"add.u32 {s0}, $13, 1023;")
-    e(f"and.b32 {s0}, {s0}, -1024;")
+    align_smem(e, s0, "$13")
     # 16-byte copies need 16-byte aligned rows: lda, ldb multiples of 8 and aligned bases
     e(f"or.b64 {d(0)}, $3, $4;")
     e(f"and.b64 {d(0)}, {d(0)}, 7;")
@@ -217,8 +210,8 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     # scale-d false (D = A B, D's old value unread); 128 movs fewer for ptxas
     e(f"setp.eq.u32 %wp13, {tid}, {tid};")  # scale-d true: accumulate
     # descriptor high bits: A K-major (8-row groups 1024 bytes apart), B MN-major (64-n blocks)
-    hiA = _enc(16) << 16 | _enc(1024) << 32 | SW128
-    hiB = _enc(BK * 128) << 16 | _enc(1024) << 32 | SW128
+    hiA = desc_field(16) << 16 | desc_field(1024) << 32 | SW128
+    hiB = desc_field(BK * 128) << 16 | desc_field(1024) << 32 | SW128
     e(f"AZW_LOOP_{u}:")
     e(f"setp.ge.s32 %wp1, {j}, {L};")  # %wp1: this iteration multiplies tile j - L
     e(f"@!%wp1 bra AZW_COPY_{u};")
@@ -257,10 +250,10 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"bra.uni AZW_COPIED_{u};")
     e(f"AZW_SCALAR_{u}:")
     # the unaligned path: chunk by chunk, 2-byte loads where the element is inside
-    _scalar_copy(e, f"A{u}", n=nA, g=gA, gstride=strideA, rowleft=aleft, rowstep=RA, colleft=la,
-                 dst=f"{st}", doff=sA, dstep=RA * 128)
-    _scalar_copy(e, f"B{u}", n=nB, g=gB, gstride=strideB, rowleft=kb, rowstep=RB, colleft=bleft,
-                 dst=f"{st}", doff=sB, dstep=RB * 128)
+    scalar_copy(e, "AZW", f"A{u}", n=nA, g=gA, gstride=strideA, rowleft=aleft, rowstep=RA, colleft=la,
+                dst=f"{st}", doff=sA, dstep=RA * 128)
+    scalar_copy(e, "AZW", f"B{u}", n=nB, g=gB, gstride=strideB, rowleft=kb, rowstep=RB, colleft=bleft,
+                dst=f"{st}", doff=sB, dstep=RB * 128)
     e(f"AZW_COPIED_{u}:")
     e("cp.async.commit_group;")
     e(f"add.s64 {gA}, {gA}, {BK * 2};")
@@ -337,42 +330,7 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     _epilogue(e, cfg, u, acc_names=[f"%wf{i}" for i in range(nacc)], tid=tid, warp=warp, lane=lane, wg=wg,
               m0=m0, n0=n0, s0=s0, r=r, d=d, P=P, es=es, T=T)
     e("bar.sync 0;")  # shared memory is the caller's again
-    e("}")
-    return "\n\t".join(lines)
-
-
-def _scalar_copy(e, tag: str, *, n: int, g: str, gstride: str, rowleft: str, rowstep: int, colleft: str,
-                 dst: str, doff: str, dstep: int) -> None:
-    """A loop over this thread's n chunks, each a loop over its 8 elements: a predicated 2-byte
-    load (zero outside) and a 2-byte shared store.  Kept a loop, not unrolled: it is the
-    unaligned fallback, and every instruction in the K loop is ptxas's work on every compile."""
-    i, ga, sa = "%wr40", "%wd16", "%wr41"
-    k, ea, es_ = "%wr60", "%wd17", "%wr61"
-    e(f"mov.u32 {i}, 0;")
-    e(f"mov.b64 {ga}, {g};")
-    e(f"add.u32 {sa}, {dst}, {doff};")
-    e(f"AZW_S{tag}:")
-    e(f"mul.lo.u32 %wr46, {i}, {rowstep};")
-    e(f"setp.lt.s32 %wp6, %wr46, {rowleft};")  # the chunk's row is inside
-    e(f"mov.u32 {k}, 0;")
-    e(f"mov.b64 {ea}, {ga};")
-    e(f"mov.u32 {es_}, {sa};")
-    e(f"AZW_SE{tag}:")
-    e(f"setp.lt.s32 %wp7, {k}, {colleft};")  # the element's column is inside
-    e("and.pred %wp7, %wp7, %wp6;")
-    e("mov.b16 %wh0, 0;")
-    e(f"@%wp7 ld.global.b16 %wh0, [{ea}];")
-    e(f"st.shared.b16 [{es_}], %wh0;")
-    e(f"add.s64 {ea}, {ea}, 2;")
-    e(f"add.u32 {es_}, {es_}, 2;")
-    e(f"add.u32 {k}, {k}, 1;")
-    e(f"setp.lt.u32 %wp7, {k}, 8;")
-    e(f"@%wp7 bra AZW_SE{tag};")
-    e(f"add.s64 {ga}, {ga}, {gstride};")
-    e(f"add.u32 {sa}, {sa}, {dstep};")
-    e(f"add.u32 {i}, {i}, 1;")
-    e(f"setp.lt.u32 %wp6, {i}, {n};")
-    e(f"@%wp6 bra AZW_S{tag};")
+    return ptx_block(lines)
 
 
 def _epilogue(e, cfg: AsmGemmConfig, u: str, *, acc_names, tid, warp, lane, wg, m0, n0, s0, r, d, P, es, T) -> None:
@@ -493,10 +451,7 @@ def emit_wgmma_asm(builder: ir.IRBuilder, *, a_ptr, b_ptr, c_ptr, M, N, K, lda, 
     s0 = b.ptrtoint(smem, ir.IntType(32)) if isinstance(smem.type, ir.PointerType) else _as_i32(b, smem)
     args = [_as_i64(b, a_ptr), _as_i64(b, b_ptr), _as_i64(b, c_ptr), _as_i64(b, lda), _as_i64(b, ldb), _as_i64(b, ldc),
             *(_as_i32(b, v) for v in (M, N, K, a_rows, b_cols, tile_row, tile_col)), s0]
-    text = gemm_asm_text(cfg, next(_ids)).replace("\n", "\\0A")
-    cons = "l,l,l,l,l,l,r,r,r,r,r,r,r,r,~{memory}"
-    asm = ir.InlineAsm(ir.FunctionType(VOID, [a.type for a in args]), text, cons, side_effect=True)
-    b.call(asm, args, attrs=("convergent",))  # it holds bar.sync and .aligned wgmma: never duplicated into a branch
+    asm_block(b, VOID, gemm_asm_text(cfg, next(_ids)), ["l"] * 6 + ["r"] * 8, args)  # (convergent: bar.sync, .aligned wgmma)
 
 
 def asm_gemm_module(cfg: AsmGemmConfig, name: str = "tc_gemm", grouped: bool = True) -> ir.Module:

@@ -33,7 +33,7 @@ from anodize.language.records import dataclass
 from ..llvm.registry import lowers
 from ..llvm.types import mem_type, value_type
 from ..tensorcore.common import shared_buffer
-from ..tensorcore.inline_ptx import I16, I32, I64
+from ..tensorcore.inline_ptx import I16, I32, I64, align_smem, asm_block, ptx_block
 from .layout import MmaLayout
 
 if TYPE_CHECKING:
@@ -155,13 +155,11 @@ def start_text(lay: MmaLayout, es: int, stmatrix: bool) -> str:
     P = pitch(lay, es)
     lines: list[str] = []
     e = lines.append
-    e("{")
     e(".reg .b32 %er<8>;")
     e("mov.u32 %er0, %tid.x;")
     e("shr.u32 %er1, %er0, 5;")  # warp
     e("and.b32 %er2, %er0, 31;")  # lane
-    e("add.u32 %er3, $1, 1023;")
-    e("and.b32 %er3, %er3, -1024;")
+    align_smem(e, "%er3", "$1")
     e(f"div.u32 %er4, %er1, {lay.wn};")
     e(f"rem.u32 %er5, %er1, {lay.wn};")
     if lay.stacked:  # warp w of warpgroup g: rows 64 mt g + 16 w (wn = 1)
@@ -187,8 +185,7 @@ def start_text(lay: MmaLayout, es: int, stmatrix: bool) -> str:
         e("and.b32 %er7, %er2, 3;")
         e(f"mad.lo.u32 $0, %er7, {2 * es}, %er6;")
     e("bar.sync 0;")  # the buffer is free: whoever used it last is done
-    e("}")
-    return "\n\t".join(lines)
+    return ptx_block(lines)
 
 
 def write_text(kind: str, offset: int) -> str:
@@ -210,14 +207,12 @@ def staged_text(lay: MmaLayout, es: int, threads: int, uid: int) -> str:
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
-    e("{")
     e(".reg .pred %ep<8>;")
     e(".reg .b16 %eh<2>;")
     e(".reg .b32 %er<40>;")
     e(".reg .b64 %ed<12>;")
     e("mov.u32 %er0, %tid.x;")
-    e(f"add.u32 %er3, {smem}, 1023;")
-    e("and.b32 %er3, %er3, -1024;")
+    align_smem(e, "%er3", smem)
     e("bar.sync 0;")
     # 16-byte stores need the slice's base and its row pitch 16-byte aligned
     e(f"mul.lo.s64 %ed0, {cols}, {es};")
@@ -273,8 +268,7 @@ def staged_text(lay: MmaLayout, es: int, threads: int, uid: int) -> str:
     e(f"@%ep5 bra AZE_OUT_{u};")
     e(f"AZE_DONE_{u}:")
     e("bar.sync 0;")  # the buffer is the next user's
-    e("}")
-    return "\n\t".join(lines)
+    return ptx_block(lines)
 
 
 @lowers(TilePredLoad)
@@ -314,9 +308,7 @@ def lower_stage_start(lw: Lowerer, s: TileStageStart) -> None:
     """`s_TileStageStart`: the barrier and the thread's shared address (`start_text`)."""
     b = lw.b
     gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
-    text = start_text(s.layout, s.es, s.stmatrix).replace("\n", "\\0A")
-    fty = llir.FunctionType(I32, [I32])
-    addr = b.call(llir.InlineAsm(fty, text, "=r,r,~{memory}", side_effect=True), [b.ptrtoint(gv, I32)], attrs=("convergent",))
+    addr = asm_block(b, I32, start_text(s.layout, s.es, s.stmatrix), ["=r", "r"], [b.ptrtoint(gv, I32)])
     b.store(addr, lw.frame.vars[s.addr][0])
 
 
@@ -330,9 +322,7 @@ def lower_stage_write(lw: Lowerer, s: TileStageWrite) -> None:
         half = [v if v.type == I16 else b.bitcast(v, I16) for v in vals]
         vals = [b.or_(b.zext(lo, I32), b.shl(b.zext(hi, I32), llir.Constant(I32, 16))) for lo, hi in zip(half[::2], half[1::2])]
     args = [b.load(lw.frame.vars[s.addr][0]), *vals]
-    cons = ",".join(["r"] + ["f" if s.kind == "v2f32" else "r"] * len(vals) + ["~{memory}"])
-    fty = llir.FunctionType(llir.VoidType(), [a.type for a in args])
-    b.call(llir.InlineAsm(fty, write_text(s.kind, s.offset), cons, side_effect=True), args, attrs=("convergent",))
+    asm_block(b, llir.VoidType(), write_text(s.kind, s.offset), ["r"] + ["f" if s.kind == "v2f32" else "r"] * len(vals), args)
 
 
 @lowers(TileStagedStore)
@@ -345,6 +335,4 @@ def lower_staged_store(lw: Lowerer, s: TileStagedStore) -> None:
     row0, col0 = lw.expr(s.row0), lw.expr(s.col0)
     gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
     args: list[llir.Value] = [b.ptrtoint(sv.ptr, I64), dims[0], dims[1], row0, col0, b.ptrtoint(gv, I32)]
-    text = staged_text(s.layout, es, s.threads, next(_ids)).replace("\n", "\\0A")
-    fty = llir.FunctionType(llir.VoidType(), [a.type for a in args])
-    b.call(llir.InlineAsm(fty, text, "l,l,l,l,l,r,~{memory}", side_effect=True), args, attrs=("convergent",))
+    asm_block(b, llir.VoidType(), staged_text(s.layout, es, s.threads, next(_ids)), ["l"] * 5 + ["r"], args)

@@ -23,18 +23,13 @@ from typing import Any
 import llvmlite.ir as llir
 
 from ..tensorcore.common import shared_buffer
-from ..tensorcore.inline_ptx import F32, I32, I64, c32, c64
+from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
 __all__ = ["emit_wgmma", "mainloop_text", "smem_bytes"]
 
-SW128 = 1 << 62
 BK = 64
 _ids = itertools.count()
-
-
-def _enc(x: int) -> int:
-    return (x & 0x3FFFF) >> 4
 
 
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
@@ -142,12 +137,12 @@ class _Op:
         r = self.r
         if self.kmajor:
             self.e(f"sub.s32 %wr26, {r[4]}, {k0};")
-            _scalar_copy(self.e, self.tag, n=self.n, g=self.g, gstride=self.stride, rows=(r[3], self.lim),
-                         rowstep=self.rstep, colleft="%wr26", dst=st, doff=r[2], dstep=self.rstep * 128)
+            scalar_copy(self.e, "AZM", self.tag, n=self.n, g=self.g, gstride=self.stride, rows=(r[3], self.lim),
+                        rowstep=self.rstep, colleft="%wr26", dst=st, doff=r[2], dstep=self.rstep * 128)
         else:
             self.e(f"sub.s32 %wr27, {r[3]}, {k0};")
-            _scalar_copy(self.e, self.tag, n=self.n, g=self.g, gstride=self.stride, rows=None, rowleft="%wr27",
-                         rowstep=self.rstep, colleft=r[4], dst=st, doff=r[2], dstep=self.rstep * 128)
+            scalar_copy(self.e, "AZM", self.tag, n=self.n, g=self.g, gstride=self.stride, rows=None, rowleft="%wr27",
+                        rowstep=self.rstep, colleft=r[4], dst=st, doff=r[2], dstep=self.rstep * 128)
 
     def advance(self) -> None:
         self.e(f"add.s64 {self.g}, {self.g}, {self.step};")
@@ -155,7 +150,7 @@ class _Op:
     def desc_hi(self) -> int:
         """The descriptor's high bits: leading byte offset (the 64-column block stride of an
         MN-major tile; unused K-major), stride byte offset 1024 (8 rows), 128-byte swizzle."""
-        return _enc(16 if self.kmajor else BK * 128) << 16 | _enc(1024) << 32 | SW128
+        return desc_field(16 if self.kmajor else BK * 128) << 16 | desc_field(1024) << 32 | SW128
 
     def k16_step(self) -> int:
         """Descriptor increment (16-byte units) for 16 K: 32 bytes along a K-major row, 16 rows MN-major."""
@@ -182,7 +177,6 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
-    e("{")
     e(".reg .pred %wp<16>;")
     e(".reg .b16 %wh<8>;")
     e(".reg .b32 %wr<64>;")
@@ -191,8 +185,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"mov.u32 {tid}, %tid.x;")
     e(f"shr.u32 {warp}, {tid}, 5;")
     e(f"shr.u32 {wg}, {warp}, 2;")
-    e(f"add.u32 {s0}, {smem}, 1023;")
-    e(f"and.b32 {s0}, {s0}, -1024;")
+    align_smem(e, s0, smem)
     e(f"setp.ne.u32 %wp0, {vec}, 0;")  # %wp0: the 16-byte copy path
     A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2)
     B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5)
@@ -267,46 +260,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e("wgmma.wait_group.sync.aligned 0;")
     e("cp.async.wait_group 0;")
     e("bar.sync 0;")  # the ring is free again
-    e("}")
-    return "\n\t".join(lines)
-
-
-def _scalar_copy(e: Any, tag: str, *, n: int, g: str, gstride: str, rows: tuple[str, str] | None, rowstep: int,
-                 colleft: str, dst: str, doff: str, dstep: int, rowleft: str = "") -> None:
-    """This thread's n chunks, each a loop over its 8 elements: a predicated 2-byte load (zero
-    outside) and a 2-byte shared store.  `rows` (first row, row count): a chunk's row is inside
-    when unsigned below the count; else when `i * rowstep < rowleft`."""
-    i, ga, sa = "%wr40", "%wd16", "%wr41"
-    k, ea, es_ = "%wr60", "%wd17", "%wr61"
-    e(f"mov.u32 {i}, 0;")
-    e(f"mov.b64 {ga}, {g};")
-    e(f"add.u32 {sa}, {dst}, {doff};")
-    e(f"AZM_S{tag}:")
-    e(f"mul.lo.u32 %wr46, {i}, {rowstep};")
-    if rows is not None:
-        e(f"add.s32 %wr46, %wr46, {rows[0]};")
-        e(f"setp.lt.u32 %wp6, %wr46, {rows[1]};")
-    else:
-        e(f"setp.lt.s32 %wp6, %wr46, {rowleft};")
-    e(f"mov.u32 {k}, 0;")
-    e(f"mov.b64 {ea}, {ga};")
-    e(f"mov.u32 {es_}, {sa};")
-    e(f"AZM_SE{tag}:")
-    e(f"setp.lt.s32 %wp7, {k}, {colleft};")
-    e("and.pred %wp7, %wp7, %wp6;")
-    e("mov.b16 %wh0, 0;")
-    e(f"@%wp7 ld.global.b16 %wh0, [{ea}];")
-    e(f"st.shared.b16 [{es_}], %wh0;")
-    e(f"add.s64 {ea}, {ea}, 2;")
-    e(f"add.u32 {es_}, {es_}, 2;")
-    e(f"add.u32 {k}, {k}, 1;")
-    e(f"setp.lt.u32 %wp7, {k}, 8;")
-    e(f"@%wp7 bra AZM_SE{tag};")
-    e(f"add.s64 {ga}, {ga}, {gstride};")
-    e(f"add.u32 {sa}, {sa}, {dstep};")
-    e(f"add.u32 {i}, {i}, 1;")
-    e(f"setp.lt.u32 %wp6, {i}, {n};")
-    e(f"@%wp6 bra AZM_S{tag};")
+    return ptx_block(lines)
 
 
 def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: list[list[llir.Value]],
@@ -335,10 +289,7 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     gv = module.globals.get("__az_tc_smem") or shared_buffer(module)
     args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)
-    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans).replace("\n", "\\0A")
-    cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3 + ["~{memory}"])
-    ret = llir.LiteralStructType([F32] * n)
-    fty = llir.FunctionType(ret, [F32] * n + [a.type for a in args])
-    asm = llir.InlineAsm(fty, text, cons, side_effect=True)
-    res = b.call(asm, [*acc, *args], attrs=("convergent",))
+    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans)
+    cons = ["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3
+    res = asm_block(b, llir.LiteralStructType([F32] * n), text, cons, [*acc, *args])
     return [b.extract_value(res, i) for i in range(n)]

@@ -21,9 +21,9 @@ def test_a_torch_bf16_capsule_reads_as_bf16() -> None:
     torch = pytest.importorskip("torch")
     t = read_capsule(torch.ones(8, dtype=torch.bfloat16).__dlpack__())
     assert t.bf16 and t.dtype is None and t.itemsize == 2 and t.shape == (8,)
-    A._expect("k", _param("bf16"), t.dtype, t.shape, t.dtype_text, bf16=t.bf16)
+    A._expect("k", _param("bf16"), None, t.shape, t.dtype_text, scalar=t.scalar)
     with pytest.raises(Exception, match="expects elements of f16"):
-        A._expect("k", _param("f16"), t.dtype, t.shape, t.dtype_text, bf16=t.bf16)
+        A._expect("k", _param("f16"), None, t.shape, t.dtype_text, scalar=t.scalar)
     h = read_capsule(torch.ones(8, dtype=torch.float16).__dlpack__())
     assert not h.bf16 and h.dtype == np.float16 and h.itemsize == 2
     A._expect("k", _param("f16"), h.dtype, h.shape, h.dtype_text)
