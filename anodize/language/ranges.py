@@ -108,37 +108,23 @@ class Prover:
     def _closure(self) -> dict[Atom, int]:
         if self._index is not None:
             return self._index
-        nodes: dict[Atom, int] = {ZERO: 0}
+        atoms: dict[Atom, tuple[int, int]] = {}
         for u, v in self.edges:
             for a in (u, v):
-                if a not in nodes:
-                    nodes[a] = len(nodes)
-        n = len(nodes)
-        inf = float("inf")
-        d: list[list[float]] = [[inf] * n for _ in range(n)]
-        for i in range(n):
-            d[i][i] = 0
-        for (u, v), k in self.edges.items():  # u - v <= k: an edge v -> u of weight k
-            vi, ui = nodes[v], nodes[u]
-            if k < d[vi][ui]:
-                d[vi][ui] = k
-        for a, i in nodes.items():
-            if i:
-                lo, hi = self.domain(a)
-                d[0][i] = min(d[0][i], hi)  # a - 0 <= hi
-                d[i][0] = min(d[i][0], -lo)  # 0 - a <= -lo
-        for k in range(n):
-            dk = d[k]
-            for i in range(n):
-                di = d[i]
-                dik = di[k]
-                if dik != inf:  # row i through k, element-wise (`min` keeps the old entry on a tie)
-                    d[i] = di = list(map(min, di, map(add, repeat(dik), dk)))
-                    if i == k:
-                        dk = di
-        if any(d[i][i] < 0 for i in range(n)):
+                if a not in atoms and a != ZERO:
+                    atoms[a] = self.domain(a)
+        # the closure is a function of the edges and the atoms' domains alone: kernels written
+        # alike (one idiom, the same names) share it (a process-wide table, bounded)
+        key = (frozenset(self.edges.items()), frozenset(atoms.items()))
+        hit = _CLOSURES.get(key)
+        if hit is None:
+            hit = _floyd_warshall(self.edges, atoms)
+            if len(_CLOSURES) >= _CLOSURES_MAX:
+                _CLOSURES.clear()
+            _CLOSURES[key] = hit
+        nodes, self._d, negative = hit
+        if negative:
             self.contradiction = True  # a negative cycle: the facts contradict each other
-        self._d = d
         self._index = nodes
         return nodes
 
@@ -194,6 +180,45 @@ class Prover:
                 return True
         lo, hi = self.bounds(a)
         return tlo <= lo and hi <= thi
+
+
+_CLOSURES: dict[object, tuple[dict[Atom, int], list[list[float]], bool]] = {}
+_CLOSURES_MAX = 4096
+
+
+def _floyd_warshall(edges: dict[tuple[Atom, Atom], int], domains: dict[Atom, tuple[int, int]]) -> tuple[dict[Atom, int], list[list[float]], bool]:
+    """Shortest paths between every pair of `ZERO` and the atoms (each atom's domain two edges
+    to and from `ZERO`): the atom -> row index, the distances (read only, shared by every
+    Prover of the same facts) and whether there is a negative cycle."""
+    nodes: dict[Atom, int] = {ZERO: 0}
+    for u, v in edges:
+        for a in (u, v):
+            if a not in nodes:
+                nodes[a] = len(nodes)
+    n = len(nodes)
+    inf = float("inf")
+    d: list[list[float]] = [[inf] * n for _ in range(n)]
+    for i in range(n):
+        d[i][i] = 0
+    for (u, v), k in edges.items():  # u - v <= k: an edge v -> u of weight k
+        vi, ui = nodes[v], nodes[u]
+        if k < d[vi][ui]:
+            d[vi][ui] = k
+    for a, i in nodes.items():
+        if i:
+            lo, hi = domains[a]
+            d[0][i] = min(d[0][i], hi)  # a - 0 <= hi
+            d[i][0] = min(d[i][0], -lo)  # 0 - a <= -lo
+    for k in range(n):
+        dk = d[k]
+        for i in range(n):
+            di = d[i]
+            dik = di[k]
+            if dik != inf:  # row i through k, element-wise (`min` keeps the old entry on a tie)
+                d[i] = di = list(map(min, di, map(add, repeat(dik), dk)))
+                if i == k:
+                    dk = di
+    return nodes, d, any(d[i][i] < 0 for i in range(n))
 
 
 class RangeEnv:

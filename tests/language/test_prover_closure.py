@@ -53,3 +53,27 @@ def test_closure_matches_floyd_warshall() -> None:
         assert [[type(x) for x in row] for row in p._d] == [[type(x) for x in row] for row in want]
         negative += contradiction
     assert negative > 20  # negative cycles exercised
+
+
+def test_closure_table_keys_on_edges_and_domains() -> None:
+    """Provers of the same facts share one closure; a different domain of an atom is not the
+    same closure (`x <= 5` proves `x <= 9` whatever the domain, but `x >= 0` only from it)."""
+    from anodize.language import ranges
+
+    x = ("var", "x")
+    edges = [(x, ZERO, 5)]
+    nonneg = Prover(edges, lambda a: (0, 100))
+    signed = Prover(edges, lambda a: (-100, 100))
+    assert nonneg.diff_le(ZERO, x, 0) and not signed.diff_le(ZERO, x, 0)
+    again = Prover(list(reversed(edges)), lambda a: (0, 100))
+    again._closure()
+    assert again._d is nonneg._d  # one table entry
+    # a negative cycle is remembered with the closure: the second prover of it is contradictory too
+    cycle = [(x, ZERO, -1), (ZERO, x, 0)]
+    p, q = Prover(cycle, lambda a: (-9, 9)), Prover(cycle, lambda a: (-9, 9))
+    p._closure(), q._closure()
+    assert p.contradiction and q.contradiction and not q.diff_le(x, ZERO, 100)
+    ranges._CLOSURES.clear()
+    fresh = Prover(edges, lambda a: (0, 100))
+    fresh._closure()
+    assert fresh._d == nonneg._d and fresh._d is not nonneg._d
