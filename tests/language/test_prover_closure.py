@@ -77,3 +77,33 @@ def test_closure_table_keys_on_edges_and_domains() -> None:
     fresh = Prover(edges, lambda a: (0, 100))
     fresh._closure()
     assert fresh._d == nonneg._d and fresh._d is not nonneg._d
+
+
+def test_bindings_from_statements_match_the_full_walk() -> None:
+    """`_bindings` reads only the statements' targets when the body's text rules out walrus and
+    comprehension targets; the counts equal the walk of every node, and any `:=` or extra
+    `for` (a comprehension, or a word holding it) takes the walk."""
+    import ast
+
+    from anodize.language import ranges
+    from anodize.language.syntax import Source
+
+    bodies = [
+        "x = 1\n    y, (z, *w) = x, (1, 2, 3)\n    x += 1\n    q: int\n    r: int = 2\n    del r\n    a.b = 3\n    s[i] = 4",
+        "for i in range(n):\n        for j, k in p:\n            t = i\n    else:\n        t = 0\n    with m as (u, v), o:\n        pass",
+        "def inner(k):\n        k = 2\n        return k\n    class C:\n        z = 1\n    try:\n        e = 1\n    except E as err:\n        e = 2\n    finally:\n        f = 0",
+        "x = [i for i in range(3)]",  # a comprehension binds `i`
+        "y = (x := 3) + x",  # a walrus binds `x`
+        "info = format(a)\n    for i in a:\n        info = i",  # `for` inside `format`: the full walk
+        "while (n := n - 1) > 0:\n        pass",
+    ]
+    fast = 0
+    for body in bodies:
+        text = f"def f(n, a, p, m, o, s, i):\n    {body}\n"
+        fdef = ast.parse(text).body[0]
+        assert isinstance(fdef, ast.FunctionDef)
+        got = ranges._bindings(fdef, ranges._body_text(Source(text, "t.py"), fdef))
+        assert got == ranges._bindings(fdef), body
+        if ":=" not in body and ranges._statement_bindings(fdef, body.count("for")) is not None:
+            fast += 1
+    assert fast == 3  # the first three bodies take the statements' path
