@@ -125,7 +125,6 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
     statements of a module."""
     stack: list[tuple[ast.AST, int, ast.AST | None]] = [(tree, 0, None)]
     pop, push = stack.pop, stack.append
-    node_cls = ast.AST
     while stack:
         node, depth, top = pop()
         if depth > limit:
@@ -137,22 +136,10 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
                 continue
         if top is None and isinstance(node, ast.expr):
             top = node
-        cls = node.__class__
-        fields = _NEST_FIELDS.get(cls)
-        if fields is None:  # `ast.iter_child_nodes`'s fields, in its order, less the operators'
-            fields = _NEST_FIELDS[cls] = tuple(f for f in cls._fields if f not in ("ctx", "op", "ops"))
-        for f in fields:
-            v = getattr(node, f, None)
-            if v.__class__ is list:
-                for child in v:
-                    if isinstance(child, node_cls) and not isinstance(child, _LEAVES):
-                        push((child, depth + 1, top))
-            elif isinstance(v, node_cls) and not isinstance(v, _LEAVES):
-                push((v, depth + 1, top))
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _LEAVES):
+                push((child, depth + 1, top))
     return None
-
-
-_NEST_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class Source:

@@ -80,12 +80,12 @@ def test_closure_table_keys_on_edges_and_domains() -> None:
 
 
 def test_bindings_from_statements_match_the_full_walk() -> None:
-    """`_bindings` reads only the statements' targets when the body's text rules out walrus and
+    """`bindings` reads only the statements' targets when the body's text rules out walrus and
     comprehension targets; the counts equal the walk of every node, and any `:=` or extra
     `for` (a comprehension, or a word holding it) takes the walk."""
     import ast
 
-    from anodize.language import ranges
+    from anodize.language import binding_counts as ranges
     from anodize.language.syntax import Source
 
     bodies = [
@@ -102,8 +102,8 @@ def test_bindings_from_statements_match_the_full_walk() -> None:
         text = f"def f(n, a, p, m, o, s, i):\n    {body}\n"
         fdef = ast.parse(text).body[0]
         assert isinstance(fdef, ast.FunctionDef)
-        got = ranges._bindings(fdef, ranges._body_text(Source(text, "t.py"), fdef))
-        assert got == ranges._bindings(fdef), body
-        if ":=" not in body and ranges._statement_bindings(fdef, body.count("for")) is not None:
+        got = ranges.bindings(fdef, ranges.body_text(Source(text, "t.py"), fdef))
+        assert got == ranges.bindings(fdef), body
+        if ":=" not in body and ranges.statement_bindings(fdef, body.count("for")) is not None:
             fast += 1
     assert fast == 3  # the first three bodies take the statements' path
