@@ -32,7 +32,7 @@ from .kernel_values import KernelSummary
 from .rules import ALL_RULES, RuleContext
 from anodize.language.syntax import NestingTooDeep, Source, read_source
 from anodize.language.syntax import parse as _parse
-from anodize.language.walk import nodes, walk_batched
+from anodize.language.walk import sub_blocks, walk_batched
 
 @dataclass
 class Analysis:
@@ -98,7 +98,7 @@ def _without_follow_ons(diags: list[Diagnostic], typed: list[Diagnostic], model:
     its element type) has no races of its own to report; the declaration's error is the one."""
     failed: set[str] = set()
     lines = sorted({d.span.line for d in typed if d.severity == "error"})
-    for node in _nodes_at(model.tree, lines):
+    for node in _statements_at(model.tree, lines):  # (an assignment is a statement)
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Call):
             at = bisect.bisect_left(lines, node.lineno)  # an error line in [lineno, end_lineno]
             if at < len(lines) and lines[at] <= (node.end_lineno or node.lineno):
@@ -118,13 +118,19 @@ def _without_follow_ons(diags: list[Diagnostic], typed: list[Diagnostic], model:
     return [d for d in diags if not about_failed(d)]
 
 
-def _nodes_at(tree: ast.Module, lines: list[int]) -> Iterator[ast.AST]:
-    """Every node of the module's statements whose lines hold one of `lines` (sorted): a node
-    whose lines hold one lies in such a statement; the others are not walked."""
+def _statements_at(tree: ast.Module, lines: list[int]) -> Iterator[ast.stmt]:
+    """Every statement (nested ones, those of nested functions and classes too) of the
+    module's statements whose lines hold one of `lines` (sorted): a statement whose lines
+    hold one lies in such a statement; the others are not walked."""
     for stmt in tree.body:
         at = bisect.bisect_left(lines, stmt.lineno)
         if at < len(lines) and lines[at] <= (stmt.end_lineno or stmt.lineno):
-            yield from nodes(stmt)
+            todo = [stmt]
+            while todo:
+                s = todo.pop()
+                yield s
+                for block in sub_blocks(s):
+                    todo.extend(block)
 
 
 def _last(span: Span) -> tuple[int, int]:

@@ -24,6 +24,16 @@ class Span:
     end_line: int
     end_col: int
 
+    def __init__(self, path: str, line: int, col: int, end_line: int, end_col: int) -> None:
+        # (the generated frozen `__init__` makes one `object.__setattr__` call a field: the
+        # typer makes a span per node, and reads few of them)
+        d = self.__dict__
+        d["path"] = path
+        d["line"] = line
+        d["col"] = col
+        d["end_line"] = end_line
+        d["end_col"] = end_col
+
     @classmethod
     def point(cls, path: str, line: int, col: int, width: int = 1) -> Span:
         return cls(path, line, col, line, col + max(width, 1))

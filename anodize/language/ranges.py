@@ -33,14 +33,13 @@ import ast
 from collections.abc import Callable, Iterable
 from itertools import repeat
 from operator import add
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from anodize.language import contract as C
 from anodize.language import ir
-from anodize.language.records import dataclass
 from anodize.language.types import I64, ScalarTy, WitnessTy
 from anodize.language.vocab import WITNESS_PARTS
-from anodize.language.walk import child_fields
+from anodize.language.binding_counts import bindings as _bindings, body_text as _body_text
 
 if TYPE_CHECKING:
     from anodize.language.typer_state import FnState
@@ -71,9 +70,10 @@ def machine_value(v: int, ty: ScalarTy) -> int:
     return v
 
 
-@dataclass(frozen=True)
-class Lin:
-    """`atom + c` over the integers (`atom` ZERO for a constant)."""
+class Lin(NamedTuple):
+    """`atom + c` over the integers (`atom` ZERO for a constant).  A named tuple: the typer
+    makes several per index it proves in range, and a tuple is built in a fraction of a
+    frozen dataclass's time."""
 
     atom: Atom
     c: int
@@ -108,37 +108,23 @@ class Prover:
     def _closure(self) -> dict[Atom, int]:
         if self._index is not None:
             return self._index
-        nodes: dict[Atom, int] = {ZERO: 0}
+        atoms: dict[Atom, tuple[int, int]] = {}
         for u, v in self.edges:
             for a in (u, v):
-                if a not in nodes:
-                    nodes[a] = len(nodes)
-        n = len(nodes)
-        inf = float("inf")
-        d: list[list[float]] = [[inf] * n for _ in range(n)]
-        for i in range(n):
-            d[i][i] = 0
-        for (u, v), k in self.edges.items():  # u - v <= k: an edge v -> u of weight k
-            vi, ui = nodes[v], nodes[u]
-            if k < d[vi][ui]:
-                d[vi][ui] = k
-        for a, i in nodes.items():
-            if i:
-                lo, hi = self.domain(a)
-                d[0][i] = min(d[0][i], hi)  # a - 0 <= hi
-                d[i][0] = min(d[i][0], -lo)  # 0 - a <= -lo
-        for k in range(n):
-            dk = d[k]
-            for i in range(n):
-                di = d[i]
-                dik = di[k]
-                if dik != inf:  # row i through k, element-wise (`min` keeps the old entry on a tie)
-                    d[i] = di = list(map(min, di, map(add, repeat(dik), dk)))
-                    if i == k:
-                        dk = di
-        if any(d[i][i] < 0 for i in range(n)):
+                if a not in atoms and a != ZERO:
+                    atoms[a] = self.domain(a)
+        # the closure is a function of the edges and the atoms' domains alone: kernels written
+        # alike (one idiom, the same names) share it (a process-wide table, bounded)
+        key = (frozenset(self.edges.items()), frozenset(atoms.items()))
+        hit = _CLOSURES.get(key)
+        if hit is None:
+            hit = _floyd_warshall(self.edges, atoms)
+            if len(_CLOSURES) >= _CLOSURES_MAX:
+                _CLOSURES.clear()
+            _CLOSURES[key] = hit
+        nodes, self._d, negative = hit
+        if negative:
             self.contradiction = True  # a negative cycle: the facts contradict each other
-        self._d = d
         self._index = nodes
         return nodes
 
@@ -194,6 +180,45 @@ class Prover:
                 return True
         lo, hi = self.bounds(a)
         return tlo <= lo and hi <= thi
+
+
+_CLOSURES: dict[object, tuple[dict[Atom, int], list[list[float]], bool]] = {}
+_CLOSURES_MAX = 4096
+
+
+def _floyd_warshall(edges: dict[tuple[Atom, Atom], int], domains: dict[Atom, tuple[int, int]]) -> tuple[dict[Atom, int], list[list[float]], bool]:
+    """Shortest paths between every pair of `ZERO` and the atoms (each atom's domain two edges
+    to and from `ZERO`): the atom -> row index, the distances (read only, shared by every
+    Prover of the same facts) and whether there is a negative cycle."""
+    nodes: dict[Atom, int] = {ZERO: 0}
+    for u, v in edges:
+        for a in (u, v):
+            if a not in nodes:
+                nodes[a] = len(nodes)
+    n = len(nodes)
+    inf = float("inf")
+    d: list[list[float]] = [[inf] * n for _ in range(n)]
+    for i in range(n):
+        d[i][i] = 0
+    for (u, v), k in edges.items():  # u - v <= k: an edge v -> u of weight k
+        vi, ui = nodes[v], nodes[u]
+        if k < d[vi][ui]:
+            d[vi][ui] = k
+    for a, i in nodes.items():
+        if i:
+            lo, hi = domains[a]
+            d[0][i] = min(d[0][i], hi)  # a - 0 <= hi
+            d[i][0] = min(d[i][0], -lo)  # 0 - a <= -lo
+    for k in range(n):
+        dk = d[k]
+        for i in range(n):
+            di = d[i]
+            dik = di[k]
+            if dik != inf:  # row i through k, element-wise (`min` keeps the old entry on a tie)
+                d[i] = di = list(map(min, di, map(add, repeat(dik), dk)))
+                if i == k:
+                    dk = di
+    return nodes, d, any(d[i][i] < 0 for i in range(n))
 
 
 class RangeEnv:
@@ -334,40 +359,6 @@ def mentions(edge: Edge, names: set[str]) -> bool:
 # ---- the typer's side: scoped facts per typed function body ----------------------------------------
 
 
-def _bindings(fdef: object) -> dict[str, int]:
-    """How many times each name is bound in a function: parameters, assignments (plain,
-    annotated with or without a value, augmented) and `for` targets."""
-    assert isinstance(fdef, ast.FunctionDef)
-    out: dict[str, int] = {}
-    for a in fdef.args.args:
-        out[a.arg] = out.get(a.arg, 0) + 1
-    # every node below the body (as `ast.walk`, with a stack and each class's node fields)
-    todo: list[object] = list(fdef.body)
-    pop, push, extend = todo.pop, todo.append, todo.extend
-    name, store, delete = ast.Name, ast.Store, ast.Del
-    while todo:
-        n = pop()
-        cls = n.__class__
-        if cls is name:
-            c = n.ctx.__class__  # type: ignore[attr-defined]
-            if c is store or c is delete:
-                out[n.id] = out.get(n.id, 0) + 1  # type: ignore[attr-defined]
-            continue
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = child_fields(cls)
-        for f in fields:
-            v = getattr(n, f)
-            if v.__class__ is list:
-                extend(v)
-            elif v is not None:
-                push(v)
-    return out
-
-
-_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
-
-
 _RAW_DOMAIN = {
     "ctaid": (0, (1 << 31) - 1),
     "nctaid": (1, (1 << 31) - 1),
@@ -401,7 +392,7 @@ class RangeFacts(RangeEnv):
             fdef = self.st.fdef
             b = getattr(fdef, "_az_bindings", None)
             if b is None:
-                b = _bindings(fdef)
+                b = _bindings(fdef, _body_text(self.st.src, fdef))
                 fdef._az_bindings = b  # type: ignore[attr-defined]
             self._bindings = b
         return b.get(name, 0) == 1

@@ -77,6 +77,7 @@ _OTHER = Symbol("other")
 # ---- the intrinsic table (language/intrinsics.py declares each intrinsic once) -------------
 
 _TABLE = {name: decl.tag for name, decl in INTRINSICS.items()}
+_INTRINSIC_SYMBOLS: dict[str, Symbol] = {}  # canonical name -> its symbol, made on first use
 # float constants of `math` and NumPy a kernel may read (weak f64 literals)
 _FLOAT_CONSTANTS = {
     f"{mod}.{n}": getattr(math, n) for mod in ("math", "numpy") for n in ("pi", "e", "tau", "inf", "nan")
@@ -198,9 +199,13 @@ class ModuleSymbols:
             # the module's own `class thread:` (or `math = ...`): not the anodize namespace it spells
             return Symbol("rebound", head, where=tuple(mine)) if len(mine) > 1 else Symbol("other", q)
         c = canonical(q)
+        hit = _INTRINSIC_SYMBOLS.get(c)
+        if hit is not None:
+            return hit
         tag = _TABLE.get(c)
         if tag is not None:
-            return Symbol("intrinsic", c, tag)
+            hit = _INTRINSIC_SYMBOLS[c] = Symbol("intrinsic", c, tag)  # (immutable: one per intrinsic)
+            return hit
         if c in _FLOAT_CONSTANTS:
             return Symbol("constant", c, value=_FLOAT_CONSTANTS[c])
         if "<locals>" in q:
