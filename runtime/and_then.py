@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime import inflight, lazy, streams as S
+from anodize.runtime import inflight, streams as S
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
-from anodize.runtime.ops import _UNSET, KernelOp, Leaf, Op, _common_device
+from anodize.runtime.ops import _UNSET, SUBMIT, KernelOp, Leaf, Op, _common_device, fast_lane
 from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
@@ -80,23 +80,6 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     for u in uses:
         seen[u[:3]] = seen.get(u[:3], False) or u.writes
     return [e.marker for e in inflight.extend(handle, uses)]
-
-
-_SUBMIT: Any = object()
-
-
-def _fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
-    """(`lane`, how it launches) when a kernel op may go straight onto it (`AndThen._go`): the
-    calling thread's CPU lane (None: run the kernel here), a CPU worker (`_SUBMIT`: its
-    queue) or a CUDA stream (cuda.core's `launch`); (None, None) for another lane."""
-    kind = type(lane)
-    if kind is S.InlineLane:
-        return lane, None
-    if kind is S.WorkerLane:
-        return lane, _SUBMIT
-    if kind is S.GpuLane:
-        return lane, lazy.cuda_core().launch
-    return None, None
 
 
 def _host_value(ctx: _Ctx, op: Op) -> Any:
@@ -312,7 +295,7 @@ class AndThen(Op):
                             handle.error = e
                     cur = nxt
                     continue
-                if launch is _SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
+                if launch is SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
                     lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
                     cur = nxt
                     continue
@@ -328,7 +311,7 @@ class AndThen(Op):
             else:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)
             if plain and type(nxt) is KernelOp and not pend and lane is not fast:
-                fast, launch = _fast_lane(lane)
+                fast, launch = fast_lane(lane)
                 fast_dev = lane.device
             cur = nxt
         return lane, pend

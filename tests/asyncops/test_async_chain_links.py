@@ -207,3 +207,114 @@ def test_the_op_memo_keeps_no_argument_alive(cpu: Device) -> None:
         assert all(r() is None for r in dead)
     finally:
         gc.enable()
+
+
+# ---- `then` chains: the same direct path (runtime/ops.py `Seq._emit`) ----------------------------
+
+
+def _then_chain(dev: Device, steps: int = STEPS) -> tuple[az.Buffer, az.Buffer, az.Op]:
+    """`_chain`'s kernels, built up front and sequenced with `then`."""
+    x = dev.to_device(np.ones(N, np.float32))
+    y = dev.empty(N, az.f32)
+    op: az.Op = affine[CFG].op(x, y, 1.0, 1.0)
+    for k in range(1, steps):
+        op = op.then(affine[CFG].op(y, x, 1.0, 1.0) if k % 2 else affine[CFG].op(x, y, 1.0, 1.0))
+    return x, y, op
+
+
+def test_a_then_chain_on_the_device_stream_queues_one_launch_per_op(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first kernel op, each goes straight onto the stream (cuda.core's `launch`),
+    not through `Leaf._emit` and the lane's `launch`."""
+    from anodize.runtime import streams as S
+
+    dev, drv = fake
+    x, _, op = _then_chain(dev)
+    _then_chain(dev, 2)[2].run()  # compile and memoise
+    real, via_lane = S.GpuLane.launch, []
+
+    def counted(self: Any, *a: Any) -> None:
+        via_lane.append(a)
+        real(self, *a)
+
+    monkeypatch.setattr(S.GpuLane, "launch", counted)
+    drv.log.clear()
+    op.run()
+    assert len(via_lane) == 1  # the first op; the other 199 went straight onto the stream
+    launches = _calls(drv.log, "launch")
+    assert len(launches) == STEPS and {c[1] for c in launches} == {dev._stream_h}
+    assert _calls(drv.log, "wait") == [] and len(_calls(drv.log, "record")) <= 1
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_a_then_chain_with_a_copy_inside_keeps_its_order(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """A copy between kernel ops breaks the direct run (it goes through its own `_emit`) and
+    the kernels after it go straight onto the lane again, after the copy."""
+    dev, drv = fake
+    x, y, first = _then_chain(dev, 4)  # x = 5
+    z = dev.empty(N, az.f32)
+    _, _, warm = _then_chain(dev, 2)
+    warm.run()
+    op = first.then(dev.copy_op(z, x)).then(affine[CFG].op(z, y, 2.0, 0.0)).then(affine[CFG].op(y, x, 1.0, 1.0))
+    drv.log.clear()
+    op.run()
+    kinds = [c[0] for c in drv.log if c[0] in ("launch", "d2d", "wait")]
+    assert kinds == ["launch"] * 4 + ["d2d"] + ["launch"] * 2  # in order, one stream: no wait
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 10, np.float32))
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 11, np.float32))
+
+
+def test_a_then_chain_over_memory_in_flight_waits_for_its_writer(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    x, y, op = _then_chain(dev, 6)
+    pool = az.RoundRobin(2)
+    try:
+        _then_chain(dev, 2)[2].submit(pool).wait()
+        w = dev.to_device(np.full(N, 7, np.float32))
+        drv.ready = False
+        try:
+            writer = affine[CFG].op(w, x, 1.0, 0.0).submit(pool)  # x = 7, in flight on another stream
+            writer_stream = _calls(drv.log, "launch")[-1][1]
+            drv.log.clear()
+            handle = op.submit(pool)
+        finally:
+            drv.ready = True
+        log = list(drv.log)
+        writer.wait()
+        handle.wait()
+    finally:
+        pool.close()
+    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
+    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == writer_stream]
+    assert len(launches) == 6 and len(waits) == 1 and waits[0] < launches[0]
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 13, np.float32))  # 7, then +1 per step
+
+
+def test_an_exception_in_a_cpu_then_chain_skips_the_rest_and_surfaces(cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y, op = _then_chain(cpu, 8)
+    probe = affine[CFG].op(x, y, 1.0, 1.0)
+    plan = probe.plan
+    probe.run()
+    real, calls = plan.entry, []
+
+    def entry(*a: Any) -> None:
+        calls.append(a)
+        if len(calls) == 4:
+            raise RuntimeError("the fourth launch fails")
+        real(*a)
+
+    monkeypatch.setattr(plan, "entry", entry)
+    with pytest.raises(RuntimeError, match="fourth launch"):
+        op.run()
+    assert len(calls) == 4
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 3, np.float32))  # probe: y = 2; steps 0-2: y 2, x 3, y 4
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 4, np.float32))
+
+
+def test_a_then_chain_on_a_cpu_worker_queues_one_item_per_op(cpu: Device) -> None:
+    x, _, op = _then_chain(cpu)
+    pool = az.RoundRobin(1)
+    try:
+        op.submit(pool).wait()
+    finally:
+        pool.close()
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
