@@ -438,6 +438,9 @@ def fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
     return None, None
 
 
+_new = object.__new__
+
+
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
@@ -465,6 +468,29 @@ class Seq(Op):
         assert flat is not None
         self._kids = flat
 
+    def then(self, other: Op) -> Op:
+        """`self`, then `other` (see `Op.then`): a kernel op on this sequence's device is
+        appended to its list in place (`Seq(self, other)` takes that list over too), the
+        claims as `_claim` makes them; anything else takes `Seq(self, other)`."""
+        if (
+            type(other) is KernelOp
+            and other.device is self.device
+            and self._owner is None
+            and self._handle is None
+            and other._owner is None
+            and other._handle is None
+        ):
+            self._owner = other._owner = True
+            op = _new(Seq)
+            op.device = self.device
+            op._owner = op._handle = None
+            op._result = _UNSET
+            kids = self._kids
+            kids.append(other)
+            op._kids = kids
+            return op
+        return Seq(self, other)
+
     @property
     def children(self) -> tuple[Op, ...]:
         """The ops in order (a nested sequence flattened)."""
@@ -475,7 +501,10 @@ class Seq(Op):
 
     def leaves(self) -> Iterator[Leaf]:
         for c in self._kids:
-            yield from c.leaves()
+            if type(c) is KernelOp:
+                yield c
+            else:
+                yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
         kids = self._kids

@@ -318,3 +318,39 @@ def test_a_then_chain_on_a_cpu_worker_queues_one_item_per_op(cpu: Device) -> Non
     finally:
         pool.close()
     np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_then_appends_in_place_and_keeps_the_ownership_rules(cpu: Device) -> None:
+    """`seq.then(kernel_op)` appends to the sequence's list (one list for the whole chain); a
+    sequence or op extended once, or an op already in a sequence, cannot be used again."""
+    from anodize.language.errors import LaunchError
+
+    x = cpu.to_device(np.ones(N, np.float32))
+    y = cpu.empty(N, az.f32)
+    a, b, c = (affine[CFG].op(x, y, 1.0, 1.0) for _ in range(3))
+    s = a.then(b)
+    t = s.then(c)
+    assert t.children == (a, b, c) and t._kids is s._kids  # type: ignore[attr-defined]
+    with pytest.raises(LaunchError, match="already part of another op"):
+        s.then(affine[CFG].op(x, y, 1.0, 1.0))  # s was taken by t
+    with pytest.raises(LaunchError, match="already part of another op"):
+        t.then(b)  # b is in t already
+    t2 = affine[CFG].op(x, y, 1.0, 1.0).then(affine[CFG].op(y, x, 1.0, 1.0))
+    pool = az.RoundRobin(1)
+    try:
+        t2.submit(pool).wait()
+    finally:
+        pool.close()
+    with pytest.raises(LaunchError, match="already started"):
+        t2.then(affine[CFG].op(x, y, 1.0, 1.0))
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 3, np.float32))
+
+
+def test_a_then_chain_registers_each_range_once(cpu: Device) -> None:
+    """The submission's survey of a 200-op chain over two buffers: two uses, one kernel (an
+    op of the same memo'd arguments as one surveyed already adds nothing)."""
+    from anodize.runtime.submission import Handle
+
+    _, _, op = _then_chain(cpu)
+    h = Handle(op)
+    assert len(h.used) == 2 and all(u.writes for u in h.used) and len(h.kernels) == 1
