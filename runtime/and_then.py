@@ -92,15 +92,20 @@ def _host_value(ctx: _Ctx, op: Op) -> Any:
 
 
 class _Steps:
-    """The one record of an `and_then` chain: its first op, each step's function, and the ops
-    the functions built, in order (a step is its index)."""
+    """The one record of an `and_then` chain: its first op, each step's function, how many
+    steps built their op (`count`; a step is its index), the last op built, and the ops built
+    that queueing went through `_admit` for (in order).  A kernel op queued straight onto its
+    lane (`AndThen._go`'s quick step: its kernel and memory are the submission's already) is
+    let go once launched: a chain of 1,000 such steps keeps no op per step alive."""
 
-    __slots__ = ("first", "fns", "built")
+    __slots__ = ("first", "fns", "built", "count", "last")
 
     def __init__(self, first: Op):
         self.first = first
         self.fns: list[Callable[[Any], Op]] = []
         self.built: list[Op] = []
+        self.count = 0
+        self.last: Op | None = None
 
     def site(self, k: int) -> str:
         """Step `k`'s function, by name and the `file:line` that defines it (worked out only
@@ -138,7 +143,7 @@ class AndThen(Op):
         self._owner = self._handle = None
         self._result = _UNSET
         first._claim(self)
-        if type(first) is AndThen and not first.steps.built:
+        if type(first) is AndThen and not first.steps.count:
             steps = first.steps
         else:
             steps = _Steps(first)
@@ -150,7 +155,7 @@ class AndThen(Op):
         """The chain with one more step (see `Op.and_then`): appended to this chain's record
         (this view is claimed), a new view of one more step."""
         steps = self.steps
-        if self._owner is not None or self._handle is not None or steps.built or not callable(fn):
+        if self._owner is not None or self._handle is not None or steps.count or not callable(fn):
             return AndThen(self, fn)  # (its checks raise the errors)
         self._owner = True  # (`_claim`, whose checks just passed)
         op = _new(AndThen)
@@ -169,7 +174,8 @@ class AndThen(Op):
 
     @property
     def built(self) -> list[Op]:
-        """The ops the steps' functions built so far, in order."""
+        """The ops the steps' functions built so far that the chain keeps, in order (a kernel
+        op launched straight onto its lane is not kept: see `_Steps`)."""
         return self.steps.built
 
     def describe(self) -> str:
@@ -185,9 +191,9 @@ class AndThen(Op):
         return (self.steps.first, *self.steps.built)
 
     def _last(self) -> Op | None:
-        built = self.steps.built
-        if len(built) == self.n:
-            return built[-1]
+        steps = self.steps
+        if steps.count == self.n:
+            return steps.last
         return None
 
     def _early(self) -> Any:
@@ -223,8 +229,8 @@ class AndThen(Op):
         fast: S.Lane | None = None
         fast_dev: Any = None
         launch: Any = None
-        while len(built) < n and not ctx.stopped:
-            k = len(built)
+        k = steps.count
+        while k < n and not ctx.stopped:
             if synced:
                 val = _host_value(ctx, cur)
                 synced = False
@@ -262,7 +268,8 @@ class AndThen(Op):
                 )
                 if quick:  # every check below holds: claimed, admitted, queued straight onto `lane`
                     nxt._owner = True
-                    built.append(nxt)
+                    k += 1
+                    steps.count, steps.last = k, nxt  # (not kept in `built`: see `_Steps`)
                 else:
                     kernel = type(nxt) is KernelOp
                     if not kernel and not isinstance(nxt, Op):
@@ -277,6 +284,8 @@ class AndThen(Op):
                     else:
                         nxt._claim(self)
                     built.append(nxt)
+                    k += 1
+                    steps.count, steps.last = k, nxt
                     more = _admit(ctx, scope, nxt)
                     if more:
                         pend = [*pend, *more]

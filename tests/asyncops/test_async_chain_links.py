@@ -354,3 +354,40 @@ def test_a_then_chain_registers_each_range_once(cpu: Device) -> None:
     _, _, op = _then_chain(cpu)
     h = Handle(op)
     assert len(h.used) == 2 and all(u.writes for u in h.used) and len(h.kernels) == 1
+
+
+@pytest.mark.parametrize("where", ["inline", "fake-gpu"])
+def test_a_chain_lets_each_straight_launched_op_go(where: str, cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel op launched straight onto its lane is not kept by the chain: while the chain
+    is queued and after, only the ops queueing admitted (the first over each buffer pair) and
+    the last stay alive, not one per step."""
+    import gc
+    import weakref
+
+    dev = fakecuda.install(monkeypatch)[0] if where == "fake-gpu" else cpu
+    x, y = dev.to_device(np.ones(N, np.float32)), dev.empty(N, az.f32)
+    made: list[weakref.ref[az.Op]] = []
+    alive_at: list[int] = []
+
+    def step(k: int) -> Callable[[Any], az.Op]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+
+        def fn(_: Any) -> az.Op:
+            alive_at.append(sum(r() is not None for r in made))
+            op = affine[CFG].op(src, dst, 1.0, 1.0)
+            made.append(weakref.ref(op))
+            return op
+
+        return fn
+
+    op: az.Op = az.value(None, device=dev)
+    for k in range(STEPS):
+        op = op.and_then(step(k))
+    gc.disable()
+    try:
+        op.run()
+        assert max(alive_at) <= 4  # (the admitted first two, the one launched last, the current)
+        assert sum(r() is not None for r in made) <= 3
+    finally:
+        gc.enable()
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
