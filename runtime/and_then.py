@@ -229,6 +229,7 @@ class AndThen(Op):
         fast: S.Lane | None = None
         fast_dev: Any = None
         launch: Any = None
+        held: Any = None  # an op the straight run below built but did not launch: queued next
         k = steps.count
         while k < n and not ctx.stopped:
             if synced:
@@ -253,9 +254,12 @@ class AndThen(Op):
                 defer(wait, resume, host_sync=need_host, on_error=ctx.failing(fut, lane))
                 return lane, [fut]
             try:
-                nxt = fns[k](val)
-                if ctx._stamps and ctx.after_user_code():
-                    fast = None  # user code allocated on a device's stream: lanes wait for it again
+                if held is None:
+                    nxt = fns[k](val)
+                    if ctx._stamps and ctx.after_user_code():
+                        fast = None  # user code allocated on a device's stream: lanes wait for it again
+                else:  # (built after a quick step: `cur` is a kernel op, `pend` empty, `val` unused)
+                    nxt, held = held, None
                 quick = (
                     type(nxt) is KernelOp  # (whose `_claim` is `Op._claim`)
                     and lane is fast
@@ -293,25 +297,49 @@ class AndThen(Op):
                 ctx.fail(e)
                 break
             if quick:
-                plan = nxt.plan  # type: ignore[attr-defined]
-                if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
-                    if handle.error is None:
-                        cfg = plan.config
+                while True:  # this op, then each next step's while it is quick too (a straight run)
+                    plan = nxt.plan  # type: ignore[attr-defined]
+                    if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
+                        if handle.error is None:
+                            cfg = plan.config
+                            plan.arena.dirty = True
+                            try:
+                                plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
+                            except BaseException as e:  # noqa: BLE001 - reported at completion
+                                handle.error = e
+                    elif launch is SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
+                        lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
+                    elif not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`
                         plan.arena.dirty = True
-                        try:
-                            plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
-                        except BaseException as e:  # noqa: BLE001 - reported at completion
-                            handle.error = e
+                        launch(lane.stream, plan.cu_config, plan.handle, *nxt.flat, *plan.hidden)  # type: ignore[attr-defined]
+                    else:
+                        break  # a grid-synchronising kernel: `Leaf._emit` below
                     cur = nxt
-                    continue
-                if launch is SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
-                    lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
-                    cur = nxt
-                    continue
-                if not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`
-                    plan.arena.dirty = True
-                    launch(lane.stream, plan.cu_config, plan.handle, *nxt.flat, *plan.hidden)  # type: ignore[attr-defined]
-                    cur = nxt
+                    if k >= n or ctx.stopped:
+                        break
+                    try:
+                        nxt = fns[k](nxt.outputs)  # type: ignore[attr-defined]
+                    except BaseException as e:  # noqa: BLE001 - raised at the op's completion
+                        ctx.fail(e)
+                        return lane, pend
+                    if ctx._stamps and ctx.after_user_code():
+                        fast = None
+                        held = nxt  # (the checks above, again, in the loop: not quick now)
+                        break
+                    if not (
+                        type(nxt) is KernelOp
+                        and nxt._owner is None
+                        and nxt._handle is None
+                        and nxt._held is None
+                        and nxt.device is fast_dev
+                        and id(nxt.spec) in admitted
+                    ):
+                        held = nxt  # checked and queued by the loop's general path
+                        break
+                    nxt._owner = True
+                    k += 1
+                    steps.count, steps.last = k, nxt
+                if held is not None or cur is nxt:
                     continue
             if pend:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)

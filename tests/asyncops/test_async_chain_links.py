@@ -391,3 +391,70 @@ def test_a_chain_lets_each_straight_launched_op_go(where: str, cpu: Device, monk
     finally:
         gc.enable()
     np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+@pytest.mark.parametrize("bad", ["raises", "not an op"])
+def test_a_step_that_fails_inside_a_straight_run_stops_the_chain(bad: str, cpu: Device) -> None:
+    """Steps 0-4 run straight on (quick ops); step 5's function raises, or returns something
+    other than an op: the error surfaces at completion and no later step runs."""
+    from anodize.language.errors import ArgumentError
+
+    x, y, _ = _chain(cpu, 2)
+    ran: list[int] = []
+
+    def step(k: int) -> Callable[[Any], Any]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+
+        def fn(_: Any) -> Any:
+            ran.append(k)
+            if k == 5:
+                if bad == "raises":
+                    raise KeyError("step five")
+                return 5
+            return affine[CFG].op(src, dst, 1.0, 1.0)
+
+        return fn
+
+    op: az.Op = az.value(None, device=cpu)
+    for k in range(10):
+        op = op.and_then(step(k))
+    with pytest.raises(KeyError if bad == "raises" else ArgumentError):
+        op.run()
+    assert ran == [0, 1, 2, 3, 4, 5]
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 6, np.float32))  # x 1 -> y 2, x 3, y 4, x 5, y 6
+
+
+def test_a_step_that_allocates_inside_a_straight_run_waits_for_the_device_stream(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """On a pool lane, steps 0-3 run straight on; step 4's function allocates on the device's
+    stream (`dev.empty`) before it returns an op of the same memory: that op's launch waits
+    for the device's stream (one wait, before it), the steps after it run straight on again."""
+    dev, drv = fake
+    x, y, _ = _chain(dev, 2)
+    made: list[az.Buffer] = []
+
+    def step(k: int) -> Callable[[Any], az.Op]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+
+        def fn(_: Any) -> az.Op:
+            if k == 4:
+                made.append(dev.empty(N, az.f32))
+            return affine[CFG].op(src, dst, 1.0, 1.0)
+
+        return fn
+
+    op: az.Op = az.value(None, device=dev)
+    for k in range(8):
+        op = op.and_then(step(k))
+    pool = az.RoundRobin(2)
+    try:
+        _chain(dev, 2)[2].submit(pool).wait()
+        drv.log.clear()
+        op.submit(pool).wait()
+    finally:
+        pool.close()
+    log = [c for c in drv.log if c[0] in ("launch", "wait")]
+    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
+    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == dev._stream_h]
+    assert len(launches) == 8 and launches[3] < waits[-1] < launches[4]
+    assert len(waits) == 2  # the lane's first, and the one after step 4's allocation
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 9, np.float32))
