@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import ArgumentError, LaunchError
-from anodize.runtime import inflight, lazy, streams as S
+from anodize.runtime import inflight, streams as S
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
-from anodize.runtime.ops import _UNSET, KernelOp, Leaf, Op, _common_device
+from anodize.runtime.ops import _UNSET, SUBMIT, KernelOp, Leaf, Op, _common_device, fast_lane
 from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
@@ -82,23 +82,6 @@ def _admit(ctx: _Ctx, scope: tuple[Branch | None, int], op: Op) -> list[Any]:
     return [e.marker for e in inflight.extend(handle, uses)]
 
 
-_SUBMIT: Any = object()
-
-
-def _fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
-    """(`lane`, how it launches) when a kernel op may go straight onto it (`AndThen._go`): the
-    calling thread's CPU lane (None: run the kernel here), a CPU worker (`_SUBMIT`: its
-    queue) or a CUDA stream (cuda.core's `launch`); (None, None) for another lane."""
-    kind = type(lane)
-    if kind is S.InlineLane:
-        return lane, None
-    if kind is S.WorkerLane:
-        return lane, _SUBMIT
-    if kind is S.GpuLane:
-        return lane, lazy.cuda_core().launch
-    return None, None
-
-
 def _host_value(ctx: _Ctx, op: Op) -> Any:
     """`op`'s result after the host waited for it: staging copies done, no kernel fault."""
     ctx.handle.flush_ready()
@@ -109,15 +92,20 @@ def _host_value(ctx: _Ctx, op: Op) -> Any:
 
 
 class _Steps:
-    """The one record of an `and_then` chain: its first op, each step's function, and the ops
-    the functions built, in order (a step is its index)."""
+    """The one record of an `and_then` chain: its first op, each step's function, how many
+    steps built their op (`count`; a step is its index), the last op built, and the ops built
+    that queueing went through `_admit` for (in order).  A kernel op queued straight onto its
+    lane (`AndThen._go`'s quick step: its kernel and memory are the submission's already) is
+    let go once launched: a chain of 1,000 such steps keeps no op per step alive."""
 
-    __slots__ = ("first", "fns", "built")
+    __slots__ = ("first", "fns", "built", "count", "last")
 
     def __init__(self, first: Op):
         self.first = first
         self.fns: list[Callable[[Any], Op]] = []
         self.built: list[Op] = []
+        self.count = 0
+        self.last: Op | None = None
 
     def site(self, k: int) -> str:
         """Step `k`'s function, by name and the `file:line` that defines it (worked out only
@@ -155,7 +143,7 @@ class AndThen(Op):
         self._owner = self._handle = None
         self._result = _UNSET
         first._claim(self)
-        if type(first) is AndThen and not first.steps.built:
+        if type(first) is AndThen and not first.steps.count:
             steps = first.steps
         else:
             steps = _Steps(first)
@@ -167,7 +155,7 @@ class AndThen(Op):
         """The chain with one more step (see `Op.and_then`): appended to this chain's record
         (this view is claimed), a new view of one more step."""
         steps = self.steps
-        if self._owner is not None or self._handle is not None or steps.built or not callable(fn):
+        if self._owner is not None or self._handle is not None or steps.count or not callable(fn):
             return AndThen(self, fn)  # (its checks raise the errors)
         self._owner = True  # (`_claim`, whose checks just passed)
         op = _new(AndThen)
@@ -186,7 +174,8 @@ class AndThen(Op):
 
     @property
     def built(self) -> list[Op]:
-        """The ops the steps' functions built so far, in order."""
+        """The ops the steps' functions built so far that the chain keeps, in order (a kernel
+        op launched straight onto its lane is not kept: see `_Steps`)."""
         return self.steps.built
 
     def describe(self) -> str:
@@ -202,9 +191,9 @@ class AndThen(Op):
         return (self.steps.first, *self.steps.built)
 
     def _last(self) -> Op | None:
-        built = self.steps.built
-        if len(built) == self.n:
-            return built[-1]
+        steps = self.steps
+        if steps.count == self.n:
+            return steps.last
         return None
 
     def _early(self) -> Any:
@@ -240,8 +229,9 @@ class AndThen(Op):
         fast: S.Lane | None = None
         fast_dev: Any = None
         launch: Any = None
-        while len(built) < n and not ctx.stopped:
-            k = len(built)
+        held: Any = None  # an op the straight run below built but did not launch: queued next
+        k = steps.count
+        while k < n and not ctx.stopped:
             if synced:
                 val = _host_value(ctx, cur)
                 synced = False
@@ -264,9 +254,12 @@ class AndThen(Op):
                 defer(wait, resume, host_sync=need_host, on_error=ctx.failing(fut, lane))
                 return lane, [fut]
             try:
-                nxt = fns[k](val)
-                if ctx._stamps and ctx.after_user_code():
-                    fast = None  # user code allocated on a device's stream: lanes wait for it again
+                if held is None:
+                    nxt = fns[k](val)
+                    if ctx._stamps and ctx.after_user_code():
+                        fast = None  # user code allocated on a device's stream: lanes wait for it again
+                else:  # (built after a quick step: `cur` is a kernel op, `pend` empty, `val` unused)
+                    nxt, held = held, None
                 quick = (
                     type(nxt) is KernelOp  # (whose `_claim` is `Op._claim`)
                     and lane is fast
@@ -279,7 +272,8 @@ class AndThen(Op):
                 )
                 if quick:  # every check below holds: claimed, admitted, queued straight onto `lane`
                     nxt._owner = True
-                    built.append(nxt)
+                    k += 1
+                    steps.count, steps.last = k, nxt  # (not kept in `built`: see `_Steps`)
                 else:
                     kernel = type(nxt) is KernelOp
                     if not kernel and not isinstance(nxt, Op):
@@ -294,6 +288,8 @@ class AndThen(Op):
                     else:
                         nxt._claim(self)
                     built.append(nxt)
+                    k += 1
+                    steps.count, steps.last = k, nxt
                     more = _admit(ctx, scope, nxt)
                     if more:
                         pend = [*pend, *more]
@@ -301,25 +297,49 @@ class AndThen(Op):
                 ctx.fail(e)
                 break
             if quick:
-                plan = nxt.plan  # type: ignore[attr-defined]
-                if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
-                    if handle.error is None:
-                        cfg = plan.config
+                while True:  # this op, then each next step's while it is quick too (a straight run)
+                    plan = nxt.plan  # type: ignore[attr-defined]
+                    if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
+                        if handle.error is None:
+                            cfg = plan.config
+                            plan.arena.dirty = True
+                            try:
+                                plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
+                            except BaseException as e:  # noqa: BLE001 - reported at completion
+                                handle.error = e
+                    elif launch is SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
+                        lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
+                    elif not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`
                         plan.arena.dirty = True
-                        try:
-                            plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
-                        except BaseException as e:  # noqa: BLE001 - reported at completion
-                            handle.error = e
+                        launch(lane.stream, plan.cu_config, plan.handle, *nxt.flat, *plan.hidden)  # type: ignore[attr-defined]
+                    else:
+                        break  # a grid-synchronising kernel: `Leaf._emit` below
                     cur = nxt
-                    continue
-                if launch is _SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
-                    lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
-                    cur = nxt
-                    continue
-                if not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`
-                    plan.arena.dirty = True
-                    launch(lane.stream, plan.cu_config, plan.handle, *nxt.flat, *plan.hidden)  # type: ignore[attr-defined]
-                    cur = nxt
+                    if k >= n or ctx.stopped:
+                        break
+                    try:
+                        nxt = fns[k](nxt.outputs)  # type: ignore[attr-defined]
+                    except BaseException as e:  # noqa: BLE001 - raised at the op's completion
+                        ctx.fail(e)
+                        return lane, pend
+                    if ctx._stamps and ctx.after_user_code():
+                        fast = None
+                        held = nxt  # (the checks above, again, in the loop: not quick now)
+                        break
+                    if not (
+                        type(nxt) is KernelOp
+                        and nxt._owner is None
+                        and nxt._handle is None
+                        and nxt._held is None
+                        and nxt.device is fast_dev
+                        and id(nxt.spec) in admitted
+                    ):
+                        held = nxt  # checked and queued by the loop's general path
+                        break
+                    nxt._owner = True
+                    k += 1
+                    steps.count, steps.last = k, nxt
+                if held is not None or cur is nxt:
                     continue
             if pend:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)
@@ -328,7 +348,7 @@ class AndThen(Op):
             else:
                 lane, pend = self._queue(ctx, scope, lane, pend, nxt)
             if plain and type(nxt) is KernelOp and not pend and lane is not fast:
-                fast, launch = _fast_lane(lane)
+                fast, launch = fast_lane(lane)
                 fast_dev = lane.device
             cur = nxt
         return lane, pend

@@ -420,6 +420,27 @@ def _common_device(ops: tuple[Op, ...], what: str) -> Device:
     return dev
 
 
+SUBMIT: Any = object()  # `fast_lane`: a CPU worker lane, which queues on its FIFO
+
+
+def fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
+    """(`lane`, how it launches) when a kernel op may go straight onto it (a `then` or
+    `and_then` chain's next kernel op): the calling thread's CPU lane (None: run the kernel
+    here), a CPU worker (`SUBMIT`: its queue) or a CUDA stream (cuda.core's `launch`);
+    (None, None) for another lane."""
+    kind = type(lane)
+    if kind is S.InlineLane:
+        return lane, None
+    if kind is S.WorkerLane:
+        return lane, SUBMIT
+    if kind is S.GpuLane:
+        return lane, lazy.cuda_core().launch
+    return None, None
+
+
+_new = object.__new__
+
+
 class Seq(Op):
     """`a.then(b)`: `b` starts after `a` finishes."""
 
@@ -447,6 +468,29 @@ class Seq(Op):
         assert flat is not None
         self._kids = flat
 
+    def then(self, other: Op) -> Op:
+        """`self`, then `other` (see `Op.then`): a kernel op on this sequence's device is
+        appended to its list in place (`Seq(self, other)` takes that list over too), the
+        claims as `_claim` makes them; anything else takes `Seq(self, other)`."""
+        if (
+            type(other) is KernelOp
+            and other.device is self.device
+            and self._owner is None
+            and self._handle is None
+            and other._owner is None
+            and other._handle is None
+        ):
+            self._owner = other._owner = True
+            op = _new(Seq)
+            op.device = self.device
+            op._owner = op._handle = None
+            op._result = _UNSET
+            kids = self._kids
+            kids.append(other)
+            op._kids = kids
+            return op
+        return Seq(self, other)
+
     @property
     def children(self) -> tuple[Op, ...]:
         """The ops in order (a nested sequence flattened)."""
@@ -457,10 +501,56 @@ class Seq(Op):
 
     def leaves(self) -> Iterator[Leaf]:
         for c in self._kids:
-            yield from c.leaves()
+            if type(c) is KernelOp:
+                yield c
+            else:
+                yield from c.leaves()
 
     def _emit(self, ctx: _Ctx, lane: S.Lane) -> tuple[S.Lane, list[S.Marker]]:
-        return ctx.chain(lane, [], self._kids)
+        kids = self._kids
+        if ctx.capturing:
+            return ctx.chain(lane, [], kids)
+        # A kernel op right after a kernel op that went onto `lane` (entered already, on the
+        # op's device, nothing to wait for) is queued straight onto it: what `Leaf._emit`
+        # does there (`enter` finds the lane entered, no move), without its frames.  The
+        # submission registered every kid's memory when it started (`_start`'s survey).
+        handle = ctx.handle
+        n = len(kids)
+        k = 0
+        while k < n and not ctx.stopped:
+            op = kids[k]
+            lane, pend = op._emit(ctx, lane)
+            k += 1
+            if pend:
+                return ctx.chain(lane, pend, kids, k)
+            if type(op) is not KernelOp:
+                continue
+            fast, launch = fast_lane(lane)
+            if fast is None:
+                continue
+            dev = lane.device
+            while k < n and not ctx.stopped:
+                op = kids[k]
+                if type(op) is not KernelOp or op.device is not dev:
+                    break
+                plan = op.plan
+                if launch is None:  # the calling thread's CPU lane: `Handle.run_item`, inlined
+                    if handle.error is None:
+                        cfg = plan.config
+                        plan.arena.dirty = True
+                        try:
+                            plan.entry(cfg.grid, cfg.block, op.flat, plan.fault, plan.rank, cfg.shared_mem)
+                        except BaseException as e:  # noqa: BLE001 - reported at completion
+                            handle.error = e
+                elif launch is SUBMIT:  # a CPU worker's FIFO
+                    lane.submit(handle, op._execute_cpu)
+                elif not plan.grid_counter:  # a CUDA stream: `KernelOp._enqueue_gpu`
+                    plan.arena.dirty = True
+                    launch(lane.stream, plan.cu_config, plan.handle, *op.flat, *plan.hidden)  # type: ignore[attr-defined]
+                else:
+                    break
+                k += 1
+        return lane, []
 
     def _early(self) -> Any:
         return self._kids[-1]._early()

@@ -406,13 +406,17 @@ def _survey(op: Op) -> tuple[tuple[Use, ...], list[LoadedKernel]]:
     so no `Use` is made for a range already seen (a chain over two buffers makes two)."""
     found: dict[tuple[int, int, int], Use] = {}
     kernels: dict[int, LoadedKernel] = {}
+    specs: set[int] = set()  # kernel ops' specs seen (the op memo shares one between ops of a launcher's same arguments)
     new = tuple.__new__  # `Use(...)` without its Python-level `__new__`
     for leaf in op.leaves():
+        spec = getattr(leaf, "spec", None)  # a kernel op: (key, writes, label, argument index)
+        if spec is not None and id(spec) in specs:
+            continue  # the same launcher (so kernel) and memory as a kernel op seen already
         lk = leaf.loaded
         if lk is not None and id(lk) not in kernels:
             kernels[id(lk)] = lk
-        spec = getattr(leaf, "spec", None)  # a kernel op: (key, writes, label, argument index)
         if spec is not None:
+            specs.add(id(spec))
             args = leaf.args  # type: ignore[attr-defined]
             for key, w, label, k in spec:
                 prev = found.get(key)

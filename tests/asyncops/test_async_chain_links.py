@@ -207,3 +207,254 @@ def test_the_op_memo_keeps_no_argument_alive(cpu: Device) -> None:
         assert all(r() is None for r in dead)
     finally:
         gc.enable()
+
+
+# ---- `then` chains: the same direct path (runtime/ops.py `Seq._emit`) ----------------------------
+
+
+def _then_chain(dev: Device, steps: int = STEPS) -> tuple[az.Buffer, az.Buffer, az.Op]:
+    """`_chain`'s kernels, built up front and sequenced with `then`."""
+    x = dev.to_device(np.ones(N, np.float32))
+    y = dev.empty(N, az.f32)
+    op: az.Op = affine[CFG].op(x, y, 1.0, 1.0)
+    for k in range(1, steps):
+        op = op.then(affine[CFG].op(y, x, 1.0, 1.0) if k % 2 else affine[CFG].op(x, y, 1.0, 1.0))
+    return x, y, op
+
+
+def test_a_then_chain_on_the_device_stream_queues_one_launch_per_op(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver], monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the first kernel op, each goes straight onto the stream (cuda.core's `launch`),
+    not through `Leaf._emit` and the lane's `launch`."""
+    from anodize.runtime import streams as S
+
+    dev, drv = fake
+    x, _, op = _then_chain(dev)
+    _then_chain(dev, 2)[2].run()  # compile and memoise
+    real, via_lane = S.GpuLane.launch, []
+
+    def counted(self: Any, *a: Any) -> None:
+        via_lane.append(a)
+        real(self, *a)
+
+    monkeypatch.setattr(S.GpuLane, "launch", counted)
+    drv.log.clear()
+    op.run()
+    assert len(via_lane) == 1  # the first op; the other 199 went straight onto the stream
+    launches = _calls(drv.log, "launch")
+    assert len(launches) == STEPS and {c[1] for c in launches} == {dev._stream_h}
+    assert _calls(drv.log, "wait") == [] and len(_calls(drv.log, "record")) <= 1
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_a_then_chain_with_a_copy_inside_keeps_its_order(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """A copy between kernel ops breaks the direct run (it goes through its own `_emit`) and
+    the kernels after it go straight onto the lane again, after the copy."""
+    dev, drv = fake
+    x, y, first = _then_chain(dev, 4)  # x = 5
+    z = dev.empty(N, az.f32)
+    _, _, warm = _then_chain(dev, 2)
+    warm.run()
+    op = first.then(dev.copy_op(z, x)).then(affine[CFG].op(z, y, 2.0, 0.0)).then(affine[CFG].op(y, x, 1.0, 1.0))
+    drv.log.clear()
+    op.run()
+    kinds = [c[0] for c in drv.log if c[0] in ("launch", "d2d", "wait")]
+    assert kinds == ["launch"] * 4 + ["d2d"] + ["launch"] * 2  # in order, one stream: no wait
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 10, np.float32))
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 11, np.float32))
+
+
+def test_a_then_chain_over_memory_in_flight_waits_for_its_writer(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    x, y, op = _then_chain(dev, 6)
+    pool = az.RoundRobin(2)
+    try:
+        _then_chain(dev, 2)[2].submit(pool).wait()
+        w = dev.to_device(np.full(N, 7, np.float32))
+        drv.ready = False
+        try:
+            writer = affine[CFG].op(w, x, 1.0, 0.0).submit(pool)  # x = 7, in flight on another stream
+            writer_stream = _calls(drv.log, "launch")[-1][1]
+            drv.log.clear()
+            handle = op.submit(pool)
+        finally:
+            drv.ready = True
+        log = list(drv.log)
+        writer.wait()
+        handle.wait()
+    finally:
+        pool.close()
+    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
+    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == writer_stream]
+    assert len(launches) == 6 and len(waits) == 1 and waits[0] < launches[0]
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 13, np.float32))  # 7, then +1 per step
+
+
+def test_an_exception_in_a_cpu_then_chain_skips_the_rest_and_surfaces(cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y, op = _then_chain(cpu, 8)
+    probe = affine[CFG].op(x, y, 1.0, 1.0)
+    plan = probe.plan
+    probe.run()
+    real, calls = plan.entry, []
+
+    def entry(*a: Any) -> None:
+        calls.append(a)
+        if len(calls) == 4:
+            raise RuntimeError("the fourth launch fails")
+        real(*a)
+
+    monkeypatch.setattr(plan, "entry", entry)
+    with pytest.raises(RuntimeError, match="fourth launch"):
+        op.run()
+    assert len(calls) == 4
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 3, np.float32))  # probe: y = 2; steps 0-2: y 2, x 3, y 4
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 4, np.float32))
+
+
+def test_a_then_chain_on_a_cpu_worker_queues_one_item_per_op(cpu: Device) -> None:
+    x, _, op = _then_chain(cpu)
+    pool = az.RoundRobin(1)
+    try:
+        op.submit(pool).wait()
+    finally:
+        pool.close()
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+def test_then_appends_in_place_and_keeps_the_ownership_rules(cpu: Device) -> None:
+    """`seq.then(kernel_op)` appends to the sequence's list (one list for the whole chain); a
+    sequence or op extended once, or an op already in a sequence, cannot be used again."""
+    from anodize.language.errors import LaunchError
+
+    x = cpu.to_device(np.ones(N, np.float32))
+    y = cpu.empty(N, az.f32)
+    a, b, c = (affine[CFG].op(x, y, 1.0, 1.0) for _ in range(3))
+    s = a.then(b)
+    t = s.then(c)
+    assert t.children == (a, b, c) and t._kids is s._kids  # type: ignore[attr-defined]
+    with pytest.raises(LaunchError, match="already part of another op"):
+        s.then(affine[CFG].op(x, y, 1.0, 1.0))  # s was taken by t
+    with pytest.raises(LaunchError, match="already part of another op"):
+        t.then(b)  # b is in t already
+    t2 = affine[CFG].op(x, y, 1.0, 1.0).then(affine[CFG].op(y, x, 1.0, 1.0))
+    pool = az.RoundRobin(1)
+    try:
+        t2.submit(pool).wait()
+    finally:
+        pool.close()
+    with pytest.raises(LaunchError, match="already started"):
+        t2.then(affine[CFG].op(x, y, 1.0, 1.0))
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 3, np.float32))
+
+
+def test_a_then_chain_registers_each_range_once(cpu: Device) -> None:
+    """The submission's survey of a 200-op chain over two buffers: two uses, one kernel (an
+    op of the same memo'd arguments as one surveyed already adds nothing)."""
+    from anodize.runtime.submission import Handle
+
+    _, _, op = _then_chain(cpu)
+    h = Handle(op)
+    assert len(h.used) == 2 and all(u.writes for u in h.used) and len(h.kernels) == 1
+
+
+@pytest.mark.parametrize("where", ["inline", "fake-gpu"])
+def test_a_chain_lets_each_straight_launched_op_go(where: str, cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kernel op launched straight onto its lane is not kept by the chain: while the chain
+    is queued and after, only the ops queueing admitted (the first over each buffer pair) and
+    the last stay alive, not one per step."""
+    import gc
+    import weakref
+
+    dev = fakecuda.install(monkeypatch)[0] if where == "fake-gpu" else cpu
+    x, y = dev.to_device(np.ones(N, np.float32)), dev.empty(N, az.f32)
+    made: list[weakref.ref[az.Op]] = []
+    alive_at: list[int] = []
+
+    def step(k: int) -> Callable[[Any], az.Op]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+
+        def fn(_: Any) -> az.Op:
+            alive_at.append(sum(r() is not None for r in made))
+            op = affine[CFG].op(src, dst, 1.0, 1.0)
+            made.append(weakref.ref(op))
+            return op
+
+        return fn
+
+    op: az.Op = az.value(None, device=dev)
+    for k in range(STEPS):
+        op = op.and_then(step(k))
+    gc.disable()
+    try:
+        op.run()
+        assert max(alive_at) <= 4  # (the admitted first two, the one launched last, the current)
+        assert sum(r() is not None for r in made) <= 3
+    finally:
+        gc.enable()
+    np.testing.assert_array_equal(x.to_host(), np.full(N, STEPS + 1, np.float32))
+
+
+@pytest.mark.parametrize("bad", ["raises", "not an op"])
+def test_a_step_that_fails_inside_a_straight_run_stops_the_chain(bad: str, cpu: Device) -> None:
+    """Steps 0-4 run straight on (quick ops); step 5's function raises, or returns something
+    other than an op: the error surfaces at completion and no later step runs."""
+    from anodize.language.errors import ArgumentError
+
+    x, y, _ = _chain(cpu, 2)
+    ran: list[int] = []
+
+    def step(k: int) -> Callable[[Any], Any]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+
+        def fn(_: Any) -> Any:
+            ran.append(k)
+            if k == 5:
+                if bad == "raises":
+                    raise KeyError("step five")
+                return 5
+            return affine[CFG].op(src, dst, 1.0, 1.0)
+
+        return fn
+
+    op: az.Op = az.value(None, device=cpu)
+    for k in range(10):
+        op = op.and_then(step(k))
+    with pytest.raises(KeyError if bad == "raises" else ArgumentError):
+        op.run()
+    assert ran == [0, 1, 2, 3, 4, 5]
+    np.testing.assert_array_equal(y.to_host(), np.full(N, 6, np.float32))  # x 1 -> y 2, x 3, y 4, x 5, y 6
+
+
+def test_a_step_that_allocates_inside_a_straight_run_waits_for_the_device_stream(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """On a pool lane, steps 0-3 run straight on; step 4's function allocates on the device's
+    stream (`dev.empty`) before it returns an op of the same memory: that op's launch waits
+    for the device's stream (one wait, before it), the steps after it run straight on again."""
+    dev, drv = fake
+    x, y, _ = _chain(dev, 2)
+    made: list[az.Buffer] = []
+
+    def step(k: int) -> Callable[[Any], az.Op]:
+        src, dst = (x, y) if k % 2 == 0 else (y, x)
+
+        def fn(_: Any) -> az.Op:
+            if k == 4:
+                made.append(dev.empty(N, az.f32))
+            return affine[CFG].op(src, dst, 1.0, 1.0)
+
+        return fn
+
+    op: az.Op = az.value(None, device=dev)
+    for k in range(8):
+        op = op.and_then(step(k))
+    pool = az.RoundRobin(2)
+    try:
+        _chain(dev, 2)[2].submit(pool).wait()
+        drv.log.clear()
+        op.submit(pool).wait()
+    finally:
+        pool.close()
+    log = [c for c in drv.log if c[0] in ("launch", "wait")]
+    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
+    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == dev._stream_h]
+    assert len(launches) == 8 and launches[3] < waits[-1] < launches[4]
+    assert len(waits) == 2  # the lane's first, and the one after step 4's allocation
+    np.testing.assert_array_equal(x.to_host(), np.full(N, 9, np.float32))
