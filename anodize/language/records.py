@@ -292,6 +292,8 @@ def _repr_fn(names: tuple[str, ...]) -> Any:
 
 def _eq_fn(get: Any) -> Any:
     def __eq__(self: Any, other: Any) -> Any:
+        if other is self:  # (what the tuples' comparison finds: it tests each item's identity first)
+            return True
         if other.__class__ is self.__class__:
             return get(self) == get(other)
         return NotImplemented
