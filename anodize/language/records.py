@@ -13,9 +13,8 @@ about 0.6 ms a class, ~80 ms of the GEMM's cold compile.  Here the standard libr
 collects the fields (so `fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and
 `__dataclass_params__` are its own), with method generation switched off; `__init__` is then
 made from the same text the standard library would write (on its first use; compiled once
-per shape of fields, its names then renamed in the code object; a frozen class's writes its
-fields with one `__dict__.update`, the instance dict `object.__setattr__` would write, at a
-third of the cost: the typer and the checker make hundreds of thousands), and `__repr__`,
+per shape of fields, its names then renamed in the code object; a frozen class's calls
+`object.__setattr__` from a cell, not through `object` each field), and `__repr__`,
 `__eq__`, `__hash__` and the frozen `__setattr__` / `__delattr__` are closures over the field
 names, with the standard library's semantics (tests/language/test_records.py compares the two).
 
@@ -158,7 +157,8 @@ class _LazyInit:
         return fn if obj is None else fn.__get__(obj, owner)
 
 
-_TEMPLATES: dict[tuple[bool, str, tuple[bool, ...], bool], Any] = {}
+_TEMPLATES: dict[tuple[bool, str, tuple[bool, ...]], Any] = {}
+_SET = "_az_setattr_"  # the cell of a frozen `__init__`'s `object.__setattr__`
 _RESERVED = ("_az", "_dflt_", "__dataclass", "_HAS_DEFAULT_FACTORY", "__setattr__")
 # the names the standard library's text gives a field's default factory and the factory marker
 _DFLT, _FACTORY = ("__dataclass_dflt_{}__", "__dataclass_HAS_DEFAULT_FACTORY__") if sys.version_info >= (3, 12) else \
@@ -173,19 +173,19 @@ def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
         return _init_fn_exec(cls, fields, frozen)
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
     kinds = tuple(f.default_factory is not _MISSING for f in fields)
-    key = (frozen, self_name, kinds, frozen and _dict_writable(cls, fields))
+    key = (frozen, self_name, kinds)
     tpl = _TEMPLATES.get(key)
     if tpl is None:
-        tpl = _TEMPLATES[key] = _template(*key)
+        tpl = _TEMPLATES[key] = _template(frozen, self_name, kinds)
     rename = {f"_az{i}_": f.name for i, f in enumerate(fields)}
     rename.update({_DFLT.format(f"_az{i}_"): _DFLT.format(f.name) for i, f in enumerate(fields)})
     code = tpl.replace(
         co_varnames=tuple(rename.get(n, n) for n in tpl.co_varnames),
         co_names=tuple(rename.get(n, n) for n in tpl.co_names),
         co_freevars=tuple(rename.get(n, n) for n in tpl.co_freevars),
-        co_consts=tuple(_renamed(c, rename) for c in tpl.co_consts),
+        co_consts=tuple(rename.get(c, c) if type(c) is str else c for c in tpl.co_consts),
     )
-    cells = {"__dataclass_builtins_object__": object, _FACTORY: _dc._HAS_DEFAULT_FACTORY}  # type: ignore[attr-defined]
+    cells = {"__dataclass_builtins_object__": object, _SET: object.__setattr__, _FACTORY: _dc._HAS_DEFAULT_FACTORY}  # type: ignore[attr-defined]
     cells.update({_DFLT.format(f"_az{i}_"): f.default_factory for i, f in enumerate(fields) if kinds[i]})
     defaults = tuple(_dc._HAS_DEFAULT_FACTORY if k else f.default  # type: ignore[attr-defined]
                      for f, k in zip(fields, kinds) if k or f.default is not _MISSING)
@@ -196,44 +196,18 @@ def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
     return fn
 
 
-def _renamed(c: Any, rename: dict[str, str]) -> Any:
-    """A constant of a template's code with its placeholder names renamed (a string, or the
-    tuple of keyword names of a call)."""
-    if type(c) is str:
-        return rename.get(c, c)
-    if type(c) is tuple and c and all(type(x) is str for x in c):
-        return tuple(rename.get(x, x) for x in c)
-    return c
-
-
-def _dict_writable(cls: Any, fields: list[Any]) -> bool:
-    """A frozen class whose `__init__` may write its fields straight into the instance's
-    `__dict__` (what `object.__setattr__` does for it, at a fraction of the cost): its instances
-    have a `__dict__` (no `__slots__` in its classes) and no field's name is a data descriptor
-    (a property, a slot) of any of its classes, which `object.__setattr__` would call."""
-    for c in cls.__mro__[:-1]:
-        if "__slots__" in c.__dict__:
-            return False
-        for f in fields:
-            v = c.__dict__.get(f.name)
-            if v is not None and hasattr(type(v), "__set__"):
-                return False
-    return True
-
-
-def _template(frozen: bool, self_name: str, kinds: tuple[bool, ...], to_dict: bool = False) -> Any:
-    """The code object of `__init__` for fields `_az0_`, `_az1_`, ... (`kinds[i]`: a factory);
-    `to_dict` (frozen only): one `__dict__.update` writes them all, in field order."""
+def _template(frozen: bool, self_name: str, kinds: tuple[bool, ...]) -> Any:
+    """The code object of `__init__` for fields `_az0_`, `_az1_`, ... (`kinds[i]`: a factory)."""
     body = []
     for i, factory in enumerate(kinds):
         name = f"_az{i}_"
         value = f"{_DFLT.format(name)}() if {name} is {_FACTORY} else {name}" if factory else name
-        body.append(f"{name}={value}" if to_dict else
-                    f"  __dataclass_builtins_object__.__setattr__({self_name},{name!r},{value})" if frozen
+        # a frozen class's `object.__setattr__` comes from a cell of its own (the standard
+        # library's text looks it up on `object` once a field: a sixth of the cost of a
+        # frozen instance, of which the typer and the checker make ~50,000 a 10,000-line check)
+        body.append(f"  {_SET}({self_name},{name!r},{value})" if frozen
                     else f"  {self_name}.{name}={value}")
-    if to_dict and body:
-        body = [f"  {self_name}.__dict__.update({','.join(body)})"]
-    outer = ["__dataclass_builtins_object__", _FACTORY] + [_DFLT.format(f"_az{i}_") for i, k in enumerate(kinds) if k]
+    outer = ["__dataclass_builtins_object__", _SET, _FACTORY] + [_DFLT.format(f"_az{i}_") for i, k in enumerate(kinds) if k]
     params = ",".join([self_name] + [f"_az{i}_" for i in range(len(kinds))])
     text = (f"def __create_fn__({', '.join(outer)}):\n def __init__({params}):\n"
             + ("\n".join(body) or "  pass") + "\n return __init__")
