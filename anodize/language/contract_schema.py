@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable
+from functools import cached_property
 from typing import TYPE_CHECKING, Any, NotRequired, Required, TypedDict
 
 from anodize.language import messages
@@ -52,8 +53,13 @@ class Reading:
         self.fdef = fdef
         self.deco = deco
         self.diags: list[Diagnostic] = []
-        self.params = _params(front, fdef)
         self.values: dict[str, Any] = {}  # the fields read so far (`block` reads `domain`)
+
+    @cached_property
+    def params(self) -> dict[str, tuple[str, str | None, str | None]]:
+        """name -> (kind, slice kind, scalar) of each parameter: what the `requires`, `shared`
+        and `grid` readers check (read when one of them is, not for every contract)."""
+        return _params(self.front, self.fdef)
 
     def say(self, node: ast.AST | Span, key: str, help: str | None = None, **values: object) -> None:
         """An `az-contract` diagnostic: `key` and `help` name texts of the message catalogue."""

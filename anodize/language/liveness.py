@@ -47,6 +47,9 @@ def _walk(node: object) -> Iterator[object]:
 
 def _syncs(body: Iterable[ir.Stmt]) -> bool:
     """Whether the body makes every thread progress (a barrier or a block collective)."""
+    body = tuple(body)
+    if any(isinstance(s, ir.Barrier) for s in body):  # (the common case, found without a walk)
+        return True
     return any(isinstance(n, ir.Barrier) or (isinstance(n, ir.Collective) and n.kind.startswith("block.")) for s in body for n in _walk(s))
 
 

@@ -98,6 +98,8 @@ class Names:
                 value = value.func if isinstance(value, ast.Call) else value.value
             base = self.qualnames(value)
             attr = "." + node.attr  # type: ignore[attr-defined]
+            if len(base) == 1:  # (the common case, without a comprehension's frame)
+                return (base[0] + attr,)
             return tuple([b + attr for b in base])
         if cls is not ast.Name:
             return ()

@@ -13,7 +13,8 @@ about 0.6 ms a class, ~80 ms of the GEMM's cold compile.  Here the standard libr
 collects the fields (so `fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and
 `__dataclass_params__` are its own), with method generation switched off; `__init__` is then
 made from the same text the standard library would write (on its first use; compiled once
-per shape of fields, its names then renamed in the code object), and `__repr__`,
+per shape of fields, its names then renamed in the code object; a frozen class's calls
+`object.__setattr__` from a cell, not through `object` each field), and `__repr__`,
 `__eq__`, `__hash__` and the frozen `__setattr__` / `__delattr__` are closures over the field
 names, with the standard library's semantics (tests/language/test_records.py compares the two).
 
@@ -157,6 +158,7 @@ class _LazyInit:
 
 
 _TEMPLATES: dict[tuple[bool, str, tuple[bool, ...]], Any] = {}
+_SET = "_az_setattr_"  # the cell of a frozen `__init__`'s `object.__setattr__`
 _RESERVED = ("_az", "_dflt_", "__dataclass", "_HAS_DEFAULT_FACTORY", "__setattr__")
 # the names the standard library's text gives a field's default factory and the factory marker
 _DFLT, _FACTORY = ("__dataclass_dflt_{}__", "__dataclass_HAS_DEFAULT_FACTORY__") if sys.version_info >= (3, 12) else \
@@ -183,7 +185,7 @@ def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
         co_freevars=tuple(rename.get(n, n) for n in tpl.co_freevars),
         co_consts=tuple(rename.get(c, c) if type(c) is str else c for c in tpl.co_consts),
     )
-    cells = {"__dataclass_builtins_object__": object, _FACTORY: _dc._HAS_DEFAULT_FACTORY}  # type: ignore[attr-defined]
+    cells = {"__dataclass_builtins_object__": object, _SET: object.__setattr__, _FACTORY: _dc._HAS_DEFAULT_FACTORY}  # type: ignore[attr-defined]
     cells.update({_DFLT.format(f"_az{i}_"): f.default_factory for i, f in enumerate(fields) if kinds[i]})
     defaults = tuple(_dc._HAS_DEFAULT_FACTORY if k else f.default  # type: ignore[attr-defined]
                      for f, k in zip(fields, kinds) if k or f.default is not _MISSING)
@@ -200,9 +202,12 @@ def _template(frozen: bool, self_name: str, kinds: tuple[bool, ...]) -> Any:
     for i, factory in enumerate(kinds):
         name = f"_az{i}_"
         value = f"{_DFLT.format(name)}() if {name} is {_FACTORY} else {name}" if factory else name
-        body.append(f"  __dataclass_builtins_object__.__setattr__({self_name},{name!r},{value})" if frozen
+        # a frozen class's `object.__setattr__` comes from a cell of its own (the standard
+        # library's text looks it up on `object` once a field: a sixth of the cost of a
+        # frozen instance, of which the typer and the checker make ~50,000 a 10,000-line check)
+        body.append(f"  {_SET}({self_name},{name!r},{value})" if frozen
                     else f"  {self_name}.{name}={value}")
-    outer = ["__dataclass_builtins_object__", _FACTORY] + [_DFLT.format(f"_az{i}_") for i, k in enumerate(kinds) if k]
+    outer = ["__dataclass_builtins_object__", _SET, _FACTORY] + [_DFLT.format(f"_az{i}_") for i, k in enumerate(kinds) if k]
     params = ",".join([self_name] + [f"_az{i}_" for i in range(len(kinds))])
     text = (f"def __create_fn__({', '.join(outer)}):\n def __init__({params}):\n"
             + ("\n".join(body) or "  pass") + "\n return __init__")
@@ -261,6 +266,8 @@ def _repr_fn(names: tuple[str, ...]) -> Any:
 
 def _eq_fn(get: Any) -> Any:
     def __eq__(self: Any, other: Any) -> Any:
+        if other is self:  # (what the tuples' comparison finds: it tests each item's identity first)
+            return True
         if other.__class__ is self.__class__:
             return get(self) == get(other)
         return NotImplemented

@@ -7,6 +7,8 @@ and signedness).  The promotion rules below are the ones docs/language.md
 
 from __future__ import annotations
 
+from functools import cached_property
+
 from anodize.language.records import dataclass
 
 from anodize.language.catalogue import MESSAGES
@@ -18,35 +20,38 @@ from anodize.language.vocab import SCALARS, ScalarInfo, SliceKindInfo
 class ScalarTy:
     info: ScalarInfo
 
-    @property
+    # (cached: a module has a handful of scalar types, each asked these ~20,000 times a
+    # 10,000-line check; a cached value is a plain attribute of the instance, not a field)
+
+    @cached_property
     def name(self) -> str:
         return self.info.name
 
-    @property
+    @cached_property
     def bits(self) -> int:
         return self.info.bits
 
-    @property
+    @cached_property
     def is_float(self) -> bool:
         return self.info.kind == "f"
 
-    @property
+    @cached_property
     def is_half(self) -> bool:
         return self.info.is_half
 
-    @property
+    @cached_property
     def is_f8(self) -> bool:
         return self.info.is_f8
 
-    @property
+    @cached_property
     def is_int(self) -> bool:
         return self.info.kind in ("i", "u")
 
-    @property
+    @cached_property
     def is_bool(self) -> bool:
         return self.info.kind == "b"
 
-    @property
+    @cached_property
     def signed(self) -> bool:
         return self.info.kind == "i"
 

@@ -98,8 +98,10 @@ class Rule:
         """Each slice parameter a call to a helper passes (by argument, then by the parameter
         it may be); none for any other call."""
         callee = self.model.callees.get(node)
+        if callee is None or callee.kind != "helper" or callee.fn is None:
+            return []
         fn = self.fn_of(node)
-        if callee is None or fn is None or callee.kind != "helper" or callee.fn is None:
+        if fn is None:
             return []
         h = callee.fn
         out = []
