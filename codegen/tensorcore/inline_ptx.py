@@ -54,6 +54,16 @@ def align_smem(e: Callable[[str], None], dst: str, src: str) -> None:
     e(f"and.b32 {dst}, {dst}, -1024;")
 
 
+def declare_regs(e: Callable[[str], None], prefix: str, pred: int, b16: int, b32: int, b64: int) -> None:
+    """Declare a block's own scratch registers: `%{prefix}p` predicates, `%{prefix}h` 16-bit,
+    `%{prefix}r` 32-bit and `%{prefix}d` 64-bit, `n` of each (the wgmma mainloops use "w", the
+    staged epilogue "e")."""
+    e(f".reg .pred %{prefix}p<{pred}>;")
+    e(f".reg .b16 %{prefix}h<{b16}>;")
+    e(f".reg .b32 %{prefix}r<{b32}>;")
+    e(f".reg .b64 %{prefix}d<{b64}>;")
+
+
 SW128 = 1 << 62  # a wgmma descriptor's bits 62-63: 128-byte swizzle
 
 

@@ -39,7 +39,7 @@ import llvmlite.ir as ir
 from ..gpu import ptx as nvptx
 
 from .common import _as_i32, _as_i64, shared_buffer, tile_order
-from .inline_ptx import ELEM_BYTES, I32, PTX_IN, SW128, VOID, align_smem, asm_block, c32, desc_field, ptx_block, scalar_copy, sreg
+from .inline_ptx import ELEM_BYTES, I32, PTX_IN, SW128, VOID, align_smem, asm_block, c32, declare_regs, desc_field, ptx_block, scalar_copy, sreg
 
 BK = 64  # one 128-byte swizzle row of 2-byte elements
 _ids = itertools.count()
@@ -122,10 +122,7 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e = lines.append
     # operands: $0 a, $1 b, $2 c (u64 addresses), $3 lda, $4 ldb, $5 ldc (i64 elements),
     # $6 M, $7 N (C's extents), $8 K, $9 A's rows, $10 B's columns, $11 tile row, $12 tile col, $13 smem
-    e(".reg .pred %wp<16>;")
-    e(".reg .b16 %wh<8>;")
-    e(".reg .b32 %wr<64>;")
-    e(".reg .b64 %wd<24>;")
+    declare_regs(e, "w", 16, 8, 64, 24)
     e(f".reg .f32 %wf<{nacc}>;")
     r = lambda i: f"%wr{i}"  # noqa: E731
     d = lambda i: f"%wd{i}"  # noqa: E731

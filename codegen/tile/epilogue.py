@@ -33,7 +33,7 @@ from anodize.language.records import dataclass
 from ..llvm.registry import lowers
 from ..llvm.types import mem_type, value_type
 from ..tensorcore.common import shared_buffer
-from ..tensorcore.inline_ptx import I16, I32, I64, align_smem, asm_block, ptx_block
+from ..tensorcore.inline_ptx import I16, I32, I64, align_smem, asm_block, declare_regs, ptx_block
 from .layout import MmaLayout
 
 if TYPE_CHECKING:
@@ -207,10 +207,7 @@ def staged_text(lay: MmaLayout, es: int, threads: int, uid: int) -> str:
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
-    e(".reg .pred %ep<8>;")
-    e(".reg .b16 %eh<2>;")
-    e(".reg .b32 %er<40>;")
-    e(".reg .b64 %ed<12>;")
+    declare_regs(e, "e", 8, 2, 40, 12)
     e("mov.u32 %er0, %tid.x;")
     align_smem(e, "%er3", smem)
     e("bar.sync 0;")

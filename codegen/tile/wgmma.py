@@ -23,7 +23,7 @@ from typing import Any
 import llvmlite.ir as llir
 
 from ..tensorcore.common import shared_buffer
-from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, desc_field, ptx_block, scalar_copy
+from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
 __all__ = ["emit_wgmma", "mainloop_text", "smem_bytes"]
@@ -177,10 +177,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
-    e(".reg .pred %wp<16>;")
-    e(".reg .b16 %wh<8>;")
-    e(".reg .b32 %wr<64>;")
-    e(".reg .b64 %wd<24>;")
+    declare_regs(e, "w", 16, 8, 64, 24)
     tid, warp, wg, s0 = "%wr0", "%wr1", "%wr3", "%wr6"
     e(f"mov.u32 {tid}, %tid.x;")
     e(f"shr.u32 {warp}, {tid}, 5;")

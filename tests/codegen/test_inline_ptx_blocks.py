@@ -1,5 +1,5 @@
 """The pieces every multi-line inline-PTX block shares (codegen/tensorcore/inline_ptx.py): the
-block's text (`ptx_block`, `align_smem`), its call (`asm_block`), the unaligned copy loop
+block's text (`ptx_block`, `align_smem`, `declare_regs`), its call (`asm_block`), the unaligned copy loop
 (`scalar_copy`) and the wgmma descriptor fields.  The tile GEMM's mainloop (codegen/tile/wgmma.py),
 its staged epilogue (codegen/tile/epilogue.py) and the standalone GEMM (codegen/tensorcore/
 wgmma_asm.py) build their blocks from them; their PTX is what it was before they shared them
@@ -10,7 +10,7 @@ from __future__ import annotations
 import llvmlite.ir as ir
 
 from anodize.codegen.tensorcore.inline_ptx import (
-    I32, SW128, VOID, align_smem, asm_block, desc_field, ptx_block, scalar_copy,
+    I32, SW128, VOID, align_smem, asm_block, declare_regs, desc_field, ptx_block, scalar_copy,
 )
 from anodize.codegen.tensorcore.wgmma_asm import AsmGemmConfig, gemm_asm_text
 from anodize.codegen.tile import epilogue, wgmma
@@ -67,3 +67,11 @@ def test_each_block_has_its_labels_once_and_balanced_braces() -> None:
         assert lines[0] == "{" and lines[-1] == "}" and t.count("{") - t.count("}") == 0
         labels = [x for x in lines if x.endswith(":")]
         assert len(labels) == len(set(labels))
+
+
+def test_scratch_registers_are_declared_by_prefix_and_count() -> None:
+    lines: list[str] = []
+    declare_regs(lines.append, "w", 16, 8, 64, 24)
+    assert lines == [".reg .pred %wp<16>;", ".reg .b16 %wh<8>;", ".reg .b32 %wr<64>;", ".reg .b64 %wd<24>;"]
+    staged = epilogue.staged_text(MmaLayout(128, 128, 4, 1, 16), 2, 128, 5).split("\n\t")
+    assert staged[1:5] == [".reg .pred %ep<8>;", ".reg .b16 %eh<2>;", ".reg .b32 %er<40>;", ".reg .b64 %ed<12>;"]
