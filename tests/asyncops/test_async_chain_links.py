@@ -56,6 +56,25 @@ def _calls(log: list[tuple[Any, ...]], what: str) -> list[tuple[Any, ...]]:
     return [c for c in log if c[0] == what]
 
 
+def _beside_writer(drv: fakecuda.FakeDriver, pool: Any, writer_op: Any, op: Any) -> tuple[list[int], list[int]]:
+    """Submit `writer_op` to `pool` and keep it in flight while `op` is submitted; the log's
+    positions of `op`'s launches and of its waits on the writer's stream."""
+    drv.ready = False
+    try:
+        writer = writer_op.submit(pool)
+        writer_stream = _calls(drv.log, "launch")[-1][1]
+        drv.log.clear()
+        handle = op.submit(pool)
+    finally:
+        drv.ready = True
+    log = list(drv.log)
+    writer.wait()
+    handle.wait()
+    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
+    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == writer_stream]
+    return launches, waits
+
+
 def test_a_chain_on_the_device_stream_queues_one_launch_per_link(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
     dev, drv = fake
     x, _, op = _chain(dev)
@@ -104,21 +123,9 @@ def test_a_link_over_new_memory_still_waits_for_in_flight_work_that_writes_it(fa
     try:
         _chain(dev, 2)[2].submit(pool).wait()
         affine[CFG].op(w, z, 1.0, 0.0).submit(pool).wait()
-        drv.ready = False
-        try:
-            writer = affine[CFG].op(w, z, 5.0, 0.0).submit(pool)  # z = 5, nothing of the chain's first steps
-            writer_stream = _calls(drv.log, "launch")[-1][1]
-            drv.log.clear()
-            handle = op.submit(pool)
-        finally:
-            drv.ready = True
-        log = list(drv.log)
-        writer.wait()
-        handle.wait()
+        launches, waits = _beside_writer(drv, pool, affine[CFG].op(w, z, 5.0, 0.0), op)  # z = 5, nothing of the chain's first steps
     finally:
         pool.close()
-    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
-    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == writer_stream]
     assert len(launches) == 7 and len(waits) == 1
     assert launches[5] < waits[0] < launches[6]  # the step over z, and only it, waits for the writer
     np.testing.assert_array_equal(y.to_host(), np.full(N, 5, np.float32))
@@ -271,21 +278,9 @@ def test_a_then_chain_over_memory_in_flight_waits_for_its_writer(fake: tuple[fak
     try:
         _then_chain(dev, 2)[2].submit(pool).wait()
         w = dev.to_device(np.full(N, 7, np.float32))
-        drv.ready = False
-        try:
-            writer = affine[CFG].op(w, x, 1.0, 0.0).submit(pool)  # x = 7, in flight on another stream
-            writer_stream = _calls(drv.log, "launch")[-1][1]
-            drv.log.clear()
-            handle = op.submit(pool)
-        finally:
-            drv.ready = True
-        log = list(drv.log)
-        writer.wait()
-        handle.wait()
+        launches, waits = _beside_writer(drv, pool, affine[CFG].op(w, x, 1.0, 0.0), op)  # x = 7, in flight on another stream
     finally:
         pool.close()
-    launches = [k for k, c in enumerate(log) if c[0] == "launch"]
-    waits = [k for k, c in enumerate(log) if c[0] == "wait" and c[2] == writer_stream]
     assert len(launches) == 6 and len(waits) == 1 and waits[0] < launches[0]
     np.testing.assert_array_equal(x.to_host(), np.full(N, 13, np.float32))  # 7, then +1 per step
 
