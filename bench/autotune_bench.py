@@ -130,17 +130,21 @@ def main() -> None:
         report = g.gemm.reports[g.gemm._tuner.key_of(targs)]
         single = {r.config: r.time_ms for r in report.records if r.time_ms is not None}
         launch = g.gemm[grid]
-        ours, theirs = [], []
+        kw, rest = g.gemm._tuner._specialised(report.winner, targs)
+        chosen = kw[grid(report.winner)]  # the winner's specialisation launched directly, timed the same way
+        ours, theirs, direct = [], [], []
         for r in range(args.rounds):
-            pair = [(ours, lambda: batch_ms(lambda: launch(*targs))), (theirs, lambda: torch_ms(lambda: tri(at, bt, ct)))]
-            for out, fn in (pair if r % 2 == 0 else pair[::-1]):
+            trio = [(ours, lambda: batch_ms(lambda: launch(*targs))), (theirs, lambda: torch_ms(lambda: tri(at, bt, ct))),
+                    (direct, lambda: batch_ms(lambda: chosen(*rest)))]
+            for out, fn in (trio if r % 2 == 0 else trio[::-1]):
                 out.append(fn())
         flops = 2 * m * n * kk
-        mo, mt = statistics.median(ours), statistics.median(theirs)
+        mo, mt, md = statistics.median(ours), statistics.median(theirs), statistics.median(direct)
         best_single = min(single.values()) if single else float("nan")
         print(f"  {m}x{n}x{kk}: anodize {flops / mo / 1e9:7.1f} TFLOP/s ({mo:.4f} ms, winner {report.winner!r}, tuned in {tune_s:.2f} s)"
               f" | Triton {flops / mt / 1e9:7.1f} ({mt:.4f} ms) | ratio {mt / mo:.3f}x | best single config in tuning {best_single:.4f} ms"
-              f" (chosen/best {single.get(report.winner, float('nan')) / best_single:.3f}) | results {'ok' if ok else 'MISMATCH'}")
+              f" (chosen/best {single.get(report.winner, float('nan')) / best_single:.3f}) | the winner launched directly {md:.4f} ms"
+              f" (autotuned/direct {mo / md:.3f}) | results {'ok' if ok else 'MISMATCH'}")
         for r in report.records:
             print(f"      {r.config!r:<70} {r.status:<8} {r.time_ms if r.time_ms is not None else '-'} {r.reason[:80]}")
     np.random.seed(0)

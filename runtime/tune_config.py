@@ -23,7 +23,7 @@ class Config:
     threads; `num_stages` the software-pipelining depth of loops that carry a matmul), `block`
     (SIMT kernels whose contract declares no block: the launch's block)."""
 
-    __slots__ = ("constants", "num_warps", "num_stages", "block", "_key")
+    __slots__ = ("constants", "num_warps", "num_stages", "block", "_key", "__dict__")
 
     def __init__(self, *, num_warps: int | None = None, num_stages: int | None = None,
                  block: int | tuple[int, ...] | None = None, **constants: Any):
@@ -42,6 +42,9 @@ class Config:
         object.__setattr__(self, "num_stages", num_stages)
         object.__setattr__(self, "block", block)
         object.__setattr__(self, "_key", json.dumps(self.to_json(), sort_keys=True))
+        # each constant also an instance attribute, so `cfg.BM` in a grid function (called on
+        # every launch of an autotuned kernel) is a plain lookup, not a failed one and __getattr__
+        self.__dict__.update((k, v) for k, v in self.constants.items() if not hasattr(type(self), k))
 
     def __getattr__(self, name: str) -> Any:
         constants = object.__getattribute__(self, "constants")

@@ -223,8 +223,19 @@ class Tuner:
             a = args[i]
             shape = getattr(a, "shape", None)
             parts.append(tuple(shape) if shape is not None and shape != () else a)
+        names = _DTYPE_NAMES
         for i in arrays:
-            parts.append(str(args[i].dtype))
+            dt = args[i].dtype
+            try:
+                name = names[dt]
+            except (KeyError, TypeError):  # (str of a NumPy dtype costs microseconds: once per dtype)
+                name = str(dt)
+                if len(names) < 256:
+                    try:
+                        names[dt] = name
+                    except TypeError:
+                        pass
+            parts.append(name)
         return tuple(parts)
 
     def _bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[Any, ...]:
@@ -451,6 +462,9 @@ class Tuner:
             if best is None or med < records[best].time_ms:  # type: ignore[operator]
                 best = c
         return best
+
+
+_DTYPE_NAMES: dict[Any, str] = {}  # an array dtype -> its name in tuning keys
 
 
 class TunedLaunch:

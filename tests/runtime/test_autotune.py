@@ -454,3 +454,24 @@ def test_num_stages_reaches_the_tensor_core_ring() -> None:
         v = t.variant(az.Config(BM=128, BN=128, BK=64, num_warps=8, num_stages=stages))
         ring[stages] = compile_for_gpu(v.specialize(T="f16", BM=128, BN=128, BK=64), "sm_90").dynamic_shared_bytes
     assert ring[4] - ring[3] == (128 + 128) * 64 * 2  # one stage of A's 128 x 64 and B's 64 x 128 halves
+
+
+def test_a_configuration_reads_its_constants_as_plain_attributes_and_stays_immutable() -> None:
+    c = az.Config(BM=128, BN=64, num_warps=4)
+    assert (c.BM, c.BN, c.num_warps) == (128, 64, 4)
+    assert "BM" in vars(c)  # a plain instance lookup in the grid function a launch calls, not __getattr__
+    with pytest.raises(AttributeError):
+        c.BM = 3  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="no constant or option `BK`"):
+        _ = c.BK
+    shadow = az.Config(to_json=1)  # a constant named like a method keeps the method
+    assert shadow.constants == {"to_json": 1} and callable(shadow.to_json)
+
+
+def test_tuning_keys_name_dtypes_as_strings_every_time(mod: Any) -> None:
+    dev = az.device("cpu")
+    x, y = dev.to_device(np.zeros((32, 32), np.float32)), dev.empty((32, 32), az.f32)
+    t = mod.twice._tuner
+    first, again = t.key_of((x, y, 32)), t.key_of((x, y, 32))
+    assert first == again == (32, "float32", "float32")  # (the names are memoised per dtype; the key is the same data)
+    assert t.key_of((dev.to_device(np.zeros((32, 32), np.float64)), y, 32)) == (32, "float64", "float32")
