@@ -196,15 +196,22 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
 def numba_results(args: argparse.Namespace) -> dict[str, list[float]]:
     if not args.numba_path:
         return {}
-    env = dict(os.environ, PYTHONPATH=args.numba_path + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, str(ROOT / "bench" / "numba_peer.py"), "--log2n", str(args.log2n),
-           "--rows", str(args.side), "--cols", str(args.side), "--reps", str(args.reps),
-           "--launches", str(args.launches)]
+    argv = ["--log2n", str(args.log2n), "--rows", str(args.side), "--cols", str(args.side), "--reps", str(args.reps),
+            "--launches", str(args.launches)]
+    return peer_process("numba_peer.py", argv, args.numba_path)
+
+
+def peer_process(script: str, argv: list[str], pythonpath: str) -> dict:  # type: ignore[type-arg]
+    """Run bench/`script` in its own interpreter with `pythonpath` first on its path (numba-cuda
+    needs an older NumPy than anodize's) and return the JSON object on its last line of output;
+    {} (and its stderr printed) when it fails."""
+    env = dict(os.environ, PYTHONPATH=pythonpath + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, str(ROOT / "bench" / script), *argv]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
-        print("numba-cuda peer failed:\n" + r.stderr[-2000:], file=sys.stderr)
+        print(f"{script} failed:\n" + r.stderr[-2000:], file=sys.stderr)
         return {}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
 def launch_overhead(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
