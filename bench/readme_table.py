@@ -1,32 +1,40 @@
 """README's "Performance and reliability" table, every row measured in one process, printed ready to paste.
 
-    python3 bench/readme_table.py [--numba-path /tmp/site_numpy] [--json /tmp/readme_table.json]
+    python3 bench/readme_table.py [--numba-path DIR] [--json /tmp/readme_table.json] [--budget-s 105]
     python3 bench/readme_table.py --dry      # no GPU: the CPU backend at toy sizes (tests run it)
 
-Each row runs the function of the bench that owns it (nothing is copied here):
+Each row runs the function of the bench that owns it (nothing is copied here).  Sections, in the
+order they run (the most wanted first), with their sizes and repetitions on a GPU:
 
 * bandwidth (vecadd `index_1d` coarsened, stencil2d, vecadd `grid_stride`): bench/suite.py's
-  `bandwidth_results`, 2^28 f32 and 16384^2 f32, 20 event-timed runs each, every anodize output
-  checked against NumPy; peers PyTorch, Triton, CuPy (and numba-cuda with `--numba-path`, by
-  default /tmp/site_numpy where it exists); the
-  copy ceiling is CuPy's device-to-device `copyto` of the same bytes;
-* safe launch: suite's `launch_results`, host microseconds of 20,000 launches in 5 batches,
-  beside raw cuda.core, CuPy, PyTorch (numba-cuda with `--numba-path`);
-* a config built on every call: bench/dispatch_overhead.py's `forms` on 4,096 elements, host
-  microseconds, 2,000 launches x 5 batches in 3 interleaved rounds, each anodize output checked;
-* bounds checks: suite's `bounds_checks` (checked vs unchecked stencil2d, 20 runs);
-* cold compile and the persistent cache's load: suite's `compile_times` (5 fresh interpreters
-  each) and bench/tile_bench.py's `cold_compile` (the tile GEMM's first compile);
-* tile kernels: bench/tile_bench.py's `main` (add, softmax, layer norm, the GEMM 4096^3 f16
-  beside cuBLAS and the Triton tutorial, attention d64 and d128 beside SDPA; 5 reps, 3 for
-  attention; outputs checked against PyTorch);
-* DLPack: bench/interop_bench.py's `vecadd_rows` and `gemm_rows`: the same kernel over anodize
-  buffers and over PyTorch tensors passed through `__dlpack__` alone (20 reps, outputs checked).
+  `bandwidth_results`, 2^28 f32 and 16384^2 f32, 10 event-timed runs each, every anodize output
+  checked against NumPy; peers PyTorch, Triton, CuPy, numba-cuda; the copy ceiling is CuPy's
+  device-to-device `copyto` of the same bytes;
+* launch: suite's `launch_results`, host microseconds of 20,000 launches in 5 batches, beside
+  raw cuda.core, CuPy, PyTorch, numba-cuda;
+* dlpack: bench/interop_bench.py's `vecadd_rows` (2^26 f32) and `gemm_rows` (the tile GEMM
+  4096^3 f16 and bf16): the same kernel over anodize buffers and over PyTorch tensors passed
+  through `__dlpack__` alone, 10 reps, outputs checked;
+* records: bench/records_bench.py's `particle_part`, the particle step over 2^24 records against
+  the copy ceiling of the same bytes and numba-cuda's same kernel, 10 reps, outputs checked;
+* config: bench/dispatch_overhead.py's `forms` on 4,096 elements (a config built on every call,
+  held launchers, `torch.add`), host microseconds, 3 interleaved rounds of 2,000 launches;
+* bounds: suite's `bounds_checks` (checked vs unchecked stencil2d, 10 runs);
+* tiles: bench/tile_bench.py's `main` (add, softmax, layer norm, the GEMM 4096^3 f16 beside
+  cuBLAS and the Triton tutorial, attention d64 and d128 beside SDPA, the GEMM's cold compile;
+  batches of 10 calls, attention 3 reps; outputs checked against PyTorch);
+* compile: suite's `compile_times` (3 fresh interpreters each: cold, and loaded from the
+  persistent cache), the tile GEMM's cold compile from the tiles section.
 
-The GEMM variants (bias+ReLU, A@B.T, ...) are bench/tile_variants_v2.py's, not in this run.
-`--dry` runs every row it can on the CPU backend at toy sizes (2 reps, 1 compile run) and
+numba-cuda's figures come from one bench/numba_peer.py process (`--numba-path`, by default
+/tmp/site_numpy where it exists: numba-cuda needs an older NumPy).  The GEMM variants
+(bias+ReLU, A@B.T, ...) are bench/tile_variants_v2.py's, not in this run.  Each section's rows
+are printed (`ROW ...`) as soon as it ends, the table at the end; a failed section is a FAILED
+row and the exit status is 1; no section starts after `--budget-s` seconds (105 by default: the
+run is meant to take under 2 minutes on an H100).
+`--dry` runs every section it can on the CPU backend at toy sizes (2 reps, 1 compile run) and
 prints the same table with the GPU-only cells marked "needs a GPU": the figures it prints are
-the CPU backend's, never README figures.  On an H100 the whole run takes about 3 minutes.
+the CPU backend's, never README figures.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ import json
 import statistics
 import sys
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -68,12 +77,38 @@ class Table:
         self.rows: list[Row] = []
         self.figures: dict[str, Any] = {}
         self.seconds: dict[str, float] = {}
+        self.failed: list[str] = []
+        self._numba: dict[str, Any] | None = None
+        # the suite's functions run without numba-cuda: its one process runs once (`numba`)
+        self.suite_args = argparse.Namespace(**{**vars(args), "numba_path": ""})
 
-    def section(self, name: str, fn: Callable[[Table], None]) -> None:
+    def numba(self) -> dict[str, Any]:
+        """bench/numba_peer.py's figures (bandwidth at the run's sizes, launch, compile), from one
+        process of its own, started on first use; {} without `--numba-path`."""
+        if self._numba is None:
+            self._numba = suite.numba_results(self.args) if self.gpu and self.args.numba_path else {}
+            self.figures["numba"] = self._numba
+        return self._numba
+
+    def section(self, name: str, fn: Callable[[Table], None], start: float) -> None:
+        """Run one section; its rows are printed as soon as it ends (a run cut short keeps
+        them). A failed section is a FAILED row (its traceback on stderr); past the time budget
+        a section is not started."""
         t = time.perf_counter()
-        with contextlib.redirect_stdout(sys.stderr):  # the benches' own tables go to stderr
-            fn(self)
+        before = len(self.rows)
+        if self.args.budget_s and t - start > self.args.budget_s:
+            self.rows.append((name, f"not measured: the run passed its {self.args.budget_s:.0f} s budget", ""))
+        else:
+            try:
+                with contextlib.redirect_stdout(sys.stderr):  # the benches' own tables go to stderr
+                    fn(self)
+            except Exception as e:  # noqa: BLE001 - one failed section must not lose the others
+                traceback.print_exc()
+                self.failed.append(name)
+                self.rows.append((name, f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}", ""))
         self.seconds[name] = time.perf_counter() - t
+        for what, ours, peer in self.rows[before:]:
+            print(f"ROW {name} ({self.seconds[name]:.1f} s) | {what} | {ours} | {peer} |", flush=True)
 
 
 def _gbs(moved: int, ms: list[float]) -> float:
@@ -81,7 +116,10 @@ def _gbs(moved: int, ms: list[float]) -> float:
 
 
 def bandwidth(t: Table) -> None:
-    res, moved, ceiling = suite.bandwidth_results(t.args, t.dev)
+    res, moved, ceiling = suite.bandwidth_results(t.suite_args, t.dev)
+    for k in moved:
+        if k in t.numba():
+            res[k]["numba-cuda"] = t.numba()[k]
     t.figures["bandwidth_ms"] = res
     ceil = _gbs(moved["copy"], res["copy"][ceiling])
 
@@ -107,7 +145,9 @@ def bandwidth(t: Table) -> None:
 
 
 def launch(t: Table) -> None:
-    rows = suite.launch_results(t.args, t.dev)
+    rows = suite.launch_results(t.suite_args, t.dev)
+    if "launch_empty_us" in t.numba():
+        rows["empty"]["numba-cuda"] = t.numba()["launch_empty_us"]
     t.figures["launch_us"] = rows
     ours = med(rows["empty"]["anodize safe launch"])
     raw = rows["empty"].get("raw cuda.core launch")
@@ -171,7 +211,7 @@ def config_per_call(t: Table) -> None:
 
 def bounds(t: Table) -> None:
     if t.gpu:
-        out = suite.bounds_checks(t.args, [])
+        out = suite.bounds_checks(argparse.Namespace(**{**vars(t.suite_args), "log2n": 24}), [])  # its gather row: 2^24
         t.figures["bounds"] = out
         s = out["stencil2d"]
         t.rows.append(("stencil2d bounds checks", f"{int(s['checks_left'])} left, {s['cost_pct']:+.1f}% time", ""))
@@ -185,14 +225,18 @@ def bounds(t: Table) -> None:
 def compile_rows(t: Table) -> None:
     import tile_bench
 
-    c = suite.compile_times(t.args, [])
-    gemm = tile_bench.cold_compile()
+    c = suite.compile_times(t.suite_args, [])
     t.figures["compile_ms"] = c
-    t.figures["tile_gemm_cold_ms"] = {"first": gemm["first"] * 1e3, "next": gemm["next"] * 1e3}
-    nb = f"numba-cuda {c['numba_first']:.0f} ms for its first" if "numba_first" in c else "numba-cuda: run with `--numba-path`"
+    cold = next((r for r in t.figures.get("tiles", []) if r["name"] == "cold"), None)  # the tiles section's, if it ran
+    if cold is None:
+        r = tile_bench.cold_compile()
+        cold = {"first_ms": r["first"] * 1e3, "next_ms": r["next"] * 1e3}
+    t.figures["tile_gemm_cold_ms"] = cold
+    nb = (f"numba-cuda {t.numba()['compile_vecadd_ms']:.0f} ms for its first" if "compile_vecadd_ms" in t.numba()
+          else "numba-cuda: run with `--numba-path`")
     t.rows.append(("cold compile, check + codegen + PTX + cubin",
                    f"{c['cold_second']:.0f} ms per kernel ({c['cold_first']:.0f} ms for a process's first, imports included; "
-                   f"the tile GEMM's first {gemm['first'] * 1e3:,.0f} ms, its next specialisation {gemm['next'] * 1e3:,.0f} ms)", nb))
+                   f"the tile GEMM's first {cold['first_ms']:,.0f} ms, its next specialisation {cold['next_ms']:,.0f} ms)", nb))
     t.rows.append(("load from the persistent cache",
                    f"{c['cached_second']:.2f} ms per kernel ({c['cached']:.1f} ms for a process's first, runtime imports included)", ""))
 
@@ -244,9 +288,24 @@ def dlpack(t: Table) -> None:
                    f"{pick(vec, 'DLPack')}; {pick(gemm, 'DLPack')}", "the same kernel over anodize buffers"))
 
 
-SECTIONS: dict[str, Callable[[Table], None]] = {
-    "bandwidth": bandwidth, "launch": launch, "config": config_per_call, "bounds": bounds,
-    "compile": compile_rows, "tiles": tiles, "dlpack": dlpack,
+def records(t: Table) -> None:
+    import records_bench
+
+    a = argparse.Namespace(log2n=t.args.records_log2n, reps=t.args.reps, numba_path=t.args.numba_path)
+    r: dict[str, Any] = records_bench.particle_part(a, t.dev)
+    t.figures["records"] = r
+    ceiling = {"copy_memcpy": "a device-to-device memcpy", "copy_kernel": "a 16-byte copy kernel"}[str(r["ceiling"])]
+    ours = (f"{r['particle_gbs']:,.0f} GB/s, {100 * float(r['fraction_of_copy']):.0f}% of the copy ceiling ({ceiling}, "
+            f"{r['ceiling_gbs']:,.0f} GB/s; memcpy {r['copy_memcpy_gbs']:,.0f}, copy kernel {r['copy_kernel_gbs']:,.0f})")
+    peer = (f"numba-cuda's same kernel {2 * r['n'] * r['record_bytes'] / min(r['numba_particle_ms']) / 1e6:,.0f} GB/s "
+            f"({r['vs_numba']:.2f}x)") if "vs_numba" in r else ("numba-cuda: run with `--numba-path`" if t.gpu else GPU_ONLY)
+    t.rows.append((f"records: the particle step over 2^{t.args.records_log2n} records of {r['record_bytes']} bytes "
+                   "(examples/particles.py; GB/s of the record bytes read and written)", ours, peer))
+
+
+SECTIONS: dict[str, Callable[[Table], None]] = {  # the order they run in: the most wanted first
+    "bandwidth": bandwidth, "launch": launch, "dlpack": dlpack, "records": records, "config": config_per_call,
+    "bounds": bounds, "tiles": tiles, "compile": compile_rows,
 }
 
 
@@ -276,13 +335,18 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--numba-path", default=NUMBA_PATH if Path(NUMBA_PATH).is_dir() else "",
                     help=f"PYTHONPATH for numba-cuda's processes (it needs an older NumPy; default {NUMBA_PATH} where it exists)")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
+    ap.add_argument("--budget-s", type=float, default=None, help="start no section after this many seconds "
+                    "(default 105 on a GPU, none for --dry); the sections left out say so in the table")
     args = ap.parse_args(argv)
     gpu = not args.dry
     if args.dry:
         args.numba_path = ""
+    if args.budget_s is None:
+        args.budget_s = 0.0 if args.dry else 105.0
     sizes = {  # GPU run, dry run
-        "log2n": (28, 12), "side": (16384, 64), "reps": (20, 2), "launches": (20000, 200), "compile_runs": (5, 1),
-        "config_launches": (2000, 50), "config_rounds": (3, 1), "tile_reps": (5, 1), "interop_reps": (20, 2),
+        "log2n": (28, 12), "side": (16384, 64), "reps": (10, 2), "launches": (20000, 200), "compile_runs": (3, 1),
+        "config_launches": (2000, 50), "config_rounds": (3, 1), "tile_reps": (5, 1), "interop_reps": (10, 2),
+        "records_log2n": (24, 10),
     }
     for k, (g, d) in sizes.items():
         setattr(args, k, g if gpu else d)
@@ -295,17 +359,21 @@ def main(argv: list[str] | None = None) -> str:
 
     dev = az.device("cpu") if args.dry else az.device(0)
     t = Table(args, dev)
-    only = [s.strip() for s in args.only.split(",") if s.strip()]
-    unknown = [s for s in only if s not in SECTIONS]
+    asked = [s.strip() for s in args.only.split(",") if s.strip()]
+    unknown = [s for s in asked if s not in SECTIONS]
     if unknown:
         raise SystemExit(f"unknown sections {unknown}; known: {', '.join(SECTIONS)}")
+    only = [s for s in SECTIONS if s in asked]  # in SECTIONS' order (compile reuses the tiles' cold compile)
+    start = time.perf_counter()
     for name in only:
-        t.section(name, SECTIONS[name])
+        t.section(name, SECTIONS[name], start)
     command = "python3 bench/readme_table.py" + "".join(f" {a}" for a in (sys.argv[1:] if argv is None else argv))
     text = render(t, command)
     print(text, flush=True)
     if args.json:
         args.json.write_text(json.dumps({"device": dev.name, "rows": t.rows, "seconds": t.seconds, "figures": t.figures}, indent=1, default=str))
+    if t.failed:
+        raise SystemExit(f"sections failed: {', '.join(t.failed)} (tracebacks above)")
     return text
 
 

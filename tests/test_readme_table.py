@@ -15,9 +15,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _dry(tmp_path: Path, only: str) -> tuple[str, dict]:  # type: ignore[type-arg]
+def _dry(tmp_path: Path, only: str, *extra: str) -> tuple[str, dict]:  # type: ignore[type-arg]
     out = tmp_path / "table.json"
-    r = subprocess.run([sys.executable, str(ROOT / "bench" / "readme_table.py"), "--dry", "--only", only, "--json", str(out)],
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "readme_table.py"), "--dry", "--only", only, "--json", str(out), *extra],
                        capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-3000:]
     return r.stdout, json.loads(out.read_text())
@@ -30,11 +30,12 @@ def _table_rows(text: str) -> list[list[str]]:
 
 
 def test_dry_run_measures_the_host_rows(tmp_path: Path) -> None:
-    text, raw = _dry(tmp_path, "bandwidth,launch,config,bounds")
+    text, raw = _dry(tmp_path, "bandwidth,launch,config,bounds,records")
     assert "CPU backend, a dry run: not README figures" in text
-    assert "`python3 bench/readme_table.py --dry --only bandwidth,launch,config,bounds" in text
+    assert "`python3 bench/readme_table.py --dry --only bandwidth,launch,config,bounds,records" in text
     rows = {r[0]: r for r in _table_rows(text)}
-    assert len(rows) == 6, rows
+    assert len(rows) == 7, rows
+    assert "ROW records (" in text  # each section's rows printed as it ends, before the table
     vecadd = next(r for k, r in rows.items() if k.startswith("vecadd 2^12 f32, `index_1d`"))
     # the figure is this run's: the table's GB/s is the raw timings' (nothing hard-coded)
     ms = raw["figures"]["bandwidth_ms"]["vecadd"]["anodize"]
@@ -46,7 +47,16 @@ def test_dry_run_measures_the_host_rows(tmp_path: Path) -> None:
     config = next(r for k, r in rows.items() if k.startswith("a config built on every call"))
     assert re.match(r"[\d.]+ us a launch, the held launcher's [\d.]+ us [+-][\d.]+; generic [\d.]+ us, held [\d.]+", config[1]), config
     assert rows["stencil2d bounds checks"][1] == "0 left, time: needs a GPU"
-    assert set(raw["seconds"]) == {"bandwidth", "launch", "config", "bounds"}
+    records = next(r for k, r in rows.items() if k.startswith("records: the particle step over 2^10 records of 32 bytes"))
+    frac = raw["figures"]["records"]["fraction_of_copy"]
+    assert re.match(rf"[\d,]+ GB/s, {100 * frac:.0f}% of the copy ceiling \(a ", records[1]), records
+    assert list(raw["seconds"]) == ["bandwidth", "launch", "records", "config", "bounds"]  # SECTIONS' order
+
+
+def test_no_section_starts_past_the_budget(tmp_path: Path) -> None:
+    text, raw = _dry(tmp_path, "launch,config", "--budget-s", "1e-9")
+    rows = _table_rows(text)
+    assert rows[-1] == ["config", "not measured: the run passed its 0 s budget", ""], rows
 
 
 @pytest.mark.slow
