@@ -1,6 +1,6 @@
 """README's "Performance and reliability" table, every row measured in one process, printed ready to paste.
 
-    python3 bench/readme_table.py [--numba-path DIR] [--json /tmp/readme_table.json] [--budget-s 105]
+    python3 bench/readme_table.py [--numba-path DIR] [--json /tmp/readme_table.json] [--budget-s 95]
     python3 bench/readme_table.py --dry      # no GPU: the CPU backend at toy sizes (tests run it)
 
 Each row runs the function of the bench that owns it (nothing is copied here).  Sections, in the
@@ -8,7 +8,7 @@ order they run (the most wanted first), with their sizes and repetitions on a GP
 
 * bandwidth (vecadd `index_1d` coarsened, stencil2d, vecadd `grid_stride`): bench/suite.py's
   `bandwidth_results`, 2^28 f32 and 16384^2 f32, 10 event-timed runs each, every anodize output
-  checked against NumPy; peers PyTorch, Triton, CuPy, numba-cuda; the copy ceiling is CuPy's
+  checked against NumPy; peers PyTorch, Triton, CuPy; the copy ceiling is CuPy's
   device-to-device `copyto` of the same bytes;
 * launch: suite's `launch_results`, host microseconds of 20,000 launches in 5 batches, beside
   raw cuda.core, CuPy, PyTorch, numba-cuda;
@@ -24,13 +24,13 @@ order they run (the most wanted first), with their sizes and repetitions on a GP
   cuBLAS and the Triton tutorial, attention d64 and d128 beside SDPA, the GEMM's cold compile;
   batches of 10 calls, attention 3 reps; outputs checked against PyTorch);
 * compile: suite's `compile_times` (3 fresh interpreters each: cold, and loaded from the
-  persistent cache), the tile GEMM's cold compile from the tiles section.
+  persistent cache) and tile_bench's `cold_compile` (the tile GEMM's first compile).
 
-numba-cuda's figures come from one bench/numba_peer.py process (`--numba-path`, by default
-/tmp/site_numpy where it exists: numba-cuda needs an older NumPy).  The GEMM variants
+numba-cuda's launch and compile figures come from one bench/numba_peer.py process at toy sizes
+(`--numba-path`, by default /tmp/site_numpy where it exists: numba-cuda needs an older NumPy).  The GEMM variants
 (bias+ReLU, A@B.T, ...) are bench/tile_variants_v2.py's, not in this run.  Each section's rows
 are printed (`ROW ...`) as soon as it ends, the table at the end; a failed section is a FAILED
-row and the exit status is 1; no section starts after `--budget-s` seconds (105 by default: the
+row and the exit status is 1; no section starts after `--budget-s` seconds (95 by default: the
 run is meant to take under 2 minutes on an H100).
 `--dry` runs every section it can on the CPU backend at toy sizes (2 reps, 1 compile run) and
 prints the same table with the GPU-only cells marked "needs a GPU": the figures it prints are
@@ -83,10 +83,12 @@ class Table:
         self.suite_args = argparse.Namespace(**{**vars(args), "numba_path": ""})
 
     def numba(self) -> dict[str, Any]:
-        """bench/numba_peer.py's figures (bandwidth at the run's sizes, launch, compile), from one
-        process of its own, started on first use; {} without `--numba-path`."""
+        """bench/numba_peer.py's launch and compile figures (its bandwidth rows at toy sizes: README's
+        bandwidth rows have no numba-cuda peer), from one process of its own, started on first
+        use; {} without `--numba-path`."""
         if self._numba is None:
-            self._numba = suite.numba_results(self.args) if self.gpu and self.args.numba_path else {}
+            small = argparse.Namespace(**{**vars(self.args), "log2n": 10, "side": 64, "reps": 2})  # README's rows: launch, compile
+            self._numba = suite.numba_results(small) if self.gpu and self.args.numba_path else {}
             self.figures["numba"] = self._numba
         return self._numba
 
@@ -117,9 +119,6 @@ def _gbs(moved: int, ms: list[float]) -> float:
 
 def bandwidth(t: Table) -> None:
     res, moved, ceiling = suite.bandwidth_results(t.suite_args, t.dev)
-    for k in moved:
-        if k in t.numba():
-            res[k]["numba-cuda"] = t.numba()[k]
     t.figures["bandwidth_ms"] = res
     ceil = _gbs(moved["copy"], res["copy"][ceiling])
 
@@ -132,12 +131,11 @@ def bandwidth(t: Table) -> None:
         return ", ".join(got) if got else GPU_ONLY
 
     n, side = f"2^{t.args.log2n}", t.args.side
-    numba = [("numba-cuda", "numba-cuda")]
     t.rows += [
         (f"vecadd {n} f32, `index_1d` (coarsened: 4 indices per thread, 16-byte accesses)", cell("vecadd", "anodize"),
-         peers("vecadd", [("PyTorch", "PyTorch add(out=)"), ("Triton", "Triton"), ("CuPy `add`", "CuPy add"), *numba])),
+         peers("vecadd", [("PyTorch", "PyTorch add(out=)"), ("Triton", "Triton"), ("CuPy `add`", "CuPy add")])),
         (f"stencil2d {side}^2 f32, `index_2d` (coarsened)", cell("stencil2d", "anodize"),
-         peers("stencil2d", [("Triton", "Triton"), ("CuPy C++", "CuPy RawKernel (NVRTC C++)"), *numba])),
+         peers("stencil2d", [("Triton", "Triton"), ("CuPy C++", "CuPy RawKernel (NVRTC C++)")])),
         (f"vecadd {n} f32, `grid_stride` (16-byte accesses)", cell("vecadd", "anodize (grid-stride)"),
          peers("vecadd", [("PyTorch", "PyTorch add(out=)"), ("Triton", "Triton")])),
     ]
@@ -227,10 +225,8 @@ def compile_rows(t: Table) -> None:
 
     c = suite.compile_times(t.suite_args, [])
     t.figures["compile_ms"] = c
-    cold = next((r for r in t.figures.get("tiles", []) if r["name"] == "cold"), None)  # the tiles section's, if it ran
-    if cold is None:
-        r = tile_bench.cold_compile()
-        cold = {"first_ms": r["first"] * 1e3, "next_ms": r["next"] * 1e3}
+    r = tile_bench.cold_compile()  # no stage hooks: the figure
+    cold = {"first_ms": r["first"] * 1e3, "next_ms": r["next"] * 1e3}
     t.figures["tile_gemm_cold_ms"] = cold
     nb = (f"numba-cuda {t.numba()['compile_vecadd_ms']:.0f} ms for its first" if "compile_vecadd_ms" in t.numba()
           else "numba-cuda: run with `--numba-path`")
@@ -247,7 +243,7 @@ def tiles(t: Table) -> None:
         return
     import tile_bench
 
-    got = tile_bench.main(["--reps", str(t.args.tile_reps), "--only", "add,softmax,layer_norm,gemm,attention64,attention128"])
+    got = tile_bench.main(["--reps", str(t.args.tile_reps), "--no-cold", "--only", "add,softmax,layer_norm,gemm,attention64,attention128"])
     t.figures["tiles"] = got
     by = {(str(r["name"]), str(r["peer"])): r for r in got if r["name"] != "cold"}
 
@@ -336,13 +332,13 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
                     help=f"PYTHONPATH for numba-cuda's processes (it needs an older NumPy; default {NUMBA_PATH} where it exists)")
     ap.add_argument("--json", type=Path, default=None, help="write the raw figures here")
     ap.add_argument("--budget-s", type=float, default=None, help="start no section after this many seconds "
-                    "(default 105 on a GPU, none for --dry); the sections left out say so in the table")
+                    "(default 95 on a GPU, none for --dry); the sections left out say so in the table")
     args = ap.parse_args(argv)
     gpu = not args.dry
     if args.dry:
         args.numba_path = ""
     if args.budget_s is None:
-        args.budget_s = 0.0 if args.dry else 105.0
+        args.budget_s = 0.0 if args.dry else 95.0
     sizes = {  # GPU run, dry run
         "log2n": (28, 12), "side": (16384, 64), "reps": (10, 2), "launches": (20000, 200), "compile_runs": (3, 1),
         "config_launches": (2000, 50), "config_rounds": (3, 1), "tile_reps": (5, 1), "interop_reps": (10, 2),

@@ -195,6 +195,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated rows: add, softmax, layer_norm, gemm (the example's "
                     "GPU tile, 128x256x64 over 8 warps, with cuBLAS, Triton and the cold compile), gemm-wide (256x128x64, 16 warps), attention64, attention128, cold")
+    ap.add_argument("--no-cold", action="store_true", help="`--only gemm` without the cold compile (bench/readme_table.py times it itself)")
     args = ap.parse_args(argv)
     import torch
     import torch.nn.functional as F  # noqa: N812
@@ -397,7 +398,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
         print(f"  (cold compile: {'wgmma' if r['wgmma'] else 'not wgmma'}, {r['registers']} registers, {r['spills']} bytes spilled)", flush=True)
 
     only = {x.strip().replace("-", "_") for x in args.only.split(",") if x.strip()}
-    if "gemm" in only:
+    if "gemm" in only and not args.no_cold:
         only.add("cold")  # `--only gemm`: anodize vs cuBLAS vs Triton, and the cold compile
     for fn in (add, softmax, layer_norm, gemm, gemm_wide, attention64, attention128, cold):
         if only and fn.__name__ not in only:
