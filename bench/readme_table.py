@@ -62,6 +62,7 @@ import suite  # noqa: E402
 GPU_ONLY = "needs a GPU"
 NUMBA_PATH = "/tmp/site_numpy"  # where the GPU image keeps numba-cuda with its older NumPy
 Row = tuple[str, str, str]  # (what, anodize, peers in the same run)
+CEILING_NAMES = {"anodize": "anodize's copy kernel", "CuPy copyto": "CuPy's device-to-device `copyto`"}
 
 
 def med(xs: Any) -> float:
@@ -319,6 +320,8 @@ def render(t: Table, command: str) -> str:
         "|---|---|---|",
         *(f"| {what} | {ours} | {peer} |" for what, ours, peer in t.rows),
         "",
+        *([f"The copy ceiling of the bandwidth rows: {CEILING_NAMES.get(c['by'], c['by'])}, {c['gbs']:,.0f} GB/s (bytes read + written)."]
+          if (c := t.figures.get("copy_ceiling")) else []),
         "Section times: " + ", ".join(f"{k} {v:.1f} s" for k, v in t.seconds.items()) + ".",
     ]
     return "\n".join(lines)
