@@ -4,8 +4,9 @@ DLPack-wrapped tensor runs as fast as over an anodize buffer (zero-copy, the sam
 
     python3 bench/interop_bench.py [--m 4096 --n 4096 --k 4096] [--reps 50]
 
-Rows: the tile GEMM (examples/tile_gemm.py, f16 and bf16 inputs, f16 output) at m x n x k and
-the example vecadd on 2^26 f32; each the median of `--reps` timed launches after 10 warm-ups
+Rows (`gemm_rows`, `vecadd_rows`; bench/readme_table.py runs them too): the tile GEMM
+(examples/tile_gemm.py, f16 and bf16 inputs, f16 output) at m x n x k and the example vecadd on
+2^26 f32, every output checked against PyTorch first; each the median of `--reps` timed launches after 10 warm-ups
 (CUDA events on the launch's stream; the launch's host cost included: the tensors are passed
 on every call, as a PyTorch program does).  The ratio is buffer time / tensor time (1.0: as fast).
 Needs a GPU and PyTorch with CUDA.
@@ -59,6 +60,68 @@ def median_ms(torch: Any, fn: Callable[[], None], reps: int) -> float:
     return statistics.median(times)
 
 
+Row = tuple[str, float, float]  # (label, buffer ms, tensor ms)
+
+
+def gemm_rows(torch: Any, dev: Any, m: int, n: int, k: int, reps: int) -> list[Row]:
+    """The tile GEMM over anodize buffers and over the same-shaped PyTorch tensors, f16 and bf16,
+    the tensors passed as they are (CUDA array interface) and through DLPack alone; each output
+    checked against torch.matmul first."""
+    import anodize as az
+
+    gemm = _example("tile_gemm")
+    out: list[Row] = []
+    for dt_name, tdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+        ta = torch.randn(m, k, device="cuda").to(tdt)
+        tb = torch.randn(k, n, device="cuda").to(tdt)
+        tc = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        ref = (ta.float() @ tb.float()).half()
+        torch.cuda.synchronize()
+        ba, bb = (dev.to_device(t.cpu().view(torch.int16).numpy()).view(getattr(az, dt_name)) for t in (ta, tb))  # the same bits
+        bc = dev.empty((m, n), az.f16)
+        gemm.run(ba, bb, bc, m, n, k, dev)
+        got = torch.from_numpy(bc.to_host().astype("float32"))
+        torch.testing.assert_close(got, ref.float().cpu(), rtol=2e-2, atol=0.5)
+        buf_ms = median_ms(torch, lambda: gemm.run(ba, bb, bc, m, n, k, dev), reps)
+        for how, wrap in (("CUDA array interface", lambda v: v), ("DLPack", DLPackOnly)):
+            tc.zero_()
+            a, b, c = wrap(ta), wrap(tb), wrap(tc)
+            gemm.run(a, b, c, m, n, k, dev)
+            dev.synchronize()
+            torch.testing.assert_close(tc.float(), ref.float(), rtol=2e-2, atol=0.5)
+            t_ms = median_ms(torch, lambda: gemm.run(a, b, c, m, n, k, dev), reps)
+            out.append((f"tile GEMM {m}x{n}x{k} {dt_name}, {how}", buf_ms, t_ms))
+    return out
+
+
+def vecadd_rows(torch: Any, dev: Any, nv: int, reps: int) -> list[Row]:
+    """The example vecadd over anodize buffers and over PyTorch tensors (CUDA array interface,
+    DLPack alone), each output checked first."""
+    import numpy as np
+
+    import anodize as az
+
+    vec = _example("vecadd")
+    x, y, z = (torch.rand(nv, device="cuda") for _ in range(3))
+    bx, by, bz = dev.to_device(x.cpu().numpy()), dev.to_device(y.cpu().numpy()), dev.empty(nv, az.f32)
+    want = (x + y).cpu().numpy()
+    cfg = az.LaunchConfig.for_num_elems(nv)
+    vec.vecadd[cfg](bx, by, bz)
+    np.testing.assert_array_equal(bz.to_host(), want)
+    buf_ms = median_ms(torch, lambda: vec.vecadd[cfg](bx, by, bz), reps)
+    out: list[Row] = []
+    for how, wrap in (("CUDA array interface", lambda v: v), ("DLPack", DLPackOnly)):
+        z.zero_()
+        a, b, c = wrap(x), wrap(y), wrap(z)
+        vec.vecadd[cfg](a, b, c)
+        dev.synchronize()
+        np.testing.assert_array_equal(z.cpu().numpy(), want)
+        t_ms = median_ms(torch, lambda: vec.vecadd[cfg](a, b, c), reps)
+        size = f"2^{nv.bit_length() - 1}" if nv & (nv - 1) == 0 else str(nv)
+        out.append((f"vecadd {size} f32, {how}", buf_ms, t_ms))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--m", type=int, default=4096)
@@ -66,7 +129,6 @@ def main() -> None:
     ap.add_argument("--k", type=int, default=4096)
     ap.add_argument("--reps", type=int, default=50)
     args = ap.parse_args()
-    import numpy as np
     import torch
 
     import anodize as az
@@ -74,31 +136,9 @@ def main() -> None:
     dev = az.device()
     assert dev.kind == "cuda", "needs a GPU"
     # (anodize launches on its own stream; PyTorch's tensors are made and synchronised first)
-    gemm = _example("tile_gemm")
-    m, n, k = args.m, args.n, args.k
     print(f"{'row':44} {'buffer ms':>10} {'tensor ms':>10} {'ratio':>6}")
-    for dt_name, tdt in (("f16", torch.float16), ("bf16", torch.bfloat16)):
-        ta = torch.randn(m, k, device="cuda").to(tdt)
-        tb = torch.randn(k, n, device="cuda").to(tdt)
-        tc = torch.empty(m, n, device="cuda", dtype=torch.float16)
-        torch.cuda.synchronize()
-        ba, bb = dev.empty((m, k), getattr(az, dt_name)), dev.empty((k, n), getattr(az, dt_name))
-        bc = dev.empty((m, n), az.f16)
-        buf_ms = median_ms(torch, lambda: gemm.run(ba, bb, bc, m, n, k, dev), args.reps)
-        for how, wrap in (("CUDA array interface", lambda v: v), ("DLPack", DLPackOnly)):
-            a, b, c = wrap(ta), wrap(tb), wrap(tc)
-            t_ms = median_ms(torch, lambda: gemm.run(a, b, c, m, n, k, dev), args.reps)
-            print(f"{f'tile GEMM {m}x{n}x{k} {dt_name}, {how}':44} {buf_ms:10.3f} {t_ms:10.3f} {buf_ms / t_ms:6.2f}")
-    vec = _example("vecadd")
-    nv = 1 << 26
-    x, y, z = (torch.rand(nv, device="cuda") for _ in range(3))
-    bx, by, bz = dev.to_device(np.ones(nv, np.float32)), dev.to_device(np.ones(nv, np.float32)), dev.empty(nv, az.f32)
-    cfg = az.LaunchConfig.for_num_elems(nv)
-    buf_ms = median_ms(torch, lambda: vec.vecadd[cfg](bx, by, bz), args.reps)
-    for how, wrap in (("CUDA array interface", lambda v: v), ("DLPack", DLPackOnly)):
-        a, b, c = wrap(x), wrap(y), wrap(z)
-        t_ms = median_ms(torch, lambda: vec.vecadd[cfg](a, b, c), args.reps)
-        print(f"{f'vecadd 2^26 f32, {how}':44} {buf_ms:10.3f} {t_ms:10.3f} {buf_ms / t_ms:6.2f}")
+    for label, buf_ms, t_ms in gemm_rows(torch, dev, args.m, args.n, args.k, args.reps) + vecadd_rows(torch, dev, 1 << 26, args.reps):
+        print(f"{label:44} {buf_ms:10.3f} {t_ms:10.3f} {buf_ms / t_ms:6.2f}")
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """Records and bundles on the GPU (issue 29's targets), beside numba-cuda.
 
-    python bench/records_bench.py --log2n 24 --json /tmp/records.json
-    PYTHONPATH=/tmp/site_numpy python3 bench/records_numba_peer.py --log2n 24   # the peer, its own process
+    python3 bench/records_bench.py --log2n 24 --json /tmp/records.json [--numba-path /tmp/site_numpy]
+    PYTHONPATH=/tmp/site_numpy python3 bench/records_numba_peer.py --log2n 24   # the peer alone
 
 1. The particle step of examples/particles.py over 2^log2n 32-byte records: event-timed ms,
    its bandwidth counted in the record bytes it reads and writes (2 x 32 bytes a record),
-   against the copy ceiling (bench/kernels.copy_gs over the same bytes as f32).
+   against the copy ceiling of the same bytes: the faster of a device-to-device memcpy and
+   bench/kernels.copy_gs at one 16-byte chunk a thread (`copy_ceiling`; both printed, each
+   checked).  With `--numba-path` numba-cuda's same kernel runs beside it in its own process
+   (bench/records_numba_peer.py) and `vs_numba` is numba's best time / ours.
 2. A bundle kernel against the same kernel with separate slice parameters
    (tests/runtime/rt_bundle_kernels.py: advance / advance_separate): event-timed ms, and
    the per-launch host microseconds of each on a tiny n (the launch dominates): the same
@@ -49,7 +52,6 @@ def _particles(n: int) -> np.ndarray:
 
 
 def particle_part(args: argparse.Namespace, dev: az.Device) -> dict[str, object]:
-    from kernels import copy_gs
     from particles import Particle, particle_step, reference
     from suite import time_events
 
@@ -64,16 +66,49 @@ def particle_part(args: argparse.Namespace, dev: az.Device) -> dict[str, object]
     for name in Particle.dtype.names:
         np.testing.assert_allclose(got[name], want[name], rtol=1e-6, atol=1e-6)
     ms = time_events(lambda: particle_step[cfg](a, dt, b), args.reps, "anodize", dev.stream)
-    words = n * Particle.dtype.itemsize // 4
-    fa, fc = a.view(az.f32).view(words), b.view(az.f32).view(words)  # the same bytes, as f32
-    ccfg = az.LaunchConfig.for_num_elems(words, block=256)
-    copy_ms = time_events(lambda: copy_gs[ccfg](fa, fc), args.reps, "anodize", dev.stream)
+    ceiling = copy_ceiling(dev, a, b, args.reps)
     nbytes = 2 * n * Particle.dtype.itemsize
-    best, ceiling = min(ms), min(copy_ms)
-    return {
-        "n": n, "record_bytes": Particle.dtype.itemsize, "particle_ms": ms, "copy_ms": copy_ms,
-        "particle_gbs": nbytes / best / 1e6, "copy_gbs": nbytes / ceiling / 1e6, "fraction_of_copy": ceiling / best,
+    best = min(ms)
+    out: dict[str, object] = {
+        "n": n, "record_bytes": Particle.dtype.itemsize, "particle_ms": ms, "particle_gbs": nbytes / best / 1e6,
+        **{f"{k}_ms": v for k, v in ceiling.items()},
+        **{f"{k}_gbs": nbytes / min(v) / 1e6 for k, v in ceiling.items()},
     }
+    ceil_name = min(ceiling, key=lambda k: min(ceiling[k]))
+    out["ceiling"] = ceil_name
+    out["ceiling_gbs"] = out[f"{ceil_name}_gbs"]
+    out["fraction_of_copy"] = min(ceiling[ceil_name]) / best
+    if args.numba_path:
+        from suite import peer_process
+
+        nb = peer_process("records_numba_peer.py", ["--log2n", str(args.log2n), "--reps", str(args.reps)], args.numba_path)
+        if nb:
+            out["numba_particle_ms"] = nb["numba_particle_ms"]
+            out["vs_numba"] = min(nb["numba_particle_ms"]) / best  # > 1: anodize is faster
+    return out
+
+
+def copy_ceiling(dev: az.Device, a: az.Buffer, b: az.Buffer, reps: int) -> dict[str, list[float]]:
+    """The copy ceiling over the particle step's bytes (`a` read, `b` written), measured two ways:
+    the driver's device-to-device memcpy (`b.copy_from(a)`, cuMemcpyDtoDAsync on the device's
+    stream) and bench/kernels.copy_gs over the same bytes as f32 (16-byte accesses, one 4-word
+    chunk a thread: the grid of bench/suite.py's grid-stride rows).  The faster is the ceiling.
+    Launching copy_gs with one thread a word (4x the threads it needs) read 1,790 GB/s on an
+    H100 where the particle step read 2,860: that grid is not a ceiling."""
+    from kernels import copy_gs
+    from suite import time_events
+
+    words = a.nbytes // 4
+    fa, fc = a.view(az.f32).view(words), b.view(az.f32).view(words)  # the same bytes, as f32
+    memcpy_ms = time_events(lambda: b.copy_from(a), reps, "anodize", dev.stream)
+    if not np.array_equal(b.view(az.u8).to_host(), a.view(az.u8).to_host()):
+        raise AssertionError("the device-to-device memcpy did not copy the records")
+    b.view(az.u8).fill(0)
+    gcfg = az.LaunchConfig.for_num_elems(-(-words // 4), block=256)
+    kernel_ms = time_events(lambda: copy_gs[gcfg](fa, fc), reps, "anodize", dev.stream)
+    if not np.array_equal(b.view(az.u8).to_host(), a.view(az.u8).to_host()):
+        raise AssertionError("copy_gs did not copy the records")
+    return {"copy_memcpy": memcpy_ms, "copy_kernel": kernel_ms}
 
 
 def bundle_part(args: argparse.Namespace, dev: az.Device, gpu: bool) -> dict[str, object]:
@@ -159,6 +194,8 @@ def main() -> int:
     ap.add_argument("--cpu", action="store_true", help="the CPU backend: part 2's host timing only")
     ap.add_argument("--fake", action="store_true", help="the GPU device's host path, cuda.core's launch a no-op: part 2's host timing only")
     ap.add_argument("--json", type=Path, default=None)
+    ap.add_argument("--numba-path", default="", help="run bench/records_numba_peer.py beside it with this PYTHONPATH "
+                    "(numba-cuda needs an older NumPy: /tmp/site_numpy on the GPU image) and print its time and ratio")
     args = ap.parse_args()
     if args.fake:
         from launch_microbench import make_device

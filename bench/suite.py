@@ -40,6 +40,14 @@ def fmt(ms: list[float]) -> str:
 
 def time_events(fn: Runner, reps: int, backend: str, stream: object = None) -> list[float]:
     """Event-timed milliseconds per call, after a warm-up; each backend times on its own stream."""
+    if backend == "anodize" and stream is None:  # the CPU backend: a launch returns when it has run
+        fn()
+        out = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t) * 1e3)
+        return out
     if backend == "anodize":
         from cuda.core import EventOptions
 
@@ -98,7 +106,13 @@ def host_launch_us(fn: Runner, launches: int, sync: Runner) -> list[float]:
     return out
 
 
-def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+Results = dict[str, dict[str, list[float]]]
+
+
+def bandwidth_results(args: argparse.Namespace, dev: object = None) -> tuple[Results, dict[str, int], str]:
+    """kernel -> implementation -> event-timed ms, every anodize result checked; the bytes each
+    kernel moves; and the copy ceiling's implementation ("CuPy copyto", else anodize's copy).
+    `dev` defaults to GPU 0; on the CPU backend (`az.device("cpu")`) only anodize's rows run."""
     import anodize as az
     from kernels import copy as az_copy
     from saxpy import saxpy
@@ -107,7 +121,8 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
 
     n = 1 << args.log2n
     rows = cols = args.side
-    dev = az.device(0)
+    dev = az.device(0) if dev is None else dev
+    gpu = dev.kind == "cuda"  # type: ignore[attr-defined]
     rng = np.random.default_rng(0)
     a_h = rng.random(n, dtype=np.float32)
     b_h = rng.random(n, dtype=np.float32)
@@ -125,9 +140,15 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
         "saxpy": lambda: saxpy[cfg1](alpha, a, b, c),
         "stencil2d": lambda: stencil2d[cfg2](u, o),
     }
+    from stencil2d import reference as stencil_ref
+
+    want = {"copy": lambda: a_h, "vecadd": lambda: a_h + b_h, "saxpy": lambda: np.float32(alpha) * a_h + b_h}
     for k, fn in ours.items():
         results[k]["anodize"] = time_events(fn, args.reps, "anodize", dev.stream)
-    np.testing.assert_allclose(c.to_host(), np.float32(alpha) * a_h + b_h, rtol=1e-6)  # saxpy ran last
+        if k == "stencil2d":
+            np.testing.assert_allclose(o.to_host(), stencil_ref(u_h), rtol=1e-5, atol=1e-6)
+        else:
+            np.testing.assert_allclose(c.to_host(), want[k](), rtol=1e-6)
     # grid-stride versions: 16-byte chunks of 4 elements, one chunk per thread
     from kernels import copy_gs, vecadd_gs
 
@@ -137,21 +158,25 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
     np.testing.assert_array_equal(c.to_host(), a_h + b_h)  # vecadd_gs ran last
     import peers
 
-    ceiling_ms: list[float] | None = None
+    ceiling = "anodize"
     try:
+        if not gpu:
+            raise ImportError("the CPU backend: no GPU peers")
         import cupy as cp
 
         ca, cb, cu = cp.asarray(a_h), cp.asarray(b_h), cp.asarray(u_h)
         for k, d in peers.cupy_peers(ca, cb, alpha, cu).items():
             for name, fn in d.items():
                 results[k][name] = time_events(fn, args.reps, "cupy")
-        ceiling_ms = results["copy"]["CuPy copyto"]
+        ceiling = "CuPy copyto"
         del ca, cb, cu
         cp.get_default_memory_pool().free_all_blocks()
     except ImportError:
         pass
     for maker, backend in ((peers.torch_peers, "torch"), (peers.triton_peers, "torch")):
         try:
+            if not gpu:
+                raise ImportError("the CPU backend: no GPU peers")
             import torch
 
             ta = torch.from_numpy(a_h).cuda()
@@ -164,17 +189,22 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
             torch.cuda.empty_cache()
         except ImportError:
             pass
-    numba = numba_results(args)
+    numba = numba_results(args) if gpu else {}
     for k in bytes_moved:
         if k in numba:
             results[k]["numba-cuda"] = numba[k]
-    if ceiling_ms is None:
-        ceiling_ms = results["copy"]["anodize"]
+    return results, bytes_moved, ceiling
+
+
+def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+    results, bytes_moved, ceiling = bandwidth_results(args)
+    rows = cols = args.side
+    ceiling_ms = results["copy"][ceiling]
     ceil_gbs = bytes_moved["copy"] / (statistics.median(ceiling_ms) * 1e-3) / 1e9
     lines += [
         f"### Bandwidth (n = 2^{args.log2n} f32; stencil {rows}x{cols} f32; {args.reps} event-timed runs)",
         "",
-        f"Copy ceiling (CuPy `copyto`, device to device, bytes read + written): {ceil_gbs:,.0f} GB/s.",
+        f"Copy ceiling ({ceiling}, device to device, bytes read + written): {ceil_gbs:,.0f} GB/s.",
         "",
         "| kernel | implementation | median ms (min-max) | GB/s | % of copy ceiling | anodize speed-up |",
         "|---|---|---|---|---|---|",
@@ -196,35 +226,49 @@ def bandwidth(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
 def numba_results(args: argparse.Namespace) -> dict[str, list[float]]:
     if not args.numba_path:
         return {}
-    env = dict(os.environ, PYTHONPATH=args.numba_path + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, str(ROOT / "bench" / "numba_peer.py"), "--log2n", str(args.log2n),
-           "--rows", str(args.side), "--cols", str(args.side), "--reps", str(args.reps),
-           "--launches", str(args.launches)]
+    argv = ["--log2n", str(args.log2n), "--rows", str(args.side), "--cols", str(args.side), "--reps", str(args.reps),
+            "--launches", str(args.launches)]
+    return peer_process("numba_peer.py", argv, args.numba_path)
+
+
+def peer_process(script: str, argv: list[str], pythonpath: str) -> dict:  # type: ignore[type-arg]
+    """Run bench/`script` in its own interpreter with `pythonpath` first on its path (numba-cuda
+    needs an older NumPy than anodize's) and return the JSON object on its last line of output;
+    {} (and its stderr printed) when it fails."""
+    env = dict(os.environ, PYTHONPATH=pythonpath + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, str(ROOT / "bench" / script), *argv]
     r = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
     if r.returncode != 0:
-        print("numba-cuda peer failed:\n" + r.stderr[-2000:], file=sys.stderr)
+        print(f"{script} failed:\n" + r.stderr[-2000:], file=sys.stderr)
         return {}
-    return json.loads(r.stdout.strip().splitlines()[-1])
+    return json.loads(r.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 
-def launch_overhead(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+def launch_results(args: argparse.Namespace, dev: object = None) -> dict[str, dict[str, list[float]]]:
+    """"empty" / "4 arguments" -> implementation -> host microseconds a launch (`host_launch_us`).
+    On the CPU backend (`dev`, default GPU 0) only anodize's safe launch runs."""
     import anodize as az
-    from cuda.core import LaunchConfig as CC, launch
     from kernels import empty, four
 
-    from anodize.runtime.compile import compile_for_device
-
-    dev = az.device(0)
-    s = dev.stream
-    small = dev.empty(32, az.f32)
-    small_b = dev.empty(32, az.f32)
-    out = dev.empty(32, az.f32)
+    dev = az.device(0) if dev is None else dev
+    gpu = dev.kind == "cuda"  # type: ignore[attr-defined]
+    sync = dev.synchronize  # type: ignore[attr-defined]
+    small = dev.empty(32, az.f32)  # type: ignore[attr-defined]
+    small_b = dev.empty(32, az.f32)  # type: ignore[attr-defined]
+    out = dev.empty(32, az.f32)  # type: ignore[attr-defined]
     cfg = az.LaunchConfig(1, 32)
     rows: dict[str, dict[str, list[float]]] = {"empty": {}, "4 arguments": {}}
     le = empty[cfg]
     l4 = four[cfg]
-    rows["empty"]["anodize safe launch"] = host_launch_us(lambda: le(), args.launches, s.sync)
-    rows["4 arguments"]["anodize safe launch"] = host_launch_us(lambda: l4(small, small_b, out, 32), args.launches, s.sync)
+    rows["empty"]["anodize safe launch"] = host_launch_us(lambda: le(), args.launches, sync)
+    rows["4 arguments"]["anodize safe launch"] = host_launch_us(lambda: l4(small, small_b, out, 32), args.launches, sync)
+    if not gpu:
+        return rows
+    from cuda.core import LaunchConfig as CC, launch
+
+    from anodize.runtime.compile import compile_for_device
+
+    s = dev.stream  # type: ignore[attr-defined]
     ke = compile_for_device(empty, dev)
     k4 = compile_for_device(four, dev)
     ccfg = CC(grid=1, block=32)
@@ -238,9 +282,9 @@ def launch_overhead(args: argparse.Namespace, lines: list[str]) -> dict[str, flo
         mod = cp.RawModule(code=__import__("peers").STENCIL_CU)
         fe, f4 = mod.get_function("empty"), mod.get_function("four")
         x = cp.empty(32, cp.float32)
-        sync = cp.cuda.get_current_stream().synchronize
-        rows["empty"]["CuPy RawKernel"] = host_launch_us(lambda: fe((1,), (32,), ()), args.launches, sync)
-        rows["4 arguments"]["CuPy RawKernel"] = host_launch_us(lambda: f4((1,), (32,), (x, x, x, cp.int64(32))), args.launches, sync)
+        csync = cp.cuda.get_current_stream().synchronize
+        rows["empty"]["CuPy RawKernel"] = host_launch_us(lambda: fe((1,), (32,), ()), args.launches, csync)
+        rows["4 arguments"]["CuPy RawKernel"] = host_launch_us(lambda: f4((1,), (32,), (x, x, x, cp.int64(32))), args.launches, csync)
     except ImportError:
         pass
     try:
@@ -260,6 +304,11 @@ def launch_overhead(args: argparse.Namespace, lines: list[str]) -> dict[str, flo
     if numba:
         rows["empty"]["numba-cuda"] = numba["launch_empty_us"]
         rows["4 arguments"]["numba-cuda"] = numba["launch_four_us"]
+    return rows
+
+
+def launch_overhead(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+    rows = launch_results(args)
     lines += [
         f"### Launch overhead (host microseconds per launch, {args.launches} launches in 5 batches; median (min-max) of batches)",
         "",
@@ -297,15 +346,16 @@ def compile_times(args: argparse.Namespace, lines: list[str]) -> dict[str, float
         first, second = r.stdout.strip().splitlines()[-1].split()
         return float(first), float(second)
 
-    cold_runs = [run(False) for _ in range(5)]
+    runs = getattr(args, "compile_runs", 5)
+    cold_runs = [run(False) for _ in range(runs)]
     run(True)  # fill
-    warm_runs = [run(True) for _ in range(5)]
+    warm_runs = [run(True) for _ in range(runs)]
     cold = [x for x, _ in cold_runs]
     cold2 = [y for _, y in cold_runs]
     warm = [x for x, _ in warm_runs]
     warm2 = [y for _, y in warm_runs]
     lines += [
-        "### Compile time (vecadd, sm_90, fresh interpreter after `import anodize`, 5 runs)",
+        f"### Compile time (vecadd, sm_90, fresh interpreter after `import anodize`, {runs} runs)",
         "",
         "| what | median ms (min-max) |",
         "|---|---|",
@@ -314,15 +364,18 @@ def compile_times(args: argparse.Namespace, lines: list[str]) -> dict[str, float
         f"| cached load from the disk cache, first kernel (runtime imports included) | {statistics.median(warm):.2f} ({min(warm):.2f}-{max(warm):.2f}) |",
         f"| cached load from the disk cache, second kernel (saxpy) | {statistics.median(warm2):.2f} ({min(warm2):.2f}-{max(warm2):.2f}) |",
     ]
+    out = {"cold_first": statistics.median(cold), "cold_second": statistics.median(cold2), "cached": statistics.median(warm), "cached_second": statistics.median(warm2)}
     if args.numba_path:
         nb = numba_results(argparse.Namespace(**{**vars(args), "log2n": 10, "side": 64, "reps": 2, "launches": 100}))
         if nb:
             lines.append(f"| numba-cuda eager compile of vecadd (first in its process, PTX + cubin) | {nb['compile_vecadd_ms']:.1f} |")
+            out["numba_first"] = nb["compile_vecadd_ms"]
     lines.append("")
-    return {"cold_first": statistics.median(cold), "cold_second": statistics.median(cold2), "cached": statistics.median(warm), "cached_second": statistics.median(warm2)}
+    return out
 
 
-def bounds_checks(args: argparse.Namespace, lines: list[str]) -> dict[str, float]:
+def bounds_checks(args: argparse.Namespace, lines: list[str]) -> dict[str, dict[str, float]]:
+    """kernel -> {"cost_pct": the checked build's extra time, "checks_left": its bounds checks}."""
     import anodize as az
     from kernels import gather
     from stencil2d import stencil2d
@@ -337,7 +390,7 @@ def bounds_checks(args: argparse.Namespace, lines: list[str]) -> dict[str, float
     a = dev.to_device(rng.random(n, dtype=np.float32))
     idx = dev.to_device(rng.integers(0, n, n, dtype=np.int64))
     c = dev.empty(n, az.f32)
-    out: dict[str, float] = {}
+    out: dict[str, dict[str, float]] = {}
     lines += [
         "### Bounds checks (checked build vs `bounds_checks=False`, same launch path)",
         "",
@@ -364,12 +417,14 @@ def bounds_checks(args: argparse.Namespace, lines: list[str]) -> dict[str, float
             ccfg = CC(grid=launch_grid(lk.compiled, cfg.grid), block=cfg.block)
             ms = time_events(lambda: launch(dev.stream, ccfg, lk.handle, *flat), args.reps, "anodize", dev.stream)
             meds[checked] = statistics.median(ms)
+            if checked:
+                checks_left = lk.compiled.bounds_checks
             rows_out.append(
                 f"| {name} | {'checked' if checked else 'unchecked'} | {lk.compiled.bounds_checks} | "
                 f"{lk.compiled.resources.registers} | {fmt(ms)} |"
             )
         cost = 100 * (meds[True] - meds[False]) / meds[False]
-        out[name] = cost
+        out[name] = {"cost_pct": cost, "checks_left": float(checks_left)}
         lines.append(rows_out[0] + f" {cost:+.1f}% |")
         lines.append(rows_out[1] + " baseline |")
     lines.append("")

@@ -187,13 +187,16 @@ def time_batched(fn, record, elapsed, sync, batches: int = 10, per: int = 10) ->
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> list[dict[str, object]]:
+    """Run the rows (`argv` as the command line's), print them, and return one dict a row:
+    name, size, peer, ours_ms, peer_ms, ratio, key (TARGETS), and for the cold row first_ms, next_ms."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
     ap.add_argument("--only", default="", help="comma-separated rows: add, softmax, layer_norm, gemm (the example's "
                     "GPU tile, 128x256x64 over 8 warps, with cuBLAS, Triton and the cold compile), gemm-wide (256x128x64, 16 warps), attention64, attention128, cold")
-    args = ap.parse_args()
+    ap.add_argument("--no-cold", action="store_true", help="`--only gemm` without the cold compile (bench/readme_table.py times it itself)")
+    args = ap.parse_args(argv)
     import torch
     import torch.nn.functional as F  # noqa: N812
 
@@ -207,6 +210,7 @@ def main() -> None:
 
     dev = az.device(0)
     rows: list[str] = []
+    results: list[dict[str, object]] = []
     reps = args.reps
 
     def ours(fn, r=reps):  # noqa: ANN001, ANN202
@@ -222,6 +226,8 @@ def main() -> None:
         met = "met" if ratio >= TARGETS[key] else "missed"
         line = f"| {name} | {size} | {mo:.4f} | {peer} | {mp:.4f} | {ratio:.3f}x | >= {TARGETS[key]}x {met} |{tf}"
         rows.append(line)
+        results.append({"name": name, "size": size, "peer": peer, "ours_ms": mo, "peer_ms": mp, "ratio": ratio, "key": key,
+                        "ours_tflops": flops / mo / 1e9 if flops else None})
         print(line, flush=True)
 
     def section(fn):  # noqa: ANN001, ANN202
@@ -388,10 +394,11 @@ def main() -> None:
             st = r[f"{key}_stages"]
             parts = ", ".join(f"{n} {v * 1e3:.0f}" for n, v in st.items())
             print(f"| cold compile, GEMM tile kernel, {label} | {spec}, sm_90 | {ms:.0f} ms | | | | <= 300 ms {'met' if ms <= 300 else 'missed'} | (a hooked run's stages: {parts} ms)", flush=True)
+        results.append({"name": "cold", "first_ms": r["first"] * 1e3, "next_ms": r["next"] * 1e3})
         print(f"  (cold compile: {'wgmma' if r['wgmma'] else 'not wgmma'}, {r['registers']} registers, {r['spills']} bytes spilled)", flush=True)
 
     only = {x.strip().replace("-", "_") for x in args.only.split(",") if x.strip()}
-    if "gemm" in only:
+    if "gemm" in only and not args.no_cold:
         only.add("cold")  # `--only gemm`: anodize vs cuBLAS vs Triton, and the cold compile
     for fn in (add, softmax, layer_norm, gemm, gemm_wide, attention64, attention128, cold):
         if only and fn.__name__ not in only:
@@ -399,6 +406,7 @@ def main() -> None:
         t0 = time.perf_counter()
         section(fn)
         print(f"  ({fn.__name__}: {time.perf_counter() - t0:.1f} s wall, first launch compiles)", flush=True)
+    return results
 
 
 if __name__ == "__main__":
