@@ -188,7 +188,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     `ahead` (`load_ahead()`): iteration j first multiplies k-tile j - L (L = S - 1), waits for
     k-tile j - L - 1's wgmma and, after a second barrier, copies k-tile j into that tile's stage
     (S - 1 k-tiles of copies in flight where the default order, copies before the wgmma, keeps
-    S - 2).  `whole` (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are
+    S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole` (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are
     whole (`_Op.copy`)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
@@ -223,6 +223,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"mov.u32 {rs}, 0;")
     e(f"add.s32 {jend}, {K}, {BK - 1};")
     e(f"shr.s32 {jend}, {jend}, 6;")
+    if ahead:
+        e(f"mov.u32 %wr32, {jend};")  # the k-tiles: iterations past them copy nothing (an empty group)
     e(f"add.s32 {jend}, {jend}, {L};")
     e(f"setp.eq.u32 %wp13, {tid}, {tid};")  # scale-d true: accumulate onto what came in
 
@@ -270,6 +272,9 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"AZM_COPY_{u}:")
     e(f"shl.b32 {k0}, {j}, 6;")
     e(f"add.u32 {st}, {s0}, {ws};")
+    if ahead:
+        e(f"setp.ge.s32 %wp15, {j}, %wr32;")
+        e(f"@%wp15 bra AZM_COPIED_{u};")
     e(f"@!%wp0 bra AZM_SCALAR_{u};")
     if whole:
         e(f"@%wp14 bra AZM_WHOLE_{u};")

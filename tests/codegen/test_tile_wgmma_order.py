@@ -49,7 +49,7 @@ def run_ring(text: str, stages: int, ktiles: int, whole: bool = False) -> list[i
         pc += 1
         if m := re.fullmatch(r"@(!?)%wp(\d+) bra (\w+);", x):
             neg, p, target = m.groups()
-            taken = {"1": j >= L, "0": True, "14": whole, "4": j < ktiles + L}[p]
+            taken = {"1": j >= L, "0": True, "14": whole, "15": j >= ktiles, "4": j < ktiles + L}[p]
             if taken != bool(neg):
                 pc = labels[target]
         elif m := re.fullmatch(r"bra\.uni (\w+);", x):
