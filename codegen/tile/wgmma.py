@@ -42,8 +42,9 @@ def load_ahead() -> bool:
 
 def whole_chunks() -> bool:
     """`ANODIZE_TILE_WHOLE_CHUNKS=1` (a benchmarking switch, codegen/toolchain.py; off until a GPU
-    run has measured it): a copy path whose 16-byte chunks are wholly in or out, taken when K and
-    every MN-major operand's extent past its origin are multiples of 8 (`_Op.copy`)."""
+    run has measured it): a copy path of whole 16-byte chunks (`ignore-src` for one outside),
+    taken when K and every MN-major operand's extent past its origin are multiples of 8, so no
+    chunk straddles an edge (`_Op.copy`)."""
     return os.environ.get("ANODIZE_TILE_WHOLE_CHUNKS", "") == "1"
 
 
@@ -120,19 +121,38 @@ class _Op:
         e(f"mul.lo.s64 {self.stride}, {self.ld}, {self.rstep * 2};")
 
     def copy(self, st: str, k0: str, whole: bool = False) -> None:
-        """k-tile k0 (elements past the origin) into the stage at `st`: 16-byte cp.async.  `whole`:
-        every chunk is wholly inside or wholly outside (`emit_wgmma`'s flag 2), so the byte count is
-        the constant 16 or 0 -- the value the clamped count has there -- and ptxas copies without
-        the partial chunk's zero-fill arithmetic."""
+        """k-tile k0 (elements past the origin) into the stage at `st`: 16-byte cp.async, the byte
+        count clamped at the edges and a masked chunk's address the slice's base.  `whole`: every
+        chunk is wholly inside or wholly outside (`emit_wgmma`'s flag 2), where the clamped count
+        is 16 or 0: the copy is a whole one with `ignore-src` set for a chunk outside (PTX: the
+        source "ignored completely", zeros written), no byte count and no address to select --
+        ptxas copies without the partial chunk's zero-fill arithmetic."""
         e, r = self.e, self.r
         row, left = r[3], r[4]
         la, nb = "%wr26", "%wr28"
+        if whole:  # %wp2 / %wp4: the chunk is OUT (along K / this chunk)
+            if self.kmajor:
+                e(f"sub.s32 {la}, {left}, {k0};")
+                e(f"setp.le.s32 %wp2, {la}, 0;")
+            else:
+                e(f"sub.s32 {la}, {row}, {k0};")
+                e(f"setp.le.s32 %wp2, {left}, 0;")
+            for i in range(self.n):
+                if self.kmajor:
+                    e(f"add.s32 %wr31, {row}, {i * self.rstep};")
+                    e(f"setp.ge.u32 %wp4, %wr31, {self.lim};")
+                else:
+                    e(f"setp.le.s32 %wp4, {la}, {i * self.rstep};")
+                e("or.pred %wp4, %wp4, %wp2;")
+                e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
+                e(f"add.u32 %wr30, {st}, {r[2]};")
+                e(f"cp.async.cg.shared.global [%wr30+{i * self.rstep * 128}], [%wd9], 16, %wp4;")
+            return
         if self.kmajor:
             e(f"sub.s32 {la}, {left}, {k0};")
-            if not whole:
-                e(f"max.s32 {nb}, {la}, 0;")
-                e(f"min.s32 {nb}, {nb}, 8;")
-                e(f"shl.b32 {nb}, {nb}, 1;")
+            e(f"max.s32 {nb}, {la}, 0;")
+            e(f"min.s32 {nb}, {nb}, 8;")
+            e(f"shl.b32 {nb}, {nb}, 1;")
             e(f"setp.gt.s32 %wp2, {la}, 0;")
         else:
             e(f"sub.s32 {la}, {row}, {k0};")  # K rows left below the thread's first
@@ -142,11 +162,11 @@ class _Op:
                 e(f"add.s32 %wr31, {row}, {i * self.rstep};")
                 e(f"setp.lt.u32 %wp4, %wr31, {self.lim};")
                 e("and.pred %wp4, %wp4, %wp2;")
-                e(f"selp.b32 %wr29, {16 if whole else nb}, 0, %wp4;")
+                e(f"selp.b32 %wr29, {nb}, 0, %wp4;")
             else:
                 e(f"setp.gt.s32 %wp4, {la}, {i * self.rstep};")
                 e("and.pred %wp4, %wp4, %wp2;")
-                e(f"selp.b32 %wr29, {16 if whole else r[7]}, 0, %wp4;")
+                e(f"selp.b32 %wr29, {r[7]}, 0, %wp4;")
             e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
             e(f"selp.b64 %wd8, %wd9, {self.ptr}, %wp4;")
             e(f"add.u32 %wr30, {st}, {r[2]};")
@@ -188,8 +208,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     `ahead` (`load_ahead()`): iteration j first multiplies k-tile j - L (L = S - 1), waits for
     k-tile j - L - 1's wgmma and, after a second barrier, copies k-tile j into that tile's stage
     (S - 1 k-tiles of copies in flight where the default order, copies before the wgmma, keeps
-    S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole` (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are
-    whole (`_Op.copy`)."""
+    S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole`
+    (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
     L = S - 1 if ahead else S - 2

@@ -1,11 +1,12 @@
 """The wgmma mainloop's two benchmarking switches (codegen/tile/wgmma.py): `ANODIZE_TILE_LOAD_AHEAD=1`
 (multiply, then copy: S - 1 k-tiles of copies in flight, Triton's order) and
-`ANODIZE_TILE_WHOLE_CHUNKS=1` (a copy path of 16-or-0-byte chunks where no chunk straddles an
-edge).  A model of the ring run over the block's own text checks every order: each wgmma reads
-the k-tile it should, landed and fenced before a barrier, and no copy refills a stage before a
-barrier that follows every warpgroup's wait for the wgmma reading it.  The whole-chunk path is
-the partial path with the byte count's constant value; every GEMM-class variant compiles under
-the switches and ptxas takes it without spills."""
+`ANODIZE_TILE_WHOLE_CHUNKS=1` (a copy path of whole 16-byte chunks, `ignore-src` for one
+outside, where no chunk straddles an edge).  A model of the ring run over the block's own text
+checks every order: each wgmma reads the k-tile it should, landed and fenced before a barrier,
+and no copy refills a stage before a barrier that follows every warpgroup's wait for the wgmma
+reading it.  An evaluation of both copy texts shows the whole-chunk path copies what the
+clamped path does wherever no chunk straddles; every GEMM-class variant compiles under the
+switches and ptxas takes it without spills."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ def run_ring(text: str, stages: int, ktiles: int, whole: bool = False) -> list[i
     every thread alike; returns the k-tiles multiplied, in order; AssertionError on a hazard."""
     lines = [x.strip() for x in text.split("\n\t")]
     labels = {x[:-1]: i for i, x in enumerate(lines) if x.endswith(":")}
-    L = int(next(re.fullmatch(r"setp\.ge\.s32 %wp1, %wr20, (\d+);", x) for x in lines if x.startswith("setp.ge.s32 %wp1")).group(1))
+    first = next(x for x in lines if x.startswith("setp.ge.s32 %wp1"))
+    L = int(re.fullmatch(r"setp\.ge\.s32 %wp1, %wr20, (\d+);", first).group(1))  # type: ignore[union-attr]
     j = ws = rs = 0
     stage: dict[int, int] = {}  # stage -> k-tile copied into it
     copies: list[tuple[int, int]] = []  # committed cp.async groups (stage, tile)
@@ -131,26 +133,70 @@ def test_the_load_ahead_order_multiplies_before_it_copies() -> None:
         assert (loop.index("wgmma.mma_async") < loop.index("cp.async.cg")) == ahead
 
 
+def run_copies(lines: list[str], env: dict[str, int]) -> list[tuple[int, int, int]]:
+    """Evaluate an operand's copy text: per cp.async (shared offset, bytes read, the address read
+    from, 0 when none)."""
+    env = dict(env)
+    out = []
+    val = lambda x: env[x] if x.startswith(("%", "$")) else int(x)  # noqa: E731
+    for x in lines:
+        op, rest = x.rstrip(";").split(" ", 1)
+        a = [t.strip() for t in rest.split(",")]
+        u32 = lambda v: v & 0xFFFFFFFF  # noqa: E731
+        if op.startswith("setp."):
+            cmp, ty = op.split(".")[1:]
+            p, q = (val(a[1]), val(a[2])) if ty == "s32" else (u32(val(a[1])), u32(val(a[2])))
+            env[a[0]] = {"gt": p > q, "le": p <= q, "lt": p < q, "ge": p >= q}[cmp]
+        elif op in ("and.pred", "or.pred"):
+            env[a[0]] = (env[a[1]] and env[a[2]]) if op == "and.pred" else (env[a[1]] or env[a[2]])
+        elif op.startswith("selp."):
+            env[a[0]] = val(a[1]) if env[a[3]] else val(a[2])
+        elif op in ("sub.s32", "add.s32", "add.u32", "add.s64", "max.s32", "min.s32", "shl.b32", "mov.b64"):
+            f = {"sub": lambda p, q: p - q, "add": lambda p, q: p + q, "max": max, "min": min, "shl": lambda p, q: p << q}
+            env[a[0]] = val(a[1]) if op == "mov.b64" else f[op.split(".")[0]](val(a[1]), val(a[2]))
+        elif op == "cp.async.cg.shared.global":
+            dst, src, n = a[0].strip("[]").split("+"), a[1].strip("[]"), a[3]
+            read = (0 if env[n] else 16) if n.startswith("%wp") else val(n)
+            out.append((int(dst[1]), read, env[src] if read else 0))
+        else:
+            raise AssertionError(f"unmodelled {x}")
+    return out
+
+
 @pytest.mark.parametrize("kmajor", [True, False])
-def test_the_whole_chunk_path_is_the_partial_path_with_the_constant_byte_count(kmajor: bool) -> None:
-    """`_Op.copy(whole=True)` writes the same instructions as the partial path, less the byte
-    count's clamp, with 16 for the clamped count: equal wherever no chunk straddles an edge (the
-    elements left from a chunk's start are a multiple of 8 there, so `min(max(left, 0), 8) * 2`
-    is 16 exactly when the chunk is in)."""
+def test_the_whole_chunk_path_copies_what_the_partial_path_does_where_no_chunk_straddles(kmajor: bool) -> None:
+    """`_Op.copy(whole=True)` (16-byte copies, `ignore-src` for a chunk outside) reads the same
+    bytes from the same addresses into the same places as the clamped path wherever the elements
+    left from a chunk's start (along K for a K-major operand, along M/N for an MN-major one) are
+    a multiple of 8 -- and not elsewhere (a partial chunk), or the check is empty."""
+    import random
+
     texts = []
     for whole in (False, True):
         lines: list[str] = []
         op = wgmma._Op(lines.append, "A", kmajor, 128, 256, 0, ("$0", "$1", "$2", "$3", "$4"), 8, 2)
         op.copy("%wr25", "%wr24", whole=whole)
         texts.append(lines)
-    partial, whole_ = texts
-    nb = "%wr28" if kmajor else "%wr15"
-    clamp = [x for x in partial if x.startswith(("max.s32 %wr28", "min.s32 %wr28", "shl.b32 %wr28"))]
-    assert len(clamp) == (3 if kmajor else 0)
-    assert [x.replace(f"selp.b32 %wr29, {nb}, 0,", "selp.b32 %wr29, 16, 0,") for x in partial if x not in clamp] == whole_
-    assert sum("selp.b32 %wr29, 16, 0," in x for x in whole_) == op.n
-    for left in range(-128, 136, 8):
-        assert min(max(left, 0), 8) * 2 == (16 if left > 0 else 0)
+    assert not any("selp" in x for x in texts[1]) and sum("cp.async" in x for x in texts[1]) == op.n
+    rng = random.Random(3)
+    differ = 0
+    for t in range(3000):
+        straddle = t % 3 == 0
+        left = 8 * rng.randrange(-20, 40) + (rng.randrange(1, 8) if straddle else 0)
+        env = {"$0": 1 << 40, "$4": rng.randrange(0, 300), "%wr25": 4096, "%wr10": 256, "%wd2": (1 << 40) + 4096,
+               "%wd3": 8192, "%wr11": rng.randrange(-40, 300), "%wr24": 64 * rng.randrange(0, 8)}
+        if kmajor:
+            env["%wr12"] = left + env["%wr24"]  # K left from the chunk at k0 = 0
+        else:
+            env["%wr11"] = rng.randrange(-40, 300) + env["%wr24"]  # K rows left below the thread's first, at k0 = 0
+            env["%wr12"] = left  # columns left from the chunk's first
+            env["%wr15"] = min(max(left, 0), 8) * 2
+        partial, whole_ = (run_copies(x, env) for x in texts)
+        if straddle:
+            differ += partial != whole_
+        else:
+            assert partial == whole_, env
+    assert differ > 0
 
 
 _QUICK = [("canonical", (128, 256, 64, 8)), ("b_trans", (128, 256, 64, 8)), ("a_trans", (128, 256, 64, 8))]
@@ -173,8 +219,8 @@ def test_every_gemm_variant_compiles_under_the_switches_without_spills(monkeypat
     ptx = compile_gpu(src, "sm_90", ptxas=False).ptx
     loops = len(re.findall(r"AZM_LOOP_\d+:", ptx))
     assert loops >= 1 and ptx.count("wgmma.mma_async") == base.count("wgmma.mma_async")
-    n_copies = ptx.count("cp.async.cg.shared.global") // 2 // loops  # (the partial path's and the whole path's)
-    assert ptx.count("selp.b32 %wr29, 16, 0,") == n_copies * loops == base.count("cp.async.cg.shared.global")
+    whole = re.findall(r"cp\.async\.cg\.shared\.global \[%wr30\+\d+\], \[%wd9\], 16, %wp4;", ptx)
+    assert len(whole) == base.count("cp.async.cg.shared.global") == ptx.count("cp.async.cg.shared.global") // 2
     assert ptx.count("bar.sync 0;") == base.count("bar.sync 0;") + loops
     if shutil.which("ptxas"):
         log = ptxas_log(ptx, "sm_90")
