@@ -27,7 +27,7 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
-__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "smem_bytes", "whole_chunks"]
+__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "whole_chunks"]
 
 BK = 64
 _ids = itertools.count()
@@ -46,6 +46,15 @@ def whole_chunks() -> bool:
     taken when K and every MN-major operand's extent past its origin are multiples of 8, so no
     chunk straddles an edge (`_Op.copy`)."""
     return os.environ.get("ANODIZE_TILE_WHOLE_CHUNKS", "") == "1"
+
+
+def proxy_fence() -> bool:
+    """False under `ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE=1`: a MEASUREMENT switch (codegen/toolchain.py),
+    never a default -- the mainloop then omits the `fence.proxy.async` between cp.async's
+    generic-proxy writes and wgmma's async-proxy reads that the PTX memory model asks for (Triton
+    omits it; ptxas makes it `MEMBAR.ALL.CTA` + `FENCE.VIEW.ASYNC.S` every k-tile).  What it
+    costs says whether copies in the async proxy (TMA, no fence) are the next step."""
+    return os.environ.get("ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE", "") != "1"
 
 
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
@@ -197,7 +206,7 @@ class _Op:
 
 
 def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool = False, b_trans: bool = False, *,
-                  ahead: bool = False, whole: bool = False) -> str:
+                  ahead: bool = False, whole: bool = False, fence: bool = True) -> str:
     """The PTX of the mainloop; operands as `emit_wgmma` passes them: $0 .. $(n-1) the
     accumulators (tied in and out), then at `base = 2 n`: per operand (A, then B) its slice
     address (u64), leading dimension (i64), origin along M (N), origin along K, extent along M
@@ -209,7 +218,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     k-tile j - L - 1's wgmma and, after a second barrier, copies k-tile j into that tile's stage
     (S - 1 k-tiles of copies in flight where the default order, copies before the wgmma, keeps
     S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole`
-    (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`)."""
+    (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`).
+    `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
     L = S - 1 if ahead else S - 2
@@ -284,7 +294,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"setp.ge.s32 %wp1, {j}, {L};")
     e(f"@!%wp1 bra AZM_COPY_{u};")
     e(f"cp.async.wait_group {L - 1};")
-    e("fence.proxy.async.shared::cta;")
+    if fence:
+        e("fence.proxy.async.shared::cta;")
     e("bar.sync 0;")
     if ahead:
         multiply()
@@ -363,7 +374,8 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     gv = module.globals.get("__az_tc_smem") or shared_buffer(module)
     args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)
-    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans, ahead=load_ahead(), whole=whole)
+    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans, ahead=load_ahead(), whole=whole,
+                         fence=proxy_fence())
     cons = ["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3
     res = asm_block(b, llir.LiteralStructType([F32] * n), text, cons, [*acc, *args])
     return [b.extract_value(res, i) for i in range(n)]

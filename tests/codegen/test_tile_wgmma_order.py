@@ -122,6 +122,17 @@ def test_the_model_catches_a_refill_without_the_second_barrier() -> None:
         run_ring(text.replace("cp.async.wait_group 2;", "cp.async.wait_group 3;"), 4, 6)
 
 
+def test_the_measurement_switch_without_the_proxy_fence_is_what_the_model_rejects() -> None:
+    """`ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE=1` (a measurement switch, never a default) drops the
+    fence between cp.async's generic-proxy writes and wgmma's async-proxy reads: the model says
+    a k-tile is then read unfenced, in either order."""
+    for ahead in (False, True):
+        text = wgmma.mainloop_text(MmaLayout(128, 256, 8, 1), 4, "f16", 1, ahead=ahead, fence=False)
+        assert "fence.proxy.async" not in text
+        with pytest.raises(AssertionError, match="was fenced"):
+            run_ring(text, 4, 3)
+
+
 def test_the_load_ahead_order_multiplies_before_it_copies() -> None:
     """Default: one barrier a k-tile, copies then wgmma, S - 2 k-tiles ahead; load-ahead: wgmma,
     its wait, a second barrier, then the copies, S - 1 ahead (`cp.async.wait_group S - 2`)."""
