@@ -122,6 +122,8 @@ def main() -> None:
     ap.add_argument("--only", default="")
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--tiles", default="", help="ours at these tiles only, e.g. 128x256x64x8,128x128x64x4 (BMxBNxBKxwarps)")
+    ap.add_argument("--ab", default="", help="ours again at the chosen tile under each of these switch sets, timed in the same "
+                    "interleaved rounds, e.g. 'ANODIZE_TILE_LOAD_AHEAD=1;ANODIZE_TILE_LOAD_AHEAD=1,ANODIZE_TILE_WHOLE_CHUNKS=1'")
     args = ap.parse_args()
     tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",")] if args.tiles else TILES
     import torch
@@ -188,19 +190,47 @@ def main() -> None:
                 if best is None or tt < best[0]:
                     best = (tt, tile, call)
             assert best is not None
+            abs_: list[tuple[str, Any]] = []
+            for q, sw in enumerate(x for x in args.ab.split(";") if x):
+                env = dict(kv.split("=", 1) for kv in sw.split(","))
+                saved = {key: os.environ.get(key) for key in env}
+                os.environ.update(env)
+                try:  # (the switches are read when the kernel compiles: at its first call)
+                    bm, bn, bk, w = best[1]
+                    mod = _module(f"v2_{name}_{bm}_{bn}_ab{q}", C.source(src_name, bm, bn, bk, w, t))
+                    launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
+                    tail = [np.float32(0.125)] if name == "gelu_residual" else []
+                    call = (lambda launch=launch, tail=tail: launch(a, b, *extra, c, k, *tail))
+                    c.zero_()
+                    call()
+                    torch.cuda.synchronize()
+                    torch.testing.assert_close(c.float(), ref, rtol=3e-2, atol=0.5 + 1e-3 * k ** 0.5)
+                finally:
+                    for key, v in saved.items():
+                        if v is None:
+                            os.environ.pop(key, None)
+                        else:
+                            os.environ[key] = v
+                abs_.append((sw, call))
             c3 = torch.empty_like(c)
             tcall = lambda: tri(ta, tb, c3, **tri_kw)  # noqa: E731
             tcall()
             torch.cuda.synchronize()
             torch.testing.assert_close(c3.float(), ref, rtol=3e-2, atol=0.5 + 1e-3 * k ** 0.5)
             ours, theirs = [], []
+            ab_t: list[list[float]] = [[] for _ in abs_]
             for _ in range(args.rounds):
                 ours.append(wall(best[2]))
+                for q, (_, call) in enumerate(abs_):
+                    ab_t[q].append(wall(call))
                 theirs.append(wall(tcall))
             mo, mt = statistics.median(ours), statistics.median(theirs)
             flops = 2.0 * s * s * k * (2 if name == "two" else 1)
             tile_s = "x".join(map(str, best[1][:3])) + f"/{best[1][3]}w"
             print(f"{name:14s} {mo:8.3f} {tile_s:>14s} {mt:9.3f} {mt / mo:6.3f} {flops / mo / 1e9:8.1f}", flush=True)
+            for (sw, _), ts in zip(abs_, ab_t):
+                ma = statistics.median(ts)
+                print(f"{'  +':4s}{ma:8.3f} {tile_s:>14s} {mt:9.3f} {mt / ma:6.3f} {flops / ma / 1e9:8.1f}  {sw}", flush=True)
             if name == "canonical":
                 r = torch.empty(s, s, device="cuda", dtype=h)
                 cb = statistics.median(wall(lambda: torch.matmul(a, b, out=r)) for _ in range(args.rounds))

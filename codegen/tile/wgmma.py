@@ -18,6 +18,7 @@ went in).
 from __future__ import annotations
 
 import itertools
+import os
 from typing import Any
 
 import llvmlite.ir as llir
@@ -26,10 +27,34 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
-__all__ = ["emit_wgmma", "mainloop_text", "smem_bytes"]
+__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "whole_chunks"]
 
 BK = 64
 _ids = itertools.count()
+
+
+def load_ahead() -> bool:
+    """`ANODIZE_TILE_LOAD_AHEAD=1` (a benchmarking switch, codegen/toolchain.py; off until a GPU
+    run has measured it): the mainloop multiplies before it copies, keeping S - 1 k-tiles of
+    copies in flight instead of S - 2 (Triton's order; `mainloop_text`)."""
+    return os.environ.get("ANODIZE_TILE_LOAD_AHEAD", "") == "1"
+
+
+def whole_chunks() -> bool:
+    """`ANODIZE_TILE_WHOLE_CHUNKS=1` (a benchmarking switch, codegen/toolchain.py; off until a GPU
+    run has measured it): a copy path of whole 16-byte chunks (`ignore-src` for one outside),
+    taken when K and every MN-major operand's extent past its origin are multiples of 8, so no
+    chunk straddles an edge (`_Op.copy`)."""
+    return os.environ.get("ANODIZE_TILE_WHOLE_CHUNKS", "") == "1"
+
+
+def proxy_fence() -> bool:
+    """False under `ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE=1`: a MEASUREMENT switch (codegen/toolchain.py),
+    never a default -- the mainloop then omits the `fence.proxy.async` between cp.async's
+    generic-proxy writes and wgmma's async-proxy reads that the PTX memory model asks for (Triton
+    omits it; ptxas makes it `MEMBAR.ALL.CTA` + `FENCE.VIEW.ASYNC.S` every k-tile).  What it
+    costs says whether copies in the async proxy (TMA, no fence) are the next step."""
+    return os.environ.get("ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE", "") != "1"
 
 
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
@@ -104,11 +129,34 @@ class _Op:
         e(f"add.s64 {self.g}, {self.g}, {self.ptr};")
         e(f"mul.lo.s64 {self.stride}, {self.ld}, {self.rstep * 2};")
 
-    def copy(self, st: str, k0: str) -> None:
-        """k-tile k0 (elements past the origin) into the stage at `st`: 16-byte cp.async."""
+    def copy(self, st: str, k0: str, whole: bool = False) -> None:
+        """k-tile k0 (elements past the origin) into the stage at `st`: 16-byte cp.async, the byte
+        count clamped at the edges and a masked chunk's address the slice's base.  `whole`: every
+        chunk is wholly inside or wholly outside (`emit_wgmma`'s flag 2), where the clamped count
+        is 16 or 0: the copy is a whole one with `ignore-src` set for a chunk outside (PTX: the
+        source "ignored completely", zeros written), no byte count and no address to select --
+        ptxas copies without the partial chunk's zero-fill arithmetic."""
         e, r = self.e, self.r
         row, left = r[3], r[4]
         la, nb = "%wr26", "%wr28"
+        if whole:  # %wp2 / %wp4: the chunk is OUT (along K / this chunk)
+            if self.kmajor:
+                e(f"sub.s32 {la}, {left}, {k0};")
+                e(f"setp.le.s32 %wp2, {la}, 0;")
+            else:
+                e(f"sub.s32 {la}, {row}, {k0};")
+                e(f"setp.le.s32 %wp2, {left}, 0;")
+            for i in range(self.n):
+                if self.kmajor:
+                    e(f"add.s32 %wr31, {row}, {i * self.rstep};")
+                    e(f"setp.ge.u32 %wp4, %wr31, {self.lim};")
+                else:
+                    e(f"setp.le.s32 %wp4, {la}, {i * self.rstep};")
+                e("or.pred %wp4, %wp4, %wp2;")
+                e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
+                e(f"add.u32 %wr30, {st}, {r[2]};")
+                e(f"cp.async.cg.shared.global [%wr30+{i * self.rstep * 128}], [%wd9], 16, %wp4;")
+            return
         if self.kmajor:
             e(f"sub.s32 {la}, {left}, {k0};")
             e(f"max.s32 {nb}, {la}, 0;")
@@ -157,15 +205,24 @@ class _Op:
         return 2 if self.kmajor else (16 * 128) >> 4
 
 
-def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool = False, b_trans: bool = False) -> str:
+def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool = False, b_trans: bool = False, *,
+                  ahead: bool = False, whole: bool = False, fence: bool = True) -> str:
     """The PTX of the mainloop; operands as `emit_wgmma` passes them: $0 .. $(n-1) the
     accumulators (tied in and out), then at `base = 2 n`: per operand (A, then B) its slice
     address (u64), leading dimension (i64), origin along M (N), origin along K, extent along M
-    (N); then K (the clamped length), the vector-path flag, smem.  A is K-major unless
-    `a_trans` (MN-major, wgmma's transpose bit), B MN-major unless `b_trans` (K-major)."""
+    (N); then K (the clamped length), the copy path (0: 2-byte loads, 1: 16-byte copies, 2:
+    16-byte copies of whole chunks), smem.  A is K-major unless `a_trans` (MN-major, wgmma's
+    transpose bit), B MN-major unless `b_trans` (K-major).
+
+    `ahead` (`load_ahead()`): iteration j first multiplies k-tile j - L (L = S - 1), waits for
+    k-tile j - L - 1's wgmma and, after a second barrier, copies k-tile j into that tile's stage
+    (S - 1 k-tiles of copies in flight where the default order, copies before the wgmma, keeps
+    S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole`
+    (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`).
+    `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
-    L = S - 2
+    L = S - 1 if ahead else S - 2
     SB = (BM + BN) * BK * 2
     a_bytes = BM * BK * 2
     nacc = lay.count
@@ -184,6 +241,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"shr.u32 {wg}, {warp}, 2;")
     align_smem(e, s0, smem)
     e(f"setp.ne.u32 %wp0, {vec}, 0;")  # %wp0: the 16-byte copy path
+    if whole:
+        e(f"setp.eq.u32 %wp14, {vec}, 2;")  # %wp14: ... of whole chunks
     A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2)
     B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5)
     A.setup(tid, K)
@@ -194,21 +253,70 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"mov.u32 {rs}, 0;")
     e(f"add.s32 {jend}, {K}, {BK - 1};")
     e(f"shr.s32 {jend}, {jend}, 6;")
+    if ahead:
+        e(f"mov.u32 %wr32, {jend};")  # the k-tiles: iterations past them copy nothing (an empty group)
     e(f"add.s32 {jend}, {jend}, {L};")
     e(f"setp.eq.u32 %wp13, {tid}, {tid};")  # scale-d true: accumulate onto what came in
+
+    def multiply() -> None:  # k-tile j - L from the stage at rs, one wgmma group left in flight
+        e(f"add.u32 {st}, {s0}, {rs};")
+        # A: this warpgroup's 64 rows a block (K-major: 64 rows of 128 bytes; MN-major: a 64-column block)
+        e(f"mad.lo.u32 %wr31, {wg}, {mt * 64 * BK * 2}, {st};")
+        e("and.b32 %wr31, %wr31, 262143;")
+        e("shr.u32 %wr31, %wr31, 4;")
+        e("cvt.u64.u32 %wd10, %wr31;")
+        e(f"or.b64 %wd10, %wd10, {A.desc_hi()};")
+        e(f"add.u32 %wr31, {st}, {a_bytes};")
+        e("and.b32 %wr31, %wr31, 262143;")
+        e("shr.u32 %wr31, %wr31, 4;")
+        e("cvt.u64.u32 %wd11, %wr31;")
+        e(f"or.b64 %wd11, %wd11, {B.desc_hi()};")
+        e("wgmma.fence.sync.aligned;")
+        for k16 in range(BK // 16):
+            if k16:
+                e(f"add.s64 %wd10, %wd10, {A.k16_step()};")
+                e(f"add.s64 %wd11, %wd11, {B.k16_step()};")
+            for mi in range(mt):  # block mi: accumulators mi BN/2 .., A's rows 64 mi further (8 KiB)
+                regs = ", ".join(f"${i}" for i in range(mi * BN // 2, (mi + 1) * BN // 2))
+                da = "%wd10"
+                if mi:
+                    e(f"add.s64 %wd12, %wd10, {mi * 64 * BK * 2 >> 4};")
+                    da = "%wd12"
+                e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{regs}}}, {da}, %wd11, %wp13, 1, 1, "
+                  f"{1 if a_trans else 0}, {0 if b_trans else 1};")
+        e("wgmma.commit_group.sync.aligned;")
+        e("wgmma.wait_group.sync.aligned 1;")
+        e(f"add.u32 {rs}, {rs}, {SB};")
+        e(f"setp.eq.u32 %wp4, {rs}, {S * SB};")
+        e(f"selp.b32 {rs}, 0, {rs}, %wp4;")
+
     e(f"AZM_LOOP_{u}:")
     e(f"setp.ge.s32 %wp1, {j}, {L};")
     e(f"@!%wp1 bra AZM_COPY_{u};")
     e(f"cp.async.wait_group {L - 1};")
-    e("fence.proxy.async.shared::cta;")
+    if fence:
+        e("fence.proxy.async.shared::cta;")
     e("bar.sync 0;")
+    if ahead:
+        multiply()
+        e("bar.sync 0;")  # every warpgroup's wgmma of k-tile j - L - 1 is done: its stage is free
     e(f"AZM_COPY_{u}:")
     e(f"shl.b32 {k0}, {j}, 6;")
     e(f"add.u32 {st}, {s0}, {ws};")
+    if ahead:
+        e(f"setp.ge.s32 %wp15, {j}, %wr32;")
+        e(f"@%wp15 bra AZM_COPIED_{u};")
     e(f"@!%wp0 bra AZM_SCALAR_{u};")
+    if whole:
+        e(f"@%wp14 bra AZM_WHOLE_{u};")
     A.copy(st, k0)
     B.copy(st, k0)
     e(f"bra.uni AZM_COPIED_{u};")
+    if whole:
+        e(f"AZM_WHOLE_{u}:")
+        A.copy(st, k0, whole=True)
+        B.copy(st, k0, whole=True)
+        e(f"bra.uni AZM_COPIED_{u};")
     e(f"AZM_SCALAR_{u}:")
     A.copy_scalar(st, k0)
     B.copy_scalar(st, k0)
@@ -219,38 +327,10 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"add.u32 {ws}, {ws}, {SB};")
     e(f"setp.eq.u32 %wp4, {ws}, {S * SB};")
     e(f"selp.b32 {ws}, 0, {ws}, %wp4;")
-    e(f"@!%wp1 bra AZM_NEXT_{u};")
-    e(f"add.u32 {st}, {s0}, {rs};")
-    # A: this warpgroup's 64 rows a block (K-major: 64 rows of 128 bytes; MN-major: a 64-column block)
-    e(f"mad.lo.u32 %wr31, {wg}, {mt * 64 * BK * 2}, {st};")
-    e("and.b32 %wr31, %wr31, 262143;")
-    e("shr.u32 %wr31, %wr31, 4;")
-    e("cvt.u64.u32 %wd10, %wr31;")
-    e(f"or.b64 %wd10, %wd10, {A.desc_hi()};")
-    e(f"add.u32 %wr31, {st}, {a_bytes};")
-    e("and.b32 %wr31, %wr31, 262143;")
-    e("shr.u32 %wr31, %wr31, 4;")
-    e("cvt.u64.u32 %wd11, %wr31;")
-    e(f"or.b64 %wd11, %wd11, {B.desc_hi()};")
-    e("wgmma.fence.sync.aligned;")
-    for k16 in range(BK // 16):
-        if k16:
-            e(f"add.s64 %wd10, %wd10, {A.k16_step()};")
-            e(f"add.s64 %wd11, %wd11, {B.k16_step()};")
-        for mi in range(mt):  # block mi: accumulators mi BN/2 .., A's rows 64 mi further (8 KiB)
-            regs = ", ".join(f"${i}" for i in range(mi * BN // 2, (mi + 1) * BN // 2))
-            da = "%wd10"
-            if mi:
-                e(f"add.s64 %wd12, %wd10, {mi * 64 * BK * 2 >> 4};")
-                da = "%wd12"
-            e(f"wgmma.mma_async.sync.aligned.m64n{BN}k16.f32.{ty}.{ty} {{{regs}}}, {da}, %wd11, %wp13, 1, 1, "
-              f"{1 if a_trans else 0}, {0 if b_trans else 1};")
-    e("wgmma.commit_group.sync.aligned;")
-    e("wgmma.wait_group.sync.aligned 1;")
-    e(f"add.u32 {rs}, {rs}, {SB};")
-    e(f"setp.eq.u32 %wp4, {rs}, {S * SB};")
-    e(f"selp.b32 {rs}, 0, {rs}, %wp4;")
-    e(f"AZM_NEXT_{u}:")
+    if not ahead:
+        e(f"@!%wp1 bra AZM_NEXT_{u};")
+        multiply()
+        e(f"AZM_NEXT_{u}:")
     e(f"add.s32 {j}, {j}, 1;")
     e(f"setp.lt.s32 %wp4, {j}, {jend};")
     e(f"@%wp4 bra AZM_LOOP_{u};")
@@ -283,10 +363,19 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     bits = b.or_(b.or_(da[1], db[1]), b.lshr(b.or_(a_g, b_g), c64(1)))
     bits = b.or_(bits, b.zext(b.or_(origins[0][1], origins[1][1]), I64))
     vec = b.zext(b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0)), I32)
+    whole = whole_chunks()
+    if whole:  # flag 2: no chunk straddles K's end or an MN-major operand's edge (its origin is a multiple of 8 here)
+        edges = K
+        for i, kax in ((0, ops[0][3]), (5, ops[1][3])):
+            if kax == 0:  # MN-major: the extent along M (N) past the origin
+                edges = b.or_(edges, b.sub(args[i + 4], args[i + 2]))
+        even = b.icmp_unsigned("==", b.and_(edges, c32(7)), c32(0))
+        vec = b.add(vec, b.zext(b.and_(b.icmp_unsigned("!=", vec, c32(0)), even), I32))
     gv = module.globals.get("__az_tc_smem") or shared_buffer(module)
     args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)
-    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans)
+    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans, ahead=load_ahead(), whole=whole,
+                         fence=proxy_fence())
     cons = ["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3
     res = asm_block(b, llir.LiteralStructType([F32] * n), text, cons, [*acc, *args])
     return [b.extract_value(res, i) for i in range(n)]
