@@ -32,7 +32,8 @@ BLOCKER = textwrap.dedent(
     """
     import sys
     BLOCKED = ("llvmlite", "anodize.checker", "anodize.codegen.llvm.lower", "anodize.codegen.driver",
-               "anodize.codegen.gpu.ptx", "anodize.codegen.cpu.backend", "anodize.language.front", "anodize.language.typer")
+               "anodize.codegen.gpu.ptx", "anodize.codegen.cpu.backend", "anodize.language.front", "anodize.language.typer",
+               "anodize.language.ir")
     class _Block:
         def find_spec(self, name, path=None, target=None):
             if any(name == b or name.startswith(b + ".") for b in BLOCKED):

@@ -134,6 +134,45 @@ def test_op_on_cuda_tensors_on_a_side_stream(monkeypatch: pytest.MonkeyPatch) ->
     assert np.array_equal(MUL(a, b).cpu().numpy(), (a * b).cpu().numpy())
 
 
+@pytest.mark.gpu
+def test_a_repeated_cuda_call_takes_the_quick_pass_and_the_fallbacks_still_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA tensors a repeated call launches through the launcher's quick pass (no
+    `Launcher.__call__`); a tensor the pass refuses (requires_grad, not contiguous) and a
+    wrong argument take `_launch` and the full path, with the same results and errors."""
+    monkeypatch.delenv("ANODIZE_DEVICE", raising=False)
+    if not torch.cuda.is_available():
+        pytest.skip("this PyTorch has no CUDA")
+    from anodize.runtime.launch import Launcher
+
+    calls: list[int] = []
+    real_call = Launcher.__call__
+
+    def counted(self: Launcher, *args: object, **kwargs: object) -> None:
+        calls.append(1)
+        real_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(Launcher, "__call__", counted)
+    a, b = torch.rand(5000, device="cuda"), torch.rand(5000, device="cuda")
+    MUL(a, b)
+    before = len(calls)
+    for k in range(3):
+        assert torch.equal(MUL(a, b + k), a * (b + k))
+    assert len(calls) == before  # the quick pass launched
+    g = torch.rand(5000, device="cuda", requires_grad=True)
+    assert torch.equal(MUL(a, g), a * g.detach())
+    strided = torch.rand(10000, device="cuda")[::2]
+    assert torch.equal(MUL(a, strided), a * strided)
+    assert len(calls) == before + 2  # refused by the quick pass: `_launch`
+    with pytest.raises(az.ContractViolation, match=r"len\(b\) == len\(c\)"):
+        MUL(a, torch.rand(4999, device="cuda"))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c = MUL(a, b)  # the quick pass on a side stream: ordered after and before PyTorch's work there
+        d = c * 2
+    torch.cuda.synchronize()
+    assert torch.equal(d, a * b * 2)
+
+
 def test_a_repeated_cpu_call_takes_the_quick_pass_and_errors_still_come_from_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
     from anodize.runtime.launch import Launcher
 
