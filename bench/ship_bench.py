@@ -329,6 +329,7 @@ def custom_op(calls: int) -> None:
         print(f"{name:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
     base = rows["plain launch + torch.empty for c"][0]
     print(f"custom op over the plain launch with its allocation: {rows['az.torch op(a, b)'][0] - base:+.2f} us (target <= 2 us)")
+    assert torch.equal(op(a, b), a + b) and torch.equal(c, a + b)
 
 
 def custom_op_trace(calls: int) -> None:
@@ -353,7 +354,8 @@ def custom_op_trace(calls: int) -> None:
     noop = torch.ops.azbench.noop
     launch = vecadd[config(a, b)]
     raw, index = impls.raw, a.get_device()
-    assert torch.equal(op(a, b), a + b)
+    for _ in range(3):  # the first call plans; the later ones take the launcher's quick pass
+        assert torch.equal(op(a, b), a + b)
     rows: dict[str, Callable[[], object]] = {
         "op(a, b) (torch.ops packet)": lambda: op(a, b),
         "op.default(a, b) (the overload)": lambda: op.default(a, b),

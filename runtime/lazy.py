@@ -66,7 +66,8 @@ def cuda_device() -> ModuleType:
     bf16 DLPack tensors, which anodize does not use, and it is most of cuda.core's import
     (ml_dtypes 0.7: about 0.7 s of CPU of 0.87 s on the development VM).  Hidden on the
     importing thread only; anodize's bf16 buffers import ml_dtypes themselves when used.
-    A program that wants cuda.core's bf16 views imports ml_dtypes first (docs/deploy.md)."""
+    A program that wants cuda.core's bf16 views imports ml_dtypes first (docs/deploy.md).
+    The launch path's modules load with it (runtime/launch.py, runtime/prebuilt.py)."""
     loaded = sys.modules.get("anodize.runtime.cuda_device")
     if loaded is not None:
         return loaded
@@ -75,7 +76,9 @@ def cuda_device() -> ModuleType:
         hide = _HiddenOnThread(frozenset({"ml_dtypes"}))
         sys.meta_path.insert(0, hide)
     try:
-        from anodize.runtime import cuda_device as module
+        # (with it the launch path, which a GPU program's first launch imports anyway: on the first
+        # GPU's start these load on the helper thread while the context is made, `cuda_device_beside`)
+        from anodize.runtime import cuda_device as module, launch as _launch, prebuilt as _prebuilt  # noqa: F401
     finally:
         if hide is not None:
             sys.meta_path.remove(hide)
