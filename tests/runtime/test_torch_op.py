@@ -134,6 +134,44 @@ def test_op_on_cuda_tensors_on_a_side_stream(monkeypatch: pytest.MonkeyPatch) ->
     assert np.array_equal(MUL(a, b).cpu().numpy(), (a * b).cpu().numpy())
 
 
+def test_an_eager_call_skips_the_dispatcher_only_when_nothing_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The op is an `OpOverloadPacket` (`.default`, opcheck and torch.compile see the registered
+    op); its eager call on plain CPU tensors runs the implementation without the dispatcher,
+    and anything the dispatcher is for (autograd, keyword arguments, a scalar it converts, a
+    fake tensor, a dispatch mode) still goes through it."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    assert isinstance(MUL, torch._ops.OpOverloadPacket) and MUL.default is torch.ops.aztest.vmul.default
+    through: list[int] = []
+
+    def count(op: object) -> None:
+        real = op._op  # type: ignore[attr-defined]
+
+        def counted(*args: object, **kwargs: object) -> object:
+            through.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(op, "_op", counted)
+
+    count(MUL)
+    count(SCALE)
+    a, b = torch.rand(500), torch.rand(500)
+    assert torch.equal(MUL(a, b), a * b) and not through  # eager, plain tensors: no dispatcher
+    g = torch.rand(500, requires_grad=True)
+    out = MUL(a, g)
+    assert len(through) == 1 and out.requires_grad  # autograd: the dispatcher (the user's backward)
+    with torch.no_grad():
+        assert torch.equal(MUL(a, g), a * g) and len(through) == 1  # no grad recorded: skipped again
+    assert torch.equal(MUL(a=a, b=b), a * b) and len(through) == 2  # keyword arguments
+    assert torch.allclose(SCALE(a, 2), a * 2.0) and len(through) == 3  # an int where the schema takes a float
+    assert torch.allclose(SCALE(a, 2.0), a * 2.0) and len(through) == 3
+    with FakeTensorMode() as mode:
+        fa, fb = mode.from_tensor(a), mode.from_tensor(b)
+        assert MUL(fa, fb).shape == (500,) and len(through) == 4  # fake tensors: the fake implementation
+    with pytest.raises(az.ContractViolation, match=r"len\(b\) == len\(c\)"):
+        MUL(a, torch.rand(499))  # the launch's checks, eager path too
+
+
 @pytest.mark.gpu
 def test_a_repeated_cuda_call_takes_the_quick_pass_and_the_fallbacks_still_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """On CUDA tensors a repeated call launches through the launcher's quick pass (no
