@@ -323,6 +323,7 @@ def custom_op(calls: int) -> None:
         "plain launch vecadd[cfg](a, b, c) (c preallocated)": _per_call(lambda: launch(a, b, c), calls, torch.cuda.synchronize),
         "plain launch + torch.empty for c": _per_call(lambda: launch(a, b, torch.empty(n, device="cuda")), calls, torch.cuda.synchronize),
         "az.torch op(a, b)": _per_call(lambda: op(a, b), calls, torch.cuda.synchronize),
+        "az.torch op through the dispatcher (torch.ops.azbench.vecadd)": _per_call(lambda: op._op(a, b), calls, torch.cuda.synchronize),
         "torch.add(a, b) (reference)": _per_call(lambda: torch.add(a, b), calls, torch.cuda.synchronize),
     }
     for name, (med, p90) in rows.items():
@@ -357,8 +358,9 @@ def custom_op_trace(calls: int) -> None:
     for _ in range(3):  # the first call plans; the later ones take the launcher's quick pass
         assert torch.equal(op(a, b), a + b)
     rows: dict[str, Callable[[], object]] = {
-        "op(a, b) (torch.ops packet)": lambda: op(a, b),
-        "op.default(a, b) (the overload)": lambda: op.default(a, b),
+        "op(a, b) (eager: no dispatcher)": lambda: op(a, b),
+        "op._op(a, b) (through the dispatcher, as torch.ops.ns.op)": lambda: op._op(a, b),
+        "op.default(a, b) (the overload, through the dispatcher)": lambda: op.default(a, b),
         "dispatcher alone: no-op custom op (returns c)": lambda: noop(a, b),
         "op body without the dispatcher: impls.cuda(a, b)": lambda: impls.cuda(a, b),
         "  outputs + torch.empty (impls.allocate, spread)": lambda: impls.allocate((a, b), True),
@@ -399,6 +401,7 @@ def custom_op_cpu(calls: int) -> None:
         "plain launch + torch.empty for c (NumPy views)": lambda: launch(an, bn, torch.empty(n).numpy()),
         "plain launch + dev.empty for c (anodize Buffers)": lambda: launch(ba, bb, dev.empty(n, az.f32)),
         "az.torch op(a, b)": lambda: op(a, b),
+        "az.torch op through the dispatcher (op._op)": lambda: op._op(a, b),
         "torch.add(a, b) (reference)": lambda: torch.add(a, b),
     }
     assert torch.equal(op(a, b), a + b)
