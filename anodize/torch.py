@@ -99,7 +99,11 @@ def custom_op(
     if backward is not None:
         _register_backward(torch, name, backward, len(inputs))
     packet = getattr(getattr(torch.ops, ns), opname)
-    return _eager_class(torch)(packet, impls, inputs)
+    try:
+        eager = _eager_class(torch)
+    except AttributeError:  # a PyTorch without one of the state queries the eager call reads
+        return packet
+    return eager(packet, impls, inputs)
 
 
 _EAGER: list[Any] = []  # the class below, made once PyTorch is loaded
