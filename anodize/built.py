@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from anodize.kernel import Kernel, P, TileKernel
 from anodize.language.errors import ArgumentError, LaunchError
+from anodize.runtime import probe
 
 if TYPE_CHECKING:
     from anodize.codegen.artifact import CompiledKernel
@@ -160,4 +161,6 @@ def load_package(init_file: str) -> dict[str, BuiltKernel[Any]]:
             help="rebuild the package with this anodize's `anodize build`",
         )
     module = os.path.basename(folder)
+    if os.environ.get("ANODIZE_EARLY_INIT"):  # the GPU starts while the program imports the rest
+        probe.start_early()
     return {name: BuiltKernel(folder, manifest, name, module) for name in manifest["kernels"]}

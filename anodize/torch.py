@@ -10,7 +10,9 @@ a model that calls them without a graph break, and autograd runs a backward you 
     )
     c = vecadd_op(a, b)                                          # a, b: torch tensors
 
-The op's inputs are the kernel's parameters that `outputs` does not name, in order (tensors,
+The op is an `OpOverloadPacket` like `torch.ops.ns.op`, whose eager call on plain tensors skips
+PyTorch's dispatcher when nothing needs it (no autograd, mode, subclass, transform, tracing or
+profiler; `_eager_class`).  The op's inputs are the kernel's parameters that `outputs` does not name, in order (tensors,
 or Python numbers for scalar parameters); it returns the outputs in parameter order (one
 tensor, or a tuple).  Its fake implementation (what `torch.compile` and meta tensors run)
 allocates the outputs from the same `outputs` function, so shapes may be symbolic.  The
@@ -46,6 +48,7 @@ __all__ = ["custom_op"]
 
 _TORCH_SCALAR = {"f": "float", "i": "int", "u": "int", "b": "bool"}
 _LIBS: dict[str, Any] = {}  # namespace -> torch.library.Library (kept alive: dropping it unregisters)
+_IMPLS: dict[str, Any] = {}  # "ns::op" -> its `_Impls` (bench/ship_bench.py `custom-op --trace` times their parts)
 
 
 def _torch() -> Any:
@@ -69,7 +72,8 @@ def custom_op(
     backward: Callable[..., Any] | None = None,
 ) -> Any:
     """Register `kernel`'s launch as the `torch.library` custom op `name` ("ns::op"); returns
-    `torch.ops.ns.op` (see the module's docstring)."""
+    the op: an `OpOverloadPacket` like `torch.ops.ns.op`, whose eager calls on plain tensors skip
+    the dispatcher (see the module's docstring)."""
     torch = _torch()
 
     ns, sep, opname = name.partition("::")
@@ -88,13 +92,79 @@ def custom_op(
     if lib is None:
         lib = _LIBS[ns] = torch.library.Library(ns, "FRAGMENT")
     lib.define(f"{opname}({schema_in}) -> {schema_out}")
-    impls = _Impls(torch, kernel, name, params, inputs, out_names, outputs, config)
+    impls = _IMPLS[name] = _Impls(torch, kernel, name, params, inputs, out_names, outputs, config)
     lib.impl(opname, impls.cpu, "CPU")
     lib.impl(opname, impls.cuda, "CUDA")
     torch.library.register_fake(name, impls.fake, lib=lib)
     if backward is not None:
         _register_backward(torch, name, backward, len(inputs))
-    return getattr(getattr(torch.ops, ns), opname)
+    packet = getattr(getattr(torch.ops, ns), opname)
+    try:
+        eager = _eager_class(torch)
+    except AttributeError:  # a PyTorch without one of the state queries the eager call reads
+        return packet
+    return eager(packet, impls, inputs)
+
+
+_EAGER: list[Any] = []  # the class below, made once PyTorch is loaded
+
+
+def _eager_class(torch: Any) -> Any:
+    """`EagerOp`: the op's `OpOverloadPacket` (what `torch.ops.ns.op` is, and what opcheck,
+    `torch.compile` and `.default` see), whose eager call on plain tensors skips PyTorch's
+    dispatcher (a Python-implemented op: about 2.5 us of CPU around an op that does nothing) and
+    calls the implementation the dispatcher would pick.  Anything that needs the dispatcher takes
+    it: keyword arguments, a tensor subclass (fake, functional, a parameter), a torch function or
+    dispatch mode, autograd (grad enabled and an input that requires grad), a functorch transform,
+    JIT tracing, the profiler, mixed or other devices, a scalar not of its schema's Python type."""
+    if _EAGER:
+        return _EAGER[0]
+    C, Tensor, grad_enabled = torch._C, torch.Tensor, torch.is_grad_enabled
+    modes, dispatch_modes, tracing = C._is_torch_function_mode_enabled, C._len_torch_dispatch_stack, C._get_tracing_state
+    transforms, profiling = C._functorch.peek_interpreter_stack, C._autograd._profiler_enabled
+
+    class EagerOp(torch._ops.OpOverloadPacket):  # type: ignore[misc]
+        def __init__(self, packet: Any, impls: _Impls, inputs: list[Any]) -> None:
+            self._az_packet = packet
+            super().__init__(packet._qualified_op_name, packet.__name__, packet._op, packet._overload_names)
+            # per input: None for a tensor, else the Python type its schema converts to
+            self._az_kinds = tuple(None if p.is_slice else _PY_SCALAR[p.scalar.kind] for p in inputs)
+            self._az_cpu, self._az_cuda = impls.cpu, impls.cuda
+
+        def __getattr__(self, key: str) -> Any:  # `.default` and the rest: torch.ops.ns.op's own objects
+            if key.startswith("_az_"):
+                raise AttributeError(key)
+            return getattr(self._az_packet, key)
+
+        def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+            kinds = self._az_kinds
+            if kwargs or len(args) != len(kinds) or modes() or dispatch_modes() or tracing() is not None \
+                    or transforms() is not None or profiling():
+                return self._op(*args, **kwargs)
+            grad = grad_enabled()
+            where = 0  # 1: every tensor on a CUDA GPU, 2: every tensor on the CPU
+            for want, a in zip(kinds, args):
+                if want is None:
+                    if type(a) is not Tensor or (grad and a.requires_grad):
+                        return self._op(*args)
+                    here = 1 if a.is_cuda else 2 if a.is_cpu else 3
+                    if here != where:
+                        if where or here == 3:
+                            return self._op(*args)
+                        where = here
+                elif type(a) is not want:
+                    return self._op(*args)
+            if where == 1:
+                return self._az_cuda(*args)
+            if where == 2:
+                return self._az_cpu(*args)
+            return self._op(*args)
+
+    _EAGER.append(EagerOp)
+    return EagerOp
+
+
+_PY_SCALAR = {"f": float, "i": int, "u": int, "b": bool}
 
 
 class _Impls:
@@ -119,8 +189,10 @@ class _Impls:
         self.quick: dict[Any, tuple[Any, Any]] = {}  # launcher -> (quick pass over CPU tensors, its plan)
         self.raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the current stream's handle, by index
 
-    def allocate(self, args: tuple[Any, ...]) -> list[Any]:
-        """The outputs, in parameter order, from the user's `outputs`."""
+    def allocate(self, args: tuple[Any, ...], spread: bool = False) -> list[Any]:
+        """The outputs, in parameter order, from the user's `outputs`.  `spread` (the real
+        implementations): a non-empty shape tuple goes to `torch.empty` as separate sizes,
+        which PyTorch parses in about half the time of a `torch.Size`."""
         spec = self.outputs(*args)
         dev = args[self.anchor].device if self.anchor >= 0 else None
         empty, dtypes = self.torch.empty, self.dtypes
@@ -134,7 +206,10 @@ class _Impls:
             tdt = dtypes.get(dt)
             if tdt is None:
                 tdt = dtypes[dt] = _torch_dtype(self.torch, dt)
-            made.append(empty(shape, dtype=tdt, device=dev))
+            if spread and isinstance(shape, tuple) and shape:
+                made.append(empty(*shape, dtype=tdt, device=dev))
+            else:
+                made.append(empty(shape, dtype=tdt, device=dev))
         return made
 
     def result(self, outs: list[Any]) -> Any:
@@ -150,7 +225,7 @@ class _Impls:
         return full
 
     def cpu(self, *args: Any) -> Any:
-        outs = self.allocate(args)
+        outs = self.allocate(args, True)
         full = self._full(args, outs)
         launcher = self.kernel[self.config(*args)]
         hit = self.quick.get(launcher)
@@ -176,9 +251,26 @@ class _Impls:
         self.quick[launcher] = (quick, plan)
 
     def cuda(self, *args: Any) -> Any:
-        outs = self.allocate(args)
+        outs = self.allocate(args, True)
         full = self._full(args, outs)
-        _launch(self.torch, self.kernel[self.config(*args)], full, self.slices, self.raw)
+        launcher = self.kernel[self.config(*args)]
+        plan = getattr(launcher, "_hot", None)  # the plan of the launcher's last launch (runtime/launch.py)
+        if plan is not None and plan.quick is not None and self.raw is not None and not _inflight._ACTIVE:
+            # the launcher's quick pass over the tensors themselves: it checks what `_launch`
+            # converts (contiguity, requires_grad) and every launch check, and refuses
+            # (None) anything else, which then takes `_launch` and the full path
+            packed = plan.quick(full)
+            if packed is not None:
+                dev = plan.device
+                stream = self.raw(dev.index)
+                if stream:  # not the legacy default stream: ordered after and before it
+                    dev.wait_for_stream(stream)
+                plan.arena.dirty = True
+                plan.call(*packed)
+                if stream:
+                    dev._export_sync(stream)
+                return self.result(outs)
+        _launch(self.torch, launcher, full, self.slices, self.raw)
         return self.result(outs)
 
 

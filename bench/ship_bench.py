@@ -1,7 +1,7 @@
 """The shipping targets of issue 30, measured on a GPU (docs/deploy.md, "Measuring").
 
-    python bench/ship_bench.py first-result [--runs 5]   # fresh process: built vecadd vs CuPy RawKernel
-    python bench/ship_bench.py custom-op [--calls 20000] # az.torch op vs the plain launch (torch CUDA tensors)
+    python bench/ship_bench.py first-result [--runs 5] [--trace]   # fresh process: built vecadd vs CuPy RawKernel
+    python bench/ship_bench.py custom-op [--calls 20000] [--trace]  # az.torch op vs the plain launch (torch CUDA tensors)
     python bench/ship_bench.py custom-op --cpu           # the same on the CPU backend (torch CPU tensors)
     python bench/ship_bench.py foreign [--calls 20000]   # a foreign CUDA C++ kernel: anodize vs CuPy RawKernel
 
@@ -9,7 +9,14 @@ first-result: builds examples/vecadd.py with `anodize build` (once), then times,
 processes, from interpreter start to the first checked result of vecadd on 2^20 floats:
 (a) `import vecadd_kernels` and launch through it, (b) CuPy's RawKernel of the same kernel in
 CUDA C++ with CuPy's kernel cache warm (a first run fills it), CUDA initialisation included in
-both; and the import of the loader alone.  Prints the median of `--runs` per variant.
+both; and the import of the loader alone.  Prints the median of `--runs` per variant; the
+built package runs twice, as is and with `ANODIZE_EARLY_INIT=1` (its import starts the GPU).
+first-result --trace: then one more process per variant with a timeline (each stage, and
+the runtime's first-GPU calls with the thread they ran on: cuInit, the primary context,
+cuda.core's import, the device, the module load), `python -c pass`'s own start, and the
+slowest imports by `python -X importtime`.
+custom-op --trace: then each stage of the op's call timed alone (the dispatcher around a
+no-op op, the op's body without it, its allocation, config lookup, launch, stream lookup).
 custom-op / foreign: host time per call (perf_counter_ns around each call; the stream is
 drained every 256 calls outside the timed region): median and p90 in microseconds.
 custom-op --cpu: CPU time per call (`time.process_time` over batches of 1000 calls, variants
@@ -22,6 +29,7 @@ plain launch's quick path (anodize Buffers, a fresh output each call) for compar
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -67,35 +75,218 @@ assert float(c[n - 1].get()) == 2.0
 print(f"{{time.perf_counter() - T0:.4f}} 0")
 """
 
+FIRST_TRACE = """
+import json, threading, time
+EV = []
 
-def _fresh(code: str, cwd: str) -> tuple[float, float]:
+
+def _ev(what, t0, t1):
+    EV.append((what, threading.current_thread().name, t0 - T0, t1 - T0))
+
+
+class step:
+    def __init__(self, what):
+        self.what = what
+
+    def __enter__(self):
+        self.t = time.perf_counter()
+
+    def __exit__(self, *exc):
+        _ev(self.what, self.t, time.perf_counter())
+
+
+def wrap(owner, name, label=None, then=None, calls=3):
+    fn = getattr(owner, name)
+    seen = [0]
+
+    def timed(*a, **k):
+        t = time.perf_counter()
+        try:
+            got = fn(*a, **k)
+        finally:
+            seen[0] += 1
+            if seen[0] <= calls:  # (the first few calls: the first-use costs)
+                _ev(label or name, t, time.perf_counter())
+        if then is not None:
+            then(got)
+        return got
+
+    setattr(owner, name, timed)
+
+
+with step("import the built package (loader)"):
+    import vecadd_kernels as K
+with step("import numpy"):
+    import numpy as np
+with step("import anodize (rest)"):
+    import anodize as az
+    from anodize import built
+    from anodize.runtime import device, faults, lazy, probe
+
+
+def _cuda_device_loaded(mod):
+    cls = mod.CudaDevice
+    if getattr(cls, "_traced", False):
+        return
+    cls._traced = True
+    for name in ("__init__", "load", "_alloc", "_upload", "_download", "launch_call"):
+        wrap(cls, name, f"CudaDevice.{name}")
+
+
+wrap(probe, "_probe", "cuInit + cuDeviceGetCount (probe)")
+wrap(device, "_retain_primary_context", "primary context (cuDevicePrimaryCtxRetain)")
+wrap(lazy, "cuda_device", "import cuda.core + runtime.cuda_device", then=_cuda_device_loaded)
+wrap(faults.FaultArena, "__init__", "FaultArena.__init__")
+wrap(built, "_prebuilt", "import runtime.prebuilt (first use)")
+wrap(built.BuiltKernel, "compile", "BuiltKernel.compile (manifest -> CompiledKernel)")
+wrap(built.BuiltKernel, "_load_prebuilt", "BuiltKernel._load_prebuilt (load on the device)")
+n = 1 << 20
+with step("az.device(0)"):
+    dev = az.device(0)
+with step("buffers (to_device x2, empty)"):
+    x = np.ones(n, np.float32)
+    a, b, c = dev.to_device(x), dev.to_device(x), dev.empty(n, az.f32)
+with step("config + K.vecadd[cfg]"):
+    launch = K.vecadd[az.LaunchConfig.for_num_elems(n, block=256)]
+with step("first launch (plan, module load, launch)"):
+    launch(a, b, c)
+with step("sync + copy back + check"):
+    assert c.to_host()[n - 1] == 2.0
+_ev("total (script)", T0, time.perf_counter())
+print("TRACE " + json.dumps(EV))
+print(f"{time.perf_counter() - T0:.4f} 0")
+"""
+
+CUPY_TRACE = """
+import json, threading, time
+EV = []
+
+
+class step:
+    def __init__(self, what):
+        self.what = what
+
+    def __enter__(self):
+        self.t = time.perf_counter()
+
+    def __exit__(self, *exc):
+        EV.append((self.what, "MainThread", self.t - T0, time.perf_counter() - T0))
+
+
+with step("import numpy"):
+    import numpy as np
+with step("import cupy"):
+    import cupy as cp
+src = {src!r}
+with step("cp.RawKernel(src)"):
+    k = cp.RawKernel(src, "vecadd")
+n = 1 << 20
+with step("first asarray (CUDA init, context, pool)"):
+    a = cp.asarray(np.ones(n, np.float32))
+with step("asarray, empty"):
+    b = cp.asarray(np.ones(n, np.float32)); c = cp.empty(n, cp.float32)
+with step("first launch (cache lookup, module load, launch)"):
+    k(((n + 255) // 256,), (256,), (a, b, c, cp.int64(n)))
+with step("sync + copy back + check"):
+    assert float(c[n - 1].get()) == 2.0
+EV.append(("total (script)", "MainThread", 0.0, time.perf_counter() - T0))
+print("TRACE " + json.dumps(EV))
+print(f"{{time.perf_counter() - T0:.4f}} 0")
+"""
+
+
+def _fresh(code: str, cwd: str, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> tuple[float, float]:
+    """(wall seconds from spawning the process to its exit, the loader import's ms)."""
+    wall, imp, _out, _err = _fresh_run(code, cwd, env, flags)
+    return wall, imp
+
+
+def _fresh_run(code: str, cwd: str, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> tuple[float, float, str, str]:
     # T0: the interpreter's start, as close as a script gets (before any import of its own)
     prog = "import time; T0 = time.perf_counter()\n" + code
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True, cwd=cwd, check=False)
+    r = subprocess.run([sys.executable, *flags, "-c", prog], capture_output=True, text=True, cwd=cwd, check=False,
+                       env={**os.environ, **(env or {})})
     wall = time.perf_counter() - t
     if r.returncode != 0:
         raise SystemExit(r.stdout + r.stderr)
-    _inner, imp = r.stdout.split()
-    return wall, float(imp)
+    _inner, imp = r.stdout.splitlines()[-1].split()
+    return wall, float(imp), r.stdout, r.stderr
 
 
-def first_result(runs: int) -> None:
+EARLY = {"ANODIZE_EARLY_INIT": "1"}  # a built package's import starts the GPU (docs/deploy.md)
+
+
+def first_result(runs: int, trace: bool) -> None:
     out = tempfile.mkdtemp(prefix="azship-")
     subprocess.run([sys.executable, "-m", "anodize", "build", str(ROOT / "examples" / "vecadd.py"), "--arch", "sm_90", "-o", out], check=True)
-    rows: dict[str, list[tuple[float, float]]] = {"anodize built": [], "cupy RawKernel (warm cache)": []}
-    _fresh(CUPY_FIRST.format(src=CUDA_VECADD), out)  # fills CuPy's kernel cache
+    cupy = CUPY_FIRST.format(src=CUDA_VECADD)
+    variants: dict[str, tuple[str, dict[str, str]]] = {
+        "anodize built": (ANODIZE_FIRST, {}),
+        "anodize built, ANODIZE_EARLY_INIT=1": (ANODIZE_FIRST, EARLY),
+        "cupy RawKernel (warm cache)": (cupy, {}),
+    }
+    rows: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
+    _fresh(cupy, out)  # fills CuPy's kernel cache
     for _ in range(runs):
-        rows["anodize built"].append(_fresh(ANODIZE_FIRST, out))
-        rows["cupy RawKernel (warm cache)"].append(_fresh(CUPY_FIRST.format(src=CUDA_VECADD), out))
+        for name, (code, env) in variants.items():
+            rows[name].append(_fresh(code, out, env))
     for name, vals in rows.items():
         wall = statistics.median(v[0] for v in vals)
         imp = statistics.median(v[1] for v in vals)
         extra = f", loader import {imp:.1f} ms" if imp else ""
-        print(f"{name:30s} fresh process to first result: {wall:.3f} s (median of {runs}){extra}")
-    a = statistics.median(v[0] for v in rows["anodize built"])
+        print(f"{name:36s} fresh process to first result: {wall:.3f} s (median of {runs}){extra}")
     c = statistics.median(v[0] for v in rows["cupy RawKernel (warm cache)"])
-    print(f"speed-up over CuPy: {c / a:.2f}x (target >= 1.2x)")
+    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1"):
+        a = statistics.median(v[0] for v in rows[name])
+        print(f"speed-up over CuPy ({name}): {c / a:.2f}x (target >= 1.2x)")
+    if trace:
+        first_result_trace(out, runs)
+
+
+def first_result_trace(out: str, runs: int) -> None:
+    """A timeline of one fresh process per variant (stages and the runtime's first-GPU calls, by
+    thread), the interpreter's own start, and the slowest imports (`python -X importtime`)."""
+    bare = statistics.median(_bare_start() for _ in range(max(runs, 3)))
+    print(f"\ninterpreter start to exit, `python -c pass`: {bare * 1e3:.1f} ms (median)")
+    for name, code, env in (("anodize built", FIRST_TRACE, {}), ("anodize built, ANODIZE_EARLY_INIT=1", FIRST_TRACE, EARLY),
+                            ("cupy RawKernel (warm cache)", CUPY_TRACE.format(src=CUDA_VECADD), {})):
+        wall, _imp, stdout, _err = _fresh_run(code, out, env)
+        _print_timeline(name, wall, stdout)
+        _wall, _imp, _o, err = _fresh_run(code, out, env, ("-X", "importtime"))
+        _print_imports(err)
+
+
+def _print_timeline(name: str, wall: float, stdout: str) -> None:
+    line = next(x for x in stdout.splitlines() if x.startswith("TRACE "))
+    events = sorted(json.loads(line[6:]), key=lambda e: (e[2], -e[3]))
+    print(f"\n{name}: process wall {wall * 1e3:.1f} ms (spawn to exit); ms from the script's first line:")
+    print(f"  {'start':>8s} {'end':>8s} {'took':>8s}  {'thread':22s} stage")
+    for what, thread, t0, t1 in events:
+        print(f"  {t0 * 1e3:8.1f} {t1 * 1e3:8.1f} {(t1 - t0) * 1e3:8.1f}  {thread[:22]:22s} {what}")
+
+
+def _bare_start() -> float:
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return time.perf_counter() - t
+
+
+def _print_imports(stderr: str, top: int = 12) -> None:
+    """The top-level imports by cumulative time and the modules by their own time (`-X importtime`)."""
+    rows = []
+    for line in stderr.splitlines():
+        if not line.startswith("import time:") or "[us]" in line:
+            continue
+        own, cum, name = line[len("import time:"):].split("|", 2)
+        rows.append((int(own), int(cum), name.rstrip(), (len(name) - len(name.lstrip()) - 1) // 2))
+    total = sum(c for _o, c, _n, depth in rows if depth == 0)
+    print(f"  imports: {total / 1e3:.1f} ms in all; top level by cumulative ms:")
+    for own, cum, name, depth in sorted((r for r in rows if r[3] == 0), key=lambda r: -r[1])[:top]:
+        print(f"    {cum / 1e3:8.1f}  {name.strip()}")
+    print("  by own ms (any depth):")
+    for own, cum, name, depth in sorted(rows, key=lambda r: -r[0])[:top]:
+        print(f"    {own / 1e3:8.1f}  {name.strip()}")
 
 
 def _per_call(fn: Callable[[], object], calls: int, sync: Callable[[], None]) -> tuple[float, float]:
@@ -132,12 +323,59 @@ def custom_op(calls: int) -> None:
         "plain launch vecadd[cfg](a, b, c) (c preallocated)": _per_call(lambda: launch(a, b, c), calls, torch.cuda.synchronize),
         "plain launch + torch.empty for c": _per_call(lambda: launch(a, b, torch.empty(n, device="cuda")), calls, torch.cuda.synchronize),
         "az.torch op(a, b)": _per_call(lambda: op(a, b), calls, torch.cuda.synchronize),
+        "az.torch op through the dispatcher (torch.ops.azbench.vecadd)": _per_call(lambda: op._op(a, b), calls, torch.cuda.synchronize),
         "torch.add(a, b) (reference)": _per_call(lambda: torch.add(a, b), calls, torch.cuda.synchronize),
     }
     for name, (med, p90) in rows.items():
         print(f"{name:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
     base = rows["plain launch + torch.empty for c"][0]
     print(f"custom op over the plain launch with its allocation: {rows['az.torch op(a, b)'][0] - base:+.2f} us (target <= 2 us)")
+    assert torch.equal(op(a, b), a + b) and torch.equal(c, a + b)
+
+
+def custom_op_trace(calls: int) -> None:
+    """Each stage of the op's call timed alone (per-call median and p90, us): the dispatcher
+    around a no-op op, the op's body without the dispatcher, and its parts."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "examples"))
+    import anodize as az
+    from anodize.torch import _IMPLS, _launch
+    from vecadd import vecadd
+
+    config = lambda a, b: az.LaunchConfig.for_num_elems(a.numel(), block=256)  # noqa: E731
+    op = az.torch.custom_op(vecadd, name="azbench::vecadd_t", outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=config)
+    impls = _IMPLS["azbench::vecadd_t"]
+    n = 1 << 16
+    a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
+    c = torch.empty(n, device="cuda")
+    lib = torch.library.Library("azbench", "FRAGMENT")
+    lib.define("noop(Tensor a, Tensor b) -> Tensor")
+    lib.impl("noop", lambda a, b: c, "CUDA")
+    noop = torch.ops.azbench.noop
+    launch = vecadd[config(a, b)]
+    raw, index = impls.raw, a.get_device()
+    for _ in range(3):  # the first call plans; the later ones take the launcher's quick pass
+        assert torch.equal(op(a, b), a + b)
+    rows: dict[str, Callable[[], object]] = {
+        "op(a, b) (eager: no dispatcher)": lambda: op(a, b),
+        "op._op(a, b) (through the dispatcher, as torch.ops.ns.op)": lambda: op._op(a, b),
+        "op.default(a, b) (the overload, through the dispatcher)": lambda: op.default(a, b),
+        "dispatcher alone: no-op custom op (returns c)": lambda: noop(a, b),
+        "op body without the dispatcher: impls.cuda(a, b)": lambda: impls.cuda(a, b),
+        "  outputs + torch.empty (impls.allocate, spread)": lambda: impls.allocate((a, b), True),
+        "  outputs + torch.empty (impls.allocate, Size)": lambda: impls.allocate((a, b)),
+        "  config(a, b) + vecadd[cfg]": lambda: vecadd[config(a, b)],
+        "  _launch([a, b, c]) (the fallback path)": lambda: _launch(torch, launch, [a, b, c], impls.slices, raw),
+        "  current raw stream": lambda: raw(index),
+        "plain launch vecadd[cfg](a, b, c)": lambda: launch(a, b, c),
+        "torch.empty(n, device='cuda')": lambda: torch.empty(n, device="cuda"),
+        "torch.add(a, b)": lambda: torch.add(a, b),
+    }
+    print(f"\ncustom-op stages (CUDA tensors of {n} f32; {calls} calls each):")
+    for name, fn in rows.items():
+        med, p90 = _per_call(fn, calls, torch.cuda.synchronize)
+        print(f"  {name:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
 
 
 def custom_op_cpu(calls: int) -> None:
@@ -163,6 +401,7 @@ def custom_op_cpu(calls: int) -> None:
         "plain launch + torch.empty for c (NumPy views)": lambda: launch(an, bn, torch.empty(n).numpy()),
         "plain launch + dev.empty for c (anodize Buffers)": lambda: launch(ba, bb, dev.empty(n, az.f32)),
         "az.torch op(a, b)": lambda: op(a, b),
+        "az.torch op through the dispatcher (op._op)": lambda: op._op(a, b),
         "torch.add(a, b) (reference)": lambda: torch.add(a, b),
     }
     assert torch.equal(op(a, b), a + b)
@@ -220,13 +459,17 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--cpu", action="store_true", help="custom-op on the CPU backend (CPU time)")
+    p.add_argument("--trace", action="store_true", help="first-result: a timeline of each variant's fresh process and its "
+                   "slowest imports; custom-op: each stage of the op's call timed alone")
     args = p.parse_args()
     if not args.cpu:
         os.environ.pop("ANODIZE_DEVICE", None)
     if args.what == "first-result":
-        first_result(args.runs)
+        first_result(args.runs, args.trace)
     elif args.what == "custom-op":
         custom_op_cpu(args.calls) if args.cpu else custom_op(args.calls)
+        if args.trace and not args.cpu:
+            custom_op_trace(args.calls)
     else:
         foreign(args.calls)
 

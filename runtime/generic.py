@@ -16,7 +16,6 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from anodize.language.errors import USER_ERRORS, ArgumentError
-from anodize.language.param_annotations import constant_params, typevars_of
 from anodize.language.records import dataclass
 from anodize.language.sources import constant_key
 from anodize.language.vocab import SCALARS
@@ -51,20 +50,22 @@ class GenericSignature:
     constants: dict[str, str]  # Constant parameter -> its scalar ("i64", "f64", "bool_")
 
 
-def _front() -> ModuleType:
-    """The front end (language/front.py), loaded by the first generic signature read from source: a
-    built package (anodize/built.py) launches without it."""
-    from anodize.language import front
+def _front() -> tuple[ModuleType, ModuleType]:
+    """The front end (language/front.py) and the reading of parameter annotations through its
+    symbol table (language/param_annotations.py), loaded by the first generic signature read
+    from source: a built package (anodize/built.py) launches without either."""
+    from anodize.language import front, param_annotations
 
-    return front
+    return front, param_annotations
 
 
 def generic_signature(kernel: Kernel) -> GenericSignature | None:
     """The kernel's generic parameters, read from its source; None for a plain kernel."""
-    front, fdef = _front().kernel_of(kernel.fn)
+    front_end, annotations = _front()
+    front, fdef = front_end.kernel_of(kernel.fn)
     syms = front.symbols
-    tvs = typevars_of(syms, fdef)
-    consts = constant_params(syms, fdef)
+    tvs = annotations.typevars_of(syms, fdef)
+    consts = annotations.constant_params(syms, fdef)
     if not tvs and not consts:
         return None
     typevar_of: dict[str, str] = {}

@@ -59,10 +59,44 @@ def cuda_core() -> Any:
 
 
 def cuda_device() -> ModuleType:
-    """runtime/cuda_device.py: the CUDA device (it imports cuda.core and cuda.bindings)."""
-    from anodize.runtime import cuda_device as module
+    """runtime/cuda_device.py: the CUDA device (it imports cuda.core and cuda.bindings).
 
+    cuda.core is imported with `ml_dtypes` hidden from it when nothing in the process has
+    imported ml_dtypes yet: cuda.core loads it at import only for its own memory views of
+    bf16 DLPack tensors, which anodize does not use, and it is most of cuda.core's import
+    (ml_dtypes 0.7: about 0.7 s of CPU of 0.87 s on the development VM).  Hidden on the
+    importing thread only; anodize's bf16 buffers import ml_dtypes themselves when used.
+    A program that wants cuda.core's bf16 views imports ml_dtypes first (docs/deploy.md).
+    The launch path's modules load with it (runtime/launch.py, runtime/prebuilt.py)."""
+    loaded = sys.modules.get("anodize.runtime.cuda_device")
+    if loaded is not None:
+        return loaded
+    hide = None
+    if "ml_dtypes" not in sys.modules and "cuda.core" not in sys.modules:
+        hide = _HiddenOnThread(frozenset({"ml_dtypes"}))
+        sys.meta_path.insert(0, hide)
+    try:
+        # (with it the launch path, which a GPU program's first launch imports anyway: on the first
+        # GPU's start these load on the helper thread while the context is made, `cuda_device_beside`)
+        from anodize.runtime import cuda_device as module, launch as _launch, prebuilt as _prebuilt  # noqa: F401
+    finally:
+        if hide is not None:
+            sys.meta_path.remove(hide)
     return module
+
+
+class _HiddenOnThread:
+    """A meta-path finder that makes `import NAME` fail for the names given, on the thread that
+    made it only (other threads import them as usual)."""
+
+    def __init__(self, names: frozenset[str]) -> None:
+        self.names = names
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if threading.get_ident() == self.thread and name.partition(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r} (hidden while cuda.core loads)", name=name)
+        return None
 
 
 def cuda_device_beside(work: Any) -> ModuleType:

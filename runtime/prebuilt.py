@@ -25,7 +25,7 @@ from anodize.codegen.artifact import CompiledKernel, Resources
 from anodize.language.contract import Contract
 from anodize.language.contract_schema import decode_contract, encode_contract
 from anodize.language.errors import LaunchError
-from anodize.language.ir import FaultSite, ParamSpec
+from anodize.language.params import FaultSite, ParamSpec
 from anodize.language.vocab import SCALARS, SLICE_KINDS
 from anodize.runtime.compile import LoadedKernel, default_arch  # noqa: F401  (what a built kernel loads with: anodize/built.py)
 

@@ -8,6 +8,7 @@ CPU backend on a GPU machine); `ANODIZE_DEVICE=debug` too, and makes the debug d
 from __future__ import annotations
 
 import os
+import threading
 
 from anodize.runtime import lazy
 
@@ -45,3 +46,30 @@ def gpu_available() -> bool:
         return gpu_count() > 0
     except Exception:
         return False
+
+
+def start_early() -> threading.Thread | None:
+    """`ANODIZE_EARLY_INIT=1`: start the driver (cuInit) and GPU 0's primary context on a helper
+    thread now, so that they run while the program imports NumPy and the rest of anodize
+    instead of at its first `az.device(0)` (a built package's import calls this: anodize/built.py).
+    The driver calls release the GIL; the first real use finds the context made (or waits for it:
+    the driver serialises them), and reports any error itself.  Off by default: a process
+    that starts CUDA cannot fork children that use it, and a process meant for another GPU
+    would hold a context on GPU 0.  Returns the thread (None when off)."""
+    if os.environ.get("ANODIZE_EARLY_INIT", "").strip().lower() not in ("1", "on", "yes", "true"):
+        return None
+    t = threading.Thread(target=_start_gpu0, name="anodize-early-init", daemon=True)
+    t.start()
+    return t
+
+
+def _start_gpu0() -> None:
+    try:
+        if gpu_count() == 0:
+            return
+        driver = lazy.cuda_driver()
+        err, dev = driver.cuDeviceGet(0)
+        if err == driver.CUresult.CUDA_SUCCESS:
+            driver.cuDevicePrimaryCtxRetain(dev)
+    except Exception:  # noqa: BLE001 - the first real use reports what is wrong
+        pass

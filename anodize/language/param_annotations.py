@@ -5,8 +5,22 @@
 from __future__ import annotations
 
 import ast
+from typing import TYPE_CHECKING, Any
 
-from .symbols import MISSING, ModuleSymbols
+if TYPE_CHECKING:
+    from .symbols import ModuleSymbols
+
+
+class _Unresolved:
+    """What a part of an annotation that is not a name reads as: symbols.py's `MISSING` (kind
+    "missing", no name, no tag).  Not imported from there: the launch path reads contracts
+    (contract_schema.py) through this module, and symbols.py and the front end it pulls in
+    are no part of a launch (a built package's first launch skips them)."""
+
+    kind, name, tag, constraints = "missing", "", (), ()
+
+
+MISSING: Any = _Unresolved()
 
 
 def annotation_kind(symbols: ModuleSymbols, ann: ast.expr | None) -> tuple[str, str | None, str | None]:

@@ -1,9 +1,9 @@
 """`anodize build`: a module's kernels compiled ahead of time into an importable package.
 
 The package is built here from a copy of examples/vecadd.py; the copy is then moved away and
-the package imported in a fresh process whose import system refuses llvmlite, the checker and
-codegen's lowering (a meta-path hook), so the loader provably needs none of them nor the
-source.  Its launches run on the fake GPU of tests/fakecuda.py (the runtime's GPU path up to
+the package imported in a fresh process whose import system refuses llvmlite, the checker,
+codegen's lowering and the front end's IR and symbol table (a meta-path hook), so the loader
+and its first launch provably need none of them nor the source.  Its launches run on the fake GPU of tests/fakecuda.py (the runtime's GPU path up to
 cuda.core's launch), which shows every run-time check still applies.  The `gpu` twin
 launches it for real.
 """
@@ -32,7 +32,8 @@ BLOCKER = textwrap.dedent(
     """
     import sys
     BLOCKED = ("llvmlite", "anodize.checker", "anodize.codegen.llvm.lower", "anodize.codegen.driver",
-               "anodize.codegen.gpu.ptx", "anodize.codegen.cpu.backend", "anodize.language.front", "anodize.language.typer")
+               "anodize.codegen.gpu.ptx", "anodize.codegen.cpu.backend", "anodize.language.front", "anodize.language.typer",
+               "anodize.language.ir", "anodize.language.symbols")
     class _Block:
         def find_spec(self, name, path=None, target=None):
             if any(name == b or name.startswith(b + ".") for b in BLOCKED):

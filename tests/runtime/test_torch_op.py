@@ -134,6 +134,83 @@ def test_op_on_cuda_tensors_on_a_side_stream(monkeypatch: pytest.MonkeyPatch) ->
     assert np.array_equal(MUL(a, b).cpu().numpy(), (a * b).cpu().numpy())
 
 
+def test_an_eager_call_skips_the_dispatcher_only_when_nothing_needs_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The op is an `OpOverloadPacket` (`.default`, opcheck and torch.compile see the registered
+    op); its eager call on plain CPU tensors runs the implementation without the dispatcher,
+    and anything the dispatcher is for (autograd, keyword arguments, a scalar it converts, a
+    fake tensor, a dispatch mode) still goes through it."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    assert isinstance(MUL, torch._ops.OpOverloadPacket) and MUL.default is torch.ops.aztest.vmul.default
+    through: list[int] = []
+
+    def count(op: object) -> None:
+        real = op._op  # type: ignore[attr-defined]
+
+        def counted(*args: object, **kwargs: object) -> object:
+            through.append(1)
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(op, "_op", counted)
+
+    count(MUL)
+    count(SCALE)
+    a, b = torch.rand(500), torch.rand(500)
+    assert torch.equal(MUL(a, b), a * b) and not through  # eager, plain tensors: no dispatcher
+    g = torch.rand(500, requires_grad=True)
+    out = MUL(a, g)
+    assert len(through) == 1 and out.requires_grad  # autograd: the dispatcher (the user's backward)
+    with torch.no_grad():
+        assert torch.equal(MUL(a, g), a * g) and len(through) == 1  # no grad recorded: skipped again
+    assert torch.equal(MUL(a=a, b=b), a * b) and len(through) == 2  # keyword arguments
+    assert torch.allclose(SCALE(a, 2), a * 2.0) and len(through) == 3  # an int where the schema takes a float
+    assert torch.allclose(SCALE(a, 2.0), a * 2.0) and len(through) == 3
+    with FakeTensorMode() as mode:
+        fa, fb = mode.from_tensor(a), mode.from_tensor(b)
+        assert MUL(fa, fb).shape == (500,) and len(through) == 4  # fake tensors: the fake implementation
+    with pytest.raises(az.ContractViolation, match=r"len\(b\) == len\(c\)"):
+        MUL(a, torch.rand(499))  # the launch's checks, eager path too
+
+
+@pytest.mark.gpu
+def test_a_repeated_cuda_call_takes_the_quick_pass_and_the_fallbacks_still_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On CUDA tensors a repeated call launches through the launcher's quick pass (no
+    `Launcher.__call__`); a tensor the pass refuses (requires_grad, not contiguous) and a
+    wrong argument take `_launch` and the full path, with the same results and errors."""
+    monkeypatch.delenv("ANODIZE_DEVICE", raising=False)
+    if not torch.cuda.is_available():
+        pytest.skip("this PyTorch has no CUDA")
+    from anodize.runtime.launch import Launcher
+
+    calls: list[int] = []
+    real_call = Launcher.__call__
+
+    def counted(self: Launcher, *args: object, **kwargs: object) -> None:
+        calls.append(1)
+        real_call(self, *args, **kwargs)
+
+    monkeypatch.setattr(Launcher, "__call__", counted)
+    a, b = torch.rand(5000, device="cuda"), torch.rand(5000, device="cuda")
+    MUL(a, b)
+    before = len(calls)
+    for k in range(3):
+        assert torch.equal(MUL(a, b + k), a * (b + k))
+    assert len(calls) == before  # the quick pass launched
+    g = torch.rand(5000, device="cuda", requires_grad=True)
+    assert torch.equal(MUL(a, g), a * g.detach())
+    strided = torch.rand(10000, device="cuda")[::2]
+    assert torch.equal(MUL(a, strided), a * strided)
+    assert len(calls) == before + 2  # refused by the quick pass: `_launch`
+    with pytest.raises(az.ContractViolation, match=r"len\(b\) == len\(c\)"):
+        MUL(a, torch.rand(4999, device="cuda"))
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        c = MUL(a, b)  # the quick pass on a side stream: ordered after and before PyTorch's work there
+        d = c * 2
+    torch.cuda.synchronize()
+    assert torch.equal(d, a * b * 2)
+
+
 def test_a_repeated_cpu_call_takes_the_quick_pass_and_errors_still_come_from_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
     from anodize.runtime.launch import Launcher
 
