@@ -116,6 +116,32 @@ def test_pipeline_chunks_rotate_streams_without_waiting_for_each_other(fake: tup
         assert len(allocs) == 1 and allocs[0][1] == dev_stream  # stream-ordered, on the device's stream
 
 
+def test_pageable_copies_reuse_pinned_staging_blocks(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """Copies of pageable host arrays go through pinned staging blocks that are reused once the
+    copy is complete: after the first, a pipeline of such copies allocates and frees no
+    page-locked memory (`cuMemFreeHost` synchronises the device)."""
+    dev, drv = fake
+    n = 3000
+    d = dev.empty(n, az.f32)
+    out = np.zeros(n, np.float32)
+
+    def roundtrip(host: np.ndarray) -> None:
+        dev.copy_op(d, host).and_then(lambda b: dev.copy_op(out, b)).run()
+        np.testing.assert_array_equal(out, host)
+
+    roundtrip(np.arange(n, dtype=np.float32))  # the first: the blocks are allocated
+    assert ("host_alloc", None) in drv.log
+    drv.log.clear()
+    for k in range(4):
+        roundtrip(np.arange(n, dtype=np.float32) * k)
+    assert not [c for c in drv.log if c[0] in ("host_alloc", "host_free")], drv.log
+    policy = az.RoundRobin(2)  # two in flight at once: two blocks, each reused once complete
+    hs = [dev.copy_op(dev.empty(n, az.f32), np.full(n, k, np.float32)).submit(policy) for k in range(6)]
+    for k, h in enumerate(hs):
+        np.testing.assert_array_equal(h.wait().to_host(), np.full(n, k, np.float32))
+    policy.close()
+
+
 def test_ideal_overlapped_time_keeps_the_bounds_of_one_stream_per_slot() -> None:
     ideal = _example().ideal_overlapped
     assert ideal(1.0, 1.0, 1.0, 1, 3) == 3.0  # one chunk: nothing to overlap
