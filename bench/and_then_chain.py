@@ -1,6 +1,6 @@
 """Host cost of an `and_then` chain (issue 32): per op, beside plain launches and a graph replay.
 
-    python3 bench/and_then_chain.py [--device cpu|0|fake] [--chain 1000] [--n 1024] [--rounds 5] [--pipeline N] [--clock wall|thread]
+    python3 bench/and_then_chain.py [--device cpu|0|fake] [--chain 1000] [--n 1024] [--rounds 5] [--pipeline N [--slots 3] [--iters 256]] [--clock wall|thread]
 
 The chain copies a small vector back and forth between two buffers (`bench/kernels.py`'s
 `copy`), `--chain` kernels long, issued on the device's own stream four ways:
@@ -25,9 +25,13 @@ kernels not run (cuda.core's `launch`, and the fake device's own, return at once
 on a GPU (driver calls there are near free), so "and_then - plain" approximates the host
 overhead per op on a real GPU.
 
-`--pipeline N` then runs examples/async_double_buffer.py on N elements (16 chunks): the
-double-buffered `and_then` pipeline beside its serial form, in one run (target >= 1.8x on
-the H200).
+`--pipeline N` then runs examples/async_double_buffer.py on N elements (16 chunks, `--slots`
+device buffers and streams, `--iters` steps of the kernel per element): the multi-buffered
+`and_then` pipeline beside its serial form, in one run, medians of `--rounds` after two
+warm-up rounds (target >= 1.8x on the H200), and the breakdown that bounds it: one chunk's
+upload, kernel and download times, their sum over the chunks, and the ideal overlapped time
+for that many slots (a stream per slot runs its chunk's stages in order, so two slots cap
+the speed-up at 2x; three reach max(upload, kernel, download) per chunk).
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ def main() -> int:
     ap.add_argument("--chain", type=int, default=1000, help="kernels in the chain")
     ap.add_argument("--n", type=int, default=1024, help="vector length")
     ap.add_argument("--rounds", type=int, default=5)
-    ap.add_argument("--pipeline", type=int, default=0, help="also run the double-buffered pipeline on N elements")
+    ap.add_argument("--pipeline", type=int, default=0, help="also run the multi-buffered pipeline on N elements")
+    ap.add_argument("--slots", type=int, default=3, help="the pipeline's device buffers (and streams): 2 is a double buffer")
+    ap.add_argument("--iters", type=int, default=256, help="the pipeline kernel's steps per element")
     ap.add_argument("--clock", choices=("wall", "thread"), default="wall", help="time with the wall clock or the thread's CPU time")
     args = ap.parse_args()
 
@@ -166,7 +172,7 @@ def main() -> int:
         assert spec and spec.loader
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        mod.main(n=args.pipeline, chunks=16)
+        mod.main(n=args.pipeline, chunks=16, iters=args.iters, slots=args.slots, rounds=args.rounds)
     return 0
 
 

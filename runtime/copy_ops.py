@@ -2,8 +2,9 @@
 and `buf.to_host_op()`, the leaves of the lazy-op tree (runtime/ops.py) that move bytes.
 
 On a GPU a copy whose host side is not pinned memory is staged through a pinned buffer
-of the lane (`streams`), and the user's array is filled when the host observes
-completion (a finalizer of the handle).
+of the device's staging cache (`streams.staging_empty`: reused, so a pipeline of pageable
+copies neither allocates nor frees page-locked memory per copy), and the user's array is
+filled when the host observes completion (a finalizer of the handle).
 """
 
 from __future__ import annotations
@@ -132,14 +133,14 @@ class CopyOp(Leaf):
         if self.kind == "h2d" and not S.is_pinned(self.device, src):
             if ctx.capturing:
                 raise _pinned_error("source")
-            stage = S.pinned_empty(self.device, src.shape, src.dtype)  # a snapshot, so the copy can overlap
+            stage = S.staging_empty(self.device, src.shape, src.dtype)  # a snapshot, so the copy can overlap
             np.copyto(stage, src)
             ctx.handle.keep.append(stage)
             src = stage
         elif self.kind == "d2h" and not S.is_pinned(self.device, dst):
             if ctx.capturing:
                 raise _pinned_error("destination")
-            stage = S.pinned_empty(self.device, dst.shape, dst.dtype)
+            stage = S.staging_empty(self.device, dst.shape, dst.dtype)
             user = dst
             lane.copy(self.kind, self._addr(stage), self._addr(src), self.nbytes)
             # filled when the copy is done: at completion, or before a host step that reads it

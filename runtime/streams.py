@@ -36,7 +36,7 @@ from anodize.runtime.lazy import check_cu
 if TYPE_CHECKING:
     from anodize.runtime.device import Device
 
-__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "is_pinned", "device_lane", "device_lanes", "order_launch", "default_pool"]
+__all__ = ["StreamPool", "Lane", "Marker", "pinned_empty", "staging_empty", "is_pinned", "device_lane", "device_lanes", "order_launch", "default_pool"]
 
 
 class Marker(Protocol):
@@ -466,6 +466,47 @@ def pinned_empty(dev: Device, shape: int | tuple[int, ...], dtype: object) -> np
     for s in shp:
         n *= s
     return np.asarray(_PinnedBlock(n, shp, scalar.dtype))
+
+
+STAGING_CACHE_BYTES = 1 << 30  # pinned staging memory kept for reuse per device, at most
+
+
+class _StagingLease:
+    """A staging array's base: a pinned block of the device's staging cache, given back to the
+    cache (not freed) when the last array over it goes, i.e. once the copy that used it is
+    complete (a submission keeps its staging arrays until then: `Handle.keep`, `staged`)."""
+
+    def __init__(self, dev: Device, block: _PinnedBlock, shape: tuple[int, ...], dtype: np.dtype):
+        self._dev = dev
+        self._block = block
+        self.__array_interface__ = {**block.__array_interface__, "shape": shape, "typestr": dtype.str}
+
+    def __del__(self) -> None:
+        cache = getattr(self._dev, "_staging", None)
+        if cache is not None and cache[0] + self._block.nbytes <= STAGING_CACHE_BYTES:
+            cache[0] += self._block.nbytes  # (under the GIL: at worst the cap is passed by a block)
+            cache[1].setdefault(self._block.nbytes, []).append(self._block)
+
+
+def staging_empty(dev: Device, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A pinned array for staging one copy of pageable host memory: a block of the device's
+    staging cache (sizes rounded up to a power of two, at least 64 KiB), or a new one.
+    Reusing blocks keeps `cuMemHostAlloc` (slow) and `cuMemFreeHost` (which synchronises the
+    device) out of a pipeline that copies pageable arrays chunk by chunk."""
+    n = dtype.itemsize
+    for x in shape:
+        n *= x
+    size = max(1 << 16, 1 << max(0, n - 1).bit_length())
+    cache = getattr(dev, "_staging", None)
+    if cache is None:
+        cache = dev._staging = [0, {}]  # type: ignore[attr-defined]
+    try:
+        block = cache[1].get(size, []).pop()
+        cache[0] -= size
+    except IndexError:
+        ensure_current(dev)
+        block = _PinnedBlock(size, (size,), np.dtype(np.uint8))
+    return np.asarray(_StagingLease(dev, block, shape, dtype))
 
 
 def is_pinned(dev: Device, arr: np.ndarray) -> bool:

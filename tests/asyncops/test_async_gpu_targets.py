@@ -20,16 +20,27 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.gpu
-def test_gpu_double_buffered_pipeline_overlaps(gpu: Device, capsys: pytest.CaptureFixture[str]) -> None:
+def test_gpu_double_buffered_pipeline_overlaps(gpu: Device) -> None:
+    """The example's pipeline (3 slots, 16 chunks of 32 MiB) after warm-up rounds (at least
+    half a second: a GPU idle until now reaches its clocks), medians of 5 rounds.  Whatever
+    the copy and kernel times, a pipeline whose stages do not overlap takes at least their
+    sum (each stage of every chunk timed alone); one that overlaps takes about the slowest
+    stage's share (the ideal printed), so the floor is 0.8 of the sum, and 1.3x the serial
+    form (which also pays a host round trip per chunk).  The issue's target, 1.8x the serial
+    time, is what the example and bench/and_then_chain.py --pipeline print."""
     spec = importlib.util.spec_from_file_location("_double_buffer", ROOT / "examples" / "async_double_buffer.py")
     assert spec and spec.loader
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    mod.main(n=1 << 24, chunks=16, iters=256)
-    out = capsys.readouterr().out
-    speedup = float(out.split("speed-up ")[1].split("x")[0])
-    print(out)
-    assert speedup >= 1.3  # the issue's target is 1.8x on the H200 (recorded by the example's output)
+    t, _ = mod.measure(n=1 << 27, chunks=16, iters=256, slots=3, rounds=5, warmup=2, warm_s=0.5)
+    ms = 1e3
+    print(
+        f"\npipeline: serial {t.serial * ms:.2f} ms, overlapped {t.overlapped * ms:.2f} ms ({t.speedup:.2f}x), "
+        f"queued after {t.queued * ms:.2f} ms; per chunk upload {t.h2d * ms:.3f} kernel {t.kernel * ms:.3f} "
+        f"download {t.d2h * ms:.3f} ms; stages' sum {t.stage_sum * ms:.2f} ms, ideal {t.ideal * ms:.2f} ms"
+    )
+    assert t.overlapped <= 0.8 * t.stage_sum, "the copies and kernels of different chunks did not overlap"
+    assert t.speedup >= 1.3
 
 
 @pytest.mark.gpu

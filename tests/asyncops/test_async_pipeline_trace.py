@@ -1,8 +1,10 @@
 """The double-buffered pipeline (examples/async_double_buffer.py) at the level of streams: the
 driver calls its chunks queue on the fake driver (tests/fakecuda.py `FakeDriver.log`), with the
-work looking in flight while it is submitted, as on a GPU.  Chunks of the two slots run on
-two streams that never wait for each other; chunk k + 2 follows chunk k in stream order
-(no event); nothing synchronises the host while chunks are queued.  And the ownership
+work looking in flight while it is submitted, as on a GPU.  Chunks of the S slots (2: a double
+buffer, 3: the example's default) run on S streams that never wait for each other; chunk
+k + S follows chunk k in stream order (no event); nothing synchronises the host while chunks
+are queued.  And the example's model of the best overlapped time (`ideal_overlapped`) keeps
+the bounds docs/async.md states.  And the ownership
 rules these orderings come from are as precise as byte ranges: disjoint slices of one host
 array do not conflict, overlapping ones do."""
 
@@ -47,26 +49,26 @@ def _example() -> Any:
     return mod
 
 
-def _pipeline(dev: fakecuda.FakeGpu, drv: fakecuda.FakeDriver, chunks: int, size: int = 512) -> list[list[tuple[Any, ...]]]:
-    """The example's `pipelined()` (its `chunk(k)` op, `az.DependencyChains(2)`), submitted while
+def _pipeline(dev: fakecuda.FakeGpu, drv: fakecuda.FakeDriver, chunks: int, slots: int, size: int = 512) -> list[list[tuple[Any, ...]]]:
+    """The example's pipelined run (its chunk op, `az.DependencyChains(slots)`), submitted while
     the fake driver says nothing is done yet; the driver calls of each chunk's `submit`."""
     mod = _example()
     n = chunks * size
     host_in = az.pinned_empty(dev, n, az.f32)
     host_in[:] = np.arange(n, dtype=np.float32) / n
     host_out = az.pinned_empty(dev, n, az.f32)
-    slots = [dev.empty(size, az.f32) for _ in range(2)]
+    bufs = [dev.empty(size, az.f32) for _ in range(slots)]
     cfg = az.LaunchConfig(2, 256)
 
     def chunk(k: int) -> az.Op:
         lo, hi = k * size, (k + 1) * size
         return (
-            dev.copy_op(slots[k % 2][: hi - lo], host_in[lo:hi])
+            dev.copy_op(bufs[k % slots][: hi - lo], host_in[lo:hi])
             .and_then(lambda d: mod.transform[cfg].call_op(d, 3))
             .and_then(lambda out: dev.copy_op(host_out[lo:hi], out))
         )
 
-    policy = az.DependencyChains(2)
+    policy = az.DependencyChains(slots)
     chunk(0).submit(policy).wait()  # warm-up: compile, the policy's streams
     per_chunk = []
     drv.ready = False  # every chunk looks in flight: the ownership rules order them
@@ -91,16 +93,17 @@ def _work_stream(calls: list[tuple[Any, ...]]) -> int:
     return streams.pop()
 
 
-def test_double_buffer_chunks_alternate_streams_without_waiting_for_each_other(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+@pytest.mark.parametrize("slots", [2, 3])
+def test_pipeline_chunks_rotate_streams_without_waiting_for_each_other(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver], slots: int) -> None:
     dev, drv = fake
-    per_chunk = _pipeline(dev, drv, chunks=8)
+    per_chunk = _pipeline(dev, drv, chunks=8, slots=slots)
     dev_stream = dev._stream_h
     streams = [_work_stream(calls) for calls in per_chunk]
-    assert len(set(streams)) == 2 and dev_stream not in streams
+    assert len(set(streams)) == slots and dev_stream not in streams
     for k in range(len(streams) - 1):
-        assert streams[k] != streams[k + 1]  # the other slot: the other stream, overlapping
-    for k in range(len(streams) - 2):
-        assert streams[k] == streams[k + 2]  # the same slot: after chunk k in stream order
+        assert streams[k] not in streams[k + 1 : k + slots]  # the other slots: other streams, overlapping
+    for k in range(len(streams) - slots):
+        assert streams[k] == streams[k + slots]  # the same slot: after chunk k in stream order
     for k, calls in enumerate(per_chunk):
         assert [c[0] for c in calls if c[0] in ("h2d", "launch", "d2h")] == ["h2d", "launch", "d2h"]
         assert not [c for c in calls if c[0] in SYNCING], f"chunk {k} synchronises the host: {calls}"
@@ -111,6 +114,46 @@ def test_double_buffer_chunks_alternate_streams_without_waiting_for_each_other(f
         assert len(waits) <= 2  # constant: chunk k does not wait for every earlier chunk of its slot
         allocs = [c for c in calls if c[0] == "alloc"]
         assert len(allocs) == 1 and allocs[0][1] == dev_stream  # stream-ordered, on the device's stream
+
+
+def test_pageable_copies_reuse_pinned_staging_blocks(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    """Copies of pageable host arrays go through pinned staging blocks that are reused once the
+    copy is complete: after the first, a pipeline of such copies allocates and frees no
+    page-locked memory (`cuMemFreeHost` synchronises the device)."""
+    dev, drv = fake
+    n = 3000
+    d = dev.empty(n, az.f32)
+    out = np.zeros(n, np.float32)
+
+    def roundtrip(host: np.ndarray) -> None:
+        dev.copy_op(d, host).and_then(lambda b: dev.copy_op(out, b)).run()
+        np.testing.assert_array_equal(out, host)
+
+    roundtrip(np.arange(n, dtype=np.float32))  # the first: the blocks are allocated
+    assert ("host_alloc", None) in drv.log
+    drv.log.clear()
+    for k in range(4):
+        roundtrip(np.arange(n, dtype=np.float32) * k)
+    assert not [c for c in drv.log if c[0] in ("host_alloc", "host_free")], drv.log
+    policy = az.RoundRobin(2)  # two in flight at once: two blocks, each reused once complete
+    hs = [dev.copy_op(dev.empty(n, az.f32), np.full(n, k, np.float32)).submit(policy) for k in range(6)]
+    for k, h in enumerate(hs):
+        np.testing.assert_array_equal(h.wait().to_host(), np.full(n, k, np.float32))
+    policy.close()
+
+
+def test_ideal_overlapped_time_keeps_the_bounds_of_one_stream_per_slot() -> None:
+    ideal = _example().ideal_overlapped
+    assert ideal(1.0, 1.0, 1.0, 1, 3) == 3.0  # one chunk: nothing to overlap
+    assert ideal(1.0, 1.0, 1.0, 16, 1) == 48.0  # one slot: serial
+    for h, k, d in [(1.0, 1.0, 1.0), (1.0, 0.1, 1.0), (0.3, 2.0, 0.5), (1.0, 0.0, 0.0)]:
+        serial = 16 * (h + k + d)
+        two, three = ideal(h, k, d, 16, 2), ideal(h, k, d, 16, 3)
+        assert serial / two <= 2.0  # a stream per slot runs its chunk's three stages in order
+        assert three <= two
+        assert three >= 16 * max(h, k, d)  # each engine does one thing at a time
+    assert ideal(1.0, 1.0, 1.0, 16, 2) == 25.0  # 1.5 per chunk, plus filling and draining: 1.92x
+    assert ideal(1.0, 1.0, 1.0, 16, 3) == 18.0  # 1 per chunk (the slowest engine), plus 2: 2.67x
 
 
 def test_dependent_submission_waits_for_the_last_link_only(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
