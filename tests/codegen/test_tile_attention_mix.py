@@ -167,6 +167,7 @@ import anodize as az
 from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
 
 
+@az.launch_contract(domain=2, requires=lambda w, c, n: w.shape[0] >= n and w.shape[1] == c.shape[1])
 @az.tile_kernel(num_warps=4)
 def chain(w: Slice2D[f16], c: DisjointSlice2D[f32], n: i64) -> None:
     pid = tile.program_id_2d()
