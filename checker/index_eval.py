@@ -16,7 +16,7 @@ from typing import Any
 
 from anodize.language import ir
 from anodize.language.types import ScalarTy
-from anodize.language.walk import child_fields
+from anodize.language.walk import nodes_of
 from .index_forms import COMPS, MAX_EXTENT, TX, TY, TZ, Div, Fact, Form, Lin, Mod, Stride, pow2
 from .typed_ints import bounds, holds, sign, wide
 from . import safe_shared
@@ -370,29 +370,15 @@ def _free_names(node: ast.AST) -> frozenset[str]:
     """The names an expression reads (with keyword and lambda parameter names, as the old
     engine counted them; an attribute's name is no name of its own)."""
     out: set[str] = set()
-    todo: list[object] = [node]
-    pop, push, extend = todo.pop, todo.append, todo.extend
-    while todo:  # every node below `node`, as `ast.walk` (with a stack)
-        n = pop()
-        cls = n.__class__
-        if cls is ast.Name:
+    for n in nodes_of((node,), _NAMING):
+        if n.__class__ is ast.Name:
             out.add(n.id)  # type: ignore[attr-defined]
-            continue
-        if (cls is ast.keyword or cls is ast.arg) and n.arg:  # type: ignore[attr-defined]
+        elif n.arg:  # type: ignore[attr-defined]
             out.add(n.arg)  # type: ignore[attr-defined]
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = child_fields(cls)
-        for f in fields:
-            v = getattr(n, f)
-            if v.__class__ is list:
-                extend(v)
-            elif v is not None:
-                push(v)
     return frozenset(out)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
+_NAMING = frozenset((ast.Name, ast.keyword, ast.arg))  # the nodes that name a name
 
 
 def _arg_values(call: ast.Call) -> list[ast.expr]:
