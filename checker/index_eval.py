@@ -372,7 +372,7 @@ def _free_names(node: ast.AST) -> frozenset[str]:
     out: set[str] = set()
     for n in nodes_of((node,), _NAMING):
         if n.__class__ is ast.Name:
-            out.add(n.id)  # type: ignore[attr-defined]
+            out.add(n.id)
         elif n.arg:  # type: ignore[attr-defined]
             out.add(n.arg)  # type: ignore[attr-defined]
     return frozenset(out)

@@ -411,7 +411,7 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> `child_fields`,
 
 def _lambdas(exprs: list[ast.expr]) -> tuple[ast.Lambda, ...]:
     """Every lambda in the expressions (also in other lambdas)."""
-    return tuple(nodes_of(exprs, _LAMBDA))  # type: ignore[arg-type]
+    return tuple(n for n in nodes_of(exprs, _LAMBDA) if isinstance(n, ast.Lambda))
 
 
 _LAMBDA = frozenset((ast.Lambda,))
