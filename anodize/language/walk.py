@@ -1,6 +1,6 @@
 """The walks over a module's `ast`: the rules' one batched pass, in source order, and the
 small walks the front end and the checker share (`walk_no_scopes`, `sub_blocks`,
-`statements`, `child_fields`).  No other module iterates an `ast` node's `_fields`
+`statements`, `child_fields`, `nodes`, `nodes_of`).  No other module iterates an `ast` node's `_fields`
 (tests/test_walks.py).
 
     walk_batched(tree, visitors, on_statement=None)
