@@ -118,7 +118,7 @@ class BuiltKernel(Kernel[P]):
             hit = self.store.compiled[key] = _prebuilt().compiled_from_manifest(self.folder, self.manifest, self.__name__, arch)
         return hit
 
-    def _load_prebuilt(self, device: Device) -> LoadedKernel:
+    def load_prebuilt(self, device: Device) -> LoadedKernel:
         """The kernel loaded on `device` (runtime/compile.py `compile_for_device` asks this of a
         built kernel instead of compiling it)."""
         key = ("loaded-built", id(device))

@@ -146,7 +146,7 @@ class ForeignKernel(Kernel[Any]):
             )
         return hit
 
-    def _load_prebuilt(self, device: Device) -> LoadedKernel:
+    def load_prebuilt(self, device: Device) -> LoadedKernel:
         """Loaded on `device` (runtime/compile.py `compile_for_device` asks this instead of compiling)."""
         key = ("loaded-foreign", id(device))
         hit = self.store.loaded.get(key)
@@ -422,10 +422,10 @@ def _raw_launch(k: ForeignKernel, config: LaunchConfig[Any], args: tuple[Any, ..
     if not isinstance(config, LaunchConfig):
         raise LaunchError(f"foreign kernel `{k.__name__}` must be launched with an az.LaunchConfig, got {config!r}")
     dev = next((a.device for a in args if isinstance(a, Buffer)), None) or devmod.device()
-    loaded = k._load_prebuilt(dev)
+    loaded = k.load_prebuilt(dev)
     flat = tuple(a.ptr if isinstance(a, Buffer) else a for a in args)
     handle_cfg = dev.launch_config(config.grid, config.block, config.shared_mem)  # type: ignore[attr-defined]
-    devmod._mark_used(dev)
+    devmod.mark_used(dev)
     dev.faults.dirty = True
     dev.launch(loaded.handle, handle_cfg, flat)  # type: ignore[attr-defined]
 

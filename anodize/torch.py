@@ -41,8 +41,7 @@ from anodize.language.front import kernel_of
 from anodize.language.vocab import SCALARS
 from anodize.runtime import inflight as _inflight, lazy
 from anodize.runtime.device import cuda_device
-from anodize.runtime.launch_fast import _BUF, _NUMPY, _SCALAR
-from anodize.runtime.quick_tensors import host_tensor_quick
+from anodize.runtime.launch_fast import host_tensors_quick
 
 __all__ = ["custom_op"]
 
@@ -242,10 +241,10 @@ class _Impls:
         return self.result(outs)
 
     def _remember(self, launcher: Any, full: list[Any]) -> None:
-        plan = getattr(launcher, "_hot", None)  # the plan the full path just ran (runtime/launch.py)
+        plan = getattr(launcher, "last_plan", None)  # the plan the full path just ran (a `Launcher`'s)
         quick = None
-        if plan is not None and getattr(plan, "is_cpu", False):
-            quick = host_tensor_quick(plan, tuple(full), (_BUF, _SCALAR, _NUMPY))
+        if plan is not None and plan.is_cpu:
+            quick = host_tensors_quick(plan, tuple(full))
         if len(self.quick) >= 64:  # configs that change every call: forget, never grow
             self.quick.clear()
         self.quick[launcher] = (quick, plan)
@@ -311,7 +310,7 @@ def _launch(torch: Any, launch: Any, args: list[Any], slices: tuple[int, ...], r
         dev = cuda_device(index)
         dev.wait_for_stream(stream)  # type: ignore[attr-defined]
         launch(*args)
-        dev._export_sync(stream)
+        dev.make_stream_wait(stream)
     else:
         launch(*args)
 

@@ -189,12 +189,12 @@ class Intervals:
             t = self.types.int_ty(s)  # the operation's type (the typer records it at the statement)
             local = self.types.local(target.id)
             if t is not None and t.is_int and local is not None and isinstance(s.op, (ast.Add, ast.Sub)):
-                old = self.forms._convert(self.forms.form(target, st), self._local_expr(local), t)
+                old = self.forms.convert(self.forms.form(target, st), self._local_expr(local), t)
                 val = self.forms.typed(s.value, t, st)
                 if old[0] is not None and val[0] is not None:
-                    new = self.forms._arith(old, val, isinstance(s.op, ast.Add), t)
+                    new = self.forms.arith(old, val, isinstance(s.op, ast.Add), t)
                     if new is not None:  # stored back into the local (converted to its type)
-                        new = self.forms._convert(new, self._local_expr(t), local)
+                        new = self.forms.convert(new, self._local_expr(t), local)
             self.assign(target.id, st, new)
         else:
             self.ev(target, st)
@@ -247,7 +247,7 @@ class Intervals:
         local = self.types.local(name)
         if local is None or not local.is_int:
             return None
-        return self.forms._convert(self.forms.form(value, st), self.types.exprs.get(value), local)
+        return self.forms.convert(self.forms.form(value, st), self.types.exprs.get(value), local)
 
     @staticmethod
     def _local_expr(t: object) -> object:

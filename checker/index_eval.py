@@ -16,7 +16,7 @@ from typing import Any
 
 from anodize.language import ir
 from anodize.language.types import ScalarTy
-from anodize.language.walk import child_fields
+from anodize.language.walk import nodes_of
 from .index_forms import COMPS, MAX_EXTENT, TX, TY, TZ, Div, Fact, Form, Lin, Mod, Stride, pow2
 from .typed_ints import bounds, holds, sign, wide
 from . import safe_shared
@@ -77,7 +77,7 @@ class FormEval:
 
     def _const(self, e: Any) -> Lin:
         """A constant the typer computed: a weak literal (or a fold of literals, a module constant)
-        adopts the other operand's type where it meets one (`_convert` wraps it then); a typed
+        adopts the other operand's type where it meets one (`convert` wraps it then); a typed
         one holds its machine value."""
         v = e.value
         if type(v) is not int:
@@ -90,9 +90,9 @@ class FormEval:
 
     def typed(self, node: ast.expr, t: ScalarTy, st: Any) -> Named:
         """The node's form converted (as the typer converts it) to the type `t`."""
-        return self._convert(self.form(node, st), self.types.exprs.get(node), t)
+        return self.convert(self.form(node, st), self.types.exprs.get(node), t)
 
-    def _convert(self, named: Named, src: Any, t: ScalarTy) -> Named:
+    def convert(self, named: Named, src: Any, t: ScalarTy) -> Named:
         """A form of the typed expression `src` converted to the int type `t`: the same machine
         value when `t` holds every value of `src`'s type, else wrapped (exact only when the
         value fits); a narrow `t` keeps exact values only."""
@@ -129,7 +129,7 @@ class FormEval:
             return None
         left, right = self.typed(node.left, t, st), self.typed(node.right, t, st)
         if op is ast.Add or op is ast.Sub:
-            return self._arith(left, right, op is ast.Add, t)
+            return self.arith(left, right, op is ast.Add, t)
         if op is ast.Mult and isinstance(left[0], Lin) and isinstance(right[0], Lin):
             x, y = left[0], right[0]
             if x.is_const or y.is_const:
@@ -189,7 +189,7 @@ class FormEval:
                 f = inner[0]
                 if isinstance(f, Lin) and not f.thread() and not (f.is_const and f.exact):
                     return None  # a block-uniform value: the cast is a symbol of its own (its text)
-                return self._convert(inner, self.types.exprs.get(src), t)
+                return self.convert(inner, self.types.exprs.get(src), t)
         return None
 
     def _vrange(self, lin: Lin) -> tuple[int, int] | None:
@@ -223,7 +223,7 @@ class FormEval:
         r = self._vrange(Lin(tuple([t for t in lin.terms if t[0] in COMPS]), lin.const))
         return r is not None and -_OOB <= r[0] and r[1] <= _OOB
 
-    def _arith(self, a: Named, b: Named, add: bool, t: ScalarTy) -> Named | None:
+    def arith(self, a: Named, b: Named, add: bool, t: ScalarTy) -> Named | None:
         """`a + b` (or `a - b`) computed in the int type `t` (both already converted to it)."""
         got = _arith(a, b, add)
         if got is None or not isinstance(got[0], Lin):
@@ -300,7 +300,7 @@ class FormEval:
             if rf is None:
                 rf = memo[right] = self.form(right, st)
             if lt.is_int:
-                out += self._compare(self._convert(lf, exprs.get(left), lt), op, self._convert(rf, exprs.get(right), lt))
+                out += self._compare(self.convert(lf, exprs.get(left), lt), op, self.convert(rf, exprs.get(right), lt))
             left = right
         return out
 
@@ -370,29 +370,15 @@ def _free_names(node: ast.AST) -> frozenset[str]:
     """The names an expression reads (with keyword and lambda parameter names, as the old
     engine counted them; an attribute's name is no name of its own)."""
     out: set[str] = set()
-    todo: list[object] = [node]
-    pop, push, extend = todo.pop, todo.append, todo.extend
-    while todo:  # every node below `node`, as `ast.walk` (with a stack)
-        n = pop()
-        cls = n.__class__
-        if cls is ast.Name:
-            out.add(n.id)  # type: ignore[attr-defined]
-            continue
-        if (cls is ast.keyword or cls is ast.arg) and n.arg:  # type: ignore[attr-defined]
+    for n in nodes_of((node,), _NAMING):
+        if n.__class__ is ast.Name:
+            out.add(n.id)
+        elif n.arg:  # type: ignore[attr-defined]
             out.add(n.arg)  # type: ignore[attr-defined]
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = child_fields(cls)
-        for f in fields:
-            v = getattr(n, f)
-            if v.__class__ is list:
-                extend(v)
-            elif v is not None:
-                push(v)
     return frozenset(out)
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
+_NAMING = frozenset((ast.Name, ast.keyword, ast.arg))  # the nodes that name a name
 
 
 def _arg_values(call: ast.Call) -> list[ast.expr]:

@@ -6,8 +6,10 @@ and registers its handlers with `@lowers(NodeType)`.  The core statements, expre
 and local values are the Lowerer's collaborators (codegen/llvm/stmts.py, exprs.py, calls.py,
 locals.py), registered with their classes.  The nodes the tile compiler makes (`TileMma`,
 `TilePredStore`, the staged epilogue's and `TilePredLoad`, `TileVecLoad`, `TileVecStore`,
-`TileAligned`, `TileAttention`) are registered by the modules codegen/tile/entry.py imports with
-the tile pass (tile/mma.py, tile/epilogue.py, tile/rows_llvm.py, tensorcore/attention.py), so a SIMT kernel's compile loads no tile code.
+`TileVecAligned`, the prefetch's `TileCopy`, `TileCopyAlignedFlag` and `TileDrain`,
+`TileAttention`) are registered by the modules codegen/tile/entry.py imports with the tile pass
+(tile/mma.py, tile/epilogue.py, tile/rows_llvm.py, tile/prefetch.py, tensorcore/attention.py),
+so a SIMT kernel's compile loads no tile code.
 """
 
 from __future__ import annotations

@@ -511,7 +511,7 @@ class Buffer:
             raise BufferError("anodize exports Buffers without copying; call `.to_host()` for a copy")
         if not self.is_contiguous:
             raise BufferError("a non-contiguous view cannot be exported; export `view.copy()`")
-        self._device._export_sync(stream)
+        self._device.make_stream_wait(stream)
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         return dlpack.export(
             self._ptr, self._shape, self._scalar, self._device._dl_device(), self, versioned=versioned

@@ -213,7 +213,7 @@ def compile_for_device(
 ) -> LoadedKernel:
     """Compile for `device` and load the result there (once per kernel, device and options).
     A kernel built ahead of time (anodize/built.py) is loaded from its package instead."""
-    prebuilt = getattr(kernel, "_load_prebuilt", None)
+    prebuilt = getattr(kernel, "load_prebuilt", None)
     if prebuilt is not None:
         return prebuilt(device)  # type: ignore[no-any-return]
     engine = ""

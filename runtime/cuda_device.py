@@ -140,7 +140,9 @@ class CudaDevice(Device):
         return self._stream_h
 
     # -- streams shared with other libraries ----------------------------------------------
-    def _export_sync(self, consumer_stream: int | None) -> None:
+    def make_stream_wait(self, consumer_stream: int | None) -> None:
+        """Order another library's stream (a handle; None: the legacy default stream, -1: none)
+        after the work queued so far on ours: the converse of `wait_for_stream`."""
         if consumer_stream == -1:
             return
         handle = 1 if consumer_stream is None else int(consumer_stream)  # None: the legacy default stream

@@ -122,7 +122,7 @@ class Device:
         for s in shape:
             n *= s
         ptr, owner = self._alloc_or_raise(n * scalar.dtype.itemsize)
-        _mark_used(self)
+        mark_used(self)
         self.stream_work += 1  # work queued on the device's stream since: see runtime/submission.py
         return Buffer(self, ptr, shape, scalar, owner)
 
@@ -190,8 +190,9 @@ class Device:
     def _stream_handle(self) -> int | None:
         return None
 
-    def _export_sync(self, consumer_stream: int | None) -> None:
-        """Order a consumer's stream after our pending work (DLPack `stream=`)."""
+    def make_stream_wait(self, consumer_stream: int | None) -> None:
+        """Order a consumer's stream after our pending work (DLPack `stream=`, az.torch's ops on
+        PyTorch's current stream); nothing to order on the CPU backend."""
 
 
 class CpuDevice(Device):
@@ -286,7 +287,8 @@ _DEFAULT: Device | None = None
 _USED: dict[int, Device] = {}
 
 
-def _mark_used(dev: Device) -> None:
+def mark_used(dev: Device) -> None:
+    """Count `dev` among the devices this process has launched on or allocated on (`devices_used`)."""
     _USED.setdefault(id(dev), dev)
 
 

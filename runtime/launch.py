@@ -48,7 +48,7 @@ from anodize.runtime.buffer import Buffer
 from anodize.runtime.compile import LoadedKernel, compile_for_device
 from anodize.runtime.grid_counter import counted_call
 from anodize.runtime.config import LaunchConfig
-from anodize.runtime.device import _mark_used
+from anodize.runtime.device import mark_used
 from anodize.runtime.launch_checks import (
     UNIVERSAL,
     argument_count_error,
@@ -246,6 +246,13 @@ class Launcher:
             __tracebackhide__ = True
             raise e.with_traceback(None)
 
+    @property
+    def last_plan(self) -> _Plan | None:
+        """The plan of this launcher's last launch (None before the first): its argument types'
+        checks and its bound launch (`call`, the fault `arena`, `is_cpu`), what a wrapper that
+        launches the same plan itself reads (anodize/torch.py's quick pass over CPU tensors)."""
+        return self._hot
+
     def quick_packed(self, args: tuple[Any, ...]) -> tuple[_Plan, list[Any]] | None:
         """The last launch's plan and the packed arguments its quick path builds for `args` (every
         check run), or None where it has none or does not accept them: what a launch object
@@ -363,7 +370,7 @@ class _Plan:
             self.call = counted_call(self.call, dev._cu_stream)  # type: ignore[attr-defined]
         self.quick, self.memo = _quick_path(self, args)
 
-        _mark_used(dev)
+        mark_used(dev)
 
     def run(self, args: tuple[Any, ...], record: list[Any] | None = None) -> bool:
         """Validate and launch; False when the arguments live on another device (re-plan).

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
 from anodize.runtime.buffer import Buffer
-from anodize.runtime.quick_tensors import tensor_quick
+from anodize.runtime.quick_tensors import host_tensor_quick, tensor_quick
 from anodize.runtime.requires_fast import compile_requires
 
 if TYPE_CHECKING:
@@ -43,6 +43,13 @@ def _launch_call(plan: _Plan) -> tuple[Any, tuple[Any, ...], tuple[Any, ...]]:
         launch(handle, cu_config, flat)
 
     return run_on_device, (), suffix
+
+
+def host_tensors_quick(plan: _Plan, sample: tuple[Any, ...]) -> Any:
+    """`quick(args) -> packed | None` taking PyTorch CPU tensors where the CPU-backend `plan`
+    took their NumPy views (runtime/quick_tensors.py `host_tensor_quick`), or None where
+    `sample` is not such a launch."""
+    return host_tensor_quick(plan, sample, (_BUF, _SCALAR, _NUMPY))
 
 
 def _foreign_call(call: Any, nprefix: int, params: tuple[Any, ...]) -> Any:

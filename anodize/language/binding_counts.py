@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 
-from anodize.language.walk import child_fields, sub_blocks
+from anodize.language.walk import nodes_of, sub_blocks
 
 __all__ = ["bindings", "body_text", "statement_bindings"]
 
@@ -34,31 +34,15 @@ def bindings(fdef: object, text: str | None = None) -> dict[str, int]:
     out: dict[str, int] = {}
     for a in fdef.args.args:
         out[a.arg] = out.get(a.arg, 0) + 1
-    # every node below the body (as `ast.walk`, with a stack and each class's node fields)
-    todo: list[object] = list(fdef.body)
-    pop, push, extend = todo.pop, todo.append, todo.extend
-    name, store, delete = ast.Name, ast.Store, ast.Del
-    while todo:
-        n = pop()
-        cls = n.__class__
-        if cls is name:
-            c = n.ctx.__class__  # type: ignore[attr-defined]
-            if c is store or c is delete:
-                out[n.id] = out.get(n.id, 0) + 1  # type: ignore[attr-defined]
-            continue
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _FIELDS[cls] = child_fields(cls)
-        for f in fields:
-            v = getattr(n, f)
-            if v.__class__ is list:
-                extend(v)
-            elif v is not None:
-                push(v)
+    store, delete = ast.Store, ast.Del
+    for n in nodes_of(fdef.body, _NAME):
+        c = n.ctx.__class__  # type: ignore[attr-defined]
+        if c is store or c is delete:
+            out[n.id] = out.get(n.id, 0) + 1  # type: ignore[attr-defined]
     return out
 
 
-_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> its fields that may hold nodes
+_NAME = frozenset((ast.Name,))
 
 
 def statement_bindings(fdef: ast.FunctionDef, fors_in_text: int) -> dict[str, int] | None:

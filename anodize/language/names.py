@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from anodize.language.syntax import line_offsets
-from anodize.language.walk import child_fields, sub_blocks, walk_no_scopes
+from anodize.language.walk import child_fields, nodes_of, sub_blocks, walk_no_scopes
 
 __all__ = ["Names"]
 
@@ -411,28 +411,10 @@ _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # node class -> `child_fields`,
 
 def _lambdas(exprs: list[ast.expr]) -> tuple[ast.Lambda, ...]:
     """Every lambda in the expressions (also in other lambdas)."""
-    out = []
-    todo: list[object] = list(exprs)
-    while todo:
-        n = todo.pop()
-        cls = n.__class__
-        if cls is ast.Lambda:
-            out.append(n)
-        fields = _ALL_FIELDS.get(cls)
-        if fields is None:
-            fields = _ALL_FIELDS[cls] = child_fields(cls)
-        for f in fields:
-            v = getattr(n, f)
-            if v.__class__ is list:
-                todo += v
-            elif v is not None:
-                todo.append(v)
-    return tuple(out)  # type: ignore[arg-type]
+    return tuple(n for n in nodes_of(exprs, _LAMBDA) if isinstance(n, ast.Lambda))
 
 
-# node class -> its fields that may hold nodes, scopes included (`_CHILD_FIELDS` has no scope
-# class: the index enters those)
-_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+_LAMBDA = frozenset((ast.Lambda,))
 
 
 def _nested(lambdas: tuple[ast.Lambda, ...]) -> bool:

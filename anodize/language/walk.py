@@ -1,6 +1,6 @@
 """The walks over a module's `ast`: the rules' one batched pass, in source order, and the
 small walks the front end and the checker share (`walk_no_scopes`, `sub_blocks`,
-`statements`, `child_fields`).  No other module iterates an `ast` node's `_fields`
+`statements`, `child_fields`, `nodes`, `nodes_of`).  No other module iterates an `ast` node's `_fields`
 (tests/test_walks.py).
 
     walk_batched(tree, visitors, on_statement=None)
@@ -22,7 +22,7 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["walk_batched", "child_fields", "visitor_methods", "walk_no_scopes", "nodes", "sub_blocks", "statements"]
+__all__ = ["walk_batched", "child_fields", "visitor_methods", "walk_no_scopes", "nodes", "nodes_of", "sub_blocks", "statements"]
 
 _Fn = Callable[[ast.AST], Any]
 
@@ -98,6 +98,36 @@ def nodes(root: ast.AST) -> list[ast.AST]:
                 extend([c for c in v if isinstance(c, node_cls)])
             elif isinstance(v, node_cls):
                 append(v)
+    return out
+
+
+_CHILDREN: dict[type, tuple[str, ...]] = {}  # class -> `child_fields` (none for None or a string)
+
+
+def nodes_of(roots: Iterable[object], classes: frozenset[type]) -> list[ast.AST]:
+    """The nodes of `classes` in and below `roots` (nodes, or the items of a node's list field:
+    None and strings are passed over; operators and contexts are not walked), in no promised
+    order: the one walk of the searches over every node (a stack, each class's fields found
+    once), for the front end's and the checker's name and lambda searches."""
+    out: list[ast.AST] = []
+    todo = list(roots)
+    pop, push, extend, append = todo.pop, todo.append, todo.extend, out.append
+    known = _CHILDREN
+    while todo:
+        n = pop()
+        cls = n.__class__
+        if cls in classes:
+            append(n)  # type: ignore[arg-type]
+        try:
+            fields = known[cls]
+        except KeyError:  # a class seen for the first time (None and str: no fields)
+            fields = known[cls] = child_fields(cls)
+        for f in fields:
+            v = getattr(n, f)
+            if v.__class__ is list:
+                extend(v)
+            elif v is not None:
+                push(v)
     return out
 
 

@@ -41,7 +41,7 @@ import numpy as np
 from anodize.language import ir
 from anodize.language.halfbits import bits_to_float, round_bits
 from anodize.language.ir import FaultSite
-from anodize.language.types import ScalarTy, SharedTy
+from anodize.language.types import I64, ScalarTy, SharedTy
 
 from . import ops
 from .breakpoint import stop
@@ -212,7 +212,7 @@ class Run:
             rec[0] += 1
             if rec[0] == 1:
                 rec[1] = site
-                (ctypes.c_int64 * 2).from_address(self.fault_address + 8)[:] = [ops.wrap(index, ops._I64), ops.wrap(length, ops._I64)]
+                (ctypes.c_int64 * 2).from_address(self.fault_address + 8)[:] = [ops.wrap(index, I64), ops.wrap(length, I64)]
 
     def site_for(self, node: Any, kind: str, name: str) -> int:
         site = getattr(node, "site", -1)

@@ -92,11 +92,10 @@ def _count(lw: Lowerer) -> llir.Value | None:
     closing barrier."""
     if not getattr(lw.t, "collective_one_barrier", False):
         return None
-    slot = getattr(lw, "_collective_count", None)
+    slot = lw.collective_count
     if slot is None:
-        slot = lw.alloca(I32T, "__az_collectives_run")
-        lw._collective_count = slot  # type: ignore[attr-defined]
-    return slot  # type: ignore[no-any-return]
+        slot = lw.collective_count = lw.alloca(I32T, "__az_collectives_run")
+    return slot
 
 
 def _linear(lw: Lowerer) -> llir.Value:

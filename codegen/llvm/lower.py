@@ -187,6 +187,8 @@ class Lowerer:
             self.coarse = coarsen_plan(k)
         self.grid_counter = target.grid_counter_param and k.grid_sync
         self.grid_counter_ptr: Any = None
+        # the i32 local counting the block collectives run so far (codegen/llvm/collectives.py)
+        self.collective_count: llir.Value | None = None
 
     # ---- dispatch ---------------------------------------------------------------------------
     def stmts(self, body: tuple[ir.Stmt, ...]) -> None:

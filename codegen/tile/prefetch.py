@@ -32,8 +32,8 @@ from there with ldmatrix (codegen/tile/mma_regs.py): no copy of A in the loop.
 copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else
 predicated 2-byte loads.  Where every B tile's column offset is `c0 + c * var` with `c * step`
 a multiple of 8 (the test is the same at every iteration), the loop is emitted twice: one copy
-with only cp.async copies, taken when a test before the loop (`TileAligned`: each B slice's
-row length, its address and `c0` at the first iteration) says every copy is aligned, the other
+with only cp.async copies, taken when a test before the loop (`TileCopyAlignedFlag`: each B
+slice's row length, its address and `c0` at the first iteration) says every copy is aligned, the other
 as before.  So the loop that runs carries one copy path, not both.
 """
 
@@ -60,7 +60,7 @@ from .mma_regs import issue_copy
 if TYPE_CHECKING:
     from ..llvm.lower import Lowerer
 
-__all__ = ["Prefetch", "TileAligned", "TileCopy", "TileDrain", "loop_versions", "prefetch_loop", "prefetched_sites", "resident_ok"]
+__all__ = ["Prefetch", "TileCopyAlignedFlag", "TileCopy", "TileDrain", "loop_versions", "prefetch_loop", "prefetched_sites", "resident_ok"]
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ class TileCopy:
 
 
 @dataclass(frozen=True)
-class TileAligned:
+class TileCopyAlignedFlag:
     """Before an aligned-versioned loop: `flag` (an i32 local) = 1 when every op's rows are
     16-byte aligned (its slice's row length a multiple of 8 elements, its address of 16 bytes,
     its column offset a multiple of 8), else 0."""
@@ -219,7 +219,7 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
             assert isinstance(fast, ir.ForRange)
             fast = replace(fast, body=(*fast.body, ir.Assign(it.name, _bin("+", it, _c(1)))))
             flag = low.local(I32, "aligned")
-            out.append(TileAligned(flag.name, first))
+            out.append(TileCopyAlignedFlag(flag.name, first))
             cond = ir.Compare(("!=",), (flag, _c(0, I32)), BOOL, None, (I32,))
             return [*pre, *out, ir.If(cond, (fast,), (lowered,)), TileDrain()]
     finally:
@@ -257,9 +257,9 @@ def lower_tile_copy(lw: Lowerer, s: TileCopy) -> None:
     P.cp_async_commit(lw.b)
 
 
-@lowers(TileAligned)
-def lower_tile_aligned(lw: Lowerer, s: TileAligned) -> None:
-    """`s_TileAligned`: the flag of the aligned version (the test `issue_copy` makes at each copy)."""
+@lowers(TileCopyAlignedFlag)
+def lower_tile_copy_aligned_flag(lw: Lowerer, s: TileCopyAlignedFlag) -> None:
+    """`s_TileCopyAlignedFlag`: the flag of the aligned version (the test `issue_copy` makes at each copy)."""
     b = lw.b
     ok = None
     for op in s.ops:

@@ -52,9 +52,9 @@ from anodize.language.types import BOOL, I32, I64, SharedTy
 
 from .compute import TileCompute, _and, _bin, _c, _eq, _le, _lt
 from .plain import _Lowering
-from .rows_plan import MAX_PER_THREAD, RowLayout, TileAligned, TileVecLoad, TileVecStore, load_sig, row_plan, sig
+from .rows_plan import MAX_PER_THREAD, RowLayout, TileVecAligned, TileVecLoad, TileVecStore, load_sig, row_plan, sig
 
-__all__ = ["RowLayout", "RowLowering", "row_plan", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
+__all__ = ["RowLayout", "RowLowering", "row_plan", "TileVecLoad", "TileVecStore", "TileVecAligned", "MAX_PER_THREAD"]
 
 
 class _Reg:
@@ -240,7 +240,7 @@ class RowLowering(_Lowering):
             uniq: dict[str, ir.SliceRef] = {}
             for sl in vslices:
                 uniq.setdefault(sl.name, sl)
-            conds: list[ir.Expr] = [TileAligned(tuple(uniq.values()), self.L.V)]  # type: ignore[list-item]
+            conds: list[ir.Expr] = [TileVecAligned(tuple(uniq.values()), self.L.V)]  # type: ignore[list-item]
             for ld in loads:
                 if self.vector_load(ld):
                     conds.append(_eq(_bin("%", ld.offset[-1], _c(self.L.V)), _c(0), I64))

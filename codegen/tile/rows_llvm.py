@@ -3,7 +3,7 @@ chunk of consecutive elements, and the alignment test that guards them.
 
 A chunk of `lanes` elements is accessed in pieces of at most 16 bytes (`<4 x float>`, `<2 x
 double>`, `<4 x i16>` for halves), each aligned to its own size: `ld.global.nc.v4.f32` /
-`st.global.v4.f32` on the GPU.  `TileAligned` holds when each slice's base is aligned to
+`st.global.v4.f32` on the GPU.  `TileVecAligned` holds when each slice's base is aligned to
 `min(16, lanes * element size)` bytes and a 2-D slice's column count is a multiple of
 `lanes`, so every chunk (which starts at a column that is a multiple of `lanes`, tested by the
 caller) is aligned too.
@@ -17,7 +17,7 @@ import llvmlite.ir as llir
 
 from ..llvm.registry import lowers
 from ..llvm.types import mem_type
-from .rows_plan import TileAligned, TileVecLoad, TileVecStore
+from .rows_plan import TileVecAligned, TileVecLoad, TileVecStore
 
 I64T = llir.IntType(64)
 I32T = llir.IntType(32)
@@ -31,8 +31,8 @@ def _piece(sv: Any, lanes: int) -> tuple[Any, int, int]:
     return mem_type(sv.ty.elem), nbytes // size, nbytes
 
 
-@lowers(TileAligned)
-def aligned(lw: Any, e: TileAligned) -> llir.Value:
+@lowers(TileVecAligned)
+def aligned(lw: Any, e: TileVecAligned) -> llir.Value:
     b = lw.b
     ok: llir.Value = llir.Constant(llir.IntType(1), 1)
     for ref in e.slices:

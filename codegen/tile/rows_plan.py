@@ -29,7 +29,7 @@ from .compute import _and, _bin, _c, _eq
 from .ops import COMPUTES, ELEMENTWISE
 from .rows_form import row_form
 
-__all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileAligned", "MAX_PER_THREAD"]
+__all__ = ["RowLayout", "row_plan", "load_sig", "sig", "TileVecLoad", "TileVecStore", "TileVecAligned", "MAX_PER_THREAD"]
 
 MAX_PER_THREAD = 64  # elements of S per thread (registers per full-shape tile); more: the generic lowering
 # the tile IR rows.py lowers: a kernel with any other tile node (a matmul, a transpose, a node added to
@@ -61,7 +61,7 @@ class TileVecStore:
 
 
 @dataclass(frozen=True)
-class TileAligned:
+class TileVecAligned:
     """True when every slice's base is aligned for `lanes`-element vector accesses (16 bytes at
     most) and, for a 2-D slice, its column count is a multiple of `lanes` (every row aligned)."""
 

@@ -120,7 +120,7 @@ def test_resident_q_is_copied_once_before_the_loop_and_named_by_compile_v(monkey
 
 
 def test_loop_versions_test_alignment_once_and_emit_the_loop_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    from anodize.codegen.tile.prefetch import TileAligned
+    from anodize.codegen.tile.prefetch import TileCopyAlignedFlag
     from anodize.language import ir
     from anodize.language.ir_walk import walk
 
@@ -128,7 +128,7 @@ def test_loop_versions_test_alignment_once_and_emit_the_loop_twice(monkeypatch: 
 
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64)  # (Q held: both matmuls take A from registers)
     low, _ = _lowered("causal", 64, 4, monkeypatch, ANODIZE_TILE_LOOP_VERSIONS="1")
-    flags = [n for n in walk(low.body) if isinstance(n, TileAligned)]
+    flags = [n for n in walk(low.body) if isinstance(n, TileCopyAlignedFlag)]
     assert len(flags) == 1 and len(flags[0].ops) == 2  # K's and V's first tiles
     ifs = [n for n in walk(low.body) if isinstance(n, ir.If) and isinstance(n.cond, ir.Compare)
            and any(isinstance(x, ir.Local) and x.name == flags[0].flag for x in n.cond.operands)]
@@ -167,6 +167,7 @@ import anodize as az
 from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
 
 
+@az.launch_contract(domain=2, requires=lambda w, c, n: w.shape[0] >= n and w.shape[1] == c.shape[1])
 @az.tile_kernel(num_warps=4)
 def chain(w: Slice2D[f16], c: DisjointSlice2D[f32], n: i64) -> None:
     pid = tile.program_id_2d()

@@ -149,11 +149,11 @@ def test_per_call_forms_reuse_the_held_launcher(which: Any) -> None:
         tadd[LC.for_tiles((n,), (TILE,))](a, b, c)
     np.testing.assert_array_equal(c.to_host(), np.arange(n, dtype=np.float32) + 2)
     per_call = tadd[LC.for_tiles((n,), (TILE,))]
-    assert per_call._hot is held._hot and per_call._hot.handle is held._hot.handle and per_call._hot.entry is held._hot.entry
+    assert per_call.last_plan is held.last_plan and per_call.last_plan.handle is held.last_plan.handle and per_call.last_plan.entry is held.last_plan.entry
     assert held.config.block == (64, 1, 1)  # the tile kernel's block, filled in once
     v_held = vadd[LC.for_num_elems(n, 64)]
     vadd[LC(-(-n // 64), 64)](a, b, c)  # the same config, built another way
-    assert vadd[LC.for_num_elems(n, 64)] is v_held and v_held._hot is not None
+    assert vadd[LC.for_num_elems(n, 64)] is v_held and v_held.last_plan is not None
 
 
 @pytest.mark.parametrize("which", DEVICES)

@@ -44,8 +44,20 @@ def _warm(dev: Device) -> tuple[Any, Any, tuple[Any, Any, Any]]:
     launcher = vecadd[cfg]
     launcher(*bufs)
     launcher(*bufs)
-    assert launcher._hot is not None
+    assert launcher.last_plan is not None
     return cfg, launcher, bufs
+
+
+def test_last_plan_is_the_plan_the_last_launch_ran(dev: Device) -> None:
+    """`Launcher.last_plan`, what anodize/torch.py reads: None before a launch, then the plan of
+    the argument types just launched, on their device."""
+    launcher = vecadd[az.LaunchConfig.for_num_elems(N)]
+    assert launcher.last_plan is None
+    launcher(*_bufs(dev))
+    plan = launcher.last_plan
+    assert plan is not None and plan.device is dev and plan.is_cpu == (dev.kind == "cpu")
+    launcher(*_bufs(az.device("cpu", 1)))  # other buffers, another device: the full path plans again
+    assert launcher.last_plan is not plan and launcher.last_plan.device is az.device("cpu", 1)
 
 
 def test_repeated_launch_uses_the_memo_and_computes(dev: Device) -> None:

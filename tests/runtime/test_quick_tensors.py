@@ -109,7 +109,7 @@ def test_torch_tensors_take_the_quick_path_and_errors_still_come_from_the_full_p
     launch(x, y)
     launch(x, y)
     torch.cuda.synchronize()
-    hot = getattr(launch, "_hot", None)
+    hot = getattr(launch, "last_plan", None)
     if hot is not None:  # the Launcher of the specialisation
         assert hot.quick is not None
     torch.testing.assert_close(y, torch.softmax(x, dim=1))

@@ -248,14 +248,13 @@ def test_torch_compile_with_inductor_on_cpu() -> None:
 
 
 def test_host_tensors_pack_like_their_numpy_views() -> None:
-    from anodize.runtime.launch_fast import _BUF, _NUMPY, _SCALAR
-    from anodize.runtime.quick_tensors import host_tensor_quick
+    from anodize.runtime.launch_fast import host_tensors_quick
 
     x, y = torch.rand(100), torch.empty(100)
     launch = scale[az.LaunchConfig.for_num_elems(100, block=256)]
     launch(x.numpy(), 2.0, y.numpy())
-    plan = launch._hot
-    quick = host_tensor_quick(plan, (x, 2.0, y), (_BUF, _SCALAR, _NUMPY))
+    plan = launch.last_plan
+    quick = host_tensors_quick(plan, (x, 2.0, y))
     assert quick is not None
     assert quick((x, 2.0, y)) == [x.data_ptr(), 100, 2.0, y.data_ptr(), 100]
     assert quick((x, 2.0, torch.empty(99))) is None  # `requires` fails: the full path reports it
@@ -265,7 +264,7 @@ def test_host_tensors_pack_like_their_numpy_views() -> None:
     assert quick((torch._neg_view(x), 2.0, y)) is None  # its memory holds -x
     assert quick((x.numpy(), 2.0, y)) is None  # not a tensor
     assert quick((x, 2, y)) is None  # the scalar's type is not the plan's
-    assert host_tensor_quick(plan, (x.numpy(), 2.0, y), (_BUF, _SCALAR, _NUMPY)) is None
+    assert host_tensors_quick(plan, (x.numpy(), 2.0, y)) is None
 
 
 def test_a_fault_of_the_quick_pass_is_recorded_like_the_full_paths() -> None:
