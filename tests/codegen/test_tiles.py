@@ -207,6 +207,8 @@ def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monke
     ptx = art.ptx
     assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
     assert ptx.count("st.global.v4.b32") == 1 and not re.findall(r"@p st\.global\.b16", ptx)
+    # each pair of f32 values rounded to f16 together, one conversion a pair (epilogue.py `_pack`)
+    assert ptx.count("cvt.rn.f16x2.f32") == 64 and "cvt.rn.f16.f32" not in ptx
     assert art.dynamic_shared_bytes >= 128 * (256 * 2 + 16) + 1024
 
 
@@ -232,8 +234,8 @@ def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: 
 def test_benchmarking_switches_set_the_ring_depth_and_the_program_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """`ANODIZE_TILE_STAGES` sets the ring's depth where it fits the block's shared memory (3
     stages of 48 KiB at 128x256x64; 5 do not fit in 227 KiB: the default 4 stays) and
-    `ANODIZE_TILE_GROUP` the tile rows a group of the program order sweeps (the linear id over
-    `nctaid.x * G`); both are in the compile cache's key (codegen/toolchain.py CODE_SWITCHES)."""
+    `ANODIZE_TILE_GROUP` the tile rows a group of the program order sweeps (its first row
+    `ctaid.y // G * G`); both are in the compile cache's key (codegen/toolchain.py CODE_SWITCHES)."""
     import re
 
     from anodize.codegen.toolchain import CODE_SWITCHES
@@ -249,7 +251,7 @@ def test_benchmarking_switches_set_the_ring_depth_and_the_program_order(monkeypa
     assert compile_gpu(k, "sm_90", ptxas=False).dynamic_shared_bytes == 4 * ring + 1024
     monkeypatch.setenv("ANODIZE_TILE_GROUP", "4")
     ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
-    assert re.search(r"mul\.wide\.u32\s+%rd\d+, %r\d+, 4;", ptx), "the group's width: nctaid.x * 4"
+    assert re.search(r"and\.b32\s+%r\d+, %r\d+, 65532;", ptx), "the group's first row: ctaid.y // 4 * 4"
 
 
 # ---- launches ------------------------------------------------------------------------------------
