@@ -100,3 +100,31 @@ def test_the_gemm_holds_no_64_bit_division() -> None:
     ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
     assert not re.findall(r"\b(?:div|rem)\.[su]64\b", ptx)
     assert len(re.findall(r"\bdiv\.u32\b", ptx.split("// begin inline asm")[0])) == 3  # by the group's rows
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("epilogue", ["direct", "staged"])
+def test_the_grouped_order_covers_a_grid_with_a_partial_group_on_the_gpu(epilogue: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """examples/tile_gemm.py at 128x256 over an 11 x 4 grid of tiles (one group of 8 tile rows
+    and one of 3; ragged edges): every tile computed once, each where it belongs."""
+    import importlib.util
+
+    import numpy as np
+
+    import anodize as az
+
+    from tile_cases import ROOT
+
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", epilogue)
+    spec = importlib.util.spec_from_file_location(f"_tile_gemm_order_{epilogue}", ROOT / "examples" / "tile_gemm.py")
+    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    m, n, k = 128 * 10 + 3, 256 * 3 + 5, 200
+    dev = az.device()
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((m, k), dtype=np.float32).astype(np.float16)
+    b = rng.standard_normal((k, n), dtype=np.float32).astype(np.float16)
+    c = dev.to_device(np.full((m, n), np.nan, np.float16))
+    mod.run(dev.to_device(a), dev.to_device(b), c, m, n, k, dev)
+    np.testing.assert_allclose(c.to_host().astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=1e-2, atol=1e-2 * np.sqrt(k))
