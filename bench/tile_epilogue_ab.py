@@ -1,6 +1,7 @@
-"""The tile GEMM's two epilogues side by side on the GPU: per-element predicated stores
-(`ANODIZE_TILE_EPILOGUE=direct`, the default) and the tile staged through shared memory
-(`staged`), each its cold compile and its 4096^3 f16 time.
+"""The tile GEMM's epilogues side by side on the GPU: per-element predicated stores
+(`ANODIZE_TILE_EPILOGUE=direct`, the default), the same with one column limit a fragment row
+(`ANODIZE_TILE_STORE_LIMIT=1`) and the tile staged through shared memory (`staged`), each its
+cold compile and its 4096^3 f16 time.
 
     python3 bench/tile_epilogue_ab.py [--rounds 3]
 
@@ -62,12 +63,12 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     args = ap.parse_args()
-    modes = ("direct", "staged")
+    modes = {"direct": ("direct", "0"), "limit": ("direct", "1"), "staged": ("staged", "0")}
     got: dict[str, list[dict[str, float]]] = {m: [] for m in modes}
     failed = False
     for _ in range(args.rounds):
         for mode in modes:
-            os.environ["ANODIZE_TILE_EPILOGUE"] = mode
+            os.environ["ANODIZE_TILE_EPILOGUE"], os.environ["ANODIZE_TILE_STORE_LIMIT"] = modes[mode]
             try:
                 cold = cold_compile()
                 out = subprocess.run([sys.executable, "-c", _RUN.format(ex=str(ROOT / "examples"))], capture_output=True,

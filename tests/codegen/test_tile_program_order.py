@@ -103,10 +103,11 @@ def test_the_gemm_holds_no_64_bit_division() -> None:
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("epilogue", ["direct", "staged"])
+@pytest.mark.parametrize("epilogue", ["direct", "limit", "staged"])
 def test_the_grouped_order_covers_a_grid_with_a_partial_group_on_the_gpu(epilogue: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """examples/tile_gemm.py at 128x256 over an 11 x 4 grid of tiles (one group of 8 tile rows
-    and one of 3; ragged edges): every tile computed once, each where it belongs."""
+    and one of 3; ragged edges): every tile computed once, each where it belongs; with each
+    epilogue (per-element stores, the same with one column limit a row, staged)."""
     import importlib.util
 
     import numpy as np
@@ -115,7 +116,8 @@ def test_the_grouped_order_covers_a_grid_with_a_partial_group_on_the_gpu(epilogu
 
     from tile_cases import ROOT
 
-    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", epilogue)
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged" if epilogue == "staged" else "direct")
+    monkeypatch.setenv("ANODIZE_TILE_STORE_LIMIT", "1" if epilogue == "limit" else "0")
     spec = importlib.util.spec_from_file_location(f"_tile_gemm_order_{epilogue}", ROOT / "examples" / "tile_gemm.py")
     mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     spec.loader.exec_module(mod)  # type: ignore[union-attr]

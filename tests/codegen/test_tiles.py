@@ -194,6 +194,25 @@ def test_gemm_fragment_stores_share_one_address_a_fragment_row(monkeypatch: pyte
     assert all(d == cols for d in by_base.values()), by_base
 
 
+def test_fragment_stores_test_their_column_against_one_limit_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_STORE_LIMIT=1` (codegen/tile/mma.py `lower_pred_store`): each fragment row
+    forms one limit (the columns left from its first, 0 outside the slice's rows) and each of
+    its 64 stores compares its constant column with it; no per-element 64-bit bounds test."""
+    import re
+
+    from anodize.codegen.toolchain import CODE_SWITCHES
+
+    assert "ANODIZE_TILE_STORE_LIMIT" in CODE_SWITCHES
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "direct")
+    monkeypatch.setenv("ANODIZE_TILE_STORE_LIMIT", "1")
+    k = next(k for k in _example_kernels() if k.name == "gemm")
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    stores = re.findall(r"setp\.gt\.s32 p, (%r\d+), (\d+); @p st\.global\.b16 \[%rd\d+(?:\+(\d+))?\]", ptx)
+    assert len(stores) == 128 and len({lim for lim, _, _ in stores}) == 2
+    assert all(2 * int(col) == int(disp or 0) for _, col, disp in stores)
+    assert len(re.findall(r"setp\.lt\.u64", ptx)) == 2  # the two rows' tests (without the switch: 66)
+
+
 def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
     """By default a register tile is stored through shared memory (codegen/tile/epilogue.py): the
