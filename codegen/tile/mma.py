@@ -60,7 +60,9 @@ class TilePredStore:
     2-D store's address is `row` (an i64 local: the flat index of the element `offset` columns to
     the left, `index[0] * slice.shape[1] + index[1] - offset` wrapping) plus `offset` elements, the
     offset folded into the store's address as a constant: one row address serves every element
-    of a fragment row, and the codegen's strength reduction has no per-element products to match."""
+    of a fragment row, and the codegen's strength reduction has no per-element products to match.
+    The fragment's first column, `index[1] - offset`, is then a program's tile origin plus its
+    thread's: non-negative (what `store_limits`' one limit a row relies on)."""
 
     slice: ir.SliceRef
     index: tuple[Any, ...]
