@@ -220,6 +220,16 @@ def st_global(b: ir.IRBuilder, addr: ir.Value, vals: list[ir.Value], kind: str, 
     _asm(b, VOID, text, cons, [addr, pred] + list(vals))
 
 
+def st_global_below(b: ir.IRBuilder, addr: ir.Value, val: ir.Value, kind: str, limit: ir.Value, col: int, disp: int = 0) -> None:
+    """A global store of one value where constant column `col` is below `limit` (an i32: the
+    columns left in the row from the fragment's first, 0 where the row is outside): one 32-bit
+    compare with a constant a store, where `st_global`'s predicate was formed beside it."""
+    reg = {"f32": "f", "b32": "r", "b16": "h"}[kind]
+    at = f"$0+{disp}" if disp else "$0"
+    text = f"{{ .reg .pred p; setp.gt.s32 p, $1, {col}; @p st.global.{kind} [{at}], $2; }}"
+    _asm(b, VOID, text, f"l,r,{reg},~{{memory}}", [addr, limit, val])
+
+
 def cvt_f32_to(b: ir.IRBuilder, v: ir.Value, dtype: str) -> ir.Value:
     """One f32 rounded to f16 / bf16, as its 16 bits."""
     return _asm(b, I16, f"cvt.rn.{dtype}.f32 $0, $1;", "=h,f", [v], side_effect=False)

@@ -316,10 +316,26 @@ def lower_stage_write(lw: Lowerer, s: TileStageWrite) -> None:
     b = lw.b
     vals = [b.load(lw.frame.vars[name][0]) for name in s.values]
     if s.kind != "v2f32":
-        half = [v if v.type == I16 else b.bitcast(v, I16) for v in vals]
-        vals = [b.or_(b.zext(lo, I32), b.shl(b.zext(hi, I32), llir.Constant(I32, 16))) for lo, hi in zip(half[::2], half[1::2])]
+        vals = [_pack(lw, lo, hi) for lo, hi in zip(vals[::2], vals[1::2])]
     args = [b.load(lw.frame.vars[s.addr][0]), *vals]
     asm_block(b, llir.VoidType(), write_text(s.kind, s.offset), ["r"] + ["f" if s.kind == "v2f32" else "r"] * len(vals), args)
+
+
+def _pack(lw: Lowerer, lo: llir.Value, hi: llir.Value) -> llir.Value:
+    """Two f16/bf16 elements as one b32, `lo` in the low half.  f32 values (the fragment loop
+    keeps an f16 tile's values f32 until here) are rounded as a pair, `fptrunc <2 x float>`:
+    one `cvt.rn.f16x2.f32` where two conversions, a shift and an or were six instructions for
+    ptxas (the same rounding: to nearest even, as the scalar conversion)."""
+    b = lw.b
+    if lo.type == llir.FloatType():
+        if not lw.t.native_f16_convert:
+            lo, hi = lw.half_from(lo, "f16"), lw.half_from(hi, "f16")
+        else:
+            v = llir.Constant(llir.VectorType(lo.type, 2), None)
+            v = b.insert_element(b.insert_element(v, lo, llir.Constant(I32, 0)), hi, llir.Constant(I32, 1))
+            return b.bitcast(b.fptrunc(v, llir.VectorType(llir.HalfType(), 2)), I32)
+    half = [x if x.type == I16 else b.bitcast(x, I16) for x in (lo, hi)]
+    return b.or_(b.zext(half[0], I32), b.shl(b.zext(half[1], I32), llir.Constant(I32, 16)))
 
 
 @lowers(TileStagedStore)

@@ -263,7 +263,10 @@ def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
             pre: list[ir.Stmt] = []
             v = low.ev(tree, coords, pre)
             low.note("global " + s.slice.name, True, False)
-            names.append(low.local(s.slice.ty.elem, "ev").name)
+            ety = s.slice.ty.elem
+            if elem == "f16" and isinstance(v, ir.Cast) and v.value.ty == F32:
+                v, ety = v.value, F32  # rounded with its pair when written (one cvt.rn.f16x2.f32)
+            names.append(low.local(ety, "ev").name)
             out = [*pre, ir.Assign(names[-1], v)]
             if i in groups:
                 regs, off, kind = groups[i]

@@ -20,6 +20,7 @@ B or a transposed A) and `mma.sync.m16n8k16` (`emit_mma_sync`), or Hopper's wgmm
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any
 
 import llvmlite.ir as llir
@@ -59,7 +60,9 @@ class TilePredStore:
     2-D store's address is `row` (an i64 local: the flat index of the element `offset` columns to
     the left, `index[0] * slice.shape[1] + index[1] - offset` wrapping) plus `offset` elements, the
     offset folded into the store's address as a constant: one row address serves every element
-    of a fragment row, and the codegen's strength reduction has no per-element products to match."""
+    of a fragment row, and the codegen's strength reduction has no per-element products to match.
+    The fragment's first column, `index[1] - offset`, is then a program's tile origin plus its
+    thread's: non-negative (what `store_limits`' one limit a row relies on)."""
 
     slice: ir.SliceRef
     index: tuple[Any, ...]
@@ -128,6 +131,12 @@ def lower_tile_mma(lw: Lowerer, s: TileMma) -> None:
             b.store(v, sl)
 
 
+def store_limits() -> bool:
+    """Whether a fragment's stores test their column against one limit a row
+    (`ANODIZE_TILE_STORE_LIMIT=1`, off until a GPU run has compared them)."""
+    return os.environ.get("ANODIZE_TILE_STORE_LIMIT", "0") == "1"
+
+
 @lowers(TilePredStore)
 def lower_pred_store(lw: Lowerer, s: TilePredStore) -> None:
     """`s_TilePredStore`: one predicated `st.global` where the index is inside the slice (the
@@ -154,6 +163,17 @@ def lower_pred_store(lw: Lowerer, s: TilePredStore) -> None:
         return
     if kind == "b16" and v.type != llir.IntType(16):
         v = b.bitcast(v, llir.IntType(16))
+    if s.row is not None and store_limits():
+        # index (r, c0 + offset), c0 = the fragment's first column (>= 0, below 2**62): inside
+        # where r < rows and offset < cols - c0, the latter clamped to [0, 2**31 - 1] (offset is
+        # below the tile's width) and made 0 where the row is outside: one limit a fragment row
+        c0 = b.sub(idx[1], c64(s.offset))
+        left = b.sub(sv.dims[1], c0)
+        left = b.select(b.icmp_signed("<", left, c64(0)), c64(0), left)
+        left = b.select(b.icmp_signed(">", left, c64(2**31 - 1)), c64(2**31 - 1), left)
+        limit = b.select(b.icmp_unsigned("<", idx[0], sv.dims[0]), b.trunc(left, I32), c32(0))
+        P.st_global_below(b, b.ptrtoint(ptr, I64), v, kind, limit, s.offset, disp)
+        return
     P.st_global(b, b.ptrtoint(ptr, I64), [v], kind, b.zext(ok, I32), disp)
 
 

@@ -58,7 +58,7 @@ from anodize.language.tile_ir import (
     TileWitnessTy,
     is_tile,
 )
-from anodize.language.types import BOOL, I32, I64, ScalarTy, SharedTy
+from anodize.language.types import BOOL, I32, I64, U32, ScalarTy, SharedTy
 
 from .attention import lower_attention
 from .epilogue import TilePredLoad, pred_load_kind
@@ -152,18 +152,28 @@ class _Lowering:
         g = env_int("ANODIZE_TILE_GROUP") or 8  # (benchmarking: 1 is row-major order)
         raw = lambda reg, axis: ir.Cast(ir.RawId(reg, axis, I32), I64)  # noqa: E731
         gx, gy = raw("nctaid", "x"), raw("nctaid", "y")
-        p = self.local(I64, "pg")
-        per, first, gs, inner = (self.local(I64, n) for n in ("pper", "pfirst", "pgs", "pin"))
+        y = raw("ctaid", "y")
+        first, gs = self.local(I64, "pfirst"), self.local(I64, "pgs")
         row, col = self.local(I64, "prow"), self.local(I64, "pcol")
         left = _bin("-", gy, first)
+        # program p = y gx + x (x < gx) is in group p // (g gx) = y // g, at i = (y % g) gx + x
+        # of it, its tile (first + i % gs, i // gs); with r = y % g, gx = q gs + t and
+        # x = qx gs + tx, i // gs = r q + qx + (r t + tx) // gs and i % gs = (r t + tx) % gs:
+        # 32-bit divisions by gs (1..g) where i // gs on 64 bits was a subroutine to ptxas
+        u = lambda e: ir.Cast(e, U32)  # noqa: E731
+        d, rq, q, qx, sm = (self.local(U32, n) for n in ("pd", "pr", "pq", "pqx", "ps"))
+        ub = lambda op, a, b: _bin(op, a, b, U32)  # noqa: E731
+        gxu, xu = ir.RawId("nctaid", "x", U32), ir.RawId("ctaid", "x", U32)
         out = [
-            ir.Assign(p.name, _bin("+", _bin("*", raw("ctaid", "y"), gx), raw("ctaid", "x"))),
-            ir.Assign(per.name, _bin("*", gx, _c(g))),
-            ir.Assign(first.name, _bin("*", _bin("//", p, per), _c(g))),
+            ir.Assign(first.name, _bin("*", _bin("//", y, _c(g)), _c(g))),
             ir.Assign(gs.name, ir.IfExp(_lt(left, _c(g)), left, _c(g), I64)),
-            ir.Assign(inner.name, _bin("%", p, per)),
-            ir.Assign(row.name, _bin("+", first, _bin("%", inner, gs))),
-            ir.Assign(col.name, _bin("//", inner, gs)),
+            ir.Assign(d.name, u(gs)),
+            ir.Assign(rq.name, u(_bin("-", y, first))),
+            ir.Assign(q.name, ub("//", gxu, d)),
+            ir.Assign(qx.name, ub("//", xu, d)),
+            ir.Assign(sm.name, ub("+", ub("*", rq, ub("-", gxu, ub("*", q, d))), ub("-", xu, ub("*", qx, d)))),
+            ir.Assign(row.name, _bin("+", first, ir.Cast(ub("%", sm, d), I64))),
+            ir.Assign(col.name, ir.Cast(ub("+", ub("+", ub("*", rq, q), qx), ub("//", sm, d)), I64)),
         ]
         self.grouped = (row, col)
         return out

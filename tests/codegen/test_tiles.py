@@ -194,6 +194,25 @@ def test_gemm_fragment_stores_share_one_address_a_fragment_row(monkeypatch: pyte
     assert all(d == cols for d in by_base.values()), by_base
 
 
+def test_fragment_stores_test_their_column_against_one_limit_a_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_STORE_LIMIT=1` (codegen/tile/mma.py `lower_pred_store`): each fragment row
+    forms one limit (the columns left from its first, 0 outside the slice's rows) and each of
+    its 64 stores compares its constant column with it; no per-element 64-bit bounds test."""
+    import re
+
+    from anodize.codegen.toolchain import CODE_SWITCHES
+
+    assert "ANODIZE_TILE_STORE_LIMIT" in CODE_SWITCHES
+    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "direct")
+    monkeypatch.setenv("ANODIZE_TILE_STORE_LIMIT", "1")
+    k = next(k for k in _example_kernels() if k.name == "gemm")
+    ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
+    stores = re.findall(r"setp\.gt\.s32 p, (%r\d+), (\d+); @p st\.global\.b16 \[%rd\d+(?:\+(\d+))?\]", ptx)
+    assert len(stores) == 128 and len({lim for lim, _, _ in stores}) == 2
+    assert all(2 * int(col) == int(disp or 0) for _, col, disp in stores)
+    assert len(re.findall(r"setp\.lt\.u64", ptx)) == 2  # the two rows' tests (without the switch: 66)
+
+
 def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
     """By default a register tile is stored through shared memory (codegen/tile/epilogue.py): the
@@ -207,6 +226,8 @@ def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monke
     ptx = art.ptx
     assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == 16
     assert ptx.count("st.global.v4.b32") == 1 and not re.findall(r"@p st\.global\.b16", ptx)
+    # each pair of f32 values rounded to f16 together, one conversion a pair (epilogue.py `_pack`)
+    assert ptx.count("cvt.rn.f16x2.f32") == 64 and "cvt.rn.f16.f32" not in ptx
     assert art.dynamic_shared_bytes >= 128 * (256 * 2 + 16) + 1024
 
 
@@ -232,8 +253,8 @@ def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: 
 def test_benchmarking_switches_set_the_ring_depth_and_the_program_order(monkeypatch: pytest.MonkeyPatch) -> None:
     """`ANODIZE_TILE_STAGES` sets the ring's depth where it fits the block's shared memory (3
     stages of 48 KiB at 128x256x64; 5 do not fit in 227 KiB: the default 4 stays) and
-    `ANODIZE_TILE_GROUP` the tile rows a group of the program order sweeps (the linear id over
-    `nctaid.x * G`); both are in the compile cache's key (codegen/toolchain.py CODE_SWITCHES)."""
+    `ANODIZE_TILE_GROUP` the tile rows a group of the program order sweeps (its first row
+    `ctaid.y // G * G`); both are in the compile cache's key (codegen/toolchain.py CODE_SWITCHES)."""
     import re
 
     from anodize.codegen.toolchain import CODE_SWITCHES
@@ -249,7 +270,7 @@ def test_benchmarking_switches_set_the_ring_depth_and_the_program_order(monkeypa
     assert compile_gpu(k, "sm_90", ptxas=False).dynamic_shared_bytes == 4 * ring + 1024
     monkeypatch.setenv("ANODIZE_TILE_GROUP", "4")
     ptx = compile_gpu(k, "sm_90", ptxas=False).ptx
-    assert re.search(r"mul\.wide\.u32\s+%rd\d+, %r\d+, 4;", ptx), "the group's width: nctaid.x * 4"
+    assert re.search(r"and\.b32\s+%r\d+, %r\d+, 65532;", ptx), "the group's first row: ctaid.y // 4 * 4"
 
 
 # ---- launches ------------------------------------------------------------------------------------
