@@ -49,6 +49,7 @@ from anodize.language.typer_state import FnState, KernelCtx
 from anodize.language.typer_stmts import StmtTyper
 from anodize.language.typer_thread_tiles import ThreadTileTyper
 from anodize.language.types import VOID, LocalArrayTy, ScalarTy, SliceTy, TupleTy, Ty, WitnessTy
+from anodize.language.walk import nodes
 
 __all__ = ["FnTyper", "compile_helper", "record_params", "signature_names"]
 
@@ -120,7 +121,7 @@ class FnTyper:
                 res = self.visit(s)
             except _Fail as f:
                 st.k.diags.append(f.diag)
-                for t in ast.walk(s):
+                for t in nodes(s):
                     if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                         st.failed_names.add(t.id)
                 continue
