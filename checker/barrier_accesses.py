@@ -16,6 +16,8 @@ from .shared_slots import SlotReader, Slots
 from .kernel_values import index_elements
 from .barrier_state import ALL, _LEAVES, Access, DynPart, Race, State, WalkState, _add, _dynamic, _module_int, _reads_shared
 
+_NO_NAMES: frozenset[str] = frozenset()  # (a module constant: `frozenset[str]()` builds a generic alias per call)
+
 
 if TYPE_CHECKING:
     from .barrier_intervals import Intervals
@@ -199,7 +201,7 @@ class AccessWalk:
         owner = self._owner(node, ids, witness) if safe else None
         if elems is not None:
             index = safe_shared.witness_index(self, node, witness) or tuple(self.form(e, st) for e in elems)
-        vtext, vnames = None, frozenset[str]()
+        vtext, vnames = None, _NO_NAMES
         if write and value is not None:
             v = self.m.values.get(value)
             if v is not None and v.kind == "scalar" and not v.tdep and not _reads_shared(value, st):

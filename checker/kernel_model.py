@@ -28,6 +28,7 @@ kernel_interp.py (statements: kernel_statements.py, expressions: kernel_exprs.py
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import ast
 
@@ -72,6 +73,7 @@ class ModuleModel:
         self.warp_ops: dict[ast.Call, Ctx] = {}  # full-warp operations
         self.helper_warp_calls: dict[ast.Call, Ctx] = {}  # calls of helpers that reach one
         self.guards: dict[ast.AST, frozenset[tuple[str, str]]] = {}  # subscript -> (witness, slice)
+        self.passed: dict[ast.Call, list[Any]] = {}  # a helper call -> the slices it passes (rules/base.py)
         self.imports_anodize = False
         # without these words in the source no statement declares a name global or nonlocal
         self._declares = "global" in source or "nonlocal" in source

@@ -133,3 +133,19 @@ def test_statements_and_scopes() -> None:
     names = [s.targets[0].id for s in statements(fn.body) if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name)]
     assert names == ["x", "y", "z", "h"]  # not `w`: g's body is its own
     assert not any(isinstance(n, ast.NamedExpr) for n in walk_no_scopes(fn.body[2]))
+
+
+def test_child_nodes_is_iter_child_nodes_without_leaves() -> None:
+    """syntax.py's nesting check walks with `child_nodes`: the same children, in the same order,
+    as `ast.iter_child_nodes` less contexts and operators, over the language package's source."""
+    from anodize.language.walk import child_nodes
+
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+    seen = 0
+    for path in sorted((ROOT / "anodize" / "language").glob("*.py"))[:40]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            want = [c for c in ast.iter_child_nodes(node) if not isinstance(c, leaves)]
+            got = child_nodes(node)
+            assert len(got) == len(want) and all(a is b for a, b in zip(got, want)), (path, node)
+            seen += 1
+    assert seen > 10_000

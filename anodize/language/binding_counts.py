@@ -68,7 +68,8 @@ def statement_bindings(fdef: ast.FunctionDef, fors_in_text: int) -> dict[str, in
             targets.extend(i.optional_vars for i in st.items if i.optional_vars is not None)  # type: ignore[attr-defined]
         elif cls.__name__ == "TypeAlias":  # (3.12) `type X = ...` stores `X`
             targets.append(st.name)  # type: ignore[attr-defined]
-        todo.extend(stmt for block in sub_blocks(st) for stmt in block)
+        for block in sub_blocks(st):
+            todo.extend(block)
     if fors != fors_in_text:
         return None
     while targets:  # a target's names (those under an attribute or a subscript are read, not bound)

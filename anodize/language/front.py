@@ -294,6 +294,12 @@ def stand_in_function(front: ModuleFront, qualname: str, fdef: ast.FunctionDef) 
 def _typer() -> Any:
     """language/typer.py, loaded by the first kernel typed (decorating a kernel, or checking a
     module without kernels, does not load the typer; it imports this module)."""
-    from anodize.language import typer
+    global _TYPER
+    if _TYPER is None:  # (an import statement per kernel typed cost more than the lookup)
+        from anodize.language import typer
 
-    return typer
+        _TYPER = typer
+    return _TYPER
+
+
+_TYPER: Any = None

@@ -439,7 +439,12 @@ def _for_statements(body: list[ast.stmt]) -> int:
 def first_line(stmt: ast.stmt) -> int:
     """A statement's first line: its first decorator's, where it has one."""
     decos = getattr(stmt, "decorator_list", None)
-    return min([stmt.lineno, *(d.lineno for d in decos)]) if decos else stmt.lineno
+    line: int = stmt.lineno
+    if decos:
+        for d in decos:
+            if d.lineno < line:
+                line = d.lineno
+    return line
 
 
 def _params(a: ast.arguments) -> list[ast.arg]:

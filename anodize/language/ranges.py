@@ -57,9 +57,7 @@ __all__ = ["Atom", "ZERO", "Edge", "Lin", "Prover", "RangeEnv", "RangeFacts", "t
 
 def type_range(ty: ScalarTy) -> tuple[int, int]:
     """The values an integer type holds, read with its signedness."""
-    if ty.signed:
-        return -(1 << (ty.bits - 1)), (1 << (ty.bits - 1)) - 1
-    return 0, (1 << ty.bits) - 1
+    return ty.value_range
 
 
 def machine_value(v: int, ty: ScalarTy) -> int:
@@ -184,6 +182,9 @@ class Prover:
 
 _CLOSURES: dict[object, tuple[dict[Atom, int], list[list[float]], bool]] = {}
 _CLOSURES_MAX = 4096
+_LIN_ZERO = Lin(ZERO, 0)
+# slice name and rank -> the extents `slice_in_range` proves an index against (bounded as above)
+_EXTENTS: dict[tuple[str, int], list[Lin]] = {}
 
 
 def _floyd_warshall(edges: dict[tuple[Atom, Atom], int], domains: dict[Atom, tuple[int, int]]) -> tuple[dict[Atom, int], list[list[float]], bool]:
@@ -425,7 +426,7 @@ class RangeFacts(RangeEnv):
             return LEN_DOMAIN
         if kind == "var":
             ty = self.st.vars.get(a[1])
-            return type_range(ty) if isinstance(ty, ScalarTy) else (I64_MIN, I64_MAX)
+            return ty.value_range if isinstance(ty, ScalarTy) else (I64_MIN, I64_MAX)
         if kind == "wpart":
             return (0, I64_MAX) if a[1] in self._nonneg else (I64_MIN, I64_MAX)
         if kind == "raw":
@@ -563,10 +564,15 @@ class RangeFacts(RangeEnv):
         p = self.prover()
         for e, n in zip(index, extents, strict=True):
             x = self.linear(e, p)
-            if x is None or not p.le(Lin(ZERO, 0), x) or not p.le(x, n, -1):
+            if x is None or not p.le(_LIN_ZERO, x) or not p.le(x, n, -1):
                 return False
         return True
 
     def slice_in_range(self, name: str, index: tuple[ir.Expr, ...]) -> bool:
         rank = self.st.slices[name].rank
-        return self.index_in_range(index, [Lin(("len", name, str(d)), 0) for d in range(rank)])
+        extents = _EXTENTS.get((name, rank))
+        if extents is None:  # (never changed: every typing of every module shares them)
+            if len(_EXTENTS) >= _CLOSURES_MAX:
+                _EXTENTS.clear()
+            extents = _EXTENTS[(name, rank)] = [Lin(("len", name, str(d)), 0) for d in range(rank)]
+        return self.index_in_range(index, extents)

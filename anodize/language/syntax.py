@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from functools import cached_property
 
 from anodize.language.diagnostics import Span
+from anodize.language.walk import child_nodes
 
 __all__ = ["Source", "collector_paused", "parse", "read_source", "NestingTooDeep", "NESTING_LIMIT", "in_source_order", "line_offsets", "NEWLINE"]
 
@@ -73,7 +74,6 @@ def line_offsets(text: str) -> list[int]:
 # recursively, and a 350-operator sum (which CPython compiles) would exhaust Python's stack.
 # Deeper code is one located `az-unsupported` (docs/language.md, "Limits").
 NESTING_LIMIT = 200
-_LEAVES = (ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
 
 
 class NestingTooDeep(ValueError):
@@ -136,9 +136,8 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
                 continue
         if top is None and isinstance(node, ast.expr):
             top = node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, _LEAVES):
-                push((child, depth + 1, top))
+        for child in child_nodes(node):  # (no contexts, no operators: leaves)
+            push((child, depth + 1, top))
     return None
 
 

@@ -49,6 +49,7 @@ from anodize.language.typer_state import FnState, KernelCtx
 from anodize.language.typer_stmts import StmtTyper
 from anodize.language.typer_thread_tiles import ThreadTileTyper
 from anodize.language.types import VOID, LocalArrayTy, ScalarTy, SliceTy, TupleTy, Ty, WitnessTy
+from anodize.language.walk import nodes
 
 __all__ = ["FnTyper", "compile_helper", "record_params", "signature_names"]
 
@@ -82,21 +83,31 @@ class FnTyper:
         self.thread_tiles = ThreadTileTyper(self)
         self.records = RecordTyper(self)
         self.expr: Callable[[ast.expr], ir.Expr] = self.exprs.expr  # an expression's typing (the entry of every collaborator)
+        self._bound: dict[type, tuple[Callable[[Any], Any], bool]] = {}  # `visit`'s dispatch
 
     # ---- dispatch ---------------------------------------------------------------------------
     def visit(self, node: ast.AST) -> Any:
-        owner = _VISITORS.get(type(node))
-        if owner is None:
-            return self.generic_visit(node)
+        # the bound `visit_<Node>` of this typer's collaborator, found once per node class
+        # (a body visits thousands of nodes of a dozen classes)
+        hit = self._bound.get(node.__class__)
+        if hit is None:
+            hit = self._bind(node.__class__)
+        method, is_expr = hit
         try:
-            res = getattr(getattr(self, owner[0]), owner[1])(node)
-            if isinstance(node, ast.expr):
-                self.st.typed[node] = res
+            res = method(node)
+            if is_expr:
+                self.st.typed[node] = res  # type: ignore[index]
             return res
         except (_Fail, _Silent, CheckError):
             raise
         except Exception as exc:  # an internal error: locate it, hide the compiler's frames
             self.st.fail(messages.internal_error(self.st.span(node), exc))
+
+    def _bind(self, cls: type) -> tuple[Callable[[Any], Any], bool]:
+        owner = _VISITORS.get(cls)
+        method = self.generic_visit if owner is None else getattr(getattr(self, owner[0]), owner[1])
+        hit = self._bound[cls] = (method, issubclass(cls, ast.expr))
+        return hit
 
     def generic_visit(self, node: ast.AST) -> NoReturn:
         self.st.fail(messages.unsupported_construct(self.st.span(node), type(node).__name__))
@@ -110,7 +121,7 @@ class FnTyper:
                 res = self.visit(s)
             except _Fail as f:
                 st.k.diags.append(f.diag)
-                for t in ast.walk(s):
+                for t in nodes(s):
                     if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store):
                         st.failed_names.add(t.id)
                 continue
@@ -138,7 +149,7 @@ class FnTyper:
 
 
 _COLLABORATORS = ("stmts", "exprs", "calls", "effects", "local_values", "collectives", "shared_mem", "thread_tiles",
-                  "records", "tiles", "expr")
+                  "records", "tiles", "expr", "_bound")
 
 
 def signature_names(k: KernelCtx, fdef: ast.FunctionDef, *, is_kernel: bool = False) -> NameResolver:

@@ -55,6 +55,12 @@ class ScalarTy:
     def signed(self) -> bool:
         return self.info.kind == "i"
 
+    @cached_property
+    def value_range(self) -> tuple[int, int]:
+        """The values an integer type holds, read with its signedness (`ranges.type_range`)."""
+        half = 1 << (self.bits - 1)
+        return (-half, half - 1) if self.signed else (0, 2 * half - 1)
+
     def __str__(self) -> str:
         return self.name
 

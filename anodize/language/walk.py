@@ -22,7 +22,8 @@ import ast
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-__all__ = ["walk_batched", "child_fields", "visitor_methods", "walk_no_scopes", "nodes", "nodes_of", "sub_blocks", "statements"]
+__all__ = ["walk_batched", "child_fields", "child_nodes", "visitor_methods", "walk_no_scopes", "nodes", "nodes_of", "sub_blocks",
+           "statements"]
 
 _Fn = Callable[[ast.AST], Any]
 
@@ -128,6 +129,30 @@ def nodes_of(roots: Iterable[object], classes: frozenset[type]) -> list[ast.AST]
                 extend(v)
             elif v is not None:
                 push(v)
+    return out
+
+
+# node class -> its `_fields` (the order `ast.iter_child_nodes` uses, not source order) less
+# the contexts and operators
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """The nodes `ast.iter_child_nodes(node)` gives, in its order, less the expression contexts
+    and operators (leaf singletons): for an iterative walk over every node (syntax.py's nesting
+    check), without the two generators per node `iter_child_nodes` runs."""
+    cls = node.__class__
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = _CHILD_FIELDS[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f not in ("ctx", "op", "ops"))
+    out: list[ast.AST] = []
+    node_cls = ast.AST
+    for name in names:
+        v = getattr(node, name, None)
+        if v.__class__ is list:
+            out.extend([c for c in v if isinstance(c, node_cls)])
+        elif isinstance(v, node_cls):
+            out.append(v)
     return out
 
 

@@ -11,7 +11,7 @@ import ast
 from anodize.language.diagnostics import Diagnostic, Span
 from ..kernel_interp import bind_args
 from ..kernel_model import ModuleModel
-from ..kernel_values import FunctionInfo, KernelSummary, ParamInfo, Val
+from ..kernel_values import Callee, FunctionInfo, KernelSummary, ParamInfo, Val
 
 if TYPE_CHECKING:
     from ..engine import Project
@@ -100,10 +100,16 @@ class Rule:
         callee = self.model.callees.get(node)
         if callee is None or callee.kind != "helper" or callee.fn is None:
             return []
+        hit = self.model.passed.get(node)  # (three rules ask for each helper call)
+        if hit is None:
+            hit = self.model.passed[node] = self._slices_passed(node, callee)
+        return hit
+
+    def _slices_passed(self, node: ast.Call, callee: Callee) -> list[PassedSlice]:
         fn = self.fn_of(node)
-        if fn is None:
-            return []
         h = callee.fn
+        if fn is None or h is None:
+            return []
         out = []
         for pname, arg in bind_args(h, node):
             hp = h.params.get(pname)
