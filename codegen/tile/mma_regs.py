@@ -133,8 +133,9 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         base = s0
     else:
         slot = b.and_(b.trunc(lw.conv(lw.expr(pf.slot), pf.slot.ty, I64T), I32), c32(1))
-        P.cp_async_wait(b, pf.waits)
-        P.barrier(b)
+        if not pf.waitless:
+            P.cp_async_wait(b, pf.waits)
+            P.barrier(b)
         base = b.add(s0, b.add(c32(pf.region), b.mul(slot, c32(nbytes))))
     lane = b.and_(P.sreg(b, "tid.x"), c32(31))
     lr = b.and_(lane, c32(15))
@@ -169,7 +170,12 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
                 cur[mi][ni] = P.mma_16816(b, afr, bfr[ni], cur[mi][ni], s.elem)
     if pf is None:
         P.barrier(b)  # the buffer is free again
-    else:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
+    elif pf.group:  # one wait: every matmul's next tile into its other slot, one group
+        for c in pf.group:
+            issue_copy(lw, c.op, c.k, c.n, c.warps, c.site, b.add(c32(c.region), b.mul(b.xor(slot, c32(1)), c32(c.k * c.n * 2))),
+                       pf.aligned)
+        P.cp_async_commit(b)
+    elif not pf.waitless:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
         nxt = MmaOperandIR(op.slice, pf.next, op.shape, op.trans)
         issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))), pf.aligned)
         P.cp_async_commit(b)

@@ -88,6 +88,27 @@ BODIES = {
         m = m_new
     tile.store(o, pid, (acc / l).astype(f16))
 ''',
+    # causal with the loop ending at the diagonal (keys past the block's last query never read: the
+    # work SDPA's is_causal does); the tile on the diagonal is masked as above
+    "causal_diag": '''
+    pid = tile.program_id_2d()
+    qt = tile.load(q, pid, (BM, D))
+    base = (pid.row * BM // seq) * seq
+    row0 = pid.row * BM - base
+    m = tile.full((BM, 1), -1.0e30, f32)
+    l = tile.zeros((BM, 1), f32)
+    acc = tile.zeros((BM, D), f32)
+    for j in range(0, row0 + BM, BN):
+        s = tile.matmul(qt, tile.load(k, (base + j, 0), (BN, D)).T) * scale
+        s = tile.where(tile.arange(BM)[:, None] + row0 >= tile.arange(BN)[None, :] + j, s, -1.0e30)
+        m_new = max(m, tile.max(s, axis=1, keepdims=True))
+        p = az.math.exp(s - m_new)
+        alpha = az.math.exp(m - m_new)
+        l = l * alpha + tile.sum(p, axis=1, keepdims=True)
+        acc = tile.matmul(p.astype(f16), tile.load(v, (base + j, 0), (BN, D)), acc * alpha)
+        m = m_new
+    tile.store(o, pid, (acc / l).astype(f16))
+''',
     # one head of any length: keys past `seq` masked (seq need not be a multiple of BN or BM)
     "ragged": '''
     pid = tile.program_id_2d()
@@ -133,11 +154,11 @@ def kernel(variant: str, warps: int = 4, tag: str = "") -> Any:
 
 
 def reference(variant: str, q: np.ndarray, k: np.ndarray, v: np.ndarray, bh: int, seq: int, scale: float) -> np.ndarray:
-    """Float64 attention of (bh * seq, d) heads (causal for "causal")."""
+    """Float64 attention of (bh * seq, d) heads (causal for "causal" and "causal_diag")."""
     d = q.shape[1]
     qf, kf, vf = (x.astype(np.float64).reshape(bh, seq, d) for x in (q, k, v))
     s = qf @ kf.transpose(0, 2, 1) * scale
-    if variant == "causal":
+    if variant.startswith("causal"):
         s = np.where(np.tril(np.ones((seq, seq), dtype=bool)), s, -np.inf)
     p = np.exp(s - s.max(-1, keepdims=True))
     out = (p / p.sum(-1, keepdims=True)) @ vf
