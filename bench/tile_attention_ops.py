@@ -37,7 +37,8 @@ def main() -> None:
     # NAME[:p0]: ":p0" compiles with ANODIZE_TILE_PREFETCH=0 (each tile staged at its matmul);
     # NAME[:FLAGS], FLAGS letters of tools/ptx_mix.py's modes: p prefetch, h Q held in registers
     # (tile_plan.A_HELD_LIMIT 64), f f16x2 packing, r Q resident in shared memory, v aligned loop version,
-    # e fast exponentials (ANODIZE_FAST_EXP), g one wait an iteration (ANODIZE_TILE_ONE_WAIT)
+    # e fast exponentials (ANODIZE_FAST_EXP), g one wait an iteration (ANODIZE_TILE_ONE_WAIT), x ldmatrix
+    # at a lane base plus an immediate (ANODIZE_TILE_LDSM_XOR)
     from anodize.language import tile_plan
 
     sys.path.insert(0, str(ROOT / "tools"))
