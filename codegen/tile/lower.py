@@ -32,6 +32,7 @@ from anodize.language.tile_storage import tile_storage_bound
 
 from .compute import _Access, _bin, _c
 from .layout import MmaLayout, RowLayout, choose_layout, row_of, stacked_enabled, wgmma_shape_ok
+from .mask_skip import mask_skip, skip_condition
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .prefetch import prefetch_loop, prefetched_sites
@@ -192,8 +193,16 @@ def assign_registers(low: Any, s: ir.Assign) -> list[ir.Stmt]:
         return _mma(low, site, _c(1))
     ty: TileTy = s.value.ty  # type: ignore[assignment]
     dest = registers_of(low, s.name, ty)
+    run = skip_condition(low, s) if mask_skip() else None
     out: list[ir.Stmt] = []
     tree = low.prep(s.value, out)
+    if run is not None and not out:  # x = tile.where(affine cond, x, other): skipped where cond holds everywhere (mask_skip.py)
+        return [ir.If(run, tuple(_fragment_assign(low, tree, dest)), ())]
+    return out + _fragment_assign(low, tree, dest)
+
+
+def _fragment_assign(low: Any, tree: Any, dest: Any) -> list[ir.Stmt]:
+    """The fragment loop of `name = value` (each register's new value from the element's own)."""
 
     def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
         # register i's new value reads the register tiles at element i only (the plan), so it
@@ -202,8 +211,7 @@ def assign_registers(low: Any, s: ir.Assign) -> list[ir.Stmt]:
         v = low.ev(tree, coords, pre)
         return [*pre, ir.Assign(dest.regs[i], v)]
 
-    out += _fragment_loop(low, dest.layout, body, None)
-    return out
+    return _fragment_loop(low, dest.layout, body, None)
 
 
 def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
