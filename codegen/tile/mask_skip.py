@@ -27,7 +27,7 @@ from typing import Any
 
 from anodize.language import ir
 from anodize.language.ir_walk import walk
-from anodize.language.tile_ir import TileArange, TileElem, TileReshape, TileTy
+from anodize.language.tile_ir import TileArange, TileElem, TileReshape
 from anodize.language.types import BOOL, I64, ScalarTy
 
 from .compute import _bin, _c, _lt
@@ -96,8 +96,10 @@ def _affine_node(e: Any, env: dict[str, _Aff], shape: tuple[int, ...]) -> _Aff |
         return _Aff((0, 0), 0, ((1, e),)) if _signed_int(e.ty) else None
     if isinstance(e, ir.Local):
         return env.get(e.name)
-    if isinstance(e, ir.Cast) and _signed_int(e.ty) and _signed_int(e.value.ty) and e.value.ty.bits <= e.ty.bits:
-        return _affine(e.value, env, shape)  # a widening of a signed integer: the same value
+    if isinstance(e, ir.Cast) and isinstance(e.ty, ScalarTy) and isinstance(e.value.ty, ScalarTy):
+        if _signed_int(e.ty) and _signed_int(e.value.ty) and e.value.ty.bits <= e.ty.bits:
+            return _affine(e.value, env, shape)  # a widening of a signed integer: the same value
+        return None
     if isinstance(e, ir.BinOp) and _signed_int(e.ty):
         if e.op in ("+", "-"):
             a, b = _affine(e.left, env, shape), _affine(e.right, env, shape)
@@ -120,7 +122,7 @@ def _tile_affine(x: Any) -> _Aff | None:
             return _Aff((0, 1), 0, ())
         return None
     if isinstance(x, TileElem) and len(x.ty.shape) == 2:
-        env = {}
+        env: dict[str, _Aff] = {}
         for name, t in x.inputs:
             a = _tile_affine(t)
             if a is None:
@@ -137,14 +139,12 @@ def _min_diff(cond: Any, env: dict[str, Any], shape: tuple[int, ...]) -> tuple[_
         return _min_diff(inner.template, dict(inner.inputs), shape) if inner.ty.shape == shape else None
     if not (isinstance(cond, ir.Compare) and len(cond.ops) == 1 and cond.ops[0] in ("<", "<=", ">", ">=")):
         return None
-    affs = {}
-    for name, t in env.items():
-        if isinstance(t, TileTy):
+    bound: dict[str, _Aff] = {}
+    for name, t in env.items():  # every input affine (a tile bound to no form is never read as a scalar)
+        a = _tile_affine(t)
+        if a is None:
             return None
-        affs[name] = _tile_affine(t)
-    if any(a is None for a in affs.values()):
-        return None
-    bound = {k: v for k, v in affs.items() if v is not None}
+        bound[name] = a
     left, right = (_affine(o, bound, shape) for o in cond.operands)
     if left is None or right is None:
         return None
