@@ -17,6 +17,13 @@ The reasoning is exact integer arithmetic, so the skip also tests, at run time, 
 lies within +-2**40 (with at most 8 scalars, constants within 2**56 and every coefficient, at every
 subexpression, within 2**16, no value the element expression forms can wrap 64 bits); outside it
 the fragment loop runs as written.
+
+**Lazy rescale** (`ANODIZE_TILE_LAZY_RESCALE=1`, off until a GPU run has checked it): a matmul's
+accumulator expression `acc * alpha` (`acc` the target, `alpha` an (M, 1) register row tile) is
+skipped by a warp-uniform branch when every lane's `alpha` registers are exactly 1.0
+(`vote.sync.any` of `alpha != 1.0`): `x * 1.0` is `x` for every float, so the skip changes no
+bit.  An online softmax's `alpha = exp(m - m_new)` is 1.0 wherever no row maximum moved (the
+recognised form skips its rescale the same way).
 """
 
 from __future__ import annotations
@@ -27,12 +34,12 @@ from typing import Any
 
 from anodize.language import ir
 from anodize.language.ir_walk import walk
-from anodize.language.tile_ir import TileArange, TileElem, TileReshape
-from anodize.language.types import BOOL, I64, ScalarTy
+from anodize.language.tile_ir import TileArange, TileElem, TileReshape, TileTy
+from anodize.language.types import BOOL, F32, I64, ScalarTy
 
 from .compute import _bin, _c, _lt
 
-__all__ = ["mask_skip", "skip_condition"]
+__all__ = ["lazy_rescale", "mask_skip", "rescale_condition", "skip_condition"]
 
 LEAF_LIMIT = 1 << 40
 COEF_LIMIT = 1 << 16
@@ -178,3 +185,32 @@ def skip_condition(low: Any, s: ir.Assign) -> ir.Expr | None:
         total = _bin("+", total, x if sign == 1 else _bin("*", x, _c(sign)))
     run.append(_lt(total, _c(need)))
     return run[0] if len(run) == 1 else ir.BoolOp("or", tuple(run), BOOL)
+
+
+def lazy_rescale() -> bool:
+    """`ANODIZE_TILE_LAZY_RESCALE=1`: the lazy rescale (the module docstring)."""
+    return os.environ.get("ANODIZE_TILE_LAZY_RESCALE", "") == "1"
+
+
+def rescale_condition(target: str, acc: Any, rows: Any) -> ir.Expr | None:
+    """For an accumulator expression `acc` of the matmul into `target` that is `target * alpha`
+    (either order; `alpha` an (M, 1) tile local): a warp-uniform condition true when some lane's
+    `alpha` is not 1.0, `rows(name, ty)` giving the row tile's register names; else None."""
+    if not (isinstance(acc, TileElem) and isinstance(acc.template, ir.BinOp) and acc.template.op == "*"):
+        return None
+    env = dict(acc.inputs)
+    sides = [env.get(x.name) if isinstance(x, ir.Local) else None for x in (acc.template.left, acc.template.right)]
+    if not all(isinstance(x, ir.Local) for x in sides) or acc.ty.elem != F32:
+        return None
+    names = [x.name for x in sides]  # type: ignore[union-attr]
+    if names.count(target) != 1:
+        return None
+    alpha = sides[1 - names.index(target)]
+    aty = alpha.ty  # type: ignore[union-attr]
+    if not (isinstance(aty, TileTy) and aty.elem == F32 and len(aty.shape) == 2 and aty.shape[1] == 1):
+        return None
+    regs = rows(alpha.name, aty)  # type: ignore[union-attr]
+    if regs is None:
+        return None
+    ne = [ir.Compare(("!=",), (ir.Local(r, F32), ir.Const(1.0, F32)), BOOL, None, (F32,)) for r in regs]
+    return ir.WarpOp("any", (ne[0] if len(ne) == 1 else ir.BoolOp("or", tuple(ne), BOOL),), BOOL)

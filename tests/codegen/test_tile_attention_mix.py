@@ -7,7 +7,8 @@ cvt.rn.f16x2.f32), ANODIZE_TILE_A_RESIDENT (Q copied once into shared memory whe
 large to hold), ANODIZE_TILE_LOOP_VERSIONS (the loop emitted for aligned rows, cp.async only),
 ANODIZE_FAST_EXP (exponentials as one ex2.approx.ftz: docs/language.md), ANODIZE_TILE_ONE_WAIT
 (one cp.async wait and barrier an iteration), ANODIZE_TILE_LDSM_XOR (ldmatrix at a lane base
-plus an immediate) and ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut)."""
+plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut) and
+ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0)."""
 
 from __future__ import annotations
 
@@ -152,13 +153,13 @@ def test_fast_exp_and_one_wait_leave_the_by_ops_loop_one_wait_one_barrier_and_no
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fast", [False, True], ids=["", "egxm"])
+@pytest.mark.parametrize("fast", [False, True], ids=["", "egxml"])
 @pytest.mark.parametrize("variant", ["example", "exp2", "causal", "causal_diag", "ragged"])
 @pytest.mark.parametrize("d,warps,held", [(64, 4, True), (128, 4, False), (128, 8, True), (64, 8, False)])
 def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held: bool, fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """(GPU) K/V prefetch with Q held (or resident where not held), P packed in pairs, the
     aligned loop version (and with `fast`: ANODIZE_FAST_EXP, ANODIZE_TILE_ONE_WAIT,
-    ANODIZE_TILE_LDSM_XOR, ANODIZE_TILE_MASK_SKIP): results
+    ANODIZE_TILE_LDSM_XOR, ANODIZE_TILE_MASK_SKIP, ANODIZE_TILE_LAZY_RESCALE): results
     against float64 NumPy (contiguous inputs: the aligned version runs)."""
     import numpy as np
 
@@ -168,7 +169,8 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
 
     for name in ("ANODIZE_TILE_PREFETCH", "ANODIZE_TILE_F16X2", "ANODIZE_TILE_A_RESIDENT", "ANODIZE_TILE_LOOP_VERSIONS"):
         monkeypatch.setenv(name, "1")
-    for name in ("ANODIZE_FAST_EXP", "ANODIZE_TILE_ONE_WAIT", "ANODIZE_TILE_LDSM_XOR", "ANODIZE_TILE_MASK_SKIP"):
+    for name in ("ANODIZE_FAST_EXP", "ANODIZE_TILE_ONE_WAIT", "ANODIZE_TILE_LDSM_XOR", "ANODIZE_TILE_MASK_SKIP",
+                 "ANODIZE_TILE_LAZY_RESCALE"):
         monkeypatch.setenv(name, "1" if fast else "")
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64 if held else 0)

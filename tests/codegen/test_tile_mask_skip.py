@@ -121,3 +121,54 @@ def test_causal_attention_branches_around_its_mask() -> None:
     assert main is not None and main0 is not None
     assert len(main.blocks) > len(main0.blocks)  # the mask's fragment loop is a block of its own
     assert main.mix["mma.m16n8k16"] == main0.mix["mma.m16n8k16"] == 128
+
+
+RESCALE = '''
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, tile
+
+
+@az.tile_kernel(num_warps=4)
+def rescale(w: Slice2D[f16], o: DisjointSlice2D[f32]) -> None:
+    pid = tile.program_id_2d()
+    acc = tile.zeros((64, 32), f32)
+    other = tile.zeros((64, 32), f32)
+    alpha = tile.full((64, 1), 0.5, f32)
+    acc = tile.matmul(tile.load(w, pid, (64, 16)), tile.load(w, pid, (16, 32)), acc * alpha)
+    acc = tile.matmul(tile.load(w, pid, (64, 16)), tile.load(w, pid, (16, 32)), alpha * acc)
+    acc = tile.matmul(tile.load(w, pid, (64, 16)), tile.load(w, pid, (16, 32)), other * alpha)
+    acc = tile.matmul(tile.load(w, pid, (64, 16)), tile.load(w, pid, (16, 32)), acc * acc)
+    acc = tile.matmul(tile.load(w, pid, (64, 16)), tile.load(w, pid, (16, 32)), acc + alpha)
+    tile.store(o, pid, acc + other)
+'''
+
+
+def test_lazy_rescale_takes_target_times_a_row_tile_only() -> None:
+    from anodize.codegen.tile.mask_skip import rescale_condition
+    from anodize.language.tile_ir import TileMatmul
+
+    front = front_for_source(RESCALE, "<lazy-rescale>")
+    t = front.typed(next(f for f in front.kernels() if f.name == "rescale"), ())
+    assert t.ir is not None
+    accs = [n.value.acc for n in walk(t.ir.body) if isinstance(n, ir.Assign) and isinstance(n.value, TileMatmul)]
+    got = [rescale_condition("acc", a, lambda n, ty: [f"r_{n}_{i}" for i in range(2)]) for a in accs]
+    assert [g is not None for g in got] == [True, True, False, False, False]
+    cond = got[0]
+    assert isinstance(cond, ir.WarpOp) and cond.op == "any"  # warp-uniform: every lane takes the same branch
+    assert {x.name for x in walk(cond) if isinstance(x, ir.Local)} == {"r_alpha_0", "r_alpha_1"}
+    assert rescale_condition("acc", accs[0], lambda n, ty: None) is None  # alpha not in registers
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
+def test_attention_rescale_is_a_block_behind_one_vote() -> None:
+    sys.path.insert(0, str(ROOT / "tools"))
+    from ptx_mix import analyse, attention_ptx
+
+    ptx = attention_ptx("example", 4, 64, "ops+p+h+f+e+g+x+l")
+    assert ptx is not None
+    rep = analyse(ptx)
+    main = rep.main_loop()
+    assert main is not None and rep.resources["spill_st"] == 0
+    body = [ln for ln in ptx.splitlines() if "vote.sync.any" in ln]
+    assert len(body) == 1  # one vote a loop (the accumulator's rescale)
+    assert main.mix["mma.m16n8k16"] == 128
