@@ -171,7 +171,11 @@ def skip_condition(low: Any, s: ir.Assign) -> ir.Expr | None:
     then = v.template.then
     if not (isinstance(then, ir.Local) and isinstance(env.get(then.name), ir.Local) and env[then.name].name == s.name):
         return None
-    found = _min_diff(v.template.cond, env, v.ty.shape)
+    cond = v.template.cond
+    for name, t in env.items():  # nothing but the target, the condition and affine tiles: no memory read, no barrier
+        if name != then.name and not (isinstance(cond, ir.Local) and name == cond.name) and _tile_affine(t) is None:
+            return None
+    found = _min_diff(cond, env, v.ty.shape)
     if found is None:
         return None
     diff, need = found

@@ -39,6 +39,7 @@ def masked(x: Slice2D[f32], o: DisjointSlice2D[f32], a: i64, b: i64, c: i32) -> 
     s = tile.where(tile.arange(16)[:, None] + a >= tile.arange(32)[None, :] + b, 0.0, s)
     s = tile.where(tile.arange(16)[:, None] * tile.arange(32)[None, :] >= a, s, 0.0)
     s = tile.where(tile.arange(16)[:, None] + c >= tile.arange(32)[None, :], s, 0.0)
+    s = tile.where(tile.arange(16)[:, None] + a >= tile.arange(32)[None, :] + b, s, tile.load(x, pid, (16, 32)))
     tile.store(o, pid, s)
 '''
 
@@ -76,11 +77,12 @@ def _eval(e: Any, env: dict[str, int]) -> Any:
 
 
 def test_only_affine_masks_that_keep_the_target_get_a_skip() -> None:
-    first, second, swapped, product, narrow = (skip_condition(_Low(), s) for s in _statements(SOURCE, "masked"))
+    first, second, swapped, product, narrow, loaded = (skip_condition(_Low(), s) for s in _statements(SOURCE, "masked"))
     assert first is not None and second is not None
     assert swapped is None  # `where(cond, 0, s)`: s is replaced where cond holds
     assert product is None  # not affine in the coordinates
     assert narrow is None  # i32 arithmetic with a scalar may wrap: not covered, the loop runs as written
+    assert loaded is None  # `other` reads memory: the statement stays as written (its loads, any barrier)
 
 
 @pytest.mark.parametrize("which", [0, 1])
