@@ -2,10 +2,12 @@
 recognised form and torch SDPA, H200, batch 4, 16 heads, seq 4096, f16, each output checked
 against SDPA: examples/tile_attention.py's kernel with the form on, then with it off
 (`ANODIZE_ATTN_FORM=off`), and the variants of tests/codegen/attention_variants.py (exp2 with
-the scale in the exponent, causal through `tile.arange`), d64 and d128, 4 and 8 warps; `NAME:FLAGS`
-turns on the by-ops switches that are off by default (letters below).
+the scale in the exponent, causal through `tile.arange`, causal_diag with the loop ending at the
+diagonal), d64 and d128, 4 and 8 warps; `NAME:FLAGS`
+turns on the by-ops switches that are off by default (letters below); the third argument picks
+the warp counts.
 
-    python3 bench/tile_attention_ops.py [form,example,exp2:phf,causal:prf] [64,128]
+    python3 bench/tile_attention_ops.py [form,example,exp2:phf,causal:prf] [64,128] [4,8]
 """
 
 from __future__ import annotations
@@ -34,7 +36,10 @@ def main() -> None:
     dev = az.device(0)
     # NAME[:p0]: ":p0" compiles with ANODIZE_TILE_PREFETCH=0 (each tile staged at its matmul);
     # NAME[:FLAGS], FLAGS letters of tools/ptx_mix.py's modes: p prefetch, h Q held in registers
-    # (tile_plan.A_HELD_LIMIT 64), f f16x2 packing, r Q resident in shared memory, v aligned loop version
+    # (tile_plan.A_HELD_LIMIT 64), f f16x2 packing, r Q resident in shared memory, v aligned loop version,
+    # e fast exponentials (ANODIZE_FAST_EXP), g one wait an iteration (ANODIZE_TILE_ONE_WAIT), x ldmatrix
+    # at a lane base plus an immediate (ANODIZE_TILE_LDSM_XOR), m affine mask skipped where whole (ANODIZE_TILE_MASK_SKIP),
+    # l lazy rescale (ANODIZE_TILE_LAZY_RESCALE)
     from anodize.language import tile_plan
 
     sys.path.insert(0, str(ROOT / "tools"))
@@ -42,6 +47,7 @@ def main() -> None:
 
     variants = (sys.argv[1] if len(sys.argv) > 1 else "form,example,exp2,causal,example:p0").split(",")
     dims = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "64,128").split(",")]
+    warp_counts = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "4,8").split(",")]
     bsz, heads, seq = 4, 16, 4096
     for d in dims:
         torch.manual_seed(d)
@@ -60,8 +66,8 @@ def main() -> None:
             if knob == "p0":
                 os.environ["ANODIZE_TILE_PREFETCH"] = "0"
             tile_plan.A_HELD_LIMIT = 64 if knob != "p0" and "h" in knob else 0
-            for warps, bm in ((4, 128), (8, 128)):
-                causal = name == "causal"
+            for warps, bm in ((w, 128) for w in warp_counts):
+                causal = name.startswith("causal")
                 fl = 4.0 * bsz * heads * seq * seq * d / (2 if causal else 1)
                 os.environ["ANODIZE_ATTN_FORM"] = "" if name == "form" else "off"
                 kern = EX.attention if name == "form" else AV.kernel(name, warps, knob)

@@ -15,7 +15,11 @@ however often it runs).
 `--attention` compiles tests/codegen/attention_variants.py's bodies for sm_90 (BM 128, BN 64)
 as the recognised form (`form`, the example body only) and by operations (`ops`; `+p`:
 ANODIZE_TILE_PREFETCH=1, `+h`: Q held in registers, tile_plan.A_HELD_LIMIT=64, `+f`:
-ANODIZE_TILE_F16X2=1, `+r`: ANODIZE_TILE_A_RESIDENT=1, `+v`: ANODIZE_TILE_LOOP_VERSIONS=1) and prints one
+ANODIZE_TILE_F16X2=1, `+r`: ANODIZE_TILE_A_RESIDENT=1, `+v`: ANODIZE_TILE_LOOP_VERSIONS=1, `+e`:
+ANODIZE_FAST_EXP=1, f32 exp and exp2 as one ex2.approx.ftz each, `+g`: ANODIZE_TILE_ONE_WAIT=1, one
+cp.async wait and barrier an iteration, `+x`: ANODIZE_TILE_LDSM_XOR=1, ldmatrix at a base plus an immediate, `+m`:
+ANODIZE_TILE_MASK_SKIP=1, an affine tile.where mask skipped on tiles it does not cut, `+l`:
+ANODIZE_TILE_LAZY_RESCALE=1, `acc * alpha` skipped when every alpha is 1.0) and prints one
 markdown table row per kernel and mode: the main loop's mix (the loop with the most
 tensor-core instructions) and the kernel's resources.
 """
@@ -327,7 +331,9 @@ def row_counts(c: Counter[str]) -> dict[str, int]:
 
 # a mode's `+x` flags: the switch each turns on (`+h`: tile_plan.A_HELD_LIMIT = 64, Q held in registers)
 MODE_SWITCHES = {"p": "ANODIZE_TILE_PREFETCH", "f": "ANODIZE_TILE_F16X2", "r": "ANODIZE_TILE_A_RESIDENT",
-                 "v": "ANODIZE_TILE_LOOP_VERSIONS"}
+                 "v": "ANODIZE_TILE_LOOP_VERSIONS", "e": "ANODIZE_FAST_EXP",
+                 "g": "ANODIZE_TILE_ONE_WAIT", "x": "ANODIZE_TILE_LDSM_XOR",
+                 "m": "ANODIZE_TILE_MASK_SKIP", "l": "ANODIZE_TILE_LAZY_RESCALE"}
 
 
 def _form_matches(k: object, warps: int) -> bool:

@@ -56,6 +56,17 @@ _PTX_FOR_ARCH = {
     "sm_120": "+ptx87",
 }
 
+LOG2E = 1.4426950408889634  # log2(e), rounded to f32 where it multiplies an f32
+
+
+def fast_exp() -> bool:
+    """`ANODIZE_FAST_EXP=1`: f32 `exp(x)` is `ex2.approx.ftz.f32(x * log2 e)` and f32 `exp2(x)` is
+    `ex2.approx.ftz.f32(x)` (one MUFU.EX2 each, as flash attention computes its exponentials),
+    instead of libdevice's `__nv_expf` / `__nv_exp2f`: exp's error grows with |x| (the rounded
+    product; docs/language.md, "Fast exponentials") and results below 2^-126 flush to 0."""
+    return os.environ.get("ANODIZE_FAST_EXP", "") == "1"
+
+
 def libdevice_symbol(name: str, bits: int) -> str:
     """The libdevice function that computes `math.<name>` on `bits`-wide floats (every function
     of language/math_table.py but the LLVM intrinsics and the classifications, an `fcmp`)."""
@@ -271,6 +282,9 @@ class NVPTXTarget(Target):
     def math(self, lw: Lowerer, name: str, args: list[llir.Value], ty: ScalarTy) -> llir.Value:
         t = args[0].type
         fs = "f32" if ty.bits == 32 else "f64"
+        if name in ("exp", "exp2") and ty.bits == 32 and fast_exp():
+            x = args[0] if name == "exp2" else lw.b.fmul(args[0], llir.Constant(FLOAT, LOG2E))
+            return lw.intrinsic("llvm.nvvm.ex2.approx.ftz.f32", t, [x])
         if name in INTRINSIC_MATH:
             return lw.intrinsic(f"llvm.{INTRINSIC_MATH[name]}.{fs}", t, args)
         return lw.intrinsic(libdevice_symbol(name, ty.bits), t, args)  # ldexp: (float, i32)

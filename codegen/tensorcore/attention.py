@@ -42,7 +42,7 @@ from . import inline_ptx as P
 from .attention_groups import bar_count, merge_groups
 from .common import _as_i32, _as_i64, shared_buffer, store_fragments
 from .gemm import _swizzle, _Tile
-from .inline_ptx import F32, I32, I64, c32, c64, ex2, fmax
+from .inline_ptx import F32, I32, I64, c32, c64, ex2, fmax, ldsm, ldsm_kstep
 
 from anodize.language.attention_config import REG_BUDGET, AttnConfig  # noqa: F401,E402  (re-exported)
 
@@ -61,31 +61,6 @@ def shfl_xor(b: ir.IRBuilder, x: ir.Value, lane_mask: int) -> ir.Value:
     bits = b.bitcast(x, I32)
     r = b.asm(ir.FunctionType(I32, [I32]), f"shfl.sync.bfly.b32 $0, $1, {lane_mask}, 31, -1;", "=r,r", [bits], True)
     return b.bitcast(r, F32)
-
-
-def ldsm(b: ir.IRBuilder, addr: ir.Value, imm: int, trans: bool) -> list[ir.Value]:
-    """`ldmatrix.x4` at shared `addr + imm` (the immediate in the instruction, not a register)."""
-    t = ".trans" if trans else ""
-    st = ir.LiteralStructType([I32] * 4)
-    r = b.asm(ir.FunctionType(st, [I32]), f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [$4+{imm}];",
-              "=r,=r,=r,=r,r,~{memory}", [addr], True)
-    return [b.extract_value(r, i) for i in range(4)]
-
-
-def ldsm_kstep(b: ir.IRBuilder, full: ir.Value, kk: int, imm: int, trans: bool = False) -> list[ir.Value]:
-    """`ldmatrix.x4` of k-step `kk` for a lane whose k-step-0 address is `full` (shared; the
-    buffer 128-byte aligned, the lane's chunk `c` < 8): chunk c ^ 2kk is c ^ 2(kk % 4) plus
-    8 (kk // 4), so the address is `full ^ (kk % 4) << 5` plus an immediate -- no XOR at all for
-    every fourth k-step, and one XOR (inside the asm: nothing to hoist) for the others."""
-    x, imm = (kk & 3) << 5, imm + (kk >> 2) * 128
-    if x == 0:
-        return ldsm(b, full, imm, trans)
-    st = ir.LiteralStructType([I32] * 4)
-    t = ".trans" if trans else ""
-    r = b.asm(ir.FunctionType(st, [I32]), f"{{ .reg .b32 a; xor.b32 a, $4, {x}; "
-              f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [a+{imm}]; }}",
-              "=r,=r,=r,=r,r,~{memory}", [full], True)
-    return [b.extract_value(r, i) for i in range(4)]
 
 
 def ld_chunk_b16(b: ir.IRBuilder, addr: ir.Value, n: ir.Value) -> list[ir.Value]:

@@ -177,6 +177,31 @@ def ldmatrix_x4(b: ir.IRBuilder, addr: ir.Value, trans: bool) -> list[ir.Value]:
     return [b.extract_value(r, i) for i in range(4)]
 
 
+def ldsm(b: ir.IRBuilder, addr: ir.Value, imm: int, trans: bool) -> list[ir.Value]:
+    """`ldmatrix.x4` at shared `addr + imm` (the immediate in the instruction, not a register)."""
+    t = ".trans" if trans else ""
+    st = ir.LiteralStructType([I32] * 4)
+    r = b.asm(ir.FunctionType(st, [I32]), f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [$4+{imm}];",
+              "=r,=r,=r,=r,r,~{memory}", [addr], True)
+    return [b.extract_value(r, i) for i in range(4)]
+
+
+def ldsm_kstep(b: ir.IRBuilder, full: ir.Value, kk: int, imm: int, trans: bool = False) -> list[ir.Value]:
+    """`ldmatrix.x4` of k-step `kk` for a lane whose k-step-0 address is `full` (shared; the
+    buffer 128-byte aligned, the lane's chunk `c` < 8): chunk c ^ 2kk is c ^ 2(kk % 4) plus
+    8 (kk // 4), so the address is `full ^ (kk % 4) << 5` plus an immediate -- no XOR at all for
+    every fourth k-step, and one XOR (inside the asm: nothing to hoist) for the others."""
+    x, imm = (kk & 3) << 5, imm + (kk >> 2) * 128
+    if x == 0:
+        return ldsm(b, full, imm, trans)
+    st = ir.LiteralStructType([I32] * 4)
+    t = ".trans" if trans else ""
+    r = b.asm(ir.FunctionType(st, [I32]), f"{{ .reg .b32 a; xor.b32 a, $4, {x}; "
+              f"ldmatrix.sync.aligned.m8n8.x4{t}.shared.b16 {{$0, $1, $2, $3}}, [a+{imm}]; }}",
+              "=r,=r,=r,=r,r,~{memory}", [full], True)
+    return [b.extract_value(r, i) for i in range(4)]
+
+
 def mma_16816(b: ir.IRBuilder, a: list[ir.Value], bb: list[ir.Value], c: list[ir.Value], in_dtype: str) -> list[ir.Value]:
     """D = A(16x16, row) * B(16x8, col) + C, f32 accumulators, f16 or bf16 operands."""
     ty = PTX_IN[in_dtype]

@@ -32,6 +32,7 @@ from anodize.language.tile_storage import tile_storage_bound
 
 from .compute import _Access, _bin, _c
 from .layout import MmaLayout, RowLayout, choose_layout, row_of, stacked_enabled, wgmma_shape_ok
+from .mask_skip import lazy_rescale, mask_skip, rescale_condition, skip_condition
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .prefetch import prefetch_loop, prefetched_sites
@@ -192,8 +193,16 @@ def assign_registers(low: Any, s: ir.Assign) -> list[ir.Stmt]:
         return _mma(low, site, _c(1))
     ty: TileTy = s.value.ty  # type: ignore[assignment]
     dest = registers_of(low, s.name, ty)
+    run = skip_condition(low, s) if mask_skip() else None
     out: list[ir.Stmt] = []
     tree = low.prep(s.value, out)
+    if run is not None and not out:  # x = tile.where(affine cond, x, other): skipped where cond holds everywhere (mask_skip.py)
+        return [ir.If(run, tuple(_fragment_assign(low, tree, dest)), ())]
+    return out + _fragment_assign(low, tree, dest)
+
+
+def _fragment_assign(low: Any, tree: Any, dest: Any) -> list[ir.Stmt]:
+    """The fragment loop of `name = value` (each register's new value from the element's own)."""
 
     def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
         # register i's new value reads the register tiles at element i only (the plan), so it
@@ -202,8 +211,7 @@ def assign_registers(low: Any, s: ir.Assign) -> list[ir.Stmt]:
         v = low.ev(tree, coords, pre)
         return [*pre, ir.Assign(dest.regs[i], v)]
 
-    out += _fragment_loop(low, dest.layout, body, None)
-    return out
+    return _fragment_loop(low, dest.layout, body, None)
 
 
 def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
@@ -288,13 +296,13 @@ def _eval_into(low: Any, dest: _Frag, value: Any, out: list[ir.Stmt]) -> None:
     """A fragment loop setting `dest`'s registers to element-wise tree `value` (reading register
     tiles at the element being computed only, so in place)."""
     tree = low.prep(value, out)
+    out += _fragment_assign(low, tree, dest)
 
-    def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
-        pre: list[ir.Stmt] = []
-        v = low.ev(tree, coords, pre)
-        return [*pre, ir.Assign(dest.regs[i], v)]
 
-    out += _fragment_loop(low, dest.layout, body, None)
+def _row_regs(low: Any, name: str, ty: TileTy) -> list[str] | None:
+    """The registers of row tile `name` where the plan holds it in registers, else None."""
+    hit = low.registers.get(name)
+    return list(hit.regs) if hit is not None and hit.ty == ty else None
 
 
 def row_reduce(low: Any, x: TileReduce, out: list[ir.Stmt]) -> _Frag:
@@ -334,7 +342,14 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     if site.stmt.value.acc is None:  # type: ignore[union-attr]
         acc_out += [ir.Assign(r, ir.Const(0.0, F32)) for r in dest.regs]
     elif site.acc is not None:  # `acc * alpha`: into the target's registers
-        _eval_into(low, dest, site.acc, acc_out)
+        lazy = rescale_condition(name, site.acc, lambda n, t: _row_regs(low, n, t)) if lazy_rescale() else None
+        if lazy is None:
+            _eval_into(low, dest, site.acc, acc_out)
+        else:  # skipped where every alpha is exactly 1.0 (mask_skip.py, lazy rescale)
+            rescale: list[ir.Stmt] = []
+            _eval_into(low, dest, site.acc, rescale)
+            acc_out.append(ir.If(lazy, tuple(rescale), ()))
+            low.uses_warp = True
     a_regs: tuple[str, ...] = ()
     a_out: list[ir.Stmt] = []
     if site.x.load is None:  # `p.astype(f16)`: its (M, K) registers are the A fragments

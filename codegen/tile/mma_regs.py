@@ -45,6 +45,23 @@ def packs_as_vector() -> bool:
     return os.environ.get("ANODIZE_TILE_F16X2", "") == "1"
 
 
+def ldsm_xor() -> bool:
+    """`ANODIZE_TILE_LDSM_XOR=1`: each lane's ldmatrix addresses as one base a tile plus an
+    immediate, with the swizzle's k-step XOR inside the instruction's asm (`inline_ptx.ldsm_kstep`,
+    the recognised attention form's addressing) where the tile's rows are 8 or more 16-byte chunks,
+    instead of one offset register a (k-step, column pair) that LLVM hoists out of the loop and
+    keeps live across it (64 of them for K and V at d128).  Off until a GPU run has checked it."""
+    return os.environ.get("ANODIZE_TILE_LDSM_XOR", "") == "1"
+
+
+def _lane_base(b: llir.IRBuilder, base: llir.Value, row: llir.Value, chunk: llir.Value, cpr: int) -> llir.Value:
+    """The k-step-0 address of a lane reading `row` (its low 3 bits the swizzle's: the other terms
+    of the rows it reads are multiples of 8) at logical chunk `chunk` < 2 of a swizzled tile at
+    `base` (128-byte aligned) with `cpr` >= 8 chunks a row: the XOR of `ldsm_kstep` then only
+    touches the chunk's bits 5-6 (staging._rowmajor's layout, gemm._swizzle with one row a line)."""
+    return b.add(base, b.add(b.mul(row, c32(cpr * 16)), b.shl(b.xor(chunk, b.and_(row, c32(7))), c32(4))))
+
+
 def _pack(b: llir.IRBuilder, lo: llir.Value, hi: llir.Value) -> llir.Value:
     """Two 16-bit floats as one b32 (lo in the low half)."""
     if packs_as_vector():
@@ -133,8 +150,9 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         base = s0
     else:
         slot = b.and_(b.trunc(lw.conv(lw.expr(pf.slot), pf.slot.ty, I64T), I32), c32(1))
-        P.cp_async_wait(b, pf.waits)
-        P.barrier(b)
+        if not pf.waitless:
+            P.cp_async_wait(b, pf.waits)
+            P.barrier(b)
         base = b.add(s0, b.add(c32(pf.region), b.mul(slot, c32(nbytes))))
     lane = b.and_(P.sreg(b, "tid.x"), c32(31))
     lr = b.and_(lane, c32(15))
@@ -146,9 +164,22 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         a_base = b.add(s0, c32(pf.a_region))
         a_row = b.add(b.mul(b.lshr(P.sreg(b, "tid.x"), c32(5)), c32(lay.m // lay.wm)), lr)
     cur = [[acc[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
+    b_cpr = K // 8 if op.trans else lay.n // 8
+    xor_b = ldsm_xor() and b_cpr >= 8 and (pf is None or pf.region % 128 == 0) and nbytes % 128 == 0
+    xor_a = resident and ldsm_xor() and K // 8 >= 8 and pf.a_region % 128 == 0 and (lay.m // lay.wm) % 8 == 0
+    if xor_b:  # B^T rows n = 16 npair + n_lane, chunk 2 kk + (j8 & 1); B rows k = 16 kk + lr, chunk 2 npair + hi
+        b_full = (_lane_base(b, base, b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7), b.and_(j8, c32(1)), b_cpr) if op.trans
+                  else _lane_base(b, base, lr, hi, b_cpr))
+    if xor_a:
+        a_full = _lane_base(b, a_base, a_row, hi, K // 8)
     for kk in range(K // 16):
         bfr: list[Any] = []
         for npair in range(nt // 2):
+            if xor_b:
+                r = (P.ldsm_kstep(b, b_full, kk, npair * 16 * b_cpr * 16, False) if op.trans
+                     else P.ldsm_kstep(b, b_full, npair, kk * 16 * b_cpr * 16, True))
+                bfr += [[r[0], r[1]], [r[2], r[3]]]
+                continue
             if op.trans:  # shared B is N x K: rows n
                 n = b.add(c32(npair * 16), b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7))
                 off = _rowmajor(b, n, b.add(c32(kk * 2), b.and_(j8, c32(1))), K // 8)
@@ -159,7 +190,9 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         for mi in range(mt):
             blk0 = (mi * kt_a + 2 * kk) * 4
             blk1 = blk0 + 4
-            if resident:  # matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3
+            if xor_a:
+                afr = P.ldsm_kstep(b, a_full, kk, mi * 16 * (K // 8) * 16, False)
+            elif resident:  # matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3
                 off = _rowmajor(b, b.add(a_row, c32(mi * 16)), b.add(c32(kk * 2), hi), K // 8)
                 afr = list(P.ldmatrix_x4(b, b.add(a_base, off), trans=False))
             else:
@@ -169,7 +202,12 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
                 cur[mi][ni] = P.mma_16816(b, afr, bfr[ni], cur[mi][ni], s.elem)
     if pf is None:
         P.barrier(b)  # the buffer is free again
-    else:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
+    elif pf.group:  # one wait: every matmul's next tile into its other slot, one group
+        for c in pf.group:
+            issue_copy(lw, c.op, c.k, c.n, c.warps, c.site, b.add(c32(c.region), b.mul(b.xor(slot, c32(1)), c32(c.k * c.n * 2))),
+                       pf.aligned)
+        P.cp_async_commit(b)
+    elif not pf.waitless:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
         nxt = MmaOperandIR(op.slice, pf.next, op.shape, op.trans)
         issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))), pf.aligned)
         P.cp_async_commit(b)

@@ -28,6 +28,17 @@ once, before the loop (its own group, before the B tiles' first copies: the firs
 wait covers it), into a region after the B slots, and every iteration reads its A fragments
 from there with ldmatrix (codegen/tile/mma_regs.py): no copy of A in the loop.
 
+**One wait** (`ANODIZE_TILE_ONE_WAIT=1`, off until a GPU run has checked it): with two or more
+prefetching matmuls, the loop's first matmul waits for every group (`cp.async.wait_group 0`: the
+iteration's tiles of all of them), takes the one barrier, and after its mma issues every matmul's
+tile of iteration i + 1 (into each one's other slot, last read at iteration i - 1, before this
+barrier) as one group; the later matmuls neither wait nor sync nor copy.  (Issued before the
+first mma, as the form does, ptxas spills 4/8 bytes at d64 / 4 warps and 140 more at d128.)  So an iteration has
+one wait, one barrier and one commit (the recognised attention form's protocol), and iteration
+i + 1's V has all of iteration i to arrive instead of its S matmul.  The next tiles' offsets read
+only the loop variable and locals the body does not assign (the qualifying rule), so they are the
+same values at the first matmul as at their own.
+
 **Aligned version** (`ANODIZE_TILE_LOOP_VERSIONS=1`, off until a GPU run has checked it): each
 copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else
 predicated 2-byte loads.  Where every B tile's column offset is `c0 + c * var` with `c * step`
@@ -60,7 +71,8 @@ from .mma_regs import issue_copy
 if TYPE_CHECKING:
     from ..llvm.lower import Lowerer
 
-__all__ = ["Prefetch", "TileCopyAlignedFlag", "TileCopy", "TileDrain", "loop_versions", "prefetch_loop", "prefetched_sites", "resident_ok"]
+__all__ = ["NextCopy", "Prefetch", "TileCopyAlignedFlag", "TileCopy", "TileDrain", "loop_versions", "one_wait", "prefetch_loop",
+           "prefetched_sites", "resident_ok"]
 
 
 @dataclass(frozen=True)
@@ -73,6 +85,21 @@ class Prefetch:
     waits: int  # groups that may stay pending at its wait (the loop's other prefetching matmuls)
     a_region: int = -1  # a resident A (the module docstring): bytes into the buffer of its (M, K) tile; -1 none
     aligned: bool = False  # in the aligned version of the loop: the next tile's copy is cp.async only
+    group: tuple[NextCopy, ...] = ()  # one wait (the module docstring): the first matmul issues every matmul's next tile
+    waitless: bool = False  # one wait: a later matmul, its tile complete at the first one's wait
+
+
+@dataclass(frozen=True)
+class NextCopy:
+    """One matmul's B tile of the next iteration, issued (one wait) by the loop's first matmul into
+    the other of its two slots at `region`."""
+
+    op: MmaOperandIR
+    region: int
+    k: int
+    n: int
+    warps: int
+    site: int
 
 
 @dataclass(frozen=True)
@@ -207,6 +234,13 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
     low.prefetch = {id(site.stmt): (Prefetch(slot, r, tuple(at(o, nxt) for o in site.y.load.offset), len(sites) - 1,
                                              a_regions.get(site.x.local, -1) if site.x.load is not None else -1), total)
                     for site, r in zip(sites, regions, strict=True)}
+    if one_wait() and len(sites) > 1:
+        group = tuple(NextCopy(MmaOperandIR(site.y.load.slice, tuple(at(o, nxt) for o in site.y.load.offset),
+                                            (site.y.load.ty.shape[0], site.y.load.ty.shape[1]), site.y.trans),
+                               r, site.shape[2], site.shape[1], low.T // 32, _fault_site(low, site))
+                      for site, r in zip(sites, regions, strict=True))
+        low.prefetch = {key: (replace(pf, waits=0, group=group if i == 0 else (), waitless=i > 0), n)
+                        for i, (key, (pf, n)) in enumerate(low.prefetch.items())}
     try:
         *pre, lowered = low.stmt(loop)
         assert isinstance(lowered, ir.ForRange)
@@ -225,6 +259,11 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
     finally:
         low.prefetch = {}
     return [*pre, *out, lowered, TileDrain()]
+
+
+def one_wait() -> bool:
+    """`ANODIZE_TILE_ONE_WAIT=1`: one cp.async wait and one barrier an iteration (the module docstring)."""
+    return os.environ.get("ANODIZE_TILE_ONE_WAIT", "") == "1"
 
 
 def loop_versions() -> bool:

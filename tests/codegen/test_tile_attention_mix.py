@@ -4,7 +4,11 @@ regress (bench/RESULTS.md, session 12, has the whole table).  The switches it tu
 by default until a GPU run has checked them: ANODIZE_TILE_PREFETCH (K/V prefetch),
 tile_plan.A_HELD_LIMIT (Q held in registers), ANODIZE_TILE_F16X2 (P packed with
 cvt.rn.f16x2.f32), ANODIZE_TILE_A_RESIDENT (Q copied once into shared memory where it is too
-large to hold) and ANODIZE_TILE_LOOP_VERSIONS (the loop emitted for aligned rows, cp.async only)."""
+large to hold), ANODIZE_TILE_LOOP_VERSIONS (the loop emitted for aligned rows, cp.async only),
+ANODIZE_FAST_EXP (exponentials as one ex2.approx.ftz: docs/language.md), ANODIZE_TILE_ONE_WAIT
+(one cp.async wait and barrier an iteration), ANODIZE_TILE_LDSM_XOR (ldmatrix at a lane base
+plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut) and
+ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0)."""
 
 from __future__ import annotations
 
@@ -135,12 +139,28 @@ def test_loop_versions_test_alignment_once_and_emit_the_loop_twice(monkeypatch: 
     assert len(ifs) == 1 and isinstance(ifs[0].body[0], ir.ForRange) and isinstance(ifs[0].orelse[0], ir.ForRange)
 
 
+@needs_ptxas
+@pytest.mark.parametrize("variant", ["example", pytest.param("causal_diag", marks=pytest.mark.slow)])
+def test_fast_exp_and_one_wait_leave_the_by_ops_loop_one_wait_one_barrier_and_no_fma(variant: str) -> None:
+    cells, res, _ = loop_mix(variant, 64, 4, "ops+p+r+f+v+e+g")
+    # ANODIZE_FAST_EXP: each exponential one ex2.approx.ftz (no __nv_expf range reduction FMAs);
+    # ANODIZE_TILE_ONE_WAIT: K and V of the next iteration one cp.async group, one wait and one
+    # barrier an iteration (the form's protocol); the tensor-core work unchanged
+    assert (cells["ex2"], cells["fma.f32"]) == (68, 0)
+    assert (cells["bar.sync"], cells["commit"], cells["wait"]) == (1, 1, 1)
+    assert (cells["mma.sync"], cells["ldmatrix"], cells["cp.async"], cells["cvt.f16x2"]) == (128, 40, 8, 32)
+    assert res["regs"] <= 255 and res["spill_st"] == 0
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("variant", ["example", "exp2", "causal", "ragged"])
+@pytest.mark.parametrize("fast", [False, True], ids=["", "egxml"])
+@pytest.mark.parametrize("variant", ["example", "exp2", "causal", "causal_diag", "ragged"])
 @pytest.mark.parametrize("d,warps,held", [(64, 4, True), (128, 4, False), (128, 8, True), (64, 8, False)])
-def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held: bool, fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """(GPU) K/V prefetch with Q held (or resident where not held), P packed in pairs, the
-    aligned loop version: results against float64 NumPy (contiguous inputs: the aligned version runs)."""
+    aligned loop version (and with `fast`: ANODIZE_FAST_EXP, ANODIZE_TILE_ONE_WAIT,
+    ANODIZE_TILE_LDSM_XOR, ANODIZE_TILE_MASK_SKIP, ANODIZE_TILE_LAZY_RESCALE): results
+    against float64 NumPy (contiguous inputs: the aligned version runs)."""
     import numpy as np
 
     import anodize as az
@@ -149,6 +169,9 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
 
     for name in ("ANODIZE_TILE_PREFETCH", "ANODIZE_TILE_F16X2", "ANODIZE_TILE_A_RESIDENT", "ANODIZE_TILE_LOOP_VERSIONS"):
         monkeypatch.setenv(name, "1")
+    for name in ("ANODIZE_FAST_EXP", "ANODIZE_TILE_ONE_WAIT", "ANODIZE_TILE_LDSM_XOR", "ANODIZE_TILE_MASK_SKIP",
+                 "ANODIZE_TILE_LAZY_RESCALE"):
+        monkeypatch.setenv(name, "1" if fast else "")
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64 if held else 0)
     bh, seq = (1, 200) if variant == "ragged" else (3, 256)
@@ -156,7 +179,7 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
     q, k, v = (rng.standard_normal((bh * seq, d), dtype=np.float32).astype(np.float16) for _ in range(3))
     dev = az.device()
     o = dev.full((bh * seq, d), 7.0, az.f16)
-    launch = AV.kernel(variant, warps, f"mix{int(held)}").specialize(BM=128, BN=64, D=d)[az.LaunchConfig.for_tiles((bh * seq, d), (128, d))]
+    launch = AV.kernel(variant, warps, f"mix{int(held)}{int(fast)}").specialize(BM=128, BN=64, D=d)[az.LaunchConfig.for_tiles((bh * seq, d), (128, d))]
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(d ** -0.5))
     want = AV.reference(variant, q, k, v, bh, seq, d ** -0.5)
     np.testing.assert_allclose(o.to_host().astype(np.float64), want, rtol=2e-2, atol=2e-2)
