@@ -253,7 +253,7 @@ class _Impls:
         outs = self.allocate(args, True)
         full = self._full(args, outs)
         launcher = self.kernel[self.config(*args)]
-        plan = getattr(launcher, "_hot", None)  # the plan of the launcher's last launch (runtime/launch.py)
+        plan = getattr(launcher, "last_plan", None)  # the plan of a `Launcher`'s last launch (runtime/launch.py)
         if plan is not None and plan.quick is not None and self.raw is not None and not _inflight._ACTIVE:
             # the launcher's quick pass over the tensors themselves: it checks what `_launch`
             # converts (contiguity, requires_grad) and every launch check, and refuses
@@ -267,7 +267,7 @@ class _Impls:
                 plan.arena.dirty = True
                 plan.call(*packed)
                 if stream:
-                    dev._export_sync(stream)
+                    dev.make_stream_wait(stream)
                 return self.result(outs)
         _launch(self.torch, launcher, full, self.slices, self.raw)
         return self.result(outs)
