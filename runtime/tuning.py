@@ -145,14 +145,20 @@ class Tuner:
         self.key_pos = [self.launch_params.index(n) for n in keyed]
         # the launch's Constants are baked into the specialisation: its launcher takes the rest
         kept = [i for i, p in enumerate(self.launch_params) if p not in kernel_consts]
+        self.strips = len(kept) != len(self.launch_params)  # (False: the launcher takes the arguments as they are)
         self.strip: Callable[[tuple[Any, ...]], tuple[Any, ...]] = (
-            (lambda a: a) if len(kept) == len(self.launch_params) else (lambda a: tuple(a[i] for i in kept)))
+            (lambda a: tuple(a[i] for i in kept)) if self.strips else (lambda a: a))
+        self.n_launch = len(self.launch_params)
         self.static: dict[Config, str] = {c: self.static_problem(c) for c in at.configs}
         self._variants: dict[tuple[Any, ...], Kernel] = {}
         self.best: dict[tuple[Any, ...], Config] = {}
         self.reports: dict[tuple[Any, ...], TuneReport] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._arrays: list[int] | None = None  # positions of the array arguments (their dtypes key too)
+        # the last launcher given out, (key, config, launch config, launcher): a warm launch that
+        # repeats it (the same config and LaunchConfig objects, an equal key) skips the memo's hashing
+        self._last: tuple[tuple[Any, ...], Config, Any, Any] | None = None
+        self._last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
         self._warned: set[tuple[Config, str]] = set()
 
     # -- configurations ---------------------------------------------------------------------
@@ -215,6 +221,9 @@ class Tuner:
 
     # -- keys -------------------------------------------------------------------------------
     def key_of(self, args: tuple[Any, ...]) -> tuple[Any, ...]:
+        """The tuning key of a launch's arguments: each key argument's shape (an array's) or value,
+        then every array argument's dtype name.  Computed on every launch: shapes and dtypes change
+        between launches."""
         arrays = self._arrays
         if arrays is None:
             arrays = self._arrays = [i for i, a in enumerate(args) if hasattr(a, "dtype") and hasattr(a, "shape") and getattr(a, "shape", ()) != ()]
@@ -255,13 +264,17 @@ class Tuner:
 
     # -- launching --------------------------------------------------------------------------
     def launch_for(self, grid: Any) -> TunedLaunch:
-        return TunedLaunch(self, grid)
+        last = self._last_launch
+        if last is not None and last.grid is grid:  # (a TunedLaunch holds nothing but its grid)
+            return last
+        launch = self._last_launch = TunedLaunch(self, grid)
+        return launch
 
     def config_for(self, grid: Any, c: Config) -> Any:
         if callable(grid) and not isinstance(grid, LaunchConfig):
             lc = grid(c)
             if not isinstance(lc, LaunchConfig):
-                raise ArgumentError(f"the grid function of autotuned kernel `{self.base.__name__}` returned {type(lc).__name__}, not an az.LaunchConfig")
+                self.not_a_launch_config(lc)
             return lc
         if not isinstance(grid, LaunchConfig):
             raise ArgumentError(f"launch autotuned kernel `{self.base.__name__}` with `k[grid]`: an az.LaunchConfig or a function of the az.Config giving one",
@@ -271,24 +284,35 @@ class Tuner:
                                 help="`k[lambda cfg: az.LaunchConfig.for_num_elems(n, block=cfg.block)](...)`")
         return grid
 
+    def not_a_launch_config(self, lc: Any) -> None:
+        raise ArgumentError(f"the grid function of autotuned kernel `{self.base.__name__}` returned {type(lc).__name__}, not an az.LaunchConfig")
+
     def launcher(self, key: tuple[Any, ...] | None, c: Config, grid: Any, args: tuple[Any, ...]) -> Any:
-        lc = self.config_for(grid, c)
+        return self.held(key, c, self.config_for(grid, c), args)
+
+    def held(self, key: tuple[Any, ...] | None, c: Config, lc: Any, args: tuple[Any, ...]) -> Any:
+        """The launcher of configuration `c` under launch config `lc` (checked by `config_for`)
+        for arguments of key `key`: the last one given out when it is that one, else memoised."""
+        last = self._last
+        if last is not None and last[1] is c and last[2] is lc and last[0] == key:
+            return last[3]
         mk = (key, c, lc)
         try:
             hit = self._memo.get(mk)
         except TypeError:
             hit = None
-        if hit is not None:
-            return hit
-        k, _ = self._specialised(c, args)
-        launch = k[lc]
-        if len(self._memo) >= _MEMO_MAX:
-            self._memo.clear()
-        try:
-            self._memo[mk] = launch
-        except TypeError:
-            pass
-        return launch
+        if hit is None:
+            k, _ = self._specialised(c, args)
+            hit = k[lc]
+            if len(self._memo) >= _MEMO_MAX:
+                self._memo.clear()
+            try:
+                self._memo[mk] = hit
+            except TypeError:
+                return hit
+        if key is not None:
+            self._last = (key, c, lc, hit)
+        return hit
 
     def export(self, path: str) -> int:
         return tune_cache.export(self, path)
@@ -471,21 +495,33 @@ class TunedLaunch:
     """What `tuned_kernel[grid]` returns: picks the configuration for the arguments' key (tuning on
     a new key), then launches its specialisation."""
 
-    __slots__ = ("tuner", "grid")
+    __slots__ = ("tuner", "grid", "fn")
 
     def __init__(self, tuner: Tuner, grid: Any):
         self.tuner, self.grid = tuner, grid
+        self.fn: Callable[[Config], Any] | None = grid if callable(grid) and not isinstance(grid, LaunchConfig) else None
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:
             t = self.tuner
-            if kwargs or len(args) != len(t.launch_params):
+            if kwargs or len(args) != t.n_launch:
                 args = t._bind(args, kwargs)
             key = t.key_of(args)
             c = t.best.get(key)
+            grid = self.grid
             if c is None:
-                c = t.choose(key, self.grid, args)
-            t.launcher(key, c, self.grid, args)(*t.strip(args))
+                c = t.choose(key, grid, args)
+            if self.fn is not None:  # the grid function runs on every launch: its result may change
+                lc = self.fn(c)
+                if not isinstance(lc, LaunchConfig):
+                    t.not_a_launch_config(lc)
+            else:
+                lc = t.config_for(grid, c)
+            last = t._last  # (`held`'s first test, inline)
+            launch = last[3] if last is not None and last[1] is c and last[2] is lc and last[0] == key else t.held(key, c, lc, args)
+            if t.strips:
+                args = t.strip(args)
+            launch(*args)
         except USER_ERRORS as e:
             __tracebackhide__ = True
             raise e.with_traceback(None)

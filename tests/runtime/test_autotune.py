@@ -125,13 +125,13 @@ def timed(monkeypatch: pytest.MonkeyPatch) -> None:
 def launched(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
     """Every configuration the tuner builds a launcher for (a refused one must never appear)."""
     seen: list[Any] = []
-    real = Tuner.launcher
+    real = Tuner.held
 
-    def spy(self: Tuner, key: Any, c: Any, grid: Any, args: Any) -> Any:
+    def spy(self: Tuner, key: Any, c: Any, lc: Any, args: Any) -> Any:
         seen.append(c)
-        return real(self, key, c, grid, args)
+        return real(self, key, c, lc, args)
 
-    monkeypatch.setattr(Tuner, "launcher", spy)
+    monkeypatch.setattr(Tuner, "held", spy)
     return seen
 
 
@@ -475,3 +475,72 @@ def test_tuning_keys_name_dtypes_as_strings_every_time(mod: Any) -> None:
     first, again = t.key_of((x, y, 32)), t.key_of((x, y, 32))
     assert first == again == (32, "float32", "float32")  # (the names are memoised per dtype; the key is the same data)
     assert t.key_of((dev.to_device(np.zeros((32, 32), np.float64)), y, 32)) == (32, "float64", "float32")
+
+
+def test_a_warm_launch_recomputes_the_key_and_calls_the_grid_function_every_time(mod: Any, launched: list[Any]) -> None:
+    """The warm path reuses the last launcher only for the same configuration and LaunchConfig
+    objects and an equal key: a new shape re-keys (and is tuned), a grid function whose result
+    changes under the same key is honoured, and a changed choice for a key is launched."""
+    dev = az.device("cpu")
+    size, calls = [300], [0]
+
+    def grid(c: az.Config) -> az.LaunchConfig:
+        calls[0] += 1
+        return az.LaunchConfig.for_num_elems(size[0], block=c.block)
+
+    t = mod.double._tuner
+    launch = mod.double[grid]
+    assert mod.double[grid] is launch and mod.double[_grid(8)] is not launch  # (one TunedLaunch per grid, its grid's)
+    xh = np.arange(600, dtype=np.float32)
+    x, out = dev.to_device(xh[:300]), dev.zeros(300, az.f32)
+    size[0] = 128  # a grid covering the first 128 elements only (the first valid block is 64)
+    launch(x, out)
+    first = calls[0]
+    launch(x, out)
+    assert calls[0] == first + 1  # called on the warm launch too
+    np.testing.assert_allclose(out.to_host(), np.r_[2 * xh[:128], np.zeros(172, np.float32)])
+    size[0] = 300  # the same key, another LaunchConfig: honoured
+    launch(x, out)
+    np.testing.assert_allclose(out.to_host(), 2 * xh[:300])
+    # a new shape through the same TunedLaunch: a new key, tuned, and launched over its own size
+    x2, out2 = dev.to_device(xh), dev.zeros(600, az.f32)
+    size[0] = 600
+    before = set(mod.double.reports)
+    launch(x2, out2)
+    assert set(mod.double.reports) - before == {((600,), "float32", "float32")}
+    np.testing.assert_allclose(out2.to_host(), 2 * xh)
+    # back to the first key, whose choice is changed: the new choice runs, not the last launcher
+    key = ((300,), "float32", "float32")
+    size[0] = 300
+    launch(x, out)  # (the last launcher given out is this key's again)
+    t.best[key] = az.Config(block=128)
+    launched.clear()
+    out.copy_from(dev.zeros(300, az.f32))
+    launch(x, out)
+    assert launched == [az.Config(block=128)] and t._last is not None and t._last[1] == az.Config(block=128)
+    np.testing.assert_allclose(out.to_host(), 2 * xh[:300])
+    launched.clear()
+    launch(x, out)  # the last launcher, again
+    assert launched == [] and t.key_of((x, out)) == key
+    with pytest.raises(ArgumentError, match="returned int, not an az.LaunchConfig"):
+        mod.double[lambda c: 3](x, out)
+    # the same configuration and LaunchConfig objects under another key (the element type): its own launcher
+    tri = mod.triple[lambda c: az.LaunchConfig.for_num_elems(64, block=c.block)]
+    for dtype, et in ((np.float32, az.f32), (np.float64, az.f64), (np.float32, az.f32)):
+        xt, ot = dev.to_device(np.arange(64, dtype=dtype)), dev.zeros(64, et)
+        tri(xt, ot)
+        np.testing.assert_allclose(ot.to_host(), 3 * np.arange(64, dtype=dtype))
+    # another choice under the same key and the same LaunchConfig object: the new choice's launcher
+    n = 32
+    xs, ys = dev.to_device(np.ones((n, n), np.float32)), dev.zeros((n, n), az.f32)
+    tw = mod.twice[_grid(n)]
+    tw(xs, ys, n)
+    tw(xs, ys, n)
+    t2 = mod.twice._tuner
+    assert t2._last is not None and t2._last[1] == az.Config(BM=16, BN=16, num_warps=2)
+    t2.best[t2.key_of((xs, ys, n))] = az.Config(BM=16, BN=16)  # (4 warps: the same grid)
+    launched.clear()
+    ys.copy_from(dev.zeros((n, n), az.f32))
+    tw(xs, ys, n)
+    assert launched == [az.Config(BM=16, BN=16)]
+    np.testing.assert_allclose(ys.to_host(), 2.0)
