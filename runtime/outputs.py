@@ -133,7 +133,7 @@ def call(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any]) -> A
 
 def call_op(launcher: Launcher, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     full, result = allocate(launcher, args, kwargs, "call_op")
-    op = launcher.op(*full)
+    op = launcher._op(full, False)
     op.outputs = result
     op._held = inflight.hold(op, op._uses)
     return op

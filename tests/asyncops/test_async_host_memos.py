@@ -49,6 +49,20 @@ def test_shape_memo_is_bounded_and_does_not_keep_errors(monkeypatch: pytest.Monk
         vecadd_out[az.LaunchConfig.for_num_elems(8)].call(1.5, a)
 
 
+def test_call_op_leaves_the_op_memo_to_the_launchers_own_ops() -> None:
+    dev = cpu_device()
+    a, c = dev.to_device(np.ones(64, np.float32)), dev.empty(64, az.f32)
+    launcher = vecadd_out[az.LaunchConfig.for_num_elems(64)]
+    first = launcher.op(a, a, c)
+    for _ in range(3):  # each allocates a new output: an op no later launch can match, not memoised
+        launcher.call_op(a, a).run()
+    again = launcher.op(a, a, c)
+    assert again is not first and again.spec is first.spec  # still a hit of the memo's entry for `first`
+    first.run()
+    again.run()
+    np.testing.assert_array_equal(c.to_host(), np.full(64, 2, np.float32))
+
+
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, list[int]]]:
     import aop_kernels
