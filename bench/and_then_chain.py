@@ -172,7 +172,7 @@ def main() -> int:
         assert spec and spec.loader
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        mod.main(n=args.pipeline, chunks=16, iters=args.iters, slots=args.slots, rounds=args.rounds)
+        mod.main(n=args.pipeline, chunks=16, iters=args.iters, slots=args.slots, rounds=args.rounds, dev=dev, check=not fake)
     return 0
 
 

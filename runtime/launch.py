@@ -199,6 +199,11 @@ class Launcher:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
         if kwargs:
             args = self._bind(args, kwargs)
+        return self._op(args, True)
+
+    def _op(self, args: tuple[Any, ...], remember: bool) -> Any:
+        """`op(*args)` of positional arguments; `remember`: keep it in the op memo (False for
+        `call_op`, whose freshly allocated outputs no later op can match)."""
         memo = self._op_memo
         if memo is not None:
             hit = memo.op(self, args)
@@ -224,7 +229,8 @@ class Launcher:
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
         op = KernelOp(self, plan, args, record[0])
-        memo.put(args, op)
+        if remember:
+            memo.put(args, op)
         return op
 
     # launchers that allocate the outputs the contract declares (runtime/outputs.py)

@@ -30,10 +30,17 @@ def asyncio() -> Any:
     return module
 
 
+_DRIVER: list[Any] = []
+
+
 def cuda_driver() -> Any:
-    """`cuda.bindings.driver`."""
+    """`cuda.bindings.driver` (imported once, then the module itself: the host path of a GPU
+    submission asks for it a few dozen times)."""
+    if _DRIVER:
+        return _DRIVER[0]
     from cuda.bindings import driver
 
+    _DRIVER.append(driver)
     return driver
 
 

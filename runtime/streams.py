@@ -429,10 +429,11 @@ def default_pool(dev: Device) -> StreamPool:
 class _PinnedBlock:
     """Page-locked host memory from `cuMemHostAlloc`, freed when the last array over it goes."""
 
-    def __init__(self, nbytes: int, shape: tuple[int, ...], dtype: np.dtype):
+    def __init__(self, nbytes: int, shape: tuple[int, ...], dtype: np.dtype, dev: Device | None = None):
         driver = lazy.cuda_driver()
 
         self.nbytes = nbytes
+        self.device = dev  # the device whose context pinned it (`is_pinned` trusts it there without asking)
         self.ptr = int(check_cu(driver.cuMemHostAlloc(max(nbytes, 1), 0), "cuMemHostAlloc"))
         self.__array_interface__ = {
             "shape": shape,
@@ -465,7 +466,7 @@ def pinned_empty(dev: Device, shape: int | tuple[int, ...], dtype: object) -> np
     n = scalar.dtype.itemsize
     for s in shp:
         n *= s
-    return np.asarray(_PinnedBlock(n, shp, scalar.dtype))
+    return np.asarray(_PinnedBlock(n, shp, scalar.dtype, dev))
 
 
 STAGING_CACHE_BYTES = 1 << 30  # pinned staging memory kept for reuse per device, at most
@@ -505,7 +506,7 @@ def staging_empty(dev: Device, shape: tuple[int, ...], dtype: np.dtype) -> np.nd
         cache[0] -= size
     except IndexError:
         ensure_current(dev)
-        block = _PinnedBlock(size, (size,), np.dtype(np.uint8))
+        block = _PinnedBlock(size, (size,), np.dtype(np.uint8), dev)
     return np.asarray(_StagingLease(dev, block, shape, dtype))
 
 
@@ -514,6 +515,13 @@ def is_pinned(dev: Device, arr: np.ndarray) -> bool:
     if dev.kind != "cuda":
         return True
     if arr.nbytes == 0:
+        return True
+    owner: Any = arr
+    while isinstance(owner, np.ndarray):  # a view of `pinned_empty`/staging memory of this device: no driver query
+        owner = owner.base
+    if isinstance(owner, _StagingLease):
+        owner = owner._block
+    if isinstance(owner, _PinnedBlock) and owner.device is dev:
         return True
     driver = lazy.cuda_driver()
 
