@@ -75,7 +75,8 @@ assert float(c[n - 1].get()) == 2.0
 print(f"{{time.perf_counter() - T0:.4f}} 0")
 """
 
-FIRST_TRACE = """
+# the timeline both traced scripts keep: EV holds (what, thread, start, end) from the script's T0
+_TRACE_HEAD = """
 import json, threading, time
 EV = []
 
@@ -93,7 +94,9 @@ class step:
 
     def __exit__(self, *exc):
         _ev(self.what, self.t, time.perf_counter())
+"""
 
+FIRST_TRACE = _TRACE_HEAD + """
 
 def wrap(owner, name, label=None, then=None, calls=3):
     fn = getattr(owner, name)
@@ -157,21 +160,7 @@ print("TRACE " + json.dumps(EV))
 print(f"{time.perf_counter() - T0:.4f} 0")
 """
 
-CUPY_TRACE = """
-import json, threading, time
-EV = []
-
-
-class step:
-    def __init__(self, what):
-        self.what = what
-
-    def __enter__(self):
-        self.t = time.perf_counter()
-
-    def __exit__(self, *exc):
-        EV.append((self.what, "MainThread", self.t - T0, time.perf_counter() - T0))
-
+CUPY_TRACE = _TRACE_HEAD + """
 
 with step("import numpy"):
     import numpy as np
