@@ -118,3 +118,42 @@ def gpu() -> Iterator[Device]:
     _reset_kernels()
     yield _drain(device(0))
     _reset_kernels()
+
+
+@pytest.fixture
+def plan_runs(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Call it to start counting: it returns the list that gets the argument count of every
+    launch from then on that takes a plan's full run (`_Plan.run`), not a launcher's memo or
+    quick path."""
+    from anodize.runtime import launch as rt_launch
+
+    def start() -> list[int]:
+        seen: list[int] = []
+        real = rt_launch._Plan.run
+
+        def spy(self: Any, args: tuple[Any, ...], record: Any = None) -> bool:
+            seen.append(len(args))
+            return real(self, args, record)
+
+        monkeypatch.setattr(rt_launch._Plan, "run", spy)
+        return seen
+
+    return start
+
+
+class _Pending:  # an in-flight submission that uses no memory of the launches under test
+    marker = None
+
+    def poll(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return "a pending op"
+
+
+@pytest.fixture
+def pending_op(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Call it to put a pending in-flight submission in place (undone after the test)."""
+    from anodize.runtime import inflight
+
+    return lambda: monkeypatch.setitem(inflight._ACTIVE, -1, (_Pending(), ()))

@@ -15,8 +15,6 @@ import pytest
 
 import anodize as az
 import rt_bundle_kernels as K
-from anodize.runtime import inflight
-from anodize.runtime import launch as rt_launch
 
 N = 1000
 CFG = az.LaunchConfig.for_num_elems(N, block=256)
@@ -130,31 +128,14 @@ def test_a_bundle_after_another_parameter() -> None:
         launch(2.0, a)  # not a bundle where one goes
 
 
-def test_in_flight_work_sends_bundle_launches_to_the_full_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_flight_work_sends_bundle_launches_to_the_full_path(plan_runs: Any, pending_op: Any) -> None:
     dev = az.device("cpu")
     s = _state(dev)
     _warm(s)
-    seen: list[int] = []
-    real = rt_launch._Plan.run
-
-    def spy(self: Any, args: tuple[Any, ...], record: Any = None) -> bool:
-        seen.append(len(args))
-        return real(self, args, record)
-
-    monkeypatch.setattr(rt_launch._Plan, "run", spy)
+    seen = plan_runs()
     K.advance[CFG](s, 0.5)
     assert seen == []  # the memo
-
-    class _Pending:  # an in-flight submission that uses no memory of this launch
-        marker = None
-
-        def poll(self) -> bool:
-            return False
-
-        def describe(self) -> str:
-            return "a pending op"
-
-    monkeypatch.setitem(inflight._ACTIVE, -1, (_Pending(), ()))
+    pending_op()
     K.advance[CFG](s, 0.5)
     assert seen == [5]  # the fields and dt, through the plan's checks and in-flight ordering
 

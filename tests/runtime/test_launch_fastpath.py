@@ -21,8 +21,6 @@ from rt_kernels import fill, scale2d, vecadd
 import anodize as az
 from anodize import AliasingError, ArgumentError, ContractViolation
 from anodize.language.contract import Env, RequiresOverflow, first_violation, parse_requires
-from anodize.runtime import inflight
-from anodize.runtime import launch as rt_launch
 from anodize.runtime.device import CpuDevice, Device
 from anodize.runtime.requires_fast import compile_requires
 
@@ -161,28 +159,12 @@ def test_memo_does_not_keep_buffers_alive(dev: Device) -> None:
     np.testing.assert_array_equal(c2.to_host(), np.arange(N, dtype=np.float32) + 1)
 
 
-def test_in_flight_work_sends_launches_to_the_full_path(dev: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_in_flight_work_sends_launches_to_the_full_path(dev: Device, plan_runs: Any, pending_op: Any) -> None:
     cfg, launcher, bufs = _warm(dev)
-    seen: list[int] = []
-    real = rt_launch._Plan.run
-
-    def spy(self: Any, args: tuple[Any, ...], record: Any = None) -> bool:
-        seen.append(len(args))
-        return real(self, args, record)
-
-    monkeypatch.setattr(rt_launch._Plan, "run", spy)
+    seen = plan_runs()
     vecadd[cfg](*bufs)
     assert seen == []  # the memo
-    class _Pending:  # an in-flight submission that uses no memory of this launch
-        marker = None
-
-        def poll(self) -> bool:
-            return False
-
-        def describe(self) -> str:
-            return "a pending op"
-
-    monkeypatch.setitem(inflight._ACTIVE, -1, (_Pending(), ()))
+    pending_op()
     vecadd[cfg](*bufs)
     assert seen == [3]
 
