@@ -101,3 +101,21 @@ def test_the_argument_path_reads_the_table() -> None:
                 else:
                     with pytest.raises(ArgumentError, match=f"expects elements of {want}"):
                         adapt(_Foreign(code, bits))
+
+
+def test_the_argument_path_names_the_legacy_default_stream() -> None:
+    """The consumer stream a launch names to `__dlpack__` is DLPack's 1 (the legacy default
+    stream), whatever the device's own stream is: every launch stream is a blocking stream, so a
+    producer on the legacy stream needs no event (PyTorch then records none) and one on another
+    stream orders the legacy stream, and with it ours, after its work."""
+    seen: list[Any] = []
+
+    class Recording(_Foreign):
+        def __dlpack__(self, stream: Any = None) -> Any:
+            seen.append(stream)
+            return super().__dlpack__()
+
+    device = SimpleNamespace(index=0, _stream_handle=lambda: 0x5EED)
+    adapt = A.dlpack_adapter("k", ParamSpec("x", SLICE_KINDS["Slice"], SCALARS["f32"]), device)
+    assert adapt(Recording(2, 32)) == (0, (1,), 4)
+    assert seen == [A.DLPACK_LEGACY_STREAM] == [1]

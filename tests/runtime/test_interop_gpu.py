@@ -91,6 +91,24 @@ def test_torch_through_dlpack_only(gpu: Device) -> None:
     torch.testing.assert_close(out, m * 2)
 
 
+def test_torch_through_dlpack_only_from_a_side_stream(gpu: Device) -> None:
+    """A tensor still being written on a PyTorch side stream: naming the legacy default stream to
+    `__dlpack__` orders that stream, and our blocking stream with it, after the producer."""
+    torch = pytest.importorskip("torch")
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        big = torch.rand(1 << 24, device="cuda")
+        for _ in range(20):  # keep the side stream busy while the launch is queued
+            big = big * 1.0001
+        a = big[:N].clone()
+        b = torch.ones(N, device="cuda")
+        c = torch.empty(N, device="cuda")
+        vecadd[az.LaunchConfig.for_num_elems(N)](DLPackOnly(a), DLPackOnly(b), DLPackOnly(c))
+    gpu.synchronize()
+    side.synchronize()
+    torch.testing.assert_close(c, a + 1)
+
+
 def test_torch_views_sharing_storage_alias(gpu: Device) -> None:
     torch = pytest.importorskip("torch")
     base = torch.zeros(2 * N, device="cuda")
