@@ -116,11 +116,13 @@ def _module(tmp_path: Path, text: str) -> Any:
 
 
 def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int], m: int, n: int, k: int, t: str = "f16",
-             seed: int = 0) -> None:
+             seed: int = 0, tag: str = "") -> None:
+    """`tag`: a comment making the module a new one (its kernels compiled afresh, under the
+    switches set now)."""
     bm, bn, bk, warps = tile
     dt = np.float16 if t == "f16" else __import__("ml_dtypes").bfloat16
     src, args, want, _ = C.case(name, m, n, k, dt, bk, seed)
-    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t))
+    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t) + (f"# {tag}\n" if tag else ""))
     out_i = max(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
     dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     mod.k[az.LaunchConfig.for_tiles((m, n), (bm, bn))](*dargs)
@@ -194,7 +196,7 @@ def test_128x128_over_4_warps_takes_wgmma_with_the_stacking_switch(monkeypatch: 
     """With `ANODIZE_TILE_WGMMA_STACK=1` the 128 x 128 tile over 4 warps runs two
     m64n128k16 a k16 step (8 a k-tile, A's second block 8 KiB further), the epilogue staged
     (16 stmatrix.x4), ptxas without spills at the driver's flags; without it, mma.sync."""
-    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
+    monkeypatch.delenv("ANODIZE_TILE_EPILOGUE", raising=False)  # (staged: the default)
     src = C.source(name, 128, 128, 64, 4, "f16")
     assert compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx.count("wgmma.mma_async") == 0
     monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
