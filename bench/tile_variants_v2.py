@@ -124,7 +124,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--tiles", default="", help="ours at these tiles only, e.g. 128x256x64x8,128x128x64x4 (BMxBNxBKxwarps)")
     ap.add_argument("--ab", default="", help="ours again at the chosen tile under each of these switch sets, timed in the same "
-                    "interleaved rounds, e.g. 'ANODIZE_TILE_LOAD_AHEAD=1;ANODIZE_TILE_LOAD_AHEAD=1,ANODIZE_TILE_WHOLE_CHUNKS=1'")
+                    "interleaved rounds, e.g. 'ANODIZE_TILE_STAGES=3;ANODIZE_TILE_STAGES=3,ANODIZE_TILE_GROUP=4'")
+    ap.add_argument("--ab-every-tile", action="store_true", help="the --ab sets at every tile of --tiles, not only the best")
     args = ap.parse_args()
     tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",")] if args.tiles else TILES
     import torch
@@ -192,13 +193,14 @@ def main() -> None:
                 if best is None or tt < best[0]:
                     best = (tt, tile, call)
             assert best is not None
-            abs_: list[tuple[str, Any]] = []
-            for q, sw in enumerate(x for x in args.ab.split(";") if x):
+            abs_: list[tuple[str, tuple[int, ...], Any]] = []
+            ab_tiles = [tile for tile, _ in per_tile] if args.ab_every_tile else [best[1]]
+            for q, (sw, ab_tile) in enumerate((x, tl) for x in args.ab.split(";") if x for tl in ab_tiles):
                 env = dict(kv.split("=", 1) for kv in sw.split(","))
                 saved = {key: os.environ.get(key) for key in env}
                 os.environ.update(env)
                 try:  # (the switches are read when the kernel compiles: at its first call)
-                    bm, bn, bk, w = best[1]
+                    bm, bn, bk, w = ab_tile
                     mod = _module(f"v2_{name}_{bm}_{bn}_ab{q}", C.source(src_name, bm, bn, bk, w, t))
                     launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
                     tail = [np.float32(0.125)] if name == "gelu_residual" else []
@@ -213,7 +215,7 @@ def main() -> None:
                             os.environ.pop(key, None)
                         else:
                             os.environ[key] = v
-                abs_.append((sw, call))
+                abs_.append((sw, ab_tile, call))
             c3 = torch.empty_like(c)
             tcall = lambda: tri(ta, tb, c3, **tri_kw)  # noqa: E731
             tcall()
@@ -227,7 +229,7 @@ def main() -> None:
                 ours.append(wall(best[2]))
                 for q, (_, call) in enumerate(others):
                     other_t[q].append(wall(call))
-                for q, (_, call) in enumerate(abs_):
+                for q, (_, _, call) in enumerate(abs_):
                     ab_t[q].append(wall(call))
                 theirs.append(wall(tcall))
             mo, mt = statistics.median(ours), statistics.median(theirs)
@@ -238,9 +240,10 @@ def main() -> None:
                 mt_ = statistics.median(ts)
                 tile_o = "x".join(map(str, tile[:3])) + f"/{tile[3]}w"
                 print(f"{'  tile':14s} {mt_:8.3f} {tile_o:>14s} {mt:9.3f} {mt / mt_:6.3f} {flops / mt_ / 1e9:8.1f}", flush=True)
-            for (sw, _), ts in zip(abs_, ab_t):
+            for (sw, ab_tile, _), ts in zip(abs_, ab_t):
                 ma = statistics.median(ts)
-                print(f"{'  +':4s}{ma:8.3f} {tile_s:>14s} {mt:9.3f} {mt / ma:6.3f} {flops / ma / 1e9:8.1f}  {sw}", flush=True)
+                tile_a = "x".join(map(str, ab_tile[:3])) + f"/{ab_tile[3]}w"
+                print(f"{'  +':4s}{ma:8.3f} {tile_a:>14s} {mt:9.3f} {mt / ma:6.3f} {flops / ma / 1e9:8.1f}  {sw}", flush=True)
             if name == "canonical":
                 r = torch.empty(s, s, device="cuda", dtype=h)
                 cb = statistics.median(wall(lambda: torch.matmul(a, b, out=r)) for _ in range(args.rounds))
