@@ -28,7 +28,7 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
-__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "whole_chunks"]
+__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages", "whole_chunks"]
 
 BK = 64
 _ids = itertools.count()
@@ -62,6 +62,20 @@ def proxy_fence() -> bool:
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
     """The ring (stages of A's M x 64 and B's 64 x N) plus the slack aligning it to 1024 bytes."""
     return stages * (lay.m + lay.n) * BK * 2 + 1024
+
+
+def two_blocks_stages(lay: MmaLayout, threads: int, block_limit: int, static: int) -> int | None:
+    """Under `ANODIZE_TILE_TWO_BLOCKS=1` (a benchmarking switch, codegen/toolchain.py; off until
+    a GPU run has measured it): the deepest ring (4 or 3 stages) with which two blocks share an
+    SM -- each block's shared bytes (the ring, `static` bytes of the kernel's own tiles, the 1 KiB
+    the driver reserves a block) within half of the SM's (`block_limit` + 1 KiB) and the
+    accumulators plus ~40 registers within half of the SM's 65,536 -- so one block's prologue
+    and epilogue run beside the other's mainloop; None where no such ring exists or the switch
+    is off (128 x 128 over 4 warps: 3 stages, 97 KiB, 2 blocks; 128 x 256 over 8 warps: None)."""
+    if os.environ.get("ANODIZE_TILE_TWO_BLOCKS", "") != "1" or lay.count + 40 > 65536 // (2 * threads):
+        return None
+    half = (block_limit + 1024) // 2 - 1024 - static
+    return next((st for st in (4, 3) if smem_bytes(lay, st) <= half), None)
 
 
 class _Op:
