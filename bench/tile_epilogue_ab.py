@@ -1,6 +1,6 @@
 """The tile GEMM's epilogues side by side on the GPU: per-element predicated stores
-(`ANODIZE_TILE_EPILOGUE=direct`, the default), the same with one column limit a fragment row
-(`ANODIZE_TILE_STORE_LIMIT=1`) and the tile staged through shared memory (`staged`), each its
+(`ANODIZE_TILE_EPILOGUE=direct`), the same with one column limit a fragment row
+(`ANODIZE_TILE_STORE_LIMIT=1`) and the tile staged through shared memory (`staged`, the default), each its
 cold compile and its 4096^3 f16 time.
 
     python3 bench/tile_epilogue_ab.py [--rounds 3]

@@ -36,7 +36,7 @@ from .mask_skip import lazy_rescale, mask_skip, rescale_condition, skip_conditio
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
 from .prefetch import prefetch_loop, prefetched_sites
-from .wgmma import smem_bytes
+from .wgmma import smem_bytes, two_blocks_stages
 
 __all__ = ["assign_registers", "env_int", "is_register_tile", "pipelined_loop", "plan_for", "read_register", "reads_registers", "registers_of",
            "prefetching_loop", "row_reduce", "store_registers"]
@@ -388,6 +388,9 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     want = getattr(k, "tile_stages", 0)  # an autotuning configuration's `num_stages` (anodize/autotuning.py)
     if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
         stages = want
+    two = two_blocks_stages(lay, low.T, low.shared_limit, tile_storage_bound(k)) if engine == "wgmma" else None
+    if two is not None:
+        stages = two
     forced = env_int("ANODIZE_TILE_STAGES")  # (benchmarking: any ring depth that fits)
     if forced in ((3, 4, 5, 6) if engine == "wgmma" else (2, 3, 4, 5)) and forced * stage <= budget:
         stages = forced

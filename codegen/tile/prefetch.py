@@ -5,7 +5,8 @@ A loop qualifies (`prefetched_sites`) when every tensor-core matmul in it is a s
 body itself (not under an `if` or an inner loop), takes A from registers (codegen/tile/mma_regs.py),
 and reads a B tile whose offsets are the same expressions every iteration but for the loop
 variable (no local they read, nor the variable, is assigned in the body), and the body has no
-`break`, `continue` or `return`.  Each such matmul gets two slots of the compiler's dynamic
+`break`, `continue` or `return`, nor a tile store while stores are staged (the staged tile
+takes the same buffer).  Each such matmul gets two slots of the compiler's dynamic
 shared buffer (`region`, from offset 0: no other tensor-core statement runs during the loop, and
 the statements around it drain their copies before and after).  The protocol, for the loop's
 n matmuls in body order:
@@ -58,6 +59,7 @@ from anodize.language import ir
 from anodize.language.ir_walk import map_children, walk
 from anodize.language.records import dataclass
 from anodize.language.tile_storage import tile_storage_bound
+from anodize.language.tile_ir import TileStore
 from anodize.language.tile_plan import affine_coef
 from anodize.language.types import BOOL, I32, I64
 
@@ -65,6 +67,7 @@ from ..llvm.registry import lowers
 from ..tensorcore import inline_ptx as P
 from ..tensorcore.inline_ptx import I64 as I64LL
 from .compute import _bin, _c
+from .epilogue import staged_epilogue
 from .mma import MmaOperandIR
 from .mma_regs import issue_copy
 
@@ -148,6 +151,8 @@ def prefetched_sites(low: Any, loop: ir.ForRange) -> list[Any] | None:
     top = [s for s in loop.body if id(s) in plan.sites]
     if not top or len(inner) != len(top) or not _no_jumps(loop.body):
         return None
+    if staged_epilogue() and any(isinstance(s, TileStore) for s in ir.walk_stmts(loop.body)):
+        return None  # (a staged store would write the slots' buffer while the next tiles land in it)
     assigned = {s.name for s in ir.walk_stmts(loop.body) if isinstance(s, ir.Assign)}
     assigned |= {s.var for s in ir.walk_stmts(loop.body) if isinstance(s, ir.ForRange)}
     if loop.var in assigned:

@@ -5,12 +5,13 @@ registers stay in LLVM's hands for whatever the kernel does with them next (an e
 matmul, a store), in the `MmaLayout` (warps, 1) that wgmma's m64nNk16 D fragments have.
 
 The block (the codegen/tensorcore/wgmma_asm.py GEMM's mainloop, generalised to operands described by
-operations): iteration j of one loop copies k-tile j (64 wide: one 128-byte swizzle row) of
-A (K-major, M x 64) and B (MN-major, 64 x N, 64-column blocks) into stage j % S with 16-byte
-`cp.async` (the byte count clamped at the edges; predicated 2-byte loads where a row or a
-tile's first column is not 16-byte aligned), and multiplies k-tile j - L (L = S - 2) with four
+operations): iteration j of one loop multiplies k-tile j - L (L = S - 1) with four
 `wgmma.mma_async.m64nNk16` per warpgroup from 128-byte-swizzled descriptors, one group left in
-flight.  An operand's rows past its slice (or before it) and K past the clamped range read as
+flight, and copies k-tile j (64 wide: one 128-byte swizzle row) of A (K-major, M x 64) and B
+(MN-major, 64 x N, 64-column blocks) into stage j % S with 16-byte `cp.async` (whole chunks where
+none straddles an edge, else the byte count clamped at the edges; predicated 2-byte loads where
+a row or a tile's first column is not 16-byte aligned).  `ANODIZE_TILE_LOAD_AHEAD=0` copies
+first and multiplies k-tile j - (S - 2); `ANODIZE_TILE_WHOLE_CHUNKS=0` clamps every chunk.  An operand's rows past its slice (or before it) and K past the clamped range read as
 zero; the loop runs `ceil(K / 64)` k-tiles (none when K = 0: the accumulators come back as they
 went in).
 """
@@ -27,25 +28,26 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
-__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "whole_chunks"]
+__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages", "whole_chunks"]
 
 BK = 64
 _ids = itertools.count()
 
 
 def load_ahead() -> bool:
-    """`ANODIZE_TILE_LOAD_AHEAD=1` (a benchmarking switch, codegen/toolchain.py; off until a GPU
-    run has measured it): the mainloop multiplies before it copies, keeping S - 1 k-tiles of
-    copies in flight instead of S - 2 (Triton's order; `mainloop_text`)."""
-    return os.environ.get("ANODIZE_TILE_LOAD_AHEAD", "") == "1"
+    """The mainloop multiplies before it copies, keeping S - 1 k-tiles of copies in flight
+    instead of S - 2 (Triton's order; `mainloop_text`).  The default (with `whole_chunks` and the
+    staged epilogue, the H200 took the 128 x 256 GEMM from 0.325 to 0.234 ms);
+    `ANODIZE_TILE_LOAD_AHEAD=0` (codegen/toolchain.py) restores the copy-first order."""
+    return os.environ.get("ANODIZE_TILE_LOAD_AHEAD", "1") != "0"
 
 
 def whole_chunks() -> bool:
-    """`ANODIZE_TILE_WHOLE_CHUNKS=1` (a benchmarking switch, codegen/toolchain.py; off until a GPU
-    run has measured it): a copy path of whole 16-byte chunks (`ignore-src` for one outside),
-    taken when K and every MN-major operand's extent past its origin are multiples of 8, so no
-    chunk straddles an edge (`_Op.copy`)."""
-    return os.environ.get("ANODIZE_TILE_WHOLE_CHUNKS", "") == "1"
+    """A copy path of whole 16-byte chunks (`ignore-src` for one outside), taken when K and every
+    MN-major operand's extent past its origin are multiples of 8, so no chunk straddles an edge
+    (`_Op.copy`); the clamped path stays for the rest.  The default (measured on the H200 with
+    `load_ahead`); `ANODIZE_TILE_WHOLE_CHUNKS=0` (codegen/toolchain.py) leaves only the clamped path."""
+    return os.environ.get("ANODIZE_TILE_WHOLE_CHUNKS", "1") != "0"
 
 
 def proxy_fence() -> bool:
@@ -60,6 +62,20 @@ def proxy_fence() -> bool:
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
     """The ring (stages of A's M x 64 and B's 64 x N) plus the slack aligning it to 1024 bytes."""
     return stages * (lay.m + lay.n) * BK * 2 + 1024
+
+
+def two_blocks_stages(lay: MmaLayout, threads: int, block_limit: int, static: int) -> int | None:
+    """Under `ANODIZE_TILE_TWO_BLOCKS=1` (a benchmarking switch, codegen/toolchain.py; off until
+    a GPU run has measured it): the deepest ring (4 or 3 stages) with which two blocks share an
+    SM -- each block's shared bytes (the ring, `static` bytes of the kernel's own tiles, the 1 KiB
+    the driver reserves a block) within half of the SM's (`block_limit` + 1 KiB) and the
+    accumulators plus ~40 registers within half of the SM's 65,536 -- so one block's prologue
+    and epilogue run beside the other's mainloop; None where no such ring exists or the switch
+    is off (128 x 128 over 4 warps: 3 stages, 97 KiB, 2 blocks; 128 x 256 over 8 warps: None)."""
+    if os.environ.get("ANODIZE_TILE_TWO_BLOCKS", "") != "1" or lay.count + 40 > 65536 // (2 * threads):
+        return None
+    half = (block_limit + 1024) // 2 - 1024 - static
+    return next((st for st in (4, 3) if smem_bytes(lay, st) <= half), None)
 
 
 class _Op:
@@ -216,7 +232,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
 
     `ahead` (`load_ahead()`): iteration j first multiplies k-tile j - L (L = S - 1), waits for
     k-tile j - L - 1's wgmma and, after a second barrier, copies k-tile j into that tile's stage
-    (S - 1 k-tiles of copies in flight where the default order, copies before the wgmma, keeps
+    (S - 1 k-tiles of copies in flight where the copy-first order, copies before the wgmma, keeps
     S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole`
     (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`).
     `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only)."""

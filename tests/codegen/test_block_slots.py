@@ -27,13 +27,14 @@ from tile_cases import _example_kernels, kernel_ir  # noqa: E402
 
 def canonical(ptx_text: str) -> str:
     """PTX with what counts compiles in a process numbered from its first appearance: the wgmma
-    tile's inline-asm labels (`AZM_LOOP_<n>`) and the target machine's `// callseq <n>` comments."""
+    tile's and the staged epilogue's inline-asm labels (`AZM_LOOP_<n>`, `AZE_DONE_<n>`) and the
+    target machine's `// callseq <n>` comments."""
     seen: dict[str, str] = {}
 
     def number(m: re.Match[str]) -> str:
         return m.group(1) + seen.setdefault(m.group(0), str(len(seen)))
 
-    return re.sub(r"(AZM_[A-Za-z_]*|callseq )(\d+)", number, ptx_text)
+    return re.sub(r"(AZ[ME]_[A-Za-z_]*|callseq )(\d+)", number, ptx_text)
 
 
 def _both(kernel: Any, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:

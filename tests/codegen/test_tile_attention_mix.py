@@ -245,3 +245,24 @@ def test_an_a_operand_reading_the_target_matches_float64() -> None:
     for j in range(0, 128, 64):
         acc = acc.astype(np.float16).astype(np.float64) @ w[j:j + 64].astype(np.float64)
     np.testing.assert_allclose(c.to_host(), acc, rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("epilogue", ["staged", "direct"])
+def test_a_loop_storing_a_register_tile_is_prefetched_only_with_direct_stores(monkeypatch: pytest.MonkeyPatch,
+                                                                               epilogue: str) -> None:
+    """A staged store writes the compiler's shared buffer, where a prefetching loop's next B tiles
+    are landing: a loop with a tile store in it is not prefetched while stores are staged (the
+    default), and is with per-element stores (`ANODIZE_TILE_EPILOGUE=direct`)."""
+    import attention_variants as AV  # (tests/codegen)
+
+    from anodize.codegen.tile.epilogue import TileStagedStore
+    from anodize.codegen.tile.prefetch import TileCopy
+    from anodize.language.ir_walk import walk
+
+    body = AV.BODIES["example"].replace("        m = m_new\n", "        m = m_new\n        tile.store(o, pid, acc.astype(f16))\n")
+    assert body != AV.BODIES["example"]
+    monkeypatch.setitem(AV.BODIES, "store_in_loop", body)
+    low, _ = _lowered("store_in_loop", 64, 4, monkeypatch, ANODIZE_TILE_EPILOGUE=epilogue, ANODIZE_TILE_A_RESIDENT="1")
+    nodes = list(walk(low.body))
+    assert any(isinstance(n, TileCopy) for n in nodes) == (epilogue == "direct")
+    assert any(isinstance(n, TileStagedStore) for n in nodes) == (epilogue == "staged")

@@ -116,11 +116,13 @@ def _module(tmp_path: Path, text: str) -> Any:
 
 
 def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int], m: int, n: int, k: int, t: str = "f16",
-             seed: int = 0) -> None:
+             seed: int = 0, tag: str = "") -> None:
+    """`tag`: a comment making the module a new one (its kernels compiled afresh, under the
+    switches set now)."""
     bm, bn, bk, warps = tile
     dt = np.float16 if t == "f16" else __import__("ml_dtypes").bfloat16
     src, args, want, _ = C.case(name, m, n, k, dt, bk, seed)
-    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t))
+    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t) + (f"# {tag}\n" if tag else ""))
     out_i = max(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
     dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     mod.k[az.LaunchConfig.for_tiles((m, n), (bm, bn))](*dargs)
@@ -194,7 +196,7 @@ def test_128x128_over_4_warps_takes_wgmma_with_the_stacking_switch(monkeypatch: 
     """With `ANODIZE_TILE_WGMMA_STACK=1` the 128 x 128 tile over 4 warps runs two
     m64n128k16 a k16 step (8 a k-tile, A's second block 8 KiB further), the epilogue staged
     (16 stmatrix.x4), ptxas without spills at the driver's flags; without it, mma.sync."""
-    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
+    monkeypatch.delenv("ANODIZE_TILE_EPILOGUE", raising=False)  # (staged: the default)
     src = C.source(name, 128, 128, 64, 4, "f16")
     assert compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx.count("wgmma.mma_async") == 0
     monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
@@ -242,3 +244,26 @@ def test_an_arange_mask_beside_a_tensor_core_matmul_compiles(arch: str) -> None:
     assert plan_tiles(ir).sites  # the matmul is on tensor cores: the register plan is in force
     ptx = compile_gpu(ir, arch, ptxas=None).ptx
     assert ("wgmma.mma_async" if arch == "sm_90" else "mma.sync") in ptx
+
+
+def test_the_two_blocks_switch_picks_a_ring_two_blocks_of_which_share_an_sm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_TWO_BLOCKS=1` (codegen/tile/wgmma.py `two_blocks_stages`): the stacked 128 x 128
+    tile over 4 warps takes a 3-stage ring (97 KiB: two blocks in an sm_90 SM's 228 KiB, 4 stages
+    would take 129), ptxas within 256 registers; 128 x 256 over 8 warps (128 accumulators a
+    thread: two blocks would need <= 128 registers) keeps its 4 stages."""
+    from anodize.codegen.toolchain import CODE_SWITCHES
+
+    assert "ANODIZE_TILE_TWO_BLOCKS" in CODE_SWITCHES
+    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
+    small = kernel_ir(C.source("canonical", 128, 128, 64, 4, "f16"))
+    big = kernel_ir(C.source("canonical", 128, 256, 64, 8, "f16"))
+    ring = lambda m, n, st: st * (m + n) * 64 * 2 + 1024  # noqa: E731
+    assert compile_gpu(small, "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 128, 4)
+    monkeypatch.setenv("ANODIZE_TILE_TWO_BLOCKS", "1")
+    art = compile_gpu(small, "sm_90", ptxas=False)
+    assert art.dynamic_shared_bytes == ring(128, 128, 3) and 2 * (art.dynamic_shared_bytes + 1024) <= 228 * 1024
+    assert compile_gpu(big, "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 256, 4)
+    if shutil.which("ptxas"):
+        log = ptxas_log(art.ptx, "sm_90")
+        regs = int(re.search(r"Used (\d+) registers", log).group(1))  # type: ignore[union-attr]
+        assert regs * 128 * 2 <= 65536 and " 0 bytes spill stores" in log, log

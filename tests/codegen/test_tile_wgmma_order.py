@@ -1,7 +1,8 @@
-"""The wgmma mainloop's two benchmarking switches (codegen/tile/wgmma.py): `ANODIZE_TILE_LOAD_AHEAD=1`
-(multiply, then copy: S - 1 k-tiles of copies in flight, Triton's order) and
-`ANODIZE_TILE_WHOLE_CHUNKS=1` (a copy path of whole 16-byte chunks, `ignore-src` for one
-outside, where no chunk straddles an edge).  A model of the ring run over the block's own text
+"""The wgmma mainloop's two orders and copy paths (codegen/tile/wgmma.py), on by default with a
+way back each: load-ahead (multiply, then copy: S - 1 k-tiles of copies in flight, Triton's
+order; `ANODIZE_TILE_LOAD_AHEAD=0` copies first) and whole chunks (a copy path of whole 16-byte
+chunks, `ignore-src` for one outside, where no chunk straddles an edge;
+`ANODIZE_TILE_WHOLE_CHUNKS=0` clamps every chunk).  A model of the ring run over the block's own text
 checks every order: each wgmma reads the k-tile it should, landed and fenced before a barrier,
 and no copy refills a stage before a barrier that follows every warpgroup's wait for the wgmma
 reading it.  An evaluation of both copy texts shows the whole-chunk path copies what the
@@ -23,7 +24,8 @@ from anodize.codegen.tile.layout import MmaLayout
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tile_mma_cases as C  # noqa: E402
-from test_tile_mma import kernel_ir, ptxas_log  # noqa: E402
+from test_block_slots import canonical  # noqa: E402
+from test_tile_mma import kernel_ir, ptxas_log, run_case  # noqa: E402
 
 
 def run_ring(text: str, stages: int, ktiles: int, whole: bool = False) -> list[int]:
@@ -134,7 +136,7 @@ def test_the_measurement_switch_without_the_proxy_fence_is_what_the_model_reject
 
 
 def test_the_load_ahead_order_multiplies_before_it_copies() -> None:
-    """Default: one barrier a k-tile, copies then wgmma, S - 2 k-tiles ahead; load-ahead: wgmma,
+    """Copy-first: one barrier a k-tile, copies then wgmma, S - 2 k-tiles ahead; load-ahead (the default): wgmma,
     its wait, a second barrier, then the copies, S - 1 ahead (`cp.async.wait_group S - 2`)."""
     lay = MmaLayout(128, 256, 8, 1)
     for ahead, wait, bars in ((False, 1, 1), (True, 2, 2)):
@@ -223,11 +225,14 @@ def test_every_gemm_variant_compiles_under_the_switches_without_spills(monkeypat
     if warps == 4:
         monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
     src = kernel_ir(C.source(name, bm, bn, bk, warps, "f16"))
-    base = compile_gpu(src, "sm_90", ptxas=False).ptx
+    ptx = compile_gpu(src, "sm_90", ptxas=False).ptx  # the default: both on
+    monkeypatch.setenv("ANODIZE_TILE_LOAD_AHEAD", "0")
+    monkeypatch.setenv("ANODIZE_TILE_WHOLE_CHUNKS", "0")
+    base = compile_gpu(src, "sm_90", ptxas=False).ptx  # the way back: both off
     assert "AZM_WHOLE" not in base and "wgmma.mma_async" in base
-    monkeypatch.setenv("ANODIZE_TILE_LOAD_AHEAD", "1")
-    monkeypatch.setenv("ANODIZE_TILE_WHOLE_CHUNKS", "1")
-    ptx = compile_gpu(src, "sm_90", ptxas=False).ptx
+    monkeypatch.delenv("ANODIZE_TILE_LOAD_AHEAD")
+    monkeypatch.delenv("ANODIZE_TILE_WHOLE_CHUNKS")
+    assert canonical(compile_gpu(src, "sm_90", ptxas=False).ptx) == canonical(ptx)
     loops = len(re.findall(r"AZM_LOOP_\d+:", ptx))
     assert loops >= 1 and ptx.count("wgmma.mma_async") == base.count("wgmma.mma_async")
     whole = re.findall(r"cp\.async\.cg\.shared\.global \[%wr30\+\d+\], \[%wd9\], 16, %wp4;", ptx)
@@ -236,3 +241,19 @@ def test_every_gemm_variant_compiles_under_the_switches_without_spills(monkeypat
     if shutil.which("ptxas"):
         log = ptxas_log(ptx, "sm_90")
         assert re.search(r" 0 bytes spill stores", log) and not re.search(r" [1-9]\d* bytes spill stores", log), log
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", ["canonical", "b_trans", "a_trans", "acc_in", "epilogue"])
+@pytest.mark.parametrize("m,n,k", [(200, 300, 190), (64, 96, 4095)])
+def test_the_way_back_matches_numpy_on_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, m: int, n: int,
+                                               k: int) -> None:
+    """The copy-first order, the clamped copies and the per-element stores (each default's way
+    back: `ANODIZE_TILE_LOAD_AHEAD=0`, `ANODIZE_TILE_WHOLE_CHUNKS=0`, `ANODIZE_TILE_EPILOGUE=direct`)
+    still compute what NumPy does (the defaults are tests/codegen/test_tile_mma.py's GPU twins)."""
+    import anodize as az
+
+    for name_, value in (("LOAD_AHEAD", "0"), ("WHOLE_CHUNKS", "0"), ("EPILOGUE", "direct")):
+        monkeypatch.setenv(f"ANODIZE_TILE_{name_}", value)
+    monkeypatch.setenv("ANODIZE_CACHE", "off")
+    run_case(tmp_path, az.device(), name, (128, 256, 64, 8), m, n, k, tag="the way back")

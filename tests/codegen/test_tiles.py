@@ -213,14 +213,20 @@ def test_fragment_stores_test_their_column_against_one_limit_a_row(monkeypatch: 
     assert len(re.findall(r"setp\.lt\.u64", ptx)) == 2  # the two rows' tests (without the switch: 66)
 
 
-def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
-    """By default a register tile is stored through shared memory (codegen/tile/epilogue.py): the
-    128x256 wgmma tile's 128 f16 registers a thread as 16 `stmatrix.x4` (sm_90), then a loop of
-    coalesced 16-byte `st.global.v4` (element stores only at an edge): no per-element
-    predicated store is left, and the kernel's dynamic shared buffer holds the staged tile."""
+@pytest.mark.parametrize("setting", [None, "staged"])
+def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monkeypatch: pytest.MonkeyPatch,
+                                                                           setting: str | None) -> None:
+    """By default (and with `ANODIZE_TILE_EPILOGUE=staged`) a register tile is stored through
+    shared memory (codegen/tile/epilogue.py): the 128x256 wgmma tile's 128 f16 registers a thread
+    as 16 `stmatrix.x4` (sm_90), then a loop of coalesced 16-byte `st.global.v4` (element stores
+    only at an edge): no per-element predicated store is left, and the kernel's dynamic shared
+    buffer holds the staged tile."""
     import re
 
+    if setting is None:
+        monkeypatch.delenv("ANODIZE_TILE_EPILOGUE", raising=False)
+    else:
+        monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", setting)
     k = next(k for k in _example_kernels() if k.name == "gemm")
     art = compile_gpu(k, "sm_90", ptxas=False)
     ptx = art.ptx
@@ -235,9 +241,9 @@ def test_gemm_epilogue_is_staged_through_shared_memory_with_16_byte_stores(monke
                                                  ("sm_80", "f32", "st.shared.v2.f32", 16)])
 def test_staged_epilogue_without_stmatrix_stores_register_pairs(arch: str, out: str, insn: str, count: int,
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ANODIZE_TILE_EPILOGUE", "staged")  # (off by default until a GPU run checks it)
     """Before sm_90 (no stmatrix), and for f32 outputs, each register pair goes to shared memory
     as one 4- or 8-byte store; the copy out is the same 16-byte loop."""
+    monkeypatch.delenv("ANODIZE_TILE_EPILOGUE", raising=False)  # (staged: the default)
     from tile_mma_cases import source
 
     from anodize.language.front import front_for_source
