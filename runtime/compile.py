@@ -45,6 +45,17 @@ class LoadedKernel:
     device: Device
     handle: Any  # cuda.core Kernel on a GPU; None on the CPU backend
     fault_address: int  # this kernel's slot in the device's fault arena
+    # whether the kernel can write its fault record: False for a GPU kernel whose PTX has no
+    # `__az_fault` (`can_fault`), so a submission's completion need not read the record back
+    may_fault: bool = True
+
+
+def can_fault(compiled: CompiledKernel) -> bool:
+    """Whether `compiled` can record a fault: only `__az_fault` writes the record
+    (codegen/llvm/lower.py), so a GPU kernel whose PTX has none cannot (its checks all proven,
+    or none needed).  Without PTX text (the CPU backend, an artifact that kept none) it is
+    assumed to."""
+    return not compiled.ptx or "__az_fault" in compiled.ptx
 
 
 def source_hash(kernel: Kernel) -> str:
@@ -236,6 +247,6 @@ def compile_for_device(
             kernel, getattr(device, "arch", None), bounds_checks=bounds_checks, line_info=line_info, opt=opt
         )
         handle = device.load(compiled)  # type: ignore[attr-defined]
-    loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled))
+    loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled), may_fault=can_fault(compiled))
     kernel.store.loaded[key] = loaded
     return loaded

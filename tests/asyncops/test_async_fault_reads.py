@@ -1,0 +1,73 @@
+"""A submission's completion reads a kernel's fault record back from the GPU only when the
+kernel can write it (runtime/compile.py `can_fault`: its PTX calls `__az_fault`, the one
+function that writes the record).  A kernel whose checks were all proven (or that needs
+none) costs no device-to-host copy per completion; one with a fault path still reports its
+`KernelFault`.  On tests/fakecuda.py's driver, whose kernels run on the CPU: each kernel's
+`may_fault` is taken from its real sm_90 PTX."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from typing import Any
+
+import fakecuda
+import numpy as np
+import pytest
+from aop_kernels import affine, shift_read
+
+import anodize as az
+from anodize.codegen.driver import compile_gpu
+from anodize.runtime import inflight
+from anodize.runtime import launch as rt_launch
+from anodize.runtime.compile import can_fault
+
+N = 300
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]]:
+    for k in (affine, shift_read):
+        k.store.clear()
+    dev, drv = fakecuda.install(monkeypatch)
+    cpu_compile = rt_launch.compile_for_device  # (the fake's: CPU code for the fake device)
+
+    def with_ptx(kernel: Any, device: Any, **kw: Any) -> Any:
+        loaded = cpu_compile(kernel, device, **kw)
+        return dataclasses.replace(loaded, may_fault=can_fault(compile_gpu(kernel, "sm_90", ptxas=False)))
+
+    monkeypatch.setattr(rt_launch, "compile_for_device", with_ptx)
+    yield dev, drv
+    for k in (affine, shift_read):
+        k.store.clear()
+    assert inflight.in_flight() == 0
+
+
+def test_the_ptx_says_whether_a_kernel_can_fault() -> None:
+    assert not can_fault(compile_gpu(affine, "sm_90", ptxas=False))  # `if i in out`: every access proven
+    assert can_fault(compile_gpu(shift_read, "sm_90", ptxas=False))  # `a[i + 1]`: checked at run time
+    assert can_fault(dataclasses.replace(compile_gpu(affine, "sm_90", ptxas=False), ptx=""))  # no PTX: assumed
+
+
+def test_a_kernel_without_a_fault_path_is_not_read_back(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    a = dev.to_device(np.arange(N, dtype=np.float32))
+    t = dev.empty(N, az.f32)
+    cfg = az.LaunchConfig.for_num_elems(N)
+    affine[cfg].op(a, t, 2.0, 1.0).run()
+    drv.counts.clear()
+    for _ in range(3):
+        affine[cfg].op(a, t, 2.0, 1.0).run()
+    assert drv.counts["launch"] == 3 and "d2h" not in drv.counts  # no fault record read per completion
+    np.testing.assert_array_equal(t.to_host(), np.arange(N, dtype=np.float32) * 2 + 1)
+
+
+def test_a_kernel_with_a_fault_path_still_reports_its_fault(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
+    dev, drv = fake
+    a = dev.to_device(np.arange(N, dtype=np.float32))
+    c = dev.empty(N, az.f32)
+    drv.counts.clear()
+    with pytest.raises(az.KernelFault, match="shift_read"):
+        shift_read[az.LaunchConfig.for_num_elems(N, block=128)].op(a, c).run()
+    assert drv.counts["d2h"] >= 1  # its record, read back
+    dev.check()  # reset at completion: nothing left to raise
