@@ -335,8 +335,8 @@ class AndThen(Op):
                     # A flat list with a pack went straight onto `fast` already: its op's device
                     # is `fast_dev` and its specs are admitted (a flat list has one plan and one
                     # spec tuple: the op memo shares all three, runtime/op_memo.py).
-                    pk = packs.get(id(nxt.flat))  # type: ignore[attr-defined]
-                    if pk is None and (nxt.device is not fast_dev or id(nxt.spec) not in admitted):  # type: ignore[attr-defined]
+                    pk = packs.get(id(nxt.flat))
+                    if pk is None and (nxt.device is not fast_dev or id(nxt.spec) not in admitted):
                         held = nxt  # checked and queued by the loop's general path
                         break
                     nxt._owner = True
