@@ -26,6 +26,7 @@ from anodize.codegen.artifact import CompiledKernel
 from anodize.language.records import dataclass
 from anodize.language.sources import module_source, spec_repr
 from anodize.runtime import artifact_store, diskcache, lazy
+from anodize.runtime.faults import can_fault
 from anodize.runtime.probe import gpu_available
 
 if TYPE_CHECKING:
@@ -46,16 +47,8 @@ class LoadedKernel:
     handle: Any  # cuda.core Kernel on a GPU; None on the CPU backend
     fault_address: int  # this kernel's slot in the device's fault arena
     # whether the kernel can write its fault record: False for a GPU kernel whose PTX has no
-    # `__az_fault` (`can_fault`), so a submission's completion need not read the record back
+    # `__az_fault` (runtime/faults.py `can_fault`), so a submission's completion need not read the record back
     may_fault: bool = True
-
-
-def can_fault(compiled: CompiledKernel) -> bool:
-    """Whether `compiled` can record a fault: only `__az_fault` writes the record
-    (codegen/llvm/lower.py), so a GPU kernel whose PTX has none cannot (its checks all proven,
-    or none needed).  Without PTX text (the CPU backend, an artifact that kept none) it is
-    assumed to."""
-    return not compiled.ptx or "__az_fault" in compiled.ptx
 
 
 def source_hash(kernel: Kernel) -> str:

@@ -2,8 +2,10 @@
 kernel can write it (runtime/compile.py `can_fault`: its PTX calls `__az_fault`, the one
 function that writes the record).  A kernel whose checks were all proven (or that needs
 none) costs no device-to-host copy per completion; one with a fault path still reports its
-`KernelFault`.  On tests/fakecuda.py's driver, whose kernels run on the CPU: each kernel's
-`may_fault` is taken from its real sm_90 PTX."""
+`KernelFault`.  The same holds for the device's fault arena at a synchronisation
+(`dev.check()`, `dev.synchronize()`, `to_host`): a chunk of slots none of whose kernels can
+fault is not read.  On tests/fakecuda.py's driver, whose kernels run on the CPU, each kernel
+carries its real sm_90 PTX (so `can_fault` reads what a GPU would load)."""
 
 from __future__ import annotations
 
@@ -19,8 +21,8 @@ from aop_kernels import affine, shift_read
 import anodize as az
 from anodize.codegen.driver import compile_gpu
 from anodize.runtime import inflight
-from anodize.runtime import launch as rt_launch
-from anodize.runtime.compile import can_fault
+from anodize.runtime import compile as rt_compile
+from anodize.runtime.faults import can_fault
 
 N = 300
 
@@ -30,13 +32,12 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fa
     for k in (affine, shift_read):
         k.store.clear()
     dev, drv = fakecuda.install(monkeypatch)
-    cpu_compile = rt_launch.compile_for_device  # (the fake's: CPU code for the fake device)
+    cpu_compile = rt_compile.compile_for_cpu  # (what the fake device runs)
 
-    def with_ptx(kernel: Any, device: Any, **kw: Any) -> Any:
-        loaded = cpu_compile(kernel, device, **kw)
-        return dataclasses.replace(loaded, may_fault=can_fault(compile_gpu(kernel, "sm_90", ptxas=False)))
+    def with_ptx(kernel: Any, **kw: Any) -> Any:
+        return dataclasses.replace(cpu_compile(kernel, **kw), ptx=compile_gpu(kernel, "sm_90", ptxas=False).ptx)
 
-    monkeypatch.setattr(rt_launch, "compile_for_device", with_ptx)
+    monkeypatch.setattr(rt_compile, "compile_for_cpu", with_ptx)
     yield dev, drv
     for k in (affine, shift_read):
         k.store.clear()
@@ -71,3 +72,25 @@ def test_a_kernel_with_a_fault_path_still_reports_its_fault(fake: tuple[fakecuda
         shift_read[az.LaunchConfig.for_num_elems(N, block=128)].op(a, c).run()
     assert drv.counts["d2h"] >= 1  # its record, read back
     dev.check()  # reset at completion: nothing left to raise
+
+
+def test_a_synchronisation_reads_no_arena_chunk_of_kernels_that_cannot_fault(
+    fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dev, _ = fake
+    reads: list[int] = []
+    download = dev._download
+    monkeypatch.setattr(dev, "_download", lambda out, ptr, nbytes: (reads.append(nbytes), download(out, ptr, nbytes)))
+    a = dev.to_device(np.arange(N, dtype=np.float32))
+    t, c = dev.empty(N, az.f32), dev.empty(N, az.f32)
+    cfg = az.LaunchConfig.for_num_elems(N)
+    affine[cfg](a, t, 2.0, 1.0)
+    dev.check()  # only `affine` is loaded: nothing to read back
+    assert reads == []
+    shift_read[az.LaunchConfig.for_num_elems(N, block=128)](a, c)  # loads a kernel that can fault, and faults
+    with pytest.raises(az.KernelFault, match="shift_read"):
+        dev.check()
+    assert len(reads) == 1  # the chunk, read once
+    affine[cfg](a, t, 2.0, 1.0)
+    dev.check()  # the chunk holds `shift_read` now: read
+    assert len(reads) == 2
