@@ -46,8 +46,8 @@ class LoadedKernel:
     device: Device
     handle: Any  # cuda.core Kernel on a GPU; None on the CPU backend
     fault_address: int  # this kernel's slot in the device's fault arena
-    # whether the kernel can write its fault record: False for a GPU kernel whose PTX has no
-    # `__az_fault` (runtime/faults.py `can_fault`), so a submission's completion need not read the record back
+    # whether a submission's completion reads the kernel's fault record back: False only for a GPU
+    # kernel whose PTX has no `__az_fault`, under ANODIZE_FAULT_READ_SKIP=1 (runtime/faults.py `can_fault`)
     may_fault: bool = True
 
 

@@ -9,12 +9,13 @@ after a `KernelFault` the device stays usable.
 At each synchronisation point (`Buffer.to_host`, `Device.synchronize`,
 `Device.check`), if anything was launched since the last check, the arena is
 read once; the first faulting slot becomes a `KernelFault` and every slot is
-reset to zero.  A chunk none of whose kernels can write its record (`can_fault`:
-a GPU kernel whose PTX has no fault path) is not read.
+reset to zero.  Under `ANODIZE_FAULT_READ_SKIP=1`, a chunk none of whose kernels can
+write its record (`can_fault`: a GPU kernel whose PTX has no fault path) is not read.
 """
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import TYPE_CHECKING
 
@@ -33,12 +34,21 @@ RECORD = np.dtype([("count", "<u4"), ("site", "<u4"), ("index", "<i8"), ("length
 assert RECORD.itemsize == FAULT_RECORD_BYTES
 
 
-def can_fault(compiled: CompiledKernel) -> bool:
-    """Whether `compiled` can record a fault: only `__az_fault` writes the record
+def ptx_can_fault(compiled: CompiledKernel) -> bool:
+    """Whether `compiled`'s code can record a fault: only `__az_fault` writes the record
     (codegen/llvm/lower.py), so a GPU kernel whose PTX has none cannot (its checks all proven,
     or none needed).  Without PTX text (the CPU backend, an artifact that kept none) it is
     assumed to."""
     return not compiled.ptx or "__az_fault" in compiled.ptx
+
+
+def can_fault(compiled: CompiledKernel) -> bool:
+    """Whether completions and synchronisations read `compiled`'s fault record back: always,
+    unless `ANODIZE_FAULT_READ_SKIP=1`, which skips the kernels that cannot write it
+    (`ptx_can_fault`; off by default until a GPU run has measured it)."""
+    if os.environ.get("ANODIZE_FAULT_READ_SKIP", "").strip().lower() not in ("1", "on", "yes", "true"):
+        return True
+    return ptx_can_fault(compiled)
 
 
 class _Chunk:

@@ -1,5 +1,6 @@
-"""A submission's completion reads a kernel's fault record back from the GPU only when the
-kernel can write it (runtime/compile.py `can_fault`: its PTX calls `__az_fault`, the one
+"""Under `ANODIZE_FAULT_READ_SKIP=1` (off by default until measured on a GPU), a
+submission's completion reads a kernel's fault record back from the GPU only when the
+kernel can write it (runtime/faults.py `ptx_can_fault`: its PTX calls `__az_fault`, the one
 function that writes the record).  A kernel whose checks were all proven (or that needs
 none) costs no device-to-host copy per completion; one with a fault path still reports its
 `KernelFault`.  The same holds for the device's fault arena at a synchronisation
@@ -22,13 +23,14 @@ import anodize as az
 from anodize.codegen.driver import compile_gpu
 from anodize.runtime import inflight
 from anodize.runtime import compile as rt_compile
-from anodize.runtime.faults import can_fault
+from anodize.runtime.faults import can_fault, ptx_can_fault
 
 N = 300
 
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]]:
+    monkeypatch.setenv("ANODIZE_FAULT_READ_SKIP", "1")
     for k in (affine, shift_read):
         k.store.clear()
     dev, drv = fakecuda.install(monkeypatch)
@@ -44,10 +46,15 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[fakecuda.FakeGpu, fa
     assert inflight.in_flight() == 0
 
 
-def test_the_ptx_says_whether_a_kernel_can_fault() -> None:
-    assert not can_fault(compile_gpu(affine, "sm_90", ptxas=False))  # `if i in out`: every access proven
-    assert can_fault(compile_gpu(shift_read, "sm_90", ptxas=False))  # `a[i + 1]`: checked at run time
-    assert can_fault(dataclasses.replace(compile_gpu(affine, "sm_90", ptxas=False), ptx=""))  # no PTX: assumed
+def test_the_ptx_says_whether_a_kernel_can_fault(monkeypatch: pytest.MonkeyPatch) -> None:
+    proven, checked = compile_gpu(affine, "sm_90", ptxas=False), compile_gpu(shift_read, "sm_90", ptxas=False)
+    assert not ptx_can_fault(proven)  # `if i in out`: every access proven
+    assert ptx_can_fault(checked)  # `a[i + 1]`: checked at run time
+    assert ptx_can_fault(dataclasses.replace(proven, ptx=""))  # no PTX: assumed to
+    monkeypatch.delenv("ANODIZE_FAULT_READ_SKIP", raising=False)
+    assert can_fault(proven) and can_fault(checked)  # the switch off (the default): every record is read
+    monkeypatch.setenv("ANODIZE_FAULT_READ_SKIP", "1")
+    assert not can_fault(proven) and can_fault(checked)
 
 
 def test_a_kernel_without_a_fault_path_is_not_read_back(fake: tuple[fakecuda.FakeGpu, fakecuda.FakeDriver]) -> None:
