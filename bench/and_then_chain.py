@@ -10,7 +10,14 @@ The chain copies a small vector back and forth between two buffers (`bench/kerne
 * and_then:    `az.value(None).and_then(lambda _: copy[cfg].op(...))` x chain: each step's op
                is built by its function while the chain is queued
 * graph:       `az.capture` of the `and_then` chain, `graph.replay(wait=False)`
+* graph x8:    eight such replays queued back to back, then one wait (per kernel of all eight):
+               the per-kernel cost of a replay, as bench/graph_replay.py measures it (the issue's
+               "replays at the current per-kernel cost")
 * op.run:      `copy[cfg].op(...).run()` per kernel: one lazy op at a time, each run and waited for
+               (a whole submission per kernel: handle, in-flight registration, a completion event,
+               the host's wait for it and the kernel's fault-record read)
+* plain+sync:  `copy[cfg](x, y)` then `dev.synchronize()` per kernel: the round trip `op.run`
+               cannot beat; "op.run - plain+sync" is the submission's own cost
 
 "host" is the time to build and queue the work (until the call returns; on the CPU backend
 the kernels run inline, so it includes them), "done" adds the wait for completion.  Both per
@@ -48,6 +55,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
+
+
+REPLAYS = 8  # the `graph xN` row: replays queued back to back, then one wait
 
 
 def _measure(modes: list[tuple[Callable[[], Any], Callable[[Any], None]]], rounds: int, clock: Callable[[], float] = time.perf_counter) -> list[tuple[float, float]]:
@@ -97,6 +107,9 @@ def main() -> int:
         fakecuda.run_entry = lambda *a: None
         dev = fakecuda.install(fakecuda.Patch())[0]
         cuda.core.launch = lambda *a: None  # (the fake driver's logging launch, as cheap as a plain launch's)
+        # a plain launch calls cuda.core's `launch` directly too, as a CudaDevice's does (the fake
+        # device's own `launch` adds two Python calls that a GPU's plain launch does not make)
+        dev.launch_call = lambda handle, config: (cuda.core.launch, (dev._stream, config, handle))
     else:
         dev = az.device() if args.device is None else az.device("cpu") if args.device == "cpu" else az.device(int(args.device))
     n, chain = args.n, args.chain
@@ -141,9 +154,22 @@ def main() -> int:
     def replay() -> Any:
         return graph.replay(wait=False)
 
+    def replays() -> Any:  # back to back, as bench/graph_replay.py times them: the per-kernel cost
+        for _ in range(REPLAYS - 1):
+            graph.replay(wait=False)
+        return graph.replay(wait=False)
+
     def single() -> None:
         for k in range(chain):
             (launch.op(y, x) if k % 2 else launch.op(x, y)).run()
+
+    def synced() -> None:  # what `op.run` waits for, without the op: a launch and a device synchronisation
+        for k in range(chain):
+            if k % 2:
+                launch(y, x)
+            else:
+                launch(x, y)
+            dev.synchronize()
 
     def sync(_: Any = None) -> None:
         dev.synchronize()
@@ -152,19 +178,28 @@ def main() -> int:
         h.wait()
 
     clock = time.thread_time if args.clock == "thread" else time.perf_counter
-    timed = _measure([(plain, sync), (then_chain, wait), (and_then, wait), (replay, wait), (single, sync)], args.rounds, clock)
-    (h_plain, w_plain), (h_then, w_then), (h_and, w_and), (h_graph, w_graph), (h_one, w_one) = timed
+    started = time.perf_counter()
+    modes = [(plain, sync), (then_chain, wait), (and_then, wait), (replay, wait), (replays, wait), (single, sync), (synced, sync)]
+    timed = _measure(modes, args.rounds, clock)
+    (h_plain, w_plain), (h_then, w_then), (h_and, w_and), (h_graph, w_graph), (h_reps, w_reps), (h_one, w_one), (h_sync, w_sync) = timed
+    h_reps, w_reps = h_reps / REPLAYS, w_reps / REPLAYS
     if not fake:  # (the fake device runs no kernel)
         np.testing.assert_array_equal(y.to_host(), data)  # an even chain ends with y == x == data
 
     us = 1e6 / chain
     print(f"and_then chain on {dev.describe()}: {chain} copy kernels (n={n}), median of {args.rounds} rounds, {args.clock} clock")
     print(f"{'mode':<12} {'host us/op':>11} {'done us/op':>11}")
-    for name, h, w in (("plain", h_plain, w_plain), ("then-chain", h_then, w_then), ("and_then", h_and, w_and), ("graph", h_graph, w_graph), ("op.run", h_one, w_one)):
+    rows = (("plain", h_plain, w_plain), ("then-chain", h_then, w_then), ("and_then", h_and, w_and), ("graph", h_graph, w_graph),
+            (f"graph x{REPLAYS}", h_reps, w_reps), ("op.run", h_one, w_one), ("plain+sync", h_sync, w_sync))
+    for name, h, w in rows:
         print(f"{name:<12} {h * us:>11.3f} {w * us:>11.3f}")
     extra = (h_and - h_plain) * us
     print(f"and_then host cost beyond a plain launch: {extra:.3f} us/op (target <= 2 us): {'met' if extra <= 2 else 'NOT met'}")
-    print(f"graph replay (to completion) vs plain: {w_graph / w_plain:.2f}x")
+    print(f"graph replay (to completion) vs plain: {w_graph / w_plain:.2f}x; one replay {w_graph * us:.3f} us/kernel to completion, "
+          f"{REPLAYS} back to back {w_reps * us:.3f} (the per-kernel cost: bench/graph_replay.py's way)")
+    print(f"op.run beyond a launch and a device synchronisation: {(w_one - w_sync) * us:.3f} us/op (a submission: handle, "
+          f"in-flight registration, completion event, fault-record read)")
+    print(f"(timed part: {time.perf_counter() - started:.1f} s)")
     if args.pipeline:
         import importlib.util
 

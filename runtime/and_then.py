@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from anodize.language.errors import ArgumentError, LaunchError
 from anodize.runtime import inflight, streams as S
 from anodize.runtime.deferred import FutureMarker, defer, unresolved
-from anodize.runtime.ops import _UNSET, SUBMIT, KernelOp, Leaf, Op, _common_device, fast_lane
+from anodize.runtime.ops import _UNSET, SUBMIT, KernelOp, Leaf, Op, _common_device, fast_lane, launch_pack
 from anodize.runtime.submission import _kernels_of, _take_fault, release_holds
 
 if TYPE_CHECKING:
@@ -230,6 +230,7 @@ class AndThen(Op):
         fast_dev: Any = None
         launch: Any = None
         held: Any = None  # an op the straight run below built but did not launch: queued next
+        packs: dict[int, Any] = {}  # id(flat) -> `launch_pack` on `fast`
         k = steps.count
         while k < n and not ctx.stopped:
             if synced:
@@ -297,23 +298,25 @@ class AndThen(Op):
                 ctx.fail(e)
                 break
             if quick:
+                pk = packs.get(id(nxt.flat))  # type: ignore[attr-defined]
                 while True:  # this op, then each next step's while it is quick too (a straight run)
-                    plan = nxt.plan  # type: ignore[attr-defined]
-                    if launch is None:  # the CPU lane of the calling thread: run it here, as `run_item`
-                        if handle.error is None:
-                            cfg = plan.config
-                            plan.arena.dirty = True
+                    if launch is SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
+                        lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
+                    else:  # the launch, its arguments bound once per flat list (`launch_pack`)
+                        if pk is None:
+                            pk = launch_pack(nxt.plan, nxt.flat, lane, launch)  # type: ignore[attr-defined]
+                            if pk is None:
+                                break  # a grid-synchronising kernel: `Leaf._emit` below
+                            packs[id(nxt.flat)] = pk  # type: ignore[attr-defined]
+                        if launch is not None:  # a GPU stream: `KernelOp._enqueue_gpu`
+                            pk[2].dirty = True
+                            pk[0](*pk[1])
+                        elif handle.error is None:  # the CPU lane of the calling thread: run it here, as `run_item`
+                            pk[2].dirty = True
                             try:
-                                plan.entry(cfg.grid, cfg.block, nxt.flat, plan.fault, plan.rank, cfg.shared_mem)  # type: ignore[attr-defined]
+                                pk[0](*pk[1])
                             except BaseException as e:  # noqa: BLE001 - reported at completion
                                 handle.error = e
-                    elif launch is SUBMIT:  # a CPU worker: queued on its FIFO, as `Leaf._emit` does
-                        lane.submit(handle, nxt._execute_cpu)  # type: ignore[attr-defined]
-                    elif not plan.grid_counter:  # a GPU stream: `KernelOp._enqueue_gpu`
-                        plan.arena.dirty = True
-                        launch(lane.stream, plan.cu_config, plan.handle, *nxt.flat, *plan.hidden)  # type: ignore[attr-defined]
-                    else:
-                        break  # a grid-synchronising kernel: `Leaf._emit` below
                     cur = nxt
                     if k >= n or ctx.stopped:
                         break
@@ -326,14 +329,14 @@ class AndThen(Op):
                         fast = None
                         held = nxt  # (the checks above, again, in the loop: not quick now)
                         break
-                    if not (
-                        type(nxt) is KernelOp
-                        and nxt._owner is None
-                        and nxt._handle is None
-                        and nxt._held is None
-                        and nxt.device is fast_dev
-                        and id(nxt.spec) in admitted
-                    ):
+                    if type(nxt) is not KernelOp or nxt._owner is not None or nxt._handle is not None or nxt._held is not None:
+                        held = nxt  # checked and queued by the loop's general path
+                        break
+                    # A flat list with a pack went straight onto `fast` already: its op's device
+                    # is `fast_dev` and its specs are admitted (a flat list has one plan and one
+                    # spec tuple: the op memo shares all three, runtime/op_memo.py).
+                    pk = packs.get(id(nxt.flat))
+                    if pk is None and (nxt.device is not fast_dev or id(nxt.spec) not in admitted):
                         held = nxt  # checked and queued by the loop's general path
                         break
                     nxt._owner = True
@@ -350,6 +353,7 @@ class AndThen(Op):
             if plain and type(nxt) is KernelOp and not pend and lane is not fast:
                 fast, launch = fast_lane(lane)
                 fast_dev = lane.device
+                packs = {}
             cur = nxt
         return lane, pend
 

@@ -26,6 +26,7 @@ from anodize.codegen.artifact import CompiledKernel
 from anodize.language.records import dataclass
 from anodize.language.sources import module_source, spec_repr
 from anodize.runtime import artifact_store, diskcache, lazy
+from anodize.runtime.faults import can_fault
 from anodize.runtime.probe import gpu_available
 
 if TYPE_CHECKING:
@@ -45,6 +46,9 @@ class LoadedKernel:
     device: Device
     handle: Any  # cuda.core Kernel on a GPU; None on the CPU backend
     fault_address: int  # this kernel's slot in the device's fault arena
+    # whether a submission's completion reads the kernel's fault record back: False only for a GPU
+    # kernel whose PTX has no `__az_fault`, under ANODIZE_FAULT_READ_SKIP=1 (runtime/faults.py `can_fault`)
+    may_fault: bool = True
 
 
 def source_hash(kernel: Kernel) -> str:
@@ -236,6 +240,6 @@ def compile_for_device(
             kernel, getattr(device, "arch", None), bounds_checks=bounds_checks, line_info=line_info, opt=opt
         )
         handle = device.load(compiled)  # type: ignore[attr-defined]
-    loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled))
+    loaded = LoadedKernel(compiled, device, handle, device.faults.register(compiled), may_fault=can_fault(compiled))
     kernel.store.loaded[key] = loaded
     return loaded

@@ -9,11 +9,13 @@ after a `KernelFault` the device stays usable.
 At each synchronisation point (`Buffer.to_host`, `Device.synchronize`,
 `Device.check`), if anything was launched since the last check, the arena is
 read once; the first faulting slot becomes a `KernelFault` and every slot is
-reset to zero.
+reset to zero.  Under `ANODIZE_FAULT_READ_SKIP=1`, a chunk none of whose kernels can
+write its record (`can_fault`: a GPU kernel whose PTX has no fault path) is not read.
 """
 
 from __future__ import annotations
 
+import os
 import weakref
 from typing import TYPE_CHECKING
 
@@ -32,8 +34,25 @@ RECORD = np.dtype([("count", "<u4"), ("site", "<u4"), ("index", "<i8"), ("length
 assert RECORD.itemsize == FAULT_RECORD_BYTES
 
 
+def ptx_can_fault(compiled: CompiledKernel) -> bool:
+    """Whether `compiled`'s code can record a fault: only `__az_fault` writes the record
+    (codegen/llvm/lower.py), so a GPU kernel whose PTX has none cannot (its checks all proven,
+    or none needed).  Without PTX text (the CPU backend, an artifact that kept none) it is
+    assumed to."""
+    return not compiled.ptx or "__az_fault" in compiled.ptx
+
+
+def can_fault(compiled: CompiledKernel) -> bool:
+    """Whether completions and synchronisations read `compiled`'s fault record back: always,
+    unless `ANODIZE_FAULT_READ_SKIP=1`, which skips the kernels that cannot write it
+    (`ptx_can_fault`; off by default until a GPU run has measured it)."""
+    if os.environ.get("ANODIZE_FAULT_READ_SKIP", "").strip().lower() not in ("1", "on", "yes", "true"):
+        return True
+    return ptx_can_fault(compiled)
+
+
 class _Chunk:
-    __slots__ = ("ptr", "owner", "kernels")
+    __slots__ = ("ptr", "owner", "kernels", "faults", "faulting")
 
     def __init__(self, ptr: int, owner: object):
         self.ptr = ptr
@@ -41,6 +60,8 @@ class _Chunk:
         # each slot's kernel, weakly: a kernel nothing refers to any more is freed (its JIT
         # engine or CUDA module with it), and its slot is reused after the next check
         self.kernels: list[weakref.ref[CompiledKernel] | None] = []
+        self.faults: list[bool] = []  # per slot: its kernel can write its record (`can_fault`)
+        self.faulting = 0  # how many can: a chunk of none is not read back at a check
 
 
 class FaultArena:
@@ -60,9 +81,12 @@ class FaultArena:
         """Give `compiled` a zeroed slot; return the slot's address (the hidden `fault` argument)."""
         if not self._free:
             self._collect()
+        faults = can_fault(compiled)
         if self._free:
             chunk, i = self._free.pop()
             chunk.kernels[i] = weakref.ref(compiled)
+            chunk.faults[i] = faults
+            chunk.faulting += faults
             return chunk.ptr + i * FAULT_RECORD_BYTES
         if not self._chunks or len(self._chunks[-1].kernels) == SLOTS_PER_CHUNK:
             nbytes = SLOTS_PER_CHUNK * FAULT_RECORD_BYTES
@@ -71,6 +95,8 @@ class FaultArena:
             self._chunks.append(_Chunk(ptr, owner))
         chunk = self._chunks[-1]
         chunk.kernels.append(weakref.ref(compiled))
+        chunk.faults.append(faults)
+        chunk.faulting += faults
         return chunk.ptr + (len(chunk.kernels) - 1) * FAULT_RECORD_BYTES
 
     @property
@@ -87,6 +113,8 @@ class FaultArena:
             for i, r in enumerate(chunk.kernels):
                 if r is not None and r() is None:
                     chunk.kernels[i] = None
+                    chunk.faulting -= chunk.faults[i]
+                    chunk.faults[i] = False
                     self._free.append((chunk, i))
 
     def check(self) -> None:
@@ -97,8 +125,8 @@ class FaultArena:
         first: KernelFault | None = None
         for chunk in self._chunks:
             used = len(chunk.kernels)
-            if not used:
-                continue
+            if not used or not chunk.faulting:
+                continue  # (no slot's kernel can write its record: nothing to read back)
             records = np.empty(used, dtype=RECORD)
             self._device._download(records, chunk.ptr, used * FAULT_RECORD_BYTES)
             hit = np.flatnonzero(records["count"])

@@ -199,6 +199,12 @@ class Launcher:
         """A lazy launch: validated now, run later (`.run()`, `await`, `.submit(pool)`)."""
         if kwargs:
             args = self._bind(args, kwargs)
+        else:
+            memo = self._op_memo
+            if memo is not None:  # (`_op`'s memo hit, inlined: a chain builds one op per step)
+                hit = memo.op(self, args)
+                if hit is not None:
+                    return hit
         return self._op(args, True)
 
     def _op(self, args: tuple[Any, ...], remember: bool) -> Any:

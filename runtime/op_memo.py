@@ -80,9 +80,10 @@ def _maker(a: tuple[tuple[Any, ...], tuple[Any, ...]], b: tuple[tuple[Any, ...],
             b0, b1 = kb
 
             def op2(launcher: Any, args: tuple[Any, ...]) -> KernelOp | None:
-                if len(args) != 2:
+                try:
+                    x0, x1 = args
+                except ValueError:
                     return None
-                x0, x1 = args
                 if a0() is x0 and a1() is x1:
                     f = fa
                 elif b0() is x0 and b1() is x1:

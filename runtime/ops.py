@@ -438,6 +438,22 @@ def fast_lane(lane: S.Lane) -> tuple[S.Lane | None, Any]:
     return None, None
 
 
+def launch_pack(plan: Any, flat: list[Any], lane: S.Lane, launch: Any) -> tuple[Any, tuple[Any, ...], Any, list[Any]] | None:
+    """`(call, args, arena, flat)`: a kernel op of `plan` and `flat` queued straight onto `lane`
+    (`fast_lane`'s `launch`: None, the calling thread's CPU lane; else cuda.core's `launch`) is
+    `arena.dirty = True; call(*args)`, with everything but the arguments bound once.  A chain
+    keeps one per flat argument list in a dict by `id(flat)` for the lane it runs on: the op
+    memo shares one list between the ops of the same arguments (runtime/op_memo.py), and the
+    entry holds that list, so its id is not reused while the entry lives.  None for a
+    grid-synchronising kernel (its own counter per launch: `Leaf._emit`)."""
+    if launch is None:
+        cfg = plan.config
+        return plan.entry, (cfg.grid, cfg.block, flat, plan.fault, plan.rank, cfg.shared_mem), plan.arena, flat
+    if plan.grid_counter:
+        return None
+    return launch, (lane.stream, plan.cu_config, plan.handle, *flat, *plan.hidden), plan.arena, flat  # type: ignore[attr-defined]
+
+
 _new = object.__new__
 
 
@@ -529,26 +545,29 @@ class Seq(Op):
             if fast is None:
                 continue
             dev = lane.device
+            packs: dict[int, Any] = {}  # id(flat) -> `launch_pack`, for this lane
             while k < n and not ctx.stopped:
                 op = kids[k]
                 if type(op) is not KernelOp or op.device is not dev:
                     break
-                plan = op.plan
-                if launch is None:  # the calling thread's CPU lane: `Handle.run_item`, inlined
-                    if handle.error is None:
-                        cfg = plan.config
-                        plan.arena.dirty = True
+                if launch is SUBMIT:  # a CPU worker's FIFO
+                    lane.submit(handle, op._execute_cpu)
+                else:
+                    pk = packs.get(id(op.flat))
+                    if pk is None:
+                        pk = launch_pack(op.plan, op.flat, lane, launch)
+                        if pk is None:
+                            break  # a grid-synchronising kernel
+                        packs[id(op.flat)] = pk
+                    if launch is not None:  # a CUDA stream: `KernelOp._enqueue_gpu`
+                        pk[2].dirty = True
+                        pk[0](*pk[1])
+                    elif handle.error is None:  # the calling thread's CPU lane: `Handle.run_item`, inlined
+                        pk[2].dirty = True
                         try:
-                            plan.entry(cfg.grid, cfg.block, op.flat, plan.fault, plan.rank, cfg.shared_mem)
+                            pk[0](*pk[1])
                         except BaseException as e:  # noqa: BLE001 - reported at completion
                             handle.error = e
-                elif launch is SUBMIT:  # a CPU worker's FIFO
-                    lane.submit(handle, op._execute_cpu)
-                elif not plan.grid_counter:  # a CUDA stream: `KernelOp._enqueue_gpu`
-                    plan.arena.dirty = True
-                    launch(lane.stream, plan.cu_config, plan.handle, *op.flat, *plan.hidden)  # type: ignore[attr-defined]
-                else:
-                    break
                 k += 1
         return lane, []
 

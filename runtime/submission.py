@@ -444,8 +444,11 @@ def _take_fault(kernels: list[LoadedKernel]) -> KernelFault | None:
     reset); None when there is none."""
     first: KernelFault | None = None
     for lk in kernels:
-        if lk.device.kind != "cuda" and not ctypes.c_uint32.from_address(lk.fault_address).value:
-            continue  # (host memory on the CPU backend: the record's count, read in place) no fault
+        if lk.device.kind != "cuda":
+            if not ctypes.c_uint32.from_address(lk.fault_address).value:
+                continue  # (host memory on the CPU backend: the record's count, read in place) no fault
+        elif not lk.may_fault:
+            continue  # its code has no fault path (runtime/faults.py `can_fault`): nothing to read back
         rec = np.zeros(1, dtype=RECORD)
         S.read_device_bytes(lk.device, rec, lk.fault_address, FAULT_RECORD_BYTES)
         if int(rec["count"][0]):

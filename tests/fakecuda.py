@@ -390,6 +390,7 @@ def install(patch: Patcher) -> tuple[FakeGpu, FakeDriver]:
     from anodize.runtime import graphs, streams
     from anodize.runtime import launch as rt_launch
     from anodize.runtime.compile import LoadedKernel
+    from anodize.runtime.faults import can_fault
 
     state = FakeDriver()
     for name in _CALLS:
@@ -411,7 +412,7 @@ def install(patch: Patcher) -> tuple[FakeGpu, FakeDriver]:
         if compiled.contract is not None and compiled.contract.cooperative:  # as its GPU entry: a grid counter
             compiled = dataclasses.replace(compiled, grid_counter=True)
             handle = CountedEntry(handle, state.counted_launches)
-        return LoadedKernel(compiled, dev, handle, dev.faults.register(compiled))
+        return LoadedKernel(compiled, dev, handle, dev.faults.register(compiled), may_fault=can_fault(compiled))
 
     patch.setattr(rt_launch, "compile_for_device", compile_for_device)
     return dev, state

@@ -433,3 +433,34 @@ def test_a_step_that_allocates_inside_a_straight_run_waits_for_the_device_stream
     assert len(launches) == 8 and launches[3] < waits[-1] < launches[4]
     assert len(waits) == 2  # the lane's first, and the one after step 4's allocation
     np.testing.assert_array_equal(x.to_host(), np.full(N, 9, np.float32))
+
+
+@pytest.mark.parametrize("where", ["inline", "fake-gpu"])
+@pytest.mark.parametrize("chain", ["and_then", "then"])
+def test_a_straight_run_launches_each_op_with_its_own_arguments(where: str, chain: str, cpu: Device, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two launchers (two configs) take turns straight on, each with its own scalars: x -> y
+    adds one, y -> x doubles.  A straight run launches each op from the arguments bound once
+    per flat argument list (`launch_pack`): a pack launched with another op's plan or
+    arguments would change the numbers."""
+    dev = fakecuda.install(monkeypatch)[0] if where == "fake-gpu" else cpu
+    x, y = dev.to_device(np.ones(N, np.float32)), dev.empty(N, az.f32)
+    add, dbl = affine[CFG], affine[az.LaunchConfig(4, 256)]
+    steps = 20
+
+    def make(k: int) -> az.Op:
+        return add.op(x, y, 1.0, 1.0) if k % 2 == 0 else dbl.op(y, x, 2.0, 0.0)
+
+    if chain == "and_then":
+        op: az.Op = az.value(None, device=dev)
+        for k in range(steps):
+            op = op.and_then(lambda _, k=k: make(k))
+    else:
+        op = make(0)
+        for k in range(1, steps):
+            op = op.then(make(k))
+    op.run()
+    want = 1.0
+    for _ in range(steps // 2):
+        want = 2 * (want + 1)
+    np.testing.assert_array_equal(x.to_host(), np.full(N, want, np.float32))
+    np.testing.assert_array_equal(y.to_host(), np.full(N, want / 2, np.float32))
