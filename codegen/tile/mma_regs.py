@@ -26,7 +26,7 @@ from ..tensorcore import inline_ptx as P
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import I32, I64, c32, c64
 from .mma_ir import MmaOperandIR
-from .staging import _Operand, _rowmajor
+from .staging import _Operand, _rowmajor, whole_tile
 
 if TYPE_CHECKING:
     from ..llvm.lower import Lowerer
@@ -112,14 +112,14 @@ def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest
         base = b.add(b.ptrtoint(gv, I32), dest)
         bits = b.or_(b.or_(dims[1], b.lshr(g, c64(1))), b.zext(origin[1], I64))
         if aligned:
-            B.copy(base, c32(0), True)
+            B.copy(base, c32(0), True, whole_tile())
             return
         vec_ok = b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0))
         fast, slow, join = (b.function.append_basic_block(nm) for nm in ("mma_ra_vec", "mma_ra_scalar", "mma_ra_join"))
         b.cbranch(vec_ok, fast, slow)
         for block, aligned in ((fast, True), (slow, False)):
             b.position_at_end(block)
-            B.copy(base, c32(0), aligned)
+            B.copy(base, c32(0), aligned, aligned and whole_tile())
             b.branch(join)
         b.position_at_end(join)
 
