@@ -39,7 +39,8 @@ def main() -> None:
     # (tile_plan.A_HELD_LIMIT 64), f f16x2 packing, r Q resident in shared memory, v aligned loop version,
     # e fast exponentials (ANODIZE_FAST_EXP), g one wait an iteration (ANODIZE_TILE_ONE_WAIT), x ldmatrix
     # at a lane base plus an immediate (ANODIZE_TILE_LDSM_XOR), m affine mask skipped where whole (ANODIZE_TILE_MASK_SKIP),
-    # l lazy rescale (ANODIZE_TILE_LAZY_RESCALE), w whole-tile copies (ANODIZE_TILE_WHOLE_TILE)
+    # l lazy rescale (ANODIZE_TILE_LAZY_RESCALE), w whole-tile copies (ANODIZE_TILE_WHOLE_TILE),
+    # c next tiles copied before the first mma (ANODIZE_TILE_COPY_FIRST)
     from anodize.language import tile_plan
 
     sys.path.insert(0, str(ROOT / "tools"))

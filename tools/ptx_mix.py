@@ -20,7 +20,8 @@ ANODIZE_FAST_EXP=1, f32 exp and exp2 as one ex2.approx.ftz each, `+g`: ANODIZE_T
 cp.async wait and barrier an iteration, `+x`: ANODIZE_TILE_LDSM_XOR=1, ldmatrix at a base plus an immediate, `+m`:
 ANODIZE_TILE_MASK_SKIP=1, an affine tile.where mask skipped on tiles it does not cut, `+l`:
 ANODIZE_TILE_LAZY_RESCALE=1, `acc * alpha` skipped when every alpha is 1.0, `+w`: ANODIZE_TILE_WHOLE_TILE=1,
-a copy wholly inside its slice without per-chunk predicates) and prints one
+a copy wholly inside its slice without per-chunk predicates, `+c`: ANODIZE_TILE_COPY_FIRST=1, the next
+tiles issued before the first mma) and prints one
 markdown table row per kernel and mode: the main loop's mix (the loop with the most
 tensor-core instructions) and the kernel's resources.
 """
@@ -334,7 +335,8 @@ def row_counts(c: Counter[str]) -> dict[str, int]:
 MODE_SWITCHES = {"p": "ANODIZE_TILE_PREFETCH", "f": "ANODIZE_TILE_F16X2", "r": "ANODIZE_TILE_A_RESIDENT",
                  "v": "ANODIZE_TILE_LOOP_VERSIONS", "e": "ANODIZE_FAST_EXP",
                  "g": "ANODIZE_TILE_ONE_WAIT", "x": "ANODIZE_TILE_LDSM_XOR",
-                 "m": "ANODIZE_TILE_MASK_SKIP", "l": "ANODIZE_TILE_LAZY_RESCALE", "w": "ANODIZE_TILE_WHOLE_TILE"}
+                 "m": "ANODIZE_TILE_MASK_SKIP", "l": "ANODIZE_TILE_LAZY_RESCALE", "w": "ANODIZE_TILE_WHOLE_TILE",
+                 "c": "ANODIZE_TILE_COPY_FIRST"}
 
 
 def _form_matches(k: object, warps: int) -> bool:

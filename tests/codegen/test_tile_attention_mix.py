@@ -9,7 +9,8 @@ ANODIZE_FAST_EXP (exponentials as one ex2.approx.ftz: docs/language.md), ANODIZE
 (one cp.async wait and barrier an iteration), ANODIZE_TILE_LDSM_XOR (ldmatrix at a lane base
 plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut) and
 ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0) and
-ANODIZE_TILE_WHOLE_TILE (a K or V tile inside its slice copied without per-chunk predicates)."""
+ANODIZE_TILE_WHOLE_TILE (a K or V tile inside its slice copied without per-chunk predicates) and
+ANODIZE_TILE_COPY_FIRST (the next tiles issued before the first mma)."""
 
 from __future__ import annotations
 
@@ -154,7 +155,7 @@ def test_fast_exp_and_one_wait_leave_the_by_ops_loop_one_wait_one_barrier_and_no
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fast,whole", [(False, False), (True, False), (True, True)], ids=["", "egxml", "egxmlw"])
+@pytest.mark.parametrize("fast,whole", [(False, False), (True, False), (True, True)], ids=["", "egxml", "egxmlwc"])
 @pytest.mark.parametrize("variant", ["example", "exp2", "causal", "causal_diag", "ragged"])
 @pytest.mark.parametrize("d,warps,held", [(64, 4, True), (128, 4, False), (128, 8, True), (64, 8, False)])
 def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held: bool, fast: bool, whole: bool,
@@ -162,7 +163,8 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
     """(GPU) K/V prefetch with Q held (or resident where not held), P packed in pairs, the
     aligned loop version (and with `fast`: ANODIZE_FAST_EXP, ANODIZE_TILE_ONE_WAIT,
     ANODIZE_TILE_LDSM_XOR, ANODIZE_TILE_MASK_SKIP, ANODIZE_TILE_LAZY_RESCALE; `whole`:
-    ANODIZE_TILE_WHOLE_TILE, ragged's last key tile the predicated path): results against
+    ANODIZE_TILE_WHOLE_TILE, ragged's last key tile the predicated path, and
+    ANODIZE_TILE_COPY_FIRST): results against
     float64 NumPy (contiguous inputs: the aligned version runs)."""
     import numpy as np
 
@@ -176,6 +178,7 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
                  "ANODIZE_TILE_LAZY_RESCALE"):
         monkeypatch.setenv(name, "1" if fast else "")
     monkeypatch.setenv("ANODIZE_TILE_WHOLE_TILE", "1" if whole else "")
+    monkeypatch.setenv("ANODIZE_TILE_COPY_FIRST", "1" if whole else "")
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64 if held else 0)
     bh, seq = (1, 200) if variant == "ragged" else (3, 256)
@@ -279,3 +282,27 @@ def test_whole_tile_copies_step_by_a_constant_without_predicates(variant: str, d
     assert all(len(bl.ops) <= 2 * per_tile + 8 for bl in fast), [len(bl.ops) for bl in fast]
     assert len(whole.findall(ptx)) >= 2 * per_tile
     assert rep.resources["regs"] <= 255 and rep.resources["spill_st"] <= 64
+
+
+@needs_ptxas
+def test_copy_first_issues_the_next_tiles_between_the_barrier_and_the_first_mma() -> None:
+    """ANODIZE_TILE_COPY_FIRST (with one wait): the iteration's one group of next K and V tiles is
+    committed after its wait and barrier and before its first mma.sync (the form's order); without
+    it, after the first matmul's mma.sync."""
+    from ptx_mix import _functions, blocks
+
+    def order(mode: str) -> tuple[int, int, int, int]:
+        ptx = attention_ptx("example", 4, 64, mode)
+        assert ptx is not None
+        rep = analyse(ptx)
+        main = rep.main_loop()
+        assert main is not None
+        ops = [op for bl in blocks(_functions(ptx)[0]) if bl.label in main.blocks for op in bl.ops]
+        first_mma = next(i for i, op in enumerate(ops) if op.startswith("mma.sync"))
+        return (ops.index("bar.sync"), ops.index("cp.async.commit_group"), first_mma, rep.resources["spill_st"])
+
+    bar, commit, mma, _ = order("ops+p+h+r+f+v+e+g+x+l+w")
+    assert bar < mma < commit
+    bar, commit, mma, spill = order("ops+p+h+r+f+v+e+g+x+l+w+c")
+    assert bar < commit < mma
+    assert spill <= 64
