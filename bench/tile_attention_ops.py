@@ -64,7 +64,7 @@ def main() -> None:
         for item in variants:
             name, _, knob = item.partition(":")
             for flag, switch in MODE_SWITCHES.items():
-                os.environ[switch] = "1" if knob != "p0" and flag in knob else ""
+                os.environ[switch] = "1" if knob != "p0" and flag in knob else "0"
             if knob == "p0":
                 os.environ["ANODIZE_TILE_PREFETCH"] = "0"
             tile_plan.A_HELD_LIMIT = 64 if knob != "p0" and "h" in knob else 0

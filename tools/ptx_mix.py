@@ -374,7 +374,7 @@ def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn
     try:
         os.environ["ANODIZE_ATTN_FORM"] = "" if mode == "form" else "off"
         for flag, name in MODE_SWITCHES.items():
-            os.environ[name] = "1" if flag in flags else ""
+            os.environ[name] = "1" if flag in flags else "0"  # ("0": off, also for a switch on by default)
         tile_plan.A_HELD_LIMIT = 64 if "h" in flags else held
         if mode == "form" and not _form_matches(k, warps):
             return None
