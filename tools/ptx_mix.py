@@ -348,9 +348,10 @@ def _form_matches(k: object, warps: int) -> bool:
     return any(isinstance(n, TileAttention) for n in walk(low.body))
 
 
-def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn: int = 64) -> str | None:
+def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn: int = 64, unset: str = "") -> str | None:
     """The sm_90 PTX of an attention variant (tests/codegen/attention_variants.py) in `mode`
-    (None for `form` where the recogniser does not take the kernel)."""
+    (None for `form` where the recogniser does not take the kernel); `unset`: letters of
+    MODE_SWITCHES left unset (their defaults) whatever `mode` says."""
     from dataclasses import replace
 
     root = Path(__file__).resolve().parent.parent
@@ -375,6 +376,8 @@ def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn
         os.environ["ANODIZE_ATTN_FORM"] = "" if mode == "form" else "off"
         for flag, name in MODE_SWITCHES.items():
             os.environ[name] = "1" if flag in flags else "0"  # ("0": off, also for a switch on by default)
+            if flag in unset:
+                os.environ.pop(name)
         tile_plan.A_HELD_LIMIT = 64 if "h" in flags else held
         if mode == "form" and not _form_matches(k, warps):
             return None

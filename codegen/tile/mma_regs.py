@@ -46,12 +46,13 @@ def packs_as_vector() -> bool:
 
 
 def ldsm_xor() -> bool:
-    """`ANODIZE_TILE_LDSM_XOR=1`: each lane's ldmatrix addresses as one base a tile plus an
+    """`ANODIZE_TILE_LDSM_XOR` (on unless `=0`): each lane's ldmatrix addresses as one base a tile plus an
     immediate, with the swizzle's k-step XOR inside the instruction's asm (`inline_ptx.ldsm_kstep`,
     the recognised attention form's addressing) where the tile's rows are 8 or more 16-byte chunks,
     instead of one offset register a (k-step, column pair) that LLVM hoists out of the loop and
-    keeps live across it (64 of them for K and V at d128).  Off until a GPU run has checked it."""
-    return os.environ.get("ANODIZE_TILE_LDSM_XOR", "") == "1"
+    keeps live across it (64 of them for K and V at d128).  On by default since the H100 measured it
+    (session 14, bench/RESULTS.md: by-ops attention d64 1.442 -> 1.348 ms)."""
+    return os.environ.get("ANODIZE_TILE_LDSM_XOR", "1") != "0"
 
 
 def copy_first() -> bool:

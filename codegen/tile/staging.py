@@ -17,13 +17,14 @@ __all__ = ["_Operand", "_rowmajor", "whole_tile"]
 
 
 def whole_tile() -> bool:
-    """`ANODIZE_TILE_WHOLE_TILE=1` (codegen/toolchain.py; off until a GPU run has measured it): an
+    """`ANODIZE_TILE_WHOLE_TILE` (codegen/toolchain.py; on by default since the H100 measured it,
+    session 14 in bench/RESULTS.md: by-ops attention 1.133 -> 1.055 ms at d64; `=0` turns it off): an
     aligned copy of a register-A matmul's B tile (codegen/tile/mma_regs.py) first tests, once, whether the whole tile lies inside its slice (the origin's row
     and column at least 0, its last row and column below the slice's): then every chunk is a whole
     16-byte cp.async with no predicate, its global address the previous one's plus a constant
     number of rows (the recognised attention form's copies); else the per-chunk predicated copies.
     The bytes copied are the same either way."""
-    return os.environ.get("ANODIZE_TILE_WHOLE_TILE", "") == "1"
+    return os.environ.get("ANODIZE_TILE_WHOLE_TILE", "1") != "0"
 
 
 class _Operand:

@@ -1,14 +1,15 @@
 """The instruction mix of attention compiled by operations (tools/ptx_mix.py: per loop, sm_90 PTX,
 ptxas -v), beside the recognised form's: what the by-ops loop reached, pinned so it cannot
-regress (bench/RESULTS.md, session 12, has the whole table).  The switches it turns on are off
-by default until a GPU run has checked them: ANODIZE_TILE_PREFETCH (K/V prefetch),
+regress (bench/RESULTS.md, session 12, has the whole table).  The switches it turns on (each mode
+sets every one, "0" for off; `DEFAULT_ON` below: those on by default since session 14's H100
+run, the rest off): ANODIZE_TILE_PREFETCH (K/V prefetch),
 tile_plan.A_HELD_LIMIT (Q held in registers), ANODIZE_TILE_F16X2 (P packed with
 cvt.rn.f16x2.f32), ANODIZE_TILE_A_RESIDENT (Q copied once into shared memory where it is too
 large to hold), ANODIZE_TILE_LOOP_VERSIONS (the loop emitted for aligned rows, cp.async only),
 ANODIZE_FAST_EXP (exponentials as one ex2.approx.ftz: docs/language.md), ANODIZE_TILE_ONE_WAIT
 (one cp.async wait and barrier an iteration), ANODIZE_TILE_LDSM_XOR (ldmatrix at a lane base
-plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut) and
-ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0) and
+plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut),
+ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0),
 ANODIZE_TILE_WHOLE_TILE (a K or V tile inside its slice copied without per-chunk predicates) and
 ANODIZE_TILE_COPY_FIRST (the next tiles issued before the first mma)."""
 
@@ -176,9 +177,9 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
         monkeypatch.setenv(name, "1")
     for name in ("ANODIZE_FAST_EXP", "ANODIZE_TILE_ONE_WAIT", "ANODIZE_TILE_LDSM_XOR", "ANODIZE_TILE_MASK_SKIP",
                  "ANODIZE_TILE_LAZY_RESCALE"):
-        monkeypatch.setenv(name, "1" if fast else "")
-    monkeypatch.setenv("ANODIZE_TILE_WHOLE_TILE", "1" if whole else "")
-    monkeypatch.setenv("ANODIZE_TILE_COPY_FIRST", "1" if whole else "")
+        monkeypatch.setenv(name, "1" if fast else "0")
+    monkeypatch.setenv("ANODIZE_TILE_WHOLE_TILE", "1" if whole else "0")
+    monkeypatch.setenv("ANODIZE_TILE_COPY_FIRST", "1" if whole else "0")
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64 if held else 0)
     bh, seq = (1, 200) if variant == "ragged" else (3, 256)
@@ -306,3 +307,22 @@ def test_copy_first_issues_the_next_tiles_between_the_barrier_and_the_first_mma(
     bar, commit, mma, spill = order("ops+p+h+r+f+v+e+g+x+l+w+c")
     assert bar < commit < mma
     assert spill <= 64
+
+
+# the switches on by default since the H200 measured them (bench/RESULTS.md, session 14 attn14)
+DEFAULT_ON = "wxml"
+
+
+@needs_ptxas
+@pytest.mark.parametrize("letter", [pytest.param(ch, marks=() if i == 0 else pytest.mark.slow) for i, ch in enumerate(DEFAULT_ON)])
+def test_a_switch_on_by_default_is_its_on_state_and_zero_turns_it_off(letter: str) -> None:
+    """Unset, the switch compiles what `=1` compiles; `=0` compiles something else (the switch is
+    not a no-op), so both sides stay reachable."""
+    variant = "causal_diag" if letter == "m" else "example"
+    base = "ops+p+h+r+f+v+e" + ("+g" if letter == "c" else "")  # (copies first: with one wait)
+    on = attention_ptx(variant, 4, 64, f"{base}+{letter}")
+    default = attention_ptx(variant, 4, 64, f"{base}+{letter}", unset=letter)
+    off = attention_ptx(variant, 4, 64, base)
+    assert on is not None and default is not None and off is not None
+    assert default == on
+    assert off != on
