@@ -5,7 +5,7 @@ against SDPA: examples/tile_attention.py's kernel with the form on, then with it
 the scale in the exponent, causal through `tile.arange`, causal_diag with the loop ending at the
 diagonal), d64 and d128, 4 and 8 warps; `NAME:FLAGS`
 turns on the by-ops switches that are off by default (letters below); the third argument picks
-the warp counts.
+the warp counts.  Exits 1 when any row failed or was wrong (so a batch run checks itself).
 
     python3 bench/tile_attention_ops.py [form,example,exp2:phf,causal:prf] [64,128] [4,8]
 """
@@ -39,7 +39,8 @@ def main() -> None:
     # (tile_plan.A_HELD_LIMIT 64), f f16x2 packing, r Q resident in shared memory, v aligned loop version,
     # e fast exponentials (ANODIZE_FAST_EXP), g one wait an iteration (ANODIZE_TILE_ONE_WAIT), x ldmatrix
     # at a lane base plus an immediate (ANODIZE_TILE_LDSM_XOR), m affine mask skipped where whole (ANODIZE_TILE_MASK_SKIP),
-    # l lazy rescale (ANODIZE_TILE_LAZY_RESCALE)
+    # l lazy rescale (ANODIZE_TILE_LAZY_RESCALE), w whole-tile copies (ANODIZE_TILE_WHOLE_TILE),
+    # c next tiles copied before the first mma (ANODIZE_TILE_COPY_FIRST)
     from anodize.language import tile_plan
 
     sys.path.insert(0, str(ROOT / "tools"))
@@ -49,6 +50,7 @@ def main() -> None:
     dims = [int(x) for x in (sys.argv[2] if len(sys.argv) > 2 else "64,128").split(",")]
     warp_counts = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "4,8").split(",")]
     bsz, heads, seq = 4, 16, 4096
+    bad = 0
     for d in dims:
         torch.manual_seed(d)
         q, k, v = (torch.randn(bsz, heads, seq, d, device="cuda", dtype=torch.float16) for _ in range(3))
@@ -62,7 +64,7 @@ def main() -> None:
         for item in variants:
             name, _, knob = item.partition(":")
             for flag, switch in MODE_SWITCHES.items():
-                os.environ[switch] = "1" if knob != "p0" and flag in knob else ""
+                os.environ[switch] = "1" if knob != "p0" and flag in knob else "0"
             if knob == "p0":
                 os.environ["ANODIZE_TILE_PREFETCH"] = "0"
             tile_plan.A_HELD_LIMIT = 64 if knob != "p0" and "h" in knob else 0
@@ -85,10 +87,16 @@ def main() -> None:
                     t_ours = sorted(time_events(lambda: launch(*flat, o, seq, scale), 7, "anodize", dev.stream))[3]
                 except Exception as e:  # noqa: BLE001
                     print(f"d{d} {item} w{warps}: FAILED {type(e).__name__}: {str(e)[:300]}", flush=True)
+                    bad += 1
                     continue
+                bad += not err < 2e-2  # (NaN counts as wrong)
                 print(f"d{d} {item:10s} w{warps} bm{bm}: maxerr {err:.2e} {'ok' if err < 2e-2 else 'WRONG'} | ours {t_ours:.4f} ms "
                       f"{fl / t_ours / 1e9:.1f} TFLOP/s | vs sdpa{' causal' if causal else ''} {t_peer / t_ours:.3f}x | "
                       f"{time.perf_counter() - t0:.1f} s", flush=True)
+
+    if bad:
+        print(f"{bad} row(s) FAILED or WRONG", flush=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -19,7 +19,9 @@ ANODIZE_TILE_F16X2=1, `+r`: ANODIZE_TILE_A_RESIDENT=1, `+v`: ANODIZE_TILE_LOOP_V
 ANODIZE_FAST_EXP=1, f32 exp and exp2 as one ex2.approx.ftz each, `+g`: ANODIZE_TILE_ONE_WAIT=1, one
 cp.async wait and barrier an iteration, `+x`: ANODIZE_TILE_LDSM_XOR=1, ldmatrix at a base plus an immediate, `+m`:
 ANODIZE_TILE_MASK_SKIP=1, an affine tile.where mask skipped on tiles it does not cut, `+l`:
-ANODIZE_TILE_LAZY_RESCALE=1, `acc * alpha` skipped when every alpha is 1.0) and prints one
+ANODIZE_TILE_LAZY_RESCALE=1, `acc * alpha` skipped when every alpha is 1.0, `+w`: ANODIZE_TILE_WHOLE_TILE=1,
+a copy wholly inside its slice without per-chunk predicates, `+c`: ANODIZE_TILE_COPY_FIRST=1, the next
+tiles issued before the first mma) and prints one
 markdown table row per kernel and mode: the main loop's mix (the loop with the most
 tensor-core instructions) and the kernel's resources.
 """
@@ -333,7 +335,8 @@ def row_counts(c: Counter[str]) -> dict[str, int]:
 MODE_SWITCHES = {"p": "ANODIZE_TILE_PREFETCH", "f": "ANODIZE_TILE_F16X2", "r": "ANODIZE_TILE_A_RESIDENT",
                  "v": "ANODIZE_TILE_LOOP_VERSIONS", "e": "ANODIZE_FAST_EXP",
                  "g": "ANODIZE_TILE_ONE_WAIT", "x": "ANODIZE_TILE_LDSM_XOR",
-                 "m": "ANODIZE_TILE_MASK_SKIP", "l": "ANODIZE_TILE_LAZY_RESCALE"}
+                 "m": "ANODIZE_TILE_MASK_SKIP", "l": "ANODIZE_TILE_LAZY_RESCALE", "w": "ANODIZE_TILE_WHOLE_TILE",
+                 "c": "ANODIZE_TILE_COPY_FIRST"}
 
 
 def _form_matches(k: object, warps: int) -> bool:
@@ -345,9 +348,10 @@ def _form_matches(k: object, warps: int) -> bool:
     return any(isinstance(n, TileAttention) for n in walk(low.body))
 
 
-def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn: int = 64) -> str | None:
+def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn: int = 64, unset: str = "") -> str | None:
     """The sm_90 PTX of an attention variant (tests/codegen/attention_variants.py) in `mode`
-    (None for `form` where the recogniser does not take the kernel)."""
+    (None for `form` where the recogniser does not take the kernel); `unset`: letters of
+    MODE_SWITCHES left unset (their defaults) whatever `mode` says."""
     from dataclasses import replace
 
     root = Path(__file__).resolve().parent.parent
@@ -371,7 +375,9 @@ def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn
     try:
         os.environ["ANODIZE_ATTN_FORM"] = "" if mode == "form" else "off"
         for flag, name in MODE_SWITCHES.items():
-            os.environ[name] = "1" if flag in flags else ""
+            os.environ[name] = "1" if flag in flags else "0"  # ("0": off, also for a switch on by default)
+            if flag in unset:
+                os.environ.pop(name)
         tile_plan.A_HELD_LIMIT = 64 if "h" in flags else held
         if mode == "form" and not _form_matches(k, warps):
             return None

@@ -160,6 +160,11 @@ def cp_async_16(b: ir.IRBuilder, dst: ir.Value, src: ir.Value, src_size: ir.Valu
     _asm(b, VOID, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", [dst, src, src_size])
 
 
+def cp_async_16_at(b: ir.IRBuilder, dst: ir.Value, imm: int, src: ir.Value) -> None:
+    """`cp.async.cg.shared.global [dst+imm], [src], 16`: a whole 16-byte chunk, no predicate."""
+    _asm(b, VOID, f"cp.async.cg.shared.global [$0+{imm}], [$1], 16;", "r,l,~{memory}", [dst, src])
+
+
 def cp_async_commit(b: ir.IRBuilder) -> None:
     _asm(b, VOID, "cp.async.commit_group;", "~{memory}", [])
 

@@ -26,12 +26,12 @@ from ..tensorcore import inline_ptx as P
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import I32, I64, c32, c64
 from .mma_ir import MmaOperandIR
-from .staging import _Operand, _rowmajor
+from .staging import _Operand, _rowmajor, whole_tile
 
 if TYPE_CHECKING:
     from ..llvm.lower import Lowerer
 
-__all__ = ["lower_register_a"]
+__all__ = ["copy_first", "lower_register_a"]
 
 LIMIT = 2**31 - 4096  # (mma.py's: the routines index with 32 bits)
 I16 = llir.IntType(16)
@@ -46,12 +46,23 @@ def packs_as_vector() -> bool:
 
 
 def ldsm_xor() -> bool:
-    """`ANODIZE_TILE_LDSM_XOR=1`: each lane's ldmatrix addresses as one base a tile plus an
+    """`ANODIZE_TILE_LDSM_XOR` (on unless `=0`): each lane's ldmatrix addresses as one base a tile plus an
     immediate, with the swizzle's k-step XOR inside the instruction's asm (`inline_ptx.ldsm_kstep`,
     the recognised attention form's addressing) where the tile's rows are 8 or more 16-byte chunks,
     instead of one offset register a (k-step, column pair) that LLVM hoists out of the loop and
-    keeps live across it (64 of them for K and V at d128).  Off until a GPU run has checked it."""
-    return os.environ.get("ANODIZE_TILE_LDSM_XOR", "") == "1"
+    keeps live across it (64 of them for K and V at d128).  On by default since the H100 measured it
+    (session 14, bench/RESULTS.md: by-ops attention d64 1.442 -> 1.348 ms)."""
+    return os.environ.get("ANODIZE_TILE_LDSM_XOR", "1") != "0"
+
+
+def copy_first() -> bool:
+    """`ANODIZE_TILE_COPY_FIRST=1` (with ANODIZE_TILE_ONE_WAIT): the loop's first matmul issues every
+    matmul's next tile right after its wait and barrier, before its mma (the recognised attention
+    form's order), so the copies have a whole iteration to land instead of what follows the first
+    mma; the other slots were last read an iteration ago, before that barrier.  Off until a GPU run
+    has measured it (ptxas keeps the loop free of spills at d64/d128 over 4 warps but for the exp2
+    spelling at d128)."""
+    return os.environ.get("ANODIZE_TILE_COPY_FIRST", "") == "1"
 
 
 def _lane_base(b: llir.IRBuilder, base: llir.Value, row: llir.Value, chunk: llir.Value, cpr: int) -> llir.Value:
@@ -112,16 +123,25 @@ def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest
         base = b.add(b.ptrtoint(gv, I32), dest)
         bits = b.or_(b.or_(dims[1], b.lshr(g, c64(1))), b.zext(origin[1], I64))
         if aligned:
-            B.copy(base, c32(0), True)
+            B.copy(base, c32(0), True, whole_tile())
             return
         vec_ok = b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0))
         fast, slow, join = (b.function.append_basic_block(nm) for nm in ("mma_ra_vec", "mma_ra_scalar", "mma_ra_join"))
         b.cbranch(vec_ok, fast, slow)
         for block, aligned in ((fast, True), (slow, False)):
             b.position_at_end(block)
-            B.copy(base, c32(0), aligned)
+            B.copy(base, c32(0), aligned, aligned and whole_tile())
             b.branch(join)
         b.position_at_end(join)
+
+
+def _issue_group(lw: Lowerer, pf: Any, slot: llir.Value) -> None:
+    """One wait: every matmul's next tile into its other slot, one group."""
+    b = lw.b
+    for c in pf.group:
+        issue_copy(lw, c.op, c.k, c.n, c.warps, c.site, b.add(c32(c.region), b.mul(b.xor(slot, c32(1)), c32(c.k * c.n * 2))),
+                   pf.aligned)
+    P.cp_async_commit(b)
 
 
 def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[llir.Value]) -> None:
@@ -154,6 +174,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
             P.cp_async_wait(b, pf.waits)
             P.barrier(b)
         base = b.add(s0, b.add(c32(pf.region), b.mul(slot, c32(nbytes))))
+        if pf.group and copy_first():
+            _issue_group(lw, pf, slot)
     lane = b.and_(P.sreg(b, "tid.x"), c32(31))
     lr = b.and_(lane, c32(15))
     hi = b.lshr(lane, c32(4))
@@ -203,10 +225,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
     if pf is None:
         P.barrier(b)  # the buffer is free again
     elif pf.group:  # one wait: every matmul's next tile into its other slot, one group
-        for c in pf.group:
-            issue_copy(lw, c.op, c.k, c.n, c.warps, c.site, b.add(c32(c.region), b.mul(b.xor(slot, c32(1)), c32(c.k * c.n * 2))),
-                       pf.aligned)
-        P.cp_async_commit(b)
+        if not copy_first():
+            _issue_group(lw, pf, slot)
     elif not pf.waitless:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
         nxt = MmaOperandIR(op.slice, pf.next, op.shape, op.trans)
         issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))), pf.aligned)

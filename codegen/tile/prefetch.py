@@ -38,7 +38,8 @@ first mma, as the form does, ptxas spills 4/8 bytes at d64 / 4 warps and 140 mor
 one wait, one barrier and one commit (the recognised attention form's protocol), and iteration
 i + 1's V has all of iteration i to arrive instead of its S matmul.  The next tiles' offsets read
 only the loop variable and locals the body does not assign (the qualifying rule), so they are the
-same values at the first matmul as at their own.
+same values at the first matmul as at their own.  With `ANODIZE_TILE_COPY_FIRST=1`
+(codegen/tile/mma_regs.py `copy_first`) the group is issued after the barrier and before the mma.
 
 **Aligned version** (`ANODIZE_TILE_LOOP_VERSIONS=1`, off until a GPU run has checked it): each
 copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else

@@ -5,13 +5,26 @@ the register-A matmul (codegen/tile/mma_regs.py)."""
 
 from __future__ import annotations
 
+import os
+
 import llvmlite.ir as llir
 
 from ..tensorcore import inline_ptx as P
 from ..tensorcore.gemm import _swizzle
 from ..tensorcore.inline_ptx import I32, I64, c32, c64
 
-__all__ = ["_Operand", "_rowmajor"]
+__all__ = ["_Operand", "_rowmajor", "whole_tile"]
+
+
+def whole_tile() -> bool:
+    """`ANODIZE_TILE_WHOLE_TILE` (codegen/toolchain.py; on by default since the H100 measured it,
+    session 14 in bench/RESULTS.md: by-ops attention 1.133 -> 1.055 ms at d64; `=0` turns it off): an
+    aligned copy of a register-A matmul's B tile (codegen/tile/mma_regs.py) first tests, once, whether the whole tile lies inside its slice (the origin's row
+    and column at least 0, its last row and column below the slice's): then every chunk is a whole
+    16-byte cp.async with no predicate, its global address the previous one's plus a constant
+    number of rows (the recognised attention form's copies); else the per-chunk predicated copies.
+    The bytes copied are the same either way."""
+    return os.environ.get("ANODIZE_TILE_WHOLE_TILE", "1") != "0"
 
 
 class _Operand:
@@ -31,8 +44,9 @@ class _Operand:
     def nbytes(self) -> int:
         return self.shape[0] * self.shape[1] * 2
 
-    def copy(self, sbase: llir.Value, k0: llir.Value, aligned: bool) -> None:
-        """Copy the tile K step k0 (elements past the first) into shared memory at `sbase`."""
+    def copy(self, sbase: llir.Value, k0: llir.Value, aligned: bool, whole: bool = False) -> None:
+        """Copy the tile K step k0 (elements past the first) into shared memory at `sbase`;
+        `whole` (with `aligned`): the whole-tile path first (`whole_tile`)."""
         b = self.b
         rows, cols = self.shape
         cpr = cols // 8
@@ -41,6 +55,55 @@ class _Operand:
             r0 = b.add(r0, k0)
         else:
             c0 = b.add(c0, k0)
+        rlim, clim = self.lims
+        t = self.threads
+        if aligned and whole and t % cpr == 0 and (rows * cpr) % t == 0:
+            def within(o: llir.Value, n: int, lim: llir.Value) -> llir.Value:  # 0 <= o, o + n <= lim (in 64 bits: no wrap)
+                return b.and_(b.icmp_signed(">=", o, c32(0)), b.icmp_signed("<=", b.add(b.sext(o, I64), c64(n)), b.sext(lim, I64)))
+
+            inside = b.and_(within(r0, rows, rlim), within(c0, cols, clim))
+            in_block, parts, join = (b.function.append_basic_block(nm) for nm in ("copy_whole", "copy_parts", "copy_join"))
+            b.cbranch(inside, in_block, parts)
+            b.position_at_end(in_block)
+            self._copy_whole(sbase, r0, c0)
+            b.branch(join)
+            b.position_at_end(parts)
+            self._copy_chunks(sbase, r0, c0, aligned)
+            b.branch(join)
+            b.position_at_end(join)
+            return
+        self._copy_chunks(sbase, r0, c0, aligned)
+
+    def _copy_whole(self, sbase: llir.Value, r0: llir.Value, c0: llir.Value) -> None:
+        """The tile at (r0, c0), known inside the slice: whole 16-byte chunks, a thread's chunks
+        `t / cpr` rows apart (one column), so each address is the last one's plus a constant."""
+        b = self.b
+        rows, cols = self.shape
+        cpr = cols // 8
+        t = self.threads
+        step_rows = t // cpr
+        r = b.lshr(self.tid, c32(cpr.bit_length() - 1))
+        c = b.and_(self.tid, c32(cpr - 1))
+        tile = b.add(self.g, b.shl(b.add(b.mul(b.sext(r0, I64), self.ld), b.sext(c0, I64)), c64(1)))
+        addr = b.add(tile, b.shl(b.add(b.mul(b.zext(r, I64), self.ld), b.zext(b.shl(c, c32(3)), I64)), c64(1)))
+        step = b.shl(b.mul(self.ld, c64(step_rows)), c64(1))
+        same_swizzle = step_rows % 8 == 0  # (_swizzle reads a row's low 3 bits, or fewer)
+        off0 = b.add(sbase, b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cpr)), c32(4))))
+        for i in range(rows * cpr // t):
+            if i:
+                addr = b.add(addr, step)
+            if same_swizzle:
+                P.cp_async_16_at(b, off0, i * step_rows * cols * 2, addr)
+                continue
+            ri = b.add(r, c32(i * step_rows))
+            off = b.add(b.mul(ri, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, ri, cpr)), c32(4)))
+            P.cp_async_16_at(b, b.add(sbase, off), 0, addr)
+
+    def _copy_chunks(self, sbase: llir.Value, r0: llir.Value, c0: llir.Value, aligned: bool) -> None:
+        """Each chunk with its own bounds test (zero outside the slice)."""
+        b = self.b
+        rows, cols = self.shape
+        cpr = cols // 8
         rlim, clim = self.lims
         t = self.threads
         for i in range(rows * cpr // t):

@@ -1,14 +1,17 @@
 """The instruction mix of attention compiled by operations (tools/ptx_mix.py: per loop, sm_90 PTX,
 ptxas -v), beside the recognised form's: what the by-ops loop reached, pinned so it cannot
-regress (bench/RESULTS.md, session 12, has the whole table).  The switches it turns on are off
-by default until a GPU run has checked them: ANODIZE_TILE_PREFETCH (K/V prefetch),
+regress (bench/RESULTS.md, session 12, has the whole table).  The switches it turns on (each mode
+sets every one, "0" for off; `DEFAULT_ON` below: those on by default since session 14's H100
+run, the rest off): ANODIZE_TILE_PREFETCH (K/V prefetch),
 tile_plan.A_HELD_LIMIT (Q held in registers), ANODIZE_TILE_F16X2 (P packed with
 cvt.rn.f16x2.f32), ANODIZE_TILE_A_RESIDENT (Q copied once into shared memory where it is too
 large to hold), ANODIZE_TILE_LOOP_VERSIONS (the loop emitted for aligned rows, cp.async only),
 ANODIZE_FAST_EXP (exponentials as one ex2.approx.ftz: docs/language.md), ANODIZE_TILE_ONE_WAIT
 (one cp.async wait and barrier an iteration), ANODIZE_TILE_LDSM_XOR (ldmatrix at a lane base
-plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut) and
-ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0)."""
+plus an immediate), ANODIZE_TILE_MASK_SKIP (an affine mask skipped on tiles it does not cut),
+ANODIZE_TILE_LAZY_RESCALE (`acc * alpha` skipped when every alpha is 1.0),
+ANODIZE_TILE_WHOLE_TILE (a K or V tile inside its slice copied without per-chunk predicates) and
+ANODIZE_TILE_COPY_FIRST (the next tiles issued before the first mma)."""
 
 from __future__ import annotations
 
@@ -153,14 +156,17 @@ def test_fast_exp_and_one_wait_leave_the_by_ops_loop_one_wait_one_barrier_and_no
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("fast", [False, True], ids=["", "egxml"])
+@pytest.mark.parametrize("fast,whole", [(False, False), (True, False), (True, True)], ids=["", "egxml", "egxmlwc"])
 @pytest.mark.parametrize("variant", ["example", "exp2", "causal", "causal_diag", "ragged"])
 @pytest.mark.parametrize("d,warps,held", [(64, 4, True), (128, 4, False), (128, 8, True), (64, 8, False)])
-def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held: bool, fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held: bool, fast: bool, whole: bool,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """(GPU) K/V prefetch with Q held (or resident where not held), P packed in pairs, the
     aligned loop version (and with `fast`: ANODIZE_FAST_EXP, ANODIZE_TILE_ONE_WAIT,
-    ANODIZE_TILE_LDSM_XOR, ANODIZE_TILE_MASK_SKIP, ANODIZE_TILE_LAZY_RESCALE): results
-    against float64 NumPy (contiguous inputs: the aligned version runs)."""
+    ANODIZE_TILE_LDSM_XOR, ANODIZE_TILE_MASK_SKIP, ANODIZE_TILE_LAZY_RESCALE; `whole`:
+    ANODIZE_TILE_WHOLE_TILE, ragged's last key tile the predicated path, and
+    ANODIZE_TILE_COPY_FIRST): results against
+    float64 NumPy (contiguous inputs: the aligned version runs)."""
     import numpy as np
 
     import anodize as az
@@ -171,7 +177,9 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
         monkeypatch.setenv(name, "1")
     for name in ("ANODIZE_FAST_EXP", "ANODIZE_TILE_ONE_WAIT", "ANODIZE_TILE_LDSM_XOR", "ANODIZE_TILE_MASK_SKIP",
                  "ANODIZE_TILE_LAZY_RESCALE"):
-        monkeypatch.setenv(name, "1" if fast else "")
+        monkeypatch.setenv(name, "1" if fast else "0")
+    monkeypatch.setenv("ANODIZE_TILE_WHOLE_TILE", "1" if whole else "0")
+    monkeypatch.setenv("ANODIZE_TILE_COPY_FIRST", "1" if whole else "0")
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64 if held else 0)
     bh, seq = (1, 200) if variant == "ragged" else (3, 256)
@@ -179,7 +187,7 @@ def test_the_switched_paths_match_float64(variant: str, d: int, warps: int, held
     q, k, v = (rng.standard_normal((bh * seq, d), dtype=np.float32).astype(np.float16) for _ in range(3))
     dev = az.device()
     o = dev.full((bh * seq, d), 7.0, az.f16)
-    launch = AV.kernel(variant, warps, f"mix{int(held)}{int(fast)}").specialize(BM=128, BN=64, D=d)[az.LaunchConfig.for_tiles((bh * seq, d), (128, d))]
+    launch = AV.kernel(variant, warps, f"mix{int(held)}{int(fast)}{int(whole)}").specialize(BM=128, BN=64, D=d)[az.LaunchConfig.for_tiles((bh * seq, d), (128, d))]
     launch(dev.to_device(q), dev.to_device(k), dev.to_device(v), o, seq, np.float32(d ** -0.5))
     want = AV.reference(variant, q, k, v, bh, seq, d ** -0.5)
     np.testing.assert_allclose(o.to_host().astype(np.float64), want, rtol=2e-2, atol=2e-2)
@@ -266,3 +274,75 @@ def test_a_loop_storing_a_register_tile_is_prefetched_only_with_direct_stores(mo
     nodes = list(walk(low.body))
     assert any(isinstance(n, TileCopy) for n in nodes) == (epilogue == "direct")
     assert any(isinstance(n, TileStagedStore) for n in nodes) == (epilogue == "staged")
+
+@needs_ptxas
+@pytest.mark.parametrize("variant,d", [("example", 64), pytest.param("causal_diag", 128, marks=pytest.mark.slow)])
+def test_whole_tile_copies_step_by_a_constant_without_predicates(variant: str, d: int) -> None:
+    """ANODIZE_TILE_WHOLE_TILE: where K's (V's) tile lies inside its slice, its copies are whole
+    16-byte cp.async with no src-size operand, each address the last one's plus a constant (the
+    form's copies); the predicated copies stay for a tile the slice's end cuts."""
+    import re
+
+    from ptx_mix import _functions, blocks
+
+    mode = "ops+p+h+r+f+v+e+g+x+l+m"
+    before = attention_ptx(variant, 4, d, mode)
+    ptx = attention_ptx(variant, 4, d, mode + "+w")
+    assert before is not None and ptx is not None
+    whole = re.compile(r"cp\.async\.cg\.shared\.global \[%r\d+\+\d+\], \[%rd\d+\], 16;")
+    assert not whole.search(before)
+    rep = analyse(ptx)
+    main = rep.main_loop()
+    assert main is not None
+    per_tile = d * 64 * 2 // 16 // 128  # 16-byte chunks a thread a tile
+    assert row_counts(main.mix)["cp.async"] == 2 * 2 * per_tile  # K and V, whole and predicated
+    in_loop = [bl for bl in blocks(_functions(ptx)[0]) if bl.label in main.blocks]
+    fast = [bl for bl in in_loop if bl.ops.count("cp.async.cg.shared.global") == per_tile
+            and not any(op.startswith("selp") for op in bl.ops)]
+    assert len(fast) == 2  # K's and V's whole-tile blocks: a copy and a 64-bit add each, and the tile's base
+    assert all(len(bl.ops) <= 2 * per_tile + 8 for bl in fast), [len(bl.ops) for bl in fast]
+    assert len(whole.findall(ptx)) >= 2 * per_tile
+    assert rep.resources["regs"] <= 255 and rep.resources["spill_st"] <= 64
+
+
+@needs_ptxas
+def test_copy_first_issues_the_next_tiles_between_the_barrier_and_the_first_mma() -> None:
+    """ANODIZE_TILE_COPY_FIRST (with one wait): the iteration's one group of next K and V tiles is
+    committed after its wait and barrier and before its first mma.sync (the form's order); without
+    it, after the first matmul's mma.sync."""
+    from ptx_mix import _functions, blocks
+
+    def order(mode: str) -> tuple[int, int, int, int]:
+        ptx = attention_ptx("example", 4, 64, mode)
+        assert ptx is not None
+        rep = analyse(ptx)
+        main = rep.main_loop()
+        assert main is not None
+        ops = [op for bl in blocks(_functions(ptx)[0]) if bl.label in main.blocks for op in bl.ops]
+        first_mma = next(i for i, op in enumerate(ops) if op.startswith("mma.sync"))
+        return (ops.index("bar.sync"), ops.index("cp.async.commit_group"), first_mma, rep.resources["spill_st"])
+
+    bar, commit, mma, _ = order("ops+p+h+r+f+v+e+g+x+l+w")
+    assert bar < mma < commit
+    bar, commit, mma, spill = order("ops+p+h+r+f+v+e+g+x+l+w+c")
+    assert bar < commit < mma
+    assert spill <= 64
+
+
+# the switches on by default since the H200 measured them (bench/RESULTS.md, session 14 attn14)
+DEFAULT_ON = "wxml"
+
+
+@needs_ptxas
+@pytest.mark.parametrize("letter", [pytest.param(ch, marks=() if i == 0 else pytest.mark.slow) for i, ch in enumerate(DEFAULT_ON)])
+def test_a_switch_on_by_default_is_its_on_state_and_zero_turns_it_off(letter: str) -> None:
+    """Unset, the switch compiles what `=1` compiles; `=0` compiles something else (the switch is
+    not a no-op), so both sides stay reachable."""
+    variant = "causal_diag" if letter == "m" else "example"
+    base = "ops+p+h+r+f+v+e" + ("+g" if letter == "c" else "")  # (copies first: with one wait)
+    on = attention_ptx(variant, 4, 64, f"{base}+{letter}")
+    default = attention_ptx(variant, 4, 64, f"{base}+{letter}", unset=letter)
+    off = attention_ptx(variant, 4, 64, base)
+    assert on is not None and default is not None and off is not None
+    assert default == on
+    assert off != on
