@@ -344,5 +344,14 @@ def test_a_switch_on_by_default_is_its_on_state_and_zero_turns_it_off(letter: st
     default = attention_ptx(variant, 4, 64, f"{base}+{letter}", unset=letter)
     off = attention_ptx(variant, 4, 64, base)
     assert on is not None and default is not None and off is not None
-    assert default == on
-    assert off != on
+    assert _uncounted(default) == _uncounted(on)
+    assert _uncounted(off) != _uncounted(on)
+
+
+def _uncounted(ptx: str) -> str:
+    """PTX without the numbers that count compiles in a process (LLVM's call sequences, the inline
+    blocks' label ids, e.g. the staged epilogue's `AZE_DONE_3`): two compiles of one kernel in
+    one process differ only there."""
+    import re
+
+    return re.sub(r"\b(callseq |AZ[A-Z]*_[A-Z]+_)\d+", r"\1N", ptx)
