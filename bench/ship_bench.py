@@ -16,7 +16,8 @@ the runtime's first-GPU calls with the thread they ran on: cuInit, the primary c
 cuda.core's import, the device, the module load), `python -c pass`'s own start, and the
 slowest imports by `python -X importtime`.
 custom-op --trace: then each stage of the op's call timed alone (the dispatcher around a
-no-op op, the op's body without it, its allocation, config lookup, launch, stream lookup).
+no-op op, the op's body without it, its allocation, config lookup, launch, stream lookup);
+with --cpu, the same stages on the CPU backend.
 custom-op / foreign: host time per call (perf_counter_ns around each call; the stream is
 drained every 256 calls outside the timed region): median and p90 in microseconds.
 custom-op --cpu: CPU time per call (`time.process_time` over batches of 1000 calls, variants
@@ -96,7 +97,24 @@ class step:
         _ev(self.what, self.t, time.perf_counter())
 """
 
-FIRST_TRACE = _TRACE_HEAD + """
+# what the first-result timeline times, by (module, attribute path, label, wraps CudaDevice's
+# methods once its module is loaded): tests/runtime/test_ship_bench_names.py resolves every one
+TRACE_WRAPS = (
+    ("anodize.runtime.probe", "_probe", "cuInit + cuDeviceGetCount (probe)", False),
+    ("anodize.runtime.device", "_retain_primary_context", "primary context (cuDevicePrimaryCtxRetain)", False),
+    ("anodize.runtime.lazy", "cuda_device", "import cuda.core + runtime.cuda_device", True),
+    ("anodize.runtime.faults", "FaultArena.__init__", "FaultArena.__init__", False),
+    ("anodize.built", "_prebuilt", "import runtime.prebuilt (first use)", False),
+    ("anodize.built", "BuiltKernel.compile", "BuiltKernel.compile (manifest -> CompiledKernel)", False),
+    ("anodize.built", "BuiltKernel.load_prebuilt", "BuiltKernel.load_prebuilt (load on the device)", False),
+)
+CUDA_DEVICE_WRAPS = ("__init__", "load", "_alloc", "_upload", "_download", "launch_call")  # runtime/cuda_device.py
+
+FIRST_TRACE = _TRACE_HEAD + f"""
+import importlib
+TRACE_WRAPS = {TRACE_WRAPS!r}
+CUDA_DEVICE_WRAPS = {CUDA_DEVICE_WRAPS!r}
+""" + """
 
 def wrap(owner, name, label=None, then=None, calls=3):
     fn = getattr(owner, name)
@@ -123,8 +141,13 @@ with step("import numpy"):
     import numpy as np
 with step("import anodize (rest)"):
     import anodize as az
-    from anodize import built
-    from anodize.runtime import device, faults, lazy, probe
+
+
+def _resolve(module, path):
+    owner = importlib.import_module(module)
+    for part in path.split(".")[:-1]:
+        owner = getattr(owner, part)
+    return owner, path.split(".")[-1]
 
 
 def _cuda_device_loaded(mod):
@@ -132,17 +155,12 @@ def _cuda_device_loaded(mod):
     if getattr(cls, "_traced", False):
         return
     cls._traced = True
-    for name in ("__init__", "load", "_alloc", "_upload", "_download", "launch_call"):
+    for name in CUDA_DEVICE_WRAPS:
         wrap(cls, name, f"CudaDevice.{name}")
 
 
-wrap(probe, "_probe", "cuInit + cuDeviceGetCount (probe)")
-wrap(device, "_retain_primary_context", "primary context (cuDevicePrimaryCtxRetain)")
-wrap(lazy, "cuda_device", "import cuda.core + runtime.cuda_device", then=_cuda_device_loaded)
-wrap(faults.FaultArena, "__init__", "FaultArena.__init__")
-wrap(built, "_prebuilt", "import runtime.prebuilt (first use)")
-wrap(built.BuiltKernel, "compile", "BuiltKernel.compile (manifest -> CompiledKernel)")
-wrap(built.BuiltKernel, "_load_prebuilt", "BuiltKernel._load_prebuilt (load on the device)")
+for module, path, label, then in TRACE_WRAPS:
+    wrap(*_resolve(module, path), label, then=_cuda_device_loaded if then else None)
 n = 1 << 20
 with step("az.device(0)"):
     dev = az.device(0)
@@ -322,9 +340,11 @@ def custom_op(calls: int) -> None:
     assert torch.equal(op(a, b), a + b) and torch.equal(c, a + b)
 
 
-def custom_op_trace(calls: int) -> None:
+def custom_op_trace(calls: int, where: str = "cuda") -> None:
     """Each stage of the op's call timed alone (per-call median and p90, us): the dispatcher
-    around a no-op op, the op's body without the dispatcher, and its parts."""
+    around a no-op op, the op's body without the dispatcher, and its parts.  `where="cpu"`:
+    the same stages on the CPU backend with torch's CPU tensors (the plain launch takes their
+    NumPy views; no stream)."""
     import torch
 
     sys.path.insert(0, str(ROOT / "examples"))
@@ -332,39 +352,47 @@ def custom_op_trace(calls: int) -> None:
     from anodize.torch import _IMPLS, _launch
     from vecadd import vecadd
 
+    gpu = where == "cuda"
     config = lambda a, b: az.LaunchConfig.for_num_elems(a.numel(), block=256)  # noqa: E731
-    op = az.torch.custom_op(vecadd, name="azbench::vecadd_t", outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=config)
-    impls = _IMPLS["azbench::vecadd_t"]
-    n = 1 << 16
-    a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
-    c = torch.empty(n, device="cuda")
+    name = f"azbench::vecadd_t{where}"
+    op = az.torch.custom_op(vecadd, name=name, outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=config)
+    impls = _IMPLS[name]
+    n = 1 << 16 if gpu else 256
+    a, b = torch.rand(n, device=where), torch.rand(n, device=where)
+    c = torch.empty(n, device=where)
     lib = torch.library.Library("azbench", "FRAGMENT")
-    lib.define("noop(Tensor a, Tensor b) -> Tensor")
-    lib.impl("noop", lambda a, b: c, "CUDA")
-    noop = torch.ops.azbench.noop
+    lib.define(f"noop{where}(Tensor a, Tensor b) -> Tensor")
+    lib.impl(f"noop{where}", lambda a, b: c, "CUDA" if gpu else "CPU")
+    noop = getattr(torch.ops.azbench, f"noop{where}")
     launch = vecadd[config(a, b)]
     raw, index = impls.raw, a.get_device()
+    body = impls.cuda if gpu else impls.cpu
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(3):  # the first call plans; the later ones take the launcher's quick pass
         assert torch.equal(op(a, b), a + b)
+    la, lb, lc = (a, b, c) if gpu else (a.numpy(), b.numpy(), c.numpy())
     rows: dict[str, Callable[[], object]] = {
         "op(a, b) (eager: no dispatcher)": lambda: op(a, b),
         "op._op(a, b) (through the dispatcher, as torch.ops.ns.op)": lambda: op._op(a, b),
         "op.default(a, b) (the overload, through the dispatcher)": lambda: op.default(a, b),
         "dispatcher alone: no-op custom op (returns c)": lambda: noop(a, b),
-        "op body without the dispatcher: impls.cuda(a, b)": lambda: impls.cuda(a, b),
+        f"op body without the dispatcher: impls.{where}(a, b)": lambda: body(a, b),
         "  outputs + torch.empty (impls.allocate, spread)": lambda: impls.allocate((a, b), True),
         "  outputs + torch.empty (impls.allocate, Size)": lambda: impls.allocate((a, b)),
         "  config(a, b) + vecadd[cfg]": lambda: vecadd[config(a, b)],
         "  _launch([a, b, c]) (the fallback path)": lambda: _launch(torch, launch, [a, b, c], impls.slices, raw),
-        "  current raw stream": lambda: raw(index),
-        "plain launch vecadd[cfg](a, b, c)": lambda: launch(a, b, c),
-        "torch.empty(n, device='cuda')": lambda: torch.empty(n, device="cuda"),
-        "torch.add(a, b)": lambda: torch.add(a, b),
     }
-    print(f"\ncustom-op stages (CUDA tensors of {n} f32; {calls} calls each):")
-    for name, fn in rows.items():
-        med, p90 = _per_call(fn, calls, torch.cuda.synchronize)
-        print(f"  {name:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
+    if gpu:
+        rows["  current raw stream"] = lambda: raw(index)
+    rows.update({
+        f"plain launch vecadd[cfg](a, b, c){'' if gpu else ' (NumPy views)'}": lambda: launch(la, lb, lc),
+        f"torch.empty(n, device='{where}')": lambda: torch.empty(n, device=where),
+        "torch.add(a, b)": lambda: torch.add(a, b),
+    })
+    print(f"\ncustom-op stages ({where} tensors of {n} f32; {calls} calls each):")
+    for label, fn in rows.items():
+        med, p90 = _per_call(fn, calls, sync)
+        print(f"  {label:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
 
 
 def custom_op_cpu(calls: int) -> None:
@@ -457,8 +485,8 @@ def main() -> None:
         first_result(args.runs, args.trace)
     elif args.what == "custom-op":
         custom_op_cpu(args.calls) if args.cpu else custom_op(args.calls)
-        if args.trace and not args.cpu:
-            custom_op_trace(args.calls)
+        if args.trace:
+            custom_op_trace(args.calls, "cpu" if args.cpu else "cuda")
     else:
         foreign(args.calls)
 
