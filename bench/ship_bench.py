@@ -202,6 +202,83 @@ print(f"{{time.perf_counter() - T0:.4f}} 0")
 """
 
 
+# the floor under both: the same cubin through cuda.bindings' driver calls alone (no cuda.core, no
+# anodize): FLOOR_EARLY=1 starts cuInit and the primary context on a thread before NumPy's import;
+# FLOOR_LOAD=module|library picks cuModuleLoadData or cuLibraryLoadData
+DRIVER_FLOOR = _TRACE_HEAD + """
+import ctypes, os
+EARLY = os.environ.get("FLOOR_EARLY") == "1"
+LOADER = os.environ.get("FLOOR_LOAD", "module")
+with step("import cuda.bindings.driver"):
+    from cuda.bindings import driver as d
+
+
+def ok(r, what):
+    if int(r[0]) != 0:
+        raise SystemExit(f"{what}: {r[0]}")
+    return r[1] if len(r) > 1 else None
+
+
+def start():
+    t = time.perf_counter()
+    ok(d.cuInit(0), "cuInit")
+    t1 = time.perf_counter()
+    _ev("cuInit", t, t1)
+    dev = ok(d.cuDeviceGet(0), "cuDeviceGet")
+    ctx = ok(d.cuDevicePrimaryCtxRetain(dev), "cuDevicePrimaryCtxRetain")
+    _ev("cuDevicePrimaryCtxRetain", t1, time.perf_counter())
+    return ctx
+
+
+if EARLY:
+    import threading
+    got = []
+    th = threading.Thread(target=lambda: got.append(start()), name="early")
+    th.start()
+with step("import numpy"):
+    import numpy as np
+if EARLY:
+    with step("join the early thread"):
+        th.join()
+    ctx = got[0]
+else:
+    ctx = start()
+with step("cuCtxSetCurrent"):
+    ok(d.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")
+n = 1 << 20
+nb = 4 * n
+with step("cuMemAlloc x4, memset"):
+    pa, pb, pc, pf = (int(ok(d.cuMemAlloc(s), "cuMemAlloc")) for s in (nb, nb, nb, 64))
+    ok(d.cuMemsetD8(pf, 0, 64), "cuMemsetD8")
+with step("cuMemcpyHtoD x2"):
+    x = np.ones(n, np.float32)
+    ok(d.cuMemcpyHtoD(pa, x.ctypes.data, nb), "cuMemcpyHtoD")
+    ok(d.cuMemcpyHtoD(pb, x.ctypes.data, nb), "cuMemcpyHtoD")
+with step("read the cubin"):
+    with open(CUBIN, "rb") as f:
+        cubin = f.read()
+with step("load (" + LOADER + ")"):
+    if LOADER == "library":
+        lib = ok(d.cuLibraryLoadData(cubin, None, None, 0, None, None, 0), "cuLibraryLoadData")
+        fn = ok(d.cuKernelGetFunction(ok(d.cuLibraryGetKernel(lib, b"vecadd"), "cuLibraryGetKernel")), "cuKernelGetFunction")
+    else:
+        mod = ok(d.cuModuleLoadData(cubin), "cuModuleLoadData")
+        fn = ok(d.cuModuleGetFunction(mod, b"vecadd"), "cuModuleGetFunction")
+with step("cuLaunchKernel"):
+    U = ctypes.c_uint64
+    vals = [U(pa), U(n), U(pb), U(n), U(pc), U(n), U(pf), ctypes.c_uint32(1), U(n)]
+    ptrs = (ctypes.c_void_p * len(vals))(*(ctypes.addressof(v) for v in vals))
+    ok(d.cuLaunchKernel(fn, n // 1024, 1, 1, 256, 1, 1, 0, 0, ctypes.addressof(ptrs), None), "cuLaunchKernel")
+with step("cuMemcpyDtoH + check"):
+    out = np.empty(n, np.float32)
+    ok(d.cuMemcpyDtoH(out.ctypes.data, pc, nb), "cuMemcpyDtoH")
+    assert out[n - 1] == 2.0, out[n - 1]
+_ev("total (script)", T0, time.perf_counter())
+print("TRACE " + json.dumps(EV))
+print(f"{time.perf_counter() - T0:.4f} 0")
+"""
+
+
 def _fresh(code: str, cwd: str, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> tuple[float, float]:
     """(wall seconds from spawning the process to its exit, the loader import's ms)."""
     wall, imp, _out, _err = _fresh_run(code, cwd, env, flags)
@@ -262,6 +339,19 @@ def first_result_trace(out: str, runs: int) -> None:
         _print_timeline(name, wall, stdout)
         _wall, _imp, _o, err = _fresh_run(code, out, env, ("-X", "importtime"))
         _print_imports(err)
+    floor = f"CUBIN = {str(Path(out) / 'vecadd_kernels' / 'vecadd.sm_90.cubin')!r}\n" + DRIVER_FLOOR
+    for name, env in (("driver floor (cuda.bindings only, cuModuleLoadData)", {"FLOOR_LOAD": "module"}),
+                      ("driver floor, cuLibraryLoadData", {"FLOOR_LOAD": "library"}),
+                      ("driver floor, context started before NumPy's import", {"FLOOR_EARLY": "1"}),
+                      ("driver floor, CUDA_MODULE_LOADING=EAGER", {"CUDA_MODULE_LOADING": "EAGER"})):
+        try:
+            walls = [_fresh_run(floor, out, env) for _ in range(max(runs, 3))]
+        except SystemExit as e:  # the floor is a yardstick: its failure leaves the rest standing
+            print(f"\n{name}: failed: {str(e)[-400:]}")
+            continue
+        walls.sort(key=lambda w: w[0])
+        print(f"\n{name}: fresh process to first result {walls[len(walls) // 2][0]:.3f} s (median of {len(walls)})")
+        _print_timeline(name, walls[len(walls) // 2][0], walls[len(walls) // 2][2])
 
 
 def _print_timeline(name: str, wall: float, stdout: str) -> None:
