@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -56,3 +57,13 @@ def test_the_custom_op_trace_runs_on_the_cpu_backend(monkeypatch: pytest.MonkeyP
     out = capsys.readouterr().out
     assert "op body without the dispatcher" in out and "plain launch" in out
     assert "vecadd" in sys.modules
+
+
+def test_the_custom_op_on_the_fake_gpu_runs() -> None:
+    """`custom-op --fake` (the op's CUDA host path on tests/fakecuda.py's fake GPU) runs and
+    prints its rows; a process of its own, since it dresses torch's CPU tensors as CUDA ones."""
+    pytest.importorskip("torch")
+    r = subprocess.run([sys.executable, str(ROOT / "bench" / "ship_bench.py"), "custom-op", "--fake", "--calls", "1000"],
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "az.torch op(a, b)" in r.stdout and "custom op over the plain launch" in r.stdout
