@@ -102,7 +102,8 @@ def custom_op(
         eager = _eager_class(torch)
     except AttributeError:  # a PyTorch without one of the state queries the eager call reads
         return packet
-    return eager(packet, impls, inputs)
+    own = type(eager.__name__, (eager,), {"__call__": eager._own_call(len(inputs), impls.eager_cuda), "__module__": eager.__module__})
+    return own(packet, impls, inputs)
 
 
 _EAGER: list[Any] = []  # the class below, made once PyTorch is loaded
@@ -138,17 +139,19 @@ def _eager_class(torch: Any) -> Any:
                 raise AttributeError(key)
             return getattr(self._az_packet, key)
 
-        def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-            kinds = self._az_kinds
-            if kwargs or len(args) != len(kinds) or modes() or dispatch_modes() or tracing() is not None \
+        def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # (each op's own class has a quicker one: `_own_call`)
+            if kwargs or len(args) != len(self._az_kinds) or modes() or dispatch_modes() or tracing() is not None \
                     or transforms() is not None or profiling():
                 return self._op(*args, **kwargs)
             got = self._az_quick(args)  # CUDA tensors the launcher's quick pass takes: launched
-            if got is not None:
-                return got
+            return got if got is not None else self._az_route(args)
+
+        def _az_route(self, args: tuple[Any, ...]) -> Any:
+            """The implementation for `args` when they are plain tensors on one device (no
+            autograd to record) and scalars of their schema's types, else the dispatcher."""
             grad = grad_enabled()
             where = 0  # 1: every tensor on a CUDA GPU, 2: every tensor on the CPU
-            for want, a in zip(kinds, args):
+            for want, a in zip(self._az_kinds, args):
                 if want is None:
                     if type(a) is not Tensor or (grad and a.requires_grad):
                         return self._op(*args)
@@ -164,6 +167,20 @@ def _eager_class(torch: Any) -> Any:
             if where == 2:
                 return self._az_cpu(*args)
             return self._op(*args)
+
+        @classmethod
+        def _own_call(cls, n: int, quick: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
+            """`__call__` for one op's own subclass: `EagerOp.__call__` with the op's input count
+            and `eager_cuda` in the closure (one call and two attribute reads less a call)."""
+
+            def __call__(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+                if kwargs or len(args) != n or modes() or dispatch_modes() or tracing() is not None \
+                        or transforms() is not None or profiling():
+                    return self._op(*args, **kwargs)
+                got = quick(args)
+                return got if got is not None else self._az_route(args)
+
+            return __call__
 
     _EAGER.append(EagerOp)
     return EagerOp
