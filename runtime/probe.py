@@ -25,6 +25,14 @@ def gpu_count() -> int:
     return _count
 
 
+def known_count() -> int | None:
+    """`gpu_count()` when it needs no driver call (the GPUs hidden, or the driver asked
+    already), else None: nothing is started."""
+    if os.environ.get("ANODIZE_DEVICE", "").strip().lower() in ("cpu", "debug"):
+        return 0
+    return _count
+
+
 def _probe() -> int:
     try:
         driver = lazy.cuda_driver()
