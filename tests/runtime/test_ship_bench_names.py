@@ -67,3 +67,19 @@ def test_the_custom_op_on_the_fake_gpu_runs() -> None:
                        capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stdout + r.stderr
     assert "az.torch op(a, b)" in r.stdout and "custom op over the plain launch" in r.stdout
+
+
+def test_the_first_result_trace_script_runs_up_to_the_gpu(tmp_path: Path) -> None:
+    """FIRST_TRACE in a fresh process beside a built vecadd package: every wrap resolves in the
+    script itself; without a GPU it stops at `az.device(0)` with the no-GPU LaunchError (with
+    one, it prints its timeline)."""
+    sb = _ship_bench()
+    subprocess.run([sys.executable, "-m", "anodize", "build", str(ROOT / "examples" / "vecadd.py"), "--arch", "sm_90",
+                    "-o", str(tmp_path)], check=True, capture_output=True, timeout=300)
+    r = subprocess.run([sys.executable, "-c", "import time; T0 = time.perf_counter()\n" + sb.FIRST_TRACE],
+                       capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False)
+    if r.returncode == 0:
+        assert "TRACE " in r.stdout
+    else:
+        assert "no CUDA GPU found" in r.stderr, r.stderr
+        assert r.stderr.count("File ") == 1, r.stderr  # raised by the script's own `az.device(0)` line, no wrap failed
