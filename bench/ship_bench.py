@@ -11,7 +11,8 @@ processes, from interpreter start to the first checked result of vecadd on 2^20 
 (a) `import vecadd_kernels` and launch through it, (b) CuPy's RawKernel of the same kernel in
 CUDA C++ with CuPy's kernel cache warm (a first run fills it), CUDA initialisation included in
 both; and the import of the loader alone.  Prints the median of `--runs` per variant; the
-built package runs twice, as is and with `ANODIZE_EARLY_INIT=1` (its import starts the GPU).
+built package runs three times: as is, with `ANODIZE_EARLY_INIT=1` (its import starts the GPU)
+and with `ANODIZE_INIT_BESIDE=1` (cuInit beside cuda.core's import).
 first-result --trace: then one more process per variant with a timeline (each stage, and
 the runtime's first-GPU calls with the thread they ran on: cuInit, the primary context,
 cuda.core's import, the device, the module load), `python -c pass`'s own start, and the
@@ -71,6 +72,7 @@ def _fresh_run(code: str, cwd: str, env: dict[str, str] | None = None, flags: tu
 
 
 EARLY = {"ANODIZE_EARLY_INIT": "1"}  # a built package's import starts the GPU (docs/deploy.md)
+BESIDE = {"ANODIZE_INIT_BESIDE": "1"}  # cuInit beside cuda.core's import (runtime/device.py `cuda_device`)
 
 
 def first_result(runs: int, trace: bool) -> None:
@@ -80,6 +82,7 @@ def first_result(runs: int, trace: bool) -> None:
     variants: dict[str, tuple[str, dict[str, str]]] = {
         "anodize built": (ANODIZE_FIRST, {}),
         "anodize built, ANODIZE_EARLY_INIT=1": (ANODIZE_FIRST, EARLY),
+        "anodize built, ANODIZE_INIT_BESIDE=1": (ANODIZE_FIRST, BESIDE),
         "cupy RawKernel (warm cache)": (cupy, {}),
     }
     rows: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
@@ -93,7 +96,7 @@ def first_result(runs: int, trace: bool) -> None:
         extra = f", loader import {imp:.1f} ms" if imp else ""
         print(f"{name:36s} fresh process to first result: {wall:.3f} s (median of {runs}){extra}")
     c = statistics.median(v[0] for v in rows["cupy RawKernel (warm cache)"])
-    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1"):
+    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1", "anodize built, ANODIZE_INIT_BESIDE=1"):
         a = statistics.median(v[0] for v in rows[name])
         print(f"speed-up over CuPy ({name}): {c / a:.2f}x (target >= 1.2x)")
     if trace:
@@ -106,18 +109,20 @@ def first_result_trace(out: str, runs: int) -> None:
     bare = statistics.median(_bare_start() for _ in range(max(runs, 3)))
     print(f"\ninterpreter start to exit, `python -c pass`: {bare * 1e3:.1f} ms (median)")
     for name, code, env in (("anodize built", FIRST_TRACE, {}), ("anodize built, ANODIZE_EARLY_INIT=1", FIRST_TRACE, EARLY),
+                            ("anodize built, ANODIZE_INIT_BESIDE=1", FIRST_TRACE, BESIDE),
                             ("cupy RawKernel (warm cache)", CUPY_TRACE.format(src=CUDA_VECADD), {})):
         wall, _imp, stdout, _err = _fresh_run(code, out, env)
         _print_timeline(name, wall, stdout)
-        _wall, _imp, _o, err = _fresh_run(code, out, env, ("-X", "importtime"))
-        _print_imports(err)
+        if env is not BESIDE:  # (its imports are the plain run's)
+            _wall, _imp, _o, err = _fresh_run(code, out, env, ("-X", "importtime"))
+            _print_imports(err)
     floor = f"CUBIN = {str(Path(out) / 'vecadd_kernels' / 'vecadd.sm_90.cubin')!r}\n" + DRIVER_FLOOR
     for name, env in (("driver floor (cuda.bindings only, cuModuleLoadData)", {"FLOOR_LOAD": "module"}),
                       ("driver floor, cuLibraryLoadData", {"FLOOR_LOAD": "library"}),
                       ("driver floor, context started before NumPy's import", {"FLOOR_EARLY": "1"}),
                       ("driver floor, CUDA_MODULE_LOADING=EAGER", {"CUDA_MODULE_LOADING": "EAGER"})):
         try:
-            walls = [_fresh_run(floor, out, env) for _ in range(max(runs, 3))]
+            walls = [_fresh_run(floor, out, env) for _ in range(max(1, runs // 3))]
         except SystemExit as e:  # the floor is a yardstick: its failure leaves the rest standing
             print(f"\n{name}: failed: {str(e)[-400:]}")
             continue

@@ -318,11 +318,13 @@ def cuda_device(index: int) -> Device:
     dev = _GPUS.get(index)
     if dev is not None:
         return dev
-    if probe.known_count() == 0:  # no GPU, and the driver said so already: no import to start
+    if not probe.init_beside() or probe.known_count() == 0:  # (no GPU, and the driver said so already: no import to start)
         _check_index(index)
-    # The driver's start (cuInit, in the first `gpu_count`) and the device's primary context are
-    # made while cuda.core imports: the three are a process's first-GPU cost, and the first two
-    # wait in the driver without the GIL.  An error of the check is raised first.
+    # The device's primary context is made while cuda.core imports (both are a process's
+    # first-GPU cost; the context waits in the driver without the GIL).  With
+    # `ANODIZE_INIT_BESIDE=1` (off by default: not yet measured on a GPU) the driver's start
+    # (cuInit, in the first `gpu_count`) runs beside the import too; an error of the check is
+    # raised first.
     CudaDevice = lazy.cuda_device_beside(lambda: (_check_index(index), _retain_primary_context(index))).CudaDevice
 
     dev = CudaDevice(index)

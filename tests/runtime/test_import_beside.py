@@ -55,10 +55,12 @@ def test_the_works_error_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
         lazy.cuda_device_beside(work)
 
 
-def test_the_driver_start_and_the_context_run_beside_the_import(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`az.device(0)`'s first call: cuInit (the first `gpu_count`) and the primary context run on
-    this thread while cuda.core imports on the helper; a machine without a GPU still gets the
-    located LaunchError, and once the driver said so no import is started."""
+@pytest.mark.parametrize("beside", [True, False])
+def test_the_driver_start_and_the_context_run_beside_the_import(monkeypatch: pytest.MonkeyPatch, beside: bool) -> None:
+    """`az.device(0)`'s first call: the primary context is made on this thread while cuda.core
+    imports on the helper, and with `ANODIZE_INIT_BESIDE=1` cuInit (the first `gpu_count`) too;
+    a machine without a GPU still gets the located LaunchError, and once the driver said so no
+    import is started."""
     seen: list[str] = []
     module = _slow_import(monkeypatch, seen)
     module.CudaDevice = lambda index: ("device", index)  # type: ignore[attr-defined]
@@ -70,13 +72,21 @@ def test_the_driver_start_and_the_context_run_beside_the_import(monkeypatch: pyt
         return 1
 
     monkeypatch.delenv("ANODIZE_DEVICE", raising=False)
+    if beside:
+        monkeypatch.setenv("ANODIZE_INIT_BESIDE", "1")
+    else:
+        monkeypatch.delenv("ANODIZE_INIT_BESIDE", raising=False)
     monkeypatch.setattr(probe, "_count", None)
     monkeypatch.setattr(probe, "_probe", cu_init)
     monkeypatch.setattr(devmod, "_retain_primary_context", lambda index: started.append("context"))
     monkeypatch.setattr(devmod, "_GPUS", {})
     t = time.perf_counter()
     assert devmod.cuda_device(0) == ("device", 0)
-    assert time.perf_counter() - t < 0.55, "the driver's start and the import ran one after the other"
+    took = time.perf_counter() - t
+    if beside:
+        assert took < 0.55, "the driver's start and the import ran one after the other"
+    else:
+        assert took >= 0.6  # the driver's start first, then the import beside the context
     assert started == [threading.current_thread().name, "context"] and seen == ["anodize-import-cuda"]
     with pytest.raises(LaunchError, match="there is no CUDA device 3"):
         devmod.cuda_device(3)
