@@ -325,7 +325,11 @@ def cuda_device(index: int) -> Device:
     # `ANODIZE_INIT_BESIDE=1` (off by default: not yet measured on a GPU) the driver's start
     # (cuInit, in the first `gpu_count`) runs beside the import too; an error of the check is
     # raised first.
-    CudaDevice = lazy.cuda_device_beside(lambda: (_check_index(index), _retain_primary_context(index))).CudaDevice
+    def start() -> None:
+        _check_index(index)
+        _retain_primary_context(index)
+
+    CudaDevice = lazy.cuda_device_beside(start).CudaDevice
 
     dev = CudaDevice(index)
     _GPUS[index] = dev
