@@ -102,7 +102,8 @@ def custom_op(
         eager = _eager_class(torch)
     except AttributeError:  # a PyTorch without one of the state queries the eager call reads
         return packet
-    return eager(packet, impls, inputs)
+    own = type(eager.__name__, (eager,), {"__call__": eager._own_call(len(inputs), impls.eager_cuda), "__module__": eager.__module__})
+    return own(packet, impls, inputs)
 
 
 _EAGER: list[Any] = []  # the class below, made once PyTorch is loaded
@@ -115,7 +116,10 @@ def _eager_class(torch: Any) -> Any:
     calls the implementation the dispatcher would pick.  Anything that needs the dispatcher takes
     it: keyword arguments, a tensor subclass (fake, functional, a parameter), a torch function or
     dispatch mode, autograd (grad enabled and an input that requires grad), a functorch transform,
-    JIT tracing, the profiler, mixed or other devices, a scalar not of its schema's Python type."""
+    JIT tracing, the profiler, mixed or other devices, a scalar not of its schema's Python type.
+    A call on CUDA tensors first tries `_Impls.eager_cuda`, whose quick pass checks per tensor
+    what the loop below would (exactly `torch.Tensor`, on this GPU, no `requires_grad`) and more;
+    only what it refuses pays for the loop."""
     if _EAGER:
         return _EAGER[0]
     C, Tensor, grad_enabled = torch._C, torch.Tensor, torch.is_grad_enabled
@@ -128,21 +132,26 @@ def _eager_class(torch: Any) -> Any:
             super().__init__(packet._qualified_op_name, packet.__name__, packet._op, packet._overload_names)
             # per input: None for a tensor, else the Python type its schema converts to
             self._az_kinds = tuple(None if p.is_slice else _PY_SCALAR[p.scalar.kind] for p in inputs)
-            self._az_cpu, self._az_cuda = impls.cpu, impls.cuda
+            self._az_cpu, self._az_cuda, self._az_quick = impls.cpu, impls.cuda, impls.eager_cuda
 
         def __getattr__(self, key: str) -> Any:  # `.default` and the rest: torch.ops.ns.op's own objects
             if key.startswith("_az_"):
                 raise AttributeError(key)
             return getattr(self._az_packet, key)
 
-        def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
-            kinds = self._az_kinds
-            if kwargs or len(args) != len(kinds) or modes() or dispatch_modes() or tracing() is not None \
+        def __call__(self, /, *args: Any, **kwargs: Any) -> Any:  # (each op's own class has a quicker one: `_own_call`)
+            if kwargs or len(args) != len(self._az_kinds) or modes() or dispatch_modes() or tracing() is not None \
                     or transforms() is not None or profiling():
                 return self._op(*args, **kwargs)
+            got = self._az_quick(args)  # CUDA tensors the launcher's quick pass takes: launched
+            return got if got is not None else self._az_route(args)
+
+        def _az_route(self, args: tuple[Any, ...]) -> Any:
+            """The implementation for `args` when they are plain tensors on one device (no
+            autograd to record) and scalars of their schema's types, else the dispatcher."""
             grad = grad_enabled()
             where = 0  # 1: every tensor on a CUDA GPU, 2: every tensor on the CPU
-            for want, a in zip(kinds, args):
+            for want, a in zip(self._az_kinds, args):
                 if want is None:
                     if type(a) is not Tensor or (grad and a.requires_grad):
                         return self._op(*args)
@@ -159,6 +168,20 @@ def _eager_class(torch: Any) -> Any:
                 return self._az_cpu(*args)
             return self._op(*args)
 
+        @classmethod
+        def _own_call(cls, n: int, quick: Callable[[tuple[Any, ...]], Any]) -> Callable[..., Any]:
+            """`__call__` for one op's own subclass: `EagerOp.__call__` with the op's input count
+            and `eager_cuda` in the closure (one call and two attribute reads less a call)."""
+
+            def __call__(self: Any, /, *args: Any, **kwargs: Any) -> Any:
+                if kwargs or len(args) != n or modes() or dispatch_modes() or tracing() is not None \
+                        or transforms() is not None or profiling():
+                    return self._op(*args, **kwargs)
+                got = quick(args)
+                return got if got is not None else self._az_route(args)
+
+            return __call__
+
     _EAGER.append(EagerOp)
     return EagerOp
 
@@ -170,7 +193,8 @@ class _Impls:
     """The op's implementations, with everything that does not depend on the call's values
     worked out at registration: where the outputs go among the kernel's arguments, their
     torch dtypes, the result's shape.  A call runs the user's `outputs` and `config`, one
-    `torch.empty` per output and the launch.  On the CPU backend the launch, after its first
+    `new_empty` of the anchor input per output and the launch.  An eager call on CUDA tensors
+    first tries `eager_cuda` (made by `_eager_cuda`).  On the CPU backend the launch, after its first
     (full, planning) pass over NumPy views, is the plan's quick pass over the tensors
     themselves (runtime/quick_tensors.py `host_tensor_quick`), kept per launcher."""
 
@@ -186,30 +210,57 @@ class _Impls:
         self.single = len(out_names) == 1
         self.dtypes: dict[Any, Any] = {}  # the `outputs` dtype (az.f32 or "f32") -> torch dtype
         self.quick: dict[Any, tuple[Any, Any]] = {}  # launcher -> (quick pass over CPU tensors, its plan)
-        self.raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the current stream's handle, by index
+        self.raw: Any = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # the current stream's handle, by index
+        # every output after every input (the usual kernel): the full argument list is args + outputs
+        self.trailing = self.out_at == tuple(range(len(params) - len(out_names), len(params)))
+        # the scalar inputs and the Python type their schema converts to (the eager quick call
+        # takes exactly that type; anything else goes through the dispatcher, which converts)
+        self.scalar_at = tuple((i, _PY_SCALAR[p.scalar.kind]) for i, p in enumerate(inputs) if not p.is_slice)
+        self.tensor = torch.Tensor
+        self.sizes = (torch.Size, tuple)
+        self.eager_cuda = self._eager_cuda()
 
     def allocate(self, args: tuple[Any, ...], spread: bool = False) -> list[Any]:
-        """The outputs, in parameter order, from the user's `outputs`.  `spread` (the real
-        implementations): a non-empty shape tuple goes to `torch.empty` as separate sizes,
-        which PyTorch parses in about half the time of a `torch.Size`."""
+        """The outputs, in parameter order, from the user's `outputs`, on the anchor input's
+        device.  `spread` (the real implementations, whose inputs are real tensors): each output
+        is the anchor's `new_empty` (its device, and its dtype unless the output's differs: no
+        device or dtype keyword for PyTorch to parse: 1.1 us of CPU against 1.6 for `torch.empty`
+        with both), a non-empty shape tuple given as separate sizes, which PyTorch parses in
+        about half the time of a `torch.Size`."""
+        like = args[self.anchor] if self.anchor >= 0 else None
+        if spread and like is not None:
+            return self._new_empty(self.outputs(*args), like)
         spec = self.outputs(*args)
-        dev = args[self.anchor].device if self.anchor >= 0 else None
-        empty, dtypes = self.torch.empty, self.dtypes
+        dev = like.device if like is not None else None
+        return [self.torch.empty(shape, dtype=tdt, device=dev) for shape, tdt in self._shapes(spec)]
+
+    def _new_empty(self, spec: Any, like: Any) -> list[Any]:
+        if self.single and type(spec) is dict:  # the usual op: one output, shaped and typed like its anchor
+            got = spec.get(self.out_names[0])
+            if type(got) is tuple and len(got) == 2:
+                shape, dt = got
+                if shape and type(shape) in self.sizes and self.dtypes.get(dt) is like.dtype:
+                    return [like.new_empty(*shape)]
         made = []
+        for shape, tdt in self._shapes(spec):
+            sizes = shape if isinstance(shape, tuple) and shape else (shape,)
+            made.append(like.new_empty(*sizes) if tdt is like.dtype else like.new_empty(*sizes, dtype=tdt))
+        return made
+
+    def _shapes(self, spec: Any) -> list[tuple[Any, Any]]:
+        """(shape, torch dtype) of each output, in parameter order, from `outputs`' dict."""
+        got = []
         for n in self.out_names:
             try:
                 shape, dt = spec[n]
             except KeyError:
                 missing = [m for m in self.out_names if m not in spec]
                 raise ArgumentError(f"custom op `{self.name}`: `outputs` gives no shape and dtype for {', '.join(missing)}") from None
-            tdt = dtypes.get(dt)
+            tdt = self.dtypes.get(dt)
             if tdt is None:
-                tdt = dtypes[dt] = _torch_dtype(self.torch, dt)
-            if spread and isinstance(shape, tuple) and shape:
-                made.append(empty(*shape, dtype=tdt, device=dev))
-            else:
-                made.append(empty(shape, dtype=tdt, device=dev))
-        return made
+                tdt = self.dtypes[dt] = _torch_dtype(self.torch, dt)
+            got.append((shape, tdt))
+        return got
 
     def result(self, outs: list[Any]) -> Any:
         return outs[0] if self.single else tuple(outs)
@@ -218,6 +269,8 @@ class _Impls:
         return self.result(self.allocate(args))
 
     def _full(self, args: tuple[Any, ...], outs: list[Any]) -> list[Any]:
+        if self.trailing:
+            return [*args, *outs]
         full = list(args)
         for at, o in zip(self.out_at, outs):
             full.insert(at, o)
@@ -253,23 +306,89 @@ class _Impls:
         outs = self.allocate(args, True)
         full = self._full(args, outs)
         launcher = self.kernel[self.config(*args)]
-        plan = getattr(launcher, "last_plan", None)  # the plan of a `Launcher`'s last launch (runtime/launch.py)
-        if plan is not None and plan.quick is not None and self.raw is not None and not _inflight._ACTIVE:
-            # the launcher's quick pass over the tensors themselves: it checks what `_launch`
-            # converts (contiguity, requires_grad) and every launch check, and refuses
-            # (None) anything else, which then takes `_launch` and the full path
-            packed = plan.quick(full)
-            if packed is not None:
-                dev = plan.device
-                stream = self.raw(dev.index)
-                if stream:  # not the legacy default stream: ordered after and before it
-                    dev.wait_for_stream(stream)
-                plan.arena.dirty = True
-                plan.call(*packed)
-                if stream:
-                    dev.make_stream_wait(stream)
-                return self.result(outs)
+        if self.raw is not None and not _inflight._ACTIVE:
+            got = self._quick_cuda(launcher, full, outs)
+            if got is not None:
+                return got
         _launch(self.torch, launcher, full, self.slices, self.raw)
+        return self.result(outs)
+
+    def _eager_cuda(self) -> Callable[[tuple[Any, ...]], Any]:
+        """`eager_cuda(args)`: the op's eager call on CUDA tensors without the dispatcher
+        (`EagerOp`): the result when the launcher's quick pass took the call and launched it,
+        else None (nothing launched; the caller goes on as before this call).  Only for an
+        anchor input of exactly `torch.Tensor` on a GPU and scalars of their schema's type; the
+        quick pass refuses a tensor that is a subclass, on the CPU or another GPU, not
+        contiguous, of another dtype or `requires_grad` (autograd's business), so what it takes
+        needs no dispatcher.  Made once per op: every call's reads are the closure's locals."""
+        at, raw, tensor, scalar_at = self.anchor, self.raw, self.tensor, self.scalar_at
+        outputs, config, kernel, dtypes, sizes = self.outputs, self.config, self.kernel, self.dtypes, self.sizes
+        one = self.out_names[0] if self.single and self.trailing else None  # the one output, last
+        inflight = _inflight
+
+        def nothing(args: tuple[Any, ...]) -> Any:
+            return None
+
+        def eager(args: tuple[Any, ...]) -> Any:
+            if inflight._ACTIVE:
+                return None
+            like = args[at]
+            if type(like) is not tensor or not like.is_cuda:
+                return None
+            if scalar_at:
+                for i, want in scalar_at:
+                    if type(args[i]) is not want:
+                        return None
+            spec = outputs(*args)
+            if one is not None:  # the usual op: one output, after the inputs
+                try:
+                    shape, dt = spec[one]
+                    tdt = dtypes[dt]
+                except Exception:  # noqa: BLE001 - the regular path (the `_Impls.cuda` below) reports it
+                    return None
+                if type(shape) not in sizes or not shape:
+                    return None
+                out = like.new_empty(*shape) if tdt is like.dtype else like.new_empty(*shape, dtype=tdt)
+                full: Any = (*args, out)
+            else:
+                outs = self._new_empty(spec, like)
+                full = self._full(args, outs)
+            plan = getattr(kernel[config(*args)], "last_plan", None)  # (a generic kernel's launch object has none)
+            if plan is None or plan.quick is None:
+                return None
+            packed = plan.quick(full)
+            if packed is None:
+                return None
+            dev = plan.device
+            stream = raw(dev.index)
+            if stream:  # not the legacy default stream: ordered after and before it
+                dev.wait_for_stream(stream)
+            plan.arena.dirty = True
+            plan.call(*packed)
+            if stream:
+                dev.make_stream_wait(stream)
+            return out if one is not None else self.result(outs)
+
+        return nothing if at < 0 or raw is None else eager
+
+    def _quick_cuda(self, launcher: Any, full: list[Any], outs: list[Any]) -> Any:
+        """Launch through the plan of `launcher`'s last launch (runtime/launch.py `Launcher.last_plan`)
+        on PyTorch's current stream; None when there is none or its quick pass refuses `full`:
+        it checks what `_launch` converts (contiguity, requires_grad) and every launch check."""
+        plan = getattr(launcher, "last_plan", None)  # (a generic kernel's launch object has none)
+        if plan is None or plan.quick is None:
+            return None
+        packed = plan.quick(full)
+        if packed is None:
+            return None
+        dev = plan.device
+        stream = self.raw(dev.index)
+        if stream:  # not the legacy default stream: ordered after and before it
+            dev.wait_for_stream(stream)
+        plan.arena.dirty = True
+        plan.call(*packed)
+        if stream:
+            dev.make_stream_wait(stream)
         return self.result(outs)
 
 

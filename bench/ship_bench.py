@@ -3,6 +3,7 @@
     python bench/ship_bench.py first-result [--runs 5] [--trace]   # fresh process: built vecadd vs CuPy RawKernel
     python bench/ship_bench.py custom-op [--calls 20000] [--trace]  # az.torch op vs the plain launch (torch CUDA tensors)
     python bench/ship_bench.py custom-op --cpu           # the same on the CPU backend (torch CPU tensors)
+    python bench/ship_bench.py custom-op --fake          # its CUDA host path on tests/fakecuda.py's fake GPU (no GPU)
     python bench/ship_bench.py foreign [--calls 20000]   # a foreign CUDA C++ kernel: anodize vs CuPy RawKernel
 
 first-result: builds examples/vecadd.py with `anodize build` (once), then times, in fresh
@@ -10,13 +11,15 @@ processes, from interpreter start to the first checked result of vecadd on 2^20 
 (a) `import vecadd_kernels` and launch through it, (b) CuPy's RawKernel of the same kernel in
 CUDA C++ with CuPy's kernel cache warm (a first run fills it), CUDA initialisation included in
 both; and the import of the loader alone.  Prints the median of `--runs` per variant; the
-built package runs twice, as is and with `ANODIZE_EARLY_INIT=1` (its import starts the GPU).
+built package runs three times: as is, with `ANODIZE_EARLY_INIT=1` (its import starts the GPU)
+and with `ANODIZE_INIT_BESIDE=1` (cuInit beside cuda.core's import).
 first-result --trace: then one more process per variant with a timeline (each stage, and
 the runtime's first-GPU calls with the thread they ran on: cuInit, the primary context,
 cuda.core's import, the device, the module load), `python -c pass`'s own start, and the
 slowest imports by `python -X importtime`.
 custom-op --trace: then each stage of the op's call timed alone (the dispatcher around a
-no-op op, the op's body without it, its allocation, config lookup, launch, stream lookup).
+no-op op, the op's body without it, its allocation, config lookup, launch, stream lookup);
+with --cpu, the same stages on the CPU backend.
 custom-op / foreign: host time per call (perf_counter_ns around each call; the stream is
 drained every 256 calls outside the timed region): median and p90 in microseconds.
 custom-op --cpu: CPU time per call (`time.process_time` over batches of 1000 calls, variants
@@ -24,6 +27,8 @@ interleaved batch by batch, torch on one thread, 256 elements): median and minim
 batches; pin it to a core (`taskset -c 0`) on a loaded machine.  The plain launch takes NumPy
 views of the tensors (the CPU backend's plain launch takes no tensors); the Buffer row is the
 plain launch's quick path (anodize Buffers, a fresh output each call) for comparison.
+custom-op --fake: the op's CUDA host path with no GPU: PyTorch CPU tensors dressed as CUDA ones
+on tests/fakecuda.py's fake GPU, whose launch is a no-op (CPU time, as --cpu).
 """
 
 from __future__ import annotations
@@ -41,147 +46,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-CUDA_VECADD = r"""
-extern "C" __global__ void vecadd(const float* a, const float* b, float* c, long long n) {
-    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n) c[i] = a[i] + b[i];
-}
-"""
-
-ANODIZE_FIRST = """
-import time, sys
-t0 = time.perf_counter()
-import vecadd_kernels as K
-t_import = time.perf_counter() - t0
-import numpy as np, anodize as az
-n = 1 << 20
-dev = az.device(0)
-x = np.ones(n, np.float32)
-a, b, c = dev.to_device(x), dev.to_device(x), dev.empty(n, az.f32)
-K.vecadd[az.LaunchConfig.for_num_elems(n, block=256)](a, b, c)
-assert c.to_host()[n - 1] == 2.0
-print(f"{time.perf_counter() - T0:.4f} {t_import * 1e3:.2f}")
-"""
-
-CUPY_FIRST = """
-import time
-import numpy as np, cupy as cp
-src = {src!r}
-k = cp.RawKernel(src, "vecadd")
-n = 1 << 20
-a = cp.asarray(np.ones(n, np.float32)); b = cp.asarray(np.ones(n, np.float32)); c = cp.empty(n, cp.float32)
-k(((n + 255) // 256,), (256,), (a, b, c, cp.int64(n)))
-assert float(c[n - 1].get()) == 2.0
-print(f"{{time.perf_counter() - T0:.4f}} 0")
-"""
-
-# the timeline both traced scripts keep: EV holds (what, thread, start, end) from the script's T0
-_TRACE_HEAD = """
-import json, threading, time
-EV = []
-
-
-def _ev(what, t0, t1):
-    EV.append((what, threading.current_thread().name, t0 - T0, t1 - T0))
-
-
-class step:
-    def __init__(self, what):
-        self.what = what
-
-    def __enter__(self):
-        self.t = time.perf_counter()
-
-    def __exit__(self, *exc):
-        _ev(self.what, self.t, time.perf_counter())
-"""
-
-FIRST_TRACE = _TRACE_HEAD + """
-
-def wrap(owner, name, label=None, then=None, calls=3):
-    fn = getattr(owner, name)
-    seen = [0]
-
-    def timed(*a, **k):
-        t = time.perf_counter()
-        try:
-            got = fn(*a, **k)
-        finally:
-            seen[0] += 1
-            if seen[0] <= calls:  # (the first few calls: the first-use costs)
-                _ev(label or name, t, time.perf_counter())
-        if then is not None:
-            then(got)
-        return got
-
-    setattr(owner, name, timed)
-
-
-with step("import the built package (loader)"):
-    import vecadd_kernels as K
-with step("import numpy"):
-    import numpy as np
-with step("import anodize (rest)"):
-    import anodize as az
-    from anodize import built
-    from anodize.runtime import device, faults, lazy, probe
-
-
-def _cuda_device_loaded(mod):
-    cls = mod.CudaDevice
-    if getattr(cls, "_traced", False):
-        return
-    cls._traced = True
-    for name in ("__init__", "load", "_alloc", "_upload", "_download", "launch_call"):
-        wrap(cls, name, f"CudaDevice.{name}")
-
-
-wrap(probe, "_probe", "cuInit + cuDeviceGetCount (probe)")
-wrap(device, "_retain_primary_context", "primary context (cuDevicePrimaryCtxRetain)")
-wrap(lazy, "cuda_device", "import cuda.core + runtime.cuda_device", then=_cuda_device_loaded)
-wrap(faults.FaultArena, "__init__", "FaultArena.__init__")
-wrap(built, "_prebuilt", "import runtime.prebuilt (first use)")
-wrap(built.BuiltKernel, "compile", "BuiltKernel.compile (manifest -> CompiledKernel)")
-wrap(built.BuiltKernel, "_load_prebuilt", "BuiltKernel._load_prebuilt (load on the device)")
-n = 1 << 20
-with step("az.device(0)"):
-    dev = az.device(0)
-with step("buffers (to_device x2, empty)"):
-    x = np.ones(n, np.float32)
-    a, b, c = dev.to_device(x), dev.to_device(x), dev.empty(n, az.f32)
-with step("config + K.vecadd[cfg]"):
-    launch = K.vecadd[az.LaunchConfig.for_num_elems(n, block=256)]
-with step("first launch (plan, module load, launch)"):
-    launch(a, b, c)
-with step("sync + copy back + check"):
-    assert c.to_host()[n - 1] == 2.0
-_ev("total (script)", T0, time.perf_counter())
-print("TRACE " + json.dumps(EV))
-print(f"{time.perf_counter() - T0:.4f} 0")
-"""
-
-CUPY_TRACE = _TRACE_HEAD + """
-
-with step("import numpy"):
-    import numpy as np
-with step("import cupy"):
-    import cupy as cp
-src = {src!r}
-with step("cp.RawKernel(src)"):
-    k = cp.RawKernel(src, "vecadd")
-n = 1 << 20
-with step("first asarray (CUDA init, context, pool)"):
-    a = cp.asarray(np.ones(n, np.float32))
-with step("asarray, empty"):
-    b = cp.asarray(np.ones(n, np.float32)); c = cp.empty(n, cp.float32)
-with step("first launch (cache lookup, module load, launch)"):
-    k(((n + 255) // 256,), (256,), (a, b, c, cp.int64(n)))
-with step("sync + copy back + check"):
-    assert float(c[n - 1].get()) == 2.0
-EV.append(("total (script)", "MainThread", 0.0, time.perf_counter() - T0))
-print("TRACE " + json.dumps(EV))
-print(f"{{time.perf_counter() - T0:.4f}} 0")
-"""
+sys.path.insert(0, str(ROOT / "bench"))
+from ship_scripts import (  # noqa: E402
+    ANODIZE_FIRST, CUDA_DEVICE_WRAPS, CUDA_VECADD, CUPY_FIRST, CUPY_TRACE, DRIVER_FLOOR, FIRST_TRACE, TRACE_WRAPS,  # noqa: F401
+)
 
 
 def _fresh(code: str, cwd: str, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> tuple[float, float]:
@@ -204,6 +72,7 @@ def _fresh_run(code: str, cwd: str, env: dict[str, str] | None = None, flags: tu
 
 
 EARLY = {"ANODIZE_EARLY_INIT": "1"}  # a built package's import starts the GPU (docs/deploy.md)
+BESIDE = {"ANODIZE_INIT_BESIDE": "1"}  # cuInit beside cuda.core's import (runtime/device.py `cuda_device`)
 
 
 def first_result(runs: int, trace: bool) -> None:
@@ -213,6 +82,7 @@ def first_result(runs: int, trace: bool) -> None:
     variants: dict[str, tuple[str, dict[str, str]]] = {
         "anodize built": (ANODIZE_FIRST, {}),
         "anodize built, ANODIZE_EARLY_INIT=1": (ANODIZE_FIRST, EARLY),
+        "anodize built, ANODIZE_INIT_BESIDE=1": (ANODIZE_FIRST, BESIDE),
         "cupy RawKernel (warm cache)": (cupy, {}),
     }
     rows: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
@@ -226,7 +96,7 @@ def first_result(runs: int, trace: bool) -> None:
         extra = f", loader import {imp:.1f} ms" if imp else ""
         print(f"{name:36s} fresh process to first result: {wall:.3f} s (median of {runs}){extra}")
     c = statistics.median(v[0] for v in rows["cupy RawKernel (warm cache)"])
-    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1"):
+    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1", "anodize built, ANODIZE_INIT_BESIDE=1"):
         a = statistics.median(v[0] for v in rows[name])
         print(f"speed-up over CuPy ({name}): {c / a:.2f}x (target >= 1.2x)")
     if trace:
@@ -239,11 +109,26 @@ def first_result_trace(out: str, runs: int) -> None:
     bare = statistics.median(_bare_start() for _ in range(max(runs, 3)))
     print(f"\ninterpreter start to exit, `python -c pass`: {bare * 1e3:.1f} ms (median)")
     for name, code, env in (("anodize built", FIRST_TRACE, {}), ("anodize built, ANODIZE_EARLY_INIT=1", FIRST_TRACE, EARLY),
+                            ("anodize built, ANODIZE_INIT_BESIDE=1", FIRST_TRACE, BESIDE),
                             ("cupy RawKernel (warm cache)", CUPY_TRACE.format(src=CUDA_VECADD), {})):
         wall, _imp, stdout, _err = _fresh_run(code, out, env)
         _print_timeline(name, wall, stdout)
-        _wall, _imp, _o, err = _fresh_run(code, out, env, ("-X", "importtime"))
-        _print_imports(err)
+        if env is not BESIDE:  # (its imports are the plain run's)
+            _wall, _imp, _o, err = _fresh_run(code, out, env, ("-X", "importtime"))
+            _print_imports(err)
+    floor = f"CUBIN = {str(Path(out) / 'vecadd_kernels' / 'vecadd.sm_90.cubin')!r}\n" + DRIVER_FLOOR
+    for name, env in (("driver floor (cuda.bindings only, cuModuleLoadData)", {"FLOOR_LOAD": "module"}),
+                      ("driver floor, cuLibraryLoadData", {"FLOOR_LOAD": "library"}),
+                      ("driver floor, context started before NumPy's import", {"FLOOR_EARLY": "1"}),
+                      ("driver floor, CUDA_MODULE_LOADING=EAGER", {"CUDA_MODULE_LOADING": "EAGER"})):
+        try:
+            walls = [_fresh_run(floor, out, env) for _ in range(max(1, runs // 3))]
+        except SystemExit as e:  # the floor is a yardstick: its failure leaves the rest standing
+            print(f"\n{name}: failed: {str(e)[-400:]}")
+            continue
+        walls.sort(key=lambda w: w[0])
+        print(f"\n{name}: fresh process to first result {walls[len(walls) // 2][0]:.3f} s (median of {len(walls)})")
+        _print_timeline(name, walls[len(walls) // 2][0], walls[len(walls) // 2][2])
 
 
 def _print_timeline(name: str, wall: float, stdout: str) -> None:
@@ -322,9 +207,11 @@ def custom_op(calls: int) -> None:
     assert torch.equal(op(a, b), a + b) and torch.equal(c, a + b)
 
 
-def custom_op_trace(calls: int) -> None:
+def custom_op_trace(calls: int, where: str = "cuda") -> None:
     """Each stage of the op's call timed alone (per-call median and p90, us): the dispatcher
-    around a no-op op, the op's body without the dispatcher, and its parts."""
+    around a no-op op, the op's body without the dispatcher, and its parts.  `where="cpu"`:
+    the same stages on the CPU backend with torch's CPU tensors (the plain launch takes their
+    NumPy views; no stream)."""
     import torch
 
     sys.path.insert(0, str(ROOT / "examples"))
@@ -332,39 +219,47 @@ def custom_op_trace(calls: int) -> None:
     from anodize.torch import _IMPLS, _launch
     from vecadd import vecadd
 
+    gpu = where == "cuda"
     config = lambda a, b: az.LaunchConfig.for_num_elems(a.numel(), block=256)  # noqa: E731
-    op = az.torch.custom_op(vecadd, name="azbench::vecadd_t", outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=config)
-    impls = _IMPLS["azbench::vecadd_t"]
-    n = 1 << 16
-    a, b = torch.rand(n, device="cuda"), torch.rand(n, device="cuda")
-    c = torch.empty(n, device="cuda")
+    name = f"azbench::vecadd_t{where}"
+    op = az.torch.custom_op(vecadd, name=name, outputs=lambda a, b: {"c": (a.shape, az.f32)}, config=config)
+    impls = _IMPLS[name]
+    n = 1 << 16 if gpu else 256
+    a, b = torch.rand(n, device=where), torch.rand(n, device=where)
+    c = torch.empty(n, device=where)
     lib = torch.library.Library("azbench", "FRAGMENT")
-    lib.define("noop(Tensor a, Tensor b) -> Tensor")
-    lib.impl("noop", lambda a, b: c, "CUDA")
-    noop = torch.ops.azbench.noop
+    lib.define(f"noop{where}(Tensor a, Tensor b) -> Tensor")
+    lib.impl(f"noop{where}", lambda a, b: c, "CUDA" if gpu else "CPU")
+    noop = getattr(torch.ops.azbench, f"noop{where}")
     launch = vecadd[config(a, b)]
     raw, index = impls.raw, a.get_device()
+    body = impls.cuda if gpu else impls.cpu
+    sync = torch.cuda.synchronize if gpu else (lambda: None)
     for _ in range(3):  # the first call plans; the later ones take the launcher's quick pass
         assert torch.equal(op(a, b), a + b)
+    la, lb, lc = (a, b, c) if gpu else (a.numpy(), b.numpy(), c.numpy())
     rows: dict[str, Callable[[], object]] = {
         "op(a, b) (eager: no dispatcher)": lambda: op(a, b),
         "op._op(a, b) (through the dispatcher, as torch.ops.ns.op)": lambda: op._op(a, b),
         "op.default(a, b) (the overload, through the dispatcher)": lambda: op.default(a, b),
         "dispatcher alone: no-op custom op (returns c)": lambda: noop(a, b),
-        "op body without the dispatcher: impls.cuda(a, b)": lambda: impls.cuda(a, b),
+        f"op body without the dispatcher: impls.{where}(a, b)": lambda: body(a, b),
         "  outputs + torch.empty (impls.allocate, spread)": lambda: impls.allocate((a, b), True),
         "  outputs + torch.empty (impls.allocate, Size)": lambda: impls.allocate((a, b)),
         "  config(a, b) + vecadd[cfg]": lambda: vecadd[config(a, b)],
         "  _launch([a, b, c]) (the fallback path)": lambda: _launch(torch, launch, [a, b, c], impls.slices, raw),
-        "  current raw stream": lambda: raw(index),
-        "plain launch vecadd[cfg](a, b, c)": lambda: launch(a, b, c),
-        "torch.empty(n, device='cuda')": lambda: torch.empty(n, device="cuda"),
-        "torch.add(a, b)": lambda: torch.add(a, b),
     }
-    print(f"\ncustom-op stages (CUDA tensors of {n} f32; {calls} calls each):")
-    for name, fn in rows.items():
-        med, p90 = _per_call(fn, calls, torch.cuda.synchronize)
-        print(f"  {name:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
+    if gpu:
+        rows["  current raw stream"] = lambda: raw(index)
+    rows.update({
+        f"plain launch vecadd[cfg](a, b, c){'' if gpu else ' (NumPy views)'}": lambda: launch(la, lb, lc),
+        f"torch.empty(n, device='{where}')": lambda: torch.empty(n, device=where),
+        "torch.add(a, b)": lambda: torch.add(a, b),
+    })
+    print(f"\ncustom-op stages ({where} tensors of {n} f32; {calls} calls each):")
+    for label, fn in rows.items():
+        med, p90 = _per_call(fn, calls, sync)
+        print(f"  {label:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
 
 
 def custom_op_cpu(calls: int) -> None:
@@ -414,6 +309,70 @@ def custom_op_cpu(calls: int) -> None:
     np.testing.assert_array_equal(op(a, b).numpy(), an + bn)
 
 
+def _dress_as_cuda() -> None:
+    """PyTorch CPU tensors dressed as CUDA ones on tests/fakecuda.py's fake GPU (its launches a
+    no-op): `is_cuda`, `get_device`, `__cuda_array_interface__`, the current raw stream (0: the
+    legacy default stream) and the pointer's device patched, for the rest of the process."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    import fakecuda
+
+    from anodize.runtime import device as devmod, lazy
+
+    T = torch.Tensor
+    T.is_cuda = property(lambda t: True)  # type: ignore[assignment,method-assign]
+    T.get_device = lambda t: 0  # type: ignore[method-assign]
+    T.__cuda_array_interface__ = property(lambda t: {  # type: ignore[attr-defined]
+        "shape": tuple(t.shape), "typestr": "<f4", "data": (t.data_ptr(), False), "version": 2, "strides": None, "stream": None})
+    torch._C._cuda_getCurrentRawStream = lambda index: 0
+    lazy.cuda_device().pointer_device = lambda ptr: 0
+    dev, _calls = fakecuda.record_launches(fakecuda.Patch())
+    fakecuda.cuda_device._cu_launch = lambda *a: None
+    devmod._GPUS[0] = dev
+
+
+def custom_op_fake(calls: int) -> None:
+    """custom-op's rows on the fake GPU: the op's CUDA host path with a no-op launch, CPU time
+    per call (batches of 1000, variants interleaved): median and minimum."""
+    import torch
+
+    os.environ.pop("ANODIZE_DEVICE", None)
+    torch.set_num_threads(1)
+    _dress_as_cuda()
+    sys.path.insert(0, str(ROOT / "examples"))
+    import anodize as az
+    from vecadd import vecadd
+
+    op = az.torch.custom_op(vecadd, name="azbench::vecadd_fake", outputs=lambda a, b: {"c": (a.shape, az.f32)},
+                            config=lambda a, b: az.LaunchConfig.for_num_elems(a.numel(), block=256))
+    n = 1 << 16
+    a, b, c = torch.rand(n), torch.rand(n), torch.empty(n)
+    launch = vecadd[az.LaunchConfig.for_num_elems(n, block=256)]
+    rows: dict[str, Callable[[], object]] = {
+        "plain launch vecadd[cfg](a, b, c) (c preallocated)": lambda: launch(a, b, c),
+        "plain launch + torch.empty for c": lambda: launch(a, b, torch.empty(n, device="cpu")),
+        "az.torch op(a, b)": lambda: op(a, b),
+        "az.torch op through the dispatcher (op._op)": lambda: op._op(a, b),
+    }
+    batch = 1000
+    got: dict[str, list[float]] = {k: [] for k in rows}
+    for fn in rows.values():
+        for _ in range(200):
+            fn()
+    for _ in range(max(1, calls // batch)):
+        for name, fn in rows.items():
+            t = time.process_time()
+            for _ in range(batch):
+                fn()
+            got[name].append((time.process_time() - t) / batch * 1e6)
+    for name, vals in got.items():
+        print(f"{name:55s} median {statistics.median(vals):6.2f} us  min {min(vals):6.2f} us (CPU time, fake GPU)")
+    base, mine = "plain launch + torch.empty for c", "az.torch op(a, b)"
+    print(f"custom op over the plain launch with its allocation: {statistics.median(got[mine]) - statistics.median(got[base]):+.2f} us "
+          f"(medians; minima {min(got[mine]) - min(got[base]):+.2f}; target <= 2 us)")
+
+
 def foreign(calls: int) -> None:
     import cupy as cp
     import numpy as np
@@ -448,6 +407,7 @@ def main() -> None:
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--calls", type=int, default=20000)
     p.add_argument("--cpu", action="store_true", help="custom-op on the CPU backend (CPU time)")
+    p.add_argument("--fake", action="store_true", help="custom-op's host path on tests/fakecuda.py's fake GPU (CPU time, no GPU)")
     p.add_argument("--trace", action="store_true", help="first-result: a timeline of each variant's fresh process and its "
                    "slowest imports; custom-op: each stage of the op's call timed alone")
     args = p.parse_args()
@@ -455,10 +415,12 @@ def main() -> None:
         os.environ.pop("ANODIZE_DEVICE", None)
     if args.what == "first-result":
         first_result(args.runs, args.trace)
+    elif args.what == "custom-op" and args.fake:
+        custom_op_fake(args.calls)
     elif args.what == "custom-op":
         custom_op_cpu(args.calls) if args.cpu else custom_op(args.calls)
-        if args.trace and not args.cpu:
-            custom_op_trace(args.calls)
+        if args.trace:
+            custom_op_trace(args.calls, "cpu" if args.cpu else "cuda")
     else:
         foreign(args.calls)
 

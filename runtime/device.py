@@ -24,7 +24,7 @@ import numpy as np
 
 from anodize.language.errors import ArgumentError, LaunchError, OutOfMemoryError
 from anodize.language.vocab import ScalarInfo
-from anodize.runtime import lazy
+from anodize.runtime import lazy, probe
 from anodize.runtime.buffer import MAX_RANK, Buffer, _fronts, normalize_shape, resolve_dtype
 from anodize.runtime.faults import FaultArena
 from anodize.runtime.probe import gpu_available, gpu_count
@@ -318,6 +318,26 @@ def cuda_device(index: int) -> Device:
     dev = _GPUS.get(index)
     if dev is not None:
         return dev
+    if not probe.init_beside() or probe.known_count() == 0:  # (no GPU, and the driver said so already: no import to start)
+        _check_index(index)
+    # The device's primary context is made while cuda.core imports (both are a process's
+    # first-GPU cost; the context waits in the driver without the GIL).  With
+    # `ANODIZE_INIT_BESIDE=1` (off by default: not yet measured on a GPU) the driver's start
+    # (cuInit, in the first `gpu_count`) runs beside the import too; an error of the check is
+    # raised first.
+    def start() -> None:
+        _check_index(index)
+        _retain_primary_context(index)
+
+    CudaDevice = lazy.cuda_device_beside(start).CudaDevice
+
+    dev = CudaDevice(index)
+    _GPUS[index] = dev
+    return dev
+
+
+def _check_index(index: int) -> None:
+    """Raise the LaunchError for a CUDA device `index` this machine lacks."""
     count = gpu_count()
     if count == 0:
         raise LaunchError(
@@ -326,12 +346,6 @@ def cuda_device(index: int) -> Device:
         )
     if not 0 <= index < count:
         raise LaunchError(f"there is no CUDA device {index}; this machine has {count} (cuda:0 to cuda:{count - 1})")
-    # the device's primary context is made while cuda.core imports (both are a process's first-GPU cost)
-    CudaDevice = lazy.cuda_device_beside(lambda: _retain_primary_context(index)).CudaDevice
-
-    dev = CudaDevice(index)
-    _GPUS[index] = dev
-    return dev
 
 
 def _retain_primary_context(index: int) -> None:

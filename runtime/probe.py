@@ -25,6 +25,21 @@ def gpu_count() -> int:
     return _count
 
 
+def init_beside() -> bool:
+    """`ANODIZE_INIT_BESIDE=1`: the first `az.device(n)` starts the driver (cuInit, the first
+    device count) while cuda.core imports on the helper thread, not before the import starts
+    (runtime/device.py `cuda_device`).  Off by default until measured on a GPU."""
+    return os.environ.get("ANODIZE_INIT_BESIDE", "").strip().lower() in ("1", "on", "yes", "true")
+
+
+def known_count() -> int | None:
+    """`gpu_count()` when it needs no driver call (the GPUs hidden, or the driver asked
+    already), else None: nothing is started."""
+    if os.environ.get("ANODIZE_DEVICE", "").strip().lower() in ("cpu", "debug"):
+        return 0
+    return _count
+
+
 def _probe() -> int:
     try:
         driver = lazy.cuda_driver()
