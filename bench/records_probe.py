@@ -18,6 +18,9 @@ copy ceiling beside CUDA C++ kernels (CuPy RawKernel, NVRTC) that isolate each c
   copy16       a 16-byte copy kernel, one chunk a thread (the ceiling's copy kernel)
   copy16_bs2   two 16-byte chunks a thread, block-strided (lane-contiguous, 32 bytes a thread)
 
+and anodize's own PTX of the particle step (`compile_gpu`) launched the same way, without and
+with the warp's copy (`ANODIZE_RECORD_WARP`, codegen/llvm/record_warp.py).
+
 Every particle result is checked against anodize's (bit-equal) and every copy against its input.
 Rounds alternate the variants (so drift hits all alike); the figure is each one's best time,
 GB/s counted in the record bytes read and written (2 x 32 bytes a record).
@@ -157,6 +160,20 @@ def main() -> int:
     cp_out = cp.empty_like(cp_in)
     mod = cp.RawModule(code=SRC, options=("-std=c++17",))
     fns = {k: mod.get_function(k) for k in VARIANTS}
+    # anodize's own PTX of the particle step, without and with the warp's copy
+    # (codegen/llvm/record_warp.py), launched the same way as the CUDA variants
+    import os
+    import tempfile
+
+    from anodize.codegen.driver import compile_gpu
+
+    fault = cp.zeros(1 << 12, cp.uint8)
+    tmp = Path(tempfile.mkdtemp())
+    for tag, on in (("anodize ptx", "0"), ("anodize ptx, warp copy", "1")):
+        os.environ["ANODIZE_RECORD_WARP"] = on
+        (tmp / f"{on}.ptx").write_text(compile_gpu(particle_step, arch=getattr(dev, "arch", "sm_90"), ptxas=False).ptx)
+        fns[tag] = cp.RawModule(path=str(tmp / f"{on}.ptx")).get_function("particle_step")
+    os.environ.pop("ANODIZE_RECORD_WARP")
     nbytes = 2 * n * Particle.dtype.itemsize
 
     def launcher(name: str):  # type: ignore[no-untyped-def]
@@ -170,6 +187,8 @@ def main() -> int:
         "memcpy (ceiling)": (lambda: b.copy_from(a), "anodize"),
         "cupy copyto": (lambda: cp.copyto(cp_out, cp_in), "cupy"),
         **{name: (launcher(name), "cupy") for name in VARIANTS},
+        **{tag: ((lambda f=fns[tag]: f((-(-n // 256),), (256,), (cp_in, np.uint64(n), dt, cp_out, np.uint64(n), fault, np.int32(1)))), "cupy")
+           for tag in ("anodize ptx", "anodize ptx, warp copy")},
     }
     # correctness first: each kernel once, checked
     for name, (fn, backend) in runs.items():
@@ -179,7 +198,7 @@ def main() -> int:
         dev.synchronize()
         cp.cuda.get_current_stream().synchronize()
         got = b.view(az.u8).to_host() if backend == "anodize" else cp.asnumpy(cp_out.view(cp.uint8))
-        step = name in VARIANTS and VARIANTS[name][1] or name == "anodize particle_step"
+        step = name in VARIANTS and VARIANTS[name][1] or name.startswith("anodize p")
         if not np.array_equal(got, want if step else src_bytes):
             raise AssertionError(f"{name}: wrong result")
     times: dict[str, list[float]] = {k: [] for k in runs}
