@@ -22,7 +22,8 @@ When: the GPU's aligned copy, a kernel whose threads cannot tell which thread ru
 `ntid.y == ntid.z == 1`, tested at run time, uniform), and the warp's 32 indices inside every
 slice the body indexes at the witness or tests with `w in s` (so `w in s` is true, and every
 lane's record exists).  A planned input is a record slice of 32 or 64 bytes read at the
-witness, never written; a planned output one written only at the witness, never read, whose
+witness, never written, with a field read in each of its 16-byte chunks (so the warp loads no
+sector the lanes' own loads would not); a planned output one written only at the witness, never read, whose
 every byte some field write covers on every path (so no lane stores stale register bytes over
 its record, and no padding byte is written).  Other warps (the last, partial one) take the
 aligned copy.  `ANODIZE_RECORD_WARP=0` turns it off (for measurements).
@@ -99,10 +100,13 @@ def warp_plan(k: ir.KernelIR, aligned: dict[str, int]) -> WarpPlan | None:
     other: set[str] = set()
     escaped: set[str] = set()
     contains: set[str] = set()
+    fields: dict[str, set[tuple[int, int]]] = {}  # (offset, bytes) read at the witness
 
     def visit(x: Any) -> None:
         if isinstance(x, ir.Read):
             (at_reads if at_witness(x.index) else other).add(x.slice.name)
+            if at_witness(x.index):
+                fields.setdefault(x.slice.name, set()).add((x.offset, _bytes(mem_type(x.ty))))
         elif isinstance(x, ir.Write):
             (at_writes if at_witness(x.index) else other).add(x.slice.name)
         elif isinstance(x, ir.Contains) and witness_local(x.witness):
@@ -128,7 +132,8 @@ def warp_plan(k: ir.KernelIR, aligned: dict[str, int]) -> WarpPlan | None:
             continue
         kk = size // CHUNK_BYTES
         if not kinds[name].output:
-            plan.reads[name] = kk
+            if _chunks_read(fields.get(name, set()), kk):  # else the warp would load bytes no lane reads
+                plan.reads[name] = kk
         elif name not in at_reads and name not in other and _covered(written(k.body, name, set(checked)), size):
             plan.writes[name] = kk
     return plan if plan.reads or plan.writes else None
@@ -152,6 +157,12 @@ def written(body: tuple[ir.Stmt, ...], name: str, checked: set[str]) -> set[tupl
             then, other = written(st.body, name, checked), written(st.orelse, name, checked)
             out |= then if v is True else other if v is False else then & other
     return out
+
+
+def _chunks_read(reads: set[tuple[int, int]], k: int) -> bool:
+    """Whether every 16-byte chunk of the record has a field read (then the aligned copy's
+    loads touch every sector of it too: the warp's copy moves no more bytes)."""
+    return {off // CHUNK_BYTES for off, _ in reads} >= set(range(k))
 
 
 def _covered(writes: set[tuple[int, int]], size: int) -> bool:

@@ -120,6 +120,15 @@ def wide_partial(a: Slice[Wide], o: DisjointSlice[Wide]) -> None:
     """Only some fields written: the warp loads `a`, each lane stores its own fields."""
     i = thread.index_1d()
     if i in o:
-        o[i].t = a[i].t + a[i].w[5]
+        o[i].t = a[i].t + a[i].w[5] + a[i].w[1]
         if a[i].n > 0:
             o[i].n = a[i].n
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_head(a: Slice[Wide], o: DisjointSlice[az.f64]) -> None:
+    """One field of a 64-byte record: the warp would load three chunks no lane reads."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = a[i].t + az.f64(a[i].v[0])
