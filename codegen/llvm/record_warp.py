@@ -26,7 +26,9 @@ witness, never written, with a field read in each of its 16-byte chunks (so the 
 sector the lanes' own loads would not); a planned output one written only at the witness, never read, whose
 every byte some field write covers on every path (so no lane stores stale register bytes over
 its record, and no padding byte is written).  Other warps (the last, partial one) take the
-aligned copy.  `ANODIZE_RECORD_WARP=0` turns it off (for measurements).
+aligned copy.  On an H100 it took the particle step from 96.5% to 98.8% of the copy ceiling
+(bench/records_probe.py; bench/RESULTS.md, session 14).  `ANODIZE_RECORD_WARP=0` turns it off
+(for measurements).
 """
 
 from __future__ import annotations
@@ -92,7 +94,7 @@ class WarpPlan:
 
 def warp_plan(k: ir.KernelIR, aligned: dict[str, int]) -> WarpPlan | None:
     """The slices the warp moves in `k`'s aligned copy (`aligned`: record_align's), or None."""
-    if os.environ.get("ANODIZE_RECORD_WARP", "0") == "0" or elementwise_rank(k) != 1:
+    if os.environ.get("ANODIZE_RECORD_WARP", "1") == "0" or elementwise_rank(k) != 1:
         return None
     params = {p.name: p for p in k.params if p.slice_kind is not None}
     at_reads: set[str] = set()
