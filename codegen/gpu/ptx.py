@@ -217,6 +217,7 @@ class NVPTXTarget(Target):
     vector_grid_stride = True  # 16-byte chunks for elementwise grid-stride loops (codegen/llvm/gridstride.py)
     coarsen = True  # several indices per thread for element-wise kernels (codegen/llvm/coarsen.py)
     align_records = True  # record slices' aligned copy (codegen/llvm/record_align.py)
+    warp_records = True  # whole warps of records through shuffles (codegen/llvm/record_warp.py)
     native_half_atomic_add = True  # atom.add.noftz.f16, sm_70 and later
     native_f16_convert = True  # cvt between f16 and f32/f64 (bf16 keeps the integer IR: llvmlite has no `bfloat`)
     collective_one_barrier = True  # block collectives alternate two scratch halves: one barrier each (codegen/llvm/collectives.py)

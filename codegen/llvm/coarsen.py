@@ -140,12 +140,30 @@ _REFUSED = (
 def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
     """The plan for coarsening `k`, or None when it is not element-wise (see the module doc)."""
     chunks = int(os.environ.get("ANODIZE_COARSEN_CHUNKS", CHUNKS))
-    if chunks <= 0 or k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
+    if chunks <= 0:
         return None
     if any(p.slice_kind is not None and p.scalar.kind == "r" and p.scalar.mem_bits > 64 for p in k.params):
         # a record wider than 8 bytes already moves its bytes per thread; consecutive records per
         # thread would only spread a warp's accesses over four times the lines (0.48x numba's
         # one-record-per-thread particle step on the H200)
+        return None
+    rank = elementwise_rank(k)
+    if rank is None:
+        return None
+    plan = _plan_slices(k, rank)
+    plan.chunks = chunks
+    plan.rows = neighbour_reads(k, plan)
+    if code_size(k.body, set(plan.checked), plan.factor) > MAX_SIZE:
+        return None  # the copies per lane would cost more compile time than they save
+    return plan
+
+
+def elementwise_rank(k: ir.KernelIR) -> int | None:
+    """The rank of `k`'s witnesses when its threads cannot tell which thread runs which index
+    (the module doc's list: a contract, one witness rank equal to the domain's, nothing that
+    communicates or names a thread), else None: the kernels whose indices may be mapped to
+    threads otherwise (here; codegen/llvm/record_warp.py)."""
+    if k.contract is None or k.uses_barrier or k.uses_warp or k.uses_shared:
         return None
     ranks: set[int] = set()
     count = [0]
@@ -186,14 +204,7 @@ def coarsen_plan(k: ir.KernelIR) -> CoarsePlan | None:
     if len(ranks) != 1:
         return None
     rank = ranks.pop()
-    if k.domain != rank:
-        return None
-    plan = _plan_slices(k, rank)
-    plan.chunks = chunks
-    plan.rows = neighbour_reads(k, plan)
-    if code_size(k.body, set(plan.checked), plan.factor) > MAX_SIZE:
-        return None  # the copies per lane would cost more compile time than they save
-    return plan
+    return rank if k.domain == rank else None
 
 
 def _cost(x: Any) -> int:

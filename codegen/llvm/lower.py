@@ -70,6 +70,9 @@ class Target:
     # an aligned copy of a body over record slices, behind a runtime test of their bases
     # (record_align.py); ANODIZE_RECORD_ALIGN=0 turns it off (for measurements)
     align_records = False
+    # whole warps of 32- or 64-byte records moved lane-contiguously in the aligned copy, through
+    # warp shuffles (record_warp.py)
+    warp_records = False
     native_half_atomic_add = False  # `atomicrmw fadd half` (else a compare-and-swap loop)
     native_f16_convert = False  # `fpext`/`fptrunc` of LLVM `half` (else integer IR, codegen/llvm/halves.py)
     # a kernel calling `az.grid.sync()` takes its grid barrier's counter as one more hidden `ptr`

@@ -36,6 +36,7 @@ from anodize.language import ir
 from anodize.language.record_types import RecordTy, record_of_info
 
 from .coarsen import _cost
+from .record_warp import lower_warp_copy, warp_plan
 from .types import I64T, Frame, SliceVal
 
 if TYPE_CHECKING:
@@ -110,6 +111,9 @@ def lower_versioned(lw: Lowerer, aligned: dict[str, int]) -> None:
     done = lw.fn.append_basic_block("rec.return")
     lw.frame = Frame(vars=dict(one.vars), slices=wide, exit=done)
     try:
+        plan = warp_plan(lw.k, aligned) if lw.t.warp_records else None
+        if plan is not None:  # whole warps of records moved lane-contiguously (record_warp.py)
+            lower_warp_copy(lw, plan, done)
         lw.stmts(lw.k.body)
     finally:
         lw.frame = one

@@ -85,3 +85,50 @@ def staged(a: Slice[Six], o: DisjointSlice[f32]) -> None:
     az.syncthreads()
     if i in o:
         o[i] = a[i].w
+
+
+@az.record
+class Wide:
+    """64 bytes of every width, no padding: a warp moves it in four 16-byte rows
+    (codegen/llvm/record_warp.py)."""
+
+    t: az.f64
+    v: az.Array[f32, 4]
+    n: az.i64
+    s: az.Array[az.i16, 2]
+    b: az.Array[az.u8, 4]
+    w: az.Array[f32, 6]
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_step(a: Slice[Wide], o: DisjointSlice[Wide]) -> None:
+    i = thread.index_1d()
+    if i in o:
+        r = a[i]
+        if r.n % 2 == 0:
+            o[i] = Wide(t=r.t * 2.0, v=(r.v[1], r.v[0], r.v[3], r.v[2]), n=r.n + 1, s=(r.s[1], r.s[0]),
+                        b=(r.b[3], r.b[2], r.b[1], r.b[0]), w=(r.w[5], r.w[4], r.w[3], r.w[2], r.w[1], r.w[0]))
+        else:
+            o[i] = r
+            o[i].t = -r.t
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_partial(a: Slice[Wide], o: DisjointSlice[Wide]) -> None:
+    """Only some fields written: the warp loads `a`, each lane stores its own fields."""
+    i = thread.index_1d()
+    if i in o:
+        o[i].t = a[i].t + a[i].w[5] + a[i].w[1]
+        if a[i].n > 0:
+            o[i].n = a[i].n
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_head(a: Slice[Wide], o: DisjointSlice[az.f64]) -> None:
+    """One field of a 64-byte record: the warp would load three chunks no lane reads."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = a[i].t + az.f64(a[i].v[0])

@@ -63,7 +63,8 @@ def test_wide_records_keep_one_record_per_thread() -> None:
     assert coarsen_plan(build_ir(particles.particle_step)) is None
     ptx = compile_gpu(particles.particle_step, ptxas=False).ptx
     assert ptx.count("ld.global.nc.b32") == 8, "one 32-byte record: eight 4-byte loads (the scalar copy), no lane copies"
-    assert ptx.count("ld.global.nc.v4.b32") == 2, "and two 16-byte loads on the aligned copy (record_align.py)"
+    assert ptx.count("ld.global.nc.v4.b32") == 4, "two 16-byte loads on the aligned copy (record_align.py), two on the warp's (record_warp.py)"
+    assert "+512]" in ptx, "the warp's: one record apart is 32 bytes, one row 512"
 
 
 # ---- the index set: the GPU mapping on the CPU backend ---------------------------------------

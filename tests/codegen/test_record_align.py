@@ -44,9 +44,11 @@ def test_which_slices_are_versioned() -> None:
     assert aligned_records(build_ir(K.staged)) == {}  # a barrier: one copy of the body
 
 
-def test_particle_step_moves_whole_records_in_16_bytes() -> None:
+def test_particle_step_moves_whole_records_in_16_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
     """The aligned copy: two 16-byte loads and two 16-byte stores per 32-byte record; the scalar
-    copy (a view starting 4 bytes past a 16-byte boundary): eight of each, 4 bytes wide."""
+    copy (a view starting 4 bytes past a 16-byte boundary): eight of each, 4 bytes wide.  (The
+    warp's copy, tests/codegen/test_record_warp.py, is off here: it adds two of each.)"""
+    monkeypatch.setenv("ANODIZE_RECORD_WARP", "0")
     ptx = compile_gpu(particles.particle_step, ptxas=find_ptxas() is not None).ptx
     assert ptx.count("ld.global.nc.v4.b32") == 2
     assert ptx.count("st.global.v4.b32") == 2
