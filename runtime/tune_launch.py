@@ -52,8 +52,8 @@ class TunedLaunch:
             t = self.tuner
             hit = t.hit
             if hit is not None and not kwargs:
-                same, key, c, lc0, launch = hit
-                if same(args) and t.best.get(key) is c:
+                same, _, c, lc0, launch = hit
+                if same(args):  # (the very objects, and `c` still the choice for their key)
                     fn = self.fn
                     if (fn(c) if fn is not None else self.grid) is lc0:
                         if t.strips:
@@ -82,7 +82,7 @@ class TunedLaunch:
         else:
             lc = t.config_for(grid, c)
         launch = t.held(key, c, lc, args)
-        same = same_objects(args)
+        same = same_objects(args, t.best, key, c)
         t.hit = None if same is None else (same, key, c, lc, launch)
         if t.strips:
             args = t.strip(args)
@@ -107,27 +107,30 @@ def _holder(a: Any) -> Callable[[], Any] | None:
     return None
 
 
-def same_objects(args: tuple[Any, ...]) -> Callable[[tuple[Any, ...]], bool] | None:
+def same_objects(args: tuple[Any, ...], best: dict[tuple[Any, ...], Config], key: tuple[Any, ...],
+                 c: Config) -> Callable[[tuple[Any, ...]], bool] | None:
     """`same(args2)`: whether `args2` are the very objects of `args` (each a Buffer still alive or
-    the same scalar object); None when an argument of `args` is neither.  Written out for up to
-    four arguments: an unrolled check costs a third of a loop."""
+    the same scalar object) and `c` is still `best`'s choice for their key `key`; None when an
+    argument of `args` is neither.  Written out for up to four arguments: an unrolled check costs
+    a third of a loop."""
     held = [_holder(a) for a in args]
     if any(h is None for h in held):
         return None
     keys: tuple[Callable[[], Any], ...] = tuple(held)  # type: ignore[arg-type]
     n = len(keys)
+    get = best.get
     if n == 1:
         (k0,) = keys
-        return lambda a: len(a) == 1 and k0() is a[0]
+        return lambda a: len(a) == 1 and k0() is a[0] and get(key) is c
     if n == 2:
         k0, k1 = keys
-        return lambda a: len(a) == 2 and k0() is a[0] and k1() is a[1]
+        return lambda a: len(a) == 2 and k0() is a[0] and k1() is a[1] and get(key) is c
     if n == 3:
         k0, k1, k2 = keys
-        return lambda a: len(a) == 3 and k0() is a[0] and k1() is a[1] and k2() is a[2]
+        return lambda a: len(a) == 3 and k0() is a[0] and k1() is a[1] and k2() is a[2] and get(key) is c
     if n == 4:
         k0, k1, k2, k3 = keys
-        return lambda a: len(a) == 4 and k0() is a[0] and k1() is a[1] and k2() is a[2] and k3() is a[3]
+        return lambda a: len(a) == 4 and k0() is a[0] and k1() is a[1] and k2() is a[2] and k3() is a[3] and get(key) is c
 
     def same(a: tuple[Any, ...]) -> bool:
         if len(a) != n:
@@ -135,6 +138,6 @@ def same_objects(args: tuple[Any, ...]) -> Callable[[tuple[Any, ...]], bool] | N
         for k, x in zip(keys, a):
             if k() is not x:
                 return False
-        return True
+        return get(key) is c
 
     return same
