@@ -1,6 +1,6 @@
 """The autotuner on the GPU (issue 31's targets), beside Triton's autotuner in one run.
 
-    python3 bench/autotune_bench.py [--shapes 1024,1024,1024;4096,4096,4096;...] [--rounds 10]
+    python3 bench/autotune_bench.py [--shapes 1024,1024,1024;4096,4096,4096;...] [--rounds 10] [--skip-cold] [--no-triton]
 
 1. Cold tuning of examples/autotune_gemm.py's GEMM over its 8 configurations (a fresh process,
    the compile cache off: every configuration checked, compiled in parallel and timed).
@@ -57,6 +57,7 @@ def main() -> None:
     p.add_argument("--shapes", default=SHAPES)
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--skip-cold", action="store_true")
+    p.add_argument("--no-triton", action="store_true", help="leave Triton out of section 3 (its cold compiles take ~15 s)")
     args = p.parse_args()
 
     print("== 1. cold tuning, 8 configurations, GEMM 4096^3 f16 (fresh process, cache off)")
@@ -122,9 +123,12 @@ def main() -> None:
           f" {med['the grid function alone']:.2f} us; autotuned - spec[grid(best)]: {med['autotuned k[grid]'] - med['chosen, spec[grid(best)]']:+.2f} us")
 
     print("\n== 3. GEMM shapes: autotuned anodize vs Triton autotuned over the same 8 points, and vs each single configuration (f16)")
-    from tile_bench import triton_matmul  # Triton's tutorial kernel, the same program as ours
+    if args.no_triton:
+        tri = None
+    else:
+        from tile_bench import triton_matmul  # Triton's tutorial kernel, the same program as ours
 
-    tri = triton_matmul([c.to_json() for c in g.CONFIGS])
+        tri = triton_matmul([c.to_json() for c in g.CONFIGS])
     verdicts = []
     for shape in args.shapes.split(";"):
         m, n, kk = (int(x) for x in shape.split(","))
@@ -137,7 +141,10 @@ def main() -> None:
         g.gemm[grid](*targs)
         dev.synchronize()
         tune_s = time.perf_counter() - t0
-        tri(at, bt, ct)
+        if tri is not None:
+            tri(at, bt, ct)
+        else:
+            ct = (at @ bt).half()
         torch.cuda.synchronize()
         ref = (at.float() @ bt.float())
         tol = dict(rtol=2e-2, atol=2e-2 * (kk ** 0.5))
@@ -155,12 +162,15 @@ def main() -> None:
         single_ms = {cfg: [] for cfg in singles}
         calls = max(2, min(10, int(2.0 / max(2 * m * n * kk / 600e9, 1e-3))))  # ~2 ms a batch
         for r in range(args.rounds):
-            trio = [(ours, lambda: batch_ms(lambda: launch(*targs), calls)), (theirs, lambda: torch_ms(lambda: tri(at, bt, ct), calls))]
+            trio = [(ours, lambda: batch_ms(lambda: launch(*targs), calls))]
+            if tri is not None:
+                trio.append((theirs, lambda: torch_ms(lambda: tri(at, bt, ct), calls)))
             trio += [(single_ms[cfg], (lambda h=h, rest=rest: batch_ms(lambda: h(*rest), calls))) for cfg, (h, rest) in singles.items()]
             for out, fn in (trio if r % 2 == 0 else trio[::-1]):
                 out.append(fn())
         flops = 2 * m * n * kk
-        mo, mt = statistics.median(ours), statistics.median(theirs)
+        mo = statistics.median(ours)
+        mt = statistics.median(theirs) if theirs else float("nan")
         med = {cfg: statistics.median(v) for cfg, v in single_ms.items()}
         best_cfg = min(med, key=med.get)
         mb = med[best_cfg]
