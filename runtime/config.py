@@ -58,6 +58,7 @@ def _exact_dim3(v: Any) -> Dim3 | None:
 # of exact ints only (see `_exact_dim3`; a subclass's keys start with the class); bounded.
 _INTERN: dict[tuple[Any, ...], Any] = {}
 _INTERN_MAX = 4096
+_TILES_2D: dict[tuple[int, int, int, int], Any] = {}  # `for_tiles((rows, cols), (tile_rows, tile_cols))`, by the four ints
 
 
 def _make(key: tuple[Any, ...]) -> Any:
@@ -180,15 +181,22 @@ class LaunchConfig(Generic[R]):
         ceil(layers / tile_layers))` in CUDA order.  For `@az.tile_kernel` kernels, which fill
         in their own block."""
         if type(shape) is tuple and type(tile_shape) is tuple:  # the usual forms, exact ints: no more to check
-            if len(shape) == 1 and len(tile_shape) == 1:
+            if len(shape) == 2 and len(tile_shape) == 2:  # (first: a grid function calls this on every launch)
+                (r, c), (tr, tc) = shape, tile_shape
+                if type(r) is int and type(c) is int and type(tr) is int and type(tc) is int and r >= 0 and c >= 0 and tr >= 1 and tc >= 1:
+                    dims = (r, c, tr, tc)  # (exact ints, checked: no True == 1 or 2.0 == 2 in the memo)
+                    hit = _TILES_2D.get(dims)
+                    if hit is not None:
+                        return hit  # type: ignore[no-any-return]
+                    key = (-(-c // tc) or 1, -(-r // tr) or 1, 1, 1, 1, 1, 0, 2)
+                    if len(_TILES_2D) >= _INTERN_MAX:
+                        _TILES_2D.clear()
+                    hit = _TILES_2D[dims] = _INTERN.get(key) or _make(key)
+                    return hit  # type: ignore[no-any-return]
+            elif len(shape) == 1 and len(tile_shape) == 1:
                 n1, t1 = shape[0], tile_shape[0]
                 if type(n1) is int and type(t1) is int and n1 >= 0 and t1 >= 1:
                     key = (-(-n1 // t1) or 1, 1, 1, 1, 1, 1, 0, 1)
-                    return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
-            elif len(shape) == 2 and len(tile_shape) == 2:
-                (r, c), (tr, tc) = shape, tile_shape
-                if type(r) is int and type(c) is int and type(tr) is int and type(tc) is int and r >= 0 and c >= 0 and tr >= 1 and tc >= 1:
-                    key = (-(-c // tc) or 1, -(-r // tr) or 1, 1, 1, 1, 1, 0, 2)
                     return _INTERN.get(key) or _make(key)  # type: ignore[no-any-return]
         s = (shape,) if isinstance(shape, int) else tuple(shape)
         t = (tile_shape,) if isinstance(tile_shape, int) else tuple(tile_shape)

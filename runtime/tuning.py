@@ -47,6 +47,7 @@ from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import Device, device
 from anodize.runtime.generic import bind_arguments, specialise
 from anodize.runtime.tune_config import Config
+from anodize.runtime.tune_launch import TunedLaunch
 from anodize.runtime.tune_model import estimate
 
 if TYPE_CHECKING:
@@ -159,6 +160,9 @@ class Tuner:
         # repeats it (the same config and LaunchConfig objects, an equal key) skips the memo's hashing
         self._last: tuple[tuple[Any, ...], Config, Any, Any] | None = None
         self._last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
+        # the last launch (runtime/tune_launch.py): (matcher of its argument objects, key, config,
+        # LaunchConfig, launcher); a launch with the same objects skips the key
+        self.hit: tuple[Callable[[tuple[Any, ...]], bool], tuple[Any, ...], Config, Any, Any] | None = None
         self._warned: set[tuple[Config, str]] = set()
 
     # -- configurations ---------------------------------------------------------------------
@@ -489,50 +493,6 @@ class Tuner:
 
 
 _DTYPE_NAMES: dict[Any, str] = {}  # an array dtype -> its name in tuning keys
-
-
-class TunedLaunch:
-    """What `tuned_kernel[grid]` returns: picks the configuration for the arguments' key (tuning on
-    a new key), then launches its specialisation."""
-
-    __slots__ = ("tuner", "grid", "fn")
-
-    def __init__(self, tuner: Tuner, grid: Any):
-        self.tuner, self.grid = tuner, grid
-        self.fn: Callable[[Config], Any] | None = grid if callable(grid) and not isinstance(grid, LaunchConfig) else None
-
-    def __call__(self, *args: Any, **kwargs: Any) -> None:
-        try:
-            t = self.tuner
-            if kwargs or len(args) != t.n_launch:
-                args = t._bind(args, kwargs)
-            key = t.key_of(args)
-            c = t.best.get(key)
-            grid = self.grid
-            if c is None:
-                c = t.choose(key, grid, args)
-            if self.fn is not None:  # the grid function runs on every launch: its result may change
-                lc = self.fn(c)
-                if not isinstance(lc, LaunchConfig):
-                    t.not_a_launch_config(lc)
-            else:
-                lc = t.config_for(grid, c)
-            last = t._last  # (`held`'s first test, inline)
-            launch = last[3] if last is not None and last[1] is c and last[2] is lc and last[0] == key else t.held(key, c, lc, args)
-            if t.strips:
-                args = t.strip(args)
-            launch(*args)
-        except USER_ERRORS as e:
-            __tracebackhide__ = True
-            raise e.with_traceback(None)
-
-    def op(self, *args: Any, **kwargs: Any) -> Any:
-        """A lazy launch of the chosen configuration (tuning, if the key is new, happens now)."""
-        t = self.tuner
-        args = t._bind(args, kwargs)
-        key = t.key_of(args)
-        c = t.best.get(key) or t.choose(key, self.grid, args)
-        return t.launcher(key, c, self.grid, args).op(*t.strip(args))
 
 
 # -- devices, timing, outputs ---------------------------------------------------------------

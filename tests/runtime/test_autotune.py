@@ -544,3 +544,103 @@ def test_a_warm_launch_recomputes_the_key_and_calls_the_grid_function_every_time
     tw(xs, ys, n)
     assert launched == [az.Config(BM=16, BN=16)]
     np.testing.assert_allclose(ys.to_host(), 2.0)
+
+
+def _count_keys(monkeypatch: pytest.MonkeyPatch, t: Tuner) -> list[int]:
+    calls = [0]
+    real = Tuner.key_of
+
+    def counting(args: tuple[Any, ...]) -> tuple[Any, ...]:
+        calls[0] += 1
+        return real(t, args)
+
+    monkeypatch.setattr(t, "key_of", counting)
+    return calls
+
+
+def test_a_warm_launch_with_the_same_objects_skips_the_key_and_a_new_shape_or_dtype_rekeys(
+        mod: Any, launched: list[Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fast path (runtime/tune_launch.py) takes the last launch's key for the very same Buffers
+    and scalars; any other object -- a new Buffer of another shape or dtype, another scalar --
+    computes its key, so a change of shape, dtype or value is re-keyed."""
+    dev = az.device("cpu")
+    t = mod.twice._tuner
+    keys = _count_keys(monkeypatch, t)
+    n = 32
+    xs, ys = dev.to_device(np.ones((n, n), np.float32)), dev.zeros((n, n), az.f32)
+    tw = mod.twice[_grid(n)]
+    tw(xs, ys, n)
+    first = keys[0]
+    launched.clear()
+    for _ in range(3):
+        tw(xs, ys, n)
+    assert keys[0] == first and launched == []  # the same objects: no key, the last launcher
+    mod.twice[_grid(n)](xs, ys, n)  # an inline grid function (a new TunedLaunch): the fast path too
+    assert keys[0] == first
+    np.testing.assert_allclose(ys.to_host(), 2.0)
+    # a new shape (new Buffers, another n): re-keyed
+    m = 48
+    xm, ym = dev.to_device(np.full((m, m), 2.0, np.float32)), dev.zeros((m, m), az.f32)
+    mod.twice[_grid(m)](xm, ym, m)
+    assert keys[0] == first + 1 and t.hit is not None and t.hit[1] == (m, "float32", "float32")
+    np.testing.assert_allclose(ym.to_host(), 4.0)
+    # back to the first Buffers and n: re-keyed once (the last launch was the other's), then fast
+    tw(xs, ys, n)
+    tw(xs, ys, n)
+    assert keys[0] == first + 2
+    # the same Buffers with another value of the scalar key: re-keyed (and refused by the contract
+    # only if it had to be: the grid covers n x n, the kernel reads its own shapes)
+    tw(xs, ys, 1000)
+    assert keys[0] == first + 3 and t.hit is not None and t.hit[1] == (1000, "float32", "float32")
+    # another dtype through the same TunedLaunch of a generic kernel: new Buffers, re-keyed
+    tt = mod.triple._tuner
+    tkeys = _count_keys(monkeypatch, tt)
+    tri = mod.triple[lambda c: az.LaunchConfig.for_num_elems(64, block=c.block)]
+    for dtype, et, calls in ((np.float32, az.f32, 1), (np.float64, az.f64, 2)):
+        xt, ot = dev.to_device(np.arange(64, dtype=dtype)), dev.zeros(64, et)
+        tri(xt, ot)
+        tri(xt, ot)
+        assert tkeys[0] == calls
+        np.testing.assert_allclose(ot.to_host(), 3 * np.arange(64, dtype=dtype))
+
+
+def test_arguments_whose_key_can_change_in_place_are_keyed_every_launch(mod: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A NumPy array (CPU backend) can change its dtype and shape in place: no identity fast path;
+    the same array objects relaunched after `.dtype = ...` get the new dtype's choice and launcher."""
+    t = mod.triple._tuner
+    keys = _count_keys(monkeypatch, t)
+    tri = mod.triple[lambda c: az.LaunchConfig.for_num_elems(64, block=c.block)]
+    x, out = np.arange(64, dtype=np.float64), np.zeros(64, np.float64)
+    tri(x, out)
+    tri(x, out)
+    assert keys[0] == 2 and t.hit is None
+    np.testing.assert_allclose(out, 3 * np.arange(64))
+    x.dtype = np.float32  # the same objects, now 128 f32 elements each
+    out.dtype = np.float32
+    x[:] = np.arange(128, dtype=np.float32)
+    out[:] = 0
+    tri(x, out)
+    assert keys[0] == 3 and t.key_of((x, out)) == ((128,), "float32", "float32")
+    np.testing.assert_allclose(out[:64], 3 * np.arange(64, dtype=np.float32))
+
+
+def test_a_launch_constant_change_rekeys_on_the_same_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    path = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "autotune_softmax.py"
+    spec = importlib.util.spec_from_file_location("_autotune_softmax_rekey", path)
+    assert spec is not None and spec.loader is not None
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    t = m.softmax._tuner
+    keys = _count_keys(monkeypatch, t)
+    dev = az.device("cpu")
+    xh = np.random.default_rng(0).standard_normal((8, 100), dtype=np.float32)
+    x, out = dev.to_device(xh), dev.zeros((8, 100), az.f32)
+    want = np.exp(xh - xh.max(1, keepdims=True))
+    want /= want.sum(1, keepdims=True)
+    for cols, calls in ((128, 1), (128, 1), (256, 2), (256, 2), (128, 3)):
+        out.copy_from(dev.zeros((8, 100), az.f32))
+        m.softmax[m.grid(8, cols)](x, out, cols)
+        assert keys[0] == calls and t.hit is not None and t.hit[1][1] == cols
+        np.testing.assert_allclose(out.to_host(), want, rtol=1e-5, atol=1e-6)

@@ -103,6 +103,9 @@ def test_pickle_and_copy_keep_the_rank() -> None:
         lambda: LC.for_tiles((1000.0,), (256,)),
         lambda: LC.for_tiles((1000,), (0,)),
         lambda: LC.for_tiles((1000, 3), (256,)),
+        lambda: LC.for_tiles((True, 1000), (1, 256)),  # the 2-D memo holds exact ints only
+        lambda: LC.for_tiles((30, 1000.0), (8, 256)),
+        lambda: LC.for_tiles((30, 1000), (8, False)),
         lambda: LC.for_num_elems(np.int64(1000)),
         lambda: LC.for_num_elems(-1),
         lambda: LC.for_num_elems(10, 0),
@@ -110,6 +113,7 @@ def test_pickle_and_copy_keep_the_rank() -> None:
 )
 def test_bad_arguments_are_refused_after_equal_good_ones(make: Any) -> None:
     LC(1, 64), LC(4, 64), LC((4, 1), 64), LC.for_tiles((1,), (256,)), LC.for_tiles((1000,), (256,))
+    LC.for_tiles((1, 1000), (1, 256)), LC.for_tiles((30, 1000), (8, 256)), LC.for_tiles((30, 1000), (8, 1))
     LC.for_num_elems(1000), LC(4, 64, 1)
     with pytest.raises(LaunchError):
         make()
@@ -128,6 +132,9 @@ def test_the_intern_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     made = [LC(g, 32) for g in range(1, 40)]
     assert len(rt_config._INTERN) <= 8
     assert [c.grid[0] for c in made] == list(range(1, 40)) and LC(3, 32) == made[2]
+    tiles = [LC.for_tiles((g, 64), (1, 32)) for g in range(1, 40)]  # the 2-D for_tiles memo too
+    assert len(rt_config._TILES_2D) <= 8 and [c.grid for c in tiles] == [(2, g, 1) for g in range(1, 40)]
+    assert LC.for_tiles((3, 64), (1, 32)) == tiles[2]
 
 
 # -- kernel[config]: one launch object per config -----------------------------------------

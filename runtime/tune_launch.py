@@ -1,0 +1,143 @@
+"""The launch side of an autotuned kernel (runtime/tuning.py is the engine): `TunedLaunch`, what
+`tuned_kernel[grid]` returns, and the warm launch's fast path.
+
+A launch finds its configuration by the tuning key of its arguments (`Tuner.key_of`: the key
+arguments' shapes or values, every array's dtype).  Computing that key is most of a warm launch's
+cost, so the tuner remembers the last launch (`Tuner.hit`): a matcher of its argument objects,
+the key, the configuration, the LaunchConfig and the launcher.  A launch whose arguments are
+those very objects has the same key, because the matcher accepts only arguments whose key cannot
+change under the same identity: anodize Buffers (shape and dtype fixed at creation; held by weak
+reference) and plain scalars (`int`, `float`, `bool`, NumPy scalars: immutable; held as they are).
+A launch with any other argument (a PyTorch tensor can be resized in place, a NumPy array's shape
+and dtype can be assigned) takes the full path and recomputes its key every time.  The fast path
+still reads the current choice for the key (`best.get(key) is config`: a re-tuning or a changed
+choice is honoured) and still calls the grid function (its result may depend on more than the
+key); only an identical LaunchConfig reuses the launcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import repeat
+from typing import TYPE_CHECKING, Any
+from weakref import ref as _ref
+
+import numpy as np
+
+from anodize.language.errors import USER_ERRORS
+from anodize.runtime.buffer import Buffer
+from anodize.runtime.config import LaunchConfig
+
+if TYPE_CHECKING:
+    from anodize.runtime.tune_config import Config
+    from anodize.runtime.tuning import Tuner
+
+__all__ = ["TunedLaunch", "same_objects"]
+
+_SCALARS = (int, float, bool)
+
+
+class TunedLaunch:
+    """What `tuned_kernel[grid]` returns: picks the configuration for the arguments' key (tuning on
+    a new key), then launches its specialisation."""
+
+    __slots__ = ("tuner", "grid", "fn")
+
+    def __init__(self, tuner: Tuner, grid: Any):
+        self.tuner, self.grid = tuner, grid
+        self.fn: Callable[[Config], Any] | None = grid if callable(grid) and not isinstance(grid, LaunchConfig) else None
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        try:
+            t = self.tuner
+            hit = t.hit
+            if hit is not None and not kwargs:
+                same, _, c, lc0, launch = hit
+                if same(args):  # (the very objects, and `c` still the choice for their key)
+                    fn = self.fn
+                    if (fn(c) if fn is not None else self.grid) is lc0:
+                        if t.strips:
+                            args = t.strip(args)
+                        launch(*args)
+                        return
+            self.full(args, kwargs)
+        except USER_ERRORS as e:
+            __tracebackhide__ = True
+            raise e.with_traceback(None)
+
+    def full(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """The launch with its key computed (tuning on a new key); remembers it as the tuner's hit."""
+        t = self.tuner
+        if kwargs or len(args) != t.n_launch:
+            args = t._bind(args, kwargs)
+        key = t.key_of(args)
+        c = t.best.get(key)
+        grid = self.grid
+        if c is None:
+            c = t.choose(key, grid, args)
+        if self.fn is not None:  # the grid function runs on every launch: its result may change
+            lc = self.fn(c)
+            if not isinstance(lc, LaunchConfig):
+                t.not_a_launch_config(lc)
+        else:
+            lc = t.config_for(grid, c)
+        launch = t.held(key, c, lc, args)
+        same = same_objects(args, t.best, key, c)
+        t.hit = None if same is None else (same, key, c, lc, launch)
+        if t.strips:
+            args = t.strip(args)
+        launch(*args)
+
+    def op(self, *args: Any, **kwargs: Any) -> Any:
+        """A lazy launch of the chosen configuration (tuning, if the key is new, happens now)."""
+        t = self.tuner
+        args = t._bind(args, kwargs)
+        key = t.key_of(args)
+        c = t.best.get(key) or t.choose(key, self.grid, args)
+        return t.launcher(key, c, self.grid, args).op(*t.strip(args))
+
+
+def _holder(a: Any) -> Callable[[], Any] | None:
+    """A weak reference to a Buffer, a holder of an immutable scalar, or None (an argument whose
+    key may change while it stays the same object)."""
+    if type(a) is Buffer:
+        return _ref(a)
+    if type(a) in _SCALARS or isinstance(a, np.generic):
+        return repeat(a).__next__  # (a call of C code returning `a`: no Python frame, as a weakref's)
+    return None
+
+
+def same_objects(args: tuple[Any, ...], best: dict[tuple[Any, ...], Config], key: tuple[Any, ...],
+                 c: Config) -> Callable[[tuple[Any, ...]], bool] | None:
+    """`same(args2)`: whether `args2` are the very objects of `args` (each a Buffer still alive or
+    the same scalar object) and `c` is still `best`'s choice for their key `key`; None when an
+    argument of `args` is neither.  Written out for up to four arguments: an unrolled check costs
+    a third of a loop."""
+    held = [_holder(a) for a in args]
+    if any(h is None for h in held):
+        return None
+    keys: tuple[Callable[[], Any], ...] = tuple(held)  # type: ignore[arg-type]
+    n = len(keys)
+    get = best.get
+    if n == 1:
+        (k0,) = keys
+        return lambda a: len(a) == 1 and k0() is a[0] and get(key) is c
+    if n == 2:
+        k0, k1 = keys
+        return lambda a: len(a) == 2 and k0() is a[0] and k1() is a[1] and get(key) is c
+    if n == 3:
+        k0, k1, k2 = keys
+        return lambda a: len(a) == 3 and k0() is a[0] and k1() is a[1] and k2() is a[2] and get(key) is c
+    if n == 4:
+        k0, k1, k2, k3 = keys
+        return lambda a: len(a) == 4 and k0() is a[0] and k1() is a[1] and k2() is a[2] and k3() is a[3] and get(key) is c
+
+    def same(a: tuple[Any, ...]) -> bool:
+        if len(a) != n:
+            return False
+        for k, x in zip(keys, a):
+            if k() is not x:
+                return False
+        return get(key) is c
+
+    return same
