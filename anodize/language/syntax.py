@@ -125,18 +125,21 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
     statements of a module."""
     stack: list[tuple[ast.AST, int, ast.AST | None]] = [(tree, 0, None)]
     pop, push = stack.pop, stack.append
+    expr = ast.expr
     while stack:
         node, depth, top = pop()
         if depth > limit:
             return top if top is not None else node
-        line = getattr(node, "lineno", None)
-        if line is not None and line == getattr(node, "end_lineno", None):
-            width = (getattr(node, "end_col_offset", 0) or 0) - (getattr(node, "col_offset", 0) or 0)
-            if 2 * width + 16 < limit - depth:
-                continue
-        if top is None and isinstance(node, ast.expr):
+        if top is None and isinstance(node, expr):
             top = node
+        room = limit - depth - 1  # what a child may still nest
         for child in child_nodes(node):  # (no contexts, no operators: leaves)
+            # a child on one line too short to nest that deep is not even pushed
+            line = getattr(child, "lineno", None)
+            if line is not None and line == getattr(child, "end_lineno", None):
+                width = (getattr(child, "end_col_offset", 0) or 0) - (getattr(child, "col_offset", 0) or 0)
+                if 2 * width + 16 < room:
+                    continue
             push((child, depth + 1, top))
     return None
 
