@@ -27,7 +27,6 @@ import re
 import stat
 import tokenize
 from collections.abc import Iterator
-from functools import cached_property
 
 from anodize.language.diagnostics import Span
 from anodize.language.walk import child_nodes
@@ -149,6 +148,9 @@ class Source:
         self.text = source
         self.path = path
         self._lines: list[str] | None = None
+        # byte columns are character columns (a plain attribute: a `cached_property` would
+        # give up the instance's inline attribute values, read for each of the typer's spans)
+        self.ascii = source.isascii()
 
     @property
     def lines(self) -> list[str]:
@@ -185,9 +187,6 @@ class Source:
         ecol = self.char_col(end_line, end_col) if end_col is not None else col + 1
         return Span(self.path, line, col, end_line, ecol)
 
-    @cached_property
-    def ascii(self) -> bool:
-        return self.text.isascii()
 
     def point(self, line: int, col: int, width: int) -> Span:
         return Span(self.path, line, col, line, col + width)
