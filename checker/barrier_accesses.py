@@ -38,6 +38,7 @@ class AccessWalk:
         self.facts_of = forms.facts_of
         self._slots = SlotReader(st.m, st.fn, st.block.ext, st.types, _module_int)
         self._owners: dict[ast.Subscript, Slots | str | None] = {}
+        self._sa_funcs: set[ast.expr] | None = None  # `_atomic_method`'s (on first use)
 
     # ---- expressions -----------------------------------------------------------------------
     def ev_any(self, node: ast.AST, st: State, cond: bool = False) -> None:
@@ -141,7 +142,7 @@ class AccessWalk:
                 self.ev_any(child, st, cond)
 
     def _atomic_method(self, node: ast.Attribute) -> bool:
-        funcs = self.__dict__.get("_sa_funcs")
+        funcs = self._sa_funcs
         if funcs is None:
             funcs = self._sa_funcs = {c.func for c, k in self.m.callees.items() if k.kind == "shared_atomic"}
         return node in funcs

@@ -44,7 +44,7 @@ class Access:
 
     def __hash__(self) -> int:
         # the fields' hash, computed once: an access keys the pending dicts of every state
-        h = self.__dict__.get("_hash")
+        h = getattr(self, "_hash", None)  # (not `__dict__`: no dict made of the fields)
         if h is None:
             h = hash((self.node, self.write, self.arrays, self.index, self.facts, self.value, self.value_names, self.safe, self.witness, self.owner))
             object.__setattr__(self, "_hash", h)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from anodize.language.walk import nodes
+from anodize.language.walk import nodes_of
 
 from .index_forms import TX, TY, TZ, Lin
 from .shared_slots import compatible
@@ -147,19 +147,19 @@ def conflict(a: Any, b: Any) -> bool | None:
     return None
 
 
+_SUBSCRIPT = frozenset({ast.Subscript})
+
+
 def unsafe_writes(model: Any, fn: Any, owned: Any = frozenset()) -> list[ast.Subscript]:
     """The safe-tier writes of shared arrays in `fn` that are not at the writer's own slot
     (the witness itself, or a multi-slot index in `owned`: proven in every walk of `fn`)."""
     out: list[ast.Subscript] = []
-    for node in nodes(fn.node):
-        target = None
-        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
-            target = node
-        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Subscript):
-            target = node.target
-        if target is None:
+    # (in no particular order: the rule's reports are sorted by place; an augmented
+    # assignment's target is itself a stored subscript)
+    for target in nodes_of([fn.node], _SUBSCRIPT):
+        if target.ctx.__class__ is not ast.Store:  # type: ignore[attr-defined]
             continue
-        base = model.values.get(target.value)
+        base = model.values.get(target.value)  # type: ignore[attr-defined]
         ctx = model.ctx.get(target)
         if base is None or base.kind != "shared" or ctx is None or ctx.unsafe or ctx.fn is not fn:
             continue

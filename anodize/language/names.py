@@ -190,12 +190,22 @@ class Names:
             first, end = first_line(top), top.end_lineno or top.lineno
             if 0 < first and end < len(starts):  # whole lines, by the parser's own line breaks
                 text = self.source[starts[first - 1] : starts[end]]
-                if text.count("def") == 1 and "lambda" not in text and "for" not in text and "class" not in text:
-                    words = ["def"]  # what the search below would find (a quicker test for the same)
-                else:
+                words = None
+                if text.count("def") == 1 and "class" not in text:
+                    # a quicker test for what the word search below would find: a word's count
+                    # is at most its count as a substring, and the keyword of each `for`
+                    # statement and each decorator lambda is a word, so where the substrings
+                    # already add up, the words do
+                    n_for, n_lambda = text.count("for"), text.count("lambda")
+                    if not n_for or n_for == _for_statements(top.body):  # type: ignore[attr-defined]
+                        lambdas = _lambdas(top.decorator_list) if n_lambda else ()  # type: ignore[attr-defined]
+                        if n_lambda == len(lambdas) and not _nested(lambdas):
+                            flat = lambdas
+                if flat is None:
                     words = _SCOPE_WORDS.findall(text)
                 if (
-                    words.count("def") == 1  # its own
+                    words is not None
+                    and words.count("def") == 1  # its own
                     and "class" not in words
                     # every `for` the keyword of a `for` statement
                     and ("for" not in words or words.count("for") == _for_statements(top.body))  # type: ignore[attr-defined]

@@ -194,7 +194,7 @@ class RecordError(Exception):
 def record_of(symbols: ModuleSymbols, cls: ast.ClassDef, _seen: tuple[str, ...] = ()) -> RecordTy:
     """The record type an `@az.record` class declares (cached per class); RecordError when a
     field is not a scalar, an `az.Array[T, n]` of one, or another record of the module."""
-    cache: dict[ast.ClassDef, RecordTy] = symbols.__dict__.setdefault("_records", {})
+    cache: dict[ast.ClassDef, RecordTy] = symbols.records
     hit = cache.get(cls)
     if hit is not None:
         return hit

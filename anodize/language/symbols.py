@@ -29,7 +29,7 @@ import ast
 import math
 from collections.abc import Iterator
 from anodize.language.records import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .foreign_decl import DEVICE_FUNCTION, ForeignDecl, read_decl
 from .module_bindings import _bound_value, _global_writes, _module_bindings
@@ -138,6 +138,14 @@ class ModuleSymbols:
             for name, stmt in _global_writes(tree):
                 self.bindings.setdefault(name, []).append(stmt)
         self._own: dict[str, Symbol] = {}
+        # once per node: the typer asks again per specialisation and per helper call, and the
+        # checker's rules ask for the same nodes
+        self._resolved: dict[ast.expr, Symbol] = {}
+        self._kinds: dict[ast.FunctionDef, FunctionKind] = {}  # `function_kind`, once per function
+        self._deco_kinds: dict[ast.expr, str | None] = {}  # `decorator_kind`, once per node (the model and the typer ask per function)
+        self.records: dict[ast.ClassDef, Any] = {}  # record_types.py `record_of`, once per class
+        # (each cache is made here: asking for an instance's `__dict__` would turn its
+        # attributes from 3.11's inline values into a dict, slower to read)
         # module-level names bound once to an anodize decorator: `gpu = az.kernel`,
         # `c64 = az.launch_contract(domain=1, block=64)` (then `@gpu`, `@c64`)
         self.decorator_aliases: dict[str, ast.expr] = {}
@@ -172,15 +180,10 @@ class ModuleSymbols:
     # -- queries ---------------------------------------------------------------------------
     def resolve(self, node: ast.expr) -> Symbol:
         """What a name or attribute chain read in a kernel refers to (locals are the caller's)."""
-        # once per node: the typer asks again per specialisation and per helper call, and the
-        # checker's rules ask for the same nodes
-        cache = self.__dict__.get("_resolved")
-        if cache is None:
-            cache = self.__dict__["_resolved"] = {}
-        hit = cache.get(node)
+        hit = self._resolved.get(node)
         if hit is None:
-            hit = cache[node] = self._resolve(node)
-        return hit  # type: ignore[no-any-return]
+            hit = self._resolved[node] = self._resolve(node)
+        return hit
 
     def _resolve(self, node: ast.expr) -> Symbol:
         quals = self.names.qualnames(node)
@@ -256,13 +259,10 @@ class ModuleSymbols:
         return Symbol("other", name)
 
     def function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
-        cache = self.__dict__.get("_kinds")
-        if cache is None:
-            cache = self.__dict__["_kinds"] = {}
-        hit = cache.get(fn)
+        hit = self._kinds.get(fn)
         if hit is None:
-            hit = cache[fn] = self._function_kind(fn)
-        return hit  # type: ignore[no-any-return]
+            hit = self._kinds[fn] = self._function_kind(fn)
+        return hit
 
     def _function_kind(self, fn: ast.FunctionDef) -> FunctionKind:
         kind: FunctionKind = self.wrapped.get(fn.name, "plain") if self._top_level(fn) else "plain"
@@ -282,11 +282,9 @@ class ModuleSymbols:
 
     def decorator_kind(self, deco: ast.expr) -> str | None:
         """`decorator_kind` through this module's aliases (`gpu = az.kernel` makes `@gpu` "kernel")."""
-        cache = self.__dict__.get("_deco_kinds")  # once per node (the model and the typer ask per function)
-        if cache is None:
-            cache = self.__dict__["_deco_kinds"] = {}
+        cache = self._deco_kinds
         if deco in cache:
-            return cache[deco]  # type: ignore[no-any-return]
+            return cache[deco]
         kind = cache[deco] = decorator_kind(self.names, self.decorator_node(deco))
         return kind
 

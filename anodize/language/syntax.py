@@ -27,7 +27,6 @@ import re
 import stat
 import tokenize
 from collections.abc import Iterator
-from functools import cached_property
 
 from anodize.language.diagnostics import Span
 from anodize.language.walk import child_nodes
@@ -125,18 +124,21 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
     statements of a module."""
     stack: list[tuple[ast.AST, int, ast.AST | None]] = [(tree, 0, None)]
     pop, push = stack.pop, stack.append
+    expr = ast.expr
     while stack:
         node, depth, top = pop()
         if depth > limit:
             return top if top is not None else node
-        line = getattr(node, "lineno", None)
-        if line is not None and line == getattr(node, "end_lineno", None):
-            width = (getattr(node, "end_col_offset", 0) or 0) - (getattr(node, "col_offset", 0) or 0)
-            if 2 * width + 16 < limit - depth:
-                continue
-        if top is None and isinstance(node, ast.expr):
+        if top is None and isinstance(node, expr):
             top = node
+        room = limit - depth - 1  # what a child may still nest
         for child in child_nodes(node):  # (no contexts, no operators: leaves)
+            # a child on one line too short to nest that deep is not even pushed
+            line = getattr(child, "lineno", None)
+            if line is not None and line == getattr(child, "end_lineno", None):
+                width = (getattr(child, "end_col_offset", 0) or 0) - (getattr(child, "col_offset", 0) or 0)
+                if 2 * width + 16 < room:
+                    continue
             push((child, depth + 1, top))
     return None
 
@@ -146,6 +148,9 @@ class Source:
         self.text = source
         self.path = path
         self._lines: list[str] | None = None
+        # byte columns are character columns (a plain attribute: a `cached_property` would
+        # give up the instance's inline attribute values, read for each of the typer's spans)
+        self.ascii = source.isascii()
 
     @property
     def lines(self) -> list[str]:
@@ -182,9 +187,6 @@ class Source:
         ecol = self.char_col(end_line, end_col) if end_col is not None else col + 1
         return Span(self.path, line, col, end_line, ecol)
 
-    @cached_property
-    def ascii(self) -> bool:
-        return self.text.isascii()
 
     def point(self, line: int, col: int, width: int) -> Span:
         return Span(self.path, line, col, line, col + width)

@@ -136,8 +136,11 @@ class FnTyper:
     def release(self) -> None:
         """Drop the collaborators once the body is typed: each holds the typer (a reference
         cycle), so the typer's memory goes with its last reference, not at the next collection."""
-        for name in _COLLABORATORS:
-            self.__dict__.pop(name, None)
+        for name in _COLLABORATORS:  # (`delattr`, not `__dict__.pop`: no dict made of the attributes)
+            try:
+                delattr(self, name)
+            except AttributeError:
+                pass
 
     # ---- helpers ----------------------------------------------------------------------------
     def signature_names(self, fdef: ast.FunctionDef) -> NameResolver:

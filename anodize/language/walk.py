@@ -227,53 +227,54 @@ def walk_batched(
     body_in = tuple(methods.get("visit_FunctionBody", ()))
     body_out = tuple(methods.get("leave_FunctionBody", ()))
     ops = any(name.partition("_")[2] in _OP_CLASSES for name in methods)
-    # leaf classes no visitor asks about are not even entered
-    skip = frozenset(c for c in _LEAVES if f"visit_{c.__name__}" not in methods and f"leave_{c.__name__}" not in methods)
-    plans: dict[type, tuple[tuple[str, ...], tuple[_Fn, ...], tuple[_Fn, ...], bool]] = {}
+    # classes not entered: leaf classes no visitor asks about, and the values of fields that
+    # hold no node (None, a name's string, `AnnAssign.simple`, `MatchSingleton.value`)
+    skip = frozenset(
+        [c for c in _LEAVES if f"visit_{c.__name__}" not in methods and f"leave_{c.__name__}" not in methods]
+        + [type(None), str, int, bool]
+    )
+    # node class -> (visits, fields but a def's body, leaves, is a def)
+    plans: dict[type, tuple[tuple[_Fn, ...], tuple[str, ...], tuple[_Fn, ...], bool]] = {}
 
-    def plan(cls: type) -> tuple[tuple[str, ...], tuple[_Fn, ...], tuple[_Fn, ...], bool]:
+    def plan(cls: type) -> tuple[tuple[_Fn, ...], tuple[str, ...], tuple[_Fn, ...], bool]:
         name = cls.__name__
         if name.startswith("Async"):  # `async def/for/with` reach the plain node's methods, as in libcst
             name = name[5:]
-        p = (
-            _fields(cls, ops),
-            tuple(methods.get("visit_" + name, ())),
-            tuple(methods.get("leave_" + name, ())),
-            name == "FunctionDef",
-        )
+        is_fn = name == "FunctionDef"
+        fields = _fields(cls, ops)
+        if is_fn:  # its body is walked last, between `visit_FunctionBody` and `leave_FunctionBody`
+            assert fields[-1] == "body", fields
+            fields = fields[:-1]
+        p = (tuple(methods.get("visit_" + name, ())), fields, tuple(methods.get("leave_" + name, ())), is_fn)
         plans[cls] = p
         return p
 
     def go(node: ast.AST) -> None:
-        cls = node.__class__
-        fields, visits, leaves, is_fn = plans.get(cls) or plan(cls)
+        visits, fields, leaves, is_fn = plans.get(node.__class__) or plan(node.__class__)
         for fn in visits:
             fn(node)
         for name in fields:
             v = getattr(node, name)
-            if v is None:
-                continue
             if v.__class__ is list:
-                if is_fn and name == "body":
-                    for f in body_in:
-                        f(node)
-                    for c in v:
+                for c in v:
+                    if c.__class__ not in skip:
                         go(c)
-                    for f in body_out:
-                        f(node)
-                else:
-                    for c in v:
-                        if c is not None and c.__class__ not in skip:
-                            go(c)
-            elif v.__class__ not in skip and isinstance(v, ast.AST):
+            elif v.__class__ not in skip:
                 go(v)
+        if is_fn:
+            for f in body_in:
+                f(node)
+            for c in node.body:  # type: ignore[attr-defined]
+                go(c)
+            for f in body_out:
+                f(node)
         for fn in leaves:
             fn(node)
 
     if on_statement is None or not isinstance(root, ast.Module):
         go(root)
         return
-    _, visits, leaves, _ = plans.get(ast.Module) or plan(ast.Module)
+    visits, _, leaves, _ = plans.get(ast.Module) or plan(ast.Module)
     for fn in visits:
         fn(root)
     for i, stmt in enumerate(root.body):

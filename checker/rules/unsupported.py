@@ -88,6 +88,7 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
         self.iter_calls: set[ast.AST] = set()
         self.with_calls: set[ast.AST] = set()
         self.skip: set[int] = set()  # ids of f-string parts and format specs, of `*x` in calls
+        self._sa_funcs: set[ast.expr] | None = None  # `_shared_atomic_funcs` (on first use)
 
     def _say(self, node: ast.AST, key: str, help: str | None = None, **values: object) -> None:
         """`az-unsupported` at `node`: `key` and `help` name texts of the message catalogue."""
@@ -405,10 +406,10 @@ def k(a: Slice[f32], c: DisjointSlice[f32]) -> None:
 
     def _shared_atomic_funcs(self) -> set[ast.expr]:
         """The `h.add` of every call of a block-shared atomic array's method."""
-        got = self.__dict__.get("_sa_funcs")
+        got = self._sa_funcs
         if got is None:
-            got = self.__dict__["_sa_funcs"] = {c.func for c, k in self.model.callees.items() if k.kind == "shared_atomic"}
-        return got  # type: ignore[no-any-return]
+            got = self._sa_funcs = {c.func for c, k in self.model.callees.items() if k.kind == "shared_atomic"}
+        return got
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if not self.active or self.fn is None or node in self.model.stores:

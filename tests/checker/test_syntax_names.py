@@ -144,6 +144,55 @@ def test_scoping_rules() -> None:
     assert names.function_locals(fn) == {"az", "n", "d", "g", "m"}
 
 
+# functions whose text holds the scope words as parts of other words (`format`, `defaults`,
+# `lambda_`, `classify`) or in comments and strings, beside real lambdas and `for` statements
+FLAT_WORDS = """
+import anodize as az
+from anodize import Slice, f32, kernel, launch_contract, thread
+
+@launch_contract(domain=1, block=256, requires=lambda a, c: len(a) == len(c))
+@kernel
+def k1(a: Slice[f32], c: Slice[f32]) -> None:
+    i = thread.index_1d()  # before the loop, in this format
+    for j in range(4):
+        c[i] = a[i]
+
+def k2(platform: int, lambda_: int) -> int:
+    fmt = "format {}"
+    return platform + lambda_
+
+def k3(x: int) -> int:
+    f = lambda y: y
+    return [f(v) for v in range(x)][0]
+
+def k4(defaults: int) -> int:
+    classify = defaults
+    return classify
+
+def k5(n: int) -> int:
+    t = 0
+    for(i) in range(n):
+        t += i
+    return t
+"""
+
+
+def test_flat_function_shortcut_names_as_the_full_index() -> None:
+    """`Names` finds a flat function's scopes from positions (its text's scope words counted:
+    as substrings where they add up, else by a word search): each name reads as it does when
+    every function is indexed (no source: no shortcut)."""
+    tree = parse(FLAT_WORDS)
+    fast, full = Names(tree, FLAT_WORDS), Names(tree)
+    flat = {f.name: fast._flat_lambdas(f) is not None for f in tree.body if isinstance(f, ast.FunctionDef)}
+    assert flat == {"k1": True, "k2": True, "k3": False, "k4": True, "k5": True}
+    seen = 0
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            assert fast.qualnames(node) == full.qualnames(node), ast.unparse(node)
+            seen += 1
+    assert seen > 40
+
+
 def test_spans_are_in_characters() -> None:
     source = 'import anodize as az\n\n@az.kernel\ndef k(é: int, b: int) -> None:\n    s = "ünïcode"; t = b.real\n'
     tree = parse(source)
