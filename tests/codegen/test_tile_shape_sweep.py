@@ -70,8 +70,13 @@ def test_an_accumulator_that_cannot_fit_is_the_located_on_chip_bound_error(bm: i
     assert typed.ir is None
     (d,) = typed.diagnostics
     assert d.code == "az-type" and "bytes of shared memory; a block has at most 49152" in d.message, d.message
-    line = next(i for i, ln in enumerate(text.splitlines(), 1) if ln.startswith("def gemm"))
-    assert d.span.line == line
+    lines = text.splitlines()
+    assert d.span.line == next(i for i, ln in enumerate(lines, 1) if ln.startswith("def gemm"))
+    # the matmul marked with why it stays off the tensor cores, and what would fit it
+    (lab,) = d.secondary
+    assert "acc = tile.matmul(" in lines[lab.span.line - 1]
+    assert f"a {bm}x{bn} f32 accumulator over {w} warps leaves a thread no registers" in lab.text, lab.text
+    assert ("`num_warps=8` would share it" if (bm, bn) != (256, 256) else "no warp count of a block holds it") in lab.text
 
 
 # ---- GPU twins: the shapes whose mma.sync K step is 32 (`mma_sync_k_step`), at ragged sizes ----
