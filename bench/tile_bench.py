@@ -4,7 +4,8 @@
 
 Rows: tile add 2^28 f32 vs torch.add; GEMM 4096^3 f16 in / f32 accumulate / f16 out vs
 torch.matmul (cuBLAS) and Triton's tutorial matmul; fused softmax and layer norm 4096x4096
-f32 vs torch; attention forward batch 4, 16 heads, seq 4096, head dim 64 and 128, f16, vs
+and 4096x5000 (rows of a length that is not a power of two: a ragged last pass, no padding;
+issue 26's target >= 1.2x) f32 vs torch; attention forward batch 4, 16 heads, seq 4096, head dim 64 and 128, f16, vs
 torch's scaled_dot_product_attention; and the cold compile time of the GEMM tile kernel.
 Each row checks the result against the peer first, then prints event-timed medians (ms) and
 ratio = peer time / our time (>= 1 means anodize is faster).  Times are per call over batches
@@ -31,7 +32,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples"))
 sys.path.insert(0, str(ROOT / "bench"))
 
-TARGETS = {"add": 1.0, "gemm-cublas": 0.7, "gemm-triton": 0.8, "softmax": 1.0, "layer_norm": 1.0, "attention": 0.5}
+TARGETS = {"add": 1.0, "gemm-cublas": 0.7, "gemm-triton": 0.8, "softmax": 1.0, "layer_norm": 1.0, "attention": 0.5,
+           "softmax-ragged": 1.2, "layer_norm-ragged": 1.2}
 
 
 TUTORIAL_CONFIGS = [  # two of Triton's tutorial configs, as (BM, BN, BK, warps, stages)
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     ap = argparse.ArgumentParser()
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--quick", action="store_true", help="smaller sizes (a smoke run)")
-    ap.add_argument("--only", default="", help="comma-separated rows: add, softmax, layer_norm, gemm (the example's "
+    ap.add_argument("--only", default="", help="comma-separated rows: add, softmax, layer_norm (4096x4096), softmax5000, layer_norm5000 (4096x5000), gemm (the example's "
                     "GPU tile, 128x256x64 over 8 warps, with cuBLAS, Triton and the cold compile), gemm-wide (256x128x64, 16 warps), attention64, attention128, cold")
     ap.add_argument("--no-cold", action="store_true", help="`--only gemm` without the cold compile (bench/readme_table.py times it itself)")
     args = ap.parse_args(argv)
@@ -330,36 +332,42 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
 
         gemm(tile_gemm_wide, "GEMM f16->f32 acc->f16, 16 warps")
 
-    def softmax() -> None:
+    def softmax(cols: int = 4096) -> None:
         s = 4096
-        x = torch.randn(s, s, device="cuda")
+        x = torch.randn(s, cols, device="cuda")
         y = torch.empty_like(x)
-        width = tile_softmax.block_cols(s)
+        width = tile_softmax.block_cols(cols)
         launch = tile_softmax.softmax.specialize(cols=width)[az.LaunchConfig.for_tiles((s, width), (tile_softmax.ROWS, width))]
         launch(x, y)
         torch.cuda.synchronize()
         torch.testing.assert_close(y, torch.softmax(x, dim=1))
         t_ours, t_peer, t_ctl = paired([lambda: launch(x, y), lambda: torch.softmax(x, dim=1), lambda: torch.softmax(x, dim=1)],
                                        [batched_ours, batched_torch, batched_torch])
-        row("fused softmax", f"{s}x{s} f32", t_ours, "torch.softmax", t_peer, "softmax")
+        row("fused softmax", f"{s}x{cols} f32", t_ours, "torch.softmax", t_peer, "softmax" if cols == s else "softmax-ragged")
         spread(t_ours, t_peer, t_ctl)
 
-    def layer_norm() -> None:
+    def layer_norm(cols: int = 4096) -> None:
         s = 4096
-        x = torch.randn(s, s, device="cuda")
-        w = torch.randn(s, device="cuda")
-        b = torch.randn(s, device="cuda")
+        x = torch.randn(s, cols, device="cuda")
+        w = torch.randn(cols, device="cuda")
+        b = torch.randn(cols, device="cuda")
         y = torch.empty_like(x)
-        width = tile_layernorm.block_cols(s)
+        width = tile_layernorm.block_cols(cols)
         launch = tile_layernorm.layer_norm.specialize(cols=width)[az.LaunchConfig.for_tiles((s, width), (tile_layernorm.ROWS, width))]
         eps = np.float32(1e-5)
         launch(x, w, b, y, eps)
         torch.cuda.synchronize()
-        torch.testing.assert_close(y, F.layer_norm(x, (s,), w, b, 1e-5), rtol=1e-4, atol=1e-4)
-        t_ours, t_peer, t_ctl = paired([lambda: launch(x, w, b, y, eps), lambda: F.layer_norm(x, (s,), w, b, 1e-5),
-                                        lambda: F.layer_norm(x, (s,), w, b, 1e-5)], [batched_ours, batched_torch, batched_torch])
-        row("layer norm", f"{s}x{s} f32", t_ours, "F.layer_norm", t_peer, "layer_norm")
+        torch.testing.assert_close(y, F.layer_norm(x, (cols,), w, b, 1e-5), rtol=1e-4, atol=1e-4)
+        t_ours, t_peer, t_ctl = paired([lambda: launch(x, w, b, y, eps), lambda: F.layer_norm(x, (cols,), w, b, 1e-5),
+                                        lambda: F.layer_norm(x, (cols,), w, b, 1e-5)], [batched_ours, batched_torch, batched_torch])
+        row("layer norm", f"{s}x{cols} f32", t_ours, "F.layer_norm", t_peer, "layer_norm" if cols == s else "layer_norm-ragged")
         spread(t_ours, t_peer, t_ctl)
+
+    def softmax5000() -> None:  # rows of 5000: a ragged last pass, no padding (docs/tiles.md, "Layout")
+        softmax(5000)
+
+    def layer_norm5000() -> None:
+        layer_norm(5000)
 
     def attention(d: int) -> None:
         bsz, heads, seq = (1, 4, 1024) if args.quick else (4, 16, 4096)
@@ -400,7 +408,7 @@ def main(argv: list[str] | None = None) -> list[dict[str, object]]:
     only = {x.strip().replace("-", "_") for x in args.only.split(",") if x.strip()}
     if "gemm" in only and not args.no_cold:
         only.add("cold")  # `--only gemm`: anodize vs cuBLAS vs Triton, and the cold compile
-    for fn in (add, softmax, layer_norm, gemm, gemm_wide, attention64, attention128, cold):
+    for fn in (add, softmax, layer_norm, softmax5000, layer_norm5000, gemm, gemm_wide, attention64, attention128, cold):
         if only and fn.__name__ not in only:
             continue
         t0 = time.perf_counter()

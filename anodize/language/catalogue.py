@@ -394,6 +394,7 @@ HELPS: dict[str, str] = {
     "shared-too-large": "put large buffers in dynamic shared memory (`az.shared.dynamic_array(T)`, sized by the contract's `shared_mem`), or use smaller arrays",
     "tile-matmul-fma": "tensor cores take `acc = tile.matmul(x, y, acc)` with `x` and `y` each a `tile.load` of an f16 or bf16 input (or its `.T`) and `acc` used only element-wise (docs/tiles.md, \"What becomes which instruction\")",
     "tile-storage-too-large": "use smaller tiles (a tile of N f32 elements takes 4*N bytes), fewer tile locals, or fewer reductions",
+    "tile-storage-matmul-off": "put the marked `tile.matmul` on tensor cores (its label says what keeps it off), or use smaller tiles",
     "grid-stride-after-loop-help": "use `{name}` inside the loop; to keep something for after it, assign it to another local there (`last = {name}.get()`)",
     "helper-witness-falls-off-help": "end every path with `return` (falling off the end would give the zero index, the same on every thread that gets there); or return the witness's int (`i.get()`) and index the output with the caller's own witness",
     "tile-io-form": "`t.load(x, v, fill)` reads this thread's elements of the `Slice2D` `x` into the local array `v = az.local.array((TR, TC), T)` (`fill` where an element is outside `x`); `t.store(out, v)` writes them to the `DisjointSlice2D` `out` (only the elements inside it); both move runs of consecutive columns 16 bytes at a time where they can",
@@ -536,6 +537,8 @@ PHRASES: dict[str, str] = {
     "plain-int-not-witness": "a plain int, not this thread's witness",
     # what races (az-shared-race), for a helper's accesses of dynamic shared memory
     "dynamic-array-in": "dynamic array in {callee}()",
+    # why a matmul's tiles count toward the on-chip bound (the secondary label of az-type, tile-storage-too-large)
+    "tile-matmul-in-shared": "this `tile.matmul` stays off the tensor cores, its tiles in shared memory: {why}",
 }
 
 # AST node class -> the construct, for the typer's `az-unsupported` of a node it has no rule for

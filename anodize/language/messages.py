@@ -98,6 +98,15 @@ def foreign_link(span: Span, key: str, *, help: str | None = None, **values: obj
     return make("az-foreign-link", text(key, values), span, label="declared here", help=help_text(help, values))
 
 
+def tile_storage_too_large(span: Span, nbytes: int, limit: int, off: tuple[tuple[Span, str], ...]) -> Diagnostic:
+    """`az-type` at a tile kernel's name: its shared tiles exceed the static limit; `off` are the
+    `tile.matmul`s the layout plan leaves off the tensor cores (whose tiles then count), each
+    with why (language/tile_plan.py), as secondary labels."""
+    labels = tuple(Label(s, phrase("tile-matmul-in-shared", {"why": why})) for s, why in off)
+    return make("az-type", MESSAGES["tile-storage-too-large"].format(nbytes=nbytes, limit=limit), span, secondary=labels,
+                help=HELPS["tile-storage-matmul-off"] if labels else HELPS["tile-storage-too-large"])
+
+
 def fma_matmul(span: Span, why: str, arch: str) -> Diagnostic:
     """`az-fma-matmul`, a warning of the compile for a GPU with tensor cores: a `tile.matmul` the
     layout plan (language/tile_plan.py) leaves on the generic FP32 FMA path, and why."""

@@ -147,7 +147,9 @@ def mma_tile_problem(m: int, n: int, k: int, warps: int) -> str | None:
     if mma_k_tile(m, n, k, warps) is None:
         return f"its operand tiles do not split into 16-byte copies over {warps * 32} threads in a ring of {RING_LIMIT} bytes"
     if not accumulator_fits(m, n, warps):
-        return f"a {m}x{n} f32 accumulator over {warps} warps leaves a thread no registers"
+        more = next((w for w in (8, 16, 32) if w > warps and accumulator_fits(m, n, w)), None)
+        fix = f"`num_warps={more}` would share it" if more else "no warp count of a block holds it: a smaller tile"
+        return f"a {m}x{n} f32 accumulator over {warps} warps leaves a thread no registers ({fix})"
     return None
 
 

@@ -132,6 +132,13 @@ def tile_storage_bound(k: ir.KernelIR) -> int:
     return _bound(plan.kernel, set(plan.registers) | set(plan.staged), set(plan.sites))
 
 
+def matmuls_off_tensor_cores(k: ir.KernelIR) -> tuple[tuple[Any, str], ...]:
+    """(span, why) of each `tile.matmul` of tile kernel `k` that the layout plan leaves off the
+    tensor cores (its tiles then count toward the on-chip bound), in source order."""
+    plan = _tile_modules()[1].plan_tiles(k)
+    return tuple(sorted(((s, why) for s, why in plan.generic if s is not None), key=lambda x: (x[0].line, x[0].col)))
+
+
 def storage_error_without_tensor_cores(k: ir.KernelIR) -> Any:
     """The located error (a Diagnostic) of a tile kernel whose tiles exceed the static limit on a
     GPU without tensor cores (below sm_80), where the layout plan's register tiles and matmul operands are

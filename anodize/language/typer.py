@@ -27,7 +27,7 @@ from anodize.language.param_annotations import constant_params
 from anodize.language.record_types import RecordTy
 from anodize.language.symbols import RESERVED_PREFIX
 from anodize.language.tile_forms import REFERENCE_PATH
-from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, tile_storage_bound
+from anodize.language.tile_storage import STATIC_SHARED_MAX_BYTES, attention_tiles_in_registers, matmuls_off_tensor_cores, tile_storage_bound
 from anodize.language.tile_vocab import OPTION_NUM_STAGES, OPTION_NUM_WARPS
 from anodize.language.typer_base import _Fail, _Silent
 from anodize.language.typer_fn import FnTyper, compile_helper, signature_names
@@ -240,8 +240,7 @@ def _type_kernel(
     )
     bound = tile_storage_bound(kir) if warps and front.path != REFERENCE_PATH else 0
     if bound > STATIC_SHARED_MAX_BYTES and not attention_tiles_in_registers(kir):
-        raise CheckError([messages.type_error(src.name_span(fdef), "tile-storage-too-large", help="tile-storage-too-large",
-                                              nbytes=bound, limit=STATIC_SHARED_MAX_BYTES)])
+        raise CheckError([messages.tile_storage_too_large(src.name_span(fdef), bound, STATIC_SHARED_MAX_BYTES, matmuls_off_tensor_cores(kir))])
     return kir
 
 

@@ -25,7 +25,7 @@ from typing import Any
 from anodize.language import ir
 from anodize.language.ir_walk import walk
 from anodize.language.tile_ir import TileElem, TileReduce, TileTy
-from anodize.language.tile_plan import MmaSite, plan_tiles
+from anodize.language.tile_plan import MmaSite, mma_k_tile, plan_tiles
 from anodize.language.types import BOOL, F32, I32, I64
 
 from anodize.language.tile_storage import tile_storage_bound
@@ -331,6 +331,17 @@ def row_reduce(low: Any, x: TileReduce, out: list[ir.Stmt]) -> _Frag:
     return dest
 
 
+def mma_sync_k_step(m: int, n: int, warps: int, k_tile: int, row_mode: bool) -> int:
+    """The K step of an mma.sync mainloop whose operands both come through the cp.async ring:
+    32 where the plan's 64 would sit beside an accumulator of 32 or more registers a thread
+    (ptxas keeps a 64-wide step's ldmatrix fragments live beside it: 128x64 over 4 warps took
+    255 registers and spilled 24 bytes, 64x128 over 8 warps 216; at 32, 208 and 118, no spills);
+    row mode (attention by operations) and register or resident A operands keep the plan's."""
+    if k_tile != 64 or m * n // (32 * warps) < 32 or row_mode:
+        return k_tile
+    return 32 if mma_k_tile(m, n, 32, warps) == 32 else k_tile
+
+
 def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     """The `TileMma` of a tensor-core matmul over `trips` steps of its K."""
     k = low.k
@@ -376,12 +387,13 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     ops = [None if op.load is None or (resident and op is site.x) else
            MmaOperandIR(op.load.slice, tuple(low.scalar(o) for o in op.load.offset),
                         (op.load.ty.shape[0], op.load.ty.shape[1]), op.trans) for op in (site.x, site.y)]
-    stage = (m + n) * (64 if engine == "wgmma" else site.k_tile) * 2
+    kt = mma_sync_k_step(m, n, warps, site.k_tile, bool(a_regs or resident or low.plan.rows))
+    stage = (m + n) * (64 if engine == "wgmma" else kt) * 2
     budget = max(low.shared_limit - tile_storage_bound(k), 2 * stage)
     stages = next(st for st in ((4, 3) if engine == "wgmma" else (4, 3, 2)) if st * stage <= budget or st == 2)
     if engine == "wgmma" and stages * stage > budget:
         assert not lay.stacked, "a stacked wgmma layout whose ring does not fit (plan_for checks it)"
-        engine, stage = "mma", (m + n) * site.k_tile * 2
+        engine, stage = "mma", (m + n) * kt * 2
         stages = next(st for st in (4, 3, 2) if st * stage <= budget or st == 2)
     if engine == "mma" and stages == 4 and lay.count >= 128:
         stages = 3
@@ -408,7 +420,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
         "matmul: a tile matmul on tensor cores takes operands of fewer than 2**31 - 4096 rows and columns", "")))
     low.uses_barrier = True
     low.pending = {}  # the statement ends with a barrier
-    out.append(TileMma(tuple(dest.regs), lay, ops[0], ops[1], kk, trips, site.k_tile, site.elem, warps, stages,
+    out.append(TileMma(tuple(dest.regs), lay, ops[0], ops[1], kk, trips, kt, site.elem, warps, stages,
                        engine, site_i, dyn, span, a_regs, pf))  # type: ignore[arg-type]
     return out
 

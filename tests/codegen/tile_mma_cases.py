@@ -10,7 +10,7 @@ import numpy as np
 
 HEAD = """
 import anodize as az
-from anodize import DisjointSlice2D, Slice, Slice2D, bf16, f16, f32, i64, tile
+from anodize import DisjointSlice2D, DisjointSlice3D, Slice, Slice2D, Slice3D, bf16, f16, f32, i64, tile
 """
 
 CANONICAL = """
@@ -119,11 +119,15 @@ def _rand(rng: Any, shape: tuple[int, ...], dt: Any) -> Any:
     return rng.standard_normal(shape, dtype=np.float32).astype(dt)
 
 
-def case(name: str, m: int, n: int, k: int, dt: Any, bk: int, seed: int = 0) -> tuple[str, list[Any], Any, dict[str, Any]]:
+def case(name: str, m: int, n: int, k: int, dt: Any, bk: int, seed: int = 0, batch: int = 0) -> tuple[str, list[Any], Any, dict[str, Any]]:
     """(source, host arguments (arrays and scalars; the output last of the arrays), the float64
-    reference of the output, {output index, output dtype name})."""
+    reference of the output, {output index, output dtype name}); "batched" (not in NAMES) takes
+    `batch` (m, k) @ (k, n) products, launched over (batch, m, n) in (1, BM, BN) tiles."""
     rng = np.random.default_rng(seed)
     f = lambda x: x.astype(np.float64)  # noqa: E731
+    if name == "batched":
+        a, b = _rand(rng, (batch, m, k), dt), _rand(rng, (batch, k, n), dt)
+        return BATCHED, [a, b, np.zeros((batch, m, n), dt), k], f(a) @ f(b), {}
     if name in ("canonical", "k4095", "bf16"):
         a, b = _rand(rng, (m, k), dt), _rand(rng, (k, n), dt)
         return CANONICAL, [a, b, np.zeros((m, n), dt), k], f(a) @ f(b), {}
@@ -157,6 +161,20 @@ def case(name: str, m: int, n: int, k: int, dt: Any, bk: int, seed: int = 0) -> 
         return ONE_SHOT, [a, b, np.zeros((m, n), np.float32), k], 0.5 * (f(a[:, :kk]) @ f(b[:kk])), {}
     raise KeyError(name)
 
+
+# batched GEMM (issue 26's 16 x 1024^3 row): one program a (layer, row, col) tile of a 3-D slice
+BATCHED = """
+@az.launch_contract(domain=3)
+@az.tile_kernel(num_warps={W})
+def k(a: Slice3D[{T}], b: Slice3D[{T}], c: DisjointSlice3D[{T}], kdim: i64) -> None:
+    pid = tile.program_id_3d()
+    acc = tile.zeros(({BM}, {BN}), f32)
+    for kk in range(0, kdim, {BK}):
+        x = tile.load(a, (pid.layer, pid.row * {BM}, kk), (1, {BM}, {BK})).reshape(({BM}, {BK}))
+        y = tile.load(b, (pid.layer, kk, pid.col * {BN}), (1, {BK}, {BN})).reshape(({BK}, {BN}))
+        acc = tile.matmul(x, y, acc)
+    tile.store(c, pid, tile.expand_dims(acc.astype({T}), 0))
+"""
 
 NAMES = ["canonical", "epilogue", "gelu_residual", "b_trans", "a_trans", "k_tiles", "acc_in", "two", "one_shot"]
 
