@@ -262,6 +262,25 @@ def custom_op_trace(calls: int, where: str = "cuda") -> None:
         print(f"  {label:55s} median {med:6.2f} us  p90 {p90:6.2f} us")
 
 
+def _interleaved_cpu_times(rows: dict[str, Callable[[], object]], calls: int, width: int, what: str) -> dict[str, list[float]]:
+    """Each row's CPU microseconds a call, batches of 1,000 interleaved across the rows after 200
+    warm-up calls each; printed (median, min) and returned."""
+    batch = 1000
+    got: dict[str, list[float]] = {k: [] for k in rows}
+    for fn in rows.values():
+        for _ in range(200):
+            fn()
+    for _ in range(max(1, calls // batch)):
+        for name, fn in rows.items():
+            t = time.process_time()
+            for _ in range(batch):
+                fn()
+            got[name].append((time.process_time() - t) / batch * 1e6)
+    for name, vals in got.items():
+        print(f"{name:{width}s} median {statistics.median(vals):6.2f} us  min {min(vals):6.2f} us ({what})")
+    return got
+
+
 def custom_op_cpu(calls: int) -> None:
     import numpy as np
     import torch
@@ -289,19 +308,7 @@ def custom_op_cpu(calls: int) -> None:
         "torch.add(a, b) (reference)": lambda: torch.add(a, b),
     }
     assert torch.equal(op(a, b), a + b)
-    batch = 1000
-    got: dict[str, list[float]] = {k: [] for k in rows}
-    for fn in rows.values():
-        for _ in range(200):
-            fn()
-    for _ in range(max(1, calls // batch)):
-        for name, fn in rows.items():
-            t = time.process_time()
-            for _ in range(batch):
-                fn()
-            got[name].append((time.process_time() - t) / batch * 1e6)
-    for name, vals in got.items():
-        print(f"{name:66s} median {statistics.median(vals):6.2f} us  min {min(vals):6.2f} us (CPU time)")
+    got = _interleaved_cpu_times(rows, calls, 66, "CPU time")
     med = {k: statistics.median(v) for k, v in got.items()}
     base = med["plain launch + torch.empty for c (NumPy views)"]
     print(f"custom op over the plain launch with its allocation: {med['az.torch op(a, b)'] - base:+.2f} us (target <= 2 us)")
@@ -355,19 +362,7 @@ def custom_op_fake(calls: int) -> None:
         "az.torch op(a, b)": lambda: op(a, b),
         "az.torch op through the dispatcher (op._op)": lambda: op._op(a, b),
     }
-    batch = 1000
-    got: dict[str, list[float]] = {k: [] for k in rows}
-    for fn in rows.values():
-        for _ in range(200):
-            fn()
-    for _ in range(max(1, calls // batch)):
-        for name, fn in rows.items():
-            t = time.process_time()
-            for _ in range(batch):
-                fn()
-            got[name].append((time.process_time() - t) / batch * 1e6)
-    for name, vals in got.items():
-        print(f"{name:55s} median {statistics.median(vals):6.2f} us  min {min(vals):6.2f} us (CPU time, fake GPU)")
+    got = _interleaved_cpu_times(rows, calls, 55, "CPU time, fake GPU")
     base, mine = "plain launch + torch.empty for c", "az.torch op(a, b)"
     print(f"custom op over the plain launch with its allocation: {statistics.median(got[mine]) - statistics.median(got[base]):+.2f} us "
           f"(medians; minima {min(got[mine]) - min(got[base]):+.2f}; target <= 2 us)")
