@@ -132,3 +132,32 @@ def wide_head(a: Slice[Wide], o: DisjointSlice[az.f64]) -> None:
     i = thread.index_1d()
     if i in o:
         o[i] = a[i].t + az.f64(a[i].v[0])
+
+
+@launch_contract(domain=1, block=64, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_read_back(a: Slice[Wide], o: DisjointSlice[Wide]) -> None:
+    """The output read after its write: each lane stores its own record (the warp's stores
+    would run after the read, which must see the write)."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = a[i]
+        o[i].t = o[i].t * 2.0
+
+
+@launch_contract(domain=1, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_copy(a: Slice[Wide], o: DisjointSlice[Wide]) -> None:
+    """Any block: whole warps are tested at run time."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = a[i]
+
+
+@launch_contract(domain=1, block=48, requires=lambda a, o: len(a) == len(o))
+@kernel
+def wide_copy48(a: Slice[Wide], o: DisjointSlice[Wide]) -> None:
+    """A block of a warp and a half: no warp's copy."""
+    i = thread.index_1d()
+    if i in o:
+        o[i] = a[i]

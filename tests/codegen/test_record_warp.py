@@ -99,6 +99,31 @@ def test_wide_record_ptx(warp_on: None) -> None:
     assert "+1536]" in ptx  # row 3: 3 x 512 bytes on
 
 
+
+def test_an_output_read_after_its_write_is_stored_by_its_lane(warp_on: None) -> None:
+    """`o[i].t = o[i].t * 2.0` reads the record the lane wrote: the warp's stores (after the body)
+    would leave that read to see memory before the write, so `o` is not the warp's to store."""
+    k = build_ir(K.wide_read_back)
+    p = RW.warp_plan(k, aligned_records(k))
+    assert (p.reads, p.writes) == ({"a": 4}, {})
+    assert compile_gpu(K.wide_read_back, ptxas=False).ptx.count("shfl.sync.idx.b32") == 16  # the loads' rounds only
+
+
+def test_only_blocks_of_whole_warps_take_the_warps_copy(warp_on: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """shfl.sync names all 32 lanes: a block of 48 threads (its second warp half empty) never
+    shuffles; a kernel of any block tests `ntid.x % 32 == 0` and `ntid.y == ntid.z == 1` at run
+    time, and each slice's extent against the warp's end in 64 bits (no i32 wrap at large n)."""
+    assert "shfl" not in compile_gpu(K.wide_copy48, ptxas=False).ptx
+    ptx = compile_gpu(K.wide_copy, ptxas=find_ptxas() is not None).ptx
+    first = ptx.index("shfl.sync")
+    before = ptx[:first]
+    assert "%ntid.x" in before and ("%ntid.y" in before or "%ntid.z" in before)
+    assert sum(1 for line in before.splitlines() if "setp.le.u64" in line) == 2  # a's and o's extents
+    monkeypatch.setenv("ANODIZE_RECORD_WARP", "0")
+    off = compile_gpu(K.wide_copy, ptxas=False).ptx
+    assert "shfl" not in off and "%ntid.y" not in off and "%ntid.z" not in off
+
+
 def wide_input(n: int, seed: int = 1) -> np.ndarray:
     rng = np.random.default_rng(seed)
     a = np.zeros(n, K.Wide.dtype)
