@@ -21,6 +21,8 @@ class Thread:
     def __init__(self, tid: int, smem: bytearray, gmem: bytearray) -> None:
         self.tid, self.smem, self.gmem = tid, smem, gmem
         self.r: dict[str, int] = {}
+        self.events: list[tuple[Any, ...]] = []  # (op, ...) of the async and ordering instructions, in order
+        self.watch = ""  # a register whose value each shared write records (a loop counter)
 
     def val(self, x: str, ops: list[Any]) -> int:
         x = x.strip()
@@ -69,14 +71,38 @@ class Thread:
 
     def exec(self, p: list[str], a: list[str], ops: list[Any]) -> str | None:
         name = p[0]
-        if name == "bra":
-            return a[0]
-        if name in ("bar", "fence"):
-            return None
         ty = p[-1]
         bits = _W.get(ty, 32)
         V = lambda x: self.val(x, ops)  # noqa: E731
         S = lambda x: _signed(V(x), bits)  # noqa: E731
+        if name == "bra":
+            return a[0]
+        if name in ("bar", "fence", "wgmma") or (name == "cp" and p[2] in ("commit_group", "wait_group")):
+            self.events.append((".".join(p[:3]), *(self.val(x, ops) for x in a[:1] if not x.startswith("{"))))
+            return None
+        if name == "cp":  # cp.async.cg.shared.global [dst], [src], 16, src-size | ignore-src predicate
+            m = re.match(r"\[(.+?)(?:\+(\d+))?\]", a[0])
+            assert m is not None
+            dst = self.val(m.group(1), ops) + int(m.group(2) or 0)
+            src = self.val(a[1].strip("[]"), ops)
+            if a[3].startswith("%") and a[3][1:3].endswith("p"):
+                n = 0 if self.r[a[3]] else 16
+            else:
+                n = self.val(a[3], ops)
+            data = (bytes(self.gmem[src:src + n]) if n else b"") + bytes(16 - n)
+            assert n == 0 or 0 <= src and src + n <= len(self.gmem), ("cp.async reads outside", src, n)
+            self.smem[dst:dst + 16] = data
+            self.events.append(("cp.async", self.r.get(self.watch), dst, data))
+            return None
+        if name == "selp":
+            self.setr(a[0], V(a[1]) if self.r[a[3]] else V(a[2]), bits, ops)
+            return None
+        if name == "xor":
+            self.setr(a[0], V(a[1]) ^ V(a[2]), bits, ops)
+            return None
+        if name == "or" and ty == "pred":
+            self.r[a[0]] = V(a[1]) | V(a[2])
+            return None
         if name == "mov":
             self.setr(a[0], V(a[1]), bits, ops)
         elif name in ("add", "sub", "and", "or", "shl", "shr", "div", "rem", "mul", "max", "min"):
@@ -121,6 +147,8 @@ class Thread:
                     self.setr(reg, int.from_bytes(mem[at:at + nb], "little"), nb * 8, ops)
                 else:
                     mem[at:at + nb] = (V(reg) & ((1 << (nb * 8)) - 1)).to_bytes(nb, "little")
+                    if mem is self.smem and self.watch:
+                        self.events.append(("st.shared", self.r.get(self.watch), at, bytes(mem[at:at + nb])))
         else:
             raise NotImplementedError(p)
         return None
