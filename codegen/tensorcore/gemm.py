@@ -112,7 +112,10 @@ gemm_smem_bytes = gemm_staging_bytes
 
 def _swizzle(b: ir.IRBuilder, row: ir.Value, cpr: int) -> ir.Value:
     """The XOR applied to a row's 16-byte chunk index: for rows of `cpr` chunks, the 8 rows an
-    ldmatrix phase reads (same logical chunk) land in 8 distinct 16-byte bank groups."""
+    ldmatrix phase reads (same logical chunk) land in 8 distinct 16-byte bank groups.  None (0)
+    where `cpr` is no power of two: the XOR would take a chunk past its row's end."""
+    if cpr & (cpr - 1):
+        return ir.Constant(ir.IntType(32), 0)
     rpl = max(1, 8 // cpr)  # rows per 128-byte line
     span = min(cpr, 8)
     x = b.lshr(row, c32(rpl.bit_length() - 1)) if rpl > 1 else row

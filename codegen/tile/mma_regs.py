@@ -187,8 +187,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         a_row = b.add(b.mul(b.lshr(P.sreg(b, "tid.x"), c32(5)), c32(lay.m // lay.wm)), lr)
     cur = [[acc[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
     b_cpr = K // 8 if op.trans else lay.n // 8
-    xor_b = ldsm_xor() and b_cpr >= 8 and (pf is None or pf.region % 128 == 0) and nbytes % 128 == 0
-    xor_a = resident and ldsm_xor() and K // 8 >= 8 and pf.a_region % 128 == 0 and (lay.m // lay.wm) % 8 == 0
+    xor_b = ldsm_xor() and b_cpr >= 8 and not b_cpr & (b_cpr - 1) and (pf is None or pf.region % 128 == 0) and nbytes % 128 == 0
+    xor_a = resident and ldsm_xor() and K // 8 >= 8 and not K // 8 & (K // 8 - 1) and pf.a_region % 128 == 0 and (lay.m // lay.wm) % 8 == 0
     if xor_b:  # B^T rows n = 16 npair + n_lane, chunk 2 kk + (j8 & 1); B rows k = 16 kk + lr, chunk 2 npair + hi
         b_full = (_lane_base(b, base, b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7), b.and_(j8, c32(1)), b_cpr) if op.trans
                   else _lane_base(b, base, lr, hi, b_cpr))

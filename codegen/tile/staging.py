@@ -82,8 +82,7 @@ class _Operand:
         cpr = cols // 8
         t = self.threads
         step_rows = t // cpr
-        r = b.lshr(self.tid, c32(cpr.bit_length() - 1))
-        c = b.and_(self.tid, c32(cpr - 1))
+        r, c = _row_chunk(b, self.tid, cpr)
         tile = b.add(self.g, b.shl(b.add(b.mul(b.sext(r0, I64), self.ld), b.sext(c0, I64)), c64(1)))
         addr = b.add(tile, b.shl(b.add(b.mul(b.zext(r, I64), self.ld), b.zext(b.shl(c, c32(3)), I64)), c64(1)))
         step = b.shl(b.mul(self.ld, c64(step_rows)), c64(1))
@@ -108,8 +107,7 @@ class _Operand:
         t = self.threads
         for i in range(rows * cpr // t):
             idx = b.add(self.tid, c32(i * t))
-            r = b.lshr(idx, c32(cpr.bit_length() - 1))
-            c = b.and_(idx, c32(cpr - 1))
+            r, c = _row_chunk(b, idx, cpr)
             off = b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cpr)), c32(4)))
             grow = b.add(r0, r)
             gcol = b.add(c0, b.shl(c, c32(3)))
@@ -134,6 +132,14 @@ class _Operand:
                 halves.append(b.zext(P.ld_global_b16(b, chunk, b.zext(ok, I32), 2 * j), I32))
             words = [b.or_(halves[2 * q], b.shl(halves[2 * q + 1], c32(16))) for q in range(4)]
             P.st_shared_v4(b, b.add(sbase, off), words)
+
+
+def _row_chunk(b: llir.IRBuilder, idx: llir.Value, cpr: int) -> tuple[llir.Value, llir.Value]:
+    """(row, chunk) of a tile's chunk `idx` in rows of `cpr` 16-byte chunks (a row of K = 48
+    or 96 elements has 6 or 12: a quotient, not a shift, where `cpr` is no power of two)."""
+    if cpr & (cpr - 1):
+        return b.udiv(idx, c32(cpr)), b.urem(idx, c32(cpr))
+    return b.lshr(idx, c32(cpr.bit_length() - 1)), b.and_(idx, c32(cpr - 1))
 
 
 def _rowmajor(b: llir.IRBuilder, row: llir.Value, chunk: llir.Value, cpr: int) -> llir.Value:

@@ -154,6 +154,14 @@ def test_the_variant_matches_numpy_on_the_gpu(tmp_path: Path, name: str, tile: t
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["canonical", "b_trans"])
+def test_a_k_step_of_48_matches_numpy_on_the_gpu(tmp_path: Path, name: str) -> None:
+    """BK = 48 over a 2 x 2 warp grid (mma.sync): rows of 6 16-byte chunks in the ring
+    (tests/codegen/test_staging_chunks.py)."""
+    run_case(tmp_path, az.device(), name, (64, 64, 48, 4), 200, 300, 190)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", C.NAMES)
 @pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 300, 190), (64, 96, 4095)])
 def test_the_variant_matches_numpy_on_wgmma_with_two_m64_blocks_a_warpgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

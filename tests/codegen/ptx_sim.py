@@ -1,0 +1,154 @@
+"""A tiny interpreter of the straight-line and looping PTX the staged epilogue's inline blocks use
+(codegen/tile/epilogue.py): each thread's block run alone, shared and global memory as byte arrays.
+Enough of PTX for a CPU test that the blocks store exactly the elements the per-element store does."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_W = {"u32": 32, "s32": 32, "b32": 32, "u64": 64, "s64": 64, "b64": 64, "b16": 16, "pred": 1}
+
+
+def _signed(v: int, bits: int) -> int:
+    v &= (1 << bits) - 1
+    return v - (1 << bits) if v >> (bits - 1) else v
+
+
+class Thread:
+    """One thread's registers; `run(text, ops)` executes a `{ ... }` block with `$i` = ops[i]."""
+
+    def __init__(self, tid: int, smem: bytearray, gmem: bytearray) -> None:
+        self.tid, self.smem, self.gmem = tid, smem, gmem
+        self.r: dict[str, int] = {}
+        self.events: list[tuple[Any, ...]] = []  # (op, ...) of the async and ordering instructions, in order
+        self.watch = ""  # a register whose value each shared write records (a loop counter)
+
+    def val(self, x: str, ops: list[Any]) -> int:
+        x = x.strip()
+        if x.startswith("$"):
+            return int(ops[int(x[1:])])
+        if x == "%tid.x":
+            return self.tid
+        if x.startswith("%"):
+            return self.r[x]
+        return int(x, 0)
+
+    def run(self, text: str, ops: list[Any]) -> list[Any]:
+        lines = [ln.strip() for ln in text.strip().strip("{}").split("\n")]
+        lines = [ln.rstrip(";") for ln in lines if ln and not ln.startswith(".reg")]
+        labels = {ln[:-1]: i for i, ln in enumerate(lines) if ln.endswith(":")}
+        ops = list(ops)
+        pc = 0
+        steps = 0
+        while pc < len(lines):
+            steps += 1
+            assert steps < 10**6
+            ln = lines[pc]
+            pc += 1
+            if ln.endswith(":"):
+                continue
+            m = re.match(r"@(!?)(%\w+)\s+(.*)", ln)
+            if m:
+                p = self.r[m.group(2)]
+                if (not p) if not m.group(1) else p:
+                    continue
+                ln = m.group(3)
+            op, _, rest = ln.partition(" ")
+            args = [a.strip() for a in re.split(r",(?![^{]*})(?![^\[]*\])", rest)] if rest else []
+            parts = op.split(".")
+            jump = self.exec(parts, args, ops)
+            if jump is not None:
+                pc = labels[jump]
+        return ops
+
+    def setr(self, d: str, v: int, bits: int, ops: list[Any]) -> None:
+        v &= (1 << bits) - 1
+        if d.startswith("$"):
+            ops[int(d[1:])] = v
+        else:
+            self.r[d] = v
+
+    def exec(self, p: list[str], a: list[str], ops: list[Any]) -> str | None:
+        name = p[0]
+        ty = p[-1]
+        bits = _W.get(ty, 32)
+        V = lambda x: self.val(x, ops)  # noqa: E731
+        S = lambda x: _signed(V(x), bits)  # noqa: E731
+        if name == "bra":
+            return a[0]
+        if name in ("bar", "fence", "wgmma") or (name == "cp" and p[2] in ("commit_group", "wait_group")):
+            self.events.append((".".join(p[:3]), *(self.val(x, ops) for x in a[:1] if not x.startswith("{"))))
+            return None
+        if name == "cp":  # cp.async.cg.shared.global [dst], [src], 16, src-size | ignore-src predicate
+            m = re.match(r"\[(.+?)(?:\+(\d+))?\]", a[0])
+            assert m is not None
+            dst = self.val(m.group(1), ops) + int(m.group(2) or 0)
+            src = self.val(a[1].strip("[]"), ops)
+            if a[3].startswith("%") and a[3][1:3].endswith("p"):
+                n = 0 if self.r[a[3]] else 16
+            else:
+                n = self.val(a[3], ops)
+            data = (bytes(self.gmem[src:src + n]) if n else b"") + bytes(16 - n)
+            assert n == 0 or 0 <= src and src + n <= len(self.gmem), ("cp.async reads outside", src, n)
+            self.smem[dst:dst + 16] = data
+            self.events.append(("cp.async", self.r.get(self.watch), dst, data))
+            return None
+        if name == "selp":
+            self.setr(a[0], V(a[1]) if self.r[a[3]] else V(a[2]), bits, ops)
+            return None
+        if name == "xor":
+            self.setr(a[0], V(a[1]) ^ V(a[2]), bits, ops)
+            return None
+        if name == "or" and ty == "pred":
+            self.r[a[0]] = V(a[1]) | V(a[2])
+            return None
+        if name == "mov":
+            self.setr(a[0], V(a[1]), bits, ops)
+        elif name in ("add", "sub", "and", "or", "shl", "shr", "div", "rem", "mul", "max", "min"):
+            x, y = V(a[1]), V(a[2])
+            if ty.startswith("s"):
+                x, y = S(a[1]), S(a[2])
+            if name == "mul" and p[1] == "wide":
+                self.setr(a[0], x * y, 2 * bits, ops)
+                return None
+            if name == "and" and ty == "pred":
+                self.r[a[0]] = x & y
+                return None
+            fns = {"add": lambda: x + y, "sub": lambda: x - y, "and": lambda: x & y, "or": lambda: x | y,
+                   "shl": lambda: x << y, "shr": lambda: x >> y, "mul": lambda: x * y, "max": lambda: max(x, y),
+                   "min": lambda: min(x, y), "div": lambda: int(x / y), "rem": lambda: x - int(x / y) * y}
+            r = fns[name]()
+            self.setr(a[0], r, bits, ops)
+        elif name == "mad":
+            self.setr(a[0], V(a[1]) * V(a[2]) + V(a[3]), bits, ops)
+        elif name == "cvt":
+            src = _W[p[-1]]
+            v = V(a[1]) & ((1 << src) - 1)
+            if p[-1].startswith("s"):
+                v = _signed(v, src)
+            self.setr(a[0], v, _W[p[-2]], ops)
+        elif name == "setp":
+            x, y = (S(a[1]), S(a[2])) if ty.startswith("s") else (V(a[1]) & ((1 << bits) - 1), V(a[2]) & ((1 << bits) - 1))
+            self.r[a[0]] = int({"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y}[p[1]])
+        elif name in ("ld", "st"):
+            mem = self.smem if p[1] == "shared" else self.gmem
+            vec = 4 if "v4" in p else 2 if "v2" in p else 1
+            addr_s, regs_s = (a[1], a[0]) if name == "ld" else (a[0], a[1])
+            m = re.match(r"\[(.+?)(?:\+(\d+))?\]", addr_s)
+            assert m is not None
+            addr = V(m.group(1)) + int(m.group(2) or 0)
+            regs = [x.strip() for x in regs_s.strip("{}").split(",")]
+            nb = _W.get(ty, 32) // 8 if ty != "f32" else 4
+            for i, reg in enumerate(regs[:vec]):
+                at = addr + i * nb
+                assert at >= 0 and at + nb <= len(mem), (p, hex(at))
+                if name == "ld":
+                    self.setr(reg, int.from_bytes(mem[at:at + nb], "little"), nb * 8, ops)
+                else:
+                    mem[at:at + nb] = (V(reg) & ((1 << (nb * 8)) - 1)).to_bytes(nb, "little")
+                    if mem is self.smem and self.watch:
+                        self.events.append(("st.shared", self.r.get(self.watch), at, bytes(mem[at:at + nb])))
+        else:
+            raise NotImplementedError(p)
+        return None
