@@ -256,30 +256,51 @@ def _const_trips(s: ir.ForRange) -> int | None:
     return len(range(start, stop, step))
 
 
-def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
-    """Which slices get 16-byte accesses, and which extents the vector path tests."""
-    params = {p.name: p for p in k.params if p.slice_kind is not None}
-    at_reads: set[str] = set()
-    at_writes: set[str] = set()
-    other: set[str] = set()  # accessed somewhere not at the witness
-    escaped: set[str] = set()  # passed to a helper
-    contains: set[str] = set()
+@dataclass
+class WitnessAccesses:
+    """How a kernel's body reaches its slices, by name: read or written at this thread's witness,
+    accessed anywhere else, passed to a helper, or tested with `w in s`; and the reads at the
+    witness themselves (the whole-warp record copy reads their fields)."""
+
+    at_reads: set[str] = field(default_factory=set)
+    at_writes: set[str] = field(default_factory=set)
+    other: set[str] = field(default_factory=set)  # accessed somewhere not at the witness
+    escaped: set[str] = field(default_factory=set)  # passed to a helper
+    contains: set[str] = field(default_factory=set)
+    witness_reads: list[ir.Read] = field(default_factory=list)
+
+
+def witness_accesses(k: ir.KernelIR) -> WitnessAccesses:
+    """One walk of `k`'s body classifying its slice accesses (`WitnessAccesses`), read by the
+    coarsening plan and the whole-warp record copy (codegen/llvm/record_warp.py)."""
+    acc = WitnessAccesses()
 
     def visit(x: Any) -> None:
         if isinstance(x, ir.Read):
-            (at_reads if at_witness(x.index) else other).add(x.slice.name)
+            if at_witness(x.index):
+                acc.at_reads.add(x.slice.name)
+                acc.witness_reads.append(x)
+            else:
+                acc.other.add(x.slice.name)
         elif isinstance(x, ir.Write):
-            (at_writes if at_witness(x.index) else other).add(x.slice.name)
+            (acc.at_writes if at_witness(x.index) else acc.other).add(x.slice.name)
         elif isinstance(x, ir.Contains) and witness_local(x.witness):
-            contains.add(x.slice.name)
+            acc.contains.add(x.slice.name)
         elif isinstance(x, ir.Call):
-            escaped.update(a.name for a in x.args if isinstance(a, ir.SliceRef))
+            acc.escaped.update(a.name for a in x.args if isinstance(a, ir.SliceRef))
         for c in _nodes(x):
             visit(c)
 
     for st in k.body:
         visit(st)
+    return acc
 
+
+def _plan_slices(k: ir.KernelIR, rank: int) -> CoarsePlan:
+    """Which slices get 16-byte accesses, and which extents the vector path tests."""
+    params = {p.name: p for p in k.params if p.slice_kind is not None}
+    acc = witness_accesses(k)
+    at_reads, at_writes, other, escaped, contains = acc.at_reads, acc.at_writes, acc.other, acc.escaped, acc.contains
     kinds = {n: p.slice_kind for n, p in params.items() if p.slice_kind is not None}
 
     def fits_elem(name: str) -> bool:

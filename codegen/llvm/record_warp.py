@@ -42,7 +42,7 @@ import llvmlite.ir as llir
 from anodize.language import ir
 from anodize.language.record_types import record_of_info
 
-from .coarsen import _nodes, at_witness, elementwise_rank, fold, witness_local
+from .coarsen import at_witness, elementwise_rank, fold, witness_accesses, witness_local
 from .types import I32T, I64T, mem_type
 
 if TYPE_CHECKING:
@@ -97,29 +97,11 @@ def warp_plan(k: ir.KernelIR, aligned: dict[str, int]) -> WarpPlan | None:
     if os.environ.get("ANODIZE_RECORD_WARP", "1") == "0" or elementwise_rank(k) != 1:
         return None
     params = {p.name: p for p in k.params if p.slice_kind is not None}
-    at_reads: set[str] = set()
-    at_writes: set[str] = set()
-    other: set[str] = set()
-    escaped: set[str] = set()
-    contains: set[str] = set()
+    acc = witness_accesses(k)
+    at_reads, at_writes, other, escaped, contains = acc.at_reads, acc.at_writes, acc.other, acc.escaped, acc.contains
     fields: dict[str, set[tuple[int, int]]] = {}  # (offset, bytes) read at the witness
-
-    def visit(x: Any) -> None:
-        if isinstance(x, ir.Read):
-            (at_reads if at_witness(x.index) else other).add(x.slice.name)
-            if at_witness(x.index):
-                fields.setdefault(x.slice.name, set()).add((x.offset, _bytes(mem_type(x.ty))))
-        elif isinstance(x, ir.Write):
-            (at_writes if at_witness(x.index) else other).add(x.slice.name)
-        elif isinstance(x, ir.Contains) and witness_local(x.witness):
-            contains.add(x.slice.name)
-        elif isinstance(x, ir.Call):
-            escaped.update(a.name for a in x.args if isinstance(a, ir.SliceRef))
-        for c in _nodes(x):
-            visit(c)
-
-    for st in k.body:
-        visit(st)
+    for r in acc.witness_reads:
+        fields.setdefault(r.slice.name, set()).add((r.offset, _bytes(mem_type(r.ty))))
     kinds = {n: p.slice_kind for n, p in params.items() if p.slice_kind is not None}
     checked = sorted(n for n in contains | at_reads | at_writes if kinds[n].rank == 1)
     if len(checked) != len(contains | at_reads | at_writes):
