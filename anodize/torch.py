@@ -306,10 +306,8 @@ class _Impls:
         outs = self.allocate(args, True)
         full = self._full(args, outs)
         launcher = self.kernel[self.config(*args)]
-        if self.raw is not None and not _inflight._ACTIVE:
-            got = self._quick_cuda(launcher, full, outs)
-            if got is not None:
-                return got
+        if self.raw is not None and not _inflight._ACTIVE and _launch_quick(launcher, full, self.raw):
+            return self.result(outs)
         _launch(self.torch, launcher, full, self.slices, self.raw)
         return self.result(outs)
 
@@ -324,7 +322,7 @@ class _Impls:
         at, raw, tensor, scalar_at = self.anchor, self.raw, self.tensor, self.scalar_at
         outputs, config, kernel, dtypes, sizes = self.outputs, self.config, self.kernel, self.dtypes, self.sizes
         one = self.out_names[0] if self.single and self.trailing else None  # the one output, last
-        inflight = _inflight
+        inflight, launch_quick = _inflight, _launch_quick
 
         def nothing(args: tuple[Any, ...]) -> Any:
             return None
@@ -353,43 +351,33 @@ class _Impls:
             else:
                 outs = self._new_empty(spec, like)
                 full = self._full(args, outs)
-            plan = getattr(kernel[config(*args)], "last_plan", None)  # (a generic kernel's launch object has none)
-            if plan is None or plan.quick is None:
+            if not launch_quick(kernel[config(*args)], full, raw):
                 return None
-            packed = plan.quick(full)
-            if packed is None:
-                return None
-            dev = plan.device
-            stream = raw(dev.index)
-            if stream:  # not the legacy default stream: ordered after and before it
-                dev.wait_for_stream(stream)
-            plan.arena.dirty = True
-            plan.call(*packed)
-            if stream:
-                dev.make_stream_wait(stream)
             return out if one is not None else self.result(outs)
 
         return nothing if at < 0 or raw is None else eager
 
-    def _quick_cuda(self, launcher: Any, full: list[Any], outs: list[Any]) -> Any:
-        """Launch through the plan of `launcher`'s last launch (runtime/launch.py `Launcher.last_plan`)
-        on PyTorch's current stream; None when there is none or its quick pass refuses `full`:
-        it checks what `_launch` converts (contiguity, requires_grad) and every launch check."""
-        plan = getattr(launcher, "last_plan", None)  # (a generic kernel's launch object has none)
-        if plan is None or plan.quick is None:
-            return None
-        packed = plan.quick(full)
-        if packed is None:
-            return None
-        dev = plan.device
-        stream = self.raw(dev.index)
-        if stream:  # not the legacy default stream: ordered after and before it
-            dev.wait_for_stream(stream)
-        plan.arena.dirty = True
-        plan.call(*packed)
-        if stream:
-            dev.make_stream_wait(stream)
-        return self.result(outs)
+
+def _launch_quick(launcher: Any, full: Any, raw: Any) -> bool:
+    """Launch through the plan of `launcher`'s last launch (runtime/launch.py `Launcher.last_plan`)
+    on PyTorch's current stream (`raw(index)`: its handle); False, launching nothing, when there is
+    none or its quick pass refuses `full`: it checks what `_launch` converts (contiguity,
+    requires_grad) and every launch check."""
+    plan = getattr(launcher, "last_plan", None)  # (a generic kernel's launch object has none)
+    if plan is None or plan.quick is None:
+        return False
+    packed = plan.quick(full)
+    if packed is None:
+        return False
+    dev = plan.device
+    stream = raw(dev.index)
+    if stream:  # not the legacy default stream: ordered after and before it
+        dev.wait_for_stream(stream)
+    plan.arena.dirty = True
+    plan.call(*packed)
+    if stream:
+        dev.make_stream_wait(stream)
+    return True
 
 
 def _kernel_params(kernel: Any) -> tuple[Any, ...]:
