@@ -13,7 +13,6 @@ ragged everywhere: no size a multiple of its tile.  A few cases in the default r
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 from typing import Any
@@ -47,21 +46,6 @@ def _share(names: list[str]) -> list[Any]:
             for n in names for dev in ("cpu", "debug")]
 
 
-_MODULES: dict[str, Any] = {}
-
-
-def _module(tmp_path: Path, text: str) -> Any:
-    if text not in _MODULES:
-        p = tmp_path / f"agree_{abs(hash(text))}.py"
-        p.write_text(text)
-        spec = importlib.util.spec_from_file_location(p.stem, p)
-        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-        sys.modules[p.stem] = mod
-        spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        _MODULES[text] = mod
-    return _MODULES[text]
-
-
 def run_gemm(tmp_path: Path, dev: Any, name: str, t: str = "f16", sized: str = "") -> tuple[np.ndarray, np.ndarray, float]:
     """(result, float64 reference, the absolute tolerance) of GEMM-class program `name` on `dev`
     (at the tile and size of device kind `sized`, default `dev`'s)."""
@@ -72,7 +56,7 @@ def run_gemm(tmp_path: Path, dev: Any, name: str, t: str = "f16", sized: str = "
     dt = np.float16 if t == "f16" else __import__("ml_dtypes").bfloat16
     batch = 3 if name == "batched" else 0
     src, args, want, _ = C.case(name, m, n, k, dt, bk, seed=len(name), batch=batch)
-    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t))
+    mod = C.module_of(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t))
     out_i = max(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
     dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     shape, tile = ((batch, m, n), (1, bm, bn)) if batch else ((m, n), (bm, bn))

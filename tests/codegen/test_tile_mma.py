@@ -6,7 +6,6 @@ spills, and on a GPU each matches NumPy in float64; the CPU backend runs every o
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shutil
 import subprocess
@@ -99,22 +98,6 @@ def test_an_accumulator_read_by_a_reduction_stays_generic() -> None:
 # ---- the CPU backend runs every variant (generic lowering) -----------------------------------------
 
 
-_MODULES: dict[str, Any] = {}
-
-
-def _module(tmp_path: Path, text: str) -> Any:
-    if text in _MODULES:
-        return _MODULES[text]
-    p = tmp_path / f"mma_{abs(hash(text))}.py"
-    p.write_text(text)
-    spec = importlib.util.spec_from_file_location(p.stem, p)
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[p.stem] = mod
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    _MODULES[text] = mod
-    return mod
-
-
 def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int], m: int, n: int, k: int, t: str = "f16",
              seed: int = 0, tag: str = "") -> None:
     """`tag`: a comment making the module a new one (its kernels compiled afresh, under the
@@ -122,7 +105,7 @@ def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int
     bm, bn, bk, warps = tile
     dt = np.float16 if t == "f16" else __import__("ml_dtypes").bfloat16
     src, args, want, _ = C.case(name, m, n, k, dt, bk, seed)
-    mod = _module(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t) + (f"# {tag}\n" if tag else ""))
+    mod = C.module_of(tmp_path, C.HEAD + src.format(BM=bm, BN=bn, BK=bk, W=warps, T=t) + (f"# {tag}\n" if tag else ""))
     out_i = max(i for i, a in enumerate(args) if isinstance(a, np.ndarray))
     dargs = [dev.to_device(a) if isinstance(a, np.ndarray) else a for a in args]
     mod.k[az.LaunchConfig.for_tiles((m, n), (bm, bn))](*dargs)

@@ -4,9 +4,29 @@ reference.  `{BM}`, `{BN}`, `{BK}`, `{W}` (warps) and `{T}` (f16 / bf16) are fil
 
 from __future__ import annotations
 
+import importlib.util
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+_MODULES: dict[str, Any] = {}
+
+
+def module_of(tmp_path: Path, text: str) -> Any:
+    """The program `text` (HEAD and a case, filled in) imported from a file under `tmp_path`
+    (a launch reads the kernel's source), once per text in a process."""
+    if text not in _MODULES:
+        p = tmp_path / f"mma_{abs(hash(text))}.py"
+        p.write_text(text)
+        spec = importlib.util.spec_from_file_location(p.stem, p)
+        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        sys.modules[p.stem] = mod
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        _MODULES[text] = mod
+    return _MODULES[text]
+
 
 HEAD = """
 import anodize as az
