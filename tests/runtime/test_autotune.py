@@ -389,14 +389,20 @@ def test_cli_tune(tmp_path: Any, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["tune", f"{f}:double", "--shape", "n=32"]) == 2  # no inputs= function
 
 
-def test_a_launch_constant_keys_the_choice() -> None:
+def _softmax_example(name: str) -> Any:
+    """examples/autotune_softmax.py imported afresh as module `name` (its own tuner)."""
     import importlib.util
 
     path = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "autotune_softmax.py"
-    spec = importlib.util.spec_from_file_location("_autotune_softmax", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
+    return m
+
+
+def test_a_launch_constant_keys_the_choice() -> None:
+    m = _softmax_example("_autotune_softmax")
     t = m.softmax._tuner
     assert set(t.constants) == {"ROWS"} and t.launch_params == ["x", "out", "cols"]
     assert [t.launch_params[i] for i in t.key_pos] == ["x", "cols"]  # `cols` keys the choice too
@@ -625,13 +631,7 @@ def test_arguments_whose_key_can_change_in_place_are_keyed_every_launch(mod: Any
 
 
 def test_a_launch_constant_change_rekeys_on_the_same_buffers(monkeypatch: pytest.MonkeyPatch) -> None:
-    import importlib.util
-
-    path = __import__("pathlib").Path(__file__).resolve().parents[2] / "examples" / "autotune_softmax.py"
-    spec = importlib.util.spec_from_file_location("_autotune_softmax_rekey", path)
-    assert spec is not None and spec.loader is not None
-    m = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(m)
+    m = _softmax_example("_autotune_softmax_rekey")
     t = m.softmax._tuner
     keys = _count_keys(monkeypatch, t)
     dev = az.device("cpu")
