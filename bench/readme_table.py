@@ -277,9 +277,10 @@ def dlpack(t: Table) -> None:
     gemm = I.gemm_rows(torch, t.dev, 4096, 4096, 4096, t.args.interop_reps)
     t.figures["dlpack"] = vec + gemm
 
-    def pick(rows: list[tuple[str, float, float]], what: str) -> str:
-        return "; ".join(f"{label.split(',')[0]}: {tm:.3f} ms over DLPack tensors, {bm:.3f} over buffers ({bm / tm:.2f}x the buffers' speed)"
-                         for label, bm, tm in rows if label.endswith(what))
+    def pick(rows: list[tuple[str, float, float, float, float]], what: str) -> str:
+        return "; ".join(f"{label.split(',')[0]}: back to back {tb:.3f} ms over DLPack tensors, {bb:.3f} over buffers "
+                         f"({bb / tb:.2f}x the buffers' speed), one launch from idle {tm:.3f} vs {bm:.3f} ({bm / tm:.2f}x)"
+                         for label, bm, tm, bb, tb in rows if label.endswith(what))
 
     t.rows.append(("a kernel over PyTorch tensors through DLPack (`__dlpack__` alone), vs over anodize buffers",
                    f"{pick(vec, 'DLPack')}; {pick(gemm, 'DLPack')}", "the same kernel over anodize buffers"))

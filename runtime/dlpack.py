@@ -8,6 +8,7 @@ nobody consumed is released by its own destructor, which calls `deleter` too.
 from __future__ import annotations
 
 import ctypes
+import struct
 from typing import Any
 
 import numpy as np
@@ -116,9 +117,6 @@ _capsule_get_pointer_raw = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, c
 _capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
     ("PyCapsule_GetPointer", ctypes.pythonapi)
 )
-_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
-    ("PyCapsule_IsValid", ctypes.pythonapi)
-)
 
 
 def _destroy_capsule(capsule: int | None) -> None:
@@ -199,17 +197,27 @@ class ForeignTensor:
     scalar: str | None = None  # the anodize scalar of the elements (`scalar_of`), None where none is
 
 
-def read_capsule(capsule: object) -> ForeignTensor:
-    """Describe a legacy `dltensor` capsule without consuming it (its destructor frees it)."""
-    if not _capsule_is_valid(capsule, _NAME):
-        raise TypeError("not an unconsumed `dltensor` capsule (a versioned DLPack capsule is not supported)")
-    addr = _capsule_get_pointer(capsule, _NAME)
-    mt = DLManagedTensor.from_address(addr)
-    t = mt.dl_tensor
-    ndim = int(t.ndim)
-    shape = tuple(int(t.shape[k]) for k in range(ndim))
-    strides = tuple(int(t.strides[k]) for k in range(ndim)) if t.strides else None
-    code, bits, lanes = int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes)
+# DLTensor's bytes (48 on every 64-bit ABI): data, device (type, id), ndim, dtype (code, bits,
+# lanes), shape, strides, byte_offset; read with one `string_at` and one unpack instead of ctypes
+# field by field (a launch reads one capsule per DLPack argument: 2.2 us instead of 9.4 here)
+_DLTENSOR = struct.Struct("<QiiiBBHQQQ")
+assert _DLTENSOR.size == ctypes.sizeof(DLTensor)
+_INT64S: dict[int, struct.Struct] = {}
+
+
+def _int64s(addr: int, n: int) -> tuple[int, ...]:
+    st = _INT64S.get(n)
+    if st is None:
+        st = _INT64S[n] = struct.Struct(f"<{n}q")
+    return st.unpack(ctypes.string_at(addr, 8 * n)) if n else ()
+
+
+_TYPES: dict[tuple[int, int, int], tuple[np.dtype | None, str, int, bool, str | None]] = {}
+
+
+def _type_of(code: int, bits: int, lanes: int) -> tuple[np.dtype | None, str, int, bool, str | None]:
+    """What a DLPack data type is here: (NumPy dtype or None, its text, bytes per element, bf16?,
+    the anodize scalar or None); `read_capsule` keeps one per type seen."""
     kind = _CODE_KIND.get(code)
     dtype: np.dtype | None = None
     if code == _KDL_BFLOAT and bits == 16 and lanes == 1:
@@ -220,15 +228,35 @@ def read_capsule(capsule: object) -> ForeignTensor:
         except TypeError:
             dtype = None
     text = f"{kind or f'code{code}'}{bits}" + (f"x{lanes}" if lanes != 1 else "")
+    return dtype, text, bits * lanes // 8, kind == "bf", scalar_of(code, bits, lanes)
+
+
+def read_capsule(capsule: object) -> ForeignTensor:
+    """Describe a legacy `dltensor` capsule without consuming it (its destructor frees it)."""
+    try:
+        addr = _capsule_get_pointer(capsule, _NAME)  # DLManagedTensor begins with its DLTensor
+    except ValueError:  # another name: consumed ("used_dltensor"), versioned, not DLPack at all
+        addr = None
+    if not addr:
+        raise TypeError("not an unconsumed `dltensor` capsule (a versioned DLPack capsule is not supported)")
+    data, dev_type, dev_id, ndim, code, bits, lanes, shape_p, strides_p, offset = _DLTENSOR.unpack(
+        ctypes.string_at(addr, _DLTENSOR.size)
+    )
+    shape = _int64s(shape_p, ndim)
+    strides = _int64s(strides_p, ndim) if strides_p else None
+    ty = _TYPES.get((code, bits, lanes))
+    if ty is None:
+        ty = _TYPES[(code, bits, lanes)] = _type_of(code, bits, lanes)
+    dtype, text, itemsize, bf16, scalar = ty
     return ForeignTensor(
-        ptr=int(t.data or 0) + int(t.byte_offset),
+        ptr=data + offset,
         shape=shape,
         strides=strides,
         dtype=dtype,
-        device_type=int(t.device.device_type),
-        device_id=int(t.device.device_id),
+        device_type=dev_type,
+        device_id=dev_id,
         dtype_text=text,
-        itemsize=bits * lanes // 8,
-        bf16=kind == "bf",
-        scalar=scalar_of(code, bits, lanes),
+        itemsize=itemsize,
+        bf16=bf16,
+        scalar=scalar,
     )
