@@ -11,6 +11,8 @@ addrspace(3) pointer gives); global addresses are 64-bit generic addresses.
 
 from __future__ import annotations
 
+import os
+
 from collections.abc import Callable
 
 import llvmlite.ir as ir
@@ -72,45 +74,68 @@ def desc_field(x: int) -> int:
     return (x & 0x3FFFF) >> 4
 
 
+def scalar_group() -> int:
+    """The chunks whose loads a thread has in flight at once in `scalar_copy` (8 loads a chunk):
+    `ANODIZE_TILE_SCALAR_GROUP` (1, 2 or 4; default 4), a measurement switch."""
+    v = os.environ.get("ANODIZE_TILE_SCALAR_GROUP", "4")
+    return int(v) if v in ("1", "2", "4") else 4
+
+
 def scalar_copy(e: Callable[[str], None], prefix: str, tag: str, *, n: int, g: str, gstride: str, rowstep: int, colleft: str,
-                dst: str, doff: str, dstep: int, rowleft: str = "", rows: tuple[str, str] | None = None) -> None:
-    """The wgmma mainloops' unaligned fallback copy: a loop over this thread's n chunks, each a
-    loop over its 8 elements, a predicated 2-byte load (zero outside) and a 2-byte shared store.
-    Kept a loop, not unrolled: every instruction in the K loop is ptxas's work on every compile.
+                dst: str, doff: str, dstep: int, rowleft: str = "", rows: tuple[str, str] | None = None,
+                group: int | None = None) -> None:
+    """The wgmma mainloops' unaligned fallback copy (a row or a first column not 16-byte aligned:
+    K = 4095): this thread's n chunks in groups of `scalar_group()`, each group's 8 predicated
+    2-byte loads a chunk (zero outside) issued before any is used, then one 16-byte shared store a
+    chunk.  The loads of a group are independent, so they are in flight together: the copy waits
+    one memory latency a group, not one an element (session 15: 32 dependent load-store pairs a
+    thread a k-tile kept the 4096 x 4096 x 4095 GEMM at 0.16x Triton).  The groups stay a loop,
+    not unrolled: every instruction in the K loop is ptxas's work on every compile.  The block
+    has its own scope (`{ }`) for its registers.
+
     A chunk's row is inside when `i * rowstep < rowleft`, or with `rows` (first row, row count)
     when `rows[0] + i * rowstep` is unsigned below the count; an element when its column is
-    below `colleft`.  The loops' labels: `{prefix}_S{tag}` and `{prefix}_SE{tag}`."""
-    i, ga, sa = "%wr40", "%wd16", "%wr41"
-    k, ea, es_ = "%wr60", "%wd17", "%wr61"
+    below `colleft`.  The group loop's label: `{prefix}_S{tag}`.  `group`: at most this many chunks a
+group (default `scalar_group()`)."""
+    most = group or scalar_group()
+    G = next(q for q in (4, 2, 1) if n % q == 0 and q <= most)
+    e("{")
+    e(f".reg .pred %sp<{G + 1}>;")
+    e(f".reg .b16 %sh<{8 * G}>;")
+    e(f".reg .b32 %sr<{4 + 4 * G}>;")
+    e(".reg .b64 %sd<3>;")
+    i, ga, sa, row = "%sr0", "%sd0", "%sr1", "%sr2"
     e(f"mov.u32 {i}, 0;")
     e(f"mov.b64 {ga}, {g};")
     e(f"add.u32 {sa}, {dst}, {doff};")
     e(f"{prefix}_S{tag}:")
-    e(f"mul.lo.u32 %wr46, {i}, {rowstep};")
-    if rows is not None:
-        e(f"add.s32 %wr46, %wr46, {rows[0]};")
-        e(f"setp.lt.u32 %wp6, %wr46, {rows[1]};")
-    else:
-        e(f"setp.lt.s32 %wp6, %wr46, {rowleft};")
-    e(f"mov.u32 {k}, 0;")
-    e(f"mov.b64 {ea}, {ga};")
-    e(f"mov.u32 {es_}, {sa};")
-    e(f"{prefix}_SE{tag}:")
-    e(f"setp.lt.s32 %wp7, {k}, {colleft};")
-    e("and.pred %wp7, %wp7, %wp6;")
-    e("mov.b16 %wh0, 0;")
-    e(f"@%wp7 ld.global.b16 %wh0, [{ea}];")
-    e(f"st.shared.b16 [{es_}], %wh0;")
-    e(f"add.s64 {ea}, {ea}, 2;")
-    e(f"add.u32 {es_}, {es_}, 2;")
-    e(f"add.u32 {k}, {k}, 1;")
-    e(f"setp.lt.u32 %wp7, {k}, 8;")
-    e(f"@%wp7 bra {prefix}_SE{tag};")
-    e(f"add.s64 {ga}, {ga}, {gstride};")
-    e(f"add.u32 {sa}, {sa}, {dstep};")
-    e(f"add.u32 {i}, {i}, 1;")
-    e(f"setp.lt.u32 %wp6, {i}, {n};")
-    e(f"@%wp6 bra {prefix}_S{tag};")
+    for c in range(G):
+        e(f"add.u32 {row}, {i}, {c};" if c else f"mov.u32 {row}, {i};")
+        e(f"mul.lo.u32 {row}, {row}, {rowstep};")
+        if rows is not None:
+            e(f"add.s32 {row}, {row}, {rows[0]};")
+            e(f"setp.lt.u32 %sp{c}, {row}, {rows[1]};")
+        else:
+            e(f"setp.lt.s32 %sp{c}, {row}, {rowleft};")
+        e(f"add.s64 %sd1, %sd1, {gstride};" if c else f"mov.b64 %sd1, {ga};")
+        for k in range(8):
+            h = f"%sh{8 * c + k}"
+            e(f"setp.gt.s32 %sp{G}, {colleft}, {k};")
+            e(f"and.pred %sp{G}, %sp{G}, %sp{c};")
+            e(f"mov.b16 {h}, 0;")
+            e(f"@%sp{G} ld.global.b16 {h}, [%sd1+{2 * k}];")
+    for c in range(G):
+        w = [f"%sr{4 + 4 * c + q}" for q in range(4)]
+        for q in range(4):
+            e(f"mov.b32 {w[q]}, {{%sh{8 * c + 2 * q}, %sh{8 * c + 2 * q + 1}}};")
+        e(f"st.shared.v4.b32 [{sa}+{c * dstep}], {{{', '.join(w)}}};")
+    e(f"mul.lo.s64 %sd2, {gstride}, {G};")
+    e(f"add.s64 {ga}, {ga}, %sd2;")
+    e(f"add.u32 {sa}, {sa}, {G * dstep};")
+    e(f"add.u32 {i}, {i}, {G};")
+    e(f"setp.lt.u32 %sp0, {i}, {n};")
+    e(f"@%sp0 bra {prefix}_S{tag};")
+    e("}")
 
 
 def asm_block(b: ir.IRBuilder, ret: ir.Type, text: str, cons: list[str], args: list[ir.Value]) -> ir.CallInstr:

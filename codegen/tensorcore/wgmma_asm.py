@@ -248,9 +248,9 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     e(f"AZW_SCALAR_{u}:")
     # the unaligned path: chunk by chunk, 2-byte loads where the element is inside
     scalar_copy(e, "AZW", f"A{u}", n=nA, g=gA, gstride=strideA, rowleft=aleft, rowstep=RA, colleft=la,
-                dst=f"{st}", doff=sA, dstep=RA * 128)
+                dst=f"{st}", doff=sA, dstep=RA * 128, group=1)
     scalar_copy(e, "AZW", f"B{u}", n=nB, g=gB, gstride=strideB, rowleft=kb, rowstep=RB, colleft=bleft,
-                dst=f"{st}", doff=sB, dstep=RB * 128)
+                dst=f"{st}", doff=sB, dstep=RB * 128, group=1)
     e(f"AZW_COPIED_{u}:")
     e("cp.async.commit_group;")
     e(f"add.s64 {gA}, {gA}, {BK * 2};")

@@ -250,15 +250,20 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
-    declare_regs(e, "w", 16, 8, 64, 24)
+    declare_regs(e, "w", 18, 8, 64, 24)
     tid, warp, wg, s0 = "%wr0", "%wr1", "%wr3", "%wr6"
     e(f"mov.u32 {tid}, %tid.x;")
     e(f"shr.u32 {warp}, {tid}, 5;")
     e(f"shr.u32 {wg}, {warp}, 2;")
     align_smem(e, s0, smem)
-    e(f"setp.ne.u32 %wp0, {vec}, 0;")  # %wp0: the 16-byte copy path
+    e(f"and.b32 %wr33, {vec}, 3;")
+    e("setp.ne.u32 %wp0, %wr33, 0;")  # %wp0: the 16-byte copy path
     if whole:
-        e(f"setp.eq.u32 %wp14, {vec}, 2;")  # %wp14: ... of whole chunks
+        e("setp.eq.u32 %wp14, %wr33, 2;")  # %wp14: ... of whole chunks
+    e(f"and.b32 %wr33, {vec}, 4;")
+    e("setp.ne.u32 %wp16, %wr33, 0;")  # on the 2-byte path: A's rows are aligned after all (16-byte copies)
+    e(f"and.b32 %wr33, {vec}, 8;")
+    e("setp.ne.u32 %wp17, %wr33, 0;")  # ... B's
     A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2)
     B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5)
     A.setup(tid, K)
@@ -333,9 +338,14 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
         A.copy(st, k0, whole=True)
         B.copy(st, k0, whole=True)
         e(f"bra.uni AZM_COPIED_{u};")
-    e(f"AZM_SCALAR_{u}:")
-    A.copy_scalar(st, k0)
-    B.copy_scalar(st, k0)
+    e(f"AZM_SCALAR_{u}:")  # each operand on its own path: 16-byte copies where its rows are aligned
+    for op, p in ((A, "%wp16"), (B, "%wp17")):
+        e(f"@!{p} bra AZM_SC{op.tag};")
+        op.copy(st, k0)
+        e(f"bra.uni AZM_SD{op.tag};")
+        e(f"AZM_SC{op.tag}:")
+        op.copy_scalar(st, k0)
+        e(f"AZM_SD{op.tag}:")
     e(f"AZM_COPIED_{u}:")
     e("cp.async.commit_group;")
     A.advance()
@@ -376,9 +386,12 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
             lw.fault(s.site, c64(0), c64(0))
     (_, da, _, _), (_, db, _, _) = ops
     a_g, b_g = args[0], args[5]
-    bits = b.or_(b.or_(da[1], db[1]), b.lshr(b.or_(a_g, b_g), c64(1)))
-    bits = b.or_(bits, b.zext(b.or_(origins[0][1], origins[1][1]), I64))
-    vec = b.zext(b.icmp_unsigned("==", b.and_(bits, c64(7)), c64(0)), I32)
+    # each operand's rows are 16-byte aligned when its leading dimension, address (in elements) and
+    # first column are multiples of 8: flag bit 2 (A) and 3 (B); both: the 16-byte path (1)
+    each = [b.icmp_unsigned("==", b.and_(b.or_(b.or_(ld[1], b.lshr(g, c64(1))), b.zext(org[1], I64)), c64(7)), c64(0))
+            for ld, g, org in ((da, a_g, origins[0]), (db, b_g, origins[1]))]
+    both = b.and_(each[0], each[1])
+    vec = b.select(both, c32(1), b.or_(b.shl(b.zext(each[0], I32), c32(2)), b.shl(b.zext(each[1], I32), c32(3))))
     whole = whole_chunks()
     if whole:  # flag 2: no chunk straddles K's end or an MN-major operand's edge (its origin is a multiple of 8 here)
         edges = K
@@ -386,7 +399,7 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
             if kax == 0:  # MN-major: the extent along M (N) past the origin
                 edges = b.or_(edges, b.sub(args[i + 4], args[i + 2]))
         even = b.icmp_unsigned("==", b.and_(edges, c32(7)), c32(0))
-        vec = b.add(vec, b.zext(b.and_(b.icmp_unsigned("!=", vec, c32(0)), even), I32))
+        vec = b.add(vec, b.zext(b.and_(both, even), I32))
     gv = module.globals.get("__az_tc_smem") or shared_buffer(module)
     args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)

@@ -42,11 +42,25 @@ def test_the_copy_loop_tests_rows_by_distance_or_by_count() -> None:
                     dstep=2048, **rows)  # type: ignore[arg-type]
         return lines
     left, count = text(rowleft="%left"), text(rows=("%r0", "%lim"))
-    assert "setp.lt.s32 %wp6, %wr46, %left;" in left and "setp.lt.u32 %wp6, %wr46, %lim;" in count
+    assert "setp.lt.s32 %sp0, %sr2, %left;" in left and "setp.lt.u32 %sp0, %sr2, %lim;" in count
     for lines in (left, count):
-        assert lines.count("AZX_SA7:") == 1 and lines.count("AZX_SEA7:") == 1
-        assert lines[-1] == "@%wp6 bra AZX_SA7;" and "@%wp7 bra AZX_SEA7;" in lines
-    assert len(count) == len(left) + 1
+        assert lines[0] == "{" and lines[-1] == "}"  # its own register scope
+        assert lines.count("AZX_SA7:") == 1 and lines[-2] == "@%sp0 bra AZX_SA7;"
+        assert len(count) == len(left) + 4  # (one add a chunk)
+
+
+def test_the_copy_loop_has_a_group_of_loads_in_flight_before_its_stores() -> None:
+    """Session 15: the 2-byte path's loads were each followed by their store (one memory latency
+    an element); now a group's 32 loads all come before the first store, and a chunk is one
+    16-byte shared store."""
+    lines: list[str] = []
+    scalar_copy(lines.append, "AZX", "B1", n=8, g="%g", gstride="%s", rowstep=16, colleft="%c", dst="%d", doff="%o",
+                dstep=2048, rowleft="%left")
+    loads = [i for i, x in enumerate(lines) if "ld.global.b16" in x]
+    stores = [i for i, x in enumerate(lines) if x.startswith("st.shared")]
+    assert len(loads) == 32 and len(stores) == 4 and max(loads) < min(stores)
+    assert all(lines[i].startswith("st.shared.v4.b32 [%sr1+") for i in stores)
+    assert [x for x in lines if "ld.global.b16" in x][:8] == [f"@%sp4 ld.global.b16 %sh{k}, [%sd1+{2 * k}];" for k in range(8)]
 
 
 def test_descriptor_fields_are_16_byte_units_of_18_bits() -> None:

@@ -236,7 +236,8 @@ def test_every_gemm_variant_compiles_under_the_switches_without_spills(monkeypat
     loops = len(re.findall(r"AZM_LOOP_\d+:", ptx))
     assert loops >= 1 and ptx.count("wgmma.mma_async") == base.count("wgmma.mma_async")
     whole = re.findall(r"cp\.async\.cg\.shared\.global \[%wr30\+\d+\], \[%wd9\], 16, %wp4;", ptx)
-    assert len(whole) == base.count("cp.async.cg.shared.global") == ptx.count("cp.async.cg.shared.global") // 2
+    # (the clamped copies twice: on the 16-byte path, and on the 2-byte path for an operand whose rows are aligned)
+    assert len(whole) == base.count("cp.async.cg.shared.global") // 2 == ptx.count("cp.async.cg.shared.global") // 3
     assert ptx.count("bar.sync 0;") == base.count("bar.sync 0;") + loops
     if shutil.which("ptxas"):
         log = ptxas_log(ptx, "sm_90")

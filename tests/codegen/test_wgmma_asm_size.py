@@ -40,17 +40,18 @@ def test_no_zero_fill_and_the_fallbacks_are_loops(cfg: AsmGemmConfig) -> None:
     assert "setp.ne.s32 %wp5, %wr20, 2;" in text
     assert text.count(", %wp5, 1, 1, 0, 1;") == parts and text.count(", %wp13, 1, 1, 0, 1;") == 3 * parts
     assert "max.s32 %wr23, %wr23, 1;" in text  # K = 0 still runs one (all-zero) k-tile
-    # the unaligned copy: one 2-byte load per operand's loop; C's edge: one element store
-    assert text.count("ld.global.b16") == 2
+    # the unaligned copy: one chunk's 8 2-byte loads per operand's loop (`group=1`); C's edge: one element store
+    assert text.count("ld.global.b16") == 16
     es = 4 if cfg.out_dtype == "f32" else 2
     assert text.count(f"st.global.b{8 * es}") == 1 and text.count("st.global.v4.b32") == 1
 
 
 def test_the_example_tile_is_a_few_hundred_lines() -> None:
     # 128 x 256 x 64, f16: 600 lines before (128 zero fills, 2 x 8 unrolled 2-byte loads with
-    # their predicates, 8 element stores at C's edge); 413 now
+    # their predicates, 8 element stores at C's edge); 413 with the unaligned copy one load a loop
+    # iteration, 477 since session 15's copy has a chunk's 8 loads in flight before its store
     n = len(_lines(gemm_asm_text(AsmGemmConfig(128, 256, 8, 4))))
-    assert n <= 420, n
+    assert n <= 480, n
 
 
 def test_the_looped_form_behind_its_switch() -> None:
