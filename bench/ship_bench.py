@@ -12,7 +12,7 @@ processes, from interpreter start to the first checked result of vecadd on 2^20 
 CUDA C++ with CuPy's kernel cache warm (a first run fills it), CUDA initialisation included in
 both; and the import of the loader alone.  Prints the median of `--runs` per variant; the
 built package runs three times: as is, with `ANODIZE_EARLY_INIT=1` (its import starts the GPU)
-and with `ANODIZE_INIT_BESIDE=1` (cuInit beside cuda.core's import).
+and with `ANODIZE_INIT_BESIDE=0` (cuInit before cuda.core's import starts; the default runs it beside).
 first-result --trace: then one more process per variant with a timeline (each stage, and
 the runtime's first-GPU calls with the thread they ran on: cuInit, the primary context,
 cuda.core's import, the device, the module load), `python -c pass`'s own start, and the
@@ -72,7 +72,7 @@ def _fresh_run(code: str, cwd: str, env: dict[str, str] | None = None, flags: tu
 
 
 EARLY = {"ANODIZE_EARLY_INIT": "1"}  # a built package's import starts the GPU (docs/deploy.md)
-BESIDE = {"ANODIZE_INIT_BESIDE": "1"}  # cuInit beside cuda.core's import (runtime/device.py `cuda_device`)
+BESIDE = {"ANODIZE_INIT_BESIDE": "0"}  # cuInit before cuda.core's import (the default: beside it, runtime/device.py `cuda_device`)
 
 
 def first_result(runs: int, trace: bool) -> None:
@@ -82,7 +82,7 @@ def first_result(runs: int, trace: bool) -> None:
     variants: dict[str, tuple[str, dict[str, str]]] = {
         "anodize built": (ANODIZE_FIRST, {}),
         "anodize built, ANODIZE_EARLY_INIT=1": (ANODIZE_FIRST, EARLY),
-        "anodize built, ANODIZE_INIT_BESIDE=1": (ANODIZE_FIRST, BESIDE),
+        "anodize built, ANODIZE_INIT_BESIDE=0": (ANODIZE_FIRST, BESIDE),
         "cupy RawKernel (warm cache)": (cupy, {}),
     }
     rows: dict[str, list[tuple[float, float]]] = {k: [] for k in variants}
@@ -96,7 +96,7 @@ def first_result(runs: int, trace: bool) -> None:
         extra = f", loader import {imp:.1f} ms" if imp else ""
         print(f"{name:36s} fresh process to first result: {wall:.3f} s (median of {runs}){extra}")
     c = statistics.median(v[0] for v in rows["cupy RawKernel (warm cache)"])
-    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1", "anodize built, ANODIZE_INIT_BESIDE=1"):
+    for name in ("anodize built", "anodize built, ANODIZE_EARLY_INIT=1", "anodize built, ANODIZE_INIT_BESIDE=0"):
         a = statistics.median(v[0] for v in rows[name])
         print(f"speed-up over CuPy ({name}): {c / a:.2f}x (target >= 1.2x)")
     if trace:
@@ -109,7 +109,7 @@ def first_result_trace(out: str, runs: int) -> None:
     bare = statistics.median(_bare_start() for _ in range(max(runs, 3)))
     print(f"\ninterpreter start to exit, `python -c pass`: {bare * 1e3:.1f} ms (median)")
     for name, code, env in (("anodize built", FIRST_TRACE, {}), ("anodize built, ANODIZE_EARLY_INIT=1", FIRST_TRACE, EARLY),
-                            ("anodize built, ANODIZE_INIT_BESIDE=1", FIRST_TRACE, BESIDE),
+                            ("anodize built, ANODIZE_INIT_BESIDE=0", FIRST_TRACE, BESIDE),
                             ("cupy RawKernel (warm cache)", CUPY_TRACE.format(src=CUDA_VECADD), {})):
         wall, _imp, stdout, _err = _fresh_run(code, out, env)
         _print_timeline(name, wall, stdout)

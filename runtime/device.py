@@ -321,10 +321,9 @@ def cuda_device(index: int) -> Device:
     if not probe.init_beside() or probe.known_count() == 0:  # (no GPU, and the driver said so already: no import to start)
         _check_index(index)
     # The device's primary context is made while cuda.core imports (both are a process's
-    # first-GPU cost; the context waits in the driver without the GIL).  With
-    # `ANODIZE_INIT_BESIDE=1` (off by default: not yet measured on a GPU) the driver's start
-    # (cuInit, in the first `gpu_count`) runs beside the import too; an error of the check is
-    # raised first.
+    # first-GPU cost; the context waits in the driver without the GIL), and so does the driver's
+    # start (cuInit, in the first `gpu_count`) unless `ANODIZE_INIT_BESIDE=0`; an error of the
+    # check is raised first.
     def start() -> None:
         _check_index(index)
         _retain_primary_context(index)

@@ -26,10 +26,12 @@ def gpu_count() -> int:
 
 
 def init_beside() -> bool:
-    """`ANODIZE_INIT_BESIDE=1`: the first `az.device(n)` starts the driver (cuInit, the first
-    device count) while cuda.core imports on the helper thread, not before the import starts
-    (runtime/device.py `cuda_device`).  Off by default until measured on a GPU."""
-    return os.environ.get("ANODIZE_INIT_BESIDE", "").strip().lower() in ("1", "on", "yes", "true")
+    """The first `az.device(n)` starts the driver (cuInit, the first device count) while
+    cuda.core imports on the helper thread, not before the import starts (runtime/device.py
+    `cuda_device`).  On by default since an H100 measured it (session 15, bench/ship_bench.py
+    first-result: a built vecadd's fresh process 0.908 s vs 1.015 s, 1.31x CuPy's RawKernel vs
+    1.17x); `ANODIZE_INIT_BESIDE=0` starts the driver first, as before."""
+    return os.environ.get("ANODIZE_INIT_BESIDE", "1").strip().lower() not in ("0", "off", "no", "false")
 
 
 def known_count() -> int | None:

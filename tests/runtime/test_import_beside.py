@@ -58,7 +58,7 @@ def test_the_works_error_comes_first(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.mark.parametrize("beside", [True, False])
 def test_the_driver_start_and_the_context_run_beside_the_import(monkeypatch: pytest.MonkeyPatch, beside: bool) -> None:
     """`az.device(0)`'s first call: the primary context is made on this thread while cuda.core
-    imports on the helper, and with `ANODIZE_INIT_BESIDE=1` cuInit (the first `gpu_count`) too;
+    imports on the helper, and (by default; `ANODIZE_INIT_BESIDE=0` not) cuInit (the first `gpu_count`) too;
     a machine without a GPU still gets the located LaunchError, and once the driver said so no
     import is started."""
     seen: list[str] = []
@@ -73,9 +73,9 @@ def test_the_driver_start_and_the_context_run_beside_the_import(monkeypatch: pyt
 
     monkeypatch.delenv("ANODIZE_DEVICE", raising=False)
     if beside:
-        monkeypatch.setenv("ANODIZE_INIT_BESIDE", "1")
+        monkeypatch.delenv("ANODIZE_INIT_BESIDE", raising=False)  # (the default)
     else:
-        monkeypatch.delenv("ANODIZE_INIT_BESIDE", raising=False)
+        monkeypatch.setenv("ANODIZE_INIT_BESIDE", "0")
     monkeypatch.setattr(probe, "_count", None)
     monkeypatch.setattr(probe, "_probe", cu_init)
     monkeypatch.setattr(devmod, "_retain_primary_context", lambda index: started.append("context"))
