@@ -137,6 +137,16 @@ def test_the_variant_matches_numpy_on_the_gpu(tmp_path: Path, name: str, tile: t
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("name", ["canonical", "a_trans", "b_trans", "epilogue"])
+@pytest.mark.parametrize("m,n,k", [(200, 300, 256), (200, 256, 4095)])
+def test_one_operand_on_each_copy_path_matches_numpy_on_the_gpu(tmp_path: Path, name: str, m: int, n: int, k: int) -> None:
+    """The wgmma mainloop's 2-byte path takes 16-byte copies for the operand whose rows are
+    aligned (codegen/tile/wgmma.py): N = 300 leaves B's rows unaligned and A's aligned (K = 256),
+    K = 4095 the other way round for the untransposed operands."""
+    run_case(tmp_path, az.device(), name, (128, 256, 64, 8), m, n, k)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("name", ["canonical", "b_trans"])
 def test_a_k_step_of_48_matches_numpy_on_the_gpu(tmp_path: Path, name: str) -> None:
     """BK = 48 over a 2 x 2 warp grid (mma.sync): rows of 6 16-byte chunks in the ring
