@@ -14,8 +14,9 @@ the persistent cache (runtime/tune_cache.py); only then `tune`:
 4. the built-in model drops compiled configurations that spill or cannot be resident, and keeps
    `top_k` of the rest when asked;
 5. the outputs are saved, each configuration is warmed up and timed in interleaved rounds of
-   event-timed batches (the median per configuration), the outputs are put back, and the fastest
-   wins.
+   event-timed batches, each queued behind a cushion that keeps the GPU busy while the host queues
+   it (runtime/tune_timer.py: the kernels' time, not the host's launch rate; the median per
+   configuration), the outputs are put back, and the fastest wins.
 
 On the CPU backend and the debug device step 5 is replaced by "the first configuration that
 passes 1-3 wins, untimed", so a program behaves the same everywhere.
@@ -41,7 +42,7 @@ from anodize.language.tile_vocab import (
     OPTION_NUM_STAGES,
     OPTION_NUM_WARPS,
 )
-from anodize.runtime import lazy, tune_cache
+from anodize.runtime import lazy, tune_cache, tune_timer
 from anodize.runtime.compile import compile_for_device, compile_for_gpu
 from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import Device, device
@@ -464,7 +465,7 @@ class Tuner:
             return None
         saved = _save_outputs(self, prepared[0][0], args) if self.at.restore else []
         try:
-            timer = _timer(dev)
+            timer = tune_timer.timer(dev)
             calls: dict[Config, int] = {}
             alive: list[tuple[Config, Any]] = []
             for c, launch in prepared:  # warm-up: the first launch also loads and checks the arguments
@@ -516,35 +517,6 @@ def _device_of(args: tuple[Any, ...]) -> Any:
         if isinstance(d, Device):
             return d
     return device()
-
-
-def _timer(dev: Any) -> Callable[[Callable[[], None], int], float]:
-    """`timer(fn, n) -> ms`: the time of n calls of fn, between two events on the device's stream
-    (wall clock on the CPU backend, whose launches are synchronous)."""
-    if dev.kind != "cuda":
-        def wall(fn: Callable[[], None], n: int) -> float:
-            t = time.perf_counter()
-            for _ in range(n):
-                fn()
-            dev.check()
-            return (time.perf_counter() - t) * 1e3
-
-        return wall
-    EventOptions = lazy.cuda_core().EventOptions
-
-    opts = EventOptions(timing_enabled=True)
-
-    def events(fn: Callable[[], None], n: int) -> float:
-        s = dev.stream
-        e0 = s.record(options=opts)
-        for _ in range(n):
-            fn()
-        e1 = s.record(options=opts)
-        e1.sync()
-        dev.check()
-        return float(e1 - e0)
-
-    return events
 
 
 def _save_outputs(t: Tuner, c: Config, args: tuple[Any, ...]) -> list[tuple[Any, Any]]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import textwrap
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -644,3 +645,25 @@ def test_a_launch_constant_change_rekeys_on_the_same_buffers(monkeypatch: pytest
         m.softmax[m.grid(8, cols)](x, out, cols)
         assert keys[0] == calls and t.hit is not None and t.hit[1][1] == cols
         np.testing.assert_allclose(out.to_host(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_the_cushion_outlasts_the_hosts_queueing_of_a_batch() -> None:
+    """runtime/tune_timer.py: the memsets queued before a timed batch last 1.5x the host's
+    expected time to queue it (so the events time the kernels, not the launch rate), at least
+    one, at most 512."""
+    from anodize.runtime.tune_timer import cushion_count
+
+    assert cushion_count(64, 0.010, 0.013) == 74  # 64 calls x 10 us of host, 13 us a memset
+    assert cushion_count(10, 0.008, 0.013) * 0.013 >= 1.5 * 10 * 0.008
+    assert cushion_count(5, 0.0, 0.013) == 1 and cushion_count(0, 0.01, 0.013) == 0
+    assert cushion_count(1, 5.0, 0.013) == 512  # (a first launch's load: capped)
+
+
+def test_the_cpu_timer_is_wall_clock_of_synchronous_launches() -> None:
+    import anodize as az
+    from anodize.runtime.tune_timer import timer
+
+    calls: list[int] = []
+    t = timer(az.device("cpu"))
+    ms = t(lambda: calls.append(1) or time.sleep(0.002), 3)  # type: ignore[func-returns-value]
+    assert len(calls) == 3 and ms >= 6.0
