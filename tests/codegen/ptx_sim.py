@@ -46,7 +46,7 @@ class Thread:
             assert steps < 10**6
             ln = lines[pc]
             pc += 1
-            if ln.endswith(":"):
+            if ln.endswith(":") or ln in ("{", "}"):  # a label, or an inner scope's brace (its .reg lines dropped)
                 continue
             m = re.match(r"@(!?)(%\w+)\s+(.*)", ln)
             if m:
@@ -103,7 +103,11 @@ class Thread:
         if name == "or" and ty == "pred":
             self.r[a[0]] = V(a[1]) | V(a[2])
             return None
-        if name == "mov":
+        if name == "mov" and a[1].startswith("{"):  # pack: the first register the low bits
+            parts = [x.strip() for x in a[1].strip("{}").split(",")]
+            w = bits // len(parts)
+            self.setr(a[0], sum((V(x) & ((1 << w) - 1)) << (w * i) for i, x in enumerate(parts)), bits, ops)
+        elif name == "mov":
             self.setr(a[0], V(a[1]), bits, ops)
         elif name in ("add", "sub", "and", "or", "shl", "shr", "div", "rem", "mul", "max", "min"):
             x, y = V(a[1]), V(a[2])

@@ -2,7 +2,7 @@
 (tests/codegen/ptx_sim.py), wgmma itself a no-op: every thread's copies of k-tile t, taken
 together, are the operand tiles in the 128-byte-swizzled stage layout (zeros past K and outside
 the slices, no global read outside them) on every copy path (2-byte loads, clamped chunks, whole
-chunks); the multiply of k-tile t reads the stage its copies went to after a `cp.async.wait_group`
+chunks, and one operand on 2-byte loads while the other's rows are aligned); the multiply of k-tile t reads the stage its copies went to after a `cp.async.wait_group`
 that completes their group; and no copy writes a stage a wgmma still in flight (not yet waited
 for before the last barrier) reads -- for K = 0, K below S * 64, K not a multiple of 64 or 8,
 tiles across the M / N edges, load-ahead and copy-first orders."""
@@ -46,15 +46,17 @@ def _expected(t: int, K: int, a: dict, bop: dict) -> bytearray:
 
 ORDERS = [(3, True), (4, True), (4, False)]
 SHAPES = [(0, 2, 100, 200, 32, 64), (40, 2, 100, 200, 32, 64), (100, 1, 90, 100, 32, 64), (136, 2, 40, 96, 32, 64),
-          (200, 2, 100, 200, -48, -64), (77, 1, 100, 130, 32, 64), (77, 0, 100, 130, 32, 64)]
-QUICK = {(0, 0), (1, 1), (0, 3), (2, 4), (1, 5)}  # (order, shape) pairs the default run takes
+          (200, 2, 100, 200, -48, -64), (77, 1, 100, 130, 32, 64), (77, 0, 100, 130, 32, 64),
+          (77, 4, 100, 130, 32, 64), (136, 8, 40, 96, 32, 64)]  # (flags 4 / 8: A / B alone on 16-byte copies)
+QUICK = {(0, 0), (1, 1), (0, 3), (2, 4), (1, 5), (0, 6), (1, 7), (2, 8)}  # (order, shape) pairs the default run takes
 
 
 @pytest.mark.parametrize("case", [pytest.param((i, j), id=f"o{i}-s{j}", marks=() if (i, j) in QUICK else (pytest.mark.slow,))
                                   for i in range(len(ORDERS)) for j in range(len(SHAPES))])
 def test_each_k_tile_lands_whole_in_the_stage_its_multiply_reads(case: tuple[int, int]) -> None:
     (S, ahead), (K, flag, a_rows, b_cols, a_mn0, b_mn0) = ORDERS[case[0]], SHAPES[case[1]]
-    a_ld, b_ld = 256, 264
+    # (flag 8: A on 2-byte loads with rows really unaligned, 255 elements; flag 4: B's, 263)
+    a_ld, b_ld = 255 if flag == 8 else 256, 263 if flag == 4 else 264
     a_k0, b_k0 = 8, 16  # the operands' origins along K (multiples of 8: the 16-byte paths)
     a = {"mn0": a_mn0, "k0": a_k0, "lim": a_rows, "val": lambda r, c: (r * a_ld + c) % 30000 + 1}
     bop = {"mn0": b_mn0, "k0": b_k0, "lim": b_cols, "val": lambda r, c: (r * b_ld + c) % 30000 + 30001}
