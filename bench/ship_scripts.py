@@ -232,7 +232,7 @@ with step("cuLaunchKernel"):
     U = ctypes.c_uint64
     vals = [U(pa), U(n), U(pb), U(n), U(pc), U(n), U(pf), ctypes.c_uint32(1), U(n)]
     ptrs = (ctypes.c_void_p * len(vals))(*(ctypes.addressof(v) for v in vals))
-    ok(d.cuLaunchKernel(fn, n // 1024, 1, 1, 256, 1, 1, 0, 0, ctypes.addressof(ptrs), None), "cuLaunchKernel")
+    ok(d.cuLaunchKernel(fn, n // 1024, 1, 1, 256, 1, 1, 0, 0, ctypes.addressof(ptrs), 0), "cuLaunchKernel")  # (`extra` is a void_ptr: 0, not None)
 with step("cuMemcpyDtoH + check"):
     out = np.empty(n, np.float32)
     ok(d.cuMemcpyDtoH(out.ctypes.data, pc, nb), "cuMemcpyDtoH")
