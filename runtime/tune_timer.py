@@ -58,26 +58,34 @@ def timer(dev: Any) -> Callable[[Callable[[], None], int], float]:
 
 class _CushionedTimer:
     """Events around a batch queued behind its cushion (the module docstring); holds the scratch
-    buffer the memsets write, one memset's device time, and the host's time a call in the last
-    batch (the next cushion's measure)."""
+    buffer the memsets write, a memset's device time (re-measured from every cushion, so a slow
+    first memset on fresh memory does not make the next cushions too short), and the host's time
+    a call in the last batch (the next cushion's measure)."""
 
     def __init__(self, dev: Any) -> None:
         self.dev, self.stream = dev, dev.stream
         self.opts = lazy.cuda_core().EventOptions(timing_enabled=True)
         self.scratch = dev.empty(CUSHION_BYTES, np.uint8)
-        e0 = self.stream.record(options=self.opts)
-        self._cushion(1)
-        e1 = self.stream.record(options=self.opts)
-        e1.sync()
-        self.memset_ms = max(float(e1 - e0), 1e-3)
-        self.host_ms = 0.0  # (none seen yet: the first batch gets 4 memsets)
+        self._cushion(2)  # (the first touch of the scratch memory)
+        self.memset_ms = 0.0
+        self.memset_ms = self._timed_cushion(4) / 4
+        self.host_ms = 0.02  # (none seen yet: assume 20 us of host a call)
 
     def _cushion(self, k: int) -> None:
         for _ in range(k):
             self.dev._fill_zero(self.scratch.ptr, CUSHION_BYTES)
 
+    def _timed_cushion(self, k: int) -> float:
+        c0 = self.stream.record(options=self.opts)
+        self._cushion(k)
+        c1 = self.stream.record(options=self.opts)
+        c1.sync()
+        return float(c1 - c0)
+
     def __call__(self, fn: Callable[[], None], n: int) -> float:
-        self._cushion(cushion_count(n, self.host_ms, self.memset_ms) if self.host_ms else 4)
+        k = cushion_count(n, self.host_ms, max(self.memset_ms, 1e-3))
+        c0 = self.stream.record(options=self.opts)
+        self._cushion(k)
         e0 = self.stream.record(options=self.opts)
         t = time.perf_counter()
         for _ in range(n):
@@ -86,4 +94,5 @@ class _CushionedTimer:
         e1 = self.stream.record(options=self.opts)
         e1.sync()
         self.dev.check()
+        self.memset_ms = float(e0 - c0) / k
         return float(e1 - e0)

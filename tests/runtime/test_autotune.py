@@ -10,6 +10,7 @@ import json
 import os
 import textwrap
 import time
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -667,3 +668,27 @@ def test_the_cpu_timer_is_wall_clock_of_synchronous_launches() -> None:
     t = timer(az.device("cpu"))
     ms = t(lambda: calls.append(1) or time.sleep(0.002), 3)  # type: ignore[func-returns-value]
     assert len(calls) == 3 and ms >= 6.0
+
+
+@pytest.mark.gpu
+def test_the_gpu_timer_times_a_batch_behind_its_cushion() -> None:
+    """On a GPU: a memset's time is measured (and re-measured from each cushion), the host's time a
+    call is kept for the next cushion, and a batch of tiny launches times the kernels (far below
+    the host's launch cost: the cushion kept the GPU busy)."""
+    import importlib.util
+
+    from anodize.runtime.tune_timer import timer
+
+    dev = az.device()
+    spec = importlib.util.spec_from_file_location("_vecadd_t", Path(__file__).resolve().parents[2] / "examples" / "vecadd.py")
+    assert spec is not None and spec.loader is not None
+    vec = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(vec)
+    a, b, c = (dev.zeros(256, az.f32) for _ in range(3))
+    launch = vec.vecadd[az.LaunchConfig.for_num_elems(256)]
+    t = timer(dev)
+    assert 0 < t.memset_ms < 1.0  # type: ignore[attr-defined]
+    for _ in range(3):
+        ms = t(lambda: launch(a, b, c), 50)
+    assert t.host_ms > 0  # type: ignore[attr-defined]
+    assert ms / 50 < 0.8 * t.host_ms, (ms / 50, t.host_ms)  # type: ignore[attr-defined]
