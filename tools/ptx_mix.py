@@ -378,7 +378,7 @@ def attention_ptx(variant: str, warps: int, d: int, mode: str, bm: int = 128, bn
             os.environ[name] = "1" if flag in flags else "0"  # ("0": off, also for a switch on by default)
             if flag in unset:
                 os.environ.pop(name)
-        tile_plan.A_HELD_LIMIT = 64 if "h" in flags else held
+        tile_plan.A_HELD_LIMIT = 64 if "h" in flags else held if "h" in unset else 0  # (like "0" above)
         if mode == "form" and not _form_matches(k, warps):
             return None
         return compile_gpu(k, "sm_90", ptxas=False).ptx

@@ -247,7 +247,7 @@ def _site(s: ir.Assign, warps: int, loaded: dict[str, TileLoad]) -> MmaSite | st
     return MmaSite(s, x, y, (m, n, k), mm.x.ty.elem.name, tk, acc)
 
 
-A_HELD_LIMIT = 0  # (64 when a GPU run has checked it) 16-bit elements a thread may hold of an A operand kept in registers across a loop
+A_HELD_LIMIT = 64  # 16-bit elements a thread may hold of an A operand kept in registers across a loop
 
 
 def _held_a(c: MmaSite, warps: int) -> MmaSite | None:

@@ -68,9 +68,10 @@ def plan_for(low: Any) -> None:
         return
     low.plan = plan
     low.typed = low.k
-    # the next iteration's operands copied during this one: on with ANODIZE_TILE_PREFETCH=1 until a GPU run
-    # has checked its results (the H200 verified row mode without it)
-    low.prefetch_ok = os.environ.get("ANODIZE_TILE_PREFETCH", "") == "1"
+    # the next iteration's operands copied during this one (`ANODIZE_TILE_PREFETCH=0` stages each
+    # tile at its matmul instead): on by default since the H100 checked every by-operations
+    # attention spelling with it (session 15, bench/RESULTS.md)
+    low.prefetch_ok = os.environ.get("ANODIZE_TILE_PREFETCH", "") != "0"
     low.k = plan.kernel  # (its matmuls hoisted into statements: language/tile_anf.py)
     warps = low.T // 32
     shapes = set(plan.registers.values()) | {(c.shape[0], c.shape[2]) for c in plan.sites.values() if c.x.load is None}

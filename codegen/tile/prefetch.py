@@ -173,9 +173,9 @@ def prefetched_sites(low: Any, loop: ir.ForRange) -> list[Any] | None:
 
 
 def resident_ok() -> bool:
-    """`ANODIZE_TILE_A_RESIDENT=1`: a loop-invariant A operand copied once into shared memory
-    (the module docstring)."""
-    return os.environ.get("ANODIZE_TILE_A_RESIDENT", "") == "1"
+    """A loop-invariant A operand copied once into shared memory (the module docstring); on by
+    default since the H100 checked it (session 15), `ANODIZE_TILE_A_RESIDENT=0` is the way back."""
+    return os.environ.get("ANODIZE_TILE_A_RESIDENT", "") != "0"
 
 
 def _resident(low: Any, site: Any, assigned: set[str]) -> bool:
@@ -273,8 +273,9 @@ def one_wait() -> bool:
 
 
 def loop_versions() -> bool:
-    """`ANODIZE_TILE_LOOP_VERSIONS=1`: the aligned version of a prefetching loop (the module docstring)."""
-    return os.environ.get("ANODIZE_TILE_LOOP_VERSIONS", "") == "1"
+    """The aligned version of a prefetching loop (the module docstring); on by default since the
+    H100 checked it (session 15), `ANODIZE_TILE_LOOP_VERSIONS=0` is the way back."""
+    return os.environ.get("ANODIZE_TILE_LOOP_VERSIONS", "") != "0"
 
 
 def _column_steps_aligned(site: Any, var: str, step: int) -> bool:

@@ -28,9 +28,9 @@ import attention_variants as AV  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _held_and_prefetched(monkeypatch: pytest.MonkeyPatch) -> None:
-    """This file tests (and its GPU twins check) Q held in registers and the K/V prefetch, which
-    are off by default until a GPU run has checked them (language/tile_plan.py A_HELD_LIMIT,
-    ANODIZE_TILE_PREFETCH)."""
+    """This file tests (and its GPU twins check) Q held in registers and the K/V prefetch (both
+    the defaults since session 15: language/tile_plan.py A_HELD_LIMIT, ANODIZE_TILE_PREFETCH),
+    pinned here whatever the environment says."""
     from anodize.language import tile_plan
 
     monkeypatch.setattr(tile_plan, "A_HELD_LIMIT", 64)
@@ -102,7 +102,9 @@ def k(a: Slice2D[f16], b: Slice2D[f16], c: DisjointSlice2D[f32]) -> None:
 def test_the_ptx_has_tensor_core_matmuls_and_quad_shuffles_and_ptxas_takes_it(variant: str, d: int, warps: int, arch: str,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ANODIZE_ATTN_FORM", "off")
-    monkeypatch.setenv("ANODIZE_TILE_PREFETCH", "1")  # (off by default until a GPU run checks it)
+    monkeypatch.setenv("ANODIZE_TILE_PREFETCH", "1")
+    monkeypatch.setenv("ANODIZE_TILE_LOOP_VERSIONS", "0")  # (one loop: its statements are the guard's)
+    monkeypatch.setenv("ANODIZE_TILE_A_RESIDENT", "0")  # (Q held or staged at its matmul)
     k = kernel_ir(variant, 128, d, warps)
     guard = lower_tiles(k, warps * 32, tensor_cores=True, wgmma=arch == "sm_90", shared_limit=99 * 1024).body[-1]
     mmas = [s for s in guard.body if isinstance(s, TileMma)] + \
