@@ -35,6 +35,7 @@ from .layout import MmaLayout, RowLayout, choose_layout, row_of, stacked_enabled
 from .mask_skip import lazy_rescale, mask_skip, rescale_condition, skip_condition
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
+from .pair_loads import pair_loads, pair_up
 from .prefetch import prefetch_loop, prefetched_sites
 from .wgmma import smem_bytes, two_blocks_stages
 
@@ -153,9 +154,10 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
 
     def flush() -> None:
         # a batch of elements' masked loads first, then their arithmetic and stores: the loads'
-        # latencies overlap (each load sits in its own branch, which nothing hoists)
-        for loads, _ in batch:
-            slow.extend(loads)
+        # latencies overlap (each load sits in its own branch, which nothing hoists); adjacent
+        # columns' loads as one wide load where aligned (pair_loads.py)
+        loads = [st for part, _ in batch for st in part]
+        slow.extend(pair_up(loads) if pair_loads() else loads)
         for _, rest in batch:
             slow.extend(rest)
         batch.clear()

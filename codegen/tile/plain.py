@@ -612,7 +612,7 @@ def _split_const(e: ir.Expr) -> tuple[ir.Expr, int]:
         if isinstance(e.right, ir.Const) and type(e.right.value) is int:
             return e.left, e.right.value
         inner, d = _split_const(e.right)
-        if d:
+        if d or inner is not e.right:  # (a `+ 0` dropped: one row local for the columns 0 and 1)
             return _bin("+", e.left, inner, e.ty), d
     return e, 0
 

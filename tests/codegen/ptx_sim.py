@@ -23,6 +23,7 @@ class Thread:
         self.r: dict[str, int] = {}
         self.events: list[tuple[Any, ...]] = []  # (op, ...) of the async and ordering instructions, in order
         self.watch = ""  # a register whose value each shared write records (a loop counter)
+        self.check_alignment = False  # assert each access is aligned to its size (the hardware faults otherwise)
 
     def val(self, x: str, ops: list[Any]) -> int:
         x = x.strip()
@@ -103,7 +104,11 @@ class Thread:
         if name == "or" and ty == "pred":
             self.r[a[0]] = V(a[1]) | V(a[2])
             return None
-        if name == "mov":
+        if name == "mov" and a[1].startswith("{"):  # packing: the first part in the low bits
+            parts = [x.strip() for x in a[1].strip("{}").split(",")]
+            w = bits // len(parts)
+            self.setr(a[0], sum((V(x) & ((1 << w) - 1)) << (w * i) for i, x in enumerate(parts)), bits, ops)
+        elif name == "mov":
             self.setr(a[0], V(a[1]), bits, ops)
         elif name in ("add", "sub", "and", "or", "shl", "shr", "div", "rem", "mul", "max", "min"):
             x, y = V(a[1]), V(a[2])
@@ -140,6 +145,7 @@ class Thread:
             addr = V(m.group(1)) + int(m.group(2) or 0)
             regs = [x.strip() for x in regs_s.strip("{}").split(",")]
             nb = _W.get(ty, 32) // 8 if ty != "f32" else 4
+            assert not self.check_alignment or addr % (nb * vec) == 0, ("misaligned", p, hex(addr))  # (the hardware faults)
             for i, reg in enumerate(regs[:vec]):
                 at = addr + i * nb
                 assert at >= 0 and at + nb <= len(mem), (p, hex(at))
