@@ -1,10 +1,13 @@
 """Paired epilogue loads (codegen/tile/pair_loads.py, `ANODIZE_TILE_PAIR_LOADS`): a fragment
-loop's two loads of one row's adjacent columns as one load of twice the width where aligned and
-inside.  The pair's PTX block run by the interpreter (tests/codegen/ptx_sim.py) for every thread
-of accumulator layouts over slices with odd and even row pitches, unaligned bases and edge tiles
-reads exactly what the two per-element loads read (`other` outside, no access outside the slice,
-no misaligned access); the GEMM variants' PTX has one wide load a pair (ptxas takes it), none
-with the switch unset; on a GPU the variants match NumPy in both forms."""
+loop over a tree that loads tiles has a fast copy, run where every loaded tile is inside its
+slice, each slice aligned for pairs and each column offset even, in which a row's two adjacent
+columns are one wide load.  The wide load's PTX run by the interpreter (tests/codegen/ptx_sim.py,
+alignment checked) for every thread of accumulator layouts over slices with odd and even row
+pitches, unaligned bases and edge tiles, wherever the fast condition holds, reads exactly the two
+elements (and nothing outside the slice); where it fails the per-element loads run.  The GEMM
+variants' plain IR has that structure and their PTX one wide load a pair (ptxas takes it, no
+more registers or spills than before at 128 x 256 over 8 warps); the canonical GEMM is unchanged;
+on a GPU the variants match NumPy with odd pitches and edge tiles."""
 
 from __future__ import annotations
 
@@ -13,64 +16,89 @@ import shutil
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import anodize as az
 from anodize.codegen.driver import compile_gpu
+from anodize.codegen.tile.entry import lower_tiles
+from anodize.codegen.tile.epilogue import TilePredLoad
 from anodize.codegen.tile.layout import MmaLayout
-from anodize.codegen.tile.pair_loads import pair_text
+from anodize.codegen.tile.pair_loads import TilePairLoad, wide_text
+from anodize.codegen.tile.rows_plan import TileVecAligned
+from anodize.language import ir
+from anodize.language.ir_walk import walk
 
 sys.path.insert(0, str(Path(__file__).parent))
 import tile_mma_cases as C  # noqa: E402
 from ptx_sim import Thread  # noqa: E402
 from test_tile_mma import kernel_ir, ptxas_log, run_case  # noqa: E402
 
-OTHER = 0x5A5A
 
-
-def _run_pair(es: int, gmem: bytearray, row_addr: int, disp: int, ok0: bool, ok1: bool, other: int) -> tuple[int, int]:
-    """The pair block's two elements, with the alignment test the lowering computes."""
-    aligned = int((row_addr + disp) % (2 * es) == 0)
-    text = pair_text("b16" if es == 2 else "f32", 8 * es, True, disp)
+def _wide(es: int, gmem: bytearray, row_addr: int, disp: int) -> tuple[int, int]:
     t = Thread(0, bytearray(), gmem)
     t.check_alignment = True
     if es == 2:
-        ops = t.run(text, [0, row_addr, int(ok0), int(ok1), aligned, other])
+        ops = t.run(wide_text("b16", 16, True, disp), [0, row_addr])
         return ops[0] & 0xFFFF, ops[0] >> 16
-    ops = t.run(text, [0, 0, row_addr, int(ok0), int(ok1), aligned, other])
+    ops = t.run(wide_text("f32", 32, True, disp), [0, 0, row_addr])
     return ops[0], ops[1]
 
 
+def _fast(lay: MmaLayout, rows: int, cols: int, base: int, es: int, tile: tuple[int, int], col_off: int) -> bool:
+    """`pair_condition` for a tile load at (tile row * M, tile col * N + col_off): inside, the
+    base aligned to a pair, the pitch even (`TileVecAligned` of 2 lanes), the column offset even."""
+    r0, c0 = tile[0] * lay.m, tile[1] * lay.n + col_off
+    return r0 + lay.m <= rows and c0 + lay.n <= cols and base % (2 * es) == 0 and cols % 2 == 0 and c0 % 2 == 0
+
+
 LAYOUTS = [MmaLayout(64, 64, 2, 2), MmaLayout(128, 64, 4, 1, 16), MmaLayout(128, 128, 4, 1, 64)]
-# (rows, columns = the row pitch, base in half elements, the tile) : odd and even pitches, unaligned bases, edge tiles
-SLICES = [(100, 130, 0, (1, 1)), (100, 131, 0, (1, 2)), (70, 64, 2, (0, 0)), (200, 129, 2, (1, 1)), (64, 63, 0, (0, 0))]
+# (rows, columns = the row pitch, base in half elements, the tile, a column offset past the tile's first)
+SLICES = [(300, 260, 0, (1, 1), 0), (300, 261, 0, (1, 1), 0), (200, 200, 2, (0, 1), 0), (300, 400, 0, (1, 2), 2),
+          (130, 130, 0, (0, 1), 0), (300, 300, 0, (1, 1), 1), (64, 63, 0, (0, 0), 0)]
 
 
 @pytest.mark.parametrize("es", [2, 4])
 @pytest.mark.parametrize("lay", LAYOUTS, ids=lambda lay: f"{lay.m}x{lay.n}w{lay.wm}x{lay.wn}s{lay.mstep}")
-def test_the_pair_block_reads_what_the_per_element_loads_read(lay: MmaLayout, es: int) -> None:
-    wide = narrow = 0
-    for rows, cols, half, (tr, tc) in SLICES:
-        base = half * es // 2  # (an element-aligned base: 2 bytes of f16, 4 of f32, neither twice that)
+def test_where_the_fast_condition_holds_each_pair_is_one_aligned_load_of_its_two_elements(lay: MmaLayout, es: int) -> None:
+    fast_tiles = 0
+    for rows, cols, half, tile, col_off in SLICES:
+        base = half * es // 2  # (an element-aligned base: 2 bytes of f16, 4 of f32, neither a pair's)
+        if not _fast(lay, rows, cols, base, es, tile, col_off):
+            continue  # (the per-element loads: the path that was there before)
+        fast_tiles += 1
         gmem = bytearray(base + rows * cols * es)
         for j in range(rows * cols):
-            gmem[base + j * es:base + (j + 1) * es] = ((j * 7 + 3) % (1 << (8 * es) - 1) + 1).to_bytes(es, "little")
+            gmem[base + j * es:base + (j + 1) * es] = ((j * 7 + 3) % ((1 << (8 * es)) - 1) + 1).to_bytes(es, "little")
         for tid in range(lay.wm * lay.wn * 32):
             warp, lane = divmod(tid, 32)
-            for i in range(0, lay.count, 2):  # register pairs: columns dc, dc + 1 of one row
+            for i in range(0, lay.count, 2):  # register pairs: layout columns dc (even), dc + 1 of one row
                 dr, dc = lay.offset(i)
-                r = tr * lay.m + lay.warp_row(warp) + dr + lane // 4
-                c = tc * lay.n + (warp % lay.wn) * (lay.n // lay.wn) + 2 * (lane % 4) + dc
-                ok = [r < rows and c + h < cols for h in (0, 1)]
-                want = [int.from_bytes(gmem[base + (r * cols + c + h) * es:base + (r * cols + c + h + 1) * es], "little")
-                        if ok[h] else OTHER for h in (0, 1)]
+                r = tile[0] * lay.m + lay.warp_row(warp) + dr + lane // 4
+                c = tile[1] * lay.n + col_off + (warp % lay.wn) * (lay.n // lay.wn) + 2 * (lane % 4) + dc
+                want = [int.from_bytes(gmem[base + (r * cols + c + h) * es:base + (r * cols + c + h + 1) * es], "little") for h in (0, 1)]
+                assert r < rows and c + 1 < cols
                 row_addr = base + (r * cols + c - dc) * es  # the row local's address; dc the displacement
-                got = _run_pair(es, gmem, row_addr, dc * es, ok[0], ok[1], OTHER)
-                assert list(got) == want, (lay, rows, cols, base, tid, i)
-                wide += all(ok) and (row_addr + dc * es) % (2 * es) == 0
-                narrow += any(ok) and not (all(ok) and (row_addr + dc * es) % (2 * es) == 0)
-    assert wide > 0 and narrow > 0  # (both ways taken: interior aligned pairs, edges and odd pitches)
+                assert list(_wide(es, gmem, row_addr, dc * es)) == want, (lay, rows, cols, base, tid, i)
+    assert 0 < fast_tiles < len(SLICES)  # (odd pitches, unaligned bases, edge tiles, odd offsets: per element)
+
+
+def _plain(name: str, tile: tuple[int, int, int, int]) -> ir.KernelIR:
+    return lower_tiles(kernel_ir(C.source(name, *tile, "f16")), tile[3] * 32, tensor_cores=True, wgmma=True, shared_limit=227 * 1024)
+
+
+@pytest.mark.parametrize("name", ["epilogue", pytest.param("gelu_residual", marks=pytest.mark.slow), "acc_in"])
+def test_the_fast_copy_pairs_and_the_other_keeps_per_element_loads(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.delenv("ANODIZE_TILE_PAIR_LOADS", raising=False)
+    ifs = [s for s in walk(_plain(name, (128, 256, 64, 8)).body) if isinstance(s, ir.If)
+           and any(isinstance(x, TileVecAligned) and x.lanes == 2 for x in walk(s.cond))]
+    assert len(ifs) == 1
+    fast, slow = list(walk(ifs[0].body)), list(walk(ifs[0].orelse))
+    pairs = [x for x in fast if isinstance(x, TilePairLoad)]
+    assert not any(isinstance(x, TilePairLoad) for x in slow)
+    n_slow = len([x for x in slow if isinstance(x, TilePredLoad)])
+    assert len(pairs) * 2 == n_slow > 0 and not any(isinstance(x, TilePredLoad) for x in fast)
+    monkeypatch.setenv("ANODIZE_TILE_PAIR_LOADS", "0")
+    assert not any(isinstance(x, TilePairLoad) for x in walk(_plain(name, (128, 256, 64, 8)).body))
 
 
 def _ptx(name: str, tile: tuple[int, int, int, int], arch: str = "sm_90") -> str:
@@ -81,36 +109,38 @@ def _count(ptx: str, op: str) -> int:
     return len(re.findall(re.escape(op) + r"\s", ptx))
 
 
-# (variant, the wide op, pairs a thread at 128 x 256 over 8 warps / at 64 x 64 over 4 on mma.sync)
+# (variant, the wide op, the per-element op, pairs a thread at 128 x 256 over 8 warps / at 64 x 64 over 4 on mma.sync)
 WIDE = [("epilogue", "ld.global.nc.b32", "ld.global.nc.b16", 32, 4), ("gelu_residual", "ld.global.nc.b32", "ld.global.nc.b16", 64, 16),
         ("acc_in", "ld.global.nc.v2.f32", "ld.global.nc.f32", 64, 16)]
 
 
-@pytest.mark.parametrize("mode", ["1", pytest.param("branch", marks=pytest.mark.slow)])
-@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=() if c[0] == "epilogue" else pytest.mark.slow) for c in WIDE])
-def test_each_pair_is_one_wide_load_and_ptxas_takes_it(monkeypatch: pytest.MonkeyPatch, case: tuple[str, str, str, int, int],
-                                                        mode: str) -> None:
+def _regs(log: str) -> tuple[int, int]:
+    used = re.search(r"Used (\d+) registers", log)
+    spill = re.search(r"(\d+) bytes spill stores", log)
+    assert used and spill, log
+    return int(used.group(1)), int(spill.group(1))
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c[0], marks=() if c[0] == "gelu_residual" else pytest.mark.slow) for c in WIDE])
+def test_each_pair_is_one_wide_load_and_ptxas_takes_it(monkeypatch: pytest.MonkeyPatch, case: tuple[str, str, str, int, int]) -> None:
     name, wide, narrow, pairs, pairs_small = case
     for tile, arch, n in (((128, 256, 64, 8), "sm_90", pairs), ((64, 64, 32, 4), "sm_80", pairs_small)):
-        monkeypatch.delenv("ANODIZE_TILE_PAIR_LOADS", raising=False)
+        monkeypatch.setenv("ANODIZE_TILE_PAIR_LOADS", "0")
         before = _ptx(name, tile, arch)
         assert _count(before, wide) == 0 and _count(before, narrow) == 2 * n, (tile, _count(before, narrow))
-        monkeypatch.setenv("ANODIZE_TILE_PAIR_LOADS", mode)
+        monkeypatch.delenv("ANODIZE_TILE_PAIR_LOADS")
         ptx = _ptx(name, tile, arch)
-        # one wide load a pair; the per-element loads stay, for the edges and odd pitches
+        # one wide load a pair in the fast copy; the per-element loads in the other
         assert _count(ptx, wide) == n and _count(ptx, narrow) == 2 * n, (tile, _count(ptx, wide))
-        if mode == "1":  # (predicated: the wide load and the narrow ones exclude each other)
-            assert len(re.findall(r"@%azq2 ld\.global", ptx)) == n
         if shutil.which("ptxas"):
-            log = ptxas_log(ptx, arch)
-            if name != "gelu_residual":  # (it spills at 128 x 256 under -O1: the switch is off by default)
-                assert re.search(r" 0 bytes spill stores", log), log
+            (r0, s0), (r1, s1) = _regs(ptxas_log(before, arch)), _regs(ptxas_log(ptx, arch))
+            assert s1 == 0 and s0 == 0 and (r1 <= r0 + 4), (tile, r0, s0, r1, s1)
 
 
 def test_the_canonical_gemm_is_unchanged_by_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANODIZE_TILE_PAIR_LOADS", raising=False)
+    monkeypatch.setenv("ANODIZE_TILE_PAIR_LOADS", "0")
     before = _ptx("canonical", (128, 256, 64, 8))
-    monkeypatch.setenv("ANODIZE_TILE_PAIR_LOADS", "1")
+    monkeypatch.delenv("ANODIZE_TILE_PAIR_LOADS")
     label = re.compile(r"(AZ[A-Z_]+?)\d+")  # (the inline blocks' labels count on across compiles)
 
     def norm(ptx: str) -> list[str]:
@@ -120,16 +150,12 @@ def test_the_canonical_gemm_is_unchanged_by_the_switch(monkeypatch: pytest.Monke
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["1", "branch"])
 @pytest.mark.parametrize("name", ["epilogue", "gelu_residual", "acc_in"])
-@pytest.mark.parametrize("tile", [(128, 256, 64, 8), (64, 64, 32, 4), (128, 128, 64, 4)], ids=lambda t: "x".join(map(str, t)))
-@pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 301, 190), (130, 255, 64)])
-def test_paired_loads_match_numpy_on_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str, name: str,
+@pytest.mark.parametrize("tile", [(128, 256, 64, 8), (64, 64, 32, 4)], ids=lambda t: "x".join(map(str, t)))
+@pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 301, 190), (256, 255, 64)])
+def test_paired_loads_match_numpy_on_the_gpu(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str,
                                              tile: tuple[int, int, int, int], m: int, n: int, k: int) -> None:
-    """Odd row pitches (301, 255: every other row's pairs unaligned) and edge tiles too."""
-    monkeypatch.setenv("ANODIZE_TILE_PAIR_LOADS", mode)
+    """Aligned tiles (the fast copy), odd row pitches (301, 255: the per-element copy) and edge tiles."""
+    monkeypatch.delenv("ANODIZE_TILE_PAIR_LOADS", raising=False)
     monkeypatch.setenv("ANODIZE_CACHE", "off")
-    run_case(tmp_path, az.device(), name, tile, m, n, k, tag=f"pairs {mode}")
-
-
-assert np is not None
+    run_case(tmp_path, az.device(), name, tile, m, n, k, tag="pairs")
