@@ -35,7 +35,7 @@ from .layout import MmaLayout, RowLayout, choose_layout, row_of, stacked_enabled
 from .mask_skip import lazy_rescale, mask_skip, rescale_condition, skip_condition
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
-from .pair_loads import pair_condition, pair_up
+from .pair_loads import TilePairLoad, pair_condition, pair_up
 from .prefetch import prefetch_loop, prefetched_sites
 from .wgmma import smem_bytes, two_blocks_stages
 
@@ -185,6 +185,8 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
     finally:
         low.acc, low.frag, low.frag_loads = saved, None, None
         low.frag_memo, low.frag_even = {}, {}
+    if not any(isinstance(st, TilePairLoad) for st in fast):
+        inside = None  # (no two loads paired: the copy would be the same loads again)
     run: list[ir.Stmt] = slow if inside is None else [ir.If(inside, tuple(fast), tuple(slow))]
     return [*low.sync(seen), *origin, *run]
 

@@ -19,7 +19,8 @@ the first from an even layout column (`2 (l % 4) + 8 ni`) read at the load's col
 the fragment's column (no transpose): its column is then even, its address a multiple of twice
 the element size, and both elements inside.  Odd pitches, unaligned bases and edge tiles take
 the per-element loads: the same values read in every case.  A bias row (an (N,) tile broadcast
-along the rows) pairs the same way; a tree that loads nothing has no second copy.
+along the rows) pairs the same way; a loop that loads nothing, or nothing that pairs (a
+transposed tile: a thread holds no two adjacent rows), has no second copy.
 
 (Predicating each pair's wide load inside one copy -- the wide load where aligned and inside,
 else the per-element loads -- made ptxas -O1 gather a GELU + residual tile's loads ahead of its
@@ -64,9 +65,9 @@ def pair_condition(low: Any, tree: Any) -> ir.Expr | None:
     loaded tile inside its slice, every slice aligned for pairs, every column offset even."""
     if not pair_loads():
         return None
-    loads = [ld for ld in low.loads_in(tree) if LOAD_KINDS.get(ld.ty.elem.name)]
+    loads = [ld for ld in low.loads_in(tree) if LOAD_KINDS.get(ld.ty.elem.name) and len(ld.offset) <= 2]
     if not loads or len(loads) != len(low.loads_in(tree)):
-        return None
+        return None  # (a load of another kind or rank: no pairs, `frag_load`)
     inside = low.all_inside(tree)
     uniq: dict[str, ir.SliceRef] = {}
     for ld in loads:

@@ -109,6 +109,28 @@ def _count(ptx: str, op: str) -> int:
     return len(re.findall(re.escape(op) + r"\s", ptx))
 
 
+TRANSPOSED = """
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
+
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=4)
+def k(a: Slice2D[f16], b: Slice2D[f16], res: Slice2D[f16], c: DisjointSlice2D[f32], kdim: i64) -> None:
+    pid = tile.program_id_2d()
+    acc = tile.zeros((64, 64), f32)
+    for kk in range(0, kdim, 32):
+        acc = tile.matmul(tile.load(a, (pid.row * 64, kk), (64, 32)), tile.load(b, (kk, pid.col * 64), (32, 64)), acc)
+    tile.store(c, pid, acc + tile.load(res, (pid.col * 64, pid.row * 64), (64, 64)).T.astype(f32))
+"""
+
+
+def test_a_transposed_tile_pairs_nothing_and_keeps_one_copy() -> None:
+    k = lower_tiles(kernel_ir(TRANSPOSED), 128, tensor_cores=True, wgmma=False, shared_limit=99 * 1024)
+    nodes = list(walk(k.body))
+    assert any(isinstance(x, TilePredLoad) for x in nodes)
+    assert not any(isinstance(x, (TilePairLoad, TileVecAligned)) for x in nodes)
+
+
 # (variant, the wide op, the per-element op, pairs a thread at 128 x 256 over 8 warps / at 64 x 64 over 4 on mma.sync)
 WIDE = [("epilogue", "ld.global.nc.b32", "ld.global.nc.b16", 32, 4), ("gelu_residual", "ld.global.nc.b32", "ld.global.nc.b16", 64, 16),
         ("acc_in", "ld.global.nc.v2.f32", "ld.global.nc.f32", 64, 16)]
