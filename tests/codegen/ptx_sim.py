@@ -104,7 +104,7 @@ class Thread:
         if name == "or" and ty == "pred":
             self.r[a[0]] = V(a[1]) | V(a[2])
             return None
-        if name == "mov" and a[1].startswith("{"):  # packing: the first part in the low bits
+        if name == "mov" and a[1].startswith("{"):  # pack: the first register the low bits
             parts = [x.strip() for x in a[1].strip("{}").split(",")]
             w = bits // len(parts)
             self.setr(a[0], sum((V(x) & ((1 << w) - 1)) << (w * i) for i, x in enumerate(parts)), bits, ops)
