@@ -5,10 +5,10 @@ The `Lowerer` (codegen/llvm/lower.py) imports none of them: each imports the Low
 and registers its handlers with `@lowers(NodeType)`.  The core statements, expressions, calls
 and local values are the Lowerer's collaborators (codegen/llvm/stmts.py, exprs.py, calls.py,
 locals.py), registered with their classes.  The nodes the tile compiler makes (`TileMma`,
-`TilePredStore`, the staged epilogue's and `TilePredLoad`, `TileVecLoad`, `TileVecStore`,
+`TilePredStore`, the staged epilogue's and `TilePredLoad`, `TilePairLoad`, `TileVecLoad`, `TileVecStore`,
 `TileVecAligned`, the prefetch's `TileCopy`, `TileCopyAlignedFlag` and `TileDrain`,
 `TileAttention`) are registered by the modules codegen/tile/entry.py imports with the tile pass
-(tile/mma.py, tile/epilogue.py, tile/rows_llvm.py, tile/prefetch.py, tensorcore/attention.py),
+(tile/mma.py, tile/epilogue.py, tile/pair_loads.py, tile/rows_llvm.py, tile/prefetch.py, tensorcore/attention.py),
 so a SIMT kernel's compile loads no tile code.
 """
 

@@ -5,7 +5,7 @@ cores (lower.py) where the GPU has them.
 
 Importing this module registers the LLVM lowerings of the nodes the pass makes
 (codegen/llvm/registry.py): `TileMma` and `TilePredStore` (mma.py), the fragment loops' staged
-stores and predicated loads (epilogue.py), the row form's vector accesses (rows_llvm.py) and the attention form's `TileAttention` (tensorcore/attention.py).
+stores and predicated loads (epilogue.py), their paired loads (pair_loads.py), the row form's vector accesses (rows_llvm.py) and the attention form's `TileAttention` (tensorcore/attention.py).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from anodize.language import ir
 
 from ..tensorcore import attention as _attention_lowering  # noqa: F401  (registers TileAttention)
+from . import pair_loads as _pair_lowering  # noqa: F401  (registers TilePairLoad)
 from . import rows_llvm as _rows_lowering  # noqa: F401  (registers the row form's vector accesses)
 from .attention import TileAttention
 from .epilogue import TileStagedStore

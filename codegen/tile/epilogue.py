@@ -39,7 +39,7 @@ from .layout import MmaLayout
 if TYPE_CHECKING:
     from ..llvm.lower import Lowerer
 
-__all__ = ["TilePredLoad", "pred_load_kind", "lower_pred_load", "TileStageStart", "TileStageWrite", "TileStagedStore", "stage_groups", "staged_bytes", "staged_epilogue", "staged_text",
+__all__ = ["LOAD_KINDS", "TilePredLoad", "pred_load_kind", "lower_pred_load", "TileStageStart", "TileStageWrite", "TileStagedStore", "stage_groups", "staged_bytes", "staged_epilogue", "staged_text",
            "lower_stage_start", "lower_stage_write", "lower_staged_store"]
 
 _ids = itertools.count()
@@ -83,12 +83,12 @@ class TilePredLoad:
     offset: int = 0
 
 
-_LOAD_KINDS = {"f32": ("f32", "f", 32), "f16": ("b16", "h", 16), "bf16": ("b16", "h", 16), "i32": ("b32", "r", 32)}
+LOAD_KINDS = {"f32": ("f32", "f", 32), "f16": ("b16", "h", 16), "bf16": ("b16", "h", 16), "i32": ("b32", "r", 32)}
 
 
 def pred_load_kind(elem: str) -> bool:
     """Does `TilePredLoad` take elements of this type?"""
-    return elem in _LOAD_KINDS
+    return elem in LOAD_KINDS
 
 
 @dataclass(frozen=True)
@@ -276,7 +276,7 @@ def lower_pred_load(lw: Lowerer, s: TilePredLoad) -> None:
     b = lw.b
     sv = lw.frame.slices[s.slice.name]
     elem = sv.ty.elem
-    kind, reg, bits = _LOAD_KINDS[elem.name]
+    kind, reg, bits = LOAD_KINDS[elem.name]
     disp = 0
     if s.row is None:
         ok, ptr, _, _ = lw.bounds.address(sv, s.index)

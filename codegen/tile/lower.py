@@ -35,6 +35,7 @@ from .layout import MmaLayout, RowLayout, choose_layout, row_of, stacked_enabled
 from .mask_skip import lazy_rescale, mask_skip, rescale_condition, skip_condition
 from .epilogue import ELEM_BYTES, TileStagedStore, TileStageStart, TileStageWrite, stage_groups, staged_bytes, staged_epilogue
 from .mma import MmaOperandIR, TileMma, TilePredStore
+from .pair_loads import TilePairLoad, pair_condition, pair_up
 from .prefetch import prefetch_loop, prefetched_sites
 from .wgmma import smem_bytes, two_blocks_stages
 
@@ -128,8 +129,9 @@ def read_register(low: Any, x: Any, coords: list[ir.Expr]) -> ir.Expr:
 
 
 def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) -> list[ir.Stmt]:
-    """body(i, coords) for each register i of the layout (unrolled); with `inside`, an unmasked
-    copy runs when it holds (as the element loops do)."""
+    """body(i, coords) for each register i of the layout (unrolled); with `inside`, a second
+    copy runs when it holds (`low.unmasked` set while it is built: its loads pair up,
+    pair_loads.py).  `body` is called once a copy for each register, the slow copy first."""
     tid = low.tid()
     warp, lane = _bin("//", tid, _c(32)), _bin("%", tid, _c(32))
     r0, c0 = low.local(I64, "fr"), low.local(I64, "fc")
@@ -147,42 +149,45 @@ def _fragment_loop(low: Any, lay: MmaLayout, body: Any, inside: ir.Expr | None) 
                                     _bin("*", _bin("%", lane, _c(4)), _c(2)))),
         ]
     saved, low.acc = low.acc, _Access((lay.m, getattr(lay, "n", 1)), [])
-    low.frag_memo = {}
+    memos: tuple[dict[Any, Any], dict[Any, Any]] = ({}, {})  # each copy's loads by element (frag_load)
+    low.frag_even = {}  # the fast copy's loads of even layout columns (pair_loads.py)
     slow: list[ir.Stmt] = []
     fast: list[ir.Stmt] = []
-    batch: list[tuple[list[ir.Stmt], list[ir.Stmt]]] = []
+    batches: tuple[list[Any], list[Any]] = ([], [])
 
-    def flush() -> None:
+    def flush(copy: int) -> None:
         # a batch of elements' masked loads first, then their arithmetic and stores: the loads'
-        # latencies overlap (each load sits in its own branch, which nothing hoists)
-        for loads, _ in batch:
-            slow.extend(loads)
-        for _, rest in batch:
-            slow.extend(rest)
-        batch.clear()
+        # latencies overlap (each load sits in its own branch, which nothing hoists); in the
+        # fast copy two adjacent columns' loads are one (pair_loads.py)
+        loads = [st for part, _ in batches[copy] for st in part]
+        into = fast if copy else slow
+        into.extend(pair_up(loads, low.frag_even) if copy else loads)
+        for _, rest in batches[copy]:
+            into.extend(rest)
+        batches[copy].clear()
 
     try:
         for i in range(lay.count):
             dr, dc = lay.offset(i)
             coords = [_bin("+", r0, _c(dr)), _bin("+", c0, _c(dc))]
-            low.frag = (i, coords, lay)
-            low.frag_loads = []
-            rest = body(i, coords)
-            batch.append((low.frag_loads, rest))
-            low.frag_loads = None
-            if len(batch) == LOAD_BATCH:
-                flush()
-            if inside is not None:
-                low.unmasked = True
+            for copy in (0, 1) if inside is not None else (0,):
+                low.frag, low.frag_memo, low.frag_loads, low.unmasked = (i, coords, lay), memos[copy], [], bool(copy)
                 try:
-                    fast += body(i, coords)
+                    rest = body(i, coords)
                 finally:
                     low.unmasked = False
-        flush()
+                batches[copy].append((low.frag_loads, rest))
+                low.frag_loads = None
+                if len(batches[copy]) == LOAD_BATCH:
+                    flush(copy)
+        flush(0)
+        flush(1)
         seen = low.acc.seen
     finally:
         low.acc, low.frag, low.frag_loads = saved, None, None
-        low.frag_memo = {}
+        low.frag_memo, low.frag_even = {}, {}
+    if not any(isinstance(st, TilePairLoad) for st in fast):
+        inside = None  # (no two loads paired: the copy would be the same loads again)
     run: list[ir.Stmt] = slow if inside is None else [ir.If(inside, tuple(fast), tuple(slow))]
     return [*low.sync(seen), *origin, *run]
 
@@ -212,7 +217,7 @@ def _fragment_assign(low: Any, tree: Any, dest: Any) -> list[ir.Stmt]:
         v = low.ev(tree, coords, pre)
         return [*pre, ir.Assign(dest.regs[i], v)]
 
-    return _fragment_loop(low, dest.layout, body, None)
+    return _fragment_loop(low, dest.layout, body, pair_condition(low, tree))
 
 
 def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
@@ -226,7 +231,7 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
     if staged is not None:
         return staged(tree)
     g0 = [low.local(I64, "gr"), low.local(I64, "gc")]  # the thread's first row and column of `dst`
-    rows: dict[int, ir.Local] = {}  # row offset -> the flat index of (that row, the thread's first column)
+    rows: dict[tuple[bool, int], ir.Local] = {}  # (copy, row offset) -> the flat index of (that row, the thread's first column)
 
     def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
         dr, dc = lay.offset(i)
@@ -236,15 +241,16 @@ def store_registers(low: Any, s: Any, tree: Any) -> list[ir.Stmt]:
             for a in range(2):
                 pre.append(ir.Assign(g0[a].name, _bin("+", _bin("*", low.pid(2, a), _c(ty.shape[a])), origin[a])))
         row = _bin("+", g0[0], _c(dr))
-        if dr not in rows:  # the row's flat index once (wrapping i64, as the bounds' address forms it)
-            rows[dr] = low.local(I64, "gb")
-            pre.append(ir.Assign(rows[dr].name, _bin("+", _bin("*", row, ir.Len(s.slice, 1, I64)), g0[1])))
+        key = (low.unmasked, dr)
+        if key not in rows:  # the row's flat index once a copy (wrapping i64, as the bounds' address forms it)
+            rows[key] = low.local(I64, "gb")
+            pre.append(ir.Assign(rows[key].name, _bin("+", _bin("*", row, ir.Len(s.slice, 1, I64)), g0[1])))
         v = low.ev(tree, coords, pre)
         low.note("global " + s.slice.name, True, False)
         where = (row, _bin("+", g0[1], _c(dc)))
-        return [*pre, TilePredStore(s.slice, where, v, s.span, rows[dr], dc)]  # type: ignore[list-item]
+        return [*pre, TilePredStore(s.slice, where, v, s.span, rows[key], dc)]  # type: ignore[list-item]
 
-    return _fragment_loop(low, lay, body, None)
+    return _fragment_loop(low, lay, body, pair_condition(low, tree))
 
 
 def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
@@ -265,7 +271,7 @@ def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
 
     def run(tree: Any) -> list[ir.Stmt]:
         addr = low.local(I32, "sa")
-        names: list[str] = []
+        names: tuple[list[str], list[str]] = ([], [])  # each copy's values, by register
 
         def body(i: int, coords: list[ir.Expr]) -> list[ir.Stmt]:
             # each group of registers goes to shared memory once computed: few values live at once
@@ -275,15 +281,16 @@ def _staged(low: Any, s: Any, lay: MmaLayout) -> Any:
             ety = s.slice.ty.elem
             if elem == "f16" and isinstance(v, ir.Cast) and v.value.ty == F32:
                 v, ety = v.value, F32  # rounded with its pair when written (one cvt.rn.f16x2.f32)
-            names.append(low.local(ety, "ev").name)
-            out = [*pre, ir.Assign(names[-1], v)]
+            mine = names[low.unmasked]
+            mine.append(low.local(ety, "ev").name)
+            out = [*pre, ir.Assign(mine[-1], v)]
             if i in groups:
                 regs, off, kind = groups[i]
-                out.append(TileStageWrite(addr.name, tuple(names[r] for r in regs), off, kind))  # type: ignore[arg-type]
+                out.append(TileStageWrite(addr.name, tuple(mine[r] for r in regs), off, kind))  # type: ignore[arg-type]
             return out
 
         out: list[ir.Stmt] = [TileStageStart(addr.name, lay, es, stmatrix)]  # type: ignore[list-item]
-        out += _fragment_loop(low, lay, body, None)
+        out += _fragment_loop(low, lay, body, pair_condition(low, tree))
         low.uses_barrier = True
         low.pending = {}  # the statement ends with a barrier
         row0, col0 = (_bin("*", low.pid(2, a), _c(lay.m if a == 0 else lay.n)) for a in range(2))

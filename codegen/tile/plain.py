@@ -99,6 +99,7 @@ class _Lowering:
         self.grouped: Any = None  # (row, col) locals of the grouped program order (group_programs)
         self.frag_loads: Any = None  # the fragment loop element's masked loads, issued ahead (tile/lower.py)
         self.frag_memo: dict[Any, ir.Local] = {}  # the fragment loop's loads by element (frag_load)
+        self.frag_even: dict[str, bool] = {}  # its fast copy's loads of even layout columns (pair_loads.py)
 
     # ---- names and storage -------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -558,10 +559,11 @@ class _Lowering:
             if x.slice.ty.kind.output:  # the program's own tile of an output: stored by these threads?
                 self.note("global " + x.slice.name, False, self.identity(coords, x.ty.shape))
             at = [_bin("+", o, c) for o, c in zip(x.offset, coords, strict=True)]
-            if self.unmasked:  # the whole tile is inside `src` (the loop's `inside` condition)
+            frag = self.frag is not None and self.frag_loads is not None and pred_load_kind(x.ty.elem.name)
+            if self.unmasked and not frag:  # the whole tile is inside `src` (the loop's `inside` condition)
                 return ir.Read(x.slice, tuple(at), False, -1, x.ty.elem)
-            if self.frag is not None and self.frag_loads is not None and pred_load_kind(x.ty.elem.name):
-                return self.frag_load(x, at)
+            if frag:  # (in a fragment loop's fast copy: loads that pair up, pair_loads.py)
+                return self.frag_load(x, at, coords[-1] is self.frag[1][-1] and self.frag[0] % 2 == 0)
             v = self.local(x.ty.elem, "ld")
             slots = [self.local(I64, "at") for _ in at]
             if self.frag is not None and self.frag_loads is not None:
@@ -576,7 +578,7 @@ class _Lowering:
             return v
         raise AssertionError(f"not evaluable inline: {type(x).__name__}")
 
-    def frag_load(self, x: TileLoad, at: list[ir.Expr]) -> ir.Expr:
+    def frag_load(self, x: TileLoad, at: list[ir.Expr], even: bool = False) -> ir.Expr:
         """A fragment loop's masked load: one predicated load (codegen/tile/epilogue.py
         `TilePredLoad`) among the batch issued ahead, once per element of `x` the loop reads
         (a row's bias serves both fragment rows), its address the element's row address (one
@@ -586,6 +588,7 @@ class _Lowering:
         if hit is not None:
             return hit
         hit = self.frag_memo[key] = self.local(x.ty.elem, "ld")
+        self.frag_even[hit.name] = even and self.unmasked  # (an even layout column at the load's column offset plus it)
         parts = [_split_const(a) for a in at]
         row: ir.Local | None = None
         if len(at) <= 2:
@@ -612,7 +615,7 @@ def _split_const(e: ir.Expr) -> tuple[ir.Expr, int]:
         if isinstance(e.right, ir.Const) and type(e.right.value) is int:
             return e.left, e.right.value
         inner, d = _split_const(e.right)
-        if d:
+        if d or inner is not e.right:  # (a `+ 0` dropped: one row local for the columns 0 and 1)
             return _bin("+", e.left, inner, e.ty), d
     return e, 0
 

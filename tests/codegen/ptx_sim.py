@@ -23,6 +23,7 @@ class Thread:
         self.r: dict[str, int] = {}
         self.events: list[tuple[Any, ...]] = []  # (op, ...) of the async and ordering instructions, in order
         self.watch = ""  # a register whose value each shared write records (a loop counter)
+        self.check_alignment = False  # assert each access is aligned to its size (the hardware faults otherwise)
 
     def val(self, x: str, ops: list[Any]) -> int:
         x = x.strip()
@@ -144,6 +145,7 @@ class Thread:
             addr = V(m.group(1)) + int(m.group(2) or 0)
             regs = [x.strip() for x in regs_s.strip("{}").split(",")]
             nb = _W.get(ty, 32) // 8 if ty != "f32" else 4
+            assert not self.check_alignment or addr % (nb * vec) == 0, ("misaligned", p, hex(addr))  # (the hardware faults)
             for i, reg in enumerate(regs[:vec]):
                 at = addr + i * nb
                 assert at >= 0 and at + nb <= len(mem), (p, hex(at))
