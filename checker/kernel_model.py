@@ -66,6 +66,7 @@ class ModuleModel:
         self.by_node: dict[ast.AST, FunctionInfo] = {}
         self.values: dict[ast.AST, Val] = {}
         self.ctx: dict[ast.AST, Ctx] = {}
+        self._evaluated: dict[FunctionInfo, list[ast.AST]] | None = None  # `evaluated`'s table (on first use)
         self.callees: dict[ast.Call, Callee] = {}
         self.stores: set[ast.AST] = set()  # subscript/attribute/name nodes written
         self.barriers: dict[ast.Call, Ctx] = {}
@@ -83,6 +84,18 @@ class ModuleModel:
     def span(self, node: ast.AST, top: int | None = None) -> Span:
         """`node`'s span (`top`, the index of the top-level statement that holds it, is not needed)."""
         return self.src.span(node)
+
+    def evaluated(self, fn: FunctionInfo) -> list[ast.AST]:
+        """The subscripts and calls the model evaluated in `fn`, in the order it met them: one
+        pass over its contexts for all functions (on first use; the model is complete once
+        built), instead of a walk of each function's tree for the rules that look for them."""
+        table = self._evaluated
+        if table is None:
+            table = self._evaluated = {}
+            for node, c in self.ctx.items():
+                if isinstance(node, (ast.Subscript, ast.Call)):
+                    table.setdefault(c.fn, []).append(node)
+        return table.get(fn, [])
 
     def code(self, node: ast.AST) -> str:
         return self.src.code(node).strip()

@@ -25,8 +25,6 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from anodize.language.walk import nodes_of
-
 from .index_forms import TX, TY, TZ, Lin
 from .shared_slots import compatible
 
@@ -147,17 +145,14 @@ def conflict(a: Any, b: Any) -> bool | None:
     return None
 
 
-_SUBSCRIPT = frozenset({ast.Subscript})
-
-
 def unsafe_writes(model: Any, fn: Any, owned: Any = frozenset()) -> list[ast.Subscript]:
     """The safe-tier writes of shared arrays in `fn` that are not at the writer's own slot
     (the witness itself, or a multi-slot index in `owned`: proven in every walk of `fn`)."""
     out: list[ast.Subscript] = []
     # (in no particular order: the rule's reports are sorted by place; an augmented
     # assignment's target is itself a stored subscript)
-    for target in nodes_of([fn.node], _SUBSCRIPT):
-        if target.ctx.__class__ is not ast.Store:  # type: ignore[attr-defined]
+    for target in model.evaluated(fn):  # (a subscript the model did not evaluate in `fn` has no context of `fn`)
+        if target.__class__ is not ast.Subscript or target.ctx.__class__ is not ast.Store:  # type: ignore[attr-defined]
             continue
         base = model.values.get(target.value)  # type: ignore[attr-defined]
         ctx = model.ctx.get(target)

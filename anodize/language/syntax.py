@@ -27,6 +27,8 @@ import re
 import stat
 import tokenize
 from collections.abc import Iterator
+from itertools import accumulate, repeat
+from operator import add
 
 from anodize.language.diagnostics import Span
 from anodize.language.walk import child_nodes
@@ -65,7 +67,13 @@ def read_source(path: str | os.PathLike[str]) -> str:
 def line_offsets(text: str) -> list[int]:
     """Where each line of `text` starts (by the parser's line breaks), then `len(text)`:
     line n (1-based) is `text[offsets[n - 1] : offsets[n]]`, its line break included."""
-    return [0, *(m.end() for m in NEWLINE.finditer(text)), len(text)]
+    if "\r" in text:
+        return [0, *(m.end() for m in NEWLINE.finditer(text)), len(text)]
+    # only `\n` breaks lines: each line starts one past the end of the one before (without
+    # the regular expression's tries of three breaks at each character)
+    offsets = [0, *accumulate(map(add, map(len, text.split("\n")), repeat(1)))]
+    offsets[-1] = len(text)  # (the last line has no break)
+    return offsets
 
 
 # How deep code may nest (statements and expressions together, counted in AST nodes from the
@@ -156,7 +164,8 @@ class Source:
     def lines(self) -> list[str]:
         """The source's lines without their line breaks; `lines[0]` is line 1."""
         if self._lines is None:
-            self._lines = NEWLINE.split(self.text)
+            text = self.text
+            self._lines = text.split("\n") if "\r" not in text else NEWLINE.split(text)
         return self._lines
 
     def line(self, lineno: int) -> str:

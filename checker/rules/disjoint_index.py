@@ -145,7 +145,6 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
     def __init__(self, ctx: RuleContext) -> None:
         super().__init__(ctx)
         self._summaries: dict[FunctionInfo, list[_Access]] = {}
-        self._by_fn: dict[FunctionInfo, list[ast.AST]] | None = None  # `_nodes_of`'s table (on first use)
 
     # -- one mapping per output ---------------------------------------------------------------
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
@@ -179,7 +178,7 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
             return []  # recursion (rejected elsewhere)
         m = self.model
         out: list[_Access] = []
-        for node in self._nodes_of(fn):
+        for node in m.evaluated(fn):
             if isinstance(node, ast.Subscript):
                 base = m.values.get(node.value)
                 idx = index_elements(node)
@@ -222,18 +221,6 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
         out.sort(key=lambda a: (getattr(a.node, "lineno", 0), getattr(a.node, "col_offset", 0)))
         self._summaries[fn] = out
         return out
-
-    def _nodes_of(self, fn: FunctionInfo) -> list[ast.AST]:
-        """The subscripts and calls the model evaluated in `fn` (one pass over the model's
-        contexts for all functions, instead of a walk of every function's tree)."""
-        table = self._by_fn
-        if table is None:
-            table = {}
-            for node, c in self.model.ctx.items():
-                if isinstance(node, (ast.Subscript, ast.Call)):
-                    table.setdefault(c.fn, []).append(node)
-            self._by_fn = table
-        return table.get(fn, [])
 
     def _show(self, sp: Space) -> str:
         if sp.kind == "grid_stride" and sp.node is not None:
