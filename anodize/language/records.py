@@ -13,9 +13,8 @@ about 0.6 ms a class, ~80 ms of the GEMM's cold compile.  Here the standard libr
 collects the fields (so `fields`, `replace`, `asdict`, `is_dataclass`, `__match_args__` and
 `__dataclass_params__` are its own), with method generation switched off; `__init__` is then
 made from the same text the standard library would write (on its first use; compiled once
-per shape of fields, its names then renamed in the code object; a frozen class's stores its
-fields into the instance's `__dict__`, or, where a field is a data descriptor such as a base's
-slot, calls `object.__setattr__` from a cell, not through `object` each field), and `__repr__`,
+per shape of fields, its names then renamed in the code object; a frozen class's calls
+`object.__setattr__` from a cell, not through `object` each field), and `__repr__`,
 `__eq__`, `__hash__` and the frozen `__setattr__` / `__delattr__` are closures over the field
 names, with the standard library's semantics (tests/language/test_records.py compares the two).
 
@@ -174,14 +173,10 @@ def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
         return _init_fn_exec(cls, fields, frozen)
     self_name = "__dataclass_self__" if any(f.name == "self" for f in fields) else "self"
     kinds = tuple(f.default_factory is not _MISSING for f in fields)
-    # a frozen instance's fields go straight into its `__dict__` (what `object.__setattr__`
-    # does for a plain attribute, without a call a field) unless a field is a data descriptor
-    # (a base's slot, a property), which only `object.__setattr__` writes through
-    via_dict = frozen and cls.__dictoffset__ != 0 and not any(_data_descriptor(cls, f.name) for f in fields)
-    key = (frozen, self_name, kinds, via_dict)
+    key = (frozen, self_name, kinds)
     tpl = _TEMPLATES.get(key)
     if tpl is None:
-        tpl = _TEMPLATES[key] = _template(frozen, self_name, kinds, via_dict)
+        tpl = _TEMPLATES[key] = _template(frozen, self_name, kinds)
     rename = {f"_az{i}_": f.name for i, f in enumerate(fields)}
     rename.update({_DFLT.format(f"_az{i}_"): _DFLT.format(f.name) for i, f in enumerate(fields)})
     code = tpl.replace(
@@ -201,36 +196,19 @@ def _init_fn(cls: Any, fields: list[Any], frozen: bool) -> Any:
     return fn
 
 
-def _data_descriptor(cls: Any, name: str) -> bool:
-    """Whether `name` is a data descriptor (a slot, a property) on the class or a base."""
-    for base in cls.__mro__:
-        if name in base.__dict__:
-            kind = type(base.__dict__[name])
-            return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
-    return False
-
-
-def _template(frozen: bool, self_name: str, kinds: tuple[bool, ...], via_dict: bool = False) -> Any:
-    """The code object of `__init__` for fields `_az0_`, `_az1_`, ... (`kinds[i]`: a factory;
-    `via_dict`: a frozen instance's fields stored into its `__dict__`)."""
+def _template(frozen: bool, self_name: str, kinds: tuple[bool, ...]) -> Any:
+    """The code object of `__init__` for fields `_az0_`, `_az1_`, ... (`kinds[i]`: a factory)."""
     body = []
     for i, factory in enumerate(kinds):
         name = f"_az{i}_"
         value = f"{_DFLT.format(name)}() if {name} is {_FACTORY} else {name}" if factory else name
-        # a frozen instance (the typer and the checker make ~64,000 a 10,000-line check) takes
-        # its fields into its `__dict__`: `object.__setattr__` is a call a field, through its
-        # slot wrapper; where it must run, it comes from a cell of its own (the standard
-        # library's text looks it up on `object` once a field)
-        if not frozen:
-            body.append(f"  {self_name}.{name}={value}")
-        elif via_dict:  # (3.11 keeps the values inline until `__dict__` is asked for)
-            body.append(f"  _az_dict_[{name!r}]={value}")
-        else:
-            body.append(f"  {_SET}({self_name},{name!r},{value})")
+        # a frozen class's `object.__setattr__` comes from a cell of its own (the standard
+        # library's text looks it up on `object` once a field: a sixth of the cost of a
+        # frozen instance, of which the typer and the checker make ~50,000 a 10,000-line check)
+        body.append(f"  {_SET}({self_name},{name!r},{value})" if frozen
+                    else f"  {self_name}.{name}={value}")
     outer = ["__dataclass_builtins_object__", _SET, _FACTORY] + [_DFLT.format(f"_az{i}_") for i, k in enumerate(kinds) if k]
     params = ",".join([self_name] + [f"_az{i}_" for i in range(len(kinds))])
-    if via_dict and body:
-        body.insert(0, f"  _az_dict_={self_name}.__dict__")
     text = (f"def __create_fn__({', '.join(outer)}):\n def __init__({params}):\n"
             + ("\n".join(body) or "  pass") + "\n return __init__")
     module = compile(text, "<string>", "exec", dont_inherit=True)
