@@ -32,6 +32,11 @@ BODIES = {
     "block table": (EX.replace(K_AT, "tile.load(k, (base + idx[j // BN], 0), (BN, D))"), False),
     "divided by a parameter": (EX.replace(K_AT, "tile.load(k, (base + j // w, 0), (BN, D))"), False),
     "divided by a constant": (EX.replace(K_AT, "tile.load(k, (base + (j // BN) * BN, 0), (BN, D))"), True),
+    # (the rules before: a jump out of the body; an offset reading a local the body assigns)
+    "break": (EX.replace("        m = m_new\n", "        m = m_new\n        if j + BN >= seq:\n            break\n"), False),
+    "assigned local": (EX.replace("    for j in range(0, seq, BN):\n", "    kb = base\n    for j in range(0, seq, BN):\n")
+                       .replace(K_AT, "tile.load(k, (kb, 0), (BN, D))").replace("        m = m_new\n", "        m = m_new\n        kb = kb + BN\n"),
+                       False),
 }
 
 
