@@ -136,3 +136,12 @@ def test_each_layout_and_major_copies_the_k_tiles_whole(case: tuple) -> None:
     a = dict(zip(("ld", "mn0", "k0", "lim", "pad"), ao))
     b = dict(zip(("ld", "mn0", "k0", "lim", "pad"), bo))
     assert run_case(lay, at, bt, K, a, b) == want
+
+
+@pytest.mark.parametrize("group", [pytest.param("2"), pytest.param("1", marks=pytest.mark.slow)])
+def test_every_scalar_group_copies_the_k_tiles_whole(group: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_SCALAR_GROUP` 2 and 1 (4, the default, above): A's 4 chunks a thread in 2 or
+    4 groups, B's 2 in 1 or 2."""
+    monkeypatch.setenv("ANODIZE_TILE_SCALAR_GROUP", group)
+    _, lay, at, bt, K, ao, bo, want = CASES[0]
+    assert run_case(lay, at, bt, K, dict(zip(("ld", "mn0", "k0", "lim"), ao)), dict(zip(("ld", "mn0", "k0", "lim"), bo))) == want
