@@ -335,7 +335,10 @@ def dlpack_adapter(kernel: str, p: ParamSpec, device: Any) -> SliceAdapter:
             capsule = a.__dlpack__()
         except Exception as e:  # e.g. a torch tensor that requires grad
             raise arg_error(kernel, p, f"its __dlpack__ failed: {e}") from None
-        t = dlpack.read_capsule(capsule)
+        try:
+            t = dlpack.read_capsule(capsule)
+        except TypeError as e:  # a versioned capsule unasked for, a malformed one
+            raise arg_error(kernel, p, f"its __dlpack__ gave a capsule anodize cannot read: {e}") from None
         _expect(kernel, p, None, t.shape, t.dtype_text, scalar=t.scalar)  # (the capsule's scalar alone decides)
         if not _c_contiguous(t.shape, t.strides, 1):
             raise arg_error(

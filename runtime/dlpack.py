@@ -242,6 +242,8 @@ def read_capsule(capsule: object) -> ForeignTensor:
     data, dev_type, dev_id, ndim, code, bits, lanes, shape_p, strides_p, offset = _DLTENSOR.unpack(
         ctypes.string_at(addr, _DLTENSOR.size)
     )
+    if ndim < 0 or (ndim and not shape_p):  # (`string_at` of address 0 gives uninitialised bytes, no error)
+        raise TypeError(f"a malformed `dltensor` capsule (ndim {ndim}, shape array {'given' if shape_p else 'NULL'})")
     shape = _int64s(shape_p, ndim)
     strides = _int64s(strides_p, ndim) if strides_p else None
     ty = _TYPES.get((code, bits, lanes))

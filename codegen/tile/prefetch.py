@@ -4,7 +4,9 @@ K and V tiles): while iteration i computes, iteration i + 1's tiles are already 
 A loop qualifies (`prefetched_sites`) when every tensor-core matmul in it is a statement of its
 body itself (not under an `if` or an inner loop), takes A from registers (codegen/tile/mma_regs.py),
 and reads a B tile whose offsets are the same expressions every iteration but for the loop
-variable (no local they read, nor the variable, is assigned in the body), and the body has no
+variable (no local they read, nor the variable, is assigned in the body) and read nothing (no
+slice element, no call, no division by a variable: they are evaluated one iteration past the
+last, `_faultless`), and the body has no
 `break`, `continue` or `return`, nor a tile store while stores are staged (the staged tile
 takes the same buffer).  Each such matmul gets two slots of the compiler's dynamic
 shared buffer (`region`, from offset 0: no other tensor-core statement runs during the loop, and
@@ -163,13 +165,29 @@ def prefetched_sites(low: Any, loop: ir.ForRange) -> list[Any] | None:
         if site.y.load is None or site.x.load is not None and not _resident(low, site, assigned):
             return None
         names = {n.name for n in walk(site.y.load.offset) if isinstance(n, ir.Local)}
-        if names & assigned:
+        if names & assigned or not _faultless(site.y.load.offset):
             return None
     total = sum(2 * site.shape[2] * site.shape[1] * 2 for site in sites)
     total += sum(m * k * 2 for m, k in _resident_tiles(sites).values())
     if total > low.shared_limit - tile_storage_bound(low.k):
         return None
     return sites
+
+
+_READS = (ir.Read, ir.SharedRead, ir.TableRead, ir.LocalArrayRead, ir.TileAt, ir.Call)
+
+
+def _faultless(offsets: tuple[Any, ...]) -> bool:
+    """Can B's offsets be evaluated at an iteration the loop does not run (the next one past the
+    last; the first of an empty loop, in the prologue) without a fault or a read: no element read
+    (its index may be past the slice there), no call, no division but by a non-zero constant."""
+    for n in walk(offsets):
+        if isinstance(n, ir.BinOp):
+            if n.site >= 0 and not (isinstance(n.right, ir.Const) and n.right.value):
+                return False
+        elif isinstance(n, _READS) or getattr(n, "site", -1) >= 0:
+            return False
+    return True
 
 
 def resident_ok() -> bool:
