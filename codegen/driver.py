@@ -119,6 +119,14 @@ def compile_gpu(
 WGMMA_PTXAS_FAST_COMPILE: str | None = None
 
 
+def ptxas_options(build: str, ptx_text: str) -> tuple[int | None, str | None]:
+    """ptxas's (`-O` level, `-Ofc` level) for PTX `ptx_text` built for `build`: -O1 for a kernel
+    holding the wgmma tile (its loop is scheduled already, and on the H200 -O1 built it faster,
+    128x256: 0.797x of cuBLAS against 0.780x, in ~60% of the time), ptxas's defaults otherwise."""
+    opt = 1 if build.endswith("a") and "wgmma.mma_async" in ptx_text else None
+    return opt, WGMMA_PTXAS_FAST_COMPILE if opt == 1 else None
+
+
 class PendingGpu:
     """A GPU compile whose ptxas is still running (`start_gpu`): `result()` waits for the cubin
     and gives the CompiledKernel; `cancel()` stops ptxas and drops it."""
@@ -127,10 +135,7 @@ class PendingGpu:
         self.out, self.job, self.t0 = out, job, t0
         self.cancelled = False
         self.build = build  # the arch the PTX is for ("sm_90a" when it holds wgmma)
-        # ptxas -O1 for a kernel holding the wgmma tile: its loop is scheduled already, and on the
-        # H200 -O1 built it faster (128x256: 0.797x of cuBLAS against 0.780x) in ~60% of the time
-        self.ptxas_opt = 1 if build.endswith("a") and "wgmma.mma_async" in out.ptx else None
-        self.ptxas_fast = WGMMA_PTXAS_FAST_COMPILE if self.ptxas_opt == 1 else None
+        self.ptxas_opt, self.ptxas_fast = ptxas_options(build, out.ptx)
 
     def result(self) -> CompiledKernel:
         if self.cancelled:
@@ -173,24 +178,32 @@ def start_gpu(
     lw = lower_kernel(k, ptx.NVPTXTarget(k.contract, arch), bounds_checks=bounds_checks, line_info=line_info)
     llvm_ir = str(lw.module)
     optimized, ptx_text = ptx.emit_ptx(llvm_ir, lw.entry_name, build, opt)
-    out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
     # (the typed kernel, not its tile lowering: only the typer makes foreign calls, and the
     # lowered IR of a tile kernel is ~100x its size: this walk was 30 ms of the GELU tile's compile)
-    out.foreign = foreign_calls(typed)
-    out.links = foreign_links(getattr(kernel, "fn", None), out.foreign, arch)  # (a typed IR passed itself has none)
-    out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
-    out.grid_counter = lw.grid_counter
-    out.ptx = ptx_text
-    out.llvm_ir_optimized = optimized
-    out.dynamic_shared_bytes = dynamic_smem
-    if tile:
-        lines, warnings = _tile_compiler().matmul_report(typed, k, arch, tc_gemm_engine(arch))
-        out.matmuls, out.warnings = tuple(lines), tuple(warnings)
-    pending = PendingGpu(out, None, t0, build)
+    foreign = foreign_calls(typed)
+    job = None
     if ptxas is True or (ptxas is None and ptx.find_ptxas() is not None):
-        pending.job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=pending.ptxas_opt, fast_compile=pending.ptxas_fast,
-                                   relocatable=bool(out.foreign))
-    return pending
+        # started as soon as the PTX is there: the artifact and the matmul report are made while it runs
+        ptxas_opt, ptxas_fast = ptxas_options(build, ptx_text)
+        job = ptx.PtxasJob(ptx_text, build, line_info=line_info, opt_level=ptxas_opt, fast_compile=ptxas_fast,
+                           relocatable=bool(foreign))
+    try:
+        out = _artifact(k, arch, llvm_ir, lw.checks, lw.entry_name)
+        out.foreign = foreign
+        out.links = foreign_links(getattr(kernel, "fn", None), out.foreign, arch)  # (a typed IR passed itself has none)
+        out.coarsen = lw.coarse.factor if lw.coarse is not None else 1
+        out.grid_counter = lw.grid_counter
+        out.ptx = ptx_text
+        out.llvm_ir_optimized = optimized
+        out.dynamic_shared_bytes = dynamic_smem
+        if tile:
+            lines, warnings = _tile_compiler().matmul_report(typed, k, arch, tc_gemm_engine(arch))
+            out.matmuls, out.warnings = tuple(lines), tuple(warnings)
+    except BaseException:
+        if job is not None:  # (a foreign link that fails, say: no ptxas left running)
+            job.cancel()
+        raise
+    return PendingGpu(out, job, t0, build)
 
 
 def compile_cpu(

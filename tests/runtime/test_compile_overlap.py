@@ -254,3 +254,32 @@ def test_a_passing_kernel_is_cached_once_the_checker_passed(fake_ptxas: type[Fak
     assert len(fake_ptxas.made) == 1 and diskcache.info()["entries"] == 1
     again = rc.compile_for_gpu(Kernel(vecadd.fn, vecadd.contract_spec), "sm_90")  # a new process's kernel object
     assert len(fake_ptxas.made) == 1 and again.ptx == first.ptx and again.cubin == b"cubin"
+
+
+def test_ptxas_starts_as_soon_as_the_ptx_is_there(fake_ptxas: type[FakeJob], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The artifact (and a tile kernel's matmul report) is made while ptxas runs, not before it starts."""
+    from anodize.codegen import driver
+
+    started_before: list[int] = []
+    artifact = driver._artifact
+
+    def noting(*a: Any, **kw: Any) -> Any:
+        started_before.append(len(fake_ptxas.made))
+        return artifact(*a, **kw)
+
+    monkeypatch.setattr(driver, "_artifact", noting)
+    pending = driver.start_gpu(vecadd, "sm_90")
+    assert started_before == [1] and pending.job is fake_ptxas.made[0]
+    assert pending.result().cubin == b"cubin"
+
+
+def test_a_compile_failing_after_ptxas_started_stops_it(fake_ptxas: type[FakeJob], monkeypatch: pytest.MonkeyPatch) -> None:
+    from anodize.codegen import driver
+
+    def fail(*a: Any, **kw: Any) -> Any:
+        raise RuntimeError("no such foreign function")
+
+    monkeypatch.setattr(driver, "foreign_links", fail)
+    with pytest.raises(RuntimeError, match="no such foreign"):
+        driver.start_gpu(vecadd, "sm_90")
+    assert len(fake_ptxas.made) == 1 and fake_ptxas.made[0].cancelled
