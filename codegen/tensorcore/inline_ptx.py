@@ -95,15 +95,15 @@ def scalar_copy(e: Callable[[str], None], prefix: str, tag: str, *, n: int, g: s
 
     A chunk's row is inside when `i * rowstep < rowleft`, or with `rows` (first row, row count)
     when `rows[0] + i * rowstep` is unsigned below the count; an element when its column is
-    below `colleft`.  The group loop's label: `{prefix}_S{tag}`.  `group`: at most this many chunks a
-group (default `scalar_group()`)."""
+    below `colleft`.  The group loop's label: `{prefix}_S{tag}`.  `group`: at most this many chunks
+    a group (default `scalar_group()`)."""
     most = group or scalar_group()
     G = next(q for q in (4, 2, 1) if n % q == 0 and q <= most)
     e("{")
     e(f".reg .pred %sp<{G + 1}>;")
     e(f".reg .b16 %sh<{8 * G}>;")
     e(f".reg .b32 %sr<{4 + 4 * G}>;")
-    e(".reg .b64 %sd<3>;")
+    e(".reg .b64 %sd<2>;")
     i, ga, sa, row = "%sr0", "%sd0", "%sr1", "%sr2"
     e(f"mov.u32 {i}, 0;")
     e(f"mov.b64 {ga}, {g};")
@@ -129,8 +129,7 @@ group (default `scalar_group()`)."""
         for q in range(4):
             e(f"mov.b32 {w[q]}, {{%sh{8 * c + 2 * q}, %sh{8 * c + 2 * q + 1}}};")
         e(f"st.shared.v4.b32 [{sa}+{c * dstep}], {{{', '.join(w)}}};")
-    e(f"mul.lo.s64 %sd2, {gstride}, {G};")
-    e(f"add.s64 {ga}, {ga}, %sd2;")
+    e(f"add.s64 {ga}, %sd1, {gstride};")  # (%sd1: the group's last chunk's row)
     e(f"add.u32 {sa}, {sa}, {G * dstep};")
     e(f"add.u32 {i}, {i}, {G};")
     e(f"setp.lt.u32 %sp0, {i}, {n};")
