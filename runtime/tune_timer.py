@@ -38,7 +38,7 @@ def cushion_count(calls: int, host_ms_per_call: float, memset_ms: float) -> int:
     least 1, at most `_CUSHION_MAX`."""
     if calls <= 0:
         return 0
-    need = _MARGIN * calls * max(host_ms_per_call, 0.0) / max(memset_ms, 1e-4)
+    need = _MARGIN * calls * max(host_ms_per_call, 0.0) / max(memset_ms, 1e-3)
     return max(1, min(_CUSHION_MAX, math.ceil(need)))
 
 
@@ -67,7 +67,6 @@ class _CushionedTimer:
         self.opts = lazy.cuda_core().EventOptions(timing_enabled=True)
         self.scratch = dev.empty(CUSHION_BYTES, np.uint8)
         self._cushion(2)  # (the first touch of the scratch memory)
-        self.memset_ms = 0.0
         self.memset_ms = self._timed_cushion(4) / 4
         self.host_ms = 0.02  # (none seen yet: assume 20 us of host a call)
 
@@ -83,7 +82,7 @@ class _CushionedTimer:
         return float(c1 - c0)
 
     def __call__(self, fn: Callable[[], None], n: int) -> float:
-        k = cushion_count(n, self.host_ms, max(self.memset_ms, 1e-3))
+        k = cushion_count(n, self.host_ms, self.memset_ms)
         c0 = self.stream.record(options=self.opts)
         self._cushion(k)
         e0 = self.stream.record(options=self.opts)
