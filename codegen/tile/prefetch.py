@@ -23,7 +23,7 @@ n matmuls in body order:
   was last read at iteration i - 1, before this iteration's barrier;
 - after the loop (`TileDrain`): wait for every group and a barrier.
 
-**Resident A** (`ANODIZE_TILE_A_RESIDENT=1`, off until a GPU run has checked it): a matmul of
+**Resident A** (on by default, `ANODIZE_TILE_A_RESIDENT=0` off; `resident_ok`): a matmul of
 such a loop may also take an A operand that is a tile local loaded once before the loop (not
 `.T`: Q of an attention too large to hold in registers, the plan staging it again at each
 matmul) when the loop is in row mode (every warp owns whole rows).  Its (M, K) tile is copied
@@ -43,7 +43,7 @@ only the loop variable and locals the body does not assign (the qualifying rule)
 same values at the first matmul as at their own.  With `ANODIZE_TILE_COPY_FIRST=1`
 (codegen/tile/mma_regs.py `copy_first`) the group is issued after the barrier and before the mma.
 
-**Aligned version** (`ANODIZE_TILE_LOOP_VERSIONS=1`, off until a GPU run has checked it): each
+**Aligned version** (on by default, `ANODIZE_TILE_LOOP_VERSIONS=0` off; `loop_versions`): each
 copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else
 predicated 2-byte loads.  Where every B tile's column offset is `c0 + c * var` with `c * step`
 a multiple of 8 (the test is the same at every iteration), the loop is emitted twice: one copy
