@@ -15,8 +15,9 @@ input type:
   * cuBLAS: `torch.matmul(a, b, out=c)`.
 Every output is checked against torch's float32 product before the timing and again after it
 (the last timed call's).  Times: wall clock of `--calls` back-to-back calls then a synchronise,
-median of `--rounds` interleaved rounds (the order rotates each round).  Ratios: the other's
-time / anodize's (>= 1: anodize faster); issue 26's target is >= 0.9x cuBLAS and >= 1.0x cuTile.
+median of `--rounds` interleaved rounds (the order rotates each round; one round before them
+warms up and is not kept).  Ratios: the other's time / anodize's (>= 1: anodize faster);
+issue 26's target is >= 0.9x cuBLAS and >= 1.0x cuTile.
 
 cuTile comes from `CUTILE_HOME` (default /tmp/cutile: `py/` holds cuda.tile, `cu13/` tileiras,
 ptxas and libnvvm 13.4; tools/fetch_cutile.sh, tools/cutile_setup.sh).  Its compiler is pointed
@@ -68,6 +69,10 @@ def import_cutile(home: Path) -> tuple[Any, str]:
             import cuda.tile as ct  # noqa: F811
         except ImportError as e2:
             return None, f"{type(e2).__name__}: {e2}"
+    try:  # the compiler driver imports what the package's top does not (typing_extensions, ...)
+        import cuda.tile._compile  # noqa: F401
+    except ImportError as e3:
+        return None, f"{type(e3).__name__}: {e3}"
     return ct, ""
 
 
@@ -171,7 +176,7 @@ def parse_tiles(text: str, width: int) -> list[tuple[int, ...]]:
 def ratio_line(name: str, ms: float, flops: float, cublas: float, cutile: float | None) -> str:
     """One row: time, TFLOP/s and the peers' time over this one's."""
     peer = f"{cutile / ms:7.3f}" if cutile else f"{'-':>7s}"
-    return f"{name:34s} {ms:8.4f} {flops / ms / 1e9:8.1f} {cublas / ms:8.3f} {peer}"
+    return f"{name:46s} {ms:8.4f} {flops / ms / 1e9:8.1f} {cublas / ms:8.3f} {peer}"
 
 
 class Contender:
@@ -265,10 +270,12 @@ def measure(args: argparse.Namespace, t: str) -> list[str]:
     """One data type: build, time in interleaved rounds, check again, print; returns the failures."""
     s = args.size
     cons, ref, failed = build(args, t, s)
-    for r in range(args.rounds):
+    for r in range(args.rounds + 1):  # round 0 warms the clocks up and is not kept
         for i in range(len(cons)):
             con = cons[(i + r) % len(cons)]
-            con.times.append(wall(con.call, args.calls))
+            ms = wall(con.call, args.calls)
+            if r:
+                con.times.append(ms)
     for con in cons:
         why = check(con, ref, s)
         if why:
@@ -279,7 +286,7 @@ def measure(args: argparse.Namespace, t: str) -> list[str]:
     cutiles = {n: v for n, v in med.items() if n.startswith("cuTile")}
     best_cutile = min(cutiles.values()) if cutiles else None
     print(f"\n{t} {s}^3, f32 accumulate, {t} out; median of {args.rounds} rounds of {args.calls} calls", flush=True)
-    print(f"{'contender':34s} {'ms':>8s} {'TFLOP/s':>8s} {'cuBLAS/x':>8s} {'cuTile/x':>7s}", flush=True)
+    print(f"{'contender':46s} {'ms':>8s} {'TFLOP/s':>8s} {'cuBLAS/x':>8s} {'cuTile/x':>7s}", flush=True)
     for con in cons:
         if cublas:
             print(ratio_line(con.name, med[con.name], flops, cublas, best_cutile), flush=True)

@@ -37,6 +37,7 @@ def _fake_tile(py: Path, version: str) -> None:
     """A stand-in cuda.tile under `py` (a namespace `cuda`, as the wheel has it)."""
     (py / "cuda" / "tile").mkdir(parents=True)
     (py / "cuda" / "tile" / "__init__.py").write_text(f"__version__ = {version!r}\n")
+    (py / "cuda" / "tile" / "_compile.py").write_text("")
 
 
 def test_without_cutile_it_says_so_and_exits_0(tmp_path: Path) -> None:
@@ -54,6 +55,15 @@ def test_a_broken_cutile_is_reported_not_raised(tmp_path: Path) -> None:
     r = _run(tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "No module named 'cuda.tile._cext'" in r.stdout
+
+
+def test_a_missing_dependency_of_the_compiler_is_reported(tmp_path: Path) -> None:
+    # the package's top imports, its compiler driver does not (typing_extensions absent)
+    _fake_tile(tmp_path / "py", "9.9")
+    (tmp_path / "py" / "cuda" / "tile" / "_compile.py").write_text("import not_a_module_anywhere\n")
+    r = _run(tmp_path)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "cuTile Python is not importable (ModuleNotFoundError: No module named 'not_a_module_anywhere')" in r.stdout
 
 
 def test_cutile_is_imported_from_cutile_home(tmp_path: Path) -> None:
@@ -112,3 +122,22 @@ def test_the_carry_is_ignored_and_pinned() -> None:
         assert path in fetch, path
     peer = (SCRIPT).read_text()
     assert 'home / "cu13" / "bin"' in peer and 'home / "py"' in peer
+
+
+def test_rounds_rotate_skip_the_warm_up_and_recheck(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # the timing loop and the summary without a GPU: fixed times, one output gone wrong during the timing
+    peer = _peer()
+    order: list[str] = []
+    fixed = {"cuBLAS (torch.matmul)": 0.18, "cuTile 128x128x64": 0.20, "anodize 128x256x64/8w": 0.22, "anodize 128x128x64/4w": 0.25}
+    cons = [peer.Contender(n, n, n) for n in fixed]
+    monkeypatch.setattr(peer, "build", lambda args, t, s: (cons, "ref", ["cuTile 128x256x64: TileCompilerError: x"]))
+    monkeypatch.setattr(peer, "wall", lambda call, calls: order.append(call) or fixed[call])
+    monkeypatch.setattr(peer, "check", lambda con, ref, k: "went wrong" if con.name == "anodize 128x128x64/4w" else "")
+    args = peer.argparse.Namespace(size=4096, rounds=3, calls=20)
+    failed = peer.measure(args, "f16")
+    assert len(order) == 4 * 4 and order[:4] == list(fixed) and order[4:8] == [*list(fixed)[1:], list(fixed)[0]]
+    assert all(len(c.times) == 3 for c in cons)  # round 0 not kept
+    assert failed == ["cuTile 128x256x64: TileCompilerError: x", "anodize 128x128x64/4w: wrong result after the timing: went wrong"]
+    out = capsys.readouterr().out
+    assert "f16: anodize best (128x256x64/8w) 0.2200 ms = 0.818x cuBLAS (target 0.9: NOT met), 0.909x cuTile (target 1.0: NOT met)" in out
+    assert "f16: cuTile best 0.2000 ms = 0.900x cuBLAS" in out
