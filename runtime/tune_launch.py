@@ -9,10 +9,16 @@ those very objects has the same key, because the matcher accepts only arguments 
 change under the same identity: anodize Buffers (shape and dtype fixed at creation; held by weak
 reference) and plain scalars (`int`, `float`, `bool`, NumPy scalars: immutable; held as they are).
 A launch with any other argument (a PyTorch tensor can be resized in place, a NumPy array's shape
-and dtype can be assigned) takes the full path and recomputes its key every time.  The fast path
-still reads the current choice for the key (`best.get(key) is config`: a re-tuning or a changed
-choice is honoured) and still calls the grid function (its result may depend on more than the
-key); only an identical LaunchConfig reuses the launcher.
+and dtype can be assigned) takes the full path and recomputes its key every time.  The choice for
+the key is still the remembered one: every change of `Tuner.best` (a `Choices`: a re-tuning, a
+choice loaded or set) forgets the hit.  The fast path still calls the grid function (its result
+may depend on more than the key); only an identical LaunchConfig reuses the launcher.
+
+Having matched the objects itself, the fast path need not have the launcher match them again:
+from the first repeat on, the hit also holds the launcher's memo of these objects
+(`Launcher.remember`), and while the launcher still holds that memo (no other launch of it has
+replaced it) and no lazy op is in flight, the launch is the memo's own relaunch of the packed
+arguments.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from weakref import ref as _ref
 import numpy as np
 
 from anodize.language.errors import USER_ERRORS
+from anodize.runtime import inflight as _inflight
 from anodize.runtime.buffer import Buffer
 from anodize.runtime.config import LaunchConfig
 
@@ -32,9 +39,14 @@ if TYPE_CHECKING:
     from anodize.runtime.tune_config import Config
     from anodize.runtime.tuning import Tuner
 
-__all__ = ["TunedLaunch", "same_objects"]
+__all__ = ["Choices", "Hit", "TunedLaunch", "same_objects"]
 
 _SCALARS = (int, float, bool)
+
+# the tuner's last launch: (matcher of its argument objects, key, configuration, LaunchConfig,
+# launcher, and from its first repeat on the launcher's memo of those objects (memo, launcher,
+# fault arena, relaunch) or None)
+Hit = tuple[Callable[[tuple[Any, ...]], bool], tuple[Any, ...], "Config", Any, Any, "tuple[Any, Any, Any, Callable[[], None]] | None"]
 
 
 class TunedLaunch:
@@ -49,21 +61,43 @@ class TunedLaunch:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:
-            t = self.tuner
-            hit = t.hit
+            hit = self.tuner.hit
             if hit is not None and not kwargs:
-                same, _, c, lc0, launch = hit
-                if same(args):  # (the very objects, and `c` still the choice for their key)
+                same, _, c, lc0, _, warm = hit
+                if same(args):  # the very objects: the same key, whose choice `c` still is (`Choices`)
                     fn = self.fn
                     if (fn(c) if fn is not None else self.grid) is lc0:
-                        if t.strips:
-                            args = t.strip(args)
-                        launch(*args)
+                        if warm is not None and not _inflight._ACTIVE:
+                            memo, held, arena, again = warm
+                            if held._memo is memo or held._memo2 is memo:  # (the launcher's own memo of `args`)
+                                arena.dirty = True
+                                again()
+                                return
+                        self.settle(args, hit)
                         return
             self.full(args, kwargs)
         except USER_ERRORS as e:
             __tracebackhide__ = True
             raise e.with_traceback(None)
+
+    def settle(self, args: tuple[Any, ...], hit: Hit) -> None:
+        """The launch of the last launch's very objects under its LaunchConfig, without the memo
+        of the launcher in `hit` (its first repeat, or the launcher launched other objects since):
+        launched, and that memo made (`Launcher.remember`) for the next."""
+        t = self.tuner
+        same, key, c, lc, launch, _ = hit
+        if t.strips:  # (the launcher takes fewer arguments: its memo would not see the Constants)
+            launch(*t.strip(args))
+            return
+        remember = getattr(launch, "remember", None)
+        got = remember(args) if remember is not None else None
+        if got is None:
+            launch(*args)
+            return
+        memo, arena, again = got
+        t.hit = (same, key, c, lc, launch, (memo, launch, arena, again))
+        arena.dirty = True
+        again()
 
     def full(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """The launch with its key computed (tuning on a new key); remembers it as the tuner's hit."""
@@ -82,8 +116,8 @@ class TunedLaunch:
         else:
             lc = t.config_for(grid, c)
         launch = t.held(key, c, lc, args)
-        same = same_objects(args, t.best, key, c)
-        t.hit = None if same is None else (same, key, c, lc, launch)
+        same = same_objects(args)
+        t.hit = None if same is None else (same, key, c, lc, launch, None)
         if t.strips:
             args = t.strip(args)
         launch(*args)
@@ -107,30 +141,27 @@ def _holder(a: Any) -> Callable[[], Any] | None:
     return None
 
 
-def same_objects(args: tuple[Any, ...], best: dict[tuple[Any, ...], Config], key: tuple[Any, ...],
-                 c: Config) -> Callable[[tuple[Any, ...]], bool] | None:
+def same_objects(args: tuple[Any, ...]) -> Callable[[tuple[Any, ...]], bool] | None:
     """`same(args2)`: whether `args2` are the very objects of `args` (each a Buffer still alive or
-    the same scalar object) and `c` is still `best`'s choice for their key `key`; None when an
-    argument of `args` is neither.  Written out for up to four arguments: an unrolled check costs
-    a third of a loop."""
+    the same scalar object); None when an argument of `args` is neither.  Written out for up to
+    four arguments: an unrolled check costs a third of a loop."""
     held = [_holder(a) for a in args]
     if any(h is None for h in held):
         return None
     keys: tuple[Callable[[], Any], ...] = tuple(held)  # type: ignore[arg-type]
     n = len(keys)
-    get = best.get
     if n == 1:
         (k0,) = keys
-        return lambda a: len(a) == 1 and k0() is a[0] and get(key) is c
+        return lambda a: len(a) == 1 and k0() is a[0]
     if n == 2:
         k0, k1 = keys
-        return lambda a: len(a) == 2 and k0() is a[0] and k1() is a[1] and get(key) is c
+        return lambda a: len(a) == 2 and k0() is a[0] and k1() is a[1]
     if n == 3:
         k0, k1, k2 = keys
-        return lambda a: len(a) == 3 and k0() is a[0] and k1() is a[1] and k2() is a[2] and get(key) is c
+        return lambda a: len(a) == 3 and k0() is a[0] and k1() is a[1] and k2() is a[2]
     if n == 4:
         k0, k1, k2, k3 = keys
-        return lambda a: len(a) == 4 and k0() is a[0] and k1() is a[1] and k2() is a[2] and k3() is a[3] and get(key) is c
+        return lambda a: len(a) == 4 and k0() is a[0] and k1() is a[1] and k2() is a[2] and k3() is a[3]
 
     def same(a: tuple[Any, ...]) -> bool:
         if len(a) != n:
@@ -138,6 +169,51 @@ def same_objects(args: tuple[Any, ...], best: dict[tuple[Any, ...], Config], key
         for k, x in zip(keys, a):
             if k() is not x:
                 return False
-        return get(key) is c
+        return True
 
     return same
+
+
+class Choices(dict[tuple[Any, ...], "Config"]):
+    """The chosen configuration per key (`Tuner.best`).  Every change calls `changed` (the tuner
+    forgets its last launch, whose fast path holds a choice): a re-tuning, a choice loaded or set
+    by hand is launched from the next launch on, without the fast path reading this dict."""
+
+    __slots__ = ("changed",)
+
+    def __init__(self, changed: Callable[[], None]):
+        super().__init__()
+        self.changed = changed
+
+    def __setitem__(self, key: tuple[Any, ...], value: Config) -> None:
+        self.changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: tuple[Any, ...]) -> None:
+        self.changed()
+        super().__delitem__(key)
+
+    def __ior__(self, other: Any) -> Choices:  # type: ignore[override,misc]
+        self.changed()
+        super().update(other)
+        return self
+
+    def clear(self) -> None:
+        self.changed()
+        super().clear()
+
+    def pop(self, key: tuple[Any, ...], *default: Any) -> Any:
+        self.changed()
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[tuple[Any, ...], Config]:
+        self.changed()
+        return super().popitem()
+
+    def setdefault(self, key: tuple[Any, ...], default: Config | None = None) -> Config:
+        self.changed()
+        return super().setdefault(key, default)  # type: ignore[arg-type]
+
+    def update(self, *others: Any, **kw: Any) -> None:
+        self.changed()
+        super().update(*others, **kw)

@@ -1,0 +1,172 @@
+"""The autotuned warm launch's fast path (runtime/tune_launch.py): from the first repeat of the
+same argument objects on, the launch relaunches the chosen launcher's own memo of them
+(`Launcher.remember`) -- and only while that launcher still holds it, no lazy op is in flight,
+the grid function still gives the same LaunchConfig and the choice for the key is unchanged
+(`Choices`).  Buffers stay held by weak reference only."""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+import sys
+import textwrap
+import weakref
+from typing import Any
+
+import numpy as np
+import pytest
+
+import anodize as az
+from anodize.runtime import inflight
+from anodize.runtime.tune_launch import Choices
+
+SRC = textwrap.dedent('''
+    import anodize as az
+    from anodize import DisjointSlice, Slice, f32, thread
+
+    @az.autotune(configs=[az.Config(block=64), az.Config(block=128)], key=["x"])
+    @az.launch_contract(domain=1, requires=lambda x, out: len(x) == len(out))
+    @az.kernel
+    def scale(x: Slice[f32], out: DisjointSlice[f32], s: f32) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i] * s
+''')
+
+
+@pytest.fixture
+def mod(tmp_path: Any) -> Any:
+    path = tmp_path / "autotune_warm_cases.py"
+    path.write_text(SRC)
+    spec = importlib.util.spec_from_file_location("autotune_warm_cases", path)
+    assert spec is not None and spec.loader is not None
+    m = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = m
+    spec.loader.exec_module(m)
+    yield m
+    del sys.modules[spec.name]
+
+
+def _grid(n: int, calls: list[int]) -> Any:
+    def grid(c: az.Config) -> az.LaunchConfig:
+        calls[0] += 1
+        return az.LaunchConfig.for_num_elems(n, block=c.block)
+
+    return grid
+
+
+def test_a_repeat_relaunches_the_launchers_memo_and_runs_the_kernel(mod: Any) -> None:
+    dev = az.device("cpu")
+    t = mod.scale._tuner
+    calls = [0]
+    launch = mod.scale[_grid(256, calls)]
+    xh = np.arange(256, dtype=np.float32)
+    x, out = dev.to_device(xh), dev.zeros(256, az.f32)
+    s = 2.0
+    launch(x, out, s)
+    assert t.hit is not None and t.hit[5] is None  # (the first launch: no memo taken yet)
+    first = calls[0]  # (the first launch tuned: the grid function of each configuration)
+    launch(x, out, s)
+    warm = t.hit[5]
+    assert warm is not None and warm[1]._memo is warm[0]  # the launcher's own memo of these objects
+    for i in range(3):  # the relaunch runs the kernel over the buffers' current contents
+        x.copy_from(dev.to_device(xh + i))
+        launch(x, out, s)
+        np.testing.assert_allclose(out.to_host(), 2 * (xh + i))
+    assert calls[0] == first + 4  # the grid function on every launch, once
+
+
+def test_the_relaunch_is_taken_only_while_the_launcher_holds_its_memo(mod: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another launch of the same launcher (other objects) pushes the memo out: the next autotuned
+    launch goes through the launcher (and takes a fresh memo); a lazy op in flight bypasses it."""
+    dev = az.device("cpu")
+    t = mod.scale._tuner
+    calls = [0]
+    launch = mod.scale[_grid(128, calls)]
+    xh = np.arange(128, dtype=np.float32)
+    x, out = dev.to_device(xh), dev.zeros(128, az.f32)
+    launch(x, out, 3.0)
+    launch(x, out, 3.0)
+    assert t.hit is not None and t.hit[5] is not None
+    memo, held, arena, _ = t.hit[5]
+    relaunched = [0]
+
+    def counting() -> None:
+        relaunched[0] += 1
+
+    t.hit = (*t.hit[:5], (memo, held, arena, counting))
+    launch(x, out, 3.0)
+    assert relaunched == [1]
+    others = [(dev.to_device(xh * k), dev.zeros(128, az.f32)) for k in (5, 7)]
+    for xo, oo in others:  # the same launcher, other objects: its memos are theirs now
+        held(xo, oo, 1.0)
+    assert held._memo is not memo and held._memo2 is not memo
+    out.copy_from(dev.zeros(128, az.f32))
+    launch(x, out, 3.0)
+    assert relaunched == [1]
+    np.testing.assert_allclose(out.to_host(), 3 * xh)
+    assert t.hit[5] is not None and t.hit[5][0] is held._memo  # a fresh memo, taken on the way
+    for xo, oo in others:
+        np.testing.assert_allclose(oo.to_host(), xo.to_host())
+    memo, held, arena, _ = t.hit[5]
+    t.hit = (*t.hit[:5], (memo, held, arena, counting))
+    monkeypatch.setitem(inflight._ACTIVE, -1, (_Pending(), ()))  # a lazy op in flight (using nothing)
+    out.copy_from(dev.zeros(128, az.f32))
+    launch(x, out, 3.0)  # through the launcher, which orders it after in-flight work
+    assert relaunched == [1]
+    np.testing.assert_allclose(out.to_host(), 3 * xh)
+
+
+class _Pending:
+    """A registered submission that never finishes and uses no memory."""
+
+    def poll(self) -> bool:
+        return False
+
+    def describe(self) -> str:
+        return "a pending submission"
+
+
+def test_every_change_of_a_choice_forgets_the_hit(mod: Any) -> None:
+    dev = az.device("cpu")
+    t = mod.scale._tuner
+    assert isinstance(t.best, Choices)
+    x, out = dev.to_device(np.ones(64, np.float32)), dev.zeros(64, az.f32)
+    launch = mod.scale[_grid(64, [0])]
+    key = t.key_of((x, out, 1.0))
+    other = az.Config(block=128)
+    changes = (lambda b: b.__setitem__(key, other), lambda b: b.update({key: other}), lambda b: b.__ior__({key: other}),
+               lambda b: b.pop(key), lambda b: b.popitem(), lambda b: b.__delitem__(key), lambda b: b.clear(),
+               lambda b: b.setdefault(("another",), other))
+    for change in changes:
+        launch(x, out, 1.0)
+        launch(x, out, 1.0)
+        assert t.hit is not None and t.hit[5] is not None
+        change(t.best)
+        assert t.hit is None
+    # a changed choice is what the next launch runs
+    launch(x, out, 1.0)
+    launch(x, out, 1.0)
+    t.best[key] = other
+    launch(x, out, 1.0)
+    assert t.hit is not None and t.hit[2] == other and t.hit[3].block == (128, 1, 1)
+    np.testing.assert_allclose(out.to_host(), 1.0)
+
+
+def test_the_warm_launch_holds_buffers_by_weak_reference(mod: Any) -> None:
+    dev = az.device("cpu")
+    t = mod.scale._tuner
+    launch = mod.scale[_grid(64, [0])]
+    x, out = dev.to_device(np.ones(64, np.float32)), dev.zeros(64, az.f32)
+    for _ in range(3):
+        launch(x, out, 1.0)
+    assert t.hit is not None and t.hit[5] is not None
+    same = t.hit[0]
+    refs = weakref.ref(x), weakref.ref(out)
+    del x, out
+    gc.collect()
+    assert refs[0]() is None and refs[1]() is None
+    y, o2 = dev.to_device(np.full(64, 2.0, np.float32)), dev.zeros(64, az.f32)
+    assert not same((y, o2, 1.0))
+    launch(y, o2, 1.0)
+    np.testing.assert_allclose(o2.to_host(), 2.0)
