@@ -170,3 +170,22 @@ def test_the_warm_launch_holds_buffers_by_weak_reference(mod: Any) -> None:
     assert not same((y, o2, 1.0))
     launch(y, o2, 1.0)
     np.testing.assert_allclose(o2.to_host(), 2.0)
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_the_relaunch_runs_the_chosen_kernel_over_the_current_contents(mod: Any) -> None:
+    """The relaunched memo on the device: tuned (timed) on the first launch, then every repeat
+    runs the kernel over the buffers' current contents, with the right scalar."""
+    dev = az.device()
+    t = mod.scale._tuner
+    n = 1 << 16
+    launch = mod.scale[_grid(n, [0])]
+    xh = np.random.default_rng(0).standard_normal(n, dtype=np.float32)
+    x, out = dev.to_device(xh), dev.zeros(n, az.f32)
+    launch(x, out, 1.5)
+    for i in range(4):
+        x.copy_from(dev.to_device(xh + i))
+        launch(x, out, 1.5)
+        dev.synchronize()
+        np.testing.assert_allclose(out.to_host(), 1.5 * (xh + i), rtol=1e-6)
+    assert t.hit is not None and t.hit[5] is not None and t.hit[5][1]._memo is t.hit[5][0]
