@@ -12,6 +12,7 @@ on a fake device).  Cases:
 
     autotuned      `tuned(a, b, c, k)` with `tuned = gemm[grid]` held: grid function, the chosen launcher
     k[grid]        `gemm[grid](a, b, c, k)` as written in a program: the subscript every launch
+    k[lambda]      `gemm[lambda c: grid(c)](a, b, c, k)`: an inline grid function (a new one every launch)
     held           the chosen specialisation's launcher held: `spec[grid(best)]` once, then `held(a, b, c, k)`
     spec[grid]     the chosen specialisation launched as `spec[grid(best)](a, b, c, k)` every time
     autotuned-lc   `gemm[lc](...)` with a LaunchConfig held (the grid function already applied)
@@ -54,6 +55,7 @@ def cases() -> dict[str, Callable[[], None]]:
     out = {
         "autotuned": lambda: tuned(*args),
         "k[grid]": lambda: g.gemm[grid](*args),
+        "k[lambda]": lambda: g.gemm[lambda c: grid(c)](*args),
         "held": lambda: held(*rest),
         "spec[grid]": lambda: spec[grid(best)](*rest),
         "autotuned-lc": lambda: tuned_lc(*args),

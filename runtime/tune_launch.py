@@ -45,8 +45,8 @@ _SCALARS = (int, float, bool)
 
 # the tuner's last launch: (matcher of its argument objects, key, configuration, LaunchConfig,
 # launcher, and from its first repeat on the launcher's memo of those objects (memo, launcher,
-# fault arena, relaunch) or None)
-Hit = tuple[Callable[[tuple[Any, ...]], bool], tuple[Any, ...], "Config", Any, Any, "tuple[Any, Any, Any, Callable[[], None]] | None"]
+# fault arena, relaunch); None before, () where the launcher keeps no memo of them)
+Hit = tuple[Callable[[tuple[Any, ...]], bool], tuple[Any, ...], "Config", Any, Any, "tuple[Any, Any, Any, Callable[[], None]] | tuple[()] | None"]
 
 
 class TunedLaunch:
@@ -67,7 +67,7 @@ class TunedLaunch:
                 if same(args):  # the very objects: the same key, whose choice `c` still is (`Choices`)
                     fn = self.fn
                     if (fn(c) if fn is not None else self.grid) is lc0:
-                        if warm is not None and not _inflight._ACTIVE:
+                        if warm and not _inflight._ACTIVE:
                             memo, held, arena, again = warm
                             if held._memo is memo or held._memo2 is memo:  # (the launcher's own memo of `args`)
                                 arena.dirty = True
@@ -85,17 +85,23 @@ class TunedLaunch:
         of the launcher in `hit` (its first repeat, or the launcher launched other objects since):
         launched, and that memo made (`Launcher.remember`) for the next."""
         t = self.tuner
-        same, key, c, lc, launch, _ = hit
-        if t.strips:  # (the launcher takes fewer arguments: its memo would not see the Constants)
-            launch(*t.strip(args))
+        same, key, c, lc, launch, warm = hit
+        if warm == ():  # (no memo to take: the launcher takes fewer arguments, or keeps none)
+            launch(*t.strip(args) if t.strips else args)
             return
         remember = getattr(launch, "remember", None)
-        got = remember(args) if remember is not None else None
-        if got is None:
+        if remember is None:
+            if t.hit is hit:  # (not forgotten meanwhile: the grid function may have changed a choice)
+                t.hit = (same, key, c, lc, launch, ())
+            launch(*args)
+            return
+        got = remember(args)
+        if got is None:  # (a lazy op in flight, or arguments the quick path does not take)
             launch(*args)
             return
         memo, arena, again = got
-        t.hit = (same, key, c, lc, launch, (memo, launch, arena, again))
+        if t.hit is hit:
+            t.hit = (same, key, c, lc, launch, (memo, launch, arena, again))
         arena.dirty = True
         again()
 
@@ -117,7 +123,10 @@ class TunedLaunch:
             lc = t.config_for(grid, c)
         launch = t.held(key, c, lc, args)
         same = same_objects(args)
-        t.hit = None if same is None else (same, key, c, lc, launch, None)
+        if same is not None and t.best.get(key) is not c:  # (the grid function changed the choice)
+            same = None
+        # (the launcher of a launch Constant takes fewer arguments: its memo would not see them)
+        t.hit = None if same is None else (same, key, c, lc, launch, () if t.strips else None)
         if t.strips:
             args = t.strip(args)
         launch(*args)

@@ -160,7 +160,7 @@ class Tuner:
         # the last launcher given out, (key, config, launch config, launcher): a warm launch that
         # repeats it (the same config and LaunchConfig objects, an equal key) skips the memo's hashing
         self._last: tuple[tuple[Any, ...], Config, Any, Any] | None = None
-        self._last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
+        self.last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
         # the last launch (runtime/tune_launch.py `Hit`); a launch with the same objects skips the key
         self.hit: Hit | None = None
         self._warned: set[tuple[Config, str]] = set()
@@ -272,10 +272,10 @@ class Tuner:
 
     # -- launching --------------------------------------------------------------------------
     def launch_for(self, grid: Any) -> TunedLaunch:
-        last = self._last_launch
+        last = self.last_launch
         if last is not None and last.grid is grid:  # (a TunedLaunch holds nothing but its grid)
             return last
-        launch = self._last_launch = TunedLaunch(self, grid)
+        launch = self.last_launch = TunedLaunch(self, grid)
         return launch
 
     def config_for(self, grid: Any, c: Config) -> Any:

@@ -151,6 +151,26 @@ def test_every_change_of_a_choice_forgets_the_hit(mod: Any) -> None:
     launch(x, out, 1.0)
     assert t.hit is not None and t.hit[2] == other and t.hit[3].block == (128, 1, 1)
     np.testing.assert_allclose(out.to_host(), 1.0)
+    # a grid function that changes the choice: its launch runs the choice it was called with, the
+    # next launch the new one (from a warm hit, and from the full path)
+    first = az.Config(block=64)
+    flip = [False]
+
+    def changing(c: az.Config) -> az.LaunchConfig:
+        if flip[0]:
+            flip[0] = False
+            t.best[key] = other
+        return az.LaunchConfig.for_num_elems(64, block=c.block)
+
+    relaunch = mod.scale[changing]
+    for before in (3, 1, 0):  # the change in a warm hit with its memo, in its first repeat, in a full launch
+        t.best[key] = first
+        for _ in range(before):
+            relaunch(x, out, 1.0)
+        flip[0] = True
+        relaunch(x, out, 1.0)
+        relaunch(x, out, 1.0)
+        assert t.hit is not None and t.hit[2] == other
 
 
 def test_the_warm_launch_holds_buffers_by_weak_reference(mod: Any) -> None:
