@@ -16,6 +16,8 @@ on a fake device).  Cases:
     held           the chosen specialisation's launcher held: `spec[grid(best)]` once, then `held(a, b, c, k)`
     spec[grid]     the chosen specialisation launched as `spec[grid(best)](a, b, c, k)` every time
     autotuned-lc   `gemm[lc](...)` with a LaunchConfig held (the grid function already applied)
+    ping-pong      `tuned(...)` alternating between two sets of argument objects of one key: the
+                   last launch's objects never match, so every launch computes its key
 
 Issue 31's target (<= 0.3 us on the H200) bounds the autotuned launch over a launch of the chosen
 specialisation: `spec[grid]` (both call the grid function, user code a launch must run) or,
@@ -52,6 +54,8 @@ def cases() -> dict[str, Callable[[], None]]:
     spec, rest = t._specialised(best, args)
     lc = grid(best)
     tuned, held, tuned_lc = g.gemm[grid], spec[lc], g.gemm[lc]
+    _, args2 = g.inputs(dev, 128, 128, 128)
+    pair = [args2, args]
     out = {
         "autotuned": lambda: tuned(*args),
         "k[grid]": lambda: g.gemm[grid](*args),
@@ -59,6 +63,7 @@ def cases() -> dict[str, Callable[[], None]]:
         "held": lambda: held(*rest),
         "spec[grid]": lambda: spec[grid(best)](*rest),
         "autotuned-lc": lambda: tuned_lc(*args),
+        "ping-pong": lambda: tuned(*pair.reverse() or pair[0]),
     }
     for fn in out.values():
         fn()

@@ -115,6 +115,7 @@ class TunedLaunch:
         grid = self.grid
         if c is None:
             c = t.choose(key, grid, args)
+        changes = t.changes
         if self.fn is not None:  # the grid function runs on every launch: its result may change
             lc = self.fn(c)
             if not isinstance(lc, LaunchConfig):
@@ -123,7 +124,7 @@ class TunedLaunch:
             lc = t.config_for(grid, c)
         launch = t.held(key, c, lc, args)
         same = same_objects(args)
-        if same is not None and t.best.get(key) is not c:  # (the grid function changed the choice)
+        if t.changes != changes:  # (the grid function changed a choice)
             same = None
         # (the launcher of a launch Constant takes fewer arguments: its memo would not see them)
         t.hit = None if same is None else (same, key, c, lc, launch, () if t.strips else None)
