@@ -3,8 +3,9 @@
 
 A launch finds its configuration by the tuning key of its arguments (`Tuner.key_of`: the key
 arguments' shapes or values, every array's dtype).  Computing that key is most of a warm launch's
-cost, so the tuner remembers the last launch (`Tuner.hit`): a matcher of its argument objects,
-the key, the configuration, the LaunchConfig and the launcher.  A launch whose arguments are
+cost, so the tuner remembers the last launch (`Tuner.hit`) and the one before (`Tuner.hit2`: a
+loop alternating two sets of buffers matches it): a matcher of its argument objects, the key,
+the configuration, the LaunchConfig and the launcher.  A launch whose arguments are
 those very objects has the same key, because the matcher accepts only arguments whose key cannot
 change under the same identity: anodize Buffers (shape and dtype fixed at creation; held by weak
 reference) and plain scalars (`int`, `float`, `bool`, NumPy scalars: immutable; held as they are).
@@ -61,10 +62,17 @@ class TunedLaunch:
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:
-            hit = self.tuner.hit
-            if hit is not None and not kwargs:
-                same, _, c, lc0, _, warm = hit
-                if same(args):  # the very objects: the same key, whose choice `c` still is (`Choices`)
+            t = self.tuner
+            hit = t.hit
+            if not kwargs:
+                if hit is None or not hit[0](args):
+                    hit = t.hit2  # (alternating argument sets: double buffers)
+                    if hit is not None and hit[0](args):
+                        t.hit, t.hit2 = hit, t.hit
+                    else:
+                        hit = None
+                if hit is not None:  # the very objects: the same key, whose choice `c` still is (`Choices`)
+                    _, _, c, lc0, _, warm = hit
                     fn = self.fn
                     if (fn(c) if fn is not None else self.grid) is lc0:
                         if warm and not _inflight._ACTIVE:
@@ -126,6 +134,8 @@ class TunedLaunch:
         same = same_objects(args)
         if t.changes != changes:  # (the grid function changed a choice)
             same = None
+        if t.hit is not None:
+            t.hit2 = t.hit
         # (the launcher of a launch Constant takes fewer arguments: its memo would not see them)
         t.hit = None if same is None else (same, key, c, lc, launch, () if t.strips else None)
         if t.strips:

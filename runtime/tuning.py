@@ -163,12 +163,13 @@ class Tuner:
         self.last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
         # the last launch (runtime/tune_launch.py `Hit`); a launch with the same objects skips the key
         self.hit: Hit | None = None
+        self.hit2: Hit | None = None  # the one before (a launch alternating two argument sets matches it)
         self.changes = 0  # changes of `best` so far (a launch records no hit across one)
         self._warned: set[tuple[Config, str]] = set()
 
     def forget_hit(self) -> None:
         """Forget the last launch (a choice changed: `Choices`), and count the change."""
-        self.hit = None
+        self.hit = self.hit2 = None
         self.changes += 1
 
     # -- configurations ---------------------------------------------------------------------

@@ -127,6 +127,32 @@ class _Pending:
         return "a pending submission"
 
 
+def test_alternating_argument_sets_both_relaunch_their_memos(mod: Any) -> None:
+    """Double buffers: the launch before the last is remembered too, and the launcher keeps the
+    memos of both; each launch runs over its own buffers."""
+    dev = az.device("cpu")
+    t = mod.scale._tuner
+    launch = mod.scale[_grid(128, [0])]
+    xh = np.arange(128, dtype=np.float32)
+    sets = [(dev.to_device(xh), dev.zeros(128, az.f32)), (dev.to_device(xh), dev.zeros(128, az.f32))]
+    for i in range(6):
+        x, out = sets[i % 2]
+        x.copy_from(xh + i)
+        launch(x, out, 2.0)
+        np.testing.assert_allclose(out.to_host(), 2 * (xh + i))
+    assert t.hit is not None and t.hit2 is not None and t.hit[5] and t.hit2[5]
+    memos = {t.hit[5][0], t.hit2[5][0]}
+    held = t.hit[5][1]
+    assert {held._memo, held._memo2} == memos
+    relaunched = []
+    for h in ("hit", "hit2"):  # (both hits relaunch from here on)
+        memo, launcher, arena, again = getattr(t, h)[5]
+        setattr(t, h, (*getattr(t, h)[:5], (memo, launcher, arena, lambda again=again: relaunched.append(again))))
+    for i in range(4):
+        launch(*sets[i % 2], 2.0)
+    assert len(relaunched) == 4 and relaunched[0] is not relaunched[1] and relaunched[0] is relaunched[2]
+
+
 def test_every_change_of_a_choice_forgets_the_hit(mod: Any) -> None:
     dev = az.device("cpu")
     t = mod.scale._tuner
@@ -138,12 +164,14 @@ def test_every_change_of_a_choice_forgets_the_hit(mod: Any) -> None:
     changes = (lambda b: b.__setitem__(key, other), lambda b: b.update({key: other}), lambda b: b.__ior__({key: other}),
                lambda b: b.pop(key), lambda b: b.popitem(), lambda b: b.__delitem__(key), lambda b: b.clear(),
                lambda b: b.setdefault(("another",), other))
+    x2, out2 = dev.to_device(np.ones(64, np.float32)), dev.zeros(64, az.f32)
     for change in changes:
+        launch(x2, out2, 1.0)
         launch(x, out, 1.0)
         launch(x, out, 1.0)
-        assert t.hit is not None and t.hit[5] is not None
+        assert t.hit is not None and t.hit[5] is not None and t.hit2 is not None
         change(t.best)
-        assert t.hit is None
+        assert t.hit is None and t.hit2 is None
     # a changed choice is what the next launch runs
     launch(x, out, 1.0)
     launch(x, out, 1.0)
