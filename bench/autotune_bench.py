@@ -110,7 +110,9 @@ def main() -> None:
     tuned = g.gemm[grid]
     warm = {}
     cases = (("autotuned k[grid]", lambda: tuned(*a3)), ("k[grid] subscript each launch", lambda: g.gemm[grid](*a3)),
+             ("k[lambda] inline grid function", lambda: g.gemm[lambda c: grid(c)](*a3)),
              ("chosen, launcher held", lambda: direct(*rest)),
+             ("chosen, spec[(lambda)(best)]", lambda: k[(lambda c: grid(c))(best)](*rest)),
              ("chosen, spec[grid(best)]", lambda: k[grid(best)](*rest)), ("the grid function alone", lambda: grid(best)))
     for name, fn in cases:
         for _ in range(200):
@@ -124,12 +126,13 @@ def main() -> None:
             warm.setdefault(name, []).append((time.perf_counter() - t) / 2000 * 1e6)
             dev.synchronize()
     for name, ts in warm.items():
-        print(f"  {name:<26} {statistics.median(ts):7.2f} us/launch (min {min(ts):.2f})")
+        print(f"  {name:<32} {statistics.median(ts):7.2f} us/launch (min {min(ts):.2f})")
     med = {name: statistics.median(ts) for name, ts in warm.items()}
     over = med["autotuned k[grid]"] - med["chosen, launcher held"]
     print(f"  WARM autotuned - held launcher: {over:+.2f} us (target <= 0.3), of which the grid function (called every launch)"
           f" {med['the grid function alone']:.2f} us; autotuned - spec[grid(best)]: {med['autotuned k[grid]'] - med['chosen, spec[grid(best)]']:+.2f} us"
-          f" (subscript each launch: {med['k[grid] subscript each launch'] - med['chosen, spec[grid(best)]']:+.2f} us)")
+          f" (subscript each launch: {med['k[grid] subscript each launch'] - med['chosen, spec[grid(best)]']:+.2f} us;"
+          f" an inline lambda over the same by hand: {med['k[lambda] inline grid function'] - med['chosen, spec[(lambda)(best)]']:+.2f} us)")
 
     print("\n== 3. GEMM shapes: autotuned anodize vs Triton autotuned over the same 8 points, and vs each single configuration (f16)")
     if args.no_triton:

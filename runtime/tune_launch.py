@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from itertools import repeat
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 from weakref import ref as _ref
 
@@ -57,8 +58,11 @@ class TunedLaunch:
     __slots__ = ("tuner", "grid", "fn")
 
     def __init__(self, tuner: Tuner, grid: Any):
-        self.tuner, self.grid = tuner, grid
-        self.fn: Callable[[Config], Any] | None = grid if callable(grid) and not isinstance(grid, LaunchConfig) else None
+        self.tuner = tuner
+        self.grid = grid
+        # (an inline `lambda cfg: ...` makes one of these every launch: a function is taken at sight)
+        self.fn: Callable[[Config], Any] | None = (
+            grid if type(grid) is FunctionType or (callable(grid) and not isinstance(grid, LaunchConfig)) else None)
 
     def __call__(self, *args: Any, **kwargs: Any) -> None:
         try:

@@ -160,7 +160,7 @@ class Tuner:
         # the last launcher given out, (key, config, launch config, launcher): a warm launch that
         # repeats it (the same config and LaunchConfig objects, an equal key) skips the memo's hashing
         self._last: tuple[tuple[Any, ...], Config, Any, Any] | None = None
-        self.last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
+        self.last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid (anodize/autotuning.py)
         # the last launch (runtime/tune_launch.py `Hit`); a launch with the same objects skips the key
         self.hit: Hit | None = None
         self.hit2: Hit | None = None  # the one before (a launch alternating two argument sets matches it)
@@ -274,13 +274,6 @@ class Tuner:
         return tuple(bound[p] for p in self.launch_params)
 
     # -- launching --------------------------------------------------------------------------
-    def launch_for(self, grid: Any) -> TunedLaunch:
-        last = self.last_launch
-        if last is not None and last.grid is grid:  # (a TunedLaunch holds nothing but its grid)
-            return last
-        launch = self.last_launch = TunedLaunch(self, grid)
-        return launch
-
     def config_for(self, grid: Any, c: Config) -> Any:
         if callable(grid) and not isinstance(grid, LaunchConfig):
             lc = grid(c)
