@@ -31,6 +31,13 @@ SRC = textwrap.dedent('''
         i = thread.index_1d()
         if i in out:
             out[i] = x[i] * s
+
+    @az.launch_contract(domain=1, requires=lambda x, out: len(x) == len(out))
+    @az.kernel
+    def plain(x: Slice[f32], out: DisjointSlice[f32]) -> None:
+        i = thread.index_1d()
+        if i in out:
+            out[i] = x[i] + 1.0
 ''')
 
 
@@ -53,6 +60,32 @@ def _grid(n: int, calls: list[int]) -> Any:
         return az.LaunchConfig.for_num_elems(n, block=c.block)
 
     return grid
+
+
+def test_a_launcher_remembers_a_launch_without_launching(mod: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`Launcher.remember(args)`: the memo of a launch of `args` made by the quick path's checks
+    and installed as the launcher's last, with the relaunch it would do; None before any plan,
+    for arguments the quick path refuses, and while a lazy op is in flight."""
+    dev = az.device("cpu")
+    launcher = mod.plain[az.LaunchConfig.for_num_elems(64)]
+    x, out = dev.to_device(np.arange(64, dtype=np.float32)), dev.zeros(64, az.f32)
+    assert launcher.remember((x, out)) is None  # (no plan yet)
+    launcher(x, out)
+    before = launcher._memo
+    got = launcher.remember((x, out))
+    assert got is not None
+    memo, arena, again = got
+    assert launcher._memo is memo and launcher._memo2 is before
+    np.testing.assert_allclose(out.to_host(), np.arange(64) + 1)
+    x.copy_from(np.full(64, 5.0, np.float32))
+    np.testing.assert_allclose(out.to_host(), np.arange(64) + 1)  # (nothing launched by `remember`)
+    again()
+    np.testing.assert_allclose(out.to_host(), 6.0)
+    short = dev.zeros(32, az.f32)
+    assert launcher.remember((x, short)) is None  # `requires` refuses: the full path reports it
+    assert not memo((short, out)) and not memo((x, out, 1))
+    monkeypatch.setitem(inflight._ACTIVE, -1, (_Pending(), ()))
+    assert launcher.remember((x, out)) is None
 
 
 def test_a_repeat_relaunches_the_launchers_memo_and_runs_the_kernel(mod: Any) -> None:
