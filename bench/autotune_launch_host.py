@@ -18,7 +18,9 @@ on a fake device).  Cases:
     spec[grid]     the chosen specialisation launched as `spec[grid(best)](a, b, c, k)` every time
     autotuned-lc   `gemm[lc](...)` with a LaunchConfig held (the grid function already applied)
     ping-pong      `tuned(...)` alternating between two sets of argument objects of one key: the
-                   last launch's objects never match, so every launch computes its key
+                   last launch's objects never match (main), or match the launch before (hit2)
+    rotate-4       the same over four sets: no remembered launch matches, every launch is keyed (and
+                   misses the launcher's two memos too)
 
 Issue 31's target (<= 0.3 us on the H200) bounds the autotuned launch over a launch of the chosen
 specialisation: `spec[grid]` (both call the grid function, user code a launch must run) or,
@@ -57,6 +59,7 @@ def cases() -> dict[str, Callable[[], None]]:
     tuned, held, tuned_lc = g.gemm[grid], spec[lc], g.gemm[lc]
     _, args2 = g.inputs(dev, 128, 128, 128)
     pair = [args2, args]
+    four = [g.inputs(dev, 128, 128, 128)[1], g.inputs(dev, 128, 128, 128)[1], args2, args]
     out = {
         "autotuned": lambda: tuned(*args),
         "k[grid]": lambda: g.gemm[grid](*args),
@@ -66,6 +69,7 @@ def cases() -> dict[str, Callable[[], None]]:
         "spec[lambda]": lambda: spec[(lambda c: grid(c))(best)](*rest),
         "autotuned-lc": lambda: tuned_lc(*args),
         "ping-pong": lambda: tuned(*pair.reverse() or pair[0]),
+        "rotate-4": lambda: tuned(*four.append(four.pop(0)) or four[0]),
     }
     for fn in out.values():
         fn()
