@@ -1,6 +1,6 @@
 """The autotuner on the GPU (issue 31's targets), beside Triton's autotuner in one run.
 
-    python3 bench/autotune_bench.py [--shapes 1024,1024,1024;4096,4096,4096;...] [--rounds 10] [--skip-cold] [--no-triton]
+    python3 bench/autotune_bench.py [--shapes 1024,1024,1024;4096,4096,4096;...] [--rounds 10] [--skip-cold] [--no-triton] [--warm-only]
 
 1. Cold tuning of examples/autotune_gemm.py's GEMM over its 8 configurations (a fresh process,
    the compile cache off: every configuration checked, compiled in parallel and timed).
@@ -62,10 +62,11 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--skip-cold", action="store_true")
     p.add_argument("--no-triton", action="store_true", help="leave Triton out of section 3 (its cold compiles take ~15 s)")
+    p.add_argument("--warm-only", action="store_true", help="section 2 only (the warm launch's host cost)")
     args = p.parse_args()
 
     print("== 1. cold tuning, 8 configurations, GEMM 4096^3 f16 (fresh process, cache off)")
-    if not args.skip_cold:
+    if not args.skip_cold and not args.warm_only:
         out = subprocess.run([sys.executable, "-c", _COLD.format(ex=str(ROOT / "examples"))], capture_output=True, text=True)
         print(out.stdout, out.stderr[-3000:] if out.returncode else "")
 
@@ -134,6 +135,8 @@ def main() -> None:
           f" (subscript each launch: {med['k[grid] subscript each launch'] - med['chosen, spec[grid(best)]']:+.2f} us;"
           f" an inline lambda over the same by hand: {med['k[lambda] inline grid function'] - med['chosen, spec[(lambda)(best)]']:+.2f} us)")
 
+    if args.warm_only:
+        return
     print("\n== 3. GEMM shapes: autotuned anodize vs Triton autotuned over the same 8 points, and vs each single configuration (f16)")
     if args.no_triton:
         tri = None
