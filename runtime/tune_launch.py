@@ -200,7 +200,7 @@ def same_objects(args: tuple[Any, ...]) -> Callable[[tuple[Any, ...]], bool] | N
 
 class Choices(dict[tuple[Any, ...], "Config"]):
     """The chosen configuration per key (`Tuner.best`).  Every change calls `changed` (the tuner
-    forgets its last launch, whose fast path holds a choice): a re-tuning, a choice loaded or set
+    forgets the launches it remembers, each holding a choice): a re-tuning, a choice loaded or set
     by hand is launched from the next launch on, without the fast path reading this dict."""
 
     __slots__ = ("changed",)
