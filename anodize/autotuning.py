@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from anodize.kernel import Kernel
 from anodize.language.errors import USER_ERRORS, ArgumentError
 from anodize.runtime.tune_config import Config
+from anodize.runtime.tune_launch import TunedLaunch
 from anodize.runtime.tuning import Tuner
 
 if TYPE_CHECKING:
@@ -71,11 +72,11 @@ class Autotuned(Generic[_K]):
         self._tuner = Tuner(self)
 
     def __getitem__(self, grid: Any) -> Any:
-        try:
-            return self._tuner.launch_for(grid)
-        except USER_ERRORS as e:  # a refused launch shows no anodize-internal frames
-            __tracebackhide__ = True
-            raise e.with_traceback(None)
+        t = self._tuner
+        last = t.last_launch
+        if last is None or last.grid is not grid:  # (`k[grid](...)` in a loop: the same grid object)
+            last = t.last_launch = TunedLaunch(t, grid)  # (an inline lambda: a new one every launch)
+        return last
 
     def variant(self, config: Config) -> Kernel[Any]:
         """The kernel object a configuration launches (its Constants still parameters; compiled

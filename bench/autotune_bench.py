@@ -1,12 +1,13 @@
 """The autotuner on the GPU (issue 31's targets), beside Triton's autotuner in one run.
 
-    python3 bench/autotune_bench.py [--shapes 1024,1024,1024;4096,4096,4096;...] [--rounds 10] [--skip-cold] [--no-triton]
+    python3 bench/autotune_bench.py [--shapes 1024,1024,1024;4096,4096,4096;...] [--rounds 10] [--skip-cold] [--no-triton] [--warm-only]
 
 1. Cold tuning of examples/autotune_gemm.py's GEMM over its 8 configurations (a fresh process,
    the compile cache off: every configuration checked, compiled in parallel and timed).
-2. Warm launch cost: the autotuned launch (key lookup, grid function, the chosen launcher) beside
-   the chosen specialisation's launcher held (`spec[grid(best)]` once: issue 31's <= 0.3 us is
-   over this) and launched as `spec[grid(best)](...)` each time, host time per call, interleaved.
+2. Warm launch cost: the autotuned launch (key lookup, grid function, the chosen launcher; with
+   `k[grid]` held, and subscripted each launch) beside the chosen specialisation's launcher held
+   (`spec[grid(best)]` once) and launched as `spec[grid(best)](...)` each time (issue 31's <= 0.3 us
+   is over this: both call the grid function), host time per call, interleaved.
 3. For each GEMM shape (f16 in, f32 accumulate, f16 out; 1024^3, 4096^3, 8192^3, 4096x4096x512,
    8192x1024x4096): the autotuned kernel beside Triton's tutorial matmul autotuned over the same
    8 (BM, BN, BK, warps, stages) points, and beside every single configuration that ran in the
@@ -61,10 +62,11 @@ def main() -> None:
     p.add_argument("--rounds", type=int, default=10)
     p.add_argument("--skip-cold", action="store_true")
     p.add_argument("--no-triton", action="store_true", help="leave Triton out of section 3 (its cold compiles take ~15 s)")
+    p.add_argument("--warm-only", action="store_true", help="section 2 only (the warm launch's host cost)")
     args = p.parse_args()
 
     print("== 1. cold tuning, 8 configurations, GEMM 4096^3 f16 (fresh process, cache off)")
-    if not args.skip_cold:
+    if not args.skip_cold and not args.warm_only:
         out = subprocess.run([sys.executable, "-c", _COLD.format(ex=str(ROOT / "examples"))], capture_output=True, text=True)
         print(out.stdout, out.stderr[-3000:] if out.returncode else "")
 
@@ -108,7 +110,10 @@ def main() -> None:
     direct = k[lc]
     tuned = g.gemm[grid]
     warm = {}
-    cases = (("autotuned k[grid]", lambda: tuned(*a3)), ("chosen, launcher held", lambda: direct(*rest)),
+    cases = (("autotuned k[grid]", lambda: tuned(*a3)), ("k[grid] subscript each launch", lambda: g.gemm[grid](*a3)),
+             ("k[lambda] inline grid function", lambda: g.gemm[lambda c: grid(c)](*a3)),
+             ("chosen, launcher held", lambda: direct(*rest)),
+             ("chosen, spec[(lambda)(best)]", lambda: k[(lambda c: grid(c))(best)](*rest)),
              ("chosen, spec[grid(best)]", lambda: k[grid(best)](*rest)), ("the grid function alone", lambda: grid(best)))
     for name, fn in cases:
         for _ in range(200):
@@ -122,12 +127,16 @@ def main() -> None:
             warm.setdefault(name, []).append((time.perf_counter() - t) / 2000 * 1e6)
             dev.synchronize()
     for name, ts in warm.items():
-        print(f"  {name:<26} {statistics.median(ts):7.2f} us/launch (min {min(ts):.2f})")
+        print(f"  {name:<32} {statistics.median(ts):7.2f} us/launch (min {min(ts):.2f})")
     med = {name: statistics.median(ts) for name, ts in warm.items()}
     over = med["autotuned k[grid]"] - med["chosen, launcher held"]
     print(f"  WARM autotuned - held launcher: {over:+.2f} us (target <= 0.3), of which the grid function (called every launch)"
-          f" {med['the grid function alone']:.2f} us; autotuned - spec[grid(best)]: {med['autotuned k[grid]'] - med['chosen, spec[grid(best)]']:+.2f} us")
+          f" {med['the grid function alone']:.2f} us; autotuned - spec[grid(best)]: {med['autotuned k[grid]'] - med['chosen, spec[grid(best)]']:+.2f} us"
+          f" (subscript each launch: {med['k[grid] subscript each launch'] - med['chosen, spec[grid(best)]']:+.2f} us;"
+          f" an inline lambda over the same by hand: {med['k[lambda] inline grid function'] - med['chosen, spec[(lambda)(best)]']:+.2f} us)")
 
+    if args.warm_only:
+        return
     print("\n== 3. GEMM shapes: autotuned anodize vs Triton autotuned over the same 8 points, and vs each single configuration (f16)")
     if args.no_triton:
         tri = None

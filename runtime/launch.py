@@ -23,6 +23,7 @@ path and the memo are in runtime/launch_fast.py.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -181,6 +182,25 @@ class Launcher:
         except USER_ERRORS as e:  # the public entry point: no anodize-internal frames below it
             __tracebackhide__ = True  # pytest and IPython hide this frame too
             raise e.with_traceback(None)
+
+    def remember(self, args: tuple[Any, ...]) -> tuple[Callable[[tuple[Any, ...]], bool], Any, Callable[[], None]] | None:
+        """`(memo, arena, again)` for a caller that matches `args` by identity itself
+        (runtime/tune_launch.py): the memo of a launch of `args` is made by the quick path's
+        checks and installed as this launcher's last (nothing is launched).  While `memo` is
+        this launcher's `_memo` or `_memo2` and no lazy op is in flight, a launch of those very
+        objects is `arena.dirty = True; again()`, what the memo itself would do.  None where
+        the quick path does not take `args` or keeps no memo for them."""
+        plan = self._hot
+        if plan is None or plan.quick is None or _inflight._ACTIVE:
+            return None
+        packed = plan.quick(args)
+        if packed is None:
+            return None
+        memo = plan.memo(args, packed)
+        if memo is None:
+            return None
+        self._memo2, self._memo = self._memo, memo
+        return memo, plan.arena, partial(plan.call, *packed)
 
     def _full(self, args: tuple[Any, ...]) -> None:
         types = tuple(map(type, args))

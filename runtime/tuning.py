@@ -48,7 +48,7 @@ from anodize.runtime.config import LaunchConfig
 from anodize.runtime.device import Device, device
 from anodize.runtime.generic import bind_arguments, specialise
 from anodize.runtime.tune_config import Config
-from anodize.runtime.tune_launch import TunedLaunch
+from anodize.runtime.tune_launch import Choices, Hit, TunedLaunch
 from anodize.runtime.tune_model import estimate
 
 if TYPE_CHECKING:
@@ -153,18 +153,24 @@ class Tuner:
         self.n_launch = len(self.launch_params)
         self.static: dict[Config, str] = {c: self.static_problem(c) for c in at.configs}
         self._variants: dict[tuple[Any, ...], Kernel] = {}
-        self.best: dict[tuple[Any, ...], Config] = {}
+        self.best: dict[tuple[Any, ...], Config] = Choices(self.forget_hit)
         self.reports: dict[tuple[Any, ...], TuneReport] = {}
         self._memo: dict[tuple[Any, ...], Any] = {}
         self._arrays: list[int] | None = None  # positions of the array arguments (their dtypes key too)
         # the last launcher given out, (key, config, launch config, launcher): a warm launch that
         # repeats it (the same config and LaunchConfig objects, an equal key) skips the memo's hashing
         self._last: tuple[tuple[Any, ...], Config, Any, Any] | None = None
-        self._last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid
-        # the last launch (runtime/tune_launch.py): (matcher of its argument objects, key, config,
-        # LaunchConfig, launcher); a launch with the same objects skips the key
-        self.hit: tuple[Callable[[tuple[Any, ...]], bool], tuple[Any, ...], Config, Any, Any] | None = None
+        self.last_launch: TunedLaunch | None = None  # what `k[grid]` gave for the last grid (anodize/autotuning.py)
+        # the last launch (runtime/tune_launch.py `Hit`); a launch with the same objects skips the key
+        self.hit: Hit | None = None
+        self.hit2: Hit | None = None  # the one before (a launch alternating two argument sets matches it)
+        self.changes = 0  # changes of `best` so far (a launch records no hit across one)
         self._warned: set[tuple[Config, str]] = set()
+
+    def forget_hit(self) -> None:
+        """Forget the last launch (a choice changed: `Choices`), and count the change."""
+        self.hit = self.hit2 = None
+        self.changes += 1
 
     # -- configurations ---------------------------------------------------------------------
     def static_problem(self, c: Config) -> str:
@@ -268,13 +274,6 @@ class Tuner:
         return tuple(bound[p] for p in self.launch_params)
 
     # -- launching --------------------------------------------------------------------------
-    def launch_for(self, grid: Any) -> TunedLaunch:
-        last = self._last_launch
-        if last is not None and last.grid is grid:  # (a TunedLaunch holds nothing but its grid)
-            return last
-        launch = self._last_launch = TunedLaunch(self, grid)
-        return launch
-
     def config_for(self, grid: Any, c: Config) -> Any:
         if callable(grid) and not isinstance(grid, LaunchConfig):
             lc = grid(c)

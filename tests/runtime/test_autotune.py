@@ -592,14 +592,22 @@ def test_a_warm_launch_with_the_same_objects_skips_the_key_and_a_new_shape_or_dt
     mod.twice[_grid(m)](xm, ym, m)
     assert keys[0] == first + 1 and t.hit is not None and t.hit[1] == (m, "float32", "float32")
     np.testing.assert_allclose(ym.to_host(), 4.0)
-    # back to the first Buffers and n: re-keyed once (the last launch was the other's), then fast
+    # back to the first Buffers and n, alternating with the others: the launch before the last
+    # one is remembered too (double buffers), so neither is re-keyed
+    for _ in range(2):
+        tw(xs, ys, n)
+        mod.twice[_grid(m)](xm, ym, m)
+    assert keys[0] == first + 1
+    np.testing.assert_allclose(ys.to_host(), 2.0)
+    # a third set re-keys and pushes the first out, which re-keys in turn
+    xk, yk = dev.to_device(np.ones((n, n), np.float32)), dev.zeros((n, n), az.f32)
+    tw(xk, yk, n)
     tw(xs, ys, n)
-    tw(xs, ys, n)
-    assert keys[0] == first + 2
+    assert keys[0] == first + 3
     # the same Buffers with another value of the scalar key: re-keyed (and refused by the contract
     # only if it had to be: the grid covers n x n, the kernel reads its own shapes)
     tw(xs, ys, 1000)
-    assert keys[0] == first + 3 and t.hit is not None and t.hit[1] == (1000, "float32", "float32")
+    assert keys[0] == first + 4 and t.hit is not None and t.hit[1] == (1000, "float32", "float32")
     # another dtype through the same TunedLaunch of a generic kernel: new Buffers, re-keyed
     tt = mod.triple._tuner
     tkeys = _count_keys(monkeypatch, tt)
