@@ -222,8 +222,6 @@ _FULL = [(n, (128, 256, 64, 8)) for n in C.NAMES if n not in ("canonical", "b_tr
 def test_every_gemm_variant_compiles_under_the_switches_without_spills(monkeypatch: pytest.MonkeyPatch, name: str,
                                                                        tile: tuple[int, int, int, int]) -> None:
     bm, bn, bk, warps = tile
-    if warps == 4:
-        monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
     src = kernel_ir(C.source(name, bm, bn, bk, warps, "f16"))
     ptx = compile_gpu(src, "sm_90", ptxas=False).ptx  # the default: both on
     monkeypatch.setenv("ANODIZE_TILE_LOAD_AHEAD", "0")
