@@ -39,6 +39,9 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
             why = "wgmma is sm_90 only" if engine else ""
         elif wgmma_stacked_ok(m, n, warps) and not stacked_enabled():
             why = "ANODIZE_TILE_WGMMA_STACK=0 (two m64 blocks a warpgroup turned off)"
+        elif wgmma_stacked_ok(m, n, warps) and (s.layout.wm, s.layout.wn) == (warps, 1):
+            why = (f"the kernel holds whole rows in each warp (a row reduction or an A operand from registers: "
+                   f"{m // warps} rows a warp), which two m64 blocks a warpgroup do not")
         elif not wgmma_shape_ok(m, n, warps) and not wgmma_stacked_ok(m, n, warps):
             why = (f"a {m}x{n} accumulator over {warps} warps is not a wgmma shape (64 rows a warpgroup and N "
                    f"64/128/256, or 128 rows and N 64/128)")

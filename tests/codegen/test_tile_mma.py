@@ -253,6 +253,33 @@ def test_128x128_over_4_warps_takes_wgmma_by_default(monkeypatch: pytest.MonkeyP
         assert re.search(r" 0 bytes spill stores", log) and not re.search(r" [1-9]\d* bytes spill stores", log), log
 
 
+# a 128 x 128 product fed to a second matmul as its A (from registers): row mode, where each warp holds
+# 32 whole rows and the stacked layout does not apply
+CHAINED = """
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
+
+
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=4)
+def k(a: Slice2D[f16], b: Slice2D[f16], w: Slice2D[f16], c: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    acc = tile.zeros((128, 128), f32)
+    for kk in range(0, n, 64):
+        acc = tile.matmul(tile.load(a, (pid.row * 128, kk), (128, 64)), tile.load(b, (kk, pid.col * 128), (64, 128)), acc)
+    out = tile.matmul(acc.astype(f16), tile.load(w, (0, 0), (128, 128)))
+    tile.store(c, pid, out)
+"""
+
+
+def test_compile_v_says_why_a_row_mode_128x128_matmul_is_not_on_wgmma() -> None:
+    art = compile_gpu(kernel_ir(CHAINED), "sm_90", ptxas=False)
+    assert "wgmma.mma_async" not in art.ptx
+    assert art.matmuls[0].endswith("not wgmma: the kernel holds whole rows in each warp (a row reduction or an A operand "
+                                   "from registers: 32 rows a warp), which two m64 blocks a warpgroup do not"), art.matmuls
+    assert "A from registers in the accumulator layout" in art.matmuls[1]
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", ["canonical", "b_trans", "acc_in"])
 def test_bf16_variants_match_numpy_on_the_gpu(tmp_path: Path, name: str) -> None:
@@ -296,8 +323,8 @@ def test_the_ring_is_one_two_blocks_of_which_share_an_sm(monkeypatch: pytest.Mon
     warps takes a 3-stage ring (97 KiB: two blocks in an sm_90 SM's 228 KiB, 4 stages would take
     129), ptxas within 256 registers; 128 x 256 over 8 warps (128 accumulators a thread: two
     blocks would need <= 128 registers) keeps its 4 stages; `ANODIZE_TILE_TWO_BLOCKS=0` (the way
-    back) gives the 128 x 128 tile 4 stages, and an autotuning configuration's `num_stages`
-    bounds the ring (3 of 64 x 64's 4 two-block stages)."""
+    back) gives the 128 x 128 tile 4 stages, and an autotuning configuration's `num_stages` sets
+    the ring (3 where 64 x 64 takes 4 for two blocks, 4 where 128 x 128 takes 3)."""
     from anodize.codegen.toolchain import CODE_SWITCHES
 
     assert "ANODIZE_TILE_TWO_BLOCKS" in CODE_SWITCHES and "ANODIZE_TILE_WGMMA_STACK" in CODE_SWITCHES
@@ -312,6 +339,7 @@ def test_the_ring_is_one_two_blocks_of_which_share_an_sm(monkeypatch: pytest.Mon
     tiny = kernel_ir(C.source("canonical", 64, 64, 64, 4, "f16"))
     assert compile_gpu(tiny, "sm_90", ptxas=False).dynamic_shared_bytes == ring(64, 64, 4)
     assert compile_gpu(replace(tiny, tile_stages=3), "sm_90", ptxas=False).dynamic_shared_bytes == ring(64, 64, 3)
+    assert compile_gpu(replace(small, tile_stages=4), "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 128, 4)
     art = compile_gpu(small, "sm_90", ptxas=False)
     assert art.dynamic_shared_bytes == ring(128, 128, 3) and 2 * (art.dynamic_shared_bytes + 1024) <= 228 * 1024
     assert compile_gpu(big, "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 256, 4)
