@@ -28,8 +28,7 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
-__all__ = ["copy_turns", "emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages",
-           "whole_chunks"]
+__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages", "whole_chunks"]
 
 BK = 64
 _ids = itertools.count()
@@ -58,24 +57,6 @@ def proxy_fence() -> bool:
     omits it; ptxas makes it `MEMBAR.ALL.CTA` + `FENCE.VIEW.ASYNC.S` every k-tile).  What it
     costs says whether copies in the async proxy (TMA, no fence) are the next step."""
     return os.environ.get("ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE", "") != "1"
-
-
-def copy_turns(lay: MmaLayout, stages: int, ahead: bool) -> int:
-    """Under `ANODIZE_TILE_COPY_TURNS=1` (a benchmarking switch, codegen/toolchain.py; off until a
-    GPU run has measured it): how many groups of warps take turns at the copies (`mainloop_text`'s
-    `turns`), 1 for all at every k-tile (the default, and where no split fits).
-
-    Why: the proxy fence every k-tile (`proxy_fence`) is ptxas's `MEMBAR.ALL.CTA`, which may wait
-    for the thread's copies still in flight -- with every thread copying every k-tile, the ones
-    it issued one iteration before.  With P groups, group g copying the k-tiles j = g mod P (each
-    thread the chunks of P threads of the usual split) and P >= L (L = S - 1 k-tiles of copies
-    ahead), the group that fences for k-tile j - L has nothing else in flight: its next copies,
-    k-tile j - L + P, come after the fence.  P is the least power of two >= L whose groups are
-    whole warps; only the load-ahead order."""
-    if os.environ.get("ANODIZE_TILE_COPY_TURNS", "") != "1" or not ahead:
-        return 1
-    warps, L = lay.wm, stages - 1
-    return next((p for p in (2, 4, 8) if p >= L and p <= warps), 1)
 
 
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
@@ -243,7 +224,7 @@ class _Op:
 
 
 def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool = False, b_trans: bool = False, *,
-                  ahead: bool = False, whole: bool = False, fence: bool = True, turns: int = 1) -> str:
+                  ahead: bool = False, whole: bool = False, fence: bool = True) -> str:
     """The PTX of the mainloop; operands as `emit_wgmma` passes them: $0 .. $(n-1) the
     accumulators (tied in and out), then at `base = 2 n`: per operand (A, then B) its slice
     address (u64), leading dimension (i64), origin along M (N), origin along K, extent along M
@@ -256,11 +237,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     (S - 1 k-tiles of copies in flight where the copy-first order, copies before the wgmma, keeps
     S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole`
     (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`).
-    `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only).  `turns` P > 1
-    (`copy_turns()`, load-ahead only, P >= L): warps in P groups of T / P threads, group g = tid
-    // (T / P) copying the k-tiles j = g mod P, each thread the chunks of threads tid % (T / P) +
-    h T / P (h < P) of the usual split; at iteration j only group (j - L) mod P waits for its
-    copies (all of them: k-tile j - L's) and fences before the barrier."""
+    `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
     L = S - 1 if ahead else S - 2
@@ -275,9 +252,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     u = f"{uid}"
     lines: list[str] = []
     e = lines.append
-    P = turns
-    assert P == 1 or (ahead and P >= L and T % P == 0 and (T // P) % 32 == 0 and P & (P - 1) == 0), (P, L, T)
-    declare_regs(e, "w", 19 if P > 1 else 18, 8, 64 + 16 * (P - 1), 24 + 6 * (P - 1))
+    declare_regs(e, "w", 18, 8, 64, 24)
     tid, warp, wg, s0 = "%wr0", "%wr1", "%wr3", "%wr6"
     e(f"mov.u32 {tid}, %tid.x;")
     e(f"shr.u32 {warp}, {tid}, 5;")
@@ -293,26 +268,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e("setp.ne.u32 %wp17, %wr33, 0;")  # ... B's
     A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2)
     B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5)
-    if P == 1:
-        A.setup(tid, K)
-        B.setup(tid, K)
-        As, Bs = [A], [B]
-    else:  # thread tid plays threads tid % Tg + h Tg of the usual split; its group starts at k-tile tid // Tg
-        Tg = T // P
-        As = [A] + [_Op(e, f"A{u}h{h}", not a_trans, BM, T, 0, tuple(ops[0:5]), 64 + 16 * (h - 1), 24 + 6 * (h - 1))
-                    for h in range(1, P)]
-        Bs = [B] + [_Op(e, f"B{u}h{h}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 72 + 16 * (h - 1), 27 + 6 * (h - 1))
-                    for h in range(1, P)]
-        e(f"shr.u32 %wr17, {tid}, {Tg.bit_length() - 1};")  # the group
-        e("cvt.u64.u32 %wd21, %wr17;")
-        for h, op in enumerate(As + Bs):
-            e(f"and.b32 %wr16, {tid}, {Tg - 1};")
-            if h % P:
-                e(f"add.u32 %wr16, %wr16, {(h % P) * Tg};")
-            op.setup("%wr16", K)
-            e(f"mul.lo.s64 %wd20, {op.step}, %wd21;")  # to the group's first k-tile; then P k-tiles a turn
-            e(f"add.s64 {op.g}, {op.g}, %wd20;")
-            e(f"shl.b64 {op.step}, {op.step}, {P.bit_length() - 1};")
+    A.setup(tid, K)
+    B.setup(tid, K)
     j, ws, rs, jend, k0, st = "%wr20", "%wr21", "%wr22", "%wr23", "%wr24", "%wr25"
     e(f"mov.u32 {j}, 0;")
     e(f"mov.u32 {ws}, 0;")
@@ -359,18 +316,9 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e(f"AZM_LOOP_{u}:")
     e(f"setp.ge.s32 %wp1, {j}, {L};")
     e(f"@!%wp1 bra AZM_COPY_{u};")
-    if P > 1:  # only k-tile j - L's copiers wait (for all their copies: nothing younger is in flight) and fence
-        e(f"sub.s32 %wr16, {j}, {L};")
-        e(f"and.b32 %wr16, %wr16, {P - 1};")
-        e("setp.ne.u32 %wp18, %wr16, %wr17;")
-        e(f"@%wp18 bra AZM_FENCED_{u};")
-        e("cp.async.wait_group 0;")
-    else:
-        e(f"cp.async.wait_group {L - 1};")
+    e(f"cp.async.wait_group {L - 1};")
     if fence:
         e("fence.proxy.async.shared::cta;")
-    if P > 1:
-        e(f"AZM_FENCED_{u}:")
     e("bar.sync 0;")
     if ahead:
         multiply()
@@ -381,39 +329,29 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     if ahead:
         e(f"setp.ge.s32 %wp15, {j}, %wr32;")
         e(f"@%wp15 bra AZM_COPIED_{u};")
-    done = f"AZM_COPIED_{u}" if P == 1 else f"AZM_ADVANCE_{u}"
-    if P > 1:  # not this group's turn
-        e(f"and.b32 %wr16, {j}, {P - 1};")
-        e("setp.ne.u32 %wp18, %wr16, %wr17;")
-        e(f"@%wp18 bra AZM_COPIED_{u};")
     e(f"@!%wp0 bra AZM_SCALAR_{u};")
     if whole:
         e(f"@%wp14 bra AZM_WHOLE_{u};")
-    for op in As + Bs:
-        op.copy(st, k0)
-    e(f"bra.uni {done};")
+    A.copy(st, k0)
+    B.copy(st, k0)
+    e(f"bra.uni AZM_COPIED_{u};")
     if whole:
         e(f"AZM_WHOLE_{u}:")
-        for op in As + Bs:
-            op.copy(st, k0, whole=True)
-        e(f"bra.uni {done};")
+        A.copy(st, k0, whole=True)
+        B.copy(st, k0, whole=True)
+        e(f"bra.uni AZM_COPIED_{u};")
     e(f"AZM_SCALAR_{u}:")  # each operand on its own path: 16-byte copies where its rows are aligned
-    for op, p in [(x, "%wp16") for x in As] + [(x, "%wp17") for x in Bs]:
+    for op, p in ((A, "%wp16"), (B, "%wp17")):
         e(f"@!{p} bra AZM_SC{op.tag};")
         op.copy(st, k0)
         e(f"bra.uni AZM_SD{op.tag};")
         e(f"AZM_SC{op.tag}:")
         op.copy_scalar(st, k0)
         e(f"AZM_SD{op.tag}:")
-    if P > 1:
-        e(f"AZM_ADVANCE_{u}:")  # this group's next k-tile: P further
-        for op in As + Bs:
-            op.advance()
     e(f"AZM_COPIED_{u}:")
     e("cp.async.commit_group;")
-    if P == 1:
-        A.advance()
-        B.advance()
+    A.advance()
+    B.advance()
     e(f"add.u32 {ws}, {ws}, {SB};")
     e(f"setp.eq.u32 %wp4, {ws}, {S * SB};")
     e(f"selp.b32 {ws}, 0, {ws}, %wp4;")
@@ -467,9 +405,8 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     gv = module.globals.get("__az_tc_smem") or shared_buffer(module)
     args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)
-    ahead = load_ahead()
-    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans, ahead=ahead, whole=whole,
-                         fence=proxy_fence(), turns=copy_turns(s.layout, s.stages, ahead))
+    text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans, ahead=load_ahead(), whole=whole,
+                         fence=proxy_fence())
     cons = ["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3
     res = asm_block(b, llir.LiteralStructType([F32] * n), text, cons, [*acc, *args])
     return [b.extract_value(res, i) for i in range(n)]

@@ -169,42 +169,6 @@ def test_the_variant_matches_numpy_on_wgmma_with_two_m64_blocks_a_warpgroup(tmp_
     run_case(tmp_path, az.device(), name, (128, 128, 64, 4), m, n, k)
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("name", ["canonical", "a_trans", "b_trans", "epilogue"])
-@pytest.mark.parametrize("tile", [(128, 128, 64, 4), (64, 64, 64, 4), (128, 256, 64, 8)], ids=lambda t: "x".join(map(str, t)))
-@pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 300, 190), (64, 96, 4095)])
-def test_the_variant_matches_numpy_with_groups_taking_turns_at_the_copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                                            name: str, tile: tuple[int, int, int, int], m: int,
-                                                                            n: int, k: int) -> None:
-    """`ANODIZE_TILE_COPY_TURNS=1` (codegen/tile/wgmma.py `copy_turns`): 2 groups of warps at 128 x 128
-    over 4 warps (3 stages), 4 at 64 x 64 and 128 x 256 (4 stages), on the 16-byte, whole-chunk and
-    2-byte copy paths."""
-    monkeypatch.setenv("ANODIZE_TILE_COPY_TURNS", "1")
-    monkeypatch.setenv("ANODIZE_CACHE", "off")
-    run_case(tmp_path, az.device(), name, tile, m, n, k, tag="turns")
-
-
-def test_groups_taking_turns_compile_without_spills(monkeypatch: pytest.MonkeyPatch) -> None:
-    """With `ANODIZE_TILE_COPY_TURNS=1` the 128 x 128 tile over 4 warps (3 stages: L = 2) copies in 2
-    turns and 128 x 256 over 8 warps (4 stages) in 4: a `cp.async.wait_group 0` (the owners') in the
-    loop besides the one after it, and ptxas without spills, two 128 x 128 blocks' registers an SM."""
-    from anodize.codegen.tile.layout import MmaLayout
-    from anodize.codegen.tile.wgmma import copy_turns
-
-    assert copy_turns(MmaLayout(128, 128, 4, 1, 64), 3, True) == 1  # (off without the switch)
-    monkeypatch.setenv("ANODIZE_TILE_COPY_TURNS", "1")
-    assert [copy_turns(MmaLayout(128, 128, 4, 1, 64), st, True) for st in (3, 4, 5, 6)] == [2, 4, 4, 1]
-    assert copy_turns(MmaLayout(128, 256, 8, 1), 4, True) == 4 and copy_turns(MmaLayout(128, 256, 8, 1), 4, False) == 1
-    for tile, want in (((128, 128, 64, 4), 2), ((128, 256, 64, 8), 4)):
-        ptx = compile_gpu(kernel_ir(C.source("canonical", *tile, "f16")), "sm_90", ptxas=False).ptx
-        assert ptx.count("cp.async.wait_group 0;") == 2 and f"and.b32 %wr16, %wr16, {want - 1};" in ptx
-        if shutil.which("ptxas"):
-            log = ptxas_log(ptx, "sm_90")
-            assert " 0 bytes spill stores" in log, log
-            if tile[3] == 4:
-                assert int(re.search(r"Used (\d+) registers", log).group(1)) * 128 * 2 <= 65536, log  # type: ignore[union-attr]
-
-
 def test_the_stacked_wgmma_layout_is_the_fragments_of_two_m64_wgmma_a_warpgroup() -> None:
     """Register i of a thread of the stacked layout is element (64 (g mt + mi) + 16 w + l // 4
     + 8 (q // 2), 8 ni + 2 (l % 4) + q % 2): wgmma m64nNk16's D fragment of block mi; every

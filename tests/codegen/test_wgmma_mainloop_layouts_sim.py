@@ -56,7 +56,7 @@ def _flag(K: int, ops: list[dict]) -> int:
 
 
 def run_case(lay: MmaLayout, a_trans: bool, b_trans: bool, K: int, a: dict, bop: dict, S: int = 3,
-             ahead: bool = True, turns: int = 1) -> int:
+             ahead: bool = True) -> int:
     ops = []
     gsize = 0
     for o, width, kmajor, salt in ((a, lay.m, not a_trans, 1), (bop, lay.n, b_trans, 30001)):
@@ -78,7 +78,7 @@ def run_case(lay: MmaLayout, a_trans: bool, b_trans: bool, K: int, a: dict, bop:
             at = o["base"] + 2 * i
             gmem[at:at + 2] = o["val"](i // o["ld"], i % o["ld"]).to_bytes(2, "little")
     flag = _flag(K, ops)
-    text = mainloop_text(lay, S, "f16", 0, a_trans, b_trans, ahead=ahead, whole=True, turns=turns)
+    text = mainloop_text(lay, S, "f16", 0, a_trans, b_trans, ahead=ahead, whole=True)
     sbase = 1000
     SB = (lay.m + lay.n) * BK * 2
     smem = bytearray(sbase + 1024 + S * SB)
@@ -145,16 +145,3 @@ def test_every_scalar_group_copies_the_k_tiles_whole(group: str, monkeypatch: py
     monkeypatch.setenv("ANODIZE_TILE_SCALAR_GROUP", group)
     _, lay, at, bt, K, ao, bo, want = CASES[0]
     assert run_case(lay, at, bt, K, dict(zip(("ld", "mn0", "k0", "lim"), ao)), dict(zip(("ld", "mn0", "k0", "lim"), bo))) == want
-
-
-@pytest.mark.parametrize("name,stages,turns", [
-    pytest.param(n, st, p, id=f"{n}-{p}", marks=() if (n, p) == ("stacked-A-scalar-B-aligned", 2) else (pytest.mark.slow,))
-    for n in ("stacked-At-scalar", "stacked-A-scalar-B-aligned", "n2-whole-B-MN", "n16-Bt") for st, p in ((3, 2), (4, 4))])
-def test_groups_taking_turns_copy_the_k_tiles_whole(name: str, stages: int, turns: int) -> None:
-    """`turns` (codegen/tile/wgmma.py `copy_turns`, `ANODIZE_TILE_COPY_TURNS=1`): 2 or 4 groups of
-    warps, each thread the chunks of 2 or 4 threads of the usual split, on every copy path and
-    layout family (the stacked 128 x 128 over 4 warps, 64 columns over 8 warps, 256 over 4)."""
-    _, lay, at, bt, K, ao, bo, want = next(c for c in CASES if c[0] == name)
-    a = dict(zip(("ld", "mn0", "k0", "lim", "pad"), ao))
-    b = dict(zip(("ld", "mn0", "k0", "lim", "pad"), bo))
-    assert run_case(lay, at, bt, K, a, b, S=stages, turns=turns) == want
