@@ -28,8 +28,7 @@ from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
 from .layout import MmaLayout
 
-__all__ = ["address_tree", "emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages",
-           "whole_chunks"]
+__all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages", "whole_chunks"]
 
 BK = 64
 _ids = itertools.count()
@@ -58,16 +57,6 @@ def proxy_fence() -> bool:
     omits it; ptxas makes it `MEMBAR.ALL.CTA` + `FENCE.VIEW.ASYNC.S` every k-tile).  What it
     costs says whether copies in the async proxy (TMA, no fence) are the next step."""
     return os.environ.get("ANODIZE_TILE_UNSOUND_NO_PROXY_FENCE", "") != "1"
-
-
-def address_tree() -> bool:
-    """Under `ANODIZE_TILE_ADDR_TREE=1` (a benchmarking switch, codegen/toolchain.py; off until a
-    GPU run has measured it) a thread's chunk i of an operand is read from `g + i * stride` formed
-    as a tree -- chunk i from chunk i - 2^b (2^b the highest power of two <= i) plus 2^b strides,
-    kept in registers -- rather than a chain of one add a chunk: the same addresses, the longest
-    dependency among 8 chunks 3 adds instead of 7 (Nsight Compute at 128 x 256: 44.6% of the
-    warps' stall cycles were waits on fixed-latency results, these chains among them)."""
-    return os.environ.get("ANODIZE_TILE_ADDR_TREE", "") == "1"
 
 
 def smem_bytes(lay: MmaLayout, stages: int) -> int:
@@ -99,10 +88,8 @@ class _Op:
     K, extent along M/N); `rb`/`db`: the first b32 / b64 registers it may use (8 and 3)."""
 
     def __init__(self, e: Any, tag: str, kmajor: bool, width: int, T: int, sbase: int, args: tuple[str, ...], rb: int,
-                 db: int, tree: int = -1) -> None:
+                 db: int) -> None:
         self.e, self.tag, self.kmajor, self.width, self.T, self.sbase = e, tag, kmajor, width, T, sbase
-        # `tree` >= 0 (`address_tree`): the first of this operand's %ws registers, 2^b strides (b >= 1)
-        self.tree = tree
         self.ptr, self.ld, self.mn0, self.k0, self.lim = args
         self.r = [f"%wr{rb + i}" for i in range(8)]
         self.g, self.stride, self.step = (f"%wd{db + i}" for i in range(3))
@@ -159,21 +146,6 @@ class _Op:
         e(f"shl.b64 {self.g}, {self.g}, 1;")
         e(f"add.s64 {self.g}, {self.g}, {self.ptr};")
         e(f"mul.lo.s64 {self.stride}, {self.ld}, {self.rstep * 2};")
-        for b in range(1, max(self.n - 1, 1).bit_length()) if self.tree >= 0 else ():
-            e(f"shl.b64 %ws{self.tree + b - 1}, {self.stride}, {b};")
-
-    def address(self, i: int) -> str:
-        """The register holding chunk i's global address (this k-tile's `g` plus i strides): a
-        chain through %wd9, or with `tree` chunk i - 2^b's plus 2^b strides in %wa{i}."""
-        if self.tree < 0:
-            self.e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
-            return "%wd9"
-        if i == 0:
-            return self.g
-        hb = 1 << (i.bit_length() - 1)
-        step = self.stride if hb == 1 else f"%ws{self.tree + hb.bit_length() - 2}"
-        self.e(f"add.s64 %wa{i}, {self.g if i == hb else f'%wa{i - hb}'}, {step};")
-        return f"%wa{i}"
 
     def copy(self, st: str, k0: str, whole: bool = False) -> None:
         """k-tile k0 (elements past the origin) into the stage at `st`: 16-byte cp.async, the byte
@@ -199,9 +171,9 @@ class _Op:
                 else:
                     e(f"setp.le.s32 %wp4, {la}, {i * self.rstep};")
                 e("or.pred %wp4, %wp4, %wp2;")
-                at = self.address(i)
+                e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
                 e(f"add.u32 %wr30, {st}, {r[2]};")
-                e(f"cp.async.cg.shared.global [%wr30+{i * self.rstep * 128}], [{at}], 16, %wp4;")
+                e(f"cp.async.cg.shared.global [%wr30+{i * self.rstep * 128}], [%wd9], 16, %wp4;")
             return
         if self.kmajor:
             e(f"sub.s32 {la}, {left}, {k0};")
@@ -222,8 +194,8 @@ class _Op:
                 e(f"setp.gt.s32 %wp4, {la}, {i * self.rstep};")
                 e("and.pred %wp4, %wp4, %wp2;")
                 e(f"selp.b32 %wr29, {r[7]}, 0, %wp4;")
-            at = self.address(i)
-            e(f"selp.b64 %wd8, {at}, {self.ptr}, %wp4;")
+            e(f"add.s64 %wd9, %wd9, {self.stride};" if i else f"mov.b64 %wd9, {self.g};")
+            e(f"selp.b64 %wd8, %wd9, {self.ptr}, %wp4;")
             e(f"add.u32 %wr30, {st}, {r[2]};")
             e(f"cp.async.cg.shared.global [%wr30+{i * self.rstep * 128}], [%wd8], 16, %wr29;")
 
@@ -252,7 +224,7 @@ class _Op:
 
 
 def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool = False, b_trans: bool = False, *,
-                  ahead: bool = False, whole: bool = False, fence: bool = True, tree: bool = False) -> str:
+                  ahead: bool = False, whole: bool = False, fence: bool = True) -> str:
     """The PTX of the mainloop; operands as `emit_wgmma` passes them: $0 .. $(n-1) the
     accumulators (tied in and out), then at `base = 2 n`: per operand (A, then B) its slice
     address (u64), leading dimension (i64), origin along M (N), origin along K, extent along M
@@ -265,8 +237,7 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     (S - 1 k-tiles of copies in flight where the copy-first order, copies before the wgmma, keeps
     S - 2); the last L iterations commit empty groups instead of copying zero bytes.  `whole`
     (`whole_chunks()`): a third copy path, taken on flag 2, whose chunks are whole (`_Op.copy`).
-    `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only).  `tree`
-    (`address_tree()`): the 16-byte paths' chunk addresses formed as a tree (`_Op.address`)."""
+    `fence` False: no proxy fence (`proxy_fence()`, a measurement switch only)."""
     BM, BN, S = lay.m, lay.n, stages
     T = lay.wm * 32
     L = S - 1 if ahead else S - 2
@@ -282,9 +253,6 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     lines: list[str] = []
     e = lines.append
     declare_regs(e, "w", 18, 8, 64, 24)
-    if tree:  # chunk addresses (%wa), 2^b strides (%ws: A's from 0, B's from 4)
-        e(".reg .b64 %wa<32>;")
-        e(".reg .b64 %ws<8>;")
     tid, warp, wg, s0 = "%wr0", "%wr1", "%wr3", "%wr6"
     e(f"mov.u32 {tid}, %tid.x;")
     e(f"shr.u32 {warp}, {tid}, 5;")
@@ -298,8 +266,8 @@ def mainloop_text(lay: MmaLayout, stages: int, ty: str, uid: int, a_trans: bool 
     e("setp.ne.u32 %wp16, %wr33, 0;")  # on the 2-byte path: A's rows are aligned after all (16-byte copies)
     e(f"and.b32 %wr33, {vec}, 8;")
     e("setp.ne.u32 %wp17, %wr33, 0;")  # ... B's
-    A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2, 0 if tree else -1)
-    B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5, 4 if tree else -1)
+    A = _Op(e, f"A{u}", not a_trans, BM, T, 0, tuple(ops[0:5]), 8, 2)
+    B = _Op(e, f"B{u}", b_trans, BN, T, a_bytes, tuple(ops[5:10]), 48, 5)
     A.setup(tid, K)
     B.setup(tid, K)
     j, ws, rs, jend, k0, st = "%wr20", "%wr21", "%wr22", "%wr23", "%wr24", "%wr25"
@@ -438,7 +406,7 @@ def emit_wgmma(lw: Any, s: Any, acc: list[llir.Value], ops: list[Any], origins: 
     args += [K, vec, b.ptrtoint(gv, I32)]
     n = len(acc)
     text = mainloop_text(s.layout, s.stages, s.elem, next(_ids), s.a.trans, s.b.trans, ahead=load_ahead(), whole=whole,
-                         fence=proxy_fence(), tree=address_tree())
+                         fence=proxy_fence())
     cons = ["=f"] * n + [str(i) for i in range(n)] + ["l", "l", "r", "r", "r"] * 2 + ["r"] * 3
     res = asm_block(b, llir.LiteralStructType([F32] * n), text, cons, [*acc, *args])
     return [b.extract_value(res, i) for i in range(n)]

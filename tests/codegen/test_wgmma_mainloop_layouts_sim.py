@@ -56,7 +56,7 @@ def _flag(K: int, ops: list[dict]) -> int:
 
 
 def run_case(lay: MmaLayout, a_trans: bool, b_trans: bool, K: int, a: dict, bop: dict, S: int = 3,
-             ahead: bool = True, tree: bool = False) -> int:
+             ahead: bool = True) -> int:
     ops = []
     gsize = 0
     for o, width, kmajor, salt in ((a, lay.m, not a_trans, 1), (bop, lay.n, b_trans, 30001)):
@@ -78,7 +78,7 @@ def run_case(lay: MmaLayout, a_trans: bool, b_trans: bool, K: int, a: dict, bop:
             at = o["base"] + 2 * i
             gmem[at:at + 2] = o["val"](i // o["ld"], i % o["ld"]).to_bytes(2, "little")
     flag = _flag(K, ops)
-    text = mainloop_text(lay, S, "f16", 0, a_trans, b_trans, ahead=ahead, whole=True, tree=tree)
+    text = mainloop_text(lay, S, "f16", 0, a_trans, b_trans, ahead=ahead, whole=True)
     sbase = 1000
     SB = (lay.m + lay.n) * BK * 2
     smem = bytearray(sbase + 1024 + S * SB)
@@ -145,15 +145,3 @@ def test_every_scalar_group_copies_the_k_tiles_whole(group: str, monkeypatch: py
     monkeypatch.setenv("ANODIZE_TILE_SCALAR_GROUP", group)
     _, lay, at, bt, K, ao, bo, want = CASES[0]
     assert run_case(lay, at, bt, K, dict(zip(("ld", "mn0", "k0", "lim"), ao)), dict(zip(("ld", "mn0", "k0", "lim"), bo))) == want
-
-
-@pytest.mark.parametrize("name", [pytest.param(n, marks=() if n == "n16-whole" else (pytest.mark.slow,))
-                                  for n in ("n16-whole", "n2-whole-B-MN", "stacked-A-scalar-B-aligned", "n16-Bt", "n2-AtBt")])
-def test_chunk_addresses_as_a_tree_copy_the_k_tiles_whole(name: str) -> None:
-    """`ANODIZE_TILE_ADDR_TREE=1` (codegen/tile/wgmma.py `address_tree`): chunk i's address from
-    chunk i - 2^b's (16 chunks a thread at 256 columns over 4 warps, 2 at 64 over 8, the stacked
-    layout) lands the same k-tiles on every copy path."""
-    _, lay, at, bt, K, ao, bo, want = next(c for c in CASES if c[0] == name)
-    a = dict(zip(("ld", "mn0", "k0", "lim", "pad"), ao))
-    b = dict(zip(("ld", "mn0", "k0", "lim", "pad"), bo))
-    assert run_case(lay, at, bt, K, a, b, tree=True) == want
