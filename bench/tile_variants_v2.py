@@ -8,7 +8,10 @@ given N x K), A.T @ B (A given K x M), the K loop counted in tiles, an accumulat
 a loaded tile, two matmuls a loop, the canonical GEMM at K = size - 1 (K not a multiple of
 8) and in bf16.  Ours runs at two tiles (128 x 256 x 64 over 8 warps, 128 x 128 x 64 over 4;
 the best is the row, the other a `tile` line under it), Triton autotuned over its tutorial
-configurations; both outputs are checked against torch first.
+configurations; both outputs are checked against torch first.  `--triton-same` also times
+Triton pinned at each of our tiles (one configuration: the same BM, BN, BK, num_warps and the
+ring depth our compile chose, `compile().matmuls`), the `Triton@` lines, each ratio against ours
+at that tile: "Triton's same program at the same tile".  `--strict` exits 1 when a row failed.
 Times: wall clock of 20 back-to-back calls then a synchronise, median of interleaved rounds;
 ratio = Triton's time / ours (>= 1: anodize faster).  cuBLAS (torch.matmul) is printed beside
 the canonical row.
@@ -44,7 +47,9 @@ def _module(name: str, text: str) -> Any:
     return mod
 
 
-def triton_kernel() -> Any:
+def triton_kernel(pinned: tuple[int, int, int, int, int] | None = None) -> Any:
+    """Triton's program autotuned over its tutorial configurations, or with `pinned` (BM, BN,
+    BK, num_warps, num_stages) its one configuration."""
     import triton
     import triton.language as tl
 
@@ -53,6 +58,9 @@ def triton_kernel() -> Any:
                triton.Config({"BM": 64, "BN": 256, "BK": 32, "G": 8}, num_stages=4, num_warps=4),
                triton.Config({"BM": 128, "BN": 128, "BK": 32, "G": 8}, num_stages=4, num_warps=4),
                triton.Config({"BM": 128, "BN": 64, "BK": 32, "G": 8}, num_stages=4, num_warps=4)]
+    if pinned is not None:
+        bm, bn, bk, w, st = pinned
+        configs = [triton.Config({"BM": bm, "BN": bn, "BK": bk, "G": 8}, num_stages=st, num_warps=w)]
 
     @triton.autotune(configs=configs, key=["M", "N", "K", "EPI", "TWO", "ACC_IN"])
     @triton.jit
@@ -106,6 +114,15 @@ def triton_kernel() -> Any:
     return run
 
 
+def our_stages(kernel: Any, arch: str) -> int:
+    """The ring depth the compile for `arch` chose for `kernel`'s (first) matmul, from its `compile -v` line."""
+    import re
+
+    lines = kernel.compile(arch=arch).matmuls
+    hit = re.search(r"(\d+)-stage", lines[0]) if lines else None
+    return int(hit.group(1)) if hit else 1
+
+
 def wall(fn: Any, calls: int = 20) -> float:
     import torch
 
@@ -126,7 +143,11 @@ def main() -> None:
     ap.add_argument("--ab", default="", help="ours again at the chosen tile under each of these switch sets, timed in the same "
                     "interleaved rounds, e.g. 'ANODIZE_TILE_STAGES=3;ANODIZE_TILE_STAGES=3,ANODIZE_TILE_GROUP=4'")
     ap.add_argument("--ab-every-tile", action="store_true", help="the --ab sets at every tile of --tiles, not only the best")
+    ap.add_argument("--triton-same", action="store_true", help="also Triton pinned at each of our tiles (BM, BN, BK, warps, "
+                    "our ring depth), timed in the same interleaved rounds")
+    ap.add_argument("--strict", action="store_true", help="exit 1 when any row failed")
     args = ap.parse_args()
+    failed = 0
     tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",")] if args.tiles else TILES
     import torch
 
@@ -137,6 +158,7 @@ def main() -> None:
     if args.only:
         names = [n for n in names if n in args.only.split(",")]
     tri = triton_kernel()
+    arch = "sm_{}{}".format(*torch.cuda.get_device_capability())
     h = torch.float16
     knobs = " ".join(f"{k}={v}" for k, v in sorted(os.environ.items()) if k.startswith("ANODIZE_TILE_"))
     print(f"GEMM class, {s}^3 unless named, f16 in, f32 accumulate; ours at {tiles}; Triton autotuned {knobs}", flush=True)
@@ -178,9 +200,10 @@ def main() -> None:
             src_name = {"k4095": "canonical", "bf16": "canonical"}.get(name, name)
             best = None
             per_tile: list[tuple[tuple[int, ...], Any]] = []
+            same: list[tuple[tuple[int, ...], Any]] = []  # (tile + our stages, Triton pinned there)
             for tile in tiles:
                 bm, bn, bk, w = tile
-                mod = _module(f"v2_{name}_{bm}_{bn}", C.source(src_name, bm, bn, bk, w, t))
+                mod = _module(f"v2_{name}_{bm}_{bn}_{w}", C.source(src_name, bm, bn, bk, w, t))
                 launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
                 tail = [np.float32(0.125)] if name == "gelu_residual" else []
                 call = (lambda launch=launch, tail=tail: launch(a, b, *extra, c, k, *tail))
@@ -190,6 +213,18 @@ def main() -> None:
                 torch.testing.assert_close(c.float(), ref, rtol=3e-2, atol=0.5 + 1e-3 * k ** 0.5)
                 tt = statistics.median(wall(call) for _ in range(3))
                 per_tile.append((tile, call))
+                if args.triton_same:
+                    pin = (bm, bn, bk, w, our_stages(mod.k, arch))
+                    try:  # (a configuration Triton cannot build, e.g. out of shared memory, is a line, not the row)
+                        tri_same = triton_kernel(pin)
+                        c4 = torch.empty_like(c)
+                        scall = (lambda tri_same=tri_same, c4=c4: tri_same(ta, tb, c4, **tri_kw))
+                        scall()
+                        torch.cuda.synchronize()
+                        torch.testing.assert_close(c4.float(), ref, rtol=3e-2, atol=0.5 + 1e-3 * k ** 0.5)
+                        same.append((pin, scall))
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{'  Triton@':10s}{'x'.join(map(str, pin))} FAILED: {type(e).__name__}: {str(e)[:200]}", flush=True)
                 if best is None or tt < best[0]:
                     best = (tt, tile, call)
             assert best is not None
@@ -201,7 +236,7 @@ def main() -> None:
                 os.environ.update(env)
                 try:  # (the switches are read when the kernel compiles: at its first call)
                     bm, bn, bk, w = ab_tile
-                    mod = _module(f"v2_{name}_{bm}_{bn}_ab{q}", C.source(src_name, bm, bn, bk, w, t))
+                    mod = _module(f"v2_{name}_{bm}_{bn}_{w}_ab{q}", C.source(src_name, bm, bn, bk, w, t))
                     launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
                     tail = [np.float32(0.125)] if name == "gelu_residual" else []
                     call = (lambda launch=launch, tail=tail: launch(a, b, *extra, c, k, *tail))
@@ -225,10 +260,13 @@ def main() -> None:
             ab_t: list[list[float]] = [[] for _ in abs_]
             others = [(tile, call) for tile, call in per_tile if tile != best[1]] if len(per_tile) > 1 else []
             other_t: list[list[float]] = [[] for _ in others]
+            same_t: list[list[float]] = [[] for _ in same]
             for _ in range(args.rounds):
                 ours.append(wall(best[2]))
                 for q, (_, call) in enumerate(others):
                     other_t[q].append(wall(call))
+                for q, (_, call) in enumerate(same):
+                    same_t[q].append(wall(call))
                 for q, (_, _, call) in enumerate(abs_):
                     ab_t[q].append(wall(call))
                 theirs.append(wall(tcall))
@@ -240,6 +278,11 @@ def main() -> None:
                 mt_ = statistics.median(ts)
                 tile_o = "x".join(map(str, tile[:3])) + f"/{tile[3]}w"
                 print(f"{'  tile':14s} {mt_:8.3f} {tile_o:>14s} {mt:9.3f} {mt / mt_:6.3f} {flops / mt_ / 1e9:8.1f}", flush=True)
+            for (pin, _), ts in zip(same, same_t):
+                ms = statistics.median(ts)
+                mine = mo if pin[:4] == best[1] else statistics.median(other_t[[t for t, _ in others].index(pin[:4])])
+                tile_p = "x".join(map(str, pin[:3])) + f"/{pin[3]}w/{pin[4]}st"
+                print(f"{'  Triton@':10s}{ms:8.3f} {tile_p:>18s} ours {mine:8.3f} ratio {ms / mine:6.3f}", flush=True)
             for (sw, ab_tile, _), ts in zip(abs_, ab_t):
                 ma = statistics.median(ts)
                 tile_a = "x".join(map(str, ab_tile[:3])) + f"/{ab_tile[3]}w"
@@ -249,7 +292,10 @@ def main() -> None:
                 cb = statistics.median(wall(lambda: torch.matmul(a, b, out=r)) for _ in range(args.rounds))
                 print(f"{'  cuBLAS':14s} {cb:8.3f} ratio cuBLAS/ours {cb / mo:.3f} ({flops / cb / 1e9:.1f} TFLOP/s)", flush=True)
         except Exception as e:  # noqa: BLE001 - a row that fails says why and the run goes on
+            failed += 1
             print(f"{name:14s} FAILED: {type(e).__name__}: {str(e)[:300]}", flush=True)
+    if args.strict and failed:
+        sys.exit(1)
 
 
 import numpy as np  # noqa: E402

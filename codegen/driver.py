@@ -8,6 +8,7 @@ on a background thread meanwhile (runtime/compile.py `_preload_llvm`)."""
 
 from __future__ import annotations
 
+import os
 import time
 from types import ModuleType, SimpleNamespace
 from typing import Any
@@ -122,8 +123,11 @@ WGMMA_PTXAS_FAST_COMPILE: str | None = None
 def ptxas_options(build: str, ptx_text: str) -> tuple[int | None, str | None]:
     """ptxas's (`-O` level, `-Ofc` level) for PTX `ptx_text` built for `build`: -O1 for a kernel
     holding the wgmma tile (its loop is scheduled already, and on the H200 -O1 built it faster,
-    128x256: 0.797x of cuBLAS against 0.780x, in ~60% of the time), ptxas's defaults otherwise."""
-    opt = 1 if build.endswith("a") and "wgmma.mma_async" in ptx_text else None
+    128x256: 0.797x of cuBLAS against 0.780x, in ~60% of the time), ptxas's defaults otherwise
+    and under `ANODIZE_TILE_PTXAS_O3=1` (a benchmarking switch, codegen/toolchain.py: whether
+    that still holds for today's mainloop and tiles)."""
+    wgmma = build.endswith("a") and "wgmma.mma_async" in ptx_text
+    opt = 1 if wgmma and os.environ.get("ANODIZE_TILE_PTXAS_O3", "") != "1" else None
     return opt, WGMMA_PTXAS_FAST_COMPILE if opt == 1 else None
 
 

@@ -109,9 +109,11 @@ def wgmma_stacked_ok(m: int, n: int, warps: int) -> bool:
 
 
 def stacked_enabled() -> bool:
-    """`ANODIZE_TILE_WGMMA_STACK=1` (a benchmarking switch, codegen/toolchain.py): wgmma for
-    `wgmma_stacked_ok` shapes (else mma.sync)."""
-    return os.environ.get("ANODIZE_TILE_WGMMA_STACK", "") == "1"
+    """wgmma for `wgmma_stacked_ok` shapes (two m64 blocks a warpgroup): the default since the
+    H100 measured 128 x 128 over 4 warps correct and faster on it (0.384 -> 0.295 ms at 4096^3,
+    0.237 with the two-blocks ring; bench/RESULTS.md, session 16); `ANODIZE_TILE_WGMMA_STACK=0`
+    (codegen/toolchain.py) is the way back to mma.sync for those shapes."""
+    return os.environ.get("ANODIZE_TILE_WGMMA_STACK", "1") != "0"
 
 
 def choose_layout(m: int, n: int, warps: int, wgmma: bool, stack: bool = False, rows: bool = False) -> MmaLayout:

@@ -408,9 +408,10 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
     want = getattr(k, "tile_stages", 0)  # an autotuning configuration's `num_stages` (anodize/autotuning.py)
     if want in ((4, 3) if engine == "wgmma" else (4, 3, 2)) and want * stage <= budget:
         stages = want
-    two = two_blocks_stages(lay, low.T, low.shared_limit, tile_storage_bound(k)) if engine == "wgmma" else None
-    if two is not None:
-        stages = two
+    elif engine == "wgmma":  # the compiler's own choice: two blocks an SM where a ring allows it
+        two = two_blocks_stages(lay, low.T, low.shared_limit, tile_storage_bound(k))
+        if two is not None:
+            stages = two
     forced = env_int("ANODIZE_TILE_STAGES")  # (benchmarking: any ring depth that fits)
     if forced in ((3, 4, 5, 6) if engine == "wgmma" else (2, 3, 4, 5)) and forced * stage <= budget:
         stages = forced

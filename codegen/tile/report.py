@@ -9,7 +9,7 @@ from typing import Any
 from anodize.language import ir, messages
 from anodize.language.tile_plan import plan_tiles
 
-from .layout import wgmma_shape_ok
+from .layout import stacked_enabled, wgmma_shape_ok, wgmma_stacked_ok
 from .mma import TileMma
 
 __all__ = ["matmul_report"]
@@ -26,7 +26,8 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
         line = s.span.line if s.span is not None else typed.line
         m, n = s.layout.m, s.layout.n
         if s.engine == "wgmma":
-            lines.append((line, f"wgmma.m64n{n}k16 ({m}x{n}x{s.k}, {s.stages}-stage cp.async ring, "
+            blocks = f", {s.layout.mt} m64 blocks a warpgroup" if s.layout.stacked else ""
+            lines.append((line, f"wgmma.m64n{n}k16 ({m}x{n}x{s.k}{blocks}, {s.stages}-stage cp.async ring, "
                                 f"accumulator in registers)"))
             continue
         if s.a is None:  # A in registers (P of an attention): mma.sync's A fragments are the accumulator's
@@ -36,8 +37,14 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
             continue
         if engine != "wgmma":
             why = "wgmma is sm_90 only" if engine else ""
-        elif not wgmma_shape_ok(m, n, warps):
-            why = f"a {m}x{n} accumulator over {warps} warps is not a wgmma shape (64 rows a warpgroup, N 64/128/256)"
+        elif wgmma_stacked_ok(m, n, warps) and not stacked_enabled():
+            why = "ANODIZE_TILE_WGMMA_STACK=0 (two m64 blocks a warpgroup turned off)"
+        elif wgmma_stacked_ok(m, n, warps) and (s.layout.wm, s.layout.wn) == (warps, 1):
+            why = (f"the kernel holds whole rows in each warp (a row reduction or an A operand from registers: "
+                   f"{m // warps} rows a warp), which two m64 blocks a warpgroup do not")
+        elif not wgmma_shape_ok(m, n, warps) and not wgmma_stacked_ok(m, n, warps):
+            why = (f"a {m}x{n} accumulator over {warps} warps is not a wgmma shape (64 rows a warpgroup and N "
+                   f"64/128/256, or 128 rows and N 64/128)")
         else:
             why = "its ring does not fit the block's shared memory"
         lines.append((line, f"mma.sync.m16n8k16 ({m}x{n}x{s.k}, {s.stages}-stage cp.async ring, "

@@ -65,14 +65,16 @@ def smem_bytes(lay: MmaLayout, stages: int) -> int:
 
 
 def two_blocks_stages(lay: MmaLayout, threads: int, block_limit: int, static: int) -> int | None:
-    """Under `ANODIZE_TILE_TWO_BLOCKS=1` (a benchmarking switch, codegen/toolchain.py; off until
-    a GPU run has measured it): the deepest ring (4 or 3 stages) with which two blocks share an
-    SM -- each block's shared bytes (the ring, `static` bytes of the kernel's own tiles, the 1 KiB
-    the driver reserves a block) within half of the SM's (`block_limit` + 1 KiB) and the
-    accumulators plus ~40 registers within half of the SM's 65,536 -- so one block's prologue
-    and epilogue run beside the other's mainloop; None where no such ring exists or the switch
-    is off (128 x 128 over 4 warps: 3 stages, 97 KiB, 2 blocks; 128 x 256 over 8 warps: None)."""
-    if os.environ.get("ANODIZE_TILE_TWO_BLOCKS", "") != "1" or lay.count + 40 > 65536 // (2 * threads):
+    """The deepest ring (4 or 3 stages) with which two blocks share an SM -- each block's shared
+    bytes (the ring, `static` bytes of the kernel's own tiles, the 1 KiB the driver reserves a
+    block) within half of the SM's (`block_limit` + 1 KiB) and the accumulators plus ~40
+    registers within half of the SM's 65,536 -- so one block's prologue and epilogue run beside
+    the other's mainloop; None where no such ring exists (128 x 128 over 4 warps: 3 stages,
+    97 KiB, 2 blocks; 128 x 256 over 8 warps: None).  The default since the H100 measured it
+    (stacked 128 x 128 over 4 warps at 4096^3: 0.295 -> 0.237 ms; bench/RESULTS.md, session 16);
+    `ANODIZE_TILE_TWO_BLOCKS=0` (codegen/toolchain.py) is the way back to the deepest ring that
+    fits one block."""
+    if os.environ.get("ANODIZE_TILE_TWO_BLOCKS", "1") == "0" or lay.count + 40 > 65536 // (2 * threads):
         return None
     half = (block_limit + 1024) // 2 - 1024 - static
     return next((st for st in (4, 3) if smem_bytes(lay, st) <= half), None)

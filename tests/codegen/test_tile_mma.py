@@ -10,6 +10,7 @@ import re
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,20 +48,12 @@ _QUICK = [("canonical", "sm_90", (128, 256, 64, 8), "wgmma"), ("b_trans", "sm_90
           ("b_trans", "sm_80", (64, 64, 32, 4), "mma.sync")]
 _FULL = [(n, "sm_90", (128, 256, 64, 8), "wgmma") for n in C.NAMES if n not in ("canonical", "b_trans")] + \
         [(n, "sm_80", (64, 64, 32, 4), "mma.sync") for n in C.NAMES if n != "b_trans"] + \
-        [(n, "sm_90", (128, 128, 64, 4), "mma.sync") for n in ("canonical", "a_trans", "acc_in")] + \
+        [(n, "sm_90", (128, 128, 64, 4), "wgmma") for n in ("canonical", "a_trans", "acc_in")] + \
         [(n, "sm_90", (64, 64, 32, 4), "wgmma") for n in ("a_trans", "b_trans")]
 
 
-# a known miss, kept visible: acc_in at 128 x 128 over 4 warps on mma.sync (128 accumulators a thread
-# plus the f32 accumulator read in) spills 4 bytes at 255 registers (since before session 15; strict:
-# the day it stops spilling this fails and the mark goes)
-_SPILLS = {("acc_in", "sm_90", (128, 128, 64, 4))}
-
-
 @pytest.mark.parametrize("name,arch,tile,insn", [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in _QUICK] + [
-    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2][0]}x{c[2][1]}",
-                 marks=[pytest.mark.slow] + ([pytest.mark.xfail(strict=True, reason="4-byte spill at 255 registers")]
-                                             if c[:3] in _SPILLS else [])) for c in _FULL])
+    pytest.param(*c, id=f"{c[0]}-{c[1]}-{c[2][0]}x{c[2][1]}", marks=pytest.mark.slow) for c in _FULL])
 def test_the_variant_is_on_tensor_cores_and_ptxas_takes_it_without_spills(name: str, arch: str, tile: tuple[int, ...],
                                                                             insn: str) -> None:
     bm, bn, bk, warps = tile
@@ -167,8 +160,9 @@ def test_a_k_step_of_48_matches_numpy_on_the_gpu(tmp_path: Path, name: str) -> N
 @pytest.mark.parametrize("m,n,k", [(256, 512, 256), (200, 300, 190), (64, 96, 4095)])
 def test_the_variant_matches_numpy_on_wgmma_with_two_m64_blocks_a_warpgroup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                                             name: str, m: int, n: int, k: int) -> None:
-    """128 x 128 over 4 warps on wgmma (`ANODIZE_TILE_WGMMA_STACK=1`: the stacked layout)."""
-    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
+    """128 x 128 over 4 warps on wgmma (the stacked layout, the default) with the one-block ring
+    (`ANODIZE_TILE_TWO_BLOCKS=0`: 4 stages; the default's 3-stage ring is the plain GPU twin's)."""
+    monkeypatch.setenv("ANODIZE_TILE_TWO_BLOCKS", "0")
     monkeypatch.setenv("ANODIZE_CACHE", "off")
     if name == "k_tiles" and k % 64:
         k = k // 64 * 64 + 64
@@ -197,24 +191,57 @@ def test_the_stacked_wgmma_layout_is_the_fragments_of_two_m64_wgmma_a_warpgroup(
                 assert got == want, (t, i, got, want)
                 seen.add(got)
         assert len(seen) == m * n
-    assert choose_layout(128, 128, 4, True) == MmaLayout(128, 128, 2, 2)  # (without the switch: mma.sync's grid)
+    assert choose_layout(128, 128, 4, True) == MmaLayout(128, 128, 2, 2)  # (without `stack`: mma.sync's grid)
 
 
 @pytest.mark.parametrize("name", ["canonical", "a_trans", "epilogue"])
-def test_128x128_over_4_warps_takes_wgmma_with_the_stacking_switch(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
-    """With `ANODIZE_TILE_WGMMA_STACK=1` the 128 x 128 tile over 4 warps runs two
-    m64n128k16 a k16 step (8 a k-tile, A's second block 8 KiB further), the epilogue staged
-    (16 stmatrix.x4), ptxas without spills at the driver's flags; without it, mma.sync."""
+def test_128x128_over_4_warps_takes_wgmma_by_default(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """The 128 x 128 tile over 4 warps runs two m64n128k16 a k16 step (8 a k-tile, A's second
+    block 8 KiB further), the epilogue staged (16 stmatrix.x4), ptxas without spills at the
+    driver's flags; with `ANODIZE_TILE_WGMMA_STACK=0` (the way back), mma.sync."""
     monkeypatch.delenv("ANODIZE_TILE_EPILOGUE", raising=False)  # (staged: the default)
+    monkeypatch.delenv("ANODIZE_TILE_WGMMA_STACK", raising=False)
     src = C.source(name, 128, 128, 64, 4, "f16")
-    assert compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx.count("wgmma.mma_async") == 0
-    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
-    ptx = compile_gpu(kernel_ir(src), "sm_90", ptxas=False).ptx
+    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "0")
+    back = compile_gpu(kernel_ir(src), "sm_90", ptxas=False)
+    assert back.ptx.count("wgmma.mma_async") == 0 and "mma.sync.aligned" in back.ptx
+    assert back.matmuls[0].endswith("; not wgmma: ANODIZE_TILE_WGMMA_STACK=0 (two m64 blocks a warpgroup turned off)")
+    monkeypatch.delenv("ANODIZE_TILE_WGMMA_STACK")
+    art = compile_gpu(kernel_ir(src), "sm_90", ptxas=False)
+    ptx = art.ptx
+    assert "-> wgmma.m64n128k16 (128x128x64, 2 m64 blocks a warpgroup, 3-stage cp.async ring" in art.matmuls[0], art.matmuls
     assert ptx.count("wgmma.mma_async.sync.aligned.m64n128k16") == 8 and "mma.sync" not in ptx
     assert ptx.count("add.s64 %wd12, %wd10, 512;") == 4 and ptx.count("stmatrix.sync.aligned.m8n8.x4") == 16
     if shutil.which("ptxas"):
         log = ptxas_log(ptx, "sm_90")
         assert re.search(r" 0 bytes spill stores", log) and not re.search(r" [1-9]\d* bytes spill stores", log), log
+
+
+# a 128 x 128 product fed to a second matmul as its A (from registers): row mode, where each warp holds
+# 32 whole rows and the stacked layout does not apply
+CHAINED = """
+import anodize as az
+from anodize import DisjointSlice2D, Slice2D, f16, f32, i64, tile
+
+
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps=4)
+def k(a: Slice2D[f16], b: Slice2D[f16], w: Slice2D[f16], c: DisjointSlice2D[f32], n: i64) -> None:
+    pid = tile.program_id_2d()
+    acc = tile.zeros((128, 128), f32)
+    for kk in range(0, n, 64):
+        acc = tile.matmul(tile.load(a, (pid.row * 128, kk), (128, 64)), tile.load(b, (kk, pid.col * 128), (64, 128)), acc)
+    out = tile.matmul(acc.astype(f16), tile.load(w, (0, 0), (128, 128)))
+    tile.store(c, pid, out)
+"""
+
+
+def test_compile_v_says_why_a_row_mode_128x128_matmul_is_not_on_wgmma() -> None:
+    art = compile_gpu(kernel_ir(CHAINED), "sm_90", ptxas=False)
+    assert "wgmma.mma_async" not in art.ptx
+    assert art.matmuls[0].endswith("not wgmma: the kernel holds whole rows in each warp (a row reduction or an A operand "
+                                   "from registers: 32 rows a warp), which two m64 blocks a warpgroup do not"), art.matmuls
+    assert "A from registers in the accumulator layout" in art.matmuls[1]
 
 
 @pytest.mark.gpu
@@ -255,20 +282,28 @@ def test_an_arange_mask_beside_a_tensor_core_matmul_compiles(arch: str) -> None:
     assert ("wgmma.mma_async" if arch == "sm_90" else "mma.sync") in ptx
 
 
-def test_the_two_blocks_switch_picks_a_ring_two_blocks_of_which_share_an_sm(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`ANODIZE_TILE_TWO_BLOCKS=1` (codegen/tile/wgmma.py `two_blocks_stages`): the stacked 128 x 128
-    tile over 4 warps takes a 3-stage ring (97 KiB: two blocks in an sm_90 SM's 228 KiB, 4 stages
-    would take 129), ptxas within 256 registers; 128 x 256 over 8 warps (128 accumulators a
-    thread: two blocks would need <= 128 registers) keeps its 4 stages."""
+def test_the_ring_is_one_two_blocks_of_which_share_an_sm(monkeypatch: pytest.MonkeyPatch) -> None:
+    """By default (codegen/tile/wgmma.py `two_blocks_stages`) the stacked 128 x 128 tile over 4
+    warps takes a 3-stage ring (97 KiB: two blocks in an sm_90 SM's 228 KiB, 4 stages would take
+    129), ptxas within 256 registers; 128 x 256 over 8 warps (128 accumulators a thread: two
+    blocks would need <= 128 registers) keeps its 4 stages; `ANODIZE_TILE_TWO_BLOCKS=0` (the way
+    back) gives the 128 x 128 tile 4 stages, and an autotuning configuration's `num_stages` sets
+    the ring (3 where 64 x 64 takes 4 for two blocks, 4 where 128 x 128 takes 3)."""
     from anodize.codegen.toolchain import CODE_SWITCHES
 
-    assert "ANODIZE_TILE_TWO_BLOCKS" in CODE_SWITCHES
-    monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
+    assert "ANODIZE_TILE_TWO_BLOCKS" in CODE_SWITCHES and "ANODIZE_TILE_WGMMA_STACK" in CODE_SWITCHES
+    monkeypatch.delenv("ANODIZE_TILE_WGMMA_STACK", raising=False)
+    monkeypatch.delenv("ANODIZE_TILE_STAGES", raising=False)
     small = kernel_ir(C.source("canonical", 128, 128, 64, 4, "f16"))
     big = kernel_ir(C.source("canonical", 128, 256, 64, 8, "f16"))
     ring = lambda m, n, st: st * (m + n) * 64 * 2 + 1024  # noqa: E731
+    monkeypatch.setenv("ANODIZE_TILE_TWO_BLOCKS", "0")
     assert compile_gpu(small, "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 128, 4)
-    monkeypatch.setenv("ANODIZE_TILE_TWO_BLOCKS", "1")
+    monkeypatch.delenv("ANODIZE_TILE_TWO_BLOCKS")
+    tiny = kernel_ir(C.source("canonical", 64, 64, 64, 4, "f16"))
+    assert compile_gpu(tiny, "sm_90", ptxas=False).dynamic_shared_bytes == ring(64, 64, 4)
+    assert compile_gpu(replace(tiny, tile_stages=3), "sm_90", ptxas=False).dynamic_shared_bytes == ring(64, 64, 3)
+    assert compile_gpu(replace(small, tile_stages=4), "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 128, 4)
     art = compile_gpu(small, "sm_90", ptxas=False)
     assert art.dynamic_shared_bytes == ring(128, 128, 3) and 2 * (art.dynamic_shared_bytes + 1024) <= 228 * 1024
     assert compile_gpu(big, "sm_90", ptxas=False).dynamic_shared_bytes == ring(128, 256, 4)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -222,8 +223,6 @@ _FULL = [(n, (128, 256, 64, 8)) for n in C.NAMES if n not in ("canonical", "b_tr
 def test_every_gemm_variant_compiles_under_the_switches_without_spills(monkeypatch: pytest.MonkeyPatch, name: str,
                                                                        tile: tuple[int, int, int, int]) -> None:
     bm, bn, bk, warps = tile
-    if warps == 4:
-        monkeypatch.setenv("ANODIZE_TILE_WGMMA_STACK", "1")
     src = kernel_ir(C.source(name, bm, bn, bk, warps, "f16"))
     ptx = compile_gpu(src, "sm_90", ptxas=False).ptx  # the default: both on
     monkeypatch.setenv("ANODIZE_TILE_LOAD_AHEAD", "0")
@@ -258,3 +257,22 @@ def test_the_way_back_matches_numpy_on_the_gpu(tmp_path: Path, monkeypatch: pyte
         monkeypatch.setenv(f"ANODIZE_TILE_{name_}", value)
     monkeypatch.setenv("ANODIZE_CACHE", "off")
     run_case(tmp_path, az.device(), name, (128, 256, 64, 8), m, n, k, tag="the way back")
+
+
+
+def test_the_ptxas_o3_switch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`ANODIZE_TILE_PTXAS_O3=1` builds a wgmma kernel at ptxas's default level instead of -O1 (a
+    benchmarking switch in the compile cache's key); ptxas takes the 128 x 128 tile over 4 warps
+    there without spills in two blocks' registers."""
+    from anodize.codegen.driver import ptxas_options
+    from anodize.codegen.toolchain import CODE_SWITCHES
+
+    assert "ANODIZE_TILE_PTXAS_O3" in CODE_SWITCHES
+    ptx = compile_gpu(kernel_ir(C.source("canonical", 128, 128, 64, 4, "f16")), "sm_90", ptxas=False).ptx
+    assert ptxas_options("sm_90a", ptx) == (1, None) and ptxas_options("sm_90", "mma.sync") == (None, None)
+    monkeypatch.setenv("ANODIZE_TILE_PTXAS_O3", "1")
+    assert ptxas_options("sm_90a", ptx) == (None, None)
+    if shutil.which("ptxas"):
+        r = subprocess.run(["ptxas", "-arch=sm_90a", "-v", "-o", "/dev/null", "-"], input=ptx, capture_output=True, text=True)
+        regs = int(re.search(r"Used (\d+) registers", r.stderr).group(1))  # type: ignore[union-attr]
+        assert r.returncode == 0 and " 0 bytes spill stores" in r.stderr and regs * 128 * 2 <= 65536, r.stderr

@@ -3,8 +3,9 @@
 together, are the operand tiles in the 128-byte-swizzled stage layout (zeros past K and outside
 the slices, no global read outside them) on every copy path (2-byte loads, clamped chunks, whole
 chunks, and one operand on 2-byte loads while the other's rows are aligned); the multiply of k-tile t reads the stage its copies went to after a `cp.async.wait_group`
-that completes their group; and no copy writes a stage a wgmma still in flight (not yet waited
-for before the last barrier) reads -- for K = 0, K below S * 64, K not a multiple of 64 or 8,
+that completes their group and a proxy fence after that wait, before the barrier the multiply
+follows; and no copy writes a stage a wgmma still in flight (not yet waited for before the last
+barrier) reads -- for K = 0, K below S * 64, K not a multiple of 64 or 8,
 tiles across the M / N edges, load-ahead and copy-first orders."""
 
 from __future__ import annotations
@@ -86,6 +87,7 @@ def test_each_k_tile_lands_whole_in_the_stage_its_multiply_reads(case: tuple[int
         group_of: dict[int, int] = {}  # k-tile -> its group
         wg: list[int] = []  # stages of this warpgroup's committed wgmma groups not yet waited for
         in_flight_at_bar: list[int] = []
+        fenced = fenced_at_bar = 0  # groups complete at the last proxy fence / at the fence before the last barrier
         muls = 0
         cur_stage = None
         for ev in th.events:
@@ -112,11 +114,15 @@ def test_each_k_tile_lands_whole_in_the_stage_its_multiply_reads(case: tuple[int
                 groups += 1
             elif op == "cp.async.wait_group":
                 done = max(done, groups - ev[1])
+            elif op == "fence.proxy.async":
+                fenced = done
             elif op == "bar.sync":
                 in_flight_at_bar = list(wg)
+                fenced_at_bar = fenced
             elif op == "wgmma.fence.sync":
                 t = muls
                 assert group_of[t] < done, ("k-tile read before its copies are waited for", t)
+                assert group_of[t] < fenced_at_bar, ("k-tile read without a proxy fence after its copies", t)
                 cur_stage = stage_of[t]
                 muls += 1
             elif op == "wgmma.commit_group.sync":
