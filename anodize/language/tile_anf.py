@@ -3,8 +3,8 @@ of its own (A-normal form for matmuls): `s = tile.matmul(x, y) * scale` is read 
 `t = tile.matmul(x, y)` then `s = t * scale`, `t` a fresh tile local.  The plan
 (language/tile_plan.py) works on this kernel, and so do the on-chip bound
 (language/tile_storage.py) and the lowering (codegen/tile/lower.py), so the three read one
-program.  Only a matmul that is an element-wise expression's operand, without an accumulator,
-is hoisted; the meaning of the kernel is unchanged (the matmul was computed whole, into a
+program.  Only a matmul without an accumulator that is an element-wise expression's operand or
+the value a `tile.store` stores (`tile.store(c, pid, tile.matmul(x, y))`) is hoisted; the meaning of the kernel is unchanged (the matmul was computed whole, into a
 temporary, before the expression in every lowering)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from anodize.language import ir
-from anodize.language.tile_ir import TileElem, TileMatmul, TileTy
+from anodize.language.tile_ir import TileElem, TileMatmul, TileStore, TileTy
 
 __all__ = ["hoist_matmuls"]
 
@@ -33,20 +33,19 @@ def hoist_matmuls(k: ir.KernelIR) -> ir.KernelIR:
         taken.add(f"{PREFIX}{i}")
         return f"{PREFIX}{i}"
 
+    def hoisted(v: Any, pre: list[ir.Stmt]) -> Any:
+        """`v` itself, or a fresh local assigned `v` in `pre` where `v` is a candidate matmul."""
+        if isinstance(v, TileMatmul) and v.acc is None and isinstance(v.ty, TileTy) and v.ty.rank == 2:
+            name = fresh()
+            new_locals.append((name, v.ty))
+            pre.append(ir.Assign(name, v, v.span))
+            return ir.Local(name, v.ty)
+        return expr(v, pre)
+
     def expr(e: Any, pre: list[ir.Stmt]) -> Any:
         if not isinstance(e, TileElem):
             return e
-        inputs = []
-        for n, v in e.inputs:
-            if isinstance(v, TileMatmul) and v.acc is None and isinstance(v.ty, TileTy) and v.ty.rank == 2:
-                name = fresh()
-                new_locals.append((name, v.ty))
-                pre.append(ir.Assign(name, v, v.span))
-                v = ir.Local(name, v.ty)
-            else:
-                v = expr(v, pre)
-            inputs.append((n, v))
-        return replace(e, inputs=tuple(inputs))
+        return replace(e, inputs=tuple((n, hoisted(v, pre)) for n, v in e.inputs))
 
     def body(stmts: tuple[ir.Stmt, ...]) -> tuple[ir.Stmt, ...]:
         out: list[ir.Stmt] = []
@@ -54,6 +53,11 @@ def hoist_matmuls(k: ir.KernelIR) -> ir.KernelIR:
             if isinstance(s, ir.Assign) and isinstance(s.value, TileElem):
                 pre: list[ir.Stmt] = []
                 v = expr(s.value, pre)
+                out += pre
+                out.append(replace(s, value=v) if pre else s)
+            elif isinstance(s, TileStore):
+                pre = []
+                v = hoisted(s.value, pre)
                 out += pre
                 out.append(replace(s, value=v) if pre else s)
             elif isinstance(s, ir.If):

@@ -82,9 +82,21 @@ def test_the_mma_sync_scalar_copy_reads_a_chunk_from_one_address() -> None:
 def test_k_counted_in_tiles_and_two_matmuls_are_pipelined_loops() -> None:
     from anodize.language.tile_plan import plan_tiles
 
-    for name, loops, sites in (("k_tiles", 1, 1), ("two", 1, 2), ("one_shot", 0, 1), ("b_trans", 1, 1)):
+    for name, loops, sites in (("k_tiles", 1, 1), ("two", 1, 2), ("one_shot", 0, 1), ("stored", 0, 1), ("b_trans", 1, 1)):
         plan = plan_tiles(kernel_ir(C.source(name, 64, 64, 32, 4, "f16")))
         assert (len(plan.pipelined), len(plan.sites)) == (loops, sites), name
+
+
+@pytest.mark.parametrize("arch,tile", [("sm_90", (128, 128, 64, 4)), ("sm_80", (64, 64, 32, 4))])
+def test_a_matmul_written_inside_the_store_is_the_same_program_as_one_named_first(arch: str, tile: tuple[int, ...]) -> None:
+    """`tile.store(c, pid, tile.matmul(x, y))` and `acc = tile.matmul(x, y); tile.store(c, pid, acc)`
+    compile to the same instructions (language/tile_anf.py hoists the stored matmul; before, the
+    first was refused as a generic tile too large for shared memory)."""
+    named = C.source("one_shot", *tile, "f16").replace("tile.store(c, pid, acc * 0.5)", "tile.store(c, pid, acc)")
+    ptx = [re.sub(r"\b(AZ\w*?|callseq )\d+\b", r"\1", compile_gpu(kernel_ir(src), arch, ptxas=False).ptx)  # (process-wide numbers)
+           for src in (C.source("stored", *tile, "f16"), named)]
+    assert ptx[0] == ptx[1]
+    assert ("wgmma.mma_async" if arch == "sm_90" else "mma.sync.aligned") in ptx[0]
 
 
 def test_an_accumulator_read_by_a_reduction_stays_generic() -> None:
@@ -117,7 +129,7 @@ def run_case(tmp_path: Path, dev: Any, name: str, tile: tuple[int, int, int, int
                                err_msg=f"{name} {tile} {m}x{n}x{k} {t}")
 
 
-@pytest.mark.parametrize("name", [n if n in ("canonical", "b_trans", "a_trans", "acc_in", "two")
+@pytest.mark.parametrize("name", [n if n in ("canonical", "b_trans", "a_trans", "acc_in", "two", "stored")
                                   else pytest.param(n, marks=pytest.mark.slow) for n in C.NAMES])
 def test_the_cpu_backend_runs_the_variant(tmp_path: Path, name: str) -> None:
     run_case(tmp_path, az.device("cpu"), name, (32, 32, 16, 4), 40, 50, 48)

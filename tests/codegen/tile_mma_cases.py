@@ -134,6 +134,15 @@ def k(a: Slice2D[{T}], b: Slice2D[{T}], c: DisjointSlice2D[f32], kdim: i64) -> N
     tile.store(c, pid, acc * 0.5)
 """
 
+# the matmul written inside the store (language/tile_anf.py hoists it): the same instructions as `ONE_SHOT`'s
+STORED = """
+@az.launch_contract(domain=2)
+@az.tile_kernel(num_warps={W})
+def k(a: Slice2D[{T}], b: Slice2D[{T}], c: DisjointSlice2D[f32], kdim: i64) -> None:
+    pid = tile.program_id_2d()
+    tile.store(c, pid, tile.matmul(tile.load(a, (pid.row * {BM}, 0), ({BM}, {BK})), tile.load(b, (0, pid.col * {BN}), ({BK}, {BN}))))
+"""
+
 
 def _rand(rng: Any, shape: tuple[int, ...], dt: Any) -> Any:
     return rng.standard_normal(shape, dtype=np.float32).astype(dt)
@@ -179,6 +188,10 @@ def case(name: str, m: int, n: int, k: int, dt: Any, bk: int, seed: int = 0, bat
         a, b = _rand(rng, (m, k), dt), _rand(rng, (k, n), dt)
         kk = min(k, bk)
         return ONE_SHOT, [a, b, np.zeros((m, n), np.float32), k], 0.5 * (f(a[:, :kk]) @ f(b[:kk])), {}
+    if name == "stored":
+        a, b = _rand(rng, (m, k), dt), _rand(rng, (k, n), dt)
+        kk = min(k, bk)
+        return STORED, [a, b, np.zeros((m, n), np.float32), k], f(a[:, :kk]) @ f(b[:kk]), {}
     raise KeyError(name)
 
 
@@ -196,7 +209,7 @@ def k(a: Slice3D[{T}], b: Slice3D[{T}], c: DisjointSlice3D[{T}], kdim: i64) -> N
     tile.store(c, pid, tile.expand_dims(acc.astype({T}), 0))
 """
 
-NAMES = ["canonical", "epilogue", "gelu_residual", "b_trans", "a_trans", "k_tiles", "acc_in", "two", "one_shot"]
+NAMES = ["canonical", "epilogue", "gelu_residual", "b_trans", "a_trans", "k_tiles", "acc_in", "two", "one_shot", "stored"]
 
 
 def source(name: str, bm: int, bn: int, bk: int, warps: int, t: str) -> str:
