@@ -92,7 +92,24 @@ class CheckError(Exception):
 
     def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, str] | None = None):
         self.diagnostics = list(diagnostics)
-        super().__init__(render_full(self.diagnostics, sources))
+        # rendered on first use: the typer raises one for every kernel that fails, and
+        # `anodize check` reads only its diagnostics (a module of thousands of kernels
+        # rendered each failing kernel's full text and never showed it)
+        self._sources = sources
+        self._text: str | None = None
+        super().__init__()
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = render_full(self.diagnostics, self._sources)
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+    @property  # type: ignore[override]
+    def args(self) -> tuple[str]:  # (as the eager rendering had it: the text)
+        return (str(self),)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.diagnostics,))
