@@ -140,14 +140,15 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
         if top is None and isinstance(node, expr):
             top = node
         room = limit - depth - 1  # what a child may still nest
+        below = depth + 1
         for child in child_nodes(node):  # (no contexts, no operators: leaves)
             # a child on one line too short to nest that deep is not even pushed
-            line = getattr(child, "lineno", None)
-            if line is not None and line == getattr(child, "end_lineno", None):
-                width = (getattr(child, "end_col_offset", 0) or 0) - (getattr(child, "col_offset", 0) or 0)
-                if 2 * width + 16 < room:
+            try:
+                if child.lineno == child.end_lineno and 2 * (child.end_col_offset - child.col_offset) + 16 < room:  # type: ignore[attr-defined]
                     continue
-            push((child, depth + 1, top))
+            except (AttributeError, TypeError):  # without a position (`arguments`, a node built without one)
+                pass
+            push((child, below, top))
     return None
 
 
