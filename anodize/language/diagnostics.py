@@ -34,6 +34,22 @@ class Span:
         d["end_line"] = end_line
         d["end_col"] = end_col
 
+    def __getattr__(self, name: str) -> object:
+        # a span `Source.span` made of a node: its fields read from the node on first use
+        # (only a missing attribute comes here; the fields are then in the instance's dict)
+        d = self.__dict__
+        at = d.get("_az_at")
+        if at is not None:
+            d.update(at[0].span_now(at[1]).__dict__)
+            d.pop("_az_at", None)
+        try:
+            return d[name]
+        except KeyError:
+            raise AttributeError(f"'Span' object has no attribute {name!r}") from None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Span, (self.path, self.line, self.col, self.end_line, self.end_col))
+
     @classmethod
     def point(cls, path: str, line: int, col: int, width: int = 1) -> Span:
         return cls(path, line, col, line, col + max(width, 1))

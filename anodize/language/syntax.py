@@ -81,6 +81,7 @@ def line_offsets(text: str) -> list[int]:
 # recursively, and a 350-operator sum (which CPython compiles) would exhaust Python's stack.
 # Deeper code is one located `az-unsupported` (docs/language.md, "Limits").
 NESTING_LIMIT = 200
+_new = object.__new__
 
 
 class NestingTooDeep(ValueError):
@@ -180,7 +181,19 @@ class Source:
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
     def span(self, node: ast.AST) -> Span:
-        if self.ascii:  # byte columns are character columns (the typer asks for one per node)
+        """`node`'s span.  In an ASCII source it is read from the node when first asked for
+        (diagnostics.py `Span.__getattr__`): the typer makes one for every node it types, into
+        the typed IR, and `anodize check` reads few of them (a node's four positions, read
+        through its `__dict__`, cost more than the span)."""
+        if self.ascii:
+            sp = _new(Span)
+            sp.__dict__["_az_at"] = (self, node)
+            return sp
+        return self.span_now(node)
+
+    def span_now(self, node: ast.AST) -> Span:
+        """`node`'s span, its fields read now."""
+        if self.ascii:  # byte columns are character columns
             try:
                 line, col, end_line, end_col = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
             except AttributeError:  # (a node built without a position)
