@@ -90,15 +90,9 @@ class Prover:
     mention is related to the others only through its domain."""
 
     def __init__(self, edges: Iterable[Edge], domain: Callable[[Atom], tuple[int, int]]):
+        self._given = edges  # read on the first query that needs them (`fits` by a domain needs none)
         self.edges: dict[tuple[Atom, Atom], int] = {}
         self.contradiction = False
-        for u, v, k in edges:
-            if u != v:
-                old = self.edges.get((u, v))
-                if old is None or k < old:
-                    self.edges[(u, v)] = k
-            elif k < 0:
-                self.contradiction = True  # x - x <= negative
         self.domain = domain
         self._index: dict[Atom, int] | None = None
         self._d: list[list[float]] = []
@@ -106,6 +100,15 @@ class Prover:
     def _closure(self) -> dict[Atom, int]:
         if self._index is not None:
             return self._index
+        edges = self.edges
+        for u, v, k in self._given:
+            if u != v:
+                old = edges.get((u, v))
+                if old is None or k < old:
+                    edges[(u, v)] = k
+            elif k < 0:
+                self.contradiction = True  # x - x <= negative
+        self._given = ()
         atoms: dict[Atom, tuple[int, int]] = {}
         for u, v in self.edges:
             for a in (u, v):
