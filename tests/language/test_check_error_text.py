@@ -30,3 +30,4 @@ def test_a_pickled_error_keeps_its_diagnostics() -> None:
     assert isinstance(e, CheckError)
     assert [d.code for d in e.diagnostics] == ["az-shared-race"]
     assert "error[az-shared-race]: a race" in str(e)
+
