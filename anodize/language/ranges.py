@@ -386,6 +386,8 @@ class RangeFacts(RangeEnv):
         self._nonneg: set[str] = set()  # witnesses a contract makes (never poisoned: >= 0)
         self._req_edges: list[Edge] | None = None  # `requires` relations (kernels only)
         self._provers: dict[object, Prover] = {}  # one per distinct state of the facts
+        # `_witness_edges` by the proofs: the witnesses' types they were read with, the edges
+        self._wedges: dict[frozenset[tuple[str, str]], tuple[tuple[tuple[str, object], ...], list[Edge]]] = {}
 
     # -- atoms ------------------------------------------------------------------------------
     def _immutable(self, name: str) -> bool:
@@ -485,7 +487,20 @@ class RangeFacts(RangeEnv):
         return out
 
     def _witness_edges(self) -> list[Edge]:
-        """`(w, s)` proofs (`w in s`, grid-stride indices) as ranges of the witness's parts."""
+        """`(w, s)` proofs (`w in s`, grid-stride indices) as ranges of the witness's parts
+        (once per set of proofs and the witnesses' types: each guard and each new state of the
+        facts asks)."""
+        facts = self.st.facts
+        key = frozenset(facts)
+        hit = self._wedges.get(key)
+        vars_ = self.st.vars
+        if hit is not None and all(vars_.get(w) is t for w, t in hit[0]):
+            return hit[1]
+        out = self._witness_edges_now()
+        self._wedges[key] = (tuple((w, vars_.get(w)) for w, _ in facts), out)
+        return out
+
+    def _witness_edges_now(self) -> list[Edge]:
         out: list[Edge] = []
         for w, s in self.st.facts:
             sty = self.st.slices.get(s)
