@@ -16,7 +16,8 @@ from anodize.language.records import dataclass
 
 @dataclass(frozen=True, order=True)
 class Span:
-    """A source range; lines are 1-based, columns 0-based and in characters."""
+    """A source range; lines are 1-based, columns 0-based and in characters.  One that
+    `syntax.Source.span` made of a node reads its fields from the node on first use."""
 
     path: str
     line: int
