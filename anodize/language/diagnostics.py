@@ -125,7 +125,8 @@ class CheckError(Exception):
         return f"{type(self).__name__}({str(self)!r})"
 
     @property  # type: ignore[override]
-    def args(self) -> tuple[str]:  # (as the eager rendering had it: the text)
+    def args(self) -> tuple[str]:
+        """The exception's arguments: its text (as the rendering at construction had it)."""
         return (str(self),)
 
     def __reduce__(self) -> tuple[object, ...]:

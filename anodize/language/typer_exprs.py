@@ -217,7 +217,7 @@ class ExprTyper:
             if isinstance(ty, RecordTy):  # a record local: its leaves (typer_records.py)
                 return self.fn.records.load_local(name, node)
             if name in st.past_loop:
-                st.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
+                self.st.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
             return ir.Local(name, ty, span)
         if name in st.slices:
             return ir.SliceRef(name, st.slices[name], span)
