@@ -38,7 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def run_check(argv: Sequence[str]) -> int:
+def run_check(argv: Sequence[str], kept: list[object] | None = None) -> int:
+    """`anodize check` with these arguments: its exit status.  With `kept`, the last module's
+    analysis is left in it instead of freed (`anodize.cli.main`, whose process ends at once)."""
     parser = build_parser()
     try:
         args = parser.parse_args(list(argv))
@@ -59,7 +61,7 @@ def run_check(argv: Sequence[str]) -> int:
         where = f" in {config.source}" if config.source is not None else ""
         print(f"anodize check: {path}: not checked: excluded by `{pattern}` ([tool.anodize] exclude{where})", file=sys.stderr)
     with collector_paused():
-        return _report(files, args.format)
+        return _report(files, args.format, kept)
 
 
 _COLLECT_EVERY = 200_000
@@ -68,7 +70,7 @@ analysis leaves ~17 objects a line of cyclic garbage; the collector's own passes
 module's live model cost more than checking it, so it runs between modules, not during one)."""
 
 
-def _report(files: list[Path], fmt: str) -> int:
+def _report(files: list[Path], fmt: str, kept: list[object] | None = None) -> int:
     project = Project()
     diags = []
     sources: dict[str, str] = {}
@@ -79,6 +81,8 @@ def _report(files: list[Path], fmt: str) -> int:
             sources[a.path] = a.source
             diags.extend(a.diagnostics)
         lines += a.source.count("\n")
+        if kept is not None:  # (an earlier module's is freed here, as without `kept`)
+            kept[:] = [a]
         del a
         if lines >= _COLLECT_EVERY:
             gc.collect()

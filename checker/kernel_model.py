@@ -75,6 +75,7 @@ class ModuleModel:
         self.helper_warp_calls: dict[ast.Call, Ctx] = {}  # calls of helpers that reach one
         self.guards: dict[ast.AST, frozenset[tuple[str, str]]] = {}  # subscript -> (witness, slice)
         self.passed: dict[ast.Call, list[Any]] = {}  # a helper call -> the slices it passes (rules/base.py)
+        self._summaries: dict[FunctionInfo, KernelSummary] = {}  # `summary`, once per kernel
         self.imports_anodize = False
         # without these words in the source no statement declares a name global or nonlocal
         self._declares = "global" in source or "nonlocal" in source
@@ -124,6 +125,14 @@ class ModuleModel:
         return (f for f in self.functions.values() if f.kind == "kernel")
 
     def summary(self, fn: FunctionInfo) -> KernelSummary:
+        """What a launch site reads of a kernel (once per kernel: three launch-site rules and
+        the project's table ask; the model is complete once built)."""
+        hit = self._summaries.get(fn)
+        if hit is None:
+            hit = self._summaries[fn] = self._summary(fn)
+        return hit
+
+    def _summary(self, fn: FunctionInfo) -> KernelSummary:
         params = []
         for p in fn.params.values():
             kind = p.slice_kind.name if p.slice_kind else (p.scalar or "?")

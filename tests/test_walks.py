@@ -149,3 +149,66 @@ def test_child_nodes_is_iter_child_nodes_without_leaves() -> None:
             assert len(got) == len(want) and all(a is b for a, b in zip(got, want)), (path, node)
             seen += 1
     assert seen > 10_000
+
+
+def _reference_batched(root: ast.AST, visitors: list[object]) -> None:
+    """`walk_batched` as a loop over each class's fields (what its written-out walks replace)."""
+    from anodize.language.walk import _fields, _LEAVES, _OP_CLASSES, visitor_methods
+
+    methods: dict[str, list] = {}
+    for v in visitors:
+        for name, fn in visitor_methods(v).items():
+            methods.setdefault(name, []).append(fn)
+    ops = any(name.partition("_")[2] in _OP_CLASSES for name in methods)
+    skip = {c for c in _LEAVES if f"visit_{c.__name__}" not in methods and f"leave_{c.__name__}" not in methods} | {type(None), str, int, bool}
+
+    def go(node: ast.AST) -> None:
+        name = type(node).__name__.removeprefix("Async")
+        fields = _fields(type(node), ops)
+        for fn in methods.get("visit_" + name, ()):
+            fn(node)
+        for f in fields[:-1] if name == "FunctionDef" else fields:
+            v = getattr(node, f)
+            for c in v if isinstance(v, list) else [v]:
+                if type(c) not in skip:
+                    go(c)
+        if name == "FunctionDef":
+            for fn in methods.get("visit_FunctionBody", ()):
+                fn(node)
+            for c in node.body:  # type: ignore[attr-defined]
+                go(c)
+            for fn in methods.get("leave_FunctionBody", ()):
+                fn(node)
+        for fn in methods.get("leave_" + name, ()):
+            fn(node)
+
+    go(root)
+
+
+def _recorder(names: list[str]) -> object:
+    """A visitor of `visit_<name>` and `leave_<name>` for each name, recording each call."""
+    ns: dict[str, object] = {}
+    for n in names:
+        ns["visit_" + n] = lambda self, node, n=n: self.seen.append(("visit", n, id(node)))
+        ns["leave_" + n] = lambda self, node, n=n: self.seen.append(("leave", n, id(node)))
+    v = type("Recorder", (), ns)()
+    v.seen = []  # type: ignore[attr-defined]
+    return v
+
+
+def test_walk_batched_visits_as_the_field_loop() -> None:
+    """The written-out walk of each node class makes the same calls in the same order as a loop
+    over its fields: every visitor, and the rules' own subset, over the packages and fixtures."""
+    from anodize.language.walk import walk_batched
+
+    every = [n for n in dir(ast) if isinstance(getattr(ast, n), type) and issubclass(getattr(ast, n), ast.AST)] + ["FunctionBody"]
+    rules = ["FunctionDef", "FunctionBody", "Call", "Subscript", "Assign", "Attribute", "Constant", "BinOp", "Compare"]
+    files = sorted((ROOT / "checker/rules").rglob("*.py")) + sorted((ROOT / "fixtures").rglob("*.py")) + sorted((ROOT / "examples").rglob("*.py"))
+    assert len(files) > 100
+    for path in files:
+        tree = ast.parse(path.read_text())
+        for names in (every, rules):
+            ours, ref = _recorder(names), _recorder(names)
+            walk_batched(tree, [ours])
+            _reference_batched(tree, [ref])
+            assert ours.seen == ref.seen, path  # type: ignore[attr-defined]

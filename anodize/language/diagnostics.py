@@ -16,7 +16,8 @@ from anodize.language.records import dataclass
 
 @dataclass(frozen=True, order=True)
 class Span:
-    """A source range; lines are 1-based, columns 0-based and in characters."""
+    """A source range; lines are 1-based, columns 0-based and in characters.  One that
+    `syntax.Source.span` made of a node reads its fields from the node on first use."""
 
     path: str
     line: int
@@ -33,6 +34,22 @@ class Span:
         d["col"] = col
         d["end_line"] = end_line
         d["end_col"] = end_col
+
+    def __getattr__(self, name: str) -> object:
+        # a span `Source.span` made of a node: its fields read from the node on first use
+        # (only a missing attribute comes here; the fields are then in the instance's dict)
+        d = self.__dict__
+        at = d.get("_az_at")
+        if at is not None:
+            d.update(at[0].span_now(at[1]).__dict__)
+            d.pop("_az_at", None)
+        try:
+            return d[name]
+        except KeyError:
+            raise AttributeError(f"'Span' object has no attribute {name!r}") from None
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (Span, (self.path, self.line, self.col, self.end_line, self.end_col))
 
     @classmethod
     def point(cls, path: str, line: int, col: int, width: int = 1) -> Span:
@@ -92,7 +109,25 @@ class CheckError(Exception):
 
     def __init__(self, diagnostics: Sequence[Diagnostic], sources: dict[str, str] | None = None):
         self.diagnostics = list(diagnostics)
-        super().__init__(render_full(self.diagnostics, sources))
+        # rendered on first use: the typer raises one for every kernel that fails, and
+        # `anodize check` reads only its diagnostics (a module of thousands of kernels
+        # rendered each failing kernel's full text and never showed it)
+        self._sources = sources
+        self._text: str | None = None
+        super().__init__()
+
+    def __str__(self) -> str:
+        if self._text is None:
+            self._text = render_full(self.diagnostics, self._sources)
+        return self._text
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self)!r})"
+
+    @property  # type: ignore[override]
+    def args(self) -> tuple[str]:
+        """The exception's arguments: its text (as the rendering at construction had it)."""
+        return (str(self),)
 
     def __reduce__(self) -> tuple[object, ...]:
         return (type(self), (self.diagnostics,))

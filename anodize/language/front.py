@@ -40,7 +40,7 @@ from anodize.language.syntax import NestingTooDeep, Source, collector_paused, pa
 
 __all__ = [
     "ModuleFront", "TypedKernel", "cached_front", "front_for_source", "front_of_function", "kernel_of", "kernel_contract",
-    "stand_in_function",
+    "source_digest", "stand_in_function",
 ]
 
 
@@ -75,7 +75,7 @@ class ModuleFront:
 
     @cached_property
     def digest(self) -> str:
-        return hashlib.sha256(self.source.encode("utf-8", "surrogatepass")).hexdigest()
+        return source_digest(self.source)
 
     # -- the module's device functions ---------------------------------------------------------
     def functions(self) -> Iterator[tuple[str, ast.FunctionDef]]:
@@ -160,16 +160,32 @@ _FRONTS_LOCK = threading.Lock()
 _KEEP = 64
 
 
+_LAST_DIGEST: tuple[str, str] | None = None  # (the source last hashed, the object itself: its id is not reused; its digest)
+
+
+def source_digest(source: str) -> str:
+    """The SHA-256 of a module's text (hex), once for the text last asked about: a check asks
+    for the front of a source twice (`cached_front`, then `front_for_source`), and hashing a
+    50,000-line module costs 0.2% of checking it."""
+    global _LAST_DIGEST
+    last = _LAST_DIGEST
+    if last is not None and last[0] is source:
+        return last[1]
+    digest = hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    _LAST_DIGEST = (source, digest)
+    return digest
+
+
 def cached_front(source: str, path: str) -> ModuleFront | None:
     """The front of this source if one was built already (no parse otherwise)."""
-    key = path + "\0" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    key = path + "\0" + source_digest(source)
     with _FRONTS_LOCK:
         return _FRONTS.get(key)
 
 
 def front_for_source(source: str, path: str, tree: ast.Module | None = None) -> ModuleFront:
     """The front of one module's source (a source seen before returns the same front)."""
-    key = path + "\0" + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
+    key = path + "\0" + source_digest(source)
     with _FRONTS_LOCK:
         hit = _FRONTS.get(key)
         if hit is not None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable
+from functools import partial
 from itertools import repeat
 from operator import add
 from typing import TYPE_CHECKING, NamedTuple
@@ -77,6 +78,11 @@ class Lin(NamedTuple):
     c: int
 
 
+# `Lin(atom, c)` without the named tuple's Python-level `__new__` (a frame a form: the typer
+# makes several per index it proves in range)
+_lin: Callable[[tuple[Atom, int]], Lin] = partial(tuple.__new__, Lin)  # type: ignore[assignment]
+
+
 def le_edge(a: Lin, b: Lin, k: int = 0) -> Edge:
     """The edge for `a <= b + k`."""
     return (a.atom, b.atom, b.c - a.c + k)
@@ -90,15 +96,9 @@ class Prover:
     mention is related to the others only through its domain."""
 
     def __init__(self, edges: Iterable[Edge], domain: Callable[[Atom], tuple[int, int]]):
+        self._given = edges  # read on the first query that needs them (`fits` by a domain needs none)
         self.edges: dict[tuple[Atom, Atom], int] = {}
         self.contradiction = False
-        for u, v, k in edges:
-            if u != v:
-                old = self.edges.get((u, v))
-                if old is None or k < old:
-                    self.edges[(u, v)] = k
-            elif k < 0:
-                self.contradiction = True  # x - x <= negative
         self.domain = domain
         self._index: dict[Atom, int] | None = None
         self._d: list[list[float]] = []
@@ -106,6 +106,15 @@ class Prover:
     def _closure(self) -> dict[Atom, int]:
         if self._index is not None:
             return self._index
+        edges = self.edges
+        for u, v, k in self._given:
+            if u != v:
+                old = edges.get((u, v))
+                if old is None or k < old:
+                    edges[(u, v)] = k
+            elif k < 0:
+                self.contradiction = True  # x - x <= negative
+        self._given = ()
         atoms: dict[Atom, tuple[int, int]] = {}
         for u, v in self.edges:
             for a in (u, v):
@@ -182,7 +191,7 @@ class Prover:
 
 _CLOSURES: dict[object, tuple[dict[Atom, int], list[list[float]], bool]] = {}
 _CLOSURES_MAX = 4096
-_LIN_ZERO = Lin(ZERO, 0)
+_LIN_ZERO = _lin((ZERO, 0))
 # slice name and rank -> the extents `slice_in_range` proves an index against (bounded as above)
 _EXTENTS: dict[tuple[str, int], list[Lin]] = {}
 
@@ -248,20 +257,20 @@ class RangeEnv:
         if isinstance(e, ir.Const):
             if isinstance(e.value, bool) or not isinstance(e.value, int):
                 return None
-            return Lin(ZERO, machine_value(e.value, ty))
+            return _lin((ZERO, machine_value(e.value, ty)))
         if isinstance(e, ir.Local):
             a = self.local_atom(e.name)
-            return Lin(a, 0) if a is not None else None
+            return _lin((a, 0)) if a is not None else None
         if isinstance(e, ir.WitnessPart):
             if isinstance(e.witness, ir.Local):
                 a = self.witness_atom(e.witness.name, e.part)
-                return Lin(a, 0) if a is not None else None
+                return _lin((a, 0)) if a is not None else None
             return None
         if isinstance(e, ir.Len):
-            return Lin(("len", e.slice.name, str(e.axis)), 0)
+            return _lin((("len", e.slice.name, str(e.axis)), 0))
         if isinstance(e, ir.RawId):
             a = self.raw_atom(e.reg, e.axis)
-            return Lin(a, 0) if a is not None else None
+            return _lin((a, 0)) if a is not None else None
         if isinstance(e, ir.Cast):
             src = e.value.ty
             if not isinstance(src, ScalarTy) or not src.is_int:
@@ -274,11 +283,11 @@ class RangeEnv:
             if left is None or right is None:
                 return None
             if right.atom == ZERO:
-                out = Lin(left.atom, left.c + right.c if e.op == "+" else left.c - right.c)
+                out = _lin((left.atom, left.c + right.c if e.op == "+" else left.c - right.c))
             elif left.atom == ZERO and e.op == "+":
-                out = Lin(right.atom, left.c + right.c)
+                out = _lin((right.atom, left.c + right.c))
             elif e.op == "-" and left.atom == right.atom:
-                out = Lin(ZERO, left.c - right.c)
+                out = _lin((ZERO, left.c - right.c))
             else:
                 return None
             return out if p.fits(out, ty) else None
@@ -383,6 +392,8 @@ class RangeFacts(RangeEnv):
         self._nonneg: set[str] = set()  # witnesses a contract makes (never poisoned: >= 0)
         self._req_edges: list[Edge] | None = None  # `requires` relations (kernels only)
         self._provers: dict[object, Prover] = {}  # one per distinct state of the facts
+        # `_witness_edges` by the proofs: the witnesses' types they were read with, the edges
+        self._wedges: dict[frozenset[tuple[str, str]], tuple[tuple[tuple[str, object], ...], list[Edge]]] = {}
 
     # -- atoms ------------------------------------------------------------------------------
     def _immutable(self, name: str) -> bool:
@@ -454,24 +465,24 @@ class RangeFacts(RangeEnv):
 
         def lin(e: C.Expr) -> Lin | None:
             if isinstance(e, C.Const):
-                return Lin(ZERO, e.value)
+                return _lin((ZERO, e.value))
             if isinstance(e, (C.Len, C.Shape)):
                 axis = e.axis if isinstance(e, C.Shape) else 0
                 s = self.st.slices.get(e.param)
                 if s is None or axis >= s.rank:
                     return None
-                return Lin(("len", e.param, str(axis)), 0)
+                return _lin((("len", e.param, str(axis)), 0))
             if isinstance(e, C.Neg):
                 v = lin(e.operand)
-                return Lin(ZERO, -v.c) if v is not None and v.atom == ZERO else None
+                return _lin((ZERO, -v.c)) if v is not None and v.atom == ZERO else None
             if isinstance(e, C.BinOp) and e.op in ("+", "-"):
                 a, b = lin(e.left), lin(e.right)
                 if a is None or b is None:
                     return None
                 if b.atom == ZERO:
-                    return Lin(a.atom, a.c + b.c if e.op == "+" else a.c - b.c)
+                    return _lin((a.atom, a.c + b.c if e.op == "+" else a.c - b.c))
                 if a.atom == ZERO and e.op == "+":
-                    return Lin(b.atom, a.c + b.c)
+                    return _lin((b.atom, a.c + b.c))
             return None
 
         for rel in req.relations if req is not None else ():
@@ -482,7 +493,20 @@ class RangeFacts(RangeEnv):
         return out
 
     def _witness_edges(self) -> list[Edge]:
-        """`(w, s)` proofs (`w in s`, grid-stride indices) as ranges of the witness's parts."""
+        """`(w, s)` proofs (`w in s`, grid-stride indices) as ranges of the witness's parts
+        (once per set of proofs and the witnesses' types: each guard and each new state of the
+        facts asks)."""
+        facts = self.st.facts
+        key = frozenset(facts)
+        hit = self._wedges.get(key)
+        vars_ = self.st.vars
+        if hit is not None and all(vars_.get(w) is t for w, t in hit[0]):
+            return hit[1]
+        out = self._witness_edges_now()
+        self._wedges[key] = (tuple((w, vars_.get(w)) for w, _ in facts), out)
+        return out
+
+    def _witness_edges_now(self) -> list[Edge]:
         out: list[Edge] = []
         for w, s in self.st.facts:
             sty = self.st.slices.get(s)
@@ -492,9 +516,9 @@ class RangeFacts(RangeEnv):
             for axis, part in enumerate(parts):
                 a = self.witness_atom(w, part)
                 if a is not None:
-                    x = Lin(a, 0)
-                    out.append(le_edge(Lin(ZERO, 0), x))
-                    out.append(le_edge(x, Lin(("len", s, str(axis)), 0), -1))
+                    x = _lin((a, 0))
+                    out.append(le_edge(_lin((ZERO, 0)), x))
+                    out.append(le_edge(x, _lin((("len", s, str(axis)), 0)), -1))
         return out
 
     def prover(self) -> Prover:
@@ -531,7 +555,7 @@ class RangeFacts(RangeEnv):
         v = self.linear(value, p)
         ty = self.st.vars[name]
         if v is not None and isinstance(ty, ScalarTy) and p.fits(v, ty):
-            self.st.rfacts = self.st.rfacts | frozenset(relation("==", Lin(atom, 0), v))
+            self.st.rfacts = self.st.rfacts | frozenset(relation("==", _lin((atom, 0)), v))
 
     def note_range_loop(self, var: str, start: ir.Expr, stop: ir.Expr, step: ir.Expr) -> frozenset[Edge]:
         """Facts inside `for var in range(start, stop, step)` with a constant step:
@@ -545,7 +569,7 @@ class RangeFacts(RangeEnv):
         if a is None or b is None:
             return frozenset()
         s = machine_value(int(step.value), ty)
-        x = Lin(atom, 0)
+        x = _lin((atom, 0))
         if s > 0:
             return frozenset(relation("<=", a, x) + relation("<", x, b))
         if s < 0:
@@ -574,5 +598,5 @@ class RangeFacts(RangeEnv):
         if extents is None:  # (never changed: every typing of every module shares them)
             if len(_EXTENTS) >= _CLOSURES_MAX:
                 _EXTENTS.clear()
-            extents = _EXTENTS[(name, rank)] = [Lin(("len", name, str(d)), 0) for d in range(rank)]
+            extents = _EXTENTS[(name, rank)] = [_lin((("len", name, str(d)), 0)) for d in range(rank)]
         return self.index_in_range(index, extents)

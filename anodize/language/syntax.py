@@ -81,6 +81,7 @@ def line_offsets(text: str) -> list[int]:
 # recursively, and a 350-operator sum (which CPython compiles) would exhaust Python's stack.
 # Deeper code is one located `az-unsupported` (docs/language.md, "Limits").
 NESTING_LIMIT = 200
+_new = object.__new__
 
 
 class NestingTooDeep(ValueError):
@@ -115,7 +116,7 @@ def parse(source: str) -> ast.Module:
     with collector_paused():  # a node or more per token, none freed: the collector's passes over
         # them meanwhile double the parse's time (a 50,000-line module: 1.2 s, not 0.6 s)
         tree: ast.Module = compile(source, "<anodize>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
-    deep = too_deep(tree)
+    deep = too_deep(tree, source=source)
     if deep is not None:
         raise NestingTooDeep(deep, NESTING_LIMIT)
     if "Bundle" in source:
@@ -125,11 +126,15 @@ def parse(source: str) -> ast.Module:
     return tree
 
 
-def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
+def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT, source: str | None = None) -> ast.AST | None:
     """The outermost expression (else statement) of a chain of nodes deeper than `limit`, or
     None.  Iterative, and it skips every subtree on one line too short to nest that deep (a
     level of nesting takes at least one character), so it visits little more than the
-    statements of a module."""
+    statements of a module.  With the module's `source` (the tree's text), a subtree over
+    several lines is skipped alike by the characters of its whole lines (more than its own
+    text: only ever too careful): an `if` and its two-line body, not their every child."""
+    offsets = line_offsets(source) if source is not None else []
+    n_lines = len(offsets) - 1
     stack: list[tuple[ast.AST, int, ast.AST | None]] = [(tree, 0, None)]
     pop, push = stack.pop, stack.append
     expr = ast.expr
@@ -140,14 +145,21 @@ def too_deep(tree: ast.AST, limit: int = NESTING_LIMIT) -> ast.AST | None:
         if top is None and isinstance(node, expr):
             top = node
         room = limit - depth - 1  # what a child may still nest
+        below = depth + 1
         for child in child_nodes(node):  # (no contexts, no operators: leaves)
-            # a child on one line too short to nest that deep is not even pushed
-            line = getattr(child, "lineno", None)
-            if line is not None and line == getattr(child, "end_lineno", None):
-                width = (getattr(child, "end_col_offset", 0) or 0) - (getattr(child, "col_offset", 0) or 0)
-                if 2 * width + 16 < room:
-                    continue
-            push((child, depth + 1, top))
+            # a child too short to nest that deep is not even pushed
+            line = getattr(child, "lineno", None)  # (none: `arguments`, a `withitem`)
+            if line is not None:
+                try:
+                    end = child.end_lineno  # type: ignore[attr-defined]
+                    if line == end:
+                        if 2 * (child.end_col_offset - child.col_offset) + 16 < room:  # type: ignore[attr-defined]
+                            continue
+                    elif 0 < line <= end <= n_lines and 2 * (offsets[end] - offsets[line - 1]) + 16 < room:
+                        continue
+                except TypeError:  # (a node built without an end)
+                    pass
+            push((child, below, top))
     return None
 
 
@@ -179,7 +191,19 @@ class Source:
         return len(text.encode("utf-8")[:byte_col].decode("utf-8", errors="replace"))
 
     def span(self, node: ast.AST) -> Span:
-        if self.ascii:  # byte columns are character columns (the typer asks for one per node)
+        """`node`'s span.  In an ASCII source it is read from the node when first asked for
+        (diagnostics.py `Span.__getattr__`): the typer makes one for every node it types, into
+        the typed IR, and `anodize check` reads few of them (a node's four positions, read
+        through its `__dict__`, cost more than the span)."""
+        if self.ascii:
+            sp = _new(Span)
+            sp.__dict__["_az_at"] = (self, node)
+            return sp
+        return self.span_now(node)
+
+    def span_now(self, node: ast.AST) -> Span:
+        """`node`'s span, its fields read now."""
+        if self.ascii:  # byte columns are character columns
             try:
                 line, col, end_line, end_col = node.lineno, node.col_offset, node.end_lineno, node.end_col_offset  # type: ignore[attr-defined]
             except AttributeError:  # (a node built without a position)

@@ -208,23 +208,25 @@ class ExprTyper:
 
     def load_name(self, node: ast.Name) -> ir.Expr:
         name = node.id
-        span = self.st.span(node)
-        if name in self.st.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
+        st = self.st
+        span = st.span(node)
+        if name in st.arrays:  # a local array: indexed, or passed to a helper (typer_locals.py)
             return self.fn.local_values.local_ref(name, node)
-        if name in self.st.vars:
-            if isinstance(self.st.vars[name], RecordTy):  # a record local: its leaves (typer_records.py)
+        if name in st.vars:
+            ty = st.vars[name]
+            if isinstance(ty, RecordTy):  # a record local: its leaves (typer_records.py)
                 return self.fn.records.load_local(name, node)
-            if name in self.st.past_loop:
+            if name in st.past_loop:
                 self.st.type_error(node, "grid-stride-after-loop", help="grid-stride-after-loop-help", name=name)
-            return ir.Local(name, self.st.vars[name], span)
-        if name in self.st.slices:
-            return ir.SliceRef(name, self.st.slices[name], span)
-        if name in self.st.shared:
+            return ir.Local(name, ty, span)
+        if name in st.slices:
+            return ir.SliceRef(name, st.slices[name], span)
+        if name in st.shared:
             return self.fn.shared_mem.shared_ref(name, node)
-        if name in self.st.failed_names:
+        if name in st.failed_names:
             raise _Silent
-        if self.st.is_kernel and name in self.st.k.consts:
-            return self.py_constant(self.st.k.consts[name], node)
+        if st.is_kernel and name in st.k.consts:
+            return self.py_constant(st.k.consts[name], node)
         return self.module_value(node)
 
     def module_value(self, node: ast.expr) -> ir.Expr:

@@ -29,14 +29,17 @@ class NameResolver:
 
     def sym(self, node: ast.expr) -> Symbol:
         """What a name or attribute chain (not a local) refers to, from the module's one table."""
-        if isinstance(node, ast.Name):
-            if node.id in self.st.vars or node.id in self.st.slices or node.id in self.st.shared or node.id in self.st.arrays:
+        st = self.st
+        cls = node.__class__
+        if cls is ast.Name:
+            name = node.id  # type: ignore[attr-defined]
+            if name in st.vars or name in st.slices or name in st.shared or name in st.arrays:
                 return MISSING
-        elif not isinstance(node, ast.Attribute):
+        elif cls is not ast.Attribute:
             return MISSING
-        s = self.st.symbols.resolve(node)
+        s = st.symbols.resolve(node)
         if s.kind == "rebound":
-            self.st.fail(messages.rebound(self.st.span(node), s.name, tuple(self.st.src.span(w) for w in s.where[:3])))
+            st.fail(messages.rebound(st.span(node), s.name, tuple(st.src.span(w) for w in s.where[:3])))
         return s
 
     def tag(self, node: ast.expr) -> tuple[str, ...] | None:

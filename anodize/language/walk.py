@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Callable, Iterable, Iterator
+from types import CodeType, FunctionType
 from typing import Any
 
 __all__ = ["walk_batched", "child_fields", "child_nodes", "visitor_methods", "walk_no_scopes", "nodes", "nodes_of", "sub_blocks",
@@ -233,10 +234,10 @@ def walk_batched(
         [c for c in _LEAVES if f"visit_{c.__name__}" not in methods and f"leave_{c.__name__}" not in methods]
         + [type(None), str, int, bool]
     )
-    # node class -> (visits, fields but a def's body, leaves, is a def)
-    plans: dict[type, tuple[tuple[_Fn, ...], tuple[str, ...], tuple[_Fn, ...], bool]] = {}
+    # node class -> its walk (`_walker`: the class's visits, fields and leaves written out)
+    table: dict[type, Callable[[ast.AST], None]] = {}
 
-    def plan(cls: type) -> tuple[tuple[_Fn, ...], tuple[str, ...], tuple[_Fn, ...], bool]:
+    def make(cls: type) -> Callable[[ast.AST], None]:
         name = cls.__name__
         if name.startswith("Async"):  # `async def/for/with` reach the plain node's methods, as in libcst
             name = name[5:]
@@ -245,36 +246,19 @@ def walk_batched(
         if is_fn:  # its body is walked last, between `visit_FunctionBody` and `leave_FunctionBody`
             assert fields[-1] == "body", fields
             fields = fields[:-1]
-        p = (tuple(methods.get("visit_" + name, ())), fields, tuple(methods.get("leave_" + name, ())), is_fn)
-        plans[cls] = p
-        return p
+        visits, leaves = tuple(methods.get("visit_" + name, ())), tuple(methods.get("leave_" + name, ()))
+        factory = _walker(fields, len(visits), len(leaves), is_fn)
+        go = table[cls] = factory(table, make, skip, body_in, body_out, *visits, *leaves)
+        return go
 
     def go(node: ast.AST) -> None:
-        visits, fields, leaves, is_fn = plans.get(node.__class__) or plan(node.__class__)
-        for fn in visits:
-            fn(node)
-        for name in fields:
-            v = getattr(node, name)
-            if v.__class__ is list:
-                for c in v:
-                    if c.__class__ not in skip:
-                        go(c)
-            elif v.__class__ not in skip:
-                go(v)
-        if is_fn:
-            for f in body_in:
-                f(node)
-            for c in node.body:  # type: ignore[attr-defined]
-                go(c)
-            for f in body_out:
-                f(node)
-        for fn in leaves:
-            fn(node)
+        (table.get(node.__class__) or make(node.__class__))(node)
 
     if on_statement is None or not isinstance(root, ast.Module):
         go(root)
         return
-    visits, _, leaves, _ = plans.get(ast.Module) or plan(ast.Module)
+    visits = methods.get("visit_Module", ())
+    leaves = methods.get("leave_Module", ())
     for fn in visits:
         fn(root)
     for i, stmt in enumerate(root.body):
@@ -282,3 +266,64 @@ def walk_batched(
         go(stmt)
     for fn in leaves:
         fn(root)
+
+
+# (fields, visits, leaves, is a def) -> the factory of a node class's walk in `walk_batched`
+_WALKERS: dict[tuple[tuple[str, ...], int, int, bool], Callable[..., Callable[[ast.AST], None]]] = {}
+# (number of fields, visits, leaves, is a def) -> the factory's code, its fields named `_az_f0_`...
+_SHAPES: dict[tuple[int, int, int, bool], CodeType] = {}
+
+
+def _walker(fields: tuple[str, ...], n_visits: int, n_leaves: int, is_fn: bool) -> Callable[..., Callable[[ast.AST], None]]:
+    """The walk of one node class, written out: its visitors' calls, then each child field
+    (a list's items, or the node), then a def's body between the body events, then its
+    leaves -- the order of the generic loop it replaced, without the loop over the class's
+    fields, a `getattr` a field and the empty loops, at every node of a module.  Its code is
+    compiled once per shape (how many fields, visitors, leaves) for the process, the fields'
+    names then put into the code object; the walk itself is made per `walk_batched`."""
+    key = (fields, n_visits, n_leaves, is_fn)
+    hit = _WALKERS.get(key)
+    if hit is not None:
+        return hit
+    shape = (len(fields), n_visits, n_leaves, is_fn)
+    code = _SHAPES.get(shape)
+    if code is None:
+        code = _SHAPES[shape] = _walker_code(*shape)
+    inner = next(c for c in code.co_consts if isinstance(c, CodeType))
+    names = tuple(fields[int(n[5:-1])] if n.startswith("_az_f") else n for n in inner.co_names)
+    inner = inner.replace(co_names=names, co_name=f"walk_{'_'.join(fields) or 'leaf'}")
+    code = code.replace(co_consts=tuple(inner if isinstance(c, CodeType) else c for c in code.co_consts))
+    hit = _WALKERS[key] = FunctionType(code, {"list": list})
+    return hit
+
+
+def _walker_code(n_fields: int, n_visits: int, n_leaves: int, is_fn: bool) -> CodeType:
+    vs = [f"v{i}" for i in range(n_visits)]
+    ls = [f"l{i}" for i in range(n_leaves)]
+    lines = [f"def factory(table, make, skip, body_in, body_out{''.join(', ' + a for a in vs + ls)}):", "    get = table.get",
+             "    def go(node):"]
+    body = [f"{v}(node)" for v in vs]
+    for i in range(n_fields):
+        body += [
+            f"c = node._az_f{i}_",
+            "if c.__class__ is list:",
+            "    for c in c:",
+            "        if c.__class__ not in skip:",
+            "            (get(c.__class__) or make(c.__class__))(c)",
+            "elif c.__class__ not in skip:",
+            "    (get(c.__class__) or make(c.__class__))(c)",
+        ]
+    if is_fn:
+        body += [
+            "for f in body_in:",
+            "    f(node)",
+            "for c in node.body:",
+            "    (get(c.__class__) or make(c.__class__))(c)",
+            "for f in body_out:",
+            "    f(node)",
+        ]
+    body += [f"{v}(node)" for v in ls]
+    lines += ["        " + b for b in body or ["pass"]]
+    lines.append("    return go")
+    module = compile("\n".join(lines), "<anodize walk>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, CodeType))

@@ -188,7 +188,7 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
                 if w is None or w.kind != "witness":
                     continue
                 for name in sorted(base.params & set(fn.params)):
-                    for sp in sorted(w.spaces, key=_space_order):
+                    for sp in _in_order(w.spaces):
                         out.append(_Access(name, sp, node, None))
             elif isinstance(node, ast.Call):
                 callee = m.callees.get(node)
@@ -203,7 +203,7 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
                     tile = m.values.get(node.func.value)
                     if base is not None and base.kind == "slice" and tile is not None:
                         for name in sorted(base.params & set(fn.params)):
-                            for sp in sorted(tile.spaces, key=_space_order):
+                            for sp in _in_order(tile.spaces):
                                 out.append(_Access(name, sp, node, None))
                     continue
                 if callee is None or callee.kind != "helper" or callee.fn is None:
@@ -215,7 +215,7 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
                     v = m.values.get(a) if a is not None else None
                     if v is None or v.kind != "slice":
                         continue
-                    for sp in sorted(substitute(frozenset([acc.space]), h, node, m.values), key=_space_order):
+                    for sp in _in_order(substitute(frozenset([acc.space]), h, node, m.values)):
                         for name in sorted(v.params & set(fn.params)):
                             out.append(_Access(name, sp, node, acc.via or h.name))
         out.sort(key=lambda a: (getattr(a.node, "lineno", 0), getattr(a.node, "col_offset", 0)))
@@ -314,6 +314,12 @@ def t(a: Slice2D[f32], c: DisjointSlice2D[f32]) -> None:
 def _tile_key(call: str) -> str:
     """The message of an access of an output outside the program's tile (a catalogue key)."""
     return "tile-store-not-own" if call == "tile.store" else "tile-load-foreign"
+
+
+def _in_order(spaces: frozenset[Space]) -> list[Space] | frozenset[Space]:
+    """The spaces in `_space_order` (one space is in order: its sort key, strings joined, is
+    not made)."""
+    return spaces if len(spaces) < 2 else sorted(spaces, key=_space_order)
 
 
 def _space_order(sp: Space) -> tuple[str, int, int, str]:
