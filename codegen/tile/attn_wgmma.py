@@ -1,0 +1,122 @@
+"""Hopper's wgmma for the matmuls of a prefetching loop (codegen/tile/prefetch.py: an attention
+loop compiled by operations), A from registers: `ANODIZE_TILE_ATTN_WGMMA` (off until a GPU run
+has checked it; codegen/toolchain.py).
+
+Such a matmul takes A from registers (P = `p.astype(f16)`, Q held across the loop) or from a
+resident tile read with ldmatrix (codegen/tile/mma_regs.py), and its B tile (K read as `K.T`, or
+V) sits whole in one of its two slots.  wgmma's register-A form, `wgmma.mma_async.m64nNk16` with
+`{a0, a1, a2, a3}`, takes per warp exactly the A fragment of mma.sync m16n8k16 (rows 16 w .. of
+its m64 block: which rows of the tile a warp's 16 are does not matter, A and D being the same
+warp's registers), and its D fragments are per warp mma.sync's m16n8 C layout
+(codegen/tile/layout.py), so the row-mode accumulator layout (warps, 1) stays as it is: row
+block `mi` of every warp is one m64nNk16 (N the tile's whole width) a k16 step.
+
+B comes from a shared-memory descriptor with the 128-byte swizzle, so its slot holds the tile in
+wgmma's layout (`blocked`, staging.py): 64-column blocks, each `rows` x 128 bytes, 16-byte
+chunk c of row r at chunk `c ^ (r % 8)` -- for a 64-column tile exactly the ldmatrix layout it
+had -- from a base rounded up to 1024 bytes (the swizzle's period; the loop's region takes 1024
+bytes more).  A `.T` tile (K, N x K in its slot) is K-major: k16 step kk starts at block kk // 4,
+byte 32 (kk % 4); a plain one (V, K x N) is MN-major: k16 step kk starts 16 rows (2048 bytes)
+further, its 64-column blocks `rows` x 128 bytes apart (the leading byte offset).  cp.async
+writes the slots through the generic proxy and wgmma reads them through the async one: every
+wait of such a loop is followed by `fence.proxy.async` before its barrier.
+
+The matmul is one inline-PTX block a group of k16 steps (`GROUP`: the A fragments of a group are
+live together): `wgmma.fence`, the group's wgmma (each row block's accumulators tied in and
+out), `commit_group`, `wait_group 0` -- so the accumulators are LLVM's again after the block.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import llvmlite.ir as llir
+
+from ..tensorcore.inline_ptx import F32, I64, SW128, asm_block, c32, c64, desc_field
+
+__all__ = ["aligned_base", "attn_wgmma", "b_tile_ok", "descriptor", "descriptor_parts", "emit_register_a", "engine_for"]
+
+GROUP = 4  # k16 steps a block: at d128 the resident Q's fragments of all eight would be live together
+
+
+def attn_wgmma() -> str:
+    """`ANODIZE_TILE_ATTN_WGMMA`: "1" every qualifying matmul of a prefetching loop on wgmma, "t"
+    only those reading B transposed (S = Q K^T), "n" only the others (O += P V); "" (the default,
+    off until a GPU run has checked it) none."""
+    v = os.environ.get("ANODIZE_TILE_ATTN_WGMMA", "")
+    return v if v in ("1", "t", "n") else ""
+
+
+def b_tile_ok(k: int, n: int, trans: bool) -> bool:
+    """Can a K x N B tile (N x K in its slot when `trans`) be a wgmma descriptor's: K-major
+    (`trans`) in whole 64-wide K blocks, N rows a multiple of 8 up to 256; MN-major in whole
+    64-column blocks (N at most 256), K a multiple of 16."""
+    if trans:
+        return k % 64 == 0 and n % 8 == 0 and 8 <= n <= 256
+    return n % 64 == 0 and n <= 256 and k % 16 == 0
+
+
+def engine_for(wgmma_target: bool, warps: int, k: int, n: int, trans: bool) -> str:
+    """The engine of a prefetching loop's matmul (A from registers or resident): "wgmma" under the
+    switch where the target has it, the block is whole warpgroups and B's tile qualifies."""
+    mode = attn_wgmma()
+    if not mode or not wgmma_target or warps % 4 or not b_tile_ok(k, n, trans):
+        return "mma"
+    if mode == "t" and not trans or mode == "n" and trans:
+        return "mma"
+    return "wgmma"
+
+
+def descriptor_parts(kk: int, k: int, n: int, trans: bool) -> tuple[int, int]:
+    """(bytes from the tile's base to k16 step `kk`'s start, the descriptor's fields but the
+    start address: leading byte offset, stride byte offset 1024 (8 rows), 128-byte swizzle)."""
+    if trans:  # (the leading byte offset is unused K-major)
+        off, lbo = (kk // 4) * n * 128 + (kk % 4) * 32, 16
+    else:
+        off, lbo = kk * 16 * 128, k * 128
+    return off, desc_field(lbo) << 16 | desc_field(1024) << 32 | SW128
+
+
+def descriptor(b: llir.IRBuilder, base: llir.Value, kk: int, k: int, n: int, trans: bool) -> llir.Value:
+    """The 64-bit descriptor of k16 step `kk` of the B tile at shared address `base` (1024-byte
+    aligned, `blocked` layout): K-major (`trans`: N rows of 128 bytes a 64-wide K block) or
+    MN-major (K rows of 128 bytes a 64-column block, blocks `k` x 128 bytes apart)."""
+    off, hi = descriptor_parts(kk, k, n, trans)
+    addr = b.and_(b.add(base, c32(off)), c32(0x3FFFF))
+    return b.or_(b.zext(b.lshr(addr, c32(4)), I64), c64(hi))
+
+
+def emit_register_a(b: llir.IRBuilder, acc: list[llir.Value], afr: list[list[list[llir.Value]]], base: llir.Value,
+                    k: int, n: int, trans: bool, mt: int, elem: str) -> list[llir.Value]:
+    """`acc += A @ B` on wgmma: `acc` in the (warps, 1) layout (row block mi's registers
+    `mi * n / 2 ..`), `afr[kk][mi]` the four b32 of A's fragment of row block mi, k16 step kk;
+    B at `base`.  Returns the accumulators after."""
+    per = n // 2  # accumulators a row block
+    assert len(acc) == mt * per and len(afr) == k // 16, (len(acc), mt, n, len(afr), k)
+    cur = list(acc)
+    for g0 in range(0, k // 16, GROUP):
+        steps = range(g0, min(g0 + GROUP, k // 16))
+        nacc = len(cur)
+        a_vals = [v for kk in steps for mi in range(mt) for v in afr[kk][mi]]
+        descs = [descriptor(b, base, kk, k, n, trans) for kk in steps]
+        a0, d0 = 2 * nacc, 2 * nacc + len(a_vals)
+        one = d0 + len(descs)
+        lines = ["{", ".reg .pred %ap;", f"setp.ne.b32 %ap, ${one}, 0;", "wgmma.fence.sync.aligned;"]
+        for j, _ in enumerate(steps):
+            for mi in range(mt):
+                d = ", ".join(f"${i}" for i in range(mi * per, (mi + 1) * per))
+                a = ", ".join(f"${a0 + (j * mt + mi) * 4 + q}" for q in range(4))
+                lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{d}}}, {{{a}}}, ${d0 + j}, %ap, "
+                             f"1, 1, {0 if trans else 1};")
+        lines += ["wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "}"]
+        cons = ["=f"] * nacc + [str(i) for i in range(nacc)] + ["r"] * len(a_vals) + ["l"] * len(descs) + ["r"]
+        res = asm_block(b, llir.LiteralStructType([F32] * nacc), "\n\t".join(lines), cons, [*cur, *a_vals, *descs, c32(1)])
+        cur = [b.extract_value(res, i) for i in range(nacc)]
+    return cur
+
+
+def aligned_base(b: llir.IRBuilder, s0: llir.Value) -> llir.Value:
+    """The shared address `s0` rounded up to 1024 bytes (the 128-byte swizzle's period)."""
+    return b.and_(b.add(s0, c32(1023)), c32(-1024 & 0xFFFFFFFF))
+

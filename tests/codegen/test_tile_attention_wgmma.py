@@ -1,0 +1,151 @@
+"""Attention compiled by operations with its matmuls on wgmma (`ANODIZE_TILE_ATTN_WGMMA`,
+codegen/tile/attn_wgmma.py): A from registers (Q held, P packed, or Q resident read with
+ldmatrix), B from the prefetched slot in wgmma's 128-byte-swizzled layout through a descriptor.
+The PTX (ptxas-checked), the descriptors and the slot layout against a model of wgmma's
+canonical layouts (CPU), and (GPU, in test_tile_attention_ops.py / _mix.py with the switch set)
+the results."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from anodize.codegen.tile.attn_wgmma import b_tile_ok, descriptor_parts
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
+
+DEFAULTS = "pfrvexmlwcgh"  # tools/ptx_mix.py letters left at their defaults
+
+
+def _ptx(variant: str, d: int, warps: int, mode: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    from ptx_mix import attention_ptx
+
+    monkeypatch.setenv("ANODIZE_TILE_ATTN_WGMMA", mode)
+    ptx = attention_ptx(variant, warps, d, "ops", unset=DEFAULTS)
+    assert ptx is not None
+    return ptx
+
+
+def _ptxas(ptx: str) -> tuple[int, int]:
+    from test_tile_attention_ops import ptxas_log
+
+    log = ptxas_log(ptx, "sm_90")
+    regs = int(re.findall(r"Used (\d+) registers", log)[0])
+    spills = int(re.findall(r"(\d+) bytes spill stores", log)[0])
+    return regs, spills
+
+
+@needs_ptxas
+@pytest.mark.parametrize("variant,d,warps", [("example", 64, 4), ("causal_diag", 64, 4),
+                                             pytest.param("exp2", 128, 8, marks=pytest.mark.slow)])
+def test_both_matmuls_on_register_a_wgmma_without_spills(variant: str, d: int, warps: int,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    ptx = _ptx(variant, d, warps, "1", monkeypatch)
+    mt = 128 // (16 * warps)
+    per_loop = mt * (d // 16) + mt * (64 // 16)  # S: K = d; P V: K = BN = 64
+    ops = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.f16\.f16 \{[^}]*\}, \{([^}]*)\}, [^,]+, %ap, 1, 1, (\d)",
+                     ptx)
+    loops = 2  # (the aligned loop version and the general one)
+    assert len(ops) == loops * per_loop
+    assert all(len(a.split(",")) == 4 for _, a, _ in ops)  # A: four b32 registers (mma.sync's fragment)
+    assert sorted({(n, t) for n, _, t in ops}) == sorted({("64", "0"), (str(d), "1")})  # S: K-major K; P V: MN-major V
+    assert "mma.sync" not in ptx and "ldmatrix" not in ptx  # (Q held in registers, no B fragments)
+    assert ptx.count("fence.proxy.async.shared::cta") >= 2 * loops  # each wait of the loop, before its barrier
+    assert ".target sm_90a" in ptx
+    regs, spills = _ptxas(ptx)
+    assert regs <= 255 and spills == 0
+
+
+@needs_ptxas
+def test_d128_over_4_warps_p_v_on_wgmma_keeps_no_spills(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (S = Q K^T with Q resident, its fragments read by ldmatrix beside 192 accumulators: "1"
+    # spills 232 bytes at 255 registers, "t" 884: P V alone is spill-free)
+    ptx = _ptx("example", 128, 4, "n", monkeypatch)
+    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16", ptx)) == 2 * 2 * 4
+    regs, spills = _ptxas(ptx)
+    assert regs <= 255 and spills == 0
+
+
+def test_the_switch_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ptx_mix import attention_ptx
+
+    monkeypatch.delenv("ANODIZE_TILE_ATTN_WGMMA", raising=False)
+    ptx = attention_ptx("example", 4, 64, "ops", unset=DEFAULTS)
+    assert ptx is not None and "wgmma" not in ptx and "fence.proxy.async" not in ptx
+
+
+def test_compile_v_names_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    from test_tile_attention_mix import _lowered
+
+    _, report = _lowered("example", 64, 4, monkeypatch, ANODIZE_TILE_ATTN_WGMMA="1")
+    # (each matmul twice: the aligned loop version and the general one)
+    assert [ln.split("-> ")[1].split(" (")[0] for ln in report] == ["wgmma.m64n64k16"] * 4
+    assert all("A from registers" in ln and "B prefetched" in ln for ln in report)
+
+
+# ---- the slot layout and the descriptors against wgmma's canonical layouts -----------------------
+
+
+def _slot_offset(r: int, c: int, rows: int, cols: int) -> int:
+    """staging._Operand._soff (blocked): chunk c of row r."""
+    if cols > 64:
+        return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)
+    return r * cols * 2 + ((c ^ (r & 7)) << 4)
+
+
+def _desc_fields(desc_hi: int, start: int) -> tuple[int, int, int, int]:
+    return start, (desc_hi >> 16 & 0x3FFF) << 4, (desc_hi >> 32 & 0x3FFF) << 4, desc_hi >> 62
+
+
+def _sw128(addr: int) -> int:
+    """The 128-byte swizzle: address bits 4-6 XOR bits 7-9 (a 1024-byte aligned base)."""
+    return addr ^ ((addr >> 7) & 7) << 4
+
+
+def _wgmma_b(smem: np.ndarray, start: int, hi: int, n: int, kmajor: bool) -> np.ndarray:
+    """A model of the K16 x N B operand wgmma reads through a 128-byte-swizzled descriptor
+    (PTX ISA, "Shared memory matrix layout"): K-major, element (k, n) at start + (n // 8) SBO +
+    (n % 8) 128 + 2 k; MN-major, element (k, n) at start + (n // 64) LBO + (k // 8) SBO + (k % 8) 128
+    + 2 (n % 64); each address then swizzled."""
+    _, lbo, sbo, mode = _desc_fields(hi, start)
+    assert mode == 1
+    out = np.zeros((16, n), np.float64)
+    for k in range(16):
+        for j in range(n):
+            if kmajor:
+                a = start + (j // 8) * sbo + (j % 8) * 128 + 2 * k
+            else:
+                a = start + (j // 64) * lbo + (k // 8) * sbo + (k % 8) * 128 + 2 * (j % 64)
+            out[k, j] = smem[_sw128(a) // 2]
+    return out
+
+
+@pytest.mark.parametrize("k,n,trans", [(64, 64, True), (128, 64, True), (64, 64, False), (64, 128, False),
+                                       (128, 128, False), (128, 256, True)])
+def test_descriptors_read_the_slot_as_the_matmuls_b(k: int, n: int, trans: bool) -> None:
+    assert b_tile_ok(k, n, trans)
+    rows, cols = (n, k) if trans else (k, n)  # the slot's tile as loaded: K (N x K, read .T) or V (K x N)
+    tile = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
+    smem = np.full(rows * cols, -1.0)
+    for r in range(rows):
+        for c in range(cols // 8):
+            at = _slot_offset(r, c, rows, cols) // 2
+            smem[at:at + 8] = tile[r, 8 * c:8 * c + 8]
+    assert (smem >= 0).all()  # every element lands once
+    bmat = tile.T if trans else tile  # K x N
+    for kk in range(k // 16):
+        off, hi = descriptor_parts(kk, k, n, trans)
+        np.testing.assert_array_equal(_wgmma_b(smem, off, hi, n, trans), bmat[16 * kk:16 * kk + 16])
+
+
+def test_tiles_outside_the_descriptors_reach_stay_on_mma_sync() -> None:
+    assert not b_tile_ok(32, 64, True) and not b_tile_ok(64, 32, False) and not b_tile_ok(64, 512, False)
