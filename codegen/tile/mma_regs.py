@@ -25,7 +25,7 @@ from anodize.language.types import I64 as I64T
 from ..tensorcore import inline_ptx as P
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import I32, I64, c32, c64
-from .attn_wgmma import aligned_base, emit_register_a
+from .attn_wgmma import aligned_base, descriptor, emit_register_a
 from .mma_ir import MmaOperandIR
 from .staging import _Operand, _rowmajor, whole_tile
 
@@ -93,14 +93,15 @@ def _as(b: llir.IRBuilder, v: llir.Value, ty: llir.Type) -> llir.Value:
 
 
 def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest: llir.Value, aligned: bool = False,
-               wg: bool = False, base1024: bool = False) -> None:
+               wg: bool = False, base1024: bool = False, a_rows: int = 0) -> None:
     """Copy `op`'s tile (K x N as the matmul reads it: (k, n) loaded, or (n, k) under `.T`) into
     the dynamic buffer at byte `dest` (cp.async 16-byte copies where rows are 16-byte aligned,
     else predicated 2-byte loads; zero outside the slice); no group committed.  A dimension too
     large for 32-bit indices records fault `site` and copies nothing.  `aligned`: the rows are
     known 16-byte aligned (the aligned version of a prefetching loop): cp.async only.  `wg`: in
     wgmma's layout (codegen/tile/attn_wgmma.py); `base1024`: `dest` counts from the buffer's
-    address rounded up to 1024 bytes."""
+    address rounded up to 1024 bytes; `a_rows`: an A tile for wgmma's descriptors, its rows in
+    wgmma's order (`_Operand`: `a_rows` row blocks of 16 a warp)."""
     b = lw.b
     sv = lw.frame.slices[op.slice.name]
     dims = [b.sext(d, I64) if d.type.width < 64 else d for d in sv.dims]
@@ -123,7 +124,7 @@ def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest
         shape = (k, n) if not op.trans else (n, k)
         lims = [b.trunc(d, I32) for d in dims]
         g = b.ptrtoint(sv.ptr, I64)
-        B = _Operand(b, warps * 32, shape, g, dims[1], origin, lims, kax, lims[kax], wg)
+        B = _Operand(b, warps * 32, shape, g, dims[1], origin, lims, kax, lims[kax], wg, a_rows)
         base = b.add(_buffer(lw, base1024), dest)
         bits = b.or_(b.or_(dims[1], b.lshr(g, c64(1))), b.zext(origin[1], I64))
         if aligned:
@@ -206,8 +207,12 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
     if xor_b:  # B^T rows n = 16 npair + n_lane, chunk 2 kk + (j8 & 1); B rows k = 16 kk + lr, chunk 2 npair + hi
         b_full = (_lane_base(b, base, b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7), b.and_(j8, c32(1)), b_cpr) if op.trans
                   else _lane_base(b, base, lr, hi, b_cpr))
+    a_ss = wg and resident and pf.a_ss
+    xor_a = xor_a and not a_ss
     if xor_a:
         a_full = _lane_base(b, a_base, a_row, hi, K // 8)
+    if a_ss:  # (staging._Operand `a_rows`: warpgroup g's m64 blocks from row 64 mt g)
+        a_wg = b.add(a_base, b.mul(b.lshr(P.sreg(b, "tid.x"), c32(7)), c32(mt * 64 * 128)))
     a_frags: list[list[Any]] = []  # wgmma: [kk][mi] A's fragments
     for kk in range(K // 16):
         a_frags.append([])
@@ -228,6 +233,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         for mi in range(mt):
             blk0 = (mi * kt_a + 2 * kk) * 4
             blk1 = blk0 + 4
+            if a_ss:  # (its descriptors: attn_wgmma.py)
+                continue
             if xor_a:
                 afr = P.ldsm_kstep(b, a_full, kk, mi * 16 * (K // 8) * 16, False)
             elif resident:  # matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3
@@ -242,7 +249,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
             for ni in range(nt):
                 cur[mi][ni] = P.mma_16816(b, afr, bfr[ni], cur[mi][ni], s.elem)
     if wg:  # (codegen/tile/attn_wgmma.py) B from the slot at `base`: 1024-byte aligned, the region and slots multiples of 1024
-        flat = emit_register_a(b, [v for mi in range(mt) for ni in range(nt) for v in cur[mi][ni]], a_frags, base, K, lay.n,
+        a_in = (descriptor(b, a_wg, 0, K, lay.m, True), lay.m) if a_ss else a_frags
+        flat = emit_register_a(b, [v for mi in range(mt) for ni in range(nt) for v in cur[mi][ni]], a_in, base, K, lay.n,
                                op.trans, mt, s.elem)
         cur = [[flat[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
     if pf is None:

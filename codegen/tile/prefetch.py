@@ -96,6 +96,7 @@ class Prefetch:
     waitless: bool = False  # one wait: a later matmul, its tile complete at the first one's wait
     wgmma: bool = False  # the matmul runs on wgmma, its slots in wgmma's layout (codegen/tile/attn_wgmma.py)
     base1024: bool = False  # regions count from the buffer rounded up to 1024 bytes (some matmul of the loop is on wgmma)
+    a_ss: bool = False  # the resident A is in wgmma's layout, read through descriptors (`TileCopy.a_rows`)
 
 
 @dataclass(frozen=True)
@@ -126,6 +127,9 @@ class TileCopy:
     span: Any = None
     wg: bool = False  # in wgmma's layout (codegen/tile/attn_wgmma.py)
     base1024: bool = False  # `region` counts from the buffer rounded up to 1024 bytes
+    # a resident A read by wgmma through descriptors: its rows in wgmma's order (staging.py `_Operand`),
+    # `a_rows` the row blocks of 16 a warp holds; 0 the row-major tile ldmatrix reads
+    a_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -255,11 +259,15 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
     base1024 = any(wgs)
     region = sum(2 * site.shape[2] * site.shape[1] * 2 for site in sites)  # (the B slots first)
     a_regions: dict[str, int] = {}
+    a_ss: set[str] = set()  # resident A tiles every reader of which is a wgmma: in wgmma's layout, read through descriptors
     for name, (m, k) in _resident_tiles(sites).items():  # resident A tiles: copied once, before the B tiles
         site = next(s for s in sites if s.x.local == name and s.x.load is not None)
         ld = site.x.load
         op = MmaOperandIR(ld.slice, tuple(low.scalar(o) for o in ld.offset), (m, k), False)
-        out.append(TileCopy(op, region, m, k, low.T // 32, _fault_site(low, site), base1024=base1024))  # type: ignore[arg-type]
+        if region % 1024 == 0 and k % 64 == 0 and all(wg for s, wg in zip(sites, wgs, strict=True) if s.x.local == name):
+            a_ss.add(name)
+        out.append(TileCopy(op, region, m, k, low.T // 32, _fault_site(low, site), base1024=base1024,  # type: ignore[arg-type]
+                            a_rows=m // (16 * (low.T // 32)) if name in a_ss else 0))
         a_regions[name] = region
         region += m * k * 2
     total = region + (1024 if base1024 else 0)
@@ -277,7 +285,7 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
     slot = _bin("%", it, _c(2))
     low.prefetch = {id(site.stmt): (Prefetch(slot, r, tuple(at(o, nxt) for o in site.y.load.offset), len(sites) - 1,
                                              a_regions.get(site.x.local, -1) if site.x.load is not None else -1,
-                                             wgmma=wg, base1024=base1024), total)
+                                             wgmma=wg, base1024=base1024, a_ss=site.x.local in a_ss), total)
                     for site, r, wg in zip(sites, regions, wgs, strict=True)}
     if one_wait() and len(sites) > 1:
         group = tuple(NextCopy(MmaOperandIR(site.y.load.slice, tuple(at(o, nxt) for o in site.y.load.offset),
@@ -338,7 +346,7 @@ def _fault_site(low: Any, site: Any) -> int:
 @lowers(TileCopy)
 def lower_tile_copy(lw: Lowerer, s: TileCopy) -> None:
     """`s_TileCopy`: the prologue's copy (codegen/tile/mma_regs.py `issue_copy`), one group."""
-    issue_copy(lw, s.op, s.k, s.n, s.warps, s.site, P.c32(s.region), False, s.wg, s.base1024)
+    issue_copy(lw, s.op, s.k, s.n, s.warps, s.site, P.c32(s.region), False, s.wg or s.a_rows > 0, s.base1024, s.a_rows)
     P.cp_async_commit(lw.b)
 
 

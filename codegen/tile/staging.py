@@ -31,11 +31,16 @@ class _Operand:
     """One operand's staging: its loaded tile shape in a stage, copies, ldmatrix offsets."""
 
     def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
-                 origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value, blocked: bool = False) -> None:
+                 origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value, blocked: bool = False,
+                 a_rows: int = 0) -> None:
         self.b, self.threads, self.shape = b, threads, shape
         # wgmma's layout (codegen/tile/attn_wgmma.py): 64-column blocks of `rows` x 128 bytes, chunk
         # c of row r at c ^ (r % 8) (a 64-column tile: the row-major layout itself)
         self.blocked = blocked and shape[1] > 64
+        # an A tile of row mode for wgmma's descriptors (codegen/tile/attn_wgmma.py): row r = 16 (mt w + mi) + x of
+        # warp w (mt = a_rows) stored at row 64 (mt g + mi) + 16 (w % 4) + x, g = w // 4 its warpgroup: row
+        # block mi of a warpgroup's warps is one m64 block (the low 3 bits, the swizzle's, stay)
+        self.a_rows = a_rows
         self.tid: llir.Value = P.sreg(b, "tid.x")
         self.g, self.ld, self.kax = g, ld, kax
         self.origin = origin
@@ -51,6 +56,12 @@ class _Operand:
         """The byte offset in the tile of chunk `c` of row `r`."""
         b = self.b
         rows, cols = self.shape
+        if self.a_rows:
+            mt = self.a_rows
+            w, rest = b.udiv(r, c32(16 * mt)), b.urem(r, c32(16 * mt))
+            mi, x = b.udiv(rest, c32(16)), b.urem(rest, c32(16))
+            blk = b.add(b.mul(b.udiv(w, c32(4)), c32(mt)), mi)
+            r = b.add(b.mul(blk, c32(64)), b.add(b.mul(b.urem(w, c32(4)), c32(16)), x))
         if self.blocked:
             blk = b.mul(b.lshr(c, c32(3)), c32(rows * 128))
             return b.add(blk, b.add(b.mul(r, c32(128)), b.shl(b.xor(b.and_(c, c32(7)), b.and_(r, c32(7))), c32(4))))
@@ -98,7 +109,7 @@ class _Operand:
         tile = b.add(self.g, b.shl(b.add(b.mul(b.sext(r0, I64), self.ld), b.sext(c0, I64)), c64(1)))
         addr = b.add(tile, b.shl(b.add(b.mul(b.zext(r, I64), self.ld), b.zext(b.shl(c, c32(3)), I64)), c64(1)))
         step = b.shl(b.mul(self.ld, c64(step_rows)), c64(1))
-        same_swizzle = step_rows % 8 == 0  # (_swizzle reads a row's low 3 bits, or fewer)
+        same_swizzle = step_rows % 8 == 0 and not self.a_rows  # (_swizzle reads a row's low 3 bits, or fewer)
         off0 = b.add(sbase, self._soff(r, c))
         pitch = 128 if self.blocked else cols * 2  # bytes from a row to the next
         for i in range(rows * cpr // t):

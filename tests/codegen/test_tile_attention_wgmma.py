@@ -66,11 +66,14 @@ def test_both_matmuls_on_register_a_wgmma_without_spills(variant: str, d: int, w
 
 
 @needs_ptxas
-def test_d128_over_4_warps_p_v_on_wgmma_keeps_no_spills(monkeypatch: pytest.MonkeyPatch) -> None:
-    # (S = Q K^T with Q resident, its fragments read by ldmatrix beside 192 accumulators: "1"
-    # spills 232 bytes at 255 registers, "t" 884: P V alone is spill-free)
-    ptx = _ptx("example", 128, 4, "n", monkeypatch)
-    assert len(re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16", ptx)) == 2 * 2 * 4
+def test_d128_over_4_warps_reads_the_resident_q_through_descriptors_without_spills(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (Q resident: its fragments read with ldmatrix beside 192 accumulators spilled 232 bytes at
+    # 255 registers; as wgmma's A descriptor, none)
+    ptx = _ptx("example", 128, 4, "1", monkeypatch)
+    ss = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, %ad, %bd, %ap, 1, 1, 0, 0;", ptx)
+    rs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n128k16\.f32\.f16\.f16 \{[^}]*\}, \{[^}]*\}, %bd, %ap, 1, 1, 1;", ptx)
+    assert (len(ss), len(rs)) == (2 * 2 * 8, 2 * 2 * 4)  # S: 2 row blocks x 8 k16 steps; P V: 2 x 4 (two loop versions)
+    assert "ldmatrix" not in ptx and "mma.sync" not in ptx
     regs, spills = _ptxas(ptx)
     assert regs <= 255 and spills == 0
 
@@ -149,3 +152,35 @@ def test_descriptors_read_the_slot_as_the_matmuls_b(k: int, n: int, trans: bool)
 
 def test_tiles_outside_the_descriptors_reach_stay_on_mma_sync() -> None:
     assert not b_tile_ok(32, 64, True) and not b_tile_ok(64, 32, False) and not b_tile_ok(64, 512, False)
+
+
+def _a_row_offset(r: int, c: int, rows: int, cols: int, mt: int) -> int:
+    """staging._Operand._soff with `a_rows` = mt: row r of warp w stored in wgmma's row order."""
+    w, rest = divmod(r, 16 * mt)
+    mi, x = divmod(rest, 16)
+    return _slot_offset(64 * ((w // 4) * mt + mi) + 16 * (w % 4) + x, c, rows, cols)
+
+
+@pytest.mark.parametrize("m,k,warps", [(128, 128, 4), (128, 64, 4), (128, 128, 8), (256, 128, 8)])
+def test_a_resident_a_descriptor_reads_each_warps_own_rows(m: int, k: int, warps: int) -> None:
+    """The SS form: warpgroup g's descriptor of row block mi (attn_wgmma.emit_register_a: the
+    warpgroup's base 64 mt g rows in, 64 mi rows more, K-major) gives wgmma row 16 (w % 4) + x
+    the tile's row 16 (mt w + mi) + x: the row warp w's accumulators hold (layout.py, row mode)."""
+    mt = m // (16 * warps)
+    tile = np.arange(m * k, dtype=np.float64).reshape(m, k)
+    smem = np.full(m * k, -1.0)
+    for r in range(m):
+        for c in range(k // 8):
+            at = _a_row_offset(r, c, m, k, mt) // 2
+            smem[at:at + 8] = tile[r, 8 * c:8 * c + 8]
+    assert (smem >= 0).all()
+    for g in range(warps // 4):
+        for mi in range(mt):
+            for kk in range(k // 16):
+                off, hi = descriptor_parts(kk, k, m, True)
+                start = g * mt * 64 * 128 + mi * 64 * 128 + off
+                _, _, sbo, mode = _desc_fields(hi, start)
+                got = np.array([[smem[_sw128(start + (row // 8) * sbo + (row % 8) * 128 + 2 * kx) // 2] for kx in range(16)]
+                                for row in range(64)])
+                want = np.array([tile[16 * (mt * (4 * g + row // 16) + mi) + row % 16, 16 * kk:16 * kk + 16] for row in range(64)])
+                np.testing.assert_array_equal(got, want)
