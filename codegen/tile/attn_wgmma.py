@@ -35,7 +35,7 @@ import llvmlite.ir as llir
 
 from ..tensorcore.inline_ptx import F32, I64, SW128, asm_block, c32, c64, desc_field
 
-__all__ = ["aligned_base", "attn_wgmma", "b_tile_ok", "descriptor", "descriptor_parts", "emit_register_a", "engine_for"]
+__all__ = ["aligned_base", "attn_wgmma", "b_tile_ok", "block_lines", "descriptor", "descriptor_parts", "emit_register_a", "engine_for"]
 
 GROUP = 8  # k16 steps a block: at d128 the resident Q's fragments of all eight would be live together
 
@@ -87,6 +87,30 @@ def descriptor(b: llir.IRBuilder, base: llir.Value, kk: int, k: int, n: int, tra
     return b.or_(b.zext(b.lshr(addr, c32(4)), I64), c64(hi))
 
 
+def block_lines(nacc: int, steps: range, k: int, n: int, trans: bool, mt: int, elem: str, a_rows: int) -> list[str]:
+    """The inline-PTX block of k16 steps `steps` (`emit_register_a`): operands $0 .. nacc - 1 the
+    accumulators (tied in and out), then A (`a_rows` 0: four b32 a step and row block, steps
+    outer; else one descriptor, of an (a_rows, k) A), then B's first descriptor, then a 1."""
+    per = n // 2  # accumulators a row block
+    regs_a = not a_rows
+    bd = 2 * nacc + (len(steps) * mt * 4 if regs_a else 1)
+    lines = ["{", ".reg .pred %ap;", ".reg .b64 %ad, %bd;", f"setp.ne.b32 %ap, ${bd + 1}, 0;", "wgmma.fence.sync.aligned;"]
+    for j, kk in enumerate(steps):
+        lines.append(f"add.s64 %bd, ${bd}, {descriptor_parts(kk, k, n, trans)[0] >> 4};")
+        for mi in range(mt):
+            d = ", ".join(f"${i}" for i in range(mi * per, (mi + 1) * per))
+            if regs_a:  # registers: no transpose bit for A
+                at = 2 * nacc + (j * mt + mi) * 4
+                lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{d}}}, "
+                             f"{{${at}, ${at + 1}, ${at + 2}, ${at + 3}}}, %bd, %ap, 1, 1, {0 if trans else 1};")
+                continue
+            off = descriptor_parts(kk, k, a_rows, True)[0] + mi * 64 * 128
+            lines.append(f"add.s64 %ad, ${2 * nacc}, {off >> 4};")
+            lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{d}}}, %ad, %bd, %ap, 1, 1, 0, "
+                         f"{0 if trans else 1};")
+    return [*lines, "wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "}"]
+
+
 def emit_register_a(b: llir.IRBuilder, acc: list[llir.Value], a: Any, base: llir.Value,
                     k: int, n: int, trans: bool, mt: int, elem: str) -> list[llir.Value]:
     """`acc += A @ B` on wgmma: `acc` in the (warps, 1) layout (row block mi's registers
@@ -96,9 +120,8 @@ def emit_register_a(b: llir.IRBuilder, acc: list[llir.Value], a: Any, base: llir
     mi 64 rows further, 8 KiB); B at `base`.  The other steps' descriptors are the first one's
     plus an immediate inside the block (no carry leaves the 14-bit address field: shared
     addresses are below 2**18).  Returns the accumulators after."""
-    per = n // 2  # accumulators a row block
     regs_a = isinstance(a, list)
-    assert len(acc) == mt * per and (not regs_a or len(a) == k // 16), (len(acc), mt, n, k)
+    assert len(acc) == mt * n // 2 and (not regs_a or len(a) == k // 16), (len(acc), mt, n, k)
     b0 = descriptor(b, base, 0, k, n, trans)
     cur = list(acc)
     group = GROUP if regs_a else k // 16
@@ -106,22 +129,7 @@ def emit_register_a(b: llir.IRBuilder, acc: list[llir.Value], a: Any, base: llir
         steps = range(g0, min(g0 + group, k // 16))
         nacc = len(cur)
         a_vals = [v for kk in steps for mi in range(mt) for v in a[kk][mi]] if regs_a else [a[0]]
-        bd = 2 * nacc + len(a_vals)  # B's first descriptor, then the constant 1
-        lines = ["{", ".reg .pred %ap;", ".reg .b64 %ad, %bd;", f"setp.ne.b32 %ap, ${bd + 1}, 0;", "wgmma.fence.sync.aligned;"]
-        for j, kk in enumerate(steps):
-            lines.append(f"add.s64 %bd, ${bd}, {descriptor_parts(kk, k, n, trans)[0] >> 4};")
-            for mi in range(mt):
-                d = ", ".join(f"${i}" for i in range(mi * per, (mi + 1) * per))
-                if regs_a:  # registers: no transpose bit for A
-                    at = 2 * nacc + (j * mt + mi) * 4
-                    lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{d}}}, "
-                                 f"{{${at}, ${at + 1}, ${at + 2}, ${at + 3}}}, %bd, %ap, 1, 1, {0 if trans else 1};")
-                    continue
-                off = descriptor_parts(kk, k, a[1], True)[0] + mi * 64 * 128
-                lines.append(f"add.s64 %ad, ${2 * nacc}, {off >> 4};")
-                lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{d}}}, %ad, %bd, %ap, 1, 1, 0, "
-                             f"{0 if trans else 1};")
-        lines += ["wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 0;", "}"]
+        lines = block_lines(nacc, steps, k, n, trans, mt, elem, 0 if regs_a else a[1])
         cons = ["=f"] * nacc + [str(i) for i in range(nacc)] + ["r" if regs_a else "l"] * len(a_vals) + ["l", "r"]
         res = asm_block(b, llir.LiteralStructType([F32] * nacc), "\n\t".join(lines), cons, [*cur, *a_vals, b0, c32(1)])
         cur = [b.extract_value(res, i) for i in range(nacc)]

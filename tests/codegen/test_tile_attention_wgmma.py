@@ -184,3 +184,83 @@ def test_a_resident_a_descriptor_reads_each_warps_own_rows(m: int, k: int, warps
                                 for row in range(64)])
                 want = np.array([tile[16 * (mt * (4 * g + row // 16) + mi) + row % 16, 16 * kk:16 * kk + 16] for row in range(64)])
                 np.testing.assert_array_equal(got, want)
+
+
+# ---- the emitted block, run by a model warpgroup (tests/codegen/ptx_sim.py) ----------------------
+
+
+def _pack(lo: float, hi: float) -> int:
+    return int(np.array([lo, hi], np.float16).view(np.uint32)[0])
+
+
+@pytest.mark.parametrize("k,n,trans,mt,a_rows", [
+    (64, 64, True, 2, 0),     # S = Q K^T at d64, Q held in registers
+    (64, 64, False, 2, 0),    # O += P V at d64
+    (64, 128, False, 2, 0),   # O += P V at d128
+    (128, 64, True, 1, 0),    # S at d128 over 8 warps (a warpgroup's share), Q held
+    (128, 64, True, 2, 128),  # S at d128 over 4 warps, Q resident: A through descriptors
+    (64, 64, True, 1, 64),
+])
+def test_the_block_computes_acc_plus_a_at_b_in_the_accumulator_layout(k: int, n: int, trans: bool, mt: int, a_rows: int) -> None:
+    """attn_wgmma.block_lines run by 128 model threads: the accumulators of row mode's layout
+    (warp w's row block mi: rows 16 (mt w + mi) ..) gain A @ B, with B in its slot's layout and A
+    as lower_register_a hands it over (mma.sync's fragments, or the resident tile in wgmma's
+    row order)."""
+    from ptx_sim import run_warpgroup
+
+    from anodize.codegen.tile.attn_wgmma import block_lines
+
+    rng = np.random.default_rng(k + n + mt + a_rows)
+    m = 64 * mt  # one warpgroup's rows
+    A = rng.integers(-3, 4, (m, k)).astype(np.float64)
+    Bm = rng.integers(-3, 4, (k, n)).astype(np.float64)
+    C = rng.integers(-8, 9, (m, n)).astype(np.float64)
+    smem = bytearray(96 * 1024)
+    b_base, a_base = 1024, 1024 + 32 * 1024
+    loaded = Bm.T if trans else Bm  # the slot's tile as loaded
+    rows, cols = loaded.shape
+    for r in range(rows):
+        for c in range(cols // 8):
+            at = b_base + _slot_offset(r, c, rows, cols)
+            smem[at:at + 16] = loaded[r, 8 * c:8 * c + 8].astype(np.float16).tobytes()
+    if a_rows:
+        for r in range(m):
+            for c in range(k // 8):
+                at = a_base + _a_row_offset(r, c, m, k, mt)
+                smem[at:at + 16] = A[r, 8 * c:8 * c + 8].astype(np.float16).tobytes()
+
+    def desc(addr: int, kk: int, kdim: int, ndim: int, t: bool) -> int:
+        off, hi = descriptor_parts(kk, kdim, ndim, t)
+        return ((addr + off) & 0x3FFFF) >> 4 | hi
+
+    nacc = mt * n // 2
+
+    def elem(t: int, i: int) -> tuple[int, int]:  # layout.MmaLayout(m, n, 4, 1).offset from the thread's origin
+        w, lane = t // 32, t % 32
+        mi, rest = divmod(i, n // 8 * 4)
+        ni, q = divmod(rest, 4)
+        return 16 * (mt * w + mi) + lane // 4 + 8 * (q >> 1), 8 * ni + 2 * (lane % 4) + (q & 1)
+
+    ops = []
+    for t in range(128):
+        acc = [int(np.array([C[elem(t, i)]], np.float32).view(np.uint32)[0]) for i in range(nacc)]
+        if a_rows:
+            a_vals = [desc(a_base, 0, k, m, True)]
+        else:
+            w, lane = t // 32, t % 32
+            g, q = lane // 4, lane % 4
+            a_vals = []
+            for kk in range(k // 16):
+                for mi in range(mt):
+                    r0, c0 = 16 * (mt * w + mi) + g, 16 * kk + 2 * q
+                    a_vals += [_pack(A[r0, c0], A[r0, c0 + 1]), _pack(A[r0 + 8, c0], A[r0 + 8, c0 + 1]),
+                               _pack(A[r0, c0 + 8], A[r0, c0 + 9]), _pack(A[r0 + 8, c0 + 8], A[r0 + 8, c0 + 9])]
+        ops.append([*acc, *acc, *a_vals, desc(b_base, 0, k, n, trans), 1])
+    text = "\n".join(block_lines(nacc, range(k // 16), k, n, trans, mt, "f16", a_rows))
+    out = run_warpgroup(text, ops, smem)
+    want = A @ Bm + C
+    got = np.full((m, n), np.nan)
+    for t in range(128):
+        for i in range(nacc):
+            got[elem(t, i)] = np.array([out[t][i]], np.uint32).view(np.float32)[0]
+    np.testing.assert_array_equal(got, want)
