@@ -43,6 +43,12 @@ only the loop variable and locals the body does not assign (the qualifying rule)
 same values at the first matmul as at their own.  With `ANODIZE_TILE_COPY_FIRST=1`
 (codegen/tile/mma_regs.py `copy_first`) the group is issued after the barrier and before the mma.
 
+**wgmma** (`ANODIZE_TILE_ATTN_WGMMA`, codegen/tile/attn_wgmma.py): a matmul of such a loop
+whose B tile a wgmma descriptor can read (`_engines`) keeps its two slots in wgmma's layout
+(`TileCopy.wg`, `NextCopy.wg`), every region of the loop counts from the buffer's address
+rounded up to 1024 bytes (`base1024`, 1024 bytes more taken), each wait is followed by a proxy
+fence, and a resident A read only by such matmuls is copied in wgmma's row order (`a_rows`).
+
 **Aligned version** (on by default, `ANODIZE_TILE_LOOP_VERSIONS=0` off; `loop_versions`): each
 copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else
 predicated 2-byte loads.  Where every B tile's column offset is `c0 + c * var` with `c * step`

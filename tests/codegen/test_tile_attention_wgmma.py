@@ -264,3 +264,46 @@ def test_the_block_computes_acc_plus_a_at_b_in_the_accumulator_layout(k: int, n:
         for i in range(nacc):
             got[elem(t, i)] = np.array([out[t][i]], np.uint32).view(np.float32)[0]
     np.testing.assert_array_equal(got, want)
+
+
+def _jit_soff(shape: tuple[int, int], blocked: bool, a_rows: int):  # type: ignore[no-untyped-def]
+    """staging._Operand._soff itself, compiled for the host by LLVM (the offset arithmetic only)."""
+    import ctypes
+
+    import llvmlite.binding as llvm
+    import llvmlite.ir as llir
+
+    from anodize.codegen.tile.staging import _Operand
+
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    mod = llir.Module("soff")
+    i32 = llir.IntType(32)
+    fn = llir.Function(mod, llir.FunctionType(i32, [i32, i32]), "soff")
+    b = llir.IRBuilder(fn.append_basic_block())
+    op = object.__new__(_Operand)  # (no tid: the offsets read only these)
+    op.b, op.shape, op.blocked, op.a_rows = b, shape, blocked and shape[1] > 64, a_rows
+    b.ret(op._soff(*fn.args))
+    parsed = llvm.parse_assembly(str(mod))
+    ee = llvm.create_mcjit_compiler(parsed, llvm.Target.from_default_triple().create_target_machine())
+    ee.finalize_object()
+    f = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)(ee.get_function_address("soff"))
+    return f, ee  # (the engine owns the code)
+
+
+@pytest.mark.parametrize("rows,cols,blocked,mt", [(64, 64, True, 0), (64, 128, True, 0), (128, 64, True, 0), (64, 256, True, 0),
+                                                  (128, 128, True, 2), (128, 64, True, 2), (128, 128, True, 1),
+                                                  (64, 128, False, 0)])
+def test_the_staging_offsets_are_the_layout_the_descriptors_read(rows: int, cols: int, blocked: bool, mt: int) -> None:
+    f, _ee = _jit_soff((rows, cols), blocked, mt)
+    for r in range(rows):
+        for c in range(cols // 8):
+            if mt:
+                want = _a_row_offset(r, c, rows, cols, mt)
+            elif blocked:
+                want = _slot_offset(r, c, rows, cols)
+            else:  # the row-major tile ldmatrix reads (gemm._swizzle: the chunk XOR the row's low 3 bits)
+                want = r * cols * 2 + ((c ^ (r & 7)) << 4)
+            assert f(r, c) == want, (r, c)
+            if blocked and not mt and r + 8 < rows:  # (_copy_whole's constant step: 128 bytes a row)
+                assert f(r + 8, c) == f(r, c) + 8 * (128 if cols > 64 else cols * 2)
