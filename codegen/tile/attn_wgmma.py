@@ -35,6 +35,7 @@ import llvmlite.ir as llir
 
 from ..tensorcore.inline_ptx import F32, I64, SW128, asm_block, c32, c64, desc_field
 
+
 __all__ = ["aligned_base", "attn_wgmma", "b_tile_ok", "block_lines", "descriptor", "descriptor_parts", "emit_register_a", "engine_for"]
 
 GROUP = 8  # k16 steps a block: at d128 the resident Q's fragments of all eight would be live together
@@ -90,19 +91,31 @@ def descriptor(b: llir.IRBuilder, base: llir.Value, kk: int, k: int, n: int, tra
 def block_lines(nacc: int, steps: range, k: int, n: int, trans: bool, mt: int, elem: str, a_rows: int) -> list[str]:
     """The inline-PTX block of k16 steps `steps` (`emit_register_a`): operands $0 .. nacc - 1 the
     accumulators (tied in and out), then A (`a_rows` 0: four b32 a step and row block, steps
-    outer; else one descriptor, of an (a_rows, k) A), then B's first descriptor, then a 1."""
+    outer; else one descriptor, of an (a_rows, k) A), then B's first descriptor, then a 1.
+
+    A's registers are the block's own (`%aq`), copied from the operands with an identity `prmt`
+    before `wgmma.fence`: ptxas (CUDA 13) let a loop-invariant A operand (Q held across the loop)
+    be overwritten after its wgmma -- P's packs went into Q's registers at d64, so every
+    iteration after the first multiplied P by K (the H100 run; the SASS showed it) -- and a plain
+    `mov` it coalesces into the same mistake; the copy makes the wgmma's registers a fresh value
+    each time (tests/codegen/test_tile_attention_wgmma.py checks the SASS where nvdisasm is found)."""
     per = n // 2  # accumulators a row block
     regs_a = not a_rows
-    bd = 2 * nacc + (len(steps) * mt * 4 if regs_a else 1)
-    lines = ["{", ".reg .pred %ap;", ".reg .b64 %ad, %bd;", f"setp.ne.b32 %ap, ${bd + 1}, 0;", "wgmma.fence.sync.aligned;"]
+    na = len(steps) * mt * 4 if regs_a else 0
+    bd = 2 * nacc + (na if regs_a else 1)
+    lines = ["{", ".reg .pred %ap;", ".reg .b64 %ad, %bd;", f"setp.ne.b32 %ap, ${bd + 1}, 0;"]
+    if regs_a:
+        lines.append(f".reg .b32 %aq<{na}>;")
+        lines += [f"prmt.b32 %aq{i}, ${2 * nacc + i}, 0, 0x3210;" for i in range(na)]
+    lines.append("wgmma.fence.sync.aligned;")
     for j, kk in enumerate(steps):
         lines.append(f"add.s64 %bd, ${bd}, {descriptor_parts(kk, k, n, trans)[0] >> 4};")
         for mi in range(mt):
             d = ", ".join(f"${i}" for i in range(mi * per, (mi + 1) * per))
             if regs_a:  # registers: no transpose bit for A
-                at = 2 * nacc + (j * mt + mi) * 4
+                at = (j * mt + mi) * 4
                 lines.append(f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{elem}.{elem} {{{d}}}, "
-                             f"{{${at}, ${at + 1}, ${at + 2}, ${at + 3}}}, %bd, %ap, 1, 1, {0 if trans else 1};")
+                             f"{{%aq{at}, %aq{at + 1}, %aq{at + 2}, %aq{at + 3}}}, %bd, %ap, 1, 1, {0 if trans else 1};")
                 continue
             off = descriptor_parts(kk, k, a_rows, True)[0] + mi * 64 * 128
             lines.append(f"add.s64 %ad, ${2 * nacc}, {off >> 4};")

@@ -125,6 +125,11 @@ class Thread:
                    "min": lambda: min(x, y), "div": lambda: int(x / y), "rem": lambda: x - int(x / y) * y}
             r = fns[name]()
             self.setr(a[0], r, bits, ops)
+        elif name == "prmt":  # default mode: byte i of d is byte (c >> 4 i) & 7 of {b, a} (a the low four)
+            x = (V(a[1]) & 0xFFFFFFFF) | (V(a[2]) & 0xFFFFFFFF) << 32
+            sel = V(a[3])
+            assert not sel & 0x8888, "prmt's sign-replicating selectors"
+            self.setr(a[0], sum(((x >> 8 * ((sel >> 4 * i) & 7)) & 0xFF) << 8 * i for i in range(4)), 32, ops)
         elif name == "mad":
             self.setr(a[0], V(a[1]) * V(a[2]) + V(a[3]), bits, ops)
         elif name == "cvt":

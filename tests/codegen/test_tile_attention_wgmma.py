@@ -307,3 +307,68 @@ def test_the_staging_offsets_are_the_layout_the_descriptors_read(rows: int, cols
             assert f(r, c) == want, (r, c)
             if blocked and not mt and r + 8 < rows:  # (_copy_whole's constant step: 128 bytes a row)
                 assert f(r + 8, c) == f(r, c) + 8 * (128 if cols > 64 else cols * 2)
+
+
+# ---- the SASS: a register-A wgmma's A registers are not overwritten before its next iteration ----
+
+
+def _nvdisasm() -> str | None:
+    import glob
+    import sysconfig
+
+    found = shutil.which("nvdisasm")
+    if found:
+        return found
+    hits = glob.glob(str(Path(sysconfig.get_paths()["purelib"]) / "nvidia" / "*" / "bin" / "nvdisasm"))
+    return hits[0] if hits else None
+
+
+def _clobbered_a(sass: str) -> list[str]:
+    """The register-A HGMMA of each loop (a label and a later branch back to it) whose four A
+    registers are written later in the loop's body but not before it: in the next iteration it
+    would read what that write left (ptxas coalescing a loop-invariant A: attn_wgmma.block_lines)."""
+    lines = sass.split("\n")
+    labels = {m.group(1): i for i, ln in enumerate(lines) if (m := re.match(r"^(\.L_x_\d+):", ln))}
+    bad = []
+    for i, ln in enumerate(lines):
+        m = re.search(r"BRA `\((\.L_x_\d+)\)", ln)
+        if not m or m.group(1) not in labels or labels[m.group(1)] > i:
+            continue
+        body = lines[labels[m.group(1)]:i + 1]
+        for j, hg in enumerate(body):
+            a = re.search(r"HGMMA\.\S+ R\d+, R(\d+), gdesc", hg)
+            if a is None:
+                continue
+            regs = {f"R{int(a.group(1)) + t}" for t in range(4)}
+
+            def writes(x: str, regs: set[str] = regs) -> bool:
+                w = re.match(r"\s*/\*[0-9a-f]+\*/\s+(?:@!?U?P\w+\s+)?(\S+)\s+(R\d+)[,. ]", x)
+                return w is not None and w.group(2) in regs and not w.group(1).startswith("HGMMA")
+
+            if any(writes(x) for x in body[j + 1:]) and not any(writes(x) for x in body[:j]):
+                bad.append(hg.strip())
+    return bad
+
+
+@needs_ptxas
+@pytest.mark.skipif(_nvdisasm() is None, reason="needs nvdisasm (the nvidia-cuda-nvdisasm wheel or a CUDA toolkit)")
+@pytest.mark.parametrize("variant,d,warps", [("example", 64, 4), ("example", 64, 8), ("causal_diag", 64, 4),
+                                             pytest.param("example", 128, 8, marks=pytest.mark.slow)])
+def test_a_held_q_is_not_overwritten_before_the_next_iterations_wgmma(variant: str, d: int, warps: int,
+                                                                      monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import subprocess
+
+    ptx = _ptx(variant, d, warps, "1", monkeypatch)
+    cubin = tmp_path / "k.cubin"
+    subprocess.run(["ptxas", "-arch=sm_90a", "-o", str(cubin), "-"], input=ptx, text=True, check=True, capture_output=True)
+    sass = subprocess.run([str(_nvdisasm()), "-c", str(cubin)], text=True, check=True, capture_output=True).stdout
+    assert sass.count("HGMMA") >= 16
+    assert _clobbered_a(sass) == []
+    # (the check itself: the PTX before the identity copies, A operands straight from the held
+    # registers, made ptxas put P's packs into Q's registers at d64)
+    plain = re.sub(r"prmt\.b32 (%aq\d+), (%r\d+), 0, 0x3210;", r"mov.b32 \1, \2;", ptx)
+    assert plain != ptx
+    if d == 64:
+        subprocess.run(["ptxas", "-arch=sm_90a", "-o", str(cubin), "-"], input=plain, text=True, check=True, capture_output=True)
+        sass = subprocess.run([str(_nvdisasm()), "-c", str(cubin)], text=True, check=True, capture_output=True).stdout
+        assert _clobbered_a(sass) != []
