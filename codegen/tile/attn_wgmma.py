@@ -1,6 +1,6 @@
 """Hopper's wgmma for the matmuls of a prefetching loop (codegen/tile/prefetch.py: an attention
-loop compiled by operations), A from registers: `ANODIZE_TILE_ATTN_WGMMA` (off until a GPU run
-has checked it; codegen/toolchain.py).
+loop compiled by operations), A from registers: on by default on sm_90 (`ANODIZE_TILE_ATTN_WGMMA=0`
+turns it off; codegen/toolchain.py).
 
 Such a matmul takes A from registers (P = `p.astype(f16)`, Q held across the loop) or from a
 resident tile read with ldmatrix (codegen/tile/mma_regs.py), and its B tile (K read as `K.T`, or
@@ -42,10 +42,11 @@ GROUP = 8  # k16 steps a block: at d128 the resident Q's fragments of all eight 
 
 
 def attn_wgmma() -> str:
-    """`ANODIZE_TILE_ATTN_WGMMA`: "1" every qualifying matmul of a prefetching loop on wgmma, "t"
-    only those reading B transposed (S = Q K^T), "n" only the others (O += P V); "" (the default,
-    off until a GPU run has checked it) none."""
-    v = os.environ.get("ANODIZE_TILE_ATTN_WGMMA", "")
+    """`ANODIZE_TILE_ATTN_WGMMA`: "1" (the default since the H100 checked every attention spelling
+    with it, session 16) every qualifying matmul of a prefetching loop on wgmma, "t" only those
+    reading B transposed (S = Q K^T), "n" only the others (O += P V); "0" none (mma.sync, the
+    way back)."""
+    v = os.environ.get("ANODIZE_TILE_ATTN_WGMMA", "1")
     return v if v in ("1", "t", "n") else ""
 
 

@@ -1,5 +1,5 @@
-"""Attention compiled by operations with its matmuls on wgmma (`ANODIZE_TILE_ATTN_WGMMA`,
-codegen/tile/attn_wgmma.py): A from registers (Q held, P packed, or Q resident read with
+"""Attention compiled by operations with its matmuls on wgmma (on by default on sm_90,
+`ANODIZE_TILE_ATTN_WGMMA=0` off; codegen/tile/attn_wgmma.py): A from registers (Q held, P packed, or Q resident read with
 ldmatrix), B from the prefetched slot in wgmma's 128-byte-swizzled layout through a descriptor.
 The PTX (ptxas-checked), the descriptors and the slot layout against a model of wgmma's
 canonical layouts (CPU), and (GPU, in test_tile_attention_ops.py / _mix.py with the switch set)
@@ -78,12 +78,15 @@ def test_d128_over_4_warps_reads_the_resident_q_through_descriptors_without_spil
     assert regs <= 255 and spills == 0
 
 
-def test_the_switch_is_off_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_switch_is_on_by_default_and_0_is_the_way_back(monkeypatch: pytest.MonkeyPatch) -> None:
     from ptx_mix import attention_ptx
 
     monkeypatch.delenv("ANODIZE_TILE_ATTN_WGMMA", raising=False)
     ptx = attention_ptx("example", 4, 64, "ops", unset=DEFAULTS)
-    assert ptx is not None and "wgmma" not in ptx and "fence.proxy.async" not in ptx
+    assert ptx is not None and "wgmma.mma_async" in ptx and "mma.sync" not in ptx
+    monkeypatch.setenv("ANODIZE_TILE_ATTN_WGMMA", "0")
+    ptx = attention_ptx("example", 4, 64, "ops", unset=DEFAULTS)
+    assert ptx is not None and "wgmma" not in ptx and "fence.proxy.async" not in ptx and "mma.sync" in ptx
 
 
 def test_compile_v_names_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
