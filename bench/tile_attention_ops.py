@@ -5,7 +5,8 @@ against SDPA: examples/tile_attention.py's kernel with the form on, then with it
 the scale in the exponent, causal through `tile.arange`, causal_diag with the loop ending at the
 diagonal), d64 and d128, 4 and 8 warps; `NAME:FLAGS`
 turns on the by-ops switches that are off by default (letters below); the third argument picks
-the warp counts.  Exits 1 when any row failed or was wrong (so a batch run checks itself).
+the warp counts.  `ANODIZE_TILE_ATTN_WGMMA` (wgmma for the by-ops matmuls on sm_90, on by default;
+`=0` the mma.sync loop) is read from the environment as set.  Exits 1 when any row failed or was wrong (so a batch run checks itself).
 
     python3 bench/tile_attention_ops.py [form,example,exp2:phf,causal:prf] [64,128] [4,8]
 """

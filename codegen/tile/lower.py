@@ -422,6 +422,7 @@ def _mma(low: Any, site: MmaSite, trips: ir.Expr) -> list[ir.Stmt]:
         pf, total = low.prefetch.get(id(site.stmt), (None, 0))
         if pf is not None:
             stages, dyn = 2, total
+            engine = "wgmma" if pf.wgmma else "mma"  # (codegen/tile/attn_wgmma.py)
     site_i = len(k.fault_sites)
     span = site.stmt.span
     low.k = replace(k, fault_sites=(*k.fault_sites, ir.FaultSite(

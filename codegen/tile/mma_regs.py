@@ -25,6 +25,7 @@ from anodize.language.types import I64 as I64T
 from ..tensorcore import inline_ptx as P
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import I32, I64, c32, c64
+from .attn_wgmma import aligned_base, descriptor, emit_register_a
 from .mma_ir import MmaOperandIR
 from .staging import _Operand, _rowmajor, whole_tile
 
@@ -91,12 +92,16 @@ def _as(b: llir.IRBuilder, v: llir.Value, ty: llir.Type) -> llir.Value:
     return v if v.type == ty else b.bitcast(v, ty)
 
 
-def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest: llir.Value, aligned: bool = False) -> None:
+def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest: llir.Value, aligned: bool = False,
+               wg: bool = False, base1024: bool = False, a_rows: int = 0) -> None:
     """Copy `op`'s tile (K x N as the matmul reads it: (k, n) loaded, or (n, k) under `.T`) into
     the dynamic buffer at byte `dest` (cp.async 16-byte copies where rows are 16-byte aligned,
     else predicated 2-byte loads; zero outside the slice); no group committed.  A dimension too
     large for 32-bit indices records fault `site` and copies nothing.  `aligned`: the rows are
-    known 16-byte aligned (the aligned version of a prefetching loop): cp.async only."""
+    known 16-byte aligned (the aligned version of a prefetching loop): cp.async only.  `wg`: in
+    wgmma's layout (codegen/tile/attn_wgmma.py); `base1024`: `dest` counts from the buffer's
+    address rounded up to 1024 bytes; `a_rows`: an A tile for wgmma's descriptors, its rows in
+    wgmma's order (`_Operand`: `a_rows` row blocks of 16 a warp)."""
     b = lw.b
     sv = lw.frame.slices[op.slice.name]
     dims = [b.sext(d, I64) if d.type.width < 64 else d for d in sv.dims]
@@ -119,9 +124,8 @@ def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest
         shape = (k, n) if not op.trans else (n, k)
         lims = [b.trunc(d, I32) for d in dims]
         g = b.ptrtoint(sv.ptr, I64)
-        B = _Operand(b, warps * 32, shape, g, dims[1], origin, lims, kax, lims[kax])
-        gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
-        base = b.add(b.ptrtoint(gv, I32), dest)
+        B = _Operand(b, warps * 32, shape, g, dims[1], origin, lims, kax, lims[kax], wg, a_rows)
+        base = b.add(_buffer(lw, base1024), dest)
         bits = b.or_(b.or_(dims[1], b.lshr(g, c64(1))), b.zext(origin[1], I64))
         if aligned:
             B.copy(base, c32(0), True, whole_tile())
@@ -136,12 +140,19 @@ def issue_copy(lw: Lowerer, op: Any, k: int, n: int, warps: int, site: int, dest
         b.position_at_end(join)
 
 
+def _buffer(lw: Lowerer, base1024: bool) -> llir.Value:
+    """The shared address of the compiler's dynamic buffer (rounded up to 1024 bytes: `base1024`)."""
+    gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
+    s0 = lw.b.ptrtoint(gv, I32)
+    return aligned_base(lw.b, s0) if base1024 else s0
+
+
 def _issue_group(lw: Lowerer, pf: Any, slot: llir.Value) -> None:
     """One wait: every matmul's next tile into its other slot, one group."""
     b = lw.b
     for c in pf.group:
         issue_copy(lw, c.op, c.k, c.n, c.warps, c.site, b.add(c32(c.region), b.mul(b.xor(slot, c32(1)), c32(c.k * c.n * 2))),
-                   pf.aligned)
+                   pf.aligned, c.wg, pf.base1024)
     P.cp_async_commit(b)
 
 
@@ -161,8 +172,9 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
     assert resident or len(a_vals) == lay.mt * kt_a * 4, (len(a_vals), lay, K)
     op = s.b
     nbytes = K * lay.n * 2
-    gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
-    s0 = b.ptrtoint(gv, I32)
+    s0 = _buffer(lw, pf is not None and pf.base1024)
+    wg = s.engine == "wgmma"
+    assert not wg or pf is not None, "a register-A wgmma reads a prefetching loop's slot"
     if pf is None:
         issue_copy(lw, op, K, lay.n, s.warps, s.site, c32(0))
         P.cp_async_commit(b)
@@ -173,6 +185,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         slot = b.and_(b.trunc(lw.conv(lw.expr(pf.slot), pf.slot.ty, I64T), I32), c32(1))
         if not pf.waitless:
             P.cp_async_wait(b, pf.waits)
+            if pf.base1024:  # (a wgmma of the loop reads the copies through the async proxy)
+                P.fence_proxy_async(b)
             P.barrier(b)
         base = b.add(s0, b.add(c32(pf.region), b.mul(slot, c32(nbytes))))
         if pf.group and copy_first():
@@ -188,16 +202,22 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         a_row = b.add(b.mul(b.lshr(P.sreg(b, "tid.x"), c32(5)), c32(lay.m // lay.wm)), lr)
     cur = [[acc[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
     b_cpr = K // 8 if op.trans else lay.n // 8
-    xor_b = ldsm_xor() and b_cpr >= 8 and not b_cpr & (b_cpr - 1) and (pf is None or pf.region % 128 == 0) and nbytes % 128 == 0
+    xor_b = not wg and ldsm_xor() and b_cpr >= 8 and not b_cpr & (b_cpr - 1) and (pf is None or pf.region % 128 == 0) and nbytes % 128 == 0
     xor_a = resident and ldsm_xor() and K // 8 >= 8 and not K // 8 & (K // 8 - 1) and pf.a_region % 128 == 0 and (lay.m // lay.wm) % 8 == 0
     if xor_b:  # B^T rows n = 16 npair + n_lane, chunk 2 kk + (j8 & 1); B rows k = 16 kk + lr, chunk 2 npair + hi
         b_full = (_lane_base(b, base, b.add(b.shl(b.lshr(j8, c32(1)), c32(3)), l7), b.and_(j8, c32(1)), b_cpr) if op.trans
                   else _lane_base(b, base, lr, hi, b_cpr))
+    a_ss = wg and resident and pf.a_ss
+    xor_a = xor_a and not a_ss
     if xor_a:
         a_full = _lane_base(b, a_base, a_row, hi, K // 8)
+    if a_ss:  # (staging._Operand `a_rows`: warpgroup g's m64 blocks from row 64 mt g)
+        a_wg = b.add(a_base, b.mul(b.lshr(P.sreg(b, "tid.x"), c32(7)), c32(mt * 64 * 128)))
+    a_frags: list[list[Any]] = []  # wgmma: [kk][mi] A's fragments
     for kk in range(K // 16):
+        a_frags.append([])
         bfr: list[Any] = []
-        for npair in range(nt // 2):
+        for npair in range(0 if wg else nt // 2):
             if xor_b:
                 r = (P.ldsm_kstep(b, b_full, kk, npair * 16 * b_cpr * 16, False) if op.trans
                      else P.ldsm_kstep(b, b_full, npair, kk * 16 * b_cpr * 16, True))
@@ -213,6 +233,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
         for mi in range(mt):
             blk0 = (mi * kt_a + 2 * kk) * 4
             blk1 = blk0 + 4
+            if a_ss:  # (its descriptors: attn_wgmma.py)
+                continue
             if xor_a:
                 afr = P.ldsm_kstep(b, a_full, kk, mi * 16 * (K // 8) * 16, False)
             elif resident:  # matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15): a0..a3
@@ -221,8 +243,16 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
             else:
                 afr = [_pack(b, a_vals[blk0], a_vals[blk0 + 1]), _pack(b, a_vals[blk0 + 2], a_vals[blk0 + 3]),
                        _pack(b, a_vals[blk1], a_vals[blk1 + 1]), _pack(b, a_vals[blk1 + 2], a_vals[blk1 + 3])]
+            if wg:
+                a_frags[kk].append(afr)
+                continue
             for ni in range(nt):
                 cur[mi][ni] = P.mma_16816(b, afr, bfr[ni], cur[mi][ni], s.elem)
+    if wg:  # (codegen/tile/attn_wgmma.py) B from the slot at `base`: 1024-byte aligned, the region and slots multiples of 1024
+        a_in = (descriptor(b, a_wg, 0, K, lay.m, True), lay.m) if a_ss else a_frags
+        flat = emit_register_a(b, [v for mi in range(mt) for ni in range(nt) for v in cur[mi][ni]], a_in, base, K, lay.n,
+                               op.trans, mt, s.elem)
+        cur = [[flat[(mi * nt + ni) * 4:(mi * nt + ni) * 4 + 4] for ni in range(nt)] for mi in range(mt)]
     if pf is None:
         P.barrier(b)  # the buffer is free again
     elif pf.group:  # one wait: every matmul's next tile into its other slot, one group
@@ -230,7 +260,8 @@ def lower_register_a(lw: Lowerer, s: Any, acc: list[llir.Value], slots: list[lli
             _issue_group(lw, pf, slot)
     elif not pf.waitless:  # the next iteration's tile into the other slot (last read an iteration ago, before this barrier)
         nxt = MmaOperandIR(op.slice, pf.next, op.shape, op.trans)
-        issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))), pf.aligned)
+        issue_copy(lw, nxt, K, lay.n, s.warps, s.site, b.add(c32(pf.region), b.mul(b.xor(slot, c32(1)), c32(nbytes))), pf.aligned,
+                   wg, pf.base1024)
         P.cp_async_commit(b)
     for sl, v in zip(slots, [v for mi in range(mt) for ni in range(nt) for v in cur[mi][ni]], strict=True):
         b.store(v, sl)

@@ -43,6 +43,12 @@ only the loop variable and locals the body does not assign (the qualifying rule)
 same values at the first matmul as at their own.  With `ANODIZE_TILE_COPY_FIRST=1`
 (codegen/tile/mma_regs.py `copy_first`) the group is issued after the barrier and before the mma.
 
+**wgmma** (`ANODIZE_TILE_ATTN_WGMMA`, codegen/tile/attn_wgmma.py): a matmul of such a loop
+whose B tile a wgmma descriptor can read (`_engines`) keeps its two slots in wgmma's layout
+(`TileCopy.wg`, `NextCopy.wg`), every region of the loop counts from the buffer's address
+rounded up to 1024 bytes (`base1024`, 1024 bytes more taken), each wait is followed by a proxy
+fence, and a resident A read only by such matmuls is copied in wgmma's row order (`a_rows`).
+
 **Aligned version** (on by default, `ANODIZE_TILE_LOOP_VERSIONS=0` off; `loop_versions`): each
 copy picks, at run time, 16-byte cp.async copies where its rows are 16-byte aligned, else
 predicated 2-byte loads.  Where every B tile's column offset is `c0 + c * var` with `c * step`
@@ -72,6 +78,7 @@ from ..tensorcore.inline_ptx import I64 as I64LL
 from .compute import _bin, _c
 from .epilogue import staged_epilogue
 from .mma import MmaOperandIR
+from .attn_wgmma import engine_for
 from .mma_regs import issue_copy
 
 if TYPE_CHECKING:
@@ -93,6 +100,9 @@ class Prefetch:
     aligned: bool = False  # in the aligned version of the loop: the next tile's copy is cp.async only
     group: tuple[NextCopy, ...] = ()  # one wait (the module docstring): the first matmul issues every matmul's next tile
     waitless: bool = False  # one wait: a later matmul, its tile complete at the first one's wait
+    wgmma: bool = False  # the matmul runs on wgmma, its slots in wgmma's layout (codegen/tile/attn_wgmma.py)
+    base1024: bool = False  # regions count from the buffer rounded up to 1024 bytes (some matmul of the loop is on wgmma)
+    a_ss: bool = False  # the resident A is in wgmma's layout, read through descriptors (`TileCopy.a_rows`)
 
 
 @dataclass(frozen=True)
@@ -106,6 +116,7 @@ class NextCopy:
     n: int
     warps: int
     site: int
+    wg: bool = False  # in wgmma's layout (codegen/tile/attn_wgmma.py)
 
 
 @dataclass(frozen=True)
@@ -120,6 +131,11 @@ class TileCopy:
     warps: int
     site: int  # fault site (dimensions too large for 32-bit indices)
     span: Any = None
+    wg: bool = False  # in wgmma's layout (codegen/tile/attn_wgmma.py)
+    base1024: bool = False  # `region` counts from the buffer rounded up to 1024 bytes
+    # a resident A read by wgmma through descriptors: its rows in wgmma's order (staging.py `_Operand`),
+    # `a_rows` the row blocks of 16 a warp holds; 0 the row-major tile ldmatrix reads
+    a_rows: int = 0
 
 
 @dataclass(frozen=True)
@@ -169,6 +185,7 @@ def prefetched_sites(low: Any, loop: ir.ForRange) -> list[Any] | None:
             return None
     total = sum(2 * site.shape[2] * site.shape[1] * 2 for site in sites)
     total += sum(m * k * 2 for m, k in _resident_tiles(sites).values())
+    total += 1024 if any(_engines(low, sites)) else 0
     if total > low.shared_limit - tile_storage_bound(low.k):
         return None
     return sites
@@ -211,6 +228,17 @@ def _resident(low: Any, site: Any, assigned: set[str]) -> bool:
     return not {n.name for n in walk(x.load.offset) if isinstance(n, ir.Local)} & assigned
 
 
+def _engines(low: Any, sites: list[Any]) -> list[bool]:
+    """Which of a prefetching loop's matmuls run on wgmma (codegen/tile/attn_wgmma.py): those the
+    switch and the B tile allow whose two slots start a multiple of 1024 bytes into the region."""
+    out, region = [], 0
+    for site in sites:
+        k, n = site.shape[2], site.shape[1]
+        out.append(region % 1024 == 0 and engine_for(low.wgmma, low.T // 32, k, n, site.y.trans) == "wgmma")
+        region += 2 * k * n * 2
+    return out
+
+
 def _resident_tiles(sites: list[Any]) -> dict[str, tuple[int, int]]:
     """Resident A locals of `sites` (one region a local, however many matmuls read it) -> (M, K)."""
     return {site.x.local: (site.shape[0], site.shape[2]) for site in sites if site.x.load is not None}
@@ -233,36 +261,43 @@ def prefetch_loop(low: Any, loop: ir.ForRange, sites: list[Any]) -> list[ir.Stmt
     start = low.scalar(loop.start)
     nxt = _bin("+", ir.Local(loop.var, vty), _c(step, vty), vty)
     out: list[ir.Stmt] = [ir.Assign(it.name, _c(0))]
+    wgs = _engines(low, sites)
+    base1024 = any(wgs)
     region = sum(2 * site.shape[2] * site.shape[1] * 2 for site in sites)  # (the B slots first)
     a_regions: dict[str, int] = {}
+    a_ss: set[str] = set()  # resident A tiles every reader of which is a wgmma: in wgmma's layout, read through descriptors
     for name, (m, k) in _resident_tiles(sites).items():  # resident A tiles: copied once, before the B tiles
         site = next(s for s in sites if s.x.local == name and s.x.load is not None)
         ld = site.x.load
         op = MmaOperandIR(ld.slice, tuple(low.scalar(o) for o in ld.offset), (m, k), False)
-        out.append(TileCopy(op, region, m, k, low.T // 32, _fault_site(low, site)))  # type: ignore[arg-type]
+        if region % 1024 == 0 and k % 64 == 0 and all(wg for s, wg in zip(sites, wgs, strict=True) if s.x.local == name):
+            a_ss.add(name)
+        out.append(TileCopy(op, region, m, k, low.T // 32, _fault_site(low, site), base1024=base1024,  # type: ignore[arg-type]
+                            a_rows=m // (16 * (low.T // 32)) if name in a_ss else 0))
         a_regions[name] = region
         region += m * k * 2
-    total = region
+    total = region + (1024 if base1024 else 0)
     region = 0
     regions = []
-    for site in sites:
+    for site, wg in zip(sites, wgs, strict=True):
         k, n = site.shape[2], site.shape[1]
         op = site.y
         ld = op.load
         first = MmaOperandIR(ld.slice, tuple(at(o, start) for o in ld.offset), (ld.ty.shape[0], ld.ty.shape[1]), op.trans)
-        out.append(TileCopy(first, region, k, n, low.T // 32, _fault_site(low, site)))  # type: ignore[arg-type]
+        out.append(TileCopy(first, region, k, n, low.T // 32, _fault_site(low, site), wg=wg, base1024=base1024))  # type: ignore[arg-type]
         regions.append(region)
         region += 2 * k * n * 2
     low.uses_barrier = True
     slot = _bin("%", it, _c(2))
     low.prefetch = {id(site.stmt): (Prefetch(slot, r, tuple(at(o, nxt) for o in site.y.load.offset), len(sites) - 1,
-                                             a_regions.get(site.x.local, -1) if site.x.load is not None else -1), total)
-                    for site, r in zip(sites, regions, strict=True)}
+                                             a_regions.get(site.x.local, -1) if site.x.load is not None else -1,
+                                             wgmma=wg, base1024=base1024, a_ss=site.x.local in a_ss), total)
+                    for site, r, wg in zip(sites, regions, wgs, strict=True)}
     if one_wait() and len(sites) > 1:
         group = tuple(NextCopy(MmaOperandIR(site.y.load.slice, tuple(at(o, nxt) for o in site.y.load.offset),
                                             (site.y.load.ty.shape[0], site.y.load.ty.shape[1]), site.y.trans),
-                               r, site.shape[2], site.shape[1], low.T // 32, _fault_site(low, site))
-                      for site, r in zip(sites, regions, strict=True))
+                               r, site.shape[2], site.shape[1], low.T // 32, _fault_site(low, site), wg)
+                      for site, r, wg in zip(sites, regions, wgs, strict=True))
         low.prefetch = {key: (replace(pf, waits=0, group=group if i == 0 else (), waitless=i > 0), n)
                         for i, (key, (pf, n)) in enumerate(low.prefetch.items())}
     try:
@@ -317,7 +352,7 @@ def _fault_site(low: Any, site: Any) -> int:
 @lowers(TileCopy)
 def lower_tile_copy(lw: Lowerer, s: TileCopy) -> None:
     """`s_TileCopy`: the prologue's copy (codegen/tile/mma_regs.py `issue_copy`), one group."""
-    issue_copy(lw, s.op, s.k, s.n, s.warps, s.site, P.c32(s.region))
+    issue_copy(lw, s.op, s.k, s.n, s.warps, s.site, P.c32(s.region), False, s.wg or s.a_rows > 0, s.base1024, s.a_rows)
     P.cp_async_commit(lw.b)
 
 

@@ -30,9 +30,20 @@ def whole_tile() -> bool:
 class _Operand:
     """One operand's staging: its loaded tile shape in a stage, copies, ldmatrix offsets."""
 
+    blocked = False  # (the defaults of `__init__`'s layout arguments)
+    a_rows = 0
+
     def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
-                 origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value) -> None:
+                 origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value, blocked: bool = False,
+                 a_rows: int = 0) -> None:
         self.b, self.threads, self.shape = b, threads, shape
+        # wgmma's layout (codegen/tile/attn_wgmma.py): 64-column blocks of `rows` x 128 bytes, chunk
+        # c of row r at c ^ (r % 8) (a 64-column tile: the row-major layout itself)
+        self.blocked = blocked and shape[1] > 64
+        # an A tile of row mode for wgmma's descriptors (codegen/tile/attn_wgmma.py): row r = 16 (mt w + mi) + x of
+        # warp w (mt = a_rows) stored at row 64 (mt g + mi) + 16 (w % 4) + x, g = w // 4 its warpgroup: row
+        # block mi of a warpgroup's warps is one m64 block (the low 3 bits, the swizzle's, stay)
+        self.a_rows = a_rows
         self.tid: llir.Value = P.sreg(b, "tid.x")
         self.g, self.ld, self.kax = g, ld, kax
         self.origin = origin
@@ -43,6 +54,21 @@ class _Operand:
     @property
     def nbytes(self) -> int:
         return self.shape[0] * self.shape[1] * 2
+
+    def _soff(self, r: llir.Value, c: llir.Value) -> llir.Value:
+        """The byte offset in the tile of chunk `c` of row `r`."""
+        b = self.b
+        rows, cols = self.shape
+        if self.a_rows:
+            mt = self.a_rows
+            w, rest = b.udiv(r, c32(16 * mt)), b.urem(r, c32(16 * mt))
+            mi, x = b.udiv(rest, c32(16)), b.urem(rest, c32(16))
+            blk = b.add(b.mul(b.udiv(w, c32(4)), c32(mt)), mi)
+            r = b.add(b.mul(blk, c32(64)), b.add(b.mul(b.urem(w, c32(4)), c32(16)), x))
+        if self.blocked:
+            blk = b.mul(b.lshr(c, c32(3)), c32(rows * 128))
+            return b.add(blk, b.add(b.mul(r, c32(128)), b.shl(b.xor(b.and_(c, c32(7)), b.and_(r, c32(7))), c32(4))))
+        return b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cols // 8)), c32(4)))
 
     def copy(self, sbase: llir.Value, k0: llir.Value, aligned: bool, whole: bool = False) -> None:
         """Copy the tile K step k0 (elements past the first) into shared memory at `sbase`;
@@ -86,17 +112,17 @@ class _Operand:
         tile = b.add(self.g, b.shl(b.add(b.mul(b.sext(r0, I64), self.ld), b.sext(c0, I64)), c64(1)))
         addr = b.add(tile, b.shl(b.add(b.mul(b.zext(r, I64), self.ld), b.zext(b.shl(c, c32(3)), I64)), c64(1)))
         step = b.shl(b.mul(self.ld, c64(step_rows)), c64(1))
-        same_swizzle = step_rows % 8 == 0  # (_swizzle reads a row's low 3 bits, or fewer)
-        off0 = b.add(sbase, b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cpr)), c32(4))))
+        same_swizzle = step_rows % 8 == 0 and not self.a_rows  # (_swizzle reads a row's low 3 bits, or fewer)
+        off0 = b.add(sbase, self._soff(r, c))
+        pitch = 128 if self.blocked else cols * 2  # bytes from a row to the next
         for i in range(rows * cpr // t):
             if i:
                 addr = b.add(addr, step)
             if same_swizzle:
-                P.cp_async_16_at(b, off0, i * step_rows * cols * 2, addr)
+                P.cp_async_16_at(b, off0, i * step_rows * pitch, addr)
                 continue
             ri = b.add(r, c32(i * step_rows))
-            off = b.add(b.mul(ri, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, ri, cpr)), c32(4)))
-            P.cp_async_16_at(b, b.add(sbase, off), 0, addr)
+            P.cp_async_16_at(b, b.add(sbase, self._soff(ri, c)), 0, addr)
 
     def _copy_chunks(self, sbase: llir.Value, r0: llir.Value, c0: llir.Value, aligned: bool) -> None:
         """Each chunk with its own bounds test (zero outside the slice)."""
@@ -108,7 +134,7 @@ class _Operand:
         for i in range(rows * cpr // t):
             idx = b.add(self.tid, c32(i * t))
             r, c = _row_chunk(b, idx, cpr)
-            off = b.add(b.mul(r, c32(cols * 2)), b.shl(b.xor(c, _swizzle(b, r, cpr)), c32(4)))
+            off = self._soff(r, c)
             grow = b.add(r0, r)
             gcol = b.add(c0, b.shl(c, c32(3)))
             row_ok = b.and_(b.icmp_signed(">=", grow, c32(0)), b.icmp_signed("<", grow, rlim))

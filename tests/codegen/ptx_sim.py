@@ -125,6 +125,11 @@ class Thread:
                    "min": lambda: min(x, y), "div": lambda: int(x / y), "rem": lambda: x - int(x / y) * y}
             r = fns[name]()
             self.setr(a[0], r, bits, ops)
+        elif name == "prmt":  # default mode: byte i of d is byte (c >> 4 i) & 7 of {b, a} (a the low four)
+            x = (V(a[1]) & 0xFFFFFFFF) | (V(a[2]) & 0xFFFFFFFF) << 32
+            sel = V(a[3])
+            assert not sel & 0x8888, "prmt's sign-replicating selectors"
+            self.setr(a[0], sum(((x >> 8 * ((sel >> 4 * i) & 7)) & 0xFF) << 8 * i for i in range(4)), 32, ops)
         elif name == "mad":
             self.setr(a[0], V(a[1]) * V(a[2]) + V(a[3]), bits, ops)
         elif name == "cvt":
@@ -158,3 +163,108 @@ class Thread:
         else:
             raise NotImplementedError(p)
         return None
+
+
+# ---- a warpgroup running a branch-free block with wgmma (codegen/tile/attn_wgmma.py) -------------
+
+
+def _f16(bits: int) -> float:
+    import numpy as np
+
+    return float(np.array([bits & 0xFFFF], np.uint16).view(np.float16)[0])
+
+
+def _f32_bits(v: float) -> int:
+    import struct
+
+    return int.from_bytes(struct.pack("<f", v), "little")
+
+
+def _f32(bits: int) -> float:
+    import struct
+
+    return float(struct.unpack("<f", (bits & 0xFFFFFFFF).to_bytes(4, "little"))[0])
+
+
+def sw128(addr: int) -> int:
+    """The 128-byte swizzle of a shared address: bits 4-6 XOR bits 7-9."""
+    return addr ^ ((addr >> 7) & 7) << 4
+
+
+def _smem_f16(smem: bytearray, addr: int) -> float:
+    at = sw128(addr)
+    return _f16(int.from_bytes(smem[at:at + 2], "little"))
+
+
+def _desc(d: int) -> tuple[int, int, int]:
+    assert d >> 62 == 1, "128-byte swizzle"
+    return (d & 0x3FFF) << 4, (d >> 16 & 0x3FFF) << 4, (d >> 32 & 0x3FFF) << 4
+
+
+def wgmma_model(threads: list[Thread], line: str, ops: list[list[Any]], smem: bytearray) -> None:
+    """`wgmma.mma_async.sync.aligned.m64nNk16.f32.f16.f16 {d}, A, b-desc, p, 1, 1, [trans-a,] trans-b`
+    for the 128 threads of a warpgroup (PTX ISA, "Asynchronous Warpgroup Level Matrix"): D's
+    element (16 w + l / 4 + 8 ((i / 2) % 2), 8 (i / 4) + 2 (l % 4) + i % 2) in register i of
+    warp w's lane l; A from registers (mma.sync m16n8k16's A fragment, rows 16 w further) or
+    a K-major descriptor (element (m, k) at start + (m / 8) SBO + (m % 8) 128 + 2 k); B K-major
+    (trans-b 0: (k, n) at start + (n / 8) SBO + (n % 8) 128 + 2 k) or MN-major (1: start +
+    (n / 64) LBO + (k / 8) SBO + (k % 8) 128 + 2 (n % 64)); every address 128-byte swizzled.
+    The accumulation is exact in the model (float64) and rounded to f32 once."""
+    m = re.match(r"wgmma\.mma_async\.sync\.aligned\.m64n(\d+)k16\.f32\.f16\.f16 \{([^}]*)\}, (\{[^}]*\}|[^,]+), ([^,]+), "
+                 r"([^,]+), 1, 1, (?:(\d), )?(\d)$", line)
+    assert m is not None, line
+    n = int(m.group(1))
+    dregs = [x.strip() for x in m.group(2).split(",")]
+    assert len(dregs) == n // 2 and len(threads) == 128 and m.group(6) in (None, "0")
+    if not all(th.r[m.group(5)] for th in threads):
+        raise NotImplementedError("scale-d false")
+    A = [[0.0] * 16 for _ in range(64)]
+    if m.group(3).startswith("{"):
+        aregs = [x.strip() for x in m.group(3).strip("{}").split(",")]
+        for t, th in enumerate(threads):
+            w, lane = t // 32, t % 32
+            g, q = lane // 4, lane % 4
+            for j, reg in enumerate(aregs):
+                v = th.val(reg, ops[t])
+                row, col = 16 * w + g + 8 * (j & 1), 2 * q + 8 * (j >> 1)
+                A[row][col], A[row][col + 1] = _f16(v), _f16(v >> 16)
+    else:
+        descs = {th.val(m.group(3), ops[t]) for t, th in enumerate(threads)}
+        assert len(descs) == 1, "a warpgroup's A descriptor is uniform"
+        start, _, sbo = _desc(descs.pop())
+        A = [[_smem_f16(smem, start + (r // 8) * sbo + (r % 8) * 128 + 2 * k) for k in range(16)] for r in range(64)]
+    bds = {th.val(m.group(4), ops[t]) for t, th in enumerate(threads)}
+    assert len(bds) == 1, "a warpgroup's B descriptor is uniform"
+    start, lbo, sbo = _desc(bds.pop())
+    if m.group(7) == "0":
+        B = [[_smem_f16(smem, start + (c // 8) * sbo + (c % 8) * 128 + 2 * k) for c in range(n)] for k in range(16)]
+    else:
+        B = [[_smem_f16(smem, start + (c // 64) * lbo + (k // 8) * sbo + (k % 8) * 128 + 2 * (c % 64)) for c in range(n)]
+             for k in range(16)]
+    for t, th in enumerate(threads):
+        w, lane = t // 32, t % 32
+        for i, reg in enumerate(dregs):
+            row, col = 16 * w + lane // 4 + 8 * ((i >> 1) & 1), 8 * (i >> 2) + 2 * (lane % 4) + (i & 1)
+            acc = _f32(th.val(reg, ops[t])) + sum(A[row][k] * B[k][col] for k in range(16))
+            th.setr(reg, _f32_bits(acc), 32, ops[t])
+
+
+def run_warpgroup(text: str, ops: list[list[Any]], smem: bytearray) -> list[list[Any]]:
+    """A branch-free block run by a warpgroup's 128 threads in lock step (`ops[t]`: thread t's
+    operands): `wgmma.mma_async` computed by `wgmma_model` at once for all, the rest by `Thread`;
+    the fence / commit / wait lines recorded.  Returns the operands after."""
+    threads = [Thread(t, smem, bytearray()) for t in range(128)]
+    ops = [list(o) for o in ops]
+    lines = [ln.strip().rstrip(";") for ln in text.strip().split("\n")]
+    for ln in lines:
+        if not ln or ln in ("{", "}") or ln.startswith(".reg"):
+            continue
+        assert not ln.startswith(("@", "bra")) and not ln.endswith(":"), ("branch-free blocks only", ln)
+        if ln.startswith("wgmma.mma_async"):
+            wgmma_model(threads, ln, ops, smem)
+            continue
+        for t, th in enumerate(threads):
+            op, _, rest = ln.partition(" ")
+            args = [a.strip() for a in re.split(r",(?![^{]*})(?![^\[]*\])", rest)] if rest else []
+            th.exec(op.split("."), args, ops[t])
+    return ops

@@ -29,6 +29,15 @@ from ptx_mix import analyse, attention_ptx, row_counts  # noqa: E402
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
 
 
+@pytest.fixture(autouse=True)
+def _mma_sync_loops(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PTX tests here pin the by-ops loop on mma.sync (`ANODIZE_TILE_ATTN_WGMMA=0`: its mix is
+    what they measure; test_tile_attention_wgmma.py pins the wgmma loop); the GPU tests run the
+    defaults."""
+    if request.node.get_closest_marker("gpu") is None:
+        monkeypatch.setenv("ANODIZE_TILE_ATTN_WGMMA", "0")
+
+
 def loop_mix(variant: str, d: int, warps: int, mode: str) -> tuple[dict[str, int], dict[str, int], int]:
     ptx = attention_ptx(variant, warps, d, mode)
     assert ptx is not None

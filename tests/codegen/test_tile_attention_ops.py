@@ -114,9 +114,14 @@ def test_the_ptx_has_tensor_core_matmuls_and_quad_shuffles_and_ptxas_takes_it(va
     assert sum(1 for s in mmas if s.a is None) == (2 if held else 1)  # P (and Q where held) from registers
     art = compile_gpu(k, arch, ptxas=False)
     ptx = art.ptx
-    assert ptx.count("mma.sync.aligned.m16n8k16") > 0
+    # (sm_90: a prefetching loop's register-A matmuls on wgmma, codegen/tile/attn_wgmma.py; the
+    # others, and every matmul on sm_80, on mma.sync with ldmatrix)
+    wg = sum(1 for s in mmas if s.engine == "wgmma")
+    assert wg == 0 or arch == "sm_90"
+    assert ptx.count("wgmma.mma_async") > 0 if wg else ptx.count("wgmma") == 0
+    assert ptx.count("mma.sync.aligned.m16n8k16") > 0 if wg < len(mmas) else "mma.sync" not in ptx
     assert ptx.count("shfl.sync.bfly") >= 4  # the row max and sum: xor 1 and 2 within each quad
-    assert "ldmatrix" in ptx
+    assert ("ldmatrix" in ptx) == (wg < len(mmas))
     drained = any(isinstance(s, TileDrain) for s in guard.body)
     if held:
         # K and V of the next iteration prefetched (codegen/tile/prefetch.py): two copies before the

@@ -106,7 +106,8 @@ def test_base_plus_immediate_addresses_are_the_swizzled_offsets(cpr: int, case: 
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
-def test_by_ops_attention_d128_w4_keeps_its_ldmatrix_and_loses_the_spills() -> None:
+def test_by_ops_attention_d128_w4_keeps_its_ldmatrix_and_loses_the_spills(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_TILE_ATTN_WGMMA", "0")  # (the mma.sync loop's mix: test_tile_attention_wgmma.py pins wgmma's)
     sys.path.insert(0, str(ROOT / "tools"))
     from ptx_mix import analyse, attention_ptx, row_counts
 

@@ -106,7 +106,8 @@ def test_the_skip_condition_is_the_brute_force_mask(which: int) -> None:
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
-def test_causal_attention_branches_around_its_mask() -> None:
+def test_causal_attention_branches_around_its_mask(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_TILE_ATTN_WGMMA", "0")  # (the mma.sync loop's mix: test_tile_attention_wgmma.py pins wgmma's)
     sys.path.insert(0, str(ROOT / "tools"))
     from ptx_mix import analyse, attention_ptx
 
@@ -162,7 +163,8 @@ def test_lazy_rescale_takes_target_times_a_row_tile_only() -> None:
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs ptxas")
-def test_attention_rescale_is_a_block_behind_one_vote() -> None:
+def test_attention_rescale_is_a_block_behind_one_vote(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANODIZE_TILE_ATTN_WGMMA", "0")  # (the mma.sync loop's mix: test_tile_attention_wgmma.py pins wgmma's)
     sys.path.insert(0, str(ROOT / "tools"))
     from ptx_mix import analyse, attention_ptx
 
