@@ -29,12 +29,10 @@ exits 1.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import os
 import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -142,16 +140,6 @@ def compile_only(tiles: list[tuple[int, int, int]], dtypes: list[str], arch: str
     return 0
 
 
-def _module(name: str, text: str) -> Any:
-    p = Path(tempfile.mkdtemp()) / f"{name}.py"
-    p.write_text(text)
-    spec = importlib.util.spec_from_file_location(name, p)
-    mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)  # type: ignore[union-attr]
-    return mod
-
-
 def wall(fn: Callable[[], Any], calls: int) -> float:
     """Milliseconds a call: `calls` back-to-back calls, then a synchronise."""
     import torch
@@ -205,7 +193,9 @@ def build(args: argparse.Namespace, t: str, s: int) -> tuple[list[Contender], An
     import anodize as az
 
     sys.path.insert(0, str(ROOT / "tests" / "codegen"))
+    sys.path.insert(0, str(ROOT / "bench"))
     import tile_mma_cases as cases
+    from tile_variants_v2 import _module
 
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[t]
     torch.manual_seed(0)
