@@ -141,15 +141,11 @@ def compile_only(tiles: list[tuple[int, int, int]], dtypes: list[str], arch: str
 
 
 def wall(fn: Callable[[], Any], calls: int) -> float:
-    """Milliseconds a call: `calls` back-to-back calls, then a synchronise."""
-    import torch
+    """Milliseconds a call: `calls` back-to-back calls, then a synchronise (the benches' one
+    timer, bench/tile_variants_v2.py's; `build` put bench/ on the path)."""
+    from tile_variants_v2 import wall as timed
 
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - t0) / calls * 1e3
+    return timed(fn, calls)  # type: ignore[no-any-return]
 
 
 def parse_tiles(text: str, width: int) -> list[tuple[int, ...]]:
