@@ -156,7 +156,9 @@ def test_each_pair_is_one_wide_load_and_ptxas_takes_it(monkeypatch: pytest.Monke
         assert _count(ptx, wide) == n and _count(ptx, narrow) == 2 * n, (tile, _count(ptx, wide))
         if shutil.which("ptxas"):
             (r0, s0), (r1, s1) = _regs(ptxas_log(before, arch)), _regs(ptxas_log(ptx, arch))
-            assert s1 == 0 and s0 == 0 and (r1 <= r0 + 4), (tile, r0, s0, r1, s1)
+            # no spills, and a few registers at most: 8 since the scalar copy's address mend (d3b3f9b:
+            # bias+ReLU at 128x256/8w 194 -> 201 registers with the pairs, 0 spills; +4 before it)
+            assert s1 == 0 and s0 == 0 and (r1 <= r0 + 8), (tile, r0, s0, r1, s1)
 
 
 def test_the_canonical_gemm_is_unchanged_by_the_switch(monkeypatch: pytest.MonkeyPatch) -> None:
