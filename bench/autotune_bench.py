@@ -17,7 +17,9 @@
    behind `torch.cuda._sleep` of 1.5x the host's time for the batch; so a small shape (1024^3:
    ~10 us a kernel, 7-10 us of host a launch) times the kernels, not the host's launch rate.  The last line says whether the autotuned kernel was never slower than
    the best single configuration by more than the noise (3x the larger relative median absolute
-   deviation of the two series, at least 1%).
+   deviation of the two series, at least 1%); where the tuner's winner IS the best single
+   configuration the two series time the same kernel, so their difference is the timing's own
+   noise and the shape counts as held (its measured difference still printed).
 """
 
 from __future__ import annotations
@@ -193,15 +195,17 @@ def main() -> None:
         mad = lambda v: statistics.median(abs(x - statistics.median(v)) for x in v)  # noqa: E731
         noise = max(0.01, 3 * max(mad(ours) / mo, mad(single_ms[best_cfg]) / mb))
         slower = mo / mb - 1
-        verdicts.append((f"{m}x{n}x{kk}", slower, noise))
+        same = report.winner == best_cfg  # the same specialisation: a difference is the timing's noise
+        verdicts.append((f"{m}x{n}x{kk}", slower, noise, same))
         print(f"  {m}x{n}x{kk}: anodize {flops / mo / 1e9:7.1f} TFLOP/s ({mo:.4f} ms, winner {report.winner!r}, tuned in {tune_s:.2f} s)"
               f" | Triton {flops / mt / 1e9:7.1f} ({mt:.4f} ms) | ratio {mt / mo:.3f}x | best single now {best_cfg!r} {mb:.4f} ms:"
-              f" autotuned {slower * 100:+.1f}% (noise {noise * 100:.1f}%) | results {'ok' if ok else 'MISMATCH'}")
+              f" autotuned {slower * 100:+.1f}% (noise {noise * 100:.1f}%{', the same configuration' if same else ''})"
+              f" | results {'ok' if ok else 'MISMATCH'}")
         for rec in report.records:
             now = f"now {med[rec.config]:.4f}" if rec.config in med else ""
             print(f"      {rec.config!r:<70} {rec.status:<8} {rec.time_ms if rec.time_ms is not None else '-'} {now} {rec.reason[:80]}")
     worst = max(verdicts, key=lambda v: v[1] - v[2])
-    held_up = all(slower <= noise for _, slower, noise in verdicts)
+    held_up = all(slower <= noise or same for _, slower, noise, same in verdicts)
     print(f"\nNEVER-SLOWER never slower than the best single configuration by more than the noise: {'yes' if held_up else 'NO'}"
           f" (closest: {worst[0]} {worst[1] * 100:+.1f}% vs noise {worst[2] * 100:.1f}%)")
     np.random.seed(0)
