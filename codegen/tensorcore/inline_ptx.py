@@ -74,6 +74,24 @@ def desc_field(x: int) -> int:
     return (x & 0x3FFFF) >> 4
 
 
+def sw128_hi(lbo: int) -> int:
+    """A 128-byte-swizzle descriptor's bits but the start address: leading byte offset `lbo`
+    (the 64-column block stride of an MN-major tile; 16, unused, K-major), stride byte offset
+    1024 (8 rows of 128 bytes)."""
+    return desc_field(lbo) << 16 | desc_field(1024) << 32 | SW128
+
+
+def smem_desc(b: ir.IRBuilder, addr: ir.Value, hi: ir.Value) -> ir.Value:
+    """The 64-bit descriptor of the shared address `addr` (i32) with the high bits `hi` (i64)."""
+    return b.or_(b.zext(b.lshr(b.and_(addr, c32(0x3FFFF)), c32(4)), I64), hi)
+
+
+def round_up_1024(b: ir.IRBuilder, addr: ir.Value) -> ir.Value:
+    """The shared address `addr` (i32) rounded up to 1024 bytes (the 128-byte swizzle's period;
+    `align_smem` in PTX text)."""
+    return b.and_(b.add(addr, c32(1023)), c32(~1023 & 0xFFFFFFFF))
+
+
 def scalar_group() -> int:
     """The chunks whose loads a thread has in flight at once in `scalar_copy` (8 loads a chunk):
     `ANODIZE_TILE_SCALAR_GROUP` (1, 2 or 4; default 4), a measurement switch."""

@@ -29,7 +29,7 @@ from ..gpu import ptx as nvptx
 from . import inline_ptx as P
 from .common import _as_i32, _as_i64, shared_buffer, store_fragments, tile_order
 from .gemm import _Tile
-from .inline_ptx import F32, I32, I64, SW128, c32, c64, desc_field
+from .inline_ptx import F32, I32, c32, c64
 
 
 @dataclass(frozen=True)
@@ -89,7 +89,7 @@ def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c
     lda, ldb, ldc = _as_i64(b, lda), _as_i64(b, ldb), _as_i64(b, ldc)
     tile_row, tile_col = _as_i32(b, tile_row), _as_i32(b, tile_col)
     s0 = b.ptrtoint(smem, I32) if isinstance(smem.type, ir.PointerType) else _as_i32(b, smem)
-    s0 = b.and_(b.add(s0, c32(1023)), c32(~1023 & 0xFFFFFFFF))
+    s0 = P.round_up_1024(b, s0)
     t.tid = P.sreg(b, "tid.x")
     warp = b.lshr(t.tid, c32(5))
     lane = b.and_(t.tid, c32(31))
@@ -108,11 +108,11 @@ def emit_wgmma_tile(builder: ir.IRBuilder, module: ir.Module, *, a_ptr, b_ptr, c
         else:
             t.load_tile(bb, BK, BN, b_g, ldb, k0, n0, K, N, blocked=True)
 
-    a_hi = c64(desc_field(16) << 16 | desc_field(1024) << 32 | SW128)  # K-major: 8-row groups 1024 bytes apart
-    b_hi = a_hi if cfg.b_trans else c64(desc_field(BK * 128) << 16 | desc_field(1024) << 32 | SW128)  # MN-major: 64-n blocks
+    a_hi = c64(P.sw128_hi(16))  # K-major: 8-row groups 1024 bytes apart
+    b_hi = a_hi if cfg.b_trans else c64(P.sw128_hi(BK * 128))  # MN-major: 64-n blocks
 
     def desc(addr: ir.Value, hi: ir.Value) -> ir.Value:
-        return b.or_(b.zext(b.lshr(b.and_(addr, c32(0x3FFFF)), c32(4)), I64), hi)
+        return P.smem_desc(b, addr, hi)
 
     def mainloop() -> list[ir.Value]:
         for s in range(L):

@@ -39,7 +39,7 @@ import llvmlite.ir as ir
 from ..gpu import ptx as nvptx
 
 from .common import _as_i32, _as_i64, shared_buffer, tile_order
-from .inline_ptx import ELEM_BYTES, I32, PTX_IN, SW128, VOID, align_smem, asm_block, c32, declare_regs, desc_field, ptx_block, scalar_copy, sreg
+from .inline_ptx import ELEM_BYTES, I32, PTX_IN, VOID, align_smem, asm_block, c32, declare_regs, ptx_block, scalar_copy, sreg, sw128_hi
 
 BK = 64  # one 128-byte swizzle row of 2-byte elements
 _ids = itertools.count()
@@ -207,8 +207,8 @@ def gemm_asm_text(cfg: AsmGemmConfig, uid: int = 0) -> str:
     # scale-d false (D = A B, D's old value unread); 128 movs fewer for ptxas
     e(f"setp.eq.u32 %wp13, {tid}, {tid};")  # scale-d true: accumulate
     # descriptor high bits: A K-major (8-row groups 1024 bytes apart), B MN-major (64-n blocks)
-    hiA = desc_field(16) << 16 | desc_field(1024) << 32 | SW128
-    hiB = desc_field(BK * 128) << 16 | desc_field(1024) << 32 | SW128
+    hiA = sw128_hi(16)
+    hiB = sw128_hi(BK * 128)
     e(f"AZW_LOOP_{u}:")
     e(f"setp.ge.s32 %wp1, {j}, {L};")  # %wp1: this iteration multiplies tile j - L
     e(f"@!%wp1 bra AZW_COPY_{u};")

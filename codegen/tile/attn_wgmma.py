@@ -33,10 +33,10 @@ from typing import Any
 
 import llvmlite.ir as llir
 
-from ..tensorcore.inline_ptx import F32, I64, SW128, asm_block, c32, c64, desc_field
+from ..tensorcore.inline_ptx import F32, asm_block, c32, c64, smem_desc, sw128_hi
 
 
-__all__ = ["aligned_base", "attn_wgmma", "b_tile_ok", "block_lines", "descriptor", "descriptor_parts", "emit_register_a", "engine_for"]
+__all__ = ["attn_wgmma", "b_tile_ok", "block_lines", "descriptor", "descriptor_parts", "emit_register_a", "engine_for"]
 
 GROUP = 8  # k16 steps a block: at d128 the resident Q's fragments of all eight would be live together
 
@@ -77,7 +77,7 @@ def descriptor_parts(kk: int, k: int, n: int, trans: bool) -> tuple[int, int]:
         off, lbo = (kk // 4) * n * 128 + (kk % 4) * 32, 16
     else:
         off, lbo = kk * 16 * 128, k * 128
-    return off, desc_field(lbo) << 16 | desc_field(1024) << 32 | SW128
+    return off, sw128_hi(lbo)
 
 
 def descriptor(b: llir.IRBuilder, base: llir.Value, kk: int, k: int, n: int, trans: bool) -> llir.Value:
@@ -85,8 +85,7 @@ def descriptor(b: llir.IRBuilder, base: llir.Value, kk: int, k: int, n: int, tra
     aligned, `blocked` layout): K-major (`trans`: N rows of 128 bytes a 64-wide K block) or
     MN-major (K rows of 128 bytes a 64-column block, blocks `k` x 128 bytes apart)."""
     off, hi = descriptor_parts(kk, k, n, trans)
-    addr = b.and_(b.add(base, c32(off)), c32(0x3FFFF))
-    return b.or_(b.zext(b.lshr(addr, c32(4)), I64), c64(hi))
+    return smem_desc(b, b.add(base, c32(off)), c64(hi))
 
 
 def block_lines(nacc: int, steps: range, k: int, n: int, trans: bool, mt: int, elem: str, a_rows: int) -> list[str]:
@@ -150,7 +149,4 @@ def emit_register_a(b: llir.IRBuilder, acc: list[llir.Value], a: Any, base: llir
     return cur
 
 
-def aligned_base(b: llir.IRBuilder, s0: llir.Value) -> llir.Value:
-    """The shared address `s0` rounded up to 1024 bytes (the 128-byte swizzle's period)."""
-    return b.and_(b.add(s0, c32(1023)), c32(-1024 & 0xFFFFFFFF))
 

@@ -25,7 +25,7 @@ from anodize.language.types import I64 as I64T
 from ..tensorcore import inline_ptx as P
 from ..tensorcore.common import shared_buffer
 from ..tensorcore.inline_ptx import I32, I64, c32, c64
-from .attn_wgmma import aligned_base, descriptor, emit_register_a
+from .attn_wgmma import descriptor, emit_register_a
 from .mma_ir import MmaOperandIR
 from .staging import _Operand, _rowmajor, whole_tile
 
@@ -144,7 +144,7 @@ def _buffer(lw: Lowerer, base1024: bool) -> llir.Value:
     """The shared address of the compiler's dynamic buffer (rounded up to 1024 bytes: `base1024`)."""
     gv = lw.module.globals.get("__az_tc_smem") or shared_buffer(lw.module)
     s0 = lw.b.ptrtoint(gv, I32)
-    return aligned_base(lw.b, s0) if base1024 else s0
+    return P.round_up_1024(lw.b, s0) if base1024 else s0
 
 
 def _issue_group(lw: Lowerer, pf: Any, slot: llir.Value) -> None:

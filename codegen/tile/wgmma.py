@@ -25,7 +25,7 @@ from typing import Any
 import llvmlite.ir as llir
 
 from ..tensorcore.common import shared_buffer
-from ..tensorcore.inline_ptx import F32, I32, I64, SW128, align_smem, asm_block, c32, c64, declare_regs, desc_field, ptx_block, scalar_copy
+from ..tensorcore.inline_ptx import F32, I32, I64, align_smem, asm_block, c32, c64, declare_regs, ptx_block, scalar_copy, sw128_hi
 from .layout import MmaLayout
 
 __all__ = ["emit_wgmma", "load_ahead", "mainloop_text", "proxy_fence", "smem_bytes", "two_blocks_stages", "whole_chunks"]
@@ -216,7 +216,7 @@ class _Op:
     def desc_hi(self) -> int:
         """The descriptor's high bits: leading byte offset (the 64-column block stride of an
         MN-major tile; unused K-major), stride byte offset 1024 (8 rows), 128-byte swizzle."""
-        return desc_field(16 if self.kmajor else BK * 128) << 16 | desc_field(1024) << 32 | SW128
+        return sw128_hi(16 if self.kmajor else BK * 128)
 
     def k16_step(self) -> int:
         """Descriptor increment (16-byte units) for 16 K: 32 bytes along a K-major row, 16 rows MN-major."""
