@@ -30,9 +30,6 @@ def whole_tile() -> bool:
 class _Operand:
     """One operand's staging: its loaded tile shape in a stage, copies, ldmatrix offsets."""
 
-    blocked = False  # (the defaults of `__init__`'s layout arguments)
-    a_rows = 0
-
     def __init__(self, b: llir.IRBuilder, threads: int, shape: tuple[int, int], g: llir.Value, ld: llir.Value,
                  origin: list[llir.Value], lims: list[llir.Value], kax: int, k_end: llir.Value, blocked: bool = False,
                  a_rows: int = 0) -> None:

@@ -54,6 +54,7 @@ def test_every_chunk_is_copied_once_to_where_ldmatrix_reads_it(rows: int, cols: 
     op = _Operand.__new__(_Operand)
     op.b, op.threads, op.shape, op.g, op.ld, op.kax = b, threads, (rows, cols), 0, ld, 1
     op.origin, op.lims = [0, 0], [rows, cols]
+    op.blocked, op.a_rows = False, 0  # (the row-major layout ldmatrix reads)
     assert rows * cpr % threads == 0  # (the plan's `_splits`)
     for tid in range(threads):
         op.tid = tid
