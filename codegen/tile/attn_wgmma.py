@@ -3,7 +3,8 @@ loop compiled by operations), A from registers: on by default on sm_90 (`ANODIZE
 turns it off; codegen/toolchain.py).
 
 Such a matmul takes A from registers (P = `p.astype(f16)`, Q held across the loop) or from a
-resident tile read with ldmatrix (codegen/tile/mma_regs.py), and its B tile (K read as `K.T`, or
+resident tile (codegen/tile/mma_regs.py: through descriptors where every reader of it is a wgmma,
+`Prefetch.a_ss`, else its fragments read with ldmatrix), and its B tile (K read as `K.T`, or
 V) sits whole in one of its two slots.  wgmma's register-A form, `wgmma.mma_async.m64nNk16` with
 `{a0, a1, a2, a3}`, takes per warp exactly the A fragment of mma.sync m16n8k16 (rows 16 w .. of
 its m64 block: which rows of the tile a warp's 16 are does not matter, A and D being the same

@@ -1,6 +1,7 @@
 """A tensor-core matmul whose A operand is in registers (`tile.matmul(p.astype(f16), v_tile, acc)`,
 the layout plan's register operand: language/tile_plan.py), on mma.sync m16n8k16; or whose A is
-resident in shared memory across its loop (codegen/tile/prefetch.py), read with ldmatrix.
+resident in shared memory across its loop (codegen/tile/prefetch.py), read with ldmatrix -- or,
+on sm_90, both on wgmma (codegen/tile/attn_wgmma.py: A's registers or the resident tile's descriptors).
 
 A is an (M, K) register tile in the accumulator layout over a (warps, 1) grid
 (codegen/tile/layout.py): a thread's registers of two neighbouring n8 blocks `2 kk` and

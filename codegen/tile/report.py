@@ -26,7 +26,9 @@ def matmul_report(typed: ir.KernelIR, lowered: ir.KernelIR, arch: str, engine: s
         line = s.span.line if s.span is not None else typed.line
         m, n = s.layout.m, s.layout.n
         if s.engine == "wgmma" and s.a is None:  # (codegen/tile/attn_wgmma.py)
-            where = "A from registers" if s.a_regs else "A resident in shared memory, read with ldmatrix"
+            where = ("A from registers" if s.a_regs else
+                     "A resident in shared memory, read through descriptors" if s.prefetch is not None and s.prefetch.a_ss else
+                     "A resident in shared memory, read with ldmatrix")
             lines.append((line, f"wgmma.m64n{n}k16 ({m}x{n}x{s.k}, {where}, B prefetched in two slots, accumulator in registers)"))
             continue
         if s.engine == "wgmma":

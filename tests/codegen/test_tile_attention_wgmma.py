@@ -96,6 +96,10 @@ def test_compile_v_names_the_engine(monkeypatch: pytest.MonkeyPatch) -> None:
     # (each matmul twice: the aligned loop version and the general one)
     assert [ln.split("-> ")[1].split(" (")[0] for ln in report] == ["wgmma.m64n64k16"] * 4
     assert all("A from registers" in ln and "B prefetched" in ln for ln in report)
+    # d128 over 4 warps: Q resident, S's A read through descriptors (P V's from registers)
+    _, report = _lowered("example", 128, 4, monkeypatch, ANODIZE_TILE_ATTN_WGMMA="1")
+    assert sum("A resident in shared memory, read through descriptors" in ln for ln in report) == 2
+    assert sum("A from registers" in ln for ln in report) == 2
 
 
 # ---- the slot layout and the descriptors against wgmma's canonical layouts -----------------------
