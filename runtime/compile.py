@@ -16,7 +16,6 @@ kernel compiles again while a repeated launch does not.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import os
 import sys
@@ -27,13 +26,12 @@ from anodize.codegen import toolchain
 from anodize.codegen.artifact import CompiledKernel
 from anodize.language.records import dataclass
 from anodize.language.sources import module_source, spec_repr
+from anodize.language.syntax import collector_paused
 from anodize.runtime import artifact_store, diskcache, lazy
 from anodize.runtime.faults import can_fault
 from anodize.runtime.probe import gpu_available
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
-
     from anodize.runtime.device import Device
     from anodize.runtime.kernel_store import RuntimeKernel as Kernel
 
@@ -145,36 +143,18 @@ def _preload_llvm() -> None:
 
 # Whether a compile pauses Python's cyclic garbage collector (`gc_paused`); tests turn it off.
 PAUSE_GC = True
-_gc_lock = threading.Lock()
-_gc_depth = 0  # compiles inside `gc_paused` now, on any thread
-_gc_resume = False  # whether the outermost one found the collector on (and turns it back on)
 
 
-@contextlib.contextmanager
-def gc_paused() -> Iterator[None]:
-    """Python's cyclic collector off for the span of a compile, on again (where it was on) when the
-    last compile running on any thread leaves.  A compile makes ~30,000 short-lived objects (the
-    tile lowering's IR, llvmlite's IR builder: instructions refer to their blocks and back, so
-    they are cycles), and with everything the checker and codegen imported alive, a collection of
-    the oldest generation walked all of them: 17-32 ms of a GEMM tile's 270 ms compile, 13-17 ms
-    of its first (bench/RESULTS.md, 2026-12-05, session 15).  The compile's cycles are collected
-    by the first collection after it.  A collector the caller turned off stays off."""
-    global _gc_depth, _gc_resume
-    if not PAUSE_GC:
-        yield
-        return
-    with _gc_lock:
-        if _gc_depth == 0:
-            _gc_resume = gc.isenabled()
-            gc.disable()
-        _gc_depth += 1
-    try:
-        yield
-    finally:
-        with _gc_lock:
-            _gc_depth -= 1
-            if _gc_depth == 0 and _gc_resume:
-                gc.enable()
+def gc_paused() -> contextlib.AbstractContextManager[None]:
+    """Python's cyclic collector off for the span of a compile (language/syntax.py
+    `collector_paused`: on again, where it was on, when the last paused block on any thread
+    leaves).  A compile makes ~30,000 short-lived objects (the tile lowering's IR, llvmlite's IR
+    builder: instructions refer to their blocks and back, so they are cycles), and with
+    everything the checker and codegen imported alive, a collection of the oldest generation
+    walked all of them: 17-32 ms of a GEMM tile's 270 ms compile, 13-17 ms of its first
+    (bench/RESULTS.md, 2026-12-05, session 15).  The compile's cycles are collected by the first
+    collection after it.  A collector the caller turned off stays off."""
+    return collector_paused() if PAUSE_GC else contextlib.nullcontext()
 
 
 def overlap_enabled() -> bool:

@@ -25,6 +25,7 @@ import keyword
 import os
 import re
 import stat
+import threading
 import tokenize
 from collections.abc import Iterator
 from itertools import accumulate, repeat
@@ -96,17 +97,28 @@ class NestingTooDeep(ValueError):
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
-    """Python's cyclic garbage collector off for the block (and on again after it, unless it
-    was off already): for steps that build many objects and free none (what they free,
-    reference counting frees), on which the collector's passes are pure cost."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
+    """Python's cyclic garbage collector off for the block, and on again when the last such
+    block running on any thread leaves (unless the outermost found it off): for steps that
+    build many objects and free none (what they free, reference counting frees), on which the
+    collector's passes are pure cost -- a parse, a check, a compile (runtime/compile.py)."""
+    global _paused_depth, _paused_resume
+    with _paused_lock:
+        if _paused_depth == 0:
+            _paused_resume = gc.isenabled()
+            gc.disable()
+        _paused_depth += 1
     try:
         yield
     finally:
-        gc.enable()
+        with _paused_lock:
+            _paused_depth -= 1
+            if _paused_depth == 0 and _paused_resume:
+                gc.enable()
+
+
+_paused_lock = threading.Lock()
+_paused_depth = 0  # `collector_paused` blocks running now, on any thread
+_paused_resume = False  # whether the outermost found the collector on (and turns it back on)
 
 
 def parse(source: str) -> ast.Module:
