@@ -191,7 +191,7 @@ def build(args: argparse.Namespace, t: str, s: int) -> tuple[list[Contender], An
     sys.path.insert(0, str(ROOT / "tests" / "codegen"))
     sys.path.insert(0, str(ROOT / "bench"))
     import tile_mma_cases as cases
-    from tile_variants_v2 import _module
+    from tile_variants_v2 import _module, switches
 
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[t]
     torch.manual_seed(0)
@@ -235,17 +235,9 @@ def build(args: argparse.Namespace, t: str, s: int) -> tuple[list[Contender], An
                  q: int = q) -> Callable[[], Any]:
             mod = _module(f"cutile_peer_{t}_{q}", cases.source("canonical", bm, bn, bk, w, t))
             launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
-            saved = {key: os.environ.get(key) for key in env}
-            os.environ.update(env)
-            try:  # the switches are read when the kernel compiles: at its first call, here
+            with switches(env):  # the switches are read when the kernel compiles: at its first call, here
                 launch(a, b, out, s)
                 torch.cuda.synchronize()
-            finally:
-                for key, v in saved.items():
-                    if v is None:
-                        os.environ.pop(key, None)
-                    else:
-                        os.environ[key] = v
             return lambda: launch(a, b, out, s)
 
         add(label, make)

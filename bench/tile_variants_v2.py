@@ -20,6 +20,7 @@ the canonical row.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
 import os
 import statistics
@@ -35,6 +36,22 @@ sys.path.insert(0, str(ROOT / "tests" / "codegen"))
 import tile_mma_cases as C  # noqa: E402
 
 TILES = [(128, 256, 64, 8), (128, 128, 64, 4)]
+
+
+@contextlib.contextmanager
+def switches(env: dict[str, str]) -> Any:
+    """The environment switches `env` set for the block (a kernel reads them when it compiles,
+    at its first call), each restored after it (removed where it was unset)."""
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for key, v in saved.items():
+            if v is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = v
 
 
 def _module(name: str, text: str) -> Any:
@@ -231,10 +248,7 @@ def main() -> None:
             abs_: list[tuple[str, tuple[int, ...], Any]] = []
             ab_tiles = [tile for tile, _ in per_tile] if args.ab_every_tile else [best[1]]
             for q, (sw, ab_tile) in enumerate((x, tl) for x in args.ab.split(";") if x for tl in ab_tiles):
-                env = dict(kv.split("=", 1) for kv in sw.split(","))
-                saved = {key: os.environ.get(key) for key in env}
-                os.environ.update(env)
-                try:  # (the switches are read when the kernel compiles: at its first call)
+                with switches(dict(kv.split("=", 1) for kv in sw.split(","))):  # (read at the first call)
                     bm, bn, bk, w = ab_tile
                     mod = _module(f"v2_{name}_{bm}_{bn}_{w}_ab{q}", C.source(src_name, bm, bn, bk, w, t))
                     launch = mod.k[az.LaunchConfig.for_tiles((s, s), (bm, bn))]
@@ -244,12 +258,6 @@ def main() -> None:
                     call()
                     torch.cuda.synchronize()
                     torch.testing.assert_close(c.float(), ref, rtol=3e-2, atol=0.5 + 1e-3 * k ** 0.5)
-                finally:
-                    for key, v in saved.items():
-                        if v is None:
-                            os.environ.pop(key, None)
-                        else:
-                            os.environ[key] = v
                 abs_.append((sw, ab_tile, call))
             c3 = torch.empty_like(c)
             tcall = lambda: tri(ta, tb, c3, **tri_kw)  # noqa: E731
